@@ -1,0 +1,1 @@
+//! Mock JSON-RPC nodes (built in a separate change).

@@ -1,0 +1,184 @@
+//! Parsing of the human units used on the command line and in scenario files:
+//! durations (`250ms`, `10s`, `1m30s`), byte sizes (`64KiB`) and rates (`50/s`).
+
+use std::fmt;
+use std::time::Duration;
+
+/// A value that could not be parsed, with a message saying what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError {
+    /// The text that was rejected.
+    pub input: String,
+    /// What was expected instead.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid value '{}': expected {}", self.input, self.expected)
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+const DURATION_EXPECTED: &str = "a duration such as 500us, 250ms, 10s, 5m or 1h30m";
+
+/// Parses a duration made of one or more `<number><unit>` parts, units `ns`, `us`, `ms`, `s`,
+/// `m`, `h`. Fractions are allowed (`1.5s`). A bare `0` is zero.
+pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    let err = || UnitError { input: input.to_string(), expected: DURATION_EXPECTED };
+    let text = input.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if text.is_empty() {
+        return Err(err());
+    }
+    let mut total_nanos: f64 = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(err)?;
+        if number_len == 0 {
+            return Err(err());
+        }
+        let number: f64 = rest[..number_len].parse().map_err(|_| err())?;
+        rest = &rest[number_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let nanos_per_unit = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(err()),
+        };
+        rest = &rest[unit_len..];
+        total_nanos += number * nanos_per_unit;
+    }
+    if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
+        return Err(err());
+    }
+    Ok(Duration::from_nanos(total_nanos.round() as u64))
+}
+
+/// Formats a duration the way reports show it: `812us`, `1.91ms`, `2.00s`.
+pub fn format_duration(duration: Duration) -> String {
+    format_micros(duration.as_secs_f64() * 1e6)
+}
+
+/// Formats a number of microseconds with a unit chosen for readability.
+pub fn format_micros(micros: f64) -> String {
+    if micros < 1000.0 {
+        format!("{micros:.0}us")
+    } else if micros < 1_000_000.0 {
+        format!("{:.2}ms", micros / 1000.0)
+    } else {
+        format!("{:.2}s", micros / 1_000_000.0)
+    }
+}
+
+const SIZE_EXPECTED: &str = "a size such as 512, 64KB, 64KiB, 10MB or 1GiB";
+
+/// Parses a byte size: a whole number with an optional unit (`B`, `KB`, `KiB`, `MB`, `MiB`,
+/// `GB`, `GiB`; decimal units are powers of 1000, binary ones powers of 1024).
+pub fn parse_size(input: &str) -> Result<u64, UnitError> {
+    let err = || UnitError { input: input.to_string(), expected: SIZE_EXPECTED };
+    let text = input.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    if digits == 0 {
+        return Err(err());
+    }
+    let number: u64 = text[..digits].parse().map_err(|_| err())?;
+    let multiplier: u64 = match text[digits..].trim() {
+        "" | "B" => 1,
+        "KB" | "kB" => 1000,
+        "KiB" => 1024,
+        "MB" => 1000 * 1000,
+        "MiB" => 1024 * 1024,
+        "GB" => 1000 * 1000 * 1000,
+        "GiB" => 1024 * 1024 * 1024,
+        _ => return Err(err()),
+    };
+    number.checked_mul(multiplier).ok_or_else(err)
+}
+
+const RATE_EXPECTED: &str = "a rate such as 5000, 50/s, 600/m or 1.5/ms";
+
+/// Parses a rate in events per second: a bare number, or `N/s`, `N/m`, `N/ms`, `N/h`.
+/// The rate must be positive and finite.
+pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
+    let err = || UnitError { input: input.to_string(), expected: RATE_EXPECTED };
+    let text = input.trim();
+    let (number, per) = match text.split_once('/') {
+        Some((number, unit)) => {
+            let per_seconds = match unit.trim() {
+                "s" | "1s" => 1.0,
+                "ms" => 1e-3,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                _ => return Err(err()),
+            };
+            (number.trim(), per_seconds)
+        }
+        None => (text, 1.0),
+    };
+    let value: f64 = number.parse().map_err(|_| err())?;
+    let rate = value / per;
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err(err());
+    }
+    Ok(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_every_unit() {
+        let ms = Duration::from_millis;
+        let cases = [
+            ("0", Duration::ZERO),
+            ("10s", Duration::from_secs(10)),
+            ("250ms", ms(250)),
+            ("500us", Duration::from_micros(500)),
+            ("1.5s", ms(1500)),
+            ("1m30s", Duration::from_secs(90)),
+            ("2h", Duration::from_secs(7200)),
+            ("100ns", Duration::from_nanos(100)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_duration(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_durations_say_what_was_expected() {
+        for text in ["", "10", "s", "10x", "1..5s", "-1s", "ms10"] {
+            let err = parse_duration(text).unwrap_err();
+            assert!(err.to_string().contains("expected a duration"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_rates() {
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("10MB"), Ok(10_000_000));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert!(parse_size("ten").is_err());
+        assert!(parse_size("99999999999GiB").is_err());
+        assert_eq!(parse_rate("5000"), Ok(5000.0));
+        assert_eq!(parse_rate("50/s"), Ok(50.0));
+        assert_eq!(parse_rate("600/m"), Ok(10.0));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("5/fortnight").is_err());
+    }
+
+    #[test]
+    fn durations_format_with_readable_units() {
+        assert_eq!(format_duration(Duration::from_micros(812)), "812us");
+        assert_eq!(format_duration(Duration::from_micros(1910)), "1.91ms");
+        assert_eq!(format_duration(Duration::from_secs(2)), "2.00s");
+    }
+}
