@@ -1,1 +1,21 @@
-fn main() {}
+//! The `rpcbench` command line: parses arguments with clap, turns them into the library's
+//! validated configuration, runs, and maps the result to an exit code (0 the run happened,
+//! 1 a runtime failure or a breached threshold, 2 bad usage).
+
+mod args;
+mod output;
+mod run_cmd;
+mod signals;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run_cmd::run(*args),
+    }
+}

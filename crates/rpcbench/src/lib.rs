@@ -1,15 +1,23 @@
 //! rpcbench: load testing and benchmarking for the JSON-RPC endpoints of blockchain nodes.
 //!
 //! The main types:
-//! - [`engine::RunConfig`] is a validated description of one load run, and [`engine::run`]
-//!   executes it on one current-thread runtime per core, returning a [`record::RunRecord`].
+//! - [`engine::config::RunConfig`] is a validated description of one load run, and
+//!   [`engine::Run`] executes it on one current-thread runtime per core, returning a
+//!   [`record::RunRecord`].
 //! - [`jsonrpc`] builds requests and classifies every response into exactly one
 //!   [`jsonrpc::Outcome`] with a scanning parse (no JSON tree on the hot path).
 //! - [`record`] holds the per-worker HDR histograms, outcome counts and the per-second series,
 //!   and merges them.
-//! - [`report`] renders a finished run as text or JSON.
+//! - [`report`] turns a finished run into a [`report::RunReport`] and renders it as text or
+//!   JSON.
 //! - [`mock`] starts mock Solana and Ethereum nodes and a static baseline server, with fault
 //!   knobs, in-process on any address.
+//! - [`redact`] keeps API keys and auth headers out of every output.
 
+pub mod engine;
+pub mod jsonrpc;
 pub mod mock;
+pub mod record;
+pub mod redact;
+pub mod report;
 pub mod units;

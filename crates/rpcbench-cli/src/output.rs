@@ -1,0 +1,38 @@
+//! Writing to standard output and error: a closed pipe (`rpcbench … | head`) is not an error,
+//! and usage errors print one line naming the flag at fault.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Exit status for bad usage (as clap uses).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status for a failure at run time.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// Writes the text to standard output; a broken pipe is success.
+pub fn print_stdout(text: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: cannot write the report: {err}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}
+
+/// Prints a usage error and returns the usage exit status.
+pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Prints a run-time error and returns the failure exit status.
+pub fn failure(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_FAILURE)
+}

@@ -1,0 +1,441 @@
+//! The validated description of one load run. The CLI (or a scenario file) builds a
+//! [`RunConfig`]; the engine trusts it. Validation errors name the setting at fault.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::jsonrpc::{CheckMode, RequestTemplate};
+use crate::redact;
+
+/// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The setting at fault, e.g. `--rate`.
+    pub setting: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// A new error for `setting`.
+    pub fn new(setting: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            setting: setting.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.setting, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// HTTP or HTTPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP/1.1.
+    Http,
+    /// HTTP/1.1 over TLS (rustls).
+    Https,
+}
+
+/// Where requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given (contains secrets; never print it, use [`Target::redacted`]).
+    url: String,
+    /// HTTP or HTTPS.
+    pub scheme: Scheme,
+    /// Host name or address, without brackets.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Path and query sent in the request line.
+    pub path_and_query: String,
+    /// Value of the Host header.
+    pub host_header: String,
+}
+
+impl Target {
+    /// Parses and checks an `http://` or `https://` URL.
+    pub fn parse(url: &str) -> Result<Self, ConfigError> {
+        let setting = "URL";
+        let parsed = url::Url::parse(url).map_err(|err| {
+            ConfigError::new(
+                setting,
+                format!("'{}' is not a valid URL: {err}", redact::url(url)),
+            )
+        })?;
+        let scheme = match parsed.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            other => {
+                return Err(ConfigError::new(
+                    setting,
+                    format!("scheme '{other}' is not supported (use http:// or https://)"),
+                ))
+            }
+        };
+        let host = match parsed.host() {
+            Some(url::Host::Domain(domain)) => domain.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(ConfigError::new(setting, "the URL has no host")),
+        };
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let mut path_and_query = parsed.path().to_string();
+        if let Some(query) = parsed.query() {
+            path_and_query.push('?');
+            path_and_query.push_str(query);
+        }
+        let host_header = match parsed.port() {
+            Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
+            None => parsed.host_str().unwrap_or(&host).to_string(),
+        };
+        Ok(Self {
+            url: url.to_string(),
+            scheme,
+            host,
+            port,
+            path_and_query,
+            host_header,
+        })
+    }
+
+    /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
+    pub fn redacted(&self) -> String {
+        redact::url(&self.url)
+    }
+}
+
+/// How arrivals are spaced in open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arrivals {
+    /// Evenly spaced, 1/rate apart.
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps with mean 1/rate.
+    Poisson,
+}
+
+/// How load is applied.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Each of `connections` sends its next request as soon as the previous one completes.
+    Closed {
+        /// Number of connections.
+        connections: usize,
+    },
+    /// Requests are due at a constant rate, whatever the server does; latency is measured
+    /// from each request's intended send time.
+    Open {
+        /// Requests per second.
+        rate: f64,
+        /// Spacing of arrivals.
+        arrivals: Arrivals,
+        /// The most connections opened to keep up with the rate.
+        max_connections: usize,
+    },
+}
+
+/// When a run ends. At least one of the two is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Length {
+    /// Measured duration (after warmup).
+    pub duration: Option<Duration>,
+    /// Number of measured requests.
+    pub requests: Option<u64>,
+}
+
+/// TLS settings for https targets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsOptions {
+    /// Accept any server certificate.
+    pub insecure: bool,
+    /// Trust these PEM certificates in addition to the system roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// One validated load run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Where requests go.
+    pub target: Target,
+    /// The request body with a fresh id per request.
+    pub request: RequestTemplate,
+    /// Extra request headers (name, value).
+    pub headers: Vec<(String, String)>,
+    /// Closed or open loop.
+    pub load: Load,
+    /// When the run ends.
+    pub length: Length,
+    /// Time before measurement starts, during which requests are sent but not recorded.
+    pub warmup: Duration,
+    /// Time allowed for one request, from send to the last byte.
+    pub timeout: Duration,
+    /// Time allowed for a TCP (and TLS) connection to be established.
+    pub connect_timeout: Duration,
+    /// Reuse connections (HTTP keep-alive). When false, every request opens a connection.
+    pub keepalive: bool,
+    /// TLS settings.
+    pub tls: TlsOptions,
+    /// Worker threads (one current-thread runtime each). 0 means one per core.
+    pub threads: usize,
+    /// Response bodies larger than this are counted as invalid and the connection closed.
+    pub max_body: u64,
+    /// How much of each response is checked.
+    pub check: CheckMode,
+    /// Seed for everything random in the run (Poisson arrivals), so reruns are identical.
+    pub seed: u64,
+}
+
+impl RunConfig {
+    /// A closed-loop run of 10 seconds on one connection with default settings.
+    pub fn new(target: Target, request: RequestTemplate) -> Self {
+        Self {
+            target,
+            request,
+            headers: Vec::new(),
+            load: Load::Closed { connections: 1 },
+            length: Length {
+                duration: Some(Duration::from_secs(10)),
+                requests: None,
+            },
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(3),
+            keepalive: true,
+            tls: TlsOptions::default(),
+            threads: 0,
+            max_body: 64 * 1024 * 1024,
+            check: CheckMode::Scan,
+            seed: 1,
+        }
+    }
+
+    /// Checks the settings that types alone cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match &self.load {
+            Load::Closed { connections } => {
+                if *connections == 0 {
+                    return Err(ConfigError::new("--connections", "must be at least 1"));
+                }
+            }
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } => {
+                if !rate.is_finite() || *rate <= 0.0 {
+                    return Err(ConfigError::new(
+                        "--rate",
+                        "must be a positive number of requests per second",
+                    ));
+                }
+                if *rate > 10_000_000.0 {
+                    return Err(ConfigError::new(
+                        "--rate",
+                        "must be at most 10000000 requests per second",
+                    ));
+                }
+                if *max_connections == 0 {
+                    return Err(ConfigError::new("--max-connections", "must be at least 1"));
+                }
+            }
+        }
+        match (self.length.duration, self.length.requests) {
+            (None, None) => {
+                return Err(ConfigError::new(
+                    "--duration",
+                    "a run needs a duration or a request count",
+                ))
+            }
+            (Some(duration), _) if duration.is_zero() => {
+                return Err(ConfigError::new("--duration", "must be longer than zero"))
+            }
+            (_, Some(0)) => return Err(ConfigError::new("--requests", "must be at least 1")),
+            _ => {}
+        }
+        if self.timeout.is_zero() {
+            return Err(ConfigError::new("--timeout", "must be longer than zero"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(ConfigError::new(
+                "--connect-timeout",
+                "must be longer than zero",
+            ));
+        }
+        for (name, value) in &self.headers {
+            let valid_name =
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            if !valid_name {
+                return Err(ConfigError::new(
+                    "--header",
+                    format!("'{name}' is not a valid header name"),
+                ));
+            }
+            if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(ConfigError::new(
+                    "--header",
+                    format!("the value of '{name}' contains a line break"),
+                ));
+            }
+            if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+            {
+                return Err(ConfigError::new(
+                    "--header",
+                    format!("'{name}' is set by rpcbench"),
+                ));
+            }
+        }
+        if self.max_body == 0 {
+            return Err(ConfigError::new("--max-body", "must be at least 1 byte"));
+        }
+        Ok(())
+    }
+
+    /// The number of worker threads this run uses.
+    pub fn worker_threads(&self) -> usize {
+        let cores = if self.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            self.threads
+        };
+        let most_useful = match &self.load {
+            Load::Closed { connections } => *connections,
+            Load::Open {
+                max_connections, ..
+            } => *max_connections,
+        };
+        cores.min(most_useful).max(1)
+    }
+
+    /// The request headers as they are sent, up to and including `Content-Length: ` (the
+    /// length and the body follow per request).
+    pub fn request_head(&self) -> Vec<u8> {
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\n",
+            self.target.path_and_query, self.target.host_header
+        );
+        let has = |wanted: &str| {
+            self.headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+        };
+        if !has("content-type") {
+            head.push_str("Content-Type: application/json\r\n");
+        }
+        if !has("user-agent") {
+            head.push_str(concat!(
+                "User-Agent: rpcbench/",
+                env!("CARGO_PKG_VERSION"),
+                "\r\n"
+            ));
+        }
+        if !self.keepalive && !has("connection") {
+            head.push_str("Connection: close\r\n");
+        }
+        for (name, value) in &self.headers {
+            head.push_str(name);
+            head.push_str(": ");
+            head.push_str(value);
+            head.push_str("\r\n");
+        }
+        head.push_str("Content-Length: ");
+        head.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> RunConfig {
+        let target = Target::parse("http://127.0.0.1:8899/").unwrap();
+        RunConfig::new(
+            target,
+            RequestTemplate::from_method("getSlot", None).unwrap(),
+        )
+    }
+
+    #[test]
+    fn urls_are_parsed_into_request_parts() {
+        let target =
+            Target::parse("https://rpc.example.com/v3/0123456789abcdef0123456789abcdef?x=1")
+                .unwrap();
+        assert_eq!(target.scheme, Scheme::Https);
+        assert_eq!(target.port, 443);
+        assert_eq!(target.host_header, "rpc.example.com");
+        assert_eq!(
+            target.path_and_query,
+            "/v3/0123456789abcdef0123456789abcdef?x=1"
+        );
+        assert_eq!(target.redacted(), "https://rpc.example.com/v3/***?x=1");
+        let v6 = Target::parse("http://[::1]:8545").unwrap();
+        assert_eq!(
+            (v6.host.as_str(), v6.port, v6.host_header.as_str()),
+            ("::1", 8545, "[::1]:8545")
+        );
+        assert_eq!(v6.path_and_query, "/");
+    }
+
+    #[test]
+    fn bad_urls_are_rejected_with_the_reason() {
+        for (url, message) in [
+            ("127.0.0.1:8899", "not a valid URL"),
+            ("ftp://127.0.0.1/", "scheme 'ftp'"),
+            ("http://", "not a valid URL"),
+        ] {
+            let err = Target::parse(url).unwrap_err();
+            assert!(err.to_string().contains(message), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn validation_names_the_setting() {
+        let mut bad = config();
+        bad.load = Load::Closed { connections: 0 };
+        assert_eq!(bad.validate().unwrap_err().setting, "--connections");
+        let mut bad = config();
+        bad.load = Load::Open {
+            rate: -1.0,
+            arrivals: Arrivals::Uniform,
+            max_connections: 10,
+        };
+        assert_eq!(bad.validate().unwrap_err().setting, "--rate");
+        let mut bad = config();
+        bad.headers.push(("Bad Name".into(), "x".into()));
+        assert_eq!(bad.validate().unwrap_err().setting, "--header");
+        let mut bad = config();
+        bad.length = Length {
+            duration: None,
+            requests: None,
+        };
+        assert_eq!(bad.validate().unwrap_err().setting, "--duration");
+        assert!(config().validate().is_ok());
+    }
+
+    #[test]
+    fn the_request_head_carries_user_headers() {
+        let mut config = config();
+        config
+            .headers
+            .push(("Authorization".into(), "Bearer abc".into()));
+        config.keepalive = false;
+        let head = String::from_utf8(config.request_head()).unwrap();
+        assert!(head.starts_with(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1:8899\r\nContent-Type: application/json\r\n"
+        ));
+        assert!(head.contains("Connection: close\r\n"));
+        assert!(head.contains("Authorization: Bearer abc\r\n"));
+        assert!(head.ends_with("Content-Length: "));
+    }
+}

@@ -1,0 +1,236 @@
+//! Opening connections to the target: address resolution once per run, TCP with
+//! `TCP_NODELAY`, and TLS through rustls with the system roots, an extra CA file, or no
+//! verification at all (`--insecure`).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use super::config::{RunConfig, Scheme};
+use super::http::Stream;
+
+/// Why the engine could not prepare to connect.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The host name did not resolve.
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
+    /// The CA file could not be read or holds no certificate.
+    CaFile { path: String, message: String },
+    /// No trusted roots at all.
+    NoRoots,
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Resolve { host, source } => {
+                write!(f, "cannot resolve host '{host}': {source}")
+            }
+            SetupError::CaFile { path, message } => write!(f, "--cacert {path}: {message}"),
+            SetupError::NoRoots => write!(
+                f,
+                "no trusted root certificates found (use --cacert or --insecure)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// Opens connections to one target.
+#[derive(Clone)]
+pub struct Connector {
+    addrs: Arc<[SocketAddr]>,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+    connect_timeout: Duration,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector")
+            .field("addrs", &self.addrs)
+            .field("tls", &self.tls.is_some())
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl Connector {
+    /// Resolves the target and prepares TLS. Blocking (name resolution).
+    pub fn new(config: &RunConfig) -> Result<Self, SetupError> {
+        use std::net::ToSocketAddrs;
+        let target = &config.target;
+        let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
+            .to_socket_addrs()
+            .map_err(|source| SetupError::Resolve {
+                host: target.host.clone(),
+                source,
+            })?
+            .collect();
+        if addrs.is_empty() {
+            return Err(SetupError::Resolve {
+                host: target.host.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no addresses"),
+            });
+        }
+        let tls = match target.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let client = tls_client_config(config)?;
+                let name =
+                    ServerName::try_from(target.host.clone()).map_err(|_| SetupError::Resolve {
+                        host: target.host.clone(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "not a valid TLS server name",
+                        ),
+                    })?;
+                Some((TlsConnector::from(Arc::new(client)), name))
+            }
+        };
+        Ok(Self {
+            addrs: addrs.into(),
+            tls,
+            connect_timeout: config.connect_timeout,
+        })
+    }
+
+    /// Opens one connection (TCP, then TLS if needed) within the connect timeout.
+    pub async fn connect(&self) -> std::io::Result<Stream> {
+        let attempt = async {
+            let mut last_error = None;
+            for addr in self.addrs.iter() {
+                match TcpStream::connect(addr).await {
+                    Ok(tcp) => {
+                        tcp.set_nodelay(true)?;
+                        return match &self.tls {
+                            None => Ok(Stream::Plain(tcp)),
+                            Some((connector, name)) => {
+                                let tls = connector.connect(name.clone(), tcp).await?;
+                                Ok(Stream::Tls(Box::new(tls)))
+                            }
+                        };
+                    }
+                    Err(err) => last_error = Some(err),
+                }
+            }
+            Err(last_error.unwrap_or_else(|| std::io::Error::other("no address to connect to")))
+        };
+        match tokio::time::timeout(self.connect_timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connect timeout",
+            )),
+        }
+    }
+}
+
+fn tls_client_config(config: &RunConfig) -> Result<ClientConfig, SetupError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|_| SetupError::NoRoots)?;
+    let mut client = if config.tls.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for cert in native.certs {
+            roots.add(cert).ok();
+        }
+        if let Some(path) = &config.tls.ca_file {
+            let shown = path.display().to_string();
+            let pem = std::fs::read(path).map_err(|err| SetupError::CaFile {
+                path: shown.clone(),
+                message: err.to_string(),
+            })?;
+            let mut added = 0;
+            for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(&pem) {
+                let cert: CertificateDer<'static> = cert.map_err(|err| SetupError::CaFile {
+                    path: shown.clone(),
+                    message: err.to_string(),
+                })?;
+                roots.add(cert).map_err(|err| SetupError::CaFile {
+                    path: shown.clone(),
+                    message: err.to_string(),
+                })?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(SetupError::CaFile {
+                    path: shown,
+                    message: "no PEM certificate in the file".into(),
+                });
+            }
+        }
+        if roots.is_empty() {
+            return Err(SetupError::NoRoots);
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    client.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(client)
+}
+
+/// `--insecure`: accepts any certificate, still checks handshake signatures.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,162 @@
+//! Open-loop pacing: when each request is due. A pacer is a pure function of the ticket index
+//! (and, for Poisson arrivals, a seeded random stream), with no clock inside, so it is tested
+//! with tables. Each worker paces its own share of the rate; the shares interleave so that the
+//! union of all workers' schedules is the requested one.
+
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::config::Arrivals;
+
+/// Produces the intended send time of each successive request, as an offset from the start.
+pub trait Pacer: std::fmt::Debug + Send {
+    /// The offset of the next request. Offsets never decrease.
+    fn next_offset(&mut self) -> Duration;
+}
+
+/// Evenly spaced arrivals: worker `index` of `workers` sends requests
+/// `index, index + workers, index + 2 * workers, …` of a global schedule `1 / rate` apart.
+#[derive(Debug, Clone)]
+pub struct UniformPacer {
+    interval_secs: f64,
+    next_global: u64,
+    stride: u64,
+}
+
+impl UniformPacer {
+    /// Worker `index`'s share of `rate` requests per second spread over `workers` workers.
+    pub fn new(rate: f64, index: usize, workers: usize) -> Self {
+        Self {
+            interval_secs: 1.0 / rate,
+            next_global: index as u64,
+            stride: workers as u64,
+        }
+    }
+}
+
+impl Pacer for UniformPacer {
+    fn next_offset(&mut self) -> Duration {
+        let offset = Duration::from_secs_f64(self.next_global as f64 * self.interval_secs);
+        self.next_global += self.stride;
+        offset
+    }
+}
+
+/// Poisson arrivals: exponential gaps with mean `workers / rate` for each worker; the
+/// superposition of the workers' processes is a Poisson process of `rate`.
+#[derive(Debug, Clone)]
+pub struct PoissonPacer {
+    mean_gap_secs: f64,
+    elapsed_secs: f64,
+    rng: SmallRng,
+}
+
+impl PoissonPacer {
+    /// Worker `index`'s share of `rate`, with a random stream seeded from `seed` and `index`.
+    pub fn new(rate: f64, index: usize, workers: usize, seed: u64) -> Self {
+        let stream_seed = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Self {
+            mean_gap_secs: workers as f64 / rate,
+            elapsed_secs: 0.0,
+            rng: SmallRng::seed_from_u64(stream_seed),
+        }
+    }
+}
+
+impl Pacer for PoissonPacer {
+    fn next_offset(&mut self) -> Duration {
+        let offset = Duration::from_secs_f64(self.elapsed_secs);
+        // Inverse transform sampling; 1 - u is in (0, 1], so the logarithm is finite.
+        let u: f64 = self.rng.gen();
+        self.elapsed_secs += -(1.0 - u).ln() * self.mean_gap_secs;
+        offset
+    }
+}
+
+/// The pacer for worker `index` of `workers`.
+pub fn pacer_for(
+    arrivals: Arrivals,
+    rate: f64,
+    index: usize,
+    workers: usize,
+    seed: u64,
+) -> Box<dyn Pacer> {
+    match arrivals {
+        Arrivals::Uniform => Box::new(UniformPacer::new(rate, index, workers)),
+        Arrivals::Poisson => Box::new(PoissonPacer::new(rate, index, workers, seed)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(pacer: &mut dyn Pacer, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| pacer.next_offset().as_micros() as u64)
+            .collect()
+    }
+
+    #[test]
+    fn uniform_shares_interleave_into_the_global_schedule() {
+        let cases = [
+            // (rate, index, workers, first offsets in µs)
+            (1000.0, 0, 1, vec![0, 1000, 2000, 3000]),
+            (1000.0, 0, 2, vec![0, 2000, 4000, 6000]),
+            (1000.0, 1, 2, vec![1000, 3000, 5000, 7000]),
+            (5000.0, 2, 4, vec![400, 1200, 2000, 2800]),
+            (3.0, 0, 1, vec![0, 333_333, 666_666, 1_000_000]),
+        ];
+        for (rate, index, workers, expected) in cases {
+            let mut pacer = UniformPacer::new(rate, index, workers);
+            assert_eq!(
+                offsets(&mut pacer, expected.len()),
+                expected,
+                "rate {rate} worker {index}/{workers}"
+            );
+        }
+    }
+
+    #[test]
+    fn uniform_pacing_hits_the_rate_exactly_over_a_long_run() {
+        let mut pacer = UniformPacer::new(5000.0, 0, 1);
+        let due_in_10s = std::iter::from_fn(|| Some(pacer.next_offset()))
+            .take_while(|offset| *offset < Duration::from_secs(10))
+            .count();
+        assert_eq!(due_in_10s, 50_000);
+    }
+
+    #[test]
+    fn poisson_arrivals_have_the_right_mean_and_spread() {
+        let mut pacer = PoissonPacer::new(1000.0, 0, 1, 42);
+        let n = 100_000;
+        let mut previous = pacer.next_offset();
+        let mut gaps = Vec::with_capacity(n);
+        for _ in 0..n {
+            let offset = pacer.next_offset();
+            assert!(offset >= previous);
+            gaps.push((offset - previous).as_secs_f64());
+            previous = offset;
+        }
+        let mean = gaps.iter().sum::<f64>() / n as f64;
+        let variance = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
+        // Exponential gaps: mean 1 ms and standard deviation equal to the mean.
+        assert!((mean - 0.001).abs() < 0.00003, "mean {mean}");
+        assert!(
+            (variance.sqrt() - 0.001).abs() < 0.00005,
+            "stdev {}",
+            variance.sqrt()
+        );
+    }
+
+    #[test]
+    fn poisson_streams_are_reproducible_and_distinct_per_worker() {
+        let a = offsets(&mut PoissonPacer::new(100.0, 0, 2, 7), 5);
+        let b = offsets(&mut PoissonPacer::new(100.0, 0, 2, 7), 5);
+        let c = offsets(&mut PoissonPacer::new(100.0, 1, 2, 7), 5);
+        assert_eq!(a, b);
+        assert_ne!(a[1..], c[1..]);
+    }
+}

@@ -1,0 +1,863 @@
+//! JSON-RPC 2.0 on the hot path: request bodies built from a template with a fresh id per
+//! request, and the classification of every response into exactly one [`Outcome`].
+//!
+//! Classification does not build a JSON tree. [`scan_response`] walks the top level of the
+//! response object, reads `jsonrpc`, `id`, and the `code` of an `error`, and skips over
+//! `result` without looking inside it. For large results that come before the `id` (Solana
+//! puts `id` last) it reads the trailing members backwards from the end of the body instead
+//! of skipping tens of kilobytes. [`CheckMode::Full`] adds a complete JSON validation for
+//! users who want every byte checked.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The class of one request's outcome. Every request that was attempted gets exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// HTTP 2xx with a JSON-RPC 2.0 response carrying a `result` (a `null` result included)
+    /// and the id that was sent.
+    Ok,
+    /// HTTP 2xx with a JSON-RPC error object; the error's `code`.
+    RpcError(i64),
+    /// An HTTP status other than 2xx, whatever the body says.
+    HttpStatus(u16),
+    /// A response that is not a valid JSON-RPC 2.0 answer to the request.
+    Invalid(InvalidKind),
+    /// No complete response within the request timeout.
+    Timeout,
+    /// The connection could not be established (refused, unreachable, connect timeout, TLS).
+    Connect,
+    /// The connection was closed or reset before the response was complete.
+    Closed,
+}
+
+impl Outcome {
+    /// Whether this outcome is a success.
+    pub fn is_ok(self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+}
+
+/// Why a response was classified as invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InvalidKind {
+    /// The body is not JSON.
+    NotJson,
+    /// JSON, but not a JSON-RPC 2.0 response (no `"jsonrpc":"2.0"`, neither or both of
+    /// `result` and `error`, a malformed error object, no `id`).
+    NotJsonRpc,
+    /// A JSON-RPC response whose id is not the one that was sent.
+    IdMismatch,
+    /// The body was larger than the configured limit.
+    BodyTooLarge,
+    /// The bytes received are not a valid HTTP/1.x response.
+    BadHttp,
+}
+
+impl InvalidKind {
+    /// All kinds, in report order.
+    pub const ALL: [InvalidKind; 5] = [
+        InvalidKind::NotJson,
+        InvalidKind::NotJsonRpc,
+        InvalidKind::IdMismatch,
+        InvalidKind::BodyTooLarge,
+        InvalidKind::BadHttp,
+    ];
+
+    /// The stable name used in reports and JSON keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            InvalidKind::NotJson => "not_json",
+            InvalidKind::NotJsonRpc => "not_jsonrpc",
+            InvalidKind::IdMismatch => "id_mismatch",
+            InvalidKind::BodyTooLarge => "body_too_large",
+            InvalidKind::BadHttp => "bad_http",
+        }
+    }
+}
+
+/// How much of each response body is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckMode {
+    /// The scanning parse: top-level members only, `result` skipped.
+    #[default]
+    Scan,
+    /// The scanning parse plus a full JSON validation of the whole body.
+    Full,
+}
+
+/// Classifies one HTTP response to a request sent with id `sent_id`.
+///
+/// The HTTP status wins over the body: a 429 with a JSON-RPC error inside is `HttpStatus(429)`.
+pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Outcome {
+    if !(200..300).contains(&status) {
+        return Outcome::HttpStatus(status);
+    }
+    if check == CheckMode::Full && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        return Outcome::Invalid(InvalidKind::NotJson);
+    }
+    let scanned = match scan_response(body) {
+        Ok(scanned) => scanned,
+        Err(kind) => return Outcome::Invalid(kind),
+    };
+    if !scanned.version_ok {
+        return Outcome::Invalid(InvalidKind::NotJsonRpc);
+    }
+    match (scanned.has_result, scanned.error_code) {
+        (true, None) => match scanned.id {
+            ScannedId::Number(id) if id == sent_id => Outcome::Ok,
+            ScannedId::Missing => Outcome::Invalid(InvalidKind::NotJsonRpc),
+            _ => Outcome::Invalid(InvalidKind::IdMismatch),
+        },
+        (false, Some(code)) => match scanned.id {
+            // A server that could not read the request answers with a null id.
+            ScannedId::Null => Outcome::RpcError(code),
+            ScannedId::Number(id) if id == sent_id => Outcome::RpcError(code),
+            ScannedId::Missing => Outcome::Invalid(InvalidKind::NotJsonRpc),
+            _ => Outcome::Invalid(InvalidKind::IdMismatch),
+        },
+        _ => Outcome::Invalid(InvalidKind::NotJsonRpc),
+    }
+}
+
+/// The `id` member of a response, as far as classification cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScannedId {
+    /// No `id` member.
+    Missing,
+    /// `"id": null`.
+    Null,
+    /// A non-negative integer id.
+    Number(u64),
+    /// Anything else: a string, a fraction, a negative number.
+    Other,
+}
+
+/// What the scanning parse found at the top level of a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedResponse {
+    /// `"jsonrpc": "2.0"` was present.
+    pub version_ok: bool,
+    /// The id.
+    pub id: ScannedId,
+    /// A `result` member was present.
+    pub has_result: bool,
+    /// The integer `code` of an `error` member, if there was a well-formed one.
+    pub error_code: Option<i64>,
+}
+
+/// Scans the top level of a JSON-RPC response body. Returns `NotJson` when the top-level
+/// structure is not a JSON object, and `NotJsonRpc` for an `error` without an integer code.
+pub fn scan_response(body: &[u8]) -> Result<ScannedResponse, InvalidKind> {
+    scan_response_with(body, TAIL_SCAN_THRESHOLD)
+}
+
+/// [`scan_response`] with the size above which a result's tail is read instead of skipped.
+fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedResponse, InvalidKind> {
+    let mut scanned = ScannedResponse {
+        version_ok: false,
+        id: ScannedId::Missing,
+        has_result: false,
+        error_code: None,
+    };
+    let mut error_seen = false;
+    let mut s = Scanner {
+        bytes: body,
+        pos: 0,
+    };
+    s.skip_ws();
+    s.expect(b'{')?;
+    s.skip_ws();
+    if s.peek() == Some(b'}') {
+        s.pos += 1;
+        return s.finish().map(|()| scanned);
+    }
+    loop {
+        s.skip_ws();
+        let key = s.string()?;
+        s.skip_ws();
+        s.expect(b':')?;
+        s.skip_ws();
+        match key {
+            b"jsonrpc" => {
+                let value = s.value_span()?;
+                scanned.version_ok = value == b"\"2.0\"";
+            }
+            b"id" => {
+                let value = s.value_span()?;
+                scanned.id = parse_id(value);
+            }
+            b"result" => {
+                scanned.has_result = true;
+                let remaining = body.len() - s.pos;
+                if remaining > tail_threshold && matches!(s.peek(), Some(b'{' | b'[')) {
+                    if let Some(tail) = scan_tail(body, s.pos) {
+                        let mut from_tail = scanned.clone();
+                        for &(key, value) in &tail {
+                            match key {
+                                b"jsonrpc" => from_tail.version_ok = value == b"\"2.0\"",
+                                b"id" => from_tail.id = parse_id(value),
+                                b"error" => return Err(InvalidKind::NotJsonRpc),
+                                _ => {}
+                            }
+                        }
+                        // Trust the tail only when it settles both the id and the version;
+                        // otherwise something else follows the result: skip forward.
+                        if from_tail.id != ScannedId::Missing && from_tail.version_ok {
+                            return Ok(from_tail);
+                        }
+                    }
+                }
+                s.skip_value()?;
+            }
+            b"error" => {
+                error_seen = true;
+                scanned.error_code = s.error_object()?;
+            }
+            _ => s.skip_value()?,
+        }
+        s.skip_ws();
+        match s.next() {
+            Some(b',') => continue,
+            Some(b'}') => break,
+            _ => return Err(InvalidKind::NotJson),
+        }
+    }
+    s.finish()?;
+    if error_seen && scanned.error_code.is_none() {
+        return Err(InvalidKind::NotJsonRpc);
+    }
+    Ok(scanned)
+}
+
+/// Results longer than this are not skipped byte by byte when the tail can be read instead.
+const TAIL_SCAN_THRESHOLD: usize = 512;
+
+/// Extracts the `error.message` of a response body, for the first response seen with a code.
+/// This is the cold path: it parses the body fully.
+pub fn error_message(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let message = value.get("error")?.get("message")?;
+    Some(match message {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn parse_id(raw: &[u8]) -> ScannedId {
+    if raw == b"null" {
+        return ScannedId::Null;
+    }
+    if raw.is_empty() || raw.len() > 20 || !raw.iter().all(u8::is_ascii_digit) {
+        return ScannedId::Other;
+    }
+    let mut value: u64 = 0;
+    for &digit in raw {
+        value = match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(digit - b'0')))
+        {
+            Some(v) => v,
+            None => return ScannedId::Other,
+        };
+    }
+    ScannedId::Number(value)
+}
+
+/// A forward scanner over the top level of a JSON document.
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.pos += 1;
+        Some(byte)
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Result<(), InvalidKind> {
+        if self.next() == Some(byte) {
+            Ok(())
+        } else {
+            Err(InvalidKind::NotJson)
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), InvalidKind> {
+        self.skip_ws();
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(InvalidKind::NotJson)
+        }
+    }
+
+    /// Reads a string and returns its raw contents (escapes left as they are).
+    fn string(&mut self) -> Result<&'a [u8], InvalidKind> {
+        self.expect(b'"')?;
+        let start = self.pos;
+        self.skip_string_body()?;
+        Ok(&self.bytes[start..self.pos - 1])
+    }
+
+    /// Skips to just after the closing quote of a string whose opening quote was consumed.
+    fn skip_string_body(&mut self) -> Result<(), InvalidKind> {
+        loop {
+            let rest = &self.bytes[self.pos..];
+            let offset = memchr::memchr2(b'"', b'\\', rest).ok_or(InvalidKind::NotJson)?;
+            if rest[offset] == b'"' {
+                self.pos += offset + 1;
+                return Ok(());
+            }
+            self.pos += offset + 2;
+            if self.pos > self.bytes.len() {
+                return Err(InvalidKind::NotJson);
+            }
+        }
+    }
+
+    /// Skips one value and returns the bytes it spans.
+    fn value_span(&mut self) -> Result<&'a [u8], InvalidKind> {
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(&self.bytes[start..self.pos])
+    }
+
+    fn skip_value(&mut self) -> Result<(), InvalidKind> {
+        match self.peek().ok_or(InvalidKind::NotJson)? {
+            b'"' => {
+                self.pos += 1;
+                self.skip_string_body()
+            }
+            b'{' | b'[' => self.skip_container(),
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let start = self.pos;
+                while let Some(byte) = self.peek() {
+                    if matches!(byte, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                let scalar = &self.bytes[start..self.pos];
+                let valid = match scalar[0] {
+                    b't' => scalar == b"true",
+                    b'f' => scalar == b"false",
+                    b'n' => scalar == b"null",
+                    _ => scalar
+                        .iter()
+                        .all(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')),
+                };
+                if valid {
+                    Ok(())
+                } else {
+                    Err(InvalidKind::NotJson)
+                }
+            }
+            _ => Err(InvalidKind::NotJson),
+        }
+    }
+
+    /// Skips an object or array, tracking depth and stepping over strings.
+    fn skip_container(&mut self) -> Result<(), InvalidKind> {
+        let mut depth = 0usize;
+        while let Some(byte) = self.next() {
+            match byte {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                b'"' => self.skip_string_body()?,
+                _ => {}
+            }
+        }
+        Err(InvalidKind::NotJson)
+    }
+
+    /// Reads an error object and returns its integer `code`, if it has one.
+    fn error_object(&mut self) -> Result<Option<i64>, InvalidKind> {
+        if self.peek() != Some(b'{') {
+            self.skip_value()?;
+            return Ok(None);
+        }
+        self.pos += 1;
+        let mut code = None;
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(None);
+        }
+        loop {
+            self.skip_ws();
+            let key = self.string()?;
+            self.skip_ws();
+            self.expect(b':')?;
+            self.skip_ws();
+            let value = self.value_span()?;
+            if key == b"code" {
+                code = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|text| text.parse::<i64>().ok());
+            }
+            self.skip_ws();
+            match self.next() {
+                Some(b',') => continue,
+                Some(b'}') => return Ok(code),
+                _ => return Err(InvalidKind::NotJson),
+            }
+        }
+    }
+}
+
+/// The scalar members (key, raw value) found after a large value, read backwards.
+type Tail<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// Reads the scalar members that follow the container starting at `value_start`, backwards
+/// from the end of the body, up to the first container that closes. Returns `None` (the caller
+/// then skips forward) when the tail is anything else.
+fn scan_tail(body: &[u8], value_start: usize) -> Option<Tail<'_>> {
+    let mut end = body.len();
+    let skip_ws_back = |end: &mut usize| {
+        while *end > value_start && matches!(body[*end - 1], b' ' | b'\n' | b'\r' | b'\t') {
+            *end -= 1;
+        }
+    };
+    skip_ws_back(&mut end);
+    if end <= value_start || body[end - 1] != b'}' {
+        return None;
+    }
+    end -= 1;
+    let mut members = Vec::with_capacity(2);
+    loop {
+        skip_ws_back(&mut end);
+        if end <= value_start {
+            return None;
+        }
+        let last = body[end - 1];
+        if matches!(last, b'}' | b']') {
+            // A container closes here: the large value, or another member the caller will
+            // notice it has not settled.
+            let opener = body[value_start];
+            let matches_opener =
+                (opener == b'{' && last == b'}') || (opener == b'[' && last == b']');
+            return matches_opener.then_some(members);
+        }
+        // A scalar value.
+        let value_end = end;
+        if last == b'"' {
+            let open = find_string_open(body, value_start, end - 1)?;
+            end = open;
+        } else {
+            while end > value_start
+                && (body[end - 1].is_ascii_alphanumeric()
+                    || matches!(body[end - 1], b'-' | b'+' | b'.'))
+            {
+                end -= 1;
+            }
+        }
+        let value = &body[end..value_end];
+        skip_ws_back(&mut end);
+        if end <= value_start || body[end - 1] != b':' {
+            return None;
+        }
+        end -= 1;
+        skip_ws_back(&mut end);
+        if end <= value_start || body[end - 1] != b'"' {
+            return None;
+        }
+        let key_close = end - 1;
+        let key_open = find_string_open(body, value_start, key_close)?;
+        let key = &body[key_open + 1..key_close];
+        members.push((key, value));
+        end = key_open;
+        skip_ws_back(&mut end);
+        if end <= value_start || body[end - 1] != b',' {
+            return None;
+        }
+        end -= 1;
+        if members.len() > 8 {
+            return None;
+        }
+    }
+}
+
+/// Given the index of a closing quote, finds the index of the matching opening quote, going
+/// backwards and skipping escaped quotes. Never looks at or before `floor`.
+fn find_string_open(body: &[u8], floor: usize, close: usize) -> Option<usize> {
+    let mut index = close;
+    loop {
+        let found = memchr::memrchr(b'"', &body[floor + 1..index])? + floor + 1;
+        let backslashes = body[floor + 1..found]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(found);
+        }
+        index = found;
+    }
+}
+
+/// A request body with a placeholder for the id: `prefix` + id + `suffix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTemplate {
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    method: String,
+}
+
+/// A request body that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyError(pub String);
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+impl RequestTemplate {
+    /// A request for `method` with optional `params` (an array or an object).
+    pub fn from_method(method: &str, params: Option<&Value>) -> Result<Self, BodyError> {
+        if method.is_empty() {
+            return Err(BodyError("the method name is empty".into()));
+        }
+        if let Some(params) = params {
+            if !params.is_array() && !params.is_object() {
+                return Err(BodyError(format!(
+                    "params must be a JSON array or object, not {}",
+                    json_kind(params)
+                )));
+            }
+        }
+        let method_json = Value::String(method.to_string()).to_string();
+        let mut suffix = format!(",\"method\":{method_json}");
+        if let Some(params) = params {
+            suffix.push_str(",\"params\":");
+            suffix.push_str(&params.to_string());
+        }
+        suffix.push('}');
+        Ok(Self {
+            prefix: b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec(),
+            suffix: suffix.into_bytes(),
+            method: method.to_string(),
+        })
+    }
+
+    /// A request from a whole JSON-RPC request object given by the user. Its `id`, if any, is
+    /// replaced by rpcbench's own so that every response can be matched to its request.
+    pub fn from_body(body: &str) -> Result<Self, BodyError> {
+        let value: Value = serde_json::from_str(body)
+            .map_err(|err| BodyError(format!("the body is not valid JSON: {err}")))?;
+        let Value::Object(object) = value else {
+            return Err(BodyError(format!(
+                "the body must be one JSON-RPC request object, not {} (batches are not supported by `run`)",
+                json_kind(&value)
+            )));
+        };
+        let method = match object.get("method") {
+            Some(Value::String(method)) => method.clone(),
+            Some(_) => return Err(BodyError("the body's \"method\" must be a string".into())),
+            None => return Err(BodyError("the body has no \"method\"".into())),
+        };
+        if let Some(version) = object.get("jsonrpc") {
+            if version != "2.0" {
+                return Err(BodyError(format!(
+                    "the body's \"jsonrpc\" is {version}, not \"2.0\""
+                )));
+            }
+        }
+        let mut suffix = String::new();
+        for (key, value) in &object {
+            if key == "id" || key == "jsonrpc" {
+                continue;
+            }
+            suffix.push(',');
+            suffix.push_str(&Value::String(key.clone()).to_string());
+            suffix.push(':');
+            suffix.push_str(&value.to_string());
+        }
+        suffix.push('}');
+        Ok(Self {
+            prefix: b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec(),
+            suffix: suffix.into_bytes(),
+            method,
+        })
+    }
+
+    /// The JSON-RPC method this template calls.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The length of the body for a given id.
+    pub fn body_len(&self, id: u64) -> usize {
+        self.prefix.len() + itoa::Buffer::new().format(id).len() + self.suffix.len()
+    }
+
+    /// Appends the body for `id` to `out`.
+    pub fn write_body(&self, id: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        out.extend_from_slice(&self.suffix);
+    }
+
+    /// The body for `id` as a string (for display and tests).
+    pub fn body(&self, id: u64) -> String {
+        let mut out = Vec::with_capacity(self.body_len(id));
+        self.write_body(id, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(body: &str, sent: u64) -> Outcome {
+        classify(200, body.as_bytes(), sent, CheckMode::Scan)
+    }
+
+    #[test]
+    fn results_of_every_shape_are_ok() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":7,"result":"0x1"}"#,
+            r#"{"jsonrpc":"2.0","result":null,"id":7}"#,
+            r#" { "id" : 7 , "result" : {"a":[1,2,{"b":"}"}]} , "jsonrpc" : "2.0" } "#,
+            r#"{"result":[],"jsonrpc":"2.0","id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":"quote \" and backslash \\"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":false}"#,
+        ] {
+            assert_eq!(class(body, 7), Outcome::Ok, "{body}");
+        }
+    }
+
+    #[test]
+    fn errors_wrong_ids_and_garbage_are_classified() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#,
+                Outcome::RpcError(-32601),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"message":"x","code":-32700}}"#,
+                Outcome::RpcError(-32700),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"result":1}"#,
+                Outcome::Invalid(InvalidKind::IdMismatch),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"7","result":1}"#,
+                Outcome::Invalid(InvalidKind::IdMismatch),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"x"}}"#,
+                Outcome::Invalid(InvalidKind::IdMismatch),
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":7,"result":1}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"{"id":7,"result":1}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","result":1}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1}}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"error":"bad"}"#,
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                r#"[{"jsonrpc":"2.0","id":7,"result":1}]"#,
+                Outcome::Invalid(InvalidKind::NotJson),
+            ),
+            (
+                "<html>502 Bad Gateway</html>",
+                Outcome::Invalid(InvalidKind::NotJson),
+            ),
+            ("", Outcome::Invalid(InvalidKind::NotJson)),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":"unterminated}"#,
+                Outcome::Invalid(InvalidKind::NotJson),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":1} trailing"#,
+                Outcome::Invalid(InvalidKind::NotJson),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":tru}"#,
+                Outcome::Invalid(InvalidKind::NotJson),
+            ),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(class(body, 7), expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn http_status_wins_over_the_body() {
+        let body = br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32005,"message":"rate limited"}}"#;
+        assert_eq!(
+            classify(429, body, 7, CheckMode::Scan),
+            Outcome::HttpStatus(429)
+        );
+        assert_eq!(
+            classify(503, b"", 7, CheckMode::Scan),
+            Outcome::HttpStatus(503)
+        );
+    }
+
+    fn large_result(len: usize) -> String {
+        let mut inner = String::from("{\"transactions\":[");
+        while inner.len() < len {
+            inner.push_str(
+                r#"{"sig":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnb","logs":["a}","b]\""]},"#,
+            );
+        }
+        inner.push_str("{}]}");
+        inner
+    }
+
+    #[test]
+    fn large_results_are_read_from_the_tail() {
+        let result = large_result(20_000);
+        let solana_order = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":42}}"#);
+        assert_eq!(class(&solana_order, 42), Outcome::Ok);
+        assert_eq!(
+            class(&solana_order, 41),
+            Outcome::Invalid(InvalidKind::IdMismatch)
+        );
+        let spaced =
+            format!("{{ \"result\" : {result} ,\n \"id\" : 42 , \"jsonrpc\" : \"2.0\" }}\n");
+        assert_eq!(class(&spaced, 42), Outcome::Ok);
+        let id_first = format!(r#"{{"jsonrpc":"2.0","id":42,"result":{result}}}"#);
+        assert_eq!(class(&id_first, 42), Outcome::Ok);
+        let string_id_after = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":"42"}}"#);
+        assert_eq!(
+            class(&string_id_after, 42),
+            Outcome::Invalid(InvalidKind::IdMismatch)
+        );
+        let no_version = format!(r#"{{"result":{result},"id":42}}"#);
+        assert_eq!(
+            class(&no_version, 42),
+            Outcome::Invalid(InvalidKind::NotJsonRpc)
+        );
+        let array_result = format!(r#"{{"jsonrpc":"2.0","result":[{result}],"id":42}}"#);
+        assert_eq!(class(&array_result, 42), Outcome::Ok);
+    }
+
+    #[test]
+    fn tail_and_forward_scans_agree() {
+        let result = large_result(2_000);
+        for body in [
+            format!(r#"{{"jsonrpc":"2.0","result":{result},"id":3}}"#),
+            format!(r#"{{"jsonrpc":"2.0","result":{result},"extra":{{"x":1}},"id":3}}"#),
+            format!(r#"{{"jsonrpc":"2.0","result":{result},"id":3,"extra":{{"x":1}}}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","result":{result},"id":3,"note":"a \"quoted\" ,\"id\":4"}}"#
+            ),
+            format!(r#"{{"result":{result},"id":3,"jsonrpc":"2.0","error":5}}"#),
+            format!(r#"{{"result":{result},"jsonrpc":"2.0"}}"#),
+        ] {
+            let with_tail = scan_response(body.as_bytes());
+            let forward_only = scan_response_with(body.as_bytes(), usize::MAX);
+            assert_eq!(with_tail, forward_only, "{body}");
+        }
+    }
+
+    #[test]
+    fn full_check_catches_what_the_scan_skips() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,,2]}}"#;
+        assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
+        assert_eq!(
+            classify(200, body, 1, CheckMode::Full),
+            Outcome::Invalid(InvalidKind::NotJson)
+        );
+    }
+
+    #[test]
+    fn templates_place_a_fresh_id() {
+        let params = serde_json::json!(["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]);
+        let template = RequestTemplate::from_method("getBalance", Some(&params)).unwrap();
+        let body = template.body(12);
+        assert_eq!(
+            body,
+            r#"{"jsonrpc":"2.0","id":12,"method":"getBalance","params":["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]}"#
+        );
+        assert_eq!(template.body_len(12), body.len());
+        let from_body =
+            RequestTemplate::from_body(r#"{"jsonrpc": "2.0","id": 1,"method": "getSlot"}"#)
+                .unwrap();
+        assert_eq!(
+            from_body.body(99),
+            r#"{"jsonrpc":"2.0","id":99,"method":"getSlot"}"#
+        );
+        assert_eq!(from_body.method(), "getSlot");
+    }
+
+    #[test]
+    fn bad_bodies_say_what_is_wrong() {
+        let cases = [
+            ("{", "not valid JSON"),
+            ("[]", "batches are not supported"),
+            (r#"{"id":1}"#, "no \"method\""),
+            (r#"{"method":5}"#, "must be a string"),
+            (r#"{"jsonrpc":"1.0","method":"x"}"#, "not \"2.0\""),
+        ];
+        for (body, message) in cases {
+            let err = RequestTemplate::from_body(body).unwrap_err();
+            assert!(err.0.contains(message), "{body}: {err}");
+        }
+        let err = RequestTemplate::from_method("x", Some(&serde_json::json!(5))).unwrap_err();
+        assert!(err.0.contains("params must be"), "{err}");
+    }
+
+    #[test]
+    fn error_messages_are_extracted_on_the_cold_path() {
+        let body =
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid param: bad"}}"#;
+        assert_eq!(error_message(body).as_deref(), Some("Invalid param: bad"));
+        assert_eq!(error_message(b"nope"), None);
+    }
+}

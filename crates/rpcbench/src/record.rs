@@ -1,0 +1,570 @@
+//! What a run records: HDR latency histograms, a count per outcome class, bytes, pacing
+//! figures, and a per-second series. Each worker owns a [`Recorder`]; recorders merge into one
+//! [`RunRecord`] at the end. Memory does not grow with the length of a run: histograms have a
+//! fixed shape, and the per-second series halves its resolution when it gets long.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::jsonrpc::{InvalidKind, Outcome};
+
+/// Latencies are recorded in microseconds with 3 significant digits.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// The largest latency a histogram tracks, microseconds (one hour); larger values clamp to it.
+pub const MAX_TRACKABLE_US: u64 = 3_600_000_000;
+
+/// A new latency histogram: microseconds from 1 to [`MAX_TRACKABLE_US`], fixed size, so that
+/// recording never allocates.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS)
+        .expect("valid histogram bounds")
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// One JSON-RPC error code's count and the first message seen with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RpcErrorCount {
+    /// How many responses carried this code.
+    pub count: u64,
+    /// The message of the first response seen with this code.
+    pub first_message: Option<String>,
+}
+
+/// A count per outcome class.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OutcomeCounts {
+    /// Successful responses.
+    pub ok: u64,
+    /// JSON-RPC errors inside HTTP 2xx, by code.
+    pub rpc_errors: BTreeMap<i64, RpcErrorCount>,
+    /// Responses with a non-2xx HTTP status, by status.
+    pub http_errors: BTreeMap<u16, u64>,
+    /// Invalid responses, by kind.
+    pub invalid: BTreeMap<InvalidKind, u64>,
+    /// Requests that timed out.
+    pub timeout: u64,
+    /// Connection attempts that failed.
+    pub connect: u64,
+    /// Connections closed or reset before the response was complete.
+    pub closed: u64,
+}
+
+impl OutcomeCounts {
+    /// Counts one outcome. A JSON-RPC error code seen for the first time asks `message` for its
+    /// message (the cold path parses the body).
+    pub fn add(&mut self, outcome: Outcome, message: impl FnOnce() -> Option<String>) {
+        match outcome {
+            Outcome::Ok => self.ok += 1,
+            Outcome::RpcError(code) => {
+                let entry = self.rpc_errors.entry(code).or_default();
+                if entry.count == 0 {
+                    entry.first_message = message();
+                }
+                entry.count += 1;
+            }
+            Outcome::HttpStatus(status) => *self.http_errors.entry(status).or_default() += 1,
+            Outcome::Invalid(kind) => *self.invalid.entry(kind).or_default() += 1,
+            Outcome::Timeout => self.timeout += 1,
+            Outcome::Connect => self.connect += 1,
+            Outcome::Closed => self.closed += 1,
+        }
+    }
+
+    /// Every outcome counted.
+    pub fn total(&self) -> u64 {
+        self.ok + self.errors()
+    }
+
+    /// Every outcome that is not a success.
+    pub fn errors(&self) -> u64 {
+        self.rpc_errors.values().map(|e| e.count).sum::<u64>()
+            + self.http_errors.values().sum::<u64>()
+            + self.invalid.values().sum::<u64>()
+            + self.timeout
+            + self.connect
+            + self.closed
+    }
+
+    /// Adds another set of counts into this one.
+    pub fn merge(&mut self, other: &OutcomeCounts) {
+        self.ok += other.ok;
+        for (code, theirs) in &other.rpc_errors {
+            let ours = self.rpc_errors.entry(*code).or_default();
+            if ours.first_message.is_none() {
+                ours.first_message.clone_from(&theirs.first_message);
+            }
+            ours.count += theirs.count;
+        }
+        for (status, count) in &other.http_errors {
+            *self.http_errors.entry(*status).or_default() += count;
+        }
+        for (kind, count) in &other.invalid {
+            *self.invalid.entry(*kind).or_default() += count;
+        }
+        self.timeout += other.timeout;
+        self.connect += other.connect;
+        self.closed += other.closed;
+    }
+}
+
+/// One second (or, after the series was compacted, one interval) of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeriesPoint {
+    /// Seconds from the start of measurement to the start of this interval.
+    pub second: u64,
+    /// Responses completed in the interval.
+    pub requests: u64,
+    /// Of which errors.
+    pub errors: u64,
+    /// Median latency of the interval, microseconds (0 when no requests).
+    pub p50_us: u64,
+    /// 99th percentile latency of the interval, microseconds.
+    pub p99_us: u64,
+}
+
+/// A per-second series of bounded size, fed by workers once a second.
+#[derive(Debug)]
+pub struct Series {
+    max_points: usize,
+    interval_secs: u64,
+    points: Vec<SeriesPoint>,
+    /// Seconds still receiving flushes from workers.
+    open: BTreeMap<u64, OpenSecond>,
+    completed: u64,
+    errors: u64,
+}
+
+#[derive(Debug)]
+struct OpenSecond {
+    requests: u64,
+    errors: u64,
+    latency: Histogram<u64>,
+}
+
+/// The series keeps at most this many points; past it, neighbours merge in pairs.
+const MAX_SERIES_POINTS: usize = 4096;
+/// A second is closed once flushes for a second this much later have arrived.
+const OPEN_SECONDS: u64 = 3;
+
+impl Default for Series {
+    fn default() -> Self {
+        Self::with_max_points(MAX_SERIES_POINTS)
+    }
+}
+
+impl Series {
+    /// A series that keeps at most `max_points` points.
+    pub fn with_max_points(max_points: usize) -> Self {
+        Self {
+            max_points,
+            interval_secs: 1,
+            points: Vec::new(),
+            open: BTreeMap::new(),
+            completed: 0,
+            errors: 0,
+        }
+    }
+
+    /// Adds a worker's figures for one second.
+    pub fn add(&mut self, second: u64, requests: u64, errors: u64, latency: &Histogram<u64>) {
+        self.completed += requests;
+        self.errors += errors;
+        let open = self.open.entry(second).or_insert_with(|| OpenSecond {
+            requests: 0,
+            errors: 0,
+            latency: new_histogram(),
+        });
+        open.requests += requests;
+        open.errors += errors;
+        open.latency.add(latency).ok();
+        while let Some((&oldest, _)) = self.open.first_key_value() {
+            if oldest + OPEN_SECONDS > second {
+                break;
+            }
+            self.close_oldest();
+        }
+    }
+
+    /// Responses and errors flushed so far (for progress display).
+    pub fn totals(&self) -> (u64, u64) {
+        (self.completed, self.errors)
+    }
+
+    fn close_oldest(&mut self) {
+        let Some((second, open)) = self.open.pop_first() else {
+            return;
+        };
+        let point = SeriesPoint {
+            second,
+            requests: open.requests,
+            errors: open.errors,
+            p50_us: open.latency.value_at_quantile(0.5),
+            p99_us: open.latency.value_at_quantile(0.99),
+        };
+        self.push(point);
+    }
+
+    fn push(&mut self, point: SeriesPoint) {
+        let slot = point.second / self.interval_secs;
+        match self.points.last_mut() {
+            Some(last) if last.second / self.interval_secs == slot => merge_point(last, &point),
+            _ => {
+                let mut point = point;
+                point.second = slot * self.interval_secs;
+                self.points.push(point);
+            }
+        }
+        if self.points.len() > self.max_points {
+            self.interval_secs *= 2;
+            let old = std::mem::take(&mut self.points);
+            for point in old {
+                self.push(point);
+            }
+        }
+    }
+
+    /// Closes every open second and returns the series, with empty seconds filled in up to
+    /// `length` of measured time.
+    pub fn finish(mut self, length: Duration) -> (u64, Vec<SeriesPoint>) {
+        while !self.open.is_empty() {
+            self.close_oldest();
+        }
+        let interval = self.interval_secs;
+        let slots = length.as_secs().div_ceil(interval).max(1);
+        let mut filled = Vec::with_capacity(slots as usize);
+        let mut points = self.points.into_iter().peekable();
+        for slot in 0..slots {
+            let second = slot * interval;
+            match points.peek() {
+                Some(point) if point.second == second => {
+                    filled.push(points.next().unwrap_or_default())
+                }
+                _ => filled.push(SeriesPoint {
+                    second,
+                    ..SeriesPoint::default()
+                }),
+            }
+        }
+        // Responses that completed after the nominal end (draining in-flight requests).
+        filled.extend(points);
+        (interval, filled)
+    }
+}
+
+fn merge_point(into: &mut SeriesPoint, other: &SeriesPoint) {
+    into.requests += other.requests;
+    into.errors += other.errors;
+    // Percentiles of merged intervals cannot be recomputed; keep the worse one.
+    into.p50_us = into.p50_us.max(other.p50_us);
+    into.p99_us = into.p99_us.max(other.p99_us);
+}
+
+/// A worker's recorder. Not shared between threads; merged at the end.
+#[derive(Debug)]
+pub struct Recorder {
+    /// Latency of every request that got a response or failed after being sent, measured from
+    /// the intended send time (open loop) or the actual send time (closed loop).
+    pub latency: Histogram<u64>,
+    /// The same requests measured from the actual send time.
+    pub latency_uncorrected: Histogram<u64>,
+    /// Latency of successful requests only (corrected).
+    pub latency_ok: Histogram<u64>,
+    /// Open loop: how long after its intended time each request was sent.
+    pub send_lag: Histogram<u64>,
+    /// Counts per outcome class.
+    pub counts: OutcomeCounts,
+    /// Counts per HTTP status of every response received, whatever its class.
+    pub status_counts: BTreeMap<u16, u64>,
+    /// Bytes of request sent (headers and body).
+    pub bytes_sent: u64,
+    /// Bytes of response received (headers and body).
+    pub bytes_received: u64,
+    /// Open loop: requests sent more than [`LATE_THRESHOLD`] after their intended time.
+    pub late: u64,
+    /// Open loop: requests due in the run that were never sent (no connection free in time).
+    pub unsent: u64,
+    second: u64,
+    second_requests: u64,
+    second_errors: u64,
+    second_latency: Histogram<u64>,
+    series: Arc<Mutex<Series>>,
+}
+
+/// A request sent later than this after its intended time counts as late.
+pub const LATE_THRESHOLD: Duration = Duration::from_millis(2);
+
+/// The timing of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Seconds since measurement started when the response completed.
+    pub done_second: u64,
+    /// From the intended send time to completion (equals `actual` in closed loop).
+    pub corrected: Duration,
+    /// From the actual send to completion.
+    pub actual: Duration,
+    /// From the intended send time to the actual send (zero in closed loop).
+    pub lag: Option<Duration>,
+}
+
+impl Recorder {
+    /// A recorder that flushes its per-second figures into `series`.
+    pub fn new(series: Arc<Mutex<Series>>) -> Self {
+        Self {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            latency_ok: new_histogram(),
+            send_lag: new_histogram(),
+            counts: OutcomeCounts::default(),
+            status_counts: BTreeMap::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            late: 0,
+            unsent: 0,
+            second: 0,
+            second_requests: 0,
+            second_errors: 0,
+            second_latency: new_histogram(),
+            series,
+        }
+    }
+
+    /// Records one request. Latency is recorded for every outcome but a failed connect (no
+    /// request was sent).
+    pub fn record(
+        &mut self,
+        outcome: Outcome,
+        timing: Timing,
+        message: impl FnOnce() -> Option<String>,
+    ) {
+        if timing.done_second != self.second {
+            self.flush_second();
+            self.second = timing.done_second;
+        }
+        self.counts.add(outcome, message);
+        self.second_requests += 1;
+        if !outcome.is_ok() {
+            self.second_errors += 1;
+        }
+        if let Some(lag) = timing.lag {
+            self.send_lag.saturating_record(micros(lag));
+            if lag > LATE_THRESHOLD {
+                self.late += 1;
+            }
+        }
+        if outcome == Outcome::Connect {
+            return;
+        }
+        let corrected = micros(timing.corrected);
+        self.latency.saturating_record(corrected);
+        self.latency_uncorrected
+            .saturating_record(micros(timing.actual));
+        self.second_latency.saturating_record(corrected);
+        if outcome.is_ok() {
+            self.latency_ok.saturating_record(corrected);
+        }
+    }
+
+    /// Counts the HTTP status of a response.
+    pub fn record_status(&mut self, status: u16) {
+        *self.status_counts.entry(status).or_default() += 1;
+    }
+
+    /// Sends this second's figures to the shared series.
+    pub fn flush_second(&mut self) {
+        if self.second_requests == 0 {
+            return;
+        }
+        if let Ok(mut series) = self.series.lock() {
+            series.add(
+                self.second,
+                self.second_requests,
+                self.second_errors,
+                &self.second_latency,
+            );
+        }
+        self.second_requests = 0;
+        self.second_errors = 0;
+        self.second_latency.reset();
+    }
+
+    /// Adds another worker's recorder into this one (series figures go to the shared series).
+    pub fn merge(&mut self, other: &mut Recorder) {
+        other.flush_second();
+        self.latency.add(&other.latency).ok();
+        self.latency_uncorrected
+            .add(&other.latency_uncorrected)
+            .ok();
+        self.latency_ok.add(&other.latency_ok).ok();
+        self.send_lag.add(&other.send_lag).ok();
+        self.counts.merge(&other.counts);
+        for (status, count) in &other.status_counts {
+            *self.status_counts.entry(*status).or_default() += count;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.late += other.late;
+        self.unsent += other.unsent;
+    }
+}
+
+/// Everything a finished run measured.
+#[derive(Debug)]
+pub struct RunRecord {
+    /// Latency of all sent requests, corrected (see [`Recorder::latency`]).
+    pub latency: Histogram<u64>,
+    /// Latency from the actual send.
+    pub latency_uncorrected: Histogram<u64>,
+    /// Latency of successful requests.
+    pub latency_ok: Histogram<u64>,
+    /// Open loop: lag of the actual send behind the intended time.
+    pub send_lag: Histogram<u64>,
+    /// Counts per outcome class.
+    pub counts: OutcomeCounts,
+    /// Counts per HTTP status of every response.
+    pub status_counts: BTreeMap<u16, u64>,
+    /// Request bytes sent.
+    pub bytes_sent: u64,
+    /// Response bytes received.
+    pub bytes_received: u64,
+    /// Open loop: requests sent late.
+    pub late: u64,
+    /// Open loop: requests due but never sent.
+    pub unsent: u64,
+    /// Measured time: from the end of warmup to the last completion.
+    pub elapsed: Duration,
+    /// Width of one series point in seconds (1 unless the run was very long).
+    pub series_interval_secs: u64,
+    /// The per-interval series.
+    pub series: Vec<SeriesPoint>,
+    /// The run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+impl RunRecord {
+    /// Builds the record from the merged recorder and the series.
+    pub fn new(merged: Recorder, elapsed: Duration, interrupted: bool) -> Self {
+        let series = std::mem::take(
+            &mut *merged
+                .series
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner()),
+        );
+        let (series_interval_secs, series) = series.finish(elapsed);
+        Self {
+            latency: merged.latency,
+            latency_uncorrected: merged.latency_uncorrected,
+            latency_ok: merged.latency_ok,
+            send_lag: merged.send_lag,
+            counts: merged.counts,
+            status_counts: merged.status_counts,
+            bytes_sent: merged.bytes_sent,
+            bytes_received: merged.bytes_received,
+            late: merged.late,
+            unsent: merged.unsent,
+            elapsed,
+            series_interval_secs,
+            series,
+            interrupted,
+        }
+    }
+
+    /// Requests per second over the measured time.
+    pub fn requests_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.counts.total() as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(second: u64, micros: u64) -> Timing {
+        let d = Duration::from_micros(micros);
+        Timing {
+            done_second: second,
+            corrected: d,
+            actual: d,
+            lag: None,
+        }
+    }
+
+    #[test]
+    fn recorders_merge_counts_and_histograms() {
+        let series = Arc::new(Mutex::new(Series::default()));
+        let mut a = Recorder::new(series.clone());
+        let mut b = Recorder::new(series.clone());
+        a.record(Outcome::Ok, timing(0, 100), || None);
+        a.record(Outcome::RpcError(-32000), timing(0, 200), || {
+            Some("first".into())
+        });
+        b.record(Outcome::RpcError(-32000), timing(1, 300), || {
+            Some("second".into())
+        });
+        b.record(Outcome::Connect, timing(1, 5), || None);
+        b.record(Outcome::HttpStatus(429), timing(2, 400), || None);
+        a.merge(&mut b);
+        drop(b);
+        assert_eq!(a.counts.ok, 1);
+        assert_eq!(a.counts.rpc_errors[&-32000].count, 2);
+        assert_eq!(
+            a.counts.rpc_errors[&-32000].first_message.as_deref(),
+            Some("first")
+        );
+        assert_eq!(a.counts.http_errors[&429], 1);
+        assert_eq!(a.counts.connect, 1);
+        assert_eq!(a.counts.total(), 5);
+        assert_eq!(a.counts.errors(), 4);
+        // The failed connect has no latency.
+        assert_eq!(a.latency.len(), 4);
+        assert_eq!(a.latency_ok.len(), 1);
+        a.flush_second();
+        let record = RunRecord::new(a, Duration::from_secs(3), false);
+        let requests: Vec<u64> = record.series.iter().map(|p| p.requests).collect();
+        assert_eq!(requests, vec![2, 2, 1]);
+        let errors: Vec<u64> = record.series.iter().map(|p| p.errors).collect();
+        assert_eq!(errors, vec![1, 2, 1]);
+    }
+
+    #[test]
+    fn the_series_stays_bounded_on_long_runs() {
+        let max_points = 64;
+        let mut series = Series::with_max_points(max_points);
+        let histogram = new_histogram();
+        let seconds = max_points as u64 * 3;
+        for second in 0..seconds {
+            series.add(second, 10, 1, &histogram);
+        }
+        assert!(series.points.len() <= max_points);
+        assert!(series.open.len() <= OPEN_SECONDS as usize);
+        let (interval, points) = series.finish(Duration::from_secs(seconds));
+        assert_eq!(interval, 4);
+        assert_eq!(points.iter().map(|p| p.requests).sum::<u64>(), seconds * 10);
+        assert_eq!(points.len() as u64, seconds / 4);
+    }
+
+    #[test]
+    fn empty_seconds_are_filled_in() {
+        let mut series = Series::default();
+        let mut histogram = new_histogram();
+        histogram.record(1000).unwrap();
+        series.add(2, 5, 0, &histogram);
+        let (_, points) = series.finish(Duration::from_secs(4));
+        let requests: Vec<u64> = points.iter().map(|p| p.requests).collect();
+        assert_eq!(requests, vec![0, 0, 5, 0]);
+        assert_eq!(points[2].p50_us, 1000);
+    }
+}

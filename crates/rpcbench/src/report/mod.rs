@@ -1,0 +1,383 @@
+//! Reports of a finished run. [`RunReport`] holds every figure a report shows, computed once
+//! from a [`RunRecord`]; the text and JSON renderers only lay it out. Durations in the JSON
+//! form are integer microseconds; counts are keyed by JSON-RPC code and HTTP status.
+
+mod text;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{Arrivals, Load, RunConfig};
+use crate::record::RunRecord;
+
+pub use text::render_text;
+
+/// Version of the JSON report layout; bumped when a field changes meaning or goes away.
+pub const REPORT_VERSION: u32 = 1;
+
+/// The percentiles every latency distribution reports.
+pub const PERCENTILES: [(&str, f64); 7] = [
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p95", 95.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+];
+
+/// Everything a report says about one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Layout version of this report.
+    pub report_version: u32,
+    /// The tool that made it.
+    pub tool: String,
+    /// The target URL with secrets redacted.
+    pub target: String,
+    /// The JSON-RPC method called.
+    pub method: String,
+    /// How load was applied.
+    pub load: LoadReport,
+    /// Configured measured duration, if the run was bounded by time.
+    pub duration_us: Option<u64>,
+    /// Configured request count, if the run was bounded by count.
+    pub requests_limit: Option<u64>,
+    /// Warmup before measurement.
+    pub warmup_us: u64,
+    /// Measured time, from the end of warmup to the last completion.
+    pub elapsed_us: u64,
+    /// The run was stopped early (Ctrl-C); the figures cover what completed.
+    pub interrupted: bool,
+    /// Request counts and rates.
+    pub requests: RequestsReport,
+    /// Latency of all requests that were sent, from the intended send time in open loop.
+    pub latency: LatencyReport,
+    /// Latency of the same requests from the actual send time.
+    pub latency_uncorrected: LatencyReport,
+    /// Latency of successful requests only.
+    pub latency_ok: LatencyReport,
+    /// Open loop: how far behind its intended time each request was sent.
+    pub send_lag: Option<LatencyReport>,
+    /// A count per outcome class.
+    pub outcomes: OutcomesReport,
+    /// Responses per HTTP status, whatever their class.
+    pub http_status: BTreeMap<String, u64>,
+    /// Bytes on the wire.
+    pub bytes: BytesReport,
+    /// The per-interval series.
+    pub series: SeriesReport,
+}
+
+/// How load was applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// `closed` or `open`.
+    pub mode: String,
+    /// Closed loop: the number of connections.
+    pub connections: Option<u64>,
+    /// Open loop: the target rate, requests per second.
+    pub rate: Option<f64>,
+    /// Open loop: `uniform` or `poisson`.
+    pub arrivals: Option<String>,
+    /// Open loop: the connection cap.
+    pub max_connections: Option<u64>,
+}
+
+/// Request counts and rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestsReport {
+    /// Every request with an outcome.
+    pub total: u64,
+    /// Successes.
+    pub ok: u64,
+    /// Everything else.
+    pub errors: u64,
+    /// Requests per second over the measured time.
+    pub rate: f64,
+    /// Mean of the per-second request counts.
+    pub per_second_mean: f64,
+    /// Standard deviation of the per-second request counts.
+    pub per_second_stdev: f64,
+    /// Largest per-second request count.
+    pub per_second_max: f64,
+    /// Open loop: requests sent more than 2 ms after their intended time.
+    pub late: Option<u64>,
+    /// Open loop: requests due in the run that were never sent.
+    pub unsent: Option<u64>,
+}
+
+/// A latency distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyReport {
+    /// Number of samples.
+    pub count: u64,
+    /// Mean, microseconds.
+    pub mean_us: u64,
+    /// Standard deviation, microseconds.
+    pub stdev_us: u64,
+    /// Smallest, microseconds.
+    pub min_us: u64,
+    /// Largest, microseconds.
+    pub max_us: u64,
+    /// Percentiles (`p50` … `p99.99`), microseconds.
+    pub percentiles: BTreeMap<String, u64>,
+}
+
+impl LatencyReport {
+    /// Summarises a histogram of microseconds.
+    pub fn from_histogram(histogram: &Histogram<u64>) -> Self {
+        let empty = histogram.is_empty();
+        let percentiles = PERCENTILES
+            .iter()
+            .map(|(name, q)| {
+                (
+                    name.to_string(),
+                    if empty {
+                        0
+                    } else {
+                        histogram.value_at_percentile(*q)
+                    },
+                )
+            })
+            .collect();
+        Self {
+            count: histogram.len(),
+            mean_us: if empty {
+                0
+            } else {
+                histogram.mean().round() as u64
+            },
+            stdev_us: if empty {
+                0
+            } else {
+                histogram.stdev().round() as u64
+            },
+            min_us: if empty { 0 } else { histogram.min() },
+            max_us: if empty { 0 } else { histogram.max() },
+            percentiles,
+        }
+    }
+
+    /// A percentile by name (`p99`), 0 if absent.
+    pub fn percentile(&self, name: &str) -> u64 {
+        self.percentiles.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// One JSON-RPC error code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcErrorReport {
+    /// Responses with this code.
+    pub count: u64,
+    /// The first message seen with it.
+    pub message: Option<String>,
+}
+
+/// A count per outcome class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomesReport {
+    /// Successful responses.
+    pub ok: u64,
+    /// JSON-RPC errors in HTTP 2xx, by code.
+    pub rpc_errors: BTreeMap<String, RpcErrorReport>,
+    /// Non-2xx HTTP statuses, by status.
+    pub http_errors: BTreeMap<String, u64>,
+    /// Invalid responses, by kind.
+    pub invalid: BTreeMap<String, u64>,
+    /// Timeouts.
+    pub timeout: u64,
+    /// Failed connection attempts.
+    pub connect: u64,
+    /// Connections closed or reset before the response was complete.
+    pub closed: u64,
+}
+
+/// Bytes on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BytesReport {
+    /// Request bytes sent.
+    pub sent: u64,
+    /// Response bytes received.
+    pub received: u64,
+    /// Response bytes per second.
+    pub received_per_sec: f64,
+}
+
+/// The per-interval series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesReport {
+    /// Width of one point, seconds.
+    pub interval_s: u64,
+    /// The points.
+    pub points: Vec<SeriesPointReport>,
+}
+
+/// One interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPointReport {
+    /// Start of the interval, seconds from the start of measurement.
+    pub second: u64,
+    /// Responses completed.
+    pub requests: u64,
+    /// Of which errors.
+    pub errors: u64,
+    /// Median latency, microseconds.
+    pub p50_us: u64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: u64,
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl RunReport {
+    /// Computes the report of a finished run.
+    pub fn new(config: &RunConfig, record: &RunRecord) -> Self {
+        let counts = &record.counts;
+        let open_loop = matches!(config.load, Load::Open { .. });
+        let load = match &config.load {
+            Load::Closed { connections } => LoadReport {
+                mode: "closed".into(),
+                connections: Some(*connections as u64),
+                rate: None,
+                arrivals: None,
+                max_connections: None,
+            },
+            Load::Open {
+                rate,
+                arrivals,
+                max_connections,
+            } => LoadReport {
+                mode: "open".into(),
+                connections: None,
+                rate: Some(*rate),
+                arrivals: Some(match arrivals {
+                    Arrivals::Uniform => "uniform".into(),
+                    Arrivals::Poisson => "poisson".into(),
+                }),
+                max_connections: Some(*max_connections as u64),
+            },
+        };
+        let elapsed_secs = record.elapsed.as_secs_f64();
+        let rate = record.requests_per_sec();
+        // Per-second figures over whole intervals inside the measured time.
+        let whole = (record.elapsed.as_secs() / record.series_interval_secs.max(1)) as usize;
+        let per_second: Vec<f64> = record
+            .series
+            .iter()
+            .take(whole)
+            .map(|p| p.requests as f64 / record.series_interval_secs as f64)
+            .collect();
+        let (per_second_mean, per_second_stdev, per_second_max) = if per_second.is_empty() {
+            (rate, 0.0, rate)
+        } else {
+            let n = per_second.len() as f64;
+            let mean = per_second.iter().sum::<f64>() / n;
+            let variance = per_second.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            (
+                mean,
+                variance.sqrt(),
+                per_second.iter().copied().fold(0.0, f64::max),
+            )
+        };
+        Self {
+            report_version: REPORT_VERSION,
+            tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
+            target: config.target.redacted(),
+            method: config.request.method().to_string(),
+            load,
+            duration_us: config.length.duration.map(micros),
+            requests_limit: config.length.requests,
+            warmup_us: micros(config.warmup),
+            elapsed_us: micros(record.elapsed),
+            interrupted: record.interrupted,
+            requests: RequestsReport {
+                total: counts.total(),
+                ok: counts.ok,
+                errors: counts.errors(),
+                rate,
+                per_second_mean,
+                per_second_stdev,
+                per_second_max,
+                late: open_loop.then_some(record.late),
+                unsent: open_loop.then_some(record.unsent),
+            },
+            latency: LatencyReport::from_histogram(&record.latency),
+            latency_uncorrected: LatencyReport::from_histogram(&record.latency_uncorrected),
+            latency_ok: LatencyReport::from_histogram(&record.latency_ok),
+            send_lag: open_loop.then(|| LatencyReport::from_histogram(&record.send_lag)),
+            outcomes: OutcomesReport {
+                ok: counts.ok,
+                rpc_errors: counts
+                    .rpc_errors
+                    .iter()
+                    .map(|(code, e)| {
+                        (
+                            code.to_string(),
+                            RpcErrorReport {
+                                count: e.count,
+                                message: e.first_message.clone(),
+                            },
+                        )
+                    })
+                    .collect(),
+                http_errors: counts
+                    .http_errors
+                    .iter()
+                    .map(|(s, n)| (s.to_string(), *n))
+                    .collect(),
+                invalid: counts
+                    .invalid
+                    .iter()
+                    .map(|(k, n)| (k.name().to_string(), *n))
+                    .collect(),
+                timeout: counts.timeout,
+                connect: counts.connect,
+                closed: counts.closed,
+            },
+            http_status: record
+                .status_counts
+                .iter()
+                .map(|(s, n)| (s.to_string(), *n))
+                .collect(),
+            bytes: BytesReport {
+                sent: record.bytes_sent,
+                received: record.bytes_received,
+                received_per_sec: if elapsed_secs > 0.0 {
+                    record.bytes_received as f64 / elapsed_secs
+                } else {
+                    0.0
+                },
+            },
+            series: SeriesReport {
+                interval_s: record.series_interval_secs,
+                points: record
+                    .series
+                    .iter()
+                    .map(|p| SeriesPointReport {
+                        second: p.second,
+                        requests: p.requests,
+                        errors: p.errors,
+                        p50_us: p.p50_us,
+                        p99_us: p.p99_us,
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// Whether the run was open loop.
+    pub fn is_open_loop(&self) -> bool {
+        self.load.mode == "open"
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+}

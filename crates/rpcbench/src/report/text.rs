@@ -1,0 +1,210 @@
+//! The text report, in the spirit of bombardier's (seed 000): requests per second, latency,
+//! the distribution, HTTP codes, then what rpcbench adds: JSON-RPC errors by code, the other
+//! error classes, and in open loop the corrected and uncorrected latency side by side with the
+//! achieved rate against the target.
+
+use std::fmt::Write;
+
+use super::{LatencyReport, RunReport, PERCENTILES};
+use crate::units::format_micros;
+
+fn us(value: u64) -> String {
+    format_micros(value as f64)
+}
+
+/// Renders the report as text.
+pub fn render_text(report: &RunReport) -> String {
+    let mut out = String::new();
+    let load = &report.load;
+    let shape = match (load.connections, load.rate) {
+        (Some(connections), _) => format!("closed loop, {connections} connection(s)"),
+        (None, Some(rate)) => format!(
+            "open loop, {} req/s {} arrivals, up to {} connection(s)",
+            trim_float(rate),
+            load.arrivals.as_deref().unwrap_or("uniform"),
+            load.max_connections.unwrap_or(0)
+        ),
+        _ => String::new(),
+    };
+    let length = match (report.duration_us, report.requests_limit) {
+        (Some(d), Some(n)) => format!("{} or {n} requests", us(d)),
+        (Some(d), None) => us(d),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => String::new(),
+    };
+    let warmup = if report.warmup_us > 0 {
+        format!(" after {} warmup", us(report.warmup_us))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "{} {} against {}",
+        report.tool, report.method, report.target
+    );
+    let _ = writeln!(out, "{shape}, {length}{warmup}");
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "INTERRUPTED: figures cover the {} measured before the stop",
+            us(report.elapsed_us)
+        );
+    }
+    let requests = &report.requests;
+    let _ = writeln!(out, "Statistics        Avg      Stdev        Max");
+    let _ = writeln!(
+        out,
+        "  Reqs/sec  {:>10.2} {:>10.2} {:>10.2}",
+        requests.per_second_mean, requests.per_second_stdev, requests.per_second_max
+    );
+    let latency = &report.latency;
+    let _ = writeln!(
+        out,
+        "  Latency   {:>10} {:>10} {:>10}",
+        us(latency.mean_us),
+        us(latency.stdev_us),
+        us(latency.max_us)
+    );
+    if report.is_open_loop() {
+        let _ = writeln!(out, "  Latency Distribution   corrected  uncorrected");
+        write_distribution(&mut out, latency, Some(&report.latency_uncorrected));
+    } else {
+        let _ = writeln!(out, "  Latency Distribution");
+        write_distribution(&mut out, latency, None);
+    }
+    let _ = writeln!(
+        out,
+        "  Requests: {} in {}, {:.2} req/s; ok {} ({:.2}%), errors {}",
+        requests.total,
+        us(report.elapsed_us),
+        requests.rate,
+        requests.ok,
+        percent(requests.ok, requests.total),
+        requests.errors
+    );
+    if let (Some(target), Some(late), Some(unsent)) = (load.rate, requests.late, requests.unsent) {
+        let lag = report.send_lag.as_ref();
+        let _ = writeln!(
+            out,
+            "  Rate: target {} req/s, achieved {:.2} req/s ({:+.2}%); sent late (>2ms) {late}, not sent {unsent}; send lag p50 {} p99 {}",
+            trim_float(target),
+            requests.rate,
+            (requests.rate / target - 1.0) * 100.0,
+            us(lag.map(|l| l.percentile("p50")).unwrap_or(0)),
+            us(lag.map(|l| l.percentile("p99")).unwrap_or(0)),
+        );
+    }
+    let _ = writeln!(out, "  HTTP codes:");
+    let class_count = |class: char| -> u64 {
+        report
+            .http_status
+            .iter()
+            .filter(|(status, _)| status.starts_with(class) && status.len() == 3)
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let others: u64 = report.outcomes.timeout + report.outcomes.connect + report.outcomes.closed;
+    let _ = writeln!(
+        out,
+        "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
+        class_count('1'),
+        class_count('2'),
+        class_count('3'),
+        class_count('4'),
+        class_count('5')
+    );
+    let _ = writeln!(out, "    others - {others}");
+    let outcomes = &report.outcomes;
+    if !outcomes.rpc_errors.is_empty() {
+        let _ = writeln!(out, "  JSON-RPC errors (in HTTP 2xx):");
+        for (code, error) in &outcomes.rpc_errors {
+            let message = error.message.as_deref().unwrap_or("");
+            let _ = writeln!(
+                out,
+                "    {code:>7} - {:<10} {}",
+                error.count,
+                shorten(message, 100)
+            );
+        }
+    }
+    let mut other_errors: Vec<(String, u64)> = Vec::new();
+    for (status, count) in &outcomes.http_errors {
+        other_errors.push((format!("http {status}"), *count));
+    }
+    for (kind, count) in &outcomes.invalid {
+        other_errors.push((
+            format!("invalid response: {}", kind.replace('_', " ")),
+            *count,
+        ));
+    }
+    for (name, count) in [
+        ("timeout", outcomes.timeout),
+        ("connect error", outcomes.connect),
+        ("connection closed", outcomes.closed),
+    ] {
+        if count > 0 {
+            other_errors.push((name.to_string(), count));
+        }
+    }
+    if !other_errors.is_empty() {
+        let _ = writeln!(out, "  Errors:");
+        for (name, count) in other_errors {
+            let _ = writeln!(out, "    {name:>30} - {count}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  Throughput: {:>10.2}MB/s",
+        report.bytes.received_per_sec / 1e6
+    );
+    out
+}
+
+fn write_distribution(
+    out: &mut String,
+    corrected: &LatencyReport,
+    uncorrected: Option<&LatencyReport>,
+) {
+    for (name, _) in PERCENTILES {
+        let label = format!("{}%", &name[1..]);
+        match uncorrected {
+            Some(uncorrected) => {
+                let _ = writeln!(
+                    out,
+                    "    {label:>7} {:>12} {:>12}",
+                    us(corrected.percentile(name)),
+                    us(uncorrected.percentile(name))
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    {label:>7} {:>10}", us(corrected.percentile(name)));
+            }
+        }
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+fn trim_float(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn shorten(text: &str, limit: usize) -> String {
+    let single_line = text.replace(['\n', '\r'], " ");
+    if single_line.chars().count() <= limit {
+        single_line
+    } else {
+        let cut: String = single_line.chars().take(limit).collect();
+        format!("{cut}…")
+    }
+}

@@ -1,0 +1,248 @@
+//! The load engine against well-behaved, misbehaving and freezing servers: exact counts per
+//! outcome class, request bounds, open-loop pacing and latency correction.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rpcbench::engine::config::{Arrivals, Length, Load};
+use rpcbench::engine::Run;
+use rpcbench::jsonrpc::InvalidKind;
+use rpcbench::report::RunReport;
+
+use crate::util::{closed_loop, json_200, requests, seconds, status, Reply, TestServer};
+
+fn ok_server() -> TestServer {
+    TestServer::start(|request| {
+        json_200(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":123}}"#,
+            request.id
+        ))
+    })
+}
+
+#[test]
+fn a_correct_server_gets_exactly_the_requested_count() {
+    let server = ok_server();
+    let config = closed_loop(&server.url(), 8, requests(1000));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.counts.ok, 1000);
+    assert_eq!(record.counts.errors(), 0);
+    assert_eq!(record.latency.len(), 1000);
+    assert_eq!(record.status_counts.get(&200), Some(&1000));
+    assert_eq!(server.requests.load(Ordering::SeqCst), 1000);
+    assert!(record.bytes_received > 1000 * 40);
+    let report = RunReport::new(&config, &record);
+    assert_eq!(report.requests.total, 1000);
+    assert_eq!(
+        report.series.points.iter().map(|p| p.requests).sum::<u64>(),
+        1000
+    );
+}
+
+#[test]
+fn warmup_requests_are_sent_but_not_recorded() {
+    let server = ok_server();
+    let mut config = closed_loop(&server.url(), 2, requests(200));
+    config.warmup = Duration::from_millis(300);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.counts.total(), 200);
+    assert!(
+        server.requests.load(Ordering::SeqCst) > 200,
+        "warmup traffic reached the server"
+    );
+}
+
+/// Each request index gets one misbehaviour, so the counts per class are exact.
+fn misbehaving_reply(index: u64, id: u64) -> Reply {
+    let body = |text: String| json_200(&text);
+    match index % 10 {
+        0 => body(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":1}}"#)),
+        1 => body(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null}}"#)),
+        2 => body(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"boom {index}"}}}}"#
+        )),
+        3 => status(
+            500,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"x"}}}}"#),
+        ),
+        4 => status(429, "Too Many Requests"),
+        5 => body("<html>bad gateway</html>".into()),
+        6 => body(format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, id + 1)),
+        7 => Reply::Close,
+        8 => Reply::RawThenClose(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":".to_vec(),
+        ),
+        _ => Reply::After(Duration::from_millis(400), Box::new(body(String::new()))),
+    }
+}
+
+#[test]
+fn every_misbehaviour_is_counted_in_its_own_class() {
+    let server = TestServer::start(|request| misbehaving_reply(request.index, request.id));
+    let mut config = closed_loop(&server.url(), 4, requests(100));
+    config.timeout = Duration::from_millis(150);
+    let started = Instant::now();
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.counts;
+    assert_eq!(counts.ok, 20, "result and null result");
+    assert_eq!(counts.rpc_errors.len(), 1);
+    assert_eq!(counts.rpc_errors[&-32000].count, 10);
+    assert!(counts.rpc_errors[&-32000]
+        .first_message
+        .as_deref()
+        .unwrap()
+        .starts_with("boom"));
+    assert_eq!(
+        counts.http_errors.get(&500),
+        Some(&10),
+        "status wins over the JSON-RPC error"
+    );
+    assert_eq!(counts.http_errors.get(&429), Some(&10));
+    assert_eq!(counts.invalid.get(&InvalidKind::NotJson), Some(&10));
+    assert_eq!(counts.invalid.get(&InvalidKind::IdMismatch), Some(&10));
+    assert_eq!(counts.closed, 20, "closed before answering, and mid-body");
+    assert_eq!(counts.timeout, 10);
+    assert_eq!(counts.connect, 0);
+    assert_eq!(counts.total(), 100);
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_dead_port_gives_connect_errors() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let config = closed_loop(&format!("http://127.0.0.1:{port}/"), 2, requests(6));
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.counts.connect, 6);
+    assert_eq!(record.counts.total(), 6);
+    assert_eq!(
+        record.latency.len(),
+        0,
+        "no request was sent, so no latency"
+    );
+}
+
+#[test]
+fn duration_bounded_runs_end_on_time() {
+    let server = ok_server();
+    let config = closed_loop(&server.url(), 4, seconds(0.5));
+    let started = Instant::now();
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(record.counts.ok > 0);
+    assert_eq!(record.counts.errors(), 0);
+}
+
+#[test]
+fn open_loop_sends_at_the_requested_rate() {
+    let server = ok_server();
+    let mut config = closed_loop(&server.url(), 1, seconds(2.0));
+    config.load = Load::Open {
+        rate: 500.0,
+        arrivals: Arrivals::Uniform,
+        max_connections: 64,
+    };
+    let record = Run::new(config).unwrap().execute().unwrap();
+    // A uniform schedule has exactly rate x duration requests due in the window.
+    assert_eq!(record.counts.total() + record.unsent, 1000);
+    assert!(record.counts.ok >= 990, "{:?}", record.counts);
+    assert_eq!(record.send_lag.len(), record.counts.total());
+}
+
+#[test]
+fn open_loop_poisson_arrivals_average_the_rate() {
+    let server = ok_server();
+    let mut config = closed_loop(&server.url(), 1, seconds(2.0));
+    config.load = Load::Open {
+        rate: 1000.0,
+        arrivals: Arrivals::Poisson,
+        max_connections: 64,
+    };
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let sent = record.counts.total() + record.unsent;
+    assert!(
+        (1800..=2200).contains(&sent),
+        "{sent} requests due in 2 s at 1000/s"
+    );
+}
+
+/// Answers at once, except that every request arriving in [0.5 s, 1.5 s) after the first
+/// request waits until 1.5 s.
+fn freezing_server() -> TestServer {
+    let first = std::sync::OnceLock::new();
+    TestServer::start(move |request| {
+        let start = *first.get_or_init(Instant::now);
+        let since = start.elapsed();
+        let reply = json_200(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#,
+            request.id
+        ));
+        let (freeze_start, freeze_end) = (Duration::from_millis(500), Duration::from_millis(1500));
+        if since >= freeze_start && since < freeze_end {
+            Reply::After(freeze_end - since, Box::new(reply))
+        } else {
+            reply
+        }
+    })
+}
+
+#[test]
+fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
+    let server = freezing_server();
+    let mut open = closed_loop(&server.url(), 1, seconds(2.5));
+    open.load = Load::Open {
+        rate: 200.0,
+        arrivals: Arrivals::Uniform,
+        max_connections: 1,
+    };
+    let open = Run::new(open).unwrap().execute().unwrap();
+    // A third of the requests were due during the 1 s freeze; measured from their intended
+    // time they waited up to a second.
+    let corrected_p90 = open.latency.value_at_quantile(0.90);
+    let uncorrected_p90 = open.latency_uncorrected.value_at_quantile(0.90);
+    assert!(corrected_p90 > 300_000, "corrected p90 {corrected_p90} us");
+    assert!(
+        uncorrected_p90 < 100_000,
+        "uncorrected p90 {uncorrected_p90} us"
+    );
+    assert!(open.late > 100, "requests were sent late: {}", open.late);
+
+    let server = freezing_server();
+    let closed = Run::new(closed_loop(&server.url(), 1, seconds(2.5)))
+        .unwrap()
+        .execute()
+        .unwrap();
+    // One request waited out the freeze; the rest were fast.
+    assert!(
+        closed.latency.max() > 500_000,
+        "max {}",
+        closed.latency.max()
+    );
+    assert!(closed.latency.value_at_quantile(0.90) < 100_000);
+}
+
+#[test]
+fn stopping_a_run_keeps_what_completed() {
+    let server = ok_server();
+    let config = closed_loop(
+        &server.url(),
+        2,
+        Length {
+            duration: Some(Duration::from_secs(30)),
+            requests: None,
+        },
+    );
+    let run = Run::new(config).unwrap();
+    let stop = run.stop_handle();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.stop();
+    });
+    let started = Instant::now();
+    let record = run.execute().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(record.interrupted);
+    assert!(record.counts.ok > 0);
+}

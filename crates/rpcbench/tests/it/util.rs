@@ -1,0 +1,176 @@
+//! Small HTTP/1.1 servers for tests, each started on 127.0.0.1:0 on its own thread, whose
+//! answers are chosen per request by a closure; and helpers to build run configurations.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rpcbench::engine::config::{Length, Load, RunConfig, Target};
+use rpcbench::jsonrpc::RequestTemplate;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the test server does with one request.
+#[allow(dead_code)]
+pub enum Reply {
+    /// Writes these bytes and keeps the connection.
+    Raw(Vec<u8>),
+    /// Writes these bytes and closes the connection.
+    RawThenClose(Vec<u8>),
+    /// Closes the connection without answering.
+    Close,
+    /// Waits, then replies.
+    After(Duration, Box<Reply>),
+}
+
+/// An HTTP 200 response with a JSON body.
+pub fn json_200(body: &str) -> Reply {
+    Reply::Raw(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// A response with any status and body.
+pub fn status(code: u16, body: &str) -> Reply {
+    Reply::Raw(
+        format!(
+            "HTTP/1.1 {code} X\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// The request as the handler sees it.
+pub struct Request {
+    /// The JSON-RPC id in the body.
+    pub id: u64,
+    /// The request's index across all connections, from 0.
+    pub index: u64,
+}
+
+type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
+
+/// A test server on its own thread; stops when dropped (the process ends the thread).
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub requests: Arc<AtomicU64>,
+}
+
+impl TestServer {
+    pub fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Self {
+        let handler: Arc<Handler> = Arc::new(handler);
+        let requests = Arc::new(AtomicU64::new(0));
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let counter = requests.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).unwrap();
+                loop {
+                    let Ok((socket, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    tokio::spawn(serve_connection(socket, handler.clone(), counter.clone()));
+                }
+            });
+        });
+        Self { addr, requests }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter: Arc<AtomicU64>) {
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        // Read one request: head, then Content-Length bytes.
+        let (head_len, body_len) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut request = httparse::Request::new(&mut headers);
+            if let Ok(httparse::Status::Complete(head_len)) = request.parse(&buf) {
+                let body_len = request
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<usize>().ok())
+                    .unwrap_or(0);
+                break (head_len, body_len);
+            }
+            let mut chunk = [0u8; 4096];
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        while buf.len() < head_len + body_len {
+            let mut chunk = [0u8; 4096];
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body: serde_json::Value =
+            serde_json::from_slice(&buf[head_len..head_len + body_len]).unwrap_or_default();
+        buf.drain(..head_len + body_len);
+        let id = body.get("id").and_then(|id| id.as_u64()).unwrap_or(0);
+        let index = counter.fetch_add(1, Ordering::SeqCst);
+        let mut reply = handler(&Request { id, index });
+        loop {
+            match reply {
+                Reply::After(delay, next) => {
+                    tokio::time::sleep(delay).await;
+                    reply = *next;
+                }
+                Reply::Raw(bytes) => {
+                    if socket.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                Reply::RawThenClose(bytes) => {
+                    socket.write_all(&bytes).await.ok();
+                    return;
+                }
+                Reply::Close => return,
+            }
+        }
+    }
+}
+
+/// A closed-loop configuration against `url` calling getSlot.
+pub fn closed_loop(url: &str, connections: usize, length: Length) -> RunConfig {
+    let mut config = RunConfig::new(
+        Target::parse(url).unwrap(),
+        RequestTemplate::from_method("getSlot", None).unwrap(),
+    );
+    config.load = Load::Closed { connections };
+    config.length = length;
+    config
+}
+
+pub fn requests(n: u64) -> Length {
+    Length {
+        duration: None,
+        requests: Some(n),
+    }
+}
+
+pub fn seconds(secs: f64) -> Length {
+    Length {
+        duration: Some(Duration::from_secs_f64(secs)),
+        requests: None,
+    }
+}
