@@ -1,1 +1,225 @@
-//! Mock JSON-RPC nodes (built in a separate change).
+//! Built-in mock JSON-RPC nodes: a static baseline server, a synthetic Solana node and a
+//! synthetic Ethereum node, each with combinable fault knobs (latency, blocking latency,
+//! injected errors, rate limiting and periodic stalls).
+//!
+//! A [`MockServer`] binds synchronously and runs on threads of its own with its own tokio
+//! runtime, so it can be started from plain sync code, from inside a `#[tokio::test]` or
+//! beside the load engine:
+//!
+//! ```no_run
+//! use rpcbench::mock::{Chain, MockOptions, MockServer};
+//!
+//! let server = MockServer::start(MockOptions::new(Chain::Solana)).expect("bind");
+//! println!("mock node at {}", server.url());
+//! server.stop();
+//! ```
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+mod ethereum;
+mod faults;
+mod prng;
+mod server;
+mod solana;
+mod static_chain;
+
+pub use faults::{parse_error_rate, parse_rate_limit, FaultParseError, Faults, Latency, Stall};
+pub use server::MockServer;
+
+/// Which kind of node a [`MockServer`] pretends to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Chain {
+    /// Answers every request with `"result":"0x1"`: the performance baseline.
+    Static,
+    /// A synthetic Solana ledger with the common RPC methods.
+    Solana,
+    /// A synthetic EVM chain with the common `eth_*` methods.
+    Ethereum,
+}
+
+impl Chain {
+    /// The lowercase name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chain::Static => "static",
+            Chain::Solana => "solana",
+            Chain::Ethereum => "ethereum",
+        }
+    }
+}
+
+impl fmt::Display for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing a [`Chain`] name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownChain(pub String);
+
+impl fmt::Display for UnknownChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown chain '{}': expected static, solana or ethereum",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownChain {}
+
+impl FromStr for Chain {
+    type Err = UnknownChain;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "static" => Ok(Chain::Static),
+            "solana" | "sol" => Ok(Chain::Solana),
+            "ethereum" | "eth" | "evm" => Ok(Chain::Ethereum),
+            _ => Err(UnknownChain(s.to_string())),
+        }
+    }
+}
+
+/// Everything a [`MockServer`] needs to start. [`MockOptions::new`] gives sensible defaults.
+#[derive(Debug, Clone)]
+pub struct MockOptions {
+    /// The kind of node.
+    pub chain: Chain,
+    /// The address to bind; port 0 picks a free port (default `127.0.0.1:0`).
+    pub listen: SocketAddr,
+    /// Worker threads of the server's tokio runtime (default 1: one core).
+    pub threads: usize,
+    /// Seed of the synthetic ledger and of the injected faults.
+    pub seed: u64,
+    /// Time between slots (Solana, default 400ms) or blocks (Ethereum, default 2s).
+    pub slot_time: Duration,
+    /// The EVM chain id answered by `eth_chainId` and `net_version` (default 1337).
+    pub chain_id: u64,
+    /// Fault knobs, all off by default.
+    pub faults: Faults,
+    /// Largest accepted request body; larger bodies get HTTP 413 (default 1 MiB).
+    pub max_body_bytes: usize,
+    /// Longest accepted batch; longer ones get -32600 (default 100).
+    pub max_batch_len: usize,
+}
+
+impl MockOptions {
+    /// Default options for `chain`, listening on `127.0.0.1:0`.
+    pub fn new(chain: Chain) -> Self {
+        let slot_time = match chain {
+            Chain::Ethereum => Duration::from_secs(2),
+            Chain::Static | Chain::Solana => Duration::from_millis(400),
+        };
+        MockOptions {
+            chain,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            threads: 1,
+            seed: 0,
+            slot_time,
+            chain_id: 1337,
+            faults: Faults::default(),
+            max_body_bytes: 1024 * 1024,
+            max_batch_len: 100,
+        }
+    }
+
+    /// Checks the options, naming the first bad one.
+    pub(crate) fn validate(&self) -> Result<(), MockError> {
+        let invalid =
+            |name: &'static str, reason: String| Err(MockError::InvalidOption { name, reason });
+        if self.threads == 0 {
+            return invalid("threads", "must be at least 1".into());
+        }
+        if self.slot_time.is_zero() {
+            return invalid("slot_time", "must be longer than zero".into());
+        }
+        if self.max_body_bytes == 0 {
+            return invalid("max_body_bytes", "must be at least 1".into());
+        }
+        if self.max_batch_len == 0 {
+            return invalid("max_batch_len", "must be at least 1".into());
+        }
+        self.faults
+            .validate()
+            .map_err(|(name, reason)| MockError::InvalidOption { name, reason })
+    }
+}
+
+/// Why a [`MockServer`] could not start.
+#[derive(Debug)]
+pub enum MockError {
+    /// The listen address could not be bound.
+    Bind {
+        /// The address that was asked for.
+        addr: SocketAddr,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// An option is out of range.
+    InvalidOption {
+        /// The option's name.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The runtime or its thread could not be created.
+    Runtime(io::Error),
+}
+
+impl fmt::Display for MockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MockError::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            MockError::InvalidOption { name, reason } => write!(f, "invalid {name}: {reason}"),
+            MockError::Runtime(source) => {
+                write!(f, "cannot start the mock server runtime: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MockError::Bind { source, .. } | MockError::Runtime(source) => Some(source),
+            MockError::InvalidOption { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_names_round_trip() {
+        for chain in [Chain::Static, Chain::Solana, Chain::Ethereum] {
+            assert_eq!(chain.to_string().parse::<Chain>(), Ok(chain));
+        }
+        let err = "bitcoin".parse::<Chain>().unwrap_err();
+        assert!(err.to_string().contains("'bitcoin'"), "{err}");
+        assert!(
+            err.to_string().contains("static, solana or ethereum"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let mut options = MockOptions::new(Chain::Static);
+        options.threads = 0;
+        let err = options.validate().unwrap_err();
+        assert!(err.to_string().contains("threads"), "{err}");
+        let mut options = MockOptions::new(Chain::Static);
+        options.faults.error_rate = 1.5;
+        let err = options.validate().unwrap_err();
+        assert!(err.to_string().contains("error_rate"), "{err}");
+    }
+}

@@ -1,0 +1,482 @@
+//! Fault knobs of the mock nodes: their configuration ([`Faults`], [`Latency`], [`Stall`],
+//! [`parse_rate_limit`]) and the per-server state that applies them to each request
+//! (token bucket, stall schedule, deterministic error and jitter draws).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::units::{parse_duration, parse_rate, UnitError};
+
+use super::prng::mix;
+
+/// Faults applied before a request is answered. All are off by default and they combine.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Asynchronous delay (`tokio::time::sleep`) of every HTTP request.
+    pub latency: Option<Latency>,
+    /// Synchronous delay (`std::thread::sleep`) inside the handler, which blocks the
+    /// runtime worker thread: with one thread the server then serves at most
+    /// `1 / blocking_latency` requests per second.
+    pub blocking_latency: Option<Duration>,
+    /// Fraction (0.0..=1.0) of JSON-RPC calls answered with -32603 "Internal error
+    /// (injected)", chosen deterministically from the seed.
+    pub error_rate: f64,
+    /// Requests per second allowed over all connections; the excess gets HTTP 429.
+    pub rate_limit: Option<f64>,
+    /// A periodic full pause of the server.
+    pub stall: Option<Stall>,
+}
+
+impl Faults {
+    /// Checks the ranges, returning the name of the bad knob and what is wrong.
+    pub(crate) fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(0.0..=1.0).contains(&self.error_rate) {
+            return Err((
+                "error_rate",
+                format!("{} is not a fraction between 0 and 1", self.error_rate),
+            ));
+        }
+        if let Some(rate) = self.rate_limit {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(("rate_limit", format!("{rate} is not a positive rate")));
+            }
+        }
+        if let Some(stall) = self.stall {
+            stall.check().map_err(|reason| ("stall", reason))?;
+        }
+        Ok(())
+    }
+}
+
+/// A delay of `base` plus a uniform draw in `-jitter..=+jitter` (never below zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency {
+    /// The mean delay.
+    pub base: Duration,
+    /// The largest deviation from `base`, either way.
+    pub jitter: Duration,
+}
+
+impl Latency {
+    /// A fixed delay without jitter.
+    pub fn fixed(base: Duration) -> Self {
+        Latency {
+            base,
+            jitter: Duration::ZERO,
+        }
+    }
+
+    /// The delay for a uniform draw `unit` in `0.0..1.0`.
+    fn sample(&self, unit: f64) -> Duration {
+        if self.jitter.is_zero() {
+            return self.base;
+        }
+        let offset = (unit * 2.0 - 1.0) * self.jitter.as_secs_f64();
+        Duration::from_secs_f64((self.base.as_secs_f64() + offset).max(0.0))
+    }
+}
+
+/// The error of parsing a fault knob: the rejected text and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultParseError {
+    /// The text that was rejected.
+    pub input: String,
+    /// What was expected instead.
+    pub expected: String,
+}
+
+impl fmt::Display for FaultParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid value '{}': expected {}",
+            self.input, self.expected
+        )
+    }
+}
+
+impl std::error::Error for FaultParseError {}
+
+impl From<UnitError> for FaultParseError {
+    fn from(err: UnitError) -> Self {
+        FaultParseError {
+            input: err.input,
+            expected: err.expected.to_string(),
+        }
+    }
+}
+
+const LATENCY_EXPECTED: &str = "a latency such as 5ms, or base:jitter such as 5ms:2ms";
+
+impl FromStr for Latency {
+    type Err = FaultParseError;
+
+    /// Parses `5ms` (fixed) or `5ms:2ms` (base and jitter).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || FaultParseError {
+            input: s.to_string(),
+            expected: LATENCY_EXPECTED.to_string(),
+        };
+        let (base, jitter) = match s.split_once(':') {
+            Some((base, jitter)) => (base, Some(jitter)),
+            None => (s, None),
+        };
+        let base = parse_duration(base).map_err(|_| err())?;
+        let jitter = match jitter {
+            Some(jitter) => parse_duration(jitter).map_err(|_| err())?,
+            None => Duration::ZERO,
+        };
+        Ok(Latency { base, jitter })
+    }
+}
+
+impl fmt::Display for Latency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.base)?;
+        if !self.jitter.is_zero() {
+            write!(f, ":{:?}", self.jitter)?;
+        }
+        Ok(())
+    }
+}
+
+/// A full pause of `pause` out of every `every`; the first pause starts `every - pause`
+/// after the server starts. Requests arriving during a pause wait until it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// How long each pause lasts.
+    pub pause: Duration,
+    /// The period of the pauses.
+    pub every: Duration,
+}
+
+impl Stall {
+    fn check(&self) -> Result<(), String> {
+        if self.pause.is_zero() {
+            return Err("the pause must be longer than zero".into());
+        }
+        if self.pause >= self.every {
+            return Err(format!(
+                "the pause ({:?}) must be shorter than its period ({:?})",
+                self.pause, self.every
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long a request arriving `elapsed` after start must wait (zero outside pauses).
+    pub(crate) fn wait_at(&self, elapsed: Duration) -> Duration {
+        let every = self.every.as_nanos();
+        let phase = elapsed.as_nanos() % every;
+        let pause_start = every - self.pause.as_nanos();
+        if phase >= pause_start {
+            Duration::from_nanos((every - phase) as u64)
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
+const STALL_EXPECTED: &str = "pause/period such as 2s/10s, with the pause shorter than the period";
+
+impl FromStr for Stall {
+    type Err = FaultParseError;
+
+    /// Parses `2s/10s`: a pause of 2 s every 10 s.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || FaultParseError {
+            input: s.to_string(),
+            expected: STALL_EXPECTED.to_string(),
+        };
+        let (pause, every) = s.split_once('/').ok_or_else(err)?;
+        let stall = Stall {
+            pause: parse_duration(pause).map_err(|_| err())?,
+            every: parse_duration(every).map_err(|_| err())?,
+        };
+        stall.check().map_err(|_| err())?;
+        Ok(stall)
+    }
+}
+
+/// Parses a rate limit such as `50/s`, `600/m` or `50` (requests per second).
+pub fn parse_rate_limit(input: &str) -> Result<f64, FaultParseError> {
+    parse_rate(input).map_err(FaultParseError::from)
+}
+
+/// Parses an error rate: a fraction `0.25` or a percentage `25%`.
+pub fn parse_error_rate(input: &str) -> Result<f64, FaultParseError> {
+    let err = || FaultParseError {
+        input: input.to_string(),
+        expected: "a fraction between 0 and 1 such as 0.05, or a percentage such as 5%".to_string(),
+    };
+    let text = input.trim();
+    let value = match text.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map_err(|_| err())? / 100.0,
+        None => text.parse::<f64>().map_err(|_| err())?,
+    };
+    if !(0.0..=1.0).contains(&value) {
+        return Err(err());
+    }
+    Ok(value)
+}
+
+/// What the rate limiter decided for one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Admission {
+    Allowed,
+    /// Rejected; the next token is due after this long.
+    Limited {
+        retry_after: Duration,
+        allowed_rps: f64,
+        burst: f64,
+    },
+}
+
+#[derive(Debug)]
+struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl TokenBucket {
+    fn new(rate: f64, now: Instant) -> Self {
+        let burst = (rate / 10.0).floor().max(1.0);
+        TokenBucket {
+            rate,
+            burst,
+            state: Mutex::new((burst, now)),
+        }
+    }
+
+    fn admit(&self, now: Instant) -> Admission {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let (tokens, last) = &mut *guard;
+        let refill = now.saturating_duration_since(*last).as_secs_f64() * self.rate;
+        *tokens = (*tokens + refill).min(self.burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Admission::Allowed
+        } else {
+            let retry_after = Duration::from_secs_f64((1.0 - *tokens) / self.rate);
+            Admission::Limited {
+                retry_after,
+                allowed_rps: self.rate,
+                burst: self.burst,
+            }
+        }
+    }
+}
+
+/// The live state of a server's faults.
+#[derive(Debug)]
+pub(crate) struct FaultState {
+    faults: Faults,
+    seed: u64,
+    started: Instant,
+    bucket: Option<TokenBucket>,
+    error_draws: AtomicU64,
+    jitter_draws: AtomicU64,
+}
+
+const ERROR_STREAM: u64 = 0x6572_726f_7273;
+const JITTER_STREAM: u64 = 0x6a69_7474_6572;
+
+impl FaultState {
+    pub(crate) fn new(faults: Faults, seed: u64, started: Instant) -> Self {
+        let bucket = faults
+            .rate_limit
+            .map(|rate| TokenBucket::new(rate, started));
+        FaultState {
+            faults,
+            seed,
+            started,
+            bucket,
+            error_draws: AtomicU64::new(0),
+            jitter_draws: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes a rate-limit token, if a limit is set.
+    pub(crate) fn admit(&self) -> Admission {
+        match &self.bucket {
+            Some(bucket) => bucket.admit(Instant::now()),
+            None => Admission::Allowed,
+        }
+    }
+
+    /// How long to wait for a stall in progress to end.
+    pub(crate) fn stall_wait(&self) -> Duration {
+        match self.faults.stall {
+            Some(stall) => stall.wait_at(self.started.elapsed()),
+            None => Duration::ZERO,
+        }
+    }
+
+    /// The asynchronous latency for the next request.
+    pub(crate) fn latency(&self) -> Duration {
+        match self.faults.latency {
+            Some(latency) => {
+                let draw = self.jitter_draws.fetch_add(1, Ordering::Relaxed);
+                latency.sample(unit_float(mix(self.seed ^ JITTER_STREAM, draw)))
+            }
+            None => Duration::ZERO,
+        }
+    }
+
+    /// The blocking latency, if set.
+    pub(crate) fn blocking_latency(&self) -> Option<Duration> {
+        self.faults.blocking_latency.filter(|d| !d.is_zero())
+    }
+
+    /// Whether the next call gets an injected error.
+    pub(crate) fn inject_error(&self) -> bool {
+        let rate = self.faults.error_rate;
+        if rate <= 0.0 {
+            return false;
+        }
+        if rate >= 1.0 {
+            return true;
+        }
+        let draw = self.error_draws.fetch_add(1, Ordering::Relaxed);
+        unit_float(mix(self.seed ^ ERROR_STREAM, draw)) < rate
+    }
+
+    pub(crate) fn has_error_rate(&self) -> bool {
+        self.faults.error_rate > 0.0
+    }
+}
+
+/// Maps 64 random bits to a float in `0.0..1.0`.
+fn unit_float(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_parses_base_and_jitter() {
+        assert_eq!(
+            "5ms".parse::<Latency>(),
+            Ok(Latency::fixed(Duration::from_millis(5)))
+        );
+        assert_eq!(
+            "5ms:2ms".parse::<Latency>(),
+            Ok(Latency {
+                base: Duration::from_millis(5),
+                jitter: Duration::from_millis(2)
+            })
+        );
+        let err = "5 parsecs".parse::<Latency>().unwrap_err();
+        assert!(err.to_string().contains("'5 parsecs'"), "{err}");
+        assert!(err.to_string().contains("5ms:2ms"), "{err}");
+        assert!("5ms:".parse::<Latency>().is_err());
+    }
+
+    #[test]
+    fn jitter_stays_within_bounds() {
+        let latency = Latency {
+            base: Duration::from_millis(10),
+            jitter: Duration::from_millis(4),
+        };
+        for i in 0..1000 {
+            let d = latency.sample(unit_float(mix(7, i)));
+            assert!(
+                d >= Duration::from_millis(6) && d <= Duration::from_millis(14),
+                "{d:?}"
+            );
+        }
+        let wide = Latency {
+            base: Duration::from_millis(1),
+            jitter: Duration::from_millis(5),
+        };
+        assert_eq!(wide.sample(0.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn stall_parses_and_schedules() {
+        let stall: Stall = "2s/10s".parse().unwrap();
+        assert_eq!(
+            stall,
+            Stall {
+                pause: Duration::from_secs(2),
+                every: Duration::from_secs(10)
+            }
+        );
+        assert_eq!(stall.wait_at(Duration::from_secs(1)), Duration::ZERO);
+        assert_eq!(
+            stall.wait_at(Duration::from_secs(8)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            stall.wait_at(Duration::from_millis(9500)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(stall.wait_at(Duration::from_secs(10)), Duration::ZERO);
+        assert_eq!(
+            stall.wait_at(Duration::from_secs(19)),
+            Duration::from_secs(1)
+        );
+        for bad in ["2s", "10s/2s", "2s/2s", "x/10s", "0/1s"] {
+            let err = bad.parse::<Stall>().unwrap_err();
+            assert!(err.to_string().contains("2s/10s"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn rate_limits_and_error_rates_parse() {
+        assert_eq!(parse_rate_limit("50/s"), Ok(50.0));
+        assert_eq!(parse_rate_limit("600/m"), Ok(10.0));
+        let err = parse_rate_limit("fast").unwrap_err();
+        assert!(
+            err.to_string().contains("'fast'") && err.to_string().contains("50/s"),
+            "{err}"
+        );
+        assert_eq!(parse_error_rate("0.25"), Ok(0.25));
+        assert_eq!(parse_error_rate("5%"), Ok(0.05));
+        assert!(parse_error_rate("1.5").is_err());
+        assert!(parse_error_rate("-0.1").is_err());
+    }
+
+    #[test]
+    fn token_bucket_allows_burst_then_refills() {
+        let start = Instant::now();
+        let bucket = TokenBucket::new(20.0, start);
+        assert_eq!(bucket.burst, 2.0);
+        assert_eq!(bucket.admit(start), Admission::Allowed);
+        assert_eq!(bucket.admit(start), Admission::Allowed);
+        assert!(matches!(bucket.admit(start), Admission::Limited { .. }));
+        assert_eq!(
+            bucket.admit(start + Duration::from_millis(60)),
+            Admission::Allowed
+        );
+        assert!(matches!(
+            bucket.admit(start + Duration::from_millis(60)),
+            Admission::Limited { .. }
+        ));
+    }
+
+    #[test]
+    fn error_draws_are_deterministic_and_near_the_rate() {
+        let faults = Faults {
+            error_rate: 0.3,
+            ..Faults::default()
+        };
+        let a = FaultState::new(faults.clone(), 42, Instant::now());
+        let b = FaultState::new(faults, 42, Instant::now());
+        let draws_a: Vec<bool> = (0..2000).map(|_| a.inject_error()).collect();
+        let draws_b: Vec<bool> = (0..2000).map(|_| b.inject_error()).collect();
+        assert_eq!(draws_a, draws_b);
+        let errors = draws_a.iter().filter(|e| **e).count();
+        assert!((450..750).contains(&errors), "{errors}");
+    }
+}

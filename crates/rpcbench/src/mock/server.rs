@@ -1,0 +1,764 @@
+//! The HTTP/1.1 server and JSON-RPC 2.0 dispatch shared by all mock nodes.
+//!
+//! Requests are parsed with borrowed [`RawValue`]s only (no JSON tree for the envelope), the
+//! fault knobs are applied, and each call is handed to the chain's [`Node`], which appends
+//! its result to the response buffer. Single requests, batches and notifications follow the
+//! JSON-RPC 2.0 specification; the id is echoed byte for byte.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::ethereum::EthereumNode;
+use super::faults::{Admission, FaultState};
+use super::solana::SolanaNode;
+use super::{static_chain, Chain, MockError, MockOptions};
+
+/// A JSON-RPC error returned by a node.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// -32602 with the given message.
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+}
+
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const LIMIT_EXCEEDED: i64 = -32005;
+
+/// The error for an unknown method.
+pub(crate) fn method_not_found(method: &str) -> RpcError {
+    RpcError::new(
+        METHOD_NOT_FOUND,
+        format!("the method {method} does not exist/is not available"),
+    )
+}
+
+/// Positional params as JSON values: absent params are an empty list; by-name params are
+/// refused since neither Solana nor Ethereum nodes accept them.
+pub(crate) fn positional_params(params: Option<&RawValue>) -> Result<Vec<Value>, RpcError> {
+    let Some(raw) = params else {
+        return Ok(Vec::new());
+    };
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(Value::Null) => Ok(Vec::new()),
+        Ok(_) => Err(RpcError::invalid_params(
+            "Invalid params: expected an array of positional params",
+        )),
+        Err(err) => Err(RpcError::invalid_params(format!("Invalid params: {err}"))),
+    }
+}
+
+/// The chain a server answers for.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Static,
+    Solana(Box<SolanaNode>),
+    Ethereum(Box<EthereumNode>),
+}
+
+impl Node {
+    fn new(options: &MockOptions, started: Instant) -> Node {
+        let unix_now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        match options.chain {
+            Chain::Static => Node::Static,
+            Chain::Solana => Node::Solana(Box::new(SolanaNode::new(
+                options.seed,
+                options.slot_time,
+                started,
+                unix_now,
+            ))),
+            Chain::Ethereum => Node::Ethereum(Box::new(EthereumNode::new(
+                options.seed,
+                options.slot_time,
+                options.chain_id,
+                started,
+                unix_now,
+            ))),
+        }
+    }
+
+    /// Appends the JSON result of one call to `out`, or returns its error.
+    fn call(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RpcError> {
+        let value = match self {
+            Node::Static => {
+                static_chain::answer(out);
+                return Ok(());
+            }
+            Node::Solana(node) => node.call(method, params)?,
+            Node::Ethereum(node) => node.call(method, params)?,
+        };
+        serde_json::to_writer(out, &value)
+            .map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string()))
+    }
+}
+
+/// Everything the request handlers share.
+#[derive(Debug)]
+struct Shared {
+    node: Node,
+    faults: FaultState,
+    max_body_bytes: usize,
+    max_batch_len: usize,
+}
+
+/// A running mock node. Stops (gracefully, joining its threads) on [`MockServer::stop`] or drop.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    chain: Chain,
+    shutdown: Option<watch::Sender<bool>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MockServer {
+    /// Binds `options.listen` and starts serving on a thread of its own with a tokio runtime of
+    /// `options.threads` workers. Returns once the socket is listening.
+    pub fn start(options: MockOptions) -> Result<MockServer, MockError> {
+        options.validate()?;
+        let std_listener =
+            StdTcpListener::bind(options.listen).map_err(|source| MockError::Bind {
+                addr: options.listen,
+                source,
+            })?;
+        let addr = std_listener
+            .local_addr()
+            .map_err(|source| MockError::Bind {
+                addr: options.listen,
+                source,
+            })?;
+        std_listener
+            .set_nonblocking(true)
+            .map_err(|source| MockError::Bind { addr, source })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.threads)
+            .thread_name("rpcbench-mock")
+            .enable_all()
+            .build()
+            .map_err(MockError::Runtime)?;
+        let listener = {
+            let _entered = runtime.enter();
+            TcpListener::from_std(std_listener)
+                .map_err(|source| MockError::Bind { addr, source })?
+        };
+        let started = Instant::now();
+        let shared = Arc::new(Shared {
+            node: Node::new(&options, started),
+            faults: FaultState::new(options.faults.clone(), options.seed, started),
+            max_body_bytes: options.max_body_bytes,
+            max_batch_len: options.max_batch_len,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name(format!("rpcbench-mock-{}", options.chain))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let _ = tokio::spawn(accept_loop(listener, shared, shutdown_rx)).await;
+                });
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })
+            .map_err(MockError::Runtime)?;
+        Ok(MockServer {
+            addr,
+            chain: options.chain,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's URL, e.g. `http://127.0.0.1:8899/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// The chain the server answers for.
+    pub fn chain(&self) -> Chain {
+        self.chain
+    }
+
+    /// Stops accepting connections, lets requests in flight finish (for up to two seconds)
+    /// and joins the server's threads.
+    pub fn stop(mut self) {
+        self.shutdown_and_join();
+    }
+
+    fn shutdown_and_join(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(true);
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.shutdown_and_join();
+    }
+}
+
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let live = Arc::new(());
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(_) => {
+                // Out of file descriptors or a connection reset before accept: back off briefly.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        let mut conn_shutdown = shutdown.clone();
+        let token = live.clone();
+        tokio::spawn(async move {
+            let _token = token;
+            let service = service_fn(move |request| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(handle(&shared, request).await) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = conn_shutdown.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    while Arc::strong_count(&live) > 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+type HttpResponse = Response<Full<Bytes>>;
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn error_response(status: StatusCode, error: &RpcError) -> HttpResponse {
+    let mut body = Vec::with_capacity(128);
+    write_error(&mut body, b"null", error);
+    json_response(status, body)
+}
+
+async fn handle(shared: &Shared, request: Request<Incoming>) -> HttpResponse {
+    if request.method() != Method::POST {
+        let error = RpcError::new(
+            INVALID_REQUEST,
+            "only POST requests with a JSON-RPC body are served",
+        );
+        let mut response = error_response(StatusCode::METHOD_NOT_ALLOWED, &error);
+        response
+            .headers_mut()
+            .insert("allow", HeaderValue::from_static("POST"));
+        return response;
+    }
+    let too_large = || {
+        let error = RpcError::new(
+            INVALID_REQUEST,
+            format!(
+                "request body too large: the limit is {} bytes",
+                shared.max_body_bytes
+            ),
+        );
+        error_response(StatusCode::PAYLOAD_TOO_LARGE, &error)
+    };
+    let declared_len = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared_len.is_some_and(|len| len > shared.max_body_bytes as u64) {
+        return too_large();
+    }
+
+    let admission = shared.faults.admit();
+    let body = match Limited::new(request.into_body(), shared.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+        Err(_) => {
+            let error = RpcError::new(
+                PARSE_ERROR,
+                "Parse error: the request body could not be read",
+            );
+            return error_response(StatusCode::BAD_REQUEST, &error);
+        }
+    };
+
+    // The body is read even when the request is refused, so the connection stays usable.
+    if let Admission::Limited {
+        retry_after,
+        allowed_rps,
+        burst,
+    } = admission
+    {
+        let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
+        error.data = Some(serde_json::json!({
+            "allowed_rps": allowed_rps,
+            "burst": burst,
+            "retry_after_ms": retry_after.as_millis() as u64,
+        }));
+        let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, &error);
+        let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        return response;
+    }
+
+    let stall = shared.faults.stall_wait();
+    if !stall.is_zero() {
+        tokio::time::sleep(stall).await;
+    }
+    let latency = shared.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if let Some(blocking) = shared.faults.blocking_latency() {
+        // Deliberately blocks the runtime worker, like a handler doing synchronous work.
+        std::thread::sleep(blocking);
+    }
+
+    match process(shared, &body) {
+        Some(out) => json_response(StatusCode::OK, out),
+        None => {
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        }
+    }
+}
+
+/// One request object, every member borrowed raw from the body.
+#[derive(Deserialize)]
+struct RawRequest<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+}
+
+/// Keeps a member that is present as `Some`, even when it is `null`.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(deserializer).map(Some)
+}
+
+fn is_json_whitespace(byte: &u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Answers a whole HTTP body; `None` when there is nothing to answer (notifications only).
+fn process(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(96);
+    match body.iter().find(|byte| !is_json_whitespace(byte)) {
+        Some(b'{') => match serde_json::from_slice::<RawRequest>(body) {
+            Ok(request) => {
+                call(shared, &request, &mut out);
+            }
+            Err(_) => write_envelope_error(&mut out, body),
+        },
+        Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(body) {
+            Ok(items) => batch(shared, &items, &mut out),
+            Err(_) => write_envelope_error(&mut out, body),
+        },
+        _ => write_envelope_error(&mut out, body),
+    }
+    if out.is_empty() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+/// A body that is not a request object or array: -32700 if it is not JSON, else -32600.
+fn write_envelope_error(out: &mut Vec<u8>, body: &[u8]) {
+    let is_json = std::str::from_utf8(body)
+        .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
+    let error = if is_json {
+        RpcError::new(
+            INVALID_REQUEST,
+            "Invalid request: expected a request object or a batch array",
+        )
+    } else {
+        RpcError::new(PARSE_ERROR, "Parse error: the body is not valid JSON")
+    };
+    write_error(out, b"null", &error);
+}
+
+fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
+    if items.is_empty() {
+        write_error(
+            out,
+            b"null",
+            &RpcError::new(INVALID_REQUEST, "Invalid request: empty batch"),
+        );
+        return;
+    }
+    if items.len() > shared.max_batch_len {
+        let message = format!(
+            "Invalid request: batch of {} requests exceeds the limit of {}",
+            items.len(),
+            shared.max_batch_len
+        );
+        write_error(out, b"null", &RpcError::new(INVALID_REQUEST, message));
+        return;
+    }
+    out.push(b'[');
+    for item in items {
+        let before = out.len();
+        if before > 1 {
+            out.push(b',');
+        }
+        let wrote = match serde_json::from_str::<RawRequest>(item.get()) {
+            Ok(request) => call(shared, &request, out),
+            Err(_) => {
+                let error = RpcError::new(
+                    INVALID_REQUEST,
+                    "Invalid request: expected a request object",
+                );
+                write_error(out, b"null", &error);
+                true
+            }
+        };
+        if !wrote {
+            out.truncate(before);
+        }
+    }
+    if out.len() == 1 {
+        out.clear();
+    } else {
+        out.push(b']');
+    }
+}
+
+/// Answers one request object; returns whether a response was written.
+fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
+    let id = match request.id {
+        Some(id) => match id.get().as_bytes().first() {
+            Some(b'"' | b'-' | b'0'..=b'9' | b'n') => Some(id.get().as_bytes()),
+            _ => {
+                let error = RpcError::new(
+                    INVALID_REQUEST,
+                    "Invalid request: id must be a string, a number or null",
+                );
+                write_error(out, b"null", &error);
+                return true;
+            }
+        },
+        None => None,
+    };
+    let reply_id = id.unwrap_or(b"null");
+    if request.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        let error = RpcError::new(INVALID_REQUEST, "Invalid request: jsonrpc must be \"2.0\"");
+        write_error(out, reply_id, &error);
+        return true;
+    }
+    let Some(method) = request.method.and_then(method_name) else {
+        let error = RpcError::new(INVALID_REQUEST, "Invalid request: method must be a string");
+        write_error(out, reply_id, &error);
+        return true;
+    };
+    if let Some(params) = request.params {
+        if !matches!(params.get().as_bytes().first(), Some(b'[' | b'{')) {
+            let error = RpcError::new(
+                INVALID_REQUEST,
+                "Invalid request: params must be an array or an object",
+            );
+            write_error(out, reply_id, &error);
+            return true;
+        }
+    }
+    let Some(id) = id else {
+        // A notification: nothing is answered, so nothing needs computing.
+        return false;
+    };
+    if shared.faults.has_error_rate() && shared.faults.inject_error() {
+        write_error(
+            out,
+            id,
+            &RpcError::new(INTERNAL_ERROR, "Internal error (injected)"),
+        );
+        return true;
+    }
+    let start = out.len();
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id);
+    out.extend_from_slice(b",\"result\":");
+    match shared.node.call(&method, request.params, out) {
+        Ok(()) => out.push(b'}'),
+        Err(error) => {
+            out.truncate(start);
+            write_error(out, id, &error);
+        }
+    }
+    true
+}
+
+/// The method name of a raw JSON string, borrowed unless it has escapes.
+fn method_name(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+fn write_error(out: &mut Vec<u8>, id: &[u8], error: &RpcError) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id);
+    out.extend_from_slice(b",\"error\":{\"code\":");
+    out.extend_from_slice(itoa::Buffer::new().format(error.code).as_bytes());
+    out.extend_from_slice(b",\"message\":");
+    // Serializing a string or a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &error.message);
+    if let Some(data) = &error.data {
+        out.extend_from_slice(b",\"data\":");
+        let _ = serde_json::to_writer(&mut *out, data);
+    }
+    out.extend_from_slice(b"}}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::Faults;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    fn shared(chain: Chain, faults: Faults) -> Shared {
+        let mut options = MockOptions::new(chain);
+        options.faults = faults;
+        options.max_batch_len = 3;
+        let started = Instant::now();
+        Shared {
+            node: Node::new(&options, started),
+            faults: FaultState::new(options.faults.clone(), 1, started),
+            max_body_bytes: options.max_body_bytes,
+            max_batch_len: options.max_batch_len,
+        }
+    }
+
+    fn answer(shared: &Shared, body: &str) -> Option<Value> {
+        process(shared, body.as_bytes())
+            .map(|out| serde_json::from_slice(&out).expect("responses are JSON"))
+    }
+
+    #[test]
+    fn static_echoes_ids_exactly() {
+        let node = shared(Chain::Static, Faults::default());
+        for id in [
+            "1",
+            "\"abc\"",
+            "null",
+            "-5",
+            "1.5e3",
+            "123456789012345678901234567890",
+            "\"\\u00e9\"",
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"anything","params":[1]}}"#);
+            let out = process(&node, body.as_bytes()).unwrap();
+            let expected = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#);
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn envelope_errors() {
+        let node = shared(Chain::Static, Faults::default());
+        let code = |body: &str| {
+            answer(&node, body).unwrap()["error"]["code"]
+                .as_i64()
+                .unwrap()
+        };
+        assert_eq!(code("{"), PARSE_ERROR);
+        assert_eq!(code("nonsense"), PARSE_ERROR);
+        assert_eq!(code("42"), INVALID_REQUEST);
+        assert_eq!(code("[]"), INVALID_REQUEST);
+        assert_eq!(
+            code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(code(r#"[1,2,3,4]"#), INVALID_REQUEST);
+        let too_long = answer(&node, "[1,2,3,4]").unwrap();
+        assert!(too_long["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 3"));
+        assert_eq!(answer(&node, r#"{"jsonrpc":"2.0","method":"x"}"#), None);
+        assert_eq!(answer(&node, r#"[{"jsonrpc":"2.0","method":"x"}]"#), None);
+    }
+
+    #[test]
+    fn batches_mix_answers_and_errors() {
+        let node = shared(Chain::Static, Faults::default());
+        let body = r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"},5]"#;
+        let out = answer(&node, body).unwrap();
+        let items = out.as_array().unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0]["id"], 1);
+        assert_eq!(items[0]["result"], "0x1");
+        assert_eq!(items[1]["error"]["code"], INVALID_REQUEST);
+        assert_eq!(items[1]["id"], Value::Null);
+    }
+
+    #[test]
+    fn injected_errors_keep_the_id() {
+        let node = shared(
+            Chain::Static,
+            Faults {
+                error_rate: 1.0,
+                ..Faults::default()
+            },
+        );
+        let out = answer(&node, r#"{"jsonrpc":"2.0","id":"q","method":"a"}"#).unwrap();
+        assert_eq!(out["id"], "q");
+        assert_eq!(out["error"]["code"], INTERNAL_ERROR);
+        assert_eq!(out["error"]["message"], "Internal error (injected)");
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let nodes = [
+            shared(Chain::Static, Faults::default()),
+            shared(Chain::Solana, Faults::default()),
+            shared(Chain::Ethereum, Faults::default()),
+        ];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let fragments: [&[u8]; 14] = [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b"\"jsonrpc\":\"2.0\"",
+            b"\"id\":",
+            b"\"method\":\"getBlock\"",
+            b"\"method\":\"eth_getLogs\"",
+            b"\"params\":",
+            b"1e999999",
+            b"-0",
+            b",",
+            b"\xff\xfe",
+            b"\"\\ud800\"",
+        ];
+        for _ in 0..3000 {
+            let mut body = Vec::new();
+            for _ in 0..rng.gen_range(0..12) {
+                if rng.gen_bool(0.3) {
+                    body.push(rng.gen());
+                } else {
+                    body.extend_from_slice(fragments[rng.gen_range(0..fragments.len())]);
+                }
+            }
+            for node in &nodes {
+                if let Some(out) = process(node, &body) {
+                    serde_json::from_slice::<Value>(&out).expect("every answer is JSON");
+                }
+            }
+        }
+        let deep = "[".repeat(100_000);
+        let deep_object = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{deep}"#);
+        for node in &nodes {
+            assert_eq!(answer(node, &deep).unwrap()["error"]["code"], PARSE_ERROR);
+            assert_eq!(
+                answer(node, &deep_object).unwrap()["error"]["code"],
+                PARSE_ERROR
+            );
+        }
+    }
+}
