@@ -18,6 +18,18 @@ pub struct Cli {
 pub enum Command {
     /// Load one JSON-RPC endpoint with one request, closed loop or at a constant rate.
     Run(Box<RunArgs>),
+    /// Run seed 000's Solana tests against the built-in mock node and print the summary.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Measured length of each of the twelve steps.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    pub step_duration: Duration,
+    /// The open-loop step's rate.
+    #[arg(long, value_parser = rate, default_value = "2000")]
+    pub rate: f64,
 }
 
 pub fn duration(text: &str) -> Result<Duration, String> {

@@ -3,6 +3,7 @@
 //! 1 a runtime failure or a breached threshold, 2 bad usage).
 
 mod args;
+mod demo_cmd;
 mod output;
 mod run_cmd;
 mod signals;
@@ -17,5 +18,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run_cmd::run(*args),
+        Command::Demo(args) => demo_cmd::run(args),
     }
 }

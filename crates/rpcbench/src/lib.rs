@@ -12,8 +12,12 @@
 //!   JSON.
 //! - [`mock`] starts mock Solana and Ethereum nodes and a static baseline server, with fault
 //!   knobs, in-process on any address.
+//! - [`demo`] runs seed 000's Solana tests against the mock node; [`client`] makes one-off
+//!   calls outside a run.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
+pub mod client;
+pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
 pub mod mock;

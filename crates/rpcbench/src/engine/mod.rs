@@ -61,7 +61,20 @@ struct StopSignal {
     sender: watch::Sender<bool>,
 }
 
+impl Default for StopHandle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StopHandle {
+    /// A handle not yet stopped. One handle may serve several runs in turn: once stopped, every
+    /// run using it stops (or ends at once).
+    pub fn new() -> Self {
+        let (sender, _) = watch::channel(false);
+        Self(Arc::new(StopSignal { stopped: AtomicBool::new(false), sender }))
+    }
+
     /// Asks the run to stop now. In-flight requests are abandoned, not counted.
     pub fn stop(&self) {
         self.0.stopped.store(true, Ordering::SeqCst);
@@ -102,16 +115,17 @@ pub struct Run {
 impl Run {
     /// Validates the configuration and resolves the target.
     pub fn new(config: RunConfig) -> Result<Self, EngineError> {
+        Self::with_stop(config, StopHandle::new())
+    }
+
+    /// Like [`Run::new`], stopped by an existing handle.
+    pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
         let connector = Connector::new(&config).map_err(EngineError::Setup)?;
-        let (sender, _) = watch::channel(false);
         Ok(Self {
             config: Arc::new(config),
             connector,
-            stop: StopHandle(Arc::new(StopSignal {
-                stopped: AtomicBool::new(false),
-                sender,
-            })),
+            stop,
             series: Arc::new(Mutex::new(Series::default())),
         })
     }

@@ -3,3 +3,4 @@
 
 mod engine;
 mod util;
+mod report;

@@ -1,0 +1,86 @@
+//! The built `rpcbench` binary: exit codes, one-line usage errors naming the flag at fault,
+//! and reports on standard output. Servers are mock nodes started in-process on 127.0.0.1:0.
+
+use std::process::{Command, Output};
+
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn static_node() -> MockServer {
+    MockServer::start(MockOptions::new(Chain::Static)).expect("the static node starts")
+}
+
+#[test]
+fn bad_usage_exits_2_naming_the_flag() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["run", "127.0.0.1:1", "--method", "getSlot"], "URL"),
+        (&["run", "ftp://127.0.0.1/", "--method", "getSlot"], "scheme 'ftp'"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "-d", "10x"], "--duration"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "-c", "0"], "--connections"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--rate", "fast"], "--rate"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--params", "[1,"], "--params"),
+        (&["run", "http://127.0.0.1:1/", "--body", "[]"], "--body"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "-c", "5", "--rate", "10"], "--rate"),
+        (&["run", "http://127.0.0.1:1/"], "--method"),
+    ];
+    for (args, flag) in cases {
+        let output = rpcbench(args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+}
+
+#[test]
+fn a_missing_body_file_names_the_file() {
+    let output = rpcbench(&["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent/body.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("/nonexistent/body.json"));
+}
+
+#[test]
+fn a_run_prints_a_json_report_and_exits_0() {
+    let node = static_node();
+    let output = rpcbench(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-n", "300", "--output", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["requests"]["total"], 300);
+    assert_eq!(report["outcomes"]["ok"], 300);
+    assert_eq!(report["method"], "getSlot");
+}
+
+#[test]
+fn a_run_prints_a_text_report_with_redacted_secrets() {
+    let node = static_node();
+    let url = format!("{}v3/0123456789abcdef0123456789abcdef", node.url());
+    let output = rpcbench(&[
+        "run", &url, "--rate", "200", "-d", "500ms", "-H", "Authorization: Bearer topsecret",
+        "--body", r#"{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]}"#,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("getBalance against"), "{text}");
+    assert!(text.contains("/v3/***"), "{text}");
+    assert!(text.contains("Rate: target 200 req/s"), "{text}");
+    let everything = format!("{text}{}", stderr(&output));
+    assert!(!everything.contains("0123456789abcdef0123456789abcdef"));
+    assert!(!everything.contains("topsecret"));
+}
+
+#[test]
+fn a_refused_connection_is_a_run_not_a_usage_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let output = rpcbench(&["run", &url, "--method", "getSlot", "-n", "3", "-c", "1", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcomes"]["connect"], 3);
+}

@@ -1,0 +1,87 @@
+//! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
+//! choosing parameters from what it really has. Uses the engine's own connection code.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::engine::config::{RunConfig, Target};
+use crate::engine::connect::Connector;
+use crate::engine::http::Connection;
+use crate::jsonrpc::RequestTemplate;
+
+/// Why a call failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// Connecting, sending or reading failed.
+    Transport(String),
+    /// The node answered with a JSON-RPC error.
+    Rpc {
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+    },
+    /// The answer was not a JSON-RPC response.
+    Invalid(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Transport(message) => write!(f, "request failed: {message}"),
+            CallError::Rpc { code, message } => write!(f, "JSON-RPC error {code}: {message}"),
+            CallError::Invalid(message) => write!(f, "invalid response: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Calls `method` with `params` on the node at `url` and returns the `result`. Blocking.
+pub fn call(url: &str, method: &str, params: Option<&Value>, timeout: Duration) -> Result<Value, CallError> {
+    let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
+    let request = RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
+    let mut config = RunConfig::new(target, request);
+    config.connect_timeout = timeout;
+    let connector = Connector::new(&config).map_err(|err| CallError::Transport(err.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| CallError::Transport(err.to_string()))?;
+    runtime.block_on(async {
+        let exchange = async {
+            let stream = connector.connect().await.map_err(|err| CallError::Transport(err.to_string()))?;
+            let mut connection = Connection::new(stream);
+            let mut bytes = config.request_head();
+            bytes.extend_from_slice(config.request.body_len(1).to_string().as_bytes());
+            bytes.extend_from_slice(b"\r\n\r\n");
+            config.request.write_body(1, &mut bytes);
+            connection.send(&bytes).await.map_err(|err| CallError::Transport(err.to_string()))?;
+            let meta = connection
+                .read_response(config.max_body)
+                .await
+                .map_err(|err| CallError::Transport(format!("{err:?}")))?;
+            if !(200..300).contains(&meta.status) {
+                return Err(CallError::Transport(format!("HTTP status {}", meta.status)));
+            }
+            let value: Value =
+                serde_json::from_slice(connection.body()).map_err(|err| CallError::Invalid(err.to_string()))?;
+            Ok(value)
+        };
+        let mut value = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| CallError::Transport("timeout".into()))??;
+        if let Some(error) = value.get("error") {
+            return Err(CallError::Rpc {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+            });
+        }
+        value
+            .get_mut("result")
+            .map(Value::take)
+            .ok_or_else(|| CallError::Invalid("no result and no error".into()))
+    })
+}

@@ -1,0 +1,197 @@
+//! `rpcbench demo`: seed 000's four Solana tests (getBalance, getBlocks, getBlock, getSlot) run
+//! briefly against the built-in mock Solana node at two connection counts and one constant
+//! rate, summed up in one side-by-side table ready to paste into a pull request.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::client;
+use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use crate::engine::{EngineError, Run, StopHandle};
+use crate::jsonrpc::RequestTemplate;
+use crate::mock::{Chain, MockError, MockOptions, MockServer};
+use crate::report::RunReport;
+use crate::units::format_micros;
+
+/// The account seed 000 asks for.
+pub const SEED_ACCOUNT: &str = "4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ";
+
+/// How the demo runs.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Measured length of each step.
+    pub step_duration: Duration,
+    /// The two closed-loop connection counts.
+    pub connections: [usize; 2],
+    /// The open-loop rate, requests per second.
+    pub rate: f64,
+    /// Threads for the mock node (the rest of the machine is the generator's).
+    pub node_threads: usize,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        Self { step_duration: Duration::from_secs(2), connections: [16, 256], rate: 2000.0, node_threads: 1 }
+    }
+}
+
+/// Why the demo could not run.
+#[derive(Debug)]
+pub enum DemoError {
+    /// The mock node did not start.
+    Node(MockError),
+    /// The mock node did not answer a setup call.
+    Setup(client::CallError),
+    /// A run could not start.
+    Engine(EngineError),
+}
+
+impl std::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DemoError::Node(err) => write!(f, "the mock Solana node did not start: {err}"),
+            DemoError::Setup(err) => write!(f, "the mock Solana node did not answer: {err}"),
+            DemoError::Engine(err) => err.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {}
+
+/// One step's outcome.
+#[derive(Debug, Clone)]
+pub struct DemoStep {
+    /// The method called.
+    pub method: String,
+    /// `16 conns`, `2000/s`.
+    pub load: String,
+    /// The full report of the step.
+    pub report: RunReport,
+}
+
+/// Everything the demo measured.
+#[derive(Debug, Clone)]
+pub struct DemoSummary {
+    /// The node's URL.
+    pub node_url: String,
+    /// Every step in order.
+    pub steps: Vec<DemoStep>,
+    /// The demo was interrupted.
+    pub interrupted: bool,
+}
+
+/// Seed 000's four requests, with parameters chosen from what the node has.
+fn seed_requests(url: &str) -> Result<Vec<RequestTemplate>, DemoError> {
+    let timeout = Duration::from_secs(5);
+    let slot = client::call(url, "getSlot", None, timeout).map_err(DemoError::Setup)?.as_u64().unwrap_or(0);
+    let start = slot.saturating_sub(500);
+    let blocks = client::call(url, "getBlocks", Some(&json!([start, slot])), timeout).map_err(DemoError::Setup)?;
+    // A block that exists (leaders skip slots), a little behind the head.
+    let block = blocks.as_array().and_then(|b| b.iter().rev().nth(5).or(b.first())).and_then(Value::as_u64).unwrap_or(slot);
+    let template = |method: &str, params: Option<Value>| {
+        RequestTemplate::from_method(method, params.as_ref()).expect("the demo's requests are valid")
+    };
+    Ok(vec![
+        template("getBalance", Some(json!([SEED_ACCOUNT]))),
+        template("getBlocks", Some(json!([start, slot]))),
+        template(
+            "getBlock",
+            Some(json!([block, {"encoding": "json", "maxSupportedTransactionVersion": 0, "transactionDetails": "full", "rewards": false}])),
+        ),
+        template("getSlot", None),
+    ])
+}
+
+/// Runs the demo. `on_step` sees each step as it finishes (for progress output); `stop` ends
+/// the step that is running and skips the rest.
+pub fn run_demo(
+    options: &DemoOptions,
+    stop: &StopHandle,
+    mut on_step: impl FnMut(&DemoStep),
+) -> Result<DemoSummary, DemoError> {
+    let mut node_options = MockOptions::new(Chain::Solana);
+    node_options.threads = options.node_threads;
+    let node = MockServer::start(node_options).map_err(DemoError::Node)?;
+    let url = node.url();
+    let requests = seed_requests(&url)?;
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let generator_threads = cores.saturating_sub(options.node_threads).max(1);
+    let mut steps = Vec::new();
+    let mut interrupted = false;
+    'methods: for request in requests {
+        let loads = [
+            Load::Closed { connections: options.connections[0] },
+            Load::Closed { connections: options.connections[1] },
+            Load::Open { rate: options.rate, arrivals: Arrivals::Uniform, max_connections: 256 },
+        ];
+        for load in loads {
+            let label = match &load {
+                Load::Closed { connections } => format!("{connections} conns"),
+                Load::Open { rate, .. } => format!("{rate}/s"),
+            };
+            let target = Target::parse(&url).map_err(|err| DemoError::Engine(EngineError::Config(err)))?;
+            let mut config = RunConfig::new(target, request.clone());
+            config.load = load;
+            config.length = Length { duration: Some(options.step_duration), requests: None };
+            config.warmup = Duration::from_millis(200);
+            config.threads = generator_threads;
+            config.timeout = Duration::from_secs(2);
+            let run = Run::with_stop(config.clone(), stop.clone()).map_err(DemoError::Engine)?;
+            let record = run.execute().map_err(DemoError::Engine)?;
+            let step = DemoStep { method: request.method().to_string(), load: label, report: RunReport::new(&config, &record) };
+            on_step(&step);
+            interrupted = record.interrupted;
+            steps.push(step);
+            if interrupted {
+                break 'methods;
+            }
+        }
+    }
+    node.stop();
+    Ok(DemoSummary { node_url: url, steps, interrupted })
+}
+
+/// The side-by-side table, as GitHub-flavoured Markdown.
+pub fn render_summary(summary: &DemoSummary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "rpcbench demo: seed 000's Solana tests against the built-in mock node ({})", summary.node_url);
+    let _ = writeln!(out, "Latency is measured from the intended send time at a constant rate (coordinated omission corrected).");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| method | load | req/s | ok % | errors | p50 | p90 | p99 | max | MB/s |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for step in &summary.steps {
+        let report = &step.report;
+        let latency = &report.latency;
+        let total = report.requests.total.max(1);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {:.2} |",
+            step.method,
+            step.load,
+            report.requests.rate,
+            report.requests.ok as f64 * 100.0 / total as f64,
+            report.requests.errors,
+            format_micros(latency.percentile("p50") as f64),
+            format_micros(latency.percentile("p90") as f64),
+            format_micros(latency.percentile("p99") as f64),
+            format_micros(latency.max_us as f64),
+            report.bytes.received_per_sec / 1e6,
+        );
+    }
+    // Ratios against the first method's lightest load, as a reader compares them.
+    if let Some(first) = summary.steps.first() {
+        let base = first.report.requests.rate.max(f64::MIN_POSITIVE);
+        let _ = writeln!(out);
+        let _ = write!(out, "Throughput at {} relative to {} {}:", first.load, first.method, first.load);
+        for step in summary.steps.iter().filter(|s| s.load == first.load) {
+            let _ = write!(out, " {} {:.2}x;", step.method, step.report.requests.rate / base);
+        }
+        let _ = writeln!(out);
+    }
+    if summary.interrupted {
+        let _ = writeln!(out, "(interrupted: the table shows the steps that ran)");
+    }
+    out
+}

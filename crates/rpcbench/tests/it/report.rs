@@ -1,0 +1,102 @@
+//! Reports of real runs: the JSON report validates against the committed schema, and the
+//! text report says what the JSON says.
+
+use std::time::Duration;
+
+use rpcbench::engine::config::{Arrivals, Load};
+use rpcbench::engine::Run;
+use rpcbench::report::{render_text, RunReport};
+
+use crate::util::{closed_loop, json_200, requests, seconds, status, TestServer};
+
+fn schema() -> jsonschema::JSONSchema {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/report.schema.json");
+    let text = std::fs::read_to_string(path).expect("the committed schema");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::JSONSchema::compile(&schema).expect("the schema compiles")
+}
+
+fn assert_valid(report: &RunReport) {
+    let value: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let schema = schema();
+    let messages: Vec<String> = match schema.validate(&value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "the report does not match the schema:\n{}", messages.join("\n"));
+}
+
+/// Every other request is a JSON-RPC error, every fifth an HTTP 503, so every map is filled.
+fn mixed_server() -> TestServer {
+    TestServer::start(|request| match request.index % 5 {
+        0 => status(503, "busy"),
+        1 | 3 => json_200(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32005,"message":"limit exceeded"}}}}"#,
+            request.id
+        )),
+        _ => json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id)),
+    })
+}
+
+#[test]
+fn closed_loop_json_reports_match_the_schema() {
+    let server = mixed_server();
+    let config = closed_loop(&server.url(), 3, requests(500));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    assert_valid(&report);
+    assert_eq!(report.outcomes.rpc_errors["-32005"].count, 200);
+    assert_eq!(report.outcomes.rpc_errors["-32005"].message.as_deref(), Some("limit exceeded"));
+    assert_eq!(report.outcomes.http_errors["503"], 100);
+    assert_eq!(report.http_status["200"], 400);
+    assert_eq!(report.requests.ok, 200);
+
+    let text = render_text(&report);
+    assert!(text.contains("2xx - 400"), "{text}");
+    assert!(text.contains("5xx - 100"), "{text}");
+    assert!(text.contains("-32005 - 200"), "{text}");
+    assert!(text.contains("limit exceeded"), "{text}");
+    assert!(text.contains("http 503 - 100"), "{text}");
+}
+
+#[test]
+fn open_loop_json_reports_match_the_schema() {
+    let server = mixed_server();
+    let mut config = closed_loop(&server.url(), 1, seconds(1.0));
+    config.load = Load::Open { rate: 300.0, arrivals: Arrivals::Poisson, max_connections: 8 };
+    config.warmup = Duration::from_millis(100);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    assert_valid(&report);
+    assert!(report.send_lag.is_some());
+    assert!(report.requests.late.is_some());
+    let text = render_text(&report);
+    assert!(text.contains("corrected  uncorrected"), "{text}");
+    assert!(text.contains("Rate: target 300 req/s"), "{text}");
+}
+
+#[test]
+fn the_schema_rejects_a_report_missing_a_field() {
+    let server = mixed_server();
+    let config = closed_loop(&server.url(), 1, requests(10));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&RunReport::new(&config, &record).to_json()).unwrap();
+    value.as_object_mut().unwrap().remove("latency");
+    assert!(!schema().is_valid(&value));
+}
+
+#[test]
+fn reports_never_show_the_api_key() {
+    let server = TestServer::start(|request| json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id)));
+    let key = "9aa3d95b3bc440fa88ea12eaa4456161";
+    let url = format!("{}v3/{key}?apikey=hunter2secret", server.url());
+    let config = closed_loop(&url, 1, requests(5));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    assert_eq!(report.requests.ok, 5);
+    for output in [report.to_json(), render_text(&report)] {
+        assert!(!output.contains(key), "{output}");
+        assert!(!output.contains("hunter2secret"), "{output}");
+        assert!(output.contains("/v3/***?apikey=***"), "{output}");
+    }
+}
