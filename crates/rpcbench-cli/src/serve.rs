@@ -1,0 +1,261 @@
+//! `rpcbench serve`: runs one of the built-in mock nodes (static, solana or ethereum), with
+//! its fault knobs, until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rpcbench::mock::{
+    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer,
+    Stall,
+};
+use rpcbench::units::{parse_duration, parse_size, UnitError};
+
+/// Options of `rpcbench serve`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// The node to run: static (answers "0x1" to everything), solana or ethereum.
+    #[arg(long)]
+    pub chain: Chain,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8899")]
+    pub listen: SocketAddr,
+    /// Worker threads of the server (1 = one core).
+    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
+    pub threads: usize,
+    /// Seed of the synthetic ledger and of the injected errors.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Time between slots or blocks (default 400ms for solana, 2s for ethereum).
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub slot_time: Option<Duration>,
+    /// Chain id answered by the ethereum node.
+    #[arg(long, default_value_t = 1337)]
+    pub chain_id: u64,
+    /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms.
+    #[arg(long)]
+    pub latency: Option<Latency>,
+    /// Latency that blocks the worker thread (std::thread::sleep), such as 10ms.
+    #[arg(long, value_parser = parse_duration)]
+    pub blocking_latency: Option<Duration>,
+    /// Fraction of calls answered with -32603 "Internal error (injected)": 0.05 or 5%.
+    #[arg(long, default_value = "0", value_parser = parse_error_rate)]
+    pub error_rate: f64,
+    /// Requests per second over all connections; the excess gets HTTP 429: 50/s.
+    #[arg(long, value_parser = parse_rate_limit)]
+    pub rate_limit: Option<f64>,
+    /// A periodic full pause, pause/period: 2s/10s.
+    #[arg(long)]
+    pub stall: Option<Stall>,
+    /// Largest accepted request body; larger ones get HTTP 413.
+    #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
+    pub max_body: usize,
+    /// Longest accepted batch.
+    #[arg(long, default_value_t = 100, value_parser = parse_batch_len)]
+    pub max_batch: usize,
+}
+
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(threads) if (1..=1024).contains(&threads) => Ok(threads),
+        _ => Err("expected a number of threads between 1 and 1024".to_string()),
+    }
+}
+
+fn parse_batch_len(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(len) if len >= 1 => Ok(len),
+        _ => Err("expected a batch length of at least 1".to_string()),
+    }
+}
+
+fn parse_positive_duration(text: &str) -> Result<Duration, UnitError> {
+    match parse_duration(text)? {
+        duration if duration.is_zero() => Err(UnitError {
+            input: text.to_string(),
+            expected: "a duration longer than zero, such as 400ms",
+        }),
+        duration => Ok(duration),
+    }
+}
+
+fn parse_body_size(text: &str) -> Result<usize, UnitError> {
+    let err = || UnitError {
+        input: text.to_string(),
+        expected: "a size of at least 1 byte, such as 1MiB",
+    };
+    let size = parse_size(text)?;
+    usize::try_from(size)
+        .ok()
+        .filter(|size| *size > 0)
+        .ok_or_else(err)
+}
+
+impl ServeArgs {
+    /// The server options these arguments describe.
+    pub fn options(&self) -> MockOptions {
+        let mut options = MockOptions::new(self.chain);
+        options.listen = self.listen;
+        options.threads = self.threads;
+        options.seed = self.seed;
+        if let Some(slot_time) = self.slot_time {
+            options.slot_time = slot_time;
+        }
+        options.chain_id = self.chain_id;
+        options.faults = Faults {
+            latency: self.latency,
+            blocking_latency: self.blocking_latency,
+            error_rate: self.error_rate,
+            rate_limit: self.rate_limit,
+            stall: self.stall,
+        };
+        options.max_body_bytes = self.max_body;
+        options.max_batch_len = self.max_batch;
+        options
+    }
+}
+
+/// The command-line flag of a [`MockOptions`] field.
+fn flag_of(option: &str) -> &'static str {
+    match option {
+        "threads" => "--threads",
+        "slot_time" => "--slot-time",
+        "max_body_bytes" => "--max-body",
+        "max_batch_len" => "--max-batch",
+        "error_rate" => "--error-rate",
+        "rate_limit" => "--rate-limit",
+        "stall" => "--stall",
+        "latency" => "--latency",
+        "blocking_latency" => "--blocking-latency",
+        _ => "--chain",
+    }
+}
+
+/// Runs the mock node until Ctrl-C. Exit code 2 for bad options, 1 if it cannot start.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let chain = args.chain;
+    let server = match MockServer::start(args.options()) {
+        Ok(server) => server,
+        Err(MockError::InvalidOption { name, reason }) => {
+            eprintln!("error: {}: {reason}", flag_of(name));
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("rpcbench serve: {chain} node listening on {}", server.url());
+    let faults = describe_faults(&args);
+    if !faults.is_empty() {
+        eprintln!("rpcbench serve: faults: {}", faults.join(", "));
+    }
+    let waited = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .and_then(|runtime| runtime.block_on(tokio::signal::ctrl_c()));
+    if let Err(err) = waited {
+        eprintln!("error: cannot wait for Ctrl-C: {err}");
+        server.stop();
+        return ExitCode::FAILURE;
+    }
+    eprintln!("rpcbench serve: stopping");
+    server.stop();
+    ExitCode::SUCCESS
+}
+
+fn describe_faults(args: &ServeArgs) -> Vec<String> {
+    let mut faults = Vec::new();
+    if let Some(latency) = args.latency {
+        faults.push(format!("latency {latency}"));
+    }
+    if let Some(blocking) = args.blocking_latency {
+        faults.push(format!("blocking latency {blocking:?}"));
+    }
+    if args.error_rate > 0.0 {
+        faults.push(format!("error rate {}", args.error_rate));
+    }
+    if let Some(rate) = args.rate_limit {
+        faults.push(format!("rate limit {rate}/s"));
+    }
+    if let Some(stall) = args.stall {
+        faults.push(format!("stall {:?} every {:?}", stall.pause, stall.every));
+    }
+    faults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+            .map(|cli| cli.serve)
+    }
+
+    #[test]
+    fn flags_build_options() {
+        let args = parse(&[
+            "--chain",
+            "solana",
+            "--listen",
+            "127.0.0.1:0",
+            "--latency",
+            "5ms:2ms",
+            "--error-rate",
+            "5%",
+            "--rate-limit",
+            "50/s",
+            "--stall",
+            "2s/10s",
+            "--max-body",
+            "64KiB",
+            "--slot-time",
+            "100ms",
+        ])
+        .unwrap();
+        let options = args.options();
+        assert_eq!(options.chain, Chain::Solana);
+        assert_eq!(
+            options.faults.latency.unwrap().jitter,
+            Duration::from_millis(2)
+        );
+        assert_eq!(options.faults.error_rate, 0.05);
+        assert_eq!(options.faults.rate_limit, Some(50.0));
+        assert_eq!(options.faults.stall.unwrap().every, Duration::from_secs(10));
+        assert_eq!(options.max_body_bytes, 65536);
+        assert_eq!(options.slot_time, Duration::from_millis(100));
+        assert_eq!(
+            parse(&["--chain", "ethereum"]).unwrap().options().slot_time,
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for bad in [
+            &["--chain", "bitcoin"][..],
+            &[],
+            &["--chain", "static", "--latency", "fast"],
+            &["--chain", "static", "--stall", "10s/2s"],
+            &["--chain", "static", "--error-rate", "2"],
+            &["--chain", "static", "--rate-limit", "0/s"],
+            &["--chain", "static", "--threads", "0"],
+            &["--chain", "static", "--max-body", "0"],
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+        let err = parse(&["--chain", "static", "--stall", "10s/2s"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--stall") && err.contains("2s/10s"), "{err}");
+    }
+}
