@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Load one JSON-RPC endpoint with one request, closed loop or at a constant rate.
     Run(Box<RunArgs>),
+    /// Serve a mock Solana or Ethereum node, or the static baseline, with fault knobs.
+    Serve(crate::serve::ServeArgs),
     /// Run seed 000's Solana tests against the built-in mock node and print the summary.
     Demo(DemoArgs),
 }
@@ -50,10 +52,7 @@ fn header(text: &str) -> Result<(String, String), String> {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
         }
-        _ => Err(format!(
-            "'{}' is not of the form 'Name: value'",
-            rpcbench::redact::url(text)
-        )),
+        _ => Err(format!("'{}' is not of the form 'Name: value'", rpcbench::redact::url(text))),
     }
 }
 

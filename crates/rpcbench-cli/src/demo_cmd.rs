@@ -10,7 +10,8 @@ use crate::args::DemoArgs;
 use crate::output;
 
 pub fn run(args: DemoArgs) -> ExitCode {
-    let options = DemoOptions { step_duration: args.step_duration, rate: args.rate, ..DemoOptions::default() };
+    let options =
+        DemoOptions { step_duration: args.step_duration, rate: args.rate, ..DemoOptions::default() };
     if options.step_duration.is_zero() {
         return output::usage_error("--step-duration: must be longer than zero");
     }
@@ -25,12 +26,12 @@ pub fn run(args: DemoArgs) -> ExitCode {
         rpcbench::units::format_duration(options.step_duration)
     );
     let result = run_demo(&options, &stop, |step| {
-            eprintln!(
-                "  {:<11} {:>9}: {:>9.0} req/s, p99 {}",
-                step.method,
-                step.load,
-                step.report.requests.rate,
-                rpcbench::units::format_micros(step.report.latency.percentile("p99") as f64)
+        eprintln!(
+            "  {:<11} {:>9}: {:>9.0} req/s, p99 {}",
+            step.method,
+            step.load,
+            step.report.requests.rate,
+            rpcbench::units::format_micros(step.report.latency.percentile("p99") as f64)
         )
     });
     match result {

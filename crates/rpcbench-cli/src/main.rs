@@ -6,6 +6,7 @@ mod args;
 mod demo_cmd;
 mod output;
 mod run_cmd;
+mod serve;
 mod signals;
 
 use std::process::ExitCode;
@@ -19,5 +20,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

@@ -12,10 +12,7 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Writes the text to standard output; a broken pipe is success.
 pub fn print_stdout(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(err) => {

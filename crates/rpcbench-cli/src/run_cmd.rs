@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rpcbench::engine::config::{
-    Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions,
-};
+use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::report::{render_text, RunReport};
@@ -21,27 +19,23 @@ use crate::output;
 pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
     let target = Target::parse(&args.url)?;
     let request = if let Some(method) = &args.method {
-        let params =
-            match &args.params {
-                Some(text) => Some(serde_json::from_str::<serde_json::Value>(text).map_err(
-                    |err| ConfigError::new("--params", format!("not valid JSON: {err}")),
-                )?),
-                None => None,
-            };
+        let params = match &args.params {
+            Some(text) => Some(
+                serde_json::from_str::<serde_json::Value>(text)
+                    .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?,
+            ),
+            None => None,
+        };
         RequestTemplate::from_method(method, params.as_ref())
             .map_err(|err| ConfigError::new("--params", err.0))?
     } else if let Some(body) = &args.body {
         RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
     } else if let Some(path) = &args.body_file {
         let flag = format!("--body-file {}", path.display());
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| ConfigError::new(&flag, err.to_string()))?;
+        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
         RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
     } else {
-        return Err(ConfigError::new(
-            "--method",
-            "one of --method, --body or --body-file is required",
-        ));
+        return Err(ConfigError::new("--method", "one of --method, --body or --body-file is required"));
     };
     let mut config = RunConfig::new(target, request);
     config.load = match args.rate {
@@ -53,15 +47,10 @@ pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
             },
             max_connections: args.max_connections,
         },
-        None => Load::Closed {
-            connections: args.connections.unwrap_or(50),
-        },
+        None => Load::Closed { connections: args.connections.unwrap_or(50) },
     };
     config.length = match (args.duration, args.requests) {
-        (None, None) => Length {
-            duration: Some(Duration::from_secs(10)),
-            requests: None,
-        },
+        (None, None) => Length { duration: Some(Duration::from_secs(10)), requests: None },
         (duration, requests) => Length { duration, requests },
     };
     config.warmup = args.warmup;
@@ -69,10 +58,7 @@ pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
     config.timeout = args.timeout;
     config.connect_timeout = args.connect_timeout;
     config.keepalive = !args.no_keepalive;
-    config.tls = TlsOptions {
-        insecure: args.insecure,
-        ca_file: args.cacert.clone(),
-    };
+    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
     config.threads = args.threads.unwrap_or(0);
     config.max_body = args.max_body;
     config.check = match args.check {
@@ -100,14 +86,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     crate::signals::stop_on_interrupt(run.stop_handle());
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let finished = Arc::new(AtomicBool::new(false));
-    let progress_thread = show_progress.then(|| {
-        spawn_progress(
-            run.progress(),
-            config.length,
-            config.warmup,
-            finished.clone(),
-        )
-    });
+    let progress_thread =
+        show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
     let result = run.execute();
     finished.store(true, Ordering::SeqCst);
     if let Some(thread) = progress_thread {

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rpcbench::mock::{
-    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer,
-    Stall,
+    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer, Stall,
 };
 use rpcbench::units::{parse_duration, parse_size, UnitError};
 
@@ -71,24 +70,17 @@ fn parse_batch_len(text: &str) -> Result<usize, String> {
 
 fn parse_positive_duration(text: &str) -> Result<Duration, UnitError> {
     match parse_duration(text)? {
-        duration if duration.is_zero() => Err(UnitError {
-            input: text.to_string(),
-            expected: "a duration longer than zero, such as 400ms",
-        }),
+        duration if duration.is_zero() => {
+            Err(UnitError { input: text.to_string(), expected: "a duration longer than zero, such as 400ms" })
+        }
         duration => Ok(duration),
     }
 }
 
 fn parse_body_size(text: &str) -> Result<usize, UnitError> {
-    let err = || UnitError {
-        input: text.to_string(),
-        expected: "a size of at least 1 byte, such as 1MiB",
-    };
+    let err = || UnitError { input: text.to_string(), expected: "a size of at least 1 byte, such as 1MiB" };
     let size = parse_size(text)?;
-    usize::try_from(size)
-        .ok()
-        .filter(|size| *size > 0)
-        .ok_or_else(err)
+    usize::try_from(size).ok().filter(|size| *size > 0).ok_or_else(err)
 }
 
 impl ServeArgs {
@@ -196,8 +188,7 @@ mod tests {
     }
 
     fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
-        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
-            .map(|cli| cli.serve)
+        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|cli| cli.serve)
     }
 
     #[test]
@@ -223,19 +214,13 @@ mod tests {
         .unwrap();
         let options = args.options();
         assert_eq!(options.chain, Chain::Solana);
-        assert_eq!(
-            options.faults.latency.unwrap().jitter,
-            Duration::from_millis(2)
-        );
+        assert_eq!(options.faults.latency.unwrap().jitter, Duration::from_millis(2));
         assert_eq!(options.faults.error_rate, 0.05);
         assert_eq!(options.faults.rate_limit, Some(50.0));
         assert_eq!(options.faults.stall.unwrap().every, Duration::from_secs(10));
         assert_eq!(options.max_body_bytes, 65536);
         assert_eq!(options.slot_time, Duration::from_millis(100));
-        assert_eq!(
-            parse(&["--chain", "ethereum"]).unwrap().options().slot_time,
-            Duration::from_secs(2)
-        );
+        assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().slot_time, Duration::from_secs(2));
     }
 
     #[test]
@@ -253,9 +238,7 @@ mod tests {
             let err = parse(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
-        let err = parse(&["--chain", "static", "--stall", "10s/2s"])
-            .unwrap_err()
-            .to_string();
+        let err = parse(&["--chain", "static", "--stall", "10s/2s"]).unwrap_err().to_string();
         assert!(err.contains("--stall") && err.contains("2s/10s"), "{err}");
     }
 }

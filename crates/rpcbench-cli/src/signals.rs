@@ -42,7 +42,9 @@ pub fn stop_on_interrupt(stop: StopHandle) {
                         eprintln!("rpcbench: interrupted again, exiting now");
                         std::process::exit(EXIT_INTERRUPTED);
                     }
-                    eprintln!("rpcbench: stopping; the report covers what completed (interrupt again to exit now)");
+                    eprintln!(
+                        "rpcbench: stopping; the report covers what completed (interrupt again to exit now)"
+                    );
                     stop.stop();
                 }
             });

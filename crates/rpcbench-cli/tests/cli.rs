@@ -49,7 +49,8 @@ fn a_missing_body_file_names_the_file() {
 #[test]
 fn a_run_prints_a_json_report_and_exits_0() {
     let node = static_node();
-    let output = rpcbench(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-n", "300", "--output", "json"]);
+    let output =
+        rpcbench(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-n", "300", "--output", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(report["requests"]["total"], 300);
@@ -62,8 +63,16 @@ fn a_run_prints_a_text_report_with_redacted_secrets() {
     let node = static_node();
     let url = format!("{}v3/0123456789abcdef0123456789abcdef", node.url());
     let output = rpcbench(&[
-        "run", &url, "--rate", "200", "-d", "500ms", "-H", "Authorization: Bearer topsecret",
-        "--body", r#"{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]}"#,
+        "run",
+        &url,
+        "--rate",
+        "200",
+        "-d",
+        "500ms",
+        "-H",
+        "Authorization: Bearer topsecret",
+        "--body",
+        r#"{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]}"#,
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);

@@ -66,8 +66,8 @@ pub fn call(url: &str, method: &str, params: Option<&Value>, timeout: Duration) 
             if !(200..300).contains(&meta.status) {
                 return Err(CallError::Transport(format!("HTTP status {}", meta.status)));
             }
-            let value: Value =
-                serde_json::from_slice(connection.body()).map_err(|err| CallError::Invalid(err.to_string()))?;
+            let value: Value = serde_json::from_slice(connection.body())
+                .map_err(|err| CallError::Invalid(err.to_string()))?;
             Ok(value)
         };
         let mut value = tokio::time::timeout(timeout, exchange)

@@ -87,9 +87,14 @@ fn seed_requests(url: &str) -> Result<Vec<RequestTemplate>, DemoError> {
     let timeout = Duration::from_secs(5);
     let slot = client::call(url, "getSlot", None, timeout).map_err(DemoError::Setup)?.as_u64().unwrap_or(0);
     let start = slot.saturating_sub(500);
-    let blocks = client::call(url, "getBlocks", Some(&json!([start, slot])), timeout).map_err(DemoError::Setup)?;
+    let blocks =
+        client::call(url, "getBlocks", Some(&json!([start, slot])), timeout).map_err(DemoError::Setup)?;
     // A block that exists (leaders skip slots), a little behind the head.
-    let block = blocks.as_array().and_then(|b| b.iter().rev().nth(5).or(b.first())).and_then(Value::as_u64).unwrap_or(slot);
+    let block = blocks
+        .as_array()
+        .and_then(|b| b.iter().rev().nth(5).or(b.first()))
+        .and_then(Value::as_u64)
+        .unwrap_or(slot);
     let template = |method: &str, params: Option<Value>| {
         RequestTemplate::from_method(method, params.as_ref()).expect("the demo's requests are valid")
     };
@@ -98,7 +103,9 @@ fn seed_requests(url: &str) -> Result<Vec<RequestTemplate>, DemoError> {
         template("getBlocks", Some(json!([start, slot]))),
         template(
             "getBlock",
-            Some(json!([block, {"encoding": "json", "maxSupportedTransactionVersion": 0, "transactionDetails": "full", "rewards": false}])),
+            Some(
+                json!([block, {"encoding": "json", "maxSupportedTransactionVersion": 0, "transactionDetails": "full", "rewards": false}]),
+            ),
         ),
         template("getSlot", None),
     ])
@@ -140,7 +147,11 @@ pub fn run_demo(
             config.timeout = Duration::from_secs(2);
             let run = Run::with_stop(config.clone(), stop.clone()).map_err(DemoError::Engine)?;
             let record = run.execute().map_err(DemoError::Engine)?;
-            let step = DemoStep { method: request.method().to_string(), load: label, report: RunReport::new(&config, &record) };
+            let step = DemoStep {
+                method: request.method().to_string(),
+                load: label,
+                report: RunReport::new(&config, &record),
+            };
             on_step(&step);
             interrupted = record.interrupted;
             steps.push(step);
@@ -156,7 +167,11 @@ pub fn run_demo(
 /// The side-by-side table, as GitHub-flavoured Markdown.
 pub fn render_summary(summary: &DemoSummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "rpcbench demo: seed 000's Solana tests against the built-in mock node ({})", summary.node_url);
+    let _ = writeln!(
+        out,
+        "rpcbench demo: seed 000's Solana tests against the built-in mock node ({})",
+        summary.node_url
+    );
     let _ = writeln!(out, "Latency is measured from the intended send time at a constant rate (coordinated omission corrected).");
     let _ = writeln!(out);
     let _ = writeln!(out, "| method | load | req/s | ok % | errors | p50 | p90 | p99 | max | MB/s |");

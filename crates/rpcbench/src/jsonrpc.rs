@@ -155,17 +155,10 @@ pub fn scan_response(body: &[u8]) -> Result<ScannedResponse, InvalidKind> {
 
 /// [`scan_response`] with the size above which a result's tail is read instead of skipped.
 fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedResponse, InvalidKind> {
-    let mut scanned = ScannedResponse {
-        version_ok: false,
-        id: ScannedId::Missing,
-        has_result: false,
-        error_code: None,
-    };
+    let mut scanned =
+        ScannedResponse { version_ok: false, id: ScannedId::Missing, has_result: false, error_code: None };
     let mut error_seen = false;
-    let mut s = Scanner {
-        bytes: body,
-        pos: 0,
-    };
+    let mut s = Scanner { bytes: body, pos: 0 };
     s.skip_ws();
     s.expect(b'{')?;
     s.skip_ws();
@@ -254,10 +247,7 @@ fn parse_id(raw: &[u8]) -> ScannedId {
     }
     let mut value: u64 = 0;
     for &digit in raw {
-        value = match value
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(digit - b'0')))
-        {
+        value = match value.checked_mul(10).and_then(|v| v.checked_add(u64::from(digit - b'0'))) {
             Some(v) => v,
             None => return ScannedId::Other,
         };
@@ -356,9 +346,7 @@ impl<'a> Scanner<'a> {
                     b't' => scalar == b"true",
                     b'f' => scalar == b"false",
                     b'n' => scalar == b"null",
-                    _ => scalar
-                        .iter()
-                        .all(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')),
+                    _ => scalar.iter().all(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')),
                 };
                 if valid {
                     Ok(())
@@ -410,9 +398,7 @@ impl<'a> Scanner<'a> {
             self.skip_ws();
             let value = self.value_span()?;
             if key == b"code" {
-                code = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|text| text.parse::<i64>().ok());
+                code = std::str::from_utf8(value).ok().and_then(|text| text.parse::<i64>().ok());
             }
             self.skip_ws();
             match self.next() {
@@ -453,8 +439,7 @@ fn scan_tail(body: &[u8], value_start: usize) -> Option<Tail<'_>> {
             // A container closes here: the large value, or another member the caller will
             // notice it has not settled.
             let opener = body[value_start];
-            let matches_opener =
-                (opener == b'{' && last == b'}') || (opener == b'[' && last == b']');
+            let matches_opener = (opener == b'{' && last == b'}') || (opener == b'[' && last == b']');
             return matches_opener.then_some(members);
         }
         // A scalar value.
@@ -464,8 +449,7 @@ fn scan_tail(body: &[u8], value_start: usize) -> Option<Tail<'_>> {
             end = open;
         } else {
             while end > value_start
-                && (body[end - 1].is_ascii_alphanumeric()
-                    || matches!(body[end - 1], b'-' | b'+' | b'.'))
+                && (body[end - 1].is_ascii_alphanumeric() || matches!(body[end - 1], b'-' | b'+' | b'.'))
             {
                 end -= 1;
             }
@@ -502,11 +486,7 @@ fn find_string_open(body: &[u8], floor: usize, close: usize) -> Option<usize> {
     let mut index = close;
     loop {
         let found = memchr::memrchr(b'"', &body[floor + 1..index])? + floor + 1;
-        let backslashes = body[floor + 1..found]
-            .iter()
-            .rev()
-            .take_while(|&&b| b == b'\\')
-            .count();
+        let backslashes = body[floor + 1..found].iter().rev().take_while(|&&b| b == b'\\').count();
         if backslashes % 2 == 0 {
             return Some(found);
         }
@@ -580,9 +560,7 @@ impl RequestTemplate {
         };
         if let Some(version) = object.get("jsonrpc") {
             if version != "2.0" {
-                return Err(BodyError(format!(
-                    "the body's \"jsonrpc\" is {version}, not \"2.0\""
-                )));
+                return Err(BodyError(format!("the body's \"jsonrpc\" is {version}, not \"2.0\"")));
             }
         }
         let mut suffix = String::new();
@@ -596,11 +574,7 @@ impl RequestTemplate {
             suffix.push_str(&value.to_string());
         }
         suffix.push('}');
-        Ok(Self {
-            prefix: b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec(),
-            suffix: suffix.into_bytes(),
-            method,
-        })
+        Ok(Self { prefix: b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec(), suffix: suffix.into_bytes(), method })
     }
 
     /// The JSON-RPC method this template calls.
@@ -664,71 +638,32 @@ mod tests {
     #[test]
     fn errors_wrong_ids_and_garbage_are_classified() {
         let cases = [
-            (
-                r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#,
-                Outcome::RpcError(-32601),
-            ),
+            (r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, Outcome::RpcError(-32601)),
             (
                 r#"{"jsonrpc":"2.0","id":null,"error":{"message":"x","code":-32700}}"#,
                 Outcome::RpcError(-32700),
             ),
-            (
-                r#"{"jsonrpc":"2.0","id":8,"result":1}"#,
-                Outcome::Invalid(InvalidKind::IdMismatch),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":"7","result":1}"#,
-                Outcome::Invalid(InvalidKind::IdMismatch),
-            ),
+            (r#"{"jsonrpc":"2.0","id":8,"result":1}"#, Outcome::Invalid(InvalidKind::IdMismatch)),
+            (r#"{"jsonrpc":"2.0","id":"7","result":1}"#, Outcome::Invalid(InvalidKind::IdMismatch)),
             (
                 r#"{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"x"}}"#,
                 Outcome::Invalid(InvalidKind::IdMismatch),
             ),
-            (
-                r#"{"jsonrpc":"1.0","id":7,"result":1}"#,
-                Outcome::Invalid(InvalidKind::NotJsonRpc),
-            ),
-            (
-                r#"{"id":7,"result":1}"#,
-                Outcome::Invalid(InvalidKind::NotJsonRpc),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","result":1}"#,
-                Outcome::Invalid(InvalidKind::NotJsonRpc),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":7}"#,
-                Outcome::Invalid(InvalidKind::NotJsonRpc),
-            ),
+            (r#"{"jsonrpc":"1.0","id":7,"result":1}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
+            (r#"{"id":7,"result":1}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
+            (r#"{"jsonrpc":"2.0","result":1}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
+            (r#"{"jsonrpc":"2.0","id":7}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
             (
                 r#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1}}"#,
                 Outcome::Invalid(InvalidKind::NotJsonRpc),
             ),
-            (
-                r#"{"jsonrpc":"2.0","id":7,"error":"bad"}"#,
-                Outcome::Invalid(InvalidKind::NotJsonRpc),
-            ),
-            (
-                r#"[{"jsonrpc":"2.0","id":7,"result":1}]"#,
-                Outcome::Invalid(InvalidKind::NotJson),
-            ),
-            (
-                "<html>502 Bad Gateway</html>",
-                Outcome::Invalid(InvalidKind::NotJson),
-            ),
+            (r#"{"jsonrpc":"2.0","id":7,"error":"bad"}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
+            (r#"[{"jsonrpc":"2.0","id":7,"result":1}]"#, Outcome::Invalid(InvalidKind::NotJson)),
+            ("<html>502 Bad Gateway</html>", Outcome::Invalid(InvalidKind::NotJson)),
             ("", Outcome::Invalid(InvalidKind::NotJson)),
-            (
-                r#"{"jsonrpc":"2.0","id":7,"result":"unterminated}"#,
-                Outcome::Invalid(InvalidKind::NotJson),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":7,"result":1} trailing"#,
-                Outcome::Invalid(InvalidKind::NotJson),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":7,"result":tru}"#,
-                Outcome::Invalid(InvalidKind::NotJson),
-            ),
+            (r#"{"jsonrpc":"2.0","id":7,"result":"unterminated}"#, Outcome::Invalid(InvalidKind::NotJson)),
+            (r#"{"jsonrpc":"2.0","id":7,"result":1} trailing"#, Outcome::Invalid(InvalidKind::NotJson)),
+            (r#"{"jsonrpc":"2.0","id":7,"result":tru}"#, Outcome::Invalid(InvalidKind::NotJson)),
         ];
         for (body, expected) in cases {
             assert_eq!(class(body, 7), expected, "{body}");
@@ -738,22 +673,14 @@ mod tests {
     #[test]
     fn http_status_wins_over_the_body() {
         let body = br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32005,"message":"rate limited"}}"#;
-        assert_eq!(
-            classify(429, body, 7, CheckMode::Scan),
-            Outcome::HttpStatus(429)
-        );
-        assert_eq!(
-            classify(503, b"", 7, CheckMode::Scan),
-            Outcome::HttpStatus(503)
-        );
+        assert_eq!(classify(429, body, 7, CheckMode::Scan), Outcome::HttpStatus(429));
+        assert_eq!(classify(503, b"", 7, CheckMode::Scan), Outcome::HttpStatus(503));
     }
 
     fn large_result(len: usize) -> String {
         let mut inner = String::from("{\"transactions\":[");
         while inner.len() < len {
-            inner.push_str(
-                r#"{"sig":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnb","logs":["a}","b]\""]},"#,
-            );
+            inner.push_str(r#"{"sig":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnb","logs":["a}","b]\""]},"#);
         }
         inner.push_str("{}]}");
         inner
@@ -764,25 +691,15 @@ mod tests {
         let result = large_result(20_000);
         let solana_order = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":42}}"#);
         assert_eq!(class(&solana_order, 42), Outcome::Ok);
-        assert_eq!(
-            class(&solana_order, 41),
-            Outcome::Invalid(InvalidKind::IdMismatch)
-        );
-        let spaced =
-            format!("{{ \"result\" : {result} ,\n \"id\" : 42 , \"jsonrpc\" : \"2.0\" }}\n");
+        assert_eq!(class(&solana_order, 41), Outcome::Invalid(InvalidKind::IdMismatch));
+        let spaced = format!("{{ \"result\" : {result} ,\n \"id\" : 42 , \"jsonrpc\" : \"2.0\" }}\n");
         assert_eq!(class(&spaced, 42), Outcome::Ok);
         let id_first = format!(r#"{{"jsonrpc":"2.0","id":42,"result":{result}}}"#);
         assert_eq!(class(&id_first, 42), Outcome::Ok);
         let string_id_after = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":"42"}}"#);
-        assert_eq!(
-            class(&string_id_after, 42),
-            Outcome::Invalid(InvalidKind::IdMismatch)
-        );
+        assert_eq!(class(&string_id_after, 42), Outcome::Invalid(InvalidKind::IdMismatch));
         let no_version = format!(r#"{{"result":{result},"id":42}}"#);
-        assert_eq!(
-            class(&no_version, 42),
-            Outcome::Invalid(InvalidKind::NotJsonRpc)
-        );
+        assert_eq!(class(&no_version, 42), Outcome::Invalid(InvalidKind::NotJsonRpc));
         let array_result = format!(r#"{{"jsonrpc":"2.0","result":[{result}],"id":42}}"#);
         assert_eq!(class(&array_result, 42), Outcome::Ok);
     }
@@ -794,9 +711,7 @@ mod tests {
             format!(r#"{{"jsonrpc":"2.0","result":{result},"id":3}}"#),
             format!(r#"{{"jsonrpc":"2.0","result":{result},"extra":{{"x":1}},"id":3}}"#),
             format!(r#"{{"jsonrpc":"2.0","result":{result},"id":3,"extra":{{"x":1}}}}"#),
-            format!(
-                r#"{{"jsonrpc":"2.0","result":{result},"id":3,"note":"a \"quoted\" ,\"id\":4"}}"#
-            ),
+            format!(r#"{{"jsonrpc":"2.0","result":{result},"id":3,"note":"a \"quoted\" ,\"id\":4"}}"#),
             format!(r#"{{"result":{result},"id":3,"jsonrpc":"2.0","error":5}}"#),
             format!(r#"{{"result":{result},"jsonrpc":"2.0"}}"#),
         ] {
@@ -810,10 +725,7 @@ mod tests {
     fn full_check_catches_what_the_scan_skips() {
         let body = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,,2]}}"#;
         assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
-        assert_eq!(
-            classify(200, body, 1, CheckMode::Full),
-            Outcome::Invalid(InvalidKind::NotJson)
-        );
+        assert_eq!(classify(200, body, 1, CheckMode::Full), Outcome::Invalid(InvalidKind::NotJson));
     }
 
     #[test]
@@ -827,12 +739,8 @@ mod tests {
         );
         assert_eq!(template.body_len(12), body.len());
         let from_body =
-            RequestTemplate::from_body(r#"{"jsonrpc": "2.0","id": 1,"method": "getSlot"}"#)
-                .unwrap();
-        assert_eq!(
-            from_body.body(99),
-            r#"{"jsonrpc":"2.0","id":99,"method":"getSlot"}"#
-        );
+            RequestTemplate::from_body(r#"{"jsonrpc": "2.0","id": 1,"method": "getSlot"}"#).unwrap();
+        assert_eq!(from_body.body(99), r#"{"jsonrpc":"2.0","id":99,"method":"getSlot"}"#);
         assert_eq!(from_body.method(), "getSlot");
     }
 
@@ -855,8 +763,7 @@ mod tests {
 
     #[test]
     fn error_messages_are_extracted_on_the_cold_path() {
-        let body =
-            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid param: bad"}}"#;
+        let body = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid param: bad"}}"#;
         assert_eq!(error_message(body).as_deref(), Some("Invalid param: bad"));
         assert_eq!(error_message(b"nope"), None);
     }

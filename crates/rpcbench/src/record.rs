@@ -20,14 +20,11 @@ pub const MAX_TRACKABLE_US: u64 = 3_600_000_000;
 /// A new latency histogram: microseconds from 1 to [`MAX_TRACKABLE_US`], fixed size, so that
 /// recording never allocates.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS)
-        .expect("valid histogram bounds")
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS).expect("valid histogram bounds")
 }
 
 fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros())
-        .unwrap_or(u64::MAX)
-        .max(1)
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
 /// One JSON-RPC error code's count and the first message seen with it.
@@ -245,13 +242,8 @@ impl Series {
         for slot in 0..slots {
             let second = slot * interval;
             match points.peek() {
-                Some(point) if point.second == second => {
-                    filled.push(points.next().unwrap_or_default())
-                }
-                _ => filled.push(SeriesPoint {
-                    second,
-                    ..SeriesPoint::default()
-                }),
+                Some(point) if point.second == second => filled.push(points.next().unwrap_or_default()),
+                _ => filled.push(SeriesPoint { second, ..SeriesPoint::default() }),
             }
         }
         // Responses that completed after the nominal end (draining in-flight requests).
@@ -339,12 +331,7 @@ impl Recorder {
 
     /// Records one request. Latency is recorded for every outcome but a failed connect (no
     /// request was sent).
-    pub fn record(
-        &mut self,
-        outcome: Outcome,
-        timing: Timing,
-        message: impl FnOnce() -> Option<String>,
-    ) {
+    pub fn record(&mut self, outcome: Outcome, timing: Timing, message: impl FnOnce() -> Option<String>) {
         if timing.done_second != self.second {
             self.flush_second();
             self.second = timing.done_second;
@@ -365,8 +352,7 @@ impl Recorder {
         }
         let corrected = micros(timing.corrected);
         self.latency.saturating_record(corrected);
-        self.latency_uncorrected
-            .saturating_record(micros(timing.actual));
+        self.latency_uncorrected.saturating_record(micros(timing.actual));
         self.second_latency.saturating_record(corrected);
         if outcome.is_ok() {
             self.latency_ok.saturating_record(corrected);
@@ -384,12 +370,7 @@ impl Recorder {
             return;
         }
         if let Ok(mut series) = self.series.lock() {
-            series.add(
-                self.second,
-                self.second_requests,
-                self.second_errors,
-                &self.second_latency,
-            );
+            series.add(self.second, self.second_requests, self.second_errors, &self.second_latency);
         }
         self.second_requests = 0;
         self.second_errors = 0;
@@ -400,9 +381,7 @@ impl Recorder {
     pub fn merge(&mut self, other: &mut Recorder) {
         other.flush_second();
         self.latency.add(&other.latency).ok();
-        self.latency_uncorrected
-            .add(&other.latency_uncorrected)
-            .ok();
+        self.latency_uncorrected.add(&other.latency_uncorrected).ok();
         self.latency_ok.add(&other.latency_ok).ok();
         self.send_lag.add(&other.send_lag).ok();
         self.counts.merge(&other.counts);
@@ -452,12 +431,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// Builds the record from the merged recorder and the series.
     pub fn new(merged: Recorder, elapsed: Duration, interrupted: bool) -> Self {
-        let series = std::mem::take(
-            &mut *merged
-                .series
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner()),
-        );
+        let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
         let (series_interval_secs, series) = series.finish(elapsed);
         Self {
             latency: merged.latency,
@@ -494,12 +468,7 @@ mod tests {
 
     fn timing(second: u64, micros: u64) -> Timing {
         let d = Duration::from_micros(micros);
-        Timing {
-            done_second: second,
-            corrected: d,
-            actual: d,
-            lag: None,
-        }
+        Timing { done_second: second, corrected: d, actual: d, lag: None }
     }
 
     #[test]
@@ -508,22 +477,15 @@ mod tests {
         let mut a = Recorder::new(series.clone());
         let mut b = Recorder::new(series.clone());
         a.record(Outcome::Ok, timing(0, 100), || None);
-        a.record(Outcome::RpcError(-32000), timing(0, 200), || {
-            Some("first".into())
-        });
-        b.record(Outcome::RpcError(-32000), timing(1, 300), || {
-            Some("second".into())
-        });
+        a.record(Outcome::RpcError(-32000), timing(0, 200), || Some("first".into()));
+        b.record(Outcome::RpcError(-32000), timing(1, 300), || Some("second".into()));
         b.record(Outcome::Connect, timing(1, 5), || None);
         b.record(Outcome::HttpStatus(429), timing(2, 400), || None);
         a.merge(&mut b);
         drop(b);
         assert_eq!(a.counts.ok, 1);
         assert_eq!(a.counts.rpc_errors[&-32000].count, 2);
-        assert_eq!(
-            a.counts.rpc_errors[&-32000].first_message.as_deref(),
-            Some("first")
-        );
+        assert_eq!(a.counts.rpc_errors[&-32000].first_message.as_deref(), Some("first"));
         assert_eq!(a.counts.http_errors[&429], 1);
         assert_eq!(a.counts.connect, 1);
         assert_eq!(a.counts.total(), 5);

@@ -6,16 +6,8 @@
 pub const MASK: &str = "***";
 
 /// Query parameters whose values are secrets (compared case-insensitively, `-` and `_` ignored).
-const SECRET_PARAMS: [&str; 8] = [
-    "apikey",
-    "key",
-    "token",
-    "accesstoken",
-    "auth",
-    "secret",
-    "password",
-    "signature",
-];
+const SECRET_PARAMS: [&str; 8] =
+    ["apikey", "key", "token", "accesstoken", "auth", "secret", "password", "signature"];
 
 /// The URL with secrets replaced by `***`. Works on text that is not a valid URL too.
 pub fn url(text: &str) -> String {
@@ -91,23 +83,16 @@ pub fn url(text: &str) -> String {
 }
 
 fn is_secret_param(name: &str) -> bool {
-    let normalized: String = name
-        .chars()
-        .filter(|c| *c != '-' && *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect();
-    SECRET_PARAMS
-        .iter()
-        .any(|secret| normalized == *secret || normalized.ends_with(secret))
+    let normalized: String =
+        name.chars().filter(|c| *c != '-' && *c != '_').flat_map(char::to_lowercase).collect();
+    SECRET_PARAMS.iter().any(|secret| normalized == *secret || normalized.ends_with(secret))
 }
 
 /// A path segment or value that looks like a generated key: long, made of key characters, and
 /// mixing letters and digits (Infura, Alchemy, QuickNode and the like).
 fn looks_like_key(segment: &str) -> bool {
     segment.len() >= 16
-        && segment
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && segment.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         && segment.bytes().any(|b| b.is_ascii_digit())
         && segment.bytes().any(|b| b.is_ascii_alphabetic())
 }
@@ -149,31 +134,16 @@ mod tests {
                 "https://eth-mainnet.g.alchemy.com/v2/AbCdEf0123456789xyz_-Q",
                 "https://eth-mainnet.g.alchemy.com/v2/***",
             ),
-            (
-                "https://rpc.example.com/?apikey=s3cr3t&chain=1",
-                "https://rpc.example.com/?apikey=***&chain=1",
-            ),
-            (
-                "https://rpc.example.com/?api-key=abc",
-                "https://rpc.example.com/?api-key=***",
-            ),
+            ("https://rpc.example.com/?apikey=s3cr3t&chain=1", "https://rpc.example.com/?apikey=***&chain=1"),
+            ("https://rpc.example.com/?api-key=abc", "https://rpc.example.com/?api-key=***"),
             (
                 "https://rpc.example.com/?api_key=abc&x-access-token=t",
                 "https://rpc.example.com/?api_key=***&x-access-token=***",
             ),
-            (
-                "https://user:hunter2@rpc.example.com/",
-                "https://user:***@rpc.example.com/",
-            ),
+            ("https://user:hunter2@rpc.example.com/", "https://user:***@rpc.example.com/"),
             ("http://127.0.0.1:8899/", "http://127.0.0.1:8899/"),
-            (
-                "http://127.0.0.1:8545/rpc/getBalance",
-                "http://127.0.0.1:8545/rpc/getBalance",
-            ),
-            (
-                "not a url /v3/9aa3d95b3bc440fa88ea12eaa4456161",
-                "not a url /v3/***",
-            ),
+            ("http://127.0.0.1:8545/rpc/getBalance", "http://127.0.0.1:8545/rpc/getBalance"),
+            ("not a url /v3/9aa3d95b3bc440fa88ea12eaa4456161", "not a url /v3/***"),
         ];
         for (input, expected) in cases {
             assert_eq!(url(input), expected, "{input}");
@@ -185,9 +155,6 @@ mod tests {
         assert_eq!(header_value("Authorization", "Bearer abc"), MASK);
         assert_eq!(header_value("x-api-key", "abc"), MASK);
         assert_eq!(header_value("X-Auth-Token", "abc"), MASK);
-        assert_eq!(
-            header_value("Content-Type", "application/json"),
-            "application/json"
-        );
+        assert_eq!(header_value("Content-Type", "application/json"), "application/json");
     }
 }

@@ -15,11 +15,7 @@ pub struct UnitError {
 
 impl fmt::Display for UnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid value '{}': expected {}",
-            self.input, self.expected
-        )
+        write!(f, "invalid value '{}': expected {}", self.input, self.expected)
     }
 }
 
@@ -30,10 +26,7 @@ const DURATION_EXPECTED: &str = "a duration such as 500us, 250ms, 10s, 5m or 1h3
 /// Parses a duration made of one or more `<number><unit>` parts, units `ns`, `us`, `ms`, `s`,
 /// `m`, `h`. Fractions are allowed (`1.5s`). A bare `0` is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
-    let err = || UnitError {
-        input: input.to_string(),
-        expected: DURATION_EXPECTED,
-    };
+    let err = || UnitError { input: input.to_string(), expected: DURATION_EXPECTED };
     let text = input.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
@@ -44,17 +37,13 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let mut total_nanos: f64 = 0.0;
     let mut rest = text;
     while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(err)?;
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(err)?;
         if number_len == 0 {
             return Err(err());
         }
         let number: f64 = rest[..number_len].parse().map_err(|_| err())?;
         rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let nanos_per_unit = match &rest[..unit_len] {
             "ns" => 1.0,
             "us" | "µs" => 1e3,
@@ -94,14 +83,9 @@ const SIZE_EXPECTED: &str = "a size such as 512, 64KB, 64KiB, 10MB or 1GiB";
 /// Parses a byte size: a whole number with an optional unit (`B`, `KB`, `KiB`, `MB`, `MiB`,
 /// `GB`, `GiB`; decimal units are powers of 1000, binary ones powers of 1024).
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
-    let err = || UnitError {
-        input: input.to_string(),
-        expected: SIZE_EXPECTED,
-    };
+    let err = || UnitError { input: input.to_string(), expected: SIZE_EXPECTED };
     let text = input.trim();
-    let digits = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     if digits == 0 {
         return Err(err());
     }
@@ -124,10 +108,7 @@ const RATE_EXPECTED: &str = "a rate such as 5000, 50/s, 600/m or 1.5/ms";
 /// Parses a rate in events per second: a bare number, or `N/s`, `N/m`, `N/ms`, `N/h`.
 /// The rate must be positive and finite.
 pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
-    let err = || UnitError {
-        input: input.to_string(),
-        expected: RATE_EXPECTED,
-    };
+    let err = || UnitError { input: input.to_string(), expected: RATE_EXPECTED };
     let text = input.trim();
     let (number, per) = match text.split_once('/') {
         Some((number, unit)) => {
@@ -176,10 +157,7 @@ mod tests {
     fn bad_durations_say_what_was_expected() {
         for text in ["", "10", "s", "10x", "1..5s", "-1s", "ms10"] {
             let err = parse_duration(text).unwrap_err();
-            assert!(
-                err.to_string().contains("expected a duration"),
-                "{text}: {err}"
-            );
+            assert!(err.to_string().contains("expected a duration"), "{text}: {err}");
         }
     }
 

@@ -18,9 +18,8 @@ struct Reply {
 
 impl Reply {
     fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!("not JSON ({err}): {}", String::from_utf8_lossy(&self.body))
-        })
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {}", String::from_utf8_lossy(&self.body)))
     }
 }
 
@@ -32,13 +31,9 @@ struct Client {
 impl Client {
     fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         stream.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(stream),
-        }
+        Client { reader: BufReader::new(stream) }
     }
 
     fn post(&mut self, body: &[u8]) -> Reply {
@@ -55,12 +50,7 @@ impl Client {
     fn read_reply(&mut self) -> Reply {
         let mut line = String::new();
         self.reader.read_line(&mut line).expect("status line");
-        let status: u16 = line
-            .split_whitespace()
-            .nth(1)
-            .expect("status")
-            .parse()
-            .unwrap();
+        let status: u16 = line.split_whitespace().nth(1).expect("status").parse().unwrap();
         let mut content_length = 0usize;
         let mut content_type = None;
         loop {
@@ -79,11 +69,7 @@ impl Client {
         }
         let mut body = vec![0; content_length];
         self.reader.read_exact(&mut body).unwrap();
-        Reply {
-            status,
-            content_type,
-            body,
-        }
+        Reply { status, content_type, body }
     }
 }
 
@@ -111,10 +97,7 @@ fn error(addr: SocketAddr, method: &str, params: Value) -> (i64, String) {
     let response = rpc(addr, method, params);
     let error = &response["error"];
     assert!(error.is_object(), "{method} should fail: {response}");
-    (
-        error["code"].as_i64().unwrap(),
-        error["message"].as_str().unwrap().to_string(),
-    )
+    (error["code"].as_i64().unwrap(), error["message"].as_str().unwrap().to_string())
 }
 
 fn start(options: MockOptions) -> MockServer {
@@ -133,9 +116,7 @@ fn is_quantity(value: &Value) -> bool {
         return false;
     };
     !digits.is_empty()
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        && digits.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
         && (digits == "0" || !digits.starts_with('0'))
 }
 
@@ -146,10 +127,7 @@ fn is_data(value: &Value, bytes: usize) -> bool {
     let Some(digits) = text.strip_prefix("0x") else {
         return false;
     };
-    digits.len() == bytes * 2
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    digits.len() == bytes * 2 && digits.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn quantity(value: &Value) -> u64 {
@@ -165,12 +143,8 @@ fn static_answers_any_method_and_echoes_ids() {
     assert!(server.url().starts_with("http://127.0.0.1:"));
     assert!(server.url().ends_with('/'));
     let mut client = Client::connect(server.local_addr());
-    for (id, method) in [
-        ("1", "eth_blockNumber"),
-        ("\"abc\"", "getSlot"),
-        ("null", "whatever"),
-        ("-17", "x"),
-    ] {
+    for (id, method) in [("1", "eth_blockNumber"), ("\"abc\"", "getSlot"), ("null", "whatever"), ("-17", "x")]
+    {
         let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":[]}}"#);
         // The same connection is reused: keep-alive works.
         let reply = client.post(body.as_bytes());
@@ -193,45 +167,24 @@ fn envelope_errors_have_the_standard_codes() {
         assert_eq!(reply.status, 200, "{body}");
         let response = reply.json();
         assert_eq!(response["jsonrpc"], "2.0");
-        (
-            response["error"]["code"].as_i64().unwrap(),
-            response["id"].clone(),
-        )
+        (response["error"]["code"].as_i64().unwrap(), response["id"].clone())
     };
-    assert_eq!(
-        code("{\"jsonrpc\":\"2.0\",\"id\":1,"),
-        (-32700, Value::Null)
-    );
+    assert_eq!(code("{\"jsonrpc\":\"2.0\",\"id\":1,"), (-32700, Value::Null));
     assert_eq!(code("\u{1}garbage"), (-32700, Value::Null));
     assert_eq!(code("[]"), (-32600, Value::Null));
-    assert_eq!(
-        code(r#"{"jsonrpc":"1.0","id":4,"method":"x"}"#),
-        (-32600, json!(4))
-    );
-    assert_eq!(
-        code(r#"{"jsonrpc":"2.0","id":"m","params":[]}"#),
-        (-32600, json!("m"))
-    );
+    assert_eq!(code(r#"{"jsonrpc":"1.0","id":4,"method":"x"}"#), (-32600, json!(4)));
+    assert_eq!(code(r#"{"jsonrpc":"2.0","id":"m","params":[]}"#), (-32600, json!("m")));
     assert_eq!(code(r#""just a string""#), (-32600, Value::Null));
 
     // Invalid UTF-8 is a parse error, not a crash.
-    let reply =
-        Client::connect(addr).post(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}");
+    let reply = Client::connect(addr).post(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}");
     assert_eq!(reply.json()["error"]["code"], -32700);
     // Deep nesting too.
-    let deep = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}}}"#,
-        "[".repeat(50_000)
-    );
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}}}"#, "[".repeat(50_000));
     assert_eq!(post(addr, &deep).json()["error"]["code"], -32700);
     // Huge numbers as ids are echoed verbatim.
-    let reply = post(
-        addr,
-        r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#,
-    );
-    assert!(String::from_utf8(reply.body)
-        .unwrap()
-        .contains(r#""id":123456789012345678901234567890,"#));
+    let reply = post(addr, r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#);
+    assert!(String::from_utf8(reply.body).unwrap().contains(r#""id":123456789012345678901234567890,"#));
 }
 
 #[test]
@@ -241,16 +194,11 @@ fn notifications_get_no_content() {
     let reply = client.post(br#"{"jsonrpc":"2.0","method":"getSlot"}"#);
     assert_eq!(reply.status, 204);
     assert!(reply.body.is_empty());
-    let reply = client
-        .post(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b","params":[]}]"#);
+    let reply =
+        client.post(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b","params":[]}]"#);
     assert_eq!(reply.status, 204);
     // The connection is still usable afterwards.
-    assert_eq!(
-        client
-            .post(br#"{"jsonrpc":"2.0","id":2,"method":"a"}"#)
-            .json()["result"],
-        "0x1"
-    );
+    assert_eq!(client.post(br#"{"jsonrpc":"2.0","id":2,"method":"a"}"#).json()["result"], "0x1");
 }
 
 #[test]
@@ -268,19 +216,12 @@ fn batches_answer_each_request_in_order() {
     assert_eq!(reply.status, 200);
     let responses = reply.json();
     let responses = responses.as_array().expect("a batch answers an array");
-    assert_eq!(
-        responses.len(),
-        5,
-        "the notification is omitted: {responses:?}"
-    );
+    assert_eq!(responses.len(), 5, "the notification is omitted: {responses:?}");
     assert_eq!(responses[0]["id"], 1);
     assert_eq!(responses[0]["result"], "0x539");
     assert_eq!(responses[1]["id"], "two");
     assert_eq!(responses[1]["error"]["code"], -32601);
-    assert!(responses[1]["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("no_such_method"));
+    assert!(responses[1]["error"]["message"].as_str().unwrap().contains("no_such_method"));
     assert_eq!(responses[2]["id"], Value::Null);
     assert_eq!(responses[2]["error"]["code"], -32600);
     assert_eq!(responses[3]["id"], 3);
@@ -298,33 +239,18 @@ fn limits_on_body_size_and_batch_length() {
     let addr = server.local_addr();
 
     let padding = "x".repeat(2000);
-    let reply = post(
-        addr,
-        &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":["{padding}"]}}"#),
-    );
+    let reply = post(addr, &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":["{padding}"]}}"#));
     assert_eq!(reply.status, 413);
     let response = reply.json();
     assert_eq!(response["error"]["code"], -32600);
-    assert!(
-        response["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("1000"),
-        "{response}"
-    );
+    assert!(response["error"]["message"].as_str().unwrap().contains("1000"), "{response}");
 
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#;
     let batch = |n: usize| format!("[{}]", vec![call; n].join(","));
     assert_eq!(post(addr, &batch(5)).json().as_array().unwrap().len(), 5);
     let response = post(addr, &batch(6)).json();
     assert_eq!(response["error"]["code"], -32600);
-    assert!(
-        response["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limit of 5"),
-        "{response}"
-    );
+    assert!(response["error"]["message"].as_str().unwrap().contains("limit of 5"), "{response}");
 }
 
 #[test]
@@ -333,19 +259,10 @@ fn start_reports_bind_errors_and_bad_options() {
     let mut options = MockOptions::new(Chain::Static);
     options.listen = server.local_addr();
     let err = MockServer::start(options).unwrap_err();
-    assert!(
-        err.to_string().contains(&server.local_addr().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&server.local_addr().to_string()), "{err}");
     let mut options = MockOptions::new(Chain::Static);
-    options.faults.stall = Some(Stall {
-        pause: Duration::from_secs(2),
-        every: Duration::from_secs(1),
-    });
-    assert!(MockServer::start(options)
-        .unwrap_err()
-        .to_string()
-        .contains("stall"));
+    options.faults.stall = Some(Stall { pause: Duration::from_secs(2), every: Duration::from_secs(1) });
+    assert!(MockServer::start(options).unwrap_err().to_string().contains("stall"));
     // Dropping stops the server: the port no longer accepts.
     let addr = server.local_addr();
     drop(server);
@@ -357,21 +274,15 @@ fn start_reports_bind_errors_and_bad_options() {
 #[test]
 fn latency_delays_every_answer() {
     let mut options = MockOptions::new(Chain::Static);
-    options.faults.latency = Some(Latency {
-        base: Duration::from_millis(150),
-        jitter: Duration::from_millis(20),
-    });
+    options.faults.latency =
+        Some(Latency { base: Duration::from_millis(150), jitter: Duration::from_millis(20) });
     let server = start(options);
     let mut client = Client::connect(server.local_addr());
     for _ in 0..3 {
         let sent = Instant::now();
         let reply = client.post(br#"{"jsonrpc":"2.0","id":1,"method":"a"}"#);
         assert_eq!(reply.json()["result"], "0x1");
-        assert!(
-            sent.elapsed() >= Duration::from_millis(130),
-            "{:?}",
-            sent.elapsed()
-        );
+        assert!(sent.elapsed() >= Duration::from_millis(130), "{:?}", sent.elapsed());
     }
 }
 
@@ -394,11 +305,7 @@ fn blocking_latency_serializes_requests_on_one_thread() {
     for handle in handles {
         assert_eq!(handle.join().unwrap().json()["result"], "0x1");
     }
-    assert!(
-        sent.elapsed() >= Duration::from_millis(600),
-        "4 x 150ms took only {:?}",
-        sent.elapsed()
-    );
+    assert!(sent.elapsed() >= Duration::from_millis(600), "4 x 150ms took only {:?}", sent.elapsed());
 }
 
 #[test]
@@ -421,10 +328,7 @@ fn async_latency_does_not_serialize_requests() {
     let elapsed = sent.elapsed();
     assert!(elapsed >= Duration::from_millis(500), "{elapsed:?}");
     // Serialized, 5 x 500ms would take 2.5 s.
-    assert!(
-        elapsed < Duration::from_millis(2000),
-        "sleeps should overlap, took {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_millis(2000), "sleeps should overlap, took {elapsed:?}");
 }
 
 #[test]
@@ -453,9 +357,7 @@ fn error_rate_half_fails_about_half() {
     let mut client = Client::connect(server.local_addr());
     let mut errors = 0;
     for _ in 0..400 {
-        let response = client
-            .post(br#"{"jsonrpc":"2.0","id":1,"method":"a"}"#)
-            .json();
+        let response = client.post(br#"{"jsonrpc":"2.0","id":1,"method":"a"}"#).json();
         if response.get("error").is_some() {
             assert_eq!(response["error"]["code"], -32603);
             errors += 1;
@@ -478,26 +380,18 @@ fn rate_limit_rejects_the_excess_with_429() {
         .into_iter()
         .map(|mut client| {
             std::thread::spawn(move || {
-                (0..10)
-                    .map(|_| client.post(br#"{"jsonrpc":"2.0","id":1,"method":"a"}"#))
-                    .collect::<Vec<_>>()
+                (0..10).map(|_| client.post(br#"{"jsonrpc":"2.0","id":1,"method":"a"}"#)).collect::<Vec<_>>()
             })
         })
         .collect();
-    let replies: Vec<Reply> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let replies: Vec<Reply> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
     let elapsed = sent.elapsed();
     let ok = replies.iter().filter(|r| r.status == 200).count();
     let limited: Vec<&Reply> = replies.iter().filter(|r| r.status == 429).collect();
     assert_eq!(ok + limited.len(), 100);
     assert!(ok >= 1, "the burst goes through");
     let allowed = 2.0 + 20.0 * elapsed.as_secs_f64() + 1.0;
-    assert!(
-        ok as f64 <= allowed,
-        "{ok} answered in {elapsed:?}, at most {allowed} allowed"
-    );
+    assert!(ok as f64 <= allowed, "{ok} answered in {elapsed:?}, at most {allowed} allowed");
     assert!(!limited.is_empty());
     let response = limited[0].json();
     assert_eq!(response["error"]["code"], -32005);
@@ -505,10 +399,7 @@ fn rate_limit_rejects_the_excess_with_429() {
     assert_eq!(response["error"]["data"]["allowed_rps"], 20.0);
     // Tokens come back with time.
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        post(addr, r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#).status,
-        200
-    );
+    assert_eq!(post(addr, r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#).status, 200);
 }
 
 #[test]
@@ -516,10 +407,8 @@ fn stall_holds_requests_until_the_pause_ends() {
     let before_start = Instant::now();
     let mut options = MockOptions::new(Chain::Static);
     // Paused from 0.9 s to 1.5 s after start, then 2.4 s to 3.0 s, ...
-    options.faults.stall = Some(Stall {
-        pause: Duration::from_millis(600),
-        every: Duration::from_millis(1500),
-    });
+    options.faults.stall =
+        Some(Stall { pause: Duration::from_millis(600), every: Duration::from_millis(1500) });
     let server = start(options);
     let after_start = Instant::now();
     let mut client = Client::connect(server.local_addr());
@@ -527,9 +416,7 @@ fn stall_holds_requests_until_the_pause_ends() {
     assert_eq!(reply.status, 200);
     // The server started between `before_start` and `after_start`, so 1 s after
     // `after_start` is inside the first pause, which ends 1.5 s after start at the earliest.
-    std::thread::sleep(
-        (after_start + Duration::from_millis(1000)).saturating_duration_since(Instant::now()),
-    );
+    std::thread::sleep((after_start + Duration::from_millis(1000)).saturating_duration_since(Instant::now()));
     let sent = Instant::now();
     assert!(
         sent < before_start + Duration::from_millis(1400),
@@ -542,28 +429,15 @@ fn stall_holds_requests_until_the_pause_ends() {
         "answered during the pause, after {:?}",
         sent.elapsed()
     );
-    assert!(
-        sent.elapsed() >= Duration::from_millis(100),
-        "{:?}",
-        sent.elapsed()
-    );
+    assert!(sent.elapsed() >= Duration::from_millis(100), "{:?}", sent.elapsed());
 }
 
 #[test]
 fn faults_parse_from_text() {
-    assert_eq!(
-        "5ms:2ms".parse::<Latency>().unwrap().jitter,
-        Duration::from_millis(2)
-    );
-    assert_eq!(
-        "2s/10s".parse::<Stall>().unwrap().every,
-        Duration::from_secs(10)
-    );
+    assert_eq!("5ms:2ms".parse::<Latency>().unwrap().jitter, Duration::from_millis(2));
+    assert_eq!("2s/10s".parse::<Stall>().unwrap().every, Duration::from_secs(10));
     assert_eq!(rpcbench::mock::parse_rate_limit("50/s").unwrap(), 50.0);
-    let faults = Faults {
-        error_rate: 2.0,
-        ..Faults::default()
-    };
+    let faults = Faults { error_rate: 2.0, ..Faults::default() };
     let mut options = MockOptions::new(Chain::Static);
     options.faults = faults;
     assert!(MockServer::start(options).is_err());
@@ -584,11 +458,7 @@ fn is_base58(value: &Value, bytes: usize) -> bool {
 fn some_solana_block(addr: SocketAddr) -> u64 {
     let blocks = result(addr, "getBlocks", json!([900, 960]));
     let blocks = blocks.as_array().unwrap();
-    assert!(
-        blocks.len() >= 50 && blocks.len() < 61,
-        "~5% skipped: {}",
-        blocks.len()
-    );
+    assert!(blocks.len() >= 50 && blocks.len() < 61, "~5% skipped: {}", blocks.len());
     blocks[10].as_u64().unwrap()
 }
 
@@ -598,28 +468,13 @@ fn solana_slots_heights_and_node_info() {
     let addr = server.local_addr();
     let slot = result(addr, "getSlot", json!([])).as_u64().unwrap();
     assert!((1000..1100).contains(&slot), "{slot}");
-    let height = result(addr, "getBlockHeight", json!([{"commitment": "finalized"}]))
-        .as_u64()
-        .unwrap();
-    assert!(
-        height < slot && height > slot * 9 / 10,
-        "{height} vs {slot}"
-    );
+    let height = result(addr, "getBlockHeight", json!([{"commitment": "finalized"}])).as_u64().unwrap();
+    assert!(height < slot && height > slot * 9 / 10, "{height} vs {slot}");
     assert_eq!(result(addr, "getHealth", json!([])), "ok");
     let version = result(addr, "getVersion", json!([]));
-    assert!(
-        version["solana-core"].is_string() && version["feature-set"].is_u64(),
-        "{version}"
-    );
+    assert!(version["solana-core"].is_string() && version["feature-set"].is_u64(), "{version}");
     let epoch = result(addr, "getEpochInfo", json!([]));
-    for key in [
-        "absoluteSlot",
-        "blockHeight",
-        "epoch",
-        "slotIndex",
-        "slotsInEpoch",
-        "transactionCount",
-    ] {
+    for key in ["absoluteSlot", "blockHeight", "epoch", "slotIndex", "slotsInEpoch", "transactionCount"] {
         assert!(epoch[key].is_u64(), "{key}: {epoch}");
     }
     let latest = result(addr, "getLatestBlockhash", json!([]));
@@ -639,13 +494,9 @@ fn solana_slots_advance_with_slot_time() {
     let mut options = MockOptions::new(Chain::Solana);
     options.slot_time = Duration::from_millis(50);
     let server = start(options);
-    let first = result(server.local_addr(), "getSlot", json!([]))
-        .as_u64()
-        .unwrap();
+    let first = result(server.local_addr(), "getSlot", json!([])).as_u64().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let later = result(server.local_addr(), "getSlot", json!([]))
-        .as_u64()
-        .unwrap();
+    let later = result(server.local_addr(), "getSlot", json!([])).as_u64().unwrap();
     assert!(later >= first + 4, "{first} -> {later}");
 }
 
@@ -657,11 +508,7 @@ fn solana_accounts() {
     assert!(balance["context"]["slot"].is_u64());
     assert!(balance["value"].as_u64().unwrap() > 0, "{balance}");
 
-    let info = result(
-        addr,
-        "getAccountInfo",
-        json!([SEED_ACCOUNT, {"encoding": "base64"}]),
-    );
+    let info = result(addr, "getAccountInfo", json!([SEED_ACCOUNT, {"encoding": "base64"}]));
     let value = &info["value"];
     assert_eq!(value["lamports"], balance["value"]);
     assert_eq!(value["owner"], "11111111111111111111111111111111");
@@ -670,16 +517,9 @@ fn solana_accounts() {
     assert!(value["rentEpoch"].is_u64() && value["space"].is_u64());
 
     let unknown = bs58::encode([9u8; 32]).into_string();
-    assert_eq!(
-        result(addr, "getAccountInfo", json!([unknown]))["value"],
-        Value::Null
-    );
+    assert_eq!(result(addr, "getAccountInfo", json!([unknown]))["value"], Value::Null);
     assert_eq!(result(addr, "getBalance", json!([unknown]))["value"], 0);
-    let many = result(
-        addr,
-        "getMultipleAccounts",
-        json!([[SEED_ACCOUNT, unknown], {"encoding": "base64"}]),
-    );
+    let many = result(addr, "getMultipleAccounts", json!([[SEED_ACCOUNT, unknown], {"encoding": "base64"}]));
     assert_eq!(many["value"][0]["lamports"], balance["value"]);
     assert_eq!(many["value"][1], Value::Null);
 
@@ -687,10 +527,7 @@ fn solana_accounts() {
         error(addr, "getBalance", json!(["0OIl-not-base58"])),
         (-32602, "Invalid param: Invalid".into())
     );
-    assert_eq!(
-        error(addr, "getBalance", json!(["abc"])),
-        (-32602, "Invalid param: WrongSize".into())
-    );
+    assert_eq!(error(addr, "getBalance", json!(["abc"])), (-32602, "Invalid param: WrongSize".into()));
     let (code, message) = error(addr, "getBalance", json!([]));
     assert_eq!(code, -32602);
     assert!(message.contains("missing"), "{message}");
@@ -704,41 +541,24 @@ fn solana_blocks_and_their_errors() {
     let server = start_chain(Chain::Solana);
     let addr = server.local_addr();
     let slot = some_solana_block(addr);
-    let block = result(
-        addr,
-        "getBlock",
-        json!([slot, {"encoding": "json", "maxSupportedTransactionVersion": 0}]),
-    );
-    assert!(
-        is_base58(&block["blockhash"], 32) && is_base58(&block["previousBlockhash"], 32),
-        "{block}"
-    );
+    let block =
+        result(addr, "getBlock", json!([slot, {"encoding": "json", "maxSupportedTransactionVersion": 0}]));
+    assert!(is_base58(&block["blockhash"], 32) && is_base58(&block["previousBlockhash"], 32), "{block}");
     assert!(block["blockTime"].is_u64() && block["blockHeight"].is_u64());
     let parent = block["parentSlot"].as_u64().unwrap();
     assert!(parent < slot);
-    let parent_block = result(
-        addr,
-        "getBlock",
-        json!([parent, {"transactionDetails": "none", "rewards": false}]),
-    );
+    let parent_block =
+        result(addr, "getBlock", json!([parent, {"transactionDetails": "none", "rewards": false}]));
     assert_eq!(parent_block["blockhash"], block["previousBlockhash"]);
     assert!(parent_block.get("transactions").is_none() && parent_block.get("rewards").is_none());
 
     let transactions = block["transactions"].as_array().unwrap();
-    assert!(
-        (10..=60).contains(&transactions.len()),
-        "{}",
-        transactions.len()
-    );
+    assert!((10..=60).contains(&transactions.len()), "{}", transactions.len());
     let tx = &transactions[0];
     assert_eq!(tx["version"], "legacy");
     assert!(is_base58(&tx["transaction"]["signatures"][0], 64));
     let message = &tx["transaction"]["message"];
-    assert!(message["accountKeys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|k| is_base58(k, 32)));
+    assert!(message["accountKeys"].as_array().unwrap().iter().all(|k| is_base58(k, 32)));
     assert_eq!(message["header"]["numRequiredSignatures"], 1);
     assert!(message["instructions"][0]["programIdIndex"].is_u64());
     assert!(is_base58(&message["recentBlockhash"], 32));
@@ -746,17 +566,10 @@ fn solana_blocks_and_their_errors() {
     assert_eq!(meta["status"], json!({"Ok": null}));
     assert_eq!(meta["err"], Value::Null);
     assert!(meta["fee"].is_u64());
-    let (pre, post) = (
-        meta["preBalances"].as_array().unwrap(),
-        meta["postBalances"].as_array().unwrap(),
-    );
+    let (pre, post) = (meta["preBalances"].as_array().unwrap(), meta["postBalances"].as_array().unwrap());
     assert_eq!(pre.len(), post.len());
     assert!(post[0].as_u64().unwrap() < pre[0].as_u64().unwrap());
-    assert!(meta["logMessages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(Value::is_string));
+    assert!(meta["logMessages"].as_array().unwrap().iter().all(Value::is_string));
     assert!(block["rewards"].is_array());
 
     // Same block, other encodings and details.
@@ -764,30 +577,12 @@ fn solana_blocks_and_their_errors() {
     let encoded = &base64["transactions"][0]["transaction"];
     assert_eq!(encoded[1], "base64");
     use base64::Engine as _;
-    let wire = base64::engine::general_purpose::STANDARD
-        .decode(encoded[0].as_str().unwrap())
-        .unwrap();
-    let signature = bs58::decode(tx["transaction"]["signatures"][0].as_str().unwrap())
-        .into_vec()
-        .unwrap();
-    assert_eq!(
-        &wire[1..65],
-        &signature[..],
-        "the wire format starts with the signature"
-    );
-    let signatures = result(
-        addr,
-        "getBlock",
-        json!([slot, {"transactionDetails": "signatures"}]),
-    );
-    assert_eq!(
-        signatures["signatures"].as_array().unwrap().len(),
-        transactions.len()
-    );
-    assert_eq!(
-        signatures["signatures"][0],
-        tx["transaction"]["signatures"][0]
-    );
+    let wire = base64::engine::general_purpose::STANDARD.decode(encoded[0].as_str().unwrap()).unwrap();
+    let signature = bs58::decode(tx["transaction"]["signatures"][0].as_str().unwrap()).into_vec().unwrap();
+    assert_eq!(&wire[1..65], &signature[..], "the wire format starts with the signature");
+    let signatures = result(addr, "getBlock", json!([slot, {"transactionDetails": "signatures"}]));
+    assert_eq!(signatures["signatures"].as_array().unwrap().len(), transactions.len());
+    assert_eq!(signatures["signatures"][0], tx["transaction"]["signatures"][0]);
     assert_eq!(
         result(addr, "getBlock", json!([slot, "base58"]))["transactions"][0]["transaction"][1],
         "base58"
@@ -795,12 +590,7 @@ fn solana_blocks_and_their_errors() {
 
     // A skipped slot, a future slot, bad params.
     let blocks = result(addr, "getBlocks", json!([900, 960]));
-    let produced: Vec<u64> = blocks
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let produced: Vec<u64> = blocks.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     let skipped = (900..=960).find(|s| !produced.contains(s)).unwrap();
     let (code, message) = error(addr, "getBlock", json!([skipped]));
     assert_eq!(code, -32007);
@@ -809,15 +599,8 @@ fn solana_blocks_and_their_errors() {
         format!("Slot {skipped} was skipped, or missing due to ledger jump to recent snapshot")
     );
     let (code, message) = error(addr, "getBlock", json!([1_000_000]));
-    assert_eq!(
-        (code, message.as_str()),
-        (-32004, "Block not available for slot 1000000")
-    );
-    let (code, message) = error(
-        addr,
-        "getBlock",
-        json!([slot, {"transactionDetails": "most"}]),
-    );
+    assert_eq!((code, message.as_str()), (-32004, "Block not available for slot 1000000"));
+    let (code, message) = error(addr, "getBlock", json!([slot, {"transactionDetails": "most"}]));
     assert_eq!(code, -32602);
     assert!(message.contains("`most`"), "{message}");
     assert_eq!(error(addr, "getBlock", json!(["ten"])).0, -32602);
@@ -828,26 +611,15 @@ fn solana_block_lists_and_range_limit() {
     let server = start_chain(Chain::Solana);
     let addr = server.local_addr();
     let blocks = result(addr, "getBlocks", json!([990]));
-    let blocks: Vec<u64> = blocks
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let blocks: Vec<u64> = blocks.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     assert!(blocks.windows(2).all(|w| w[0] < w[1]));
     assert!(blocks.first().is_some_and(|s| *s >= 990) && blocks.len() >= 9);
     let limited = result(addr, "getBlocksWithLimit", json!([100, 25]));
     assert_eq!(limited.as_array().unwrap().len(), 25);
     assert_eq!(result(addr, "getBlocks", json!([100, 50])), json!([]));
     let (code, message) = error(addr, "getBlocks", json!([0, 500_001]));
-    assert_eq!(
-        (code, message.as_str()),
-        (-32602, "Slot range too large; max 500000")
-    );
-    assert_eq!(
-        error(addr, "getBlocksWithLimit", json!([0, 500_001])).0,
-        -32602
-    );
+    assert_eq!((code, message.as_str()), (-32602, "Slot range too large; max 500000"));
+    assert_eq!(error(addr, "getBlocksWithLimit", json!([0, 500_001])).0, -32602);
 }
 
 #[test]
@@ -858,40 +630,21 @@ fn solana_transactions_and_signatures_for_address() {
     let block = result(addr, "getBlock", json!([slot]));
     let tx = &block["transactions"][2];
     let signature = tx["transaction"]["signatures"][0].as_str().unwrap();
-    let found = result(
-        addr,
-        "getTransaction",
-        json!([signature, {"encoding": "json"}]),
-    );
+    let found = result(addr, "getTransaction", json!([signature, {"encoding": "json"}]));
     assert_eq!(found["slot"], slot);
     assert_eq!(found["transaction"], tx["transaction"]);
     assert_eq!(found["meta"], tx["meta"]);
     assert_eq!(found["blockTime"], block["blockTime"]);
     let unknown = bs58::encode([7u8; 64]).into_string();
-    assert_eq!(
-        result(addr, "getTransaction", json!([unknown])),
-        Value::Null
-    );
+    assert_eq!(result(addr, "getTransaction", json!([unknown])), Value::Null);
     assert_eq!(error(addr, "getTransaction", json!(["xyz0"])).0, -32602);
 
-    let payer = tx["transaction"]["message"]["accountKeys"][0]
-        .as_str()
-        .unwrap();
-    let history = result(
-        addr,
-        "getSignaturesForAddress",
-        json!([payer, {"limit": 5}]),
-    );
+    let payer = tx["transaction"]["message"]["accountKeys"][0].as_str().unwrap();
+    let history = result(addr, "getSignaturesForAddress", json!([payer, {"limit": 5}]));
     let history = history.as_array().unwrap();
     assert_eq!(history.len(), 5);
-    let slots: Vec<u64> = history
-        .iter()
-        .map(|h| h["slot"].as_u64().unwrap())
-        .collect();
-    assert!(
-        slots.windows(2).all(|w| w[0] >= w[1]),
-        "newest first: {slots:?}"
-    );
+    let slots: Vec<u64> = history.iter().map(|h| h["slot"].as_u64().unwrap()).collect();
+    assert!(slots.windows(2).all(|w| w[0] >= w[1]), "newest first: {slots:?}");
     for entry in history {
         assert!(is_base58(&entry["signature"], 64));
         assert_eq!(entry["err"], Value::Null);
@@ -906,17 +659,9 @@ fn solana_transactions_and_signatures_for_address() {
         json!([payer, {"limit": 3, "before": history[1]["signature"]}]),
     );
     assert_eq!(older[0]["signature"], history[2]["signature"]);
-    let until = result(
-        addr,
-        "getSignaturesForAddress",
-        json!([payer, {"until": history[3]["signature"]}]),
-    );
+    let until = result(addr, "getSignaturesForAddress", json!([payer, {"until": history[3]["signature"]}]));
     assert_eq!(until.as_array().unwrap().len(), 3);
-    let (code, message) = error(
-        addr,
-        "getSignaturesForAddress",
-        json!([payer, {"limit": 5000}]),
-    );
+    let (code, message) = error(addr, "getSignaturesForAddress", json!([payer, {"limit": 5000}]));
     assert_eq!(code, -32602);
     assert!(message.contains("1000"), "{message}");
 }
@@ -926,11 +671,7 @@ fn solana_transactions_and_signatures_for_address() {
 /// A recent block with at least 4 transactions, as a full block object.
 fn busy_eth_block(addr: SocketAddr) -> Value {
     for number in (900..1000u64).rev() {
-        let block = result(
-            addr,
-            "eth_getBlockByNumber",
-            json!([format!("{number:#x}"), true]),
-        );
+        let block = result(addr, "eth_getBlockByNumber", json!([format!("{number:#x}"), true]));
         if block["transactions"].as_array().unwrap().len() >= 4 {
             return block;
         }
@@ -944,10 +685,7 @@ fn ethereum_node_info() {
     let addr = server.local_addr();
     assert_eq!(result(addr, "eth_chainId", json!([])), "0x539");
     assert_eq!(result(addr, "net_version", json!([])), "1337");
-    assert!(result(addr, "web3_clientVersion", json!([]))
-        .as_str()
-        .unwrap()
-        .contains("rpcbench"));
+    assert!(result(addr, "web3_clientVersion", json!([])).as_str().unwrap().contains("rpcbench"));
     let number = quantity(&result(addr, "eth_blockNumber", json!([])));
     assert!((1000..1050).contains(&number), "{number}");
     assert!(quantity(&result(addr, "eth_gasPrice", json!([]))) > 1_000_000_000);
@@ -961,83 +699,40 @@ fn ethereum_blocks() {
     let server = start_chain(Chain::Ethereum);
     let addr = server.local_addr();
     let latest = result(addr, "eth_getBlockByNumber", json!(["latest", false]));
-    for key in [
-        "number",
-        "timestamp",
-        "gasLimit",
-        "gasUsed",
-        "baseFeePerGas",
-        "size",
-        "difficulty",
-    ] {
+    for key in ["number", "timestamp", "gasLimit", "gasUsed", "baseFeePerGas", "size", "difficulty"] {
         assert!(is_quantity(&latest[key]), "{key}: {}", latest[key]);
     }
-    for key in [
-        "hash",
-        "parentHash",
-        "stateRoot",
-        "transactionsRoot",
-        "receiptsRoot",
-        "sha3Uncles",
-        "mixHash",
-    ] {
+    for key in
+        ["hash", "parentHash", "stateRoot", "transactionsRoot", "receiptsRoot", "sha3Uncles", "mixHash"]
+    {
         assert!(is_data(&latest[key], 32), "{key}: {}", latest[key]);
     }
     assert!(is_data(&latest["miner"], 20));
     assert!(is_data(&latest["logsBloom"], 256));
     assert!(is_data(&latest["nonce"], 8));
-    assert!(latest["transactions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|h| is_data(h, 32)));
+    assert!(latest["transactions"].as_array().unwrap().iter().all(|h| is_data(h, 32)));
 
     let number = quantity(&latest["number"]);
-    let parent = result(
-        addr,
-        "eth_getBlockByNumber",
-        json!([format!("{:#x}", number - 1), false]),
-    );
+    let parent = result(addr, "eth_getBlockByNumber", json!([format!("{:#x}", number - 1), false]));
     assert_eq!(parent["hash"], latest["parentHash"]);
     assert!(quantity(&parent["timestamp"]) <= quantity(&latest["timestamp"]));
     let by_hash = result(addr, "eth_getBlockByHash", json!([latest["hash"], false]));
     assert_eq!(by_hash, latest);
-    assert_eq!(
-        result(addr, "eth_getBlockByNumber", json!(["earliest", false]))["number"],
-        "0x0"
-    );
+    assert_eq!(result(addr, "eth_getBlockByNumber", json!(["earliest", false]))["number"], "0x0");
     for tag in ["pending", "safe", "finalized"] {
-        assert!(
-            result(addr, "eth_getBlockByNumber", json!([tag, false]))["hash"].is_string(),
-            "{tag}"
-        );
+        assert!(result(addr, "eth_getBlockByNumber", json!([tag, false]))["hash"].is_string(), "{tag}");
     }
+    assert_eq!(result(addr, "eth_getBlockByNumber", json!(["0xffffff", false])), Value::Null);
     assert_eq!(
-        result(addr, "eth_getBlockByNumber", json!(["0xffffff", false])),
-        Value::Null
-    );
-    assert_eq!(
-        result(
-            addr,
-            "eth_getBlockByHash",
-            json!([format!("0x{}", "ab".repeat(32)), false])
-        ),
+        result(addr, "eth_getBlockByHash", json!([format!("0x{}", "ab".repeat(32)), false])),
         Value::Null
     );
 
     let full = busy_eth_block(addr);
     let tx = &full["transactions"][1];
-    for key in [
-        "blockNumber",
-        "gas",
-        "gasPrice",
-        "nonce",
-        "transactionIndex",
-        "value",
-        "type",
-        "chainId",
-        "v",
-    ] {
+    for key in
+        ["blockNumber", "gas", "gasPrice", "nonce", "transactionIndex", "value", "type", "chainId", "v"]
+    {
         assert!(is_quantity(&tx[key]), "{key}: {}", tx[key]);
     }
     assert!(is_data(&tx["hash"], 32) && is_data(&tx["blockHash"], 32));
@@ -1051,10 +746,7 @@ fn ethereum_blocks() {
     let (code, message) = error(addr, "eth_getBlockByNumber", json!(["newest", false]));
     assert_eq!(code, -32602);
     assert!(message.contains("argument 0"), "{message}");
-    assert_eq!(
-        error(addr, "eth_getBlockByHash", json!(["0x1234", false])).0,
-        -32602
-    );
+    assert_eq!(error(addr, "eth_getBlockByHash", json!(["0x1234", false])).0, -32602);
 }
 
 #[test]
@@ -1079,14 +771,8 @@ fn ethereum_transactions_and_receipts() {
         }
     }
     let unknown = format!("0x{}", "11".repeat(32));
-    assert_eq!(
-        result(addr, "eth_getTransactionByHash", json!([unknown])),
-        Value::Null
-    );
-    assert_eq!(
-        result(addr, "eth_getTransactionReceipt", json!([unknown])),
-        Value::Null
-    );
+    assert_eq!(result(addr, "eth_getTransactionByHash", json!([unknown])), Value::Null);
+    assert_eq!(result(addr, "eth_getTransactionReceipt", json!([unknown])), Value::Null);
 }
 
 #[test]
@@ -1097,39 +783,18 @@ fn ethereum_state_calls() {
     let sender = &block["transactions"][0]["from"];
     let token = &block["transactions"][0]["to"];
     assert!(quantity(&result(addr, "eth_getBalance", json!([sender, "latest"]))) > 0);
-    assert_eq!(
-        result(
-            addr,
-            "eth_getBalance",
-            json!([format!("0x{}", "00".repeat(20)), "latest"])
-        ),
-        "0x0"
-    );
-    assert!(is_quantity(&result(
-        addr,
-        "eth_getTransactionCount",
-        json!([sender, "latest"])
-    )));
+    assert_eq!(result(addr, "eth_getBalance", json!([format!("0x{}", "00".repeat(20)), "latest"])), "0x0");
+    assert!(is_quantity(&result(addr, "eth_getTransactionCount", json!([sender, "latest"]))));
     let code = result(addr, "eth_getCode", json!([token, "latest"]));
-    assert!(
-        code.as_str().unwrap().len() > 10,
-        "token contracts have code: {code}"
-    );
+    assert!(code.as_str().unwrap().len() > 10, "token contracts have code: {code}");
     assert_eq!(result(addr, "eth_getCode", json!([sender, "latest"])), "0x");
     let call = json!({"to": token, "data": "0x70a08231000000000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"});
     let first = result(addr, "eth_call", json!([call, "latest"]));
     assert!(is_data(&first, 32), "{first}");
-    assert_eq!(
-        result(addr, "eth_call", json!([call, "latest"])),
-        first,
-        "deterministic"
-    );
+    assert_eq!(result(addr, "eth_call", json!([call, "latest"])), first, "deterministic");
     let other = json!({"to": token, "data": "0x18160ddd"});
     assert_ne!(result(addr, "eth_call", json!([other, "latest"])), first);
-    assert_eq!(
-        result(addr, "eth_estimateGas", json!([{"to": token}])),
-        "0x5208"
-    );
+    assert_eq!(result(addr, "eth_estimateGas", json!([{"to": token}])), "0x5208");
     assert!(quantity(&result(addr, "eth_estimateGas", json!([call]))) > 21_000);
 
     let (code, message) = error(addr, "eth_getBalance", json!(["0x1234", "latest"]));
@@ -1149,11 +814,7 @@ fn ethereum_state_calls() {
 fn ethereum_logs_and_range_limit() {
     let server = start_chain(Chain::Ethereum);
     let addr = server.local_addr();
-    let logs = result(
-        addr,
-        "eth_getLogs",
-        json!([{"fromBlock": "0x352", "toBlock": "0x3e8"}]),
-    );
+    let logs = result(addr, "eth_getLogs", json!([{"fromBlock": "0x352", "toBlock": "0x3e8"}]));
     let logs = logs.as_array().unwrap();
     assert!(logs.len() > 50, "{}", logs.len());
     for log in logs {
@@ -1163,55 +824,23 @@ fn ethereum_logs_and_range_limit() {
     }
     // Filtering by address and by topic.
     let token = logs[0]["address"].clone();
-    let by_address = result(
-        addr,
-        "eth_getLogs",
-        json!([{"fromBlock": "0x352", "toBlock": "0x3e8", "address": token}]),
-    );
+    let by_address =
+        result(addr, "eth_getLogs", json!([{"fromBlock": "0x352", "toBlock": "0x3e8", "address": token}]));
     let by_address = by_address.as_array().unwrap();
     assert!(!by_address.is_empty() && by_address.len() < logs.len());
     assert!(by_address.iter().all(|log| log["address"] == token));
     let sender_topic = logs[0]["topics"][1].clone();
-    let filter =
-        json!({"fromBlock": "0x352", "toBlock": "0x3e8", "topics": [null, [sender_topic]]});
+    let filter = json!({"fromBlock": "0x352", "toBlock": "0x3e8", "topics": [null, [sender_topic]]});
     let by_topic = result(addr, "eth_getLogs", json!([filter]));
-    assert!(by_topic
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|log| log["topics"][1] == sender_topic));
+    assert!(by_topic.as_array().unwrap().iter().all(|log| log["topics"][1] == sender_topic));
     assert!(by_topic.as_array().unwrap().contains(&logs[0]));
-    let by_hash = result(
-        addr,
-        "eth_getLogs",
-        json!([{"blockHash": logs[0]["blockHash"]}]),
-    );
+    let by_hash = result(addr, "eth_getLogs", json!([{"blockHash": logs[0]["blockHash"]}]));
     assert!(by_hash.as_array().unwrap().contains(&logs[0]));
 
-    let (code, message) = error(
-        addr,
-        "eth_getLogs",
-        json!([{"fromBlock": "0x0", "toBlock": "0x2711"}]),
-    );
+    let (code, message) = error(addr, "eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "0x2711"}]));
     assert_eq!(code, -32005);
     assert_eq!(message, "exceed maximum block range: 10000");
-    assert!(result(
-        addr,
-        "eth_getLogs",
-        json!([{"fromBlock": "0x0", "toBlock": "0x270f"}])
-    )
-    .is_array());
-    assert_eq!(
-        error(addr, "eth_getLogs", json!([{"address": "0x12"}])).0,
-        -32602
-    );
-    assert_eq!(
-        error(
-            addr,
-            "eth_getLogs",
-            json!([{"fromBlock": "0x10", "toBlock": "0x5"}])
-        )
-        .0,
-        -32000
-    );
+    assert!(result(addr, "eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "0x270f"}])).is_array());
+    assert_eq!(error(addr, "eth_getLogs", json!([{"address": "0x12"}])).0, -32602);
+    assert_eq!(error(addr, "eth_getLogs", json!([{"fromBlock": "0x10", "toBlock": "0x5"}])).0, -32000);
 }

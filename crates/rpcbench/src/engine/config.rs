@@ -20,10 +20,7 @@ pub struct ConfigError {
 impl ConfigError {
     /// A new error for `setting`.
     pub fn new(setting: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            setting: setting.into(),
-            message: message.into(),
-        }
+        Self { setting: setting.into(), message: message.into() }
     }
 }
 
@@ -66,10 +63,7 @@ impl Target {
     pub fn parse(url: &str) -> Result<Self, ConfigError> {
         let setting = "URL";
         let parsed = url::Url::parse(url).map_err(|err| {
-            ConfigError::new(
-                setting,
-                format!("'{}' is not a valid URL: {err}", redact::url(url)),
-            )
+            ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
         })?;
         let scheme = match parsed.scheme() {
             "http" => Scheme::Http,
@@ -97,14 +91,7 @@ impl Target {
             Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
             None => parsed.host_str().unwrap_or(&host).to_string(),
         };
-        Ok(Self {
-            url: url.to_string(),
-            scheme,
-            host,
-            port,
-            path_and_query,
-            host_header,
-        })
+        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header })
     }
 
     /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
@@ -202,10 +189,7 @@ impl RunConfig {
             request,
             headers: Vec::new(),
             load: Load::Closed { connections: 1 },
-            length: Length {
-                duration: Some(Duration::from_secs(10)),
-                requests: None,
-            },
+            length: Length { duration: Some(Duration::from_secs(10)), requests: None },
             warmup: Duration::ZERO,
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(3),
@@ -226,11 +210,7 @@ impl RunConfig {
                     return Err(ConfigError::new("--connections", "must be at least 1"));
                 }
             }
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } => {
+            Load::Open { rate, max_connections, .. } => {
                 if !rate.is_finite() || *rate <= 0.0 {
                     return Err(ConfigError::new(
                         "--rate",
@@ -238,10 +218,7 @@ impl RunConfig {
                     ));
                 }
                 if *rate > 10_000_000.0 {
-                    return Err(ConfigError::new(
-                        "--rate",
-                        "must be at most 10000000 requests per second",
-                    ));
+                    return Err(ConfigError::new("--rate", "must be at most 10000000 requests per second"));
                 }
                 if *max_connections == 0 {
                     return Err(ConfigError::new("--max-connections", "must be at least 1"));
@@ -250,10 +227,7 @@ impl RunConfig {
         }
         match (self.length.duration, self.length.requests) {
             (None, None) => {
-                return Err(ConfigError::new(
-                    "--duration",
-                    "a run needs a duration or a request count",
-                ))
+                return Err(ConfigError::new("--duration", "a run needs a duration or a request count"))
             }
             (Some(duration), _) if duration.is_zero() => {
                 return Err(ConfigError::new("--duration", "must be longer than zero"))
@@ -265,19 +239,12 @@ impl RunConfig {
             return Err(ConfigError::new("--timeout", "must be longer than zero"));
         }
         if self.connect_timeout.is_zero() {
-            return Err(ConfigError::new(
-                "--connect-timeout",
-                "must be longer than zero",
-            ));
+            return Err(ConfigError::new("--connect-timeout", "must be longer than zero"));
         }
         for (name, value) in &self.headers {
-            let valid_name =
-                !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
             if !valid_name {
-                return Err(ConfigError::new(
-                    "--header",
-                    format!("'{name}' is not a valid header name"),
-                ));
+                return Err(ConfigError::new("--header", format!("'{name}' is not a valid header name")));
             }
             if value.bytes().any(|b| b == b'\r' || b == b'\n') {
                 return Err(ConfigError::new(
@@ -285,13 +252,8 @@ impl RunConfig {
                     format!("the value of '{name}' contains a line break"),
                 ));
             }
-            if name.eq_ignore_ascii_case("content-length")
-                || name.eq_ignore_ascii_case("transfer-encoding")
-            {
-                return Err(ConfigError::new(
-                    "--header",
-                    format!("'{name}' is set by rpcbench"),
-                ));
+            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+                return Err(ConfigError::new("--header", format!("'{name}' is set by rpcbench")));
             }
         }
         if self.max_body == 0 {
@@ -303,17 +265,13 @@ impl RunConfig {
     /// The number of worker threads this run uses.
     pub fn worker_threads(&self) -> usize {
         let cores = if self.threads == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
         } else {
             self.threads
         };
         let most_useful = match &self.load {
             Load::Closed { connections } => *connections,
-            Load::Open {
-                max_connections, ..
-            } => *max_connections,
+            Load::Open { max_connections, .. } => *max_connections,
         };
         cores.min(most_useful).max(1)
     }
@@ -321,24 +279,14 @@ impl RunConfig {
     /// The request headers as they are sent, up to and including `Content-Length: ` (the
     /// length and the body follow per request).
     pub fn request_head(&self) -> Vec<u8> {
-        let mut head = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\n",
-            self.target.path_and_query, self.target.host_header
-        );
-        let has = |wanted: &str| {
-            self.headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
-        };
+        let mut head =
+            format!("POST {} HTTP/1.1\r\nHost: {}\r\n", self.target.path_and_query, self.target.host_header);
+        let has = |wanted: &str| self.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
         if !has("content-type") {
             head.push_str("Content-Type: application/json\r\n");
         }
         if !has("user-agent") {
-            head.push_str(concat!(
-                "User-Agent: rpcbench/",
-                env!("CARGO_PKG_VERSION"),
-                "\r\n"
-            ));
+            head.push_str(concat!("User-Agent: rpcbench/", env!("CARGO_PKG_VERSION"), "\r\n"));
         }
         if !self.keepalive && !has("connection") {
             head.push_str("Connection: close\r\n");
@@ -360,30 +308,20 @@ mod tests {
 
     fn config() -> RunConfig {
         let target = Target::parse("http://127.0.0.1:8899/").unwrap();
-        RunConfig::new(
-            target,
-            RequestTemplate::from_method("getSlot", None).unwrap(),
-        )
+        RunConfig::new(target, RequestTemplate::from_method("getSlot", None).unwrap())
     }
 
     #[test]
     fn urls_are_parsed_into_request_parts() {
         let target =
-            Target::parse("https://rpc.example.com/v3/0123456789abcdef0123456789abcdef?x=1")
-                .unwrap();
+            Target::parse("https://rpc.example.com/v3/0123456789abcdef0123456789abcdef?x=1").unwrap();
         assert_eq!(target.scheme, Scheme::Https);
         assert_eq!(target.port, 443);
         assert_eq!(target.host_header, "rpc.example.com");
-        assert_eq!(
-            target.path_and_query,
-            "/v3/0123456789abcdef0123456789abcdef?x=1"
-        );
+        assert_eq!(target.path_and_query, "/v3/0123456789abcdef0123456789abcdef?x=1");
         assert_eq!(target.redacted(), "https://rpc.example.com/v3/***?x=1");
         let v6 = Target::parse("http://[::1]:8545").unwrap();
-        assert_eq!(
-            (v6.host.as_str(), v6.port, v6.host_header.as_str()),
-            ("::1", 8545, "[::1]:8545")
-        );
+        assert_eq!((v6.host.as_str(), v6.port, v6.host_header.as_str()), ("::1", 8545, "[::1]:8545"));
         assert_eq!(v6.path_and_query, "/");
     }
 
@@ -405,20 +343,13 @@ mod tests {
         bad.load = Load::Closed { connections: 0 };
         assert_eq!(bad.validate().unwrap_err().setting, "--connections");
         let mut bad = config();
-        bad.load = Load::Open {
-            rate: -1.0,
-            arrivals: Arrivals::Uniform,
-            max_connections: 10,
-        };
+        bad.load = Load::Open { rate: -1.0, arrivals: Arrivals::Uniform, max_connections: 10 };
         assert_eq!(bad.validate().unwrap_err().setting, "--rate");
         let mut bad = config();
         bad.headers.push(("Bad Name".into(), "x".into()));
         assert_eq!(bad.validate().unwrap_err().setting, "--header");
         let mut bad = config();
-        bad.length = Length {
-            duration: None,
-            requests: None,
-        };
+        bad.length = Length { duration: None, requests: None };
         assert_eq!(bad.validate().unwrap_err().setting, "--duration");
         assert!(config().validate().is_ok());
     }
@@ -426,14 +357,12 @@ mod tests {
     #[test]
     fn the_request_head_carries_user_headers() {
         let mut config = config();
-        config
-            .headers
-            .push(("Authorization".into(), "Bearer abc".into()));
+        config.headers.push(("Authorization".into(), "Bearer abc".into()));
         config.keepalive = false;
         let head = String::from_utf8(config.request_head()).unwrap();
-        assert!(head.starts_with(
-            "POST / HTTP/1.1\r\nHost: 127.0.0.1:8899\r\nContent-Type: application/json\r\n"
-        ));
+        assert!(
+            head.starts_with("POST / HTTP/1.1\r\nHost: 127.0.0.1:8899\r\nContent-Type: application/json\r\n")
+        );
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.contains("Authorization: Bearer abc\r\n"));
         assert!(head.ends_with("Content-Length: "));

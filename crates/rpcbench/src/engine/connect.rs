@@ -20,10 +20,7 @@ use super::http::Stream;
 #[derive(Debug)]
 pub enum SetupError {
     /// The host name did not resolve.
-    Resolve {
-        host: String,
-        source: std::io::Error,
-    },
+    Resolve { host: String, source: std::io::Error },
     /// The CA file could not be read or holds no certificate.
     CaFile { path: String, message: String },
     /// No trusted roots at all.
@@ -37,10 +34,9 @@ impl fmt::Display for SetupError {
                 write!(f, "cannot resolve host '{host}': {source}")
             }
             SetupError::CaFile { path, message } => write!(f, "--cacert {path}: {message}"),
-            SetupError::NoRoots => write!(
-                f,
-                "no trusted root certificates found (use --cacert or --insecure)"
-            ),
+            SetupError::NoRoots => {
+                write!(f, "no trusted root certificates found (use --cacert or --insecure)")
+            }
         }
     }
 }
@@ -72,10 +68,7 @@ impl Connector {
         let target = &config.target;
         let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
             .to_socket_addrs()
-            .map_err(|source| SetupError::Resolve {
-                host: target.host.clone(),
-                source,
-            })?
+            .map_err(|source| SetupError::Resolve { host: target.host.clone(), source })?
             .collect();
         if addrs.is_empty() {
             return Err(SetupError::Resolve {
@@ -87,22 +80,17 @@ impl Connector {
             Scheme::Http => None,
             Scheme::Https => {
                 let client = tls_client_config(config)?;
-                let name =
-                    ServerName::try_from(target.host.clone()).map_err(|_| SetupError::Resolve {
-                        host: target.host.clone(),
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::InvalidInput,
-                            "not a valid TLS server name",
-                        ),
-                    })?;
+                let name = ServerName::try_from(target.host.clone()).map_err(|_| SetupError::Resolve {
+                    host: target.host.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "not a valid TLS server name",
+                    ),
+                })?;
                 Some((TlsConnector::from(Arc::new(client)), name))
             }
         };
-        Ok(Self {
-            addrs: addrs.into(),
-            tls,
-            connect_timeout: config.connect_timeout,
-        })
+        Ok(Self { addrs: addrs.into(), tls, connect_timeout: config.connect_timeout })
     }
 
     /// Opens one connection (TCP, then TLS if needed) within the connect timeout.
@@ -128,10 +116,7 @@ impl Connector {
         };
         match tokio::time::timeout(self.connect_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "connect timeout",
-            )),
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout")),
         }
     }
 }
@@ -154,20 +139,15 @@ fn tls_client_config(config: &RunConfig) -> Result<ClientConfig, SetupError> {
         }
         if let Some(path) = &config.tls.ca_file {
             let shown = path.display().to_string();
-            let pem = std::fs::read(path).map_err(|err| SetupError::CaFile {
-                path: shown.clone(),
-                message: err.to_string(),
-            })?;
+            let pem = std::fs::read(path)
+                .map_err(|err| SetupError::CaFile { path: shown.clone(), message: err.to_string() })?;
             let mut added = 0;
             for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(&pem) {
-                let cert: CertificateDer<'static> = cert.map_err(|err| SetupError::CaFile {
-                    path: shown.clone(),
-                    message: err.to_string(),
-                })?;
-                roots.add(cert).map_err(|err| SetupError::CaFile {
-                    path: shown.clone(),
-                    message: err.to_string(),
-                })?;
+                let cert: CertificateDer<'static> =
+                    cert.map_err(|err| SetupError::CaFile { path: shown.clone(), message: err.to_string() })?;
+                roots
+                    .add(cert)
+                    .map_err(|err| SetupError::CaFile { path: shown.clone(), message: err.to_string() })?;
                 added += 1;
             }
             if added == 0 {
@@ -208,12 +188,7 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -222,12 +197,7 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -20,11 +20,7 @@ pub enum Stream {
 }
 
 impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_read(cx, buf),
             Stream::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
@@ -33,11 +29,7 @@ impl AsyncRead for Stream {
 }
 
 impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_write(cx, buf),
             Stream::Tls(stream) => Pin::new(stream).poll_write(cx, buf),
@@ -211,10 +203,7 @@ impl Connection {
             }
             let body_wire = match framing {
                 Framing::Empty => {
-                    self.body = BodyLocation::InBuffer {
-                        start: self.start,
-                        end: self.start,
-                    };
+                    self.body = BodyLocation::InBuffer { start: self.start, end: self.start };
                     0
                 }
                 Framing::Length(len) => {
@@ -223,10 +212,7 @@ impl Connection {
                     }
                     let len = len as usize;
                     self.fill_to(len).await?;
-                    self.body = BodyLocation::InBuffer {
-                        start: self.start,
-                        end: self.start + len,
-                    };
+                    self.body = BodyLocation::InBuffer { start: self.start, end: self.start + len };
                     self.start += len;
                     len
                 }
@@ -241,21 +227,14 @@ impl Connection {
                         }
                     }
                     let len = self.end - self.start;
-                    self.body = BodyLocation::InBuffer {
-                        start: self.start,
-                        end: self.end,
-                    };
+                    self.body = BodyLocation::InBuffer { start: self.start, end: self.end };
                     self.start = self.end;
                     len
                 }
             };
             wire_bytes += body_wire;
             let keep_alive = keep_alive && framing != Framing::UntilClose;
-            return Ok(ResponseMeta {
-                status,
-                keep_alive,
-                wire_bytes,
-            });
+            return Ok(ResponseMeta { status, keep_alive, wire_bytes });
         }
     }
 
@@ -267,9 +246,7 @@ impl Connection {
             let line_len = self.read_line().await?;
             let line = &self.buf[self.start..self.start + line_len - 2];
             let size_text = line.split(|&b| b == b';').next().unwrap_or_default();
-            let size_text = std::str::from_utf8(size_text)
-                .map_err(|_| ReadError::Malformed)?
-                .trim();
+            let size_text = std::str::from_utf8(size_text).map_err(|_| ReadError::Malformed)?.trim();
             let size = u64::from_str_radix(size_text, 16).map_err(|_| ReadError::Malformed)?;
             self.start += line_len;
             wire += line_len;
@@ -293,8 +270,7 @@ impl Connection {
             if &self.buf[self.start + size..self.start + size + 2] != b"\r\n" {
                 return Err(ReadError::Malformed);
             }
-            self.chunked_body
-                .extend_from_slice(&self.buf[self.start..self.start + size]);
+            self.chunked_body.extend_from_slice(&self.buf[self.start..self.start + size]);
             self.start += size + 2;
             wire += size + 2;
         }
@@ -377,10 +353,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     /// Serves `raw` once to a connection and returns what the client read.
-    async fn read_raw(
-        raw: &'static [u8],
-        max_body: u64,
-    ) -> (Result<ResponseMeta, ReadError>, Vec<u8>) {
+    async fn read_raw(raw: &'static [u8], max_body: u64) -> (Result<ResponseMeta, ReadError>, Vec<u8>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -399,16 +372,8 @@ mod tests {
 
     #[tokio::test]
     async fn content_length_bodies() {
-        let (meta, body) =
-            read_raw(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 100).await;
-        assert_eq!(
-            meta,
-            Ok(ResponseMeta {
-                status: 200,
-                keep_alive: true,
-                wire_bytes: 43
-            })
-        );
+        let (meta, body) = read_raw(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 100).await;
+        assert_eq!(meta, Ok(ResponseMeta { status: 200, keep_alive: true, wire_bytes: 43 }));
         assert_eq!(body, b"hello");
     }
 
@@ -425,34 +390,19 @@ mod tests {
         let (meta, body) = read_raw(b"HTTP/1.0 200 OK\r\n\r\nuntil close", 100).await;
         assert_eq!(meta.map(|m| m.keep_alive), Ok(false));
         assert_eq!(body, b"until close");
-        let (meta, _) = read_raw(
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-            100,
-        )
-        .await;
+        let (meta, _) =
+            read_raw(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 100).await;
         assert_eq!(meta.map(|m| m.keep_alive), Ok(false));
     }
 
     #[tokio::test]
     async fn truncation_garbage_and_size_limits() {
         let cases: [(&'static [u8], ReadError); 5] = [
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
-                ReadError::Closed,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
-                ReadError::Closed,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                ReadError::Malformed,
-            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", ReadError::Closed),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", ReadError::Closed),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", ReadError::Malformed),
             (b"SSH-2.0-OpenSSH\r\n\r\n", ReadError::Malformed),
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
-                ReadError::TooLarge,
-            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", ReadError::TooLarge),
         ];
         for (raw, expected) in cases {
             let (meta, _) = read_raw(raw, 100).await;
@@ -464,8 +414,7 @@ mod tests {
 
     #[tokio::test]
     async fn informational_responses_are_skipped() {
-        let raw =
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+        let raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
         let (meta, body) = read_raw(raw, 100).await;
         assert_eq!(meta.map(|m| m.status), Ok(201));
         assert_eq!(body, b"ok");

@@ -96,10 +96,7 @@ pub struct Progress {
 impl Progress {
     /// Responses and errors recorded so far.
     pub fn totals(&self) -> (u64, u64) {
-        self.series
-            .lock()
-            .map(|series| series.totals())
-            .unwrap_or_default()
+        self.series.lock().map(|series| series.totals()).unwrap_or_default()
     }
 }
 
@@ -137,9 +134,7 @@ impl Run {
 
     /// A live view of the run's progress.
     pub fn progress(&self) -> Progress {
-        Progress {
-            series: self.series.clone(),
-        }
+        Progress { series: self.series.clone() }
     }
 
     /// The configuration being run.
@@ -176,8 +171,7 @@ impl Run {
                 Ok(Ok(mut recorder)) => merged.merge(&mut recorder),
                 Ok(Err(err)) => first_error = first_error.or(Some(err)),
                 Err(_) => {
-                    first_error =
-                        first_error.or(Some(std::io::Error::other("a worker thread panicked")))
+                    first_error = first_error.or(Some(std::io::Error::other("a worker thread panicked")))
                 }
             }
         }
@@ -205,17 +199,9 @@ struct Clock {
 impl Clock {
     fn new(config: &RunConfig, start: Instant) -> Self {
         let measure_start = start + config.warmup;
-        let end = config
-            .length
-            .duration
-            .map(|duration| measure_start + duration);
+        let end = config.length.duration.map(|duration| measure_start + duration);
         let hard_end = end.map(|end| end + config.timeout + Duration::from_secs(1));
-        Self {
-            start,
-            measure_start,
-            end,
-            hard_end,
-        }
+        Self { start, measure_start, end, hard_end }
     }
 }
 
@@ -245,19 +231,9 @@ impl WorkerPlan {
         match &config.load {
             Load::Closed { connections } => {
                 let mine = share(*connections as u64, index, workers) as usize;
-                Self {
-                    index,
-                    initial_connections: mine,
-                    max_connections: mine,
-                    requests,
-                    pacer: None,
-                }
+                Self { index, initial_connections: mine, max_connections: mine, requests, pacer: None }
             }
-            Load::Open {
-                rate,
-                arrivals,
-                max_connections,
-            } => {
+            Load::Open { rate, arrivals, max_connections } => {
                 let max_mine = (share(*max_connections as u64, index, workers) as usize).max(1);
                 let rate_mine = rate / workers as f64;
                 let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
@@ -285,9 +261,7 @@ struct WorkerShared {
 }
 
 fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorder> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let mut stop_changed = shared.stop.0.sender.subscribe();
     let worker = Rc::new(Worker::new(shared, plan));
@@ -338,9 +312,7 @@ struct Worker {
 
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Worker")
-            .field("index", &self.plan.index)
-            .finish_non_exhaustive()
+        f.debug_struct("Worker").field("index", &self.plan.index).finish_non_exhaustive()
     }
 }
 
@@ -391,10 +363,7 @@ impl Worker {
             return None;
         }
         let clock = &self.shared.clock;
-        let limit_reached = self
-            .plan
-            .requests
-            .is_some_and(|limit| self.measured_taken.get() >= limit);
+        let limit_reached = self.plan.requests.is_some_and(|limit| self.measured_taken.get() >= limit);
         if limit_reached {
             return None;
         }
@@ -404,20 +373,14 @@ impl Worker {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket {
-                    intended: None,
-                    measured: now >= clock.measure_start,
-                }
+                Ticket { intended: None, measured: now >= clock.measure_start }
             }
             Some(pacer) => {
                 let intended = clock.start + pacer.next_offset();
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket {
-                    intended: Some(intended),
-                    measured: intended >= clock.measure_start,
-                }
+                Ticket { intended: Some(intended), measured: intended >= clock.measure_start }
             }
         };
         if ticket.measured {
@@ -460,18 +423,12 @@ impl Worker {
         }
         let from = ticket.intended.unwrap_or(sent);
         let timing = Timing {
-            done_second: done
-                .saturating_duration_since(self.shared.clock.measure_start)
-                .as_secs(),
+            done_second: done.saturating_duration_since(self.shared.clock.measure_start).as_secs(),
             corrected: done.saturating_duration_since(from),
             actual: done.saturating_duration_since(sent),
-            lag: ticket
-                .intended
-                .map(|intended| sent.saturating_duration_since(intended)),
+            lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),
         };
-        self.recorder
-            .borrow_mut()
-            .record(outcome, timing, || jsonrpc::error_message(body));
+        self.recorder.borrow_mut().record(outcome, timing, || jsonrpc::error_message(body));
     }
 }
 
@@ -496,9 +453,7 @@ async fn connection_loop(worker: Rc<Worker>) {
                 worker.idle.set(worker.idle.get() + 1);
                 tokio::time::sleep_until(intended.into()).await;
                 worker.idle.set(worker.idle.get() - 1);
-            } else if worker.idle.get() == 0
-                && worker.connections.get() < worker.plan.max_connections
-            {
+            } else if worker.idle.get() == 0 && worker.connections.get() < worker.plan.max_connections {
                 // Behind schedule with nobody waiting: open another connection.
                 worker.spawn_connection();
             }
@@ -524,11 +479,7 @@ async fn connection_loop(worker: Rc<Worker>) {
         worker.next_id.set(id + 1);
         request.clear();
         request.extend_from_slice(&worker.request_head);
-        request.extend_from_slice(
-            itoa::Buffer::new()
-                .format(config.request.body_len(id))
-                .as_bytes(),
-        );
+        request.extend_from_slice(itoa::Buffer::new().format(config.request.body_len(id)).as_bytes());
         request.extend_from_slice(b"\r\n\r\n");
         config.request.write_body(id, &mut request);
 

@@ -28,11 +28,7 @@ pub struct UniformPacer {
 impl UniformPacer {
     /// Worker `index`'s share of `rate` requests per second spread over `workers` workers.
     pub fn new(rate: f64, index: usize, workers: usize) -> Self {
-        Self {
-            interval_secs: 1.0 / rate,
-            next_global: index as u64,
-            stride: workers as u64,
-        }
+        Self { interval_secs: 1.0 / rate, next_global: index as u64, stride: workers as u64 }
     }
 }
 
@@ -76,13 +72,7 @@ impl Pacer for PoissonPacer {
 }
 
 /// The pacer for worker `index` of `workers`.
-pub fn pacer_for(
-    arrivals: Arrivals,
-    rate: f64,
-    index: usize,
-    workers: usize,
-    seed: u64,
-) -> Box<dyn Pacer> {
+pub fn pacer_for(arrivals: Arrivals, rate: f64, index: usize, workers: usize, seed: u64) -> Box<dyn Pacer> {
     match arrivals {
         Arrivals::Uniform => Box::new(UniformPacer::new(rate, index, workers)),
         Arrivals::Poisson => Box::new(PoissonPacer::new(rate, index, workers, seed)),
@@ -94,9 +84,7 @@ mod tests {
     use super::*;
 
     fn offsets(pacer: &mut dyn Pacer, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| pacer.next_offset().as_micros() as u64)
-            .collect()
+        (0..n).map(|_| pacer.next_offset().as_micros() as u64).collect()
     }
 
     #[test]
@@ -111,11 +99,7 @@ mod tests {
         ];
         for (rate, index, workers, expected) in cases {
             let mut pacer = UniformPacer::new(rate, index, workers);
-            assert_eq!(
-                offsets(&mut pacer, expected.len()),
-                expected,
-                "rate {rate} worker {index}/{workers}"
-            );
+            assert_eq!(offsets(&mut pacer, expected.len()), expected, "rate {rate} worker {index}/{workers}");
         }
     }
 
@@ -144,11 +128,7 @@ mod tests {
         let variance = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
         // Exponential gaps: mean 1 ms and standard deviation equal to the mean.
         assert!((mean - 0.001).abs() < 0.00003, "mean {mean}");
-        assert!(
-            (variance.sqrt() - 0.001).abs() < 0.00005,
-            "stdev {}",
-            variance.sqrt()
-        );
+        assert!((variance.sqrt() - 0.001).abs() < 0.00005, "stdev {}", variance.sqrt());
     }
 
     #[test]

@@ -15,12 +15,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::prng::{
-    bytes, draw, hex_data, hex_quantity, mix, parse_hex_bytes, parse_hex_quantity, parse_hex_vec,
-    range,
+    bytes, draw, hex_data, hex_quantity, mix, parse_hex_bytes, parse_hex_quantity, parse_hex_vec, range,
 };
-use super::server::{
-    method_not_found, positional_params, RpcError, INVALID_PARAMS, LIMIT_EXCEEDED,
-};
+use super::server::{method_not_found, positional_params, RpcError, INVALID_PARAMS, LIMIT_EXCEEDED};
 
 /// The latest block when the server starts.
 pub(crate) const START_BLOCK: u64 = 1000;
@@ -144,12 +141,8 @@ impl EthereumNode {
             started,
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
-            accounts: (0..ACCOUNT_COUNT)
-                .map(|i| bytes(seed, S_ACCOUNT, i, 0))
-                .collect(),
-            tokens: (0..TOKEN_COUNT)
-                .map(|i| bytes(seed, S_TOKEN, i, 0))
-                .collect(),
+            accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
+            tokens: (0..TOKEN_COUNT).map(|i| bytes(seed, S_TOKEN, i, 0)).collect(),
             mask: mix(seed, S_MASK),
         }
     }
@@ -196,8 +189,7 @@ impl EthereumNode {
 
     fn locate_tx(&self, hash: &[u8; 32]) -> Option<(u64, u64)> {
         let number = u64::from_be_bytes(hash[20..28].try_into().ok()?) ^ self.mask;
-        let index =
-            u64::from(u16::from_be_bytes(hash[28..30].try_into().ok()?) ^ (self.mask as u16));
+        let index = u64::from(u16::from_be_bytes(hash[28..30].try_into().ok()?) ^ (self.mask as u16));
         if number > self.latest() || index >= self.tx_count(number) {
             return None;
         }
@@ -275,9 +267,7 @@ impl EthereumNode {
     }
 
     fn receipt_json(&self, tx: &Tx) -> Value {
-        let cumulative: u64 = (0..=tx.index)
-            .map(|i| self.tx(tx.number, i).gas_used())
-            .sum();
+        let cumulative: u64 = (0..=tx.index).map(|i| self.tx(tx.number, i).gas_used()).sum();
         let logs: Vec<Value> = self.log_json(tx).into_iter().collect();
         json!({
             "blockHash": hex_data(&self.block_hash(tx.number)),
@@ -304,9 +294,7 @@ impl EthereumNode {
         let transactions: Vec<Value> = if full {
             txs.iter().map(|tx| self.tx_json(tx)).collect()
         } else {
-            (0..count)
-                .map(|i| json!(hex_data(&self.tx_hash(number, i))))
-                .collect()
+            (0..count).map(|i| json!(hex_data(&self.tx_hash(number, i)))).collect()
         };
         let roots: [u8; 96] = bytes(self.seed, S_ROOTS, number, 0);
         let miner = self.accounts[(draw(self.seed, S_BLOCK, number, 2) % ACCOUNT_COUNT) as usize];
@@ -340,8 +328,7 @@ impl EthereumNode {
     fn balance(&self, address: &[u8; 20], number: u64) -> u128 {
         match self.accounts.iter().position(|a| a == address) {
             Some(i) => {
-                let base =
-                    u128::from(draw(self.seed, S_BALANCE, i as u64, 0) % (1000 * GWEI)) * 1_000_000;
+                let base = u128::from(draw(self.seed, S_BALANCE, i as u64, 0) % (1000 * GWEI)) * 1_000_000;
                 base + u128::from(number) * 1_000_000_000_000
             }
             None if self.tokens.contains(address) => 0,
@@ -369,31 +356,22 @@ impl EthereumNode {
                 "safe" => Ok(BlockRef::Number(latest.saturating_sub(32))),
                 "finalized" => Ok(BlockRef::Number(latest.saturating_sub(64))),
                 _ => parse_hex_quantity(text).map(resolve).ok_or_else(|| {
-                    invalid_argument(
-                        index,
-                        format!("hex string {text:?} is not a block number or tag"),
-                    )
+                    invalid_argument(index, format!("hex string {text:?} is not a block number or tag"))
                 }),
             },
             Value::Object(object) => {
                 if let Some(hash) = object.get("blockHash") {
                     let hash = hash32(hash, index)?;
-                    Ok(self
-                        .locate_block(&hash)
-                        .map_or(BlockRef::Missing, BlockRef::Number))
+                    Ok(self.locate_block(&hash).map_or(BlockRef::Missing, BlockRef::Number))
                 } else if let Some(number) = object.get("blockNumber") {
                     self.block_ref(number, index)
                 } else {
-                    Err(invalid_argument(
-                        index,
-                        "block object needs blockNumber or blockHash",
-                    ))
+                    Err(invalid_argument(index, "block object needs blockNumber or blockHash"))
                 }
             }
-            other => Err(invalid_argument(
-                index,
-                format!("cannot unmarshal {} into a block number", kind(other)),
-            )),
+            other => {
+                Err(invalid_argument(index, format!("cannot unmarshal {} into a block number", kind(other))))
+            }
         }
     }
 
@@ -411,9 +389,7 @@ impl EthereumNode {
             None => Ok(self.latest()),
             Some(value) => match self.block_ref(value, 0)? {
                 BlockRef::Number(number) => Ok(number),
-                BlockRef::Missing => {
-                    Ok(parse_hex_quantity(value.as_str().unwrap_or("")).unwrap_or(u64::MAX))
-                }
+                BlockRef::Missing => Ok(parse_hex_quantity(value.as_str().unwrap_or("")).unwrap_or(u64::MAX)),
             },
         }
     }
@@ -422,10 +398,7 @@ impl EthereumNode {
         let filter = match params.first() {
             Some(Value::Object(filter)) => filter,
             Some(other) => {
-                return Err(invalid_argument(
-                    0,
-                    format!("cannot unmarshal {} into a filter", kind(other)),
-                ))
+                return Err(invalid_argument(0, format!("cannot unmarshal {} into a filter", kind(other))))
             }
             None => return Err(missing(0)),
         };
@@ -441,10 +414,7 @@ impl EthereumNode {
                 None => return Err(RpcError::new(SERVER_ERROR, "unknown block")),
             }
         } else {
-            (
-                self.log_bound(filter, "fromBlock")?,
-                self.log_bound(filter, "toBlock")?,
-            )
+            (self.log_bound(filter, "fromBlock")?, self.log_bound(filter, "toBlock")?)
         };
         if from > to {
             return Err(RpcError::new(SERVER_ERROR, "invalid block range"));
@@ -459,11 +429,7 @@ impl EthereumNode {
         match filter.get("address") {
             None | Some(Value::Null) => {}
             Some(Value::Array(list)) => {
-                log_filter.addresses = Some(
-                    list.iter()
-                        .map(|a| address(a, 0))
-                        .collect::<Result<_, _>>()?,
-                );
+                log_filter.addresses = Some(list.iter().map(|a| address(a, 0)).collect::<Result<_, _>>()?);
             }
             Some(single) => log_filter.addresses = Some(HashSet::from([address(single, 0)?])),
         }
@@ -471,10 +437,7 @@ impl EthereumNode {
             None | Some(Value::Null) => {}
             Some(Value::Array(positions)) => {
                 if positions.len() > 4 {
-                    return Err(invalid_argument(
-                        0,
-                        "too many topics in the filter (the limit is 4)",
-                    ));
+                    return Err(invalid_argument(0, "too many topics in the filter (the limit is 4)"));
                 }
                 for position in positions {
                     log_filter.topics.push(match position {
@@ -488,10 +451,7 @@ impl EthereumNode {
                 }
             }
             Some(other) => {
-                return Err(invalid_argument(
-                    0,
-                    format!("cannot unmarshal {} into topics", kind(other)),
-                ))
+                return Err(invalid_argument(0, format!("cannot unmarshal {} into topics", kind(other))))
             }
         }
         let latest = self.latest();
@@ -503,11 +463,7 @@ impl EthereumNode {
             for index in (0..self.tx_count(number)).step_by(3) {
                 let tx = self.tx(number, index);
                 let Some(token) = tx.token else { continue };
-                if log_filter
-                    .addresses
-                    .as_ref()
-                    .is_some_and(|set| !set.contains(&token))
-                {
+                if log_filter.addresses.as_ref().is_some_and(|set| !set.contains(&token)) {
                     continue;
                 }
                 let topics = [
@@ -515,15 +471,10 @@ impl EthereumNode {
                     word_address(&tx.from),
                     word_address(&tx.recipient),
                 ];
-                let matches =
-                    log_filter
-                        .topics
-                        .iter()
-                        .enumerate()
-                        .all(|(i, wanted)| match wanted {
-                            None => i < topics.len(),
-                            Some(set) => topics.get(i).is_some_and(|t| set.contains(t)),
-                        });
+                let matches = log_filter.topics.iter().enumerate().all(|(i, wanted)| match wanted {
+                    None => i < topics.len(),
+                    Some(set) => topics.get(i).is_some_and(|t| set.contains(t)),
+                });
                 if !matches {
                     continue;
                 }
@@ -551,9 +502,7 @@ impl EthereumNode {
             "web3_clientVersion" => Ok(json!(CLIENT_VERSION)),
             "eth_syncing" => Ok(json!(false)),
             "eth_blockNumber" => Ok(json!(hex_quantity(self.latest().into()))),
-            "eth_gasPrice" => Ok(json!(hex_quantity(
-                (self.base_fee(self.latest()) + GWEI).into()
-            ))),
+            "eth_gasPrice" => Ok(json!(hex_quantity((self.base_fee(self.latest()) + GWEI).into()))),
             "eth_maxPriorityFeePerGas" => Ok(json!(hex_quantity(GWEI.into()))),
             "eth_getBalance" => {
                 let address = address(p.first().ok_or_else(|| missing(0))?, 0)?;
@@ -600,11 +549,7 @@ impl EthereumNode {
             }
             "eth_estimateGas" => {
                 let (_, data) = call_object(p.first().ok_or_else(|| missing(0))?)?;
-                let gas: u64 = 21_000
-                    + data
-                        .iter()
-                        .map(|b| if *b == 0 { 4 } else { 16 })
-                        .sum::<u64>();
+                let gas: u64 = 21_000 + data.iter().map(|b| if *b == 0 { 4 } else { 16 }).sum::<u64>();
                 Ok(json!(hex_quantity(gas.into())))
             }
             "eth_getBlockByNumber" => {
@@ -618,9 +563,7 @@ impl EthereumNode {
             "eth_getBlockByHash" => {
                 let hash = hash32(p.first().ok_or_else(|| missing(0))?, 0)?;
                 let full = full_flag(p)?;
-                Ok(self
-                    .locate_block(&hash)
-                    .map_or(Value::Null, |number| self.block_json(number, full)))
+                Ok(self.locate_block(&hash).map_or(Value::Null, |number| self.block_json(number, full)))
             }
             "eth_getBlockTransactionCountByNumber" => {
                 let block = self.block_ref(p.first().ok_or_else(|| missing(0))?, 0)?;
@@ -631,15 +574,11 @@ impl EthereumNode {
             }
             "eth_getTransactionByHash" => {
                 let hash = hash32(p.first().ok_or_else(|| missing(0))?, 0)?;
-                Ok(self
-                    .locate_tx(&hash)
-                    .map_or(Value::Null, |(n, i)| self.tx_json(&self.tx(n, i))))
+                Ok(self.locate_tx(&hash).map_or(Value::Null, |(n, i)| self.tx_json(&self.tx(n, i))))
             }
             "eth_getTransactionReceipt" => {
                 let hash = hash32(p.first().ok_or_else(|| missing(0))?, 0)?;
-                Ok(self
-                    .locate_tx(&hash)
-                    .map_or(Value::Null, |(n, i)| self.receipt_json(&self.tx(n, i))))
+                Ok(self.locate_tx(&hash).map_or(Value::Null, |(n, i)| self.receipt_json(&self.tx(n, i))))
             }
             "eth_getLogs" => self.get_logs(p),
             _ => Err(method_not_found(method)),
@@ -664,18 +603,12 @@ fn invalid_argument(index: usize, what: impl std::fmt::Display) -> RpcError {
 }
 
 fn missing(index: usize) -> RpcError {
-    RpcError::new(
-        INVALID_PARAMS,
-        format!("missing value for required argument {index}"),
-    )
+    RpcError::new(INVALID_PARAMS, format!("missing value for required argument {index}"))
 }
 
 fn hex_string(value: &Value, index: usize) -> Result<&str, RpcError> {
     let text = value.as_str().ok_or_else(|| {
-        invalid_argument(
-            index,
-            format!("json: cannot unmarshal {} into a hex string", kind(value)),
-        )
+        invalid_argument(index, format!("json: cannot unmarshal {} into a hex string", kind(value)))
     })?;
     if !(text.starts_with("0x") || text.starts_with("0X")) {
         return Err(invalid_argument(index, "hex string without 0x prefix"));
@@ -688,14 +621,10 @@ fn address(value: &Value, index: usize) -> Result<[u8; 20], RpcError> {
     if text.len() != 42 {
         return Err(invalid_argument(
             index,
-            format!(
-                "hex string has length {}, want 40 for common.Address",
-                text.len() - 2
-            ),
+            format!("hex string has length {}, want 40 for common.Address", text.len() - 2),
         ));
     }
-    parse_hex_bytes(text)
-        .ok_or_else(|| invalid_argument(index, "invalid hex string for common.Address"))
+    parse_hex_bytes(text).ok_or_else(|| invalid_argument(index, "invalid hex string for common.Address"))
 }
 
 fn hash32(value: &Value, index: usize) -> Result<[u8; 32], RpcError> {
@@ -703,14 +632,10 @@ fn hash32(value: &Value, index: usize) -> Result<[u8; 32], RpcError> {
     if text.len() != 66 {
         return Err(invalid_argument(
             index,
-            format!(
-                "hex string has length {}, want 64 for common.Hash",
-                text.len() - 2
-            ),
+            format!("hex string has length {}, want 64 for common.Hash", text.len() - 2),
         ));
     }
-    parse_hex_bytes(text)
-        .ok_or_else(|| invalid_argument(index, "invalid hex string for common.Hash"))
+    parse_hex_bytes(text).ok_or_else(|| invalid_argument(index, "invalid hex string for common.Hash"))
 }
 
 /// The `to` and call data of an `eth_call` / `eth_estimateGas` object.
@@ -718,10 +643,7 @@ fn call_object(value: &Value) -> Result<(Vec<u8>, Vec<u8>), RpcError> {
     let Value::Object(call) = value else {
         return Err(invalid_argument(
             0,
-            format!(
-                "json: cannot unmarshal {} into a transaction call object",
-                kind(value)
-            ),
+            format!("json: cannot unmarshal {} into a transaction call object", kind(value)),
         ));
     };
     let to = match call.get("to").filter(|v| !v.is_null()) {
@@ -731,11 +653,7 @@ fn call_object(value: &Value) -> Result<(Vec<u8>, Vec<u8>), RpcError> {
     if let Some(from) = call.get("from").filter(|v| !v.is_null()) {
         address(from, 0)?;
     }
-    let data = match call
-        .get("input")
-        .or_else(|| call.get("data"))
-        .filter(|v| !v.is_null())
-    {
+    let data = match call.get("input").or_else(|| call.get("data")).filter(|v| !v.is_null()) {
         Some(data) => parse_hex_vec(hex_string(data, 0)?)
             .ok_or_else(|| invalid_argument(0, "invalid hex string for call data"))?,
         None => Vec::new(),
@@ -748,10 +666,7 @@ fn full_flag(params: &[Value]) -> Result<bool, RpcError> {
         Some(Value::Bool(full)) => Ok(*full),
         Some(other) => Err(invalid_argument(
             1,
-            format!(
-                "json: cannot unmarshal {} into Go value of type bool",
-                kind(other)
-            ),
+            format!("json: cannot unmarshal {} into Go value of type bool", kind(other)),
         )),
         None => Err(missing(1)),
     }
@@ -762,13 +677,7 @@ mod tests {
     use super::*;
 
     fn node(seed: u64) -> EthereumNode {
-        EthereumNode::new(
-            seed,
-            Duration::from_secs(2),
-            1337,
-            Instant::now(),
-            1_700_000_000,
-        )
+        EthereumNode::new(seed, Duration::from_secs(2), 1337, Instant::now(), 1_700_000_000)
     }
 
     #[test]
@@ -783,11 +692,7 @@ mod tests {
         for number in [0, 1, 999, 1000] {
             assert_eq!(node.locate_block(&node.block_hash(number)), Some(number));
         }
-        assert_eq!(
-            node.locate_block(&node.block_hash(5000)),
-            None,
-            "future blocks do not exist yet"
-        );
+        assert_eq!(node.locate_block(&node.block_hash(5000)), None, "future blocks do not exist yet");
         let number = (1..100).find(|n| node.tx_count(*n) > 4).unwrap();
         assert_eq!(node.locate_tx(&node.tx_hash(number, 4)), Some((number, 4)));
         assert_eq!(node.locate_tx(&[0; 32]), None);

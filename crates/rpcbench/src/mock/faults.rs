@@ -34,10 +34,7 @@ impl Faults {
     /// Checks the ranges, returning the name of the bad knob and what is wrong.
     pub(crate) fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(0.0..=1.0).contains(&self.error_rate) {
-            return Err((
-                "error_rate",
-                format!("{} is not a fraction between 0 and 1", self.error_rate),
-            ));
+            return Err(("error_rate", format!("{} is not a fraction between 0 and 1", self.error_rate)));
         }
         if let Some(rate) = self.rate_limit {
             if !(rate.is_finite() && rate > 0.0) {
@@ -63,10 +60,7 @@ pub struct Latency {
 impl Latency {
     /// A fixed delay without jitter.
     pub fn fixed(base: Duration) -> Self {
-        Latency {
-            base,
-            jitter: Duration::ZERO,
-        }
+        Latency { base, jitter: Duration::ZERO }
     }
 
     /// The delay for a uniform draw `unit` in `0.0..1.0`.
@@ -90,11 +84,7 @@ pub struct FaultParseError {
 
 impl fmt::Display for FaultParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid value '{}': expected {}",
-            self.input, self.expected
-        )
+        write!(f, "invalid value '{}': expected {}", self.input, self.expected)
     }
 }
 
@@ -102,10 +92,7 @@ impl std::error::Error for FaultParseError {}
 
 impl From<UnitError> for FaultParseError {
     fn from(err: UnitError) -> Self {
-        FaultParseError {
-            input: err.input,
-            expected: err.expected.to_string(),
-        }
+        FaultParseError { input: err.input, expected: err.expected.to_string() }
     }
 }
 
@@ -116,10 +103,7 @@ impl FromStr for Latency {
 
     /// Parses `5ms` (fixed) or `5ms:2ms` (base and jitter).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || FaultParseError {
-            input: s.to_string(),
-            expected: LATENCY_EXPECTED.to_string(),
-        };
+        let err = || FaultParseError { input: s.to_string(), expected: LATENCY_EXPECTED.to_string() };
         let (base, jitter) = match s.split_once(':') {
             Some((base, jitter)) => (base, Some(jitter)),
             None => (s, None),
@@ -187,10 +171,7 @@ impl FromStr for Stall {
 
     /// Parses `2s/10s`: a pause of 2 s every 10 s.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || FaultParseError {
-            input: s.to_string(),
-            expected: STALL_EXPECTED.to_string(),
-        };
+        let err = || FaultParseError { input: s.to_string(), expected: STALL_EXPECTED.to_string() };
         let (pause, every) = s.split_once('/').ok_or_else(err)?;
         let stall = Stall {
             pause: parse_duration(pause).map_err(|_| err())?,
@@ -245,18 +226,11 @@ struct TokenBucket {
 impl TokenBucket {
     fn new(rate: f64, now: Instant) -> Self {
         let burst = (rate / 10.0).floor().max(1.0);
-        TokenBucket {
-            rate,
-            burst,
-            state: Mutex::new((burst, now)),
-        }
+        TokenBucket { rate, burst, state: Mutex::new((burst, now)) }
     }
 
     fn admit(&self, now: Instant) -> Admission {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|poison| poison.into_inner());
         let (tokens, last) = &mut *guard;
         let refill = now.saturating_duration_since(*last).as_secs_f64() * self.rate;
         *tokens = (*tokens + refill).min(self.burst);
@@ -266,11 +240,7 @@ impl TokenBucket {
             Admission::Allowed
         } else {
             let retry_after = Duration::from_secs_f64((1.0 - *tokens) / self.rate);
-            Admission::Limited {
-                retry_after,
-                allowed_rps: self.rate,
-                burst: self.burst,
-            }
+            Admission::Limited { retry_after, allowed_rps: self.rate, burst: self.burst }
         }
     }
 }
@@ -291,9 +261,7 @@ const JITTER_STREAM: u64 = 0x6a69_7474_6572;
 
 impl FaultState {
     pub(crate) fn new(faults: Faults, seed: u64, started: Instant) -> Self {
-        let bucket = faults
-            .rate_limit
-            .map(|rate| TokenBucket::new(rate, started));
+        let bucket = faults.rate_limit.map(|rate| TokenBucket::new(rate, started));
         FaultState {
             faults,
             seed,
@@ -365,16 +333,10 @@ mod tests {
 
     #[test]
     fn latency_parses_base_and_jitter() {
-        assert_eq!(
-            "5ms".parse::<Latency>(),
-            Ok(Latency::fixed(Duration::from_millis(5)))
-        );
+        assert_eq!("5ms".parse::<Latency>(), Ok(Latency::fixed(Duration::from_millis(5))));
         assert_eq!(
             "5ms:2ms".parse::<Latency>(),
-            Ok(Latency {
-                base: Duration::from_millis(5),
-                jitter: Duration::from_millis(2)
-            })
+            Ok(Latency { base: Duration::from_millis(5), jitter: Duration::from_millis(2) })
         );
         let err = "5 parsecs".parse::<Latency>().unwrap_err();
         assert!(err.to_string().contains("'5 parsecs'"), "{err}");
@@ -384,48 +346,24 @@ mod tests {
 
     #[test]
     fn jitter_stays_within_bounds() {
-        let latency = Latency {
-            base: Duration::from_millis(10),
-            jitter: Duration::from_millis(4),
-        };
+        let latency = Latency { base: Duration::from_millis(10), jitter: Duration::from_millis(4) };
         for i in 0..1000 {
             let d = latency.sample(unit_float(mix(7, i)));
-            assert!(
-                d >= Duration::from_millis(6) && d <= Duration::from_millis(14),
-                "{d:?}"
-            );
+            assert!(d >= Duration::from_millis(6) && d <= Duration::from_millis(14), "{d:?}");
         }
-        let wide = Latency {
-            base: Duration::from_millis(1),
-            jitter: Duration::from_millis(5),
-        };
+        let wide = Latency { base: Duration::from_millis(1), jitter: Duration::from_millis(5) };
         assert_eq!(wide.sample(0.0), Duration::ZERO);
     }
 
     #[test]
     fn stall_parses_and_schedules() {
         let stall: Stall = "2s/10s".parse().unwrap();
-        assert_eq!(
-            stall,
-            Stall {
-                pause: Duration::from_secs(2),
-                every: Duration::from_secs(10)
-            }
-        );
+        assert_eq!(stall, Stall { pause: Duration::from_secs(2), every: Duration::from_secs(10) });
         assert_eq!(stall.wait_at(Duration::from_secs(1)), Duration::ZERO);
-        assert_eq!(
-            stall.wait_at(Duration::from_secs(8)),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            stall.wait_at(Duration::from_millis(9500)),
-            Duration::from_millis(500)
-        );
+        assert_eq!(stall.wait_at(Duration::from_secs(8)), Duration::from_secs(2));
+        assert_eq!(stall.wait_at(Duration::from_millis(9500)), Duration::from_millis(500));
         assert_eq!(stall.wait_at(Duration::from_secs(10)), Duration::ZERO);
-        assert_eq!(
-            stall.wait_at(Duration::from_secs(19)),
-            Duration::from_secs(1)
-        );
+        assert_eq!(stall.wait_at(Duration::from_secs(19)), Duration::from_secs(1));
         for bad in ["2s", "10s/2s", "2s/2s", "x/10s", "0/1s"] {
             let err = bad.parse::<Stall>().unwrap_err();
             assert!(err.to_string().contains("2s/10s"), "{bad}: {err}");
@@ -437,10 +375,7 @@ mod tests {
         assert_eq!(parse_rate_limit("50/s"), Ok(50.0));
         assert_eq!(parse_rate_limit("600/m"), Ok(10.0));
         let err = parse_rate_limit("fast").unwrap_err();
-        assert!(
-            err.to_string().contains("'fast'") && err.to_string().contains("50/s"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("'fast'") && err.to_string().contains("50/s"), "{err}");
         assert_eq!(parse_error_rate("0.25"), Ok(0.25));
         assert_eq!(parse_error_rate("5%"), Ok(0.05));
         assert!(parse_error_rate("1.5").is_err());
@@ -455,22 +390,13 @@ mod tests {
         assert_eq!(bucket.admit(start), Admission::Allowed);
         assert_eq!(bucket.admit(start), Admission::Allowed);
         assert!(matches!(bucket.admit(start), Admission::Limited { .. }));
-        assert_eq!(
-            bucket.admit(start + Duration::from_millis(60)),
-            Admission::Allowed
-        );
-        assert!(matches!(
-            bucket.admit(start + Duration::from_millis(60)),
-            Admission::Limited { .. }
-        ));
+        assert_eq!(bucket.admit(start + Duration::from_millis(60)), Admission::Allowed);
+        assert!(matches!(bucket.admit(start + Duration::from_millis(60)), Admission::Limited { .. }));
     }
 
     #[test]
     fn error_draws_are_deterministic_and_near_the_rate() {
-        let faults = Faults {
-            error_rate: 0.3,
-            ..Faults::default()
-        };
+        let faults = Faults { error_rate: 0.3, ..Faults::default() };
         let a = FaultState::new(faults.clone(), 42, Instant::now());
         let b = FaultState::new(faults, 42, Instant::now());
         let draws_a: Vec<bool> = (0..2000).map(|_| a.inject_error()).collect();

@@ -64,11 +64,7 @@ pub struct UnknownChain(pub String);
 
 impl fmt::Display for UnknownChain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown chain '{}': expected static, solana or ethereum",
-            self.0
-        )
+        write!(f, "unknown chain '{}': expected static, solana or ethereum", self.0)
     }
 }
 
@@ -132,8 +128,7 @@ impl MockOptions {
 
     /// Checks the options, naming the first bad one.
     pub(crate) fn validate(&self) -> Result<(), MockError> {
-        let invalid =
-            |name: &'static str, reason: String| Err(MockError::InvalidOption { name, reason });
+        let invalid = |name: &'static str, reason: String| Err(MockError::InvalidOption { name, reason });
         if self.threads == 0 {
             return invalid("threads", "must be at least 1".into());
         }
@@ -146,9 +141,7 @@ impl MockOptions {
         if self.max_batch_len == 0 {
             return invalid("max_batch_len", "must be at least 1".into());
         }
-        self.faults
-            .validate()
-            .map_err(|(name, reason)| MockError::InvalidOption { name, reason })
+        self.faults.validate().map_err(|(name, reason)| MockError::InvalidOption { name, reason })
     }
 }
 
@@ -205,10 +198,7 @@ mod tests {
         }
         let err = "bitcoin".parse::<Chain>().unwrap_err();
         assert!(err.to_string().contains("'bitcoin'"), "{err}");
-        assert!(
-            err.to_string().contains("static, solana or ethereum"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("static, solana or ethereum"), "{err}");
     }
 
     #[test]

@@ -51,9 +51,7 @@ pub(crate) fn hex_quantity(value: u128) -> String {
 
 /// Decodes `0x`-prefixed hex data of exactly `N` bytes.
 pub(crate) fn parse_hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
     if digits.len() != N * 2 {
         return None;
     }
@@ -66,22 +64,16 @@ pub(crate) fn parse_hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
 
 /// Decodes `0x`-prefixed hex data of any even length.
 pub(crate) fn parse_hex_vec(text: &str) -> Option<Vec<u8>> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
     if digits.len() % 2 != 0 || !digits.is_ascii() {
         return None;
     }
-    (0..digits.len() / 2)
-        .map(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).ok())
-        .collect()
+    (0..digits.len() / 2).map(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).ok()).collect()
 }
 
 /// Decodes a `0x`-prefixed hex quantity that fits in a `u64`.
 pub(crate) fn parse_hex_quantity(text: &str) -> Option<u64> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
     if digits.is_empty() || digits.len() > 16 {
         return None;
     }
@@ -132,9 +124,6 @@ mod tests {
         let text = bs58::encode(key).into_string();
         assert!((32..=44).contains(&text.len()), "{text}");
         assert_eq!(bs58::decode(&text).into_vec().unwrap(), key.to_vec());
-        assert_eq!(
-            bs58::encode([0u8; 32]).into_string(),
-            "11111111111111111111111111111111"
-        );
+        assert_eq!(bs58::encode([0u8; 32]).into_string(), "11111111111111111111111111111111");
     }
 }

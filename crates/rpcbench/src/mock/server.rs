@@ -41,11 +41,7 @@ pub(crate) struct RpcError {
 
 impl RpcError {
     pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        RpcError { code, message: message.into(), data: None }
     }
 
     /// -32602 with the given message.
@@ -63,10 +59,7 @@ pub(crate) const LIMIT_EXCEEDED: i64 = -32005;
 
 /// The error for an unknown method.
 pub(crate) fn method_not_found(method: &str) -> RpcError {
-    RpcError::new(
-        METHOD_NOT_FOUND,
-        format!("the method {method} does not exist/is not available"),
-    )
+    RpcError::new(METHOD_NOT_FOUND, format!("the method {method} does not exist/is not available"))
 }
 
 /// Positional params as JSON values: absent params are an empty list; by-name params are
@@ -78,9 +71,7 @@ pub(crate) fn positional_params(params: Option<&RawValue>) -> Result<Vec<Value>,
     match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::Array(items)) => Ok(items),
         Ok(Value::Null) => Ok(Vec::new()),
-        Ok(_) => Err(RpcError::invalid_params(
-            "Invalid params: expected an array of positional params",
-        )),
+        Ok(_) => Err(RpcError::invalid_params("Invalid params: expected an array of positional params")),
         Err(err) => Err(RpcError::invalid_params(format!("Invalid params: {err}"))),
     }
 }
@@ -95,18 +86,12 @@ pub(crate) enum Node {
 
 impl Node {
     fn new(options: &MockOptions, started: Instant) -> Node {
-        let unix_now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let unix_now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         match options.chain {
             Chain::Static => Node::Static,
-            Chain::Solana => Node::Solana(Box::new(SolanaNode::new(
-                options.seed,
-                options.slot_time,
-                started,
-                unix_now,
-            ))),
+            Chain::Solana => {
+                Node::Solana(Box::new(SolanaNode::new(options.seed, options.slot_time, started, unix_now)))
+            }
             Chain::Ethereum => Node::Ethereum(Box::new(EthereumNode::new(
                 options.seed,
                 options.slot_time,
@@ -118,12 +103,7 @@ impl Node {
     }
 
     /// Appends the JSON result of one call to `out`, or returns its error.
-    fn call(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), RpcError> {
+    fn call(&self, method: &str, params: Option<&RawValue>, out: &mut Vec<u8>) -> Result<(), RpcError> {
         let value = match self {
             Node::Static => {
                 static_chain::answer(out);
@@ -132,8 +112,7 @@ impl Node {
             Node::Solana(node) => node.call(method, params)?,
             Node::Ethereum(node) => node.call(method, params)?,
         };
-        serde_json::to_writer(out, &value)
-            .map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string()))
+        serde_json::to_writer(out, &value).map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string()))
     }
 }
 
@@ -160,20 +139,11 @@ impl MockServer {
     /// `options.threads` workers. Returns once the socket is listening.
     pub fn start(options: MockOptions) -> Result<MockServer, MockError> {
         options.validate()?;
-        let std_listener =
-            StdTcpListener::bind(options.listen).map_err(|source| MockError::Bind {
-                addr: options.listen,
-                source,
-            })?;
-        let addr = std_listener
-            .local_addr()
-            .map_err(|source| MockError::Bind {
-                addr: options.listen,
-                source,
-            })?;
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|source| MockError::Bind { addr, source })?;
+        let std_listener = StdTcpListener::bind(options.listen)
+            .map_err(|source| MockError::Bind { addr: options.listen, source })?;
+        let addr =
+            std_listener.local_addr().map_err(|source| MockError::Bind { addr: options.listen, source })?;
+        std_listener.set_nonblocking(true).map_err(|source| MockError::Bind { addr, source })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.threads)
             .thread_name("rpcbench-mock")
@@ -182,8 +152,7 @@ impl MockServer {
             .map_err(MockError::Runtime)?;
         let listener = {
             let _entered = runtime.enter();
-            TcpListener::from_std(std_listener)
-                .map_err(|source| MockError::Bind { addr, source })?
+            TcpListener::from_std(std_listener).map_err(|source| MockError::Bind { addr, source })?
         };
         let started = Instant::now();
         let shared = Arc::new(Shared {
@@ -202,12 +171,7 @@ impl MockServer {
                 runtime.shutdown_timeout(Duration::from_secs(1));
             })
             .map_err(MockError::Runtime)?;
-        Ok(MockServer {
-            addr,
-            chain: options.chain,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
-        })
+        Ok(MockServer { addr, chain: options.chain, shutdown: Some(shutdown), thread: Some(thread) })
     }
 
     /// The address the server listens on.
@@ -249,11 +213,7 @@ impl Drop for MockServer {
 
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let live = Arc::new(());
     loop {
         let accepted = tokio::select! {
@@ -304,9 +264,7 @@ type HttpResponse = Response<Full<Bytes>>;
 fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -318,23 +276,15 @@ fn error_response(status: StatusCode, error: &RpcError) -> HttpResponse {
 
 async fn handle(shared: &Shared, request: Request<Incoming>) -> HttpResponse {
     if request.method() != Method::POST {
-        let error = RpcError::new(
-            INVALID_REQUEST,
-            "only POST requests with a JSON-RPC body are served",
-        );
+        let error = RpcError::new(INVALID_REQUEST, "only POST requests with a JSON-RPC body are served");
         let mut response = error_response(StatusCode::METHOD_NOT_ALLOWED, &error);
-        response
-            .headers_mut()
-            .insert("allow", HeaderValue::from_static("POST"));
+        response.headers_mut().insert("allow", HeaderValue::from_static("POST"));
         return response;
     }
     let too_large = || {
         let error = RpcError::new(
             INVALID_REQUEST,
-            format!(
-                "request body too large: the limit is {} bytes",
-                shared.max_body_bytes
-            ),
+            format!("request body too large: the limit is {} bytes", shared.max_body_bytes),
         );
         error_response(StatusCode::PAYLOAD_TOO_LARGE, &error)
     };
@@ -348,28 +298,17 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> HttpResponse {
     }
 
     let admission = shared.faults.admit();
-    let body = match Limited::new(request.into_body(), shared.max_body_bytes)
-        .collect()
-        .await
-    {
+    let body = match Limited::new(request.into_body(), shared.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
         Err(_) => {
-            let error = RpcError::new(
-                PARSE_ERROR,
-                "Parse error: the request body could not be read",
-            );
+            let error = RpcError::new(PARSE_ERROR, "Parse error: the request body could not be read");
             return error_response(StatusCode::BAD_REQUEST, &error);
         }
     };
 
     // The body is read even when the request is refused, so the connection stays usable.
-    if let Admission::Limited {
-        retry_after,
-        allowed_rps,
-        burst,
-    } = admission
-    {
+    if let Admission::Limited { retry_after, allowed_rps, burst } = admission {
         let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
         error.data = Some(serde_json::json!({
             "allowed_rps": allowed_rps,
@@ -378,9 +317,7 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> HttpResponse {
         }));
         let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, &error);
         let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
 
@@ -457,10 +394,7 @@ fn write_envelope_error(out: &mut Vec<u8>, body: &[u8]) {
     let is_json = std::str::from_utf8(body)
         .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
     let error = if is_json {
-        RpcError::new(
-            INVALID_REQUEST,
-            "Invalid request: expected a request object or a batch array",
-        )
+        RpcError::new(INVALID_REQUEST, "Invalid request: expected a request object or a batch array")
     } else {
         RpcError::new(PARSE_ERROR, "Parse error: the body is not valid JSON")
     };
@@ -469,11 +403,7 @@ fn write_envelope_error(out: &mut Vec<u8>, body: &[u8]) {
 
 fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
     if items.is_empty() {
-        write_error(
-            out,
-            b"null",
-            &RpcError::new(INVALID_REQUEST, "Invalid request: empty batch"),
-        );
+        write_error(out, b"null", &RpcError::new(INVALID_REQUEST, "Invalid request: empty batch"));
         return;
     }
     if items.len() > shared.max_batch_len {
@@ -494,10 +424,7 @@ fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
         let wrote = match serde_json::from_str::<RawRequest>(item.get()) {
             Ok(request) => call(shared, &request, out),
             Err(_) => {
-                let error = RpcError::new(
-                    INVALID_REQUEST,
-                    "Invalid request: expected a request object",
-                );
+                let error = RpcError::new(INVALID_REQUEST, "Invalid request: expected a request object");
                 write_error(out, b"null", &error);
                 true
             }
@@ -519,10 +446,8 @@ fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
         Some(id) => match id.get().as_bytes().first() {
             Some(b'"' | b'-' | b'0'..=b'9' | b'n') => Some(id.get().as_bytes()),
             _ => {
-                let error = RpcError::new(
-                    INVALID_REQUEST,
-                    "Invalid request: id must be a string, a number or null",
-                );
+                let error =
+                    RpcError::new(INVALID_REQUEST, "Invalid request: id must be a string, a number or null");
                 write_error(out, b"null", &error);
                 return true;
             }
@@ -542,10 +467,8 @@ fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
     };
     if let Some(params) = request.params {
         if !matches!(params.get().as_bytes().first(), Some(b'[' | b'{')) {
-            let error = RpcError::new(
-                INVALID_REQUEST,
-                "Invalid request: params must be an array or an object",
-            );
+            let error =
+                RpcError::new(INVALID_REQUEST, "Invalid request: params must be an array or an object");
             write_error(out, reply_id, &error);
             return true;
         }
@@ -555,11 +478,7 @@ fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
         return false;
     };
     if shared.faults.has_error_rate() && shared.faults.inject_error() {
-        write_error(
-            out,
-            id,
-            &RpcError::new(INTERNAL_ERROR, "Internal error (injected)"),
-        );
+        write_error(out, id, &RpcError::new(INTERNAL_ERROR, "Internal error (injected)"));
         return true;
     }
     let start = out.len();
@@ -622,22 +541,13 @@ mod tests {
     }
 
     fn answer(shared: &Shared, body: &str) -> Option<Value> {
-        process(shared, body.as_bytes())
-            .map(|out| serde_json::from_slice(&out).expect("responses are JSON"))
+        process(shared, body.as_bytes()).map(|out| serde_json::from_slice(&out).expect("responses are JSON"))
     }
 
     #[test]
     fn static_echoes_ids_exactly() {
         let node = shared(Chain::Static, Faults::default());
-        for id in [
-            "1",
-            "\"abc\"",
-            "null",
-            "-5",
-            "1.5e3",
-            "123456789012345678901234567890",
-            "\"\\u00e9\"",
-        ] {
+        for id in ["1", "\"abc\"", "null", "-5", "1.5e3", "123456789012345678901234567890", "\"\\u00e9\""] {
             let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"anything","params":[1]}}"#);
             let out = process(&node, body.as_bytes()).unwrap();
             let expected = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#);
@@ -648,38 +558,19 @@ mod tests {
     #[test]
     fn envelope_errors() {
         let node = shared(Chain::Static, Faults::default());
-        let code = |body: &str| {
-            answer(&node, body).unwrap()["error"]["code"]
-                .as_i64()
-                .unwrap()
-        };
+        let code = |body: &str| answer(&node, body).unwrap()["error"]["code"].as_i64().unwrap();
         assert_eq!(code("{"), PARSE_ERROR);
         assert_eq!(code("nonsense"), PARSE_ERROR);
         assert_eq!(code("42"), INVALID_REQUEST);
         assert_eq!(code("[]"), INVALID_REQUEST);
-        assert_eq!(
-            code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
-            INVALID_REQUEST
-        );
+        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), INVALID_REQUEST);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
-        assert_eq!(
-            code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
-            INVALID_REQUEST
-        );
-        assert_eq!(
-            code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
-            INVALID_REQUEST
-        );
-        assert_eq!(
-            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
-            INVALID_REQUEST
-        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#), INVALID_REQUEST);
         assert_eq!(code(r#"[1,2,3,4]"#), INVALID_REQUEST);
         let too_long = answer(&node, "[1,2,3,4]").unwrap();
-        assert!(too_long["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limit of 3"));
+        assert!(too_long["error"]["message"].as_str().unwrap().contains("limit of 3"));
         assert_eq!(answer(&node, r#"{"jsonrpc":"2.0","method":"x"}"#), None);
         assert_eq!(answer(&node, r#"[{"jsonrpc":"2.0","method":"x"}]"#), None);
     }
@@ -699,13 +590,7 @@ mod tests {
 
     #[test]
     fn injected_errors_keep_the_id() {
-        let node = shared(
-            Chain::Static,
-            Faults {
-                error_rate: 1.0,
-                ..Faults::default()
-            },
-        );
+        let node = shared(Chain::Static, Faults { error_rate: 1.0, ..Faults::default() });
         let out = answer(&node, r#"{"jsonrpc":"2.0","id":"q","method":"a"}"#).unwrap();
         assert_eq!(out["id"], "q");
         assert_eq!(out["error"]["code"], INTERNAL_ERROR);
@@ -755,10 +640,7 @@ mod tests {
         let deep_object = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{deep}"#);
         for node in &nodes {
             assert_eq!(answer(node, &deep).unwrap()["error"]["code"], PARSE_ERROR);
-            assert_eq!(
-                answer(node, &deep_object).unwrap()["error"]["code"],
-                PARSE_ERROR
-            );
+            assert_eq!(answer(node, &deep_object).unwrap()["error"]["code"], PARSE_ERROR);
         }
     }
 }

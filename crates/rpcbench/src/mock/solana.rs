@@ -98,37 +98,18 @@ impl SolanaNode {
         let mut accounts: Vec<Account> = (0..ACCOUNT_COUNT)
             .map(|i| {
                 let key: [u8; 32] = bytes(seed, S_ACCOUNT, i, 0);
-                Account {
-                    key,
-                    address: bs58::encode(key).into_string(),
-                    lamports: 0,
-                }
+                Account { key, address: bs58::encode(key).into_string(), lamports: 0 }
             })
             .collect();
-        let seed_key: [u8; 32] = bs58::decode(SEED_ACCOUNT)
-            .into_vec()
-            .ok()
-            .and_then(|v| v.try_into().ok())
-            .unwrap_or([0; 32]);
-        accounts.push(Account {
-            key: seed_key,
-            address: SEED_ACCOUNT.to_string(),
-            lamports: 0,
-        });
+        let seed_key: [u8; 32] =
+            bs58::decode(SEED_ACCOUNT).into_vec().ok().and_then(|v| v.try_into().ok()).unwrap_or([0; 32]);
+        accounts.push(Account { key: seed_key, address: SEED_ACCOUNT.to_string(), lamports: 0 });
         for (i, account) in accounts.iter_mut().enumerate() {
-            account.lamports = range(
-                draw(seed, S_BALANCE, i as u64, 0),
-                1_000_000,
-                5_000_000_000_000,
-            );
+            account.lamports = range(draw(seed, S_BALANCE, i as u64, 0), 1_000_000, 5_000_000_000_000);
         }
-        let by_key = accounts
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (a.key, i))
-            .collect();
-        let genesis_unix_ms = (u128::from(unix_now) * 1000)
-            .saturating_sub(u128::from(START_SLOT) * slot_time.as_millis());
+        let by_key = accounts.iter().enumerate().map(|(i, a)| (a.key, i)).collect();
+        let genesis_unix_ms =
+            (u128::from(unix_now) * 1000).saturating_sub(u128::from(START_SLOT) * slot_time.as_millis());
         SolanaNode {
             seed,
             slot_time,
@@ -213,17 +194,15 @@ impl SolanaNode {
     fn signature(&self, slot: u64, index: u64) -> [u8; 64] {
         let mut signature: [u8; 64] = bytes(self.seed, S_SIGNATURE, slot, index);
         signature[48..56].copy_from_slice(&(slot ^ self.signature_mask).to_le_bytes());
-        signature[56..58]
-            .copy_from_slice(&((index as u16) ^ (self.signature_mask as u16)).to_le_bytes());
+        signature[56..58].copy_from_slice(&((index as u16) ^ (self.signature_mask as u16)).to_le_bytes());
         signature
     }
 
     /// The (slot, index) of a generated signature, if it is one that exists now.
     fn locate(&self, signature: &[u8; 64]) -> Option<(u64, u64)> {
         let slot = u64::from_le_bytes(signature[48..56].try_into().ok()?) ^ self.signature_mask;
-        let index = u64::from(
-            u16::from_le_bytes(signature[56..58].try_into().ok()?) ^ (self.signature_mask as u16),
-        );
+        let index =
+            u64::from(u16::from_le_bytes(signature[56..58].try_into().ok()?) ^ (self.signature_mask as u16));
         if slot > self.current_slot() || self.is_skipped(slot) || index >= self.tx_count(slot) {
             return None;
         }
@@ -274,27 +253,15 @@ impl SolanaNode {
         })
     }
 
-    fn encoded_transaction(
-        &self,
-        slot: u64,
-        index: u64,
-        transfer: &Transfer,
-        encoding: Encoding,
-    ) -> Value {
+    fn encoded_transaction(&self, slot: u64, index: u64, transfer: &Transfer, encoding: Encoding) -> Value {
         match encoding {
             Encoding::Json => self.transaction_json(slot, index, transfer),
             Encoding::Base58 => {
-                json!([
-                    bs58::encode(self.wire_transaction(slot, index, transfer)).into_string(),
-                    "base58"
-                ])
+                json!([bs58::encode(self.wire_transaction(slot, index, transfer)).into_string(), "base58"])
             }
             Encoding::Base64 => {
                 let wire = self.wire_transaction(slot, index, transfer);
-                json!([
-                    base64::engine::general_purpose::STANDARD.encode(wire),
-                    "base64"
-                ])
+                json!([base64::engine::general_purpose::STANDARD.encode(wire), "base64"])
             }
         }
     }
@@ -340,18 +307,14 @@ impl SolanaNode {
         block.insert("blockTime".into(), json!(self.block_time(slot)));
         block.insert("blockhash".into(), json!(self.blockhash(slot)));
         block.insert("parentSlot".into(), json!(self.parent_slot(slot)));
-        let previous = if slot == 0 {
-            SYSTEM_PROGRAM.to_string()
-        } else {
-            self.blockhash(self.parent_slot(slot))
-        };
+        let previous =
+            if slot == 0 { SYSTEM_PROGRAM.to_string() } else { self.blockhash(self.parent_slot(slot)) };
         block.insert("previousBlockhash".into(), json!(previous));
         match details {
             Details::None => {}
             Details::Signatures => {
-                let signatures: Vec<Value> = (0..count)
-                    .map(|i| json!(self.signature_text(slot, i)))
-                    .collect();
+                let signatures: Vec<Value> =
+                    (0..count).map(|i| json!(self.signature_text(slot, i))).collect();
                 block.insert("signatures".into(), Value::Array(signatures));
             }
             Details::Full | Details::Accounts => {
@@ -386,8 +349,7 @@ impl SolanaNode {
             }
         }
         if rewards {
-            let leader =
-                &self.accounts[(draw(self.seed, S_TX, slot, u64::MAX) % ACCOUNT_COUNT) as usize];
+            let leader = &self.accounts[(draw(self.seed, S_TX, slot, u64::MAX) % ACCOUNT_COUNT) as usize];
             let lamports = count * FEE / 2;
             block.insert(
                 "rewards".into(),
@@ -476,10 +438,7 @@ impl SolanaNode {
             "getBalance" => {
                 let key = p.pubkey(0)?;
                 p.commitment_config(1)?;
-                let lamports = self
-                    .by_key
-                    .get(&key)
-                    .map_or(0, |&i| self.accounts[i].lamports);
+                let lamports = self.by_key.get(&key).map_or(0, |&i| self.accounts[i].lamports);
                 Ok(json!({"context": self.context(self.current_slot()), "value": lamports}))
             }
             "getAccountInfo" => {
@@ -501,10 +460,7 @@ impl SolanaNode {
                 }
                 let keys = keys.iter().map(pubkey).collect::<Result<Vec<_>, _>>()?;
                 let encoding = p.account_encoding(1)?;
-                let values: Vec<Value> = keys
-                    .iter()
-                    .map(|key| self.account_value(key, encoding))
-                    .collect();
+                let values: Vec<Value> = keys.iter().map(|key| self.account_value(key, encoding)).collect();
                 Ok(json!({"context": self.context(self.current_slot()), "value": values}))
             }
             "getBlock" => self.get_block(&p),
@@ -524,27 +480,17 @@ impl SolanaNode {
                         "Slot range too large; max {MAX_SLOT_RANGE}"
                     )));
                 }
-                Ok(json!(self.blocks_between(
-                    start,
-                    end.min(current),
-                    usize::MAX
-                )))
+                Ok(json!(self.blocks_between(start, end.min(current), usize::MAX)))
             }
             "getBlocksWithLimit" => {
                 let start = p.u64(0, "start_slot")?;
                 let limit = p.u64(1, "limit")?;
                 p.commitment_config(2)?;
                 if limit > MAX_SLOT_RANGE {
-                    return Err(RpcError::invalid_params(format!(
-                        "Limit too large; max {MAX_SLOT_RANGE}"
-                    )));
+                    return Err(RpcError::invalid_params(format!("Limit too large; max {MAX_SLOT_RANGE}")));
                 }
                 let end = start.saturating_add(limit.saturating_mul(2));
-                Ok(json!(self.blocks_between(
-                    start,
-                    end.min(self.current_slot()),
-                    limit as usize
-                )))
+                Ok(json!(self.blocks_between(start, end.min(self.current_slot()), limit as usize)))
             }
             "getTransaction" => self.get_transaction(&p),
             "getSignaturesForAddress" => self.get_signatures_for_address(&p),
@@ -561,26 +507,18 @@ impl SolanaNode {
         if start > end {
             return Vec::new();
         }
-        (start..=end)
-            .filter(|&slot| !self.is_skipped(slot))
-            .take(limit)
-            .collect()
+        (start..=end).filter(|&slot| !self.is_skipped(slot)).take(limit).collect()
     }
 
     /// The error for a slot without a block, if it has none.
     fn check_block_slot(&self, slot: u64) -> Result<(), RpcError> {
         if slot > self.current_slot() {
-            return Err(RpcError::new(
-                BLOCK_NOT_AVAILABLE,
-                format!("Block not available for slot {slot}"),
-            ));
+            return Err(RpcError::new(BLOCK_NOT_AVAILABLE, format!("Block not available for slot {slot}")));
         }
         if self.is_skipped(slot) {
             return Err(RpcError::new(
                 SLOT_SKIPPED,
-                format!(
-                    "Slot {slot} was skipped, or missing due to ledger jump to recent snapshot"
-                ),
+                format!("Slot {slot} was skipped, or missing due to ledger jump to recent snapshot"),
             ));
         }
         Ok(())
@@ -607,24 +545,16 @@ impl SolanaNode {
                         "accounts" => Details::Accounts,
                         "none" => Details::None,
                         other => {
-                            return Err(unknown_variant(
-                                other,
-                                &["full", "signatures", "none", "accounts"],
-                            ));
+                            return Err(unknown_variant(other, &["full", "signatures", "none", "accounts"]));
                         }
                     };
                 }
                 if let Some(value) = config.get("rewards") {
-                    rewards = value
-                        .as_bool()
-                        .ok_or_else(|| invalid_type(value, "a boolean"))?;
+                    rewards = value.as_bool().ok_or_else(|| invalid_type(value, "a boolean"))?;
                 }
                 if let Some(value) = config.get("maxSupportedTransactionVersion") {
                     if !value.is_null() {
-                        value
-                            .as_u64()
-                            .filter(|v| *v <= 255)
-                            .ok_or_else(|| invalid_type(value, "u8"))?;
+                        value.as_u64().filter(|v| *v <= 255).ok_or_else(|| invalid_type(value, "u8"))?;
                         versioned = true;
                     }
                 }
@@ -679,9 +609,7 @@ impl SolanaNode {
             if let Some(value) = config.get("limit").filter(|v| !v.is_null()) {
                 limit = value.as_u64().ok_or_else(|| invalid_type(value, "usize"))?;
                 if limit == 0 || limit > MAX_SIGNATURES {
-                    return Err(RpcError::invalid_params(format!(
-                        "Invalid limit; max {MAX_SIGNATURES}"
-                    )));
+                    return Err(RpcError::invalid_params(format!("Invalid limit; max {MAX_SIGNATURES}")));
                 }
             }
             if let Some(value) = config.get("before").filter(|v| !v.is_null()) {
@@ -763,9 +691,7 @@ impl Params<'_> {
     fn required(&self, index: usize, what: &str) -> Result<&Value, RpcError> {
         match self.0.get(index) {
             Some(value) => Ok(value),
-            None => Err(RpcError::invalid_params(format!(
-                "Invalid params: missing {what} (param {index})."
-            ))),
+            None => Err(RpcError::invalid_params(format!("Invalid params: missing {what} (param {index})."))),
         }
     }
 
@@ -840,26 +766,17 @@ fn unknown_variant(name: &str, expected: &[&str]) -> RpcError {
 }
 
 fn str_param<'a>(value: &'a Value, _what: &str) -> Result<&'a str, RpcError> {
-    value
-        .as_str()
-        .ok_or_else(|| invalid_type(value, "a string"))
+    value.as_str().ok_or_else(|| invalid_type(value, "a string"))
 }
 
 fn commitment(config: &Map<String, Value>, confirmed_or_better: bool) -> Result<(), RpcError> {
     if let Some(value) = config.get("commitment").filter(|v| !v.is_null()) {
         match str_param(value, "commitment")? {
             "processed" if confirmed_or_better => {
-                return Err(RpcError::invalid_params(
-                    "Method does not support commitment below `confirmed`",
-                ));
+                return Err(RpcError::invalid_params("Method does not support commitment below `confirmed`"));
             }
             "processed" | "confirmed" | "finalized" => {}
-            other => {
-                return Err(unknown_variant(
-                    other,
-                    &["processed", "confirmed", "finalized"],
-                ))
-            }
+            other => return Err(unknown_variant(other, &["processed", "confirmed", "finalized"])),
         }
     }
     if let Some(value) = config.get("minContextSlot").filter(|v| !v.is_null()) {
@@ -873,43 +790,30 @@ fn block_encoding(name: &str) -> Result<Encoding, RpcError> {
         "json" | "jsonParsed" => Ok(Encoding::Json),
         "base58" | "binary" => Ok(Encoding::Base58),
         "base64" => Ok(Encoding::Base64),
-        other => Err(unknown_variant(
-            other,
-            &["binary", "base64", "base58", "json", "jsonParsed"],
-        )),
+        other => Err(unknown_variant(other, &["binary", "base64", "base58", "json", "jsonParsed"])),
     }
 }
 
 /// A base58 pubkey, with Agave's messages for bad ones.
 fn pubkey(value: &Value) -> Result<[u8; 32], RpcError> {
-    let text = value
-        .as_str()
-        .ok_or_else(|| invalid_type(value, "a string"))?;
+    let text = value.as_str().ok_or_else(|| invalid_type(value, "a string"))?;
     if text.len() > 44 {
         return Err(RpcError::invalid_params("Invalid param: WrongSize"));
     }
-    let decoded = bs58::decode(text)
-        .into_vec()
-        .map_err(|_| RpcError::invalid_params("Invalid param: Invalid"))?;
-    decoded
-        .try_into()
-        .map_err(|_| RpcError::invalid_params("Invalid param: WrongSize"))
+    let decoded =
+        bs58::decode(text).into_vec().map_err(|_| RpcError::invalid_params("Invalid param: Invalid"))?;
+    decoded.try_into().map_err(|_| RpcError::invalid_params("Invalid param: WrongSize"))
 }
 
 /// A base58 transaction signature.
 fn signature(value: &Value) -> Result<[u8; 64], RpcError> {
-    let text = value
-        .as_str()
-        .ok_or_else(|| invalid_type(value, "a string"))?;
+    let text = value.as_str().ok_or_else(|| invalid_type(value, "a string"))?;
     if text.len() > 88 {
         return Err(RpcError::invalid_params("Invalid param: WrongSize"));
     }
-    let decoded = bs58::decode(text)
-        .into_vec()
-        .map_err(|_| RpcError::invalid_params("Invalid param: Invalid"))?;
-    decoded
-        .try_into()
-        .map_err(|_| RpcError::invalid_params("Invalid param: WrongSize"))
+    let decoded =
+        bs58::decode(text).into_vec().map_err(|_| RpcError::invalid_params("Invalid param: Invalid"))?;
+    decoded.try_into().map_err(|_| RpcError::invalid_params("Invalid param: WrongSize"))
 }
 
 #[cfg(test)]
@@ -917,12 +821,7 @@ mod tests {
     use super::*;
 
     fn node(seed: u64) -> SolanaNode {
-        SolanaNode::new(
-            seed,
-            Duration::from_millis(400),
-            Instant::now(),
-            1_700_000_000,
-        )
+        SolanaNode::new(seed, Duration::from_millis(400), Instant::now(), 1_700_000_000)
     }
 
     fn call(node: &SolanaNode, method: &str, params: Value) -> Result<Value, RpcError> {
@@ -940,10 +839,7 @@ mod tests {
             call(&a, "getBlock", params.clone()).unwrap(),
             call(&b, "getBlock", params.clone()).unwrap()
         );
-        assert_ne!(
-            call(&a, "getBlock", params.clone()).unwrap(),
-            call(&c, "getBlock", params).unwrap()
-        );
+        assert_ne!(call(&a, "getBlock", params.clone()).unwrap(), call(&c, "getBlock", params).unwrap());
     }
 
     #[test]

@@ -133,29 +133,12 @@ impl LatencyReport {
         let empty = histogram.is_empty();
         let percentiles = PERCENTILES
             .iter()
-            .map(|(name, q)| {
-                (
-                    name.to_string(),
-                    if empty {
-                        0
-                    } else {
-                        histogram.value_at_percentile(*q)
-                    },
-                )
-            })
+            .map(|(name, q)| (name.to_string(), if empty { 0 } else { histogram.value_at_percentile(*q) }))
             .collect();
         Self {
             count: histogram.len(),
-            mean_us: if empty {
-                0
-            } else {
-                histogram.mean().round() as u64
-            },
-            stdev_us: if empty {
-                0
-            } else {
-                histogram.stdev().round() as u64
-            },
+            mean_us: if empty { 0 } else { histogram.mean().round() as u64 },
+            stdev_us: if empty { 0 } else { histogram.stdev().round() as u64 },
             min_us: if empty { 0 } else { histogram.min() },
             max_us: if empty { 0 } else { histogram.max() },
             percentiles,
@@ -248,11 +231,7 @@ impl RunReport {
                 arrivals: None,
                 max_connections: None,
             },
-            Load::Open {
-                rate,
-                arrivals,
-                max_connections,
-            } => LoadReport {
+            Load::Open { rate, arrivals, max_connections } => LoadReport {
                 mode: "open".into(),
                 connections: None,
                 rate: Some(*rate),
@@ -279,11 +258,7 @@ impl RunReport {
             let n = per_second.len() as f64;
             let mean = per_second.iter().sum::<f64>() / n;
             let variance = per_second.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-            (
-                mean,
-                variance.sqrt(),
-                per_second.iter().copied().fold(0.0, f64::max),
-            )
+            (mean, variance.sqrt(), per_second.iter().copied().fold(0.0, f64::max))
         };
         Self {
             report_version: REPORT_VERSION,
@@ -319,32 +294,17 @@ impl RunReport {
                     .map(|(code, e)| {
                         (
                             code.to_string(),
-                            RpcErrorReport {
-                                count: e.count,
-                                message: e.first_message.clone(),
-                            },
+                            RpcErrorReport { count: e.count, message: e.first_message.clone() },
                         )
                     })
                     .collect(),
-                http_errors: counts
-                    .http_errors
-                    .iter()
-                    .map(|(s, n)| (s.to_string(), *n))
-                    .collect(),
-                invalid: counts
-                    .invalid
-                    .iter()
-                    .map(|(k, n)| (k.name().to_string(), *n))
-                    .collect(),
+                http_errors: counts.http_errors.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+                invalid: counts.invalid.iter().map(|(k, n)| (k.name().to_string(), *n)).collect(),
                 timeout: counts.timeout,
                 connect: counts.connect,
                 closed: counts.closed,
             },
-            http_status: record
-                .status_counts
-                .iter()
-                .map(|(s, n)| (s.to_string(), *n))
-                .collect(),
+            http_status: record.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
             bytes: BytesReport {
                 sent: record.bytes_sent,
                 received: record.bytes_received,

@@ -32,16 +32,9 @@ pub fn render_text(report: &RunReport) -> String {
         (None, Some(n)) => format!("{n} requests"),
         (None, None) => String::new(),
     };
-    let warmup = if report.warmup_us > 0 {
-        format!(" after {} warmup", us(report.warmup_us))
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        out,
-        "{} {} against {}",
-        report.tool, report.method, report.target
-    );
+    let warmup =
+        if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
+    let _ = writeln!(out, "{} {} against {}", report.tool, report.method, report.target);
     let _ = writeln!(out, "{shape}, {length}{warmup}");
     if report.interrupted {
         let _ = writeln!(
@@ -119,12 +112,7 @@ pub fn render_text(report: &RunReport) -> String {
         let _ = writeln!(out, "  JSON-RPC errors (in HTTP 2xx):");
         for (code, error) in &outcomes.rpc_errors {
             let message = error.message.as_deref().unwrap_or("");
-            let _ = writeln!(
-                out,
-                "    {code:>7} - {:<10} {}",
-                error.count,
-                shorten(message, 100)
-            );
+            let _ = writeln!(out, "    {code:>7} - {:<10} {}", error.count, shorten(message, 100));
         }
     }
     let mut other_errors: Vec<(String, u64)> = Vec::new();
@@ -132,10 +120,7 @@ pub fn render_text(report: &RunReport) -> String {
         other_errors.push((format!("http {status}"), *count));
     }
     for (kind, count) in &outcomes.invalid {
-        other_errors.push((
-            format!("invalid response: {}", kind.replace('_', " ")),
-            *count,
-        ));
+        other_errors.push((format!("invalid response: {}", kind.replace('_', " ")), *count));
     }
     for (name, count) in [
         ("timeout", outcomes.timeout),
@@ -152,19 +137,11 @@ pub fn render_text(report: &RunReport) -> String {
             let _ = writeln!(out, "    {name:>30} - {count}");
         }
     }
-    let _ = writeln!(
-        out,
-        "  Throughput: {:>10.2}MB/s",
-        report.bytes.received_per_sec / 1e6
-    );
+    let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
     out
 }
 
-fn write_distribution(
-    out: &mut String,
-    corrected: &LatencyReport,
-    uncorrected: Option<&LatencyReport>,
-) {
+fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: Option<&LatencyReport>) {
     for (name, _) in PERCENTILES {
         let label = format!("{}%", &name[1..]);
         match uncorrected {

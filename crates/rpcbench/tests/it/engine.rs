@@ -12,12 +12,7 @@ use rpcbench::report::RunReport;
 use crate::util::{closed_loop, json_200, requests, seconds, status, Reply, TestServer};
 
 fn ok_server() -> TestServer {
-    TestServer::start(|request| {
-        json_200(&format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":123}}"#,
-            request.id
-        ))
-    })
+    TestServer::start(|request| json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":123}}"#, request.id)))
 }
 
 #[test]
@@ -33,10 +28,7 @@ fn a_correct_server_gets_exactly_the_requested_count() {
     assert!(record.bytes_received > 1000 * 40);
     let report = RunReport::new(&config, &record);
     assert_eq!(report.requests.total, 1000);
-    assert_eq!(
-        report.series.points.iter().map(|p| p.requests).sum::<u64>(),
-        1000
-    );
+    assert_eq!(report.series.points.iter().map(|p| p.requests).sum::<u64>(), 1000);
 }
 
 #[test]
@@ -46,10 +38,7 @@ fn warmup_requests_are_sent_but_not_recorded() {
     config.warmup = Duration::from_millis(300);
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.counts.total(), 200);
-    assert!(
-        server.requests.load(Ordering::SeqCst) > 200,
-        "warmup traffic reached the server"
-    );
+    assert!(server.requests.load(Ordering::SeqCst) > 200, "warmup traffic reached the server");
 }
 
 /// Each request index gets one misbehaviour, so the counts per class are exact.
@@ -61,17 +50,14 @@ fn misbehaving_reply(index: u64, id: u64) -> Reply {
         2 => body(format!(
             r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"boom {index}"}}}}"#
         )),
-        3 => status(
-            500,
-            &format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"x"}}}}"#),
-        ),
+        3 => {
+            status(500, &format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"x"}}}}"#))
+        }
         4 => status(429, "Too Many Requests"),
         5 => body("<html>bad gateway</html>".into()),
         6 => body(format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, id + 1)),
         7 => Reply::Close,
-        8 => Reply::RawThenClose(
-            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":".to_vec(),
-        ),
+        8 => Reply::RawThenClose(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":".to_vec()),
         _ => Reply::After(Duration::from_millis(400), Box::new(body(String::new()))),
     }
 }
@@ -87,16 +73,8 @@ fn every_misbehaviour_is_counted_in_its_own_class() {
     assert_eq!(counts.ok, 20, "result and null result");
     assert_eq!(counts.rpc_errors.len(), 1);
     assert_eq!(counts.rpc_errors[&-32000].count, 10);
-    assert!(counts.rpc_errors[&-32000]
-        .first_message
-        .as_deref()
-        .unwrap()
-        .starts_with("boom"));
-    assert_eq!(
-        counts.http_errors.get(&500),
-        Some(&10),
-        "status wins over the JSON-RPC error"
-    );
+    assert!(counts.rpc_errors[&-32000].first_message.as_deref().unwrap().starts_with("boom"));
+    assert_eq!(counts.http_errors.get(&500), Some(&10), "status wins over the JSON-RPC error");
     assert_eq!(counts.http_errors.get(&429), Some(&10));
     assert_eq!(counts.invalid.get(&InvalidKind::NotJson), Some(&10));
     assert_eq!(counts.invalid.get(&InvalidKind::IdMismatch), Some(&10));
@@ -117,11 +95,7 @@ fn a_dead_port_gives_connect_errors() {
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.counts.connect, 6);
     assert_eq!(record.counts.total(), 6);
-    assert_eq!(
-        record.latency.len(),
-        0,
-        "no request was sent, so no latency"
-    );
+    assert_eq!(record.latency.len(), 0, "no request was sent, so no latency");
 }
 
 #[test]
@@ -139,11 +113,7 @@ fn duration_bounded_runs_end_on_time() {
 fn open_loop_sends_at_the_requested_rate() {
     let server = ok_server();
     let mut config = closed_loop(&server.url(), 1, seconds(2.0));
-    config.load = Load::Open {
-        rate: 500.0,
-        arrivals: Arrivals::Uniform,
-        max_connections: 64,
-    };
+    config.load = Load::Open { rate: 500.0, arrivals: Arrivals::Uniform, max_connections: 64 };
     let record = Run::new(config).unwrap().execute().unwrap();
     // A uniform schedule has exactly rate x duration requests due in the window.
     assert_eq!(record.counts.total() + record.unsent, 1000);
@@ -155,17 +125,10 @@ fn open_loop_sends_at_the_requested_rate() {
 fn open_loop_poisson_arrivals_average_the_rate() {
     let server = ok_server();
     let mut config = closed_loop(&server.url(), 1, seconds(2.0));
-    config.load = Load::Open {
-        rate: 1000.0,
-        arrivals: Arrivals::Poisson,
-        max_connections: 64,
-    };
+    config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Poisson, max_connections: 64 };
     let record = Run::new(config).unwrap().execute().unwrap();
     let sent = record.counts.total() + record.unsent;
-    assert!(
-        (1800..=2200).contains(&sent),
-        "{sent} requests due in 2 s at 1000/s"
-    );
+    assert!((1800..=2200).contains(&sent), "{sent} requests due in 2 s at 1000/s");
 }
 
 /// Answers at once, except that every request arriving in [0.5 s, 1.5 s) after the first
@@ -175,10 +138,7 @@ fn freezing_server() -> TestServer {
     TestServer::start(move |request| {
         let start = *first.get_or_init(Instant::now);
         let since = start.elapsed();
-        let reply = json_200(&format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#,
-            request.id
-        ));
+        let reply = json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id));
         let (freeze_start, freeze_end) = (Duration::from_millis(500), Duration::from_millis(1500));
         if since >= freeze_start && since < freeze_end {
             Reply::After(freeze_end - since, Box::new(reply))
@@ -192,48 +152,28 @@ fn freezing_server() -> TestServer {
 fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     let server = freezing_server();
     let mut open = closed_loop(&server.url(), 1, seconds(2.5));
-    open.load = Load::Open {
-        rate: 200.0,
-        arrivals: Arrivals::Uniform,
-        max_connections: 1,
-    };
+    open.load = Load::Open { rate: 200.0, arrivals: Arrivals::Uniform, max_connections: 1 };
     let open = Run::new(open).unwrap().execute().unwrap();
     // A third of the requests were due during the 1 s freeze; measured from their intended
     // time they waited up to a second.
     let corrected_p90 = open.latency.value_at_quantile(0.90);
     let uncorrected_p90 = open.latency_uncorrected.value_at_quantile(0.90);
     assert!(corrected_p90 > 300_000, "corrected p90 {corrected_p90} us");
-    assert!(
-        uncorrected_p90 < 100_000,
-        "uncorrected p90 {uncorrected_p90} us"
-    );
+    assert!(uncorrected_p90 < 100_000, "uncorrected p90 {uncorrected_p90} us");
     assert!(open.late > 100, "requests were sent late: {}", open.late);
 
     let server = freezing_server();
-    let closed = Run::new(closed_loop(&server.url(), 1, seconds(2.5)))
-        .unwrap()
-        .execute()
-        .unwrap();
+    let closed = Run::new(closed_loop(&server.url(), 1, seconds(2.5))).unwrap().execute().unwrap();
     // One request waited out the freeze; the rest were fast.
-    assert!(
-        closed.latency.max() > 500_000,
-        "max {}",
-        closed.latency.max()
-    );
+    assert!(closed.latency.max() > 500_000, "max {}", closed.latency.max());
     assert!(closed.latency.value_at_quantile(0.90) < 100_000);
 }
 
 #[test]
 fn stopping_a_run_keeps_what_completed() {
     let server = ok_server();
-    let config = closed_loop(
-        &server.url(),
-        2,
-        Length {
-            duration: Some(Duration::from_secs(30)),
-            requests: None,
-        },
-    );
+    let config =
+        closed_loop(&server.url(), 2, Length { duration: Some(Duration::from_secs(30)), requests: None });
     let run = Run::new(config).unwrap();
     let stop = run.stop_handle();
     std::thread::spawn(move || {

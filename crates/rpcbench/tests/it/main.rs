@@ -2,5 +2,5 @@
 //! to is started in-process on 127.0.0.1:0.
 
 mod engine;
-mod util;
 mod report;
+mod util;

@@ -80,14 +80,17 @@ fn the_schema_rejects_a_report_missing_a_field() {
     let server = mixed_server();
     let config = closed_loop(&server.url(), 1, requests(10));
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
-    let mut value: serde_json::Value = serde_json::from_str(&RunReport::new(&config, &record).to_json()).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&RunReport::new(&config, &record).to_json()).unwrap();
     value.as_object_mut().unwrap().remove("latency");
     assert!(!schema().is_valid(&value));
 }
 
 #[test]
 fn reports_never_show_the_api_key() {
-    let server = TestServer::start(|request| json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id)));
+    let server = TestServer::start(|request| {
+        json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id))
+    });
     let key = "9aa3d95b3bc440fa88ea12eaa4456161";
     let url = format!("{}v3/{key}?apikey=hunter2secret", server.url());
     let config = closed_loop(&url, 1, requests(5));

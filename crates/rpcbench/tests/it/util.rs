@@ -37,13 +37,7 @@ pub fn json_200(body: &str) -> Reply {
 
 /// A response with any status and body.
 pub fn status(code: u16, body: &str) -> Reply {
-    Reply::Raw(
-        format!(
-            "HTTP/1.1 {code} X\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
-    )
+    Reply::Raw(format!("HTTP/1.1 {code} X\r\nContent-Length: {}\r\n\r\n{body}", body.len()).into_bytes())
 }
 
 /// The request as the handler sees it.
@@ -71,10 +65,7 @@ impl TestServer {
         let addr = std_listener.local_addr().unwrap();
         let counter = requests.clone();
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async move {
                 let listener = TcpListener::from_std(std_listener).unwrap();
                 loop {
@@ -152,25 +143,17 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
 
 /// A closed-loop configuration against `url` calling getSlot.
 pub fn closed_loop(url: &str, connections: usize, length: Length) -> RunConfig {
-    let mut config = RunConfig::new(
-        Target::parse(url).unwrap(),
-        RequestTemplate::from_method("getSlot", None).unwrap(),
-    );
+    let mut config =
+        RunConfig::new(Target::parse(url).unwrap(), RequestTemplate::from_method("getSlot", None).unwrap());
     config.load = Load::Closed { connections };
     config.length = length;
     config
 }
 
 pub fn requests(n: u64) -> Length {
-    Length {
-        duration: None,
-        requests: Some(n),
-    }
+    Length { duration: None, requests: Some(n) }
 }
 
 pub fn seconds(secs: f64) -> Length {
-    Length {
-        duration: Some(Duration::from_secs_f64(secs)),
-        requests: None,
-    }
+    Length { duration: Some(Duration::from_secs_f64(secs)), requests: None }
 }
