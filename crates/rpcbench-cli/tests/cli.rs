@@ -93,3 +93,33 @@ fn a_refused_connection_is_a_run_not_a_usage_error() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["outcomes"]["connect"], 3);
 }
+
+#[test]
+fn the_demo_prints_every_step_without_errors() {
+    let output = rpcbench(&["demo", "--step-duration", "200ms", "--rate", "500"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<&str> = table.lines().filter(|line| line.starts_with("| get")).collect();
+    assert_eq!(rows.len(), 12, "{table}");
+    for method in ["getBalance", "getBlocks", "getBlock", "getSlot"] {
+        assert_eq!(rows.iter().filter(|row| row.starts_with(&format!("| {method} |"))).count(), 3, "{table}");
+    }
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[4], "100.00", "every response is a success: {row}");
+        assert_eq!(cells[5], "0", "no errors: {row}");
+    }
+}
+
+#[test]
+fn serve_rejects_bad_knobs_with_exit_2() {
+    for (args, flag) in [
+        (&["serve", "--chain", "bitcoin"][..], "--chain"),
+        (&["serve", "--chain", "solana", "--latency", "fast"][..], "--latency"),
+        (&["serve", "--chain", "solana", "--stall", "2s"][..], "--stall"),
+    ] {
+        let output = rpcbench(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
+    }
+}
