@@ -3,4 +3,5 @@
 
 mod engine;
 mod report;
+mod tls;
 mod util;
