@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{Arrivals, Load, RunConfig};
 use crate::record::RunRecord;
 
-pub use text::render_text;
+pub use text::{generator_warnings, render_text};
 
 /// Version of the JSON report layout; bumped when a field changes meaning or goes away.
 pub const REPORT_VERSION: u32 = 1;

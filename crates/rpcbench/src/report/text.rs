@@ -138,7 +138,34 @@ pub fn render_text(report: &RunReport) -> String {
         }
     }
     let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
+    for warning in generator_warnings(report) {
+        let _ = writeln!(out, "  WARNING: {warning}");
+    }
     out
+}
+
+/// Signs that the generator, not the target, limited the run: a user must not mistake a slow
+/// tool for a slow node.
+pub fn generator_warnings(report: &RunReport) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let requests = &report.requests;
+    if let (Some(late), Some(unsent)) = (requests.late, requests.unsent) {
+        let due = requests.total + unsent;
+        if unsent > 0 {
+            warnings.push(format!(
+                "{unsent} of {due} requests due were never sent: no connection was free in time \
+                 (raise --max-connections, or the target cannot keep up with the rate)"
+            ));
+        }
+        if due > 0 && late * 100 > due {
+            warnings.push(format!(
+                "{late} requests ({:.1}%) were sent more than 2 ms after their intended time; \
+                 corrected latency includes that wait",
+                late as f64 * 100.0 / due as f64
+            ));
+        }
+    }
+    warnings
 }
 
 fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: Option<&LatencyReport>) {

@@ -148,6 +148,12 @@ fn freezing_server() -> TestServer {
     })
 }
 
+fn config_for_warnings(url: &str) -> rpcbench::engine::config::RunConfig {
+    let mut config = closed_loop(url, 1, seconds(2.5));
+    config.load = Load::Open { rate: 200.0, arrivals: Arrivals::Uniform, max_connections: 1 };
+    config
+}
+
 #[test]
 fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     let server = freezing_server();
@@ -161,6 +167,9 @@ fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     assert!(corrected_p90 > 300_000, "corrected p90 {corrected_p90} us");
     assert!(uncorrected_p90 < 100_000, "uncorrected p90 {uncorrected_p90} us");
     assert!(open.late > 100, "requests were sent late: {}", open.late);
+    let report = RunReport::new(&config_for_warnings(&server.url()), &open);
+    let warnings = rpcbench::report::generator_warnings(&report);
+    assert!(warnings.iter().any(|w| w.contains("sent more than 2 ms after")), "{warnings:?}");
 
     let server = freezing_server();
     let closed = Run::new(closed_loop(&server.url(), 1, seconds(2.5))).unwrap().execute().unwrap();
