@@ -260,9 +260,10 @@ fn merge_point(into: &mut SeriesPoint, other: &SeriesPoint) {
     into.p99_us = into.p99_us.max(other.p99_us);
 }
 
-/// A worker's recorder. Not shared between threads; merged at the end.
+/// What a run measured, apart from the time series: histograms, counts, bytes and pacing
+/// figures. Each worker fills its own; they add up with [`Totals::merge`].
 #[derive(Debug)]
-pub struct Recorder {
+pub struct Totals {
     /// Latency of every request that got a response or failed after being sent, measured from
     /// the intended send time (open loop) or the actual send time (closed loop).
     pub latency: Histogram<u64>,
@@ -284,6 +285,48 @@ pub struct Recorder {
     pub late: u64,
     /// Open loop: requests due in the run that were never sent (no connection free in time).
     pub unsent: u64,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Self {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            latency_ok: new_histogram(),
+            send_lag: new_histogram(),
+            counts: OutcomeCounts::default(),
+            status_counts: BTreeMap::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            late: 0,
+            unsent: 0,
+        }
+    }
+}
+
+impl Totals {
+    /// Adds another worker's totals into these.
+    pub fn merge(&mut self, other: &Totals) {
+        self.latency.add(&other.latency).ok();
+        self.latency_uncorrected.add(&other.latency_uncorrected).ok();
+        self.latency_ok.add(&other.latency_ok).ok();
+        self.send_lag.add(&other.send_lag).ok();
+        self.counts.merge(&other.counts);
+        for (status, count) in &other.status_counts {
+            *self.status_counts.entry(*status).or_default() += count;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.late += other.late;
+        self.unsent += other.unsent;
+    }
+}
+
+/// A worker's recorder. Not shared between threads; merged at the end.
+#[derive(Debug)]
+pub struct Recorder {
+    /// What this worker measured.
+    pub totals: Totals,
     second: u64,
     second_requests: u64,
     second_errors: u64,
@@ -311,16 +354,7 @@ impl Recorder {
     /// A recorder that flushes its per-second figures into `series`.
     pub fn new(series: Arc<Mutex<Series>>) -> Self {
         Self {
-            latency: new_histogram(),
-            latency_uncorrected: new_histogram(),
-            latency_ok: new_histogram(),
-            send_lag: new_histogram(),
-            counts: OutcomeCounts::default(),
-            status_counts: BTreeMap::new(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            late: 0,
-            unsent: 0,
+            totals: Totals::default(),
             second: 0,
             second_requests: 0,
             second_errors: 0,
@@ -336,32 +370,32 @@ impl Recorder {
             self.flush_second();
             self.second = timing.done_second;
         }
-        self.counts.add(outcome, message);
+        self.totals.counts.add(outcome, message);
         self.second_requests += 1;
         if !outcome.is_ok() {
             self.second_errors += 1;
         }
         if let Some(lag) = timing.lag {
-            self.send_lag.saturating_record(micros(lag));
+            self.totals.send_lag.saturating_record(micros(lag));
             if lag > LATE_THRESHOLD {
-                self.late += 1;
+                self.totals.late += 1;
             }
         }
         if outcome == Outcome::Connect {
             return;
         }
         let corrected = micros(timing.corrected);
-        self.latency.saturating_record(corrected);
-        self.latency_uncorrected.saturating_record(micros(timing.actual));
+        self.totals.latency.saturating_record(corrected);
+        self.totals.latency_uncorrected.saturating_record(micros(timing.actual));
         self.second_latency.saturating_record(corrected);
         if outcome.is_ok() {
-            self.latency_ok.saturating_record(corrected);
+            self.totals.latency_ok.saturating_record(corrected);
         }
     }
 
     /// Counts the HTTP status of a response.
     pub fn record_status(&mut self, status: u16) {
-        *self.status_counts.entry(status).or_default() += 1;
+        *self.totals.status_counts.entry(status).or_default() += 1;
     }
 
     /// Sends this second's figures to the shared series.
@@ -380,44 +414,15 @@ impl Recorder {
     /// Adds another worker's recorder into this one (series figures go to the shared series).
     pub fn merge(&mut self, other: &mut Recorder) {
         other.flush_second();
-        self.latency.add(&other.latency).ok();
-        self.latency_uncorrected.add(&other.latency_uncorrected).ok();
-        self.latency_ok.add(&other.latency_ok).ok();
-        self.send_lag.add(&other.send_lag).ok();
-        self.counts.merge(&other.counts);
-        for (status, count) in &other.status_counts {
-            *self.status_counts.entry(*status).or_default() += count;
-        }
-        self.bytes_sent += other.bytes_sent;
-        self.bytes_received += other.bytes_received;
-        self.late += other.late;
-        self.unsent += other.unsent;
+        self.totals.merge(&other.totals);
     }
 }
 
 /// Everything a finished run measured.
 #[derive(Debug)]
 pub struct RunRecord {
-    /// Latency of all sent requests, corrected (see [`Recorder::latency`]).
-    pub latency: Histogram<u64>,
-    /// Latency from the actual send.
-    pub latency_uncorrected: Histogram<u64>,
-    /// Latency of successful requests.
-    pub latency_ok: Histogram<u64>,
-    /// Open loop: lag of the actual send behind the intended time.
-    pub send_lag: Histogram<u64>,
-    /// Counts per outcome class.
-    pub counts: OutcomeCounts,
-    /// Counts per HTTP status of every response.
-    pub status_counts: BTreeMap<u16, u64>,
-    /// Request bytes sent.
-    pub bytes_sent: u64,
-    /// Response bytes received.
-    pub bytes_received: u64,
-    /// Open loop: requests sent late.
-    pub late: u64,
-    /// Open loop: requests due but never sent.
-    pub unsent: u64,
+    /// Histograms, counts, bytes and pacing figures of all workers.
+    pub totals: Totals,
     /// Measured time: from the end of warmup to the last completion.
     pub elapsed: Duration,
     /// Width of one series point in seconds (1 unless the run was very long).
@@ -433,29 +438,14 @@ impl RunRecord {
     pub fn new(merged: Recorder, elapsed: Duration, interrupted: bool) -> Self {
         let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
         let (series_interval_secs, series) = series.finish(elapsed);
-        Self {
-            latency: merged.latency,
-            latency_uncorrected: merged.latency_uncorrected,
-            latency_ok: merged.latency_ok,
-            send_lag: merged.send_lag,
-            counts: merged.counts,
-            status_counts: merged.status_counts,
-            bytes_sent: merged.bytes_sent,
-            bytes_received: merged.bytes_received,
-            late: merged.late,
-            unsent: merged.unsent,
-            elapsed,
-            series_interval_secs,
-            series,
-            interrupted,
-        }
+        Self { totals: merged.totals, elapsed, series_interval_secs, series, interrupted }
     }
 
     /// Requests per second over the measured time.
     pub fn requests_per_sec(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
         if secs > 0.0 {
-            self.counts.total() as f64 / secs
+            self.totals.counts.total() as f64 / secs
         } else {
             0.0
         }
@@ -483,16 +473,16 @@ mod tests {
         b.record(Outcome::HttpStatus(429), timing(2, 400), || None);
         a.merge(&mut b);
         drop(b);
-        assert_eq!(a.counts.ok, 1);
-        assert_eq!(a.counts.rpc_errors[&-32000].count, 2);
-        assert_eq!(a.counts.rpc_errors[&-32000].first_message.as_deref(), Some("first"));
-        assert_eq!(a.counts.http_errors[&429], 1);
-        assert_eq!(a.counts.connect, 1);
-        assert_eq!(a.counts.total(), 5);
-        assert_eq!(a.counts.errors(), 4);
+        assert_eq!(a.totals.counts.ok, 1);
+        assert_eq!(a.totals.counts.rpc_errors[&-32000].count, 2);
+        assert_eq!(a.totals.counts.rpc_errors[&-32000].first_message.as_deref(), Some("first"));
+        assert_eq!(a.totals.counts.http_errors[&429], 1);
+        assert_eq!(a.totals.counts.connect, 1);
+        assert_eq!(a.totals.counts.total(), 5);
+        assert_eq!(a.totals.counts.errors(), 4);
         // The failed connect has no latency.
-        assert_eq!(a.latency.len(), 4);
-        assert_eq!(a.latency_ok.len(), 1);
+        assert_eq!(a.totals.latency.len(), 4);
+        assert_eq!(a.totals.latency_ok.len(), 1);
         a.flush_second();
         let record = RunRecord::new(a, Duration::from_secs(3), false);
         let requests: Vec<u64> = record.series.iter().map(|p| p.requests).collect();

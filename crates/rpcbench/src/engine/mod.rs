@@ -414,7 +414,7 @@ impl Worker {
                 taken += 1;
             }
         }
-        self.recorder.borrow_mut().unsent += unsent;
+        self.recorder.borrow_mut().totals.unsent += unsent;
     }
 
     fn record(&self, ticket: Ticket, sent: Instant, done: Instant, outcome: Outcome, body: &[u8]) {
@@ -500,8 +500,8 @@ async fn connection_loop(worker: Rc<Worker>) {
                 if ticket.measured {
                     let mut recorder = worker.recorder.borrow_mut();
                     recorder.record_status(meta.status);
-                    recorder.bytes_received += meta.wire_bytes as u64;
-                    recorder.bytes_sent += request.len() as u64;
+                    recorder.totals.bytes_received += meta.wire_bytes as u64;
+                    recorder.totals.bytes_sent += request.len() as u64;
                 }
                 (outcome, meta.keep_alive && config.keepalive)
             }

@@ -221,7 +221,7 @@ fn micros(duration: Duration) -> u64 {
 impl RunReport {
     /// Computes the report of a finished run.
     pub fn new(config: &RunConfig, record: &RunRecord) -> Self {
-        let counts = &record.counts;
+        let counts = &record.totals.counts;
         let open_loop = matches!(config.load, Load::Open { .. });
         let load = match &config.load {
             Load::Closed { connections } => LoadReport {
@@ -279,13 +279,13 @@ impl RunReport {
                 per_second_mean,
                 per_second_stdev,
                 per_second_max,
-                late: open_loop.then_some(record.late),
-                unsent: open_loop.then_some(record.unsent),
+                late: open_loop.then_some(record.totals.late),
+                unsent: open_loop.then_some(record.totals.unsent),
             },
-            latency: LatencyReport::from_histogram(&record.latency),
-            latency_uncorrected: LatencyReport::from_histogram(&record.latency_uncorrected),
-            latency_ok: LatencyReport::from_histogram(&record.latency_ok),
-            send_lag: open_loop.then(|| LatencyReport::from_histogram(&record.send_lag)),
+            latency: LatencyReport::from_histogram(&record.totals.latency),
+            latency_uncorrected: LatencyReport::from_histogram(&record.totals.latency_uncorrected),
+            latency_ok: LatencyReport::from_histogram(&record.totals.latency_ok),
+            send_lag: open_loop.then(|| LatencyReport::from_histogram(&record.totals.send_lag)),
             outcomes: OutcomesReport {
                 ok: counts.ok,
                 rpc_errors: counts
@@ -304,12 +304,12 @@ impl RunReport {
                 connect: counts.connect,
                 closed: counts.closed,
             },
-            http_status: record.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+            http_status: record.totals.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
             bytes: BytesReport {
-                sent: record.bytes_sent,
-                received: record.bytes_received,
+                sent: record.totals.bytes_sent,
+                received: record.totals.bytes_received,
                 received_per_sec: if elapsed_secs > 0.0 {
-                    record.bytes_received as f64 / elapsed_secs
+                    record.totals.bytes_received as f64 / elapsed_secs
                 } else {
                     0.0
                 },

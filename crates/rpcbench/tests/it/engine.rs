@@ -20,12 +20,12 @@ fn a_correct_server_gets_exactly_the_requested_count() {
     let server = ok_server();
     let config = closed_loop(&server.url(), 8, requests(1000));
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
-    assert_eq!(record.counts.ok, 1000);
-    assert_eq!(record.counts.errors(), 0);
-    assert_eq!(record.latency.len(), 1000);
-    assert_eq!(record.status_counts.get(&200), Some(&1000));
+    assert_eq!(record.totals.counts.ok, 1000);
+    assert_eq!(record.totals.counts.errors(), 0);
+    assert_eq!(record.totals.latency.len(), 1000);
+    assert_eq!(record.totals.status_counts.get(&200), Some(&1000));
     assert_eq!(server.requests.load(Ordering::SeqCst), 1000);
-    assert!(record.bytes_received > 1000 * 40);
+    assert!(record.totals.bytes_received > 1000 * 40);
     let report = RunReport::new(&config, &record);
     assert_eq!(report.requests.total, 1000);
     assert_eq!(report.series.points.iter().map(|p| p.requests).sum::<u64>(), 1000);
@@ -37,7 +37,7 @@ fn warmup_requests_are_sent_but_not_recorded() {
     let mut config = closed_loop(&server.url(), 2, requests(200));
     config.warmup = Duration::from_millis(300);
     let record = Run::new(config).unwrap().execute().unwrap();
-    assert_eq!(record.counts.total(), 200);
+    assert_eq!(record.totals.counts.total(), 200);
     assert!(server.requests.load(Ordering::SeqCst) > 200, "warmup traffic reached the server");
 }
 
@@ -69,7 +69,7 @@ fn every_misbehaviour_is_counted_in_its_own_class() {
     config.timeout = Duration::from_millis(150);
     let started = Instant::now();
     let record = Run::new(config).unwrap().execute().unwrap();
-    let counts = &record.counts;
+    let counts = &record.totals.counts;
     assert_eq!(counts.ok, 20, "result and null result");
     assert_eq!(counts.rpc_errors.len(), 1);
     assert_eq!(counts.rpc_errors[&-32000].count, 10);
@@ -93,9 +93,9 @@ fn a_dead_port_gives_connect_errors() {
     };
     let config = closed_loop(&format!("http://127.0.0.1:{port}/"), 2, requests(6));
     let record = Run::new(config).unwrap().execute().unwrap();
-    assert_eq!(record.counts.connect, 6);
-    assert_eq!(record.counts.total(), 6);
-    assert_eq!(record.latency.len(), 0, "no request was sent, so no latency");
+    assert_eq!(record.totals.counts.connect, 6);
+    assert_eq!(record.totals.counts.total(), 6);
+    assert_eq!(record.totals.latency.len(), 0, "no request was sent, so no latency");
 }
 
 #[test]
@@ -105,8 +105,8 @@ fn duration_bounded_runs_end_on_time() {
     let started = Instant::now();
     let record = Run::new(config).unwrap().execute().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert!(record.counts.ok > 0);
-    assert_eq!(record.counts.errors(), 0);
+    assert!(record.totals.counts.ok > 0);
+    assert_eq!(record.totals.counts.errors(), 0);
 }
 
 #[test]
@@ -116,9 +116,9 @@ fn open_loop_sends_at_the_requested_rate() {
     config.load = Load::Open { rate: 500.0, arrivals: Arrivals::Uniform, max_connections: 64 };
     let record = Run::new(config).unwrap().execute().unwrap();
     // A uniform schedule has exactly rate x duration requests due in the window.
-    assert_eq!(record.counts.total() + record.unsent, 1000);
-    assert!(record.counts.ok >= 990, "{:?}", record.counts);
-    assert_eq!(record.send_lag.len(), record.counts.total());
+    assert_eq!(record.totals.counts.total() + record.totals.unsent, 1000);
+    assert!(record.totals.counts.ok >= 990, "{:?}", record.totals.counts);
+    assert_eq!(record.totals.send_lag.len(), record.totals.counts.total());
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn open_loop_poisson_arrivals_average_the_rate() {
     let mut config = closed_loop(&server.url(), 1, seconds(2.0));
     config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Poisson, max_connections: 64 };
     let record = Run::new(config).unwrap().execute().unwrap();
-    let sent = record.counts.total() + record.unsent;
+    let sent = record.totals.counts.total() + record.totals.unsent;
     assert!((1800..=2200).contains(&sent), "{sent} requests due in 2 s at 1000/s");
 }
 
@@ -162,11 +162,11 @@ fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     let open = Run::new(open).unwrap().execute().unwrap();
     // A third of the requests were due during the 1 s freeze; measured from their intended
     // time they waited up to a second.
-    let corrected_p90 = open.latency.value_at_quantile(0.90);
-    let uncorrected_p90 = open.latency_uncorrected.value_at_quantile(0.90);
+    let corrected_p90 = open.totals.latency.value_at_quantile(0.90);
+    let uncorrected_p90 = open.totals.latency_uncorrected.value_at_quantile(0.90);
     assert!(corrected_p90 > 300_000, "corrected p90 {corrected_p90} us");
     assert!(uncorrected_p90 < 100_000, "uncorrected p90 {uncorrected_p90} us");
-    assert!(open.late > 100, "requests were sent late: {}", open.late);
+    assert!(open.totals.late > 100, "requests were sent late: {}", open.totals.late);
     let report = RunReport::new(&config_for_warnings(&server.url()), &open);
     let warnings = rpcbench::report::generator_warnings(&report);
     assert!(warnings.iter().any(|w| w.contains("sent more than 2 ms after")), "{warnings:?}");
@@ -174,8 +174,8 @@ fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     let server = freezing_server();
     let closed = Run::new(closed_loop(&server.url(), 1, seconds(2.5))).unwrap().execute().unwrap();
     // One request waited out the freeze; the rest were fast.
-    assert!(closed.latency.max() > 500_000, "max {}", closed.latency.max());
-    assert!(closed.latency.value_at_quantile(0.90) < 100_000);
+    assert!(closed.totals.latency.max() > 500_000, "max {}", closed.totals.latency.max());
+    assert!(closed.totals.latency.value_at_quantile(0.90) < 100_000);
 }
 
 #[test]
@@ -193,5 +193,5 @@ fn stopping_a_run_keeps_what_completed() {
     let record = run.execute().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(record.interrupted);
-    assert!(record.counts.ok > 0);
+    assert!(record.totals.counts.ok > 0);
 }

@@ -105,15 +105,15 @@ fn https_with_a_ca_file_with_insecure_and_untrusted() {
     let mut trusted = closed_loop(&server.url, 2, requests(50));
     trusted.tls = TlsOptions { insecure: false, ca_file: Some(ca_file.clone()) };
     let record = Run::new(trusted).unwrap().execute().unwrap();
-    assert_eq!(record.counts.ok, 50, "{:?}", record.counts);
+    assert_eq!(record.totals.counts.ok, 50, "{:?}", record.totals.counts);
 
     let mut insecure = closed_loop(&server.url, 2, requests(50));
     insecure.tls = TlsOptions { insecure: true, ca_file: None };
     let record = Run::new(insecure).unwrap().execute().unwrap();
-    assert_eq!(record.counts.ok, 50, "{:?}", record.counts);
+    assert_eq!(record.totals.counts.ok, 50, "{:?}", record.totals.counts);
 
     let untrusted = closed_loop(&server.url, 1, requests(3));
     let record = Run::new(untrusted).unwrap().execute().unwrap();
-    assert_eq!(record.counts.connect, 3, "{:?}", record.counts);
+    assert_eq!(record.totals.counts.connect, 3, "{:?}", record.totals.counts);
     std::fs::remove_dir_all(&dir).ok();
 }
