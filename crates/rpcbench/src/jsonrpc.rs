@@ -304,18 +304,28 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips to just after the closing quote of a string whose opening quote was consumed.
+    /// Short strings (keys, ids, hex quantities) are stepped over byte by byte; long ones with
+    /// `memchr`, whose setup costs more than a short loop.
     fn skip_string_body(&mut self) -> Result<(), InvalidKind> {
+        let short_end = (self.pos + 32).min(self.bytes.len());
+        while self.pos < short_end {
+            match self.bytes[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => self.pos += 2,
+                _ => self.pos += 1,
+            }
+        }
         loop {
-            let rest = &self.bytes[self.pos..];
+            let rest = self.bytes.get(self.pos..).ok_or(InvalidKind::NotJson)?;
             let offset = memchr::memchr2(b'"', b'\\', rest).ok_or(InvalidKind::NotJson)?;
             if rest[offset] == b'"' {
                 self.pos += offset + 1;
                 return Ok(());
             }
             self.pos += offset + 2;
-            if self.pos > self.bytes.len() {
-                return Err(InvalidKind::NotJson);
-            }
         }
     }
 

@@ -386,7 +386,10 @@ impl Recorder {
         }
         let corrected = micros(timing.corrected);
         self.totals.latency.saturating_record(corrected);
-        self.totals.latency_uncorrected.saturating_record(micros(timing.actual));
+        // In closed loop the uncorrected latency is the corrected one; the run copies it.
+        if timing.lag.is_some() {
+            self.totals.latency_uncorrected.saturating_record(micros(timing.actual));
+        }
         self.second_latency.saturating_record(corrected);
         if outcome.is_ok() {
             self.totals.latency_ok.saturating_record(corrected);

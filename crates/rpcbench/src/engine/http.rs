@@ -4,6 +4,7 @@
 //! the buffers have grown to the size of a response.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -176,9 +177,15 @@ impl Connection {
         loop {
             // Parse the head, reading until it is complete.
             let (status, head_len, framing, keep_alive) = loop {
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let mut response = httparse::Response::new(&mut headers);
-                match response.parse(&self.buf[self.start..self.end]) {
+                // Uninitialised header slots: no 2 KiB memset per parse.
+                let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+                let mut response = httparse::Response::new(&mut []);
+                let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+                    &mut response,
+                    &self.buf[self.start..self.end],
+                    &mut headers,
+                );
+                match parsed {
                     Ok(httparse::Status::Complete(head_len)) => {
                         let status = response.code.unwrap_or(0);
                         let (framing, keep_alive) = framing_of(&response)?;

@@ -178,6 +178,10 @@ impl Run {
         if let Some(err) = first_error {
             return Err(EngineError::Runtime(err));
         }
+        if matches!(self.config.load, Load::Closed { .. }) {
+            // Closed loop sends when it intends to: both figures are the same histogram.
+            merged.totals.latency_uncorrected = merged.totals.latency.clone();
+        }
         let finished = Instant::now();
         let interrupted = self.stop.is_stopped();
         let elapsed = finished.saturating_duration_since(clock.measure_start);
@@ -439,6 +443,7 @@ const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
 async fn connection_loop(worker: Rc<Worker>) {
     let config = worker.shared.config.clone();
     let mut connection: Option<Connection> = None;
+    let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut request = Vec::with_capacity(worker.request_head.len() + 256);
     let open_loop = matches!(config.load, Load::Open { .. });
     // Every worker starts at the shared start instant; nothing before it is measured.
@@ -484,11 +489,30 @@ async fn connection_loop(worker: Rc<Worker>) {
         config.request.write_body(id, &mut request);
 
         let sent = Instant::now();
-        let exchange = async {
-            conn.send(&request).await.map_err(|_| ReadError::Closed)?;
-            conn.read_response(config.max_body).await
+        let deadline = sent + config.timeout;
+        // The connection's timer is re-armed lazily: it stays set to an earlier request's
+        // deadline and is moved forward only when it fires, so a fast request costs no timer
+        // registration at all.
+        let timer = timeout_timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        let result = {
+            let exchange = async {
+                conn.send(&request).await.map_err(|_| ReadError::Closed)?;
+                conn.read_response(config.max_body).await
+            };
+            tokio::pin!(exchange);
+            loop {
+                tokio::select! {
+                    biased;
+                    result = &mut exchange => break Ok(result),
+                    () = timer.as_mut() => {
+                        if Instant::now() >= deadline {
+                            break Err(());
+                        }
+                        timer.as_mut().reset(deadline.into());
+                    }
+                }
+            }
         };
-        let result = tokio::time::timeout(config.timeout, exchange).await;
         let done = Instant::now();
         let (outcome, keep) = match result {
             Err(_) => (Outcome::Timeout, false),

@@ -195,3 +195,41 @@ fn stopping_a_run_keeps_what_completed() {
     assert!(record.interrupted);
     assert!(record.totals.counts.ok > 0);
 }
+
+#[test]
+fn slow_requests_within_the_timeout_are_not_timed_out_by_an_earlier_deadline() {
+    // Fast and slow answers alternate; the connection's timer is still armed for an earlier
+    // request's deadline when a slow one starts, and must be moved, not obeyed.
+    let server = TestServer::start(|request| {
+        let reply = json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id));
+        if request.index % 3 == 2 {
+            Reply::After(Duration::from_millis(120), Box::new(reply))
+        } else {
+            reply
+        }
+    });
+    let mut config = closed_loop(&server.url(), 1, requests(30));
+    config.timeout = Duration::from_millis(200);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 30, "{:?}", record.totals.counts);
+    assert_eq!(record.totals.counts.timeout, 0);
+}
+
+#[test]
+fn a_request_slower_than_the_timeout_times_out_on_time() {
+    let server = TestServer::start(|request| {
+        let reply = json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id));
+        if request.index == 5 {
+            Reply::After(Duration::from_secs(5), Box::new(reply))
+        } else {
+            reply
+        }
+    });
+    let mut config = closed_loop(&server.url(), 1, requests(10));
+    config.timeout = Duration::from_millis(300);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.timeout, 1);
+    assert_eq!(record.totals.counts.ok, 9);
+    let slowest = record.totals.latency.max();
+    assert!((300_000..1_500_000).contains(&slowest), "the timeout fired after {slowest} us");
+}
