@@ -10,10 +10,11 @@
 
 pub mod config;
 pub mod connect;
+pub mod hires;
 pub mod http;
 pub mod pacer;
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,6 +273,9 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     let driver = worker.clone();
     local.block_on(&runtime, async move {
         let hard_end = driver.shared.clock.hard_end;
+        if driver.pacer.borrow().is_some() {
+            driver.pacing.get_or_init(hires::PacingTimer::start);
+        }
         for _ in 0..driver.plan.initial_connections {
             driver.spawn_connection();
         }
@@ -311,6 +315,8 @@ struct Worker {
     connections: Cell<usize>,
     /// Connections sleeping until their ticket is due.
     idle: Cell<usize>,
+    /// Open loop: the timer connections sleep on until their ticket is due.
+    pacing: OnceCell<hires::PacingTimer>,
     all_done: Notify,
 }
 
@@ -343,6 +349,7 @@ impl Worker {
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
+            pacing: OnceCell::new(),
             all_done: Notify::new(),
             shared,
             plan,
@@ -456,7 +463,7 @@ async fn connection_loop(worker: Rc<Worker>) {
         if let Some(intended) = ticket.intended {
             if intended > now {
                 worker.idle.set(worker.idle.get() + 1);
-                tokio::time::sleep_until(intended.into()).await;
+                worker.pacing.get_or_init(hires::PacingTimer::coarse).sleep_until(intended).await;
                 worker.idle.set(worker.idle.get() - 1);
             } else if worker.idle.get() == 0 && worker.connections.get() < worker.plan.max_connections {
                 // Behind schedule with nobody waiting: open another connection.

@@ -1,0 +1,308 @@
+//! A high-resolution timer for open-loop pacing. tokio's timer wheel has a granularity of one
+//! millisecond, so a request due at `t` would leave up to a millisecond late, and corrected
+//! latency, which counts from `t`, would charge the tool's timer to the target. On Linux each
+//! worker arms one `timerfd` (CLOCK_MONOTONIC, absolute, nanosecond resolution) for the
+//! earliest pending deadline; the waiting connections sit in a heap and are woken when their
+//! time comes. Where a timerfd cannot be had, tokio's timer is used.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+/// A per-worker pacing timer. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PacingTimer {
+    hires: Option<Rc<hires::Timerfd>>,
+}
+
+impl PacingTimer {
+    /// A timer for the current worker. Must be called inside the worker's `LocalSet`: the
+    /// timerfd's driver runs there as a local task.
+    pub fn start() -> Self {
+        Self { hires: hires::Timerfd::start() }
+    }
+
+    /// A timer backed by tokio's 1 ms timer wheel only.
+    pub fn coarse() -> Self {
+        Self { hires: None }
+    }
+
+    /// Whether the high-resolution timer is in use.
+    pub fn is_high_resolution(&self) -> bool {
+        self.hires.is_some()
+    }
+
+    /// Waits until `deadline`.
+    pub async fn sleep_until(&self, deadline: Instant) {
+        match &self.hires {
+            Some(timer) => WaitUntil { timer, deadline, registered: false }.await,
+            None => tokio::time::sleep_until(deadline.into()).await,
+        }
+    }
+}
+
+/// One waiter in the heap, ordered by deadline, then by arrival.
+#[derive(Debug)]
+struct Waiter {
+    deadline: Instant,
+    seq: u64,
+    waker: Waker,
+}
+
+impl PartialEq for Waiter {
+    fn eq(&self, other: &Self) -> bool {
+        (self.deadline, self.seq) == (other.deadline, other.seq)
+    }
+}
+
+impl Eq for Waiter {}
+
+impl PartialOrd for Waiter {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Waiter {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.deadline, self.seq).cmp(&(other.deadline, other.seq))
+    }
+}
+
+/// Deadlines waiting for the timer, earliest first.
+#[derive(Debug, Default)]
+struct Waiters {
+    heap: RefCell<BinaryHeap<Reverse<Waiter>>>,
+    seq: Cell<u64>,
+}
+
+impl Waiters {
+    fn push(&self, deadline: Instant, waker: Waker) {
+        let seq = self.seq.get();
+        self.seq.set(seq + 1);
+        self.heap.borrow_mut().push(Reverse(Waiter { deadline, seq, waker }));
+    }
+
+    /// Wakes every waiter due at `now`; returns the next deadline, if any.
+    fn wake_due(&self, now: Instant) -> Option<Instant> {
+        let mut heap = self.heap.borrow_mut();
+        while let Some(Reverse(first)) = heap.peek() {
+            if first.deadline > now {
+                return Some(first.deadline);
+            }
+            if let Some(Reverse(waiter)) = heap.pop() {
+                waiter.waker.wake();
+            }
+        }
+        None
+    }
+}
+
+struct WaitUntil<'a> {
+    timer: &'a hires::Timerfd,
+    deadline: Instant,
+    registered: bool,
+}
+
+impl Future for WaitUntil<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if Instant::now() >= this.deadline {
+            return Poll::Ready(());
+        }
+        if !this.registered {
+            this.registered = true;
+            this.timer.wait(this.deadline, cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod hires {
+    use std::cell::Cell;
+    use std::os::fd::OwnedFd;
+    use std::rc::Rc;
+    use std::task::Waker;
+    use std::time::Instant;
+
+    use rustix::time::{
+        clock_gettime, timerfd_create, timerfd_settime, ClockId, Itimerspec, TimerfdClockId, TimerfdFlags,
+        TimerfdTimerFlags, Timespec,
+    };
+    use tokio::io::unix::AsyncFd;
+
+    use super::Waiters;
+
+    /// One timerfd and the deadlines waiting on it.
+    #[derive(Debug)]
+    pub(super) struct Timerfd {
+        fd: AsyncFd<OwnedFd>,
+        waiters: Waiters,
+        /// The deadline the timerfd is armed for.
+        armed: Cell<Option<Instant>>,
+        /// The same moment on both clocks, to turn an `Instant` into a CLOCK_MONOTONIC time.
+        origin: (Instant, Timespec),
+    }
+
+    impl Timerfd {
+        pub(super) fn start() -> Option<Rc<Self>> {
+            let fd =
+                timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)
+                    .ok()?;
+            // `AsyncFd::new` is deprecated because an arbitrary `AsRawFd` may return a different
+            // descriptor over time; an `OwnedFd` owns one descriptor for its whole life, which is
+            // the condition the unsafe `register` asks for. The crate forbids `unsafe`.
+            #[allow(deprecated)]
+            let fd = AsyncFd::new(fd).ok()?;
+            let origin = (Instant::now(), clock_gettime(ClockId::Monotonic));
+            let timer = Rc::new(Self { fd, waiters: Waiters::default(), armed: Cell::new(None), origin });
+            tokio::task::spawn_local(drive(Rc::downgrade(&timer)));
+            Some(timer)
+        }
+
+        pub(super) fn wait(&self, deadline: Instant, waker: Waker) {
+            self.waiters.push(deadline, waker);
+            if self.armed.get().is_none_or(|armed| deadline < armed) {
+                self.arm(deadline);
+            }
+        }
+
+        fn arm(&self, deadline: Instant) {
+            let (origin_instant, origin_mono) = self.origin;
+            let offset = deadline.saturating_duration_since(origin_instant);
+            let nanos = origin_mono.tv_nsec as u128 + offset.subsec_nanos() as u128;
+            let value = Timespec {
+                tv_sec: origin_mono.tv_sec + offset.as_secs() as i64 + (nanos / 1_000_000_000) as i64,
+                tv_nsec: (nanos % 1_000_000_000) as _,
+            };
+            let spec = Itimerspec { it_interval: Timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+            // A zero value would disarm the timer; the origin is never zero on a running system.
+            if timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &spec).is_ok() {
+                self.armed.set(Some(deadline));
+            }
+        }
+    }
+
+    /// Waits for the timerfd to fire, wakes the waiters that are due, re-arms for the next.
+    /// Ends when the worker drops the timer.
+    async fn drive(timer: std::rc::Weak<Timerfd>) {
+        loop {
+            let Some(strong) = timer.upgrade() else { return };
+            let fired = {
+                let Ok(mut guard) = strong.fd.readable().await else { return };
+                let mut expirations = [0u8; 8];
+                match guard.try_io(|fd| rustix::io::read(fd.get_ref(), &mut expirations).map_err(Into::into))
+                {
+                    Ok(Ok(_)) => true,
+                    Ok(Err(_)) => return,
+                    Err(_would_block) => false,
+                }
+            };
+            if fired {
+                strong.armed.set(None);
+                if let Some(next) = strong.waiters.wake_due(Instant::now()) {
+                    strong.arm(next);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod hires {
+    use std::rc::Rc;
+    use std::task::Waker;
+    use std::time::Instant;
+
+    /// No timerfd here: [`super::PacingTimer`] falls back to tokio's timer.
+    #[derive(Debug)]
+    pub(super) struct Timerfd;
+
+    impl Timerfd {
+        pub(super) fn start() -> Option<Rc<Self>> {
+            None
+        }
+
+        pub(super) fn wait(&self, _deadline: Instant, _waker: Waker) {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn in_local_set<F: Future>(future: F) -> F::Output {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        tokio::task::LocalSet::new().block_on(&runtime, future)
+    }
+
+    #[test]
+    fn sleepers_wake_at_or_after_their_deadline_in_order() {
+        in_local_set(async {
+            let timer = PacingTimer::start();
+            assert_eq!(timer.is_high_resolution(), cfg!(target_os = "linux"));
+            let start = Instant::now();
+            let woke = Rc::new(RefCell::new(Vec::new()));
+            let mut tasks = Vec::new();
+            // Registered out of order, several sharing a deadline.
+            for micros in [3000u64, 500, 1500, 1500, 250, 4000, 100] {
+                let timer = timer.clone();
+                let woke = woke.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let deadline = start + Duration::from_micros(micros);
+                    timer.sleep_until(deadline).await;
+                    let now = Instant::now();
+                    assert!(now >= deadline, "woke {:?} early", deadline - now);
+                    woke.borrow_mut().push(micros);
+                }));
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+            let order = woke.borrow().clone();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(order, sorted);
+        });
+    }
+
+    #[test]
+    fn a_deadline_in_the_past_is_ready_at_once() {
+        in_local_set(async {
+            let timer = PacingTimer::start();
+            let started = Instant::now();
+            timer.sleep_until(started - Duration::from_millis(5)).await;
+            assert!(started.elapsed() < Duration::from_millis(100));
+        });
+    }
+
+    #[test]
+    fn an_earlier_deadline_rearms_the_timer() {
+        in_local_set(async {
+            let timer = PacingTimer::start();
+            let start = Instant::now();
+            let late = {
+                let timer = timer.clone();
+                tokio::task::spawn_local(async move {
+                    timer.sleep_until(start + Duration::from_millis(200)).await
+                })
+            };
+            tokio::task::yield_now().await;
+            // Armed for 200 ms; a 5 ms sleeper must not wait for it.
+            timer.sleep_until(start + Duration::from_millis(5)).await;
+            assert!(start.elapsed() < Duration::from_millis(150), "waited {:?}", start.elapsed());
+            late.await.unwrap();
+            assert!(start.elapsed() >= Duration::from_millis(200));
+        });
+    }
+}
