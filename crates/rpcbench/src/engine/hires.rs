@@ -17,14 +17,14 @@ use std::time::Instant;
 /// A per-worker pacing timer. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct PacingTimer {
-    hires: Option<Rc<hires::Timerfd>>,
+    hires: Option<Rc<timerfd::Timerfd>>,
 }
 
 impl PacingTimer {
     /// A timer for the current worker. Must be called inside the worker's `LocalSet`: the
     /// timerfd's driver runs there as a local task.
     pub fn start() -> Self {
-        Self { hires: hires::Timerfd::start() }
+        Self { hires: timerfd::Timerfd::start() }
     }
 
     /// A timer backed by tokio's 1 ms timer wheel only.
@@ -104,7 +104,7 @@ impl Waiters {
 }
 
 struct WaitUntil<'a> {
-    timer: &'a hires::Timerfd,
+    timer: &'a timerfd::Timerfd,
     deadline: Instant,
     registered: bool,
 }
@@ -126,7 +126,7 @@ impl Future for WaitUntil<'_> {
 }
 
 #[cfg(target_os = "linux")]
-mod hires {
+mod timerfd {
     use std::cell::Cell;
     use std::os::fd::OwnedFd;
     use std::rc::Rc;
@@ -217,7 +217,7 @@ mod hires {
 }
 
 #[cfg(not(target_os = "linux"))]
-mod hires {
+mod timerfd {
     use std::rc::Rc;
     use std::task::Waker;
     use std::time::Instant;
