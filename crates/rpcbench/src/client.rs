@@ -43,7 +43,7 @@ impl std::error::Error for CallError {}
 pub fn call(url: &str, method: &str, params: Option<&Value>, timeout: Duration) -> Result<Value, CallError> {
     let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
     let request = RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
-    let mut config = RunConfig::new(target, request);
+    let mut config = RunConfig::new(target, &request);
     config.connect_timeout = timeout;
     let connector = Connector::new(&config).map_err(|err| CallError::Transport(err.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -55,9 +55,9 @@ pub fn call(url: &str, method: &str, params: Option<&Value>, timeout: Duration) 
             let stream = connector.connect().await.map_err(|err| CallError::Transport(err.to_string()))?;
             let mut connection = Connection::new(stream);
             let mut bytes = config.request_head();
-            bytes.extend_from_slice(config.request.body_len(1).to_string().as_bytes());
+            bytes.extend_from_slice(request.body_len(1).to_string().as_bytes());
             bytes.extend_from_slice(b"\r\n\r\n");
-            config.request.write_body(1, &mut bytes);
+            request.write_body(1, &mut bytes);
             connection.send(&bytes).await.map_err(|err| CallError::Transport(err.to_string()))?;
             let meta = connection
                 .read_response(config.max_body)

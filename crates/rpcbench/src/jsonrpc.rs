@@ -587,6 +587,11 @@ impl RequestTemplate {
         Ok(Self { prefix: b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec(), suffix: suffix.into_bytes(), method })
     }
 
+    /// Everything after the id: `,"method":…}`.
+    pub fn suffix(&self) -> &[u8] {
+        &self.suffix
+    }
+
     /// The JSON-RPC method this template calls.
     pub fn method(&self) -> &str {
         &self.method

@@ -14,6 +14,8 @@
 //!   knobs, in-process on any address.
 //! - [`demo`] runs seed 000's Solana tests against the mock node; [`client`] makes one-off
 //!   calls outside a run.
+//! - [`workload::Workload`] is what requests call: one request or a weighted mix of calls with
+//!   generated params.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
 pub mod client;
@@ -25,3 +27,4 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod units;
+pub mod workload;

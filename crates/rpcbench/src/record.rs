@@ -325,8 +325,10 @@ impl Totals {
 /// A worker's recorder. Not shared between threads; merged at the end.
 #[derive(Debug)]
 pub struct Recorder {
-    /// What this worker measured.
-    pub totals: Totals,
+    /// What this worker measured, per call of the workload (in the workload's order).
+    pub calls: Vec<Totals>,
+    /// Open loop: requests due in the run that were never sent (no call was chosen for them).
+    pub unsent: u64,
     second: u64,
     second_requests: u64,
     second_errors: u64,
@@ -351,10 +353,12 @@ pub struct Timing {
 }
 
 impl Recorder {
-    /// A recorder that flushes its per-second figures into `series`.
-    pub fn new(series: Arc<Mutex<Series>>) -> Self {
+    /// A recorder for a workload of `calls` calls that flushes its per-second figures into
+    /// `series`.
+    pub fn new(calls: usize, series: Arc<Mutex<Series>>) -> Self {
         Self {
-            totals: Totals::default(),
+            calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
+            unsent: 0,
             second: 0,
             second_requests: 0,
             second_errors: 0,
@@ -365,40 +369,47 @@ impl Recorder {
 
     /// Records one request. Latency is recorded for every outcome but a failed connect (no
     /// request was sent).
-    pub fn record(&mut self, outcome: Outcome, timing: Timing, message: impl FnOnce() -> Option<String>) {
+    pub fn record(
+        &mut self,
+        call: usize,
+        outcome: Outcome,
+        timing: Timing,
+        message: impl FnOnce() -> Option<String>,
+    ) {
         if timing.done_second != self.second {
             self.flush_second();
             self.second = timing.done_second;
         }
-        self.totals.counts.add(outcome, message);
         self.second_requests += 1;
+        let totals = &mut self.calls[call];
+        totals.counts.add(outcome, message);
         if !outcome.is_ok() {
             self.second_errors += 1;
         }
         if let Some(lag) = timing.lag {
-            self.totals.send_lag.saturating_record(micros(lag));
+            totals.send_lag.saturating_record(micros(lag));
             if lag > LATE_THRESHOLD {
-                self.totals.late += 1;
+                totals.late += 1;
             }
         }
         if outcome == Outcome::Connect {
             return;
         }
         let corrected = micros(timing.corrected);
-        self.totals.latency.saturating_record(corrected);
+        totals.latency.saturating_record(corrected);
         // In closed loop the uncorrected latency is the corrected one; the run copies it.
         if timing.lag.is_some() {
-            self.totals.latency_uncorrected.saturating_record(micros(timing.actual));
+            totals.latency_uncorrected.saturating_record(micros(timing.actual));
         }
         self.second_latency.saturating_record(corrected);
         if outcome.is_ok() {
-            self.totals.latency_ok.saturating_record(corrected);
+            totals.latency_ok.saturating_record(corrected);
         }
     }
 
     /// Counts the HTTP status of a response.
-    pub fn record_status(&mut self, status: u16) {
-        *self.totals.status_counts.entry(status).or_default() += 1;
+    pub fn record_status(&mut self, call: usize, status: u16) {
+        *self.calls[call].status_counts.entry(status).or_default() += 1;
     }
 
     /// Sends this second's figures to the shared series.
@@ -417,15 +428,20 @@ impl Recorder {
     /// Adds another worker's recorder into this one (series figures go to the shared series).
     pub fn merge(&mut self, other: &mut Recorder) {
         other.flush_second();
-        self.totals.merge(&other.totals);
+        for (ours, theirs) in self.calls.iter_mut().zip(&other.calls) {
+            ours.merge(theirs);
+        }
+        self.unsent += other.unsent;
     }
 }
 
 /// Everything a finished run measured.
 #[derive(Debug)]
 pub struct RunRecord {
-    /// Histograms, counts, bytes and pacing figures of all workers.
+    /// Histograms, counts, bytes and pacing figures of the whole run.
     pub totals: Totals,
+    /// The same per call of the workload, in the workload's order.
+    pub calls: Vec<CallTotals>,
     /// Measured time: from the end of warmup to the last completion.
     pub elapsed: Duration,
     /// Width of one series point in seconds (1 unless the run was very long).
@@ -436,12 +452,35 @@ pub struct RunRecord {
     pub interrupted: bool,
 }
 
+/// One call's figures.
+#[derive(Debug)]
+pub struct CallTotals {
+    /// The call's label.
+    pub name: String,
+    /// Its JSON-RPC method.
+    pub method: String,
+    /// What it measured.
+    pub totals: Totals,
+}
+
 impl RunRecord {
-    /// Builds the record from the merged recorder and the series.
-    pub fn new(merged: Recorder, elapsed: Duration, interrupted: bool) -> Self {
+    /// Builds the record from the merged recorder and the series. `calls` names the
+    /// recorder's calls (label, method) in order.
+    pub fn new(merged: Recorder, calls: &[(String, String)], elapsed: Duration, interrupted: bool) -> Self {
         let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
         let (series_interval_secs, series) = series.finish(elapsed);
-        Self { totals: merged.totals, elapsed, series_interval_secs, series, interrupted }
+        let mut totals = Totals::default();
+        for call in &merged.calls {
+            totals.merge(call);
+        }
+        totals.unsent = merged.unsent;
+        let calls = merged
+            .calls
+            .into_iter()
+            .zip(calls)
+            .map(|(totals, (name, method))| CallTotals { name: name.clone(), method: method.clone(), totals })
+            .collect();
+        Self { totals, calls, elapsed, series_interval_secs, series, interrupted }
     }
 
     /// Requests per second over the measured time.
@@ -467,27 +506,27 @@ mod tests {
     #[test]
     fn recorders_merge_counts_and_histograms() {
         let series = Arc::new(Mutex::new(Series::default()));
-        let mut a = Recorder::new(series.clone());
-        let mut b = Recorder::new(series.clone());
-        a.record(Outcome::Ok, timing(0, 100), || None);
-        a.record(Outcome::RpcError(-32000), timing(0, 200), || Some("first".into()));
-        b.record(Outcome::RpcError(-32000), timing(1, 300), || Some("second".into()));
-        b.record(Outcome::Connect, timing(1, 5), || None);
-        b.record(Outcome::HttpStatus(429), timing(2, 400), || None);
+        let mut a = Recorder::new(1, series.clone());
+        let mut b = Recorder::new(1, series.clone());
+        a.record(0, Outcome::Ok, timing(0, 100), || None);
+        a.record(0, Outcome::RpcError(-32000), timing(0, 200), || Some("first".into()));
+        b.record(0, Outcome::RpcError(-32000), timing(1, 300), || Some("second".into()));
+        b.record(0, Outcome::Connect, timing(1, 5), || None);
+        b.record(0, Outcome::HttpStatus(429), timing(2, 400), || None);
         a.merge(&mut b);
         drop(b);
-        assert_eq!(a.totals.counts.ok, 1);
-        assert_eq!(a.totals.counts.rpc_errors[&-32000].count, 2);
-        assert_eq!(a.totals.counts.rpc_errors[&-32000].first_message.as_deref(), Some("first"));
-        assert_eq!(a.totals.counts.http_errors[&429], 1);
-        assert_eq!(a.totals.counts.connect, 1);
-        assert_eq!(a.totals.counts.total(), 5);
-        assert_eq!(a.totals.counts.errors(), 4);
+        assert_eq!(a.calls[0].counts.ok, 1);
+        assert_eq!(a.calls[0].counts.rpc_errors[&-32000].count, 2);
+        assert_eq!(a.calls[0].counts.rpc_errors[&-32000].first_message.as_deref(), Some("first"));
+        assert_eq!(a.calls[0].counts.http_errors[&429], 1);
+        assert_eq!(a.calls[0].counts.connect, 1);
+        assert_eq!(a.calls[0].counts.total(), 5);
+        assert_eq!(a.calls[0].counts.errors(), 4);
         // The failed connect has no latency.
-        assert_eq!(a.totals.latency.len(), 4);
-        assert_eq!(a.totals.latency_ok.len(), 1);
+        assert_eq!(a.calls[0].latency.len(), 4);
+        assert_eq!(a.calls[0].latency_ok.len(), 1);
         a.flush_second();
-        let record = RunRecord::new(a, Duration::from_secs(3), false);
+        let record = RunRecord::new(a, &[("m".into(), "m".into())], Duration::from_secs(3), false);
         let requests: Vec<u64> = record.series.iter().map(|p| p.requests).collect();
         assert_eq!(requests, vec![2, 2, 1]);
         let errors: Vec<u64> = record.series.iter().map(|p| p.errors).collect();

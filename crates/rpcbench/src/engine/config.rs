@@ -5,8 +5,11 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::jsonrpc::{CheckMode, RequestTemplate};
+use crate::jsonrpc::CheckMode;
+#[cfg(test)]
+use crate::jsonrpc::RequestTemplate;
 use crate::redact;
+use crate::workload::Workload;
 
 /// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,8 +156,8 @@ pub struct TlsOptions {
 pub struct RunConfig {
     /// Where requests go.
     pub target: Target,
-    /// The request body with a fresh id per request.
-    pub request: RequestTemplate,
+    /// What each request calls: one fixed request, or a weighted mix with generated params.
+    pub workload: Workload,
     /// Extra request headers (name, value).
     pub headers: Vec<(String, String)>,
     /// Closed or open loop.
@@ -177,16 +180,17 @@ pub struct RunConfig {
     pub max_body: u64,
     /// How much of each response is checked.
     pub check: CheckMode,
-    /// Seed for everything random in the run (Poisson arrivals), so reruns are identical.
+    /// Seed for everything random in the run (arrivals, the mix, generated params), so reruns
+    /// send the same requests.
     pub seed: u64,
 }
 
 impl RunConfig {
     /// A closed-loop run of 10 seconds on one connection with default settings.
-    pub fn new(target: Target, request: RequestTemplate) -> Self {
+    pub fn new(target: Target, workload: impl Into<Workload>) -> Self {
         Self {
             target,
-            request,
+            workload: workload.into(),
             headers: Vec::new(),
             load: Load::Closed { connections: 1 },
             length: Length { duration: Some(Duration::from_secs(10)), requests: None },

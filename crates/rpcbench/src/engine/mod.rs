@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
 use tokio::sync::{watch, Notify};
 
 use crate::jsonrpc::{self, InvalidKind, Outcome};
@@ -165,7 +167,7 @@ impl Run {
                 .map_err(EngineError::Runtime)?;
             handles.push(handle);
         }
-        let mut merged = Recorder::new(self.series.clone());
+        let mut merged = Recorder::new(self.config.workload.calls().len(), self.series.clone());
         let mut first_error = None;
         for handle in handles {
             match handle.join() {
@@ -181,13 +183,22 @@ impl Run {
         }
         if matches!(self.config.load, Load::Closed { .. }) {
             // Closed loop sends when it intends to: both figures are the same histogram.
-            merged.totals.latency_uncorrected = merged.totals.latency.clone();
+            for call in &mut merged.calls {
+                call.latency_uncorrected = call.latency.clone();
+            }
         }
         let finished = Instant::now();
         let interrupted = self.stop.is_stopped();
         let elapsed = finished.saturating_duration_since(clock.measure_start);
         drop(self.series);
-        Ok(RunRecord::new(merged, elapsed, interrupted))
+        let names: Vec<(String, String)> = self
+            .config
+            .workload
+            .calls()
+            .iter()
+            .map(|call| (call.name().to_string(), call.method().to_string()))
+            .collect();
+        Ok(RunRecord::new(merged, &names, elapsed, interrupted))
     }
 }
 
@@ -295,7 +306,7 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     drop(local);
     worker.count_unsent();
     let series = worker.shared.series.clone();
-    let mut recorder = worker.recorder.replace(Recorder::new(series));
+    let mut recorder = worker.recorder.replace(Recorder::new(0, series));
     recorder.flush_second();
     Ok(recorder)
 }
@@ -305,6 +316,8 @@ struct Worker {
     shared: WorkerShared,
     plan: WorkerPlan,
     recorder: RefCell<Recorder>,
+    /// Picks calls and generates params; seeded per worker from the run's seed.
+    rng: RefCell<SmallRng>,
     request_head: Vec<u8>,
     /// Measured tickets handed out.
     measured_taken: Cell<u64>,
@@ -337,11 +350,15 @@ struct Ticket {
 
 impl Worker {
     fn new(shared: WorkerShared, mut plan: WorkerPlan) -> Self {
-        let recorder = Recorder::new(shared.series.clone());
+        let recorder = Recorder::new(shared.config.workload.calls().len(), shared.series.clone());
+        let rng = SmallRng::seed_from_u64(
+            shared.config.seed ^ (plan.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
         let request_head = shared.config.request_head();
         let pacer = plan.pacer.take();
         Self {
             recorder: RefCell::new(recorder),
+            rng: RefCell::new(rng),
             request_head,
             measured_taken: Cell::new(0),
             // Ids are unique per run: the worker index sits in the high bits.
@@ -425,10 +442,18 @@ impl Worker {
                 taken += 1;
             }
         }
-        self.recorder.borrow_mut().totals.unsent += unsent;
+        self.recorder.borrow_mut().unsent += unsent;
     }
 
-    fn record(&self, ticket: Ticket, sent: Instant, done: Instant, outcome: Outcome, body: &[u8]) {
+    fn record(
+        &self,
+        ticket: Ticket,
+        call: usize,
+        sent: Instant,
+        done: Instant,
+        outcome: Outcome,
+        body: &[u8],
+    ) {
         if !ticket.measured {
             return;
         }
@@ -439,7 +464,7 @@ impl Worker {
             actual: done.saturating_duration_since(sent),
             lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),
         };
-        self.recorder.borrow_mut().record(outcome, timing, || jsonrpc::error_message(body));
+        self.recorder.borrow_mut().record(call, outcome, timing, || jsonrpc::error_message(body));
     }
 }
 
@@ -452,6 +477,8 @@ async fn connection_loop(worker: Rc<Worker>) {
     let mut connection: Option<Connection> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut request = Vec::with_capacity(worker.request_head.len() + 256);
+    let mut body = Vec::with_capacity(256);
+    let workload = &config.workload;
     let open_loop = matches!(config.load, Load::Open { .. });
     // Every worker starts at the shared start instant; nothing before it is measured.
     tokio::time::sleep_until(worker.shared.clock.start.into()).await;
@@ -473,13 +500,14 @@ async fn connection_loop(worker: Rc<Worker>) {
                 break;
             }
         }
+        let call = workload.pick(&mut worker.rng.borrow_mut());
         let conn = match connection.as_mut() {
             Some(conn) => conn,
             None => match worker.shared.connector.connect().await {
                 Ok(stream) => connection.insert(Connection::new(stream)),
                 Err(_) => {
                     let failed = Instant::now();
-                    worker.record(ticket, failed, failed, Outcome::Connect, b"");
+                    worker.record(ticket, call, failed, failed, Outcome::Connect, b"");
                     if !open_loop {
                         tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
                     }
@@ -489,11 +517,13 @@ async fn connection_loop(worker: Rc<Worker>) {
         };
         let id = worker.next_id.get();
         worker.next_id.set(id + 1);
+        body.clear();
+        workload.write_body(call, id, &mut worker.rng.borrow_mut(), &mut body);
         request.clear();
         request.extend_from_slice(&worker.request_head);
-        request.extend_from_slice(itoa::Buffer::new().format(config.request.body_len(id)).as_bytes());
+        request.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
         request.extend_from_slice(b"\r\n\r\n");
-        config.request.write_body(id, &mut request);
+        request.extend_from_slice(&body);
 
         let sent = Instant::now();
         let deadline = sent + config.timeout;
@@ -530,18 +560,19 @@ async fn connection_loop(worker: Rc<Worker>) {
                 let outcome = jsonrpc::classify(meta.status, conn.body(), id, config.check);
                 if ticket.measured {
                     let mut recorder = worker.recorder.borrow_mut();
-                    recorder.record_status(meta.status);
-                    recorder.totals.bytes_received += meta.wire_bytes as u64;
-                    recorder.totals.bytes_sent += request.len() as u64;
+                    recorder.record_status(call, meta.status);
+                    let totals = &mut recorder.calls[call];
+                    totals.bytes_received += meta.wire_bytes as u64;
+                    totals.bytes_sent += request.len() as u64;
                 }
                 (outcome, meta.keep_alive && config.keepalive)
             }
         };
-        let body = match (&connection, result_has_body(outcome)) {
+        let response_body = match (&connection, result_has_body(outcome)) {
             (Some(conn), true) => conn.body(),
             _ => &[],
         };
-        worker.record(ticket, sent, done, outcome, body);
+        worker.record(ticket, call, sent, done, outcome, response_body);
         if !keep {
             connection = None;
         }

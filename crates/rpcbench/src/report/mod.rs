@@ -70,6 +70,27 @@ pub struct RunReport {
     pub bytes: BytesReport,
     /// The per-interval series.
     pub series: SeriesReport,
+    /// One row per call of the workload, in the workload's order (one row for a single request).
+    pub methods: Vec<MethodReport>,
+}
+
+/// One call of the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodReport {
+    /// The call's label (the method, unless a scenario named it).
+    pub name: String,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// Requests with an outcome.
+    pub requests: u64,
+    /// Successes.
+    pub ok: u64,
+    /// Everything else.
+    pub errors: u64,
+    /// Requests per second over the measured time.
+    pub rate: f64,
+    /// Latency of this call's requests (corrected in open loop).
+    pub latency: LatencyReport,
 }
 
 /// How load was applied.
@@ -264,7 +285,7 @@ impl RunReport {
             report_version: REPORT_VERSION,
             tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
             target: config.target.redacted(),
-            method: config.request.method().to_string(),
+            method: config.workload.label(),
             load,
             duration_us: config.length.duration.map(micros),
             requests_limit: config.length.requests,
@@ -314,6 +335,23 @@ impl RunReport {
                     0.0
                 },
             },
+            methods: record
+                .calls
+                .iter()
+                .map(|call| MethodReport {
+                    name: call.name.clone(),
+                    method: call.method.clone(),
+                    requests: call.totals.counts.total(),
+                    ok: call.totals.counts.ok,
+                    errors: call.totals.counts.errors(),
+                    rate: if elapsed_secs > 0.0 {
+                        call.totals.counts.total() as f64 / elapsed_secs
+                    } else {
+                        0.0
+                    },
+                    latency: LatencyReport::from_histogram(&call.totals.latency),
+                })
+                .collect(),
             series: SeriesReport {
                 interval_s: record.series_interval_secs,
                 points: record

@@ -87,6 +87,28 @@ pub fn render_text(report: &RunReport) -> String {
             us(lag.map(|l| l.percentile("p99")).unwrap_or(0)),
         );
     }
+    if report.methods.len() > 1 {
+        let _ = writeln!(out, "  Per method:");
+        let _ = writeln!(
+            out,
+            "    {:<24} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9}",
+            "method", "requests", "req/s", "errors", "p50", "p90", "p99", "max"
+        );
+        for method in &report.methods {
+            let _ = writeln!(
+                out,
+                "    {:<24} {:>9} {:>10.2} {:>8} {:>9} {:>9} {:>9} {:>9}",
+                shorten(&method.name, 24),
+                method.requests,
+                method.rate,
+                method.errors,
+                us(method.latency.percentile("p50")),
+                us(method.latency.percentile("p90")),
+                us(method.latency.percentile("p99")),
+                us(method.latency.max_us)
+            );
+        }
+    }
     let _ = writeln!(out, "  HTTP codes:");
     let class_count = |class: char| -> u64 {
         report

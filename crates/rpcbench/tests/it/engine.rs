@@ -233,3 +233,64 @@ fn a_request_slower_than_the_timeout_times_out_on_time() {
     let slowest = record.totals.latency.max();
     assert!((300_000..1_500_000).contains(&slowest), "the timeout fired after {slowest} us");
 }
+
+#[test]
+fn a_weighted_mix_is_recorded_per_call() {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use rpcbench::workload::{Call, Generator, ParamValue, Workload};
+
+    let seen: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let slots_in_range = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = {
+        let seen = seen.clone();
+        let slots_in_range = slots_in_range.clone();
+        TestServer::start(move |request| {
+            *seen.lock().unwrap().entry(request.method.clone()).or_default() += 1;
+            if request.method == "getBlock" {
+                let slot = request.params[0].as_u64().unwrap_or(0);
+                if !(100..=200).contains(&slot) {
+                    slots_in_range.store(false, Ordering::SeqCst);
+                }
+                // Every getBlock answers with an error, so per-call errors are exact.
+                return json_200(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32007,"message":"skipped"}}}}"#,
+                    request.id
+                ));
+            }
+            json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id))
+        })
+    };
+    let block_params = ParamValue::Array(vec![
+        ParamValue::Generated(Generator::IntRange { low: 100, high: 200 }),
+        ParamValue::Fixed(serde_json::json!({"encoding": "json"})),
+    ]);
+    let workload = Workload::new(vec![
+        Call::new("getSlot", "getSlot", None, 1).unwrap(),
+        Call::new("getBlock", "getBlock", Some(&block_params), 3).unwrap(),
+    ])
+    .unwrap();
+    let mut config = closed_loop(&server.url(), 4, requests(4000));
+    config.workload = workload;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(record.calls.len(), 2);
+    let (slot, block) = (&record.calls[0], &record.calls[1]);
+    assert_eq!((slot.name.as_str(), block.name.as_str()), ("getSlot", "getBlock"));
+    assert_eq!(slot.totals.counts.total(), seen["getSlot"]);
+    assert_eq!(block.totals.counts.total(), seen["getBlock"]);
+    assert_eq!(slot.totals.counts.ok, seen["getSlot"]);
+    assert_eq!(block.totals.counts.rpc_errors[&-32007].count, seen["getBlock"]);
+    assert_eq!(record.totals.counts.total(), 4000);
+    let share = block.totals.counts.total() as f64 / 4000.0;
+    assert!((0.70..0.80).contains(&share), "getBlock share {share}");
+    assert!(slots_in_range.load(Ordering::SeqCst), "generated slots stay in 100..=200");
+
+    let report = RunReport::new(&config, &record);
+    assert_eq!(report.method, "getSlot+getBlock");
+    assert_eq!(report.methods.len(), 2);
+    assert_eq!(report.methods[1].errors, seen["getBlock"]);
+    let text = rpcbench::report::render_text(&report);
+    assert!(text.contains("Per method:"), "{text}");
+}

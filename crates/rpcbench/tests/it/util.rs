@@ -44,6 +44,10 @@ pub fn status(code: u16, body: &str) -> Reply {
 pub struct Request {
     /// The JSON-RPC id in the body.
     pub id: u64,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The params, as sent.
+    pub params: serde_json::Value,
     /// The request's index across all connections, from 0.
     pub index: u64,
 }
@@ -118,7 +122,9 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
         buf.drain(..head_len + body_len);
         let id = body.get("id").and_then(|id| id.as_u64()).unwrap_or(0);
         let index = counter.fetch_add(1, Ordering::SeqCst);
-        let mut reply = handler(&Request { id, index });
+        let method = body.get("method").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+        let params = body.get("params").cloned().unwrap_or_default();
+        let mut reply = handler(&Request { id, method, params, index });
         loop {
             match reply {
                 Reply::After(delay, next) => {

@@ -1,0 +1,456 @@
+//! What each request calls: a weighted mix of JSON-RPC calls whose params are templates with
+//! generator slots (integer ranges, choices from a list, random hex or base58). A [`Workload`]
+//! is built once per run; on the hot path a worker picks a call by weight and writes its body
+//! straight into the request buffer: literal bytes copied, generated values formatted in place.
+
+use std::fmt;
+
+use rand::rngs::SmallRng;
+use rand::Rng;
+use serde_json::Value;
+
+use crate::jsonrpc::RequestTemplate;
+
+/// A workload that cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadError(pub String);
+
+impl fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+/// Produces one JSON value per request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Generator {
+    /// A uniformly drawn integer in `low..=high`, written as a JSON number.
+    IntRange {
+        /// Smallest value.
+        low: u64,
+        /// Largest value.
+        high: u64,
+    },
+    /// An integer in `low..=high` written as a `0x` hex quantity string (Ethereum blocks).
+    HexQuantityRange {
+        /// Smallest value.
+        low: u64,
+        /// Largest value.
+        high: u64,
+    },
+    /// One of these JSON values, uniformly.
+    Choice(Vec<Value>),
+    /// A random `0x`-prefixed hex string of this many bytes (addresses: 20, hashes: 32).
+    RandomHex(usize),
+    /// A random base58 string of this many bytes (Solana keys: 32, signatures: 64).
+    RandomBase58(usize),
+}
+
+impl Generator {
+    fn check(&self) -> Result<(), WorkloadError> {
+        match self {
+            Generator::IntRange { low, high } | Generator::HexQuantityRange { low, high } if low > high => {
+                Err(WorkloadError(format!("the range {low}..{high} is empty")))
+            }
+            Generator::Choice(values) if values.is_empty() => {
+                Err(WorkloadError("a choice needs at least one value".into()))
+            }
+            Generator::RandomHex(0) | Generator::RandomBase58(0) => {
+                Err(WorkloadError("random values need at least one byte".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A piece of a request body.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Literal(Vec<u8>),
+    /// A generator; choices are kept pre-serialized.
+    Generated(Compiled),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Compiled {
+    IntRange { low: u64, high: u64 },
+    HexQuantityRange { low: u64, high: u64 },
+    Choice(Vec<Vec<u8>>),
+    RandomHex(usize),
+    RandomBase58(usize),
+}
+
+/// Params: a JSON value in which some positions are generated per request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    /// A fixed JSON value.
+    Fixed(Value),
+    /// A generated value.
+    Generated(Generator),
+    /// An array whose elements may be generated.
+    Array(Vec<ParamValue>),
+    /// An object whose members may be generated (keys in the given order).
+    Object(Vec<(String, ParamValue)>),
+}
+
+/// One call of the mix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    name: String,
+    method: String,
+    weight: u32,
+    /// Everything after the id: `,"method":…,"params":…}`.
+    parts: Vec<Part>,
+}
+
+impl Call {
+    /// A call of `method` with optional params; `name` labels it in reports (several calls may
+    /// share a method with different params).
+    pub fn new(
+        name: impl Into<String>,
+        method: &str,
+        params: Option<&ParamValue>,
+        weight: u32,
+    ) -> Result<Self, WorkloadError> {
+        if method.is_empty() {
+            return Err(WorkloadError("the method name is empty".into()));
+        }
+        if weight == 0 {
+            return Err(WorkloadError(format!("the weight of {method} must be at least 1")));
+        }
+        let mut parts = Vec::new();
+        let mut literal = format!(",\"method\":{}", Value::String(method.to_string())).into_bytes();
+        if let Some(params) = params {
+            if !matches!(params, ParamValue::Array(_) | ParamValue::Object(_))
+                && !matches!(params, ParamValue::Fixed(Value::Array(_) | Value::Object(_)))
+            {
+                return Err(WorkloadError(format!("the params of {method} must be an array or an object")));
+            }
+            literal.extend_from_slice(b",\"params\":");
+            compile(params, &mut literal, &mut parts)?;
+        }
+        literal.push(b'}');
+        parts.push(Part::Literal(literal));
+        Ok(Self { name: name.into(), method: method.to_string(), weight, parts })
+    }
+
+    /// A call with a fixed body, from a request template.
+    pub fn from_template(template: &RequestTemplate) -> Self {
+        Self {
+            name: template.method().to_string(),
+            method: template.method().to_string(),
+            weight: 1,
+            parts: vec![Part::Literal(template.suffix().to_vec())],
+        }
+    }
+
+    /// The label of this call in reports.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The weight of this call in the mix.
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+}
+
+/// Appends the serialization of `value` to `literal`, flushing literal runs into `parts`
+/// around generated values.
+fn compile(value: &ParamValue, literal: &mut Vec<u8>, parts: &mut Vec<Part>) -> Result<(), WorkloadError> {
+    match value {
+        ParamValue::Fixed(value) => literal.extend_from_slice(value.to_string().as_bytes()),
+        ParamValue::Generated(generator) => {
+            generator.check()?;
+            parts.push(Part::Literal(std::mem::take(literal)));
+            parts.push(Part::Generated(match generator {
+                Generator::IntRange { low, high } => Compiled::IntRange { low: *low, high: *high },
+                Generator::HexQuantityRange { low, high } => {
+                    Compiled::HexQuantityRange { low: *low, high: *high }
+                }
+                Generator::Choice(values) => {
+                    Compiled::Choice(values.iter().map(|v| v.to_string().into_bytes()).collect())
+                }
+                Generator::RandomHex(bytes) => Compiled::RandomHex(*bytes),
+                Generator::RandomBase58(bytes) => Compiled::RandomBase58(*bytes),
+            }));
+        }
+        ParamValue::Array(items) => {
+            literal.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    literal.push(b',');
+                }
+                compile(item, literal, parts)?;
+            }
+            literal.push(b']');
+        }
+        ParamValue::Object(members) => {
+            literal.push(b'{');
+            for (index, (key, item)) in members.iter().enumerate() {
+                if index > 0 {
+                    literal.push(b',');
+                }
+                literal.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+                literal.push(b':');
+                compile(item, literal, parts)?;
+            }
+            literal.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+const BASE58: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn write_generated(generator: &Compiled, rng: &mut SmallRng, out: &mut Vec<u8>) {
+    match generator {
+        Compiled::IntRange { low, high } => {
+            out.extend_from_slice(itoa::Buffer::new().format(rng.gen_range(*low..=*high)).as_bytes());
+        }
+        Compiled::HexQuantityRange { low, high } => {
+            let value = rng.gen_range(*low..=*high);
+            out.extend_from_slice(b"\"0x");
+            let digits = if value == 0 { 1 } else { (64 - value.leading_zeros()).div_ceil(4) };
+            for shift in (0..digits).rev() {
+                out.push(HEX[((value >> (shift * 4)) & 0xf) as usize]);
+            }
+            out.push(b'"');
+        }
+        Compiled::Choice(values) => out.extend_from_slice(&values[rng.gen_range(0..values.len())]),
+        Compiled::RandomHex(bytes) => {
+            out.extend_from_slice(b"\"0x");
+            for _ in 0..*bytes {
+                let byte: u8 = rng.gen();
+                out.push(HEX[(byte >> 4) as usize]);
+                out.push(HEX[(byte & 0xf) as usize]);
+            }
+            out.push(b'"');
+        }
+        Compiled::RandomBase58(bytes) => {
+            // Random bytes in base58: the digits of a big number, most significant first.
+            let mut number: Vec<u8> = (0..*bytes).map(|_| rng.gen()).collect();
+            // Each leading zero byte is a leading '1'; count them before the division.
+            let leading_zeros = number.iter().take_while(|&&b| b == 0).count();
+            let mut digits = Vec::with_capacity(bytes * 138 / 100 + 1);
+            while number.iter().any(|&b| b != 0) {
+                let mut remainder = 0u32;
+                for byte in number.iter_mut() {
+                    let value = (remainder << 8) | u32::from(*byte);
+                    *byte = (value / 58) as u8;
+                    remainder = value % 58;
+                }
+                digits.push(BASE58[remainder as usize]);
+            }
+            out.push(b'"');
+            out.extend(std::iter::repeat_n(b'1', leading_zeros));
+            out.extend(digits.iter().rev());
+            out.push(b'"');
+        }
+    }
+}
+
+/// A weighted mix of calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    calls: Vec<Call>,
+    /// Running sums of the weights, for picking by weight.
+    cumulative: Vec<u32>,
+}
+
+impl Workload {
+    /// A mix of calls. Names must be unique.
+    pub fn new(calls: Vec<Call>) -> Result<Self, WorkloadError> {
+        if calls.is_empty() {
+            return Err(WorkloadError("a workload needs at least one call".into()));
+        }
+        for (index, call) in calls.iter().enumerate() {
+            if calls[..index].iter().any(|other| other.name == call.name) {
+                return Err(WorkloadError(format!("two calls are named '{}'", call.name)));
+            }
+        }
+        let mut total = 0u32;
+        let cumulative = calls
+            .iter()
+            .map(|call| {
+                total = total.saturating_add(call.weight);
+                total
+            })
+            .collect();
+        Ok(Self { calls, cumulative })
+    }
+
+    /// A workload of one fixed request.
+    pub fn single(template: &RequestTemplate) -> Self {
+        Self { calls: vec![Call::from_template(template)], cumulative: vec![1] }
+    }
+
+    /// The calls, in the order given.
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
+    }
+
+    /// A label for the whole workload: the method of a single call, or the names joined.
+    pub fn label(&self) -> String {
+        match self.calls.as_slice() {
+            [only] => only.name.clone(),
+            calls => calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join("+"),
+        }
+    }
+
+    /// Picks the index of the next call by weight.
+    pub fn pick(&self, rng: &mut SmallRng) -> usize {
+        if self.calls.len() == 1 {
+            return 0;
+        }
+        let total = *self.cumulative.last().unwrap_or(&1);
+        let point = rng.gen_range(0..total);
+        self.cumulative.partition_point(|&running| running <= point)
+    }
+
+    /// Appends the body of call `index` with `id` to `out`.
+    pub fn write_body(&self, index: usize, id: u64, rng: &mut SmallRng, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        for part in &self.calls[index].parts {
+            match part {
+                Part::Literal(bytes) => out.extend_from_slice(bytes),
+                Part::Generated(generator) => write_generated(generator, rng, out),
+            }
+        }
+    }
+}
+
+impl From<RequestTemplate> for Workload {
+    fn from(template: RequestTemplate) -> Self {
+        Workload::single(&template)
+    }
+}
+
+impl From<&RequestTemplate> for Workload {
+    fn from(template: &RequestTemplate) -> Self {
+        Workload::single(template)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(workload: &Workload, index: usize, id: u64, rng: &mut SmallRng) -> Value {
+        let mut out = Vec::new();
+        workload.write_body(index, id, rng, &mut out);
+        serde_json::from_slice(&out).unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&out)))
+    }
+
+    #[test]
+    fn a_single_template_writes_the_same_body_as_the_template() {
+        let template = RequestTemplate::from_method("getBalance", Some(&json!(["abc"]))).unwrap();
+        let workload = Workload::single(&template);
+        let mut out = Vec::new();
+        workload.write_body(0, 42, &mut SmallRng::seed_from_u64(1), &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), template.body(42));
+        assert_eq!(workload.label(), "getBalance");
+    }
+
+    #[test]
+    fn generated_params_are_valid_json_in_range() {
+        let params = ParamValue::Array(vec![
+            ParamValue::Generated(Generator::IntRange { low: 900, high: 1000 }),
+            ParamValue::Object(vec![
+                ("encoding".into(), ParamValue::Fixed(json!("json"))),
+                (
+                    "pick".into(),
+                    ParamValue::Generated(Generator::Choice(vec![json!("a"), json!({"b": [1]})])),
+                ),
+            ]),
+            ParamValue::Generated(Generator::RandomHex(20)),
+            ParamValue::Generated(Generator::RandomBase58(32)),
+            ParamValue::Generated(Generator::HexQuantityRange { low: 0, high: 300 }),
+        ]);
+        let workload =
+            Workload::new(vec![Call::new("getBlock", "getBlock", Some(&params), 1).unwrap()]).unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        for id in 0..500 {
+            let value = body(&workload, 0, id, &mut rng);
+            assert_eq!(value["jsonrpc"], "2.0");
+            assert_eq!(value["id"], id);
+            assert_eq!(value["method"], "getBlock");
+            let slot = value["params"][0].as_u64().unwrap();
+            assert!((900..=1000).contains(&slot));
+            assert_eq!(value["params"][1]["encoding"], "json");
+            assert!(
+                value["params"][1]["pick"] == json!("a") || value["params"][1]["pick"] == json!({"b": [1]})
+            );
+            let hex = value["params"][2].as_str().unwrap();
+            assert!(
+                hex.starts_with("0x") && hex.len() == 42 && hex[2..].bytes().all(|b| b.is_ascii_hexdigit())
+            );
+            let key = value["params"][3].as_str().unwrap();
+            assert!((32..=44).contains(&key.len()) && key.bytes().all(|b| BASE58.contains(&b)), "{key}");
+            let quantity = value["params"][4].as_str().unwrap();
+            let parsed = u64::from_str_radix(&quantity[2..], 16).unwrap();
+            assert!(parsed <= 300 && (parsed == 0 || !quantity[2..].starts_with('0')), "{quantity}");
+        }
+    }
+
+    #[test]
+    fn base58_matches_a_known_encoding() {
+        // Bytes chosen by a seeded generator: compare with the bs58 crate the mock node uses.
+        let mut rng = SmallRng::seed_from_u64(11);
+        for _ in 0..200 {
+            let mut probe = rng.clone();
+            let expected: Vec<u8> = (0..32).map(|_| probe.gen()).collect();
+            let mut out = Vec::new();
+            write_generated(&Compiled::RandomBase58(32), &mut rng, &mut out);
+            let text = std::str::from_utf8(&out).unwrap().trim_matches('"');
+            assert_eq!(bs58::decode(text).into_vec().unwrap(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn calls_are_picked_by_weight() {
+        let call = |name: &str, weight| Call::new(name, "getSlot", None, weight).unwrap();
+        let workload = Workload::new(vec![call("a", 1), call("b", 3), call("c", 6)]).unwrap();
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut counts = [0u32; 3];
+        for _ in 0..100_000 {
+            counts[workload.pick(&mut rng)] += 1;
+        }
+        for (count, expected) in counts.iter().zip([10_000, 30_000, 60_000]) {
+            assert!((*count as i64 - expected).abs() < 1500, "{counts:?}");
+        }
+        assert_eq!(workload.label(), "a+b+c");
+    }
+
+    #[test]
+    fn bad_workloads_say_what_is_wrong() {
+        let empty_range =
+            ParamValue::Array(vec![ParamValue::Generated(Generator::IntRange { low: 5, high: 1 })]);
+        let cases = [
+            (Call::new("x", "", None, 1).map(|_| ()), "method name is empty"),
+            (Call::new("x", "m", None, 0).map(|_| ()), "weight"),
+            (Call::new("x", "m", Some(&ParamValue::Fixed(json!(5))), 1).map(|_| ()), "array or an object"),
+            (Call::new("x", "m", Some(&empty_range), 1).map(|_| ()), "is empty"),
+        ];
+        for (result, message) in cases {
+            let err = result.unwrap_err();
+            assert!(err.0.contains(message), "{err}");
+        }
+        let twice =
+            Workload::new(vec![Call::new("a", "m", None, 1).unwrap(), Call::new("a", "n", None, 1).unwrap()]);
+        assert!(twice.unwrap_err().0.contains("two calls are named 'a'"));
+        assert!(Workload::new(vec![]).is_err());
+    }
+}
