@@ -77,10 +77,13 @@ pub enum CheckArg {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]))]
+#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file"]))]
 pub struct RunArgs {
-    /// The endpoint, http:// or https://.
-    pub url: String,
+    /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run.
+    pub target: String,
+    /// With a scenario file: send to this URL instead of the file's.
+    #[arg(long, help_heading = "Request")]
+    pub url: Option<String>,
 
     /// JSON-RPC method to call.
     #[arg(short, long, help_heading = "Request")]
@@ -101,18 +104,18 @@ pub struct RunArgs {
     /// Open loop: requests per second (5000, 50/s, 600/m), latency from the intended send time.
     #[arg(short, long, value_parser = rate, help_heading = "Load")]
     pub rate: Option<f64>,
-    /// Open loop: spacing of arrivals.
-    #[arg(long, value_enum, default_value_t = ArrivalsArg::Uniform, requires = "rate", help_heading = "Load")]
-    pub arrivals: ArrivalsArg,
-    /// Open loop: the most connections opened to keep up with the rate.
-    #[arg(long, default_value_t = 1024, requires = "rate", help_heading = "Load")]
-    pub max_connections: usize,
+    /// Open loop: spacing of arrivals [default: uniform].
+    #[arg(long, value_enum, help_heading = "Load")]
+    pub arrivals: Option<ArrivalsArg>,
+    /// Open loop: the most connections opened to keep up with the rate [default: 1024].
+    #[arg(long, help_heading = "Load")]
+    pub max_connections: Option<usize>,
     /// Worker threads (default: one per core).
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
-    /// Seed for random choices (Poisson arrivals).
-    #[arg(long, default_value_t = 1, help_heading = "Load")]
-    pub seed: u64,
+    /// Seed for everything random (arrivals, mixes, generated params) [default: 1].
+    #[arg(long, help_heading = "Load")]
+    pub seed: Option<u64>,
 
     /// Measured duration (default 10s unless --requests is given).
     #[arg(short, long, value_parser = duration, help_heading = "Length")]
@@ -120,19 +123,19 @@ pub struct RunArgs {
     /// Number of measured requests.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
-    /// Time before measurement: requests are sent but not recorded.
-    #[arg(long, value_parser = duration, default_value = "0", help_heading = "Length")]
-    pub warmup: Duration,
+    /// Time before measurement: requests are sent but not recorded [default: 0].
+    #[arg(long, value_parser = duration, help_heading = "Length")]
+    pub warmup: Option<Duration>,
 
     /// Extra header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", value_parser = header, help_heading = "HTTP")]
     pub headers: Vec<(String, String)>,
-    /// Time allowed for one request.
-    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
-    pub timeout: Duration,
-    /// Time allowed to connect.
-    #[arg(long, value_parser = duration, default_value = "3s", help_heading = "HTTP")]
-    pub connect_timeout: Duration,
+    /// Time allowed for one request [default: 5s].
+    #[arg(long, value_parser = duration, help_heading = "HTTP")]
+    pub timeout: Option<Duration>,
+    /// Time allowed to connect [default: 3s].
+    #[arg(long, value_parser = duration, help_heading = "HTTP")]
+    pub connect_timeout: Option<Duration>,
     /// Open a new connection for every request.
     #[arg(long, help_heading = "HTTP")]
     pub no_keepalive: bool,
@@ -142,12 +145,21 @@ pub struct RunArgs {
     /// Trust the PEM certificates in this file too.
     #[arg(long, help_heading = "HTTP")]
     pub cacert: Option<PathBuf>,
-    /// Largest response body accepted (64MiB, 10MB); larger ones count as invalid.
-    #[arg(long, value_parser = size, default_value = "64MiB", help_heading = "HTTP")]
-    pub max_body: u64,
-    /// How much of each response to check.
-    #[arg(long, value_enum, default_value_t = CheckArg::Scan, help_heading = "HTTP")]
-    pub check: CheckArg,
+    /// Largest response body accepted (64MiB, 10MB); larger ones count as invalid [default: 64MiB].
+    #[arg(long, value_parser = size, help_heading = "HTTP")]
+    pub max_body: Option<u64>,
+    /// Send this id in every request and expect it back (for static servers such as nginx
+    /// that always answer the same id); by default every request gets a fresh id.
+    #[arg(long, help_heading = "HTTP")]
+    pub fixed_id: Option<u64>,
+    /// How much of each response to check [default: scan].
+    #[arg(long, value_enum, help_heading = "HTTP")]
+    pub check: Option<CheckArg>,
+
+    /// A condition the run must meet, e.g. 'p99 < 500ms', 'errors < 0.1%', 'getBlock: p99 < 1s'
+    /// (repeatable; added to a scenario's). A breach exits 1.
+    #[arg(long = "threshold", help_heading = "Output")]
+    pub thresholds: Vec<String>,
 
     /// Report format on standard output.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]

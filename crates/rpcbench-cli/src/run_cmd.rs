@@ -11,71 +11,164 @@ use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, T
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::report::{render_text, RunReport};
+use rpcbench::scenario::Scenario;
+use rpcbench::thresholds::Threshold;
 
 use crate::args::{ArrivalsArg, CheckArg, OutputFormat, RunArgs};
 use crate::output;
 
-/// Turns the arguments into a validated configuration.
-pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
-    let target = Target::parse(&args.url)?;
-    let request = if let Some(method) = &args.method {
-        let params = match &args.params {
-            Some(text) => Some(
-                serde_json::from_str::<serde_json::Value>(text)
-                    .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?,
-            ),
-            None => None,
-        };
-        RequestTemplate::from_method(method, params.as_ref())
-            .map_err(|err| ConfigError::new("--params", err.0))?
-    } else if let Some(body) = &args.body {
-        RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
-    } else if let Some(path) = &args.body_file {
-        let flag = format!("--body-file {}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
-        RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
+/// Whether the run's target is a scenario file rather than a URL.
+fn is_scenario(target: &str) -> bool {
+    !target.contains("://") && (target.ends_with(".toml") || std::path::Path::new(target).is_file())
+}
+
+/// Turns the arguments (and the scenario file, if one is given) into a validated configuration
+/// and the thresholds the run must meet.
+pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigError> {
+    let (mut config, mut thresholds) = if is_scenario(&args.target) {
+        if args.method.is_some() || args.body.is_some() || args.body_file.is_some() {
+            return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
+        }
+        let scenario = Scenario::load(std::path::Path::new(&args.target)).map_err(|err| {
+            let location = if err.line == 0 {
+                err.path.display().to_string()
+            } else {
+                format!("{}:{}:{}", err.path.display(), err.line, err.column)
+            };
+            ConfigError::new(location, err.message)
+        })?;
+        let mut config = scenario.config;
+        if let Some(url) = &args.url {
+            let workload = config.workload.clone();
+            let overridden = RunConfig {
+                target: Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?,
+                workload,
+                ..config
+            };
+            config = overridden;
+        }
+        (config, scenario.thresholds)
     } else {
-        return Err(ConfigError::new("--method", "one of --method, --body or --body-file is required"));
+        if args.url.is_some() {
+            return Err(ConfigError::new("--url", "only goes with a scenario file"));
+        }
+        let target = Target::parse(&args.target)?;
+        let request = if let Some(method) = &args.method {
+            let params = match &args.params {
+                Some(text) => Some(
+                    serde_json::from_str::<serde_json::Value>(text)
+                        .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?,
+                ),
+                None => None,
+            };
+            RequestTemplate::from_method(method, params.as_ref())
+                .map_err(|err| ConfigError::new("--params", err.0))?
+        } else if let Some(body) = &args.body {
+            RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
+        } else if let Some(path) = &args.body_file {
+            let flag = format!("--body-file {}", path.display());
+            let text =
+                std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
+            RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
+        } else {
+            return Err(ConfigError::new(
+                "--method",
+                "one of --method, --body or --body-file is required (or give a scenario file)",
+            ));
+        };
+        let mut config = RunConfig::new(target, request);
+        config.load = Load::Closed { connections: 50 };
+        (config, Vec::new())
     };
-    let mut config = RunConfig::new(target, request);
-    config.load = match args.rate {
-        Some(rate) => Load::Open {
-            rate,
-            arrivals: match args.arrivals {
-                ArrivalsArg::Uniform => Arrivals::Uniform,
-                ArrivalsArg::Poisson => Arrivals::Poisson,
-            },
-            max_connections: args.max_connections,
-        },
-        None => Load::Closed { connections: args.connections.unwrap_or(50) },
-    };
-    config.length = match (args.duration, args.requests) {
-        (None, None) => Length { duration: Some(Duration::from_secs(10)), requests: None },
-        (duration, requests) => Length { duration, requests },
-    };
-    config.warmup = args.warmup;
-    config.headers = args.headers.clone();
-    config.timeout = args.timeout;
-    config.connect_timeout = args.connect_timeout;
-    config.keepalive = !args.no_keepalive;
-    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
-    config.threads = args.threads.unwrap_or(0);
-    config.max_body = args.max_body;
-    config.check = match args.check {
-        CheckArg::Scan => CheckMode::Scan,
-        CheckArg::Full => CheckMode::Full,
-    };
-    config.seed = args.seed;
-    if args.threads == Some(0) {
-        return Err(ConfigError::new("--threads", "must be at least 1"));
+    apply_flags(args, &mut config)?;
+    for (index, text) in args.thresholds.iter().enumerate() {
+        let threshold = Threshold::parse(text)
+            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
+        thresholds.push(threshold);
     }
     config.validate()?;
-    Ok(config)
+    Ok((config, thresholds))
+}
+
+/// Flags given on the command line override the scenario (or the defaults).
+fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError> {
+    let arrivals = args.arrivals.map(|arrivals| match arrivals {
+        ArrivalsArg::Uniform => Arrivals::Uniform,
+        ArrivalsArg::Poisson => Arrivals::Poisson,
+    });
+    if let Some(rate) = args.rate {
+        let (old_arrivals, old_max) = match &config.load {
+            Load::Open { arrivals, max_connections, .. } => (*arrivals, *max_connections),
+            Load::Closed { .. } => (Arrivals::Uniform, 1024),
+        };
+        config.load = Load::Open {
+            rate,
+            arrivals: arrivals.unwrap_or(old_arrivals),
+            max_connections: args.max_connections.unwrap_or(old_max),
+        };
+    } else if let Some(connections) = args.connections {
+        config.load = Load::Closed { connections };
+    } else if let Load::Open { arrivals: current, max_connections, .. } = &mut config.load {
+        if let Some(arrivals) = arrivals {
+            *current = arrivals;
+        }
+        if let Some(max) = args.max_connections {
+            *max_connections = max;
+        }
+    } else if args.arrivals.is_some() || args.max_connections.is_some() {
+        let flag = if args.arrivals.is_some() { "--arrivals" } else { "--max-connections" };
+        return Err(ConfigError::new(flag, "only applies to an open-loop run (--rate)"));
+    }
+    match (args.duration, args.requests) {
+        (None, None) => {}
+        (duration, requests) => config.length = Length { duration, requests },
+    }
+    if let Some(warmup) = args.warmup {
+        config.warmup = warmup;
+    }
+    config.headers.extend(args.headers.iter().cloned());
+    if let Some(timeout) = args.timeout {
+        config.timeout = timeout;
+    }
+    if let Some(timeout) = args.connect_timeout {
+        config.connect_timeout = timeout;
+    }
+    if args.no_keepalive {
+        config.keepalive = false;
+    }
+    if args.insecure || args.cacert.is_some() {
+        config.tls = TlsOptions {
+            insecure: args.insecure || config.tls.insecure,
+            ca_file: args.cacert.clone().or(config.tls.ca_file.take()),
+        };
+    }
+    if let Some(threads) = args.threads {
+        if threads == 0 {
+            return Err(ConfigError::new("--threads", "must be at least 1"));
+        }
+        config.threads = threads;
+    }
+    if let Some(max_body) = args.max_body {
+        config.max_body = max_body;
+    }
+    if let Some(check) = args.check {
+        config.check = match check {
+            CheckArg::Scan => CheckMode::Scan,
+            CheckArg::Full => CheckMode::Full,
+        };
+    }
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    if args.fixed_id.is_some() {
+        config.fixed_id = args.fixed_id;
+    }
+    Ok(())
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let config = match to_config(&args) {
-        Ok(config) => config,
+    let (config, thresholds) = match to_config(&args) {
+        Ok(parsed) => parsed,
         Err(err) => return output::usage_error(err),
     };
     let run = match Run::new(config.clone()) {
@@ -97,12 +190,18 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(record) => record,
         Err(err) => return output::failure(err),
     };
-    let report = RunReport::new(&config, &record);
+    let mut report = RunReport::new(&config, &record);
+    report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
+    let breached = report.thresholds.iter().any(|result| !result.passed);
     let text = match args.output {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
     };
-    output::print_stdout(&text)
+    let printed = output::print_stdout(&text);
+    if breached {
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
+    printed
 }
 
 fn spawn_progress(

@@ -123,3 +123,79 @@ fn serve_rejects_bad_knobs_with_exit_2() {
         assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
     }
 }
+
+fn example(name: &str) -> String {
+    format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_example_scenario_runs_clean_against_its_mock_node() {
+    let solana = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let ethereum = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let node = static_node();
+    let cases = [
+        ("seed-000-solana-validator.toml", solana.url(), &["-c", "8", "-d", "1s", "--warmup", "0"][..]),
+        ("seed-001-blocking-handlers.toml", solana.url(), &["-c", "20", "-n", "100"][..]),
+        ("seed-002-dapp-constant-rate.toml", ethereum.url(), &["--rate", "100", "-d", "1s"][..]),
+        ("seed-003-json-rpc-relay.toml", ethereum.url(), &["-c", "8", "-d", "1s"][..]),
+        ("seed-004-static-baseline.toml", node.url(), &["--rate", "500", "-d", "1s"][..]),
+    ];
+    for (file, url, overrides) in cases {
+        let path = example(file);
+        let mut args = vec!["run", path.as_str(), "--url", url.as_str(), "-o", "json"];
+        args.extend_from_slice(overrides);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(0), "{file}: {}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{file}");
+        // The only error allowed: getBlock on a slot the leader skipped (seed 000 draws slots).
+        let skipped = report["outcomes"]["rpc_errors"]["-32007"]["count"].as_u64().unwrap_or(0);
+        assert_eq!(report["requests"]["errors"].as_u64().unwrap(), skipped, "{file}: {}", report["outcomes"]);
+        for threshold in report["thresholds"].as_array().unwrap() {
+            assert_eq!(threshold["passed"], true, "{file}: {threshold}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_scenario_exits_2_with_file_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("rpcbench-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "[target]\nurl = \"http://127.0.0.1:1/\"\n[load]\nduration = \"soon\"\n[[call]]\nmethod = \"getSlot\"\n")
+        .unwrap();
+    let output = rpcbench(&["run", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("bad.toml:4:12:"), "{message}");
+    assert!(message.contains("expected a duration"), "{message}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_breached_threshold_exits_1_and_says_by_how_much() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults.error_rate = 1.0;
+    let node = MockServer::start(options).unwrap();
+    let output = rpcbench(&[
+        "run",
+        &node.url(),
+        "--method",
+        "getSlot",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--threshold",
+        "errors < 1%",
+        "--threshold",
+        "p99 < 10s",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("FAILED  errors < 1% (measured 100.000%, past the limit by 99.000 percentage points)"),
+        "{text}"
+    );
+    assert!(text.contains("ok      p99 < 10s"), "{text}");
+}

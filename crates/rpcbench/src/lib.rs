@@ -16,6 +16,8 @@
 //!   calls outside a run.
 //! - [`workload::Workload`] is what requests call: one request or a weighted mix of calls with
 //!   generated params.
+//! - [`scenario::Scenario`] reads a TOML scenario file into a run configuration and
+//!   [`thresholds::Threshold`]s that gate CI.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
 pub mod client;
@@ -26,5 +28,7 @@ pub mod mock;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod scenario;
+pub mod thresholds;
 pub mod units;
 pub mod workload;

@@ -482,16 +482,6 @@ impl RunRecord {
             .collect();
         Self { totals, calls, elapsed, series_interval_secs, series, interrupted }
     }
-
-    /// Requests per second over the measured time.
-    pub fn requests_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.totals.counts.total() as f64 / secs
-        } else {
-            0.0
-        }
-    }
 }
 
 #[cfg(test)]

@@ -180,6 +180,10 @@ pub struct RunConfig {
     pub max_body: u64,
     /// How much of each response is checked.
     pub check: CheckMode,
+    /// Send this id in every request (and expect it back) instead of a fresh one per request:
+    /// for static baseline servers, such as nginx returning a fixed body, that always answer
+    /// the same id.
+    pub fixed_id: Option<u64>,
     /// Seed for everything random in the run (arrivals, the mix, generated params), so reruns
     /// send the same requests.
     pub seed: u64,
@@ -202,6 +206,7 @@ impl RunConfig {
             threads: 0,
             max_body: 64 * 1024 * 1024,
             check: CheckMode::Scan,
+            fixed_id: None,
             seed: 1,
         }
     }

@@ -515,8 +515,14 @@ async fn connection_loop(worker: Rc<Worker>) {
                 }
             },
         };
-        let id = worker.next_id.get();
-        worker.next_id.set(id + 1);
+        let id = match config.fixed_id {
+            Some(id) => id,
+            None => {
+                let id = worker.next_id.get();
+                worker.next_id.set(id + 1);
+                id
+            }
+        };
         body.clear();
         workload.write_body(call, id, &mut worker.rng.borrow_mut(), &mut body);
         request.clear();

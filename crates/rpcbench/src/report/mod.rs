@@ -72,6 +72,9 @@ pub struct RunReport {
     pub series: SeriesReport,
     /// One row per call of the workload, in the workload's order (one row for a single request).
     pub methods: Vec<MethodReport>,
+    /// Verdicts on the run's thresholds (empty when none were given).
+    #[serde(default)]
+    pub thresholds: Vec<crate::thresholds::ThresholdResult>,
 }
 
 /// One call of the workload.
@@ -263,8 +266,14 @@ impl RunReport {
                 max_connections: Some(*max_connections as u64),
             },
         };
-        let elapsed_secs = record.elapsed.as_secs_f64();
-        let rate = record.requests_per_sec();
+        // Rates are over the window in which requests were sent: the configured duration, or
+        // less when the run ended early (request count reached, interrupted); never the drain
+        // of in-flight requests after it.
+        let elapsed_secs = match config.length.duration {
+            Some(duration) => record.elapsed.min(duration).as_secs_f64(),
+            None => record.elapsed.as_secs_f64(),
+        };
+        let rate = if elapsed_secs > 0.0 { record.totals.counts.total() as f64 / elapsed_secs } else { 0.0 };
         // Per-second figures over whole intervals inside the measured time.
         let whole = (record.elapsed.as_secs() / record.series_interval_secs.max(1)) as usize;
         let per_second: Vec<f64> = record
@@ -352,6 +361,7 @@ impl RunReport {
                     latency: LatencyReport::from_histogram(&call.totals.latency),
                 })
                 .collect(),
+            thresholds: Vec::new(),
             series: SeriesReport {
                 interval_s: record.series_interval_secs,
                 points: record

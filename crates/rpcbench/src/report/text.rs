@@ -160,6 +160,20 @@ pub fn render_text(report: &RunReport) -> String {
         }
     }
     let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
+    if !report.thresholds.is_empty() {
+        let _ = writeln!(out, "  Thresholds:");
+        for result in &report.thresholds {
+            if result.passed {
+                let _ = writeln!(out, "    ok      {} (measured {})", result.threshold, result.actual);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "    FAILED  {} (measured {}, past the limit by {})",
+                    result.threshold, result.actual, result.exceeded_by
+                );
+            }
+        }
+    }
     for warning in generator_warnings(report) {
         let _ = writeln!(out, "  WARNING: {warning}");
     }

@@ -294,3 +294,14 @@ fn a_weighted_mix_is_recorded_per_call() {
     let text = rpcbench::report::render_text(&report);
     assert!(text.contains("Per method:"), "{text}");
 }
+
+#[test]
+fn a_fixed_id_matches_a_static_server_that_always_answers_the_same_id() {
+    let server = TestServer::start(|_| json_200(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#));
+    let mut config = closed_loop(&server.url(), 2, requests(100));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert!(record.totals.counts.invalid.get(&InvalidKind::IdMismatch).copied().unwrap_or(0) >= 98);
+    config.fixed_id = Some(1);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 100);
+}

@@ -1,0 +1,505 @@
+//! Scenario files: a workload described once in TOML and run anywhere with
+//! `rpcbench run scenario.toml`. A scenario names the target, the load, a weighted mix of
+//! calls whose params may refer to named generators (`"{slot}"`), and thresholds. Every key
+//! is checked: an unknown key or a bad value is reported as `file:line:col: message`.
+//!
+//! ```toml
+//! [target]
+//! url = "http://127.0.0.1:8899"
+//!
+//! [load]
+//! connections = 64
+//! duration = "10s"
+//!
+//! [generators]
+//! slot = { range = [1000, 2000] }
+//!
+//! [[call]]
+//! method = "getBlock"
+//! params = ["{slot}", { encoding = "json", transactionDetails = "full" }]
+//! weight = 3
+//!
+//! [[call]]
+//! method = "getSlot"
+//!
+//! thresholds = ["p99 < 500ms", "errors < 0.1%", "getBlock: p99 < 800ms"]
+//! ```
+//! (`thresholds` goes before the first table in a real file, as TOML requires.)
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+use toml::Spanned;
+
+use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target, TlsOptions};
+use crate::jsonrpc::CheckMode;
+use crate::thresholds::Threshold;
+use crate::units::{parse_duration, parse_rate, parse_size};
+use crate::workload::{Call, Generator, ParamValue, Workload};
+
+/// A scenario file that cannot be used: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line (0 when the whole file is at fault).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A loaded scenario: the run's configuration (not yet validated, so that command-line flags can
+/// override it first) and its thresholds.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The configuration the file describes.
+    pub config: RunConfig,
+    /// Conditions the run must meet.
+    pub thresholds: Vec<Threshold>,
+}
+
+/// A duration written as a string (`"10s"`), checked while the file is read.
+#[derive(Debug, Clone, Copy)]
+struct DurationValue(Duration);
+
+impl<'de> Deserialize<'de> for DurationValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse_duration(&text).map(DurationValue).map_err(D::Error::custom)
+    }
+}
+
+/// A rate: a number or a string such as `"50/s"`.
+#[derive(Debug, Clone, Copy)]
+struct RateValue(f64);
+
+impl<'de> Deserialize<'de> for RateValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(deserializer)? {
+            Raw::Number(number) => number.to_string(),
+            Raw::Text(text) => text,
+        };
+        parse_rate(&text).map(RateValue).map_err(D::Error::custom)
+    }
+}
+
+/// A byte size written as a string (`"10MB"`) or a number.
+#[derive(Debug, Clone, Copy)]
+struct SizeValue(u64);
+
+impl<'de> Deserialize<'de> for SizeValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(number) => Ok(SizeValue(number)),
+            Raw::Text(text) => parse_size(&text).map(SizeValue).map_err(D::Error::custom),
+        }
+    }
+}
+
+/// A count that must be at least one.
+#[derive(Debug, Clone, Copy)]
+struct Positive(u64);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = u64::deserialize(deserializer)?;
+        if value == 0 {
+            return Err(D::Error::custom("must be at least 1"));
+        }
+        Ok(Positive(value))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    thresholds: Vec<Spanned<String>>,
+    target: TargetSection,
+    #[serde(default)]
+    load: LoadSection,
+    #[serde(default)]
+    generators: BTreeMap<String, GeneratorSpec>,
+    #[serde(rename = "call")]
+    calls: Spanned<Vec<CallSection>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetSection {
+    url: Spanned<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout: Option<DurationValue>,
+    connect_timeout: Option<DurationValue>,
+    keepalive: Option<bool>,
+    insecure: Option<bool>,
+    cacert: Option<PathBuf>,
+    max_body: Option<SizeValue>,
+    check: Option<CheckValue>,
+    fixed_id: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CheckValue {
+    Scan,
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ArrivalsValue {
+    Uniform,
+    Poisson,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadSection {
+    connections: Option<Spanned<Positive>>,
+    rate: Option<Spanned<RateValue>>,
+    arrivals: Option<ArrivalsValue>,
+    max_connections: Option<Positive>,
+    duration: Option<DurationValue>,
+    requests: Option<Positive>,
+    warmup: Option<DurationValue>,
+    seed: Option<u64>,
+    threads: Option<Positive>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeneratorSpec {
+    range: Option<[u64; 2]>,
+    hex_range: Option<[u64; 2]>,
+    choice: Option<Vec<toml::Value>>,
+    random_hex: Option<usize>,
+    random_base58: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallSection {
+    name: Option<String>,
+    method: Spanned<String>,
+    params: Option<Spanned<toml::Value>>,
+    weight: Option<Spanned<u32>>,
+}
+
+/// Turns a byte offset into a 1-based line and column.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(offset, |newline| offset - newline - 1) + 1;
+    (line, column)
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the scenario: {err}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Checks a scenario's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        let at = |span: Range<usize>, message: String| {
+            let (line, column) = line_col(text, span.start);
+            ScenarioError { path: path.to_path_buf(), line, column, message }
+        };
+        let file: File = toml::from_str(text).map_err(|err| {
+            let span = err.span().unwrap_or(0..0);
+            at(span, err.message().trim().to_string())
+        })?;
+
+        let target = Target::parse(file.target.url.get_ref())
+            .map_err(|err| at(file.target.url.span(), err.message))?;
+        let generators = file
+            .generators
+            .iter()
+            .map(|(name, spec)| Ok((name.clone(), generator(name, spec)?)))
+            .collect::<Result<BTreeMap<_, _>, String>>()
+            .map_err(|message| at(find_key(text, "generators"), message))?;
+
+        let mut calls = Vec::new();
+        if file.calls.get_ref().is_empty() {
+            return Err(at(file.calls.span(), "a scenario needs at least one [[call]]".into()));
+        }
+        for call in file.calls.get_ref() {
+            let params = match &call.params {
+                Some(params) => {
+                    Some(param_value(params.get_ref(), &generators).map_err(|m| at(params.span(), m))?)
+                }
+                None => None,
+            };
+            let weight = call.weight.as_ref().map_or(1, |w| *w.get_ref());
+            let name = call.name.clone().unwrap_or_else(|| call.method.get_ref().clone());
+            let span = call.weight.as_ref().map_or(call.method.span(), Spanned::span);
+            let built = Call::new(name, call.method.get_ref(), params.as_ref(), weight)
+                .map_err(|err| at(span, err.0))?;
+            calls.push(built);
+        }
+        let workload = Workload::new(calls).map_err(|err| at(file.calls.span(), err.0))?;
+
+        let mut config = RunConfig::new(target, workload);
+        let section = &file.target;
+        config.headers = section.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Some(timeout) = section.timeout {
+            config.timeout = timeout.0;
+        }
+        if let Some(timeout) = section.connect_timeout {
+            config.connect_timeout = timeout.0;
+        }
+        config.keepalive = section.keepalive.unwrap_or(true);
+        config.tls =
+            TlsOptions { insecure: section.insecure.unwrap_or(false), ca_file: section.cacert.clone() };
+        if let Some(max_body) = section.max_body {
+            config.max_body = max_body.0;
+        }
+        config.fixed_id = section.fixed_id;
+        config.check = match section.check {
+            Some(CheckValue::Full) => CheckMode::Full,
+            _ => CheckMode::Scan,
+        };
+
+        let load = &file.load;
+        config.load = match (&load.connections, &load.rate) {
+            (Some(connections), Some(_)) => {
+                return Err(at(
+                    connections.span(),
+                    "give either connections (closed loop) or rate (open loop), not both".into(),
+                ))
+            }
+            (_, Some(rate)) => Load::Open {
+                rate: rate.get_ref().0,
+                arrivals: match load.arrivals {
+                    Some(ArrivalsValue::Poisson) => Arrivals::Poisson,
+                    _ => Arrivals::Uniform,
+                },
+                max_connections: load.max_connections.map_or(1024, |m| m.0 as usize),
+            },
+            (connections, None) => {
+                Load::Closed { connections: connections.as_ref().map_or(50, |c| c.get_ref().0 as usize) }
+            }
+        };
+        config.length = match (load.duration, load.requests) {
+            (None, None) => Length { duration: Some(Duration::from_secs(10)), requests: None },
+            (duration, requests) => {
+                Length { duration: duration.map(|d| d.0), requests: requests.map(|r| r.0) }
+            }
+        };
+        if let Some(warmup) = load.warmup {
+            config.warmup = warmup.0;
+        }
+        if let Some(seed) = load.seed {
+            config.seed = seed;
+        }
+        if let Some(threads) = load.threads {
+            config.threads = threads.0 as usize;
+        }
+
+        let thresholds = file
+            .thresholds
+            .iter()
+            .map(|spanned| {
+                Threshold::parse(spanned.get_ref()).map_err(|err| {
+                    // Point inside the string: past the opening quote, at the offset of the fault.
+                    let start = spanned.span().start + 1 + err.offset;
+                    at(start..start, format!("threshold: {}", err.message))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { config, thresholds })
+    }
+}
+
+/// The span of the first line that starts a table or key named `key`, for errors about it.
+fn find_key(text: &str, key: &str) -> Range<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(&format!("[{key}")) || trimmed.starts_with(key) {
+            let start = offset + (line.len() - trimmed.len());
+            return start..start;
+        }
+        offset += line.len();
+    }
+    0..0
+}
+
+fn generator(name: &str, spec: &GeneratorSpec) -> Result<Generator, String> {
+    let mut found = Vec::new();
+    if let Some([low, high]) = spec.range {
+        found.push(Generator::IntRange { low, high });
+    }
+    if let Some([low, high]) = spec.hex_range {
+        found.push(Generator::HexQuantityRange { low, high });
+    }
+    if let Some(values) = &spec.choice {
+        let values = values
+            .iter()
+            .map(|value| serde_json::to_value(value).map_err(|err| format!("generator '{name}': {err}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        found.push(Generator::Choice(values));
+    }
+    if let Some(bytes) = spec.random_hex {
+        found.push(Generator::RandomHex(bytes));
+    }
+    if let Some(bytes) = spec.random_base58 {
+        found.push(Generator::RandomBase58(bytes));
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(format!(
+            "generator '{name}' needs one of range, hex_range, choice, random_hex, random_base58"
+        )),
+        _ => Err(format!("generator '{name}' has more than one kind; give exactly one")),
+    }
+}
+
+/// Converts TOML params to a template, replacing `"{name}"` strings with generators.
+fn param_value(value: &toml::Value, generators: &BTreeMap<String, Generator>) -> Result<ParamValue, String> {
+    Ok(match value {
+        toml::Value::String(text) if text.starts_with('{') && text.ends_with('}') && text.len() > 2 => {
+            let name = &text[1..text.len() - 1];
+            match generators.get(name) {
+                Some(generator) => ParamValue::Generated(generator.clone()),
+                None => return Err(format!("no generator named '{name}' (define it under [generators])")),
+            }
+        }
+        toml::Value::Array(items) => ParamValue::Array(
+            items.iter().map(|item| param_value(item, generators)).collect::<Result<_, _>>()?,
+        ),
+        toml::Value::Table(table) => ParamValue::Object(
+            table
+                .iter()
+                .map(|(key, item)| Ok((key.clone(), param_value(item, generators)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        toml::Value::Datetime(_) => return Err("dates are not JSON: write them as strings".into()),
+        other => ParamValue::Fixed(serde_json::to_value(other).map_err(|err| err.to_string())?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+thresholds = ["p99 < 500ms", "getBlock: errors < 1%"]
+
+[target]
+url = "http://127.0.0.1:8899/"
+headers = { "X-Test" = "1" }
+timeout = "2s"
+
+[load]
+rate = "500/s"
+arrivals = "poisson"
+duration = "3s"
+seed = 9
+
+[generators]
+slot = { range = [100, 200] }
+account = { choice = ["A", "B"] }
+
+[[call]]
+method = "getBlock"
+params = ["{slot}", { encoding = "json", rewards = false }]
+weight = 3
+
+[[call]]
+name = "balance"
+method = "getBalance"
+params = ["{account}"]
+"#;
+
+    #[test]
+    fn a_good_scenario_becomes_a_run_configuration() {
+        let scenario = Scenario::parse(GOOD, Path::new("good.toml")).unwrap();
+        let config = &scenario.config;
+        assert!(config.validate().is_ok());
+        assert_eq!(
+            config.load,
+            Load::Open { rate: 500.0, arrivals: Arrivals::Poisson, max_connections: 1024 }
+        );
+        assert_eq!(config.length.duration, Some(Duration::from_secs(3)));
+        assert_eq!(config.timeout, Duration::from_secs(2));
+        assert_eq!(config.seed, 9);
+        assert_eq!(config.headers, vec![("X-Test".to_string(), "1".to_string())]);
+        let names: Vec<&str> = config.workload.calls().iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["getBlock", "balance"]);
+        assert_eq!(config.workload.calls()[0].weight(), 3);
+        assert_eq!(scenario.thresholds.len(), 2);
+        assert_eq!(scenario.thresholds[1].scope(), Some("getBlock"));
+    }
+
+    fn error_of(text: &str) -> String {
+        Scenario::parse(text, Path::new("s.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_file_line_and_column() {
+        let base = "[target]\nurl = \"http://127.0.0.1:1/\"\n";
+        let call = "[[call]]\nmethod = \"getSlot\"\n";
+        let cases = [
+            (format!("{base}[load]\nconections = 5\n{call}"), "s.toml:4:1:", "unknown field `conections`"),
+            (format!("{base}[load]\nduration = \"10x\"\n{call}"), "s.toml:4:12:", "expected a duration"),
+            (format!("{base}[load]\nconnections = 0\n{call}"), "s.toml:4:15:", "at least 1"),
+            (format!("{base}[load]\nconnections = 5\nrate = 10\n{call}"), "s.toml:4:15:", "not both"),
+            (format!("{base}{call}params = [\"{{nope}}\"]\n"), "s.toml:5:10:", "no generator named 'nope'"),
+            (format!("{base}{call}weight = 0\n"), "s.toml:5:10:", "weight"),
+            (format!("thresholds = [\"p99 < soon\"]\n{base}{call}"), "s.toml:1:22:", "expected a duration"),
+            (
+                "[target]\nurl = \"ftp://x/\"\n[[call]]\nmethod = \"m\"\n".to_string(),
+                "s.toml:2:7:",
+                "scheme 'ftp'",
+            ),
+            (base.to_string(), "s.toml:", "missing field `call`"),
+            ("[target\n".to_string(), "s.toml:1:8:", ""),
+        ];
+        for (text, location, message) in cases {
+            let error = error_of(&text);
+            assert!(error.starts_with(location), "expected {location} in: {error}\n---\n{text}");
+            assert!(error.contains(message), "expected '{message}' in: {error}");
+        }
+    }
+}
