@@ -55,6 +55,16 @@ P("- CPU µs/req = generator (user+sys) seconds from `/usr/bin/time -f '%U %S %M
   "peak RSS = `%M` (max resident set, KB) / 1024. Latencies in µs. "
   "Requests: rpcbench `requests.total`, wrk `N requests in`, oha sum of `statusCodeDistribution` plus errors "
   "(requests aborted by the `-z` deadline are not counted).")
+P(f"- Load average at the end of the run (/proc/loadavg): {open('/proc/loadavg').read().strip()}")
+P("")
+P("Notes:")
+P("- nginx always answers `\"id\":1`; rpcbench replaces the id of every request and checks it, so against nginx every "
+  "response but the first is counted as an error (`outcomes.invalid.id_mismatch`); there is no option to turn the id check off. "
+  "Those responses are still complete HTTP 200 exchanges and are included in rpcbench's req/s, so the rows are comparable; "
+  "the errors column shows it. wrk and oha do not look at the body.")
+P("- Case 2 is bound by the mock solana node on core 0 (all three generators reach about the same req/s); "
+  "there the meaningful comparison is CPU µs/req and RSS.")
+P("- /usr/bin/time has 10 ms resolution for user/sys.")
 P("")
 
 tools = ["rpcbench", "wrk", "oha"]
@@ -93,6 +103,30 @@ for r in rates:
         P(f"| {int(r):,} | {t} | {fmt(a)} | {fmt(ratio(a, int(r)),4)} | {fmt(med(k,'p50'))} | {fmt(med(k,'p99'))} | "
           f"{fmt(med(k,'cpu_us'),2)} | {fmt(med(k,'rss_mb'),1)} | {fmt(total(k,'errs'))} |")
 P("")
+
+# rpcbench's own open-loop bookkeeping (row i of results.tsv is run{i}.out)
+extra = []
+for i, line in enumerate(open(os.path.join(work, "results.tsv")), 1):
+    f = line.rstrip("\n").split("\t")
+    if f[0] == "open" and f[2] == "rpcbench":
+        try:
+            import json
+            j = json.load(open(os.path.join(work, f"run{i}.out")))
+            sl = j.get("send_lag") or {}
+            extra.append((f[3], f[4], j["requests"]["total"], j["duration_us"], j["elapsed_us"], j["requests"]["late"],
+                          j["requests"]["unsent"], sl.get("mean_us"), (sl.get("percentiles") or {}).get("p99"),
+                          j["latency_uncorrected"]["percentiles"]["p99"], j["outcomes"]["invalid"]))
+        except Exception as ex:
+            extra.append((f[3], f[4], "n/a", str(ex), "", "", "", "", "", "", ""))
+if extra:
+    P("rpcbench open-loop details per run (`requests.rate` = total / elapsed_us, and elapsed includes draining after the last send; "
+      "sent/duration = total / duration_us):\n")
+    P("| target | rep | total | sent/duration | elapsed µs | late | unsent | send lag mean µs | send lag p99 µs | p99 uncorrected µs | invalid |")
+    P("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for e in extra:
+        sd = fmt(e[2] / e[3] * 1e6) if isinstance(e[2], int) else "n/a"
+        P(f"| {e[0]} | {e[1]} | {e[2]} | {sd} | {e[4]} | {e[5]} | {e[6]} | {e[7]} | {e[8]} | {e[9]} | {e[10]} |")
+    P("")
 
 P("## 4. Memory over time (rpcbench, closed loop, 64 connections, nginx)\n")
 mem = {}
