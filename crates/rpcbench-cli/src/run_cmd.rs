@@ -90,8 +90,12 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
     Ok((config, thresholds))
 }
 
-/// Flags given on the command line override the scenario (or the defaults).
+/// Flags given on the command line override the scenario (or the defaults). A load or length
+/// flag replaces a scenario's stages with a constant load.
 fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError> {
+    if args.rate.is_some() || args.connections.is_some() || args.duration.is_some() {
+        config.stages.clear();
+    }
     let arrivals = args.arrivals.map(|arrivals| match arrivals {
         ArrivalsArg::Uniform => Arrivals::Uniform,
         ArrivalsArg::Poisson => Arrivals::Poisson,

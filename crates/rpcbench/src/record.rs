@@ -322,6 +322,29 @@ impl Totals {
     }
 }
 
+/// One stage's figures: latency (corrected) and outcome counts.
+#[derive(Debug)]
+pub struct StageTotals {
+    /// Latency of the stage's requests.
+    pub latency: Histogram<u64>,
+    /// Their outcomes.
+    pub counts: OutcomeCounts,
+}
+
+impl Default for StageTotals {
+    fn default() -> Self {
+        Self { latency: new_histogram(), counts: OutcomeCounts::default() }
+    }
+}
+
+impl StageTotals {
+    /// Adds another worker's figures for the same stage.
+    pub fn merge(&mut self, other: &StageTotals) {
+        self.latency.add(&other.latency).ok();
+        self.counts.merge(&other.counts);
+    }
+}
+
 /// A worker's recorder. Not shared between threads; merged at the end.
 #[derive(Debug)]
 pub struct Recorder {
@@ -329,6 +352,8 @@ pub struct Recorder {
     pub calls: Vec<Totals>,
     /// Open loop: requests due in the run that were never sent (no call was chosen for them).
     pub unsent: u64,
+    /// With more than one stage: figures per stage, by the stage a request was due in.
+    pub stages: Vec<StageTotals>,
     second: u64,
     second_requests: u64,
     second_errors: u64,
@@ -359,11 +384,27 @@ impl Recorder {
         Self {
             calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
             unsent: 0,
+            stages: Vec::new(),
             second: 0,
             second_requests: 0,
             second_errors: 0,
             second_latency: new_histogram(),
             series,
+        }
+    }
+
+    /// Keeps figures for `stages` stages too (none for a run of one stage).
+    pub fn with_stages(mut self, stages: usize) -> Self {
+        self.stages = (0..stages).map(|_| StageTotals::default()).collect();
+        self
+    }
+
+    /// Records one request in its stage's figures.
+    pub fn record_stage(&mut self, stage: usize, outcome: Outcome, corrected: Duration) {
+        let Some(totals) = self.stages.get_mut(stage) else { return };
+        totals.counts.add(outcome, || None);
+        if outcome != Outcome::Connect {
+            totals.latency.saturating_record(micros(corrected));
         }
     }
 
@@ -431,6 +472,12 @@ impl Recorder {
         for (ours, theirs) in self.calls.iter_mut().zip(&other.calls) {
             ours.merge(theirs);
         }
+        if self.stages.len() < other.stages.len() {
+            self.stages.resize_with(other.stages.len(), StageTotals::default);
+        }
+        for (ours, theirs) in self.stages.iter_mut().zip(&other.stages) {
+            ours.merge(theirs);
+        }
         self.unsent += other.unsent;
     }
 }
@@ -442,6 +489,8 @@ pub struct RunRecord {
     pub totals: Totals,
     /// The same per call of the workload, in the workload's order.
     pub calls: Vec<CallTotals>,
+    /// With more than one stage: latency and outcomes per stage.
+    pub stages: Vec<StageTotals>,
     /// Measured time: from the end of warmup to the last completion.
     pub elapsed: Duration,
     /// Width of one series point in seconds (1 unless the run was very long).
@@ -480,7 +529,7 @@ impl RunRecord {
             .zip(calls)
             .map(|(totals, (name, method))| CallTotals { name: name.clone(), method: method.clone(), totals })
             .collect();
-        Self { totals, calls, elapsed, series_interval_secs, series, interrupted }
+        Self { totals, calls, stages: merged.stages, elapsed, series_interval_secs, series, interrupted }
     }
 }
 

@@ -37,6 +37,7 @@ use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target, TlsOptions};
+use crate::engine::stages::Stage;
 use crate::jsonrpc::CheckMode;
 use crate::thresholds::Threshold;
 use crate::units::{parse_duration, parse_rate, parse_size};
@@ -153,6 +154,18 @@ struct File {
     generators: BTreeMap<String, GeneratorSpec>,
     #[serde(rename = "call")]
     calls: Spanned<Vec<CallSection>>,
+    #[serde(default, rename = "stage")]
+    stages: Vec<Spanned<StageSection>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StageSection {
+    connections: Option<u64>,
+    rate: Option<RateValue>,
+    duration: DurationValue,
+    #[serde(default)]
+    ramp: Option<DurationValue>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -320,7 +333,60 @@ impl Scenario {
                 Load::Closed { connections: connections.as_ref().map_or(50, |c| c.get_ref().0 as usize) }
             }
         };
+        if !file.stages.is_empty() {
+            let first = &file.stages[0];
+            let open = first.get_ref().rate.is_some();
+            if let Some(level) =
+                load.connections.as_ref().map(Spanned::span).or(load.rate.as_ref().map(Spanned::span))
+            {
+                return Err(at(level, "with [[stage]] tables, give the load's levels in the stages".into()));
+            }
+            let mut stages = Vec::new();
+            for stage in &file.stages {
+                let section = stage.get_ref();
+                let level = match (section.connections, section.rate, open) {
+                    (Some(connections), None, false) => connections as f64,
+                    (None, Some(rate), true) => rate.0,
+                    (None, None, _) => return Err(at(stage.span(), "a stage needs connections or rate".into())),
+                    _ => {
+                        return Err(at(
+                            stage.span(),
+                            "every stage gives the same kind of level: connections (closed loop) or rate (open loop)"
+                                .into(),
+                        ))
+                    }
+                };
+                let ramp = section.ramp.map_or(Duration::ZERO, |ramp| ramp.0);
+                if ramp > section.duration.0 {
+                    return Err(at(stage.span(), "the ramp must fit in the stage's duration".into()));
+                }
+                stages.push(Stage { level, duration: section.duration.0, ramp });
+            }
+            let most = stages.iter().map(|stage| stage.level).fold(0.0, f64::max);
+            config.load = match config.load {
+                Load::Open { arrivals, max_connections, .. } => {
+                    Load::Open { rate: most, arrivals, max_connections }
+                }
+                Load::Closed { .. } if open => Load::Open {
+                    rate: most,
+                    arrivals: match load.arrivals {
+                        Some(ArrivalsValue::Poisson) => Arrivals::Poisson,
+                        _ => Arrivals::Uniform,
+                    },
+                    max_connections: load.max_connections.map_or(1024, |m| m.0 as usize),
+                },
+                Load::Closed { .. } => Load::Closed { connections: (most.ceil() as usize).max(1) },
+            };
+            config.stages = stages;
+            if load.duration.is_some() {
+                return Err(at(
+                    find_key(text, "duration"),
+                    "with [[stage]] tables the run lasts as long as its stages".into(),
+                ));
+            }
+        }
         config.length = match (load.duration, load.requests) {
+            _ if !config.stages.is_empty() => Length { duration: None, requests: load.requests.map(|r| r.0) },
             (None, None) => Length { duration: Some(Duration::from_secs(10)), requests: None },
             (duration, requests) => {
                 Length { duration: duration.map(|d| d.0), requests: requests.map(|r| r.0) }
@@ -500,6 +566,49 @@ params = ["{account}"]
             let error = error_of(&text);
             assert!(error.starts_with(location), "expected {location} in: {error}\n---\n{text}");
             assert!(error.contains(message), "expected '{message}' in: {error}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::*;
+
+    #[test]
+    fn stages_become_a_staged_run() {
+        let text = r#"
+[target]
+url = "http://127.0.0.1:1/"
+[[call]]
+method = "eth_blockNumber"
+[[stage]]
+connections = 50
+duration = "5m"
+ramp = "1m"
+[[stage]]
+connections = 100
+duration = "5m"
+ramp = "1m"
+"#;
+        let scenario = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        let config = scenario.config;
+        assert!(config.validate().is_ok(), "{:?}", config.validate());
+        assert_eq!(config.load, Load::Closed { connections: 100 });
+        assert_eq!(config.stages.len(), 2);
+        assert_eq!(config.measured_duration(), Some(Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn mixed_or_conflicting_stages_are_refused_where_they_are() {
+        let base = "[target]\nurl = \"http://127.0.0.1:1/\"\n[[call]]\nmethod = \"m\"\n";
+        let cases = [
+            (format!("{base}[[stage]]\nrate = 5\nduration = \"1s\"\n[[stage]]\nconnections = 5\nduration = \"1s\"\n"), "s.toml:8:1:", "same kind"),
+            (format!("{base}[[stage]]\nduration = \"1s\"\n"), "s.toml:5:1:", "connections or rate"),
+            (format!("{base}[[stage]]\nrate = 5\nduration = \"1s\"\nramp = \"2s\"\n"), "s.toml:5:1:", "ramp must fit"),
+        ];
+        for (text, location, message) in cases {
+            let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+            assert!(error.starts_with(location) && error.contains(message), "{error}\n---\n{text}");
         }
     }
 }

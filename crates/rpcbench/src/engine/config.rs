@@ -11,6 +11,8 @@ use crate::jsonrpc::RequestTemplate;
 use crate::redact;
 use crate::workload::Workload;
 
+use super::stages::{LevelCurve, Stage};
+
 /// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -164,6 +166,10 @@ pub struct RunConfig {
     pub load: Load,
     /// When the run ends.
     pub length: Length,
+    /// Load that changes over the run: levels of `load`'s kind (connections or requests per
+    /// second), each held for a duration after a linear ramp. Empty: `load` holds for the whole
+    /// run. With stages the measured duration is their sum.
+    pub stages: Vec<Stage>,
     /// Time before measurement starts, during which requests are sent but not recorded.
     pub warmup: Duration,
     /// Time allowed for one request, from send to the last byte.
@@ -198,6 +204,7 @@ impl RunConfig {
             headers: Vec::new(),
             load: Load::Closed { connections: 1 },
             length: Length { duration: Some(Duration::from_secs(10)), requests: None },
+            stages: Vec::new(),
             warmup: Duration::ZERO,
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(3),
@@ -211,8 +218,40 @@ impl RunConfig {
         }
     }
 
+    /// The measured duration: the stages' total, or the configured duration.
+    pub fn measured_duration(&self) -> Option<Duration> {
+        if self.stages.is_empty() {
+            self.length.duration
+        } else {
+            Some(self.stages.iter().map(|stage| stage.duration).sum())
+        }
+    }
+
+    /// The load level over time (from the start, warmup included) when the run has stages.
+    pub fn level_curve(&self) -> Option<LevelCurve> {
+        (!self.stages.is_empty()).then(|| LevelCurve::from_stages(&self.stages, self.warmup))
+    }
+
     /// Checks the settings that types alone cannot.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        for (index, stage) in self.stages.iter().enumerate() {
+            let setting = format!("stage {}", index + 1);
+            if !stage.level.is_finite() || stage.level < 0.0 {
+                return Err(ConfigError::new(setting, "the level must be zero or more"));
+            }
+            if stage.duration.is_zero() {
+                return Err(ConfigError::new(setting, "the duration must be longer than zero"));
+            }
+            if stage.ramp > stage.duration {
+                return Err(ConfigError::new(setting, "the ramp must fit in the stage's duration"));
+            }
+        }
+        if !self.stages.is_empty() && self.length.duration.is_some() {
+            return Err(ConfigError::new("--duration", "a run with stages lasts as long as its stages"));
+        }
+        if !self.stages.is_empty() && self.stages.iter().all(|stage| stage.level == 0.0) {
+            return Err(ConfigError::new("stage 1", "every stage has a level of zero"));
+        }
         match &self.load {
             Load::Closed { connections } => {
                 if *connections == 0 {
@@ -234,7 +273,7 @@ impl RunConfig {
                 }
             }
         }
-        match (self.length.duration, self.length.requests) {
+        match (self.measured_duration(), self.length.requests) {
             (None, None) => {
                 return Err(ConfigError::new("--duration", "a run needs a duration or a request count"))
             }

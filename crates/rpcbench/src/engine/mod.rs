@@ -13,6 +13,7 @@ pub mod connect;
 pub mod hires;
 pub mod http;
 pub mod pacer;
+pub mod stages;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
@@ -156,6 +157,7 @@ impl Run {
             let plan = WorkerPlan::new(&self.config, index, workers);
             let shared = WorkerShared {
                 config: self.config.clone(),
+                workers,
                 connector: self.connector.clone(),
                 stop: self.stop.clone(),
                 series: self.series.clone(),
@@ -215,7 +217,7 @@ struct Clock {
 impl Clock {
     fn new(config: &RunConfig, start: Instant) -> Self {
         let measure_start = start + config.warmup;
-        let end = config.length.duration.map(|duration| measure_start + duration);
+        let end = config.measured_duration().map(|duration| measure_start + duration);
         let hard_end = end.map(|end| end + config.timeout + Duration::from_secs(1));
         Self { start, measure_start, end, hard_end }
     }
@@ -246,14 +248,21 @@ impl WorkerPlan {
         let requests = config.length.requests.map(|n| share(n, index, workers));
         match &config.load {
             Load::Closed { connections } => {
-                let mine = share(*connections as u64, index, workers) as usize;
+                // With stages, every connection the busiest stage needs is opened; the ones a
+                // quieter stage does not need wait.
+                let most =
+                    config.level_curve().map_or(*connections as u64, |curve| curve.max_level().ceil() as u64);
+                let mine = share(most.max(1), index, workers) as usize;
                 Self { index, initial_connections: mine, max_connections: mine, requests, pacer: None }
             }
             Load::Open { rate, arrivals, max_connections } => {
                 let max_mine = (share(*max_connections as u64, index, workers) as usize).max(1);
                 let rate_mine = rate / workers as f64;
                 let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
-                let pacer = pacer::pacer_for(*arrivals, *rate, index, workers, config.seed);
+                let curve = std::sync::Arc::new(
+                    config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
+                );
+                let pacer = pacer::pacer_for(*arrivals, curve, index, workers, config.seed);
                 Self {
                     index,
                     initial_connections: initial,
@@ -270,6 +279,8 @@ impl WorkerPlan {
 #[derive(Debug)]
 struct WorkerShared {
     config: Arc<RunConfig>,
+    /// How many workers share the run.
+    workers: usize,
     connector: Connector,
     stop: StopHandle,
     series: Arc<Mutex<Series>>,
@@ -330,6 +341,10 @@ struct Worker {
     idle: Cell<usize>,
     /// Open loop: the timer connections sleep on until their ticket is due.
     pacing: OnceCell<hires::PacingTimer>,
+    /// Closed loop with stages: the number of connections wanted over time.
+    connection_curve: Option<stages::LevelCurve>,
+    /// With more than one stage: when each stage ends, seconds after measurement starts.
+    stage_ends: Vec<f64>,
     all_done: Notify,
 }
 
@@ -350,7 +365,8 @@ struct Ticket {
 
 impl Worker {
     fn new(shared: WorkerShared, mut plan: WorkerPlan) -> Self {
-        let recorder = Recorder::new(shared.config.workload.calls().len(), shared.series.clone());
+        let recorder = Recorder::new(shared.config.workload.calls().len(), shared.series.clone())
+            .with_stages(stage_ends(&shared.config.stages).len());
         let rng = SmallRng::seed_from_u64(
             shared.config.seed ^ (plan.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         );
@@ -367,6 +383,11 @@ impl Worker {
             connections: Cell::new(0),
             idle: Cell::new(0),
             pacing: OnceCell::new(),
+            connection_curve: match shared.config.load {
+                Load::Closed { .. } => shared.config.level_curve(),
+                Load::Open { .. } => None,
+            },
+            stage_ends: stage_ends(&shared.config.stages),
             all_done: Notify::new(),
             shared,
             plan,
@@ -374,8 +395,17 @@ impl Worker {
     }
 
     fn spawn_connection(self: &Rc<Self>) {
-        self.connections.set(self.connections.get() + 1);
-        tokio::task::spawn_local(connection_loop(self.clone()));
+        let index = self.connections.get();
+        self.connections.set(index + 1);
+        tokio::task::spawn_local(connection_loop(self.clone(), index));
+    }
+
+    /// Closed loop with stages: whether connection `index` of this worker is wanted now.
+    fn connection_wanted(&self, index: usize, now: Instant) -> bool {
+        let Some(curve) = &self.connection_curve else { return true };
+        let level = curve.level_at(now.saturating_duration_since(self.shared.clock.start).as_secs_f64());
+        let workers = self.shared.workers;
+        (index as u64) < share(level.round() as u64, self.plan.index, workers)
     }
 
     fn connection_done(&self) {
@@ -464,7 +494,13 @@ impl Worker {
             actual: done.saturating_duration_since(sent),
             lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),
         };
-        self.recorder.borrow_mut().record(call, outcome, timing, || jsonrpc::error_message(body));
+        let mut recorder = self.recorder.borrow_mut();
+        if !self.stage_ends.is_empty() {
+            let since = from.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
+            let stage = self.stage_ends.partition_point(|&end| end <= since).min(self.stage_ends.len() - 1);
+            recorder.record_stage(stage, outcome, timing.corrected);
+        }
+        recorder.record(call, outcome, timing, || jsonrpc::error_message(body));
     }
 }
 
@@ -472,7 +508,25 @@ impl Worker {
 /// that a dead server is not hammered in a tight loop.
 const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
 
-async fn connection_loop(worker: Rc<Worker>) {
+/// With more than one stage, the end of each stage in seconds after measurement starts.
+fn stage_ends(stages: &[stages::Stage]) -> Vec<f64> {
+    if stages.len() < 2 {
+        return Vec::new();
+    }
+    let mut end = 0.0;
+    stages
+        .iter()
+        .map(|stage| {
+            end += stage.duration.as_secs_f64();
+            end
+        })
+        .collect()
+}
+
+/// A closed-loop connection that a stage does not need checks again this often.
+const IDLE_CONNECTION_CHECK: Duration = Duration::from_millis(10);
+
+async fn connection_loop(worker: Rc<Worker>, index: usize) {
     let config = worker.shared.config.clone();
     let mut connection: Option<Connection> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
@@ -483,7 +537,16 @@ async fn connection_loop(worker: Rc<Worker>) {
     // Every worker starts at the shared start instant; nothing before it is measured.
     tokio::time::sleep_until(worker.shared.clock.start.into()).await;
     loop {
-        let now = Instant::now();
+        let mut now = Instant::now();
+        while !worker.connection_wanted(index, now) {
+            if worker.shared.stop.is_stopped() || worker.shared.clock.end.is_some_and(|end| now >= end) {
+                break;
+            }
+            // Not needed by this stage: close the connection, as a departed user would.
+            connection = None;
+            tokio::time::sleep(IDLE_CONNECTION_CHECK).await;
+            now = Instant::now();
+        }
         let Some(ticket) = worker.next_ticket(now) else {
             break;
         };

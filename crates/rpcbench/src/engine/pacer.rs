@@ -3,12 +3,14 @@
 //! with tables. Each worker paces its own share of the rate; the shares interleave so that the
 //! union of all workers' schedules is the requested one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::config::Arrivals;
+use super::stages::LevelCurve;
 
 /// Produces the intended send time of each successive request, as an offset from the start.
 pub trait Pacer: std::fmt::Debug + Send {
@@ -16,66 +18,89 @@ pub trait Pacer: std::fmt::Debug + Send {
     fn next_offset(&mut self) -> Duration;
 }
 
+/// Where a pacer's schedule has ended (the curve fell to zero): far past any run's end.
+const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+fn time_at(curve: &LevelCurve, count: f64) -> Duration {
+    curve.time_at_count(count).map_or(NEVER, Duration::from_secs_f64)
+}
+
 /// Evenly spaced arrivals: worker `index` of `workers` sends requests
-/// `index, index + workers, index + 2 * workers, …` of a global schedule `1 / rate` apart.
+/// `index, index + workers, index + 2 * workers, …` of a global schedule that follows the rate
+/// curve (`1 / rate` apart at a constant rate).
 #[derive(Debug, Clone)]
 pub struct UniformPacer {
-    interval_secs: f64,
+    curve: Arc<LevelCurve>,
     next_global: u64,
     stride: u64,
 }
 
 impl UniformPacer {
-    /// Worker `index`'s share of `rate` requests per second spread over `workers` workers.
+    /// Worker `index`'s share of a constant `rate` spread over `workers` workers.
     pub fn new(rate: f64, index: usize, workers: usize) -> Self {
-        Self { interval_secs: 1.0 / rate, next_global: index as u64, stride: workers as u64 }
+        Self::with_curve(Arc::new(LevelCurve::constant(rate)), index, workers)
+    }
+
+    /// Worker `index`'s share of a rate that follows `curve`.
+    pub fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize) -> Self {
+        Self { curve, next_global: index as u64, stride: workers as u64 }
     }
 }
 
 impl Pacer for UniformPacer {
     fn next_offset(&mut self) -> Duration {
-        let offset = Duration::from_secs_f64(self.next_global as f64 * self.interval_secs);
+        let offset = time_at(&self.curve, self.next_global as f64);
         self.next_global += self.stride;
         offset
     }
 }
 
-/// Poisson arrivals: exponential gaps with mean `workers / rate` for each worker; the
-/// superposition of the workers' processes is a Poisson process of `rate`.
+/// Poisson arrivals: each worker draws exponential gaps with mean `workers` in count space, so
+/// the superposition of the workers' processes is a Poisson process whose intensity follows the
+/// rate curve (mean gap `1 / rate` at a constant rate).
 #[derive(Debug, Clone)]
 pub struct PoissonPacer {
-    mean_gap_secs: f64,
-    elapsed_secs: f64,
+    curve: Arc<LevelCurve>,
+    mean_gap: f64,
+    count: f64,
     rng: SmallRng,
 }
 
 impl PoissonPacer {
-    /// Worker `index`'s share of `rate`, with a random stream seeded from `seed` and `index`.
+    /// Worker `index`'s share of a constant `rate`, with a random stream seeded from `seed` and
+    /// `index`.
     pub fn new(rate: f64, index: usize, workers: usize, seed: u64) -> Self {
+        Self::with_curve(Arc::new(LevelCurve::constant(rate)), index, workers, seed)
+    }
+
+    /// Worker `index`'s share of a rate that follows `curve`.
+    pub fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize, seed: u64) -> Self {
         let stream_seed = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        Self {
-            mean_gap_secs: workers as f64 / rate,
-            elapsed_secs: 0.0,
-            rng: SmallRng::seed_from_u64(stream_seed),
-        }
+        Self { curve, mean_gap: workers as f64, count: 0.0, rng: SmallRng::seed_from_u64(stream_seed) }
     }
 }
 
 impl Pacer for PoissonPacer {
     fn next_offset(&mut self) -> Duration {
-        let offset = Duration::from_secs_f64(self.elapsed_secs);
+        let offset = time_at(&self.curve, self.count);
         // Inverse transform sampling; 1 - u is in (0, 1], so the logarithm is finite.
         let u: f64 = self.rng.gen();
-        self.elapsed_secs += -(1.0 - u).ln() * self.mean_gap_secs;
+        self.count += -(1.0 - u).ln() * self.mean_gap;
         offset
     }
 }
 
-/// The pacer for worker `index` of `workers`.
-pub fn pacer_for(arrivals: Arrivals, rate: f64, index: usize, workers: usize, seed: u64) -> Box<dyn Pacer> {
+/// The pacer for worker `index` of `workers` following `curve`.
+pub fn pacer_for(
+    arrivals: Arrivals,
+    curve: Arc<LevelCurve>,
+    index: usize,
+    workers: usize,
+    seed: u64,
+) -> Box<dyn Pacer> {
     match arrivals {
-        Arrivals::Uniform => Box::new(UniformPacer::new(rate, index, workers)),
-        Arrivals::Poisson => Box::new(PoissonPacer::new(rate, index, workers, seed)),
+        Arrivals::Uniform => Box::new(UniformPacer::with_curve(curve, index, workers)),
+        Arrivals::Poisson => Box::new(PoissonPacer::with_curve(curve, index, workers, seed)),
     }
 }
 
@@ -129,6 +154,22 @@ mod tests {
         // Exponential gaps: mean 1 ms and standard deviation equal to the mean.
         assert!((mean - 0.001).abs() < 0.00003, "mean {mean}");
         assert!((variance.sqrt() - 0.001).abs() < 0.00005, "stdev {}", variance.sqrt());
+    }
+
+    #[test]
+    fn uniform_pacing_follows_rate_steps() {
+        use super::super::stages::Stage;
+        let stages = [
+            Stage { level: 100.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+            Stage { level: 300.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+        ];
+        let curve = Arc::new(LevelCurve::from_stages(&stages, Duration::ZERO));
+        let mut pacer = UniformPacer::with_curve(curve, 0, 1);
+        let offsets: Vec<Duration> = (0..400).map(|_| pacer.next_offset()).collect();
+        let in_first = offsets.iter().filter(|o| **o < Duration::from_secs(1)).count();
+        let in_second =
+            offsets.iter().filter(|o| **o >= Duration::from_secs(1) && **o < Duration::from_secs(2)).count();
+        assert_eq!((in_first, in_second), (100, 300));
     }
 
     #[test]

@@ -72,9 +72,37 @@ pub struct RunReport {
     pub series: SeriesReport,
     /// One row per call of the workload, in the workload's order (one row for a single request).
     pub methods: Vec<MethodReport>,
+    /// One row per stage when the load changed over the run (empty for a single stage).
+    #[serde(default)]
+    pub stages: Vec<StageReport>,
     /// Verdicts on the run's thresholds (empty when none were given).
     #[serde(default)]
     pub thresholds: Vec<crate::thresholds::ThresholdResult>,
+}
+
+/// One stage of a staged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageReport {
+    /// 1-based position.
+    pub stage: u64,
+    /// The level held: connections (closed loop) or requests per second (open loop).
+    pub level: f64,
+    /// Seconds from the start of measurement to the start of the stage.
+    pub start_s: f64,
+    /// The stage's length, seconds.
+    pub duration_s: f64,
+    /// The ramp at its start, seconds.
+    pub ramp_s: f64,
+    /// Requests due in the stage that got an outcome.
+    pub requests: u64,
+    /// Successes.
+    pub ok: u64,
+    /// Everything else.
+    pub errors: u64,
+    /// Requests per second over the stage.
+    pub rate: f64,
+    /// Latency of the stage's requests (corrected in open loop).
+    pub latency: LatencyReport,
 }
 
 /// One call of the workload.
@@ -269,7 +297,7 @@ impl RunReport {
         // Rates are over the window in which requests were sent: the configured duration, or
         // less when the run ended early (request count reached, interrupted); never the drain
         // of in-flight requests after it.
-        let elapsed_secs = match config.length.duration {
+        let elapsed_secs = match config.measured_duration() {
             Some(duration) => record.elapsed.min(duration).as_secs_f64(),
             None => record.elapsed.as_secs_f64(),
         };
@@ -296,7 +324,7 @@ impl RunReport {
             target: config.target.redacted(),
             method: config.workload.label(),
             load,
-            duration_us: config.length.duration.map(micros),
+            duration_us: config.measured_duration().map(micros),
             requests_limit: config.length.requests,
             warmup_us: micros(config.warmup),
             elapsed_us: micros(record.elapsed),
@@ -362,6 +390,32 @@ impl RunReport {
                 })
                 .collect(),
             thresholds: Vec::new(),
+            stages: {
+                let mut start = 0.0;
+                config
+                    .stages
+                    .iter()
+                    .zip(&record.stages)
+                    .enumerate()
+                    .map(|(index, (stage, totals))| {
+                        let duration = stage.duration.as_secs_f64();
+                        let row = StageReport {
+                            stage: index as u64 + 1,
+                            level: stage.level,
+                            start_s: start,
+                            duration_s: duration,
+                            ramp_s: stage.ramp.as_secs_f64(),
+                            requests: totals.counts.total(),
+                            ok: totals.counts.ok,
+                            errors: totals.counts.errors(),
+                            rate: totals.counts.total() as f64 / duration,
+                            latency: LatencyReport::from_histogram(&totals.latency),
+                        };
+                        start += duration;
+                        row
+                    })
+                    .collect()
+            },
             series: SeriesReport {
                 interval_s: record.series_interval_secs,
                 points: record

@@ -87,6 +87,30 @@ pub fn render_text(report: &RunReport) -> String {
             us(lag.map(|l| l.percentile("p99")).unwrap_or(0)),
         );
     }
+    if !report.stages.is_empty() {
+        let unit = if report.load.mode == "open" { "req/s" } else { "conns" };
+        let _ = writeln!(out, "  Per stage:");
+        let _ = writeln!(
+            out,
+            "    {:>5} {:>12} {:>9} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9}",
+            "stage", unit, "from", "requests", "req/s", "errors", "p50", "p99", "max"
+        );
+        for stage in &report.stages {
+            let _ = writeln!(
+                out,
+                "    {:>5} {:>12} {:>9} {:>9} {:>10.2} {:>8} {:>9} {:>9} {:>9}",
+                stage.stage,
+                trim_float(stage.level),
+                format!("{:.0}s", stage.start_s),
+                stage.requests,
+                stage.rate,
+                stage.errors,
+                us(stage.latency.percentile("p50")),
+                us(stage.latency.percentile("p99")),
+                us(stage.latency.max_us)
+            );
+        }
+    }
     if report.methods.len() > 1 {
         let _ = writeln!(out, "  Per method:");
         let _ = writeln!(

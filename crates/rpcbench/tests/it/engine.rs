@@ -305,3 +305,46 @@ fn a_fixed_id_matches_a_static_server_that_always_answers_the_same_id() {
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.totals.counts.ok, 100);
 }
+
+#[test]
+fn open_loop_stages_step_the_rate() {
+    use rpcbench::engine::stages::Stage;
+    let server = ok_server();
+    let mut config = closed_loop(&server.url(), 1, Length { duration: None, requests: None });
+    config.load = Load::Open { rate: 300.0, arrivals: Arrivals::Uniform, max_connections: 32 };
+    config.stages = vec![
+        Stage { level: 100.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+        Stage { level: 300.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+    ];
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    assert_eq!(report.stages.len(), 2);
+    let due: Vec<u64> = report.stages.iter().map(|s| s.requests).collect();
+    assert_eq!(due.iter().sum::<u64>() + record.totals.unsent, 400);
+    assert!((95..=100).contains(&due[0]) && (290..=300).contains(&due[1]), "{due:?}");
+    assert_eq!(report.duration_us, Some(2_000_000));
+}
+
+#[test]
+fn closed_loop_stages_change_the_number_of_connections() {
+    use rpcbench::engine::stages::Stage;
+    let server = TestServer::start(|request| {
+        Reply::After(
+            Duration::from_millis(20),
+            Box::new(json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id))),
+        )
+    });
+    let mut config = closed_loop(&server.url(), 4, Length { duration: None, requests: None });
+    config.threads = 1;
+    config.stages = vec![
+        Stage { level: 1.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+        Stage { level: 4.0, duration: Duration::from_secs(1), ramp: Duration::ZERO },
+    ];
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    let per_stage: Vec<u64> = report.stages.iter().map(|s| s.requests).collect();
+    // 20 ms per request: about 50 requests on one connection, about 200 on four.
+    let ratio = per_stage[1] as f64 / per_stage[0].max(1) as f64;
+    assert!((2.5..=5.5).contains(&ratio), "requests per stage {per_stage:?}");
+    assert!(per_stage[0] <= 55, "one connection in stage 1: {per_stage:?}");
+}
