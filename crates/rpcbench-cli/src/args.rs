@@ -155,4 +155,8 @@ pub struct RunArgs {
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
+    /// `report --compare`; written even when the run is interrupted.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub save: Option<PathBuf>,
 }

@@ -14,6 +14,9 @@
 //!   knobs, in-process on any address.
 //! - [`demo`] runs seed 000's Solana tests against the mock node; [`client`] makes one-off
 //!   calls outside a run.
+//! - [`results`] writes and reads results files (HDR histograms kept losslessly) and merges
+//!   shards; [`compare`] runs one workload against several targets and checks that they
+//!   answer alike.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
 pub mod client;
@@ -24,4 +27,5 @@ pub mod mock;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod results;
 pub mod units;
