@@ -20,6 +20,7 @@
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
 pub mod client;
+pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
