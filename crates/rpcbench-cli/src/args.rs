@@ -39,6 +39,10 @@ pub struct DemoArgs {
     /// The open-loop step's rate.
     #[arg(long, value_parser = rate, default_value = "2000")]
     pub rate: f64,
+    /// Where to write the HTML report and the Markdown summary (default: rpcbench-demo in the
+    /// system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 pub fn duration(text: &str) -> Result<Duration, String> {

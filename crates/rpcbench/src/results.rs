@@ -479,9 +479,16 @@ impl MethodResults {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, flushed, then renamed over
-/// it. A reader sees the old file or the new one, never half of one.
+/// it. A reader sees the old file or the new one, never half of one. A path that exists and
+/// is not a regular file (`/dev/null`, `/dev/stdout`, a pipe, a symbolic link) is written in
+/// place instead, never replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    if let Ok(metadata) = std::fs::symlink_metadata(path) {
+        if !metadata.file_type().is_file() {
+            return std::fs::OpenOptions::new().write(true).truncate(true).open(path)?.write_all(bytes);
+        }
+    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -823,11 +830,16 @@ impl SavedRun {
         Ok(Self { label, file, methods, record, report })
     }
 
-    /// Reads a file; the label is the file's own, else the file name without `.json`.
+    /// Reads a file; the label is the file's own, else the file name without `.json` (or
+    /// `.results.json`).
     pub fn load(path: &Path) -> Result<Self, ResultsError> {
         let file = ResultsFile::load(path)?;
         let stem = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let stem = stem.strip_suffix(".json").unwrap_or(&stem).to_string();
+        let stem = stem
+            .strip_suffix(".results.json")
+            .or_else(|| stem.strip_suffix(".json"))
+            .unwrap_or(&stem)
+            .to_string();
         Self::new(file, &stem).map_err(|message| ResultsError::Invalid { path: path.to_path_buf(), message })
     }
 }
@@ -842,6 +854,24 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(4_107_542_399)), "2100-02-28T23:59:59Z");
+    }
+
+    #[test]
+    fn atomic_writes_replace_files_but_not_devices() {
+        let dir = std::env::temp_dir().join(format!("rpcbench-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        std::fs::remove_dir_all(&dir).ok();
+        #[cfg(unix)]
+        {
+            write_atomically(Path::new("/dev/null"), b"discarded").unwrap();
+            let kind = std::fs::symlink_metadata("/dev/null").unwrap().file_type();
+            assert!(!kind.is_file(), "/dev/null is still a device");
+        }
     }
 
     #[test]

@@ -179,6 +179,71 @@ fn nice_max(value: f64) -> f64 {
     }
 }
 
+/// Above this spread between the largest latency plotted and the smallest typical one, the
+/// latency axis is logarithmic, so that no line lies flat against the bottom.
+const LOG_SPREAD: f64 = 20.0;
+
+/// The latency axis of a chart: linear from zero, or logarithmic when the values plotted span
+/// more than [`LOG_SPREAD`] times (a slow run beside fast ones, a tail of timeouts).
+struct LatencyScale {
+    log: bool,
+    low: f64,
+    high: f64,
+}
+
+impl LatencyScale {
+    /// `lowest` and `highest`: the extremes plotted; `typical`: the smallest median of a line.
+    fn new(lowest: f64, typical: f64, highest: f64) -> Self {
+        let highest = highest.max(1.0);
+        if typical > 0.0 && highest / typical > LOG_SPREAD {
+            let low = lowest.max(1.0).log10() - 0.05;
+            Self { log: true, low, high: highest.log10() + 0.05 }
+        } else {
+            Self { log: false, low: 0.0, high: nice_max(highest) }
+        }
+    }
+
+    /// Where a latency in microseconds goes on the axis.
+    fn y(&self, micros: f64) -> f64 {
+        if self.log {
+            micros.max(1.0).log10()
+        } else {
+            micros
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let steps: &[f64] = if self.high - self.low > 3.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+            (self.low.floor() as i64..=self.high.ceil() as i64)
+                .flat_map(|decade| steps.iter().map(move |m| m.log10() + decade as f64))
+                .filter(|y| (self.low..=self.high).contains(y))
+                .collect()
+        } else {
+            let raw = self.high / 6.0;
+            let magnitude = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(raw);
+            (0..).map(|i| i as f64 * step).take_while(|y| *y <= self.high).collect()
+        }
+    }
+
+    fn axis(&self) -> TickedAxis {
+        TickedAxis::new(self.low..self.high, self.ticks())
+    }
+
+    fn label(&self, y: f64) -> String {
+        format_micros(if self.log { 10f64.powf(y).round() } else { y })
+    }
+
+    fn description(&self) -> &'static str {
+        if self.log {
+            "latency (log scale)"
+        } else {
+            "latency"
+        }
+    }
+}
+
 fn throughput_chart(runs: &[SavedRun]) -> String {
     let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
     let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
@@ -227,44 +292,53 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
 fn latency_over_time_chart(runs: &[SavedRun]) -> String {
     let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
     let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
-    let y_max = plots.iter().flatten().filter(|p| p.requests > 0).map(|p| p.p99).fold(0.0, f64::max);
+    let answered = || plots.iter().flatten().filter(|p| p.requests > 0);
+    let scale = LatencyScale::new(
+        answered().map(|p| p.p50).fold(f64::INFINITY, f64::min),
+        runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
+        answered().map(|p| p.p99).fold(0.0, f64::max),
+    );
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
             .margin_right(44)
             .x_label_area_size(40)
             .y_label_area_size(78)
-            .build_cartesian_2d(0.0..x_max, 0.0..nice_max(y_max))?;
+            .build_cartesian_2d(0.0..x_max, scale.axis())?;
         chart
             .configure_mesh()
             .x_desc("seconds since measurement started")
-            .y_desc("latency")
+            .y_desc(scale.description())
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 13))
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(225, 225, 225))
             .x_label_formatter(&|x| seconds_label(*x))
-            .y_label_formatter(&|y| format_micros(*y))
+            .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
         for (index, points) in plots.iter().enumerate() {
             // Intervals without responses have no latency: the lines break there.
             for segment in points.split(|p| p.requests == 0).filter(|s| !s.is_empty()) {
                 chart.draw_series(LineSeries::new(
-                    segment.iter().map(|p| (p.mid, p.p50)),
+                    segment.iter().map(|p| (p.mid, scale.y(p.p50))),
                     color(index).stroke_width(2),
                 ))?;
                 chart.draw_series(DashedLineSeries::new(
-                    segment.iter().map(|p| (p.mid, p.p99)),
+                    segment.iter().map(|p| (p.mid, scale.y(p.p99))),
                     7,
                     4,
                     color(index).stroke_width(2),
                 ))?;
                 if segment.len() <= 60 {
                     chart.draw_series(
-                        segment.iter().map(|p| Circle::new((p.mid, p.p50), 3, color(index).filled())),
+                        segment
+                            .iter()
+                            .map(|p| Circle::new((p.mid, scale.y(p.p50)), 3, color(index).filled())),
                     )?;
                     chart.draw_series(
-                        segment.iter().map(|p| Circle::new((p.mid, p.p99), 3, color(index).stroke_width(1))),
+                        segment
+                            .iter()
+                            .map(|p| Circle::new((p.mid, scale.y(p.p99)), 3, color(index).stroke_width(1))),
                     )?;
                 }
             }
@@ -308,7 +382,11 @@ fn spectrum(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
 fn spectrum_chart(runs: &[SavedRun]) -> String {
     let lines: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| spectrum(&r.record.totals.latency)).collect();
     let x_max = lines.iter().flatten().map(|p| p.0).fold(0.0, f64::max).ceil().clamp(2.0, SPECTRUM_NINES);
-    let y_max = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let scale = LatencyScale::new(
+        lines.iter().flatten().map(|p| p.1).fold(f64::INFINITY, f64::min),
+        runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
+        lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max),
+    );
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -317,21 +395,24 @@ fn spectrum_chart(runs: &[SavedRun]) -> String {
             .y_label_area_size(78)
             .build_cartesian_2d(
                 TickedAxis::new(0.0..x_max, (0..=x_max as u32).map(f64::from).collect()),
-                0.0..nice_max(y_max),
+                scale.axis(),
             )?;
         chart
             .configure_mesh()
             .x_desc("percentile (log scale: 1/(1-q))")
-            .y_desc("latency")
+            .y_desc(scale.description())
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 13))
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(225, 225, 225))
             .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|y| format_micros(*y))
+            .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
         for (index, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), color(index).stroke_width(2)))?;
+            chart.draw_series(LineSeries::new(
+                line.iter().map(|&(x, latency)| (x, scale.y(latency))),
+                color(index).stroke_width(2),
+            ))?;
         }
         Ok(())
     })
@@ -424,7 +505,7 @@ body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, 
 main { max-width: 1140px; margin: 0 auto; padding: 24px 20px 40px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 0 0 10px; }
-.sub { color: #55606e; margin: 0 0 2px; word-break: break-all; }
+.sub { color: #55606e; margin: 0 0 2px; overflow-wrap: break-word; }
 section { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 16px 18px; margin: 16px 0; }
 .cards { display: grid; grid-template-columns: repeat(6, 1fr); gap: 10px; background: none; border: none; padding: 0; }
 .card { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 12px 14px; }
@@ -436,11 +517,12 @@ table.narrow { width: auto; min-width: 420px; }
 th, td { padding: 5px 10px; border-bottom: 1px solid #edf0f3; text-align: right; vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
 th:first-child, td:first-child { text-align: left; }
-td.text, th.text { text-align: left; word-break: break-all; }
+td.text, th.text { text-align: left; overflow-wrap: break-word; }
 .ratio { display: block; color: #55606e; font-size: 12px; }
 table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px; }
 .ratio.up { color: #2e7d32; } .ratio.down { color: #c62828; }
-tr.err td:first-child { color: #c62828; }
+tr.err td:first-child, th.err { color: #c62828; }
+section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 6px; font-size: 13px; }
 .legend i { display: inline-block; width: 14px; height: 14px; border-radius: 3px; margin-right: 6px; vertical-align: -2px; }
@@ -498,11 +580,27 @@ fn cards(report: &RunReport) -> String {
     out
 }
 
+fn same_target(runs: &[SavedRun]) -> bool {
+    runs.iter().all(|r| r.report.target == runs[0].report.target)
+}
+
+fn swatch(index: usize) -> String {
+    format!(
+        "<i style=\"display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;background:{}\"></i>",
+        css_color(index)
+    )
+}
+
 fn summary_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = summary_rows(&reports);
-    let mut out =
-        String::from("<table><tr><th>run</th><th class=\"text\">target</th><th class=\"text\">load</th>");
+    // The target is in the page's subtitle when every run had the same.
+    let target_column = !same_target(runs);
+    let mut out = String::from("<table><tr><th>run</th>");
+    if target_column {
+        out.push_str("<th class=\"text\">target</th>");
+    }
+    out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
     for row in &rows {
         let _ = write!(out, "<th>{}</th>", esc(&row.metric));
     }
@@ -515,12 +613,13 @@ fn summary_table(runs: &[SavedRun]) -> String {
         if run.report.interrupted {
             load.push_str(", interrupted");
         }
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        if target_column {
+            let _ = write!(out, "<td class=\"text\">{}</td>", esc(&run.report.target));
+        }
         let _ = write!(
             out,
-            "<tr><td><i style=\"display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;background:{}\"></i>{}</td><td class=\"text\">{}<br><small>{}</small></td><td class=\"text\">{}</td>",
-            css_color(index),
-            esc(&run.label),
-            esc(&run.report.target),
+            "<td class=\"text\">{}</td><td class=\"text\">{}</td>",
             esc(&run.report.method),
             esc(&load)
         );
@@ -533,6 +632,27 @@ fn summary_table(runs: &[SavedRun]) -> String {
     if runs.len() > 1 {
         let _ = write!(out, "<p class=\"note\">Ratios are against {}.</p>", esc(&runs[0].label));
     }
+    out
+}
+
+/// Past this many runs, the tables with a column per run turn to a row per run.
+const MAX_RUN_COLUMNS: usize = 4;
+
+/// A row per run, a column per metric.
+fn metric_rows_table(labels: &[String], rows: &[MetricRow]) -> String {
+    let mut out = String::from("<table><tr><th>run</th>");
+    for row in rows {
+        let _ = write!(out, "<th>{}</th>", esc(&row.metric));
+    }
+    out.push_str("</tr>");
+    for (index, label) in labels.iter().enumerate() {
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(label));
+        for row in rows {
+            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
     out
 }
 
@@ -591,21 +711,43 @@ fn distribution_table(runs: &[SavedRun]) -> String {
     }
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
     let latencies: Vec<_> = runs.iter().map(|r| &r.report.latency).collect();
+    if runs.len() > MAX_RUN_COLUMNS {
+        return metric_rows_table(&labels, &distribution_rows(&latencies));
+    }
     metric_columns_table("percentile", &labels, &distribution_rows(&latencies))
 }
 
 fn errors_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
-    let mut out = String::from(if runs.len() <= 3 {
-        "<table class=\"narrow\"><tr><th>outcome</th>"
-    } else {
-        "<table><tr><th>outcome</th>"
-    });
+    let rows = outcome_rows(&reports);
+    let mut out = String::new();
+    if runs.len() > MAX_RUN_COLUMNS {
+        out.push_str("<table><tr><th>run</th>");
+        for row in &rows {
+            let _ =
+                write!(out, "<th{}>{}</th>", if row.ok { "" } else { " class=\"err\"" }, esc(&row.outcome));
+        }
+        out.push_str("</tr>");
+        for (index, (run, report)) in runs.iter().zip(&reports).enumerate() {
+            let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+            for row in &rows {
+                let _ = write!(
+                    out,
+                    "<td>{}</td>",
+                    esc(&count_with_share(row.counts[index], report.requests.total))
+                );
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+        return out;
+    }
+    out.push_str("<table class=\"narrow\"><tr><th>outcome</th>");
     for run in runs {
         let _ = write!(out, "<th>{}</th>", esc(&run.label));
     }
     out.push_str("</tr>");
-    for row in outcome_rows(&reports) {
+    for row in rows {
         let _ =
             write!(out, "<tr{}><td>{}</td>", if row.ok { "" } else { " class=\"err\"" }, esc(&row.outcome));
         for (count, report) in row.counts.iter().zip(&reports) {
@@ -664,8 +806,14 @@ fn details_table(runs: &[SavedRun]) -> String {
     ];
     for (name, value) in rows {
         let _ = write!(out, "<tr><td>{name}</td>");
-        for run in runs {
-            let _ = write!(out, "<td class=\"text\">{}</td>", esc(&value(run)));
+        let values: Vec<String> = runs.iter().map(|run| value(run)).collect();
+        if values.iter().all(|v| *v == values[0]) {
+            // The same for every run: said once.
+            let _ = write!(out, "<td class=\"text\" colspan=\"{}\">{}</td>", values.len(), esc(&values[0]));
+        } else {
+            for value in values {
+                let _ = write!(out, "<td class=\"text\">{}</td>", esc(&value));
+            }
         }
         out.push_str("</tr>");
     }
@@ -705,8 +853,14 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         );
         out.push_str(&cards(&first.report));
     } else {
-        let _ =
-            writeln!(out, "<p class=\"sub\">{} runs; ratios against {}</p>", runs.len(), esc(&first.label));
+        let target =
+            if same_target(runs) { format!(" against {}", esc(&first.report.target)) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "<p class=\"sub\">{} runs{target}; ratios against {}</p>",
+            runs.len(),
+            esc(&first.label)
+        );
     }
     let warnings: Vec<String> = runs
         .iter()
