@@ -806,7 +806,7 @@ fn details_table(runs: &[SavedRun]) -> String {
     ];
     for (name, value) in rows {
         let _ = write!(out, "<tr><td>{name}</td>");
-        let values: Vec<String> = runs.iter().map(|run| value(run)).collect();
+        let values: Vec<String> = runs.iter().map(&value).collect();
         if values.iter().all(|v| *v == values[0]) {
             // The same for every run: said once.
             let _ = write!(out, "<td class=\"text\" colspan=\"{}\">{}</td>", values.len(), esc(&values[0]));
