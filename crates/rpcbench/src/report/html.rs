@@ -505,6 +505,7 @@ body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, 
 main { max-width: 1140px; margin: 0 auto; padding: 24px 20px 40px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 0 0 10px; }
+h3 { font-size: 14px; margin: 16px 0 8px; }
 .sub { color: #55606e; margin: 0 0 2px; overflow-wrap: break-word; }
 section { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 16px 18px; margin: 16px 0; }
 .cards { display: grid; grid-template-columns: repeat(6, 1fr); gap: 10px; background: none; border: none; padding: 0; }
@@ -516,7 +517,10 @@ table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nu
 table.narrow { width: auto; min-width: 420px; }
 th, td { padding: 5px 10px; border-bottom: 1px solid #edf0f3; text-align: right; vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child { text-align: left; white-space: nowrap; }
+td.code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; overflow-wrap: anywhere; }
+td.code > div { max-width: 400px; }
+td.nowrap { white-space: nowrap; }
 td.text, th.text { text-align: left; overflow-wrap: break-word; }
 .ratio { display: block; color: #55606e; font-size: 12px; }
 table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px; }
@@ -683,7 +687,7 @@ fn methods_table(runs: &[SavedRun]) -> String {
     out
 }
 
-fn metric_columns_table(first: &str, labels: &[String], rows: &[MetricRow]) -> String {
+fn metric_columns_table(first: &str, labels: &[String], rows: &[MetricRow], ratios: bool) -> String {
     let class = if labels.len() <= 3 { " class=\"narrow\"" } else { "" };
     let mut out = format!("<table{class}><tr><th>{}</th>", esc(first));
     for label in labels {
@@ -693,7 +697,8 @@ fn metric_columns_table(first: &str, labels: &[String], rows: &[MetricRow]) -> S
     for row in rows {
         let _ = write!(out, "<tr><td>{}</td>", esc(&row.metric));
         for index in 0..row.values.len() {
-            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+            let ratio = if ratios { ratio_span(row, index) } else { String::new() };
+            let _ = write!(out, "<td>{}{ratio}</td>", esc(&row.cell(index)));
         }
         out.push_str("</tr>");
     }
@@ -705,16 +710,21 @@ fn distribution_table(runs: &[SavedRun]) -> String {
     if let [run] = runs {
         if run.report.is_open_loop() {
             let rows = distribution_rows(&[&run.report.latency, &run.report.latency_uncorrected]);
-            return metric_columns_table("percentile", &["corrected".into(), "uncorrected".into()], &rows)
-                .replace("<span class=\"ratio", "<span hidden class=\"ratio");
+            return metric_columns_table(
+                "percentile",
+                &["corrected".into(), "uncorrected".into()],
+                &rows,
+                false,
+            );
         }
     }
-    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    let labels: Vec<String> =
+        if runs.len() == 1 { vec!["latency".into()] } else { runs.iter().map(|r| r.label.clone()).collect() };
     let latencies: Vec<_> = runs.iter().map(|r| &r.report.latency).collect();
     if runs.len() > MAX_RUN_COLUMNS {
         return metric_rows_table(&labels, &distribution_rows(&latencies));
     }
-    metric_columns_table("percentile", &labels, &distribution_rows(&latencies))
+    metric_columns_table("percentile", &labels, &distribution_rows(&latencies), true)
 }
 
 fn errors_table(runs: &[SavedRun]) -> String {
@@ -743,8 +753,12 @@ fn errors_table(runs: &[SavedRun]) -> String {
         return out;
     }
     out.push_str("<table class=\"narrow\"><tr><th>outcome</th>");
-    for run in runs {
-        let _ = write!(out, "<th>{}</th>", esc(&run.label));
+    if runs.len() == 1 {
+        out.push_str("<th>count</th>");
+    } else {
+        for run in runs {
+            let _ = write!(out, "<th>{}</th>", esc(&run.label));
+        }
     }
     out.push_str("</tr>");
     for row in rows {
@@ -760,11 +774,6 @@ fn errors_table(runs: &[SavedRun]) -> String {
 }
 
 fn details_table(runs: &[SavedRun]) -> String {
-    let mut out = String::from("<table><tr><th>setting</th>");
-    for run in runs {
-        let _ = write!(out, "<th class=\"text\">{}</th>", esc(&run.label));
-    }
-    out.push_str("</tr>");
     let us = |v: u64| format_micros(v as f64);
     type Cell<'a> = Box<dyn Fn(&SavedRun) -> String + 'a>;
     let rows: Vec<(&str, Cell<'_>)> = vec![
@@ -804,20 +813,41 @@ fn details_table(runs: &[SavedRun]) -> String {
         ),
         ("tool", Box::new(|r| r.file.tool.clone())),
     ];
+    // Settings shared by every run are listed once; those that differ get a row per run.
+    let mut common = String::from("<table class=\"narrow\">");
+    let mut differing: Vec<(&str, Vec<String>)> = Vec::new();
     for (name, value) in rows {
-        let _ = write!(out, "<tr><td>{name}</td>");
         let values: Vec<String> = runs.iter().map(&value).collect();
         if values.iter().all(|v| *v == values[0]) {
-            // The same for every run: said once.
-            let _ = write!(out, "<td class=\"text\" colspan=\"{}\">{}</td>", values.len(), esc(&values[0]));
+            let class = if matches!(name, "request" | "headers") { "text code" } else { "text" };
+            let _ = write!(common, "<tr><td>{name}</td><td class=\"{class}\">{}</td></tr>", esc(&values[0]));
         } else {
-            for value in values {
-                let _ = write!(out, "<td class=\"text\">{}</td>", esc(&value));
+            differing.push((name, values));
+        }
+    }
+    common.push_str("</table>");
+    if differing.is_empty() {
+        return common;
+    }
+    let mut out = String::from("<table><tr><th>run</th>");
+    for (name, _) in &differing {
+        let _ = write!(out, "<th class=\"text\">{name}</th>");
+    }
+    out.push_str("</tr>");
+    for (index, run) in runs.iter().enumerate() {
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        for (name, values) in &differing {
+            if matches!(*name, "request" | "headers") {
+                let _ = write!(out, "<td class=\"text code\"><div>{}</div></td>", esc(&values[index]));
+            } else {
+                let class = if *name == "started" { "text nowrap" } else { "text" };
+                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(&values[index]));
             }
         }
         out.push_str("</tr>");
     }
-    out.push_str("</table>");
+    out.push_str("</table><h3>Common to every run</h3>");
+    out.push_str(&common);
     out
 }
 
