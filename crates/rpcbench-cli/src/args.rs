@@ -22,6 +22,13 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Run seed 000's Solana tests against the built-in mock node and print the summary.
     Demo(DemoArgs),
+    /// Render saved results files again (text, JSON, Markdown, HTML, CSV), or compare them.
+    Report(crate::report_cmd::ReportArgs),
+    /// Merge the results files of shards of one workload into one, losslessly.
+    Merge(crate::merge_cmd::MergeArgs),
+    /// Run one workload against several targets in turn and compare them (or, with --equal,
+    /// check that they answer alike).
+    Compare(Box<crate::compare_cmd::CompareArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -32,6 +39,10 @@ pub struct DemoArgs {
     /// The open-loop step's rate.
     #[arg(long, value_parser = rate, default_value = "2000")]
     pub rate: f64,
+    /// Where to write the HTML report and the Markdown summary (default: rpcbench-demo in the
+    /// system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 pub fn duration(text: &str) -> Result<Duration, String> {
@@ -42,12 +53,12 @@ fn size(text: &str) -> Result<u64, String> {
     rpcbench::units::parse_size(text).map_err(|err| err.to_string())
 }
 
-fn rate(text: &str) -> Result<f64, String> {
+pub fn rate(text: &str) -> Result<f64, String> {
     rpcbench::units::parse_rate(text).map_err(|err| err.to_string())
 }
 
 /// `Name: value`.
-fn header(text: &str) -> Result<(String, String), String> {
+pub fn header(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
@@ -167,4 +178,8 @@ pub struct RunArgs {
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
+    /// `report --compare`; written even when the run is interrupted.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub save: Option<PathBuf>,
 }

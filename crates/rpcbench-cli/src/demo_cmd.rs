@@ -1,10 +1,15 @@
 //! `rpcbench demo`: the first quick-start command. Starts the mock Solana node in-process,
-//! runs seed 000's tests and prints the summary table.
+//! runs seed 000's tests and prints the summary table; writes it, and an HTML report of every
+//! step, into `--out-dir` (default: `rpcbench-demo` in the system's temporary directory).
 
+use std::path::Path;
 use std::process::ExitCode;
 
+use rpcbench::demo::DemoSummary;
 use rpcbench::demo::{render_summary, run_demo, DemoOptions};
 use rpcbench::engine::StopHandle;
+use rpcbench::report::render_html;
+use rpcbench::results::{write_atomically, SavedRun};
 
 use crate::args::DemoArgs;
 use crate::output;
@@ -34,8 +39,32 @@ pub fn run(args: DemoArgs) -> ExitCode {
             rpcbench::units::format_micros(step.report.latency.percentile("p99") as f64)
         )
     });
-    match result {
-        Ok(summary) => output::print_stdout(&render_summary(&summary)),
-        Err(err) => output::failure(err),
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(err) => return output::failure(err),
+    };
+    let table = render_summary(&summary);
+    let dir = args.out_dir.unwrap_or_else(|| std::env::temp_dir().join("rpcbench-demo"));
+    if let Err(err) = write_reports(&summary, &table, &dir) {
+        return output::failure(format!("cannot write the demo's reports into {}: {err}", dir.display()));
     }
+    eprintln!(
+        "rpcbench demo: wrote {} and {}",
+        dir.join("report.html").display(),
+        dir.join("summary.md").display()
+    );
+    output::print_stdout(&table)
+}
+
+/// The HTML report of every step and the Markdown summary.
+fn write_reports(summary: &DemoSummary, table: &str, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|err| err.to_string())?;
+    let runs = summary
+        .steps
+        .iter()
+        .map(|step| SavedRun::new(step.results.clone(), &step.load))
+        .collect::<Result<Vec<_>, String>>()?;
+    write_atomically(&dir.join("report.html"), render_html(&runs).as_bytes())
+        .map_err(|err| err.to_string())?;
+    write_atomically(&dir.join("summary.md"), table.as_bytes()).map_err(|err| err.to_string())
 }

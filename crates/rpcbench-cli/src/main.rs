@@ -3,8 +3,11 @@
 //! 1 a runtime failure or a breached threshold, 2 bad usage).
 
 mod args;
+mod compare_cmd;
 mod demo_cmd;
+mod merge_cmd;
 mod output;
+mod report_cmd;
 mod run_cmd;
 mod serve;
 mod signals;
@@ -21,5 +24,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Merge(args) => merge_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(*args),
     }
 }

@@ -5,12 +5,13 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::report::{render_text, RunReport};
+use rpcbench::results::ResultsFile;
 use rpcbench::scenario::Scenario;
 use rpcbench::thresholds::Threshold;
 
@@ -185,6 +186,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let finished = Arc::new(AtomicBool::new(false));
     let progress_thread =
         show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
+    let started = SystemTime::now();
     let result = run.execute();
     finished.store(true, Ordering::SeqCst);
     if let Some(thread) = progress_thread {
@@ -201,11 +203,21 @@ pub fn run(args: RunArgs) -> ExitCode {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
     };
-    let printed = output::print_stdout(&text);
+    // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
+    let saved = args.save.as_ref().map(|path| ResultsFile::from_run(&config, &record, started).save(path));
+    let status = output::print_stdout(&text);
+    let status = match (saved, &args.save) {
+        (Some(Err(err)), _) => return output::failure(format!("cannot save the results: {err}")),
+        (Some(Ok(())), Some(path)) if !args.quiet => {
+            eprintln!("rpcbench: results saved to {}", path.display());
+            status
+        }
+        _ => status,
+    };
     if breached {
         return ExitCode::from(output::EXIT_FAILURE);
     }
-    printed
+    status
 }
 
 fn spawn_progress(

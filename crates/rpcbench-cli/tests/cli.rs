@@ -96,8 +96,18 @@ fn a_refused_connection_is_a_run_not_a_usage_error() {
 
 #[test]
 fn the_demo_prints_every_step_without_errors() {
-    let output = rpcbench(&["demo", "--step-duration", "200ms", "--rate", "500"]);
+    let dir = std::env::temp_dir().join(format!("rpcbench-demo-test-{}", std::process::id()));
+    let out_dir = dir.display().to_string();
+    let output = rpcbench(&["demo", "--step-duration", "200ms", "--rate", "500", "--out-dir", &out_dir]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The HTML report and the Markdown summary are written, and where is said.
+    assert!(stderr(&output).contains(&dir.join("report.html").display().to_string()), "{}", stderr(&output));
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("the demo's HTML report");
+    assert_eq!(html.matches("<svg").count(), 4);
+    assert!(html.contains("getBlock 256 conns"));
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("the demo's Markdown summary");
+    assert_eq!(summary, String::from_utf8_lossy(&output.stdout));
+    std::fs::remove_dir_all(&dir).ok();
     let table = String::from_utf8_lossy(&output.stdout);
     let rows: Vec<&str> = table.lines().filter(|line| line.starts_with("| get")).collect();
     assert_eq!(rows.len(), 12, "{table}");

@@ -3,7 +3,7 @@
 //! rate, summed up in one side-by-side table ready to paste into a pull request.
 
 use std::fmt::Write;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
@@ -13,6 +13,7 @@ use crate::engine::{EngineError, Run, StopHandle};
 use crate::jsonrpc::RequestTemplate;
 use crate::mock::{Chain, MockError, MockOptions, MockServer};
 use crate::report::RunReport;
+use crate::results::ResultsFile;
 use crate::units::format_micros;
 
 /// The account seed 000 asks for.
@@ -69,6 +70,8 @@ pub struct DemoStep {
     pub load: String,
     /// The full report of the step.
     pub report: RunReport,
+    /// The step's results, labelled `method load` (for the HTML report).
+    pub results: ResultsFile,
 }
 
 /// Everything the demo measured.
@@ -146,11 +149,15 @@ pub fn run_demo(
             config.threads = generator_threads;
             config.timeout = Duration::from_secs(2);
             let run = Run::with_stop(config.clone(), stop.clone()).map_err(DemoError::Engine)?;
+            let started = SystemTime::now();
             let record = run.execute().map_err(DemoError::Engine)?;
+            let mut results = ResultsFile::from_run(&config, &record, started);
+            results.label = Some(format!("{} {label}", request.method()));
             let step = DemoStep {
                 method: request.method().to_string(),
                 load: label,
                 report: RunReport::new(&config, &record),
+                results,
             };
             on_step(&step);
             interrupted = record.interrupted;

@@ -18,9 +18,13 @@
 //!   generated params.
 //! - [`scenario::Scenario`] reads a TOML scenario file into a run configuration and
 //!   [`thresholds::Threshold`]s that gate CI.
+//! - [`results`] writes and reads results files (HDR histograms kept losslessly) and merges
+//!   shards; [`compare`] runs one workload against several targets and checks that they
+//!   answer alike.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 
 pub mod client;
+pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
@@ -28,6 +32,7 @@ pub mod mock;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod results;
 pub mod scenario;
 pub mod thresholds;
 pub mod units;

@@ -438,7 +438,7 @@ impl Recorder {
         }
         let corrected = micros(timing.corrected);
         totals.latency.saturating_record(corrected);
-        // In closed loop the uncorrected latency is the corrected one; the run copies it.
+        // In closed loop the uncorrected latency is the corrected one; `RunRecord::new` copies it.
         if timing.lag.is_some() {
             totals.latency_uncorrected.saturating_record(micros(timing.actual));
         }
@@ -518,11 +518,23 @@ impl RunRecord {
     pub fn new(merged: Recorder, calls: &[(String, String)], elapsed: Duration, interrupted: bool) -> Self {
         let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
         let (series_interval_secs, series) = series.finish(elapsed);
+        // Unsent requests never had a call picked for them; they are counted under the first
+        // call so that the calls always add up to the whole run.
+        let mut merged = merged;
+        if let Some(first) = merged.calls.first_mut() {
+            first.unsent += merged.unsent;
+        }
+        for call in &mut merged.calls {
+            // Closed loop sends when it intends to: no send lag was recorded, and the
+            // uncorrected latency is the latency itself (recorded once, copied here).
+            if call.send_lag.is_empty() && call.latency_uncorrected.is_empty() {
+                call.latency_uncorrected = call.latency.clone();
+            }
+        }
         let mut totals = Totals::default();
         for call in &merged.calls {
             totals.merge(call);
         }
-        totals.unsent = merged.unsent;
         let calls = merged
             .calls
             .into_iter()

@@ -316,6 +316,21 @@ impl Workload {
         self.cumulative.partition_point(|&running| running <= point)
     }
 
+    /// A representative request of call `index` (without `jsonrpc` and `id`): generated values
+    /// drawn from a fixed seed, so the same call always describes itself the same way.
+    pub fn sample_request(&self, index: usize) -> Value {
+        use rand::SeedableRng;
+        let mut out = Vec::new();
+        self.write_body(index, 0, &mut SmallRng::seed_from_u64(0), &mut out);
+        let mut value: Value =
+            serde_json::from_slice(&out).unwrap_or_else(|_| Value::Object(Default::default()));
+        if let Some(object) = value.as_object_mut() {
+            object.remove("jsonrpc");
+            object.remove("id");
+        }
+        value
+    }
+
     /// Appends the body of call `index` with `id` to `out`.
     pub fn write_body(&self, index: usize, id: u64, rng: &mut SmallRng, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");

@@ -183,12 +183,6 @@ impl Run {
         if let Some(err) = first_error {
             return Err(EngineError::Runtime(err));
         }
-        if matches!(self.config.load, Load::Closed { .. }) {
-            // Closed loop sends when it intends to: both figures are the same histogram.
-            for call in &mut merged.calls {
-                call.latency_uncorrected = call.latency.clone();
-            }
-        }
         let finished = Instant::now();
         let interrupted = self.stop.is_stopped();
         let elapsed = finished.saturating_duration_since(clock.measure_start);

@@ -1,7 +1,14 @@
 //! Reports of a finished run. [`RunReport`] holds every figure a report shows, computed once
 //! from a [`RunRecord`]; the text and JSON renderers only lay it out. Durations in the JSON
 //! form are integer microseconds; counts are keyed by JSON-RPC code and HTTP status.
+//!
+//! The Markdown, HTML and CSV renderers work from saved runs ([`crate::results::SavedRun`]),
+//! which keep the histograms as well, and lay out one run or a comparison of several.
 
+mod csv;
+mod html;
+mod markdown;
+pub mod tables;
 mod text;
 
 use std::collections::BTreeMap;
@@ -13,6 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{Arrivals, Load, RunConfig};
 use crate::record::RunRecord;
 
+pub use csv::{render_csv, CSV_COLUMNS};
+pub use html::render_html;
+pub use markdown::render_markdown;
 pub use text::{generator_warnings, render_text};
 
 /// Version of the JSON report layout; bumped when a field changes meaning or goes away.

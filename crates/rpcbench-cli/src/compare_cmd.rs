@@ -1,0 +1,330 @@
+//! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in turn,
+//! with a cool-down between, then one table with ratios against the first target. With
+//! `--equal`, no load: identical requests to every target and the responses that differ.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rpcbench::compare::{
+    check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareEvent, CompareTarget,
+    EqualOptions, FieldPath,
+};
+use rpcbench::engine::config::{ConfigError, Target};
+use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::results::SavedRun;
+use rpcbench::units::format_micros;
+
+use crate::args::{duration, header, rate, ArrivalsArg, OutputFormat, RunArgs};
+use crate::output;
+use crate::report_cmd::{emit, render, ReportFormat};
+
+/// Options of `rpcbench compare`.
+#[derive(clap::Args, Debug)]
+#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body"]))]
+pub struct CompareArgs {
+    /// Targets as NAME=URL, two or more; the first is the baseline of the ratios.
+    #[arg(required = true, value_name = "NAME=URL")]
+    pub targets: Vec<String>,
+
+    /// JSON-RPC method to call.
+    #[arg(short, long, help_heading = "Request")]
+    pub method: Option<String>,
+    /// Params of the method, a JSON array or object.
+    #[arg(short, long, requires = "method", help_heading = "Request")]
+    pub params: Option<String>,
+    /// A whole JSON-RPC request object (its id is replaced per request).
+    #[arg(short, long, help_heading = "Request")]
+    pub body: Option<String>,
+
+    /// Closed loop: connections sending back to back (default 50).
+    #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
+    pub connections: Option<usize>,
+    /// Open loop: requests per second.
+    #[arg(short, long, value_parser = rate, help_heading = "Load")]
+    pub rate: Option<f64>,
+    /// Open loop: spacing of arrivals.
+    #[arg(long, value_enum, default_value_t = ArrivalsArg::Uniform, requires = "rate", help_heading = "Load")]
+    pub arrivals: ArrivalsArg,
+    /// Open loop: the most connections opened to keep up with the rate.
+    #[arg(long, default_value_t = 1024, requires = "rate", help_heading = "Load")]
+    pub max_connections: usize,
+    /// Worker threads (default: one per core).
+    #[arg(long, help_heading = "Load")]
+    pub threads: Option<usize>,
+    /// Measured duration per target (default 10s unless --requests is given).
+    #[arg(short, long, value_parser = duration, help_heading = "Length")]
+    pub duration: Option<Duration>,
+    /// Number of measured requests per target.
+    #[arg(short = 'n', long, help_heading = "Length")]
+    pub requests: Option<u64>,
+    /// Time before measurement, per target.
+    #[arg(long, value_parser = duration, default_value = "0", help_heading = "Length")]
+    pub warmup: Duration,
+    /// Pause between two targets' runs.
+    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Length")]
+    pub cooldown: Duration,
+
+    /// Extra header, 'Name: value' (repeatable; load runs only).
+    #[arg(short = 'H', long = "header", value_parser = header, help_heading = "HTTP")]
+    pub headers: Vec<(String, String)>,
+    /// Time allowed for one request.
+    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
+    pub timeout: Duration,
+    /// Accept any TLS certificate.
+    #[arg(long, help_heading = "HTTP")]
+    pub insecure: bool,
+    /// Trust the PEM certificates in this file too.
+    #[arg(long, help_heading = "HTTP")]
+    pub cacert: Option<PathBuf>,
+
+    /// No load: send identical requests to every target and report the responses that differ
+    /// (exit status 1 if any do).
+    #[arg(long, help_heading = "Equality")]
+    pub equal: bool,
+    /// Rounds of the equality check, one request to each target per round.
+    #[arg(long, default_value_t = 20, requires = "equal", help_heading = "Equality")]
+    pub equal_rounds: u32,
+    /// A response field left out of the equality check, such as result.context.slot
+    /// (repeatable; `*` matches any key or index).
+    #[arg(long, value_name = "PATH", requires = "equal", help_heading = "Equality")]
+    pub ignore_field: Vec<String>,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
+    pub format: ReportFormat,
+    /// Write the output to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "OUT", help_heading = "Output")]
+    pub output: Option<PathBuf>,
+    /// Also save each target's results file as DIR/NAME.json.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub save_dir: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(short, long, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+/// `NAME=URL`, checked.
+fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut targets: Vec<(String, String)> = Vec::new();
+    for text in texts {
+        let shown = rpcbench::redact::url(text);
+        let Some((name, url)) =
+            text.split_once('=').filter(|(name, _)| !name.is_empty() && !name.contains('/'))
+        else {
+            return Err(format!("target '{shown}': expected NAME=URL, such as fast=http://127.0.0.1:8899"));
+        };
+        if let Err(err) = Target::parse(url) {
+            return Err(format!("target '{name}': {}", err.message));
+        }
+        if targets.iter().any(|(seen, _)| seen == name) {
+            return Err(format!("target '{name}': the name is used twice"));
+        }
+        targets.push((name.to_string(), url.to_string()));
+    }
+    if targets.len() < 2 {
+        return Err("NAME=URL: a comparison needs at least two targets".into());
+    }
+    Ok(targets)
+}
+
+impl CompareArgs {
+    /// The `run` arguments of one target.
+    fn run_args(&self, url: &str) -> RunArgs {
+        RunArgs {
+            target: url.to_string(),
+            url: None,
+            method: self.method.clone(),
+            params: self.params.clone(),
+            body: self.body.clone(),
+            body_file: None,
+            connections: self.connections,
+            rate: self.rate,
+            // Open-loop settings only go with a rate.
+            arrivals: self.rate.map(|_| self.arrivals),
+            max_connections: self.rate.map(|_| self.max_connections),
+            threads: self.threads,
+            seed: Some(1),
+            duration: self.duration,
+            requests: self.requests,
+            warmup: Some(self.warmup),
+            headers: self.headers.clone(),
+            timeout: Some(self.timeout),
+            connect_timeout: None,
+            no_keepalive: false,
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
+            max_body: None,
+            check: None,
+            fixed_id: None,
+            thresholds: Vec::new(),
+            output: OutputFormat::Text,
+            quiet: true,
+            save: None,
+        }
+    }
+}
+
+/// A file name from a target name.
+fn file_name(name: &str) -> String {
+    let clean: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    format!("{clean}.json")
+}
+
+pub fn run(args: CompareArgs) -> ExitCode {
+    let targets = match parse_targets(&args.targets) {
+        Ok(targets) => targets,
+        Err(message) => return output::usage_error(message),
+    };
+    let stop = StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    if args.equal {
+        return run_equal(&args, &targets, &stop);
+    }
+    let mut compare_targets = Vec::with_capacity(targets.len());
+    for (name, url) in &targets {
+        match crate::run_cmd::to_config(&args.run_args(url)).map(|(config, _)| config) {
+            Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config }),
+            Err(err) => return output::usage_error(err),
+        }
+    }
+    if let Some(dir) = &args.save_dir {
+        if let Err(err) = std::fs::create_dir_all(dir) {
+            return output::failure(format!("--save-dir {}: {err}", dir.display()));
+        }
+    }
+    let first = &compare_targets[0].config;
+    if !args.quiet {
+        let length = match (first.length.duration, first.length.requests) {
+            (Some(d), _) => rpcbench::units::format_duration(d),
+            (None, Some(n)) => format!("{n} requests"),
+            (None, None) => String::new(),
+        };
+        eprintln!(
+            "rpcbench compare: {} against {} targets, {} each, {} cool-down",
+            first.workload.label(),
+            targets.len(),
+            length,
+            rpcbench::units::format_duration(args.cooldown)
+        );
+    }
+    let name_width = targets.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0);
+    let quiet = args.quiet;
+    let result = run_comparison(&compare_targets, args.cooldown, &stop, |event| match event {
+        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
+        CompareEvent::Finished(run) if !quiet => {
+            let report = &run.report;
+            eprintln!(
+                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                report.requests.rate,
+                format_micros(report.latency.percentile("p50") as f64),
+                format_micros(report.latency.percentile("p99") as f64),
+                report.requests.errors
+            );
+        }
+        _ => {}
+    });
+    let runs: Vec<SavedRun> = match result {
+        Ok(runs) => runs,
+        Err(err) => {
+            if !quiet {
+                eprintln!();
+            }
+            return match err.error {
+                EngineError::Config(config) => output::usage_error(ConfigError {
+                    setting: format!("target '{}': {}", err.name, config.setting),
+                    message: config.message,
+                }),
+                _ => output::failure(err),
+            };
+        }
+    };
+    if runs.is_empty() {
+        return output::failure("interrupted before the first run finished");
+    }
+    if let Some(dir) = &args.save_dir {
+        for run in &runs {
+            let path = dir.join(file_name(&run.label));
+            if let Err(err) = run.file.save(&path) {
+                return output::failure(format!("cannot save the results: {err}"));
+            }
+        }
+        if !quiet {
+            eprintln!("rpcbench: results saved in {}", dir.display());
+        }
+    }
+    let text = render(&runs, args.format, true);
+    emit(&text, args.output.as_deref(), quiet)
+}
+
+fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle) -> ExitCode {
+    if matches!(args.format, ReportFormat::Html | ReportFormat::Csv) {
+        return output::usage_error("--format: the equality check renders as text, json or markdown");
+    }
+    if args.equal_rounds == 0 {
+        return output::usage_error("--equal-rounds: must be at least 1");
+    }
+    let mut ignore = Vec::new();
+    for text in &args.ignore_field {
+        match FieldPath::parse(text) {
+            Ok(path) => ignore.push(path),
+            Err(message) => return output::usage_error(format!("--ignore-field: {message}")),
+        }
+    }
+    // The request, whichever way it was given.
+    let workload = match crate::run_cmd::to_config(&args.run_args(&targets[0].1)) {
+        Ok((config, _)) => config.workload,
+        Err(err) => return output::usage_error(err),
+    };
+    let request = workload.sample_request(0);
+    let method = request.get("method").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+    let params = request.get("params").cloned();
+    let options = EqualOptions { rounds: args.equal_rounds, ignore, timeout: args.timeout };
+    if !args.quiet {
+        eprintln!(
+            "rpcbench compare --equal: {} x {} round(s) against {} targets",
+            method,
+            options.rounds,
+            targets.len()
+        );
+    }
+    let report = check_equal(targets, &method, params.as_ref(), &options, stop);
+    let text = match args.format {
+        ReportFormat::Json => report.to_json() + "\n",
+        ReportFormat::Markdown => render_equal_markdown(&report),
+        _ => render_equal_text(&report),
+    };
+    let status = emit(&text, args.output.as_deref(), args.quiet);
+    if status != ExitCode::SUCCESS {
+        return status;
+    }
+    if report.all_equal() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(output::EXIT_FAILURE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_name_equals_url() {
+        let ok =
+            parse_targets(&["a=http://127.0.0.1:1/".into(), "b=http://127.0.0.1:2/?k=v".into()]).unwrap();
+        assert_eq!(ok[1], ("b".to_string(), "http://127.0.0.1:2/?k=v".to_string()));
+        for (bad, expected) in [
+            (vec!["http://127.0.0.1:1/", "b=http://127.0.0.1:2/"], "expected NAME=URL"),
+            (vec!["a=http://127.0.0.1:1/"], "at least two"),
+            (vec!["a=http://127.0.0.1:1/", "a=http://127.0.0.1:2/"], "used twice"),
+            (vec!["a=ftp://x/", "b=http://127.0.0.1:2/"], "target 'a'"),
+        ] {
+            let texts: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+            let err = parse_targets(&texts).unwrap_err();
+            assert!(err.contains(expected), "{bad:?}: {err}");
+        }
+        assert_eq!(file_name("fast node/1"), "fast_node_1.json");
+    }
+}

@@ -1,0 +1,114 @@
+//! `rpcbench report FILE...`: renders saved results files again, as text, JSON, Markdown,
+//! HTML or CSV, or compares them (`--compare`). Text and JSON are exactly what the live run
+//! printed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use rpcbench::compare::{comparison_json, render_comparison_text};
+use rpcbench::report::{render_csv, render_html, render_markdown, render_text, RunReport};
+use rpcbench::results::{write_atomically, SavedRun};
+
+use crate::output;
+
+/// Formats of `report` and `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The text report (a comparison table with --compare).
+    Text,
+    /// The JSON report (schema/report.schema.json); with --compare, the comparison.
+    Json,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// One self-contained HTML page with charts.
+    Html,
+    /// One row per method of each run.
+    Csv,
+}
+
+/// Options of `rpcbench report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Results files (written by run --save, compare --save-dir or merge).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format. HTML always puts every file on one page, overlaid.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Compare the files: a row per metric, a column per file, ratios against the first.
+    #[arg(long)]
+    pub compare: bool,
+}
+
+/// Gives runs with the same label distinct ones (`run`, `run#2`).
+pub fn unique_labels(runs: &mut [SavedRun]) {
+    let mut seen: Vec<String> = Vec::new();
+    for run in runs.iter_mut() {
+        let mut label = run.label.clone();
+        let mut n = 1;
+        while seen.contains(&label) {
+            n += 1;
+            label = format!("{}#{n}", run.label);
+        }
+        seen.push(label.clone());
+        run.label = label;
+    }
+}
+
+/// Renders runs in a format; `compare` lays several out as one comparison.
+pub fn render(runs: &[SavedRun], format: ReportFormat, compare: bool) -> String {
+    match format {
+        ReportFormat::Text if compare => render_comparison_text(runs),
+        ReportFormat::Text => runs.iter().map(|r| render_text(&r.report)).collect::<Vec<_>>().join("\n"),
+        ReportFormat::Json if compare => comparison_json(runs) + "\n",
+        ReportFormat::Json => match runs {
+            [run] => run.report.to_json() + "\n",
+            _ => {
+                let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+                serde_json::to_string_pretty(&reports).expect("reports serialize") + "\n"
+            }
+        },
+        ReportFormat::Markdown if compare => render_markdown(runs),
+        ReportFormat::Markdown => {
+            runs.iter().map(|r| render_markdown(std::slice::from_ref(r))).collect::<Vec<_>>().join("\n")
+        }
+        ReportFormat::Html => render_html(runs),
+        ReportFormat::Csv => render_csv(runs),
+    }
+}
+
+/// Writes `text` to `out` atomically, or to standard output.
+pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
+    match out {
+        None => output::print_stdout(text),
+        Some(path) => match write_atomically(path, text.as_bytes()) {
+            Ok(()) => {
+                if !quiet {
+                    eprintln!("rpcbench: wrote {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(err) => output::failure(format!("cannot write {}: {err}", path.display())),
+        },
+    }
+}
+
+pub fn run(args: ReportArgs) -> ExitCode {
+    if args.compare && args.files.len() < 2 {
+        return output::usage_error("--compare: needs at least two results files");
+    }
+    let mut runs = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match SavedRun::load(path) {
+            Ok(run) => runs.push(run),
+            Err(err) => return output::usage_error(err),
+        }
+    }
+    unique_labels(&mut runs);
+    let text = render(&runs, args.format, args.compare);
+    emit(&text, args.output.as_deref(), false)
+}

@@ -1,0 +1,292 @@
+//! The built binary's results files, reports, merges and comparisons: `report` prints exactly
+//! what `run` printed, an interrupted run still saves, `merge` refuses strangers with exit 2,
+//! `compare` prints one table and `--equal` tells ledgers apart. Servers are mock nodes
+//! started in-process on 127.0.0.1:0.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn node(chain: Chain, seed: u64) -> MockServer {
+    let mut options = MockOptions::new(chain);
+    options.seed = seed;
+    MockServer::start(options).expect("the mock node starts")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-cli-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn path(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+#[test]
+fn report_prints_exactly_what_the_run_printed() {
+    let node = node(Chain::Static, 0);
+    let dir = temp_dir("golden");
+    for (format, name) in [("text", "text.json"), ("json", "json.json")] {
+        let saved = path(&dir, name);
+        let live = rpcbench(&[
+            "run",
+            &node.url(),
+            "-m",
+            "getSlot",
+            "-c",
+            "2",
+            "-n",
+            "300",
+            "-o",
+            format,
+            "--save",
+            &saved,
+        ]);
+        assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
+        assert!(stderr(&live).contains("results saved to"), "{}", stderr(&live));
+        let again = rpcbench(&["report", &saved, "--format", format]);
+        assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+        assert_eq!(stdout(&again), stdout(&live), "report --format {format} equals the live output");
+    }
+    // The other formats render from the same file.
+    let saved = path(&dir, "text.json");
+    let markdown = stdout(&rpcbench(&["report", &saved, "-f", "markdown"]));
+    assert!(markdown.contains("| metric | value |") && markdown.contains("| req/s |"), "{markdown}");
+    let csv = stdout(&rpcbench(&["report", &saved, "-f", "csv"]));
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.starts_with("run,target,method,"), "{csv}");
+    let html_path = path(&dir, "report.html");
+    let html = rpcbench(&["report", &saved, "-f", "html", "-o", &html_path]);
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert_eq!(html.matches("<svg").count(), 4);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_interrupted_run_still_saves_what_it_completed() {
+    let node = node(Chain::Static, 0);
+    let dir = temp_dir("interrupt");
+    let saved = path(&dir, "partial.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", &node.url(), "-m", "getSlot", "-c", "2", "-d", "30s", "-q", "--save", &saved])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(file["interrupted"], true);
+    assert!(file["methods"]["getSlot"]["outcomes"]["ok"].as_u64().unwrap() > 0);
+    let report = stdout(&rpcbench(&["report", &saved]));
+    assert!(report.contains("INTERRUPTED"), "{report}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn merge_adds_shards_up_and_refuses_strangers() {
+    let node = node(Chain::Static, 0);
+    let dir = temp_dir("merge");
+    let shard = |name: &str, connections: &str| {
+        let saved = path(&dir, name);
+        let run = rpcbench(&[
+            "run",
+            &node.url(),
+            "-m",
+            "getSlot",
+            "-c",
+            connections,
+            "-n",
+            "200",
+            "-q",
+            "--save",
+            &saved,
+        ]);
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+        saved
+    };
+    let (a, b, odd) = (shard("a.json", "2"), shard("b.json", "2"), shard("odd.json", "3"));
+    let merged = path(&dir, "merged.json");
+    let output = rpcbench(&["merge", &a, &b, "-o", &merged]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("merged 2 shard(s), 400 requests"), "{}", stderr(&output));
+    let report: serde_json::Value =
+        serde_json::from_slice(&rpcbench(&["report", &merged, "-f", "json"]).stdout).unwrap();
+    assert_eq!(report["requests"]["total"], 400);
+    assert_eq!(report["load"]["connections"], 4);
+
+    let refused = rpcbench(&["merge", &a, &odd, "-o", &path(&dir, "bad.json")]);
+    assert_eq!(refused.status.code(), Some(2));
+    let message = stderr(&refused);
+    assert!(message.contains("odd.json") && message.contains("load"), "{message}");
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(!dir.join("bad.json").exists());
+
+    let missing = rpcbench(&["merge", &a, "/nonexistent/shard.json", "-o", &path(&dir, "bad.json")]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("/nonexistent/shard.json"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn compare_prints_one_table_and_report_compare_reprints_it() {
+    let (one, two) = (node(Chain::Static, 0), node(Chain::Static, 0));
+    let dir = temp_dir("compare");
+    let a = format!("a={}", one.url());
+    let b = format!("b={}", two.url());
+    let save_dir = path(&dir, "runs");
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "2",
+        "-n",
+        "300",
+        "--cooldown",
+        "100ms",
+        "--save-dir",
+        &save_dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    let header = table.lines().find(|line| line.starts_with("Metric")).expect("a header row");
+    assert!(header.contains('a') && header.contains('b'), "{table}");
+    for metric in ["req/s", "ok %", "errors", "p50", "p90", "p99", "max", "MB/s"] {
+        let row = table
+            .lines()
+            .find(|line| line.starts_with(metric))
+            .unwrap_or_else(|| panic!("{metric}\n{table}"));
+        assert!(row.contains("x)") || row.contains("(-)"), "ratios: {row}");
+    }
+    let again = rpcbench(&["report", "--compare", &path(&dir, "runs/a.json"), &path(&dir, "runs/b.json")]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(stdout(&again), table, "report --compare reprints the comparison");
+    let markdown = stdout(&rpcbench(&[
+        "report",
+        "--compare",
+        "-f",
+        "markdown",
+        &path(&dir, "runs/a.json"),
+        &path(&dir, "runs/b.json"),
+    ]));
+    assert!(markdown.contains("| metric | a | b |"), "{markdown}");
+
+    let json = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-n",
+        "50",
+        "--cooldown",
+        "0s",
+        "-q",
+        "-f",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["baseline"], "a");
+    assert_eq!(json["runs"][1]["report"]["requests"]["total"], 50);
+    assert_eq!(json["metrics"][0]["metric"], "req/s");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn compare_equal_tells_ledgers_apart() {
+    let (a, same, other) = (node(Chain::Solana, 1), node(Chain::Solana, 1), node(Chain::Solana, 2));
+    let account = r#"["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"]"#;
+    let args = |second: &MockServer| {
+        vec![
+            "compare".to_string(),
+            format!("a={}", a.url()),
+            format!("b={}", second.url()),
+            "-m".into(),
+            "getBalance".into(),
+            "-p".into(),
+            account.into(),
+            "--equal".into(),
+            "--equal-rounds".into(),
+            "4".into(),
+            "--ignore-field".into(),
+            "result.context.slot".into(),
+            "-q".into(),
+        ]
+    };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        rpcbench(&args)
+    };
+    let equal = run(args(&same));
+    assert_eq!(equal.status.code(), Some(0), "{}{}", stdout(&equal), stderr(&equal));
+    assert!(stdout(&equal).contains("all 4 response(s) equal"), "{}", stdout(&equal));
+    let differ = run(args(&other));
+    assert_eq!(differ.status.code(), Some(1), "{}", stdout(&differ));
+    assert!(stdout(&differ).contains("4 of 4 response(s) differ"), "{}", stdout(&differ));
+    assert!(stdout(&differ).contains("result.value"), "{}", stdout(&differ));
+}
+
+#[test]
+fn bad_usage_of_the_new_commands_exits_2_naming_what_is_wrong() {
+    let node = node(Chain::Static, 0);
+    let url = node.url();
+    let a = format!("a={url}");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["compare", &a, "-m", "getSlot"], "NAME=URL"),
+        (vec!["compare", &url, &a, "-m", "getSlot"], "NAME=URL"),
+        (vec!["compare", &a, "b=ftp://x/", "-m", "getSlot"], "target 'b'"),
+        (vec!["compare", &a, "b=http://127.0.0.1:1/", "-m", "getSlot", "-c", "0"], "--connections"),
+        (
+            vec![
+                "compare",
+                &a,
+                "b=http://127.0.0.1:1/",
+                "-m",
+                "getSlot",
+                "--equal",
+                "--ignore-field",
+                "a..b",
+            ],
+            "--ignore-field",
+        ),
+        (vec!["compare", &a, "b=http://127.0.0.1:1/", "-m", "getSlot", "--equal", "-f", "html"], "--format"),
+        (vec!["report", "/nonexistent/run.json"], "/nonexistent/run.json"),
+        (vec!["report", "--compare", "/nonexistent/run.json"], "--compare"),
+        (vec!["report", "x.json", "-f", "pdf"], "--format"),
+        (vec!["merge", "x.json"], "--output"),
+    ];
+    for (args, expected) in cases {
+        let output = rpcbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(expected), "{args:?} should name {expected}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+}

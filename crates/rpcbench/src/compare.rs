@@ -1,0 +1,666 @@
+//! Comparisons: one workload run against several targets in turn, with a cool-down between,
+//! summed up in one table (a row per metric, a column per target, ratios against the first);
+//! and the equality check, which sends identical requests to every target and reports the
+//! responses that differ after normalisation.
+
+use std::fmt::{self, Write};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::{self, CallError};
+use crate::engine::config::RunConfig;
+use crate::engine::{EngineError, Run, StopHandle};
+use crate::redact;
+use crate::report::tables::{describe_load, format_ratio, summary_rows};
+use crate::report::RunReport;
+use crate::results::{ResultsFile, SavedRun};
+
+/// Version of the comparison JSON layout.
+pub const COMPARISON_VERSION: u32 = 1;
+
+/// One target of a comparison: its name and the run against it.
+#[derive(Debug, Clone)]
+pub struct CompareTarget {
+    /// The name shown in the table.
+    pub name: String,
+    /// The run (identical for every target but the URL).
+    pub config: RunConfig,
+}
+
+/// What a comparison is doing, for progress output.
+#[derive(Debug)]
+pub enum CompareEvent<'a> {
+    /// A run starts.
+    Started {
+        /// The target's name.
+        name: &'a str,
+        /// Its URL, redacted.
+        target: String,
+    },
+    /// A run finished.
+    Finished(&'a SavedRun),
+    /// Waiting before the next run.
+    CoolingDown(Duration),
+}
+
+/// A run of the comparison could not start.
+#[derive(Debug)]
+pub struct CompareError {
+    /// The target's name.
+    pub name: String,
+    /// Why.
+    pub error: EngineError,
+}
+
+impl fmt::Display for CompareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.error)
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+/// Runs the workload against each target in turn, sleeping `cooldown` between runs. A stop
+/// ends the running run and skips the rest; the runs that happened are returned.
+pub fn run_comparison(
+    targets: &[CompareTarget],
+    cooldown: Duration,
+    stop: &StopHandle,
+    mut on_event: impl FnMut(CompareEvent<'_>),
+) -> Result<Vec<SavedRun>, CompareError> {
+    let mut runs = Vec::with_capacity(targets.len());
+    for (index, target) in targets.iter().enumerate() {
+        if stop.is_stopped() {
+            break;
+        }
+        if index > 0 && !cooldown.is_zero() {
+            on_event(CompareEvent::CoolingDown(cooldown));
+            let until = Instant::now() + cooldown;
+            while !stop.is_stopped() {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
+            if stop.is_stopped() {
+                break;
+            }
+        }
+        let error = |error| CompareError { name: target.name.clone(), error };
+        on_event(CompareEvent::Started { name: &target.name, target: target.config.target.redacted() });
+        let run = Run::with_stop(target.config.clone(), stop.clone()).map_err(error)?;
+        let started = SystemTime::now();
+        let record = run.execute().map_err(error)?;
+        let mut file = ResultsFile::from_run(&target.config, &record, started);
+        file.label = Some(target.name.clone());
+        let saved = SavedRun::new(file, &target.name).map_err(|message| {
+            error(EngineError::Runtime(std::io::Error::other(format!("results do not decode: {message}"))))
+        })?;
+        on_event(CompareEvent::Finished(&saved));
+        runs.push(saved);
+    }
+    Ok(runs)
+}
+
+/// The comparison table as text: a row per metric, a column per run, ratios against the
+/// first run.
+pub fn render_comparison_text(runs: &[SavedRun]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let _ = writeln!(out, "rpcbench comparison of {} run(s); ratios against {}", runs.len(), first.label);
+    let name_width = runs.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+    for run in runs {
+        let report = &run.report;
+        let mut line = format!(
+            "  {:<name_width$}  {} {} ({})",
+            run.label,
+            report.method,
+            report.target,
+            describe_load(report)
+        );
+        if run.file.shards() > 1 {
+            line.push_str(&format!(", {} shards", run.file.shards()));
+        }
+        if report.interrupted {
+            line.push_str(", INTERRUPTED");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let rows = summary_rows(&reports);
+    let cells: Vec<Vec<String>> =
+        rows.iter().map(|row| (0..runs.len()).map(|i| row.cell_with_ratio(i)).collect()).collect();
+    let widths: Vec<usize> = (0..runs.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|row| row[i].chars().count())
+                .chain([runs[i].label.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = write!(out, "{:<8}", "Metric");
+    for (run, width) in runs.iter().zip(&widths) {
+        let _ = write!(out, "  {:>width$}", run.label);
+    }
+    let _ = writeln!(out);
+    for (row, cells) in rows.iter().zip(&cells) {
+        let _ = write!(out, "{:<8}", row.metric);
+        for (cell, width) in cells.iter().zip(&widths) {
+            let _ = write!(out, "  {cell:>width$}");
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct ComparisonJson<'a> {
+    comparison_version: u32,
+    baseline: &'a str,
+    metrics: Vec<MetricJson>,
+    runs: Vec<RunJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct MetricJson {
+    metric: String,
+    values: Vec<f64>,
+    ratios: Vec<Option<f64>>,
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    name: &'a str,
+    started_at: &'a str,
+    shards: u64,
+    report: &'a RunReport,
+}
+
+/// The comparison as pretty JSON: the metrics with their values and ratios, then each run's
+/// full report.
+pub fn comparison_json(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let json = ComparisonJson {
+        comparison_version: COMPARISON_VERSION,
+        baseline: runs.first().map_or("", |r| r.label.as_str()),
+        metrics: summary_rows(&reports)
+            .into_iter()
+            .map(|row| MetricJson { ratios: row.ratios(), metric: row.metric, values: row.values })
+            .collect(),
+        runs: runs
+            .iter()
+            .map(|run| RunJson {
+                name: &run.label,
+                started_at: &run.file.started_at,
+                shards: run.file.shards(),
+                report: &run.report,
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&json).expect("a comparison serializes")
+}
+
+/// A path to a field of a response, `result.context.slot`; `*` matches any key or index and
+/// `[n]` is the same as `.n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldPath {
+    text: String,
+    segments: Vec<String>,
+}
+
+impl FieldPath {
+    /// Parses a path; an empty path or segment is an error.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let normalised = text.trim().replace('[', ".").replace(']', "");
+        let segments: Vec<String> = normalised.split('.').map(str::to_string).collect();
+        if text.trim().is_empty() || segments.iter().any(String::is_empty) {
+            return Err(format!("'{text}' is not a field path such as result.context.slot"));
+        }
+        Ok(Self { text: text.trim().to_string(), segments })
+    }
+
+    /// The path as given.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    fn remove_from(&self, value: &mut Value) {
+        remove_path(value, &self.segments);
+    }
+}
+
+fn remove_path(value: &mut Value, segments: &[String]) {
+    let Some((head, rest)) = segments.split_first() else { return };
+    match value {
+        Value::Object(object) => {
+            if rest.is_empty() {
+                if head == "*" {
+                    object.clear();
+                } else {
+                    object.remove(head);
+                }
+            } else if head == "*" {
+                object.values_mut().for_each(|v| remove_path(v, rest));
+            } else if let Some(child) = object.get_mut(head) {
+                remove_path(child, rest);
+            }
+        }
+        Value::Array(items) => {
+            if head == "*" {
+                if rest.is_empty() {
+                    items.clear();
+                } else {
+                    items.iter_mut().for_each(|v| remove_path(v, rest));
+                }
+            } else if let Ok(index) = head.parse::<usize>() {
+                if rest.is_empty() {
+                    if index < items.len() {
+                        // Keep the other indices where they were.
+                        items[index] = Value::Null;
+                    }
+                } else if let Some(child) = items.get_mut(index) {
+                    remove_path(child, rest);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Normalises a response for comparison: hex strings (`0x…`) lowercased, object keys sorted,
+/// and the ignored fields removed.
+pub fn normalize(value: &mut Value, ignore: &[FieldPath]) {
+    for path in ignore {
+        path.remove_from(value);
+    }
+    canonicalize(value);
+}
+
+fn canonicalize(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            let is_hex = text.len() > 2
+                && (text.starts_with("0x") || text.starts_with("0X"))
+                && text[2..].bytes().all(|b| b.is_ascii_hexdigit());
+            if is_hex {
+                *text = text.to_ascii_lowercase();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize),
+        Value::Object(object) => {
+            let mut entries: Vec<(String, Value)> = std::mem::take(object).into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            for (key, mut child) in entries {
+                canonicalize(&mut child);
+                object.insert(key, child);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A difference at one place between two normalised responses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    /// The round, from 1.
+    pub round: u32,
+    /// Where: `result.value`, `result.transactions[3].meta`, or `(response)` for the whole.
+    pub path: String,
+    /// The baseline's value there (absent if missing).
+    pub baseline: Option<Value>,
+    /// This target's value there (absent if missing).
+    pub value: Option<Value>,
+}
+
+fn join_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Where `a` and `b` differ, at most `limit` leaves.
+fn differences(
+    a: &Value,
+    b: &Value,
+    path: &str,
+    out: &mut Vec<(String, Option<Value>, Option<Value>)>,
+    limit: usize,
+) {
+    if out.len() >= limit || a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let child = join_path(path, key);
+                match (x.get(key), y.get(key)) {
+                    (Some(p), Some(q)) => differences(p, q, &child, out, limit),
+                    (p, q) => {
+                        if out.len() < limit {
+                            out.push((child, p.cloned(), q.cloned()));
+                        }
+                    }
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (index, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, &format!("{path}[{index}]"), out, limit);
+            }
+        }
+        _ => {
+            let place = if path.is_empty() { "(response)".to_string() } else { path.to_string() };
+            out.push((place, Some(a.clone()), Some(b.clone())));
+        }
+    }
+}
+
+/// How the equality check runs.
+#[derive(Debug, Clone)]
+pub struct EqualOptions {
+    /// Rounds: each sends one request to every target.
+    pub rounds: u32,
+    /// Fields left out of the comparison.
+    pub ignore: Vec<FieldPath>,
+    /// Time allowed for each request.
+    pub timeout: Duration,
+}
+
+/// What the equality check found for one target against the first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EqualTarget {
+    /// The target's name.
+    pub name: String,
+    /// Its URL, redacted.
+    pub target: String,
+    /// Rounds whose response differed from the baseline's.
+    pub differing_rounds: u32,
+    /// The first few differences.
+    pub examples: Vec<Difference>,
+}
+
+/// The result of the equality check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EqualReport {
+    /// The method called.
+    pub method: String,
+    /// The params sent.
+    pub params: Option<Value>,
+    /// Rounds run.
+    pub rounds: u32,
+    /// The first target, which the others are compared with.
+    pub baseline: String,
+    /// Its URL, redacted.
+    pub baseline_target: String,
+    /// Fields left out.
+    pub ignored: Vec<String>,
+    /// The other targets.
+    pub targets: Vec<EqualTarget>,
+}
+
+impl EqualReport {
+    /// Whether every response equalled the baseline's.
+    pub fn all_equal(&self) -> bool {
+        self.targets.iter().all(|t| t.differing_rounds == 0)
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("an equality report serializes")
+    }
+}
+
+/// A response as compared: `{"result": …}`, `{"error": {"code", "message"}}`, or
+/// `{"failure": "…"}` when there was no JSON-RPC answer.
+fn response_value(outcome: Result<Value, CallError>) -> Value {
+    match outcome {
+        Ok(result) => serde_json::json!({ "result": result }),
+        Err(CallError::Rpc { code, message }) => {
+            serde_json::json!({ "error": { "code": code, "message": message } })
+        }
+        Err(err) => serde_json::json!({ "failure": err.to_string() }),
+    }
+}
+
+/// Examples kept per target.
+const MAX_EXAMPLES: usize = 10;
+/// Differences kept per round.
+const MAX_PER_ROUND: usize = 3;
+
+/// Sends the same request to every target (`(name, url)`), `rounds` times, and compares each
+/// target's normalised responses with the first target's of the same round.
+pub fn check_equal(
+    targets: &[(String, String)],
+    method: &str,
+    params: Option<&Value>,
+    options: &EqualOptions,
+    stop: &StopHandle,
+) -> EqualReport {
+    let (baseline, baseline_url) = targets.first().cloned().unwrap_or_default();
+    let mut report = EqualReport {
+        method: method.to_string(),
+        params: params.cloned(),
+        rounds: 0,
+        baseline,
+        baseline_target: redact::url(&baseline_url),
+        ignored: options.ignore.iter().map(|p| p.as_str().to_string()).collect(),
+        targets: targets
+            .iter()
+            .skip(1)
+            .map(|(name, url)| EqualTarget {
+                name: name.clone(),
+                target: redact::url(url),
+                differing_rounds: 0,
+                examples: Vec::new(),
+            })
+            .collect(),
+    };
+    for round in 1..=options.rounds {
+        if stop.is_stopped() {
+            break;
+        }
+        let responses: Vec<Value> = targets
+            .iter()
+            .map(|(_, url)| {
+                let mut value = response_value(client::call(url, method, params, options.timeout));
+                normalize(&mut value, &options.ignore);
+                value
+            })
+            .collect();
+        report.rounds = round;
+        let Some((base, others)) = responses.split_first() else { break };
+        for (target, response) in report.targets.iter_mut().zip(others) {
+            if response == base {
+                continue;
+            }
+            target.differing_rounds += 1;
+            let mut found = Vec::new();
+            differences(base, response, "", &mut found, MAX_PER_ROUND);
+            for (path, baseline, value) in found {
+                if target.examples.len() < MAX_EXAMPLES {
+                    target.examples.push(Difference { round, path, baseline, value });
+                }
+            }
+        }
+    }
+    report
+}
+
+fn show(value: &Option<Value>) -> String {
+    match value {
+        Some(value) => crate::report::tables::shorten(&value.to_string(), 60),
+        None => "(missing)".into(),
+    }
+}
+
+/// The equality check as text.
+pub fn render_equal_text(report: &EqualReport) -> String {
+    let mut out = String::new();
+    let params = report.params.as_ref().map(|p| format!(" {p}")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "rpcbench equality check: {}{params}, {} round(s), against {} ({})",
+        report.method, report.rounds, report.baseline, report.baseline_target
+    );
+    if !report.ignored.is_empty() {
+        let _ = writeln!(out, "  ignoring: {}", report.ignored.join(", "));
+    }
+    for target in &report.targets {
+        if target.differing_rounds == 0 {
+            let _ = writeln!(
+                out,
+                "  {} ({}): all {} response(s) equal {}'s",
+                target.name, target.target, report.rounds, report.baseline
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {} ({}): {} of {} response(s) differ from {}'s",
+            target.name, target.target, target.differing_rounds, report.rounds, report.baseline
+        );
+        for example in &target.examples {
+            let _ = writeln!(
+                out,
+                "    round {}: {}: {} ({}) vs {} ({})",
+                example.round,
+                example.path,
+                show(&example.baseline),
+                report.baseline,
+                show(&example.value),
+                target.name
+            );
+        }
+    }
+    let verdict = if report.all_equal() { "EQUAL" } else { "DIFFERENT" };
+    let _ = writeln!(out, "{verdict}");
+    out
+}
+
+/// The equality check as Markdown.
+pub fn render_equal_markdown(report: &EqualReport) -> String {
+    let mut out = String::new();
+    let cell = |text: &str| text.replace('|', "\\|");
+    let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{} round(s) against {} ({}){}",
+        report.rounds,
+        cell(&report.baseline),
+        cell(&report.baseline_target),
+        if report.ignored.is_empty() {
+            String::new()
+        } else {
+            format!("; ignoring {}", cell(&report.ignored.join(", ")))
+        }
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| target | URL | differing rounds |");
+    let _ = writeln!(out, "|---|---|---:|");
+    for target in &report.targets {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} of {} |",
+            cell(&target.name),
+            cell(&target.target),
+            target.differing_rounds,
+            report.rounds
+        );
+    }
+    let examples: Vec<(&EqualTarget, &Difference)> =
+        report.targets.iter().flat_map(|t| t.examples.iter().map(move |e| (t, e))).collect();
+    if !examples.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "| target | round | field | {} | target's |", cell(&report.baseline));
+        let _ = writeln!(out, "|---|---:|---|---|---|");
+        for (target, example) in examples {
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | `{}` | `{}` |",
+                cell(&target.name),
+                example.round,
+                cell(&example.path),
+                cell(&show(&example.baseline)),
+                cell(&show(&example.value))
+            );
+        }
+    }
+    out
+}
+
+/// Ratios as the comparison table shows them, for callers that print their own.
+pub fn ratio_text(value: f64, baseline: f64) -> String {
+    if baseline > 0.0 {
+        format_ratio(value / baseline)
+    } else {
+        "-".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalisation_ignores_key_order_hex_case_and_ignored_fields() {
+        let ignore = vec![FieldPath::parse("result.context.slot").unwrap()];
+        let mut a = json!({"result": {"value": "0xABcd", "context": {"slot": 5, "apiVersion": "2"}}});
+        let mut b = json!({"result": {"context": {"apiVersion": "2", "slot": 9}, "value": "0xabCD"}});
+        normalize(&mut a, &ignore);
+        normalize(&mut b, &ignore);
+        assert_eq!(a, b);
+        assert_eq!(a.to_string(), r#"{"result":{"context":{"apiVersion":"2"},"value":"0xabcd"}}"#);
+        // Not hex: left alone.
+        let mut c = json!({"result": "0xZZ"});
+        normalize(&mut c, &[]);
+        assert_eq!(c, json!({"result": "0xZZ"}));
+    }
+
+    #[test]
+    fn wildcards_and_indices_in_field_paths() {
+        let ignore = vec![
+            FieldPath::parse("result.value[*].slot").unwrap(),
+            FieldPath::parse("result.extra.1").unwrap(),
+        ];
+        let mut value =
+            json!({"result": {"value": [{"slot": 1, "x": 2}, {"slot": 3, "x": 4}], "extra": [1, 2, 3]}});
+        normalize(&mut value, &ignore);
+        assert_eq!(value, json!({"result": {"value": [{"x": 2}, {"x": 4}], "extra": [1, null, 3]}}));
+        assert!(FieldPath::parse("").is_err());
+        assert!(FieldPath::parse("result..slot").is_err());
+    }
+
+    #[test]
+    fn differences_name_the_paths() {
+        let a = json!({"result": {"value": 1, "list": [1, 2], "gone": true}});
+        let b = json!({"result": {"value": 2, "list": [1, 3], "new": false}});
+        let mut found = Vec::new();
+        differences(&a, &b, "", &mut found, 10);
+        let paths: Vec<&str> = found.iter().map(|(p, _, _)| p.as_str()).collect();
+        assert_eq!(paths, vec!["result.gone", "result.list[1]", "result.new", "result.value"]);
+        let mut found = Vec::new();
+        differences(&json!(1), &json!(2), "", &mut found, 10);
+        assert_eq!(found[0].0, "(response)");
+    }
+
+    #[test]
+    fn ratio_text_handles_a_zero_baseline() {
+        assert_eq!(ratio_text(6.0, 5.0), "1.20x");
+        assert_eq!(ratio_text(1.0, 0.0), "-");
+        assert_eq!(ratio_text(1000.0, 1.0), "1000x");
+    }
+}

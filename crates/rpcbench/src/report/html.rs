@@ -1,0 +1,981 @@
+//! The HTML report: one self-contained page that opens offline (no script, no font, no
+//! request). A summary; throughput and latency (p50, p99) over time from the per-second
+//! series; the HDR percentile spectrum on a log "1/(1-q)" axis; a latency histogram; the
+//! per-method table; the latency distribution; errors by class; the run details. Several runs
+//! (a comparison) are overlaid on every chart, one colour per run, with ratios against the
+//! first in the tables.
+//!
+//! Charts are drawn by plotters into inline SVG; its SVG backend writes text as `<text>`
+//! elements, so no font file is loaded and the browser lays the labels out.
+
+use std::error::Error;
+use std::fmt::Write;
+
+use hdrhistogram::Histogram;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::tables::{
+    count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
+    summary_rows, MetricRow,
+};
+use super::{generator_warnings, RunReport};
+use crate::results::SavedRun;
+use crate::units::format_micros;
+
+/// One colour per run (Tableau 10), repeated past ten runs.
+const PALETTE: [(u8, u8, u8); 10] = [
+    (78, 121, 167),
+    (242, 142, 43),
+    (225, 87, 89),
+    (118, 183, 178),
+    (89, 161, 79),
+    (237, 201, 72),
+    (176, 122, 161),
+    (255, 157, 167),
+    (156, 117, 95),
+    (186, 176, 172),
+];
+
+fn color(index: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[index % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+fn css_color(index: usize) -> String {
+    let (r, g, b) = PALETTE[index % PALETTE.len()];
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// Escapes text for HTML.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const CHART_WIDTH: u32 = 1080;
+const CHART_HEIGHT: u32 = 340;
+const FONT: &str = "sans-serif";
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A linear f64 axis with ticks at given values (plotters' own `with_key_points` loses the
+/// label formatter of f64 axes).
+struct TickedAxis {
+    inner: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl TickedAxis {
+    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
+        Self { inner: range.into(), ticks }
+    }
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+type DrawResult = Result<(), Box<dyn Error>>;
+
+/// Draws one chart into an SVG string; a drawing error becomes a note in the page.
+fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
+    let mut text = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut text, (CHART_WIDTH, CHART_HEIGHT)).into_drawing_area();
+        let drawn = root.fill(&WHITE).map_err(Box::<dyn Error>::from).and_then(|()| draw(&root));
+        drawn.and_then(|()| root.present().map_err(Box::<dyn Error>::from))
+    };
+    match result {
+        Ok(()) => text,
+        Err(err) => format!("<p class=\"note\">This chart could not be drawn: {}</p>", esc(&err.to_string())),
+    }
+}
+
+/// One point of a run's series, placed at the middle of its interval.
+struct SeriesPlot {
+    mid: f64,
+    rate: f64,
+    error_rate: f64,
+    p50: f64,
+    p99: f64,
+    requests: u64,
+}
+
+/// The series of a run as rates: each interval's count over its width (the last interval is
+/// cut at the end of the run; a last sliver shorter than half an interval is left out, as its
+/// rate would be noise).
+fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
+    let record = &run.record;
+    let interval = record.series_interval_secs.max(1) as f64;
+    let elapsed = record.elapsed.as_secs_f64();
+    let count = record.series.len();
+    record
+        .series
+        .iter()
+        .enumerate()
+        .filter_map(|(index, point)| {
+            let start = point.second as f64;
+            let mut width = (start + interval).min(elapsed) - start;
+            if width < interval * 0.5 && count > 1 && index == count - 1 {
+                return None;
+            }
+            if width <= 0.0 {
+                width = interval;
+            }
+            Some(SeriesPlot {
+                mid: start + width / 2.0,
+                rate: point.requests as f64 / width,
+                error_rate: point.errors as f64 / width,
+                p50: point.p50_us as f64,
+                p99: point.p99_us as f64,
+                requests: point.requests,
+            })
+        })
+        .collect()
+}
+
+fn seconds_label(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0}s")
+    } else {
+        format!("{x:.1}s")
+    }
+}
+
+fn nice_max(value: f64) -> f64 {
+    if value <= 0.0 {
+        1.0
+    } else {
+        value * 1.08
+    }
+}
+
+/// Above this spread between the largest latency plotted and the smallest typical one, the
+/// latency axis is logarithmic, so that no line lies flat against the bottom.
+const LOG_SPREAD: f64 = 20.0;
+
+/// The latency axis of a chart: linear from zero, or logarithmic when the values plotted span
+/// more than [`LOG_SPREAD`] times (a slow run beside fast ones, a tail of timeouts).
+struct LatencyScale {
+    log: bool,
+    low: f64,
+    high: f64,
+}
+
+impl LatencyScale {
+    /// `lowest` and `highest`: the extremes plotted; `typical`: the smallest median of a line.
+    fn new(lowest: f64, typical: f64, highest: f64) -> Self {
+        let highest = highest.max(1.0);
+        if typical > 0.0 && highest / typical > LOG_SPREAD {
+            let low = lowest.max(1.0).log10() - 0.05;
+            Self { log: true, low, high: highest.log10() + 0.05 }
+        } else {
+            Self { log: false, low: 0.0, high: nice_max(highest) }
+        }
+    }
+
+    /// Where a latency in microseconds goes on the axis.
+    fn y(&self, micros: f64) -> f64 {
+        if self.log {
+            micros.max(1.0).log10()
+        } else {
+            micros
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let steps: &[f64] = if self.high - self.low > 3.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+            (self.low.floor() as i64..=self.high.ceil() as i64)
+                .flat_map(|decade| steps.iter().map(move |m| m.log10() + decade as f64))
+                .filter(|y| (self.low..=self.high).contains(y))
+                .collect()
+        } else {
+            let raw = self.high / 6.0;
+            let magnitude = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(raw);
+            (0..).map(|i| i as f64 * step).take_while(|y| *y <= self.high).collect()
+        }
+    }
+
+    fn axis(&self) -> TickedAxis {
+        TickedAxis::new(self.low..self.high, self.ticks())
+    }
+
+    fn label(&self, y: f64) -> String {
+        format_micros(if self.log { 10f64.powf(y).round() } else { y })
+    }
+
+    fn description(&self) -> &'static str {
+        if self.log {
+            "latency (log scale)"
+        } else {
+            "latency"
+        }
+    }
+}
+
+fn throughput_chart(runs: &[SavedRun]) -> String {
+    let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
+    let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
+    let y_max = plots.iter().flatten().map(|p| p.rate.max(p.error_rate)).fold(0.0, f64::max);
+    let show_errors = runs.len() == 1 && plots.iter().flatten().any(|p| p.error_rate > 0.0);
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(0.0..x_max, 0.0..nice_max(y_max))?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since measurement started")
+            .y_desc("responses per second")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| seconds_label(*x))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .draw()?;
+        for (index, points) in plots.iter().enumerate() {
+            let style = color(index).stroke_width(2);
+            chart.draw_series(LineSeries::new(points.iter().map(|p| (p.mid, p.rate)), style))?;
+            if points.len() <= 60 {
+                chart.draw_series(
+                    points.iter().map(|p| Circle::new((p.mid, p.rate), 3, color(index).filled())),
+                )?;
+            }
+            if show_errors {
+                let red = RGBColor(200, 40, 40);
+                chart.draw_series(DashedLineSeries::new(
+                    points.iter().map(|p| (p.mid, p.error_rate)),
+                    6,
+                    4,
+                    red.stroke_width(2),
+                ))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn latency_over_time_chart(runs: &[SavedRun]) -> String {
+    let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
+    let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
+    let answered = || plots.iter().flatten().filter(|p| p.requests > 0);
+    let scale = LatencyScale::new(
+        answered().map(|p| p.p50).fold(f64::INFINITY, f64::min),
+        runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
+        answered().map(|p| p.p99).fold(0.0, f64::max),
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(0.0..x_max, scale.axis())?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since measurement started")
+            .y_desc(scale.description())
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| seconds_label(*x))
+            .y_label_formatter(&|y| scale.label(*y))
+            .draw()?;
+        for (index, points) in plots.iter().enumerate() {
+            // Intervals without responses have no latency: the lines break there.
+            for segment in points.split(|p| p.requests == 0).filter(|s| !s.is_empty()) {
+                chart.draw_series(LineSeries::new(
+                    segment.iter().map(|p| (p.mid, scale.y(p.p50))),
+                    color(index).stroke_width(2),
+                ))?;
+                chart.draw_series(DashedLineSeries::new(
+                    segment.iter().map(|p| (p.mid, scale.y(p.p99))),
+                    7,
+                    4,
+                    color(index).stroke_width(2),
+                ))?;
+                if segment.len() <= 60 {
+                    chart.draw_series(
+                        segment
+                            .iter()
+                            .map(|p| Circle::new((p.mid, scale.y(p.p50)), 3, color(index).filled())),
+                    )?;
+                    chart.draw_series(
+                        segment
+                            .iter()
+                            .map(|p| Circle::new((p.mid, scale.y(p.p99)), 3, color(index).stroke_width(1))),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The highest percentile the spectrum shows: 99.999%.
+const SPECTRUM_NINES: f64 = 5.0;
+
+/// `log10(1 / (1 - q))`: 0 at the median's left end, 1 at 90%, 2 at 99%, ...
+fn nines(quantile: f64) -> f64 {
+    (1.0 / (1.0 - quantile)).log10()
+}
+
+fn percentile_label(x: f64) -> String {
+    let percent = (1.0 - 10f64.powf(-x)) * 100.0;
+    if x.fract().abs() < 1e-9 {
+        let digits = (x.round() as usize).saturating_sub(2);
+        format!("{percent:.digits$}%")
+    } else {
+        format!("{percent:.3}%")
+    }
+}
+
+/// The percentile spectrum of a histogram: (nines, latency) at HdrHistogram's usual
+/// resolution (5 ticks per half distance), without the last point (q = 1).
+fn spectrum(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if histogram.is_empty() {
+        return Vec::new();
+    }
+    histogram
+        .iter_quantiles(5)
+        .filter(|v| v.quantile_iterated_to() < 1.0)
+        .map(|v| (nines(v.quantile_iterated_to()), v.value_iterated_to() as f64))
+        .filter(|(x, _)| *x <= SPECTRUM_NINES + 1e-9)
+        .collect()
+}
+
+fn spectrum_chart(runs: &[SavedRun]) -> String {
+    let lines: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| spectrum(&r.record.totals.latency)).collect();
+    let x_max = lines.iter().flatten().map(|p| p.0).fold(0.0, f64::max).ceil().clamp(2.0, SPECTRUM_NINES);
+    let scale = LatencyScale::new(
+        lines.iter().flatten().map(|p| p.1).fold(f64::INFINITY, f64::min),
+        runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
+        lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max),
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(
+                TickedAxis::new(0.0..x_max, (0..=x_max as u32).map(f64::from).collect()),
+                scale.axis(),
+            )?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile (log scale: 1/(1-q))")
+            .y_desc(scale.description())
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|y| scale.label(*y))
+            .draw()?;
+        for (index, line) in lines.iter().enumerate() {
+            chart.draw_series(LineSeries::new(
+                line.iter().map(|&(x, latency)| (x, scale.y(latency))),
+                color(index).stroke_width(2),
+            ))?;
+        }
+        Ok(())
+    })
+}
+
+/// Buckets per decade of the latency histogram.
+const BUCKETS_PER_DECADE: f64 = 10.0;
+
+/// A latency histogram on log-spaced buckets: (bucket index, share of requests in %).
+fn log_buckets(histogram: &Histogram<u64>) -> Vec<(i64, f64)> {
+    let total = histogram.len();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut buckets: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    for value in histogram.iter_recorded() {
+        let v = histogram.median_equivalent(value.value_iterated_to()).max(1) as f64;
+        let bucket = (v.log10() * BUCKETS_PER_DECADE).floor() as i64;
+        *buckets.entry(bucket).or_default() += value.count_at_value();
+    }
+    buckets.into_iter().map(|(bucket, count)| (bucket, count as f64 * 100.0 / total as f64)).collect()
+}
+
+fn histogram_chart(runs: &[SavedRun]) -> String {
+    let bars: Vec<Vec<(i64, f64)>> = runs.iter().map(|r| log_buckets(&r.record.totals.latency)).collect();
+    let lowest = bars.iter().flatten().map(|b| b.0).min().unwrap_or(0);
+    let highest = bars.iter().flatten().map(|b| b.0).max().unwrap_or(0) + 1;
+    // One empty bucket either side; ticks at 1, 2 and 5 times a power of ten.
+    let x_min = (lowest - 1) as f64 / BUCKETS_PER_DECADE;
+    let x_max = (highest + 1) as f64 / BUCKETS_PER_DECADE;
+    let ticks: Vec<f64> = (x_min.floor() as i64..=x_max.ceil() as i64)
+        .flat_map(|decade| [1.0f64, 2.0, 5.0].map(|m| m.log10() + decade as f64))
+        .filter(|x| (x_min..=x_max).contains(x))
+        .collect();
+    let y_max = bars.iter().flatten().map(|b| b.1).fold(0.0, f64::max);
+    let alpha = if runs.len() == 1 { 0.75 } else { 0.3 };
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(TickedAxis::new(x_min..x_max, ticks), 0.0..nice_max(y_max))?;
+        chart
+            .configure_mesh()
+            .x_desc("latency (log scale)")
+            .y_desc("share of requests")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| format_micros(10f64.powf(*x).round()))
+            .y_label_formatter(&|y| format!("{y:.0}%"))
+            .draw()?;
+        for (index, run_bars) in bars.iter().enumerate() {
+            let c = color(index);
+            let edges =
+                |bucket: i64| (bucket as f64 / BUCKETS_PER_DECADE, (bucket + 1) as f64 / BUCKETS_PER_DECADE);
+            chart.draw_series(run_bars.iter().map(|&(bucket, share)| {
+                let (left, right) = edges(bucket);
+                Rectangle::new([(left, 0.0), (right, share)], c.mix(alpha).filled())
+            }))?;
+            chart.draw_series(run_bars.iter().map(|&(bucket, share)| {
+                let (left, right) = edges(bucket);
+                Rectangle::new([(left, 0.0), (right, share)], c.stroke_width(1))
+            }))?;
+        }
+        Ok(())
+    })
+}
+
+fn legend(runs: &[SavedRun], extra: &str) -> String {
+    let mut out = String::from("<div class=\"legend\">");
+    for (index, run) in runs.iter().enumerate() {
+        let _ =
+            write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(index), esc(&run.label));
+    }
+    if !extra.is_empty() {
+        let _ = write!(out, "<span class=\"hint\">{extra}</span>");
+    }
+    out.push_str("</div>");
+    out
+}
+
+const STYLE: &str = r#"
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; margin: 0;
+  background: #f6f7f9; color: #1d232b; font-size: 14px; line-height: 1.45; }
+main { max-width: 1140px; margin: 0 auto; padding: 24px 20px 40px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 0 0 10px; }
+h3 { font-size: 14px; margin: 16px 0 8px; }
+.sub { color: #55606e; margin: 0 0 2px; overflow-wrap: break-word; }
+section { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 16px 18px; margin: 16px 0; }
+.cards { display: grid; grid-template-columns: repeat(6, 1fr); gap: 10px; background: none; border: none; padding: 0; }
+.card { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 12px 14px; }
+.card b { display: block; font-size: 22px; font-weight: 600; }
+.card span { color: #55606e; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.card.bad b { color: #c62828; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+table.narrow { width: auto; min-width: 420px; }
+th, td { padding: 5px 10px; border-bottom: 1px solid #edf0f3; text-align: right; vertical-align: top; }
+th { background: #f3f5f8; font-weight: 600; }
+th:first-child, td:first-child { text-align: left; white-space: nowrap; }
+td.code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; overflow-wrap: anywhere; }
+td.code > div { max-width: 400px; }
+td.nowrap { white-space: nowrap; }
+td.text, th.text { text-align: left; overflow-wrap: break-word; }
+.ratio { display: block; color: #55606e; font-size: 12px; }
+table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px; }
+.ratio.up { color: #2e7d32; } .ratio.down { color: #c62828; }
+tr.err td:first-child, th.err { color: #c62828; }
+section { overflow-x: auto; }
+svg { width: 100%; height: auto; display: block; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 6px; font-size: 13px; }
+.legend i { display: inline-block; width: 14px; height: 14px; border-radius: 3px; margin-right: 6px; vertical-align: -2px; }
+.legend .hint { color: #55606e; }
+.warning { background: #fff4e5; border-color: #f5c27a; }
+.note { color: #55606e; }
+footer { color: #8a94a2; font-size: 12px; text-align: center; }
+"#;
+
+/// Whether a larger value of the metric is better (req/s, ok %, MB/s) or worse (latency,
+/// errors); used only to colour the ratios.
+fn higher_is_better(metric: &str) -> bool {
+    matches!(metric, "req/s" | "ok %" | "MB/s")
+}
+
+fn ratio_span(row: &MetricRow, index: usize) -> String {
+    if index == 0 {
+        return String::new();
+    }
+    match row.ratios()[index] {
+        Some(ratio) => {
+            let better = if higher_is_better(&row.metric) { ratio > 1.05 } else { ratio < 0.95 };
+            let worse = if higher_is_better(&row.metric) { ratio < 0.95 } else { ratio > 1.05 };
+            let class = if better {
+                "ratio up"
+            } else if worse {
+                "ratio down"
+            } else {
+                "ratio"
+            };
+            format!("<span class=\"{class}\">{}</span>", format_ratio(ratio))
+        }
+        None => "<span class=\"ratio\">-</span>".into(),
+    }
+}
+
+fn cards(report: &RunReport) -> String {
+    let total = report.requests.total;
+    let ok_percent = if total == 0 { 0.0 } else { report.requests.ok as f64 * 100.0 / total as f64 };
+    let card = |label: &str, value: String, bad: bool| {
+        format!(
+            "<div class=\"card{}\"><span>{label}</span><b>{}</b></div>",
+            if bad { " bad" } else { "" },
+            esc(&value)
+        )
+    };
+    let mut out = String::from("<section class=\"cards\">");
+    out.push_str(&card("req/s", format!("{:.0}", report.requests.rate), false));
+    out.push_str(&card("ok", format!("{ok_percent:.2}%"), report.requests.errors > 0));
+    out.push_str(&card("p50", format_micros(report.latency.percentile("p50") as f64), false));
+    out.push_str(&card("p99", format_micros(report.latency.percentile("p99") as f64), false));
+    out.push_str(&card("max", format_micros(report.latency.max_us as f64), false));
+    out.push_str(&card("MB/s", format!("{:.2}", report.bytes.received_per_sec / 1e6), false));
+    out.push_str("</section>");
+    out
+}
+
+fn same_target(runs: &[SavedRun]) -> bool {
+    runs.iter().all(|r| r.report.target == runs[0].report.target)
+}
+
+fn swatch(index: usize) -> String {
+    format!(
+        "<i style=\"display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;background:{}\"></i>",
+        css_color(index)
+    )
+}
+
+fn summary_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let rows = summary_rows(&reports);
+    // The target is in the page's subtitle when every run had the same.
+    let target_column = !same_target(runs);
+    let mut out = String::from("<table><tr><th>run</th>");
+    if target_column {
+        out.push_str("<th class=\"text\">target</th>");
+    }
+    out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
+    for row in &rows {
+        let _ = write!(out, "<th>{}</th>", esc(&row.metric));
+    }
+    out.push_str("</tr>");
+    for (index, run) in runs.iter().enumerate() {
+        let mut load = describe_load(&run.report);
+        if run.file.shards() > 1 {
+            load.push_str(&format!(", {} shards", run.file.shards()));
+        }
+        if run.report.interrupted {
+            load.push_str(", interrupted");
+        }
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        if target_column {
+            let _ = write!(out, "<td class=\"text\">{}</td>", esc(&run.report.target));
+        }
+        let _ = write!(
+            out,
+            "<td class=\"text\">{}</td><td class=\"text\">{}</td>",
+            esc(&run.report.method),
+            esc(&load)
+        );
+        for row in &rows {
+            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    if runs.len() > 1 {
+        let _ = write!(out, "<p class=\"note\">Ratios are against {}.</p>", esc(&runs[0].label));
+    }
+    out
+}
+
+/// Past this many runs, the tables with a column per run turn to a row per run.
+const MAX_RUN_COLUMNS: usize = 4;
+
+/// A row per run, a column per metric.
+fn metric_rows_table(labels: &[String], rows: &[MetricRow]) -> String {
+    let mut out = String::from("<table><tr><th>run</th>");
+    for row in rows {
+        let _ = write!(out, "<th>{}</th>", esc(&row.metric));
+    }
+    out.push_str("</tr>");
+    for (index, label) in labels.iter().enumerate() {
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(label));
+        for row in rows {
+            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
+fn methods_table(runs: &[SavedRun]) -> String {
+    let mut out = String::from(
+        "<table><tr><th>run</th><th class=\"text\">method</th><th>requests</th><th>req/s</th><th>ok %</th><th>errors</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>",
+    );
+    for row in method_rows(runs) {
+        let us = |v: u64| format_micros(v as f64);
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&row.run),
+            esc(&row.method),
+            row.requests,
+            row.rate,
+            row.ok_percent(),
+            row.errors,
+            us(row.latency.mean_us),
+            us(row.latency.percentile("p50")),
+            us(row.latency.percentile("p90")),
+            us(row.latency.percentile("p99")),
+            us(row.latency.percentile("p99.9")),
+            us(row.latency.max_us),
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+fn metric_columns_table(first: &str, labels: &[String], rows: &[MetricRow], ratios: bool) -> String {
+    let class = if labels.len() <= 3 { " class=\"narrow\"" } else { "" };
+    let mut out = format!("<table{class}><tr><th>{}</th>", esc(first));
+    for label in labels {
+        let _ = write!(out, "<th>{}</th>", esc(label));
+    }
+    out.push_str("</tr>");
+    for row in rows {
+        let _ = write!(out, "<tr><td>{}</td>", esc(&row.metric));
+        for index in 0..row.values.len() {
+            let ratio = if ratios { ratio_span(row, index) } else { String::new() };
+            let _ = write!(out, "<td>{}{ratio}</td>", esc(&row.cell(index)));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
+fn distribution_table(runs: &[SavedRun]) -> String {
+    if let [run] = runs {
+        if run.report.is_open_loop() {
+            let rows = distribution_rows(&[&run.report.latency, &run.report.latency_uncorrected]);
+            return metric_columns_table(
+                "percentile",
+                &["corrected".into(), "uncorrected".into()],
+                &rows,
+                false,
+            );
+        }
+    }
+    let labels: Vec<String> =
+        if runs.len() == 1 { vec!["latency".into()] } else { runs.iter().map(|r| r.label.clone()).collect() };
+    let latencies: Vec<_> = runs.iter().map(|r| &r.report.latency).collect();
+    if runs.len() > MAX_RUN_COLUMNS {
+        return metric_rows_table(&labels, &distribution_rows(&latencies));
+    }
+    metric_columns_table("percentile", &labels, &distribution_rows(&latencies), true)
+}
+
+fn errors_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let rows = outcome_rows(&reports);
+    let mut out = String::new();
+    if runs.len() > MAX_RUN_COLUMNS {
+        out.push_str("<table><tr><th>run</th>");
+        for row in &rows {
+            let _ =
+                write!(out, "<th{}>{}</th>", if row.ok { "" } else { " class=\"err\"" }, esc(&row.outcome));
+        }
+        out.push_str("</tr>");
+        for (index, (run, report)) in runs.iter().zip(&reports).enumerate() {
+            let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+            for row in &rows {
+                let _ = write!(
+                    out,
+                    "<td>{}</td>",
+                    esc(&count_with_share(row.counts[index], report.requests.total))
+                );
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+        return out;
+    }
+    out.push_str("<table class=\"narrow\"><tr><th>outcome</th>");
+    if runs.len() == 1 {
+        out.push_str("<th>count</th>");
+    } else {
+        for run in runs {
+            let _ = write!(out, "<th>{}</th>", esc(&run.label));
+        }
+    }
+    out.push_str("</tr>");
+    for row in rows {
+        let _ =
+            write!(out, "<tr{}><td>{}</td>", if row.ok { "" } else { " class=\"err\"" }, esc(&row.outcome));
+        for (count, report) in row.counts.iter().zip(&reports) {
+            let _ = write!(out, "<td>{}</td>", esc(&count_with_share(*count, report.requests.total)));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
+fn details_table(runs: &[SavedRun]) -> String {
+    let us = |v: u64| format_micros(v as f64);
+    type Cell<'a> = Box<dyn Fn(&SavedRun) -> String + 'a>;
+    let rows: Vec<(&str, Cell<'_>)> = vec![
+        ("target", Box::new(|r| r.file.target.clone())),
+        (
+            "request",
+            Box::new(|r| {
+                r.file.methods.values().map(|m| m.request.to_string()).collect::<Vec<_>>().join("; ")
+            }),
+        ),
+        ("load", Box::new(|r| describe_load(&r.report))),
+        ("started", Box::new(|r| r.file.started_at.clone())),
+        ("measured", Box::new(move |r| us(r.report.elapsed_us))),
+        ("interrupted", Box::new(|r| if r.file.interrupted { "yes".into() } else { "no".into() })),
+        ("shards", Box::new(|r| r.file.shards().to_string())),
+        ("timeout", Box::new(move |r| us(r.file.workload.timeout_us))),
+        ("connect timeout", Box::new(move |r| us(r.file.workload.connect_timeout_us))),
+        ("keep-alive", Box::new(|r| if r.file.workload.keepalive { "yes".into() } else { "no".into() })),
+        (
+            "headers",
+            Box::new(|r| {
+                if r.file.workload.headers.is_empty() {
+                    "-".into()
+                } else {
+                    r.file.workload.headers.join("; ")
+                }
+            }),
+        ),
+        ("check", Box::new(|r| r.file.workload.check.clone())),
+        ("worker threads", Box::new(|r| r.file.workload.threads.to_string())),
+        ("seed", Box::new(|r| r.file.workload.seed.to_string())),
+        (
+            "machine",
+            Box::new(|r| {
+                format!("{} cores, {} {}", r.file.machine.cores, r.file.machine.os, r.file.machine.arch)
+            }),
+        ),
+        ("tool", Box::new(|r| r.file.tool.clone())),
+    ];
+    // Settings shared by every run are listed once; those that differ get a row per run.
+    let mut common = String::from("<table class=\"narrow\">");
+    let mut differing: Vec<(&str, Vec<String>)> = Vec::new();
+    for (name, value) in rows {
+        let values: Vec<String> = runs.iter().map(&value).collect();
+        if values.iter().all(|v| *v == values[0]) {
+            let class = if matches!(name, "request" | "headers") { "text code" } else { "text" };
+            let _ = write!(common, "<tr><td>{name}</td><td class=\"{class}\">{}</td></tr>", esc(&values[0]));
+        } else {
+            differing.push((name, values));
+        }
+    }
+    common.push_str("</table>");
+    if differing.is_empty() {
+        return common;
+    }
+    let mut out = String::from("<table><tr><th>run</th>");
+    for (name, _) in &differing {
+        let _ = write!(out, "<th class=\"text\">{name}</th>");
+    }
+    out.push_str("</tr>");
+    for (index, run) in runs.iter().enumerate() {
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        for (name, values) in &differing {
+            if matches!(*name, "request" | "headers") {
+                let _ = write!(out, "<td class=\"text code\"><div>{}</div></td>", esc(&values[index]));
+            } else {
+                let class = if *name == "started" { "text nowrap" } else { "text" };
+                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(&values[index]));
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table><h3>Common to every run</h3>");
+    out.push_str(&common);
+    out
+}
+
+/// Renders the runs as one self-contained HTML page; several runs are overlaid as a
+/// comparison against the first.
+pub fn render_html(runs: &[SavedRun]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let title = if runs.len() == 1 {
+        format!("rpcbench: {} against {}", first.report.method, first.report.target)
+    } else {
+        let mut methods: Vec<&str> = runs.iter().map(|r| r.report.method.as_str()).collect();
+        methods.dedup();
+        format!("rpcbench comparison: {}", methods.join(", "))
+    };
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        esc(&title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
+    if runs.len() == 1 {
+        let _ = writeln!(
+            out,
+            "<p class=\"sub\">{} · {} requests in {} · started {}{}</p>",
+            esc(&describe_load(&first.report)),
+            first.report.requests.total,
+            esc(&format_micros(first.report.elapsed_us as f64)),
+            esc(&first.file.started_at),
+            if first.report.interrupted { " · <b>interrupted</b>" } else { "" }
+        );
+        out.push_str(&cards(&first.report));
+    } else {
+        let target =
+            if same_target(runs) { format!(" against {}", esc(&first.report.target)) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "<p class=\"sub\">{} runs{target}; ratios against {}</p>",
+            runs.len(),
+            esc(&first.label)
+        );
+    }
+    let warnings: Vec<String> = runs
+        .iter()
+        .flat_map(|run| {
+            let several = runs.len() > 1;
+            generator_warnings(&run.report).into_iter().map(move |w| {
+                if several {
+                    format!("{}: {w}", run.label)
+                } else {
+                    w
+                }
+            })
+        })
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str("<section class=\"warning\"><h2>Warnings</h2><ul>");
+        for warning in warnings {
+            let _ = write!(out, "<li>{}</li>", esc(&warning));
+        }
+        out.push_str("</ul></section>");
+    }
+    let _ = writeln!(out, "<section><h2>Summary</h2>{}</section>", summary_table(runs));
+    let errors_hint = if runs.len() == 1 && runs[0].report.requests.errors > 0 {
+        "red dashed: errors per second"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "<section><h2>Throughput over time</h2>{}{}</section>",
+        legend(runs, errors_hint),
+        throughput_chart(runs)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Latency over time</h2>{}{}</section>",
+        legend(runs, "solid: p50 · dashed: p99 (per interval)"),
+        latency_over_time_chart(runs)
+    );
+    let corrected = if runs.iter().any(|r| r.report.is_open_loop()) {
+        "latency from the intended send time (corrected)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "<section><h2>Latency by percentile</h2>{}{}</section>",
+        legend(runs, corrected),
+        spectrum_chart(runs)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Latency histogram</h2>{}{}</section>",
+        legend(runs, "10 buckets per decade"),
+        histogram_chart(runs)
+    );
+    let _ = writeln!(out, "<section><h2>Per method</h2>{}</section>", methods_table(runs));
+    let _ = writeln!(out, "<section><h2>Latency distribution</h2>{}</section>", distribution_table(runs));
+    let _ = writeln!(out, "<section><h2>Outcomes and errors by class</h2>{}</section>", errors_table(runs));
+    let _ = writeln!(out, "<section><h2>Run details</h2>{}</section>", details_table(runs));
+    let _ = writeln!(
+        out,
+        "<footer>{} · rpcbench results format {}</footer>\n</main>\n</body>\n</html>",
+        esc(&first.file.tool),
+        first.file.version
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_axis_labels() {
+        assert_eq!(percentile_label(0.0), "0%");
+        assert_eq!(percentile_label(1.0), "90%");
+        assert_eq!(percentile_label(2.0), "99%");
+        assert_eq!(percentile_label(3.0), "99.9%");
+        assert_eq!(percentile_label(5.0), "99.999%");
+        assert!((nines(0.99) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}

@@ -1,0 +1,190 @@
+//! The Markdown report: GitHub-flavoured tables ready to paste into a pull request. One run
+//! gives a summary, its latency distribution and its outcomes; several runs give the same
+//! tables with a column per run and ratios against the first (a comparison).
+
+use std::fmt::Write;
+
+use super::tables::{
+    count_with_share, describe_load, distribution_rows, method_rows, outcome_rows, summary_rows, MetricRow,
+};
+use super::RunReport;
+use crate::results::SavedRun;
+use crate::units::format_micros;
+
+/// Escapes what would break a table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn header(out: &mut String, first: &str, columns: &[String]) {
+    let _ = write!(out, "| {first} |");
+    for column in columns {
+        let _ = write!(out, " {} |", cell(column));
+    }
+    let _ = writeln!(out);
+    let _ = write!(out, "|---|");
+    for _ in columns {
+        let _ = write!(out, "---:|");
+    }
+    let _ = writeln!(out);
+}
+
+fn metric_table(out: &mut String, first: &str, labels: &[String], rows: &[MetricRow], ratios: bool) {
+    header(out, first, labels);
+    for row in rows {
+        let _ = write!(out, "| {} |", row.metric);
+        for index in 0..row.values.len() {
+            let value = if ratios { row.cell_with_ratio(index) } else { row.cell(index) };
+            let _ = write!(out, " {value} |");
+        }
+        let _ = writeln!(out);
+    }
+}
+
+fn outcomes_table(out: &mut String, labels: &[String], reports: &[&RunReport]) {
+    header(out, "outcome", labels);
+    for row in outcome_rows(reports) {
+        let _ = write!(out, "| {} |", cell(&row.outcome));
+        for (count, report) in row.counts.iter().zip(reports) {
+            let _ = write!(out, " {} |", count_with_share(*count, report.requests.total));
+        }
+        let _ = writeln!(out);
+    }
+}
+
+fn methods_table(out: &mut String, runs: &[SavedRun]) {
+    let several_runs = runs.len() > 1;
+    if several_runs {
+        let _ = writeln!(out, "| run | method | requests | req/s | ok % | p50 | p90 | p99 | max |");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    } else {
+        let _ = writeln!(out, "| method | requests | req/s | ok % | p50 | p90 | p99 | max |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    }
+    for row in method_rows(runs) {
+        let us = |v: u64| format_micros(v as f64);
+        let run = if several_runs { format!("| {} ", cell(&row.run)) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "{run}| {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            cell(&row.method),
+            row.requests,
+            row.rate,
+            row.ok_percent(),
+            us(row.latency.percentile("p50")),
+            us(row.latency.percentile("p90")),
+            us(row.latency.percentile("p99")),
+            us(row.latency.max_us),
+        );
+    }
+}
+
+fn context_line(run: &SavedRun) -> String {
+    let report = &run.report;
+    let mut parts = vec![
+        describe_load(report),
+        format!("{} requests in {}", report.requests.total, format_micros(report.elapsed_us as f64)),
+        format!("started {}", run.file.started_at),
+        format!("{} on {} cores", run.file.tool, run.file.machine.cores),
+    ];
+    if run.file.shards() > 1 {
+        parts.push(format!("merged from {} shards", run.file.shards()));
+    }
+    if report.interrupted {
+        parts.push("**interrupted**".into());
+    }
+    parts.join(" · ")
+}
+
+/// Renders one run, or a comparison of several (ratios against the first).
+pub fn render_markdown(runs: &[SavedRun]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let several_methods = runs.iter().any(|r| r.methods.len() > 1);
+    if runs.len() == 1 {
+        let report = &first.report;
+        let _ = writeln!(out, "## rpcbench: {} against {}", cell(&report.method), cell(&report.target));
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", context_line(first));
+        let _ = writeln!(out);
+        metric_table(&mut out, "metric", &["value".to_string()], &summary_rows(&reports), false);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Latency distribution");
+        let _ = writeln!(out);
+        if report.is_open_loop() {
+            let rows = distribution_rows(&[&report.latency, &report.latency_uncorrected]);
+            metric_table(&mut out, "percentile", &["corrected".into(), "uncorrected".into()], &rows, false);
+        } else {
+            let rows = distribution_rows(&[&report.latency]);
+            metric_table(&mut out, "percentile", &["latency".into()], &rows, false);
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Outcomes");
+        let _ = writeln!(out);
+        outcomes_table(&mut out, &["count".to_string()], &reports);
+    } else {
+        let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+        let mut methods: Vec<&str> = reports.iter().map(|r| r.method.as_str()).collect();
+        methods.dedup();
+        let _ = writeln!(out, "## rpcbench comparison: {}", cell(&methods.join(", ")));
+        let _ = writeln!(out);
+        let _ = writeln!(out, "| run | target | method | load | requests | started |");
+        let _ = writeln!(out, "|---|---|---|---|---:|---|");
+        for run in runs {
+            let report = &run.report;
+            let mut load = describe_load(report);
+            if run.file.shards() > 1 {
+                load.push_str(&format!(", {} shards", run.file.shards()));
+            }
+            if report.interrupted {
+                load.push_str(", interrupted");
+            }
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                cell(&run.label),
+                cell(&report.target),
+                cell(&report.method),
+                cell(&load),
+                report.requests.total,
+                run.file.started_at
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Ratios are against {}.", cell(&first.label));
+        let _ = writeln!(out);
+        metric_table(&mut out, "metric", &labels, &summary_rows(&reports), true);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Latency distribution");
+        let _ = writeln!(out);
+        let latencies: Vec<_> = reports.iter().map(|r| &r.latency).collect();
+        metric_table(&mut out, "percentile", &labels, &distribution_rows(&latencies), true);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Outcomes");
+        let _ = writeln!(out);
+        outcomes_table(&mut out, &labels, &reports);
+    }
+    if several_methods {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Per method");
+        let _ = writeln!(out);
+        methods_table(&mut out, runs);
+    }
+    let warnings: Vec<String> = runs
+        .iter()
+        .flat_map(|run| {
+            super::generator_warnings(&run.report).into_iter().map(move |w| (run.label.clone(), w))
+        })
+        .map(|(label, warning)| if runs.len() > 1 { format!("{label}: {warning}") } else { warning })
+        .collect();
+    if !warnings.is_empty() {
+        let _ = writeln!(out);
+        for warning in warnings {
+            let _ = writeln!(out, "> **Warning:** {}", cell(&warning));
+        }
+    }
+    out
+}

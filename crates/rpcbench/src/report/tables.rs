@@ -1,0 +1,307 @@
+//! The tables shared by the Markdown, HTML and comparison renderers: the headline metrics
+//! with ratios against the first run, the latency distribution, outcomes by class and the
+//! per-method figures. Each table has a column per run, so one run and a comparison of
+//! several lay out the same way.
+
+use super::{LatencyReport, RunReport, PERCENTILES};
+use crate::record::Totals;
+use crate::results::SavedRun;
+use crate::units::format_micros;
+
+/// How a metric's values are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count.
+    Count,
+    /// A rate or a percentage, two decimals.
+    Decimal,
+    /// Microseconds, shown as `812us`, `1.91ms`, `2.00s`.
+    Micros,
+}
+
+impl Unit {
+    /// The value as shown.
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Unit::Count => format!("{value:.0}"),
+            Unit::Decimal => format!("{value:.2}"),
+            Unit::Micros => format_micros(value),
+        }
+    }
+}
+
+/// One row of a table with a column per run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricRow {
+    /// What the row shows (`req/s`, `p99`).
+    pub metric: String,
+    /// How values are shown.
+    pub unit: Unit,
+    /// One value per run.
+    pub values: Vec<f64>,
+}
+
+impl MetricRow {
+    /// Each value against the first run's, `None` when the first is zero.
+    pub fn ratios(&self) -> Vec<Option<f64>> {
+        let base = self.values.first().copied().unwrap_or(0.0);
+        self.values.iter().map(|v| (base > 0.0).then(|| v / base)).collect()
+    }
+
+    /// The value of run `index` as shown.
+    pub fn cell(&self, index: usize) -> String {
+        self.unit.format(self.values[index])
+    }
+
+    /// The value of run `index` with its ratio to the first run (`5.20ms (4.68x)`); the first
+    /// run's cell has no ratio.
+    pub fn cell_with_ratio(&self, index: usize) -> String {
+        let value = self.cell(index);
+        if index == 0 {
+            return value;
+        }
+        match self.ratios()[index] {
+            Some(ratio) => format!("{value} ({})", format_ratio(ratio)),
+            None => format!("{value} (-)"),
+        }
+    }
+}
+
+/// `1.20x`.
+pub fn format_ratio(ratio: f64) -> String {
+    if ratio >= 100.0 {
+        format!("{ratio:.0}x")
+    } else {
+        format!("{ratio:.2}x")
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// The comparison metrics: req/s, ok %, errors, p50, p90, p99, max, MB/s.
+pub fn summary_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
+    let row = |metric: &str, unit: Unit, value: &dyn Fn(&RunReport) -> f64| MetricRow {
+        metric: metric.to_string(),
+        unit,
+        values: reports.iter().map(|r| value(r)).collect(),
+    };
+    vec![
+        row("req/s", Unit::Decimal, &|r| r.requests.rate),
+        row("ok %", Unit::Decimal, &|r| percent(r.requests.ok, r.requests.total)),
+        row("errors", Unit::Count, &|r| r.requests.errors as f64),
+        row("p50", Unit::Micros, &|r| r.latency.percentile("p50") as f64),
+        row("p90", Unit::Micros, &|r| r.latency.percentile("p90") as f64),
+        row("p99", Unit::Micros, &|r| r.latency.percentile("p99") as f64),
+        row("max", Unit::Micros, &|r| r.latency.max_us as f64),
+        row("MB/s", Unit::Decimal, &|r| r.bytes.received_per_sec / 1e6),
+    ]
+}
+
+/// The latency distribution: p50 … p99.99, max, mean.
+pub fn distribution_rows(latencies: &[&LatencyReport]) -> Vec<MetricRow> {
+    let mut rows: Vec<MetricRow> = PERCENTILES
+        .iter()
+        .map(|(name, _)| MetricRow {
+            metric: name.to_string(),
+            unit: Unit::Micros,
+            values: latencies.iter().map(|l| l.percentile(name) as f64).collect(),
+        })
+        .collect();
+    rows.push(MetricRow {
+        metric: "max".into(),
+        unit: Unit::Micros,
+        values: latencies.iter().map(|l| l.max_us as f64).collect(),
+    });
+    rows.push(MetricRow {
+        metric: "mean".into(),
+        unit: Unit::Micros,
+        values: latencies.iter().map(|l| l.mean_us as f64).collect(),
+    });
+    rows
+}
+
+/// One outcome class and its count per run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeRow {
+    /// `ok`, `JSON-RPC -32005: limit exceeded`, `HTTP 503`, `invalid: not_json`, `timeout`.
+    pub outcome: String,
+    /// Whether the class is a success.
+    pub ok: bool,
+    /// Count per run.
+    pub counts: Vec<u64>,
+}
+
+/// Outcomes by class: `ok` always, then every error class some run saw.
+pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
+    let mut rows = vec![OutcomeRow {
+        outcome: "ok".into(),
+        ok: true,
+        counts: reports.iter().map(|r| r.outcomes.ok).collect(),
+    }];
+    let mut codes: Vec<(i64, String)> = Vec::new();
+    for report in reports {
+        for (code, error) in &report.outcomes.rpc_errors {
+            if !codes.iter().any(|(_, c)| c == code) {
+                let numeric = code.parse().unwrap_or(i64::MAX);
+                let message = error.message.clone().unwrap_or_default();
+                let label = if message.is_empty() {
+                    format!("JSON-RPC {code}")
+                } else {
+                    format!("JSON-RPC {code}: {}", shorten(&message, 80))
+                };
+                codes.push((numeric, code.clone()));
+                rows.push(OutcomeRow {
+                    outcome: label,
+                    ok: false,
+                    counts: reports
+                        .iter()
+                        .map(|r| r.outcomes.rpc_errors.get(code).map_or(0, |e| e.count))
+                        .collect(),
+                });
+            }
+        }
+    }
+    let mut statuses: Vec<&String> = reports.iter().flat_map(|r| r.outcomes.http_errors.keys()).collect();
+    statuses.sort();
+    statuses.dedup();
+    for status in statuses {
+        rows.push(OutcomeRow {
+            outcome: format!("HTTP {status}"),
+            ok: false,
+            counts: reports
+                .iter()
+                .map(|r| r.outcomes.http_errors.get(status).copied().unwrap_or(0))
+                .collect(),
+        });
+    }
+    let mut kinds: Vec<&String> = reports.iter().flat_map(|r| r.outcomes.invalid.keys()).collect();
+    kinds.sort();
+    kinds.dedup();
+    for kind in kinds {
+        rows.push(OutcomeRow {
+            outcome: format!("invalid: {kind}"),
+            ok: false,
+            counts: reports.iter().map(|r| r.outcomes.invalid.get(kind).copied().unwrap_or(0)).collect(),
+        });
+    }
+    type Count = fn(&RunReport) -> u64;
+    let fixed: [(&str, Count); 3] = [
+        ("timeout", |r| r.outcomes.timeout),
+        ("connect error", |r| r.outcomes.connect),
+        ("connection closed", |r| r.outcomes.closed),
+    ];
+    for (name, count) in fixed {
+        let counts: Vec<u64> = reports.iter().map(|r| count(r)).collect();
+        if counts.iter().any(|&n| n > 0) {
+            rows.push(OutcomeRow { outcome: name.into(), ok: false, counts });
+        }
+    }
+    rows
+}
+
+/// A count with its share of the run's requests: `200 (40.00%)`.
+pub fn count_with_share(count: u64, total: u64) -> String {
+    format!("{count} ({:.2}%)", percent(count, total))
+}
+
+/// One method of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodRow {
+    /// The run's label.
+    pub run: String,
+    /// The method.
+    pub method: String,
+    /// Requests with an outcome.
+    pub requests: u64,
+    /// Successes.
+    pub ok: u64,
+    /// Everything else.
+    pub errors: u64,
+    /// Requests per second over the run's measured time.
+    pub rate: f64,
+    /// Latency of the method's requests.
+    pub latency: LatencyReport,
+}
+
+impl MethodRow {
+    fn new(run: &str, method: &str, totals: &Totals, elapsed_secs: f64) -> Self {
+        let requests = totals.counts.total();
+        Self {
+            run: run.to_string(),
+            method: method.to_string(),
+            requests,
+            ok: totals.counts.ok,
+            errors: totals.counts.errors(),
+            rate: if elapsed_secs > 0.0 { requests as f64 / elapsed_secs } else { 0.0 },
+            latency: LatencyReport::from_histogram(&totals.latency),
+        }
+    }
+
+    /// Successes as a percentage of requests.
+    pub fn ok_percent(&self) -> f64 {
+        percent(self.ok, self.requests)
+    }
+}
+
+/// A row per method of every run.
+pub fn method_rows(runs: &[SavedRun]) -> Vec<MethodRow> {
+    runs.iter()
+        .flat_map(|run| {
+            let elapsed = run.record.elapsed.as_secs_f64();
+            run.methods
+                .iter()
+                .map(move |(method, totals)| MethodRow::new(&run.label, method, totals, elapsed))
+        })
+        .collect()
+}
+
+/// `closed loop, 8 connection(s), 2.00s` (with the warmup, if any), as the text report's
+/// second line says it.
+pub fn describe_load(report: &RunReport) -> String {
+    let load = &report.load;
+    let shape = match (load.connections, load.rate) {
+        (Some(connections), _) => format!("closed loop, {connections} connection(s)"),
+        (None, Some(rate)) => format!(
+            "open loop, {} req/s {} arrivals",
+            trim_float(rate),
+            load.arrivals.as_deref().unwrap_or("uniform")
+        ),
+        _ => String::new(),
+    };
+    let us = |v: u64| format_micros(v as f64);
+    let length = match (report.duration_us, report.requests_limit) {
+        (Some(d), Some(n)) => format!("{} or {n} requests", us(d)),
+        (Some(d), None) => us(d),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => String::new(),
+    };
+    let warmup =
+        if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
+    format!("{shape}, {length}{warmup}")
+}
+
+/// A number without decimals when it is whole.
+pub fn trim_float(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// The text on one line, cut to `limit` characters.
+pub fn shorten(text: &str, limit: usize) -> String {
+    let single_line = text.replace(['\n', '\r'], " ");
+    if single_line.chars().count() <= limit {
+        single_line
+    } else {
+        let cut: String = single_line.chars().take(limit).collect();
+        format!("{cut}…")
+    }
+}

@@ -1,0 +1,905 @@
+//! Results files: what `rpcbench run --save FILE` writes and `report`, `merge` and
+//! `compare` read back. One JSON object, written compactly on one line, versioned by
+//! `format` and `version`:
+//!
+//! - metadata: the tool, an optional label, the start time (RFC 3339, UTC), the machine's
+//!   cores, OS and architecture, the target with secrets redacted;
+//! - `workload`: how load was applied and every option that shapes a run (header values that
+//!   look secret are redacted);
+//! - `elapsed_ns`, `interrupted`;
+//! - `methods`: one entry per JSON-RPC method, keyed by name (one today; several once runs mix
+//!   methods), each with the request object (without `jsonrpc` and `id`), the outcome counts
+//!   in the JSON report's layout (JSON-RPC errors carry the first message seen, the sample
+//!   error messages), responses per HTTP status, bytes, pacing counts and the four HDR
+//!   histograms (`latency`, `latency_uncorrected`, `latency_ok`, `send_lag`);
+//! - `series`: the per-interval series, each point `[second, requests, errors, p50_us,
+//!   p99_us]`;
+//! - `merged_from`: for a merged file, one entry per shard.
+//!
+//! Histograms are lossless: HdrHistogram's V2 encoding (uncompressed, cookie `0x1c849303`,
+//! the format every HdrHistogram implementation decodes) in standard base64. The encoding is
+//! deterministic, so the same run always gives the same bytes. Files are written atomically
+//! (a temporary file in the same directory, then a rename).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use crate::jsonrpc::{CheckMode, InvalidKind, RequestTemplate};
+use crate::record::{
+    new_histogram, CallTotals, OutcomeCounts, RpcErrorCount, RunRecord, SeriesPoint, Totals,
+};
+use crate::redact;
+use crate::report::{OutcomesReport, RpcErrorReport, RunReport};
+use crate::workload::Call;
+
+/// The value of `format` in every results file.
+pub const RESULTS_FORMAT: &str = "rpcbench-results";
+
+/// The layout version written; bumped when a field changes meaning or goes away.
+pub const RESULTS_VERSION: u32 = 1;
+
+/// A results file, as written and read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    /// Always [`RESULTS_FORMAT`].
+    pub format: String,
+    /// The layout version, [`RESULTS_VERSION`].
+    pub version: u32,
+    /// The tool that measured the run, `rpcbench 0.1.0`.
+    pub tool: String,
+    /// A name for the run (the NAME of `compare NAME=URL`), shown in comparisons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// When the run started, RFC 3339 in UTC (the earliest shard's, for a merged file).
+    pub started_at: String,
+    /// The machine that ran the load (the first shard's, for a merged file).
+    pub machine: Machine,
+    /// The target URL with secrets redacted.
+    pub target: String,
+    /// How load was applied (per shard, for a merged file).
+    pub workload: Workload,
+    /// Measured time in nanoseconds, from the end of warmup to the last completion (the
+    /// longest shard's, for a merged file: shards run side by side).
+    pub elapsed_ns: u64,
+    /// The run was stopped early (any shard, for a merged file).
+    pub interrupted: bool,
+    /// Per method, keyed by method name.
+    pub methods: BTreeMap<String, MethodResults>,
+    /// The per-interval series of the whole run.
+    pub series: SeriesData,
+    /// The shards a merged file was made of; empty for a single run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<Shard>,
+}
+
+/// The machine that ran the load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Logical cores available to the process.
+    pub cores: u64,
+    /// `linux`, `macos`, ...
+    pub os: String,
+    /// `x86_64`, `aarch64`, ...
+    pub arch: String,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn current() -> Self {
+        Self {
+            cores: std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1),
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+        }
+    }
+}
+
+/// How load was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum LoadSpec {
+    /// Closed loop.
+    Closed {
+        /// Connections sending back to back.
+        connections: u64,
+    },
+    /// Open loop.
+    Open {
+        /// Requests per second.
+        rate: f64,
+        /// `uniform` or `poisson`.
+        arrivals: ArrivalsSpec,
+        /// The connection cap.
+        max_connections: u64,
+    },
+}
+
+/// Spacing of open-loop arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalsSpec {
+    /// Evenly spaced.
+    Uniform,
+    /// A Poisson process.
+    Poisson,
+}
+
+impl LoadSpec {
+    fn of(load: &Load) -> Self {
+        match load {
+            Load::Closed { connections } => LoadSpec::Closed { connections: *connections as u64 },
+            Load::Open { rate, arrivals, max_connections } => LoadSpec::Open {
+                rate: *rate,
+                arrivals: match arrivals {
+                    Arrivals::Uniform => ArrivalsSpec::Uniform,
+                    Arrivals::Poisson => ArrivalsSpec::Poisson,
+                },
+                max_connections: *max_connections as u64,
+            },
+        }
+    }
+
+    /// The engine's load, scaled by `shards` (the load the target saw from all of them).
+    fn to_load(self, shards: u64) -> Load {
+        let shards = shards.max(1);
+        match self {
+            LoadSpec::Closed { connections } => Load::Closed { connections: (connections * shards) as usize },
+            LoadSpec::Open { rate, arrivals, max_connections } => Load::Open {
+                rate: if shards == 1 { rate } else { rate * shards as f64 },
+                arrivals: match arrivals {
+                    ArrivalsSpec::Uniform => Arrivals::Uniform,
+                    ArrivalsSpec::Poisson => Arrivals::Poisson,
+                },
+                max_connections: (max_connections * shards) as usize,
+            },
+        }
+    }
+
+    /// `closed loop, 8 connection(s)` or `open loop, 5000 req/s poisson`.
+    pub fn describe(&self) -> String {
+        match self {
+            LoadSpec::Closed { connections } => format!("closed loop, {connections} connection(s)"),
+            LoadSpec::Open { rate, arrivals, .. } => {
+                let arrivals = match arrivals {
+                    ArrivalsSpec::Uniform => "uniform",
+                    ArrivalsSpec::Poisson => "poisson",
+                };
+                format!("open loop, {} req/s {arrivals}", trim_float(*rate))
+            }
+        }
+    }
+}
+
+fn trim_float(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Every option that shapes a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Closed or open loop.
+    pub load: LoadSpec,
+    /// Configured measured duration, microseconds.
+    pub duration_us: Option<u64>,
+    /// Configured number of measured requests.
+    pub requests: Option<u64>,
+    /// Warmup before measurement, microseconds.
+    pub warmup_us: u64,
+    /// Request timeout, microseconds.
+    pub timeout_us: u64,
+    /// Connect timeout, microseconds.
+    pub connect_timeout_us: u64,
+    /// HTTP keep-alive.
+    pub keepalive: bool,
+    /// Extra headers, `Name: value`, secret values as `***`.
+    pub headers: Vec<String>,
+    /// Any TLS certificate accepted.
+    pub tls_insecure: bool,
+    /// `scan` or `full`.
+    pub check: String,
+    /// Worker threads used.
+    pub threads: u64,
+    /// Largest response body accepted, bytes.
+    pub max_body: u64,
+    /// Seed of random choices.
+    pub seed: u64,
+}
+
+/// What one method measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodResults {
+    /// The request object as sent, without `jsonrpc` and `id`.
+    pub request: Value,
+    /// Counts per outcome class; JSON-RPC errors with the first message seen.
+    pub outcomes: OutcomesReport,
+    /// Responses per HTTP status, whatever their class.
+    pub http_status: BTreeMap<String, u64>,
+    /// Request bytes sent.
+    pub bytes_sent: u64,
+    /// Response bytes received.
+    pub bytes_received: u64,
+    /// Open loop: requests sent more than 2 ms late.
+    pub late: u64,
+    /// Open loop: requests due but never sent.
+    pub unsent: u64,
+    /// The HDR histograms, microseconds, V2-encoded in base64.
+    pub histograms: EncodedHistograms,
+}
+
+/// The four histograms of a method, each HdrHistogram V2 in base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncodedHistograms {
+    /// Latency from the intended send time.
+    pub latency: String,
+    /// Latency from the actual send time.
+    pub latency_uncorrected: String,
+    /// Latency of successes.
+    pub latency_ok: String,
+    /// Open loop: send lag.
+    pub send_lag: String,
+}
+
+/// The per-interval series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesData {
+    /// Width of one point, seconds.
+    pub interval_s: u64,
+    /// `[second, requests, errors, p50_us, p99_us]` per point.
+    pub points: Vec<[u64; 5]>,
+}
+
+/// One shard of a merged file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// The file it came from (file name only).
+    pub source: String,
+    /// Its tool.
+    pub tool: String,
+    /// Its start time.
+    pub started_at: String,
+    /// Its machine.
+    pub machine: Machine,
+    /// Its measured time, nanoseconds.
+    pub elapsed_ns: u64,
+    /// Whether it was stopped early.
+    pub interrupted: bool,
+    /// Its request count.
+    pub requests: u64,
+}
+
+/// Why a results file could not be read, written or merged. Messages name the file.
+#[derive(Debug)]
+pub enum ResultsError {
+    /// Reading or writing failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not a results file this version reads.
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Files that do not belong together were to be merged.
+    Mismatch {
+        /// The file that does not match the first.
+        path: PathBuf,
+        /// What differs.
+        message: String,
+    },
+}
+
+impl fmt::Display for ResultsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResultsError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ResultsError::Invalid { path, message } => {
+                write!(f, "{}: not a usable results file: {message}", path.display())
+            }
+            ResultsError::Mismatch { path, message } => {
+                write!(f, "{}: does not belong with the other files: {message}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ResultsError {}
+
+/// Formats a time as RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Encodes a histogram losslessly: HdrHistogram V2, base64.
+pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2Serializer::new().serialize(histogram, &mut bytes).expect("a histogram serializes into memory");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes [`encode_histogram`]'s output (or any V2 / V2-deflate histogram) into a histogram
+/// of the shape rpcbench records into.
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|err| format!("not base64: {err}"))?;
+    let decoded: Histogram<u64> =
+        Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|err| format!("{err:?}"))?;
+    let mut histogram = new_histogram();
+    histogram.add(&decoded).map_err(|err| format!("{err:?}"))?;
+    Ok(histogram)
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The request object of a template: its body without `jsonrpc` and `id`.
+fn outcomes_report(counts: &OutcomeCounts) -> OutcomesReport {
+    OutcomesReport {
+        ok: counts.ok,
+        rpc_errors: counts
+            .rpc_errors
+            .iter()
+            .map(|(code, e)| {
+                (code.to_string(), RpcErrorReport { count: e.count, message: e.first_message.clone() })
+            })
+            .collect(),
+        http_errors: counts.http_errors.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+        invalid: counts.invalid.iter().map(|(k, n)| (k.name().to_string(), *n)).collect(),
+        timeout: counts.timeout,
+        connect: counts.connect,
+        closed: counts.closed,
+    }
+}
+
+fn outcome_counts(report: &OutcomesReport) -> Result<OutcomeCounts, String> {
+    let mut counts = OutcomeCounts { ok: report.ok, ..OutcomeCounts::default() };
+    for (code, error) in &report.rpc_errors {
+        let code: i64 = code.parse().map_err(|_| format!("JSON-RPC error code '{code}' is not a number"))?;
+        counts
+            .rpc_errors
+            .insert(code, RpcErrorCount { count: error.count, first_message: error.message.clone() });
+    }
+    for (status, count) in &report.http_errors {
+        let status: u16 = status.parse().map_err(|_| format!("HTTP status '{status}' is not a number"))?;
+        counts.http_errors.insert(status, *count);
+    }
+    for (name, count) in &report.invalid {
+        let kind = InvalidKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| format!("unknown invalid-response kind '{name}'"))?;
+        counts.invalid.insert(kind, *count);
+    }
+    counts.timeout = report.timeout;
+    counts.connect = report.connect;
+    counts.closed = report.closed;
+    Ok(counts)
+}
+
+impl MethodResults {
+    /// The entry of one method's totals.
+    pub fn new(request: Value, totals: &Totals) -> Self {
+        Self {
+            request,
+            outcomes: outcomes_report(&totals.counts),
+            http_status: totals.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+            bytes_sent: totals.bytes_sent,
+            bytes_received: totals.bytes_received,
+            late: totals.late,
+            unsent: totals.unsent,
+            histograms: EncodedHistograms {
+                latency: encode_histogram(&totals.latency),
+                latency_uncorrected: encode_histogram(&totals.latency_uncorrected),
+                latency_ok: encode_histogram(&totals.latency_ok),
+                send_lag: encode_histogram(&totals.send_lag),
+            },
+        }
+    }
+
+    /// Decodes the entry back into totals, exactly as they were recorded.
+    pub fn totals(&self) -> Result<Totals, String> {
+        let decode =
+            |name: &str, text: &str| decode_histogram(text).map_err(|err| format!("histogram {name}: {err}"));
+        let mut status_counts = BTreeMap::new();
+        for (status, count) in &self.http_status {
+            let status: u16 =
+                status.parse().map_err(|_| format!("HTTP status '{status}' is not a number"))?;
+            status_counts.insert(status, *count);
+        }
+        // `..Totals::default()` keeps this compiling when the recorder gains figures.
+        #[allow(clippy::needless_update)]
+        let totals = Totals {
+            latency: decode("latency", &self.histograms.latency)?,
+            latency_uncorrected: decode("latency_uncorrected", &self.histograms.latency_uncorrected)?,
+            latency_ok: decode("latency_ok", &self.histograms.latency_ok)?,
+            send_lag: decode("send_lag", &self.histograms.send_lag)?,
+            counts: outcome_counts(&self.outcomes)?,
+            status_counts,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            late: self.late,
+            unsent: self.unsent,
+            ..Totals::default()
+        };
+        Ok(totals)
+    }
+
+    /// Requests with an outcome.
+    pub fn total_requests(&self) -> u64 {
+        let o = &self.outcomes;
+        o.ok + o.rpc_errors.values().map(|e| e.count).sum::<u64>()
+            + o.http_errors.values().sum::<u64>()
+            + o.invalid.values().sum::<u64>()
+            + o.timeout
+            + o.connect
+            + o.closed
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, flushed, then renamed over
+/// it. A reader sees the old file or the new one, never half of one. A path that exists and
+/// is not a regular file (`/dev/null`, `/dev/stdout`, a pipe, a symbolic link) is written in
+/// place instead, never replaced.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Ok(metadata) = std::fs::symlink_metadata(path) {
+        if !metadata.file_type().is_file() {
+            return std::fs::OpenOptions::new().write(true).truncate(true).open(path)?.write_all(bytes);
+        }
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let temp = dir.join(format!(".{name}.tmp-{}-{nanos}", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        std::fs::remove_file(&temp).ok();
+    }
+    result
+}
+
+impl ResultsFile {
+    /// The results of a finished (or stopped) run that started at `started`.
+    pub fn from_run(config: &RunConfig, record: &RunRecord, started: SystemTime) -> Self {
+        let mut methods = BTreeMap::new();
+        for (index, call) in record.calls.iter().enumerate() {
+            let request = config.workload.sample_request(index);
+            methods.insert(call.name.clone(), MethodResults::new(request, &call.totals));
+        }
+        Self {
+            format: RESULTS_FORMAT.into(),
+            version: RESULTS_VERSION,
+            tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
+            label: None,
+            started_at: rfc3339(started),
+            machine: Machine::current(),
+            target: config.target.redacted(),
+            workload: Workload {
+                load: LoadSpec::of(&config.load),
+                duration_us: config.length.duration.map(micros),
+                requests: config.length.requests,
+                warmup_us: micros(config.warmup),
+                timeout_us: micros(config.timeout),
+                connect_timeout_us: micros(config.connect_timeout),
+                keepalive: config.keepalive,
+                headers: config
+                    .headers
+                    .iter()
+                    .map(|(name, value)| format!("{name}: {}", redact::header_value(name, value)))
+                    .collect(),
+                tls_insecure: config.tls.insecure,
+                check: match config.check {
+                    CheckMode::Scan => "scan".into(),
+                    CheckMode::Full => "full".into(),
+                },
+                threads: config.worker_threads() as u64,
+                max_body: config.max_body,
+                seed: config.seed,
+            },
+            elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            interrupted: record.interrupted,
+            methods,
+            series: SeriesData {
+                interval_s: record.series_interval_secs,
+                points: record
+                    .series
+                    .iter()
+                    .map(|p| [p.second, p.requests, p.errors, p.p50_us, p.p99_us])
+                    .collect(),
+            },
+            merged_from: Vec::new(),
+        }
+    }
+
+    /// The compact JSON text of the file, newline-terminated.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string(self).expect("a results file always serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Parses a results file's text; `path` names it in errors.
+    pub fn from_json(text: &str, path: &Path) -> Result<Self, ResultsError> {
+        let invalid = |message: String| ResultsError::Invalid { path: path.to_path_buf(), message };
+        let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
+        match value.get("format").and_then(Value::as_str) {
+            Some(RESULTS_FORMAT) => {}
+            Some(other) => return Err(invalid(format!("format is '{other}', not '{RESULTS_FORMAT}'"))),
+            None if value.get("report_version").is_some() => {
+                return Err(invalid(
+                    "this is a JSON report (-o json), not a results file (write one with run --save)".into(),
+                ))
+            }
+            None => return Err(invalid(format!("no \"format\": \"{RESULTS_FORMAT}\""))),
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(version) if version == u64::from(RESULTS_VERSION) => {}
+            Some(version) => {
+                return Err(invalid(format!(
+                    "version {version}; this rpcbench reads version {RESULTS_VERSION}"
+                )))
+            }
+            None => return Err(invalid("no version".into())),
+        }
+        let file: ResultsFile = serde_json::from_value(value).map_err(|err| invalid(err.to_string()))?;
+        if file.methods.is_empty() {
+            return Err(invalid("no methods".into()));
+        }
+        if file.series.interval_s == 0 {
+            return Err(invalid("series interval_s is 0".into()));
+        }
+        for (name, method) in &file.methods {
+            method.totals().map_err(|err| invalid(format!("method {name}: {err}")))?;
+        }
+        Ok(file)
+    }
+
+    /// Reads and checks a results file.
+    pub fn load(path: &Path) -> Result<Self, ResultsError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })?;
+        Self::from_json(&text, path)
+    }
+
+    /// Writes the file atomically.
+    pub fn save(&self, path: &Path) -> Result<(), ResultsError> {
+        write_atomically(path, self.to_json().as_bytes())
+            .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })
+    }
+
+    /// The number of shards the file holds (1 for a single run).
+    pub fn shards(&self) -> u64 {
+        (self.merged_from.len() as u64).max(1)
+    }
+
+    /// The method names joined by `+` (one name today).
+    pub fn method_names(&self) -> String {
+        self.methods.keys().cloned().collect::<Vec<_>>().join("+")
+    }
+
+    /// Total requests with an outcome over all methods.
+    pub fn total_requests(&self) -> u64 {
+        self.methods.values().map(MethodResults::total_requests).sum()
+    }
+
+    /// Measured time.
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.elapsed_ns)
+    }
+
+    /// Decodes every method's totals, by method name.
+    pub fn method_totals(&self) -> Result<BTreeMap<String, Totals>, String> {
+        self.methods
+            .iter()
+            .map(|(name, method)| {
+                Ok((name.clone(), method.totals().map_err(|err| format!("{name}: {err}"))?))
+            })
+            .collect()
+    }
+
+    /// The run record: every method's totals added up, the series, the elapsed time.
+    pub fn to_record(&self) -> Result<RunRecord, String> {
+        let mut totals = Totals::default();
+        let mut calls = Vec::new();
+        for (name, method) in &self.methods {
+            let call_totals = method.totals()?;
+            totals.merge(&call_totals);
+            let method_name =
+                method.request.get("method").and_then(Value::as_str).unwrap_or(name).to_string();
+            calls.push(CallTotals { name: name.clone(), method: method_name, totals: call_totals });
+        }
+        Ok(RunRecord {
+            totals,
+            calls,
+            // Results files do not keep per-stage figures yet.
+            stages: Vec::new(),
+            elapsed: self.elapsed(),
+            series_interval_secs: self.series.interval_s,
+            series: self
+                .series
+                .points
+                .iter()
+                .map(|p| SeriesPoint {
+                    second: p[0],
+                    requests: p[1],
+                    errors: p[2],
+                    p50_us: p[3],
+                    p99_us: p[4],
+                })
+                .collect(),
+            interrupted: self.interrupted,
+        })
+    }
+
+    /// The run configuration as far as a report needs it: target, request, load (of all
+    /// shards together), length, warmup.
+    fn report_config(&self) -> RunConfig {
+        let target = Target::parse(&self.target)
+            .or_else(|_| Target::parse("http://unknown/"))
+            .expect("a fixed URL parses");
+        let calls = self
+            .methods
+            .iter()
+            .filter_map(|(name, method)| {
+                let method_name = method.request.get("method").and_then(Value::as_str).unwrap_or(name);
+                Call::new(name.clone(), method_name, None, 1).ok()
+            })
+            .collect();
+        let workload = crate::workload::Workload::new(calls).unwrap_or_else(|_| {
+            let unknown =
+                RequestTemplate::from_method("unknown", None).expect("a fixed method name is valid");
+            crate::workload::Workload::single(&unknown)
+        });
+        let mut config = RunConfig::new(target, workload);
+        let shards = self.shards();
+        config.load = self.workload.load.to_load(shards);
+        config.length = Length {
+            duration: self.workload.duration_us.map(Duration::from_micros),
+            requests: self.workload.requests.map(|n| n * shards),
+        };
+        config.warmup = Duration::from_micros(self.workload.warmup_us);
+        config
+    }
+
+    /// The report of the run, equal to the one the live run printed.
+    pub fn to_report(&self) -> Result<RunReport, String> {
+        let record = self.to_record()?;
+        Ok(self.report_of(&record))
+    }
+
+    fn report_of(&self, record: &RunRecord) -> RunReport {
+        let mut report = RunReport::new(&self.report_config(), record);
+        report.tool.clone_from(&self.tool);
+        report.target.clone_from(&self.target);
+        report.method = self.method_names();
+        report
+    }
+
+    /// The shard entry describing this (single-run) file.
+    fn as_shards(&self, source: &Path) -> Vec<Shard> {
+        if !self.merged_from.is_empty() {
+            return self.merged_from.clone();
+        }
+        vec![Shard {
+            source: source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            tool: self.tool.clone(),
+            started_at: self.started_at.clone(),
+            machine: self.machine.clone(),
+            elapsed_ns: self.elapsed_ns,
+            interrupted: self.interrupted,
+            requests: self.total_requests(),
+        }]
+    }
+
+    /// Why `other` is not a shard of the same workload as `self`, if it is not.
+    pub fn mismatch(&self, other: &ResultsFile) -> Option<String> {
+        if self.target != other.target {
+            return Some(format!("target {} instead of {}", other.target, self.target));
+        }
+        let names = |file: &ResultsFile| file.methods.keys().cloned().collect::<Vec<_>>();
+        if names(self) != names(other) {
+            return Some(format!("method {} instead of {}", other.method_names(), self.method_names()));
+        }
+        for (name, method) in &self.methods {
+            if other.methods[name].request != method.request {
+                return Some(format!(
+                    "request {} instead of {}",
+                    other.methods[name].request, method.request
+                ));
+            }
+        }
+        let (a, b) = (&self.workload, &other.workload);
+        if a.load != b.load {
+            return Some(format!("load '{}' instead of '{}'", b.load.describe(), a.load.describe()));
+        }
+        if a.duration_us != b.duration_us || a.requests != b.requests || a.warmup_us != b.warmup_us {
+            return Some("a different length (duration, request count or warmup)".into());
+        }
+        None
+    }
+}
+
+/// Merges the results of shards of one workload (the same target, methods, requests, load
+/// and length, run side by side) into one file. Histograms and counts add up exactly; series
+/// points of the same second add up (their p50 and p99 are the worse of the shards', as
+/// percentiles of merged intervals cannot be recomputed); the elapsed time is the longest
+/// shard's. `files` are `(path, file)`; errors name the path.
+pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsError> {
+    let Some(((first_path, first), rest)) = files.split_first() else {
+        return Err(ResultsError::Invalid { path: PathBuf::from("-"), message: "nothing to merge".into() });
+    };
+    for (path, file) in rest {
+        if let Some(message) = first.mismatch(file) {
+            return Err(ResultsError::Mismatch {
+                path: path.clone(),
+                message: format!("{message} (compared with {})", first_path.display()),
+            });
+        }
+    }
+    let mut merged = first.clone();
+    merged.label = None;
+    merged.merged_from = files.iter().flat_map(|(path, file)| file.as_shards(path)).collect();
+    merged.started_at = files.iter().map(|(_, f)| f.started_at.clone()).min().unwrap_or_default();
+    merged.elapsed_ns = files.iter().map(|(_, f)| f.elapsed_ns).max().unwrap_or(0);
+    merged.interrupted = files.iter().any(|(_, f)| f.interrupted);
+    let tools: std::collections::BTreeSet<&str> = files.iter().map(|(_, f)| f.tool.as_str()).collect();
+    if tools.len() > 1 {
+        merged.tool = tools.into_iter().collect::<Vec<_>>().join(", ");
+    }
+    for (name, method) in merged.methods.iter_mut() {
+        let mut totals = Totals::default();
+        for (path, file) in files {
+            let theirs = file.methods[name]
+                .totals()
+                .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+            totals.merge(&theirs);
+        }
+        *method = MethodResults::new(method.request.clone(), &totals);
+    }
+    let interval = files.iter().map(|(_, f)| f.series.interval_s).max().unwrap_or(1).max(1);
+    let mut slots: BTreeMap<u64, [u64; 5]> = BTreeMap::new();
+    for (_, file) in files {
+        for point in &file.series.points {
+            let second = point[0] / interval * interval;
+            let slot = slots.entry(second).or_insert([second, 0, 0, 0, 0]);
+            slot[1] += point[1];
+            slot[2] += point[2];
+            slot[3] = slot[3].max(point[3]);
+            slot[4] = slot[4].max(point[4]);
+        }
+    }
+    merged.series = SeriesData { interval_s: interval, points: slots.into_values().collect() };
+    Ok(merged)
+}
+
+/// A results file read back, with its histograms decoded and its report computed.
+#[derive(Debug)]
+pub struct SavedRun {
+    /// How the run is named in comparisons.
+    pub label: String,
+    /// The file.
+    pub file: ResultsFile,
+    /// Each method's totals, decoded.
+    pub methods: BTreeMap<String, Totals>,
+    /// The whole run.
+    pub record: RunRecord,
+    /// The report of the whole run.
+    pub report: RunReport,
+}
+
+impl SavedRun {
+    /// Decodes a file. The label is the file's own, else `fallback`.
+    pub fn new(file: ResultsFile, fallback: &str) -> Result<Self, String> {
+        let methods = file.method_totals()?;
+        let record = file.to_record()?;
+        let report = file.report_of(&record);
+        let label = file.label.clone().unwrap_or_else(|| fallback.to_string());
+        Ok(Self { label, file, methods, record, report })
+    }
+
+    /// Reads a file; the label is the file's own, else the file name without `.json` (or
+    /// `.results.json`).
+    pub fn load(path: &Path) -> Result<Self, ResultsError> {
+        let file = ResultsFile::load(path)?;
+        let stem = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = stem
+            .strip_suffix(".results.json")
+            .or_else(|| stem.strip_suffix(".json"))
+            .unwrap_or(&stem)
+            .to_string();
+        Self::new(file, &stem).map_err(|message| ResultsError::Invalid { path: path.to_path_buf(), message })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(4_107_542_399)), "2100-02-28T23:59:59Z");
+    }
+
+    #[test]
+    fn atomic_writes_replace_files_but_not_devices() {
+        let dir = std::env::temp_dir().join(format!("rpcbench-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        std::fs::remove_dir_all(&dir).ok();
+        #[cfg(unix)]
+        {
+            write_atomically(Path::new("/dev/null"), b"discarded").unwrap();
+            let kind = std::fs::symlink_metadata("/dev/null").unwrap().file_type();
+            assert!(!kind.is_file(), "/dev/null is still a device");
+        }
+    }
+
+    #[test]
+    fn histograms_round_trip_exactly() {
+        let mut histogram = new_histogram();
+        for i in 1..5000u64 {
+            histogram.record(i * i % 1_000_003 + 1).unwrap();
+        }
+        histogram.record(crate::record::MAX_TRACKABLE_US).unwrap();
+        let text = encode_histogram(&histogram);
+        let decoded = decode_histogram(&text).unwrap();
+        assert_eq!(decoded, histogram);
+        assert_eq!(decoded.len(), histogram.len());
+        assert_eq!(decoded.max(), histogram.max());
+        assert_eq!(decode_histogram(&encode_histogram(&new_histogram())).unwrap(), new_histogram());
+        assert!(decode_histogram("not base64!").is_err());
+        assert!(decode_histogram("AAAA").is_err());
+    }
+}

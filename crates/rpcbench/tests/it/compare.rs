@@ -1,0 +1,118 @@
+//! Comparisons against mock Solana nodes: a node five times slower shows five times the
+//! latency and a fifth of the throughput; the equality check tells nodes with different
+//! ledgers apart and finds nodes with the same ledger equal.
+
+use std::time::Duration;
+
+use rpcbench::compare::{
+    check_equal, render_comparison_text, run_comparison, CompareTarget, EqualOptions, FieldPath,
+};
+use rpcbench::demo::SEED_ACCOUNT;
+use rpcbench::engine::StopHandle;
+use rpcbench::mock::{Chain, Latency, MockOptions, MockServer};
+use serde_json::json;
+
+use crate::util::{closed_loop, seconds};
+
+fn solana(latency: Option<Duration>, seed: u64) -> MockServer {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.seed = seed;
+    options.faults.latency = latency.map(Latency::fixed);
+    MockServer::start(options).expect("the mock node starts")
+}
+
+#[test]
+fn a_node_five_times_slower_compares_as_such() {
+    // Latencies large against what a debug build on a busy 2-core machine adds per request
+    // (a few milliseconds when every test runs at once), so the ratio stays near 5x.
+    let fast = solana(Some(Duration::from_millis(10)), 0);
+    let slow = solana(Some(Duration::from_millis(50)), 0);
+    let target = |name: &str, url: String| {
+        let mut config = closed_loop(&url, 8, seconds(1.5));
+        config.threads = 1;
+        CompareTarget { name: name.into(), config }
+    };
+    let targets = [target("fast", fast.url()), target("slow", slow.url())];
+    let mut events = 0;
+    let runs =
+        run_comparison(&targets, Duration::from_millis(200), &StopHandle::new(), |_| events += 1).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(events, 5, "started, finished, cooling down, started, finished");
+    let (a, b) = (&runs[0].report, &runs[1].report);
+    assert_eq!(a.requests.errors + b.requests.errors, 0);
+    let p50_ratio = b.latency.percentile("p50") as f64 / a.latency.percentile("p50") as f64;
+    let rate_ratio = b.requests.rate / a.requests.rate;
+    let table = render_comparison_text(&runs);
+    assert!((3.0..=6.5).contains(&p50_ratio), "p50 ratio {p50_ratio:.2}\n{table}");
+    assert!((0.15..=0.35).contains(&rate_ratio), "req/s ratio {rate_ratio:.2}\n{table}");
+    // The table says the same: one row per metric, one column per target, ratios.
+    let p50_row = table.lines().find(|line| line.starts_with("p50 ")).expect("a p50 row");
+    assert!(p50_row.contains(&format!("({p50_ratio:.2}x)")), "{p50_row}");
+    let rate_row = table.lines().find(|line| line.starts_with("req/s ")).expect("a req/s row");
+    assert!(rate_row.contains(&format!("({rate_ratio:.2}x)")), "{rate_row}");
+    for metric in ["ok %", "errors", "p90", "p99", "max", "MB/s"] {
+        assert!(table.lines().any(|line| line.starts_with(metric)), "{metric}\n{table}");
+    }
+    assert_eq!(runs[1].file.label.as_deref(), Some("slow"));
+}
+
+#[test]
+fn a_stopped_comparison_skips_the_remaining_targets() {
+    let node = solana(None, 0);
+    let targets: Vec<CompareTarget> = ["a", "b", "c"]
+        .into_iter()
+        .map(|name| CompareTarget { name: name.into(), config: closed_loop(&node.url(), 1, seconds(0.3)) })
+        .collect();
+    let stop = StopHandle::new();
+    let stopper = stop.clone();
+    let runs = run_comparison(&targets, Duration::from_secs(30), &stop, |event| {
+        if matches!(event, rpcbench::compare::CompareEvent::CoolingDown(_)) {
+            stopper.stop();
+        }
+    })
+    .unwrap();
+    assert_eq!(runs.len(), 1);
+}
+
+#[test]
+fn the_equality_check_tells_different_ledgers_apart() {
+    let a = solana(None, 1);
+    let same = solana(None, 1);
+    let other = solana(None, 2);
+    let targets = vec![
+        ("a".to_string(), a.url()),
+        ("same".to_string(), same.url()),
+        ("other".to_string(), other.url()),
+    ];
+    let options = EqualOptions {
+        rounds: 5,
+        ignore: vec![FieldPath::parse("result.context.slot").unwrap()],
+        timeout: Duration::from_secs(5),
+    };
+    let params = json!([SEED_ACCOUNT]);
+    let report = check_equal(&targets, "getBalance", Some(&params), &options, &StopHandle::new());
+    assert_eq!(report.rounds, 5);
+    assert_eq!(report.targets[0].name, "same");
+    assert_eq!(report.targets[0].differing_rounds, 0, "{report:?}");
+    assert_eq!(report.targets[1].differing_rounds, 5, "{report:?}");
+    assert_eq!(report.targets[1].examples[0].path, "result.value");
+    assert!(!report.all_equal());
+
+    // Without ignoring the slot, even the same ledger may differ as slots advance; with only
+    // the equal node, everything is equal.
+    let report = check_equal(&targets[..2], "getBalance", Some(&params), &options, &StopHandle::new());
+    assert!(report.all_equal(), "{report:?}");
+    let text = rpcbench::compare::render_equal_text(&report);
+    assert!(text.contains("all 5 response(s) equal"), "{text}");
+    assert!(text.ends_with("EQUAL\n"), "{text}");
+
+    // Errors compare too: the same invalid params give the same error.
+    let report = check_equal(
+        &targets[..2],
+        "getBalance",
+        Some(&json!(["not-base58-0OIl"])),
+        &options,
+        &StopHandle::new(),
+    );
+    assert!(report.all_equal(), "{report:?}");
+}

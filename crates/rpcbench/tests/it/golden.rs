@@ -1,0 +1,202 @@
+//! Golden files: the results file format, and the text, JSON, Markdown and CSV reports
+//! rendered from committed, deterministic results files (`tests/golden/`). A change to any
+//! of them fails here; `UPDATE_GOLDEN=1 cargo test` rewrites them after a deliberate change.
+//!
+//! The results files are built from a synthetic run recorded through the real recorder (a
+//! fixed pseudo-random sequence of outcomes and latencies), so the format test pins exactly
+//! what `run --save` writes, and the report tests read the committed files back from disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use rpcbench::compare::{comparison_json, render_comparison_text};
+use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
+use rpcbench::record::{Recorder, RunRecord, Series, Timing};
+use rpcbench::report::{render_csv, render_html, render_markdown, render_text};
+use rpcbench::results::{Machine, ResultsFile, SavedRun};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// Compares `actual` with the golden file `name`, or rewrites it under `UPDATE_GOLDEN=1`.
+fn check_golden(name: &str, actual: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(golden_dir()).unwrap();
+        // Atomically: another test may be reading the committed files meanwhile.
+        rpcbench::results::write_atomically(&path, actual.as_bytes()).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("{}: {err} (UPDATE_GOLDEN=1 cargo test writes it)", path.display()));
+    if expected != actual {
+        let line = expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "{} differs from what is rendered now, first at line {}:\n  golden: {:?}\n  now:    {:?}\n\
+             (UPDATE_GOLDEN=1 cargo test rewrites the golden files after a deliberate change)",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line).unwrap_or(""),
+            actual.lines().nth(line).unwrap_or("")
+        );
+    }
+}
+
+/// A fixed pseudo-random sequence (a 64-bit LCG).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// A synthetic 10-second run of getBalance: mostly successes, some JSON-RPC errors, 503s,
+/// 429s, invalid responses, timeouts and closed connections, with a latency tail.
+fn synthetic(open_loop: bool) -> ResultsFile {
+    let (url, load) = if open_loop {
+        (
+            "http://127.0.0.1:8899/",
+            Load::Open { rate: 2000.0, arrivals: Arrivals::Poisson, max_connections: 256 },
+        )
+    } else {
+        (
+            "https://rpc.example.com/v3/0123456789abcdef0123456789abcdef?api-key=hunter2",
+            Load::Closed { connections: 64 },
+        )
+    };
+    let request = RequestTemplate::from_method(
+        "getBalance",
+        Some(&serde_json::json!(["4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"])),
+    )
+    .unwrap();
+    let mut config = RunConfig::new(Target::parse(url).unwrap(), request);
+    config.load = load;
+    config.length = Length { duration: Some(Duration::from_secs(10)), requests: None };
+    config.warmup = Duration::from_secs(1);
+    config.headers =
+        vec![("Authorization".into(), "Bearer secret-token".into()), ("X-Trace".into(), "demo".into())];
+    config.threads = 2;
+
+    let series = Arc::new(Mutex::new(Series::default()));
+    let mut recorder = Recorder::new(1, series);
+    let mut random = Lcg(if open_loop { 7 } else { 11 });
+    let count = 20_000u64;
+    for i in 0..count {
+        let outcome = match random.next(1000) {
+            0..=24 => Outcome::RpcError(-32005),
+            25..=29 => Outcome::RpcError(-32603),
+            30..=39 => Outcome::HttpStatus(503),
+            40..=42 => Outcome::HttpStatus(429),
+            43 => Outcome::Invalid(InvalidKind::NotJson),
+            44 => Outcome::Timeout,
+            45 => Outcome::Closed,
+            _ => Outcome::Ok,
+        };
+        let base = if open_loop { 900 } else { 2_500 };
+        let mut actual = base + random.next(base) + random.next(base / 2);
+        if random.next(100) == 0 {
+            actual += random.next(40_000);
+        }
+        if outcome == Outcome::Timeout {
+            actual = 5_000_000;
+        }
+        let lag = open_loop
+            .then(|| Duration::from_micros(random.next(400) + if random.next(50) == 0 { 3_000 } else { 0 }));
+        let actual = Duration::from_micros(actual);
+        let timing =
+            Timing { done_second: i * 10 / count, corrected: actual + lag.unwrap_or_default(), actual, lag };
+        recorder.record(0, outcome, timing, || match outcome {
+            Outcome::RpcError(-32005) => Some("Node is behind by 42 slots | retry later".into()),
+            Outcome::RpcError(_) => Some("Internal error".into()),
+            _ => None,
+        });
+        match outcome {
+            Outcome::HttpStatus(status) => recorder.record_status(0, status),
+            Outcome::Timeout | Outcome::Closed | Outcome::Connect => {}
+            _ => recorder.record_status(0, 200),
+        }
+    }
+    recorder.calls[0].bytes_sent = count * 171;
+    recorder.calls[0].bytes_received = count * 238;
+    if open_loop {
+        recorder.unsent = 12;
+    }
+    recorder.flush_second();
+    let names = [(config.workload.label(), config.workload.calls()[0].method().to_string())];
+    let record = RunRecord::new(recorder, &names, Duration::from_micros(10_002_345), false);
+    let mut file = ResultsFile::from_run(&config, &record, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    // What depends on the machine the test runs on, fixed.
+    file.tool = "rpcbench 0.1.0".into();
+    file.machine = Machine { cores: 8, os: "linux".into(), arch: "x86_64".into() };
+    file.workload.threads = 2;
+    file
+}
+
+#[test]
+fn the_results_file_format_is_pinned() {
+    let closed = synthetic(false);
+    let open = synthetic(true);
+    assert!(!closed.to_json().contains("0123456789abcdef0123456789abcdef"), "the key is redacted");
+    assert!(!closed.to_json().contains("hunter2"), "the key is redacted");
+    assert!(!closed.to_json().contains("secret-token"), "secret header values are redacted");
+    check_golden("closed.results.json", &closed.to_json());
+    check_golden("open.results.json", &open.to_json());
+    // What is written reads back as the same file.
+    let back = ResultsFile::from_json(&open.to_json(), Path::new("open.results.json")).unwrap();
+    assert_eq!(back, open);
+}
+
+fn golden_run(name: &str) -> SavedRun {
+    SavedRun::load(&golden_dir().join(format!("{name}.results.json"))).expect("the committed results file")
+}
+
+#[test]
+fn reports_render_from_the_committed_results_files() {
+    let closed = golden_run("closed");
+    let open = golden_run("open");
+    assert_eq!(open.report.requests.total, 20_000);
+    check_golden("closed.txt", &render_text(&closed.report));
+    check_golden("open.txt", &render_text(&open.report));
+    check_golden("open.json", &(open.report.to_json() + "\n"));
+    check_golden("closed.md", &render_markdown(std::slice::from_ref(&closed)));
+    check_golden("open.md", &render_markdown(std::slice::from_ref(&open)));
+    let both = [closed, open];
+    check_golden("runs.csv", &render_csv(&both));
+    check_golden("compare.txt", &render_comparison_text(&both));
+    check_golden("compare.md", &render_markdown(&both));
+    check_golden("compare.json", &(comparison_json(&both) + "\n"));
+}
+
+#[test]
+fn the_html_report_is_self_contained() {
+    let runs = [golden_run("closed"), golden_run("open")];
+    for runs in [&runs[..1], &runs[1..], &runs[..]] {
+        let html = render_html(runs);
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.trim_end().ends_with("</html>"));
+        assert_eq!(html.matches("<svg").count(), 4, "four charts");
+        assert!(!html.contains("could not be drawn"), "every chart is drawn");
+        for offline in ["<script", " src=", "href=", "@import", "url("] {
+            assert!(!html.contains(offline), "the page loads nothing: {offline}");
+        }
+        for section in [
+            "Throughput over time",
+            "Latency by percentile",
+            "Latency histogram",
+            "Per method",
+            "Outcomes and errors by class",
+        ] {
+            assert!(html.contains(section), "{section}");
+        }
+        assert!(html.contains("Node is behind by 42 slots"), "JSON-RPC errors by class, with the message");
+        assert!(!html.contains("0123456789abcdef0123456789abcdef"));
+    }
+    let html = render_html(&runs);
+    assert!(html.contains("rpcbench comparison"));
+    assert!(html.contains("Ratios are against closed."));
+}

@@ -1,0 +1,199 @@
+//! Results files of real runs: written and read back they give the very report the live run
+//! printed; a stopped run still saves what it completed; shards merge losslessly, and files
+//! of different workloads are refused.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use rpcbench::engine::config::{Length, Load};
+use rpcbench::engine::Run;
+use rpcbench::record::Totals;
+use rpcbench::report::{render_text, RunReport};
+use rpcbench::results::{merge, ResultsError, ResultsFile};
+
+use crate::util::{closed_loop, json_200, requests, status, TestServer};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-it-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every fourth request is a JSON-RPC error, every seventh an HTTP 503.
+fn mixed_server() -> TestServer {
+    TestServer::start(|request| {
+        if request.index % 7 == 0 {
+            status(503, "busy")
+        } else if request.index % 4 == 0 {
+            json_200(&format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32005,"message":"limit exceeded"}}}}"#,
+                request.id
+            ))
+        } else {
+            json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id))
+        }
+    })
+}
+
+#[test]
+fn a_saved_run_reports_exactly_what_the_live_run_printed() {
+    let server = mixed_server();
+    let url = format!("{}v3/0123456789abcdef0123456789abcdef", server.url());
+    let config = closed_loop(&url, 3, requests(700));
+    let started = SystemTime::now();
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let live = RunReport::new(&config, &record);
+    let path = temp_dir("roundtrip").join("run.json");
+    ResultsFile::from_run(&config, &record, started).save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("0123456789abcdef0123456789abcdef"), "the key is redacted");
+    assert_eq!(text.lines().count(), 1, "compact: one line");
+
+    let file = ResultsFile::load(&path).unwrap();
+    let again = file.to_report().unwrap();
+    assert_eq!(again, live);
+    assert_eq!(again.to_json(), live.to_json());
+    assert_eq!(render_text(&again), render_text(&live));
+    // The histograms themselves came back exactly.
+    let back = file.to_record().unwrap();
+    assert_eq!(back.totals.latency, record.totals.latency);
+    assert_eq!(back.totals.latency_uncorrected, record.totals.latency_uncorrected);
+    assert_eq!(back.totals.latency_ok, record.totals.latency_ok);
+    assert_eq!(back.totals.counts, record.totals.counts);
+    assert_eq!(back.series, record.series);
+    assert_eq!(
+        file.methods["getSlot"].outcomes.rpc_errors["-32005"].message.as_deref(),
+        Some("limit exceeded")
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
+}
+
+#[test]
+fn a_stopped_run_still_saves_what_it_completed() {
+    let server = mixed_server();
+    let config =
+        closed_loop(&server.url(), 2, Length { duration: Some(Duration::from_secs(30)), requests: None });
+    let run = Run::new(config.clone()).unwrap();
+    let stop = run.stop_handle();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        stop.stop();
+    });
+    let started = SystemTime::now();
+    let record = run.execute().unwrap();
+    let path = temp_dir("stopped").join("stopped.json");
+    ResultsFile::from_run(&config, &record, started).save(&path).unwrap();
+    let file = ResultsFile::load(&path).unwrap();
+    assert!(file.interrupted);
+    assert!(file.elapsed() < Duration::from_secs(5));
+    let report = file.to_report().unwrap();
+    assert!(report.interrupted);
+    assert!(report.requests.total > 0);
+    assert_eq!(report.requests.total, record.totals.counts.total());
+    assert!(render_text(&report).contains("INTERRUPTED"));
+    // No temporary file is left beside it.
+    let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["stopped.json".to_string()]);
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
+}
+
+fn save(config: &rpcbench::engine::config::RunConfig, dir: &Path, name: &str) -> (PathBuf, Totals) {
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let path = dir.join(name);
+    ResultsFile::from_run(config, &record, SystemTime::now()).save(&path).unwrap();
+    (path, record.totals)
+}
+
+#[test]
+fn shards_merge_into_exactly_the_union() {
+    let server = mixed_server();
+    let dir = temp_dir("merge");
+    let config = closed_loop(&server.url(), 2, requests(300));
+    let mut union = Totals::default();
+    let mut files = Vec::new();
+    for shard in 0..3 {
+        let (path, totals) = save(&config, &dir, &format!("shard{shard}.json"));
+        union.merge(&totals);
+        files.push((path.clone(), ResultsFile::load(&path).unwrap()));
+    }
+    let merged = merge(&files).unwrap();
+    let out = dir.join("merged.json");
+    merged.save(&out).unwrap();
+    let merged = ResultsFile::load(&out).unwrap();
+    assert_eq!(merged.shards(), 3);
+    let record = merged.to_record().unwrap();
+    assert_eq!(record.totals.counts, union.counts);
+    assert_eq!(record.totals.status_counts, union.status_counts);
+    assert_eq!(record.totals.latency, union.latency);
+    assert_eq!(record.totals.latency_uncorrected, union.latency_uncorrected);
+    assert_eq!(record.totals.latency_ok, union.latency_ok);
+    assert_eq!(record.totals.send_lag, union.send_lag);
+    assert_eq!(record.totals.bytes_received, union.bytes_received);
+    assert_eq!(record.series.iter().map(|p| p.requests).sum::<u64>(), 900);
+    let report = merged.to_report().unwrap();
+    assert_eq!(report.requests.total, 900);
+    assert_eq!(report.load.connections, Some(6), "the load of all shards together");
+    assert_eq!(report.requests_limit, Some(900));
+
+    // A merged file merges again with more shards.
+    let (fourth, totals) = save(&config, &dir, "shard3.json");
+    union.merge(&totals);
+    let again =
+        merge(&[(out.clone(), merged), (fourth.clone(), ResultsFile::load(&fourth).unwrap())]).unwrap();
+    assert_eq!(again.shards(), 4);
+    assert_eq!(again.to_record().unwrap().totals.latency, union.latency);
+
+    // Files of another workload are refused, naming the file.
+    let mut other_load = config.clone();
+    other_load.load = Load::Closed { connections: 3 };
+    let (odd, _) = save(&other_load, &dir, "odd-load.json");
+    let mut other_method = config.clone();
+    other_method.workload =
+        rpcbench::jsonrpc::RequestTemplate::from_method("getHealth", None).unwrap().into();
+    let (odd_method, _) = save(&other_method, &dir, "odd-method.json");
+    let mut other_params = config.clone();
+    other_params.workload = rpcbench::jsonrpc::RequestTemplate::from_method(
+        "getSlot",
+        Some(&serde_json::json!([{"commitment": "processed"}])),
+    )
+    .unwrap()
+    .into();
+    let (odd_params, _) = save(&other_params, &dir, "odd-params.json");
+    let mut odd_target_file = ResultsFile::load(&files[0].0).unwrap();
+    odd_target_file.target = "http://10.1.2.3:8899/".into();
+    for (path, file, what) in [
+        (odd.clone(), ResultsFile::load(&odd).unwrap(), "load"),
+        (odd_method.clone(), ResultsFile::load(&odd_method).unwrap(), "method"),
+        (odd_params.clone(), ResultsFile::load(&odd_params).unwrap(), "request"),
+        (dir.join("odd-target.json"), odd_target_file, "target"),
+    ] {
+        let err = merge(&[files[0].clone(), (path.clone(), file)]).unwrap_err();
+        assert!(matches!(err, ResultsError::Mismatch { .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains(what), "{what}: {message}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn files_that_are_not_results_files_are_refused_by_name() {
+    let dir = temp_dir("invalid");
+    for (name, text, expected) in [
+        ("report.json", r#"{"report_version":1}"#, "JSON report"),
+        ("other.json", r#"{"format":"something"}"#, "format is 'something'"),
+        ("future.json", r#"{"format":"rpcbench-results","version":99}"#, "version 99"),
+        ("garbage.json", "not json", "not JSON"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let err = ResultsFile::load(&path).unwrap_err().to_string();
+        assert!(err.contains(name) && err.contains(expected), "{name}: {err}");
+    }
+    let err = ResultsFile::load(&dir.join("missing.json")).unwrap_err().to_string();
+    assert!(err.contains("missing.json"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
