@@ -15,12 +15,17 @@
 //! - [`demo`] runs seed 000's Solana tests against the mock node; [`client`] makes one-off
 //!   calls outside a run.
 //! - [`redact`] keeps API keys and auth headers out of every output.
+//! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop.
+//! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
+//!   into a [`monitor::ResourceReport`].
 
+pub mod capacity;
 pub mod client;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
 pub mod mock;
+pub mod monitor;
 pub mod record;
 pub mod redact;
 pub mod report;

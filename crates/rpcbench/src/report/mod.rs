@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{Arrivals, Load, RunConfig};
+use crate::monitor::ResourceReport;
 use crate::record::RunRecord;
 
 pub use text::{generator_warnings, render_text};
@@ -70,6 +71,10 @@ pub struct RunReport {
     pub bytes: BytesReport,
     /// The per-interval series.
     pub series: SeriesReport,
+    /// CPU, memory, disk and connections of the target process(es), when monitored
+    /// (`--monitor-pid`, `--monitor-cmd`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_resources: Option<ResourceReport>,
 }
 
 /// How load was applied.
@@ -328,6 +333,7 @@ impl RunReport {
                     })
                     .collect(),
             },
+            target_resources: None,
         }
     }
 

@@ -138,6 +138,9 @@ pub fn render_text(report: &RunReport) -> String {
         }
     }
     let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
+    if let Some(resources) = &report.target_resources {
+        out.push_str(&resources.render_text());
+    }
     for warning in generator_warnings(report) {
         let _ = writeln!(out, "  WARNING: {warning}");
     }
