@@ -22,6 +22,9 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Run seed 000's Solana tests against the built-in mock node and print the summary.
     Demo(DemoArgs),
+    /// Find the highest rate the endpoint serves within an SLO: open-loop steps, doubling then
+    /// bisecting.
+    Capacity(Box<crate::capacity_cmd::CapacityArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -38,7 +41,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     rpcbench::units::parse_duration(text).map_err(|err| err.to_string())
 }
 
-fn size(text: &str) -> Result<u64, String> {
+pub(crate) fn size(text: &str) -> Result<u64, String> {
     rpcbench::units::parse_size(text).map_err(|err| err.to_string())
 }
 
@@ -47,7 +50,7 @@ fn rate(text: &str) -> Result<f64, String> {
 }
 
 /// `Name: value`.
-fn header(text: &str) -> Result<(String, String), String> {
+pub(crate) fn header(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
@@ -155,4 +158,7 @@ pub struct RunArgs {
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub monitor: crate::monitor_args::MonitorArgs,
 }

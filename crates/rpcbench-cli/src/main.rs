@@ -3,7 +3,9 @@
 //! 1 a runtime failure or a breached threshold, 2 bad usage).
 
 mod args;
+mod capacity_cmd;
 mod demo_cmd;
+mod monitor_args;
 mod output;
 mod run_cmd;
 mod serve;
@@ -21,5 +23,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Capacity(args) => capacity_cmd::run(*args),
     }
 }

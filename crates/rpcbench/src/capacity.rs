@@ -207,6 +207,9 @@ fn parse_clause(text: &str, part: &str, offset: usize) -> Result<SloClause, SloE
     Ok(SloClause { text, bound })
 }
 
+/// The pseudo-clause a step breaches when no response at all was a success.
+pub const NO_SUCCESS: &str = "successes>0";
+
 /// A clause that did not hold, and by how much.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breach {
@@ -225,7 +228,9 @@ impl Breach {
     pub fn describe(&self) -> String {
         let name = self.clause.split('<').next().unwrap_or("");
         let ratio = if self.limit > 0.0 { self.observed / self.limit } else { f64::INFINITY };
-        if self.unit == "%" {
+        if self.clause == NO_SUCCESS {
+            "no successful response".to_string()
+        } else if self.unit == "%" {
             format!("{name} {:.2}% >= {}% ({ratio:.1}x)", self.observed, trim(self.limit))
         } else {
             format!("{name} {} >= {} ({ratio:.1}x)", format_micros(self.observed), format_micros(self.limit))
@@ -317,16 +322,26 @@ impl StepFigures {
             || self.unsent as f64 > UNSENT_MAX * due as f64
     }
 
-    /// The verdict and the breached clauses (measured from the intended send time).
+    /// The verdict and the breached clauses (measured from the intended send time). A step
+    /// without a single successful response fails whatever the SLO says (a dead target has no
+    /// latency to breach a latency clause).
     pub fn judge(&self, slo: &Slo) -> (Verdict, Vec<Breach>) {
-        let breaches = slo.breaches(&self.latency, self.errors, self.requests);
+        let mut breaches = slo.breaches(&self.latency, self.errors, self.requests);
+        if self.requests > 0 && self.errors == self.requests {
+            breaches.push(Breach {
+                clause: NO_SUCCESS.into(),
+                observed: 0.0,
+                limit: 0.0,
+                unit: "count".into(),
+            });
+        }
         let verdict = match (breaches.is_empty(), self.shortfall()) {
             (true, false) => Verdict::Pass,
             (false, false) => Verdict::SloBreach,
             (_, true) => {
                 // Was what did go out served within the SLO? Then the tool is to blame.
                 let served = slo.breaches(&self.latency_uncorrected, self.errors, self.requests);
-                if served.is_empty() && self.requests > 0 {
+                if served.is_empty() && self.requests > self.errors {
                     Verdict::GeneratorLimited
                 } else {
                     Verdict::SloBreach
@@ -1025,6 +1040,8 @@ mod tests {
             (figures(98, 0, 2, 2_000, 2_000), Verdict::GeneratorLimited, vec![]),
             (figures(99, 0, 1, 2_000, 2_000), Verdict::Pass, vec![]),
             (figures(0, 0, 100, 0, 0), Verdict::SloBreach, vec![]),
+            // A dead target: every request a connect error, no latency recorded.
+            (figures(100, 100, 0, 0, 0), Verdict::SloBreach, vec!["errors<1%", "successes>0"]),
         ];
         for (i, (figures, verdict, clauses)) in table.into_iter().enumerate() {
             let (got, breaches) = figures.judge(&slo);
@@ -1032,6 +1049,11 @@ mod tests {
             let names: Vec<&str> = breaches.iter().map(|b| b.clause.as_str()).collect();
             assert_eq!(names, clauses, "row {i}");
         }
+        // Without an errors clause, a dead target still fails.
+        let latency_only = Slo::parse("p99<50ms").unwrap();
+        let (verdict, breaches) = figures(100, 100, 0, 0, 0).judge(&latency_only);
+        assert_eq!(verdict, Verdict::SloBreach);
+        assert_eq!(breaches[0].describe(), "no successful response");
     }
 
     #[test]
