@@ -29,6 +29,9 @@ pub enum Command {
     /// Run one workload against several targets in turn and compare them (or, with --equal,
     /// check that they answer alike).
     Compare(Box<crate::compare_cmd::CompareArgs>),
+    /// Find the highest rate the endpoint serves within an SLO: open-loop steps, doubling then
+    /// bisecting.
+    Capacity(Box<crate::capacity_cmd::CapacityArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -49,7 +52,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     rpcbench::units::parse_duration(text).map_err(|err| err.to_string())
 }
 
-fn size(text: &str) -> Result<u64, String> {
+pub(crate) fn size(text: &str) -> Result<u64, String> {
     rpcbench::units::parse_size(text).map_err(|err| err.to_string())
 }
 
@@ -182,4 +185,7 @@ pub struct RunArgs {
     /// `report --compare`; written even when the run is interrupted.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub monitor: crate::monitor_args::MonitorArgs,
 }

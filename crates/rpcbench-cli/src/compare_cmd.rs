@@ -158,6 +158,7 @@ impl CompareArgs {
             check: None,
             fixed_id: None,
             thresholds: Vec::new(),
+            monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
             output: OutputFormat::Text,
             quiet: true,
             save: None,

@@ -3,9 +3,11 @@
 //! 1 a runtime failure or a breached threshold, 2 bad usage).
 
 mod args;
+mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
 mod merge_cmd;
+mod monitor_args;
 mod output;
 mod report_cmd;
 mod run_cmd;
@@ -27,5 +29,6 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),
+        Command::Capacity(args) => capacity_cmd::run(*args),
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
+use rpcbench::monitor::Monitor;
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::ResultsFile;
 use rpcbench::scenario::Scenario;
@@ -176,6 +177,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(parsed) => parsed,
         Err(err) => return output::usage_error(err),
     };
+    let monitor_pids = match args.monitor.resolve() {
+        Ok(pids) => pids,
+        Err(err) => return output::usage_error(err),
+    };
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(err),
@@ -187,7 +192,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     let progress_thread =
         show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
     let started = SystemTime::now();
+    let monitor = (!monitor_pids.is_empty()).then(|| Monitor::start(&monitor_pids));
     let result = run.execute();
+    let target_resources = monitor.map(Monitor::stop);
     finished.store(true, Ordering::SeqCst);
     if let Some(thread) = progress_thread {
         thread.join().ok();
@@ -199,6 +206,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let mut report = RunReport::new(&config, &record);
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
+    report.target_resources = target_resources;
     let text = match args.output {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",

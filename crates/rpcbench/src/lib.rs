@@ -22,13 +22,18 @@
 //!   shards; [`compare`] runs one workload against several targets and checks that they
 //!   answer alike.
 //! - [`redact`] keeps API keys and auth headers out of every output.
+//! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop.
+//! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
+//!   into a [`monitor::ResourceReport`].
 
+pub mod capacity;
 pub mod client;
 pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
 pub mod mock;
+pub mod monitor;
 pub mod record;
 pub mod redact;
 pub mod report;

@@ -18,6 +18,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{Arrivals, Load, RunConfig};
+use crate::monitor::ResourceReport;
 use crate::record::RunRecord;
 
 pub use csv::{render_csv, CSV_COLUMNS};
@@ -88,6 +89,10 @@ pub struct RunReport {
     /// Verdicts on the run's thresholds (empty when none were given).
     #[serde(default)]
     pub thresholds: Vec<crate::thresholds::ThresholdResult>,
+    /// CPU, memory, disk and connections of the target process(es), when monitored
+    /// (`--monitor-pid`, `--monitor-cmd`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_resources: Option<ResourceReport>,
 }
 
 /// One stage of a staged run.
@@ -440,6 +445,7 @@ impl RunReport {
                     })
                     .collect(),
             },
+            target_resources: None,
         }
     }
 

@@ -198,6 +198,9 @@ pub fn render_text(report: &RunReport) -> String {
             }
         }
     }
+    if let Some(resources) = &report.target_resources {
+        out.push_str(&resources.render_text());
+    }
     for warning in generator_warnings(report) {
         let _ = writeln!(out, "  WARNING: {warning}");
     }

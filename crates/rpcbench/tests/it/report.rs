@@ -16,7 +16,7 @@ fn schema() -> jsonschema::JSONSchema {
     jsonschema::JSONSchema::compile(&schema).expect("the schema compiles")
 }
 
-fn assert_valid(report: &RunReport) {
+pub(crate) fn assert_valid(report: &RunReport) {
     let value: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
     let schema = schema();
     let messages: Vec<String> = match schema.validate(&value) {

@@ -1,0 +1,223 @@
+//! `rpcbench capacity`: finds the highest rate a target serves within an SLO. Builds the
+//! request and the search settings from the arguments, runs the library's search with one
+//! progress line per step on standard error, and prints the table (or JSON).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use rpcbench::capacity::{search, CapacitySettings, SearchBounds, Slo, SloBound, StepResult};
+use rpcbench::engine::config::{ConfigError, RunConfig, Target, TlsOptions};
+use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
+use rpcbench::units::{format_micros, parse_rate};
+
+use crate::args::{duration, header, size, CheckArg, OutputFormat};
+use crate::monitor_args::MonitorArgs;
+use crate::output;
+
+fn rate(text: &str) -> Result<f64, String> {
+    parse_rate(text).map_err(|err| err.to_string())
+}
+
+/// `5%` or `5`: a percentage above 0 and below 100, returned as a fraction.
+fn precision(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    match number.trim().parse::<f64>() {
+        Ok(percent) if percent > 0.0 && percent < 100.0 => Ok(percent / 100.0),
+        _ => Err(format!("'{text}' is not a percentage above 0% and below 100%, such as 5%")),
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]))]
+pub struct CapacityArgs {
+    /// The endpoint, http:// or https://.
+    pub url: String,
+
+    /// JSON-RPC method to call.
+    #[arg(short, long, help_heading = "Request")]
+    pub method: Option<String>,
+    /// Params of the method, a JSON array or object.
+    #[arg(short, long, requires = "method", help_heading = "Request")]
+    pub params: Option<String>,
+    /// A whole JSON-RPC request object (its id is replaced per request).
+    #[arg(short, long, help_heading = "Request")]
+    pub body: Option<String>,
+    /// A file holding a JSON-RPC request object.
+    #[arg(long, help_heading = "Request")]
+    pub body_file: Option<PathBuf>,
+
+    /// The objective, comma-separated: p50|p75|p90|p95|p99|p99.9|p99.99|max<DURATION and
+    /// errors<PCT%, e.g. 'p99<500ms,errors<0.1%'.
+    #[arg(long, help_heading = "Search")]
+    pub slo: String,
+    /// First rate tried; doubled while steps pass.
+    #[arg(long, value_parser = rate, default_value = "100", help_heading = "Search")]
+    pub start_rate: f64,
+    /// Highest rate tried.
+    #[arg(long, value_parser = rate, default_value = "1000000", help_heading = "Search")]
+    pub max_rate: f64,
+    /// Stop when the first failing rate is within this much of the highest passing one.
+    #[arg(long, value_parser = precision, default_value = "5%", help_heading = "Search")]
+    pub precision: f64,
+    /// Measured length of each step.
+    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "Search")]
+    pub step: Duration,
+    /// Warmup of each step: sent at the step's rate, not measured.
+    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    pub warmup: Duration,
+    /// Pause between steps, so that one step's backlog does not spill into the next.
+    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    pub cooldown: Duration,
+    /// The most connections a step opens to keep up with its rate.
+    #[arg(long, default_value_t = 1024, help_heading = "Load")]
+    pub max_connections: usize,
+    /// Worker threads (default: one per core).
+    #[arg(long, help_heading = "Load")]
+    pub threads: Option<usize>,
+
+    /// Extra header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_parser = header, help_heading = "HTTP")]
+    pub headers: Vec<(String, String)>,
+    /// Time allowed for one request (a timeout counts as an error).
+    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
+    pub timeout: Duration,
+    /// Time allowed to connect.
+    #[arg(long, value_parser = duration, default_value = "3s", help_heading = "HTTP")]
+    pub connect_timeout: Duration,
+    /// Accept any TLS certificate.
+    #[arg(long, help_heading = "HTTP")]
+    pub insecure: bool,
+    /// Trust the PEM certificates in this file too.
+    #[arg(long, help_heading = "HTTP")]
+    pub cacert: Option<PathBuf>,
+    /// Largest response body accepted; larger ones count as invalid.
+    #[arg(long, value_parser = size, default_value = "64MiB", help_heading = "HTTP")]
+    pub max_body: u64,
+    /// How much of each response to check.
+    #[arg(long, value_enum, default_value_t = CheckArg::Scan, help_heading = "HTTP")]
+    pub check: CheckArg,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
+
+    /// Report format on standard output.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
+    pub output: OutputFormat,
+    /// No progress lines on standard error.
+    #[arg(short, long, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+fn request(args: &CapacityArgs) -> Result<RequestTemplate, ConfigError> {
+    if let Some(method) = &args.method {
+        let params = args
+            .params
+            .as_deref()
+            .map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?;
+        return RequestTemplate::from_method(method, params.as_ref())
+            .map_err(|err| ConfigError::new("--params", err.0));
+    }
+    let (flag, text) = match (&args.body, &args.body_file) {
+        (Some(body), _) => ("--body".to_string(), body.clone()),
+        (None, Some(path)) => {
+            let flag = format!("--body-file {}", path.display());
+            let text =
+                std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
+            (flag, text)
+        }
+        (None, None) => {
+            return Err(ConfigError::new("--method", "one of --method, --body or --body-file is required"))
+        }
+    };
+    RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(flag, err.0))
+}
+
+/// The request every step sends and the search settings, validated.
+pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
+    let slo =
+        Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
+    let target = Target::parse(&args.url)?;
+    let mut config = RunConfig::new(target, request(args)?);
+    config.headers = args.headers.clone();
+    config.timeout = args.timeout;
+    config.connect_timeout = args.connect_timeout;
+    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    if args.threads == Some(0) {
+        return Err(ConfigError::new("--threads", "must be at least 1"));
+    }
+    config.threads = args.threads.unwrap_or(0);
+    config.max_body = args.max_body;
+    config.check = match args.check {
+        CheckArg::Scan => CheckMode::Scan,
+        CheckArg::Full => CheckMode::Full,
+    };
+    config.validate()?;
+    let mut settings = CapacitySettings::new(slo);
+    settings.bounds = SearchBounds::new(args.start_rate, args.max_rate, args.precision);
+    settings.step = args.step;
+    settings.warmup = args.warmup;
+    settings.cooldown = args.cooldown;
+    settings.max_connections = args.max_connections;
+    settings.monitor_pids = args.monitor.resolve()?;
+    settings.validate()?;
+    Ok((config, settings))
+}
+
+fn progress_line(step: &StepResult) -> String {
+    format!(
+        "  step {:>2}: {:>9}/s -> achieved {:>9.1}/s, p50 {}, p99 {}, errors {:.2}%: {}",
+        step.step,
+        step.target_rate,
+        step.achieved_rate,
+        format_micros(step.p50_us as f64),
+        format_micros(step.p99_us as f64),
+        step.error_percent,
+        step.verdict_text()
+    )
+}
+
+pub fn run(args: CapacityArgs) -> ExitCode {
+    let (config, settings) = match to_settings(&args) {
+        Ok(both) => both,
+        Err(err) => return output::usage_error(err),
+    };
+    let stop = StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    if !args.quiet {
+        eprintln!(
+            "rpcbench capacity: {} against {}, SLO {}, steps of {} (+{} warmup) from {}/s",
+            config.workload.label(),
+            config.target.redacted(),
+            settings.slo,
+            rpcbench::units::format_duration(settings.step),
+            rpcbench::units::format_duration(settings.warmup),
+            settings.bounds.start_rate
+        );
+        if !settings.slo.clauses.iter().any(|c| matches!(c.bound, SloBound::ErrorPercent(_))) {
+            eprintln!(
+                "  note: the SLO has no errors clause; failed requests count only through their latency"
+            );
+        }
+    }
+    let quiet = args.quiet;
+    let result = search(&config, &settings, &stop, |step| {
+        if !quiet {
+            eprintln!("{}", progress_line(step));
+        }
+    });
+    let report = match result {
+        Ok(report) => report,
+        Err(EngineError::Config(err)) => return output::usage_error(err),
+        Err(err) => return output::failure(err),
+    };
+    let text = match args.output {
+        OutputFormat::Text => report.render_text(),
+        OutputFormat::Json => report.to_json() + "\n",
+    };
+    output::print_stdout(&text)
+}

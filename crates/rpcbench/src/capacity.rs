@@ -1,0 +1,1228 @@
+//! Capacity search: the highest request rate a target serves within a service-level objective.
+//!
+//! The search runs open-loop steps (uniform arrivals, each with its own warmup, a cool-down
+//! between them) and judges each against the [`Slo`]:
+//!
+//! 1. Coarse phase: from the start rate, double while steps pass, up to the maximum rate.
+//!    If the very first step fails, halve instead until one passes (down to 1 req/s).
+//! 2. Bisection between the highest passing rate and the lowest failing rate, until the
+//!    bracket is narrower than the precision (relative to the passing rate).
+//!
+//! The next rate is a pure function of the steps so far ([`next_step`]), tested with tables.
+//! A step fails on an SLO breach, or when the generator did not achieve its rate (achieved
+//! below 95% of the target, or more than 1% of the due requests never sent). A shortfall is
+//! blamed on the generator ([`Verdict::GeneratorLimited`]) when the requests that did go out
+//! were served within the SLO measured from their actual send time; otherwise on the target.
+//!
+//! The result ([`CapacityReport`]) has every step, the answer (highest passing rate) with its
+//! margin to the first failing rate, and the knee: the last rate before p99 more than doubles
+//! over the lowest-rate step's p99.
+
+use std::fmt::{self, Write};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig};
+use crate::engine::{EngineError, Run, StopHandle};
+use crate::monitor::{Monitor, ResourceReport};
+use crate::report::{LatencyReport, RunReport, PERCENTILES};
+use crate::units::{format_duration, format_micros, parse_duration};
+
+/// A step that sent less than this share of its target rate did not achieve it.
+pub const ACHIEVED_MIN: f64 = 0.95;
+/// A step that left more than this share of its due requests unsent did not achieve its rate.
+pub const UNSENT_MAX: f64 = 0.01;
+/// The knee is where p99 first exceeds this multiple of the lowest-rate step's p99.
+pub const KNEE_FACTOR: f64 = 2.0;
+
+// ---------------------------------------------------------------------------------------------
+// SLO
+
+/// A latency figure an SLO clause can bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyStat {
+    /// A percentile by its report name (`p99`).
+    Percentile(&'static str),
+    /// The largest latency.
+    Max,
+}
+
+/// What one SLO clause bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SloBound {
+    /// The latency figure must stay below the duration.
+    Latency(LatencyStat, Duration),
+    /// The share of requests that are errors must stay below this percentage.
+    ErrorPercent(f64),
+}
+
+/// One clause of an SLO, such as `p99<500ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SloClause {
+    /// The clause as written, without spaces.
+    pub text: String,
+    /// What it bounds.
+    pub bound: SloBound,
+}
+
+/// A service-level objective: every clause must hold for a step to pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    /// The clauses, in the order written.
+    pub clauses: Vec<SloClause>,
+}
+
+/// A bad SLO text: where (1-based character position) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SloError {
+    /// Character position of the fault in the SLO text, from 1.
+    pub position: usize,
+    /// What is wrong there.
+    pub message: String,
+}
+
+impl fmt::Display for SloError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at character {}: {}", self.position, self.message)
+    }
+}
+
+impl std::error::Error for SloError {}
+
+const SLO_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, max or errors";
+
+impl Slo {
+    /// Parses comma-separated clauses: `p50|p75|p90|p95|p99|p99.9|p99.99|max < DURATION` and
+    /// `errors < PCT%`, for example `p99<500ms, errors<0.1%`.
+    pub fn parse(text: &str) -> Result<Slo, SloError> {
+        let mut clauses = Vec::new();
+        let mut offset = 0;
+        for part in text.split(',') {
+            clauses.push(parse_clause(text, part, offset)?);
+            offset += part.len() + 1;
+        }
+        Ok(Slo { clauses })
+    }
+
+    /// The clauses that do not hold for these figures, each with what was observed.
+    pub fn breaches(&self, latency: &LatencyReport, errors: u64, total: u64) -> Vec<Breach> {
+        let error_percent = percent(errors, total);
+        self.clauses
+            .iter()
+            .filter_map(|clause| {
+                let (observed, limit, unit) = match clause.bound {
+                    SloBound::Latency(stat, limit) => {
+                        let value = match stat {
+                            LatencyStat::Percentile(name) => latency.percentile(name),
+                            LatencyStat::Max => latency.max_us,
+                        };
+                        (value as f64, limit.as_secs_f64() * 1e6, "us")
+                    }
+                    SloBound::ErrorPercent(limit) => (error_percent, limit, "%"),
+                };
+                (observed >= limit).then(|| Breach {
+                    clause: clause.text.clone(),
+                    observed,
+                    limit,
+                    unit: unit.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let texts: Vec<&str> = self.clauses.iter().map(|c| c.text.as_str()).collect();
+        f.write_str(&texts.join(", "))
+    }
+}
+
+/// Character position (from 1) of byte `offset` in `text`.
+fn position(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].chars().count() + 1
+}
+
+fn parse_clause(text: &str, part: &str, offset: usize) -> Result<SloClause, SloError> {
+    let error = |at: usize, message: String| SloError { position: position(text, at), message };
+    let leading = part.len() - part.trim_start().len();
+    let body = part.trim();
+    let start = offset + leading;
+    if body.is_empty() {
+        return Err(error(
+            start,
+            format!("an empty clause (expected {SLO_METRICS} followed by '<' and a limit)"),
+        ));
+    }
+    let Some(less) = body.find('<') else {
+        return Err(error(start + body.len(), format!("expected '<' and a limit after '{body}'")));
+    };
+    let metric = body[..less].trim();
+    let value = body[less + 1..].trim();
+    let value_start = start + less + 1 + (body[less + 1..].len() - body[less + 1..].trim_start().len());
+    if value.starts_with('=') {
+        return Err(error(value_start, "only '<' is supported (the limit itself fails)".into()));
+    }
+    let bound = if metric.eq_ignore_ascii_case("errors") {
+        let Some(number) = value.strip_suffix('%') else {
+            return Err(error(
+                value_start,
+                format!("expected a percentage such as 0.1% after 'errors<', got '{value}'"),
+            ));
+        };
+        match number.trim().parse::<f64>() {
+            Ok(limit) if limit.is_finite() && limit > 0.0 && limit <= 100.0 => SloBound::ErrorPercent(limit),
+            _ => {
+                return Err(error(
+                    value_start,
+                    format!("'{value}' is not a percentage above 0% and at most 100%"),
+                ))
+            }
+        }
+    } else {
+        let stat = if metric.eq_ignore_ascii_case("max") {
+            LatencyStat::Max
+        } else {
+            let name = metric.to_ascii_lowercase();
+            match PERCENTILES.iter().find(|(known, _)| *known == name) {
+                Some((known, _)) => LatencyStat::Percentile(known),
+                None => {
+                    let message = if metric.is_empty() {
+                        format!("expected {SLO_METRICS} before '<'")
+                    } else {
+                        format!("unknown figure '{metric}' (expected {SLO_METRICS})")
+                    };
+                    return Err(error(start, message));
+                }
+            }
+        };
+        match parse_duration(value) {
+            Ok(limit) if !limit.is_zero() => SloBound::Latency(stat, limit),
+            Ok(_) => return Err(error(value_start, "the latency limit must be longer than zero".into())),
+            Err(err) => return Err(error(value_start, err.to_string())),
+        }
+    };
+    let text: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    Ok(SloClause { text, bound })
+}
+
+/// The pseudo-clause a step breaches when no response at all was a success.
+pub const NO_SUCCESS: &str = "successes>0";
+
+/// A clause that did not hold, and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breach {
+    /// The clause, such as `p99<50ms`.
+    pub clause: String,
+    /// What the step measured: microseconds or percent.
+    pub observed: f64,
+    /// The clause's limit, in the same unit.
+    pub limit: f64,
+    /// `us` or `%`.
+    pub unit: String,
+}
+
+impl Breach {
+    /// `p99 812.00ms >= 50ms (16.2x)`.
+    pub fn describe(&self) -> String {
+        let name = self.clause.split('<').next().unwrap_or("");
+        let ratio = if self.limit > 0.0 { self.observed / self.limit } else { f64::INFINITY };
+        if self.clause == NO_SUCCESS {
+            "no successful response".to_string()
+        } else if self.unit == "%" {
+            format!("{name} {:.2}% >= {}% ({ratio:.1}x)", self.observed, trim(self.limit))
+        } else {
+            format!("{name} {} >= {} ({ratio:.1}x)", format_micros(self.observed), format_micros(self.limit))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Judging a step
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Within the SLO at the target rate.
+    Pass,
+    /// The target breached the SLO.
+    SloBreach,
+    /// The generator did not achieve the rate while the target served what was sent within the
+    /// SLO: the search cannot tell what the target would do at this rate.
+    GeneratorLimited,
+    /// Stopped before the end (Ctrl-C); not used by the search.
+    Interrupted,
+}
+
+impl Verdict {
+    /// Whether the step counts as passing.
+    pub fn passed(self) -> bool {
+        self == Verdict::Pass
+    }
+}
+
+/// The figures of one step a verdict depends on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepFigures {
+    /// The rate asked for, requests per second.
+    pub target_rate: f64,
+    /// Measured length of the step.
+    pub duration: Duration,
+    /// Requests sent in the measured time (every one with an outcome).
+    pub requests: u64,
+    /// Of which errors.
+    pub errors: u64,
+    /// Requests due in the measured time that were never sent.
+    pub unsent: u64,
+    /// Mean of how late requests were sent after their intended time, microseconds.
+    pub send_lag_mean_us: u64,
+    /// Latency from the intended send time.
+    pub latency: LatencyReport,
+    /// Latency from the actual send time.
+    pub latency_uncorrected: LatencyReport,
+}
+
+impl StepFigures {
+    /// The figures of a finished step's report.
+    pub fn from_report(target_rate: f64, duration: Duration, report: &RunReport) -> Self {
+        Self {
+            target_rate,
+            duration,
+            requests: report.requests.total,
+            errors: report.requests.errors,
+            unsent: report.requests.unsent.unwrap_or(0),
+            send_lag_mean_us: report.send_lag.as_ref().map(|lag| lag.mean_us).unwrap_or(0),
+            latency: report.latency.clone(),
+            latency_uncorrected: report.latency_uncorrected.clone(),
+        }
+    }
+
+    /// The rate the generator kept up: requests sent, over the step's length plus how far the
+    /// sends slipped behind schedule by the end. Requests due in the step but sent late are
+    /// still sent (open loop never drops them), so a count alone would hide the slip. A
+    /// generator falling steadily behind slips from 0 to twice its mean send lag, which is the
+    /// slip counted; a short stall it catches up on hardly moves the mean. The time responses
+    /// take to come back does not count against the generator.
+    pub fn achieved_rate(&self) -> f64 {
+        let seconds = self.duration.as_secs_f64() + 2.0 * self.send_lag_mean_us as f64 / 1e6;
+        if seconds > 0.0 {
+            self.requests as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether the generator fell short of the target rate.
+    pub fn shortfall(&self) -> bool {
+        let due = self.requests + self.unsent;
+        self.requests == 0
+            || self.achieved_rate() < ACHIEVED_MIN * self.target_rate
+            || self.unsent as f64 > UNSENT_MAX * due as f64
+    }
+
+    /// The verdict and the breached clauses (measured from the intended send time). A step
+    /// without a single successful response fails whatever the SLO says (a dead target has no
+    /// latency to breach a latency clause).
+    pub fn judge(&self, slo: &Slo) -> (Verdict, Vec<Breach>) {
+        let mut breaches = slo.breaches(&self.latency, self.errors, self.requests);
+        if self.requests > 0 && self.errors == self.requests {
+            breaches.push(Breach {
+                clause: NO_SUCCESS.into(),
+                observed: 0.0,
+                limit: 0.0,
+                unit: "count".into(),
+            });
+        }
+        let verdict = match (breaches.is_empty(), self.shortfall()) {
+            (true, false) => Verdict::Pass,
+            (false, false) => Verdict::SloBreach,
+            (_, true) => {
+                // Was what did go out served within the SLO? Then the tool is to blame.
+                let served = slo.breaches(&self.latency_uncorrected, self.errors, self.requests);
+                if served.is_empty() && self.requests > self.errors {
+                    Verdict::GeneratorLimited
+                } else {
+                    Verdict::SloBreach
+                }
+            }
+        };
+        (verdict, breaches)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The search, as a pure function
+
+/// The limits of a search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchBounds {
+    /// First rate tried.
+    pub start_rate: f64,
+    /// Highest rate tried.
+    pub max_rate: f64,
+    /// Lowest rate tried when even the start rate fails.
+    pub min_rate: f64,
+    /// Bisection stops when (first fail - highest pass) <= precision x highest pass.
+    pub precision: f64,
+    /// At most this many steps.
+    pub max_steps: usize,
+}
+
+impl SearchBounds {
+    /// Bounds with the defaults of `rpcbench capacity`.
+    pub fn new(start_rate: f64, max_rate: f64, precision: f64) -> Self {
+        Self { start_rate, max_rate, min_rate: start_rate.min(1.0), precision, max_steps: 40 }
+    }
+}
+
+/// What the search does next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NextStep {
+    /// Run a step at this rate.
+    Run(f64),
+    /// The search is over.
+    Done,
+}
+
+/// The highest passing rate and the lowest failing rate above it.
+pub fn bracket(history: &[(f64, bool)]) -> (Option<f64>, Option<f64>) {
+    let pass = history.iter().filter(|(_, passed)| *passed).map(|(rate, _)| *rate).reduce(f64::max);
+    let fail = history
+        .iter()
+        .filter(|(rate, passed)| !passed && pass.is_none_or(|pass| *rate > pass))
+        .map(|(rate, _)| *rate)
+        .reduce(f64::min);
+    (pass, fail)
+}
+
+/// The next step of the search, given the (rate, passed) of every step so far.
+pub fn next_step(bounds: &SearchBounds, history: &[(f64, bool)]) -> NextStep {
+    if history.len() >= bounds.max_steps {
+        return NextStep::Done;
+    }
+    match bracket(history) {
+        (None, None) => NextStep::Run(bounds.start_rate.min(bounds.max_rate)),
+        // Coarse phase up: double until a failure or the maximum.
+        (Some(pass), None) => {
+            if pass >= bounds.max_rate {
+                NextStep::Done
+            } else {
+                NextStep::Run((pass * 2.0).min(bounds.max_rate))
+            }
+        }
+        // Coarse phase down: the start rate failed; halve until a pass or the minimum.
+        (None, Some(fail)) => {
+            if fail <= bounds.min_rate {
+                NextStep::Done
+            } else {
+                NextStep::Run(round_rate(fail / 2.0).max(bounds.min_rate))
+            }
+        }
+        (Some(pass), Some(fail)) => {
+            if fail - pass <= bounds.precision * pass {
+                return NextStep::Done;
+            }
+            let middle = round_rate((pass + fail) / 2.0);
+            if middle <= pass || middle >= fail {
+                NextStep::Done
+            } else {
+                NextStep::Run(middle)
+            }
+        }
+    }
+}
+
+/// Whole requests per second from 10 up, hundredths below.
+fn round_rate(rate: f64) -> f64 {
+    if rate >= 10.0 {
+        rate.round()
+    } else {
+        (rate * 100.0).round() / 100.0
+    }
+}
+
+/// The last rate before p99 rises above [`KNEE_FACTOR`] times the lowest-rate step's p99, from
+/// (rate, p99 in microseconds) of the steps; `None` if p99 never does.
+pub fn knee(steps: &[(f64, u64)]) -> Option<f64> {
+    let mut sorted = steps.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let baseline = sorted.first()?.1.max(1) as f64;
+    sorted.windows(2).find(|pair| pair[1].1 as f64 > KNEE_FACTOR * baseline).map(|pair| pair[0].0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running it
+
+/// Everything a capacity search needs besides the request.
+#[derive(Debug, Clone)]
+pub struct CapacitySettings {
+    /// The objective.
+    pub slo: Slo,
+    /// Rates and precision.
+    pub bounds: SearchBounds,
+    /// Measured length of each step.
+    pub step: Duration,
+    /// Warmup of each step, sent but not measured.
+    pub warmup: Duration,
+    /// Pause between steps, so that one step's backlog does not leak into the next.
+    pub cooldown: Duration,
+    /// The most connections a step opens.
+    pub max_connections: usize,
+    /// Processes whose resources are sampled during each step.
+    pub monitor_pids: Vec<u32>,
+}
+
+impl CapacitySettings {
+    /// Settings with the defaults of `rpcbench capacity` (5 s steps, 1 s warmup, 1 s cool-down,
+    /// from 100 req/s up to 1,000,000, 5% precision, 1024 connections).
+    pub fn new(slo: Slo) -> Self {
+        Self {
+            slo,
+            bounds: SearchBounds::new(100.0, 1_000_000.0, 0.05),
+            step: Duration::from_secs(5),
+            warmup: Duration::from_secs(1),
+            cooldown: Duration::from_secs(1),
+            max_connections: 1024,
+            monitor_pids: Vec::new(),
+        }
+    }
+
+    /// Checks the settings, naming the flag at fault.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bounds = &self.bounds;
+        let rate_ok = |rate: f64| rate.is_finite() && rate > 0.0 && rate <= 10_000_000.0;
+        if !rate_ok(bounds.start_rate) {
+            return Err(ConfigError::new("--start-rate", "must be a positive rate of at most 10000000/s"));
+        }
+        if !rate_ok(bounds.max_rate) {
+            return Err(ConfigError::new("--max-rate", "must be a positive rate of at most 10000000/s"));
+        }
+        if bounds.max_rate < bounds.start_rate {
+            return Err(ConfigError::new("--max-rate", "must be at least --start-rate"));
+        }
+        if !(bounds.precision > 0.0 && bounds.precision < 1.0) {
+            return Err(ConfigError::new("--precision", "must be above 0% and below 100%"));
+        }
+        if self.step.is_zero() {
+            return Err(ConfigError::new("--step", "must be longer than zero"));
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::new("--max-connections", "must be at least 1"));
+        }
+        if self.slo.clauses.is_empty() {
+            return Err(ConfigError::new("--slo", "needs at least one clause"));
+        }
+        Ok(())
+    }
+}
+
+/// One step of the search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// Order of the step, from 1.
+    pub step: usize,
+    /// The rate asked for, requests per second.
+    pub target_rate: f64,
+    /// The rate the generator kept up: requests sent over the step length plus twice the mean
+    /// send lag (see [`StepFigures::achieved_rate`]).
+    pub achieved_rate: f64,
+    /// Requests sent in the measured time.
+    pub requests: u64,
+    /// Of which errors.
+    pub errors: u64,
+    /// Errors as a percentage of requests.
+    pub error_percent: f64,
+    /// Requests due but never sent.
+    pub unsent: u64,
+    /// Median latency (from the intended send time), microseconds.
+    pub p50_us: u64,
+    /// 99th percentile latency (from the intended send time), microseconds.
+    pub p99_us: u64,
+    /// 99th percentile latency from the actual send time, microseconds.
+    pub p99_uncorrected_us: u64,
+    /// Mean send lag, microseconds.
+    pub send_lag_mean_us: u64,
+    /// Pass, SLO breach or generator limited.
+    pub verdict: Verdict,
+    /// The clauses breached (measured from the intended send time).
+    pub breaches: Vec<Breach>,
+    /// The generator fell short of the rate (achieved < 95% or unsent > 1%).
+    pub generator_shortfall: bool,
+    /// Resources of the monitored processes during the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_resources: Option<ResourceReport>,
+}
+
+impl StepResult {
+    /// The verdict column: `pass`, `FAIL p99 812.00ms >= 50ms (16.2x)`, `GENERATOR LIMITED …`.
+    pub fn verdict_text(&self) -> String {
+        let breaches: Vec<String> = self.breaches.iter().map(Breach::describe).collect();
+        match self.verdict {
+            Verdict::Pass => "pass".into(),
+            Verdict::SloBreach => {
+                let mut text = format!("FAIL {}", breaches.join(", "));
+                if breaches.is_empty() {
+                    text = format!("FAIL {}", self.shortfall_text());
+                } else if self.generator_shortfall {
+                    text.push_str("; ");
+                    text.push_str(&self.shortfall_text());
+                }
+                text
+            }
+            Verdict::GeneratorLimited => format!("GENERATOR LIMITED: {}", self.shortfall_text()),
+            Verdict::Interrupted => "interrupted".into(),
+        }
+    }
+
+    fn shortfall_text(&self) -> String {
+        let due = self.requests + self.unsent;
+        format!(
+            "sent {:.1}% of the rate, {} of {due} not sent",
+            self.achieved_rate * 100.0 / self.target_rate.max(f64::MIN_POSITIVE),
+            self.unsent
+        )
+    }
+}
+
+/// Runs one step at `rate`: an open-loop run of `settings.step` after `settings.warmup`.
+pub fn run_step(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    rate: f64,
+    number: usize,
+    stop: &StopHandle,
+) -> Result<StepResult, EngineError> {
+    let mut config = base.clone();
+    config.load = Load::Open { rate, arrivals: Arrivals::Uniform, max_connections: settings.max_connections };
+    config.length = Length { duration: Some(settings.step), requests: None };
+    config.warmup = settings.warmup;
+    let run = Run::with_stop(config.clone(), stop.clone())?;
+    let monitor = (!settings.monitor_pids.is_empty()).then(|| Monitor::start(&settings.monitor_pids));
+    let record = run.execute();
+    let resources = monitor.map(Monitor::stop);
+    let record = record?;
+    let report = RunReport::new(&config, &record);
+    let figures = StepFigures::from_report(rate, settings.step, &report);
+    let (mut verdict, breaches) = figures.judge(&settings.slo);
+    if record.interrupted {
+        verdict = Verdict::Interrupted;
+    }
+    Ok(StepResult {
+        step: number,
+        target_rate: rate,
+        achieved_rate: round2(figures.achieved_rate()),
+        requests: figures.requests,
+        errors: figures.errors,
+        error_percent: round2(percent(figures.errors, figures.requests)),
+        unsent: figures.unsent,
+        p50_us: report.latency.percentile("p50"),
+        p99_us: report.latency.percentile("p99"),
+        p99_uncorrected_us: report.latency_uncorrected.percentile("p99"),
+        send_lag_mean_us: figures.send_lag_mean_us,
+        verdict,
+        breaches,
+        generator_shortfall: figures.shortfall(),
+        target_resources: resources,
+    })
+}
+
+/// The settings of a search as the report shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettingsReport {
+    /// The SLO as given.
+    pub slo: String,
+    /// First rate tried.
+    pub start_rate: f64,
+    /// Highest rate allowed.
+    pub max_rate: f64,
+    /// Relative width of the final bracket, percent.
+    pub precision_percent: f64,
+    /// Measured length of each step, microseconds.
+    pub step_us: u64,
+    /// Warmup of each step, microseconds.
+    pub warmup_us: u64,
+    /// Pause between steps, microseconds.
+    pub cooldown_us: u64,
+    /// Connection cap of each step.
+    pub max_connections: u64,
+}
+
+/// The result of a capacity search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityReport {
+    /// The tool that made it.
+    pub tool: String,
+    /// The target URL with secrets redacted.
+    pub target: String,
+    /// The JSON-RPC method called.
+    pub method: String,
+    /// How the search was run.
+    pub settings: SearchSettingsReport,
+    /// Every step, in the order run.
+    pub steps: Vec<StepResult>,
+    /// The highest rate that passed, requests per second; null if none did.
+    pub capacity: Option<f64>,
+    /// The lowest rate above it that failed; null if none did.
+    pub first_failing_rate: Option<f64>,
+    /// `first_failing_rate - capacity`, requests per second.
+    pub margin: Option<f64>,
+    /// The margin as a percentage of the capacity.
+    pub margin_percent: Option<f64>,
+    /// What ended the climb: `slo` (the target), `generator`, `max_rate`, `no_pass` (even the
+    /// lowest rate failed), `interrupted` or `max_steps`.
+    pub limited_by: String,
+    /// The last rate before p99 more than doubles over the lowest-rate step's p99; null: none.
+    pub knee: Option<f64>,
+    /// The p99 of the lowest-rate step the knee compares to, microseconds.
+    pub knee_baseline_p99_us: Option<u64>,
+    /// The search was stopped before the end (Ctrl-C).
+    pub interrupted: bool,
+    /// Wall time of the whole search, microseconds.
+    pub elapsed_us: u64,
+}
+
+/// Runs the whole search. `on_step` sees every step as it finishes (for progress output).
+/// Stopping `stop` ends the step that is running; the report covers the steps before it.
+pub fn search(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    stop: &StopHandle,
+    mut on_step: impl FnMut(&StepResult),
+) -> Result<CapacityReport, EngineError> {
+    settings.validate().map_err(EngineError::Config)?;
+    base.validate().map_err(EngineError::Config)?;
+    let started = Instant::now();
+    let mut steps: Vec<StepResult> = Vec::new();
+    let mut interrupted = false;
+    loop {
+        let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.target_rate, s.verdict.passed())).collect();
+        let NextStep::Run(rate) = next_step(&settings.bounds, &history) else {
+            break;
+        };
+        if !steps.is_empty() && !pause(settings.cooldown, stop) {
+            interrupted = true;
+            break;
+        }
+        if stop.is_stopped() {
+            interrupted = true;
+            break;
+        }
+        let step = run_step(base, settings, rate, steps.len() + 1, stop)?;
+        on_step(&step);
+        if step.verdict == Verdict::Interrupted {
+            interrupted = true;
+            break;
+        }
+        steps.push(step);
+    }
+    Ok(summarize(base, settings, steps, interrupted, started.elapsed()))
+}
+
+/// Sleeps for `length` unless stopped first; false if stopped.
+fn pause(length: Duration, stop: &StopHandle) -> bool {
+    let until = Instant::now() + length;
+    while Instant::now() < until {
+        if stop.is_stopped() {
+            return false;
+        }
+        std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
+    }
+    !stop.is_stopped()
+}
+
+/// The report of a finished (or stopped) search.
+pub fn summarize(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    steps: Vec<StepResult>,
+    interrupted: bool,
+    elapsed: Duration,
+) -> CapacityReport {
+    let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.target_rate, s.verdict.passed())).collect();
+    let (capacity, first_fail) = bracket(&history);
+    let fail_step = first_fail.and_then(|rate| steps.iter().find(|s| s.target_rate == rate));
+    let limited_by = if interrupted {
+        "interrupted"
+    } else if let Some(step) = fail_step.filter(|_| capacity.is_some()) {
+        if step.verdict == Verdict::GeneratorLimited {
+            "generator"
+        } else {
+            "slo"
+        }
+    } else if capacity.is_some_and(|rate| rate >= settings.bounds.max_rate) {
+        "max_rate"
+    } else if capacity.is_none() && first_fail.is_some() {
+        "no_pass"
+    } else {
+        "max_steps"
+    };
+    // Generator-limited steps say nothing about the target's latency.
+    let latencies: Vec<(f64, u64)> = steps
+        .iter()
+        .filter(|s| s.verdict != Verdict::GeneratorLimited)
+        .map(|s| (s.target_rate, s.p99_us))
+        .collect();
+    let baseline = latencies.iter().min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, p99)| *p99);
+    let margin = capacity.zip(first_fail).map(|(pass, fail)| fail - pass);
+    CapacityReport {
+        tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
+        target: base.target.redacted(),
+        method: base.workload.label(),
+        settings: SearchSettingsReport {
+            slo: settings.slo.to_string(),
+            start_rate: settings.bounds.start_rate,
+            max_rate: settings.bounds.max_rate,
+            precision_percent: round2(settings.bounds.precision * 100.0),
+            step_us: micros(settings.step),
+            warmup_us: micros(settings.warmup),
+            cooldown_us: micros(settings.cooldown),
+            max_connections: settings.max_connections as u64,
+        },
+        capacity,
+        first_failing_rate: first_fail.filter(|_| capacity.is_some()),
+        margin,
+        margin_percent: margin.zip(capacity).map(|(margin, pass)| round2(margin * 100.0 / pass)),
+        limited_by: limited_by.into(),
+        knee: knee(&latencies),
+        knee_baseline_p99_us: baseline,
+        steps,
+        interrupted,
+        elapsed_us: micros(elapsed),
+    }
+}
+
+impl CapacityReport {
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// The text report: the steps as a table, then the answer and the knee.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let settings = &self.settings;
+        let _ = writeln!(out, "{} capacity {} against {}", self.tool, self.method, self.target);
+        let _ = writeln!(
+            out,
+            "SLO {}; open-loop steps of {} after {} warmup, {} cool-down; from {}/s up to {}/s, precision {}%",
+            settings.slo,
+            format_micros(settings.step_us as f64),
+            format_micros(settings.warmup_us as f64),
+            format_micros(settings.cooldown_us as f64),
+            trim(settings.start_rate),
+            trim(settings.max_rate),
+            trim(settings.precision_percent),
+        );
+        let monitored = self.steps.iter().any(|s| s.target_resources.is_some());
+        let mut header = format!(
+            "  {:>4} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "Step", "Target/s", "Achieved/s", "p50", "p99", "Errors"
+        );
+        if monitored {
+            let _ = write!(header, " {:>8} {:>10}", "CPU", "RSS");
+        }
+        let _ = writeln!(out, "{header}  Verdict");
+        for step in &self.steps {
+            let mut row = format!(
+                "  {:>4} {:>10} {:>10.1} {:>10} {:>10} {:>7.2}%",
+                step.step,
+                trim(step.target_rate),
+                step.achieved_rate,
+                format_micros(step.p50_us as f64),
+                format_micros(step.p99_us as f64),
+                step.error_percent
+            );
+            if monitored {
+                match &step.target_resources {
+                    Some(r) => {
+                        let _ = write!(
+                            row,
+                            " {:>8} {:>10}",
+                            format!("{:.1}%", r.cpu_percent_avg),
+                            crate::monitor::format_bytes(r.rss_bytes_peak)
+                        );
+                    }
+                    None => {
+                        let _ = write!(row, " {:>8} {:>10}", "", "");
+                    }
+                }
+            }
+            let _ = writeln!(out, "{row}  {}", step.verdict_text());
+        }
+        match (self.capacity, self.first_failing_rate) {
+            (Some(capacity), Some(fail)) => {
+                let _ = writeln!(
+                    out,
+                    "Capacity: {} req/s within the SLO; margin {} req/s ({}%) to the first failing rate, {} req/s",
+                    trim(capacity),
+                    trim(fail - capacity),
+                    trim(self.margin_percent.unwrap_or(0.0)),
+                    trim(fail)
+                );
+            }
+            (Some(capacity), None) => {
+                let _ = writeln!(
+                    out,
+                    "Capacity: at least {} req/s within the SLO (no step failed)",
+                    trim(capacity)
+                );
+            }
+            (None, _) => {
+                let _ = writeln!(out, "Capacity: none; no step met the SLO");
+            }
+        }
+        match self.limited_by.as_str() {
+            "generator" => {
+                let _ = writeln!(
+                    out,
+                    "  WARNING: the generator, not the target, failed the first failing step (it could not \
+                     send at the rate); the target's capacity may be higher. Raise --max-connections or \
+                     --threads, or run the generator on another machine."
+                );
+            }
+            "max_rate" => {
+                let _ = writeln!(out, "  The search stopped at --max-rate.");
+            }
+            "interrupted" => {
+                let _ = writeln!(
+                    out,
+                    "  INTERRUPTED: the search was stopped; the figures cover the steps that ran."
+                );
+            }
+            "max_steps" => {
+                let _ = writeln!(out, "  The search stopped after its step limit.");
+            }
+            _ => {}
+        }
+        match (self.knee, self.knee_baseline_p99_us) {
+            (Some(knee), Some(baseline)) => {
+                let _ = writeln!(
+                    out,
+                    "Knee: {} req/s (above it p99 exceeds {}x the lowest-rate step's {})",
+                    trim(knee),
+                    trim(KNEE_FACTOR),
+                    format_micros(baseline as f64)
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "Knee: none (p99 never exceeded {}x the lowest-rate step's)",
+                    trim(KNEE_FACTOR)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "Search took {} over {} steps",
+            format_duration(Duration::from_micros(self.elapsed_us)),
+            self.steps.len()
+        );
+        out
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// `400`, `412.5`, `0.25`.
+fn trim(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        let text = format!("{value:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::new_histogram;
+
+    #[test]
+    fn slos_parse() {
+        let slo = Slo::parse("p99<500ms,errors<0.1%").unwrap();
+        assert_eq!(
+            slo.clauses,
+            vec![
+                SloClause {
+                    text: "p99<500ms".into(),
+                    bound: SloBound::Latency(LatencyStat::Percentile("p99"), Duration::from_millis(500))
+                },
+                SloClause { text: "errors<0.1%".into(), bound: SloBound::ErrorPercent(0.1) },
+            ]
+        );
+        let slo = Slo::parse(" P99.9 < 1s , max<2s, p50<800us ").unwrap();
+        assert_eq!(slo.to_string(), "P99.9<1s, max<2s, p50<800us");
+        assert_eq!(
+            slo.clauses[0].bound,
+            SloBound::Latency(LatencyStat::Percentile("p99.9"), Duration::from_secs(1))
+        );
+        assert_eq!(slo.clauses[1].bound, SloBound::Latency(LatencyStat::Max, Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn bad_slos_name_the_position() {
+        for (text, position, message) in [
+            ("p98<5ms", 1, "unknown figure 'p98'"),
+            ("p99<500ms,errors<0.1", 18, "expected a percentage"),
+            ("p99<5x", 5, "a duration such as"),
+            ("p99 500ms", 10, "expected '<'"),
+            ("p99<500ms,", 11, "an empty clause"),
+            ("p99<500ms, errors<0%", 19, "above 0%"),
+            ("p99<=5ms", 5, "only '<'"),
+            ("<5ms", 1, "expected p50"),
+            ("p99<0", 5, "longer than zero"),
+            ("", 1, "an empty clause"),
+            ("p99<1µs,p9<1s", 9, "unknown figure 'p9'"),
+        ] {
+            let err = Slo::parse(text).unwrap_err();
+            assert_eq!(err.position, position, "{text:?}: {err}");
+            assert!(err.message.contains(message), "{text:?}: {err}");
+        }
+    }
+
+    fn latency(us: &[u64]) -> LatencyReport {
+        let mut histogram = new_histogram();
+        for value in us {
+            histogram.record(*value).unwrap();
+        }
+        LatencyReport::from_histogram(&histogram)
+    }
+
+    fn figures(requests: u64, errors: u64, unsent: u64, corrected_us: u64, actual_us: u64) -> StepFigures {
+        StepFigures {
+            target_rate: 100.0,
+            duration: Duration::from_secs(1),
+            requests,
+            errors,
+            unsent,
+            send_lag_mean_us: corrected_us.saturating_sub(actual_us) / 2,
+            latency: latency(&vec![corrected_us; requests.max(1) as usize]),
+            latency_uncorrected: latency(&vec![actual_us; requests.max(1) as usize]),
+        }
+    }
+
+    #[test]
+    fn steps_are_judged() {
+        let slo = Slo::parse("p99<50ms,errors<1%").unwrap();
+        // (requests, errors, unsent, corrected, actual) -> verdict, breached clauses
+        let table = [
+            (figures(100, 0, 0, 2_000, 2_000), Verdict::Pass, vec![]),
+            (figures(100, 0, 0, 80_000, 80_000), Verdict::SloBreach, vec!["p99<50ms"]),
+            (figures(100, 5, 0, 2_000, 2_000), Verdict::SloBreach, vec!["errors<1%"]),
+            // Saturated target: sent less, and what was sent was slow.
+            (figures(90, 0, 10, 900_000, 600_000), Verdict::SloBreach, vec!["p99<50ms"]),
+            // The tool was late, the target fast: the generator's fault.
+            (figures(90, 0, 10, 900_000, 2_000), Verdict::GeneratorLimited, vec!["p99<50ms"]),
+            // Everything sent, but the sends slipped steadily to 0.9 s behind: 100 in 1.9 s.
+            (figures(100, 0, 0, 900_000, 2_000), Verdict::GeneratorLimited, vec!["p99<50ms"]),
+            // A 30 ms slip is within 95%.
+            (figures(100, 0, 0, 32_000, 2_000), Verdict::Pass, vec![]),
+            (figures(93, 0, 0, 2_000, 2_000), Verdict::GeneratorLimited, vec![]),
+            // 2% unsent is a shortfall even though 98% were sent.
+            (figures(98, 0, 2, 2_000, 2_000), Verdict::GeneratorLimited, vec![]),
+            (figures(99, 0, 1, 2_000, 2_000), Verdict::Pass, vec![]),
+            (figures(0, 0, 100, 0, 0), Verdict::SloBreach, vec![]),
+            // A dead target: every request a connect error, no latency recorded.
+            (figures(100, 100, 0, 0, 0), Verdict::SloBreach, vec!["errors<1%", "successes>0"]),
+        ];
+        for (i, (figures, verdict, clauses)) in table.into_iter().enumerate() {
+            let (got, breaches) = figures.judge(&slo);
+            assert_eq!(got, verdict, "row {i}");
+            let names: Vec<&str> = breaches.iter().map(|b| b.clause.as_str()).collect();
+            assert_eq!(names, clauses, "row {i}");
+        }
+        // Without an errors clause, a dead target still fails.
+        let latency_only = Slo::parse("p99<50ms").unwrap();
+        let (verdict, breaches) = figures(100, 100, 0, 0, 0).judge(&latency_only);
+        assert_eq!(verdict, Verdict::SloBreach);
+        assert_eq!(breaches[0].describe(), "no successful response");
+    }
+
+    #[test]
+    fn breaches_say_by_how_much() {
+        let slo = Slo::parse("p99<50ms,errors<1%").unwrap();
+        let breaches = slo.breaches(&latency(&[812_000]), 25, 200);
+        let texts: Vec<String> = breaches.iter().map(Breach::describe).collect();
+        assert_eq!(texts.len(), 2);
+        assert!(texts[0].starts_with("p99 81"), "{texts:?}");
+        assert!(texts[0].ends_with(">= 50.00ms (16.2x)"), "{texts:?}");
+        assert_eq!(texts[1], "errors 12.50% >= 1% (12.5x)");
+    }
+
+    /// Plays a search against a target that passes every rate up to `capacity`.
+    fn play(bounds: &SearchBounds, capacity: f64) -> Vec<f64> {
+        let mut history = Vec::new();
+        while let NextStep::Run(rate) = next_step(bounds, &history) {
+            history.push((rate, rate <= capacity));
+            assert!(history.len() <= bounds.max_steps);
+        }
+        history.into_iter().map(|(rate, _)| rate).collect()
+    }
+
+    #[test]
+    fn the_search_doubles_then_bisects() {
+        let bounds = SearchBounds::new(100.0, 1_000_000.0, 0.05);
+        assert_eq!(play(&bounds, 400.0), vec![100.0, 200.0, 400.0, 800.0, 600.0, 500.0, 450.0, 425.0, 413.0]);
+        assert_eq!(play(&bounds, 250.0), vec![100.0, 200.0, 400.0, 300.0, 250.0, 275.0, 263.0, 257.0]);
+        let steps = play(&bounds, 3_333.0);
+        let (pass, fail) = bracket(&steps.iter().map(|r| (*r, *r <= 3_333.0)).collect::<Vec<_>>());
+        let (pass, fail) = (pass.unwrap(), fail.unwrap());
+        assert!(pass <= 3_333.0 && fail > 3_333.0 && fail - pass <= 0.05 * pass, "{steps:?}");
+    }
+
+    #[test]
+    fn the_search_table() {
+        let bounds = SearchBounds::new(100.0, 1000.0, 0.05);
+        // (history, next)
+        let table: [(&[(f64, bool)], NextStep); 10] = [
+            (&[], NextStep::Run(100.0)),
+            (&[(100.0, true)], NextStep::Run(200.0)),
+            (&[(100.0, true), (200.0, true), (400.0, true), (800.0, true)], NextStep::Run(1000.0)),
+            (&[(100.0, true), (200.0, true), (400.0, true), (800.0, true), (1000.0, true)], NextStep::Done),
+            (&[(100.0, true), (200.0, false)], NextStep::Run(150.0)),
+            (&[(100.0, true), (200.0, false), (150.0, false)], NextStep::Run(125.0)),
+            (
+                &[(100.0, true), (200.0, false), (150.0, true), (175.0, true), (188.0, true), (194.0, false)],
+                NextStep::Done,
+            ),
+            // The start rate fails: halve until a pass, then bisect.
+            (&[(100.0, false)], NextStep::Run(50.0)),
+            (&[(100.0, false), (50.0, true)], NextStep::Run(75.0)),
+            (
+                &[
+                    (100.0, false),
+                    (50.0, false),
+                    (25.0, false),
+                    (13.0, false),
+                    (6.5, false),
+                    (3.25, false),
+                    (1.63, false),
+                    (1.0, false),
+                ],
+                NextStep::Done,
+            ),
+        ];
+        for (i, (history, next)) in table.into_iter().enumerate() {
+            assert_eq!(next_step(&bounds, history), next, "row {i}: {history:?}");
+        }
+        let capped = SearchBounds { max_steps: 2, ..bounds };
+        assert_eq!(next_step(&capped, &[(100.0, true), (200.0, true)]), NextStep::Done);
+    }
+
+    #[test]
+    fn the_knee_is_the_last_rate_before_p99_doubles() {
+        assert_eq!(knee(&[]), None);
+        assert_eq!(knee(&[(100.0, 1_000)]), None);
+        assert_eq!(knee(&[(100.0, 1_000), (200.0, 1_500), (400.0, 1_900)]), None);
+        // Out of order, as a bisection runs them.
+        assert_eq!(knee(&[(100.0, 1_000), (400.0, 9_000), (200.0, 1_800), (300.0, 2_500)]), Some(200.0));
+        assert_eq!(knee(&[(100.0, 1_000), (200.0, 2_001)]), Some(100.0));
+    }
+
+    fn step(number: usize, rate: f64, verdict: Verdict, p99_us: u64) -> StepResult {
+        StepResult {
+            step: number,
+            target_rate: rate,
+            achieved_rate: rate,
+            requests: rate as u64,
+            errors: 0,
+            error_percent: 0.0,
+            unsent: 0,
+            p50_us: p99_us / 2,
+            p99_us,
+            p99_uncorrected_us: p99_us,
+            send_lag_mean_us: 0,
+            verdict,
+            breaches: Vec::new(),
+            generator_shortfall: verdict == Verdict::GeneratorLimited,
+            target_resources: None,
+        }
+    }
+
+    fn base() -> RunConfig {
+        let target =
+            crate::engine::config::Target::parse("http://127.0.0.1:8899/v3/0123456789abcdef0123456789abcdef")
+                .unwrap();
+        RunConfig::new(target, crate::jsonrpc::RequestTemplate::from_method("getSlot", None).unwrap())
+    }
+
+    #[test]
+    fn the_summary_has_the_answer_margin_and_knee() {
+        let settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
+        let steps = vec![
+            step(1, 100.0, Verdict::Pass, 2_000),
+            step(2, 200.0, Verdict::Pass, 3_000),
+            step(3, 400.0, Verdict::SloBreach, 90_000),
+            step(4, 300.0, Verdict::Pass, 5_000),
+            step(5, 350.0, Verdict::SloBreach, 60_000),
+        ];
+        let report = summarize(&base(), &settings, steps, false, Duration::from_secs(30));
+        assert_eq!(report.capacity, Some(300.0));
+        assert_eq!(report.first_failing_rate, Some(350.0));
+        assert_eq!(report.margin, Some(50.0));
+        assert_eq!(report.margin_percent, Some(16.67));
+        assert_eq!(report.limited_by, "slo");
+        assert_eq!(report.knee, Some(200.0));
+        let text = report.render_text();
+        assert!(text.contains("Capacity: 300 req/s within the SLO; margin 50 req/s (16.67%)"), "{text}");
+        assert!(text.contains("Knee: 200 req/s"), "{text}");
+        assert!(text.contains("/v3/***"), "{text}");
+        assert!(!text.contains("0123456789abcdef"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["steps"][2]["verdict"], "slo_breach");
+        assert_eq!(json["capacity"], 300.0);
+    }
+
+    #[test]
+    fn a_generator_limited_failure_is_told_apart() {
+        let settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
+        let steps = vec![
+            step(1, 100.0, Verdict::Pass, 2_000),
+            step(2, 200.0, Verdict::GeneratorLimited, 200_000),
+            step(3, 150.0, Verdict::Pass, 2_100),
+        ];
+        let report = summarize(&base(), &settings, steps, false, Duration::from_secs(10));
+        assert_eq!(report.limited_by, "generator");
+        assert_eq!(report.knee, None, "generator-limited steps do not count for the knee");
+        let text = report.render_text();
+        assert!(text.contains("GENERATOR LIMITED: sent 100.0% of the rate"), "{text}");
+        assert!(text.contains("WARNING: the generator, not the target"), "{text}");
+        assert!(text.contains("Knee: none"), "{text}");
+        let no_pass =
+            summarize(&base(), &settings, vec![step(1, 1.0, Verdict::SloBreach, 1)], false, Duration::ZERO);
+        assert_eq!((no_pass.capacity, no_pass.limited_by.as_str()), (None, "no_pass"));
+        assert!(no_pass.render_text().contains("Capacity: none"));
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        let mut settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
+        assert!(settings.validate().is_ok());
+        settings.bounds.max_rate = 50.0;
+        assert_eq!(settings.validate().unwrap_err().setting, "--max-rate");
+        settings.bounds.max_rate = 1000.0;
+        settings.bounds.precision = 0.0;
+        assert_eq!(settings.validate().unwrap_err().setting, "--precision");
+        settings.bounds.precision = 0.05;
+        settings.step = Duration::ZERO;
+        assert_eq!(settings.validate().unwrap_err().setting, "--step");
+    }
+}
