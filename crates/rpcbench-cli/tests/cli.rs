@@ -114,6 +114,10 @@ fn the_demo_prints_every_step_without_errors() {
     for method in ["getBalance", "getBlocks", "getBlock", "getSlot"] {
         assert_eq!(rows.iter().filter(|row| row.starts_with(&format!("| {method} |"))).count(), 3, "{table}");
     }
+    assert!(
+        table.contains("Capacity of getBlock (full transactions) within p99<25ms, errors<0.1%:"),
+        "{table}"
+    );
     for row in rows {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[4], "100.00", "every response is a success: {row}");

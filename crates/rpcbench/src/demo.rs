@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
+use crate::capacity::{self, CapacityReport, CapacitySettings, SearchBounds, Slo};
 use crate::client;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::{EngineError, Run, StopHandle};
@@ -83,7 +84,13 @@ pub struct DemoSummary {
     pub steps: Vec<DemoStep>,
     /// The demo was interrupted.
     pub interrupted: bool,
+    /// The capacity of the node's heaviest call (getBlock, full transactions) within the demo's
+    /// SLO, found by `rpcbench capacity`'s search; none if the demo was interrupted first.
+    pub capacity: Option<CapacityReport>,
 }
+
+/// The SLO of the demo's capacity search.
+pub const DEMO_SLO: &str = "p99<25ms,errors<0.1%";
 
 /// Seed 000's four requests, with parameters chosen from what the node has.
 fn seed_requests(url: &str) -> Result<Vec<RequestTemplate>, DemoError> {
@@ -130,6 +137,7 @@ pub fn run_demo(
     let generator_threads = cores.saturating_sub(options.node_threads).max(1);
     let mut steps = Vec::new();
     let mut interrupted = false;
+    let block_request = requests.iter().find(|r| r.method() == "getBlock").cloned();
     'methods: for request in requests {
         let loads = [
             Load::Closed { connections: options.connections[0] },
@@ -167,8 +175,27 @@ pub fn run_demo(
             }
         }
     }
+    let capacity = match block_request {
+        Some(request) if !interrupted => {
+            let target = Target::parse(&url).map_err(|err| DemoError::Engine(EngineError::Config(err)))?;
+            let mut base = RunConfig::new(target, request);
+            base.threads = generator_threads;
+            base.timeout = Duration::from_secs(2);
+            let slo = Slo::parse(DEMO_SLO).expect("the demo's SLO is valid");
+            let mut settings = CapacitySettings::new(slo);
+            settings.bounds = SearchBounds::new(250.0, 100_000.0, 0.10);
+            settings.step = options.step_duration;
+            settings.warmup = Duration::from_millis(200);
+            settings.cooldown = Duration::from_millis(300);
+            settings.max_connections = 256;
+            let report = capacity::search(&base, &settings, stop, |_| {}).map_err(DemoError::Engine)?;
+            interrupted = report.interrupted;
+            Some(report)
+        }
+        _ => None,
+    };
     node.stop();
-    Ok(DemoSummary { node_url: url, steps, interrupted })
+    Ok(DemoSummary { node_url: url, steps, interrupted, capacity })
 }
 
 /// The side-by-side table, as GitHub-flavoured Markdown.
@@ -211,6 +238,33 @@ pub fn render_summary(summary: &DemoSummary) -> String {
             let _ = write!(out, " {} {:.2}x;", step.method, step.report.requests.rate / base);
         }
         let _ = writeln!(out);
+    }
+    if let Some(capacity) = &summary.capacity {
+        let _ = writeln!(out);
+        let steps = capacity.steps.len();
+        match (capacity.capacity, capacity.first_failing_rate) {
+            (Some(rate), Some(failing)) => {
+                let _ = writeln!(
+                    out,
+                    "Capacity of getBlock (full transactions) within {}: {rate:.0} req/s ({steps} open-loop steps; {failing:.0} req/s failed, limited by {}).",
+                    capacity.settings.slo, capacity.limited_by
+                );
+            }
+            (Some(rate), None) => {
+                let _ = writeln!(
+                    out,
+                    "Capacity of getBlock (full transactions) within {}: at least {rate:.0} req/s ({steps} steps, limited by {}).",
+                    capacity.settings.slo, capacity.limited_by
+                );
+            }
+            (None, _) => {
+                let _ = writeln!(
+                    out,
+                    "Capacity of getBlock (full transactions) within {}: no step passed ({steps} steps).",
+                    capacity.settings.slo
+                );
+            }
+        }
     }
     if summary.interrupted {
         let _ = writeln!(out, "(interrupted: the table shows the steps that ran)");
