@@ -322,6 +322,55 @@ impl Totals {
     }
 }
 
+/// Where a request's time went, for one class of outcome: connecting (when the request needed
+/// a new connection), sending the request, waiting for the first byte of the response, and
+/// receiving the rest.
+#[derive(Debug)]
+pub struct PhaseTotals {
+    /// TCP (and TLS) connect, for requests that opened a connection.
+    pub connect: Histogram<u64>,
+    /// Writing the request.
+    pub send: Histogram<u64>,
+    /// From the request written to the first byte of the response.
+    pub wait: Histogram<u64>,
+    /// From the first byte to the last.
+    pub receive: Histogram<u64>,
+}
+
+impl Default for PhaseTotals {
+    fn default() -> Self {
+        Self {
+            connect: new_histogram(),
+            send: new_histogram(),
+            wait: new_histogram(),
+            receive: new_histogram(),
+        }
+    }
+}
+
+impl PhaseTotals {
+    /// Adds another worker's phases.
+    pub fn merge(&mut self, other: &PhaseTotals) {
+        self.connect.add(&other.connect).ok();
+        self.send.add(&other.send).ok();
+        self.wait.add(&other.wait).ok();
+        self.receive.add(&other.receive).ok();
+    }
+}
+
+/// The phases of one request that got a complete response.
+#[derive(Debug, Clone, Copy)]
+pub struct Phases {
+    /// Connect time, if the request opened a connection.
+    pub connect: Option<Duration>,
+    /// Writing the request.
+    pub send: Duration,
+    /// Request written to first byte.
+    pub wait: Duration,
+    /// First byte to last.
+    pub receive: Duration,
+}
+
 /// One stage's figures: latency (corrected) and outcome counts.
 #[derive(Debug)]
 pub struct StageTotals {
@@ -354,6 +403,8 @@ pub struct Recorder {
     pub unsent: u64,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
+    /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
+    pub phases: [PhaseTotals; 2],
     second: u64,
     second_requests: u64,
     second_errors: u64,
@@ -385,6 +436,7 @@ impl Recorder {
             calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
             unsent: 0,
             stages: Vec::new(),
+            phases: Default::default(),
             second: 0,
             second_requests: 0,
             second_errors: 0,
@@ -397,6 +449,17 @@ impl Recorder {
     pub fn with_stages(mut self, stages: usize) -> Self {
         self.stages = (0..stages).map(|_| StageTotals::default()).collect();
         self
+    }
+
+    /// Records where a request's time went.
+    pub fn record_phases(&mut self, ok: bool, phases: Phases) {
+        let totals = &mut self.phases[usize::from(!ok)];
+        if let Some(connect) = phases.connect {
+            totals.connect.saturating_record(micros(connect));
+        }
+        totals.send.saturating_record(micros(phases.send));
+        totals.wait.saturating_record(micros(phases.wait));
+        totals.receive.saturating_record(micros(phases.receive));
     }
 
     /// Records one request in its stage's figures.
@@ -478,6 +541,9 @@ impl Recorder {
         for (ours, theirs) in self.stages.iter_mut().zip(&other.stages) {
             ours.merge(theirs);
         }
+        for (ours, theirs) in self.phases.iter_mut().zip(&other.phases) {
+            ours.merge(theirs);
+        }
         self.unsent += other.unsent;
     }
 }
@@ -491,6 +557,8 @@ pub struct RunRecord {
     pub calls: Vec<CallTotals>,
     /// With more than one stage: latency and outcomes per stage.
     pub stages: Vec<StageTotals>,
+    /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
+    pub phases: [PhaseTotals; 2],
     /// Measured time: from the end of warmup to the last completion.
     pub elapsed: Duration,
     /// Width of one series point in seconds (1 unless the run was very long).
@@ -541,7 +609,16 @@ impl RunRecord {
             .zip(calls)
             .map(|(totals, (name, method))| CallTotals { name: name.clone(), method: method.clone(), totals })
             .collect();
-        Self { totals, calls, stages: merged.stages, elapsed, series_interval_secs, series, interrupted }
+        Self {
+            totals,
+            calls,
+            stages: merged.stages,
+            phases: merged.phases,
+            elapsed,
+            series_interval_secs,
+            series,
+            interrupted,
+        }
     }
 }
 

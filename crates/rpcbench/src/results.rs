@@ -35,7 +35,7 @@ use serde_json::Value;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::jsonrpc::{CheckMode, InvalidKind, RequestTemplate};
 use crate::record::{
-    new_histogram, CallTotals, OutcomeCounts, RpcErrorCount, RunRecord, SeriesPoint, Totals,
+    new_histogram, CallTotals, OutcomeCounts, PhaseTotals, RpcErrorCount, RunRecord, SeriesPoint, Totals,
 };
 use crate::redact;
 use crate::report::{OutcomesReport, RpcErrorReport, RunReport};
@@ -76,9 +76,46 @@ pub struct ResultsFile {
     pub methods: BTreeMap<String, MethodResults>,
     /// The per-interval series of the whole run.
     pub series: SeriesData,
+    /// Phase timings (connect, send, wait, receive) of successful responses and of the others,
+    /// as HdrHistogram V2 in base64; absent in files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<[PhaseData; 2]>,
     /// The shards a merged file was made of; empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<Shard>,
+}
+
+/// The phase histograms of one class of responses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseData {
+    /// Connecting, for requests that opened a connection.
+    pub connect: String,
+    /// Writing the request.
+    pub send: String,
+    /// Request written to first byte.
+    pub wait: String,
+    /// First byte to last.
+    pub receive: String,
+}
+
+impl PhaseData {
+    fn new(phases: &PhaseTotals) -> Self {
+        Self {
+            connect: encode_histogram(&phases.connect),
+            send: encode_histogram(&phases.send),
+            wait: encode_histogram(&phases.wait),
+            receive: encode_histogram(&phases.receive),
+        }
+    }
+
+    fn totals(&self) -> Result<PhaseTotals, String> {
+        Ok(PhaseTotals {
+            connect: decode_histogram(&self.connect)?,
+            send: decode_histogram(&self.send)?,
+            wait: decode_histogram(&self.wait)?,
+            receive: decode_histogram(&self.receive)?,
+        })
+    }
 }
 
 /// The machine that ran the load.
@@ -552,6 +589,11 @@ impl ResultsFile {
                     .map(|p| [p.second, p.requests, p.errors, p.p50_us, p.p99_us])
                     .collect(),
             },
+            phases: record
+                .phases
+                .iter()
+                .any(|class| !class.send.is_empty())
+                .then(|| [PhaseData::new(&record.phases[0]), PhaseData::new(&record.phases[1])]),
             merged_from: Vec::new(),
         }
     }
@@ -658,6 +700,10 @@ impl ResultsFile {
             calls,
             // Results files do not keep per-stage figures yet.
             stages: Vec::new(),
+            phases: match &self.phases {
+                Some([ok, error]) => [ok.totals()?, error.totals()?],
+                None => Default::default(),
+            },
             elapsed: self.elapsed(),
             series_interval_secs: self.series.interval_s,
             series: self
@@ -814,6 +860,21 @@ pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsErr
         }
     }
     merged.series = SeriesData { interval_s: interval, points: slots.into_values().collect() };
+    let mut phases: [PhaseTotals; 2] = Default::default();
+    for (path, file) in files {
+        if let Some(classes) = &file.phases {
+            for (ours, theirs) in phases.iter_mut().zip(classes) {
+                let theirs = theirs
+                    .totals()
+                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+                ours.merge(&theirs);
+            }
+        }
+    }
+    merged.phases = phases
+        .iter()
+        .any(|class| !class.send.is_empty())
+        .then(|| [PhaseData::new(&phases[0]), PhaseData::new(&phases[1])]);
     Ok(merged)
 }
 

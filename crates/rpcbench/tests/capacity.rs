@@ -80,19 +80,27 @@ fn the_search_finds_a_rate_limit() {
 #[test]
 fn the_search_finds_a_saturated_node() {
     let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
-    // One server thread blocked 10 ms per request: at most 100 requests per second. The time
-    // the server spends around the sleep (0.3 ms optimised, 0.6 ms in a debug build, more when
-    // the machine is busy) is small beside 10 ms, so the saturation point stays near 100/s; at
-    // 4 ms it moves between 175 and 215/s on a shared two-core machine. p99<100ms rides out
-    // the hiccups of a shared machine, while 1.8 s at 6% over capacity queues past it.
+    // One server thread blocked 10 ms per request: at most 100 requests per second, less by
+    // the time the server spends around the sleep, which grows when the machine is busy
+    // (82-88/s seen with other builds running). The saturation point is measured first, with
+    // a closed-loop run that keeps the node busy, and the search must find it within 10%.
     let node = node(Faults { blocking_latency: Some(Duration::from_millis(10)), ..Faults::default() });
-    let report = run_search(&node, &settings("p99<100ms", 50.0));
+    let mut saturate = base(&node);
+    saturate.load = rpcbench::engine::config::Load::Closed { connections: 4 };
+    saturate.length =
+        rpcbench::engine::config::Length { duration: Some(Duration::from_secs(2)), requests: None };
+    let record = rpcbench::engine::Run::new(saturate.clone()).unwrap().execute().unwrap();
+    let saturation = rpcbench::report::RunReport::new(&saturate, &record).requests.rate;
+    assert!(saturation > 30.0 && saturation <= 105.0, "the node saturates at {saturation} req/s");
+    // p99<250ms rides out a shared machine's hiccups below saturation, while a few percent
+    // over it queues past the limit within a step.
+    let report = run_search(&node, &settings("p99<250ms", 50.0));
     node.stop();
     let capacity = report.capacity.expect("a rate passed");
-    assert_within(capacity, 100.0, 0.10, &report);
+    assert_within(capacity, saturation, 0.10, &report);
     assert_eq!(report.limited_by, "slo");
     let fail = report.steps.iter().find(|s| Some(s.target_rate) == report.first_failing_rate).unwrap();
-    assert_eq!(fail.breaches[0].clause, "p99<100ms", "{}", report.render_text());
+    assert_eq!(fail.breaches[0].clause, "p99<250ms", "{}", report.render_text());
     // Past saturation the queue grows: p99 far above the lowest step's.
     assert!(report.knee.is_some(), "{}", report.render_text());
 }

@@ -7,6 +7,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
@@ -93,6 +94,8 @@ pub struct Connection {
     chunked_body: Vec<u8>,
     /// Where the last response's body is.
     body: BodyLocation,
+    /// When the first byte of the response being read arrived.
+    first_byte_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -111,12 +114,18 @@ impl Connection {
             end: 0,
             chunked_body: Vec::new(),
             body: BodyLocation::InBuffer { start: 0, end: 0 },
+            first_byte_at: None,
         }
     }
 
     /// Sends a complete request.
     pub async fn send(&mut self, request: &[u8]) -> io::Result<()> {
         self.stream.write_all(request).await
+    }
+
+    /// When the first byte of the response last read arrived.
+    pub fn first_byte_at(&self) -> Option<Instant> {
+        self.first_byte_at
     }
 
     /// The body of the response last read.
@@ -143,6 +152,9 @@ impl Connection {
             Ok(0) => Ok(false),
             Ok(n) => {
                 self.end += n;
+                if self.first_byte_at.is_none() {
+                    self.first_byte_at = Some(Instant::now());
+                }
                 Ok(true)
             }
             Err(_) => Err(ReadError::Closed),
@@ -172,6 +184,10 @@ impl Connection {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
+            self.first_byte_at = None;
+        } else {
+            // Bytes of this response arrived with the previous one.
+            self.first_byte_at = Some(Instant::now());
         }
         let mut wire_bytes = 0;
         loop {

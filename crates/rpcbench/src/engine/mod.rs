@@ -27,7 +27,7 @@ use rand::SeedableRng;
 use tokio::sync::{watch, Notify};
 
 use crate::jsonrpc::{self, InvalidKind, Outcome};
-use crate::record::{Recorder, RunRecord, Series, Timing};
+use crate::record::{Phases, Recorder, RunRecord, Series, Timing};
 use config::{Load, RunConfig};
 use connect::{Connector, SetupError};
 use http::{Connection, ReadError};
@@ -558,19 +558,26 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
             }
         }
         let call = workload.pick(&mut worker.rng.borrow_mut());
+        let mut connect_time = None;
         let conn = match connection.as_mut() {
             Some(conn) => conn,
-            None => match worker.shared.connector.connect().await {
-                Ok(stream) => connection.insert(Connection::new(stream)),
-                Err(_) => {
-                    let failed = Instant::now();
-                    worker.record(ticket, call, failed, failed, Outcome::Connect, b"");
-                    if !open_loop {
-                        tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
+            None => {
+                let connect_started = Instant::now();
+                match worker.shared.connector.connect().await {
+                    Ok(stream) => {
+                        connect_time = Some(connect_started.elapsed());
+                        connection.insert(Connection::new(stream))
                     }
-                    continue;
+                    Err(_) => {
+                        let failed = Instant::now();
+                        worker.record(ticket, call, failed, failed, Outcome::Connect, b"");
+                        if !open_loop {
+                            tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
+                        }
+                        continue;
+                    }
                 }
-            },
+            }
         };
         let id = match config.fixed_id {
             Some(id) => id,
@@ -589,6 +596,7 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
         request.extend_from_slice(&body);
 
         let sent = Instant::now();
+        let send_done = Cell::new(None);
         let deadline = sent + config.timeout;
         // The connection's timer is re-armed lazily: it stays set to an earlier request's
         // deadline and is moved forward only when it fires, so a fast request costs no timer
@@ -597,6 +605,7 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
         let result = {
             let exchange = async {
                 conn.send(&request).await.map_err(|_| ReadError::Closed)?;
+                send_done.set(Some(Instant::now()));
                 conn.read_response(config.max_body).await
             };
             tokio::pin!(exchange);
@@ -623,6 +632,17 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
                 let outcome = jsonrpc::classify(meta.status, conn.body(), id, config.check);
                 if ticket.measured {
                     let mut recorder = worker.recorder.borrow_mut();
+                    let written = send_done.get().unwrap_or(sent);
+                    let first_byte = conn.first_byte_at().unwrap_or(done).max(written);
+                    recorder.record_phases(
+                        outcome.is_ok(),
+                        Phases {
+                            connect: connect_time,
+                            send: written.saturating_duration_since(sent),
+                            wait: first_byte.saturating_duration_since(written),
+                            receive: done.saturating_duration_since(first_byte),
+                        },
+                    );
                     recorder.record_status(call, meta.status);
                     let totals = &mut recorder.calls[call];
                     totals.bytes_received += meta.wire_bytes as u64;

@@ -86,6 +86,10 @@ pub struct RunReport {
     /// One row per stage when the load changed over the run (empty for a single stage).
     #[serde(default)]
     pub stages: Vec<StageReport>,
+    /// Where requests' time went (connect, send, wait for the first byte, receive), for
+    /// successful responses and for the others; classes without responses are left out.
+    #[serde(default)]
+    pub phases: Vec<PhaseReport>,
     /// Verdicts on the run's thresholds (empty when none were given).
     #[serde(default)]
     pub thresholds: Vec<crate::thresholds::ThresholdResult>,
@@ -93,6 +97,52 @@ pub struct RunReport {
     /// (`--monitor-pid`, `--monitor-cmd`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_resources: Option<ResourceReport>,
+}
+
+/// The phases of one class of responses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// `ok` or `error`.
+    pub class: String,
+    /// Connecting, for the requests that opened a connection.
+    pub connect: PhaseStat,
+    /// Writing the request.
+    pub send: PhaseStat,
+    /// From the request written to the first byte of the response (the server's time plus the
+    /// network's).
+    pub wait: PhaseStat,
+    /// From the first byte to the last.
+    pub receive: PhaseStat,
+}
+
+/// A summary of one phase, microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseStat {
+    /// Samples.
+    pub count: u64,
+    /// Mean.
+    pub mean_us: u64,
+    /// Median.
+    pub p50_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// Largest.
+    pub max_us: u64,
+}
+
+impl PhaseStat {
+    fn from_histogram(histogram: &Histogram<u64>) -> Self {
+        if histogram.is_empty() {
+            return Self { count: 0, mean_us: 0, p50_us: 0, p99_us: 0, max_us: 0 };
+        }
+        Self {
+            count: histogram.len(),
+            mean_us: histogram.mean().round() as u64,
+            p50_us: histogram.value_at_quantile(0.5),
+            p99_us: histogram.value_at_quantile(0.99),
+            max_us: histogram.max(),
+        }
+    }
 }
 
 /// One stage of a staged run.
@@ -405,6 +455,19 @@ impl RunReport {
                 })
                 .collect(),
             thresholds: Vec::new(),
+            phases: record
+                .phases
+                .iter()
+                .zip(["ok", "error"])
+                .filter(|(phases, _)| !phases.send.is_empty())
+                .map(|(phases, class)| PhaseReport {
+                    class: class.to_string(),
+                    connect: PhaseStat::from_histogram(&phases.connect),
+                    send: PhaseStat::from_histogram(&phases.send),
+                    wait: PhaseStat::from_histogram(&phases.wait),
+                    receive: PhaseStat::from_histogram(&phases.receive),
+                })
+                .collect(),
             stages: {
                 let mut start = 0.0;
                 config

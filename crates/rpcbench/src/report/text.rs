@@ -133,6 +133,30 @@ pub fn render_text(report: &RunReport) -> String {
             );
         }
     }
+    if !report.phases.is_empty() {
+        let _ = writeln!(
+            out,
+            "  Phases (p50 / p99):        connect             send             wait          receive"
+        );
+        for class in &report.phases {
+            let cell = |stat: &super::PhaseStat| {
+                if stat.count == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{} / {}", us(stat.p50_us), us(stat.p99_us))
+                }
+            };
+            let _ = writeln!(
+                out,
+                "    {:<16} {:>16} {:>16} {:>16} {:>16}",
+                class.class,
+                cell(&class.connect),
+                cell(&class.send),
+                cell(&class.wait),
+                cell(&class.receive)
+            );
+        }
+    }
     let _ = writeln!(out, "  HTTP codes:");
     let class_count = |class: char| -> u64 {
         report

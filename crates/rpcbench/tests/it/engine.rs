@@ -348,3 +348,34 @@ fn closed_loop_stages_change_the_number_of_connections() {
     assert!((2.5..=5.5).contains(&ratio), "requests per stage {per_stage:?}");
     assert!(per_stage[0] <= 55, "one connection in stage 1: {per_stage:?}");
 }
+
+#[test]
+fn phases_show_where_the_time_went() {
+    // The server thinks for 30 ms before answering; every request opens a connection.
+    let server = TestServer::start(|request| {
+        Reply::After(
+            Duration::from_millis(30),
+            Box::new(Reply::RawThenClose(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                    format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id).len(),
+                    format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id)
+                )
+                .into_bytes(),
+            )),
+        )
+    });
+    let mut config = closed_loop(&server.url(), 2, requests(20));
+    config.keepalive = false;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 20, "{:?}", record.totals.counts);
+    let report = RunReport::new(&config, &record);
+    assert_eq!(report.phases.len(), 1, "only successes");
+    let ok = &report.phases[0];
+    assert_eq!(ok.class, "ok");
+    assert_eq!(ok.connect.count, 20, "every request connected");
+    assert!(ok.wait.p50_us >= 30_000, "the server's 30 ms is waiting: {:?}", ok.wait);
+    assert!(ok.receive.p50_us < 30_000 && ok.send.p50_us < 30_000, "{ok:?}");
+    let text = rpcbench::report::render_text(&report);
+    assert!(text.contains("Phases (p50 / p99):"), "{text}");
+}
