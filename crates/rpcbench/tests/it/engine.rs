@@ -353,17 +353,10 @@ fn closed_loop_stages_change_the_number_of_connections() {
 fn phases_show_where_the_time_went() {
     // The server thinks for 30 ms before answering; every request opens a connection.
     let server = TestServer::start(|request| {
-        Reply::After(
-            Duration::from_millis(30),
-            Box::new(Reply::RawThenClose(
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                    format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id).len(),
-                    format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id)
-                )
-                .into_bytes(),
-            )),
-        )
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id);
+        let response =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        Reply::After(Duration::from_millis(30), Box::new(Reply::RawThenClose(response.into_bytes())))
     });
     let mut config = closed_loop(&server.url(), 2, requests(20));
     config.keepalive = false;
