@@ -81,6 +81,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(err),
+        // Names --connections or --max-connections and the open-file limit.
+        Err(EngineError::TooManyConnections(err)) => return output::usage_error(err),
         Err(err) => return output::failure(err),
     };
     crate::signals::stop_on_interrupt(run.stop_handle());

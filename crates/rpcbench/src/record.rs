@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::engine::usage::{self, ThreadUsage};
 use crate::jsonrpc::{InvalidKind, Outcome};
 
 /// Latencies are recorded in microseconds with 3 significant digits.
@@ -285,6 +286,8 @@ pub struct Totals {
     pub late: u64,
     /// Open loop: requests due in the run that were never sent (no connection free in time).
     pub unsent: u64,
+    /// CPU and wall time of the worker threads.
+    pub usage: ThreadUsage,
 }
 
 impl Default for Totals {
@@ -300,6 +303,7 @@ impl Default for Totals {
             bytes_received: 0,
             late: 0,
             unsent: 0,
+            usage: ThreadUsage::default(),
         }
     }
 }
@@ -319,6 +323,7 @@ impl Totals {
         self.bytes_received += other.bytes_received;
         self.late += other.late;
         self.unsent += other.unsent;
+        self.usage.merge(&other.usage);
     }
 }
 
@@ -431,6 +436,17 @@ pub struct RunRecord {
     pub series: Vec<SeriesPoint>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// What the generator itself used.
+    pub generator: GeneratorUsage,
+}
+
+/// What the generator itself used during a run, to tell a saturated tool from a slow target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeneratorUsage {
+    /// CPU and wall time of the worker threads.
+    pub workers: ThreadUsage,
+    /// Peak resident memory of the process, bytes (Linux only).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl RunRecord {
@@ -438,7 +454,9 @@ impl RunRecord {
     pub fn new(merged: Recorder, elapsed: Duration, interrupted: bool) -> Self {
         let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
         let (series_interval_secs, series) = series.finish(elapsed);
-        Self { totals: merged.totals, elapsed, series_interval_secs, series, interrupted }
+        let generator =
+            GeneratorUsage { workers: merged.totals.usage, peak_rss_bytes: usage::peak_rss_bytes() };
+        Self { totals: merged.totals, elapsed, series_interval_secs, series, interrupted, generator }
     }
 
     /// Requests per second over the measured time.

@@ -11,7 +11,9 @@
 pub mod config;
 pub mod connect;
 pub mod http;
+pub mod limits;
 pub mod pacer;
+pub mod usage;
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -37,6 +39,8 @@ pub enum EngineError {
     Setup(SetupError),
     /// A worker thread or runtime could not be started.
     Runtime(std::io::Error),
+    /// More connections than the open-file limit allows.
+    TooManyConnections(limits::TooManyConnections),
 }
 
 impl fmt::Display for EngineError {
@@ -45,6 +49,7 @@ impl fmt::Display for EngineError {
             EngineError::Config(err) => err.fmt(f),
             EngineError::Setup(err) => err.fmt(f),
             EngineError::Runtime(err) => write!(f, "cannot start the load workers: {err}"),
+            EngineError::TooManyConnections(err) => err.fmt(f),
         }
     }
 }
@@ -118,6 +123,7 @@ impl Run {
     /// Like [`Run::new`], stopped by an existing handle.
     pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
+        limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
         let connector = Connector::new(&config).map_err(EngineError::Setup)?;
         Ok(Self {
             config: Arc::new(config),
@@ -261,6 +267,7 @@ struct WorkerShared {
 }
 
 fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorder> {
+    let meter = usage::ThreadMeter::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let mut stop_changed = shared.stop.0.sender.subscribe();
@@ -289,6 +296,7 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     let series = worker.shared.series.clone();
     let mut recorder = worker.recorder.replace(Recorder::new(series));
     recorder.flush_second();
+    recorder.totals.usage = meter.finish();
     Ok(recorder)
 }
 
