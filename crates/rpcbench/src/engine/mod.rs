@@ -444,7 +444,18 @@ impl Worker {
 /// that a dead server is not hammered in a tight loop.
 const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
 
+/// Reports a connection task finished when dropped, however it ends: the worker waits for
+/// every connection, so a task that panicked without reporting would hang the run.
+struct ConnectionDone(Rc<Worker>);
+
+impl Drop for ConnectionDone {
+    fn drop(&mut self) {
+        self.0.connection_done();
+    }
+}
+
 async fn connection_loop(worker: Rc<Worker>) {
+    let _done = ConnectionDone(worker.clone());
     let config = worker.shared.config.clone();
     let mut connection: Option<Connection> = None;
     let mut request = Vec::with_capacity(worker.request_head.len() + 256);
@@ -523,7 +534,6 @@ async fn connection_loop(worker: Rc<Worker>) {
             connection = None;
         }
     }
-    worker.connection_done();
 }
 
 fn result_has_body(outcome: Outcome) -> bool {
