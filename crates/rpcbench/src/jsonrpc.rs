@@ -94,7 +94,7 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
     if !(200..300).contains(&status) {
         return Outcome::HttpStatus(status);
     }
-    if check == CheckMode::Full && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+    if check == CheckMode::Full && !is_valid_json(body) {
         return Outcome::Invalid(InvalidKind::NotJson);
     }
     let scanned = match scan_response(body) {
@@ -119,6 +119,12 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
         },
         _ => Outcome::Invalid(InvalidKind::NotJsonRpc),
     }
+}
+
+/// Whether the body is one complete JSON text. JSON is UTF-8: serde_json skips the contents of
+/// strings it ignores without checking them, so the encoding is checked first.
+fn is_valid_json(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
 }
 
 /// The `id` member of a response, as far as classification cares.
@@ -726,6 +732,22 @@ mod tests {
         let body = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,,2]}}"#;
         assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
         assert_eq!(classify(200, body, 1, CheckMode::Full), Outcome::Invalid(InvalidKind::NotJson));
+    }
+
+    #[test]
+    fn full_check_rejects_invalid_utf8_inside_strings() {
+        // serde_json's IgnoredAny accepts these: the full check used to let them through.
+        for body in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xc3\x28\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"\xff\":1}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xed\xa0\x80\"}",
+        ] {
+            assert_eq!(classify(200, body, 1, CheckMode::Full), Outcome::Invalid(InvalidKind::NotJson));
+            // The scan does not look inside the result.
+            assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
+        }
+        let fine = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"h\u{e9}llo \u{1f600}\"}";
+        assert_eq!(classify(200, fine.as_bytes(), 1, CheckMode::Full), Outcome::Ok);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! to is started in-process on 127.0.0.1:0.
 
 mod engine;
+mod hostile;
 mod report;
 mod tls;
 mod util;
