@@ -54,7 +54,7 @@ pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
         (duration, requests) => Length { duration, requests },
     };
     config.warmup = args.warmup;
-    config.headers = args.headers.clone();
+    config.headers = parse_headers(&args.headers)?;
     config.timeout = args.timeout;
     config.connect_timeout = args.connect_timeout;
     config.keepalive = !args.no_keepalive;
@@ -71,6 +71,24 @@ pub fn to_config(args: &RunArgs) -> Result<RunConfig, ConfigError> {
     }
     config.validate()?;
     Ok(config)
+}
+
+/// The `-H` values as (name, value) pairs. A malformed one is not echoed: it may hold a key.
+fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    raw.iter()
+        .enumerate()
+        .map(|(index, text)| {
+            crate::args::header(text).ok_or_else(|| {
+                ConfigError::new(
+                    "--header",
+                    format!(
+                        "header #{} is not of the form 'Name: value' (not shown: it may hold a secret)",
+                        index + 1
+                    ),
+                )
+            })
+        })
+        .collect()
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
