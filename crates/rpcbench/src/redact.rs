@@ -93,10 +93,13 @@ pub fn text(text: &str) -> String {
         if word.is_empty() {
             return;
         }
+        // Punctuation that ends a sentence is not part of the word.
+        let trimmed = word.trim_end_matches([',', '.', ';', ':', ')', '!']);
         if word.contains("://") || word.contains('?') || word.contains('@') {
             out.push_str(&url(word));
-        } else if looks_like_key(word) {
+        } else if looks_like_key(trimmed) {
             out.push_str(MASK);
+            out.push_str(&word[trimmed.len()..]);
         } else {
             match word.split_once('=') {
                 Some((name, _)) if is_secret_param(name) => {

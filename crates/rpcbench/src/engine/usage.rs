@@ -220,14 +220,19 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(clock_ticks_per_second() > 0);
             let meter = ThreadMeter::start();
+            let before = thread_cpu_time().unwrap();
             let spin = Instant::now();
             let mut x = 0u64;
-            while spin.elapsed() < Duration::from_millis(60) {
+            // Spin until the thread has used 30 ms of CPU (however busy the machine is).
+            while thread_cpu_time().unwrap() < before + Duration::from_millis(30)
+                && spin.elapsed() < Duration::from_secs(10)
+            {
                 x = x.wrapping_add(std::hint::black_box(1));
             }
             assert!(x > 0);
             let usage = meter.finish();
-            assert!(usage.cpu.unwrap() >= Duration::from_millis(20), "{usage:?}");
+            assert!(usage.cpu.unwrap() >= Duration::from_millis(30), "{usage:?}");
+            assert!(usage.wall >= usage.cpu.unwrap() / 2, "{usage:?}");
             assert!(process_cpu_time().unwrap() >= usage.cpu.unwrap());
             assert!(peak_rss_bytes().unwrap() >= rss_bytes().unwrap() / 2);
         } else {
