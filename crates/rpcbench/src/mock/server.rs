@@ -834,13 +834,14 @@ mod proptests {
         })
     }
 
+    /// Every node's answer, checked to be JSON. An answer that is JSON but not representable
+    /// as a `Value` (an id echoed byte for byte with an exponent beyond f64) maps to `Null`.
     fn answers(body: &[u8]) -> [Option<Value>; 3] {
         NODES.with(|nodes| {
             nodes.each_ref().map(|node| {
                 node.answer(body).map(|out| {
-                    serde_json::from_slice::<Value>(&out).unwrap_or_else(|err| {
-                        panic!("every answer is JSON ({err}): {}", String::from_utf8_lossy(&out))
-                    })
+                    assert!(is_json(&out), "every answer is JSON: {}", String::from_utf8_lossy(&out));
+                    serde_json::from_slice::<Value>(&out).unwrap_or(Value::Null)
                 })
             })
         })
@@ -852,7 +853,10 @@ mod proptests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("RPCBENCH_PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+            ..ProptestConfig::default()
+        })]
 
         #[test]
         fn arbitrary_bytes_never_panic_and_malformed_json_gets_a_parse_error(
