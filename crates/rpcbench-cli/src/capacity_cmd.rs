@@ -13,7 +13,7 @@ use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::units::{format_micros, parse_rate};
 
-use crate::args::{duration, header, size, CheckArg, OutputFormat};
+use crate::args::{duration, size, CheckArg, OutputFormat};
 use crate::monitor_args::MonitorArgs;
 use crate::output;
 
@@ -79,8 +79,8 @@ pub struct CapacityArgs {
     pub threads: Option<usize>,
 
     /// Extra header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_parser = header, help_heading = "HTTP")]
-    pub headers: Vec<(String, String)>,
+    #[arg(short = 'H', long = "header", help_heading = "HTTP")]
+    pub headers: Vec<String>,
     /// Time allowed for one request (a timeout counts as an error).
     #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
     pub timeout: Duration,
@@ -143,7 +143,7 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
         Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
     let target = Target::parse(&args.url)?;
     let mut config = RunConfig::new(target, request(args)?);
-    config.headers = args.headers.clone();
+    config.headers = crate::run_cmd::parse_headers(&args.headers)?;
     config.timeout = args.timeout;
     config.connect_timeout = args.connect_timeout;
     config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };

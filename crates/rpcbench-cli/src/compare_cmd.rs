@@ -15,7 +15,7 @@ use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
 use rpcbench::units::format_micros;
 
-use crate::args::{duration, header, rate, ArrivalsArg, OutputFormat, RunArgs};
+use crate::args::{duration, rate, ArrivalsArg, OutputFormat, RunArgs};
 use crate::output;
 use crate::report_cmd::{emit, render, ReportFormat};
 
@@ -66,8 +66,8 @@ pub struct CompareArgs {
     pub cooldown: Duration,
 
     /// Extra header, 'Name: value' (repeatable; load runs only).
-    #[arg(short = 'H', long = "header", value_parser = header, help_heading = "HTTP")]
-    pub headers: Vec<(String, String)>,
+    #[arg(short = 'H', long = "header", help_heading = "HTTP")]
+    pub headers: Vec<String>,
     /// Time allowed for one request.
     #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
     pub timeout: Duration,

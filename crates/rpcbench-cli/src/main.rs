@@ -21,7 +21,10 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return output::clap_error(err),
+    };
     match cli.command {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),

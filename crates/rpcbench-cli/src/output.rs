@@ -33,3 +33,17 @@ pub fn failure(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(EXIT_FAILURE)
 }
+
+/// Prints a command-line parsing error with URLs and keys it quotes redacted (clap echoes the
+/// arguments it rejects), and returns clap's exit status. Help and version print as usual.
+pub fn clap_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => err.exit(),
+        _ => {
+            let rendered = err.render().to_string();
+            eprint!("{}", rpcbench::redact::text(&rendered));
+            ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(EXIT_USAGE))
+        }
+    }
+}

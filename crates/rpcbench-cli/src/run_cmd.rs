@@ -132,7 +132,7 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(warmup) = args.warmup {
         config.warmup = warmup;
     }
-    config.headers.extend(args.headers.iter().cloned());
+    config.headers.extend(parse_headers(&args.headers)?);
     if let Some(timeout) = args.timeout {
         config.timeout = timeout;
     }
@@ -172,6 +172,24 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     Ok(())
 }
 
+/// The `-H` values as (name, value) pairs. A malformed one is not echoed: it may hold a key.
+pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    raw.iter()
+        .enumerate()
+        .map(|(index, text)| {
+            crate::args::header(text).ok_or_else(|| {
+                ConfigError::new(
+                    "--header",
+                    format!(
+                        "header #{} is not of the form 'Name: value' (not shown: it may hold a secret)",
+                        index + 1
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn run(args: RunArgs) -> ExitCode {
     let (config, thresholds) = match to_config(&args) {
         Ok(parsed) => parsed,
@@ -184,6 +202,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(err),
+        // Names --connections or --max-connections and the open-file limit.
+        Err(EngineError::TooManyConnections(err)) => return output::usage_error(err),
         Err(err) => return output::failure(err),
     };
     crate::signals::stop_on_interrupt(run.stop_handle());

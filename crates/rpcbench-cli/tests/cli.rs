@@ -213,3 +213,243 @@ fn a_breached_threshold_exits_1_and_says_by_how_much() {
     );
     assert!(text.contains("ok      p99 < 10s"), "{text}");
 }
+
+/// Runs the binary through `sh` after `ulimit_args` (e.g. `-n 64`) lowered the open-file limit
+/// of that shell, and so of the binary it execs.
+fn rpcbench_with_ulimit(ulimit_args: &str, args: &[&str]) -> (Output, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit {ulimit_args} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(args)
+        .output()
+        .expect("sh runs");
+    (output, started.elapsed())
+}
+
+/// The hard open-file limit of a child shell.
+fn hard_open_file_limit() -> u64 {
+    let output = Command::new("sh").arg("-c").arg("ulimit -Hn").output().expect("sh runs");
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap_or(u64::MAX)
+}
+
+#[test]
+fn more_connections_than_the_hard_open_file_limit_fail_fast_naming_the_limit() {
+    let node = static_node();
+    let url = node.url();
+    let cases: [(&[&str], &str); 2] = [
+        (&["run", &url, "--method", "getSlot", "-c", "100", "-d", "30s"], "--connections"),
+        (&["run", &url, "--method", "getSlot", "--rate", "100", "-d", "30s"], "--max-connections"),
+    ];
+    for (args, flag) in cases {
+        let (output, took) = rpcbench_with_ulimit("-n 64", args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{message}");
+        assert!(message.contains("open-file limit (ulimit -n) of 64"), "{message}");
+        assert!(message.contains("raise it or use fewer connections"), "{message}");
+        assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+        assert!(output.stdout.is_empty());
+        assert!(took < std::time::Duration::from_secs(5), "failed fast, not after the run: {took:?}");
+    }
+}
+
+#[test]
+fn a_low_soft_open_file_limit_is_raised_to_the_hard_limit() {
+    if hard_open_file_limit() < 1024 {
+        eprintln!("skipped: the hard open-file limit is below 1024");
+        return;
+    }
+    let node = static_node();
+    let (output, took) = rpcbench_with_ulimit(
+        "-Sn 64",
+        &["run", &node.url(), "--method", "getSlot", "-c", "100", "-n", "2000", "-o", "json"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcomes"]["ok"], 2000, "no connection failed for want of descriptors");
+    assert_eq!(report["requests"]["total"], 2000);
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+}
+
+#[test]
+fn a_run_within_a_low_open_file_limit_still_works() {
+    let node = static_node();
+    let (output, _) =
+        rpcbench_with_ulimit("-n 64", &["run", &node.url(), "--method", "getSlot", "-c", "8", "-n", "500"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ok 500 (100.00%)"));
+}
+
+const PATH_KEY: &str = "9aa3d95b3bc440fa88ea12eaa4456161";
+const QUERY_KEY: &str = "qk4Secret";
+const DASH_KEY: &str = "dk5Secret";
+const BEARER: &str = "bearer6Secret";
+const HEADER_KEY: &str = "hk7Secret";
+
+/// Everything the process printed, on both streams.
+fn everything(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(output))
+}
+
+fn assert_no_secret(output: &Output, context: &str) {
+    let printed = everything(output);
+    for secret in [PATH_KEY, QUERY_KEY, DASH_KEY, BEARER, HEADER_KEY, "sk_live"] {
+        assert!(!printed.contains(secret), "{context}: {secret} was printed:\n{printed}");
+    }
+    assert!(!printed.contains("panicked"), "{context}: {printed}");
+}
+
+fn keyed_url(base: &str) -> String {
+    format!("{base}v3/{PATH_KEY}?apikey={QUERY_KEY}&api-key={DASH_KEY}&chain=1")
+}
+
+#[test]
+fn secrets_never_reach_text_or_json_reports_or_stderr() {
+    let node = static_node();
+    let url = keyed_url(&node.url());
+    let auth = format!("Authorization: Bearer {BEARER}");
+    let api_key = format!("x-api-key: {HEADER_KEY}");
+    for format in ["text", "json"] {
+        let output = rpcbench(&[
+            "run", &url, "-m", "getSlot", "-n", "50", "-c", "2", "-H", &auth, "-H", &api_key, "-o", format,
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_no_secret(&output, format);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("/v3/***?apikey=***&api-key=***&chain=1"), "{format}: {stdout}");
+    }
+}
+
+#[test]
+fn secrets_never_reach_error_messages() {
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let auth = format!("Authorization Bearer {BEARER}");
+    let bad_name = format!("Authorization Bearer sk_live_{BEARER}: x");
+    let bad_port = keyed_url("http://rpc.example.com:99999/");
+    let unresolvable = keyed_url("http://rpcbench-test.invalid/");
+    let dead = keyed_url(&format!("http://127.0.0.1:{dead_port}/"));
+    let second_url = keyed_url("https://rpc.example.com/");
+    let cases: [(&[&str], i32, &str); 6] = [
+        (&["run", &bad_port, "-m", "getSlot"], 2, "not a valid URL"),
+        (
+            &["run", &unresolvable, "-m", "getSlot", "-n", "1"],
+            1,
+            "cannot resolve host 'rpcbench-test.invalid'",
+        ),
+        (&["run", &dead, "-m", "getSlot", "-n", "1", "-H", &auth], 2, "--header"),
+        (&["run", &dead, "-m", "getSlot", "-n", "1", "-H", &bad_name], 2, "--header"),
+        (&["run", &dead, &second_url, "-m", "getSlot"], 2, "unexpected argument"),
+        (
+            &[
+                "run",
+                "ftp://user:pass@127.0.0.1/",
+                "-m",
+                "getSlot",
+                "-H",
+                &format!("x-api-key: {HEADER_KEY}"),
+            ],
+            2,
+            "scheme 'ftp'",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let output = rpcbench(args);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+        assert_no_secret(&output, &format!("{args:?}"));
+    }
+}
+
+#[test]
+fn secrets_never_reach_output_when_tls_fails() {
+    // An https URL against a plain-HTTP node: every TLS handshake fails.
+    let node = static_node();
+    let url = keyed_url(&node.url().replace("http://", "https://"));
+    let auth = format!("Authorization: Bearer {BEARER}");
+    for format in ["text", "json"] {
+        let output = rpcbench(&[
+            "run",
+            &url,
+            "-m",
+            "getSlot",
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--insecure",
+            "-H",
+            &auth,
+            "-o",
+            format,
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_no_secret(&output, format);
+        if format == "json" {
+            let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(report["outcomes"]["connect"], 3);
+        }
+    }
+}
+
+/// Starts a 30 s run against a mock Solana node, sends `signal` after a second, and returns
+/// what the process printed once it exited, with how long it took to exit after the signal.
+fn interrupt_a_run(signal: &str, format: &str) -> (Output, std::time::Duration) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let node = MockServer::start(MockOptions::new(Chain::Solana)).expect("the mock node starts");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", &node.url(), "--method", "getSlot", "-c", "4", "-d", "30s", "-o", format])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(Duration::from_secs(1));
+    let signalled = Instant::now();
+    let kill =
+        Command::new("kill").args(["-s", signal, &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    while child.try_wait().expect("the child can be waited for").is_none() {
+        if signalled.elapsed() > Duration::from_secs(10) {
+            child.kill().ok();
+            panic!("rpcbench did not exit within 10 s of SIG{signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = signalled.elapsed();
+    (child.wait_with_output().expect("the output is read"), took)
+}
+
+fn assert_interrupted_report(output: &Output, took: std::time::Duration, signal: &str) {
+    assert!(took < std::time::Duration::from_secs(3), "SIG{signal}: exited {took:?} after the signal");
+    assert_eq!(output.status.code(), Some(0), "SIG{signal}: {}", stderr(output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("INTERRUPTED: figures cover the"), "SIG{signal}: {text}");
+    let requests: u64 = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Requests: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("SIG{signal}: no request count in {text}"));
+    assert!(requests > 0, "SIG{signal}: {text}");
+    assert!(stderr(output).contains("stopping; the report covers what completed"), "{}", stderr(output));
+}
+
+#[test]
+fn sigterm_during_a_run_prints_the_report_of_what_completed() {
+    let (output, took) = interrupt_a_run("TERM", "text");
+    assert_interrupted_report(&output, took, "TERM");
+}
+
+#[test]
+fn sigint_during_a_run_prints_the_report_of_what_completed() {
+    let (output, took) = interrupt_a_run("INT", "text");
+    assert_interrupted_report(&output, took, "INT");
+    let (output, _) = interrupt_a_run("INT", "json");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["interrupted"], true);
+    assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["elapsed_us"].as_u64().unwrap() < 10_000_000, "{report}");
+}

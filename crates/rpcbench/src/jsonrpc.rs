@@ -94,7 +94,7 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
     if !(200..300).contains(&status) {
         return Outcome::HttpStatus(status);
     }
-    if check == CheckMode::Full && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+    if check == CheckMode::Full && !is_valid_json(body) {
         return Outcome::Invalid(InvalidKind::NotJson);
     }
     let scanned = match scan_response(body) {
@@ -119,6 +119,12 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
         },
         _ => Outcome::Invalid(InvalidKind::NotJsonRpc),
     }
+}
+
+/// Whether the body is one complete JSON text. JSON is UTF-8: serde_json skips the contents of
+/// strings it ignores without checking them, so the encoding is checked first.
+fn is_valid_json(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
 }
 
 /// The `id` member of a response, as far as classification cares.
@@ -184,7 +190,14 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
             b"result" => {
                 scanned.has_result = true;
                 let remaining = body.len() - s.pos;
-                if remaining > tail_threshold && matches!(s.peek(), Some(b'{' | b'[')) {
+                // The tail scan stops at the first container that closes, taking it for the
+                // result's end; members between the result and that container go unseen. Only
+                // an `error` there would change the class, so the tail is not used when one
+                // might hide there (a fast substring search, far cheaper than skipping).
+                let tail_usable = remaining > tail_threshold
+                    && matches!(s.peek(), Some(b'{' | b'['))
+                    && memchr::memmem::find(&body[s.pos..], b"\"error\"").is_none();
+                if tail_usable {
                     if let Some(tail) = scan_tail(body, s.pos) {
                         let mut from_tail = scanned.clone();
                         for &(key, value) in &tail {
@@ -198,6 +211,10 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                         // Trust the tail only when it settles both the id and the version;
                         // otherwise something else follows the result: skip forward.
                         if from_tail.id != ScannedId::Missing && from_tail.version_ok {
+                            // The same end checks as after a forward scan.
+                            if error_seen && from_tail.error_code.is_none() {
+                                return Err(InvalidKind::NotJsonRpc);
+                            }
                             return Ok(from_tail);
                         }
                     }
@@ -737,10 +754,66 @@ mod tests {
     }
 
     #[test]
+    fn an_error_member_after_a_large_result_is_not_hidden_by_the_tail_scan() {
+        // Found by the property test: the tail scan took the error object's closing brace for
+        // the end of the result and never saw the error, so a response with both a result and
+        // an error (or an error without a code) passed for a success or an id mismatch.
+        let result = large_result(2_000);
+        for (body, expected) in [
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result},"error":{{"code":-32000}}}}"#),
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                format!(r#"{{"id":3,"result":{result},"error":{{"code":1}},"jsonrpc":"2.0"}}"#),
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":null,"result":{result},"error":{{"code":1.5}},"x":1}}"#),
+                Outcome::Invalid(InvalidKind::NotJsonRpc),
+            ),
+            (format!(r#"{{"jsonrpc":"2.0","result":{result},"extra":{{"a":1}},"id":3}}"#), Outcome::Ok),
+        ] {
+            assert_eq!(class(&body, 3), expected, "{body}");
+            assert_eq!(scan_response(body.as_bytes()), scan_response_with(body.as_bytes(), usize::MAX));
+        }
+    }
+
+    #[test]
+    fn an_error_without_a_code_before_a_large_result_is_not_forgotten_by_the_tail_scan() {
+        // Found by the property test: when the tail settled the response, the check that an
+        // `error` member carries an integer code was skipped.
+        let result = large_result(2_000);
+        for body in [
+            format!(r#"{{"jsonrpc":"2.0","error":{{"code":"-32000"}},"id":null,"result":{result}}}"#),
+            format!(r#"{{"error":"bad","result":{result},"id":3,"jsonrpc":"2.0"}}"#),
+        ] {
+            assert_eq!(class(&body, 3), Outcome::Invalid(InvalidKind::NotJsonRpc), "{body}");
+            assert_eq!(scan_response(body.as_bytes()), scan_response_with(body.as_bytes(), usize::MAX));
+        }
+    }
+
+    #[test]
     fn full_check_catches_what_the_scan_skips() {
         let body = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,,2]}}"#;
         assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
         assert_eq!(classify(200, body, 1, CheckMode::Full), Outcome::Invalid(InvalidKind::NotJson));
+    }
+
+    #[test]
+    fn full_check_rejects_invalid_utf8_inside_strings() {
+        // serde_json's IgnoredAny accepts these: the full check used to let them through.
+        for body in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xc3\x28\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"\xff\":1}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xed\xa0\x80\"}",
+        ] {
+            assert_eq!(classify(200, body, 1, CheckMode::Full), Outcome::Invalid(InvalidKind::NotJson));
+            // The scan does not look inside the result.
+            assert_eq!(classify(200, body, 1, CheckMode::Scan), Outcome::Ok);
+        }
+        let fine = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"h\u{e9}llo \u{1f600}\"}";
+        assert_eq!(classify(200, fine.as_bytes(), 1, CheckMode::Full), Outcome::Ok);
     }
 
     #[test]
@@ -781,5 +854,334 @@ mod tests {
         let body = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid param: bad"}}"#;
         assert_eq!(error_message(body).as_deref(), Some("Invalid param: bad"));
         assert_eq!(error_message(b"nope"), None);
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    //! The classifier against a reference built on serde_json, on generated JSON-RPC-shaped
+    //! responses: ids of every kind, result and/or error, any key order, any whitespace, and
+    //! results large enough for the tail scan.
+
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// What a response is made of, before rendering.
+    #[derive(Debug, Clone)]
+    struct Shape {
+        version: Option<Value>,
+        id: Option<Value>,
+        result: Option<Value>,
+        error: Option<Value>,
+        extras: Vec<(String, Value)>,
+        /// Where each member goes, as sort keys.
+        order: Vec<u8>,
+        /// Whitespace between tokens, cycled through.
+        spaces: Vec<&'static str>,
+        /// Pretty-print containers.
+        pretty: bool,
+    }
+
+    const SENT: u64 = 4_242;
+
+    fn tricky_string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{0,12}",
+            Just(r#"quote " and backslash \ "#.to_string()),
+            Just(r#"},"id":1,"jsonrpc":"2.0"}"#.to_string()),
+            Just("\\".to_string()),
+            Just("ends with backslash \\".to_string()),
+            Just("]} ,: \"error\"".to_string()),
+            Just("é ü 😀 \u{7f} \u{1} \n \t".to_string()),
+            any::<String>(),
+        ]
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            (-1e9f64..1e9).prop_map(|f| json!(f)),
+            tricky_string().prop_map(Value::String),
+        ]
+    }
+
+    fn nested() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\"\\\\{}]{0,6}", inner), 0..8)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A result well over the tail-scan threshold: many nested items.
+    fn big() -> impl Strategy<Value = Value> {
+        (prop::collection::vec(nested(), 20..60), any::<bool>()).prop_map(|(items, as_object)| {
+            let mut items = items;
+            items.push(json!({"padding": "x".repeat(600)}));
+            if as_object {
+                Value::Object(items.into_iter().enumerate().map(|(i, v)| (format!("k{i}"), v)).collect())
+            } else {
+                Value::Array(items)
+            }
+        })
+    }
+
+    fn id() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            3 => Just(Some(json!(SENT))),
+            1 => Just(None),
+            1 => Just(Some(Value::Null)),
+            1 => any::<u64>().prop_map(|n| Some(json!(n))),
+            1 => (i64::MIN..0).prop_map(|n| Some(json!(n))),
+            1 => Just(Some(json!(SENT as f64 + 0.5))),
+            1 => Just(Some(json!(SENT.to_string()))),
+            1 => Just(Some(json!([SENT]))),
+        ]
+    }
+
+    fn version() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            6 => Just(Some(json!("2.0"))),
+            1 => Just(None),
+            1 => Just(Some(json!("1.0"))),
+            1 => Just(Some(json!(2.0))),
+            1 => Just(Some(Value::Null)),
+        ]
+    }
+
+    fn error() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => (any::<i64>(), tricky_string(), prop::option::of(nested()))
+                .prop_map(|(code, message, data)| {
+                    let mut error = json!({"code": code, "message": message});
+                    if let Some(data) = data {
+                        error["data"] = data;
+                    }
+                    error
+                }),
+            1 => tricky_string().prop_map(|message| json!({"message": message})),
+            1 => Just(json!({"code": 1.5, "message": "fraction"})),
+            1 => Just(json!({"code": "-32000"})),
+            1 => Just(json!({})),
+            1 => Just(json!("a string error")),
+            1 => big().prop_map(|data| json!({"data": data, "code": -32000})),
+        ]
+    }
+
+    fn shape() -> impl Strategy<Value = Shape> {
+        let result = prop_oneof![
+            2 => Just(None),
+            3 => leaf().prop_map(Some),
+            3 => nested().prop_map(Some),
+            4 => big().prop_map(Some),
+        ];
+        let error = prop_oneof![3 => Just(None), 1 => error().prop_map(Some)];
+        let extras = prop::collection::vec(
+            (prop_oneof![Just("extra"), Just("context"), Just("x"), Just("ids"), Just("jsonrpcx")], nested()),
+            0..3,
+        );
+        let spaces = prop::collection::vec(
+            prop_oneof![Just(""), Just(" "), Just("\n  "), Just("\t"), Just("\r\n")],
+            1..6,
+        );
+        (version(), id(), result, error, extras, prop::collection::vec(any::<u8>(), 8), spaces, any::<bool>())
+            .prop_map(|(version, id, result, error, extras, order, spaces, pretty)| {
+                let mut seen = std::collections::BTreeSet::new();
+                let extras = extras
+                    .into_iter()
+                    .filter(|(key, _)| seen.insert(*key))
+                    .map(|(key, value)| (key.to_string(), value))
+                    .collect();
+                Shape { version, id, result, error, extras, order, spaces, pretty }
+            })
+    }
+
+    impl Shape {
+        fn render(&self) -> String {
+            let mut members: Vec<(String, &Value)> = Vec::new();
+            for (key, value) in [
+                ("jsonrpc", &self.version),
+                ("id", &self.id),
+                ("result", &self.result),
+                ("error", &self.error),
+            ] {
+                if let Some(value) = value {
+                    members.push((key.to_string(), value));
+                }
+            }
+            for (key, value) in &self.extras {
+                members.push((key.clone(), value));
+            }
+            let mut keyed: Vec<(u8, usize, (String, &Value))> = members
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| (self.order[i % self.order.len()], i, m))
+                .collect();
+            keyed.sort_by_key(|(key, index, _)| (*key, *index));
+            let mut spaces = self.spaces.iter().cycle();
+            let mut out = String::new();
+            out.push_str(spaces.next().unwrap());
+            out.push('{');
+            for (index, (_, _, (key, value))) in keyed.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(spaces.next().unwrap());
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push_str(spaces.next().unwrap());
+                out.push(':');
+                out.push_str(spaces.next().unwrap());
+                let text = if self.pretty {
+                    serde_json::to_string_pretty(value).unwrap()
+                } else {
+                    serde_json::to_string(value).unwrap()
+                };
+                out.push_str(&text);
+                out.push_str(spaces.next().unwrap());
+            }
+            out.push('}');
+            out.push_str(spaces.next().unwrap());
+            out
+        }
+    }
+
+    /// The classifier's rules, applied to a full serde_json parse.
+    fn reference(status: u16, body: &[u8], sent: u64) -> Outcome {
+        if !(200..300).contains(&status) {
+            return Outcome::HttpStatus(status);
+        }
+        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(body) else {
+            return Outcome::Invalid(InvalidKind::NotJson);
+        };
+        let code = match object.get("error") {
+            None => None,
+            Some(Value::Object(error)) => match error.get("code").and_then(Value::as_i64) {
+                Some(code) => Some(code),
+                None => return Outcome::Invalid(InvalidKind::NotJsonRpc),
+            },
+            Some(_) => return Outcome::Invalid(InvalidKind::NotJsonRpc),
+        };
+        if object.get("jsonrpc") != Some(&json!("2.0")) {
+            return Outcome::Invalid(InvalidKind::NotJsonRpc);
+        }
+        let id = object.get("id");
+        let id_matches = id.and_then(Value::as_u64) == Some(sent) && id.is_some_and(|id| !id.is_f64());
+        match (object.contains_key("result"), code) {
+            (true, None) => match id {
+                None => Outcome::Invalid(InvalidKind::NotJsonRpc),
+                Some(_) if id_matches => Outcome::Ok,
+                Some(_) => Outcome::Invalid(InvalidKind::IdMismatch),
+            },
+            (false, Some(code)) => match id {
+                None => Outcome::Invalid(InvalidKind::NotJsonRpc),
+                Some(Value::Null) => Outcome::RpcError(code),
+                Some(_) if id_matches => Outcome::RpcError(code),
+                Some(_) => Outcome::Invalid(InvalidKind::IdMismatch),
+            },
+            _ => Outcome::Invalid(InvalidKind::NotJsonRpc),
+        }
+    }
+
+    /// 256 cases per property; `RPCBENCH_PROPTEST_CASES` asks for more in a longer hunt.
+    fn cases() -> u32 {
+        std::env::var("RPCBENCH_PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256)
+    }
+
+    /// Inserts, replaces or deletes one byte.
+    fn mutate(body: &[u8], at: usize, byte: u8, how: u8) -> Vec<u8> {
+        let mut out = body.to_vec();
+        let at = if out.is_empty() { 0 } else { at % out.len() };
+        match how % 3 {
+            0 => out.insert(at, byte),
+            1 if !out.is_empty() => out[at] = byte,
+            _ if !out.is_empty() => {
+                out.remove(at);
+            }
+            _ => out.push(byte),
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_classifier_never_panics_on_arbitrary_bytes(
+            body in prop::collection::vec(any::<u8>(), 0..2048),
+            status in 100u16..600,
+            sent in any::<u64>(),
+            threshold in 0usize..64,
+        ) {
+            let _ = classify(status, &body, sent, CheckMode::Scan);
+            let _ = classify(status, &body, sent, CheckMode::Full);
+            let _ = scan_response(&body);
+            let _ = scan_response_with(&body, threshold);
+            let _ = error_message(&body);
+        }
+
+        #[test]
+        fn the_scan_agrees_with_serde_json_on_valid_responses(shape in shape(), status in prop_oneof![9 => Just(200u16), 1 => Just(429u16)]) {
+            let body = shape.render();
+            let expected = reference(status, body.as_bytes(), SENT);
+            prop_assert_eq!(classify(status, body.as_bytes(), SENT, CheckMode::Scan), expected, "scan: {:?}", body);
+            prop_assert_eq!(classify(status, body.as_bytes(), SENT, CheckMode::Full), expected, "full: {:?}", body);
+            // The tail scan and the forward scan see the same response.
+            prop_assert_eq!(scan_response(body.as_bytes()), scan_response_with(body.as_bytes(), usize::MAX), "{}", body);
+        }
+
+        #[test]
+        fn broken_responses_never_panic_and_the_full_check_rejects_what_is_not_json(
+            shape in shape(),
+            at in any::<usize>(),
+            byte in any::<u8>(),
+            how in any::<u8>(),
+            threshold in 0usize..64,
+        ) {
+            let body = mutate(shape.render().as_bytes(), at, byte, how);
+            let scanned = classify(200, &body, SENT, CheckMode::Scan);
+            let full = classify(200, &body, SENT, CheckMode::Full);
+            let _ = scan_response_with(&body, threshold);
+            // A number too large for an f64 is still JSON (its range is up to the reader).
+            let not_json = serde_json::from_slice::<Value>(&body)
+                .is_err_and(|err| !err.to_string().contains("number out of range"));
+            if not_json {
+                prop_assert_eq!(full, Outcome::Invalid(InvalidKind::NotJson), "{}", String::from_utf8_lossy(&body));
+            } else if full != Outcome::Invalid(InvalidKind::NotJson) {
+                // Still JSON: the full check adds nothing the scan did not see.
+                prop_assert_eq!(full, scanned, "{}", String::from_utf8_lossy(&body));
+            }
+        }
+
+        #[test]
+        fn templates_from_any_body_never_panic(body in prop_oneof![
+            any::<String>(),
+            nested().prop_map(|value| value.to_string()),
+            (nested(), tricky_string()).prop_map(|(params, method)| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()),
+        ], id in any::<u64>()) {
+            if let Ok(template) = RequestTemplate::from_body(&body) {
+                // The body it builds is one JSON object carrying the id and the method.
+                let built = template.body(id);
+                prop_assert_eq!(built.len(), template.body_len(id));
+                let value: Value = serde_json::from_str(&built).unwrap();
+                prop_assert_eq!(&value["id"], &json!(id));
+                prop_assert_eq!(&value["jsonrpc"], &json!("2.0"));
+                prop_assert_eq!(value["method"].as_str(), Some(template.method()));
+            }
+        }
+
+        #[test]
+        fn templates_from_any_method_and_params_build_valid_json(method in any::<String>(), params in prop::option::of(nested()), id in any::<u64>()) {
+            if let Ok(template) = RequestTemplate::from_method(&method, params.as_ref()) {
+                let value: Value = serde_json::from_str(&template.body(id)).unwrap();
+                prop_assert_eq!(&value["id"], &json!(id));
+                prop_assert_eq!(value["method"].as_str(), Some(method.as_str()));
+            }
+        }
     }
 }

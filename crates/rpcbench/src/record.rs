@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::engine::usage::{self, ThreadUsage};
 use crate::jsonrpc::{InvalidKind, Outcome};
 
 /// Latencies are recorded in microseconds with 3 significant digits.
@@ -405,6 +406,8 @@ pub struct Recorder {
     pub stages: Vec<StageTotals>,
     /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
     pub phases: [PhaseTotals; 2],
+    /// CPU and wall time of the worker thread.
+    pub usage: ThreadUsage,
     second: u64,
     second_requests: u64,
     second_errors: u64,
@@ -437,6 +440,7 @@ impl Recorder {
             unsent: 0,
             stages: Vec::new(),
             phases: Default::default(),
+            usage: ThreadUsage::default(),
             second: 0,
             second_requests: 0,
             second_errors: 0,
@@ -544,6 +548,7 @@ impl Recorder {
         for (ours, theirs) in self.phases.iter_mut().zip(&other.phases) {
             ours.merge(theirs);
         }
+        self.usage.merge(&other.usage);
         self.unsent += other.unsent;
     }
 }
@@ -567,6 +572,17 @@ pub struct RunRecord {
     pub series: Vec<SeriesPoint>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// What the generator itself used.
+    pub generator: GeneratorUsage,
+}
+
+/// What the generator itself used during a run, to tell a saturated tool from a slow target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeneratorUsage {
+    /// CPU and wall time of the worker threads.
+    pub workers: ThreadUsage,
+    /// Peak resident memory of the process, bytes (Linux only).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// One call's figures.
@@ -609,9 +625,11 @@ impl RunRecord {
             .zip(calls)
             .map(|(totals, (name, method))| CallTotals { name: name.clone(), method: method.clone(), totals })
             .collect();
+        let generator = GeneratorUsage { workers: merged.usage, peak_rss_bytes: usage::peak_rss_bytes() };
         Self {
             totals,
             calls,
+            generator,
             stages: merged.stages,
             phases: merged.phases,
             elapsed,

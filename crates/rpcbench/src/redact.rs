@@ -82,6 +82,48 @@ pub fn url(text: &str) -> String {
     out
 }
 
+/// Free text that may quote what the user typed (a command-line parser's error): every word
+/// that is a URL is redacted as one, a `name=value` word with a secret name has its value
+/// masked, and a word that looks like a generated key is masked.
+pub fn text(text: &str) -> String {
+    let is_delimiter = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '<' | '>');
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.is_empty() {
+            return;
+        }
+        // Punctuation that ends a sentence is not part of the word.
+        let trimmed = word.trim_end_matches([',', '.', ';', ':', ')', '!']);
+        if word.contains("://") || word.contains('?') || word.contains('@') {
+            out.push_str(&url(word));
+        } else if looks_like_key(trimmed) {
+            out.push_str(MASK);
+            out.push_str(&word[trimmed.len()..]);
+        } else {
+            match word.split_once('=') {
+                Some((name, _)) if is_secret_param(name) => {
+                    out.push_str(name);
+                    out.push('=');
+                    out.push_str(MASK);
+                }
+                _ => out.push_str(word),
+            }
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if is_delimiter(c) {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 fn is_secret_param(name: &str) -> bool {
     let normalized: String =
         name.chars().filter(|c| *c != '-' && *c != '_').flat_map(char::to_lowercase).collect();
@@ -148,6 +190,20 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(url(input), expected, "{input}");
         }
+    }
+
+    #[test]
+    fn urls_and_keys_in_free_text_are_masked() {
+        let message =
+            "error: unexpected argument 'https://mainnet.infura.io/v3/9aa3d95b3bc440fa88ea12eaa4456161' \
+                       found\n  tip: apikey=hunter2 and 0123456789abcdef0123456789abcdef, not 'getSlot'";
+        let shown = text(message);
+        assert_eq!(
+            shown,
+            "error: unexpected argument 'https://mainnet.infura.io/v3/***' found\n  tip: apikey=*** and ***, \
+             not 'getSlot'"
+        );
+        assert_eq!(text("plain words stay: --connections 5"), "plain words stay: --connections 5");
     }
 
     #[test]

@@ -33,9 +33,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use crate::engine::usage::ThreadUsage;
 use crate::jsonrpc::{CheckMode, InvalidKind, RequestTemplate};
 use crate::record::{
-    new_histogram, CallTotals, OutcomeCounts, PhaseTotals, RpcErrorCount, RunRecord, SeriesPoint, Totals,
+    new_histogram, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RpcErrorCount, RunRecord,
+    SeriesPoint, Totals,
 };
 use crate::redact;
 use crate::report::{OutcomesReport, RpcErrorReport, RunReport};
@@ -76,6 +78,10 @@ pub struct ResultsFile {
     pub methods: BTreeMap<String, MethodResults>,
     /// The per-interval series of the whole run.
     pub series: SeriesData,
+    /// What the generator itself used (worker threads, their CPU and wall time, peak memory);
+    /// absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorData>,
     /// Phase timings (connect, send, wait, receive) of successful responses and of the others,
     /// as HdrHistogram V2 in base64; absent in files written before they were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,6 +89,41 @@ pub struct ResultsFile {
     /// The shards a merged file was made of; empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<Shard>,
+}
+
+/// What the generator used, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeneratorData {
+    /// Worker threads.
+    pub threads: u64,
+    /// Their CPU time, microseconds; null when it could not be read.
+    pub cpu_us: Option<u64>,
+    /// Their wall time added up, nanoseconds.
+    pub wall_ns: u64,
+    /// Peak resident memory of the process, bytes.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl GeneratorData {
+    fn new(usage: &GeneratorUsage) -> Self {
+        Self {
+            threads: usage.workers.threads,
+            cpu_us: usage.workers.cpu.map(micros),
+            wall_ns: u64::try_from(usage.workers.wall.as_nanos()).unwrap_or(u64::MAX),
+            peak_rss_bytes: usage.peak_rss_bytes,
+        }
+    }
+
+    fn usage(&self) -> GeneratorUsage {
+        GeneratorUsage {
+            workers: ThreadUsage {
+                threads: self.threads,
+                cpu: self.cpu_us.map(Duration::from_micros),
+                wall: Duration::from_nanos(self.wall_ns),
+            },
+            peak_rss_bytes: self.peak_rss_bytes,
+        }
+    }
 }
 
 /// The phase histograms of one class of responses.
@@ -589,6 +630,7 @@ impl ResultsFile {
                     .map(|p| [p.second, p.requests, p.errors, p.p50_us, p.p99_us])
                     .collect(),
             },
+            generator: Some(GeneratorData::new(&record.generator)),
             phases: record
                 .phases
                 .iter()
@@ -700,6 +742,7 @@ impl ResultsFile {
             calls,
             // Results files do not keep per-stage figures yet.
             stages: Vec::new(),
+            generator: self.generator.map(|data| data.usage()).unwrap_or_default(),
             phases: match &self.phases {
                 Some([ok, error]) => [ok.totals()?, error.totals()?],
                 None => Default::default(),

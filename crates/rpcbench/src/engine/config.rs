@@ -46,8 +46,8 @@ pub enum Scheme {
     Https,
 }
 
-/// Where requests go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where requests go. Its `Debug` form shows the URL redacted.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Target {
     /// The URL as given (contains secrets; never print it, use [`Target::redacted`]).
     url: String,
@@ -105,6 +105,30 @@ impl Target {
     }
 }
 
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.redacted())
+            .field("scheme", &self.scheme)
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("path_and_query", &redact::url(&self.path_and_query))
+            .field("host_header", &self.host_header)
+            .finish()
+    }
+}
+
+/// Request headers as `Debug` shows them: secret values masked.
+struct RedactedHeaders<'a>(&'a [(String, String)]);
+
+impl fmt::Debug for RedactedHeaders<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, value)| (name, redact::header_value(name, value))))
+            .finish()
+    }
+}
+
 /// How arrivals are spaced in open loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Arrivals {
@@ -153,8 +177,8 @@ pub struct TlsOptions {
     pub ca_file: Option<PathBuf>,
 }
 
-/// One validated load run.
-#[derive(Debug, Clone)]
+/// One validated load run. Its `Debug` form hides the URL's keys and secret header values.
+#[derive(Clone)]
 pub struct RunConfig {
     /// Where requests go.
     pub target: Target,
@@ -193,6 +217,29 @@ pub struct RunConfig {
     /// Seed for everything random in the run (arrivals, the mix, generated params), so reruns
     /// send the same requests.
     pub seed: u64,
+}
+
+impl fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("target", &self.target)
+            .field("workload", &self.workload)
+            .field("headers", &RedactedHeaders(&self.headers))
+            .field("load", &self.load)
+            .field("length", &self.length)
+            .field("stages", &self.stages)
+            .field("warmup", &self.warmup)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("keepalive", &self.keepalive)
+            .field("tls", &self.tls)
+            .field("threads", &self.threads)
+            .field("max_body", &self.max_body)
+            .field("check", &self.check)
+            .field("fixed_id", &self.fixed_id)
+            .field("seed", &self.seed)
+            .finish()
+    }
 }
 
 impl RunConfig {
@@ -289,10 +336,18 @@ impl RunConfig {
         if self.connect_timeout.is_zero() {
             return Err(ConfigError::new("--connect-timeout", "must be longer than zero"));
         }
-        for (name, value) in &self.headers {
+        for (index, (name, value)) in self.headers.iter().enumerate() {
             let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
             if !valid_name {
-                return Err(ConfigError::new("--header", format!("'{name}' is not a valid header name")));
+                // Not echoed: a name with spaces in it may be a whole `Authorization Bearer …`.
+                return Err(ConfigError::new(
+                    "--header",
+                    format!(
+                        "the name of header #{} is not a valid header name (visible ASCII characters \
+                         other than ':'; not shown: it may hold a secret)",
+                        index + 1
+                    ),
+                ));
             }
             if value.bytes().any(|b| b == b'\r' || b == b'\n') {
                 return Err(ConfigError::new(
@@ -400,6 +455,33 @@ mod tests {
         bad.length = Length { duration: None, requests: None };
         assert_eq!(bad.validate().unwrap_err().setting, "--duration");
         assert!(config().validate().is_ok());
+    }
+
+    #[test]
+    fn debug_forms_hide_keys_and_secret_headers() {
+        let key = "9aa3d95b3bc440fa88ea12eaa4456161";
+        let mut config = config();
+        config.target =
+            Target::parse(&format!("https://rpc.example.com/v3/{key}?apikey=hunter2&x=1")).unwrap();
+        config.headers.push(("Authorization".into(), "Bearer topsecret".into()));
+        config.headers.push(("X-Api-Key".into(), "abc123".into()));
+        config.headers.push(("Accept".into(), "application/json".into()));
+        let shown = format!("{config:?} {:?}", config.target);
+        for secret in [key, "hunter2", "topsecret", "abc123"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("/v3/***?apikey=***&x=1"), "{shown}");
+        assert!(shown.contains("application/json"), "{shown}");
+    }
+
+    #[test]
+    fn invalid_header_names_are_not_echoed() {
+        let mut bad = config();
+        bad.headers.push(("Authorization Bearer sk_live_0123456789".into(), "x".into()));
+        let err = bad.validate().unwrap_err();
+        assert_eq!(err.setting, "--header");
+        assert!(!err.to_string().contains("sk_live"), "{err}");
+        assert!(err.message.contains("header #1"), "{err}");
     }
 
     #[test]

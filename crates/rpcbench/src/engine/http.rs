@@ -285,7 +285,10 @@ impl Connection {
                     }
                 }
             }
-            if self.chunked_body.len() as u64 + size > max_body {
+            // A hostile size (up to u64::MAX) must not overflow the sum.
+            if (self.chunked_body.len() as u64).saturating_add(size) > max_body
+                || usize::try_from(size).map_or(true, |size| size > usize::MAX - 2)
+            {
                 return Err(ReadError::TooLarge);
             }
             let size = size as usize;
@@ -433,6 +436,14 @@ mod tests {
         }
         let (meta, _) = read_raw(b"HTTP/1.1 200 OK\r\n", 100).await;
         assert_eq!(meta, Err(ReadError::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_chunk_size_of_u64_max_is_too_large_not_an_overflow() {
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n";
+        assert_eq!(read_raw(raw, u64::MAX).await.0, Err(ReadError::TooLarge));
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\nffffffffffffffff\r\n";
+        assert_eq!(read_raw(raw, 100).await.0, Err(ReadError::TooLarge));
     }
 
     #[tokio::test]

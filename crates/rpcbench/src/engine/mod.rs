@@ -12,8 +12,10 @@ pub mod config;
 pub mod connect;
 pub mod hires;
 pub mod http;
+pub mod limits;
 pub mod pacer;
 pub mod stages;
+pub mod usage;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
@@ -41,6 +43,8 @@ pub enum EngineError {
     Setup(SetupError),
     /// A worker thread or runtime could not be started.
     Runtime(std::io::Error),
+    /// More connections than the open-file limit allows.
+    TooManyConnections(limits::TooManyConnections),
 }
 
 impl fmt::Display for EngineError {
@@ -49,6 +53,7 @@ impl fmt::Display for EngineError {
             EngineError::Config(err) => err.fmt(f),
             EngineError::Setup(err) => err.fmt(f),
             EngineError::Runtime(err) => write!(f, "cannot start the load workers: {err}"),
+            EngineError::TooManyConnections(err) => err.fmt(f),
         }
     }
 }
@@ -122,6 +127,7 @@ impl Run {
     /// Like [`Run::new`], stopped by an existing handle.
     pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
+        limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
         let connector = Connector::new(&config).map_err(EngineError::Setup)?;
         Ok(Self {
             config: Arc::new(config),
@@ -282,6 +288,7 @@ struct WorkerShared {
 }
 
 fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorder> {
+    let meter = usage::ThreadMeter::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let mut stop_changed = shared.stop.0.sender.subscribe();
@@ -313,6 +320,7 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     let series = worker.shared.series.clone();
     let mut recorder = worker.recorder.replace(Recorder::new(0, series));
     recorder.flush_second();
+    recorder.usage = meter.finish();
     Ok(recorder)
 }
 
@@ -520,7 +528,18 @@ fn stage_ends(stages: &[stages::Stage]) -> Vec<f64> {
 /// A closed-loop connection that a stage does not need checks again this often.
 const IDLE_CONNECTION_CHECK: Duration = Duration::from_millis(10);
 
+/// Reports a connection task finished when dropped, however it ends: the worker waits for
+/// every connection, so a task that panicked without reporting would hang the run.
+struct ConnectionDone(Rc<Worker>);
+
+impl Drop for ConnectionDone {
+    fn drop(&mut self) {
+        self.0.connection_done();
+    }
+}
+
 async fn connection_loop(worker: Rc<Worker>, index: usize) {
+    let _done = ConnectionDone(worker.clone());
     let config = worker.shared.config.clone();
     let mut connection: Option<Connection> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
@@ -660,7 +679,6 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
             connection = None;
         }
     }
-    worker.connection_done();
 }
 
 fn result_has_body(outcome: Outcome) -> bool {

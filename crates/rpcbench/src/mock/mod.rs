@@ -28,7 +28,7 @@ mod solana;
 mod static_chain;
 
 pub use faults::{parse_error_rate, parse_rate_limit, FaultParseError, Faults, Latency, Stall};
-pub use server::MockServer;
+pub use server::{Dispatcher, MockServer};
 
 /// Which kind of node a [`MockServer`] pretends to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

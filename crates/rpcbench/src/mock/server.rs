@@ -125,6 +125,36 @@ struct Shared {
     max_batch_len: usize,
 }
 
+/// The JSON-RPC side of a mock node without its HTTP server: answers request bodies exactly as
+/// the server does, fault knobs included, except those that only delay (latency, stalls) or
+/// refuse at the HTTP level (rate limiting, body size). For tests and fuzzing.
+#[derive(Debug)]
+pub struct Dispatcher {
+    shared: Shared,
+}
+
+impl Dispatcher {
+    /// A dispatcher for the node `options` describe.
+    pub fn new(options: &MockOptions) -> Result<Self, MockError> {
+        options.validate()?;
+        let started = Instant::now();
+        Ok(Self {
+            shared: Shared {
+                node: Node::new(options, started),
+                faults: FaultState::new(options.faults.clone(), options.seed, started),
+                max_body_bytes: options.max_body_bytes,
+                max_batch_len: options.max_batch_len,
+            },
+        })
+    }
+
+    /// The body of the answer to one HTTP request body (a request, a batch, or anything
+    /// else); `None` when nothing is answered (notifications only, HTTP 204).
+    pub fn answer(&self, body: &[u8]) -> Option<Vec<u8>> {
+        process(&self.shared, body)
+    }
+}
+
 /// A running mock node. Stops (gracefully, joining its threads) on [`MockServer::stop`] or drop.
 #[derive(Debug)]
 pub struct MockServer {
@@ -641,6 +671,255 @@ mod tests {
         for node in &nodes {
             assert_eq!(answer(node, &deep).unwrap()["error"]["code"], PARSE_ERROR);
             assert_eq!(answer(node, &deep_object).unwrap()["error"]["code"], PARSE_ERROR);
+        }
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    //! The request handling of every mock node on arbitrary and near-valid bodies: it never
+    //! panics, every answer is JSON, malformed JSON gets -32700, and ids are echoed.
+
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn dispatchers() -> [Dispatcher; 3] {
+        [Chain::Static, Chain::Solana, Chain::Ethereum].map(|chain| {
+            let mut options = MockOptions::new(chain);
+            options.max_batch_len = 8;
+            Dispatcher::new(&options).unwrap()
+        })
+    }
+
+    thread_local! {
+        static NODES: [Dispatcher; 3] = dispatchers();
+    }
+
+    const METHODS: [&str; 40] = [
+        "getSlot",
+        "getBlockHeight",
+        "getHealth",
+        "getVersion",
+        "getFirstAvailableBlock",
+        "getGenesisHash",
+        "getTransactionCount",
+        "getEpochInfo",
+        "getLatestBlockhash",
+        "getBalance",
+        "getAccountInfo",
+        "getMultipleAccounts",
+        "getBlock",
+        "getBlocks",
+        "getBlocksWithLimit",
+        "getTransaction",
+        "getSignaturesForAddress",
+        "eth_chainId",
+        "net_version",
+        "net_listening",
+        "eth_syncing",
+        "eth_blockNumber",
+        "eth_gasPrice",
+        "eth_maxPriorityFeePerGas",
+        "eth_getBalance",
+        "eth_getTransactionCount",
+        "eth_getCode",
+        "eth_call",
+        "eth_estimateGas",
+        "eth_getBlockByNumber",
+        "eth_getBlockByHash",
+        "eth_getBlockTransactionCountByNumber",
+        "eth_getTransactionByHash",
+        "eth_getTransactionReceipt",
+        "eth_getLogs",
+        "unknown_method",
+        "",
+        "getslot",
+        "eth_",
+        "rpc.discover",
+    ];
+
+    fn param() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| json!(f)),
+            prop_oneof![
+                Just("latest"),
+                Just("earliest"),
+                Just("pending"),
+                Just("finalized"),
+                Just("safe"),
+                Just("confirmed"),
+                Just("processed"),
+                Just("jsonParsed"),
+                Just("base64"),
+                Just("base58"),
+                Just("full"),
+                Just("signatures"),
+                Just("none"),
+                Just("0x"),
+                Just("0x0"),
+                Just("0xffffffffffffffffff"),
+                Just("0x1b4"),
+                Just("-0x1"),
+                Just("4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ"),
+                Just("0x00000000000000000000000000000000deadbeef"),
+            ]
+            .prop_map(|s| json!(s)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("commitment".to_string()),
+                            Just("encoding".to_string()),
+                            Just("transactionDetails".to_string()),
+                            Just("maxSupportedTransactionVersion".to_string()),
+                            Just("limit".to_string()),
+                            Just("before".to_string()),
+                            Just("fromBlock".to_string()),
+                            Just("toBlock".to_string()),
+                            Just("address".to_string()),
+                            Just("topics".to_string()),
+                            Just("blockHash".to_string()),
+                            Just("rewards".to_string()),
+                            Just("to".to_string()),
+                            Just("data".to_string()),
+                            any::<String>(),
+                        ],
+                        inner,
+                    ),
+                    0..6,
+                )
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn request() -> impl Strategy<Value = Value> {
+        let id = prop_oneof![
+            Just(None),
+            any::<u64>().prop_map(|n| Some(json!(n))),
+            any::<i64>().prop_map(|n| Some(json!(n))),
+            any::<String>().prop_map(|s| Some(json!(s))),
+            Just(Some(Value::Null)),
+            Just(Some(json!([1]))),
+        ];
+        let params = prop_oneof![
+            1 => Just(None),
+            4 => prop::collection::vec(param(), 0..5).prop_map(|p| Some(Value::Array(p))),
+            1 => param().prop_map(Some),
+        ];
+        let version =
+            prop_oneof![8 => Just(Some(json!("2.0"))), 1 => Just(None), 1 => Just(Some(json!("1.0")))];
+        (id, prop::sample::select(&METHODS[..]), params, version).prop_map(|(id, method, params, version)| {
+            let mut request = serde_json::Map::new();
+            if let Some(version) = version {
+                request.insert("jsonrpc".into(), version);
+            }
+            if let Some(id) = id {
+                request.insert("id".into(), id);
+            }
+            request.insert("method".into(), json!(method));
+            if let Some(params) = params {
+                request.insert("params".into(), params);
+            }
+            Value::Object(request)
+        })
+    }
+
+    /// Every node's answer, checked to be JSON. An answer that is JSON but not representable
+    /// as a `Value` (an id echoed byte for byte with an exponent beyond f64) maps to `Null`.
+    fn answers(body: &[u8]) -> [Option<Value>; 3] {
+        NODES.with(|nodes| {
+            nodes.each_ref().map(|node| {
+                node.answer(body).map(|out| {
+                    assert!(is_json(&out), "every answer is JSON: {}", String::from_utf8_lossy(&out));
+                    serde_json::from_slice::<Value>(&out).unwrap_or(Value::Null)
+                })
+            })
+        })
+    }
+
+    fn is_json(body: &[u8]) -> bool {
+        std::str::from_utf8(body)
+            .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("RPCBENCH_PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic_and_malformed_json_gets_a_parse_error(
+            body in prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..512),
+                request().prop_flat_map(|request| {
+                    let text = request.to_string().into_bytes();
+                    let len = text.len();
+                    (Just(text), 0..len, any::<u8>())
+                }).prop_map(|(mut text, at, byte)| { text[at] = byte; text }),
+                request().prop_map(|request| {
+                    let text = request.to_string();
+                    text.as_bytes()[..text.len() / 2].to_vec()
+                }),
+            ],
+        ) {
+            let answers = answers(&body);
+            if !is_json(&body) {
+                for answer in answers {
+                    let answer = answer.expect("malformed JSON is answered");
+                    prop_assert_eq!(&answer["error"]["code"], &json!(PARSE_ERROR), "{:?}", String::from_utf8_lossy(&body));
+                    prop_assert_eq!(&answer["id"], &Value::Null);
+                    prop_assert_eq!(&answer["jsonrpc"], &json!("2.0"));
+                }
+            }
+        }
+
+        #[test]
+        fn near_valid_requests_never_panic_and_echo_the_id(request in request()) {
+            let body = request.to_string();
+            for answer in answers(body.as_bytes()) {
+                match (request.get("id"), answer) {
+                    (None, None) => {}
+                    (None, Some(answer)) => {
+                        // A notification is answered only when it is not a valid request.
+                        prop_assert!(answer["error"]["code"] == json!(INVALID_REQUEST), "{} -> {}", body, answer);
+                    }
+                    (Some(_), None) => prop_assert!(false, "a request with an id got no answer: {}", body),
+                    (Some(id), Some(answer)) => {
+                        let valid_id = matches!(id, Value::Null | Value::Number(_) | Value::String(_));
+                        if valid_id {
+                            prop_assert_eq!(&answer["id"], id, "{} -> {}", body, answer);
+                        }
+                        prop_assert!(answer.get("result").is_some() != answer.get("error").is_some(), "{} -> {}", body, answer);
+                        if let Some(code) = answer.get("error").map(|error| &error["code"]) {
+                            prop_assert!(code.is_i64(), "{} -> {}", body, answer);
+                        }
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn batches_of_near_valid_requests_never_panic(requests in prop::collection::vec(request(), 0..12)) {
+            let body = Value::Array(requests.clone()).to_string();
+            for answer in answers(body.as_bytes()).into_iter().flatten() {
+                if requests.is_empty() || requests.len() > 8 {
+                    prop_assert_eq!(&answer["error"]["code"], &json!(INVALID_REQUEST));
+                } else {
+                    let items = answer.as_array().expect("a batch answers with an array");
+                    prop_assert!(items.len() <= requests.len());
+                }
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ use crate::record::RunRecord;
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;
-pub use text::{generator_warnings, render_text};
+pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
 
 /// Version of the JSON report layout; bumped when a field changes meaning or goes away.
 pub const REPORT_VERSION: u32 = 1;
@@ -97,6 +97,8 @@ pub struct RunReport {
     /// (`--monitor-pid`, `--monitor-cmd`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_resources: Option<ResourceReport>,
+    /// What the generator itself used: a saturated generator measures itself, not the target.
+    pub generator: GeneratorReport,
 }
 
 /// The phases of one class of responses.
@@ -187,6 +189,23 @@ pub struct MethodReport {
     pub rate: f64,
     /// Latency of this call's requests (corrected in open loop).
     pub latency: LatencyReport,
+}
+
+/// What the generator itself used during the run. Figures it could not measure (outside
+/// Linux) are null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorReport {
+    /// Worker threads (one runtime each).
+    pub threads: u64,
+    /// User and system CPU time of the worker threads, microseconds.
+    pub cpu_us: Option<u64>,
+    /// That CPU time as a percentage of the worker threads' capacity (threads x wall time);
+    /// 100 means every worker was busy all the time.
+    pub cpu_percent: Option<f64>,
+    /// Worker CPU time per request with an outcome, microseconds.
+    pub cpu_us_per_request: Option<f64>,
+    /// Peak resident memory of the process, bytes.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// How load was applied.
@@ -367,6 +386,17 @@ impl RunReport {
             None => record.elapsed.as_secs_f64(),
         };
         let rate = if elapsed_secs > 0.0 { record.totals.counts.total() as f64 / elapsed_secs } else { 0.0 };
+        let workers = &record.generator.workers;
+        let generator = GeneratorReport {
+            threads: workers.threads,
+            cpu_us: workers.cpu.map(micros),
+            cpu_percent: workers.cpu_percent(),
+            cpu_us_per_request: match (workers.cpu, counts.total()) {
+                (Some(cpu), total) if total > 0 => Some(cpu.as_secs_f64() * 1e6 / total as f64),
+                _ => None,
+            },
+            peak_rss_bytes: record.generator.peak_rss_bytes,
+        };
         // Per-second figures over whole intervals inside the measured time.
         let whole = (record.elapsed.as_secs() / record.series_interval_secs.max(1)) as usize;
         let per_second: Vec<f64> = record
@@ -509,6 +539,7 @@ impl RunReport {
                     .collect(),
             },
             target_resources: None,
+            generator,
         }
     }
 

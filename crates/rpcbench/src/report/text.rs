@@ -225,6 +225,18 @@ pub fn render_text(report: &RunReport) -> String {
     if let Some(resources) = &report.target_resources {
         out.push_str(&resources.render_text());
     }
+    let generator = &report.generator;
+    let mut usage = format!("  Generator: {} worker thread(s)", generator.threads);
+    if let Some(cpu) = generator.cpu_percent {
+        let _ = write!(usage, ", CPU {cpu:.1}% of their capacity");
+        if let Some(per_request) = generator.cpu_us_per_request {
+            let _ = write!(usage, " ({} per request)", format_micros(per_request));
+        }
+    }
+    if let Some(rss) = generator.peak_rss_bytes {
+        let _ = write!(usage, ", peak memory {:.1}MB", rss as f64 / 1e6);
+    }
+    let _ = writeln!(out, "{usage}");
     for warning in generator_warnings(report) {
         let _ = writeln!(out, "  WARNING: {warning}");
     }
@@ -252,8 +264,25 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
             ));
         }
     }
+    if let Some(cpu) = report.generator.cpu_percent {
+        if cpu >= SATURATED_CPU_PERCENT && report.elapsed_us >= MIN_ELAPSED_FOR_CPU_US {
+            warnings.push(format!(
+                "the generator's CPU was saturated ({cpu:.0}% of {} worker thread(s)): the results \
+                 may show the tool's limit, not the target's (use more --threads if cores are idle, \
+                 or run rpcbench on another machine)",
+                report.generator.threads
+            ));
+        }
+    }
     warnings
 }
+
+/// Worker CPU use, as a percentage of the workers' capacity, from which the generator counts as
+/// saturated.
+pub const SATURATED_CPU_PERCENT: f64 = 90.0;
+
+/// CPU times come in 10 ms clock ticks: shorter runs are too coarse to judge.
+const MIN_ELAPSED_FOR_CPU_US: u64 = 500_000;
 
 fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: Option<&LatencyReport>) {
     for (name, _) in PERCENTILES {

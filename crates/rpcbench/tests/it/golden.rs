@@ -15,7 +15,7 @@ use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
 use rpcbench::report::{render_csv, render_html, render_markdown, render_text};
-use rpcbench::results::{Machine, ResultsFile, SavedRun};
+use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -133,6 +133,12 @@ fn synthetic(open_loop: bool) -> ResultsFile {
     // What depends on the machine the test runs on, fixed.
     file.tool = "rpcbench 0.1.0".into();
     file.machine = Machine { cores: 8, os: "linux".into(), arch: "x86_64".into() };
+    file.generator = Some(GeneratorData {
+        threads: 2,
+        cpu_us: Some(3_100_000),
+        wall_ns: 20_004_690_000,
+        peak_rss_bytes: Some(9_437_184),
+    });
     file.workload.threads = 2;
     file
 }

@@ -4,6 +4,7 @@
 mod compare;
 mod engine;
 mod golden;
+mod hostile;
 mod monitor;
 mod report;
 mod results;

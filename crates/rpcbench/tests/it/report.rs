@@ -103,3 +103,48 @@ fn reports_never_show_the_api_key() {
         assert!(output.contains("/v3/***?apikey=***"), "{output}");
     }
 }
+
+#[test]
+fn reports_say_what_the_generator_used() {
+    let server = mixed_server();
+    let mut config = closed_loop(&server.url(), 2, seconds(0.6));
+    config.threads = 2;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    assert_valid(&report);
+    let generator = &report.generator;
+    assert_eq!(generator.threads, 2);
+    if cfg!(target_os = "linux") {
+        let cpu = generator.cpu_percent.expect("worker CPU is measured on Linux");
+        assert!(cpu > 0.0 && cpu <= 100.0, "{cpu}");
+        assert!(generator.cpu_us.unwrap() > 0);
+        assert!(generator.cpu_us_per_request.unwrap() > 0.0);
+        assert!(generator.peak_rss_bytes.unwrap() > 1_000_000);
+    }
+    let text = render_text(&report);
+    assert!(text.contains("Generator: 2 worker thread(s)"), "{text}");
+}
+
+#[test]
+fn a_saturated_generator_is_warned_about() {
+    let server = mixed_server();
+    let config = closed_loop(&server.url(), 1, seconds(0.6));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let mut report = RunReport::new(&config, &record);
+    let saturated = |warnings: &[String]| warnings.iter().any(|w| w.contains("CPU was saturated"));
+
+    report.generator.cpu_percent = Some(rpcbench::report::SATURATED_CPU_PERCENT);
+    let warnings = rpcbench::report::generator_warnings(&report);
+    assert!(saturated(&warnings), "{warnings:?}");
+    let warning = warnings.iter().find(|w| w.contains("CPU was saturated")).unwrap();
+    assert!(warning.contains("the results may show the tool's limit, not the target's"), "{warning}");
+    assert!(render_text(&report).contains("WARNING: the generator's CPU was saturated (90%"));
+
+    report.generator.cpu_percent = Some(50.0);
+    assert!(!saturated(&rpcbench::report::generator_warnings(&report)));
+    report.generator.cpu_percent = None;
+    assert!(!saturated(&rpcbench::report::generator_warnings(&report)), "absent figures warn of nothing");
+    report.generator.cpu_percent = Some(100.0);
+    report.elapsed_us = 100_000;
+    assert!(!saturated(&rpcbench::report::generator_warnings(&report)), "too short to judge");
+}

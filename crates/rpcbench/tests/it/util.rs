@@ -22,6 +22,13 @@ pub enum Reply {
     Close,
     /// Waits, then replies.
     After(Duration, Box<Reply>),
+    /// Writes these bytes, then resets the connection (SO_LINGER 0: an RST, not a FIN).
+    Reset(Vec<u8>),
+    /// Writes `head`, then `piece` `count` times, each as one chunk when `chunked` (then the
+    /// last chunk), and keeps the connection. Nothing large is ever held in memory.
+    Stream { head: Vec<u8>, piece: Vec<u8>, count: usize, chunked: bool },
+    /// Writes these bytes one at a time, `pause` apart (slow loris), then keeps the connection.
+    Trickle(Vec<u8>, Duration),
 }
 
 /// An HTTP 200 response with a JSON body.
@@ -54,37 +61,80 @@ pub struct Request {
 
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
 
-/// A test server on its own thread; stops when dropped (the process ends the thread).
+/// A test server on its own thread. [`TestServer::stop`] (or dropping it) closes the listener
+/// and every connection at once, like a killed process.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Requests read so far.
     pub requests: Arc<AtomicU64>,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicU64>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TestServer {
     pub fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_on("127.0.0.1:0".parse().unwrap(), handler)
+    }
+
+    /// Starts on a given address (a port used before: std sets SO_REUSEADDR).
+    pub fn start_on(addr: SocketAddr, handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Self {
         let handler: Arc<Handler> = Arc::new(handler);
         let requests = Arc::new(AtomicU64::new(0));
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let std_listener = std::net::TcpListener::bind(addr).unwrap();
         std_listener.set_nonblocking(true).unwrap();
         let addr = std_listener.local_addr().unwrap();
         let counter = requests.clone();
-        std::thread::spawn(move || {
+        let accepted = connections.clone();
+        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async move {
                 let listener = TcpListener::from_std(std_listener).unwrap();
-                loop {
-                    let Ok((socket, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    tokio::spawn(serve_connection(socket, handler.clone(), counter.clone()));
+                let accept_loop = async {
+                    loop {
+                        let Ok((socket, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                        tokio::spawn(serve_connection(socket, handler.clone(), counter.clone()));
+                    }
+                };
+                tokio::select! {
+                    _ = accept_loop => {}
+                    _ = stopped => {}
                 }
             });
+            // Dropping the runtime drops every connection task and so closes every socket.
+            drop(runtime);
         });
-        Self { addr, requests }
+        Self { addr, requests, connections, shutdown: Some(shutdown), thread: Some(thread) }
+    }
+
+    /// Closes the listener and every connection, and waits until they are closed.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            shutdown.send(()).ok();
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().ok();
+        }
     }
 
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shut_down();
     }
 }
 
@@ -142,9 +192,53 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
                     return;
                 }
                 Reply::Close => return,
+                Reply::Reset(bytes) => {
+                    socket.write_all(&bytes).await.ok();
+                    socket.set_zero_linger().ok();
+                    return;
+                }
+                Reply::Stream { head, piece, count, chunked } => {
+                    if write_stream(&mut socket, &head, &piece, count, chunked).await.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                Reply::Trickle(bytes, pause) => {
+                    for byte in bytes {
+                        if socket.write_all(&[byte]).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(pause).await;
+                    }
+                    break;
+                }
             }
         }
     }
+}
+
+async fn write_stream(
+    socket: &mut TcpStream,
+    head: &[u8],
+    piece: &[u8],
+    count: usize,
+    chunked: bool,
+) -> std::io::Result<()> {
+    socket.write_all(head).await?;
+    let size_line = format!("{:x}\r\n", piece.len());
+    for _ in 0..count {
+        if chunked {
+            socket.write_all(size_line.as_bytes()).await?;
+        }
+        socket.write_all(piece).await?;
+        if chunked {
+            socket.write_all(b"\r\n").await?;
+        }
+    }
+    if chunked {
+        socket.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(())
 }
 
 /// A closed-loop configuration against `url` calling getSlot.
