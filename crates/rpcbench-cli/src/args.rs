@@ -29,6 +29,8 @@ pub enum Command {
     /// Run one workload against several targets in turn and compare them (or, with --equal,
     /// check that they answer alike).
     Compare(Box<crate::compare_cmd::CompareArgs>),
+    /// List the built-in suites (`run URL --suite NAME`).
+    Suites,
 }
 
 #[derive(Debug, Args)]
@@ -88,13 +90,20 @@ pub enum CheckArg {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file"]))]
+#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
 pub struct RunArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run.
     pub target: String,
     /// With a scenario file: send to this URL instead of the file's.
     #[arg(long, help_heading = "Request")]
     pub url: Option<String>,
+    /// Run a built-in suite against the URL (`rpcbench suites` lists them).
+    #[arg(long, help_heading = "Request")]
+    pub suite: Option<String>,
+    /// Pools file: used instead of sampling the target if it exists, else written after
+    /// sampling (replaces a scenario's `[sample] cache`).
+    #[arg(long, value_name = "FILE", help_heading = "Request")]
+    pub pools: Option<PathBuf>,
 
     /// JSON-RPC method to call.
     #[arg(short, long, help_heading = "Request")]

@@ -11,6 +11,7 @@ mod report_cmd;
 mod run_cmd;
 mod serve;
 mod signals;
+mod suites_cmd;
 
 use std::process::ExitCode;
 
@@ -27,5 +28,6 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),
+        Command::Suites => suites_cmd::run(),
     }
 }

@@ -38,6 +38,7 @@ pub mod report;
 pub mod results;
 pub mod sample;
 pub mod scenario;
+pub mod suites;
 pub mod thresholds;
 pub mod units;
 pub mod workload;
