@@ -267,7 +267,7 @@ fn sample_ethereum(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
             }
             for key in ["from", "to"] {
                 if let Some(address) = tx.get(key).filter(|address| address.is_string()) {
-                    add(&mut pools, "addresses", address.clone());
+                    add(&mut pools, "addresses", lowercase(address));
                 }
             }
             if tx.is_object()
@@ -294,13 +294,13 @@ fn sample_ethereum(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
     };
     for log in logs.as_ref().and_then(Value::as_array).into_iter().flatten() {
         if let Some(address) = log.get("address").filter(|address| address.is_string()) {
-            add(&mut pools, "contracts", address.clone());
+            add(&mut pools, "contracts", lowercase(address));
         }
     }
     for hash in creations {
         if let Ok(receipt) = node.call("eth_getTransactionReceipt", json!([hash])) {
             if let Some(address) = receipt.get("contractAddress").filter(|address| address.is_string()) {
-                add(&mut pools, "contracts", address.clone());
+                add(&mut pools, "contracts", lowercase(address));
             }
         }
     }
@@ -382,5 +382,13 @@ fn sample_solana(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
 fn add(pools: &mut BTreeMap<&str, Pool>, name: &str, value: Value) {
     if let Some(pool) = pools.get_mut(name) {
         pool.add(value);
+    }
+}
+
+/// Addresses in one case, so that a checksummed and a lowercase spelling count once.
+fn lowercase(address: &Value) -> Value {
+    match address.as_str() {
+        Some(text) => Value::String(text.to_ascii_lowercase()),
+        None => address.clone(),
     }
 }
