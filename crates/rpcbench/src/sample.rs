@@ -197,7 +197,7 @@ impl Node<'_> {
     }
 
     fn fail(&self, what: &str, err: CallError) -> SampleError {
-        SampleError(format!("sampling {}: {what} failed: {err}", crate::redact::url(self.url)))
+        SampleError(format!("{}: {what} failed: {err}", crate::redact::url(self.url)))
     }
 }
 
@@ -210,7 +210,7 @@ pub fn detect(url: &str, timeout: Duration) -> Result<SampleChain, SampleError> 
     match node.call("getSlot", Value::Null) {
         Ok(_) => Ok(SampleChain::Solana),
         Err(err) => Err(SampleError(format!(
-            "sampling {}: neither eth_chainId nor getSlot answered ({err}); set [sample] chain",
+            "{}: neither eth_chainId nor getSlot answered ({err}); set [sample] chain",
             crate::redact::url(url)
         ))),
     }

@@ -175,3 +175,69 @@ fn a_node_that_answers_nothing_is_a_sampling_error() {
     let error = sample(&format!("http://127.0.0.1:{port}/"), &options).unwrap_err().to_string();
     assert!(error.contains("neither eth_chainId nor getSlot"), "{error}");
 }
+
+/// A tiny Ethereum node on 127.0.0.1 that keeps only blocks 90..=100 (a pruned node): older
+/// blocks are null. One request per connection.
+fn pruned_node() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).ok();
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let result = match request["method"].as_str().unwrap_or("") {
+                "eth_chainId" => json!("0x7a69"),
+                "eth_blockNumber" => json!("0x64"),
+                "eth_getBlockByNumber" => {
+                    let number = u64::from_str_radix(
+                        request["params"][0].as_str().unwrap_or("0x0").trim_start_matches("0x"),
+                        16,
+                    )
+                    .unwrap_or(0);
+                    if number >= 90 {
+                        json!({"number": format!("{number:#x}"), "hash": format!("0x{number:064x}"), "transactions": []})
+                    } else {
+                        Value::Null
+                    }
+                }
+                _ => json!([]),
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
+            let mut stream = reader.into_inner();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", answer.len());
+            stream.write_all(head.as_bytes()).ok();
+            stream.write_all(answer.as_bytes()).ok();
+        }
+    });
+    url
+}
+
+#[test]
+fn a_pruned_node_shrinks_the_window_and_a_chain_without_transactions_gives_empty_pools() {
+    let pools = sample(&pruned_node(), &SampleOptions::default()).unwrap();
+    assert_eq!(pools.chain_id, Some(31337));
+    assert_eq!((pools.oldest, pools.head), (90, 100));
+    assert_eq!(pools.get("block_numbers").unwrap(), (90..=100).rev().map(|n| json!(n)).collect::<Vec<_>>());
+    assert!(pools.get("tx_hashes").unwrap().is_empty());
+    assert!(pools.get("addresses").unwrap().is_empty());
+    let error =
+        ScenarioDraft::parse(POOLED, Path::new("s.toml")).unwrap().resolve(None, Some(&pools)).unwrap_err();
+    assert!(error.to_string().contains("blocks 90..=100"), "{error}");
+}
