@@ -32,6 +32,8 @@ pub enum Command {
     /// Find the highest rate the endpoint serves within an SLO: open-loop steps, doubling then
     /// bisecting.
     Capacity(Box<crate::capacity_cmd::CapacityArgs>),
+    /// List the built-in suites (`run URL --suite NAME`).
+    Suites,
 }
 
 #[derive(Debug, Args)]
@@ -92,13 +94,20 @@ pub enum CheckArg {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file"]))]
+#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
 pub struct RunArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run.
     pub target: String,
     /// With a scenario file: send to this URL instead of the file's.
     #[arg(long, help_heading = "Request")]
     pub url: Option<String>,
+    /// Run a built-in suite against the URL (`rpcbench suites` lists them).
+    #[arg(long, help_heading = "Request")]
+    pub suite: Option<String>,
+    /// Pools file: used instead of sampling the target if it exists, else written after
+    /// sampling (replaces a scenario's `[sample] cache`).
+    #[arg(long, value_name = "FILE", help_heading = "Request")]
+    pub pools: Option<PathBuf>,
 
     /// JSON-RPC method to call.
     #[arg(short, long, help_heading = "Request")]

@@ -134,6 +134,8 @@ impl CompareArgs {
         RunArgs {
             target: url.to_string(),
             url: None,
+            suite: None,
+            pools: None,
             method: self.method.clone(),
             params: self.params.clone(),
             body: self.body.clone(),

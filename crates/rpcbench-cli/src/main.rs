@@ -13,6 +13,7 @@ mod report_cmd;
 mod run_cmd;
 mod serve;
 mod signals;
+mod suites_cmd;
 
 use std::process::ExitCode;
 
@@ -33,5 +34,6 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),
         Command::Capacity(args) => capacity_cmd::run(*args),
+        Command::Suites => suites_cmd::run(),
     }
 }

@@ -11,9 +11,10 @@ use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, T
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
+use rpcbench::prepare::{prepare, PoolSource, PrepareError};
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::ResultsFile;
-use rpcbench::scenario::Scenario;
+use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
 
 use crate::args::{ArrivalsArg, CheckArg, OutputFormat, RunArgs};
@@ -27,32 +28,37 @@ fn is_scenario(target: &str) -> bool {
 /// Turns the arguments (and the scenario file, if one is given) into a validated configuration
 /// and the thresholds the run must meet.
 pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigError> {
-    let (mut config, mut thresholds) = if is_scenario(&args.target) {
+    let (mut config, mut thresholds) = if let Some(name) = &args.suite {
+        if args.url.is_some() {
+            return Err(ConfigError::new("--url", "with --suite, the URL is the positional TARGET"));
+        }
+        if is_scenario(&args.target) {
+            return Err(ConfigError::new("--suite", "runs against a URL, not a scenario file"));
+        }
+        Target::parse(&args.target)?;
+        let suite = rpcbench::suites::find(name).ok_or_else(|| {
+            let names: Vec<&str> = rpcbench::suites::SUITES.iter().map(|suite| suite.name).collect();
+            ConfigError::new("--suite", format!("no suite named '{name}' (suites: {})", names.join(", ")))
+        })?;
+        let draft = suite.draft().map_err(scenario_error)?;
+        let scenario = prepare_scenario(args, &draft, Some(&args.target))?;
+        (scenario.config, scenario.thresholds)
+    } else if is_scenario(&args.target) {
         if args.method.is_some() || args.body.is_some() || args.body_file.is_some() {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
         }
-        let scenario = Scenario::load(std::path::Path::new(&args.target)).map_err(|err| {
-            let location = if err.line == 0 {
-                err.path.display().to_string()
-            } else {
-                format!("{}:{}:{}", err.path.display(), err.line, err.column)
-            };
-            ConfigError::new(location, err.message)
-        })?;
-        let mut config = scenario.config;
         if let Some(url) = &args.url {
-            let workload = config.workload.clone();
-            let overridden = RunConfig {
-                target: Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?,
-                workload,
-                ..config
-            };
-            config = overridden;
+            Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
         }
-        (config, scenario.thresholds)
+        let draft = ScenarioDraft::load(std::path::Path::new(&args.target)).map_err(scenario_error)?;
+        let scenario = prepare_scenario(args, &draft, args.url.as_deref())?;
+        (scenario.config, scenario.thresholds)
     } else {
         if args.url.is_some() {
             return Err(ConfigError::new("--url", "only goes with a scenario file"));
+        }
+        if args.pools.is_some() {
+            return Err(ConfigError::new("--pools", "only goes with a scenario file or a suite"));
         }
         let target = Target::parse(&args.target)?;
         let request = if let Some(method) = &args.method {
@@ -90,6 +96,46 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
     }
     config.validate()?;
     Ok((config, thresholds))
+}
+
+/// The setting named by errors of sampling the target.
+const SAMPLING: &str = "sampling";
+
+fn scenario_error(err: ScenarioError) -> ConfigError {
+    let location = if err.line == 0 {
+        err.path.display().to_string()
+    } else {
+        format!("{}:{}:{}", err.path.display(), err.line, err.column)
+    };
+    ConfigError::new(location, err.message)
+}
+
+/// Binds a scenario to its URL and fills its pools (from the pools file, or by sampling the
+/// target), saying on standard error what was sampled.
+fn prepare_scenario(
+    args: &RunArgs,
+    draft: &ScenarioDraft,
+    url: Option<&str>,
+) -> Result<Scenario, ConfigError> {
+    let prepared = prepare(draft, url, args.pools.as_deref()).map_err(|err| match err {
+        PrepareError::Scenario(err) => scenario_error(err),
+        PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
+    })?;
+    if let (Some(pools), false) = (&prepared.pools, args.quiet) {
+        let from = match &prepared.source {
+            PoolSource::Cache(path) => format!("read from {}", path.display()),
+            PoolSource::Sampled(Some(path)) => format!("sampled, saved to {}", path.display()),
+            PoolSource::Sampled(None) | PoolSource::NotNeeded => "sampled".to_string(),
+        };
+        eprintln!(
+            "rpcbench: pools {from} ({} {}..={}): {}",
+            pools.chain,
+            pools.oldest,
+            pools.head,
+            pools.summary()
+        );
+    }
+    Ok(prepared.scenario)
 }
 
 /// Flags given on the command line override the scenario (or the defaults). A load or length
@@ -193,6 +239,8 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
 pub fn run(args: RunArgs) -> ExitCode {
     let (config, thresholds) = match to_config(&args) {
         Ok(parsed) => parsed,
+        // The target did not answer while being sampled: a failure at run time, not bad usage.
+        Err(err) if err.setting == SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
     let monitor_pids = match args.monitor.resolve() {

@@ -150,7 +150,9 @@ fn every_example_scenario_runs_clean_against_its_mock_node() {
     let cases = [
         ("seed-000-solana-validator.toml", solana.url(), &["-c", "8", "-d", "1s", "--warmup", "0"][..]),
         ("seed-001-blocking-handlers.toml", solana.url(), &["-c", "20", "-n", "100"][..]),
-        ("seed-002-dapp-constant-rate.toml", ethereum.url(), &["--rate", "100", "-d", "1s"][..]),
+        // The seed's first rate: the debug-built mock answers its wide eth_getLogs slowly, and at
+        // 100/s its queue broke the 500 ms p99 on a loaded two-core machine now and then.
+        ("seed-002-dapp-constant-rate.toml", ethereum.url(), &["--rate", "20", "-d", "2s"][..]),
         ("seed-003-json-rpc-relay.toml", ethereum.url(), &["-c", "8", "-d", "1s"][..]),
         ("seed-004-static-baseline.toml", node.url(), &["--rate", "500", "-d", "1s"][..]),
     ];

@@ -21,6 +21,8 @@
 //! - [`results`] writes and reads results files (HDR histograms kept losslessly) and merges
 //!   shards; [`compare`] runs one workload against several targets and checks that they
 //!   answer alike.
+//! - [`sample`] harvests recent blocks, transactions and accounts of a target into pools that
+//!   generators draw from; [`prepare`] binds a [`scenario::ScenarioDraft`] to a URL and pools.
 //! - [`redact`] keeps API keys and auth headers out of every output.
 //! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
@@ -34,11 +36,14 @@ pub mod engine;
 pub mod jsonrpc;
 pub mod mock;
 pub mod monitor;
+pub mod prepare;
 pub mod record;
 pub mod redact;
 pub mod report;
 pub mod results;
+pub mod sample;
 pub mod scenario;
+pub mod suites;
 pub mod thresholds;
 pub mod units;
 pub mod workload;

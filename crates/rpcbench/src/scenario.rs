@@ -39,6 +39,7 @@ use toml::Spanned;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target, TlsOptions};
 use crate::engine::stages::Stage;
 use crate::jsonrpc::CheckMode;
+use crate::sample::{Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
 use crate::thresholds::Threshold;
 use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::workload::{Call, Generator, ParamValue, Workload};
@@ -147,11 +148,14 @@ impl<'de> Deserialize<'de> for Positive {
 struct File {
     #[serde(default)]
     thresholds: Vec<Spanned<String>>,
+    #[serde(default)]
     target: TargetSection,
+    #[serde(default)]
+    sample: Option<Spanned<SampleSection>>,
     #[serde(default)]
     load: LoadSection,
     #[serde(default)]
-    generators: BTreeMap<String, GeneratorSpec>,
+    generators: BTreeMap<String, Spanned<GeneratorSpec>>,
     #[serde(rename = "call")]
     calls: Spanned<Vec<CallSection>>,
     #[serde(default, rename = "stage")]
@@ -168,10 +172,20 @@ struct StageSection {
     ramp: Option<DurationValue>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `[sample]`: how pools are filled from the target.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SampleSection {
+    chain: Option<Spanned<String>>,
+    cache: Option<PathBuf>,
+    window: Option<Positive>,
+    timeout: Option<DurationValue>,
+}
+
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TargetSection {
-    url: Spanned<String>,
+    url: Option<Spanned<String>>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     timeout: Option<DurationValue>,
@@ -220,6 +234,7 @@ struct GeneratorSpec {
     choice: Option<Vec<toml::Value>>,
     random_hex: Option<usize>,
     random_base58: Option<usize>,
+    pool: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -252,25 +267,144 @@ impl Scenario {
         Self::parse(&text, path)
     }
 
+    /// Checks a scenario's text; `path` names it in errors. A scenario whose generators draw
+    /// from pools needs [`ScenarioDraft::resolve`] with the pools instead.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        ScenarioDraft::parse(text, path)?.resolve(None, None)
+    }
+}
+
+/// A scenario read and checked but not yet bound to a URL and to sampled pools: it says which
+/// pools it needs ([`ScenarioDraft::pools_needed`]) and how to sample them, and
+/// [`ScenarioDraft::resolve`] turns it into a [`Scenario`]. Reading stays pure: sampling or
+/// reading a pools file is the caller's business (see [`crate::prepare`]).
+#[derive(Debug)]
+pub struct ScenarioDraft {
+    text: String,
+    path: PathBuf,
+    file: File,
+}
+
+impl ScenarioDraft {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the scenario: {err}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
     /// Checks a scenario's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
-        let at = |span: Range<usize>, message: String| {
-            let (line, column) = line_col(text, span.start);
-            ScenarioError { path: path.to_path_buf(), line, column, message }
+        let draft = Self {
+            text: text.to_string(),
+            path: path.to_path_buf(),
+            file: toml::from_str(text).map_err(|err| {
+                let span = err.span().unwrap_or(0..0);
+                error_at(text, path, span, err.message().trim().to_string())
+            })?,
         };
-        let file: File = toml::from_str(text).map_err(|err| {
-            let span = err.span().unwrap_or(0..0);
-            at(span, err.message().trim().to_string())
-        })?;
+        let chain = draft.sample_chain()?;
+        let known: Vec<&str> = match chain {
+            Some(chain) => chain.pools().to_vec(),
+            None => ETHEREUM_POOLS.iter().chain(SOLANA_POOLS).copied().collect(),
+        };
+        for (name, spec) in &draft.file.generators {
+            if let Some(pool) = &spec.get_ref().pool {
+                if !known.contains(&pool.as_str()) {
+                    return Err(draft.at(
+                        spec.span(),
+                        format!("generator '{name}': no pool named '{pool}' (pools: {})", known.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(draft)
+    }
 
-        let target = Target::parse(file.target.url.get_ref())
-            .map_err(|err| at(file.target.url.span(), err.message))?;
-        let generators = file
-            .generators
-            .iter()
-            .map(|(name, spec)| Ok((name.clone(), generator(name, spec)?)))
-            .collect::<Result<BTreeMap<_, _>, String>>()
-            .map_err(|message| at(find_key(text, "generators"), message))?;
+    fn at(&self, span: Range<usize>, message: String) -> ScenarioError {
+        error_at(&self.text, &self.path, span, message)
+    }
+
+    /// The URL the file gives, if any.
+    pub fn url(&self) -> Option<&str> {
+        self.file.target.url.as_ref().map(|url| url.get_ref().as_str())
+    }
+
+    /// The file this scenario comes from (a name such as `suite:solana-rpc` for built-ins).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pools the generators draw from (sampling is needed only when this is not empty).
+    pub fn pools_needed(&self) -> Vec<String> {
+        let names: std::collections::BTreeSet<String> =
+            self.file.generators.values().filter_map(|spec| spec.get_ref().pool.clone()).collect();
+        names.into_iter().collect()
+    }
+
+    fn sample_chain(&self) -> Result<Option<SampleChain>, ScenarioError> {
+        match self.file.sample.as_ref().and_then(|sample| sample.get_ref().chain.as_ref()) {
+            Some(chain) => {
+                chain.get_ref().parse().map(Some).map_err(|message| self.at(chain.span(), message))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// How to sample, from `[sample]` (the chain is detected when not given).
+    pub fn sample_options(&self) -> Result<SampleOptions, ScenarioError> {
+        let mut options = SampleOptions { chain: self.sample_chain()?, ..SampleOptions::default() };
+        if let Some(sample) = &self.file.sample {
+            if let Some(window) = sample.get_ref().window {
+                options.window = window.0;
+            }
+            if let Some(timeout) = sample.get_ref().timeout {
+                options.timeout = timeout.0;
+            }
+        }
+        Ok(options)
+    }
+
+    /// The pools file `[sample] cache` names, relative to the scenario's directory.
+    pub fn cache(&self) -> Option<PathBuf> {
+        let cache = self.file.sample.as_ref()?.get_ref().cache.clone()?;
+        Some(match self.path.parent() {
+            Some(dir) if cache.is_relative() => dir.join(cache),
+            _ => cache,
+        })
+    }
+
+    /// Builds the scenario: `url` replaces the file's (one of them is needed), `pools` feeds
+    /// the generators that draw from pools.
+    pub fn resolve(&self, url: Option<&str>, pools: Option<&Pools>) -> Result<Scenario, ScenarioError> {
+        let text = self.text.as_str();
+        let file = &self.file;
+        let at = |span: Range<usize>, message: String| self.at(span, message);
+
+        let target = match (url, &file.target.url) {
+            (Some(url), _) => Target::parse(url).map_err(|err| at(0..0, format!("URL: {}", err.message)))?,
+            (None, Some(url)) => Target::parse(url.get_ref()).map_err(|err| at(url.span(), err.message))?,
+            (None, None) => {
+                return Err(ScenarioError {
+                    path: self.path.clone(),
+                    line: 0,
+                    column: 0,
+                    message: "no URL: give one on the command line or as [target] url in the scenario".into(),
+                })
+            }
+        };
+        let mut generators = BTreeMap::new();
+        for (name, spec) in &file.generators {
+            let built = match &spec.get_ref().pool {
+                Some(pool) => pool_generator(name, pool, spec.get_ref(), pools),
+                None => generator(name, spec.get_ref()),
+            };
+            generators.insert(name.clone(), built.map_err(|message| at(spec.span(), message))?);
+        }
 
         let mut calls = Vec::new();
         if file.calls.get_ref().is_empty() {
@@ -413,7 +547,44 @@ impl Scenario {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { config, thresholds })
+        Ok(Scenario { config, thresholds })
+    }
+}
+
+fn error_at(text: &str, path: &Path, span: Range<usize>, message: String) -> ScenarioError {
+    let (line, column) = if span == (0..0) && text.is_empty() { (0, 0) } else { line_col(text, span.start) };
+    ScenarioError { path: path.to_path_buf(), line, column, message }
+}
+
+/// A generator drawing uniformly from a sampled pool.
+fn pool_generator(
+    name: &str,
+    pool: &str,
+    spec: &GeneratorSpec,
+    pools: Option<&Pools>,
+) -> Result<Generator, String> {
+    if spec.range.is_some()
+        || spec.hex_range.is_some()
+        || spec.choice.is_some()
+        || spec.random_hex.is_some()
+        || spec.random_base58.is_some()
+    {
+        return Err(format!("generator '{name}' has more than one kind; give exactly one"));
+    }
+    let Some(pools) = pools else {
+        return Err(format!("generator '{name}' draws from pool '{pool}', but no pools were sampled"));
+    };
+    match pools.get(pool) {
+        None => Err(format!(
+            "generator '{name}': a {} node has no pool '{pool}' (pools: {})",
+            pools.chain,
+            pools.chain.pools().join(", ")
+        )),
+        Some([]) => Err(format!(
+            "generator '{name}' draws from pool '{pool}', which is empty: the {} node had none in blocks {}..={} (a chain without transactions?)",
+            pools.chain, pools.oldest, pools.head
+        )),
+        Some(values) => Ok(Generator::Choice(values.to_vec())),
     }
 }
 
@@ -455,7 +626,7 @@ fn generator(name: &str, spec: &GeneratorSpec) -> Result<Generator, String> {
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(format!(
-            "generator '{name}' needs one of range, hex_range, choice, random_hex, random_base58"
+            "generator '{name}' needs one of range, hex_range, choice, random_hex, random_base58, pool"
         )),
         _ => Err(format!("generator '{name}' has more than one kind; give exactly one")),
     }

@@ -1,0 +1,134 @@
+//! Against a real node: anvil (Foundry's local Ethereum node) on a free port of 127.0.0.1.
+//! A few transactions are sent from its prefunded accounts, then both Ethereum suites sample
+//! it and run with zero errors. The binary is named by `RPCBENCH_ANVIL` (`.ci/run` installs it
+//! from npm); without it the test is skipped locally and fails in CI.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rpcbench::client;
+use serde_json::{json, Value};
+
+/// Kills anvil when the test ends, however it ends.
+struct Anvil {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn anvil_binary() -> Option<PathBuf> {
+    match std::env::var_os("RPCBENCH_ANVIL") {
+        Some(path) if !path.is_empty() => {
+            let path = PathBuf::from(path);
+            assert!(path.is_file(), "RPCBENCH_ANVIL names {}, which is not a file", path.display());
+            Some(path)
+        }
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set but RPCBENCH_ANVIL is not: .ci/run installs anvil and sets it"
+            );
+            // Written past the test harness's capture, so that the skip shows in `cargo test`.
+            writeln!(
+                std::io::stderr(),
+                "SKIPPED both_ethereum_suites_run_clean_against_anvil: set RPCBENCH_ANVIL to an anvil binary \
+                 (bash .ci/run installs one) to run the suites against a real node"
+            )
+            .ok();
+            None
+        }
+    }
+}
+
+fn call(url: &str, method: &str, params: Value) -> Value {
+    client::call(url, method, Some(&params), Duration::from_secs(10))
+        .unwrap_or_else(|err| panic!("{method} {params}: {err}"))
+}
+
+fn start(binary: &PathBuf) -> Anvil {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(binary)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot start {}: {err}", binary.display()));
+    let mut anvil = Anvil { child, url: format!("http://127.0.0.1:{port}/") };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if client::call(&anvil.url, "eth_chainId", None, Duration::from_secs(1)).is_ok() {
+            return anvil;
+        }
+        if let Ok(Some(status)) = anvil.child.try_wait() {
+            panic!("anvil exited before answering: {status}");
+        }
+        assert!(Instant::now() < deadline, "anvil did not answer within 30s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Init code that logs (LOG0) and deploys a contract answering every call with 32 zero bytes.
+const CONTRACT: &str = "0x60006000a06460206000f36000526005601bf3";
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+#[test]
+fn both_ethereum_suites_run_clean_against_anvil() {
+    let Some(binary) = anvil_binary() else { return };
+    let anvil = start(&binary);
+    let url = anvil.url.clone();
+    assert_eq!(call(&url, "eth_chainId", json!([])), json!("0x7a69"), "anvil's chain id is 31337");
+    let accounts = call(&url, "eth_accounts", json!([]));
+    let accounts: Vec<&str> = accounts.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(accounts.len() >= 4, "{accounts:?}");
+    for i in 0..6 {
+        let transfer =
+            json!({"from": accounts[i % 4], "to": accounts[(i + 1) % 4], "value": "0xde0b6b3a7640000"});
+        call(&url, "eth_sendTransaction", json!([transfer]));
+    }
+    let creation = call(&url, "eth_sendTransaction", json!([{"from": accounts[0], "data": CONTRACT}]));
+    let receipt = call(&url, "eth_getTransactionReceipt", json!([creation]));
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert!(receipt["contractAddress"].is_string(), "{receipt}");
+
+    let dir = std::env::temp_dir().join(format!("rpcbench-anvil-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for suite in ["ethereum-relay", "ethereum-dapp"] {
+        let pools = dir.join(format!("{suite}.json"));
+        let pools_arg = pools.to_str().unwrap();
+        let args = ["run", &url, "--suite", suite, "--pools", pools_arg, "-c", "4", "-d", "1s", "-o", "json"];
+        let output = rpcbench(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{suite}: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{suite}");
+        assert_eq!(report["requests"]["errors"], 0, "{suite}: {}", report["outcomes"]);
+
+        let sampled: Value = serde_json::from_str(&std::fs::read_to_string(&pools).unwrap()).unwrap();
+        assert_eq!(sampled["chain_id"], 31337, "{sampled}");
+        assert_eq!(sampled["head"], 7, "{sampled}");
+        assert_eq!(sampled["pools"]["tx_hashes"].as_array().unwrap().len(), 7, "{sampled}");
+        assert_eq!(sampled["pools"]["blocks"].as_array().unwrap().len(), 8, "blocks 0..=7: {sampled}");
+        assert_eq!(sampled["pools"]["addresses"].as_array().unwrap().len(), 4, "{sampled}");
+        let contract = receipt["contractAddress"].as_str().unwrap().to_ascii_lowercase();
+        let contracts: Vec<String> = sampled["pools"]["contracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .collect();
+        assert!(contracts.contains(&contract), "{sampled}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,107 @@
+//! Built-in suites and sampled pools through the binary: every suite runs with zero errors
+//! against its mock node, `suites` lists them, and mistakes exit 2 naming what is wrong.
+
+use std::process::{Command, Output};
+
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs a suite against `url` briefly and checks that every request succeeded.
+fn assert_suite_runs_clean(suite: &str, url: &str) -> serde_json::Value {
+    let output =
+        rpcbench(&["run", url, "--suite", suite, "-c", "4", "-d", "700ms", "--warmup", "0", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{suite}: {}", stderr(&output));
+    assert!(stderr(&output).contains("rpcbench: pools sampled"), "{suite}: {}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{suite}");
+    assert_eq!(report["requests"]["errors"], 0, "{suite}: {}", report["outcomes"]);
+    for threshold in report["thresholds"].as_array().unwrap() {
+        assert_eq!(threshold["passed"], true, "{suite}: {threshold}");
+    }
+    report
+}
+
+#[test]
+fn every_suite_runs_with_zero_errors_against_its_mock_node() {
+    let solana = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let ethereum = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    for (suite, url) in [
+        ("solana-seed", solana.url()),
+        ("solana-rpc", solana.url()),
+        ("ethereum-relay", ethereum.url()),
+        ("ethereum-dapp", ethereum.url()),
+    ] {
+        let report = assert_suite_runs_clean(suite, &url);
+        let methods = report["methods"].as_array().map_or(0, Vec::len);
+        assert!(methods >= 4, "{suite}: every call of the mix is reported: {}", report["methods"]);
+    }
+}
+
+#[test]
+fn suites_lists_every_suite_on_one_line() {
+    let output = rpcbench(&["suites"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for name in ["solana-seed", "solana-rpc", "ethereum-relay", "ethereum-dapp"] {
+        assert_eq!(text.lines().filter(|line| line.starts_with(&format!("{name} "))).count(), 1, "{text}");
+    }
+}
+
+#[test]
+fn suite_mistakes_exit_2_naming_the_fault() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["run", "http://127.0.0.1:1/", "--suite", "nope"], "no suite named 'nope'"),
+        (&["run", "http://127.0.0.1:1/", "--suite", "solana-rpc", "--method", "getSlot"], "--method"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--pools", "p.json"], "--pools"),
+    ];
+    for (args, message) in cases {
+        let output = rpcbench(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn a_target_that_cannot_be_sampled_is_a_failure_at_run_time() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let output = rpcbench(&["run", &url, "--suite", "ethereum-relay", "-d", "200ms"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("sampling"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_scenario_without_a_url_needs_one_and_pools_are_cached_next_to_it() {
+    let dir = std::env::temp_dir().join(format!("rpcbench-suites-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pooled.toml");
+    std::fs::write(
+        &path,
+        "[sample]\ncache = \"pools.json\"\n[generators]\nslot = { pool = \"slots\" }\n[[call]]\nmethod = \"getBlock\"\nparams = [\"{slot}\"]\n",
+    )
+    .unwrap();
+    let scenario = path.to_str().unwrap();
+    let output = rpcbench(&["run", scenario, "-n", "5"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no URL"), "{}", stderr(&output));
+
+    let solana = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let url = solana.url();
+    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(dir.join("pools.json").is_file(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["requests"]["errors"], 0, "{}", report["outcomes"]);
+    // The rerun reads the file.
+    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("pools read from"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,104 @@
+//! From a scenario draft to a runnable scenario: pick the URL, fill the pools the generators
+//! draw from (from the pools file when there is one, else by sampling the target and saving
+//! what was found), and resolve the draft.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::sample::{self, Pools, SampleError};
+use crate::scenario::{Scenario, ScenarioDraft, ScenarioError};
+
+/// Where the pools came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoolSource {
+    /// No generator draws from a pool.
+    NotNeeded,
+    /// Read from this pools file.
+    Cache(PathBuf),
+    /// Sampled from the target, and saved to this file if one was named.
+    Sampled(Option<PathBuf>),
+}
+
+/// A scenario ready to run.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The pools it draws from, if any.
+    pub pools: Option<Pools>,
+    /// Where they came from.
+    pub source: PoolSource,
+}
+
+/// Why a scenario could not be prepared.
+#[derive(Debug)]
+pub enum PrepareError {
+    /// The scenario is at fault (a location in the file).
+    Scenario(ScenarioError),
+    /// Sampling the target, or reading or writing the pools file, failed.
+    Sample(SampleError),
+}
+
+impl fmt::Display for PrepareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrepareError::Scenario(err) => err.fmt(f),
+            PrepareError::Sample(err) => err.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PrepareError {}
+
+/// Prepares `draft`: `url` replaces the file's URL; `pools_file` replaces its `[sample] cache`.
+/// An existing pools file is used as it is; otherwise the target is sampled and, when a file
+/// is named, the pools are saved there so that a rerun draws from the same values.
+pub fn prepare(
+    draft: &ScenarioDraft,
+    url: Option<&str>,
+    pools_file: Option<&Path>,
+) -> Result<Prepared, PrepareError> {
+    if draft.pools_needed().is_empty() {
+        let scenario = draft.resolve(url, None).map_err(PrepareError::Scenario)?;
+        return Ok(Prepared { scenario, pools: None, source: PoolSource::NotNeeded });
+    }
+    // The URL is checked before anything is sampled.
+    draft.resolve(url, Some(&placeholder_pools(draft))).map_err(PrepareError::Scenario)?;
+    let cache = pools_file.map(Path::to_path_buf).or_else(|| draft.cache());
+    let (pools, source) = match &cache {
+        Some(path) if path.exists() => {
+            (Pools::load(path).map_err(PrepareError::Sample)?, PoolSource::Cache(path.clone()))
+        }
+        _ => {
+            let options = draft.sample_options().map_err(PrepareError::Scenario)?;
+            let target = url.or(draft.url()).unwrap_or_default();
+            let pools = sample::sample(target, &options).map_err(PrepareError::Sample)?;
+            if let Some(path) = &cache {
+                pools.save(path).map_err(PrepareError::Sample)?;
+            }
+            (pools, PoolSource::Sampled(cache.clone()))
+        }
+    };
+    let scenario = draft.resolve(url, Some(&pools)).map_err(PrepareError::Scenario)?;
+    Ok(Prepared { scenario, pools: Some(pools), source })
+}
+
+/// Pools with one dummy value each, to check everything but the pools before sampling.
+fn placeholder_pools(draft: &ScenarioDraft) -> Pools {
+    let chain = draft.sample_options().ok().and_then(|options| options.chain);
+    let names = draft.pools_needed();
+    let chain = chain.unwrap_or_else(|| {
+        if names.iter().all(|name| sample::SOLANA_POOLS.contains(&name.as_str())) {
+            sample::SampleChain::Solana
+        } else {
+            sample::SampleChain::Ethereum
+        }
+    });
+    Pools {
+        chain,
+        chain_id: None,
+        head: 0,
+        oldest: 0,
+        pools: names.into_iter().map(|name| (name, vec![serde_json::Value::from(0)])).collect(),
+    }
+}

@@ -1,0 +1,394 @@
+//! Sampling a target before a run: ask the node for its head, walk back over a bounded window
+//! of recent blocks (Ethereum) or slots (Solana) and harvest what it really has into named
+//! pools — block numbers, hashes, transaction hashes, addresses, signatures, accounts — that a
+//! scenario's generators draw from (`{ pool = "tx_hashes" }`).
+//!
+//! Every call has a timeout and the number of calls is bounded. Blocks the node cannot serve
+//! (null on a pruned Ethereum node, -32004/-32007/-32009 on Solana) are skipped: the window
+//! shrinks to what the node holds. A chain without transactions gives empty pools; a generator
+//! over an empty pool is reported by the scenario where the generator is written.
+//!
+//! Pools are saved to and loaded from a JSON file, so that a rerun draws from the same values.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::client::{self, CallError};
+
+/// The pools sampling fills on an Ethereum node.
+pub const ETHEREUM_POOLS: &[&str] =
+    &["blocks", "block_numbers", "block_hashes", "tx_hashes", "addresses", "contracts"];
+/// The pools sampling fills on a Solana node.
+pub const SOLANA_POOLS: &[&str] = &["slots", "signatures", "accounts", "blockhashes"];
+
+/// The most values kept in one pool.
+const POOL_CAP: usize = 2000;
+/// Solana blocks fetched with their transactions' accounts (the rest without transactions).
+const SOLANA_DETAILED_BLOCKS: usize = 20;
+
+/// The kind of node sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleChain {
+    /// An EVM node (`eth_*` methods).
+    Ethereum,
+    /// A Solana node.
+    Solana,
+}
+
+impl SampleChain {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleChain::Ethereum => "ethereum",
+            SampleChain::Solana => "solana",
+        }
+    }
+
+    /// The pools sampling fills on this chain.
+    pub fn pools(self) -> &'static [&'static str] {
+        match self {
+            SampleChain::Ethereum => ETHEREUM_POOLS,
+            SampleChain::Solana => SOLANA_POOLS,
+        }
+    }
+}
+
+impl fmt::Display for SampleChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SampleChain {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ethereum" | "eth" | "evm" => Ok(SampleChain::Ethereum),
+            "solana" | "sol" => Ok(SampleChain::Solana),
+            other => Err(format!("unknown chain '{other}': expected ethereum or solana")),
+        }
+    }
+}
+
+/// How to sample.
+#[derive(Debug, Clone)]
+pub struct SampleOptions {
+    /// The chain, or `None` to detect it (`eth_chainId` answers: Ethereum; else `getSlot`).
+    pub chain: Option<SampleChain>,
+    /// How many blocks or slots back from the head to look at.
+    pub window: u64,
+    /// Time allowed for each call.
+    pub timeout: Duration,
+}
+
+impl Default for SampleOptions {
+    fn default() -> Self {
+        SampleOptions { chain: None, window: 200, timeout: Duration::from_secs(10) }
+    }
+}
+
+/// Why sampling failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleError(pub String);
+
+impl fmt::Display for SampleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SampleError {}
+
+/// Values harvested from a node, by pool name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pools {
+    /// The chain they come from.
+    pub chain: SampleChain,
+    /// The EVM chain id, on Ethereum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_id: Option<u64>,
+    /// The head (block number or slot) when sampled.
+    pub head: u64,
+    /// The oldest block or slot the sample reached.
+    pub oldest: u64,
+    /// The pools.
+    pub pools: BTreeMap<String, Vec<Value>>,
+}
+
+impl Pools {
+    /// The values of a pool, if the pool exists.
+    pub fn get(&self, name: &str) -> Option<&[Value]> {
+        self.pools.get(name).map(Vec::as_slice)
+    }
+
+    /// Reads a pools file.
+    pub fn load(path: &Path) -> Result<Self, SampleError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| SampleError(format!("cannot read the pools file {}: {err}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|err| SampleError(format!("{} is not a pools file: {err}", path.display())))
+    }
+
+    /// Writes a pools file (through a temporary file, so a reader never sees half of one).
+    pub fn save(&self, path: &Path) -> Result<(), SampleError> {
+        let fail = |err: std::io::Error| {
+            SampleError(format!("cannot write the pools file {}: {err}", path.display()))
+        };
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|err| SampleError(err.to_string()))?;
+        let temporary = path.with_extension("json.tmp");
+        std::fs::write(&temporary, text + "\n").map_err(fail)?;
+        std::fs::rename(&temporary, path).map_err(fail)
+    }
+
+    /// A one-line account of the pools: `slots 180, signatures 2000, …`.
+    pub fn summary(&self) -> String {
+        self.pools
+            .iter()
+            .map(|(name, values)| format!("{name} {}", values.len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Collects distinct values in first-seen order, up to [`POOL_CAP`].
+#[derive(Debug, Default)]
+struct Pool {
+    seen: BTreeSet<String>,
+    values: Vec<Value>,
+}
+
+impl Pool {
+    fn add(&mut self, value: Value) {
+        if self.values.len() >= POOL_CAP {
+            return;
+        }
+        let key = value.to_string();
+        if self.seen.insert(key) {
+            self.values.push(value);
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.values.len() >= POOL_CAP
+    }
+}
+
+/// A node to ask, with a timeout per call.
+struct Node<'a> {
+    url: &'a str,
+    timeout: Duration,
+}
+
+impl Node<'_> {
+    fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
+        let params = if params.is_null() { None } else { Some(&params) };
+        client::call(self.url, method, params, self.timeout)
+    }
+
+    fn fail(&self, what: &str, err: CallError) -> SampleError {
+        SampleError(format!("{}: {what} failed: {err}", crate::redact::url(self.url)))
+    }
+}
+
+/// Finds out whether the node at `url` is an Ethereum or a Solana node.
+pub fn detect(url: &str, timeout: Duration) -> Result<SampleChain, SampleError> {
+    let node = Node { url, timeout };
+    if node.call("eth_chainId", Value::Null).is_ok() {
+        return Ok(SampleChain::Ethereum);
+    }
+    match node.call("getSlot", Value::Null) {
+        Ok(_) => Ok(SampleChain::Solana),
+        Err(err) => Err(SampleError(format!(
+            "{}: neither eth_chainId nor getSlot answered ({err}); set [sample] chain",
+            crate::redact::url(url)
+        ))),
+    }
+}
+
+/// Samples the node at `url`.
+pub fn sample(url: &str, options: &SampleOptions) -> Result<Pools, SampleError> {
+    let chain = match options.chain {
+        Some(chain) => chain,
+        None => detect(url, options.timeout)?,
+    };
+    let node = Node { url, timeout: options.timeout };
+    match chain {
+        SampleChain::Ethereum => sample_ethereum(&node, options.window),
+        SampleChain::Solana => sample_solana(&node, options.window),
+    }
+}
+
+fn quantity(value: &Value) -> Option<u64> {
+    let text = value.as_str()?.strip_prefix("0x")?;
+    u64::from_str_radix(text, 16).ok()
+}
+
+fn sample_ethereum(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
+    let chain_id = node.call("eth_chainId", Value::Null).ok().as_ref().and_then(quantity);
+    let head = node.call("eth_blockNumber", Value::Null).map_err(|err| node.fail("eth_blockNumber", err))?;
+    let head = quantity(&head)
+        .ok_or_else(|| SampleError(format!("eth_blockNumber answered {head}, not a hex quantity")))?;
+    let mut pools: BTreeMap<&str, Pool> =
+        ETHEREUM_POOLS.iter().map(|name| (*name, Pool::default())).collect();
+    let mut creations = Vec::new();
+    let mut oldest = head;
+    let lowest = head.saturating_sub(window.saturating_sub(1));
+    for number in (lowest..=head).rev() {
+        let full = !pools["tx_hashes"].full();
+        let block = match node.call("eth_getBlockByNumber", json!([format!("{number:#x}"), full])) {
+            Ok(block) if block.is_object() => block,
+            // Null: a pruned node or a block not there. Older ones will not be either.
+            Ok(_) | Err(CallError::Rpc { .. }) => break,
+            Err(err) if number == head => return Err(node.fail("eth_getBlockByNumber", err)),
+            Err(_) => break,
+        };
+        oldest = number;
+        add(&mut pools, "blocks", json!(format!("{number:#x}")));
+        add(&mut pools, "block_numbers", json!(number));
+        if let Some(hash) = block.get("hash").filter(|hash| hash.is_string()) {
+            add(&mut pools, "block_hashes", hash.clone());
+        }
+        for tx in block.get("transactions").and_then(Value::as_array).into_iter().flatten() {
+            let hash =
+                if tx.is_string() { tx.clone() } else { tx.get("hash").cloned().unwrap_or(Value::Null) };
+            if hash.is_string() {
+                add(&mut pools, "tx_hashes", hash.clone());
+            }
+            for key in ["from", "to"] {
+                if let Some(address) = tx.get(key).filter(|address| address.is_string()) {
+                    add(&mut pools, "addresses", lowercase(address));
+                }
+            }
+            if tx.is_object()
+                && tx.get("to").is_none_or(Value::is_null)
+                && hash.is_string()
+                && creations.len() < 20
+            {
+                creations.push(hash);
+            }
+        }
+    }
+    // Contracts: addresses that logged in the window, and contracts created in it.
+    let logs = node.call(
+        "eth_getLogs",
+        json!([{ "fromBlock": format!("{oldest:#x}"), "toBlock": format!("{head:#x}") }]),
+    );
+    let logs = match logs {
+        Ok(logs) => Some(logs),
+        // Too many results or too wide a range: the newest few blocks instead.
+        Err(CallError::Rpc { .. }) => node
+            .call("eth_getLogs", json!([{ "fromBlock": format!("{:#x}", head.saturating_sub(4).max(oldest)), "toBlock": format!("{head:#x}") }]))
+            .ok(),
+        Err(_) => None,
+    };
+    for log in logs.as_ref().and_then(Value::as_array).into_iter().flatten() {
+        if let Some(address) = log.get("address").filter(|address| address.is_string()) {
+            add(&mut pools, "contracts", lowercase(address));
+        }
+    }
+    for hash in creations {
+        if let Ok(receipt) = node.call("eth_getTransactionReceipt", json!([hash])) {
+            if let Some(address) = receipt.get("contractAddress").filter(|address| address.is_string()) {
+                add(&mut pools, "contracts", lowercase(address));
+            }
+        }
+    }
+    Ok(Pools {
+        chain: SampleChain::Ethereum,
+        chain_id,
+        head,
+        oldest,
+        pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
+    })
+}
+
+/// Solana errors for a slot without a block the node can serve: not available, skipped,
+/// cleaned up (pruned), missing in long-term storage.
+fn slot_unavailable(code: i64) -> bool {
+    matches!(code, -32004 | -32007 | -32009 | -32001 | -32011 | -32014)
+}
+
+fn sample_solana(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
+    let head = node.call("getSlot", Value::Null).map_err(|err| node.fail("getSlot", err))?;
+    let head = head.as_u64().ok_or_else(|| SampleError(format!("getSlot answered {head}, not a slot")))?;
+    let start = head.saturating_sub(window.saturating_sub(1));
+    // The first available block bounds the window on a node that keeps a short ledger.
+    let first = node.call("getFirstAvailableBlock", Value::Null).ok().and_then(|v| v.as_u64()).unwrap_or(0);
+    let start = start.max(first);
+    let slots = match node.call("getBlocks", json!([start, head])) {
+        Ok(Value::Array(slots)) => slots.iter().filter_map(Value::as_u64).collect::<Vec<_>>(),
+        Ok(other) => return Err(SampleError(format!("getBlocks answered {other}, not a list of slots"))),
+        Err(err) => return Err(node.fail("getBlocks", err)),
+    };
+    let mut pools: BTreeMap<&str, Pool> = SOLANA_POOLS.iter().map(|name| (*name, Pool::default())).collect();
+    let mut oldest = head;
+    let mut detailed = 0;
+    for slot in slots.into_iter().rev() {
+        let details = if detailed < SOLANA_DETAILED_BLOCKS { "accounts" } else { "none" };
+        let config = json!({
+            "encoding": "json",
+            "transactionDetails": details,
+            "rewards": false,
+            "maxSupportedTransactionVersion": 0,
+        });
+        let block = match node.call("getBlock", json!([slot, config])) {
+            Ok(block) if block.is_object() => block,
+            Ok(_) => continue,
+            Err(CallError::Rpc { code, .. }) if slot_unavailable(code) => continue,
+            Err(CallError::Rpc { .. }) => continue,
+            Err(err) => return Err(node.fail("getBlock", err)),
+        };
+        oldest = oldest.min(slot);
+        add(&mut pools, "slots", json!(slot));
+        if let Some(hash) = block.get("blockhash").filter(|hash| hash.is_string()) {
+            add(&mut pools, "blockhashes", hash.clone());
+        }
+        if details == "accounts" {
+            detailed += 1;
+            for entry in block.get("transactions").and_then(Value::as_array).into_iter().flatten() {
+                let transaction = entry.get("transaction").unwrap_or(&Value::Null);
+                if let Some(signature) = transaction.pointer("/signatures/0").filter(|s| s.is_string()) {
+                    add(&mut pools, "signatures", signature.clone());
+                }
+                for key in transaction.get("accountKeys").and_then(Value::as_array).into_iter().flatten() {
+                    let key = key.get("pubkey").unwrap_or(key);
+                    if key.is_string() {
+                        add(&mut pools, "accounts", key.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(Pools {
+        chain: SampleChain::Solana,
+        chain_id: None,
+        head,
+        oldest,
+        pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
+    })
+}
+
+fn add(pools: &mut BTreeMap<&str, Pool>, name: &str, value: Value) {
+    if let Some(pool) = pools.get_mut(name) {
+        pool.add(value);
+    }
+}
+
+/// Addresses in one case, so that a checksummed and a lowercase spelling count once.
+fn lowercase(address: &Value) -> Value {
+    match address.as_str() {
+        Some(text) => Value::String(text.to_ascii_lowercase()),
+        None => address.clone(),
+    }
+}

@@ -1,0 +1,243 @@
+//! Sampling the mock nodes: every pool is filled with values the node then answers for, the
+//! pools file round-trips and is used instead of sampling, and an empty pool is a clear error
+//! at the generator that draws from it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rpcbench::client;
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+use rpcbench::prepare::{prepare, PoolSource};
+use rpcbench::sample::{sample, Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
+use rpcbench::scenario::ScenarioDraft;
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn call(url: &str, method: &str, params: Value) -> Result<Value, client::CallError> {
+    client::call(url, method, Some(&params), TIMEOUT)
+}
+
+/// Up to `n` values spread over the pool.
+fn some(values: &[Value], n: usize) -> impl Iterator<Item = &Value> {
+    values.iter().step_by((values.len() / n).max(1))
+}
+
+#[test]
+fn sampling_the_mock_solana_node_fills_every_pool_with_values_it_serves() {
+    let node = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let url = node.url();
+    let pools = sample(&url, &SampleOptions::default()).unwrap();
+    assert_eq!(pools.chain, SampleChain::Solana, "detected");
+    for name in SOLANA_POOLS {
+        assert!(!pools.get(name).unwrap().is_empty(), "pool {name} is empty: {}", pools.summary());
+    }
+    let slots = pools.get("slots").unwrap();
+    // About 5% of slots are skipped by the mock's leaders; none of them is in the pool.
+    assert!(slots.len() > 150 && slots.len() < 200, "{}", slots.len());
+    let config = json!({"encoding": "json", "transactionDetails": "none", "rewards": false});
+    for slot in slots {
+        call(&url, "getBlock", json!([slot, config])).unwrap_or_else(|err| panic!("getBlock {slot}: {err}"));
+    }
+    for signature in some(pools.get("signatures").unwrap(), 50) {
+        let tx = call(&url, "getTransaction", json!([signature])).unwrap();
+        assert!(tx.is_object(), "getTransaction {signature}: {tx}");
+    }
+    for account in some(pools.get("accounts").unwrap(), 50) {
+        call(&url, "getBalance", json!([account])).unwrap();
+        call(&url, "getSignaturesForAddress", json!([account, {"limit": 5}])).unwrap();
+    }
+}
+
+#[test]
+fn sampling_the_mock_ethereum_node_fills_every_pool_with_values_it_serves() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.chain_id = 31337;
+    let node = MockServer::start(options).unwrap();
+    let url = node.url();
+    let pools = sample(&url, &SampleOptions::default()).unwrap();
+    assert_eq!(pools.chain, SampleChain::Ethereum, "detected");
+    assert_eq!(pools.chain_id, Some(31337));
+    for name in ETHEREUM_POOLS {
+        assert!(!pools.get(name).unwrap().is_empty(), "pool {name} is empty: {}", pools.summary());
+    }
+    assert_eq!(pools.get("blocks").unwrap().len(), 200);
+    for block in some(pools.get("blocks").unwrap(), 40) {
+        let found = call(&url, "eth_getBlockByNumber", json!([block, false])).unwrap();
+        assert!(found.is_object(), "{block}");
+    }
+    for number in some(pools.get("block_numbers").unwrap(), 10) {
+        assert!(number.is_u64(), "{number}");
+    }
+    for hash in some(pools.get("block_hashes").unwrap(), 40) {
+        assert!(call(&url, "eth_getBlockByHash", json!([hash, false])).unwrap().is_object(), "{hash}");
+    }
+    for hash in some(pools.get("tx_hashes").unwrap(), 100) {
+        assert!(call(&url, "eth_getTransactionByHash", json!([hash])).unwrap().is_object(), "{hash}");
+    }
+    for address in some(pools.get("addresses").unwrap(), 40) {
+        call(&url, "eth_getBalance", json!([address, "latest"])).unwrap();
+    }
+    for contract in pools.get("contracts").unwrap() {
+        let code = call(&url, "eth_getCode", json!([contract, "latest"])).unwrap();
+        assert_ne!(code, json!("0x"), "{contract} has code");
+    }
+}
+
+const POOLED: &str = r#"
+[target]
+url = "http://127.0.0.1:1/"
+
+[generators]
+tx = { pool = "tx_hashes" }
+
+[[call]]
+method = "eth_getTransactionByHash"
+params = ["{tx}"]
+"#;
+
+#[test]
+fn the_pools_file_round_trips_and_replaces_sampling() {
+    let dir = std::env::temp_dir().join(format!("rpcbench-pools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pools.json");
+    std::fs::remove_file(&file).ok();
+    let draft = ScenarioDraft::parse(POOLED, &dir.join("s.toml")).unwrap();
+    assert_eq!(draft.pools_needed(), ["tx_hashes"]);
+
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let first = prepare(&draft, Some(&node.url()), Some(&file)).unwrap();
+    assert_eq!(first.source, PoolSource::Sampled(Some(file.clone())));
+    let saved = Pools::load(&file).unwrap();
+    assert_eq!(Some(&saved), first.pools.as_ref());
+    node.stop();
+
+    // The node is gone: the file is used, and the run draws from the same values.
+    let second = prepare(&draft, Some("http://127.0.0.1:1/"), Some(&file)).unwrap();
+    assert_eq!(second.source, PoolSource::Cache(file.clone()));
+    assert_eq!(second.pools, first.pools);
+    assert_eq!(second.scenario.config.workload, first.scenario.config.workload);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_cache_named_in_the_scenario_is_relative_to_it() {
+    let text = POOLED.replace(
+        "[generators]",
+        "[sample]\nchain = \"ethereum\"\ncache = \"pools/eth.json\"\n\n[generators]",
+    );
+    let draft = ScenarioDraft::parse(&text, Path::new("/some/dir/s.toml")).unwrap();
+    assert_eq!(draft.cache().unwrap(), Path::new("/some/dir/pools/eth.json"));
+    assert_eq!(draft.sample_options().unwrap().chain, Some(SampleChain::Ethereum));
+}
+
+#[test]
+fn an_empty_pool_is_an_error_at_the_generator() {
+    let draft = ScenarioDraft::parse(POOLED, Path::new("s.toml")).unwrap();
+    let mut pools = Pools {
+        chain: SampleChain::Ethereum,
+        chain_id: Some(31337),
+        head: 0,
+        oldest: 0,
+        pools: ETHEREUM_POOLS.iter().map(|name| (name.to_string(), Vec::new())).collect(),
+    };
+    pools.pools.insert("blocks".into(), vec![json!("0x0")]);
+    let error = draft.resolve(None, Some(&pools)).unwrap_err().to_string();
+    assert!(error.starts_with("s.toml:6:6:"), "{error}");
+    assert!(error.contains("pool 'tx_hashes', which is empty"), "{error}");
+}
+
+#[test]
+fn pool_mistakes_are_reported_where_they_are() {
+    let cases = [
+        (POOLED.replace("tx_hashes", "txs"), "s.toml:6:6:", "no pool named 'txs'"),
+        (
+            POOLED.replace("tx_hashes\" }", "tx_hashes\", range = [1, 2] }"),
+            "s.toml:6:6:",
+            "more than one kind",
+        ),
+        (format!("[sample]\nchain = \"bitcoin\"\n{POOLED}"), "s.toml:2:9:", "unknown chain 'bitcoin'"),
+        (POOLED.replace("url = \"http://127.0.0.1:1/\"", ""), "s.toml:", "no URL"),
+    ];
+    for (text, location, message) in cases {
+        let error = ScenarioDraft::parse(&text, Path::new("s.toml"))
+            .and_then(|draft| draft.resolve(None, None))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(location) && error.contains(message), "{error}\n---\n{text}");
+    }
+}
+
+#[test]
+fn a_node_that_answers_nothing_is_a_sampling_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let options = SampleOptions { timeout: Duration::from_secs(1), ..SampleOptions::default() };
+    let error = sample(&format!("http://127.0.0.1:{port}/"), &options).unwrap_err().to_string();
+    assert!(error.contains("neither eth_chainId nor getSlot"), "{error}");
+}
+
+/// A tiny Ethereum node on 127.0.0.1 that keeps only blocks 90..=100 (a pruned node): older
+/// blocks are null. One request per connection.
+fn pruned_node() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).ok();
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let result = match request["method"].as_str().unwrap_or("") {
+                "eth_chainId" => json!("0x7a69"),
+                "eth_blockNumber" => json!("0x64"),
+                "eth_getBlockByNumber" => {
+                    let number = u64::from_str_radix(
+                        request["params"][0].as_str().unwrap_or("0x0").trim_start_matches("0x"),
+                        16,
+                    )
+                    .unwrap_or(0);
+                    if number >= 90 {
+                        json!({"number": format!("{number:#x}"), "hash": format!("0x{number:064x}"), "transactions": []})
+                    } else {
+                        Value::Null
+                    }
+                }
+                _ => json!([]),
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
+            let mut stream = reader.into_inner();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", answer.len());
+            stream.write_all(head.as_bytes()).ok();
+            stream.write_all(answer.as_bytes()).ok();
+        }
+    });
+    url
+}
+
+#[test]
+fn a_pruned_node_shrinks_the_window_and_a_chain_without_transactions_gives_empty_pools() {
+    let pools = sample(&pruned_node(), &SampleOptions::default()).unwrap();
+    assert_eq!(pools.chain_id, Some(31337));
+    assert_eq!((pools.oldest, pools.head), (90, 100));
+    assert_eq!(pools.get("block_numbers").unwrap(), (90..=100).rev().map(|n| json!(n)).collect::<Vec<_>>());
+    assert!(pools.get("tx_hashes").unwrap().is_empty());
+    assert!(pools.get("addresses").unwrap().is_empty());
+    let error =
+        ScenarioDraft::parse(POOLED, Path::new("s.toml")).unwrap().resolve(None, Some(&pools)).unwrap_err();
+    assert!(error.to_string().contains("blocks 90..=100"), "{error}");
+}
