@@ -88,7 +88,10 @@ fn placeholder_pools(draft: &ScenarioDraft) -> Pools {
     let chain = draft.sample_options().ok().and_then(|options| options.chain);
     let names = draft.pools_needed();
     let chain = chain.unwrap_or_else(|| {
-        if names.iter().all(|name| sample::SOLANA_POOLS.contains(&name.as_str())) {
+        let named_pools = names.iter().filter(|name| name.as_str() != crate::scenario::HEAD);
+        if named_pools.clone().count() > 0
+            && named_pools.into_iter().all(|name| sample::SOLANA_POOLS.contains(&name.as_str()))
+        {
             sample::SampleChain::Solana
         } else {
             sample::SampleChain::Ethereum

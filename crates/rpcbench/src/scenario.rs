@@ -235,6 +235,45 @@ struct GeneratorSpec {
     random_hex: Option<usize>,
     random_base58: Option<usize>,
     pool: Option<String>,
+    /// Block numbers or slots relative to the sampled head: `"head-1000..head"`.
+    head: Option<String>,
+    /// The same written as `0x` hex quantities (Ethereum block numbers).
+    head_hex: Option<String>,
+}
+
+impl GeneratorSpec {
+    /// The head-relative range, if this generator has one: (text, written as hex).
+    fn head_range(&self) -> Option<(&str, bool)> {
+        match (&self.head, &self.head_hex) {
+            (Some(text), None) => Some((text, false)),
+            (None, Some(text)) => Some((text, true)),
+            _ => None,
+        }
+    }
+}
+
+/// Parses `head-N..head-M` (either end may be plain `head`) into the offsets back from the
+/// head of the low and the high end.
+fn parse_head_range(text: &str) -> Result<(u64, u64), String> {
+    let expected = || format!("'{text}': expected a range relative to the head such as \"head-1000..head\"");
+    let offset = |end: &str| -> Result<u64, String> {
+        let end = end.trim();
+        if end == "head" {
+            return Ok(0);
+        }
+        let back = end
+            .strip_prefix("head")
+            .map(str::trim)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .ok_or_else(expected)?;
+        back.trim().parse::<u64>().map_err(|_| expected())
+    };
+    let (low, high) = text.split_once("..").ok_or_else(expected)?;
+    let (low, high) = (offset(low)?, offset(high)?);
+    if low < high {
+        return Err(format!("'{text}': the range is empty (its start is after its end)"));
+    }
+    Ok((low, high))
 }
 
 #[derive(Debug, Deserialize)]
@@ -313,6 +352,10 @@ impl ScenarioDraft {
             None => ETHEREUM_POOLS.iter().chain(SOLANA_POOLS).copied().collect(),
         };
         for (name, spec) in &draft.file.generators {
+            if let Some((text, _)) = spec.get_ref().head_range() {
+                parse_head_range(text)
+                    .map_err(|message| draft.at(spec.span(), format!("generator '{name}': {message}")))?;
+            }
             if let Some(pool) = &spec.get_ref().pool {
                 if !known.contains(&pool.as_str()) {
                     return Err(draft.at(
@@ -341,8 +384,12 @@ impl ScenarioDraft {
 
     /// The pools the generators draw from (sampling is needed only when this is not empty).
     pub fn pools_needed(&self) -> Vec<String> {
-        let names: std::collections::BTreeSet<String> =
+        let mut names: std::collections::BTreeSet<String> =
             self.file.generators.values().filter_map(|spec| spec.get_ref().pool.clone()).collect();
+        if self.file.generators.values().any(|spec| spec.get_ref().head_range().is_some()) {
+            // Not a pool: the head itself, which sampling finds.
+            names.insert(HEAD.to_string());
+        }
         names.into_iter().collect()
     }
 
@@ -399,9 +446,13 @@ impl ScenarioDraft {
         };
         let mut generators = BTreeMap::new();
         for (name, spec) in &file.generators {
-            let built = match &spec.get_ref().pool {
-                Some(pool) => pool_generator(name, pool, spec.get_ref(), pools),
-                None => generator(name, spec.get_ref()),
+            let built = match (&spec.get_ref().pool, spec.get_ref().head_range()) {
+                (Some(pool), _) => pool_generator(name, pool, spec.get_ref(), pools),
+                (None, Some((text, hex))) => {
+                    let window = self.sample_options().map(|options| options.window).unwrap_or(u64::MAX);
+                    head_generator(name, text, hex, spec.get_ref(), pools, window)
+                }
+                (None, None) => generator(name, spec.get_ref()),
             };
             generators.insert(name.clone(), built.map_err(|message| at(spec.span(), message))?);
         }
@@ -556,6 +607,40 @@ fn error_at(text: &str, path: &Path, span: Range<usize>, message: String) -> Sce
     ScenarioError { path: path.to_path_buf(), line, column, message }
 }
 
+/// What [`ScenarioDraft::pools_needed`] lists when a generator is relative to the head.
+pub const HEAD: &str = "head";
+
+/// A generator of block numbers or slots relative to the sampled head.
+fn head_generator(
+    name: &str,
+    text: &str,
+    hex: bool,
+    spec: &GeneratorSpec,
+    pools: Option<&Pools>,
+    window: u64,
+) -> Result<Generator, String> {
+    let others = [spec.range.is_some(), spec.hex_range.is_some(), spec.choice.is_some()]
+        .into_iter()
+        .chain([spec.random_hex.is_some(), spec.random_base58.is_some()])
+        .filter(|&given| given)
+        .count();
+    if others > 0 {
+        return Err(format!("generator '{name}' has more than one kind; give exactly one"));
+    }
+    let (back_low, back_high) =
+        parse_head_range(text).map_err(|message| format!("generator '{name}': {message}"))?;
+    let Some(pools) = pools else {
+        return Err(format!("generator '{name}' is relative to the head, but the target was not sampled"));
+    };
+    // A sample that stopped short of its window met the start of the node's history (a pruned
+    // node): the range shrinks to what the node has. A full window says nothing of older blocks.
+    let sampled = pools.head.saturating_sub(pools.oldest).saturating_add(1);
+    let floor = if sampled < window { pools.oldest.min(pools.head) } else { 0 };
+    let low = pools.head.saturating_sub(back_low).max(floor);
+    let high = pools.head.saturating_sub(back_high).max(low);
+    Ok(if hex { Generator::HexQuantityRange { low, high } } else { Generator::IntRange { low, high } })
+}
+
 /// A generator drawing uniformly from a sampled pool.
 fn pool_generator(
     name: &str,
@@ -626,7 +711,7 @@ fn generator(name: &str, spec: &GeneratorSpec) -> Result<Generator, String> {
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(format!(
-            "generator '{name}' needs one of range, hex_range, choice, random_hex, random_base58, pool"
+            "generator '{name}' needs one of range, hex_range, choice, random_hex, random_base58, pool, head, head_hex"
         )),
         _ => Err(format!("generator '{name}' has more than one kind; give exactly one")),
     }
@@ -738,6 +823,59 @@ params = ["{account}"]
             assert!(error.starts_with(location), "expected {location} in: {error}\n---\n{text}");
             assert!(error.contains(message), "expected '{message}' in: {error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod head_tests {
+    use super::*;
+
+    #[test]
+    fn head_ranges_parse_into_offsets() {
+        assert_eq!(parse_head_range("head-1000..head"), Ok((1000, 0)));
+        assert_eq!(parse_head_range("head - 20 .. head-5"), Ok((20, 5)));
+        assert_eq!(parse_head_range("head..head"), Ok((0, 0)));
+        for bad in ["1000..head", "head-5..head-10", "head-x..head", "head+5..head", "head-5"] {
+            assert!(parse_head_range(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_head_range_becomes_a_range_below_the_sampled_head() {
+        let text = "[target]\nurl = \"http://127.0.0.1:1/\"\n[generators]\nblock = { head_hex = \"head-100..head\" }\n[[call]]\nmethod = \"eth_getBlockByNumber\"\nparams = [\"{block}\", false]\n";
+        let draft = ScenarioDraft::parse(text, Path::new("s.toml")).unwrap();
+        assert_eq!(draft.pools_needed(), vec![HEAD.to_string()]);
+        let pools = Pools {
+            chain: SampleChain::Ethereum,
+            chain_id: None,
+            head: 5000,
+            oldest: 4950,
+            pools: Default::default(),
+        };
+        let scenario = draft.resolve(None, Some(&pools)).unwrap();
+        let request = scenario.config.workload.sample_request(0);
+        let block = request["params"][0].as_str().unwrap();
+        let number = u64::from_str_radix(block.trim_start_matches("0x"), 16).unwrap();
+        // The sample stopped at 4950, short of its 200-block window: the node has nothing older,
+        // and the range shrinks to what it has.
+        assert!((4950..=5000).contains(&number), "{block}");
+        let full_node = Pools { oldest: 4801, ..pools.clone() };
+        let scenario = draft.resolve(None, Some(&full_node)).unwrap();
+        let mut lowest = u64::MAX;
+        let workload = &scenario.config.workload;
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(3);
+        for id in 0..400 {
+            let mut body = Vec::new();
+            workload.write_body(0, id, &mut rng, &mut body);
+            let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let text = value["params"][0].as_str().unwrap().trim_start_matches("0x").to_string();
+            lowest = lowest.min(u64::from_str_radix(&text, 16).unwrap());
+        }
+        // A full 200-block window says nothing of older blocks: the range is kept whole.
+        assert!((4900..4950).contains(&lowest), "lowest {lowest}");
+        let bad = text.replace("head-100..head", "head-1..head-9");
+        let error = ScenarioDraft::parse(&bad, Path::new("s.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("s.toml:4:9:") && error.contains("the range is empty"), "{error}");
     }
 }
 
