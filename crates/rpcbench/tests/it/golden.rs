@@ -206,3 +206,29 @@ fn the_html_report_is_self_contained() {
     assert!(html.contains("rpcbench comparison"));
     assert!(html.contains("Ratios are against closed."));
 }
+
+/// The closed run was made against a URL with a key in its path and its query and with an
+/// `Authorization` header: no output format shows any of them.
+#[test]
+fn no_report_format_shows_a_secret() {
+    let runs = [golden_run("closed"), golden_run("open")];
+    let outputs = [
+        ("text", render_text(&runs[0].report)),
+        ("json", runs[0].report.to_json()),
+        ("markdown", render_markdown(&runs[..1])),
+        ("csv", render_csv(&runs)),
+        ("html", render_html(&runs)),
+        ("comparison text", render_comparison_text(&runs)),
+        ("comparison markdown", render_markdown(&runs)),
+        ("comparison json", comparison_json(&runs)),
+        ("results file", runs[0].file.to_json()),
+    ];
+    for (format, output) in outputs {
+        for secret in ["0123456789abcdef0123456789abcdef", "hunter2", "secret-token"] {
+            assert!(!output.contains(secret), "{format} shows {secret}");
+        }
+        if format != "results file" {
+            assert!(output.contains("/v3/***"), "{format} names the target, redacted");
+        }
+    }
+}
