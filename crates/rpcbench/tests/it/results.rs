@@ -163,7 +163,7 @@ fn shards_merge_into_exactly_the_union() {
     .into();
     let (odd_params, _) = save(&other_params, &dir, "odd-params.json");
     let mut odd_target_file = ResultsFile::load(&files[0].0).unwrap();
-    odd_target_file.target = "http://10.1.2.3:8899/".into();
+    odd_target_file.target = "http://127.0.0.2:8899/".into();
     for (path, file, what) in [
         (odd.clone(), ResultsFile::load(&odd).unwrap(), "load"),
         (odd_method.clone(), ResultsFile::load(&odd_method).unwrap(), "method"),
