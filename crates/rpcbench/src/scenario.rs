@@ -295,15 +295,9 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 impl Scenario {
-    /// Reads and checks a scenario file.
+    /// Reads and checks a scenario file (one whose generators draw on no pools).
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read the scenario: {err}"),
-        })?;
-        Self::parse(&text, path)
+        ScenarioDraft::load(path)?.resolve(None, None)
     }
 
     /// Checks a scenario's text; `path` names it in errors. A scenario whose generators draw
