@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig};
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::{Monitor, ResourceReport};
+use crate::report::tables::percent;
 use crate::report::{LatencyReport, RunReport, PERCENTILES};
 use crate::units::{format_duration, format_micros, parse_duration};
 
@@ -921,14 +922,6 @@ impl CapacityReport {
             self.steps.len()
         );
         out
-    }
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
     }
 }
 

@@ -40,6 +40,7 @@ use crate::record::{
     SeriesPoint, Totals,
 };
 use crate::redact;
+use crate::report::tables::trim_float;
 use crate::report::{OutcomesReport, RpcErrorReport, RunReport};
 use crate::workload::Call;
 
@@ -254,14 +255,6 @@ impl LoadSpec {
                 format!("open loop, {} req/s {arrivals}", trim_float(*rate))
             }
         }
-    }
-}
-
-fn trim_float(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.2}")
     }
 }
 

@@ -76,7 +76,8 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
-fn percent(part: u64, whole: u64) -> f64 {
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {

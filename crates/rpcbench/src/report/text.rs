@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::tables::{percent, shorten, trim_float};
 use super::{LatencyReport, RunReport, PERCENTILES};
 use crate::units::format_micros;
 
@@ -300,31 +301,5 @@ fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: 
                 let _ = writeln!(out, "    {label:>7} {:>10}", us(corrected.percentile(name)));
             }
         }
-    }
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
-}
-
-fn trim_float(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.2}")
-    }
-}
-
-fn shorten(text: &str, limit: usize) -> String {
-    let single_line = text.replace(['\n', '\r'], " ");
-    if single_line.chars().count() <= limit {
-        single_line
-    } else {
-        let cut: String = single_line.chars().take(limit).collect();
-        format!("{cut}…")
     }
 }
