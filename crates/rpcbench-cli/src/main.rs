@@ -11,6 +11,7 @@ mod monitor_args;
 mod output;
 mod report_cmd;
 mod run_cmd;
+mod run_targets;
 mod serve;
 mod signals;
 mod suites_cmd;

@@ -25,10 +25,33 @@ fn is_scenario(target: &str) -> bool {
     !target.contains("://") && (target.ends_with(".toml") || std::path::Path::new(target).is_file())
 }
 
-/// Turns the arguments (and the scenario file, if one is given) into a validated configuration
-/// and the thresholds the run must meet.
+/// What `rpcbench run` will do: one run per target (a scenario may name several), in turn.
+#[derive(Debug)]
+pub struct RunPlan {
+    /// Each target's name and validated configuration; the first is the baseline.
+    pub targets: Vec<(String, RunConfig)>,
+    /// Conditions each run must meet.
+    pub thresholds: Vec<Threshold>,
+    /// Pause between two targets' runs.
+    pub cooldown: Duration,
+}
+
+/// Turns the arguments into the configuration of the first (usually the only) target and the
+/// thresholds the run must meet.
 pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigError> {
-    let (mut config, mut thresholds) = if let Some(name) = &args.suite {
+    let mut plan = to_plan(args)?;
+    let (_, config) = plan.targets.swap_remove(0);
+    Ok((config, plan.thresholds))
+}
+
+/// Turns the arguments (and the scenario file, if one is given) into validated configurations,
+/// one per target, and the thresholds the runs must meet.
+pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
+    let single = |config: RunConfig| {
+        let name = format!("{}:{}", config.target.host, config.target.port);
+        vec![(name, config)]
+    };
+    let (targets, mut thresholds, cooldown) = if let Some(name) = &args.suite {
         if args.url.is_some() {
             return Err(ConfigError::new("--url", "with --suite, the URL is the positional TARGET"));
         }
@@ -42,7 +65,7 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
         })?;
         let draft = suite.draft().map_err(scenario_error)?;
         let scenario = prepare_scenario(args, &draft, Some(&args.target))?;
-        (scenario.config, scenario.thresholds)
+        (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else if is_scenario(&args.target) {
         if args.method.is_some() || args.body.is_some() || args.body_file.is_some() {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
@@ -52,7 +75,7 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
         }
         let draft = ScenarioDraft::load(std::path::Path::new(&args.target)).map_err(scenario_error)?;
         let scenario = prepare_scenario(args, &draft, args.url.as_deref())?;
-        (scenario.config, scenario.thresholds)
+        (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else {
         if args.url.is_some() {
             return Err(ConfigError::new("--url", "only goes with a scenario file"));
@@ -86,16 +109,28 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
         };
         let mut config = RunConfig::new(target, request);
         config.load = Load::Closed { connections: 50 };
-        (config, Vec::new())
+        (single(config), Vec::new(), Duration::ZERO)
     };
-    apply_flags(args, &mut config)?;
+    let several = targets.len() > 1;
+    let mut checked = Vec::with_capacity(targets.len());
+    for (name, mut config) in targets {
+        // A setting that fails for the second target says which target it is.
+        let named = |err: ConfigError| match several {
+            true => {
+                ConfigError { setting: format!("target '{name}': {}", err.setting), message: err.message }
+            }
+            false => err,
+        };
+        apply_flags(args, &mut config).map_err(named)?;
+        config.validate().map_err(named)?;
+        checked.push((name, config));
+    }
     for (index, text) in args.thresholds.iter().enumerate() {
         let threshold = Threshold::parse(text)
             .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
         thresholds.push(threshold);
     }
-    config.validate()?;
-    Ok((config, thresholds))
+    Ok(RunPlan { targets: checked, thresholds, cooldown })
 }
 
 /// The setting named by errors of sampling the target.
@@ -237,12 +272,17 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let (config, thresholds) = match to_config(&args) {
-        Ok(parsed) => parsed,
+    let mut plan = match to_plan(&args) {
+        Ok(plan) => plan,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
         Err(err) if err.setting == SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
+    if plan.targets.len() > 1 {
+        return crate::run_targets::run(&args, plan);
+    }
+    let (_, config) = plan.targets.swap_remove(0);
+    let thresholds = plan.thresholds;
     let monitor_pids = match args.monitor.resolve() {
         Ok(pids) => pids,
         Err(err) => return output::usage_error(err),

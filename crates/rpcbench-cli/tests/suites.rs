@@ -105,3 +105,67 @@ fn a_scenario_without_a_url_needs_one_and_pools_are_cached_next_to_it() {
     assert!(stderr(&output).contains("pools read from"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
+    let dir = std::env::temp_dir().join(format!("rpcbench-targets-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let healthy = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.error_rate = 0.5;
+    let failing = MockServer::start(options).unwrap();
+    let path = dir.join("two.toml");
+    // Pools are sampled from the first target and every target gets the same parameters.
+    std::fs::write(
+        &path,
+        format!(
+            "thresholds = [\"errors < 1%\"]\n\
+             [load]\nconnections = 2\nrequests = 60\ncooldown = \"100ms\"\n\
+             [generators]\nslot = {{ pool = \"slots\" }}\n\
+             [[targets]]\nname = \"healthy\"\nurl = \"{}\"\n\
+             [[targets]]\nname = \"failing\"\nurl = \"{}/v3/0123456789abcdef0123\"\nheaders = {{ \"x-api-key\" = \"hunter2-secret\" }}\n\
+             [[call]]\nmethod = \"getBlock\"\nparams = [\"{{slot}}\", {{ transactionDetails = \"none\" }}]\n",
+            healthy.url(),
+            failing.url().trim_end_matches('/'),
+        ),
+    )
+    .unwrap();
+    let scenario = path.to_str().unwrap();
+    let saved = dir.join("out.json");
+    let output = rpcbench(&["run", scenario, "-o", "json", "--save", saved.to_str().unwrap()]);
+    // The failing target breaches the threshold: exit 1, after both ran.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!stdout.contains("0123456789abcdef0123") && !stdout.contains("hunter2"), "{stdout}");
+    assert!(!stderr(&output).contains("0123456789abcdef0123"), "{}", stderr(&output));
+    let comparison: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(comparison["baseline"], "healthy");
+    let runs = comparison["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["name"], "healthy");
+    assert_eq!(runs[1]["name"], "failing");
+    for run in runs {
+        assert_eq!(run["report"]["requests"]["total"], 60, "{run}");
+    }
+    assert_eq!(runs[0]["report"]["requests"]["errors"], 0);
+    assert_eq!(runs[0]["report"]["thresholds"][0]["passed"], true);
+    assert!(runs[1]["report"]["requests"]["errors"].as_u64().unwrap() > 0);
+    assert_eq!(runs[1]["report"]["thresholds"][0]["passed"], false);
+    assert!(dir.join("out.healthy.json").is_file() && dir.join("out.failing.json").is_file());
+
+    // Text: each target's report, then the table with ratios; --url runs one target only.
+    let output = rpcbench(&["run", scenario, "-n", "20", "--threshold", "errors < 100%"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("== healthy ==") && text.contains("== failing =="), "{text}");
+    assert!(text.contains("rpcbench comparison of 2 run(s); ratios against healthy"), "{text}");
+    let output = rpcbench(&["run", scenario, "--url", &healthy.url(), "-n", "20", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["requests"]["total"], 20);
+    // Monitoring needs a single target.
+    let output = rpcbench(&["run", scenario, "--monitor-pid", &std::process::id().to_string()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--monitor-pid"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}

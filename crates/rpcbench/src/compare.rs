@@ -96,9 +96,11 @@ pub fn run_comparison(
         let record = run.execute().map_err(error)?;
         let mut file = ResultsFile::from_run(&target.config, &record, started);
         file.label = Some(target.name.clone());
-        let saved = SavedRun::new(file, &target.name).map_err(|message| {
+        let mut saved = SavedRun::new(file, &target.name).map_err(|message| {
             error(EngineError::Runtime(std::io::Error::other(format!("results do not decode: {message}"))))
         })?;
+        // The live report: it has everything the file keeps and the per-stage figures too.
+        saved.report = RunReport::new(&target.config, &record);
         on_event(CompareEvent::Finished(&saved));
         runs.push(saved);
     }

@@ -25,6 +25,22 @@
 //! thresholds = ["p99 < 500ms", "errors < 0.1%", "getBlock: p99 < 800ms"]
 //! ```
 //! (`thresholds` goes before the first table in a real file, as TOML requires.)
+//!
+//! Instead of `[target] url`, a scenario may list several targets; `[target]` then holds
+//! the settings they share (timeouts, TLS, headers). The scenario runs against each in turn
+//! with the same load and the same parameter sequence, a cool-down between (`[load]
+//! cooldown`), and the first is the baseline of the comparison:
+//!
+//! ```toml
+//! [[targets]]
+//! name = "agave"
+//! url = "http://127.0.0.1:8899"
+//!
+//! [[targets]]
+//! name = "relay"
+//! url = "http://127.0.0.1:8900"
+//! headers = { "x-api-key" = "..." }
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -73,10 +89,49 @@ impl std::error::Error for ScenarioError {}
 /// override it first) and its thresholds.
 #[derive(Debug, Clone)]
 pub struct Scenario {
-    /// The configuration the file describes.
+    /// The configuration the file describes, bound to its first target.
     pub config: RunConfig,
-    /// Conditions the run must meet.
+    /// Conditions the run must meet (against each target).
     pub thresholds: Vec<Threshold>,
+    /// Every target, in the file's order: the first is the one in `config` and the baseline of
+    /// comparisons. A file with a single `[target] url` has one, named after its host.
+    pub targets: Vec<ScenarioTarget>,
+    /// Pause between two targets' runs.
+    pub cooldown: Duration,
+    /// How many of `config.headers` are `[target] headers`, shared by every target (the rest
+    /// are the first target's own).
+    shared_headers: usize,
+}
+
+/// One target of a scenario: a name, the URL and the headers added for it alone.
+#[derive(Debug, Clone)]
+pub struct ScenarioTarget {
+    /// The name shown in comparisons.
+    pub name: String,
+    /// Where to send the requests.
+    pub target: Target,
+    /// Headers for this target, on top of `[target] headers`.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The pause between two targets' runs when the scenario does not give one.
+pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(1);
+
+impl Scenario {
+    /// The run against each target: the scenario's configuration with the target's URL and
+    /// headers. The first is [`Scenario::config`] itself.
+    pub fn configs(&self) -> Vec<(String, RunConfig)> {
+        self.targets
+            .iter()
+            .map(|target| {
+                let mut config = self.config.clone();
+                config.target = target.target.clone();
+                config.headers.truncate(self.shared_headers);
+                config.headers.extend(target.headers.iter().cloned());
+                (target.name.clone(), config)
+            })
+            .collect()
+    }
 }
 
 /// A duration written as a string (`"10s"`), checked while the file is read.
@@ -150,6 +205,9 @@ struct File {
     thresholds: Vec<Spanned<String>>,
     #[serde(default)]
     target: TargetSection,
+    /// Several targets, each run in turn with the same load and parameters.
+    #[serde(default)]
+    targets: Vec<Spanned<TargetEntry>>,
     #[serde(default)]
     sample: Option<Spanned<SampleSection>>,
     #[serde(default)]
@@ -198,6 +256,17 @@ struct TargetSection {
     fixed_id: Option<u64>,
 }
 
+/// `[[targets]]`: one of several targets. Transport settings come from `[target]`; headers
+/// are added to `[target]`'s.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetEntry {
+    name: Option<Spanned<String>>,
+    url: Spanned<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum CheckValue {
@@ -224,6 +293,8 @@ struct LoadSection {
     warmup: Option<DurationValue>,
     seed: Option<u64>,
     threads: Option<Positive>,
+    /// Pause between two targets' runs.
+    cooldown: Option<DurationValue>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -366,9 +437,17 @@ impl ScenarioDraft {
         error_at(&self.text, &self.path, span, message)
     }
 
-    /// The URL the file gives, if any.
+    /// The URL the file gives (the first of `[[targets]]`), if any.
     pub fn url(&self) -> Option<&str> {
-        self.file.target.url.as_ref().map(|url| url.get_ref().as_str())
+        match self.file.targets.first() {
+            Some(entry) => Some(entry.get_ref().url.get_ref().as_str()),
+            None => self.file.target.url.as_ref().map(|url| url.get_ref().as_str()),
+        }
+    }
+
+    /// How many targets the file names.
+    pub fn target_count(&self) -> usize {
+        self.file.targets.len().max(1)
     }
 
     /// The file this scenario comes from (a name such as `suite:solana-rpc` for built-ins).
@@ -426,18 +505,8 @@ impl ScenarioDraft {
         let file = &self.file;
         let at = |span: Range<usize>, message: String| self.at(span, message);
 
-        let target = match (url, &file.target.url) {
-            (Some(url), _) => Target::parse(url).map_err(|err| at(0..0, format!("URL: {}", err.message)))?,
-            (None, Some(url)) => Target::parse(url.get_ref()).map_err(|err| at(url.span(), err.message))?,
-            (None, None) => {
-                return Err(ScenarioError {
-                    path: self.path.clone(),
-                    line: 0,
-                    column: 0,
-                    message: "no URL: give one on the command line or as [target] url in the scenario".into(),
-                })
-            }
-        };
+        let targets = self.targets(url)?;
+        let target = targets[0].target.clone();
         let mut generators = BTreeMap::new();
         for (name, spec) in &file.generators {
             let built = match (&spec.get_ref().pool, spec.get_ref().head_range()) {
@@ -474,6 +543,8 @@ impl ScenarioDraft {
         let mut config = RunConfig::new(target, workload);
         let section = &file.target;
         config.headers = section.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let shared_headers = config.headers.len();
+        config.headers.extend(targets[0].headers.iter().cloned());
         if let Some(timeout) = section.timeout {
             config.timeout = timeout.0;
         }
@@ -592,8 +663,76 @@ impl ScenarioDraft {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Scenario { config, thresholds })
+        let cooldown = load.cooldown.map_or(DEFAULT_COOLDOWN, |cooldown| cooldown.0);
+        Ok(Scenario { config, thresholds, targets, cooldown, shared_headers })
     }
+
+    /// The targets: `url` (from the command line) replaces the file's; otherwise `[target] url`
+    /// or the `[[targets]]` list, one of which is needed.
+    fn targets(&self, url: Option<&str>) -> Result<Vec<ScenarioTarget>, ScenarioError> {
+        let file = &self.file;
+        let whole_file = |message: &str| ScenarioError {
+            path: self.path.clone(),
+            line: 0,
+            column: 0,
+            message: message.to_string(),
+        };
+        if let (Some(single), Some(_)) = (&file.target.url, file.targets.first()) {
+            return Err(self.at(
+                single.span(),
+                "give the URL either as [target] url or in [[targets]], not both".into(),
+            ));
+        }
+        if let Some(url) = url {
+            let target = Target::parse(url).map_err(|err| whole_file(&format!("URL: {}", err.message)))?;
+            return Ok(vec![ScenarioTarget {
+                name: default_target_name(&target),
+                target,
+                headers: Vec::new(),
+            }]);
+        }
+        if let Some(url) = &file.target.url {
+            let target = Target::parse(url.get_ref()).map_err(|err| self.at(url.span(), err.message))?;
+            return Ok(vec![ScenarioTarget {
+                name: default_target_name(&target),
+                target,
+                headers: Vec::new(),
+            }]);
+        }
+        if file.targets.is_empty() {
+            return Err(whole_file(
+                "no URL: give one on the command line, as [target] url or as [[targets]] in the scenario",
+            ));
+        }
+        let mut targets: Vec<ScenarioTarget> = Vec::with_capacity(file.targets.len());
+        for entry in &file.targets {
+            let entry_ref = entry.get_ref();
+            let target = Target::parse(entry_ref.url.get_ref())
+                .map_err(|err| self.at(entry_ref.url.span(), err.message))?;
+            let (name, span) = match &entry_ref.name {
+                Some(name) if name.get_ref().trim().is_empty() => {
+                    return Err(self.at(name.span(), "a target's name cannot be empty".into()))
+                }
+                Some(name) => (name.get_ref().clone(), name.span()),
+                None => (default_target_name(&target), entry.span()),
+            };
+            if targets.iter().any(|seen| seen.name == name) {
+                return Err(self.at(
+                    span,
+                    format!("two targets are named '{name}': give each [[targets]] a distinct name"),
+                ));
+            }
+            let headers = entry_ref.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            targets.push(ScenarioTarget { name, target, headers });
+        }
+        Ok(targets)
+    }
+}
+
+/// A target's name when the file gives none: its host and port (never the path, which may
+/// hold a key).
+fn default_target_name(target: &Target) -> String {
+    format!("{}:{}", target.host, target.port)
 }
 
 fn error_at(text: &str, path: &Path, span: Range<usize>, message: String) -> ScenarioError {
@@ -814,6 +953,114 @@ params = ["{account}"]
         ];
         for (text, location, message) in cases {
             let error = error_of(&text);
+            assert!(error.starts_with(location), "expected {location} in: {error}\n---\n{text}");
+            assert!(error.contains(message), "expected '{message}' in: {error}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+
+    const TWO: &str = r#"
+[target]
+timeout = "2s"
+headers = { "x-shared" = "1" }
+
+[load]
+connections = 4
+duration = "1s"
+cooldown = "250ms"
+
+[[targets]]
+name = "fast"
+url = "http://127.0.0.1:1/"
+headers = { "x-first" = "a" }
+
+[[targets]]
+url = "http://127.0.0.1:2/v3/0123456789abcdef"
+headers = { "x-second" = "b" }
+
+[[call]]
+method = "getSlot"
+"#;
+
+    fn header_names(config: &RunConfig) -> Vec<&str> {
+        config.headers.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    #[test]
+    fn each_target_gets_the_shared_settings_and_its_own_headers() {
+        let scenario = Scenario::parse(TWO, Path::new("s.toml")).unwrap();
+        assert_eq!(scenario.cooldown, Duration::from_millis(250));
+        let configs = scenario.configs();
+        assert_eq!(configs.len(), 2);
+        assert_eq!(configs[0].0, "fast");
+        // Unnamed: host and port, never the path with its key.
+        assert_eq!(configs[1].0, "127.0.0.1:2");
+        assert_eq!(configs[0].1.target.port, 1);
+        assert_eq!(configs[1].1.target.port, 2);
+        assert_eq!(header_names(&configs[0].1), ["x-shared", "x-first"]);
+        assert_eq!(header_names(&configs[1].1), ["x-shared", "x-second"]);
+        assert_eq!(header_names(&scenario.config), ["x-shared", "x-first"]);
+        for (_, config) in &configs {
+            assert_eq!(config.timeout, Duration::from_secs(2));
+            assert_eq!(config.load, Load::Closed { connections: 4 });
+        }
+        let draft = ScenarioDraft::parse(TWO, Path::new("s.toml")).unwrap();
+        assert_eq!(draft.url(), Some("http://127.0.0.1:1/"));
+        assert_eq!(draft.target_count(), 2);
+    }
+
+    #[test]
+    fn a_url_from_the_command_line_replaces_every_target() {
+        let draft = ScenarioDraft::parse(TWO, Path::new("s.toml")).unwrap();
+        let scenario = draft.resolve(Some("http://127.0.0.1:3/"), None).unwrap();
+        let configs = scenario.configs();
+        assert_eq!(configs.len(), 1);
+        assert_eq!(configs[0].1.target.port, 3);
+        assert_eq!(header_names(&configs[0].1), ["x-shared"]);
+    }
+
+    #[test]
+    fn a_single_url_is_one_target_named_after_its_host() {
+        let text = "[target]\nurl = \"http://127.0.0.1:8899/\"\n[[call]]\nmethod = \"getSlot\"\n";
+        let scenario = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        assert_eq!(scenario.targets.len(), 1);
+        assert_eq!(scenario.targets[0].name, "127.0.0.1:8899");
+        assert_eq!(scenario.cooldown, DEFAULT_COOLDOWN);
+    }
+
+    #[test]
+    fn target_mistakes_are_located() {
+        let call = "[[call]]\nmethod = \"getSlot\"\n";
+        let entry = |name: &str, url: &str| format!("[[targets]]\nname = \"{name}\"\nurl = \"{url}\"\n");
+        let cases = [
+            (
+                format!(
+                    "[target]\nurl = \"http://127.0.0.1:1/\"\n{}{call}",
+                    entry("a", "http://127.0.0.1:2/")
+                ),
+                "s.toml:2:7:",
+                "not both",
+            ),
+            (
+                format!("{}{}{call}", entry("a", "http://127.0.0.1:1/"), entry("a", "http://127.0.0.1:2/")),
+                "s.toml:5:8:",
+                "two targets are named 'a'",
+            ),
+            (format!("{}{call}", entry("a", "ftp://x/")), "s.toml:3:7:", "scheme 'ftp'"),
+            (format!("{}{call}", entry(" ", "http://127.0.0.1:1/")), "s.toml:2:8:", "cannot be empty"),
+            (
+                format!("[[targets]]\nurl = \"http://127.0.0.1:1/\"\nport = 1\n{call}"),
+                "s.toml:3:1:",
+                "unknown field `port`",
+            ),
+            (call.to_string(), "s.toml:", "no URL"),
+        ];
+        for (text, location, message) in cases {
+            let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
             assert!(error.starts_with(location), "expected {location} in: {error}\n---\n{text}");
             assert!(error.contains(message), "expected '{message}' in: {error}");
         }

@@ -1,0 +1,142 @@
+//! `rpcbench run scenario.toml` when the scenario lists several `[[targets]]`: the same load
+//! and parameter sequence against each target in turn, a cool-down between, then every
+//! target's report followed by the comparison table with ratios against the first. Thresholds
+//! hold for each target; a breach by any of them exits 1.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use rpcbench::compare::{
+    comparison_json, render_comparison_text, run_comparison, CompareEvent, CompareTarget,
+};
+use rpcbench::engine::config::ConfigError;
+use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::report::render_text;
+use rpcbench::results::SavedRun;
+use rpcbench::units::{format_duration, format_micros};
+
+use crate::args::{OutputFormat, RunArgs};
+use crate::output;
+use crate::run_cmd::RunPlan;
+
+/// Where `--save PATH` puts one target's results: `PATH` with the target's name before the
+/// extension (`out.json` becomes `out.fast.json`).
+pub fn save_path(path: &Path, name: &str) -> PathBuf {
+    let clean: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_".contains(c) { c } else { '_' }).collect();
+    let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = match path.extension() {
+        Some(extension) => format!("{stem}.{clean}.{}", extension.to_string_lossy()),
+        None => format!("{stem}.{clean}"),
+    };
+    path.with_file_name(file)
+}
+
+pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
+    if !args.monitor.pids.is_empty() || args.monitor.command.is_some() {
+        let flag = if args.monitor.pids.is_empty() { "--monitor-cmd" } else { "--monitor-pid" };
+        return output::usage_error(ConfigError::new(
+            flag,
+            format!(
+                "the scenario names {} targets, run in turn; monitor a target in a run of its own (--url)",
+                plan.targets.len()
+            ),
+        ));
+    }
+    let stop = StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let targets: Vec<CompareTarget> =
+        plan.targets.into_iter().map(|(name, config)| CompareTarget { name, config }).collect();
+    let quiet = args.quiet;
+    if !quiet {
+        eprintln!(
+            "rpcbench: {} against {} targets in turn, {} cool-down",
+            targets[0].config.workload.label(),
+            targets.len(),
+            format_duration(plan.cooldown)
+        );
+    }
+    let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
+    let result = run_comparison(&targets, plan.cooldown, &stop, |event| match event {
+        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
+        CompareEvent::Finished(run) if !quiet => {
+            let report = &run.report;
+            eprintln!(
+                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                report.requests.rate,
+                format_micros(report.latency.percentile("p50") as f64),
+                format_micros(report.latency.percentile("p99") as f64),
+                report.requests.errors
+            );
+        }
+        _ => {}
+    });
+    let mut runs: Vec<SavedRun> = match result {
+        Ok(runs) => runs,
+        Err(err) => {
+            if !quiet {
+                eprintln!();
+            }
+            return match err.error {
+                EngineError::Config(config) => output::usage_error(ConfigError {
+                    setting: format!("target '{}': {}", err.name, config.setting),
+                    message: config.message,
+                }),
+                EngineError::TooManyConnections(limit) => {
+                    output::usage_error(format!("target '{}': {limit}", err.name))
+                }
+                _ => output::failure(err),
+            };
+        }
+    };
+    if runs.is_empty() {
+        return output::failure("interrupted before the first run finished");
+    }
+    let mut breached = false;
+    for run in &mut runs {
+        run.report.thresholds =
+            plan.thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
+        breached |= run.report.thresholds.iter().any(|result| !result.passed);
+    }
+    // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
+    if let Some(path) = &args.save {
+        for run in &runs {
+            let path = save_path(path, &run.label);
+            if let Err(err) = run.file.save(&path) {
+                return output::failure(format!("cannot save the results: {err}"));
+            }
+            if !quiet {
+                eprintln!("rpcbench: results of '{}' saved to {}", run.label, path.display());
+            }
+        }
+    }
+    let text = match args.output {
+        OutputFormat::Text => {
+            let mut text = String::new();
+            for run in &runs {
+                text.push_str(&format!("== {} ==\n", run.label));
+                text.push_str(&render_text(&run.report));
+                text.push('\n');
+            }
+            text + &render_comparison_text(&runs)
+        }
+        OutputFormat::Json => comparison_json(&runs) + "\n",
+    };
+    let status = output::print_stdout(&text);
+    if breached {
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_target_saves_beside_the_named_file() {
+        assert_eq!(save_path(Path::new("out/run.json"), "fast"), Path::new("out/run.fast.json"));
+        assert_eq!(save_path(Path::new("run"), "127.0.0.1:8899"), Path::new("run.127_0_0_1_8899"));
+        assert_eq!(save_path(Path::new("a.json"), "x/../y"), Path::new("a.x____y.json"));
+    }
+}
