@@ -11,7 +11,7 @@ use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, T
 use rpcbench::engine::{EngineError, Progress, Run};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
-use rpcbench::prepare::{prepare, PoolSource, PrepareError};
+use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::ResultsFile;
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
@@ -152,7 +152,12 @@ fn prepare_scenario(
     draft: &ScenarioDraft,
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
-    let prepared = prepare(draft, url, args.pools.as_deref()).map_err(|err| match err {
+    let access = Access {
+        headers: parse_headers(&args.headers)?,
+        insecure: args.insecure,
+        ca_file: args.cacert.clone(),
+    };
+    let prepared = prepare(draft, url, args.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
     })?;

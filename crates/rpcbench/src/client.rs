@@ -39,49 +39,97 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
+/// A node to call outside a load run: the URL, the headers sent with every call (an API key),
+/// TLS settings, and the time allowed per call. Built once; each call opens a connection.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    config: RunConfig,
+    connector: Connector,
+    timeout: Duration,
+}
+
+impl Endpoint {
+    /// An endpoint with the target, headers and TLS settings of a run.
+    pub fn from_config(config: &RunConfig, timeout: Duration) -> Result<Self, CallError> {
+        let request = RequestTemplate::from_method("rpcbench_endpoint", None)
+            .map_err(|err| CallError::Transport(err.0))?;
+        let mut own = RunConfig::new(config.target.clone(), &request);
+        own.headers = config.headers.clone();
+        own.tls = config.tls.clone();
+        own.max_body = config.max_body;
+        own.connect_timeout = timeout;
+        let connector = Connector::new(&own).map_err(|err| CallError::Transport(err.to_string()))?;
+        Ok(Self { config: own, connector, timeout })
+    }
+
+    /// A plain endpoint: no extra headers, default TLS settings.
+    pub fn parse(url: &str, timeout: Duration) -> Result<Self, CallError> {
+        let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
+        let request = RequestTemplate::from_method("rpcbench_endpoint", None)
+            .map_err(|err| CallError::Transport(err.0))?;
+        Self::from_config(&RunConfig::new(target, &request), timeout)
+    }
+
+    /// The same node with another time allowed per call.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// The URL with secrets hidden, for messages.
+    pub fn redacted(&self) -> String {
+        self.config.target.redacted()
+    }
+
+    /// Calls `method` with `params` and returns the `result`. Blocking.
+    pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
+        let request =
+            RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| CallError::Transport(err.to_string()))?;
+        let config = &self.config;
+        runtime.block_on(async {
+            let exchange = async {
+                let stream =
+                    self.connector.connect().await.map_err(|err| CallError::Transport(err.to_string()))?;
+                let mut connection = Connection::new(stream);
+                let mut bytes = config.request_head();
+                bytes.extend_from_slice(request.body_len(1).to_string().as_bytes());
+                bytes.extend_from_slice(b"\r\n\r\n");
+                request.write_body(1, &mut bytes);
+                connection.send(&bytes).await.map_err(|err| CallError::Transport(err.to_string()))?;
+                let meta = connection
+                    .read_response(config.max_body)
+                    .await
+                    .map_err(|err| CallError::Transport(format!("{err:?}")))?;
+                if !(200..300).contains(&meta.status) {
+                    return Err(CallError::Transport(format!("HTTP status {}", meta.status)));
+                }
+                let value: Value = serde_json::from_slice(connection.body())
+                    .map_err(|err| CallError::Invalid(err.to_string()))?;
+                Ok(value)
+            };
+            let mut value = tokio::time::timeout(self.timeout, exchange)
+                .await
+                .map_err(|_| CallError::Transport("timeout".into()))??;
+            if let Some(error) = value.get("error") {
+                return Err(CallError::Rpc {
+                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+                });
+            }
+            value
+                .get_mut("result")
+                .map(Value::take)
+                .ok_or_else(|| CallError::Invalid("no result and no error".into()))
+        })
+    }
+}
+
 /// Calls `method` with `params` on the node at `url` and returns the `result`. Blocking.
 pub fn call(url: &str, method: &str, params: Option<&Value>, timeout: Duration) -> Result<Value, CallError> {
-    let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
-    let request = RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
-    let mut config = RunConfig::new(target, &request);
-    config.connect_timeout = timeout;
-    let connector = Connector::new(&config).map_err(|err| CallError::Transport(err.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| CallError::Transport(err.to_string()))?;
-    runtime.block_on(async {
-        let exchange = async {
-            let stream = connector.connect().await.map_err(|err| CallError::Transport(err.to_string()))?;
-            let mut connection = Connection::new(stream);
-            let mut bytes = config.request_head();
-            bytes.extend_from_slice(request.body_len(1).to_string().as_bytes());
-            bytes.extend_from_slice(b"\r\n\r\n");
-            request.write_body(1, &mut bytes);
-            connection.send(&bytes).await.map_err(|err| CallError::Transport(err.to_string()))?;
-            let meta = connection
-                .read_response(config.max_body)
-                .await
-                .map_err(|err| CallError::Transport(format!("{err:?}")))?;
-            if !(200..300).contains(&meta.status) {
-                return Err(CallError::Transport(format!("HTTP status {}", meta.status)));
-            }
-            let value: Value = serde_json::from_slice(connection.body())
-                .map_err(|err| CallError::Invalid(err.to_string()))?;
-            Ok(value)
-        };
-        let mut value = tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| CallError::Transport("timeout".into()))??;
-        if let Some(error) = value.get("error") {
-            return Err(CallError::Rpc {
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-            });
-        }
-        value
-            .get_mut("result")
-            .map(Value::take)
-            .ok_or_else(|| CallError::Invalid("no result and no error".into()))
-    })
+    Endpoint::parse(url, timeout)?.call(method, params)
 }

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::client::Endpoint;
 use crate::sample::{self, Pools, SampleError};
 use crate::scenario::{Scenario, ScenarioDraft, ScenarioError};
 
@@ -50,20 +51,34 @@ impl fmt::Display for PrepareError {
 
 impl std::error::Error for PrepareError {}
 
+/// What the command line adds to the scenario's own way of reaching the target while sampling:
+/// headers (`-H`, an API key) and TLS settings.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// Sent with every sampling call, after the scenario's headers.
+    pub headers: Vec<(String, String)>,
+    /// Accept any certificate.
+    pub insecure: bool,
+    /// Trust the certificates in this PEM file too.
+    pub ca_file: Option<PathBuf>,
+}
+
 /// Prepares `draft`: `url` replaces the file's URL; `pools_file` replaces its `[sample] cache`.
-/// An existing pools file is used as it is; otherwise the target is sampled and, when a file
-/// is named, the pools are saved there so that a rerun draws from the same values.
+/// An existing pools file is used as it is; otherwise the (first) target is sampled, with the
+/// scenario's headers and TLS settings plus `access`, and, when a file is named, the pools are
+/// saved there so that a rerun draws from the same values.
 pub fn prepare(
     draft: &ScenarioDraft,
     url: Option<&str>,
     pools_file: Option<&Path>,
+    access: &Access,
 ) -> Result<Prepared, PrepareError> {
     if draft.pools_needed().is_empty() {
         let scenario = draft.resolve(url, None).map_err(PrepareError::Scenario)?;
         return Ok(Prepared { scenario, pools: None, source: PoolSource::NotNeeded });
     }
     // The URL is checked before anything is sampled.
-    draft.resolve(url, Some(&placeholder_pools(draft))).map_err(PrepareError::Scenario)?;
+    let unsampled = draft.resolve(url, Some(&placeholder_pools(draft))).map_err(PrepareError::Scenario)?;
     let cache = pools_file.map(Path::to_path_buf).or_else(|| draft.cache());
     let (pools, source) = match &cache {
         Some(path) if path.exists() => {
@@ -71,8 +86,19 @@ pub fn prepare(
         }
         _ => {
             let options = draft.sample_options().map_err(PrepareError::Scenario)?;
-            let target = url.or(draft.url()).unwrap_or_default();
-            let pools = sample::sample(target, &options).map_err(PrepareError::Sample)?;
+            let mut config = unsampled.config;
+            config.headers.extend(access.headers.iter().cloned());
+            config.tls.insecure |= access.insecure;
+            if access.ca_file.is_some() {
+                config.tls.ca_file.clone_from(&access.ca_file);
+            }
+            let endpoint = Endpoint::from_config(&config, options.timeout).map_err(|err| {
+                PrepareError::Sample(SampleError(format!(
+                    "{}: cannot reach the target: {err}",
+                    config.target.redacted()
+                )))
+            })?;
+            let pools = sample::sample(&endpoint, &options).map_err(PrepareError::Sample)?;
             if let Some(path) = &cache {
                 pools.save(path).map_err(PrepareError::Sample)?;
             }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::client::{self, CallError};
+use crate::client::{CallError, Endpoint};
 
 /// The pools sampling fills on an Ethereum node.
 pub const ETHEREUM_POOLS: &[&str] =
@@ -184,45 +184,43 @@ impl Pool {
     }
 }
 
-/// A node to ask, with a timeout per call.
-struct Node<'a> {
-    url: &'a str,
-    timeout: Duration,
+/// A node to ask (its headers and TLS settings included), with a timeout per call.
+struct Node {
+    endpoint: Endpoint,
 }
 
-impl Node<'_> {
+impl Node {
     fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let params = if params.is_null() { None } else { Some(&params) };
-        client::call(self.url, method, params, self.timeout)
+        self.endpoint.call(method, params)
     }
 
     fn fail(&self, what: &str, err: CallError) -> SampleError {
-        SampleError(format!("{}: {what} failed: {err}", crate::redact::url(self.url)))
+        SampleError(format!("{}: {what} failed: {err}", self.endpoint.redacted()))
     }
 }
 
-/// Finds out whether the node at `url` is an Ethereum or a Solana node.
-pub fn detect(url: &str, timeout: Duration) -> Result<SampleChain, SampleError> {
-    let node = Node { url, timeout };
-    if node.call("eth_chainId", Value::Null).is_ok() {
+/// Finds out whether the node is an Ethereum or a Solana node.
+pub fn detect(endpoint: &Endpoint) -> Result<SampleChain, SampleError> {
+    if endpoint.call("eth_chainId", None).is_ok() {
         return Ok(SampleChain::Ethereum);
     }
-    match node.call("getSlot", Value::Null) {
+    match endpoint.call("getSlot", None) {
         Ok(_) => Ok(SampleChain::Solana),
         Err(err) => Err(SampleError(format!(
             "{}: neither eth_chainId nor getSlot answered ({err}); set [sample] chain",
-            crate::redact::url(url)
+            endpoint.redacted()
         ))),
     }
 }
 
-/// Samples the node at `url`.
-pub fn sample(url: &str, options: &SampleOptions) -> Result<Pools, SampleError> {
+/// Samples the node, with `options.timeout` per call.
+pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, SampleError> {
+    let node = Node { endpoint: endpoint.clone().with_timeout(options.timeout) };
     let chain = match options.chain {
         Some(chain) => chain,
-        None => detect(url, options.timeout)?,
+        None => detect(&node.endpoint)?,
     };
-    let node = Node { url, timeout: options.timeout };
     match chain {
         SampleChain::Ethereum => sample_ethereum(&node, options.window),
         SampleChain::Solana => sample_solana(&node, options.window),
@@ -234,7 +232,7 @@ fn quantity(value: &Value) -> Option<u64> {
     u64::from_str_radix(text, 16).ok()
 }
 
-fn sample_ethereum(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
+fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
     let chain_id = node.call("eth_chainId", Value::Null).ok().as_ref().and_then(quantity);
     let head = node.call("eth_blockNumber", Value::Null).map_err(|err| node.fail("eth_blockNumber", err))?;
     let head = quantity(&head)
@@ -319,7 +317,7 @@ fn slot_unavailable(code: i64) -> bool {
     matches!(code, -32004 | -32007 | -32009 | -32001 | -32011 | -32014)
 }
 
-fn sample_solana(node: &Node<'_>, window: u64) -> Result<Pools, SampleError> {
+fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
     let head = node.call("getSlot", Value::Null).map_err(|err| node.fail("getSlot", err))?;
     let head = head.as_u64().ok_or_else(|| SampleError(format!("getSlot answered {head}, not a slot")))?;
     let start = head.saturating_sub(window.saturating_sub(1));

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use rpcbench::client;
+use rpcbench::client::Endpoint;
+use rpcbench::mock::Dispatcher;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
-use rpcbench::prepare::{prepare, PoolSource};
+use rpcbench::prepare::{prepare, Access, PoolSource};
 use rpcbench::sample::{sample, Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
 use rpcbench::scenario::ScenarioDraft;
 use serde_json::{json, Value};
@@ -27,7 +29,7 @@ fn some(values: &[Value], n: usize) -> impl Iterator<Item = &Value> {
 fn sampling_the_mock_solana_node_fills_every_pool_with_values_it_serves() {
     let node = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
     let url = node.url();
-    let pools = sample(&url, &SampleOptions::default()).unwrap();
+    let pools = sample(&endpoint(&url), &SampleOptions::default()).unwrap();
     assert_eq!(pools.chain, SampleChain::Solana, "detected");
     for name in SOLANA_POOLS {
         assert!(!pools.get(name).unwrap().is_empty(), "pool {name} is empty: {}", pools.summary());
@@ -55,7 +57,7 @@ fn sampling_the_mock_ethereum_node_fills_every_pool_with_values_it_serves() {
     options.chain_id = 31337;
     let node = MockServer::start(options).unwrap();
     let url = node.url();
-    let pools = sample(&url, &SampleOptions::default()).unwrap();
+    let pools = sample(&endpoint(&url), &SampleOptions::default()).unwrap();
     assert_eq!(pools.chain, SampleChain::Ethereum, "detected");
     assert_eq!(pools.chain_id, Some(31337));
     for name in ETHEREUM_POOLS {
@@ -106,14 +108,14 @@ fn the_pools_file_round_trips_and_replaces_sampling() {
     assert_eq!(draft.pools_needed(), ["tx_hashes"]);
 
     let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
-    let first = prepare(&draft, Some(&node.url()), Some(&file)).unwrap();
+    let first = prepare(&draft, Some(&node.url()), Some(&file), &Access::default()).unwrap();
     assert_eq!(first.source, PoolSource::Sampled(Some(file.clone())));
     let saved = Pools::load(&file).unwrap();
     assert_eq!(Some(&saved), first.pools.as_ref());
     node.stop();
 
     // The node is gone: the file is used, and the run draws from the same values.
-    let second = prepare(&draft, Some("http://127.0.0.1:1/"), Some(&file)).unwrap();
+    let second = prepare(&draft, Some("http://127.0.0.1:1/"), Some(&file), &Access::default()).unwrap();
     assert_eq!(second.source, PoolSource::Cache(file.clone()));
     assert_eq!(second.pools, first.pools);
     assert_eq!(second.scenario.config.workload, first.scenario.config.workload);
@@ -172,7 +174,7 @@ fn pool_mistakes_are_reported_where_they_are() {
 fn a_node_that_answers_nothing_is_a_sampling_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let options = SampleOptions { timeout: Duration::from_secs(1), ..SampleOptions::default() };
-    let error = sample(&format!("http://127.0.0.1:{port}/"), &options).unwrap_err().to_string();
+    let error = sample(&endpoint(&format!("http://127.0.0.1:{port}/")), &options).unwrap_err().to_string();
     assert!(error.contains("neither eth_chainId nor getSlot"), "{error}");
 }
 
@@ -231,7 +233,7 @@ fn pruned_node() -> String {
 
 #[test]
 fn a_pruned_node_shrinks_the_window_and_a_chain_without_transactions_gives_empty_pools() {
-    let pools = sample(&pruned_node(), &SampleOptions::default()).unwrap();
+    let pools = sample(&endpoint(&pruned_node()), &SampleOptions::default()).unwrap();
     assert_eq!(pools.chain_id, Some(31337));
     assert_eq!((pools.oldest, pools.head), (90, 100));
     assert_eq!(pools.get("block_numbers").unwrap(), (90..=100).rev().map(|n| json!(n)).collect::<Vec<_>>());
@@ -240,4 +242,74 @@ fn a_pruned_node_shrinks_the_window_and_a_chain_without_transactions_gives_empty
     let error =
         ScenarioDraft::parse(POOLED, Path::new("s.toml")).unwrap().resolve(None, Some(&pools)).unwrap_err();
     assert!(error.to_string().contains("blocks 90..=100"), "{error}");
+}
+
+fn endpoint(url: &str) -> Endpoint {
+    Endpoint::parse(url, TIMEOUT).unwrap()
+}
+
+/// A mock Solana node behind a key: without the header `x-api-key: k3y` every request gets
+/// HTTP 401, as hosted providers answer. One request per connection.
+fn node_behind_a_key() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dispatcher = Dispatcher::new(&MockOptions::new(Chain::Solana)).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream);
+            let (mut length, mut keyed) = (0, false);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(value) = lower.strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                keyed |= lower.trim_end() == "x-api-key: k3y";
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).ok();
+            let (status, answer) = match keyed {
+                true => ("200 OK", dispatcher.answer(&body).unwrap_or_default()),
+                false => ("401 Unauthorized", b"{}".to_vec()),
+            };
+            let mut stream = reader.into_inner();
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                answer.len()
+            );
+            stream.write_all(head.as_bytes()).ok();
+            stream.write_all(&answer).ok();
+        }
+    });
+    url
+}
+
+#[test]
+fn sampling_sends_the_scenarios_headers_and_those_of_the_command_line() {
+    let url = node_behind_a_key();
+    let scenario = |headers: &str| {
+        format!(
+            "[target]\nurl = \"{url}\"\n{headers}[sample]\nchain = \"solana\"\nwindow = 20\n[generators]\nslot = {{ pool = \"slots\" }}\n[[call]]\nmethod = \"getBlock\"\nparams = [\"{{slot}}\"]\n"
+        )
+    };
+    let keyed =
+        ScenarioDraft::parse(&scenario("headers = { \"x-api-key\" = \"k3y\" }\n"), Path::new("s.toml"))
+            .unwrap();
+    let prepared = prepare(&keyed, None, None, &Access::default()).unwrap();
+    assert!(!prepared.pools.unwrap().get("slots").unwrap().is_empty());
+
+    let bare = ScenarioDraft::parse(&scenario(""), Path::new("s.toml")).unwrap();
+    let error = prepare(&bare, None, None, &Access::default()).unwrap_err().to_string();
+    assert!(error.contains("HTTP status 401"), "{error}");
+    let access = Access { headers: vec![("x-api-key".into(), "k3y".into())], ..Access::default() };
+    let prepared = prepare(&bare, None, None, &access).unwrap();
+    assert!(!prepared.pools.unwrap().get("slots").unwrap().is_empty());
 }
