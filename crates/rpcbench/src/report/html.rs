@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained page that opens offline (no script, no font, no
 //! request). A summary; throughput and latency (p50, p99) over time from the per-second
 //! series; the HDR percentile spectrum on a log "1/(1-q)" axis; a latency histogram; the
-//! per-method table; the latency distribution; errors by class; the run details. Several runs
+//! per-method table; the latency distribution; errors by class; the resources used by the
+//! target process (when monitored) and by the generator; the run details. Several runs
 //! (a comparison) are overlaid on every chart, one colour per run, with ratios against the
 //! first in the tables.
 //!
@@ -19,7 +20,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    summary_rows, MetricRow,
+    summary_rows, usage_rows, MetricRow,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -727,6 +728,19 @@ fn distribution_table(runs: &[SavedRun]) -> String {
     metric_columns_table("percentile", &labels, &distribution_rows(&latencies), true)
 }
 
+fn resources_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let rows = usage_rows(&reports);
+    if runs.len() == 1 {
+        return metric_columns_table("resource", &["value".into()], &rows, false);
+    }
+    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    if runs.len() > MAX_RUN_COLUMNS {
+        return metric_rows_table(&labels, &rows);
+    }
+    metric_columns_table("resource", &labels, &rows, true)
+}
+
 fn errors_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = outcome_rows(&reports);
@@ -950,6 +964,11 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     let _ = writeln!(out, "<section><h2>Per method</h2>{}</section>", methods_table(runs));
     let _ = writeln!(out, "<section><h2>Latency distribution</h2>{}</section>", distribution_table(runs));
     let _ = writeln!(out, "<section><h2>Outcomes and errors by class</h2>{}</section>", errors_table(runs));
+    let _ = writeln!(
+        out,
+        "<section><h2>Resources</h2>{}<p class=\"note\">Target CPU is a percentage of one core; the generator's, of its worker threads' capacity.</p></section>",
+        resources_table(runs)
+    );
     let _ = writeln!(out, "<section><h2>Run details</h2>{}</section>", details_table(runs));
     let _ = writeln!(
         out,

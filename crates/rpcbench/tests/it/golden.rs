@@ -13,6 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
+use rpcbench::monitor::ResourceReport;
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
 use rpcbench::report::{render_csv, render_html, render_markdown, render_text};
 use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
@@ -231,4 +232,60 @@ fn no_report_format_shows_a_secret() {
             assert!(output.contains("/v3/***"), "{format} names the target, redacted");
         }
     }
+}
+
+/// Fixed figures of a monitored target process.
+fn target_resources(pid: u32, name: &str, cpu: f64, rss_mib: u64) -> ResourceReport {
+    ResourceReport {
+        pids: vec![pid],
+        names: vec![name.into()],
+        samples: 42,
+        interval_ms: 250,
+        monitored_us: 10_250_000,
+        cpu_percent_avg: cpu,
+        cpu_percent_peak: cpu * 1.6,
+        rss_bytes_avg: rss_mib << 20,
+        rss_bytes_peak: (rss_mib << 20) + (rss_mib << 18),
+        disk_read_bytes: Some(rss_mib * 4096),
+        disk_write_bytes: Some(0),
+        tcp_connections_avg: Some(63.5),
+        tcp_connections_peak: Some(64),
+        exited: false,
+    }
+}
+
+/// Seed 003's resource table: a monitored run keeps its target's figures in the results file,
+/// and the text, Markdown, CSV, HTML and comparison reports show them.
+#[test]
+fn monitor_data_is_saved_and_shown_in_every_format() {
+    let mut file = synthetic(false);
+    file.label = Some("agave".into());
+    file.target_resources = Some(target_resources(4242, "agave-validator", 135.55, 1360));
+    check_golden("monitored.results.json", &file.to_json());
+    let monitored = SavedRun::load(&golden_dir().join("monitored.results.json")).unwrap();
+    let (kept, given) = (monitored.report.target_resources.as_ref().unwrap(), file.target_resources.unwrap());
+    assert_eq!((&kept.pids, kept.rss_bytes_peak, kept.disk_read_bytes), (&given.pids, given.rss_bytes_peak, given.disk_read_bytes));
+    assert!((kept.cpu_percent_peak - given.cpu_percent_peak).abs() < 1e-9, "the results file keeps them");
+    check_golden("monitored.txt", &render_text(&monitored.report));
+    check_golden("monitored.md", &render_markdown(std::slice::from_ref(&monitored)));
+    // A second target, monitored too: the comparison has a row per resource.
+    let mut other = golden_run("open").file;
+    other.label = Some("firedancer".into());
+    other.target_resources = Some(target_resources(777, "fdctl", 95.0, 40));
+    let other = SavedRun::new(other, "other").unwrap();
+    let both = [monitored, other];
+    check_golden("compare-monitored.txt", &render_comparison_text(&both));
+    check_golden("compare-monitored.md", &render_markdown(&both));
+    check_golden("compare-monitored.json", &(comparison_json(&both) + "\n"));
+    check_golden("monitored.csv", &render_csv(&both));
+    let text = render_comparison_text(&both);
+    let rss = text.lines().find(|l| l.starts_with("target RSS peak")).expect("an RSS peak row");
+    assert!(rss.contains("1.66GiB") && rss.contains("50.0MiB (0.03x)"), "{rss}");
+    let html = render_html(&both);
+    for shown in ["<h2>Resources</h2>", "target CPU peak", "216.9%", "1.66GiB", "generator RSS peak"] {
+        assert!(html.contains(shown), "the HTML page shows {shown}");
+    }
+    // The unmonitored golden runs have no target rows, but the generator's.
+    let plain = render_markdown(&[golden_run("closed")]);
+    assert!(!plain.contains("target CPU") && plain.contains("| generator CPU | 15.5% |"), "{plain}");
 }
