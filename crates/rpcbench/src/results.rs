@@ -657,6 +657,12 @@ impl ResultsFile {
         let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
         match value.get("format").and_then(Value::as_str) {
             Some(RESULTS_FORMAT) => {}
+            Some(crate::capacity_file::CAPACITY_FORMAT) => {
+                return Err(invalid(
+                    "this is a capacity file (capacity --save); it renders on its own: rpcbench report FILE"
+                        .into(),
+                ))
+            }
             Some(other) => return Err(invalid(format!("format is '{other}', not '{RESULTS_FORMAT}'"))),
             None if value.get("report_version").is_some() => {
                 return Err(invalid(

@@ -40,18 +40,18 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (186, 176, 172),
 ];
 
-fn color(index: usize) -> RGBColor {
+pub(super) fn color(index: usize) -> RGBColor {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     RGBColor(r, g, b)
 }
 
-fn css_color(index: usize) -> String {
+pub(super) fn css_color(index: usize) -> String {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 /// Escapes text for HTML.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -66,21 +66,21 @@ fn esc(text: &str) -> String {
     out
 }
 
-const CHART_WIDTH: u32 = 1080;
-const CHART_HEIGHT: u32 = 340;
-const FONT: &str = "sans-serif";
+pub(super) const CHART_WIDTH: u32 = 1080;
+pub(super) const CHART_HEIGHT: u32 = 340;
+pub(super) const FONT: &str = "sans-serif";
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// A linear f64 axis with ticks at given values (plotters' own `with_key_points` loses the
 /// label formatter of f64 axes).
-struct TickedAxis {
+pub(super) struct TickedAxis {
     inner: RangedCoordf64,
     ticks: Vec<f64>,
 }
 
 impl TickedAxis {
-    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
+    pub(super) fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
         Self { inner: range.into(), ticks }
     }
 }
@@ -105,10 +105,10 @@ impl Ranged for TickedAxis {
         self.inner.range()
     }
 }
-type DrawResult = Result<(), Box<dyn Error>>;
+pub(super) type DrawResult = Result<(), Box<dyn Error>>;
 
 /// Draws one chart into an SVG string; a drawing error becomes a note in the page.
-fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
+pub(super) fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
     let mut text = String::new();
     let result = {
         let root = SVGBackend::with_string(&mut text, (CHART_WIDTH, CHART_HEIGHT)).into_drawing_area();
@@ -172,7 +172,7 @@ fn seconds_label(x: f64) -> String {
     }
 }
 
-fn nice_max(value: f64) -> f64 {
+pub(super) fn nice_max(value: f64) -> f64 {
     if value <= 0.0 {
         1.0
     } else {
@@ -186,13 +186,19 @@ const LOG_SPREAD: f64 = 20.0;
 
 /// The latency axis of a chart: linear from zero, or logarithmic when the values plotted span
 /// more than [`LOG_SPREAD`] times (a slow run beside fast ones, a tail of timeouts).
-struct LatencyScale {
+pub(super) struct LatencyScale {
     log: bool,
     low: f64,
     high: f64,
 }
 
 impl LatencyScale {
+    /// A logarithmic axis from `lowest` to `highest` microseconds, whatever their spread.
+    pub(super) fn log(lowest: f64, highest: f64) -> Self {
+        let highest = highest.max(1.0);
+        Self { log: true, low: lowest.max(1.0).min(highest).log10() - 0.05, high: highest.log10() + 0.05 }
+    }
+
     /// `lowest` and `highest`: the extremes plotted; `typical`: the smallest median of a line.
     fn new(lowest: f64, typical: f64, highest: f64) -> Self {
         let highest = highest.max(1.0);
@@ -205,7 +211,7 @@ impl LatencyScale {
     }
 
     /// Where a latency in microseconds goes on the axis.
-    fn y(&self, micros: f64) -> f64 {
+    pub(super) fn y(&self, micros: f64) -> f64 {
         if self.log {
             micros.max(1.0).log10()
         } else {
@@ -228,15 +234,15 @@ impl LatencyScale {
         }
     }
 
-    fn axis(&self) -> TickedAxis {
+    pub(super) fn axis(&self) -> TickedAxis {
         TickedAxis::new(self.low..self.high, self.ticks())
     }
 
-    fn label(&self, y: f64) -> String {
+    pub(super) fn label(&self, y: f64) -> String {
         format_micros(if self.log { 10f64.powf(y).round() } else { y })
     }
 
-    fn description(&self) -> &'static str {
+    pub(super) fn description(&self) -> &'static str {
         if self.log {
             "latency (log scale)"
         } else {
@@ -486,10 +492,15 @@ fn histogram_chart(runs: &[SavedRun]) -> String {
 }
 
 fn legend(runs: &[SavedRun], extra: &str) -> String {
+    let items: Vec<(&str, usize)> = runs.iter().enumerate().map(|(index, run)| (run.label.as_str(), index)).collect();
+    legend_items(&items, extra)
+}
+
+/// A legend: a swatch of colour `index` per label, then a hint.
+pub(super) fn legend_items(items: &[(&str, usize)], extra: &str) -> String {
     let mut out = String::from("<div class=\"legend\">");
-    for (index, run) in runs.iter().enumerate() {
-        let _ =
-            write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(index), esc(&run.label));
+    for (label, index) in items {
+        let _ = write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(*index), esc(label));
     }
     if !extra.is_empty() {
         let _ = write!(out, "<span class=\"hint\">{extra}</span>");
@@ -498,7 +509,7 @@ fn legend(runs: &[SavedRun], extra: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+pub(super) const STYLE: &str = r#"
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
 body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; margin: 0;
