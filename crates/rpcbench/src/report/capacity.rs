@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::html::{
     color, esc, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE,
@@ -99,20 +100,27 @@ fn build<'a, 'b>(root: &'a super::html::Area<'b>, x_max: f64, y: TickedAxis) -> 
 /// `high`, each labelled at the top.
 fn mark_rates(chart: &mut Chart<'_, '_>, report: &CapacityReport, low: f64, high: f64) -> super::html::DrawResult {
     let label_at = high - (high - low) * 0.04;
+    let x_max = chart.x_range().end;
+    // Labels right of their line, or left of it near the right edge.
+    let style = |x: f64, color: &RGBColor| {
+        let side = if x > x_max * 0.6 { HPos::Right } else { HPos::Left };
+        (FONT, 13).into_font().color(color).pos(Pos::new(side, VPos::Top))
+    };
+    let pad = |x: f64, text: String| if x > x_max * 0.6 { format!("{text} ") } else { format!(" {text}") };
     if let Some(knee) = report.knee {
         chart.draw_series(DashedLineSeries::new([(knee, low), (knee, high)], 6, 4, ORANGE.stroke_width(2)))?;
         chart.draw_series(std::iter::once(Text::new(
-            format!("knee {}/s", trim_float(knee)),
+            pad(knee, format!("knee {}/s", trim_float(knee))),
             (knee, label_at - (high - low) * 0.07),
-            (FONT, 13).into_font().color(&ORANGE),
+            style(knee, &ORANGE),
         )))?;
     }
     if let Some(capacity) = report.capacity {
         chart.draw_series(LineSeries::new([(capacity, low), (capacity, high)], GREEN.stroke_width(2)))?;
         chart.draw_series(std::iter::once(Text::new(
-            format!("capacity {}/s", trim_float(capacity)),
+            pad(capacity, format!("capacity {}/s", trim_float(capacity))),
             (capacity, label_at),
-            (FONT, 13).into_font().color(&GREEN),
+            style(capacity, &GREEN),
         )))?;
     }
     Ok(())

@@ -10,12 +10,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
+use rpcbench::capacity::{judge_step, summarize, CapacitySettings, Slo};
+use rpcbench::capacity_file::CapacityFile;
 use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
 use rpcbench::monitor::ResourceReport;
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
-use rpcbench::report::{render_csv, render_html, render_markdown, render_text};
+use rpcbench::report::{
+    render_capacity_csv, render_capacity_html, render_capacity_markdown, render_csv, render_html, render_markdown,
+    render_text,
+};
 use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
 
 fn golden_dir() -> PathBuf {
@@ -288,4 +293,138 @@ fn monitor_data_is_saved_and_shown_in_every_format() {
     // The unmonitored golden runs have no target rows, but the generator's.
     let plain = render_markdown(&[golden_run("closed")]);
     assert!(!plain.contains("target CPU") && plain.contains("| generator CPU | 15.5% |"), "{plain}");
+}
+
+/// The record of a synthetic capacity step at `rate` for 2 s: latency grows with the rate
+/// past 300 req/s, and 429s start past 350.
+fn synthetic_step(rate: f64, seed: u64) -> RunRecord {
+    let series = Arc::new(Mutex::new(Series::default()));
+    let mut recorder = Recorder::new(1, series);
+    let mut random = Lcg(seed);
+    let count = (rate * 2.0) as u64;
+    let base = if rate <= 300.0 { 2_000 } else { 2_000 + ((rate - 300.0) * 2_000.0) as u64 };
+    for i in 0..count {
+        let outcome =
+            if rate > 350.0 && random.next(100) < 8 { Outcome::HttpStatus(429) } else { Outcome::Ok };
+        let actual = Duration::from_micros(base + random.next(base / 2) + random.next(base / 4));
+        let lag = Some(Duration::from_micros(random.next(300)));
+        let timing = Timing { done_second: i * 2 / count, corrected: actual + lag.unwrap(), actual, lag };
+        recorder.record(0, outcome, timing, || None);
+        recorder.record_status(0, if outcome == Outcome::Ok { 200 } else { 429 });
+    }
+    recorder.calls[0].bytes_sent = count * 60;
+    recorder.calls[0].bytes_received = count * 80;
+    recorder.flush_second();
+    let names = [("getSlot".to_string(), "getSlot".to_string())];
+    let mut record = RunRecord::new(recorder, &names, Duration::from_millis(2_000), false);
+    // What depends on the machine the test runs on, fixed.
+    record.generator = rpcbench::record::GeneratorUsage {
+        workers: rpcbench::engine::usage::ThreadUsage {
+            threads: 1,
+            cpu: Some(Duration::from_micros((rate * 900.0) as u64)),
+            wall: Duration::from_secs(2),
+        },
+        peak_rss_bytes: Some(12_582_912),
+    };
+    record
+}
+
+/// A synthetic capacity search (100, 200, 400, 300, 350 req/s against `p99<20ms,errors<1%`),
+/// the target monitored, as `capacity --save` writes it.
+fn synthetic_capacity() -> CapacityFile {
+    let target = Target::parse("http://127.0.0.1:8899/v3/0123456789abcdef0123456789abcdef").unwrap();
+    let request = RequestTemplate::from_method("getSlot", None).unwrap();
+    let base = RunConfig::new(target, request);
+    let mut settings = CapacitySettings::new(Slo::parse("p99<20ms,errors<1%").unwrap());
+    settings.step = Duration::from_secs(2);
+    settings.warmup = Duration::from_millis(500);
+    settings.cooldown = Duration::from_millis(500);
+    let mut steps = Vec::new();
+    let mut data = Vec::new();
+    for (index, rate) in [100.0, 200.0, 400.0, 300.0, 350.0].into_iter().enumerate() {
+        let record = synthetic_step(rate, index as u64 + 3);
+        let resources = target_resources(4242, "agave-validator", rate / 4.0, 900 + rate as u64);
+        let (step, step_data) = judge_step(&base, &settings, rate, index + 1, &record, Some(resources));
+        steps.push(step);
+        data.push(step_data);
+    }
+    let mut report = summarize(&base, &settings, steps, false, Duration::from_secs(14));
+    report.tool = "rpcbench 0.1.0".into();
+    let mut file =
+        CapacityFile::new(report, data, base.workload.sample_request(0), UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    file.machine = Machine { cores: 8, os: "linux".into(), arch: "x86_64".into() };
+    file
+}
+
+#[test]
+fn capacity_files_and_their_reports_are_pinned() {
+    let file = synthetic_capacity();
+    check_golden("capacity.results.json", &file.to_json());
+    let path = golden_dir().join("capacity.results.json");
+    let saved = CapacityFile::load(&path).expect("the committed capacity file");
+    assert_eq!(saved.report.render_text(), file.report.render_text(), "the text renders again, byte for byte");
+    let report = &saved.report;
+    assert_eq!((report.capacity, report.first_failing_rate, report.knee), (Some(300.0), Some(350.0), Some(300.0)));
+    check_golden("capacity.txt", &report.render_text());
+    check_golden("capacity.json", &(report.to_json() + "\n"));
+    check_golden("capacity.md", &render_capacity_markdown(&saved));
+    check_golden("capacity.csv", &render_capacity_csv(&saved));
+    let text = report.render_text();
+    assert!(text.contains("CPU") && text.contains("Generator: 1 worker thread(s)"), "{text}");
+    assert!(!file.to_json().contains("0123456789abcdef"), "the key is redacted");
+}
+
+#[test]
+fn the_capacity_page_plots_against_the_offered_rate() {
+    let file = CapacityFile::load(&golden_dir().join("capacity.results.json")).unwrap();
+    let html = render_capacity_html(&file);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), 4, "latency, errors, achieved rate and target CPU");
+    assert!(!html.contains("could not be drawn"), "every chart is drawn");
+    for offline in ["<script", " src=", "href=", "@import", "url("] {
+        assert!(!html.contains(offline), "the page loads nothing: {offline}");
+    }
+    for shown in [
+        "Latency against offered rate",
+        "Errors against offered rate",
+        "Achieved against offered rate",
+        "Target CPU against offered rate",
+        "capacity 300/s",
+        "knee 300/s",
+        ">p50<",
+        ">p90<",
+        ">p99<",
+        "SLO p99&lt;20ms",
+        "SLO errors&lt;1%",
+        "Capacity: 300 req/s within the SLO",
+        "<th>target CPU avg</th>",
+    ] {
+        assert!(html.contains(shown), "the page shows {shown}");
+    }
+    // The answer is marked on every chart.
+    assert_eq!(html.matches("capacity 300/s").count(), 4, "the capacity marked on each chart");
+    assert!(!html.contains("0123456789abcdef"));
+}
+
+#[test]
+fn a_capacity_file_that_does_not_add_up_is_refused() {
+    let text = std::fs::read_to_string(golden_dir().join("capacity.results.json")).unwrap();
+    let path = Path::new("capacity.results.json");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["report"]["steps"][1]["p99_us"] = serde_json::json!(1);
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("step 2: p99 is 1 in the report but"), "{err}");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["steps"].as_array_mut().unwrap().pop();
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("4 recorded steps for 5 reported steps"), "{err}");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["version"] = serde_json::json!(99);
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("version 99"), "{err}");
+    let run = std::fs::read_to_string(golden_dir().join("open.results.json")).unwrap();
+    let err = CapacityFile::from_json(&run, path).unwrap_err().to_string();
+    assert!(err.contains("a run's results file"), "{err}");
+    let err = ResultsFile::from_json(&text, path).unwrap_err().to_string();
+    assert!(err.contains("this is a capacity file"), "{err}");
 }
