@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rpcbench::capacity::{search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult};
+use rpcbench::capacity::{
+    search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult,
+};
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{ConfigError, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, StopHandle};

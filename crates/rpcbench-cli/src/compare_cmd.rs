@@ -150,8 +150,7 @@ fn parse_monitors(
 ) -> Result<Vec<Vec<u32>>, String> {
     let mut monitors: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
     let target_index = |flag: &str, text: &str, example: &str| -> Result<(usize, String), String> {
-        let Some((name, value)) = text.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty())
-        else {
+        let Some((name, value)) = text.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
             return Err(format!("{flag} '{text}': expected NAME={example}, where NAME is a target"));
         };
         match targets.iter().position(|(target, _)| target == name) {

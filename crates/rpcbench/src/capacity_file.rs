@@ -61,7 +61,12 @@ pub struct DecodedStep {
 
 impl CapacityFile {
     /// The file of a finished search that started at `started`.
-    pub fn new(report: CapacityReport, steps: Vec<StepData>, request: Value, started: std::time::SystemTime) -> Self {
+    pub fn new(
+        report: CapacityReport,
+        steps: Vec<StepData>,
+        request: Value,
+        started: std::time::SystemTime,
+    ) -> Self {
         Self {
             format: CAPACITY_FORMAT.into(),
             version: CAPACITY_VERSION,

@@ -11,9 +11,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::html::{
-    color, esc, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE,
-};
+use super::html::{color, esc, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE};
 use crate::capacity::{CapacityReport, LatencyStat, Slo, SloBound, StepResult, Verdict};
 use crate::capacity_file::CapacityFile;
 use crate::monitor::format_bytes;
@@ -87,7 +85,11 @@ fn rate_max(report: &CapacityReport) -> f64 {
     nice_max(highest.max(1.0))
 }
 
-fn build<'a, 'b>(root: &'a super::html::Area<'b>, x_max: f64, y: TickedAxis) -> Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
+fn build<'a, 'b>(
+    root: &'a super::html::Area<'b>,
+    x_max: f64,
+    y: TickedAxis,
+) -> Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
     Ok(ChartBuilder::on(root)
         .margin(14)
         .margin_right(44)
@@ -98,7 +100,12 @@ fn build<'a, 'b>(root: &'a super::html::Area<'b>, x_max: f64, y: TickedAxis) -> 
 
 /// The capacity (solid green) and the knee (dashed orange) as vertical lines from `low` to
 /// `high`, each labelled at the top.
-fn mark_rates(chart: &mut Chart<'_, '_>, report: &CapacityReport, low: f64, high: f64) -> super::html::DrawResult {
+fn mark_rates(
+    chart: &mut Chart<'_, '_>,
+    report: &CapacityReport,
+    low: f64,
+    high: f64,
+) -> super::html::DrawResult {
     let label_at = high - (high - low) * 0.04;
     let x_max = chart.x_range().end;
     // Labels right of their line, or left of it near the right edge.
@@ -108,7 +115,12 @@ fn mark_rates(chart: &mut Chart<'_, '_>, report: &CapacityReport, low: f64, high
     };
     let pad = |x: f64, text: String| if x > x_max * 0.6 { format!("{text} ") } else { format!(" {text}") };
     if let Some(knee) = report.knee {
-        chart.draw_series(DashedLineSeries::new([(knee, low), (knee, high)], 6, 4, ORANGE.stroke_width(2)))?;
+        chart.draw_series(DashedLineSeries::new(
+            [(knee, low), (knee, high)],
+            6,
+            4,
+            ORANGE.stroke_width(2),
+        ))?;
         chart.draw_series(std::iter::once(Text::new(
             pad(knee, format!("knee {}/s", trim_float(knee))),
             (knee, label_at - (high - low) * 0.07),
@@ -137,7 +149,11 @@ fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> sup
     Ok(())
 }
 
-fn mesh(chart: &mut Chart<'_, '_>, y_desc: &str, y_label: &dyn Fn(&f64) -> String) -> super::html::DrawResult {
+fn mesh(
+    chart: &mut Chart<'_, '_>,
+    y_desc: &str,
+    y_label: &dyn Fn(&f64) -> String,
+) -> super::html::DrawResult {
     chart
         .configure_mesh()
         .x_desc("offered rate (requests per second)")
@@ -235,8 +251,11 @@ fn achieved_chart(report: &CapacityReport) -> String {
 }
 
 fn cpu_chart(report: &CapacityReport) -> String {
-    let steps: Vec<&StepResult> = by_rate(report).into_iter().filter(|s| s.target_resources.is_some()).collect();
-    let cpu = |s: &StepResult| s.target_resources.as_ref().map_or((0.0, 0.0), |r| (r.cpu_percent_avg, r.cpu_percent_peak));
+    let steps: Vec<&StepResult> =
+        by_rate(report).into_iter().filter(|s| s.target_resources.is_some()).collect();
+    let cpu = |s: &StepResult| {
+        s.target_resources.as_ref().map_or((0.0, 0.0), |r| (r.cpu_percent_avg, r.cpu_percent_peak))
+    };
     let axis = linear_axis(steps.iter().map(|s| cpu(s).1).fold(10.0, f64::max));
     let (low, high) = (axis.range().start, axis.range().end);
     let x_max = rate_max(report);
@@ -269,8 +288,12 @@ fn resource_cells(step: &StepResult) -> [String; 4] {
         ),
         None => (String::new(), String::new(), String::new()),
     };
-    let generator =
-        step.generator.as_ref().and_then(|g| g.cpu_percent).map(|cpu| format!("{cpu:.1}%")).unwrap_or_default();
+    let generator = step
+        .generator
+        .as_ref()
+        .and_then(|g| g.cpu_percent)
+        .map(|cpu| format!("{cpu:.1}%"))
+        .unwrap_or_default();
     [cpu_avg, cpu_peak, rss, generator]
 }
 
@@ -299,7 +322,12 @@ fn md_cell(text: &str) -> String {
 pub fn render_capacity_markdown(file: &CapacityFile) -> String {
     let report = &file.report;
     let mut out = String::new();
-    let _ = writeln!(out, "## rpcbench capacity: {} against {}", md_cell(&report.method), md_cell(&report.target));
+    let _ = writeln!(
+        out,
+        "## rpcbench capacity: {} against {}",
+        md_cell(&report.method),
+        md_cell(&report.target)
+    );
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", md_cell(&settings_line(file)));
     let _ = writeln!(out);
@@ -450,9 +478,15 @@ fn steps_table(report: &CapacityReport) -> String {
         );
         let [cpu_avg, cpu_peak, rss, generator] = resource_cells(step);
         if monitored {
-            let _ = write!(out, "<td>{}</td><td>{}</td><td>{}</td>", esc(&cpu_avg), esc(&cpu_peak), esc(&rss));
+            let _ =
+                write!(out, "<td>{}</td><td>{}</td><td>{}</td>", esc(&cpu_avg), esc(&cpu_peak), esc(&rss));
         }
-        let _ = write!(out, "<td>{}</td><td class=\"text\">{}</td></tr>", esc(&generator), esc(&step.verdict_text()));
+        let _ = write!(
+            out,
+            "<td>{}</td><td class=\"text\">{}</td></tr>",
+            esc(&generator),
+            esc(&step.verdict_text())
+        );
     }
     out.push_str("</table>");
     out
@@ -471,9 +505,14 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     );
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
     let _ = writeln!(out, "<p class=\"sub\">{}</p>", esc(&settings_line(file)));
-    let rate = |rate: Option<f64>| rate.map(|r| format!("{}/s", trim_float(r))).unwrap_or_else(|| "none".into());
+    let rate =
+        |rate: Option<f64>| rate.map(|r| format!("{}/s", trim_float(r))).unwrap_or_else(|| "none".into());
     out.push_str("<section class=\"cards\">");
-    out.push_str(&card("capacity", &rate(report.capacity), if report.capacity.is_none() { " bad" } else { "" }));
+    out.push_str(&card(
+        "capacity",
+        &rate(report.capacity),
+        if report.capacity.is_none() { " bad" } else { "" },
+    ));
     out.push_str(&card("first failing", &rate(report.first_failing_rate), ""));
     let margin = match (report.margin, report.margin_percent) {
         (Some(margin), Some(percent)) => format!("{}/s ({}%)", trim_float(margin), trim_float(percent)),
@@ -481,7 +520,11 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     };
     out.push_str(&card("margin", &margin, ""));
     out.push_str(&card("knee", &rate(report.knee), ""));
-    out.push_str(&card("limited by", &report.limited_by, if report.limited_by == "generator" { " bad" } else { "" }));
+    out.push_str(&card(
+        "limited by",
+        &report.limited_by,
+        if report.limited_by == "generator" { " bad" } else { "" },
+    ));
     out.push_str(&card("steps", &report.steps.len().to_string(), ""));
     out.push_str("</section>");
     let lines = report.summary_lines();

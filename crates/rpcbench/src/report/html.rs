@@ -492,7 +492,8 @@ fn histogram_chart(runs: &[SavedRun]) -> String {
 }
 
 fn legend(runs: &[SavedRun], extra: &str) -> String {
-    let items: Vec<(&str, usize)> = runs.iter().enumerate().map(|(index, run)| (run.label.as_str(), index)).collect();
+    let items: Vec<(&str, usize)> =
+        runs.iter().enumerate().map(|(index, run)| (run.label.as_str(), index)).collect();
     legend_items(&items, extra)
 }
 

@@ -23,7 +23,9 @@ use crate::engine::config::{Arrivals, Load, RunConfig};
 use crate::monitor::ResourceReport;
 use crate::record::RunRecord;
 
-pub use capacity::{render_capacity_csv, render_capacity_html, render_capacity_markdown, CAPACITY_CSV_COLUMNS};
+pub use capacity::{
+    render_capacity_csv, render_capacity_html, render_capacity_markdown, CAPACITY_CSV_COLUMNS,
+};
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;

@@ -4,8 +4,8 @@
 //! several lay out the same way.
 
 use super::{LatencyReport, RunReport, PERCENTILES};
-use crate::record::Totals;
 use crate::monitor::{format_bytes, ResourceReport};
+use crate::record::Totals;
 use crate::results::SavedRun;
 use crate::units::format_micros;
 

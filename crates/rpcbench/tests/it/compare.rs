@@ -61,8 +61,13 @@ fn a_node_five_times_slower_compares_as_such() {
     assert!(runs[0].report.target_resources.is_none());
     let resources = runs[1].report.target_resources.as_ref().expect("the slow target was monitored");
     assert!(resources.samples >= 3 && resources.rss_bytes_peak > 1 << 20, "{resources:?}");
-    for metric in ["target CPU avg", "target CPU peak", "target RSS avg", "target RSS peak", "target disk read"] {
-        let row = table.lines().find(|line| line.starts_with(metric)).unwrap_or_else(|| panic!("{metric}\n{table}"));
+    for metric in
+        ["target CPU avg", "target CPU peak", "target RSS avg", "target RSS peak", "target disk read"]
+    {
+        let row = table
+            .lines()
+            .find(|line| line.starts_with(metric))
+            .unwrap_or_else(|| panic!("{metric}\n{table}"));
         assert!(row.contains("n/a"), "the fast target was not monitored: {row}");
     }
     let rss = table.lines().find(|line| line.starts_with("target RSS peak")).unwrap();

@@ -18,8 +18,8 @@ use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
 use rpcbench::monitor::ResourceReport;
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
 use rpcbench::report::{
-    render_capacity_csv, render_capacity_html, render_capacity_markdown, render_csv, render_html, render_markdown,
-    render_text,
+    render_capacity_csv, render_capacity_html, render_capacity_markdown, render_csv, render_html,
+    render_markdown, render_text,
 };
 use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
 
@@ -269,7 +269,10 @@ fn monitor_data_is_saved_and_shown_in_every_format() {
     check_golden("monitored.results.json", &file.to_json());
     let monitored = SavedRun::load(&golden_dir().join("monitored.results.json")).unwrap();
     let (kept, given) = (monitored.report.target_resources.as_ref().unwrap(), file.target_resources.unwrap());
-    assert_eq!((&kept.pids, kept.rss_bytes_peak, kept.disk_read_bytes), (&given.pids, given.rss_bytes_peak, given.disk_read_bytes));
+    assert_eq!(
+        (&kept.pids, kept.rss_bytes_peak, kept.disk_read_bytes),
+        (&given.pids, given.rss_bytes_peak, given.disk_read_bytes)
+    );
     assert!((kept.cpu_percent_peak - given.cpu_percent_peak).abs() < 1e-9, "the results file keeps them");
     check_golden("monitored.txt", &render_text(&monitored.report));
     check_golden("monitored.md", &render_markdown(std::slice::from_ref(&monitored)));
@@ -350,8 +353,12 @@ fn synthetic_capacity() -> CapacityFile {
     }
     let mut report = summarize(&base, &settings, steps, false, Duration::from_secs(14));
     report.tool = "rpcbench 0.1.0".into();
-    let mut file =
-        CapacityFile::new(report, data, base.workload.sample_request(0), UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    let mut file = CapacityFile::new(
+        report,
+        data,
+        base.workload.sample_request(0),
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+    );
     file.machine = Machine { cores: 8, os: "linux".into(), arch: "x86_64".into() };
     file
 }
@@ -362,9 +369,16 @@ fn capacity_files_and_their_reports_are_pinned() {
     check_golden("capacity.results.json", &file.to_json());
     let path = golden_dir().join("capacity.results.json");
     let saved = CapacityFile::load(&path).expect("the committed capacity file");
-    assert_eq!(saved.report.render_text(), file.report.render_text(), "the text renders again, byte for byte");
+    assert_eq!(
+        saved.report.render_text(),
+        file.report.render_text(),
+        "the text renders again, byte for byte"
+    );
     let report = &saved.report;
-    assert_eq!((report.capacity, report.first_failing_rate, report.knee), (Some(300.0), Some(350.0), Some(300.0)));
+    assert_eq!(
+        (report.capacity, report.first_failing_rate, report.knee),
+        (Some(300.0), Some(350.0), Some(300.0))
+    );
     check_golden("capacity.txt", &report.render_text());
     check_golden("capacity.json", &(report.to_json() + "\n"));
     check_golden("capacity.md", &render_capacity_markdown(&saved));
