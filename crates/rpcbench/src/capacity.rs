@@ -952,27 +952,29 @@ impl CapacityReport {
                 ));
             }
             (None, _) => {
-                lines.push(format!("Capacity: none; no step met the SLO"));
+                lines.push("Capacity: none; no step met the SLO".to_string());
             }
         }
         match self.limited_by.as_str() {
             "generator" => {
-                lines.push(format!(
+                lines.push(
                     "  WARNING: the generator, not the target, failed the first failing step (it could not \
                      send at the rate); the target's capacity may be higher. Raise --max-connections or \
                      --threads, or run the generator on another machine."
-                ));
+                        .to_string(),
+                );
             }
             "max_rate" => {
-                lines.push(format!("  The search stopped at --max-rate."));
+                lines.push("  The search stopped at --max-rate.".to_string());
             }
             "interrupted" => {
-                lines.push(format!(
+                lines.push(
                     "  INTERRUPTED: the search was stopped; the figures cover the steps that ran."
-                ));
+                        .to_string(),
+                );
             }
             "max_steps" => {
-                lines.push(format!("  The search stopped after its step limit."));
+                lines.push("  The search stopped after its step limit.".to_string());
             }
             _ => {}
         }

@@ -310,8 +310,8 @@ fn synthetic_step(rate: f64, seed: u64) -> RunRecord {
         let outcome =
             if rate > 350.0 && random.next(100) < 8 { Outcome::HttpStatus(429) } else { Outcome::Ok };
         let actual = Duration::from_micros(base + random.next(base / 2) + random.next(base / 4));
-        let lag = Some(Duration::from_micros(random.next(300)));
-        let timing = Timing { done_second: i * 2 / count, corrected: actual + lag.unwrap(), actual, lag };
+        let lag = Duration::from_micros(random.next(300));
+        let timing = Timing { done_second: i * 2 / count, corrected: actual + lag, actual, lag: Some(lag) };
         recorder.record(0, outcome, timing, || None);
         recorder.record_status(0, if outcome == Outcome::Ok { 200 } else { 429 });
     }
