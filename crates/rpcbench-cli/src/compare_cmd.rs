@@ -242,6 +242,11 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if args.equal {
+        if !args.monitor_pids.is_empty() || !args.monitor_cmds.is_empty() {
+            return output::usage_error(
+                "--monitor-pid/--monitor-cmd: the equality check runs no load to monitor",
+            );
+        }
         return run_equal(&args, &targets, &stop);
     }
     let monitors = match parse_monitors(&targets, &args.monitor_pids, &args.monitor_cmds) {

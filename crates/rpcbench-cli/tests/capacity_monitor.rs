@@ -356,6 +356,7 @@ fn compare_monitors_name_a_target() {
         (vec!["--monitor-pid", "a=4294967295"], "no process 4294967295"),
         (vec!["--monitor-cmd", "b=no-such-proc-x"], "no process named 'no-such-proc-x'"),
         (vec!["--monitor-pid", &a_pid, "--monitor-cmd", "geth"], "--monitor-cmd 'geth'"),
+        (vec!["--equal", "--monitor-pid", &a_pid], "runs no load to monitor"),
     ] {
         let mut args = targets.to_vec();
         args.extend(extra.iter().copied());
