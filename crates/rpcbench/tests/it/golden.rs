@@ -442,3 +442,28 @@ fn a_capacity_file_that_does_not_add_up_is_refused() {
     let err = ResultsFile::from_json(&text, path).unwrap_err().to_string();
     assert!(err.contains("this is a capacity file"), "{err}");
 }
+
+/// A search stopped before its first step, and one against a dead target (no answer, no
+/// capacity, no knee), still render in every format.
+#[test]
+fn capacity_pages_of_empty_and_failed_searches_draw() {
+    let mut empty = synthetic_capacity();
+    empty.report.steps.clear();
+    empty.steps.clear();
+    (empty.report.capacity, empty.report.first_failing_rate, empty.report.knee) = (None, None, None);
+    let mut dead = synthetic_capacity();
+    for step in &mut dead.report.steps {
+        step.errors = step.requests;
+        step.error_percent = 100.0;
+        step.verdict = rpcbench::capacity::Verdict::SloBreach;
+    }
+    (dead.report.capacity, dead.report.first_failing_rate, dead.report.knee) = (None, None, None);
+    for file in [&empty, &dead] {
+        let html = render_capacity_html(file);
+        assert!(!html.contains("could not be drawn"), "{html}");
+        assert!(!html.contains("capacity 300/s"));
+        assert!(html.contains("Capacity: none"));
+        assert!(render_capacity_markdown(file).contains("**Capacity: none; no step met the SLO**"));
+        assert_eq!(render_capacity_csv(file).lines().count(), file.report.steps.len() + 1);
+    }
+}
