@@ -467,3 +467,30 @@ fn capacity_pages_of_empty_and_failed_searches_draw() {
         assert_eq!(render_capacity_csv(file).lines().count(), file.report.steps.len() + 1);
     }
 }
+
+/// Checks a capacity JSON report against the committed `schema/capacity.schema.json`.
+fn assert_valid_capacity_json(json: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/capacity.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(json).unwrap();
+    let messages: Vec<String> = match schema.validate(&value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "the capacity report does not match the schema:\n{}", messages.join("\n"));
+}
+
+#[test]
+fn capacity_json_reports_match_their_schema() {
+    let file = CapacityFile::load(&golden_dir().join("capacity.results.json")).unwrap();
+    assert_valid_capacity_json(&file.report.to_json());
+    let mut value: serde_json::Value = serde_json::from_str(&file.report.to_json()).unwrap();
+    value["steps"][0].as_object_mut().unwrap().remove("p90_us");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/capacity.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(
+        !jsonschema::JSONSchema::compile(&schema).unwrap().is_valid(&value),
+        "a missing field is refused"
+    );
+}
