@@ -385,7 +385,16 @@ fn capacity_files_and_their_reports_are_pinned() {
     check_golden("capacity.csv", &render_capacity_csv(&saved));
     let text = report.render_text();
     assert!(text.contains("CPU") && text.contains("Generator: 1 worker thread(s)"), "{text}");
-    assert!(!file.to_json().contains("0123456789abcdef"), "the key is redacted");
+    for (format, output) in [
+        ("file", file.to_json()),
+        ("text", saved.report.render_text()),
+        ("json", saved.report.to_json()),
+        ("markdown", render_capacity_markdown(&saved)),
+        ("csv", render_capacity_csv(&saved)),
+        ("html", render_capacity_html(&saved)),
+    ] {
+        assert!(!output.contains("0123456789abcdef"), "{format}: the key is redacted");
+    }
 }
 
 #[test]
