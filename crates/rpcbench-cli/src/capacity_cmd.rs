@@ -1,19 +1,23 @@
 //! `rpcbench capacity`: finds the highest rate a target serves within an SLO. Builds the
 //! request and the search settings from the arguments, runs the library's search with one
-//! progress line per step on standard error, and prints the table (or JSON).
+//! progress line per step on standard error, and prints the table (or JSON, Markdown, CSV or
+//! the HTML page). `--save FILE` keeps every step losslessly for `rpcbench report FILE`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rpcbench::capacity::{search, CapacitySettings, SearchBounds, Slo, SloBound, StepResult};
+use rpcbench::capacity::{
+    search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult,
+};
+use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{ConfigError, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::units::{format_micros, parse_rate};
 
-use crate::args::{duration, size, CheckArg, OutputFormat};
+use crate::args::{duration, size, CheckArg};
 use crate::monitor_args::MonitorArgs;
 use crate::output;
 
@@ -104,11 +108,42 @@ pub struct CapacityArgs {
     pub monitor: MonitorArgs,
 
     /// Report format on standard output.
-    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
-    pub output: OutputFormat,
+    #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
+    pub output: CapacityFormat,
+    /// Save every step (figures, HDR histograms, resources) to this capacity file, for
+    /// `rpcbench report FILE`.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub save: Option<PathBuf>,
     /// No progress lines on standard error.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+}
+
+/// Formats of `capacity -o`: `run`'s text and JSON, and what `report` renders a capacity file
+/// as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityFormat {
+    /// The steps table, the answer and the knee.
+    Text,
+    /// The capacity report as JSON.
+    Json,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// One self-contained HTML page with charts against the offered rate.
+    Html,
+    /// One row per step.
+    Csv,
+}
+
+/// Renders a search in a format; text and JSON need only the report, the others the file.
+pub fn render_capacity(report: &CapacityReport, file: &CapacityFile, format: CapacityFormat) -> String {
+    match format {
+        CapacityFormat::Text => report.render_text(),
+        CapacityFormat::Json => report.to_json() + "\n",
+        CapacityFormat::Markdown => rpcbench::report::render_capacity_markdown(file),
+        CapacityFormat::Html => rpcbench::report::render_capacity_html(file),
+        CapacityFormat::Csv => rpcbench::report::render_capacity_csv(file),
+    }
 }
 
 fn request(args: &CapacityArgs) -> Result<RequestTemplate, ConfigError> {
@@ -205,19 +240,26 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         }
     }
     let quiet = args.quiet;
-    let result = search(&config, &settings, &stop, |step| {
+    let started = std::time::SystemTime::now();
+    let result = search_recorded(&config, &settings, &stop, |step| {
         if !quiet {
             eprintln!("{}", progress_line(step));
         }
     });
-    let report = match result {
-        Ok(report) => report,
+    let (report, steps) = match result {
+        Ok(both) => both,
         Err(EngineError::Config(err)) => return output::usage_error(err),
         Err(err) => return output::failure(err),
     };
-    let text = match args.output {
-        OutputFormat::Text => report.render_text(),
-        OutputFormat::Json => report.to_json() + "\n",
-    };
-    output::print_stdout(&text)
+    let file = CapacityFile::new(report, steps, config.workload.sample_request(0), started);
+    // Saved before printing, so that a closed pipe loses nothing.
+    if let Some(path) = &args.save {
+        if let Err(err) = file.save(path) {
+            return output::failure(format!("cannot save the capacity file: {err}"));
+        }
+        if !quiet {
+            eprintln!("rpcbench: capacity file saved to {}", path.display());
+        }
+    }
+    output::print_stdout(&render_capacity(&file.report, &file, args.output))
 }

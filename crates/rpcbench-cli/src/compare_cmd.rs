@@ -1,6 +1,9 @@
 //! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in turn,
-//! with a cool-down between, then one table with ratios against the first target. With
-//! `--equal`, no load: identical requests to every target and the responses that differ.
+//! with a cool-down between, then one table with ratios against the first target. Each
+//! target's processes can be sampled during its run (`--monitor-pid NAME=PID`,
+//! `--monitor-cmd NAME=COMM`), which adds their CPU, memory, disk and connections to the
+//! table. With `--equal`, no load: identical requests to every target and the responses that
+//! differ.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -90,6 +93,15 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH", requires = "equal", help_heading = "Equality")]
     pub ignore_field: Vec<String>,
 
+    /// Sample target NAME's process PID from /proc during its run: CPU, memory, disk I/O and
+    /// TCP connections (repeatable; Linux).
+    #[arg(long = "monitor-pid", value_name = "NAME=PID", help_heading = "Target process")]
+    pub monitor_pids: Vec<String>,
+    /// Sample every process named COMM (/proc/PID/comm, e.g. geth) during target NAME's run
+    /// (repeatable).
+    #[arg(long = "monitor-cmd", value_name = "NAME=COMM", help_heading = "Target process")]
+    pub monitor_cmds: Vec<String>,
+
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
     pub format: ReportFormat,
@@ -126,6 +138,53 @@ fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
         return Err("NAME=URL: a comparison needs at least two targets".into());
     }
     Ok(targets)
+}
+
+/// The processes to monitor per target, from `--monitor-pid NAME=PID` and
+/// `--monitor-cmd NAME=COMM`, in the order of `targets`: each NAME must be a target, each PID
+/// a running process and each COMM the name of at least one.
+fn parse_monitors(
+    targets: &[(String, String)],
+    pids: &[String],
+    commands: &[String],
+) -> Result<Vec<Vec<u32>>, String> {
+    let mut monitors: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
+    let target_index = |flag: &str, text: &str, example: &str| -> Result<(usize, String), String> {
+        let Some((name, value)) = text.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
+            return Err(format!("{flag} '{text}': expected NAME={example}, where NAME is a target"));
+        };
+        match targets.iter().position(|(target, _)| target == name) {
+            Some(index) => Ok((index, value.to_string())),
+            None => {
+                let names: Vec<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
+                Err(format!("{flag} '{text}': no target named '{name}' (targets: {})", names.join(", ")))
+            }
+        }
+    };
+    for text in pids {
+        let (index, value) = target_index("--monitor-pid", text, "PID")?;
+        let pid: u32 =
+            value.parse().map_err(|_| format!("--monitor-pid '{text}': '{value}' is not a process id"))?;
+        if !rpcbench::monitor::process_exists(pid) {
+            return Err(format!("--monitor-pid '{text}': no process {pid} in /proc"));
+        }
+        monitors[index].push(pid);
+    }
+    for text in commands {
+        let (index, name) = target_index("--monitor-cmd", text, "COMM")?;
+        let found = rpcbench::monitor::find_pids_by_comm(&name);
+        if found.is_empty() {
+            return Err(format!(
+                "--monitor-cmd '{text}': no process named '{name}' (names are matched against /proc/PID/comm)"
+            ));
+        }
+        monitors[index].extend(found);
+    }
+    for pids in &mut monitors {
+        pids.sort_unstable();
+        pids.dedup();
+    }
+    Ok(monitors)
 }
 
 impl CompareArgs {
@@ -183,12 +242,21 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if args.equal {
+        if !args.monitor_pids.is_empty() || !args.monitor_cmds.is_empty() {
+            return output::usage_error(
+                "--monitor-pid/--monitor-cmd: the equality check runs no load to monitor",
+            );
+        }
         return run_equal(&args, &targets, &stop);
     }
+    let monitors = match parse_monitors(&targets, &args.monitor_pids, &args.monitor_cmds) {
+        Ok(monitors) => monitors,
+        Err(message) => return output::usage_error(message),
+    };
     let mut compare_targets = Vec::with_capacity(targets.len());
-    for (name, url) in &targets {
+    for ((name, url), monitor_pids) in targets.iter().zip(monitors) {
         match crate::run_cmd::to_config(&args.run_args(url)).map(|(config, _)| config) {
-            Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config }),
+            Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config, monitor_pids }),
             Err(err) => return output::usage_error(err),
         }
     }
@@ -329,5 +397,28 @@ mod tests {
             assert!(err.contains(expected), "{bad:?}: {err}");
         }
         assert_eq!(file_name("fast node/1"), "fast_node_1.json");
+    }
+
+    #[test]
+    fn monitors_name_a_target_and_a_process() {
+        let targets = vec![
+            ("a".to_string(), "http://127.0.0.1:1/".to_string()),
+            ("b".to_string(), "http://127.0.0.1:2/".to_string()),
+        ];
+        let me = std::process::id();
+        let monitors = parse_monitors(&targets, &[format!("b={me}")], &[]).unwrap();
+        assert_eq!(monitors, vec![vec![], vec![me]]);
+        for (pids, commands, expected) in [
+            (vec![format!("c={me}")], vec![], "no target named 'c' (targets: a, b)"),
+            (vec![me.to_string()], vec![], "expected NAME=PID"),
+            (vec!["a=".to_string()], vec![], "expected NAME=PID"),
+            (vec!["a=x1".to_string()], vec![], "'x1' is not a process id"),
+            (vec!["a=4294967295".to_string()], vec![], "no process 4294967295"),
+            (vec![], vec!["b=no-such-proc-x".to_string()], "no process named 'no-such-proc-x'"),
+            (vec![], vec!["geth".to_string()], "--monitor-cmd 'geth': expected NAME=COMM"),
+        ] {
+            let err = parse_monitors(&targets, &pids, &commands).unwrap_err();
+            assert!(err.contains(expected), "{pids:?} {commands:?}: {err}");
+        }
     }
 }

@@ -1,15 +1,17 @@
 //! `rpcbench report FILE...`: renders saved results files again, as text, JSON, Markdown,
 //! HTML or CSV, or compares them (`--compare`). Text and JSON are exactly what the live run
-//! printed.
+//! printed. A capacity file (`capacity --save`) renders on its own, the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::ValueEnum;
+use rpcbench::capacity_file::{is_capacity_file, CapacityFile};
 use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::report::{render_csv, render_html, render_markdown, render_text, RunReport};
 use rpcbench::results::{write_atomically, SavedRun};
 
+use crate::capacity_cmd::{render_capacity, CapacityFormat};
 use crate::output;
 
 /// Formats of `report` and `compare`.
@@ -30,7 +32,8 @@ pub enum ReportFormat {
 /// Options of `rpcbench report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Results files (written by run --save, compare --save-dir or merge).
+    /// Results files (written by run --save, compare --save-dir or merge), or one capacity
+    /// file (capacity --save).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format. HTML always puts every file on one page, overlaid.
@@ -97,7 +100,31 @@ pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     }
 }
 
+/// Renders one capacity file; it cannot be compared or mixed with runs.
+fn run_capacity(args: &ReportArgs) -> ExitCode {
+    if args.files.len() > 1 || args.compare {
+        return output::usage_error(
+            "FILE: a capacity file (capacity --save) renders on its own, not with other files or --compare",
+        );
+    }
+    let file = match CapacityFile::load(&args.files[0]) {
+        Ok(file) => file,
+        Err(err) => return output::usage_error(err),
+    };
+    let format = match args.format {
+        ReportFormat::Text => CapacityFormat::Text,
+        ReportFormat::Json => CapacityFormat::Json,
+        ReportFormat::Markdown => CapacityFormat::Markdown,
+        ReportFormat::Html => CapacityFormat::Html,
+        ReportFormat::Csv => CapacityFormat::Csv,
+    };
+    emit(&render_capacity(&file.report, &file, format), args.output.as_deref(), false)
+}
+
 pub fn run(args: ReportArgs) -> ExitCode {
+    if args.files.iter().any(|path| is_capacity_file(path)) {
+        return run_capacity(&args);
+    }
     if args.compare && args.files.len() < 2 {
         return output::usage_error("--compare: needs at least two results files");
     }

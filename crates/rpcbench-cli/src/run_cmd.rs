@@ -319,13 +319,17 @@ pub fn run(args: RunArgs) -> ExitCode {
     let mut report = RunReport::new(&config, &record);
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
-    report.target_resources = target_resources;
+    report.target_resources.clone_from(&target_resources);
     let text = match args.output {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
     };
     // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
-    let saved = args.save.as_ref().map(|path| ResultsFile::from_run(&config, &record, started).save(path));
+    let saved = args.save.as_ref().map(|path| {
+        let mut file = ResultsFile::from_run(&config, &record, started);
+        file.target_resources = target_resources;
+        file.save(path)
+    });
     let status = output::print_stdout(&text);
     let status = match (saved, &args.save) {
         (Some(Err(err)), _) => return output::failure(format!("cannot save the results: {err}")),

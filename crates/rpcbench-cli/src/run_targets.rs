@@ -45,8 +45,11 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
-    let targets: Vec<CompareTarget> =
-        plan.targets.into_iter().map(|(name, config)| CompareTarget { name, config }).collect();
+    let targets: Vec<CompareTarget> = plan
+        .targets
+        .into_iter()
+        .map(|(name, config)| CompareTarget { name, config, monitor_pids: Vec::new() })
+        .collect();
     let quiet = args.quiet;
     if !quiet {
         eprintln!(

@@ -10,6 +10,13 @@ use std::time::{Duration, Instant};
 
 use rpcbench::mock::{Chain, Faults, MockOptions, MockServer};
 
+/// Load runs one at a time: two searches sharing two cores would each see a slow generator.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
 fn rpcbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
 }
@@ -87,6 +94,7 @@ fn run_rejects_processes_that_do_not_exist() {
 
 #[test]
 fn capacity_prints_a_search_as_json_and_text() {
+    let _machine = machine();
     let mut options = MockOptions::new(Chain::Static);
     options.faults = Faults { rate_limit: Some(300.0), ..Faults::default() };
     let node = MockServer::start(options).expect("the static node starts");
@@ -149,6 +157,7 @@ fn wait_until_accepting(addr: SocketAddr) {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_run_reports_the_resources_of_a_node_in_another_process() {
+    let _machine = machine();
     // The node runs from a link with a name of its own, so --monitor-cmd finds it and nothing
     // else (the kernel keeps 15 bytes of a name).
     let name = format!("rpcbmon{}", std::process::id() % 100_000_000);
@@ -200,4 +209,209 @@ fn a_run_reports_the_resources_of_a_node_in_another_process() {
     assert!(text.contains("Disk read"), "{text}");
     drop(node);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-capsave-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `capacity --save` keeps every step; `report FILE` prints exactly the live table, and the
+/// JSON, Markdown, CSV and HTML renderings of the same search. The node rate-limits at 300
+/// req/s and runs in this process, which the search monitors.
+#[test]
+fn a_saved_capacity_search_renders_again() {
+    let _machine = machine();
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults = Faults { rate_limit: Some(300.0), ..Faults::default() };
+    let node = MockServer::start(options).expect("the static node starts");
+    let url = node.url();
+    let dir = temp_dir("roundtrip");
+    let saved = dir.join("search.json").display().to_string();
+    let me = std::process::id().to_string();
+    let mut args =
+        vec!["capacity", &url, "--method", "getSlot", "--slo", "p99<1s,errors<5%", "--start-rate", "100"];
+    args.extend(["--precision", "30%", "--step", "400ms", "--warmup", "100ms", "--cooldown", "100ms"]);
+    args.extend(["--threads", "1", "--monitor-pid", &me, "--save", &saved]);
+    let live = rpcbench(&args);
+    node.stop();
+    assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
+    assert!(stderr(&live).contains("capacity file saved to"), "{}", stderr(&live));
+    let text = stdout(&live);
+    assert!(text.contains("Capacity: "), "{text}");
+    assert!(text.contains("CPU") && text.contains("RSS"), "monitored steps: {text}");
+    assert!(text.contains("Generator: 1 worker thread(s)"), "{text}");
+
+    let again = rpcbench(&["report", &saved]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(stdout(&again), text, "report prints exactly what capacity printed");
+
+    let json = rpcbench(&["report", &saved, "-f", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let capacity = report["capacity"].as_f64().expect("a capacity");
+    assert!((150.0..=450.0).contains(&capacity), "{report:#}");
+    assert!(report["steps"][0]["target_resources"]["rss_bytes_peak"].as_u64().unwrap() > 1 << 20);
+    assert!(report["steps"][0]["generator"]["threads"].as_u64() == Some(1), "{report:#}");
+
+    let html = rpcbench(&["report", &saved, "-f", "html"]);
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    let html = stdout(&html);
+    assert_eq!(html.matches("<svg").count(), 4, "latency, errors, achieved and CPU against the rate");
+    let marked = format!("capacity {}/s", rpcbench::report::tables::trim_float(capacity));
+    assert!(html.contains(&marked), "the answer is marked: {marked}");
+    assert!(html.contains("SLO p99&lt;1s") && html.contains("SLO errors&lt;5%"), "the SLO bounds are drawn");
+
+    let markdown = rpcbench(&["report", &saved, "-f", "markdown"]);
+    let markdown = stdout(&markdown);
+    assert!(markdown.contains("| step | offered/s |") && markdown.contains("**Capacity: "), "{markdown}");
+    assert!(markdown.contains("target CPU avg"), "{markdown}");
+    let csv = stdout(&rpcbench(&["report", &saved, "-f", "csv"]));
+    assert_eq!(csv.lines().count(), report["steps"].as_array().unwrap().len() + 1, "{csv}");
+
+    // The live HTML page is the same page.
+    let page = dir.join("page.html");
+    let written = rpcbench(&["report", &saved, "-f", "html", "-o", &page.display().to_string()]);
+    assert_eq!(written.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+
+    // A capacity file renders alone; a damaged one is refused with exit 2.
+    let other = dir.join("other.json").display().to_string();
+    for (args, expected) in [
+        (vec!["report", &saved, &saved], "renders on its own"),
+        (vec!["report", &saved, "--compare"], "renders on its own"),
+    ] {
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    value["report"]["steps"][0]["requests"] = serde_json::json!(1);
+    std::fs::write(&other, value.to_string()).unwrap();
+    let output = rpcbench(&["report", &other]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("step 1: requests is 1 in the report"), "{}", stderr(&output));
+    value["version"] = serde_json::json!(7);
+    std::fs::write(&other, value.to_string()).unwrap();
+    let output = rpcbench(&["report", &other]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("version 7"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `run --save` keeps what the monitor saw, and `report` shows it again in every format.
+#[test]
+fn a_saved_run_keeps_its_target_resources() {
+    let _machine = machine();
+    let node = MockServer::start(MockOptions::new(Chain::Static)).expect("the static node starts");
+    let url = node.url();
+    let dir = temp_dir("runsave");
+    let saved = dir.join("run.json").display().to_string();
+    let me = std::process::id().to_string();
+    let live = rpcbench(&[
+        "run",
+        &url,
+        "-m",
+        "getSlot",
+        "--rate",
+        "200",
+        "-d",
+        "800ms",
+        "--monitor-pid",
+        &me,
+        "--save",
+        &saved,
+        "-q",
+    ]);
+    node.stop();
+    assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
+    assert!(stdout(&live).contains("Target process: pid"), "{}", stdout(&live));
+    let again = rpcbench(&["report", &saved]);
+    assert_eq!(stdout(&again), stdout(&live), "report prints exactly what run printed");
+    for (format, shown) in [
+        ("markdown", "| target CPU avg |"),
+        ("html", "target RSS peak"),
+        ("csv", "target_cpu_avg_pct"),
+        ("json", "\"target_resources\""),
+    ] {
+        let output = rpcbench(&["report", &saved, "-f", format]);
+        assert_eq!(output.status.code(), Some(0), "{format}: {}", stderr(&output));
+        assert!(stdout(&output).contains(shown), "{format} shows {shown}");
+        assert!(stdout(&output).to_lowercase().contains("generator"), "{format} shows the generator");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn compare_monitors_name_a_target() {
+    let me = std::process::id().to_string();
+    let a_pid = format!("a={me}");
+    let targets = ["compare", "a=http://127.0.0.1:1/", "b=http://127.0.0.1:2/", "-m", "getSlot", "-n", "1"];
+    for (extra, expected) in [
+        (vec!["--monitor-pid", "c=1"], "no target named 'c'"),
+        (vec!["--monitor-pid", &me], "expected NAME=PID"),
+        (vec!["--monitor-pid", "a=4294967295"], "no process 4294967295"),
+        (vec!["--monitor-cmd", "b=no-such-proc-x"], "no process named 'no-such-proc-x'"),
+        (vec!["--monitor-pid", &a_pid, "--monitor-cmd", "geth"], "--monitor-cmd 'geth'"),
+        (vec!["--equal", "--monitor-pid", &a_pid], "runs no load to monitor"),
+    ] {
+        let mut args = targets.to_vec();
+        args.extend(extra.iter().copied());
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+    }
+}
+
+/// Seed 003's table in one command: both targets monitored, their resources compared.
+#[test]
+fn compare_shows_each_targets_resources() {
+    let _machine = machine();
+    let fast = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let slow = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let me = std::process::id().to_string();
+    let (a, b) = (format!("fast={}", fast.url()), format!("slow={}", slow.url()));
+    let (pa, pb) = (format!("fast={me}"), format!("slow={me}"));
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "2",
+        "-d",
+        "600ms",
+        "--cooldown",
+        "0",
+        "-q",
+        "--monitor-pid",
+        &pa,
+        "--monitor-pid",
+        &pb,
+    ]);
+    fast.stop();
+    slow.stop();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    for metric in [
+        "target CPU avg",
+        "target CPU peak",
+        "target RSS avg",
+        "target RSS peak",
+        "target disk read",
+        "target disk write",
+        "target conns avg",
+        "generator CPU",
+        "generator RSS peak",
+    ] {
+        let row =
+            table.lines().find(|l| l.starts_with(metric)).unwrap_or_else(|| panic!("{metric}:\n{table}"));
+        if metric.starts_with("target RSS") {
+            assert!(!row.contains("n/a") && row.contains("MiB"), "{row}");
+        }
+    }
 }

@@ -26,8 +26,10 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig};
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::{Monitor, ResourceReport};
+use crate::record::RunRecord;
 use crate::report::tables::percent;
-use crate::report::{LatencyReport, RunReport, PERCENTILES};
+use crate::report::{GeneratorReport, LatencyReport, RunReport, PERCENTILES};
+use crate::results::{GeneratorData, MethodResults};
 use crate::units::{format_duration, format_micros, parse_duration};
 
 /// A step that sent less than this share of its target rate did not achieve it.
@@ -539,6 +541,9 @@ pub struct StepResult {
     pub unsent: u64,
     /// Median latency (from the intended send time), microseconds.
     pub p50_us: u64,
+    /// 90th percentile latency (from the intended send time), microseconds.
+    #[serde(default)]
+    pub p90_us: u64,
     /// 99th percentile latency (from the intended send time), microseconds.
     pub p99_us: u64,
     /// 99th percentile latency from the actual send time, microseconds.
@@ -554,6 +559,9 @@ pub struct StepResult {
     /// Resources of the monitored processes during the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_resources: Option<ResourceReport>,
+    /// What the generator itself used during the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorReport>,
 }
 
 impl StepResult {
@@ -587,6 +595,20 @@ impl StepResult {
     }
 }
 
+/// What a step recorded, losslessly: kept in capacity files (`capacity --save`) so that a
+/// search can be rendered again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepData {
+    /// Order of the step, from 1.
+    pub step: usize,
+    /// Measured time of the step, nanoseconds.
+    pub elapsed_ns: u64,
+    /// Outcomes by class, HTTP statuses, bytes, pacing counts and the four HDR histograms.
+    pub results: MethodResults,
+    /// What the generator used.
+    pub generator: GeneratorData,
+}
+
 /// Runs one step at `rate`: an open-loop run of `settings.step` after `settings.warmup`.
 pub fn run_step(
     base: &RunConfig,
@@ -595,22 +617,57 @@ pub fn run_step(
     number: usize,
     stop: &StopHandle,
 ) -> Result<StepResult, EngineError> {
+    run_step_recorded(base, settings, rate, number, stop).map(|(step, _)| step)
+}
+
+/// [`run_step`], with what the step recorded.
+pub fn run_step_recorded(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    rate: f64,
+    number: usize,
+    stop: &StopHandle,
+) -> Result<(StepResult, StepData), EngineError> {
+    let config = step_config(base, settings, rate);
+    let run = Run::with_stop(config, stop.clone())?;
+    let monitor = (!settings.monitor_pids.is_empty()).then(|| Monitor::start(&settings.monitor_pids));
+    let record = run.execute();
+    let resources = monitor.map(Monitor::stop);
+    Ok(judge_step(base, settings, rate, number, &record?, resources))
+}
+
+/// The run of one step at `rate`.
+fn step_config(base: &RunConfig, settings: &CapacitySettings, rate: f64) -> RunConfig {
     let mut config = base.clone();
     config.load = Load::Open { rate, arrivals: Arrivals::Uniform, max_connections: settings.max_connections };
     config.length = Length { duration: Some(settings.step), requests: None };
     config.warmup = settings.warmup;
-    let run = Run::with_stop(config.clone(), stop.clone())?;
-    let monitor = (!settings.monitor_pids.is_empty()).then(|| Monitor::start(&settings.monitor_pids));
-    let record = run.execute();
-    let resources = monitor.map(Monitor::stop);
-    let record = record?;
-    let report = RunReport::new(&config, &record);
+    config
+}
+
+/// The result of step `number` at `rate` from what it recorded (and what the monitor saw of
+/// the target meanwhile), judged against the SLO, and its data for a capacity file.
+pub fn judge_step(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    rate: f64,
+    number: usize,
+    record: &RunRecord,
+    resources: Option<ResourceReport>,
+) -> (StepResult, StepData) {
+    let report = RunReport::new(&step_config(base, settings, rate), record);
     let figures = StepFigures::from_report(rate, settings.step, &report);
     let (mut verdict, breaches) = figures.judge(&settings.slo);
     if record.interrupted {
         verdict = Verdict::Interrupted;
     }
-    Ok(StepResult {
+    let data = StepData {
+        step: number,
+        elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        results: MethodResults::new(base.workload.sample_request(0), &record.totals),
+        generator: GeneratorData::new(&record.generator),
+    };
+    let result = StepResult {
         step: number,
         target_rate: rate,
         achieved_rate: round2(figures.achieved_rate()),
@@ -619,6 +676,7 @@ pub fn run_step(
         error_percent: round2(percent(figures.errors, figures.requests)),
         unsent: figures.unsent,
         p50_us: report.latency.percentile("p50"),
+        p90_us: report.latency.percentile("p90"),
         p99_us: report.latency.percentile("p99"),
         p99_uncorrected_us: report.latency_uncorrected.percentile("p99"),
         send_lag_mean_us: figures.send_lag_mean_us,
@@ -626,7 +684,9 @@ pub fn run_step(
         breaches,
         generator_shortfall: figures.shortfall(),
         target_resources: resources,
-    })
+        generator: Some(report.generator),
+    };
+    (result, data)
 }
 
 /// The settings of a search as the report shows them.
@@ -690,12 +750,24 @@ pub fn search(
     base: &RunConfig,
     settings: &CapacitySettings,
     stop: &StopHandle,
-    mut on_step: impl FnMut(&StepResult),
+    on_step: impl FnMut(&StepResult),
 ) -> Result<CapacityReport, EngineError> {
+    search_recorded(base, settings, stop, on_step).map(|(report, _)| report)
+}
+
+/// [`search`], with what each step recorded (in the order of the report's steps), for
+/// `capacity --save`.
+pub fn search_recorded(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    stop: &StopHandle,
+    mut on_step: impl FnMut(&StepResult),
+) -> Result<(CapacityReport, Vec<StepData>), EngineError> {
     settings.validate().map_err(EngineError::Config)?;
     base.validate().map_err(EngineError::Config)?;
     let started = Instant::now();
     let mut steps: Vec<StepResult> = Vec::new();
+    let mut recorded: Vec<StepData> = Vec::new();
     let mut interrupted = false;
     loop {
         let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.target_rate, s.verdict.passed())).collect();
@@ -710,15 +782,16 @@ pub fn search(
             interrupted = true;
             break;
         }
-        let step = run_step(base, settings, rate, steps.len() + 1, stop)?;
+        let (step, data) = run_step_recorded(base, settings, rate, steps.len() + 1, stop)?;
         on_step(&step);
         if step.verdict == Verdict::Interrupted {
             interrupted = true;
             break;
         }
         steps.push(step);
+        recorded.push(data);
     }
-    Ok(summarize(base, settings, steps, interrupted, started.elapsed()))
+    Ok((summarize(base, settings, steps, interrupted, started.elapsed()), recorded))
 }
 
 /// Sleeps for `length` unless stopped first; false if stopped.
@@ -852,76 +925,107 @@ impl CapacityReport {
             }
             let _ = writeln!(out, "{row}  {}", step.verdict_text());
         }
+        for line in self.summary_lines() {
+            let _ = writeln!(out, "{line}");
+        }
+        out
+    }
+
+    /// The lines under the steps table: the answer and its margin, what ended the climb, the
+    /// knee, what the generator used and how long the search took.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
         match (self.capacity, self.first_failing_rate) {
             (Some(capacity), Some(fail)) => {
-                let _ = writeln!(
-                    out,
+                lines.push(format!(
                     "Capacity: {} req/s within the SLO; margin {} req/s ({}%) to the first failing rate, {} req/s",
                     trim(capacity),
                     trim(fail - capacity),
                     trim(self.margin_percent.unwrap_or(0.0)),
                     trim(fail)
-                );
+                ));
             }
             (Some(capacity), None) => {
-                let _ = writeln!(
-                    out,
+                lines.push(format!(
                     "Capacity: at least {} req/s within the SLO (no step failed)",
                     trim(capacity)
-                );
+                ));
             }
             (None, _) => {
-                let _ = writeln!(out, "Capacity: none; no step met the SLO");
+                lines.push("Capacity: none; no step met the SLO".to_string());
             }
         }
         match self.limited_by.as_str() {
             "generator" => {
-                let _ = writeln!(
-                    out,
+                lines.push(
                     "  WARNING: the generator, not the target, failed the first failing step (it could not \
                      send at the rate); the target's capacity may be higher. Raise --max-connections or \
                      --threads, or run the generator on another machine."
+                        .to_string(),
                 );
             }
             "max_rate" => {
-                let _ = writeln!(out, "  The search stopped at --max-rate.");
+                lines.push("  The search stopped at --max-rate.".to_string());
             }
             "interrupted" => {
-                let _ = writeln!(
-                    out,
+                lines.push(
                     "  INTERRUPTED: the search was stopped; the figures cover the steps that ran."
+                        .to_string(),
                 );
             }
             "max_steps" => {
-                let _ = writeln!(out, "  The search stopped after its step limit.");
+                lines.push("  The search stopped after its step limit.".to_string());
             }
             _ => {}
         }
         match (self.knee, self.knee_baseline_p99_us) {
             (Some(knee), Some(baseline)) => {
-                let _ = writeln!(
-                    out,
+                lines.push(format!(
                     "Knee: {} req/s (above it p99 exceeds {}x the lowest-rate step's {})",
                     trim(knee),
                     trim(KNEE_FACTOR),
                     format_micros(baseline as f64)
-                );
+                ));
             }
             _ => {
-                let _ = writeln!(
-                    out,
+                lines.push(format!(
                     "Knee: none (p99 never exceeded {}x the lowest-rate step's)",
                     trim(KNEE_FACTOR)
-                );
+                ));
             }
         }
-        let _ = writeln!(
-            out,
+        if let Some(usage) = self.generator_usage_text() {
+            lines.push(usage);
+        }
+        lines.push(format!(
             "Search took {} over {} steps",
             format_duration(Duration::from_micros(self.elapsed_us)),
             self.steps.len()
-        );
-        out
+        ));
+        lines
+    }
+}
+
+impl CapacityReport {
+    /// `Generator: 2 worker thread(s), CPU up to 41.5% of their capacity (at 800 req/s), peak
+    /// memory 9.4MB`: the busiest step's worker CPU and the process's peak memory; `None` when
+    /// no step measured the generator.
+    pub fn generator_usage_text(&self) -> Option<String> {
+        let measured: Vec<(&StepResult, &GeneratorReport)> =
+            self.steps.iter().filter_map(|s| s.generator.as_ref().map(|g| (s, g))).collect();
+        let threads = measured.iter().map(|(_, g)| g.threads).max()?;
+        let mut text = format!("Generator: {threads} worker thread(s)");
+        let busiest = measured
+            .iter()
+            .filter_map(|(s, g)| g.cpu_percent.map(|cpu| (s.target_rate, cpu)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((rate, cpu)) = busiest {
+            let _ = write!(text, ", CPU up to {cpu:.1}% of their capacity (at {} req/s)", trim(rate));
+        }
+        if let Some(rss) = measured.iter().filter_map(|(_, g)| g.peak_rss_bytes).max() {
+            let _ = write!(text, ", peak memory {:.1}MB", rss as f64 / 1e6);
+        }
+        Some(text)
     }
 }
 
@@ -1140,6 +1244,7 @@ mod tests {
             error_percent: 0.0,
             unsent: 0,
             p50_us: p99_us / 2,
+            p90_us: p99_us * 3 / 4,
             p99_us,
             p99_uncorrected_us: p99_us,
             send_lag_mean_us: 0,
@@ -1147,6 +1252,7 @@ mod tests {
             breaches: Vec::new(),
             generator_shortfall: verdict == Verdict::GeneratorLimited,
             target_resources: None,
+            generator: None,
         }
     }
 

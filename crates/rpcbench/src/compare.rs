@@ -1,5 +1,7 @@
 //! Comparisons: one workload run against several targets in turn, with a cool-down between,
-//! summed up in one table (a row per metric, a column per target, ratios against the first);
+//! summed up in one table (a row per metric, a column per target, ratios against the first;
+//! each target's processes sampled while its run goes on, when asked for, and the generator's
+//! own CPU and memory);
 //! and the equality check, which sends identical requests to every target and reports the
 //! responses that differ after normalisation.
 
@@ -12,8 +14,9 @@ use serde_json::Value;
 use crate::client::{self, CallError};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
+use crate::monitor::Monitor;
 use crate::redact;
-use crate::report::tables::{describe_load, format_ratio, summary_rows};
+use crate::report::tables::{describe_load, format_ratio, summary_rows, usage_rows, MetricRow};
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
 
@@ -27,6 +30,8 @@ pub struct CompareTarget {
     pub name: String,
     /// The run (identical for every target but the URL).
     pub config: RunConfig,
+    /// The target's processes, sampled from /proc while its run goes on (empty: none).
+    pub monitor_pids: Vec<u32>,
 }
 
 /// What a comparison is doing, for progress output.
@@ -93,14 +98,19 @@ pub fn run_comparison(
         on_event(CompareEvent::Started { name: &target.name, target: target.config.target.redacted() });
         let run = Run::with_stop(target.config.clone(), stop.clone()).map_err(error)?;
         let started = SystemTime::now();
-        let record = run.execute().map_err(error)?;
+        let monitor = (!target.monitor_pids.is_empty()).then(|| Monitor::start(&target.monitor_pids));
+        let record = run.execute();
+        let target_resources = monitor.map(Monitor::stop);
+        let record = record.map_err(error)?;
         let mut file = ResultsFile::from_run(&target.config, &record, started);
         file.label = Some(target.name.clone());
+        file.target_resources = target_resources.clone();
         let mut saved = SavedRun::new(file, &target.name).map_err(|message| {
             error(EngineError::Runtime(std::io::Error::other(format!("results do not decode: {message}"))))
         })?;
         // The live report: it has everything the file keeps and the per-stage figures too.
         saved.report = RunReport::new(&target.config, &record);
+        saved.report.target_resources = target_resources;
         on_event(CompareEvent::Finished(&saved));
         runs.push(saved);
     }
@@ -134,7 +144,8 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
-    let rows = summary_rows(&reports);
+    let rows = comparison_rows(&reports);
+    let metric_width = rows.iter().map(|row| row.metric.chars().count()).max().unwrap_or(0).max(6);
     let cells: Vec<Vec<String>> =
         rows.iter().map(|row| (0..runs.len()).map(|i| row.cell_with_ratio(i)).collect()).collect();
     let widths: Vec<usize> = (0..runs.len())
@@ -147,19 +158,27 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let _ = write!(out, "{:<8}", "Metric");
+    let _ = write!(out, "{:<metric_width$}", "Metric");
     for (run, width) in runs.iter().zip(&widths) {
         let _ = write!(out, "  {:>width$}", run.label);
     }
     let _ = writeln!(out);
     for (row, cells) in rows.iter().zip(&cells) {
-        let _ = write!(out, "{:<8}", row.metric);
+        let _ = write!(out, "{:<metric_width$}", row.metric);
         for (cell, width) in cells.iter().zip(&widths) {
             let _ = write!(out, "  {cell:>width$}");
         }
         let _ = writeln!(out);
     }
     out
+}
+
+/// The rows of a comparison: the headline metrics, then what the target process(es) used
+/// (when monitored) and what the generator used.
+fn comparison_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
+    let mut rows = summary_rows(reports);
+    rows.extend(usage_rows(reports));
+    rows
 }
 
 #[derive(Serialize)]
@@ -173,7 +192,8 @@ struct ComparisonJson<'a> {
 #[derive(Serialize)]
 struct MetricJson {
     metric: String,
-    values: Vec<f64>,
+    /// Null where a run did not measure it (a target that was not monitored).
+    values: Vec<Option<f64>>,
     ratios: Vec<Option<f64>>,
 }
 
@@ -192,9 +212,13 @@ pub fn comparison_json(runs: &[SavedRun]) -> String {
     let json = ComparisonJson {
         comparison_version: COMPARISON_VERSION,
         baseline: runs.first().map_or("", |r| r.label.as_str()),
-        metrics: summary_rows(&reports)
+        metrics: comparison_rows(&reports)
             .into_iter()
-            .map(|row| MetricJson { ratios: row.ratios(), metric: row.metric, values: row.values })
+            .map(|row| MetricJson {
+                ratios: row.ratios(),
+                values: row.values.iter().map(|v| v.is_finite().then_some(*v)).collect(),
+                metric: row.metric,
+            })
             .collect(),
         runs: runs
             .iter()

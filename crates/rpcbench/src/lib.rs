@@ -24,11 +24,13 @@
 //! - [`sample`] harvests recent blocks, transactions and accounts of a target into pools that
 //!   generators draw from; [`prepare`] binds a [`scenario::ScenarioDraft`] to a URL and pools.
 //! - [`redact`] keeps API keys and auth headers out of every output.
-//! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop.
+//! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop;
+//!   [`capacity_file`] keeps every step of a search losslessly so `report` renders it again.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
 //!   into a [`monitor::ResourceReport`].
 
 pub mod capacity;
+pub mod capacity_file;
 pub mod client;
 pub mod compare;
 pub mod demo;

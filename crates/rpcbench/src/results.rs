@@ -14,7 +14,10 @@
 //!   histograms (`latency`, `latency_uncorrected`, `latency_ok`, `send_lag`);
 //! - `series`: the per-interval series, each point `[second, requests, errors, p50_us,
 //!   p99_us]`;
-//! - `merged_from`: for a merged file, one entry per shard.
+//! - `merged_from`: for a merged file, one entry per shard;
+//! - `target_resources`: what the monitored target process(es) used (`--monitor-pid`,
+//!   `--monitor-cmd`), absent when nothing was monitored (and in files written before it was
+//!   kept; such files still load).
 //!
 //! Histograms are lossless: HdrHistogram's V2 encoding (uncompressed, cookie `0x1c849303`,
 //! the format every HdrHistogram implementation decodes) in standard base64. The encoding is
@@ -35,6 +38,7 @@ use serde_json::Value;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::usage::ThreadUsage;
 use crate::jsonrpc::{CheckMode, InvalidKind, RequestTemplate};
+use crate::monitor::ResourceReport;
 use crate::record::{
     new_histogram, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RpcErrorCount, RunRecord,
     SeriesPoint, Totals,
@@ -90,6 +94,10 @@ pub struct ResultsFile {
     /// The shards a merged file was made of; empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<Shard>,
+    /// CPU, memory, disk and connections of the monitored target process(es); absent when
+    /// none was monitored, and in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_resources: Option<ResourceReport>,
 }
 
 /// What the generator used, as stored.
@@ -106,7 +114,8 @@ pub struct GeneratorData {
 }
 
 impl GeneratorData {
-    fn new(usage: &GeneratorUsage) -> Self {
+    /// What a run's generator used, as stored.
+    pub fn new(usage: &GeneratorUsage) -> Self {
         Self {
             threads: usage.workers.threads,
             cpu_us: usage.workers.cpu.map(micros),
@@ -115,7 +124,8 @@ impl GeneratorData {
         }
     }
 
-    fn usage(&self) -> GeneratorUsage {
+    /// The usage back, as the recorder measured it.
+    pub fn usage(&self) -> GeneratorUsage {
         GeneratorUsage {
             workers: ThreadUsage {
                 threads: self.threads,
@@ -630,6 +640,7 @@ impl ResultsFile {
                 .any(|class| !class.send.is_empty())
                 .then(|| [PhaseData::new(&record.phases[0]), PhaseData::new(&record.phases[1])]),
             merged_from: Vec::new(),
+            target_resources: None,
         }
     }
 
@@ -646,6 +657,12 @@ impl ResultsFile {
         let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
         match value.get("format").and_then(Value::as_str) {
             Some(RESULTS_FORMAT) => {}
+            Some(crate::capacity_file::CAPACITY_FORMAT) => {
+                return Err(invalid(
+                    "this is a capacity file (capacity --save); it renders on its own: rpcbench report FILE"
+                        .into(),
+                ))
+            }
             Some(other) => return Err(invalid(format!("format is '{other}', not '{RESULTS_FORMAT}'"))),
             None if value.get("report_version").is_some() => {
                 return Err(invalid(
@@ -799,6 +816,7 @@ impl ResultsFile {
         report.tool.clone_from(&self.tool);
         report.target.clone_from(&self.target);
         report.method = self.method_names();
+        report.target_resources.clone_from(&self.target_resources);
         report
     }
 
@@ -865,6 +883,13 @@ pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsErr
     }
     let mut merged = first.clone();
     merged.label = None;
+    // One shard's monitor saw the target under the load of all shards; several monitors'
+    // samples cannot be lined up, so then none is kept.
+    let mut monitored = files.iter().filter_map(|(_, f)| f.target_resources.as_ref());
+    merged.target_resources = match (monitored.next(), monitored.next()) {
+        (Some(only), None) => Some(only.clone()),
+        _ => None,
+    };
     merged.merged_from = files.iter().flat_map(|(path, file)| file.as_shards(path)).collect();
     merged.started_at = files.iter().map(|(_, f)| f.started_at.clone()).min().unwrap_or_default();
     merged.elapsed_ns = files.iter().map(|(_, f)| f.elapsed_ns).max().unwrap_or(0);

@@ -50,6 +50,19 @@ fn run_search(node: &MockServer, settings: &CapacitySettings) -> CapacityReport 
     report
 }
 
+/// Checks a live report against the committed `schema/capacity.schema.json`.
+fn assert_valid_json(json: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/capacity.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(json).unwrap();
+    let messages: Vec<String> = match schema.validate(&value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "the capacity report does not match the schema:\n{}", messages.join("\n"));
+}
+
 fn assert_within(found: f64, expected: f64, tolerance: f64, report: &CapacityReport) {
     assert!(
         (found - expected).abs() <= tolerance * expected,
@@ -65,6 +78,7 @@ fn the_search_finds_a_rate_limit() {
     let node = node(Faults { rate_limit: Some(400.0), ..Faults::default() });
     let report = run_search(&node, &settings("errors<1%", 150.0));
     node.stop();
+    assert_valid_json(&report.to_json());
     let capacity = report.capacity.expect("a rate passed");
     assert_within(capacity, 400.0, 0.10, &report);
     assert_eq!(report.limited_by, "slo");

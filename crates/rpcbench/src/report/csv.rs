@@ -1,5 +1,7 @@
 //! The CSV report: one row per method of each run, every figure in plain units (latencies in
-//! microseconds), for spreadsheets and scripts. RFC 4180 quoting.
+//! microseconds, memory and disk in bytes), for spreadsheets and scripts. RFC 4180 quoting.
+//! The resources of the target process(es) and of the generator belong to the whole run and
+//! repeat on each of its method rows; a figure that was not measured is an empty cell.
 
 use std::fmt::Write;
 
@@ -35,7 +37,22 @@ pub const CSV_COLUMNS: &[&str] = &[
     "max_us",
     "bytes_received",
     "mb_per_s",
+    "target_cpu_avg_pct",
+    "target_cpu_peak_pct",
+    "target_rss_avg_bytes",
+    "target_rss_peak_bytes",
+    "target_disk_read_bytes",
+    "target_disk_write_bytes",
+    "target_conns_avg",
+    "target_conns_peak",
+    "generator_cpu_pct",
+    "generator_peak_rss_bytes",
 ];
+
+/// The text of a figure that may not have been measured: empty if not.
+fn optional<T: ToString>(value: Option<T>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
 
 fn field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
@@ -84,6 +101,17 @@ fn write_rows(out: &mut String, run: &SavedRun) {
         cells.push(row.latency.max_us.to_string());
         cells.push(bytes_received.to_string());
         cells.push(format!("{:.6}", if elapsed > 0.0 { bytes_received as f64 / elapsed / 1e6 } else { 0.0 }));
+        let target = report.target_resources.as_ref();
+        cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_avg))));
+        cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_peak))));
+        cells.push(optional(target.map(|t| t.rss_bytes_avg)));
+        cells.push(optional(target.map(|t| t.rss_bytes_peak)));
+        cells.push(optional(target.and_then(|t| t.disk_read_bytes)));
+        cells.push(optional(target.and_then(|t| t.disk_write_bytes)));
+        cells.push(optional(target.and_then(|t| t.tcp_connections_avg).map(|n| format!("{n:.2}"))));
+        cells.push(optional(target.and_then(|t| t.tcp_connections_peak)));
+        cells.push(optional(report.generator.cpu_percent.map(|p| format!("{p:.2}"))));
+        cells.push(optional(report.generator.peak_rss_bytes));
         let _ = writeln!(out, "{}", cells.join(","));
     }
 }

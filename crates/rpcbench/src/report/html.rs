@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained page that opens offline (no script, no font, no
 //! request). A summary; throughput and latency (p50, p99) over time from the per-second
 //! series; the HDR percentile spectrum on a log "1/(1-q)" axis; a latency histogram; the
-//! per-method table; the latency distribution; errors by class; the run details. Several runs
+//! per-method table; the latency distribution; errors by class; the resources used by the
+//! target process (when monitored) and by the generator; the run details. Several runs
 //! (a comparison) are overlaid on every chart, one colour per run, with ratios against the
 //! first in the tables.
 //!
@@ -19,7 +20,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    summary_rows, MetricRow,
+    summary_rows, usage_rows, MetricRow,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -39,18 +40,18 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (186, 176, 172),
 ];
 
-fn color(index: usize) -> RGBColor {
+pub(super) fn color(index: usize) -> RGBColor {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     RGBColor(r, g, b)
 }
 
-fn css_color(index: usize) -> String {
+pub(super) fn css_color(index: usize) -> String {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 /// Escapes text for HTML.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -65,21 +66,21 @@ fn esc(text: &str) -> String {
     out
 }
 
-const CHART_WIDTH: u32 = 1080;
-const CHART_HEIGHT: u32 = 340;
-const FONT: &str = "sans-serif";
+pub(super) const CHART_WIDTH: u32 = 1080;
+pub(super) const CHART_HEIGHT: u32 = 340;
+pub(super) const FONT: &str = "sans-serif";
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// A linear f64 axis with ticks at given values (plotters' own `with_key_points` loses the
 /// label formatter of f64 axes).
-struct TickedAxis {
+pub(super) struct TickedAxis {
     inner: RangedCoordf64,
     ticks: Vec<f64>,
 }
 
 impl TickedAxis {
-    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
+    pub(super) fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
         Self { inner: range.into(), ticks }
     }
 }
@@ -104,10 +105,10 @@ impl Ranged for TickedAxis {
         self.inner.range()
     }
 }
-type DrawResult = Result<(), Box<dyn Error>>;
+pub(super) type DrawResult = Result<(), Box<dyn Error>>;
 
 /// Draws one chart into an SVG string; a drawing error becomes a note in the page.
-fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
+pub(super) fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
     let mut text = String::new();
     let result = {
         let root = SVGBackend::with_string(&mut text, (CHART_WIDTH, CHART_HEIGHT)).into_drawing_area();
@@ -171,7 +172,7 @@ fn seconds_label(x: f64) -> String {
     }
 }
 
-fn nice_max(value: f64) -> f64 {
+pub(super) fn nice_max(value: f64) -> f64 {
     if value <= 0.0 {
         1.0
     } else {
@@ -185,13 +186,19 @@ const LOG_SPREAD: f64 = 20.0;
 
 /// The latency axis of a chart: linear from zero, or logarithmic when the values plotted span
 /// more than [`LOG_SPREAD`] times (a slow run beside fast ones, a tail of timeouts).
-struct LatencyScale {
+pub(super) struct LatencyScale {
     log: bool,
     low: f64,
     high: f64,
 }
 
 impl LatencyScale {
+    /// A logarithmic axis from `lowest` to `highest` microseconds, whatever their spread.
+    pub(super) fn log(lowest: f64, highest: f64) -> Self {
+        let highest = highest.max(1.0);
+        Self { log: true, low: lowest.max(1.0).min(highest).log10() - 0.05, high: highest.log10() + 0.05 }
+    }
+
     /// `lowest` and `highest`: the extremes plotted; `typical`: the smallest median of a line.
     fn new(lowest: f64, typical: f64, highest: f64) -> Self {
         let highest = highest.max(1.0);
@@ -204,7 +211,7 @@ impl LatencyScale {
     }
 
     /// Where a latency in microseconds goes on the axis.
-    fn y(&self, micros: f64) -> f64 {
+    pub(super) fn y(&self, micros: f64) -> f64 {
         if self.log {
             micros.max(1.0).log10()
         } else {
@@ -227,15 +234,15 @@ impl LatencyScale {
         }
     }
 
-    fn axis(&self) -> TickedAxis {
+    pub(super) fn axis(&self) -> TickedAxis {
         TickedAxis::new(self.low..self.high, self.ticks())
     }
 
-    fn label(&self, y: f64) -> String {
+    pub(super) fn label(&self, y: f64) -> String {
         format_micros(if self.log { 10f64.powf(y).round() } else { y })
     }
 
-    fn description(&self) -> &'static str {
+    pub(super) fn description(&self) -> &'static str {
         if self.log {
             "latency (log scale)"
         } else {
@@ -485,10 +492,16 @@ fn histogram_chart(runs: &[SavedRun]) -> String {
 }
 
 fn legend(runs: &[SavedRun], extra: &str) -> String {
+    let items: Vec<(&str, usize)> =
+        runs.iter().enumerate().map(|(index, run)| (run.label.as_str(), index)).collect();
+    legend_items(&items, extra)
+}
+
+/// A legend: a swatch of colour `index` per label, then a hint.
+pub(super) fn legend_items(items: &[(&str, usize)], extra: &str) -> String {
     let mut out = String::from("<div class=\"legend\">");
-    for (index, run) in runs.iter().enumerate() {
-        let _ =
-            write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(index), esc(&run.label));
+    for (label, index) in items {
+        let _ = write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(*index), esc(label));
     }
     if !extra.is_empty() {
         let _ = write!(out, "<span class=\"hint\">{extra}</span>");
@@ -497,7 +510,7 @@ fn legend(runs: &[SavedRun], extra: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+pub(super) const STYLE: &str = r#"
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
 body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; margin: 0;
@@ -727,6 +740,19 @@ fn distribution_table(runs: &[SavedRun]) -> String {
     metric_columns_table("percentile", &labels, &distribution_rows(&latencies), true)
 }
 
+fn resources_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let rows = usage_rows(&reports);
+    if runs.len() == 1 {
+        return metric_columns_table("resource", &["value".into()], &rows, false);
+    }
+    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    if runs.len() > MAX_RUN_COLUMNS {
+        return metric_rows_table(&labels, &rows);
+    }
+    metric_columns_table("resource", &labels, &rows, true)
+}
+
 fn errors_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = outcome_rows(&reports);
@@ -950,6 +976,11 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     let _ = writeln!(out, "<section><h2>Per method</h2>{}</section>", methods_table(runs));
     let _ = writeln!(out, "<section><h2>Latency distribution</h2>{}</section>", distribution_table(runs));
     let _ = writeln!(out, "<section><h2>Outcomes and errors by class</h2>{}</section>", errors_table(runs));
+    let _ = writeln!(
+        out,
+        "<section><h2>Resources</h2>{}<p class=\"note\">Target CPU is a percentage of one core; the generator's, of its worker threads' capacity.</p></section>",
+        resources_table(runs)
+    );
     let _ = writeln!(out, "<section><h2>Run details</h2>{}</section>", details_table(runs));
     let _ = writeln!(
         out,

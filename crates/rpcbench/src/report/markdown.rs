@@ -1,11 +1,13 @@
 //! The Markdown report: GitHub-flavoured tables ready to paste into a pull request. One run
-//! gives a summary, its latency distribution and its outcomes; several runs give the same
-//! tables with a column per run and ratios against the first (a comparison).
+//! gives a summary, its latency distribution, its outcomes and the resources used (by the
+//! target process when monitored, and by the generator); several runs give the same tables
+//! with a column per run and ratios against the first (a comparison).
 
 use std::fmt::Write;
 
 use super::tables::{
-    count_with_share, describe_load, distribution_rows, method_rows, outcome_rows, summary_rows, MetricRow,
+    count_with_share, describe_load, distribution_rows, method_rows, outcome_rows, summary_rows, usage_rows,
+    MetricRow,
 };
 use super::RunReport;
 use crate::results::SavedRun;
@@ -125,6 +127,10 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Outcomes");
         let _ = writeln!(out);
         outcomes_table(&mut out, &["count".to_string()], &reports);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Resources");
+        let _ = writeln!(out);
+        metric_table(&mut out, "resource", &["value".to_string()], &usage_rows(&reports), false);
     } else {
         let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
         let mut methods: Vec<&str> = reports.iter().map(|r| r.method.as_str()).collect();
@@ -166,6 +172,10 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Outcomes");
         let _ = writeln!(out);
         outcomes_table(&mut out, &labels, &reports);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### Resources");
+        let _ = writeln!(out);
+        metric_table(&mut out, "resource", &labels, &usage_rows(&reports), true);
     }
     if several_methods {
         let _ = writeln!(out);

@@ -3,8 +3,10 @@
 //! form are integer microseconds; counts are keyed by JSON-RPC code and HTTP status.
 //!
 //! The Markdown, HTML and CSV renderers work from saved runs ([`crate::results::SavedRun`]),
-//! which keep the histograms as well, and lay out one run or a comparison of several.
+//! which keep the histograms as well, and lay out one run or a comparison of several; those of
+//! a capacity search work from its [`crate::capacity_file::CapacityFile`].
 
+mod capacity;
 mod csv;
 mod html;
 mod markdown;
@@ -21,6 +23,9 @@ use crate::engine::config::{Arrivals, Load, RunConfig};
 use crate::monitor::ResourceReport;
 use crate::record::RunRecord;
 
+pub use capacity::{
+    render_capacity_csv, render_capacity_html, render_capacity_markdown, CAPACITY_CSV_COLUMNS,
+};
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;

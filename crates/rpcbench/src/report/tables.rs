@@ -1,9 +1,10 @@
 //! The tables shared by the Markdown, HTML and comparison renderers: the headline metrics
-//! with ratios against the first run, the latency distribution, outcomes by class and the
-//! per-method figures. Each table has a column per run, so one run and a comparison of
+//! with ratios against the first run, the latency distribution, outcomes by class, the
+//! per-method figures and the resources of the target process(es) and of the generator. Each table has a column per run, so one run and a comparison of
 //! several lay out the same way.
 
 use super::{LatencyReport, RunReport, PERCENTILES};
+use crate::monitor::{format_bytes, ResourceReport};
 use crate::record::Totals;
 use crate::results::SavedRun;
 use crate::units::format_micros;
@@ -17,15 +18,24 @@ pub enum Unit {
     Decimal,
     /// Microseconds, shown as `812us`, `1.91ms`, `2.00s`.
     Micros,
+    /// A percentage, one decimal: `42.5%`.
+    Percent,
+    /// Bytes, shown as `812B`, `12.3MiB`.
+    Bytes,
 }
 
 impl Unit {
-    /// The value as shown.
+    /// The value as shown; a value that was not measured (NaN) is `n/a`.
     pub fn format(self, value: f64) -> String {
+        if value.is_nan() {
+            return "n/a".into();
+        }
         match self {
             Unit::Count => format!("{value:.0}"),
             Unit::Decimal => format!("{value:.2}"),
             Unit::Micros => format_micros(value),
+            Unit::Percent => format!("{value:.1}%"),
+            Unit::Bytes => format_bytes(value.max(0.0).round() as u64),
         }
     }
 }
@@ -42,10 +52,11 @@ pub struct MetricRow {
 }
 
 impl MetricRow {
-    /// Each value against the first run's, `None` when the first is zero.
+    /// Each value against the first run's, `None` when the first is zero or either was not
+    /// measured.
     pub fn ratios(&self) -> Vec<Option<f64>> {
         let base = self.values.first().copied().unwrap_or(0.0);
-        self.values.iter().map(|v| (base > 0.0).then(|| v / base)).collect()
+        self.values.iter().map(|v| (base > 0.0 && v.is_finite()).then(|| v / base)).collect()
     }
 
     /// The value of run `index` as shown.
@@ -102,6 +113,54 @@ pub fn summary_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
         row("max", Unit::Micros, &|r| r.latency.max_us as f64),
         row("MB/s", Unit::Decimal, &|r| r.bytes.received_per_sec / 1e6),
     ]
+}
+
+/// What the monitored target process(es) used, seed 003's resource table: CPU average and
+/// peak (percent of one core), RSS average and peak, disk read and write over the run, and
+/// established TCP connections (average and peak). Empty when no run was monitored; a run
+/// that was not monitored shows `n/a`.
+pub fn resource_rows(resources: &[Option<&ResourceReport>]) -> Vec<MetricRow> {
+    if resources.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let row = |metric: &str, unit: Unit, value: &dyn Fn(&ResourceReport) -> Option<f64>| MetricRow {
+        metric: metric.to_string(),
+        unit,
+        values: resources.iter().map(|r| r.and_then(value).unwrap_or(f64::NAN)).collect(),
+    };
+    vec![
+        row("target CPU avg", Unit::Percent, &|r| Some(r.cpu_percent_avg)),
+        row("target CPU peak", Unit::Percent, &|r| Some(r.cpu_percent_peak)),
+        row("target RSS avg", Unit::Bytes, &|r| Some(r.rss_bytes_avg as f64)),
+        row("target RSS peak", Unit::Bytes, &|r| Some(r.rss_bytes_peak as f64)),
+        row("target disk read", Unit::Bytes, &|r| r.disk_read_bytes.map(|b| b as f64)),
+        row("target disk write", Unit::Bytes, &|r| r.disk_write_bytes.map(|b| b as f64)),
+        row("target conns avg", Unit::Decimal, &|r| r.tcp_connections_avg),
+        row("target conns peak", Unit::Count, &|r| r.tcp_connections_peak.map(|n| n as f64)),
+    ]
+}
+
+/// What the generator itself used: its worker threads' CPU (percent of their capacity) and the
+/// process's peak memory; `n/a` where it could not be measured.
+pub fn generator_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
+    let row = |metric: &str, unit: Unit, value: &dyn Fn(&RunReport) -> Option<f64>| MetricRow {
+        metric: metric.to_string(),
+        unit,
+        values: reports.iter().map(|r| value(r).unwrap_or(f64::NAN)).collect(),
+    };
+    vec![
+        row("generator CPU", Unit::Percent, &|r| r.generator.cpu_percent),
+        row("generator RSS peak", Unit::Bytes, &|r| r.generator.peak_rss_bytes.map(|b| b as f64)),
+    ]
+}
+
+/// The resource rows of the runs: the target's when any was monitored, then the generator's.
+pub fn usage_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
+    let resources: Vec<Option<&ResourceReport>> =
+        reports.iter().map(|r| r.target_resources.as_ref()).collect();
+    let mut rows = resource_rows(&resources);
+    rows.extend(generator_rows(reports));
+    rows
 }
 
 /// The latency distribution: p50 … p99.99, max, mean.

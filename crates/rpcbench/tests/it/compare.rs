@@ -30,7 +30,9 @@ fn a_node_five_times_slower_compares_as_such() {
     let target = |name: &str, url: String| {
         let mut config = closed_loop(&url, 8, seconds(1.5));
         config.threads = 1;
-        CompareTarget { name: name.into(), config }
+        // The nodes serve from this process: the slow one's run samples it.
+        let monitor_pids = if name == "slow" { vec![std::process::id()] } else { Vec::new() };
+        CompareTarget { name: name.into(), config, monitor_pids }
     };
     let targets = [target("fast", fast.url()), target("slow", slow.url())];
     let mut events = 0;
@@ -54,6 +56,28 @@ fn a_node_five_times_slower_compares_as_such() {
         assert!(table.lines().any(|line| line.starts_with(metric)), "{metric}\n{table}");
     }
     assert_eq!(runs[1].file.label.as_deref(), Some("slow"));
+    // Seed 003's resource block: the monitored target's figures, n/a for the other; the
+    // generator's own CPU and memory for both.
+    assert!(runs[0].report.target_resources.is_none());
+    let resources = runs[1].report.target_resources.as_ref().expect("the slow target was monitored");
+    assert!(resources.samples >= 3 && resources.rss_bytes_peak > 1 << 20, "{resources:?}");
+    for metric in
+        ["target CPU avg", "target CPU peak", "target RSS avg", "target RSS peak", "target disk read"]
+    {
+        let row = table
+            .lines()
+            .find(|line| line.starts_with(metric))
+            .unwrap_or_else(|| panic!("{metric}\n{table}"));
+        assert!(row.contains("n/a"), "the fast target was not monitored: {row}");
+    }
+    let rss = table.lines().find(|line| line.starts_with("target RSS peak")).unwrap();
+    assert!(rss.contains("MiB"), "{rss}");
+    assert!(table.lines().any(|line| line.starts_with("generator CPU")), "{table}");
+    assert!(table.lines().any(|line| line.starts_with("generator RSS peak")), "{table}");
+    let markdown = rpcbench::report::render_markdown(&runs);
+    assert!(markdown.contains("| target CPU avg | n/a |"), "{markdown}");
+    let html = rpcbench::report::render_html(&runs);
+    assert!(html.contains("target RSS peak"), "the HTML page has the resources too");
 }
 
 #[test]
@@ -61,7 +85,11 @@ fn a_stopped_comparison_skips_the_remaining_targets() {
     let node = solana(None, 0);
     let targets: Vec<CompareTarget> = ["a", "b", "c"]
         .into_iter()
-        .map(|name| CompareTarget { name: name.into(), config: closed_loop(&node.url(), 1, seconds(0.3)) })
+        .map(|name| CompareTarget {
+            name: name.into(),
+            config: closed_loop(&node.url(), 1, seconds(0.3)),
+            monitor_pids: Vec::new(),
+        })
         .collect();
     let stop = StopHandle::new();
     let stopper = stop.clone();

@@ -10,11 +10,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
+use rpcbench::capacity::{judge_step, summarize, CapacitySettings, Slo};
+use rpcbench::capacity_file::CapacityFile;
 use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
+use rpcbench::monitor::ResourceReport;
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
-use rpcbench::report::{render_csv, render_html, render_markdown, render_text};
+use rpcbench::report::{
+    render_capacity_csv, render_capacity_html, render_capacity_markdown, render_csv, render_html,
+    render_markdown, render_text,
+};
 use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
 
 fn golden_dir() -> PathBuf {
@@ -231,4 +237,269 @@ fn no_report_format_shows_a_secret() {
             assert!(output.contains("/v3/***"), "{format} names the target, redacted");
         }
     }
+}
+
+/// Fixed figures of a monitored target process.
+fn target_resources(pid: u32, name: &str, cpu: f64, rss_mib: u64) -> ResourceReport {
+    ResourceReport {
+        pids: vec![pid],
+        names: vec![name.into()],
+        samples: 42,
+        interval_ms: 250,
+        monitored_us: 10_250_000,
+        cpu_percent_avg: cpu,
+        cpu_percent_peak: cpu * 1.6,
+        rss_bytes_avg: rss_mib << 20,
+        rss_bytes_peak: (rss_mib << 20) + (rss_mib << 18),
+        disk_read_bytes: Some(rss_mib * 4096),
+        disk_write_bytes: Some(0),
+        tcp_connections_avg: Some(63.5),
+        tcp_connections_peak: Some(64),
+        exited: false,
+    }
+}
+
+/// Seed 003's resource table: a monitored run keeps its target's figures in the results file,
+/// and the text, Markdown, CSV, HTML and comparison reports show them.
+#[test]
+fn monitor_data_is_saved_and_shown_in_every_format() {
+    let mut file = synthetic(false);
+    file.label = Some("agave".into());
+    file.target_resources = Some(target_resources(4242, "agave-validator", 135.55, 1360));
+    check_golden("monitored.results.json", &file.to_json());
+    let monitored = SavedRun::load(&golden_dir().join("monitored.results.json")).unwrap();
+    let (kept, given) = (monitored.report.target_resources.as_ref().unwrap(), file.target_resources.unwrap());
+    assert_eq!(
+        (&kept.pids, kept.rss_bytes_peak, kept.disk_read_bytes),
+        (&given.pids, given.rss_bytes_peak, given.disk_read_bytes)
+    );
+    assert!((kept.cpu_percent_peak - given.cpu_percent_peak).abs() < 1e-9, "the results file keeps them");
+    check_golden("monitored.txt", &render_text(&monitored.report));
+    check_golden("monitored.md", &render_markdown(std::slice::from_ref(&monitored)));
+    // A second target, monitored too: the comparison has a row per resource.
+    let mut other = golden_run("open").file;
+    other.label = Some("firedancer".into());
+    other.target_resources = Some(target_resources(777, "fdctl", 95.0, 40));
+    let other = SavedRun::new(other, "other").unwrap();
+    let both = [monitored, other];
+    check_golden("compare-monitored.txt", &render_comparison_text(&both));
+    check_golden("compare-monitored.md", &render_markdown(&both));
+    check_golden("compare-monitored.json", &(comparison_json(&both) + "\n"));
+    check_golden("monitored.csv", &render_csv(&both));
+    let text = render_comparison_text(&both);
+    let rss = text.lines().find(|l| l.starts_with("target RSS peak")).expect("an RSS peak row");
+    assert!(rss.contains("1.66GiB") && rss.contains("50.0MiB (0.03x)"), "{rss}");
+    let html = render_html(&both);
+    for shown in ["<h2>Resources</h2>", "target CPU peak", "216.9%", "1.66GiB", "generator RSS peak"] {
+        assert!(html.contains(shown), "the HTML page shows {shown}");
+    }
+    // The unmonitored golden runs have no target rows, but the generator's.
+    let plain = render_markdown(&[golden_run("closed")]);
+    assert!(!plain.contains("target CPU") && plain.contains("| generator CPU | 15.5% |"), "{plain}");
+}
+
+/// The record of a synthetic capacity step at `rate` for 2 s: latency grows with the rate
+/// past 300 req/s, and 429s start past 350.
+fn synthetic_step(rate: f64, seed: u64) -> RunRecord {
+    let series = Arc::new(Mutex::new(Series::default()));
+    let mut recorder = Recorder::new(1, series);
+    let mut random = Lcg(seed);
+    let count = (rate * 2.0) as u64;
+    let base = if rate <= 300.0 { 2_000 } else { 2_000 + ((rate - 300.0) * 2_000.0) as u64 };
+    for i in 0..count {
+        let outcome =
+            if rate > 350.0 && random.next(100) < 8 { Outcome::HttpStatus(429) } else { Outcome::Ok };
+        let actual = Duration::from_micros(base + random.next(base / 2) + random.next(base / 4));
+        let lag = Duration::from_micros(random.next(300));
+        let timing = Timing { done_second: i * 2 / count, corrected: actual + lag, actual, lag: Some(lag) };
+        recorder.record(0, outcome, timing, || None);
+        recorder.record_status(0, if outcome == Outcome::Ok { 200 } else { 429 });
+    }
+    recorder.calls[0].bytes_sent = count * 60;
+    recorder.calls[0].bytes_received = count * 80;
+    recorder.flush_second();
+    let names = [("getSlot".to_string(), "getSlot".to_string())];
+    let mut record = RunRecord::new(recorder, &names, Duration::from_millis(2_000), false);
+    // What depends on the machine the test runs on, fixed.
+    record.generator = rpcbench::record::GeneratorUsage {
+        workers: rpcbench::engine::usage::ThreadUsage {
+            threads: 1,
+            cpu: Some(Duration::from_micros((rate * 900.0) as u64)),
+            wall: Duration::from_secs(2),
+        },
+        peak_rss_bytes: Some(12_582_912),
+    };
+    record
+}
+
+/// A synthetic capacity search (100, 200, 400, 300, 350 req/s against `p99<20ms,errors<1%`),
+/// the target monitored, as `capacity --save` writes it.
+fn synthetic_capacity() -> CapacityFile {
+    let target = Target::parse("http://127.0.0.1:8899/v3/0123456789abcdef0123456789abcdef").unwrap();
+    let request = RequestTemplate::from_method("getSlot", None).unwrap();
+    let base = RunConfig::new(target, request);
+    let mut settings = CapacitySettings::new(Slo::parse("p99<20ms,errors<1%").unwrap());
+    settings.step = Duration::from_secs(2);
+    settings.warmup = Duration::from_millis(500);
+    settings.cooldown = Duration::from_millis(500);
+    let mut steps = Vec::new();
+    let mut data = Vec::new();
+    for (index, rate) in [100.0, 200.0, 400.0, 300.0, 350.0].into_iter().enumerate() {
+        let record = synthetic_step(rate, index as u64 + 3);
+        let resources = target_resources(4242, "agave-validator", rate / 4.0, 900 + rate as u64);
+        let (step, step_data) = judge_step(&base, &settings, rate, index + 1, &record, Some(resources));
+        steps.push(step);
+        data.push(step_data);
+    }
+    let mut report = summarize(&base, &settings, steps, false, Duration::from_secs(14));
+    report.tool = "rpcbench 0.1.0".into();
+    let mut file = CapacityFile::new(
+        report,
+        data,
+        base.workload.sample_request(0),
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+    );
+    file.machine = Machine { cores: 8, os: "linux".into(), arch: "x86_64".into() };
+    file
+}
+
+#[test]
+fn capacity_files_and_their_reports_are_pinned() {
+    let file = synthetic_capacity();
+    check_golden("capacity.results.json", &file.to_json());
+    let path = golden_dir().join("capacity.results.json");
+    let saved = CapacityFile::load(&path).expect("the committed capacity file");
+    assert_eq!(
+        saved.report.render_text(),
+        file.report.render_text(),
+        "the text renders again, byte for byte"
+    );
+    let report = &saved.report;
+    assert_eq!(
+        (report.capacity, report.first_failing_rate, report.knee),
+        (Some(300.0), Some(350.0), Some(300.0))
+    );
+    check_golden("capacity.txt", &report.render_text());
+    check_golden("capacity.json", &(report.to_json() + "\n"));
+    check_golden("capacity.md", &render_capacity_markdown(&saved));
+    check_golden("capacity.csv", &render_capacity_csv(&saved));
+    let text = report.render_text();
+    assert!(text.contains("CPU") && text.contains("Generator: 1 worker thread(s)"), "{text}");
+    for (format, output) in [
+        ("file", file.to_json()),
+        ("text", saved.report.render_text()),
+        ("json", saved.report.to_json()),
+        ("markdown", render_capacity_markdown(&saved)),
+        ("csv", render_capacity_csv(&saved)),
+        ("html", render_capacity_html(&saved)),
+    ] {
+        assert!(!output.contains("0123456789abcdef"), "{format}: the key is redacted");
+    }
+}
+
+#[test]
+fn the_capacity_page_plots_against_the_offered_rate() {
+    let file = CapacityFile::load(&golden_dir().join("capacity.results.json")).unwrap();
+    let html = render_capacity_html(&file);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), 4, "latency, errors, achieved rate and target CPU");
+    assert!(!html.contains("could not be drawn"), "every chart is drawn");
+    for offline in ["<script", " src=", "href=", "@import", "url("] {
+        assert!(!html.contains(offline), "the page loads nothing: {offline}");
+    }
+    for shown in [
+        "Latency against offered rate",
+        "Errors against offered rate",
+        "Achieved against offered rate",
+        "Target CPU against offered rate",
+        "capacity 300/s",
+        "knee 300/s",
+        ">p50<",
+        ">p90<",
+        ">p99<",
+        "SLO p99&lt;20ms",
+        "SLO errors&lt;1%",
+        "Capacity: 300 req/s within the SLO",
+        "<th>target CPU avg</th>",
+    ] {
+        assert!(html.contains(shown), "the page shows {shown}");
+    }
+    // The answer is marked on every chart.
+    assert_eq!(html.matches("capacity 300/s").count(), 4, "the capacity marked on each chart");
+    assert!(!html.contains("0123456789abcdef"));
+}
+
+#[test]
+fn a_capacity_file_that_does_not_add_up_is_refused() {
+    let text = std::fs::read_to_string(golden_dir().join("capacity.results.json")).unwrap();
+    let path = Path::new("capacity.results.json");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["report"]["steps"][1]["p99_us"] = serde_json::json!(1);
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("step 2: p99 is 1 in the report but"), "{err}");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["steps"].as_array_mut().unwrap().pop();
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("4 recorded steps for 5 reported steps"), "{err}");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["version"] = serde_json::json!(99);
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("version 99"), "{err}");
+    let run = std::fs::read_to_string(golden_dir().join("open.results.json")).unwrap();
+    let err = CapacityFile::from_json(&run, path).unwrap_err().to_string();
+    assert!(err.contains("a run's results file"), "{err}");
+    let err = ResultsFile::from_json(&text, path).unwrap_err().to_string();
+    assert!(err.contains("this is a capacity file"), "{err}");
+}
+
+/// A search stopped before its first step, and one against a dead target (no answer, no
+/// capacity, no knee), still render in every format.
+#[test]
+fn capacity_pages_of_empty_and_failed_searches_draw() {
+    let mut empty = synthetic_capacity();
+    empty.report.steps.clear();
+    empty.steps.clear();
+    (empty.report.capacity, empty.report.first_failing_rate, empty.report.knee) = (None, None, None);
+    let mut dead = synthetic_capacity();
+    for step in &mut dead.report.steps {
+        step.errors = step.requests;
+        step.error_percent = 100.0;
+        step.verdict = rpcbench::capacity::Verdict::SloBreach;
+    }
+    (dead.report.capacity, dead.report.first_failing_rate, dead.report.knee) = (None, None, None);
+    for file in [&empty, &dead] {
+        let html = render_capacity_html(file);
+        assert!(!html.contains("could not be drawn"), "{html}");
+        assert!(!html.contains("capacity 300/s"));
+        assert!(html.contains("Capacity: none"));
+        assert!(render_capacity_markdown(file).contains("**Capacity: none; no step met the SLO**"));
+        assert_eq!(render_capacity_csv(file).lines().count(), file.report.steps.len() + 1);
+    }
+}
+
+/// Checks a capacity JSON report against the committed `schema/capacity.schema.json`.
+fn assert_valid_capacity_json(json: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/capacity.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(json).unwrap();
+    let messages: Vec<String> = match schema.validate(&value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "the capacity report does not match the schema:\n{}", messages.join("\n"));
+}
+
+#[test]
+fn capacity_json_reports_match_their_schema() {
+    let file = CapacityFile::load(&golden_dir().join("capacity.results.json")).unwrap();
+    assert_valid_capacity_json(&file.report.to_json());
+    let mut value: serde_json::Value = serde_json::from_str(&file.report.to_json()).unwrap();
+    value["steps"][0].as_object_mut().unwrap().remove("p90_us");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/capacity.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(
+        !jsonschema::JSONSchema::compile(&schema).unwrap().is_valid(&value),
+        "a missing field is refused"
+    );
 }

@@ -1,0 +1,584 @@
+//! Reports of a capacity search ([`CapacityFile`]) beyond its text and JSON: Markdown (the
+//! steps table and the answer, ready for a pull request), CSV (a row per step) and one
+//! self-contained HTML page whose charts plot against the offered rate: latency percentiles
+//! (p50, p90, p99, log scale) with the SLO's latency bounds, the error rate with its bound,
+//! the achieved rate, and the target's CPU when it was monitored; the answer (capacity) and
+//! the knee are marked on each. The charts reuse the run report's drawing helpers.
+
+use std::fmt::Write;
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::html::{color, esc, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE};
+use crate::capacity::{CapacityReport, LatencyStat, Slo, SloBound, StepResult, Verdict};
+use crate::capacity_file::CapacityFile;
+use crate::monitor::format_bytes;
+use crate::report::tables::trim_float;
+use crate::units::format_micros;
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
+
+const RED: RGBColor = RGBColor(200, 40, 40);
+const GREEN: RGBColor = RGBColor(46, 125, 50);
+const ORANGE: RGBColor = RGBColor(230, 120, 20);
+const GREY: RGBColor = RGBColor(150, 150, 150);
+
+/// The steps in order of offered rate (a bisection runs them out of order).
+fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
+    let mut steps: Vec<&StepResult> = report.steps.iter().collect();
+    steps.sort_by(|a, b| a.target_rate.total_cmp(&b.target_rate));
+    steps
+}
+
+fn monitored(report: &CapacityReport) -> bool {
+    report.steps.iter().any(|s| s.target_resources.is_some())
+}
+
+/// The SLO's clauses, parsed back from the report.
+fn slo(report: &CapacityReport) -> Option<Slo> {
+    Slo::parse(&report.settings.slo).ok()
+}
+
+/// Latency bounds of the SLO on p50, p90 or p99 (the percentiles plotted) and max: (clause,
+/// microseconds).
+fn latency_bounds(report: &CapacityReport) -> Vec<(String, f64)> {
+    slo(report)
+        .map(|slo| {
+            slo.clauses
+                .iter()
+                .filter_map(|clause| match clause.bound {
+                    SloBound::Latency(LatencyStat::Percentile(_) | LatencyStat::Max, limit) => {
+                        Some((clause.text.clone(), limit.as_secs_f64() * 1e6))
+                    }
+                    SloBound::ErrorPercent(_) => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn error_bound(report: &CapacityReport) -> Option<f64> {
+    slo(report)?.clauses.iter().find_map(|clause| match clause.bound {
+        SloBound::ErrorPercent(limit) => Some(limit),
+        SloBound::Latency(..) => None,
+    })
+}
+
+/// Ticks at 1, 2 or 5 times a power of ten, from 0 to `high`.
+fn linear_ticks(high: f64) -> Vec<f64> {
+    let raw = (high / 6.0).max(f64::MIN_POSITIVE);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(raw);
+    (0..).map(|i| i as f64 * step).take_while(|y| *y <= high).collect()
+}
+
+fn linear_axis(high: f64) -> TickedAxis {
+    let high = nice_max(high);
+    TickedAxis::new(0.0..high, linear_ticks(high))
+}
+
+/// The offered-rate axis: from 0 to a little past the highest rate run or achieved.
+fn rate_max(report: &CapacityReport) -> f64 {
+    let highest = report.steps.iter().map(|s| s.target_rate.max(s.achieved_rate)).fold(0.0, f64::max);
+    nice_max(highest.max(1.0))
+}
+
+fn build<'a, 'b>(
+    root: &'a super::html::Area<'b>,
+    x_max: f64,
+    y: TickedAxis,
+) -> Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
+    Ok(ChartBuilder::on(root)
+        .margin(14)
+        .margin_right(44)
+        .x_label_area_size(40)
+        .y_label_area_size(78)
+        .build_cartesian_2d(0.0..x_max, y)?)
+}
+
+/// The capacity (solid green) and the knee (dashed orange) as vertical lines from `low` to
+/// `high`, each labelled at the top.
+fn mark_rates(
+    chart: &mut Chart<'_, '_>,
+    report: &CapacityReport,
+    low: f64,
+    high: f64,
+) -> super::html::DrawResult {
+    let label_at = high - (high - low) * 0.04;
+    let x_max = chart.x_range().end;
+    // Labels right of their line, or left of it near the right edge.
+    let style = |x: f64, color: &RGBColor| {
+        let side = if x > x_max * 0.6 { HPos::Right } else { HPos::Left };
+        (FONT, 13).into_font().color(color).pos(Pos::new(side, VPos::Top))
+    };
+    let pad = |x: f64, text: String| if x > x_max * 0.6 { format!("{text} ") } else { format!(" {text}") };
+    if let Some(knee) = report.knee {
+        chart.draw_series(DashedLineSeries::new(
+            [(knee, low), (knee, high)],
+            6,
+            4,
+            ORANGE.stroke_width(2),
+        ))?;
+        chart.draw_series(std::iter::once(Text::new(
+            pad(knee, format!("knee {}/s", trim_float(knee))),
+            (knee, label_at - (high - low) * 0.07),
+            style(knee, &ORANGE),
+        )))?;
+    }
+    if let Some(capacity) = report.capacity {
+        chart.draw_series(LineSeries::new([(capacity, low), (capacity, high)], GREEN.stroke_width(2)))?;
+        chart.draw_series(std::iter::once(Text::new(
+            pad(capacity, format!("capacity {}/s", trim_float(capacity))),
+            (capacity, label_at),
+            style(capacity, &GREEN),
+        )))?;
+    }
+    Ok(())
+}
+
+/// A horizontal bound across the chart, labelled at its left end.
+fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> super::html::DrawResult {
+    chart.draw_series(DashedLineSeries::new([(0.0, y), (x_max, y)], 8, 5, RED.stroke_width(2)))?;
+    chart.draw_series(std::iter::once(Text::new(
+        format!("SLO {label}"),
+        (x_max * 0.01, y),
+        (FONT, 13).into_font().color(&RED),
+    )))?;
+    Ok(())
+}
+
+fn mesh(
+    chart: &mut Chart<'_, '_>,
+    y_desc: &str,
+    y_label: &dyn Fn(&f64) -> String,
+) -> super::html::DrawResult {
+    chart
+        .configure_mesh()
+        .x_desc("offered rate (requests per second)")
+        .y_desc(y_desc)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 13))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(225, 225, 225))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(y_label)
+        .draw()?;
+    Ok(())
+}
+
+/// The percentiles plotted, each with its colour index.
+const PLOTTED: [(&str, usize); 3] = [("p50", 0), ("p90", 1), ("p99", 2)];
+
+fn percentile_of(step: &StepResult, name: &str) -> f64 {
+    let micros = match name {
+        "p50" => step.p50_us,
+        "p90" => step.p90_us,
+        _ => step.p99_us,
+    };
+    micros as f64
+}
+
+fn latency_chart(report: &CapacityReport) -> String {
+    // Steps without a single answer have no latency to plot.
+    let steps: Vec<&StepResult> = by_rate(report).into_iter().filter(|s| s.requests > s.errors).collect();
+    let bounds = latency_bounds(report);
+    let lowest = steps.iter().map(|s| s.p50_us as f64).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let highest = steps.iter().map(|s| s.p99_us as f64).chain(bounds.iter().map(|b| b.1)).fold(1.0, f64::max);
+    let scale = LatencyScale::log(if lowest.is_finite() { lowest } else { 1.0 }, highest * 1.3);
+    let x_max = rate_max(report);
+    svg(|root| {
+        let mut chart = build(root, x_max, scale.axis())?;
+        mesh(&mut chart, scale.description(), &|y| scale.label(*y))?;
+        for (name, index) in PLOTTED {
+            let points: Vec<(f64, f64)> =
+                steps.iter().map(|s| (s.target_rate, scale.y(percentile_of(s, name)))).collect();
+            chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
+        }
+        // Failing steps: a red cross on their p99.
+        chart.draw_series(
+            steps
+                .iter()
+                .filter(|s| !s.verdict.passed())
+                .map(|s| Cross::new((s.target_rate, scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
+        )?;
+        for (label, limit) in &bounds {
+            bound_line(&mut chart, x_max, scale.y(*limit), label)?;
+        }
+        let (low, high) = (scale.axis().range().start, scale.axis().range().end);
+        mark_rates(&mut chart, report, low, high)
+    })
+}
+
+fn errors_chart(report: &CapacityReport) -> String {
+    let steps = by_rate(report);
+    let bound = error_bound(report);
+    let y_high = steps.iter().map(|s| s.error_percent).chain(bound.map(|b| b * 1.5)).fold(1.0, f64::max);
+    let axis = linear_axis(y_high);
+    let (low, high) = (axis.range().start, axis.range().end);
+    let x_max = rate_max(report);
+    svg(|root| {
+        let mut chart = build(root, x_max, axis)?;
+        mesh(&mut chart, "errors (% of requests)", &|y| format!("{}%", trim_float(*y)))?;
+        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.target_rate, s.error_percent)).collect();
+        chart.draw_series(LineSeries::new(points.iter().copied(), RED.stroke_width(2)))?;
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, RED.filled())))?;
+        if let Some(limit) = bound {
+            bound_line(&mut chart, x_max, limit, &format!("errors<{}%", trim_float(limit)))?;
+        }
+        mark_rates(&mut chart, report, low, high)
+    })
+}
+
+fn achieved_chart(report: &CapacityReport) -> String {
+    let steps = by_rate(report);
+    let x_max = rate_max(report);
+    let axis = TickedAxis::new(0.0..x_max, linear_ticks(x_max));
+    svg(|root| {
+        let mut chart = build(root, x_max, axis)?;
+        mesh(&mut chart, "achieved rate (requests per second)", &|y| format!("{y:.0}"))?;
+        chart.draw_series(DashedLineSeries::new([(0.0, 0.0), (x_max, x_max)], 6, 4, GREY.stroke_width(1)))?;
+        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.target_rate, s.achieved_rate)).collect();
+        chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
+        chart.draw_series(steps.iter().map(|s| {
+            let style = if s.verdict == Verdict::GeneratorLimited { RED.filled() } else { color(0).filled() };
+            Circle::new((s.target_rate, s.achieved_rate), 4, style)
+        }))?;
+        mark_rates(&mut chart, report, 0.0, x_max)
+    })
+}
+
+fn cpu_chart(report: &CapacityReport) -> String {
+    let steps: Vec<&StepResult> =
+        by_rate(report).into_iter().filter(|s| s.target_resources.is_some()).collect();
+    let cpu = |s: &StepResult| {
+        s.target_resources.as_ref().map_or((0.0, 0.0), |r| (r.cpu_percent_avg, r.cpu_percent_peak))
+    };
+    let axis = linear_axis(steps.iter().map(|s| cpu(s).1).fold(10.0, f64::max));
+    let (low, high) = (axis.range().start, axis.range().end);
+    let x_max = rate_max(report);
+    svg(|root| {
+        let mut chart = build(root, x_max, axis)?;
+        mesh(&mut chart, "target CPU (% of one core)", &|y| format!("{y:.0}%"))?;
+        for (index, pick) in [(0usize, 0usize), (1, 1)] {
+            let points: Vec<(f64, f64)> = steps
+                .iter()
+                .map(|s| {
+                    let (avg, peak) = cpu(s);
+                    (s.target_rate, if pick == 0 { avg } else { peak })
+                })
+                .collect();
+            chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
+        }
+        mark_rates(&mut chart, report, low, high)
+    })
+}
+
+/// The resources of a step as table cells: target CPU avg and peak, RSS peak (empty when the
+/// step was not monitored), then the generator's CPU.
+fn resource_cells(step: &StepResult) -> [String; 4] {
+    let (cpu_avg, cpu_peak, rss) = match &step.target_resources {
+        Some(r) => (
+            format!("{:.1}%", r.cpu_percent_avg),
+            format!("{:.1}%", r.cpu_percent_peak),
+            format_bytes(r.rss_bytes_peak),
+        ),
+        None => (String::new(), String::new(), String::new()),
+    };
+    let generator = step
+        .generator
+        .as_ref()
+        .and_then(|g| g.cpu_percent)
+        .map(|cpu| format!("{cpu:.1}%"))
+        .unwrap_or_default();
+    [cpu_avg, cpu_peak, rss, generator]
+}
+
+fn settings_line(file: &CapacityFile) -> String {
+    let settings = &file.report.settings;
+    format!(
+        "SLO {} · open-loop steps of {} after {} warmup, {} cool-down · from {}/s up to {}/s, precision {}% · started {} · {} on {} cores",
+        settings.slo,
+        format_micros(settings.step_us as f64),
+        format_micros(settings.warmup_us as f64),
+        format_micros(settings.cooldown_us as f64),
+        trim_float(settings.start_rate),
+        trim_float(settings.max_rate),
+        trim_float(settings.precision_percent),
+        file.started_at,
+        file.report.tool,
+        file.machine.cores
+    )
+}
+
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The search as Markdown: the settings, a table of the steps and the answer.
+pub fn render_capacity_markdown(file: &CapacityFile) -> String {
+    let report = &file.report;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## rpcbench capacity: {} against {}",
+        md_cell(&report.method),
+        md_cell(&report.target)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", md_cell(&settings_line(file)));
+    let _ = writeln!(out);
+    let monitored = monitored(report);
+    let target_columns = if monitored { " target CPU avg | target CPU peak | target RSS peak |" } else { "" };
+    let target_align = if monitored { "---:|---:|---:|" } else { "" };
+    let _ = writeln!(
+        out,
+        "| step | offered/s | achieved/s | requests | p50 | p90 | p99 | errors |{target_columns} generator CPU | verdict |"
+    );
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|{target_align}---:|---|");
+    for step in &report.steps {
+        let [cpu_avg, cpu_peak, rss, generator] = resource_cells(step);
+        let target = if monitored { format!(" {cpu_avg} | {cpu_peak} | {rss} |") } else { String::new() };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} | {} | {} | {} | {:.2}% |{target} {generator} | {} |",
+            step.step,
+            trim_float(step.target_rate),
+            step.achieved_rate,
+            step.requests,
+            format_micros(step.p50_us as f64),
+            format_micros(step.p90_us as f64),
+            format_micros(step.p99_us as f64),
+            step.error_percent,
+            md_cell(&step.verdict_text())
+        );
+    }
+    let _ = writeln!(out);
+    for line in report.summary_lines() {
+        let line = line.trim_start();
+        if let Some(answer) = line.strip_prefix("Capacity: ") {
+            let _ = writeln!(out, "**Capacity: {}**", md_cell(answer));
+        } else {
+            let _ = writeln!(out, "{}", md_cell(line));
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// The columns of the capacity CSV, in order.
+pub const CAPACITY_CSV_COLUMNS: &[&str] = &[
+    "step",
+    "offered_rate",
+    "achieved_rate",
+    "requests",
+    "errors",
+    "error_pct",
+    "unsent",
+    "p50_us",
+    "p90_us",
+    "p99_us",
+    "p99_uncorrected_us",
+    "send_lag_mean_us",
+    "verdict",
+    "breaches",
+    "target_cpu_avg_pct",
+    "target_cpu_peak_pct",
+    "target_rss_avg_bytes",
+    "target_rss_peak_bytes",
+    "target_disk_read_bytes",
+    "target_disk_write_bytes",
+    "target_conns_avg",
+    "target_conns_peak",
+    "generator_cpu_pct",
+    "generator_peak_rss_bytes",
+];
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn optional<T: ToString>(value: Option<T>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The search as CSV: a row per step, in the order run, plain units.
+pub fn render_capacity_csv(file: &CapacityFile) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", CAPACITY_CSV_COLUMNS.join(","));
+    for step in &file.report.steps {
+        let verdict = serde_json::to_value(step.verdict).ok().and_then(|v| v.as_str().map(str::to_string));
+        let breaches: Vec<&str> = step.breaches.iter().map(|b| b.clause.as_str()).collect();
+        let target = step.target_resources.as_ref();
+        let generator = step.generator.as_ref();
+        let cells = [
+            step.step.to_string(),
+            step.target_rate.to_string(),
+            format!("{:.2}", step.achieved_rate),
+            step.requests.to_string(),
+            step.errors.to_string(),
+            format!("{:.2}", step.error_percent),
+            step.unsent.to_string(),
+            step.p50_us.to_string(),
+            step.p90_us.to_string(),
+            step.p99_us.to_string(),
+            step.p99_uncorrected_us.to_string(),
+            step.send_lag_mean_us.to_string(),
+            verdict.unwrap_or_default(),
+            csv_field(&breaches.join(" ")),
+            optional(target.map(|t| format!("{:.2}", t.cpu_percent_avg))),
+            optional(target.map(|t| format!("{:.2}", t.cpu_percent_peak))),
+            optional(target.map(|t| t.rss_bytes_avg)),
+            optional(target.map(|t| t.rss_bytes_peak)),
+            optional(target.and_then(|t| t.disk_read_bytes)),
+            optional(target.and_then(|t| t.disk_write_bytes)),
+            optional(target.and_then(|t| t.tcp_connections_avg).map(|n| format!("{n:.2}"))),
+            optional(target.and_then(|t| t.tcp_connections_peak)),
+            optional(generator.and_then(|g| g.cpu_percent).map(|p| format!("{p:.2}"))),
+            optional(generator.and_then(|g| g.peak_rss_bytes)),
+        ];
+        let _ = writeln!(out, "{}", cells.join(","));
+    }
+    out
+}
+
+fn card(label: &str, value: &str, class: &str) -> String {
+    format!("<div class=\"card{class}\"><span>{label}</span><b>{}</b></div>", esc(value))
+}
+
+fn steps_table(report: &CapacityReport) -> String {
+    let monitored = monitored(report);
+    let mut out = String::from(
+        "<table><tr><th>step</th><th>offered/s</th><th>achieved/s</th><th>requests</th><th>p50</th><th>p90</th><th>p99</th><th>errors</th>",
+    );
+    if monitored {
+        out.push_str("<th>target CPU avg</th><th>target CPU peak</th><th>target RSS peak</th>");
+    }
+    out.push_str("<th>generator CPU</th><th class=\"text\">verdict</th></tr>");
+    for step in &report.steps {
+        let class = if step.verdict.passed() { "" } else { " class=\"err\"" };
+        let _ = write!(
+            out,
+            "<tr{class}><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}%</td>",
+            step.step,
+            trim_float(step.target_rate),
+            step.achieved_rate,
+            step.requests,
+            esc(&format_micros(step.p50_us as f64)),
+            esc(&format_micros(step.p90_us as f64)),
+            esc(&format_micros(step.p99_us as f64)),
+            step.error_percent
+        );
+        let [cpu_avg, cpu_peak, rss, generator] = resource_cells(step);
+        if monitored {
+            let _ =
+                write!(out, "<td>{}</td><td>{}</td><td>{}</td>", esc(&cpu_avg), esc(&cpu_peak), esc(&rss));
+        }
+        let _ = write!(
+            out,
+            "<td>{}</td><td class=\"text\">{}</td></tr>",
+            esc(&generator),
+            esc(&step.verdict_text())
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The search as one self-contained HTML page: the answer, charts against the offered rate
+/// with the SLO bounds, the capacity and the knee marked, and the steps table.
+pub fn render_capacity_html(file: &CapacityFile) -> String {
+    let report = &file.report;
+    let title = format!("rpcbench capacity: {} against {}", report.method, report.target);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        esc(&title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(out, "<p class=\"sub\">{}</p>", esc(&settings_line(file)));
+    let rate =
+        |rate: Option<f64>| rate.map(|r| format!("{}/s", trim_float(r))).unwrap_or_else(|| "none".into());
+    out.push_str("<section class=\"cards\">");
+    out.push_str(&card(
+        "capacity",
+        &rate(report.capacity),
+        if report.capacity.is_none() { " bad" } else { "" },
+    ));
+    out.push_str(&card("first failing", &rate(report.first_failing_rate), ""));
+    let margin = match (report.margin, report.margin_percent) {
+        (Some(margin), Some(percent)) => format!("{}/s ({}%)", trim_float(margin), trim_float(percent)),
+        _ => "-".into(),
+    };
+    out.push_str(&card("margin", &margin, ""));
+    out.push_str(&card("knee", &rate(report.knee), ""));
+    out.push_str(&card(
+        "limited by",
+        &report.limited_by,
+        if report.limited_by == "generator" { " bad" } else { "" },
+    ));
+    out.push_str(&card("steps", &report.steps.len().to_string(), ""));
+    out.push_str("</section>");
+    let lines = report.summary_lines();
+    let warnings: Vec<&String> =
+        lines.iter().filter(|l| l.trim_start().starts_with("WARNING") || l.contains("INTERRUPTED")).collect();
+    if !warnings.is_empty() {
+        out.push_str("<section class=\"warning\"><h2>Warnings</h2><ul>");
+        for warning in warnings {
+            let _ = write!(out, "<li>{}</li>", esc(warning.trim()));
+        }
+        out.push_str("</ul></section>");
+    }
+    let marks = "green: capacity · orange dashed: knee · red dashed: SLO bound";
+    let _ = writeln!(
+        out,
+        "<section><h2>Latency against offered rate</h2>{}{}</section>",
+        legend_items(&[("p50", 0), ("p90", 1), ("p99", 2)], &format!("red crosses: failing steps · {marks}")),
+        latency_chart(report)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Errors against offered rate</h2>{}{}</section>",
+        legend_items(&[], marks),
+        errors_chart(report)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Achieved against offered rate</h2>{}{}</section>",
+        legend_items(&[("achieved", 0)], "grey dashed: achieved = offered · red: generator-limited steps"),
+        achieved_chart(report)
+    );
+    if monitored(report) {
+        let _ = writeln!(
+            out,
+            "<section><h2>Target CPU against offered rate</h2>{}{}</section>",
+            legend_items(&[("average", 0), ("peak", 1)], "percent of one core"),
+            cpu_chart(report)
+        );
+    }
+    let _ = writeln!(out, "<section><h2>Steps</h2>{}</section>", steps_table(report));
+    out.push_str("<section><h2>Answer</h2>");
+    for line in &lines {
+        let _ = write!(out, "<p>{}</p>", esc(line.trim()));
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Request: <code>{}</code></p></section>",
+        esc(&file.request.to_string())
+    );
+    let _ = writeln!(
+        out,
+        "<footer>{} · rpcbench capacity format {}</footer>\n</main>\n</body>\n</html>",
+        esc(&report.tool),
+        file.version
+    );
+    out
+}
