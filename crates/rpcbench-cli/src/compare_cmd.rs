@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use rpcbench::client::Endpoint;
 use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareEvent, CompareTarget,
     EqualOptions, FieldPath,
@@ -68,7 +69,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Length")]
     pub cooldown: Duration,
 
-    /// Extra header, 'Name: value' (repeatable; load runs only).
+    /// Extra header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", help_heading = "HTTP")]
     pub headers: Vec<String>,
     /// Time allowed for one request.
@@ -360,7 +361,19 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
             targets.len()
         );
     }
-    let report = check_equal(targets, &method, params.as_ref(), &options, stop);
+    // Each target with the headers and TLS settings of a load run.
+    let mut endpoints = Vec::with_capacity(targets.len());
+    for (name, url) in targets {
+        let config = match crate::run_cmd::to_config(&args.run_args(url)) {
+            Ok((config, _)) => config,
+            Err(err) => return output::usage_error(err),
+        };
+        match Endpoint::from_config(&config, args.timeout) {
+            Ok(endpoint) => endpoints.push((name.clone(), endpoint)),
+            Err(err) => return output::failure(format!("target '{name}': {err}")),
+        }
+    }
+    let report = check_equal(&endpoints, &method, params.as_ref(), &options, stop);
     let text = match args.format {
         ReportFormat::Json => report.to_json() + "\n",
         ReportFormat::Markdown => render_equal_markdown(&report),

@@ -11,11 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{self, CallError};
+use crate::client::{CallError, Endpoint};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::Monitor;
-use crate::redact;
 use crate::report::tables::{describe_load, format_ratio, summary_rows, usage_rows, MetricRow};
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
@@ -468,26 +467,29 @@ const MAX_PER_ROUND: usize = 3;
 /// Sends the same request to every target (`(name, url)`), `rounds` times, and compares each
 /// target's normalised responses with the first target's of the same round.
 pub fn check_equal(
-    targets: &[(String, String)],
+    targets: &[(String, Endpoint)],
     method: &str,
     params: Option<&Value>,
     options: &EqualOptions,
     stop: &StopHandle,
 ) -> EqualReport {
-    let (baseline, baseline_url) = targets.first().cloned().unwrap_or_default();
+    let targets: Vec<(&str, Endpoint)> = targets
+        .iter()
+        .map(|(name, endpoint)| (name.as_str(), endpoint.clone().with_timeout(options.timeout)))
+        .collect();
     let mut report = EqualReport {
         method: method.to_string(),
         params: params.cloned(),
         rounds: 0,
-        baseline,
-        baseline_target: redact::url(&baseline_url),
+        baseline: targets.first().map(|(name, _)| name.to_string()).unwrap_or_default(),
+        baseline_target: targets.first().map(|(_, endpoint)| endpoint.redacted()).unwrap_or_default(),
         ignored: options.ignore.iter().map(|p| p.as_str().to_string()).collect(),
         targets: targets
             .iter()
             .skip(1)
-            .map(|(name, url)| EqualTarget {
-                name: name.clone(),
-                target: redact::url(url),
+            .map(|(name, endpoint)| EqualTarget {
+                name: name.to_string(),
+                target: endpoint.redacted(),
                 differing_rounds: 0,
                 examples: Vec::new(),
             })
@@ -499,8 +501,8 @@ pub fn check_equal(
         }
         let responses: Vec<Value> = targets
             .iter()
-            .map(|(_, url)| {
-                let mut value = response_value(client::call(url, method, params, options.timeout));
+            .map(|(_, endpoint)| {
+                let mut value = response_value(endpoint.call(method, params));
                 normalize(&mut value, &options.ignore);
                 value
             })

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use rpcbench::client::Endpoint;
 use rpcbench::compare::{
     check_equal, render_comparison_text, run_comparison, CompareTarget, EqualOptions, FieldPath,
 };
@@ -107,10 +108,11 @@ fn the_equality_check_tells_different_ledgers_apart() {
     let a = solana(None, 1);
     let same = solana(None, 1);
     let other = solana(None, 2);
+    let endpoint = |node: &MockServer| Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
     let targets = vec![
-        ("a".to_string(), a.url()),
-        ("same".to_string(), same.url()),
-        ("other".to_string(), other.url()),
+        ("a".to_string(), endpoint(&a)),
+        ("same".to_string(), endpoint(&same)),
+        ("other".to_string(), endpoint(&other)),
     ];
     let options = EqualOptions {
         rounds: 5,
