@@ -27,6 +27,8 @@
 //! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
 //!   into a [`monitor::ResourceReport`].
+//! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
+//!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
 
 pub mod capacity;
 pub mod client;
@@ -34,6 +36,7 @@ pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
+pub mod metrics;
 pub mod mock;
 pub mod monitor;
 pub mod prepare;
