@@ -237,7 +237,7 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let (config, thresholds) = match to_config(&args) {
+    let (mut config, thresholds) = match to_config(&args) {
         Ok(parsed) => parsed,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
         Err(err) if err.setting == SAMPLING => return output::failure(err),
@@ -245,6 +245,15 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let monitor_pids = match args.monitor.resolve() {
         Ok(pids) => pids,
+        Err(err) => return output::usage_error(err),
+    };
+    // Serves until the command ends.
+    let _metrics_server = match args.metrics.start() {
+        Ok(Some((server, live))) => {
+            config.metrics = Some(live);
+            Some(server)
+        }
+        Ok(None) => None,
         Err(err) => return output::usage_error(err),
     };
     let run = match Run::new(config.clone()) {
