@@ -329,7 +329,7 @@ impl LiveMetrics {
                 snapshot.in_flight += worker.in_flight;
                 snapshot.achieved_rate += worker.rate();
             }
-            snapshot.target_rate = run.curve.as_ref().map(|curve| {
+            snapshot.target_rate = run.curve.as_ref().filter(|_| run.running).map(|curve| {
                 curve.level_at(Instant::now().saturating_duration_since(run.start).as_secs_f64())
             });
             // Every call of the workload has its series from the start, even before its first
@@ -445,8 +445,18 @@ impl Collector for SnapshotCollector {
             "Responses per second over the last few seconds.",
             snapshot.achieved_rate,
         )?;
-        if let Some(rate) = snapshot.target_rate {
-            gauge(&mut encoder, "target_rate", "Open loop: requests per second asked for now.", rate)?;
+        {
+            // Declared even without a value (closed loop, between runs), so that the names the
+            // endpoint exports do not depend on the mode.
+            let mut metric = encoder.encode_descriptor(
+                "target_rate",
+                "Open loop: requests per second asked for now.",
+                None,
+                MetricType::Gauge,
+            )?;
+            if let Some(rate) = snapshot.target_rate {
+                metric.encode_gauge(&rate)?;
+            }
         }
         gauge(
             &mut encoder,
@@ -461,15 +471,10 @@ impl Collector for SnapshotCollector {
             f64::from(u8::from(snapshot.running)),
         )?;
         if let Some((target, mode)) = &snapshot.run {
-            let metric = encoder.encode_descriptor(
-                "run",
-                "The run's target (redacted) and mode.",
-                None,
-                MetricType::Info,
-            )?;
             let labels = [("target", target.as_str()), ("mode", mode)];
-            let mut metric = metric;
-            metric.encode_info(&labels)?;
+            encoder
+                .encode_descriptor("run", "The run's target (redacted) and mode.", None, MetricType::Info)?
+                .encode_info(&labels)?;
         }
         Ok(())
     }
@@ -691,7 +696,10 @@ mod tests {
         assert_eq!(snapshot.in_flight, 0);
         assert!(!snapshot.running);
         assert_eq!(snapshot.target_rate, None, "closed loop has no target rate");
-        assert!(live.render().contains("rpcbench_running 0.0\n"));
+        let text = live.render();
+        assert!(text.contains("rpcbench_running 0.0\n"), "{text}");
+        assert!(text.contains("# TYPE rpcbench_target_rate gauge\n"), "declared: {text}");
+        assert!(!text.lines().any(|line| line.starts_with("rpcbench_target_rate")), "no value: {text}");
     }
 
     #[test]

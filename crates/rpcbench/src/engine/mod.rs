@@ -344,7 +344,11 @@ async fn publish_live(worker: Rc<Worker>, live: metrics::LiveMetrics) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        live.publish(worker.plan.index, &worker.recorder.borrow().calls, worker.in_flight.get());
+        // Connection tasks never hold the recorder across an await; if one ever did, this
+        // publication would wait for the next tick rather than panic.
+        if let Ok(recorder) = worker.recorder.try_borrow() {
+            live.publish(worker.plan.index, &recorder.calls, worker.in_flight.get());
+        }
     }
 }
 

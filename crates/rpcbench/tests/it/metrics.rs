@@ -234,6 +234,7 @@ fn the_endpoint_is_scraped_during_a_run_and_ends_at_the_reports_totals() {
     }
     assert_eq!(last.sum("rpcbench_running", &[]), 0.0);
     assert_eq!(last.sum("rpcbench_in_flight_requests", &[]), 0.0);
+    assert!(last.matching("rpcbench_target_rate", &[]).is_empty(), "no target after the run");
 
     assert_eq!(get(addr, "/").0, 404);
     server.stop();
