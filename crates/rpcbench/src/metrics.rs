@@ -127,8 +127,9 @@ pub struct CallFigures {
 }
 
 impl CallFigures {
-    /// The figures of one call's totals. Walks the latency histogram once (not on the hot path:
-    /// a worker does this every [`PUBLISH_INTERVAL`]).
+    /// The figures of one call's totals. Sums the latency histogram's counts bucket by bucket
+    /// up to its largest value (not on the hot path: a worker does this every
+    /// [`PUBLISH_INTERVAL`]).
     pub fn from_totals(totals: &Totals) -> Self {
         let mut figures = CallFigures {
             requests: totals.counts.total(),
@@ -136,12 +137,25 @@ impl CallFigures {
             ..CallFigures::default()
         };
         let histogram = &totals.latency;
-        for value in histogram.iter_recorded() {
-            let micros = histogram.lowest_equivalent(value.value_iterated_to());
-            let bucket = BUCKET_BOUNDS_US.partition_point(|&bound| bound < micros);
-            figures.buckets[bucket] += value.count_at_value();
+        let recorded = histogram.len();
+        if recorded == 0 {
+            return figures;
         }
-        figures.latency_sum_seconds = histogram.mean() * histogram.len() as f64 / 1e6;
+        let max = histogram.max();
+        let mut counted = 0;
+        let mut low = 0;
+        for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
+            if low > max {
+                break;
+            }
+            // Disjoint ranges of the histogram's own buckets: a bound's bucket counts below it.
+            let count = histogram.count_between(low, bound.min(max));
+            figures.buckets[bucket] = count;
+            counted += count;
+            low = histogram.highest_equivalent(bound) + 1;
+        }
+        figures.buckets[BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
+        figures.latency_sum_seconds = histogram.mean() * recorded as f64 / 1e6;
         figures
     }
 
@@ -620,6 +634,20 @@ mod tests {
         assert_eq!(figures.buckets[2], 1, "300us is in (250us, 500us]");
         let sum: f64 = [80.0, 2_000.0, 300.0, 20_000_000.0, 700.0].iter().sum::<f64>() / 1e6;
         assert!((figures.latency_sum_seconds - sum).abs() < sum * 0.001, "{}", figures.latency_sum_seconds);
+    }
+
+    #[test]
+    fn bounds_count_in_their_own_bucket() {
+        let mut recorder = Recorder::new(1, Arc::new(Mutex::new(Series::default())));
+        for micros in [100, 101, 2_500, 2_600, 10_000_000, 10_100_000] {
+            recorder.record(0, Outcome::Ok, timing(micros), || None);
+        }
+        let figures = CallFigures::from_totals(&recorder.calls[0]);
+        let mut expected = [0; LATENCY_BUCKETS_SECONDS.len() + 1];
+        for bucket in [0, 1, 4, 5, 15, 16] {
+            expected[bucket] = 1;
+        }
+        assert_eq!(figures.buckets, expected);
     }
 
     #[test]
