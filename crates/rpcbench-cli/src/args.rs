@@ -48,6 +48,9 @@ pub struct DemoArgs {
     /// system's temporary directory).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics_args::MetricsArgs,
 }
 
 pub fn duration(text: &str) -> Result<Duration, String> {
@@ -198,4 +201,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub monitor: crate::monitor_args::MonitorArgs,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics_args::MetricsArgs,
 }

@@ -107,6 +107,9 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub monitor: MonitorArgs,
 
+    #[command(flatten)]
+    pub metrics: crate::metrics_args::MetricsArgs,
+
     /// Report format on standard output.
     #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
     pub output: CapacityFormat,
@@ -217,8 +220,17 @@ fn progress_line(step: &StepResult) -> String {
 }
 
 pub fn run(args: CapacityArgs) -> ExitCode {
-    let (config, settings) = match to_settings(&args) {
+    let (mut config, settings) = match to_settings(&args) {
         Ok(both) => both,
+        Err(err) => return output::usage_error(err),
+    };
+    // Serves until the command ends; counters add up over the steps.
+    let _metrics_server = match args.metrics.start() {
+        Ok(Some((server, live))) => {
+            config.metrics = Some(live);
+            Some(server)
+        }
+        Ok(None) => None,
         Err(err) => return output::usage_error(err),
     };
     let stop = StopHandle::new();

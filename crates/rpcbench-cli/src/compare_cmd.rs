@@ -221,6 +221,7 @@ impl CompareArgs {
             fixed_id: None,
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
+            metrics: Default::default(),
             output: OutputFormat::Text,
             quiet: true,
             save: None,

@@ -15,11 +15,20 @@ use crate::args::DemoArgs;
 use crate::output;
 
 pub fn run(args: DemoArgs) -> ExitCode {
-    let options =
+    let mut options =
         DemoOptions { step_duration: args.step_duration, rate: args.rate, ..DemoOptions::default() };
     if options.step_duration.is_zero() {
         return output::usage_error("--step-duration: must be longer than zero");
     }
+    // Serves until the command ends; counters add up over the steps.
+    let _metrics_server = match args.metrics.start() {
+        Ok(Some((server, live))) => {
+            options.metrics = Some(live);
+            Some(server)
+        }
+        Ok(None) => None,
+        Err(err) => return output::usage_error(err),
+    };
     // Ctrl-C stops the step that is running; the summary covers the steps that ran.
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());

@@ -7,6 +7,7 @@ mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
 mod merge_cmd;
+mod metrics_args;
 mod monitor_args;
 mod output;
 mod report_cmd;

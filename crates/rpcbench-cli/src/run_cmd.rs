@@ -286,10 +286,19 @@ pub fn run(args: RunArgs) -> ExitCode {
     if plan.targets.len() > 1 {
         return crate::run_targets::run(&args, plan);
     }
-    let (_, config) = plan.targets.swap_remove(0);
+    let (_, mut config) = plan.targets.swap_remove(0);
     let thresholds = plan.thresholds;
     let monitor_pids = match args.monitor.resolve() {
         Ok(pids) => pids,
+        Err(err) => return output::usage_error(err),
+    };
+    // Serves until the command ends.
+    let _metrics_server = match args.metrics.start() {
+        Ok(Some((server, live))) => {
+            config.metrics = Some(live);
+            Some(server)
+        }
+        Ok(None) => None,
         Err(err) => return output::usage_error(err),
     };
     let run = match Run::new(config.clone()) {

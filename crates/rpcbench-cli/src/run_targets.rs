@@ -43,12 +43,21 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             ),
         ));
     }
+    // One endpoint for the whole sequence: the counters add up over the targets' runs.
+    let (_metrics_server, live) = match args.metrics.start() {
+        Ok(Some((server, live))) => (Some(server), Some(live)),
+        Ok(None) => (None, None),
+        Err(err) => return output::usage_error(err),
+    };
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     let targets: Vec<CompareTarget> = plan
         .targets
         .into_iter()
-        .map(|(name, config)| CompareTarget { name, config, monitor_pids: Vec::new() })
+        .map(|(name, mut config)| {
+            config.metrics.clone_from(&live);
+            CompareTarget { name, config, monitor_pids: Vec::new() }
+        })
         .collect();
     let quiet = args.quiet;
     if !quiet {

@@ -455,3 +455,74 @@ fn sigint_during_a_run_prints_the_report_of_what_completed() {
     assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{report}");
     assert!(report["elapsed_us"].as_u64().unwrap() < 10_000_000, "{report}");
 }
+
+#[test]
+fn a_bad_metrics_listen_address_exits_2_naming_the_flag() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to occupy");
+    let taken = taken.local_addr().unwrap().to_string();
+    let url = "http://127.0.0.1:1/";
+    let cases: [&[&str]; 5] = [
+        &["run", url, "--method", "getSlot", "--metrics-listen", "nonsense"],
+        &["run", url, "--method", "getSlot", "--metrics-listen", "127.0.0.1:99999"],
+        &["run", url, "--method", "getSlot", "--metrics-listen", &taken],
+        &["capacity", url, "--method", "getSlot", "--slo", "p99<1s", "--metrics-listen", "x:y"],
+        &["demo", "--metrics-listen", &taken],
+    ];
+    for args in cases {
+        let output = rpcbench(args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains("--metrics-listen"), "{args:?}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+}
+
+#[test]
+fn a_run_serves_metrics_at_the_address_it_prints() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let node = static_node();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", &node.url(), "--method", "getSlot", "-c", "2", "-d", "30s", "--threads", "1"])
+        .args(["--metrics-listen", "127.0.0.1:0", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stderr_lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = stderr_lines.next().expect("a line on stderr").unwrap();
+    let addr = first
+        .strip_prefix("metrics: http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no metrics address in '{first}'"))
+        .to_string();
+    let scrape = || {
+        let mut stream = std::net::TcpStream::connect(&addr).expect("the endpoint accepts");
+        write!(stream, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let waited = Instant::now();
+    let requests = loop {
+        let response = scrape();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        let requests: u64 = response
+            .lines()
+            .find_map(|line| line.strip_prefix("rpcbench_requests_total{method=\"getSlot\"} "))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0);
+        if requests > 0 {
+            break requests;
+        }
+        assert!(waited.elapsed() < Duration::from_secs(60), "no requests published: {response}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let kill = Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    let output = child.wait_with_output().expect("the output is read");
+    assert_eq!(output.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert!(report["requests"]["total"].as_u64().unwrap() >= requests);
+}

@@ -31,11 +31,19 @@ pub struct DemoOptions {
     pub rate: f64,
     /// Threads for the mock node (the rest of the machine is the generator's).
     pub node_threads: usize,
+    /// Where every step publishes live figures (`--metrics-listen`), if anywhere.
+    pub metrics: Option<crate::metrics::LiveMetrics>,
 }
 
 impl Default for DemoOptions {
     fn default() -> Self {
-        Self { step_duration: Duration::from_secs(2), connections: [16, 256], rate: 2000.0, node_threads: 1 }
+        Self {
+            step_duration: Duration::from_secs(2),
+            connections: [16, 256],
+            rate: 2000.0,
+            node_threads: 1,
+            metrics: None,
+        }
     }
 }
 
@@ -156,6 +164,7 @@ pub fn run_demo(
             config.warmup = Duration::from_millis(200);
             config.threads = generator_threads;
             config.timeout = Duration::from_secs(2);
+            config.metrics = options.metrics.clone();
             let run = Run::with_stop(config.clone(), stop.clone()).map_err(DemoError::Engine)?;
             let started = SystemTime::now();
             let record = run.execute().map_err(DemoError::Engine)?;
@@ -181,6 +190,7 @@ pub fn run_demo(
             let mut base = RunConfig::new(target, request);
             base.threads = generator_threads;
             base.timeout = Duration::from_secs(2);
+            base.metrics = options.metrics.clone();
             let slo = Slo::parse(DEMO_SLO).expect("the demo's SLO is valid");
             let mut settings = CapacitySettings::new(slo);
             settings.bounds = SearchBounds::new(250.0, 100_000.0, 0.10);

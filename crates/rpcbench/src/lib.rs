@@ -28,6 +28,8 @@
 //!   [`capacity_file`] keeps every step of a search losslessly so `report` renders it again.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
 //!   into a [`monitor::ResourceReport`].
+//! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
+//!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
 
 pub mod capacity;
 pub mod capacity_file;
@@ -36,6 +38,7 @@ pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod jsonrpc;
+pub mod metrics;
 pub mod mock;
 pub mod monitor;
 pub mod prepare;

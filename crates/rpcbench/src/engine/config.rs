@@ -217,6 +217,9 @@ pub struct RunConfig {
     /// Seed for everything random in the run (arrivals, the mix, generated params), so reruns
     /// send the same requests.
     pub seed: u64,
+    /// Where workers publish live figures for a metrics endpoint (`--metrics-listen`). `None`
+    /// (the default) publishes nothing.
+    pub metrics: Option<crate::metrics::LiveMetrics>,
 }
 
 impl fmt::Debug for RunConfig {
@@ -238,6 +241,7 @@ impl fmt::Debug for RunConfig {
             .field("check", &self.check)
             .field("fixed_id", &self.fixed_id)
             .field("seed", &self.seed)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -262,6 +266,7 @@ impl RunConfig {
             check: CheckMode::Scan,
             fixed_id: None,
             seed: 1,
+            metrics: None,
         }
     }
 

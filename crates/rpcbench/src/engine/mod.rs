@@ -29,6 +29,7 @@ use rand::SeedableRng;
 use tokio::sync::{watch, Notify};
 
 use crate::jsonrpc::{self, InvalidKind, Outcome};
+use crate::metrics;
 use crate::record::{Phases, Recorder, RunRecord, Series, Timing};
 use config::{Load, RunConfig};
 use connect::{Connector, SetupError};
@@ -158,6 +159,9 @@ impl Run {
         // Give the threads a moment to start so that every worker shares one start instant.
         let start = Instant::now() + Duration::from_millis(5);
         let clock = Clock::new(&self.config, start);
+        if let Some(live) = &self.config.metrics {
+            live.begin_run(&self.config, workers, clock.start, clock.measure_start);
+        }
         let mut handles = Vec::with_capacity(workers);
         for index in 0..workers {
             let plan = WorkerPlan::new(&self.config, index, workers);
@@ -185,6 +189,9 @@ impl Run {
                     first_error = first_error.or(Some(std::io::Error::other("a worker thread panicked")))
                 }
             }
+        }
+        if let Some(live) = &self.config.metrics {
+            live.end_run();
         }
         if let Some(err) = first_error {
             return Err(EngineError::Runtime(err));
@@ -302,6 +309,9 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
         for _ in 0..driver.plan.initial_connections {
             driver.spawn_connection();
         }
+        if let Some(live) = driver.shared.config.metrics.clone() {
+            tokio::task::spawn_local(publish_live(driver.clone(), live));
+        }
         let all_done = driver.all_done.notified();
         tokio::select! {
             _ = all_done => {}
@@ -320,8 +330,26 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     let series = worker.shared.series.clone();
     let mut recorder = worker.recorder.replace(Recorder::new(0, series));
     recorder.flush_second();
+    if let Some(live) = &worker.shared.config.metrics {
+        live.publish(worker.plan.index, &recorder.calls, 0);
+    }
     recorder.usage = meter.finish();
     Ok(recorder)
+}
+
+/// With a metrics endpoint: publishes the worker's figures every [`metrics::PUBLISH_INTERVAL`],
+/// from the worker's own thread (the recorder is not shared, and nothing is counted twice).
+async fn publish_live(worker: Rc<Worker>, live: metrics::LiveMetrics) {
+    let mut ticker = tokio::time::interval(metrics::PUBLISH_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        // Connection tasks never hold the recorder across an await; if one ever did, this
+        // publication would wait for the next tick rather than panic.
+        if let Ok(recorder) = worker.recorder.try_borrow() {
+            live.publish(worker.plan.index, &recorder.calls, worker.in_flight.get());
+        }
+    }
 }
 
 /// A worker's state, shared by its connection tasks on one thread.
@@ -341,6 +369,8 @@ struct Worker {
     connections: Cell<usize>,
     /// Connections sleeping until their ticket is due.
     idle: Cell<usize>,
+    /// Requests sent and not yet answered (for the live metrics).
+    in_flight: Cell<u64>,
     /// Open loop: the timer connections sleep on until their ticket is due.
     pacing: OnceCell<hires::PacingTimer>,
     /// Closed loop with stages: the number of connections wanted over time.
@@ -384,6 +414,7 @@ impl Worker {
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
+            in_flight: Cell::new(0),
             pacing: OnceCell::new(),
             connection_curve: match shared.config.load {
                 Load::Closed { .. } => shared.config.level_curve(),
@@ -615,6 +646,7 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
         request.extend_from_slice(&body);
 
         let sent = Instant::now();
+        worker.in_flight.set(worker.in_flight.get() + 1);
         let send_done = Cell::new(None);
         let deadline = sent + config.timeout;
         // The connection's timer is re-armed lazily: it stays set to an earlier request's
@@ -642,6 +674,7 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
             }
         };
         let done = Instant::now();
+        worker.in_flight.set(worker.in_flight.get() - 1);
         let (outcome, keep) = match result {
             Err(_) => (Outcome::Timeout, false),
             Ok(Err(ReadError::Closed)) => (Outcome::Closed, false),

@@ -5,6 +5,7 @@ mod compare;
 mod engine;
 mod golden;
 mod hostile;
+mod metrics;
 mod monitor;
 mod report;
 mod results;

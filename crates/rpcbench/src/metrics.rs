@@ -1,0 +1,743 @@
+//! Live metrics of a run in the Prometheus text format (`--metrics-listen`).
+//!
+//! The load workers keep no shared counters: every [`PUBLISH_INTERVAL`] each worker copies a
+//! small summary of its own recorder (per call: requests, errors by class, latency bucket
+//! counts) into a [`LiveMetrics`] store, under one short lock, and never per request. A
+//! [`MetricsServer`] on a thread and runtime of its own answers `GET /metrics` from that store,
+//! encoded by the `prometheus-client` crate's text encoder. A run without a store
+//! (`RunConfig::metrics` is `None`) publishes nothing.
+//!
+//! Workers publish cumulative figures, so a late or lost publication loses nothing: the store
+//! keeps each worker's latest figures, adds up the workers at scrape time, and folds a finished
+//! run into a base, so that counters keep growing across the runs of a capacity search or a
+//! demo. Only measured requests count (not warmup), as in the report; after a run the
+//! counters equal the report's totals.
+//!
+//! Exported (every name prefixed `rpcbench_`):
+//! - `requests_total{method}`: completed requests, whatever their outcome;
+//! - `errors_total{method,class,code}`: failed requests by outcome class (`rpc_error`,
+//!   `http_error`, `invalid`, `timeout`, `connect`, `closed`) and code (JSON-RPC error code,
+//!   HTTP status, kind of invalid response; absent for the others);
+//! - `latency_seconds{method}`: histogram of latency, corrected (from the intended send time)
+//!   in open loop, buckets [`LATENCY_BUCKETS_SECONDS`];
+//! - `achieved_rate`: responses per second over the last few seconds;
+//! - `target_rate`: open loop only, the rate asked for now (it follows stages);
+//! - `in_flight_requests`: requests sent and not yet answered;
+//! - `running`: 1 while a run is going on, 0 after;
+//! - `run_info{target,mode}`: the target URL (redacted) and `open` or `closed`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
+use std::fmt;
+use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::sync::watch;
+
+use crate::engine::config::{Load, RunConfig};
+use crate::engine::stages::LevelCurve;
+use crate::jsonrpc::InvalidKind;
+use crate::record::{OutcomeCounts, Totals};
+
+/// How often each worker publishes its figures.
+/// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
+/// callgrind), so once a second, like the per-second series, is the right trade.
+pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Upper bounds of the latency histogram's buckets, seconds (then `+Inf`).
+pub const LATENCY_BUCKETS_SECONDS: [f64; 16] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The same bounds in microseconds, the unit of the recorders' histograms.
+const BUCKET_BOUNDS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000, 5_000_000, 10_000_000,
+];
+
+/// The achieved rate is measured over about this much recent time.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
+
+/// The content type of the OpenMetrics text format, which `prometheus-client` writes.
+pub const CONTENT_TYPE_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The class of a failed request, with its code where it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    /// A JSON-RPC error object in an HTTP 2xx response, with its code.
+    RpcError(i64),
+    /// A non-2xx HTTP status.
+    HttpStatus(u16),
+    /// An invalid response, by kind.
+    Invalid(InvalidKind),
+    /// No complete response within the timeout.
+    Timeout,
+    /// The connection could not be established.
+    Connect,
+    /// The connection closed before the response was complete.
+    Closed,
+}
+
+impl ErrorClass {
+    /// The `class` label.
+    pub fn class(self) -> &'static str {
+        match self {
+            ErrorClass::RpcError(_) => "rpc_error",
+            ErrorClass::HttpStatus(_) => "http_error",
+            ErrorClass::Invalid(_) => "invalid",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connect => "connect",
+            ErrorClass::Closed => "closed",
+        }
+    }
+
+    /// The `code` label, for the classes that have one.
+    pub fn code(self) -> Option<String> {
+        match self {
+            ErrorClass::RpcError(code) => Some(code.to_string()),
+            ErrorClass::HttpStatus(status) => Some(status.to_string()),
+            ErrorClass::Invalid(kind) => Some(kind.name().to_string()),
+            ErrorClass::Timeout | ErrorClass::Connect | ErrorClass::Closed => None,
+        }
+    }
+}
+
+/// What one call (a `method` label) measured so far.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallFigures {
+    /// Completed requests, whatever their outcome.
+    pub requests: u64,
+    /// Failed requests by class.
+    pub errors: BTreeMap<ErrorClass, u64>,
+    /// Latencies per bucket of [`LATENCY_BUCKETS_SECONDS`] (not cumulative), then the count
+    /// above the last bound.
+    pub buckets: [u64; LATENCY_BUCKETS_SECONDS.len() + 1],
+    /// Sum of the latencies, seconds.
+    pub latency_sum_seconds: f64,
+}
+
+impl CallFigures {
+    /// The figures of one call's totals. Sums the latency histogram's counts bucket by bucket
+    /// up to its largest value (not on the hot path: a worker does this every
+    /// [`PUBLISH_INTERVAL`]).
+    pub fn from_totals(totals: &Totals) -> Self {
+        let mut figures = CallFigures {
+            requests: totals.counts.total(),
+            errors: error_classes(&totals.counts),
+            ..CallFigures::default()
+        };
+        let histogram = &totals.latency;
+        let recorded = histogram.len();
+        if recorded == 0 {
+            return figures;
+        }
+        let max = histogram.max();
+        let mut counted = 0;
+        let mut low = 0;
+        for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
+            if low > max {
+                break;
+            }
+            // Disjoint ranges of the histogram's own buckets: a bound's bucket counts below it.
+            let count = histogram.count_between(low, bound.min(max));
+            figures.buckets[bucket] = count;
+            counted += count;
+            low = histogram.highest_equivalent(bound) + 1;
+        }
+        figures.buckets[BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
+        figures.latency_sum_seconds = histogram.mean() * recorded as f64 / 1e6;
+        figures
+    }
+
+    /// Latencies recorded (every request but failed connects).
+    pub fn latency_count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Failed requests.
+    pub fn error_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    fn add(&mut self, other: &CallFigures) {
+        self.requests += other.requests;
+        for (class, count) in &other.errors {
+            *self.errors.entry(*class).or_default() += count;
+        }
+        for (ours, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *ours += theirs;
+        }
+        self.latency_sum_seconds += other.latency_sum_seconds;
+    }
+}
+
+fn error_classes(counts: &OutcomeCounts) -> BTreeMap<ErrorClass, u64> {
+    let mut errors = BTreeMap::new();
+    let mut add = |class, count| {
+        if count > 0 {
+            errors.insert(class, count);
+        }
+    };
+    for (code, error) in &counts.rpc_errors {
+        add(ErrorClass::RpcError(*code), error.count);
+    }
+    for (status, count) in &counts.http_errors {
+        add(ErrorClass::HttpStatus(*status), *count);
+    }
+    for (kind, count) in &counts.invalid {
+        add(ErrorClass::Invalid(*kind), *count);
+    }
+    add(ErrorClass::Timeout, counts.timeout);
+    add(ErrorClass::Connect, counts.connect);
+    add(ErrorClass::Closed, counts.closed);
+    errors
+}
+
+/// Everything the endpoint shows at one moment.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    /// Figures per `method` label (the call's name), this run and earlier ones added up.
+    pub methods: BTreeMap<String, CallFigures>,
+    /// Requests sent and not yet answered.
+    pub in_flight: u64,
+    /// Responses per second over the last few seconds.
+    pub achieved_rate: f64,
+    /// Open loop: the rate asked for now.
+    pub target_rate: Option<f64>,
+    /// Whether a run is going on.
+    pub running: bool,
+    /// The latest run's target URL, redacted, and mode (`open` or `closed`).
+    pub run: Option<(String, &'static str)>,
+}
+
+/// The store the workers publish into and the endpoint reads. Cloning it is cheap; every clone
+/// is the same store.
+#[derive(Clone, Default)]
+pub struct LiveMetrics(Arc<Mutex<State>>);
+
+impl fmt::Debug for LiveMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveMetrics").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Finished runs, by method label.
+    base: BTreeMap<String, CallFigures>,
+    run: Option<RunState>,
+}
+
+struct RunState {
+    target: String,
+    mode: &'static str,
+    start: Instant,
+    /// Open loop: the rate over time, seconds from `start`.
+    curve: Option<LevelCurve>,
+    names: Vec<String>,
+    workers: Vec<WorkerSlot>,
+    running: bool,
+}
+
+#[derive(Default)]
+struct WorkerSlot {
+    calls: Vec<CallFigures>,
+    in_flight: u64,
+    /// (publication time, requests so far), oldest first, covering about [`RATE_WINDOW`].
+    history: VecDeque<(Instant, u64)>,
+}
+
+impl WorkerSlot {
+    fn rate(&self) -> f64 {
+        match (self.history.front(), self.history.back()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
+                n1.saturating_sub(n0) as f64 / t1.duration_since(t0).as_secs_f64()
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+impl LiveMetrics {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// A run starts: `workers` workers will publish; measurement starts at `measure_start`.
+    pub(crate) fn begin_run(
+        &self,
+        config: &RunConfig,
+        workers: usize,
+        start: Instant,
+        measure_start: Instant,
+    ) {
+        let (mode, curve) = match &config.load {
+            Load::Closed { .. } => ("closed", None),
+            Load::Open { rate, .. } => {
+                ("open", Some(config.level_curve().unwrap_or_else(|| LevelCurve::constant(*rate))))
+            }
+        };
+        let slot = || WorkerSlot { history: VecDeque::from([(measure_start, 0)]), ..WorkerSlot::default() };
+        let run = RunState {
+            target: config.target.redacted(),
+            mode,
+            start,
+            curve,
+            names: config.workload.calls().iter().map(|call| call.name().to_string()).collect(),
+            workers: (0..workers).map(|_| slot()).collect(),
+            running: true,
+        };
+        let mut state = self.state();
+        state.fold_run();
+        state.run = Some(run);
+    }
+
+    /// A worker's figures so far: its per-call totals (in the workload's order) and its
+    /// requests in flight.
+    pub(crate) fn publish(&self, worker: usize, calls: &[Totals], in_flight: u64) {
+        let figures: Vec<CallFigures> = calls.iter().map(CallFigures::from_totals).collect();
+        let requests = figures.iter().map(|call| call.requests).sum();
+        let now = Instant::now();
+        let mut state = self.state();
+        let Some(slot) = state.run.as_mut().and_then(|run| run.workers.get_mut(worker)) else { return };
+        slot.calls = figures;
+        slot.in_flight = in_flight;
+        // Before measurement starts (warmup) the history stays at its start.
+        let since = slot.history.front().map_or(now, |&(start, _)| start.max(now));
+        slot.history.push_back((since, requests));
+        while slot.history.len() > 2 && slot.history[1].0 + RATE_WINDOW <= since {
+            slot.history.pop_front();
+        }
+    }
+
+    /// The run ended: its figures join the base and the gauges go to zero.
+    pub(crate) fn end_run(&self) {
+        let mut state = self.state();
+        state.fold_run();
+    }
+
+    /// What the endpoint shows now.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.state();
+        let mut snapshot = Snapshot { methods: state.base.clone(), ..Snapshot::default() };
+        if let Some(run) = &state.run {
+            snapshot.run = Some((run.target.clone(), run.mode));
+            snapshot.running = run.running;
+            for worker in &run.workers {
+                add_calls(&mut snapshot.methods, &run.names, &worker.calls);
+                snapshot.in_flight += worker.in_flight;
+                snapshot.achieved_rate += worker.rate();
+            }
+            snapshot.target_rate = run.curve.as_ref().filter(|_| run.running).map(|curve| {
+                curve.level_at(Instant::now().saturating_duration_since(run.start).as_secs_f64())
+            });
+            // Every call of the workload has its series from the start, even before its first
+            // request completes.
+            for name in &run.names {
+                snapshot.methods.entry(name.clone()).or_default();
+            }
+        }
+        snapshot
+    }
+
+    /// The endpoint's answer now, in the OpenMetrics text format.
+    pub fn render(&self) -> String {
+        render(&self.snapshot())
+    }
+}
+
+impl State {
+    /// Moves the figures of the current run (if still open) into the base.
+    fn fold_run(&mut self) {
+        let Some(run) = self.run.as_mut() else { return };
+        if !run.running {
+            return;
+        }
+        for worker in &mut run.workers {
+            add_calls(&mut self.base, &run.names, &worker.calls);
+            *worker = WorkerSlot::default();
+        }
+        run.running = false;
+    }
+}
+
+fn add_calls(into: &mut BTreeMap<String, CallFigures>, names: &[String], calls: &[CallFigures]) {
+    for (name, figures) in names.iter().zip(calls) {
+        into.entry(name.clone()).or_default().add(figures);
+    }
+}
+
+/// Renders a snapshot with `prometheus-client`'s text encoder.
+pub fn render(snapshot: &Snapshot) -> String {
+    let mut registry = Registry::with_prefix("rpcbench");
+    registry.register_collector(Box::new(SnapshotCollector(snapshot.clone())));
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    prometheus_client::encoding::text::encode(&mut text, &registry).ok();
+    text
+}
+
+/// Encodes one snapshot at scrape time.
+#[derive(Debug)]
+struct SnapshotCollector(Snapshot);
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let snapshot = &self.0;
+        {
+            let mut metric = encoder.encode_descriptor(
+                "requests",
+                "Completed requests (measured, after warmup), whatever their outcome.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (method, figures) in &snapshot.methods {
+                let labels = [("method", method.as_str())];
+                metric
+                    .encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&figures.requests, None)?;
+            }
+        }
+        {
+            let mut metric = encoder.encode_descriptor(
+                "errors",
+                "Failed requests by outcome class and code (JSON-RPC error code, HTTP status, kind).",
+                None,
+                MetricType::Counter,
+            )?;
+            for (method, figures) in &snapshot.methods {
+                for (class, count) in &figures.errors {
+                    let mut labels = vec![("method", method.clone()), ("class", class.class().to_string())];
+                    if let Some(code) = class.code() {
+                        labels.push(("code", code));
+                    }
+                    metric.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(count, None)?;
+                }
+            }
+        }
+        {
+            let mut metric = encoder.encode_descriptor(
+                "latency",
+                "Request latency; from the intended send time in open loop (corrected).",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for (method, figures) in &snapshot.methods {
+                let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+                    .iter()
+                    .copied()
+                    .chain([f64::INFINITY])
+                    .zip(figures.buckets.iter().copied())
+                    .collect();
+                let labels = [("method", method.as_str())];
+                metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                    figures.latency_sum_seconds,
+                    figures.latency_count(),
+                    &buckets,
+                    None,
+                )?;
+            }
+        }
+        gauge(
+            &mut encoder,
+            "achieved_rate",
+            "Responses per second over the last few seconds.",
+            snapshot.achieved_rate,
+        )?;
+        {
+            // Declared even without a value (closed loop, between runs), so that the names the
+            // endpoint exports do not depend on the mode.
+            let mut metric = encoder.encode_descriptor(
+                "target_rate",
+                "Open loop: requests per second asked for now.",
+                None,
+                MetricType::Gauge,
+            )?;
+            if let Some(rate) = snapshot.target_rate {
+                metric.encode_gauge(&rate)?;
+            }
+        }
+        gauge(
+            &mut encoder,
+            "in_flight_requests",
+            "Requests sent and not yet answered.",
+            snapshot.in_flight as f64,
+        )?;
+        gauge(
+            &mut encoder,
+            "running",
+            "1 while a run is going on, 0 after.",
+            f64::from(u8::from(snapshot.running)),
+        )?;
+        if let Some((target, mode)) = &snapshot.run {
+            let labels = [("target", target.as_str()), ("mode", mode)];
+            encoder
+                .encode_descriptor("run", "The run's target (redacted) and mode.", None, MetricType::Info)?
+                .encode_info(&labels)?;
+        }
+        Ok(())
+    }
+}
+
+fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> Result<(), fmt::Error> {
+    encoder.encode_descriptor(name, help, None, MetricType::Gauge)?.encode_gauge(&value)
+}
+
+/// The HTTP endpoint: `GET /metrics` on a thread with a small runtime of its own, never on the
+/// load workers. Stops on [`MetricsServer::stop`] or drop.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    shutdown: Option<watch::Sender<bool>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Binds `addr` (port 0 picks a free port) and serves `live` from a thread of its own.
+    /// Returns once the socket is listening.
+    pub fn start(addr: SocketAddr, live: LiveMetrics) -> std::io::Result<MetricsServer> {
+        let std_listener = StdTcpListener::bind(addr)?;
+        let addr = std_listener.local_addr()?;
+        std_listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            tokio::net::TcpListener::from_std(std_listener)?
+        };
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let thread = std::thread::Builder::new().name("rpcbench-metrics".into()).spawn(move || {
+            runtime.block_on(accept_loop(listener, live, shutdown_rx));
+            runtime.shutdown_timeout(Duration::from_millis(200));
+        })?;
+        Ok(MetricsServer { addr, shutdown: Some(shutdown), thread: Some(thread) })
+    }
+
+    /// The address the endpoint listens on (the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint's URL, e.g. `http://127.0.0.1:9464/metrics`.
+    pub fn url(&self) -> String {
+        format!("http://{}/metrics", self.addr)
+    }
+
+    /// Stops serving and joins the thread.
+    pub fn stop(mut self) {
+        self.shutdown_and_join();
+    }
+
+    fn shutdown_and_join(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(true);
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.shutdown_and_join();
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    live: LiveMetrics,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _peer)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let live = live.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let live = live.clone();
+                async move { Ok::<_, Infallible>(answer(&live, &request)) }
+            });
+            let _ =
+                http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+fn answer<B>(live: &LiveMetrics, request: &Request<B>) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (request.method(), request.uri().path()) {
+        (&Method::GET, "/metrics") => (StatusCode::OK, CONTENT_TYPE_TEXT, live.render()),
+        (_, "/metrics") => (StatusCode::METHOD_NOT_ALLOWED, "text/plain", "use GET\n".to_string()),
+        _ => (StatusCode::NOT_FOUND, "text/plain", "not found: metrics are at /metrics\n".to_string()),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::config::Target;
+    use crate::jsonrpc::{Outcome, RequestTemplate};
+    use crate::record::Recorder;
+    use crate::record::{Series, Timing};
+
+    fn timing(micros: u64) -> Timing {
+        let d = Duration::from_micros(micros);
+        Timing { done_second: 0, corrected: d, actual: d, lag: None }
+    }
+
+    fn recorder() -> Recorder {
+        let mut recorder = Recorder::new(1, Arc::new(Mutex::new(Series::default())));
+        recorder.record(0, Outcome::Ok, timing(80), || None);
+        recorder.record(0, Outcome::Ok, timing(2_000), || None);
+        recorder.record(0, Outcome::RpcError(-32005), timing(300), || None);
+        recorder.record(0, Outcome::HttpStatus(429), timing(20_000_000), || None);
+        recorder.record(0, Outcome::Connect, timing(5), || None);
+        recorder.record(0, Outcome::Invalid(InvalidKind::NotJson), timing(700), || None);
+        recorder
+    }
+
+    #[test]
+    fn figures_bin_latencies_and_classify_errors() {
+        let figures = CallFigures::from_totals(&recorder().calls[0]);
+        assert_eq!(figures.requests, 6);
+        assert_eq!(figures.error_total(), 4);
+        assert_eq!(figures.errors[&ErrorClass::RpcError(-32005)], 1);
+        assert_eq!(figures.errors[&ErrorClass::Connect], 1);
+        // A failed connect sent nothing and has no latency.
+        assert_eq!(figures.latency_count(), 5);
+        assert_eq!(figures.buckets[0], 1, "80us <= 100us");
+        assert_eq!(figures.buckets[1], 0, "nothing in (100us, 250us]");
+        assert_eq!(figures.buckets[2], 1, "300us is in (250us, 500us]");
+        let sum: f64 = [80.0, 2_000.0, 300.0, 20_000_000.0, 700.0].iter().sum::<f64>() / 1e6;
+        assert!((figures.latency_sum_seconds - sum).abs() < sum * 0.001, "{}", figures.latency_sum_seconds);
+    }
+
+    #[test]
+    fn bounds_count_in_their_own_bucket() {
+        let mut recorder = Recorder::new(1, Arc::new(Mutex::new(Series::default())));
+        for micros in [100, 101, 2_500, 2_600, 10_000_000, 10_100_000] {
+            recorder.record(0, Outcome::Ok, timing(micros), || None);
+        }
+        let figures = CallFigures::from_totals(&recorder.calls[0]);
+        let mut expected = [0; LATENCY_BUCKETS_SECONDS.len() + 1];
+        for bucket in [0, 1, 4, 5, 15, 16] {
+            expected[bucket] = 1;
+        }
+        assert_eq!(figures.buckets, expected);
+    }
+
+    #[test]
+    fn the_text_has_every_family_with_labels_and_cumulative_buckets() {
+        let mut config = RunConfig::new(
+            Target::parse("https://node.example/v2/abcdef0123456789abcdef0123456789").unwrap(),
+            RequestTemplate::from_method("getSlot", None).unwrap(),
+        );
+        config.load = Load::Open { rate: 250.0, arrivals: Default::default(), max_connections: 8 };
+        let live = LiveMetrics::new();
+        let now = Instant::now();
+        live.begin_run(&config, 1, now, now);
+        live.publish(0, &recorder().calls, 3);
+        let text = live.render();
+        assert!(text.contains("# TYPE rpcbench_requests counter\n"), "{text}");
+        assert!(text.contains("rpcbench_requests_total{method=\"getSlot\"} 6\n"), "{text}");
+        assert!(
+            text.contains(
+                "rpcbench_errors_total{method=\"getSlot\",class=\"rpc_error\",code=\"-32005\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("rpcbench_errors_total{method=\"getSlot\",class=\"connect\"} 1\n"), "{text}");
+        assert!(text.contains("# TYPE rpcbench_latency_seconds histogram\n"), "{text}");
+        assert!(text.contains("# UNIT rpcbench_latency_seconds seconds\n"), "{text}");
+        assert!(
+            text.contains("rpcbench_latency_seconds_bucket{le=\"0.0001\",method=\"getSlot\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rpcbench_latency_seconds_bucket{le=\"0.001\",method=\"getSlot\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rpcbench_latency_seconds_bucket{le=\"10.0\",method=\"getSlot\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rpcbench_latency_seconds_bucket{le=\"+Inf\",method=\"getSlot\"} 5\n"),
+            "{text}"
+        );
+        assert!(text.contains("rpcbench_latency_seconds_count{method=\"getSlot\"} 5\n"), "{text}");
+        assert!(text.contains("rpcbench_target_rate 250.0\n"), "{text}");
+        assert!(text.contains("rpcbench_in_flight_requests 3.0\n"), "{text}");
+        assert!(text.contains("rpcbench_running 1.0\n"), "{text}");
+        assert!(
+            text.contains("rpcbench_run_info{target=\"https://node.example/v2/***\",mode=\"open\"} 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("abcdef0123456789"), "the key leaked: {text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn finished_runs_add_up_and_the_gauges_rest() {
+        let config = RunConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            RequestTemplate::from_method("getSlot", None).unwrap(),
+        );
+        let live = LiveMetrics::new();
+        for _ in 0..2 {
+            let now = Instant::now();
+            live.begin_run(&config, 2, now, now);
+            live.publish(0, &recorder().calls, 1);
+            live.publish(1, &recorder().calls, 1);
+            // A second publication replaces the first: figures are cumulative.
+            live.publish(1, &recorder().calls, 2);
+            assert_eq!(live.snapshot().in_flight, 3);
+            live.end_run();
+        }
+        let snapshot = live.snapshot();
+        assert_eq!(snapshot.methods["getSlot"].requests, 4 * 6);
+        assert_eq!(snapshot.methods["getSlot"].errors[&ErrorClass::HttpStatus(429)], 4);
+        assert_eq!(snapshot.in_flight, 0);
+        assert!(!snapshot.running);
+        assert_eq!(snapshot.target_rate, None, "closed loop has no target rate");
+        let text = live.render();
+        assert!(text.contains("rpcbench_running 0.0\n"), "{text}");
+        assert!(text.contains("# TYPE rpcbench_target_rate gauge\n"), "declared: {text}");
+        assert!(!text.lines().any(|line| line.starts_with("rpcbench_target_rate")), "no value: {text}");
+    }
+
+    #[test]
+    fn the_achieved_rate_comes_from_each_workers_history() {
+        let mut slot = WorkerSlot::default();
+        let start = Instant::now();
+        slot.history.push_back((start, 0));
+        slot.history.push_back((start + Duration::from_secs(2), 1000));
+        assert!((slot.rate() - 500.0).abs() < 1e-9);
+    }
+}
