@@ -101,29 +101,11 @@ pub enum CheckArg {
 pub struct RunArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run.
     pub target: String,
-    /// With a scenario file: send to this URL instead of the file's.
-    #[arg(long, help_heading = "Request")]
-    pub url: Option<String>,
-    /// Run a built-in suite against the URL (`rpcbench suites` lists them).
-    #[arg(long, help_heading = "Request")]
-    pub suite: Option<String>,
-    /// Pools file: used instead of sampling the target if it exists, else written after
-    /// sampling (replaces a scenario's `[sample] cache`).
-    #[arg(long, value_name = "FILE", help_heading = "Request")]
-    pub pools: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
 
-    /// JSON-RPC method to call.
-    #[arg(short, long, help_heading = "Request")]
-    pub method: Option<String>,
-    /// Params of the method, a JSON array or object.
-    #[arg(short, long, requires = "method", help_heading = "Request")]
-    pub params: Option<String>,
-    /// A whole JSON-RPC request object (its id is replaced per request).
-    #[arg(short, long, help_heading = "Request")]
-    pub body: Option<String>,
-    /// A file holding a JSON-RPC request object.
-    #[arg(long, help_heading = "Request")]
-    pub body_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub request: RequestArgs,
 
     /// Closed loop: connections sending back to back.
     #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
@@ -154,6 +136,53 @@ pub struct RunArgs {
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
 
+    #[command(flatten)]
+    pub http: HttpArgs,
+
+    /// A condition the run must meet, e.g. 'p99 < 500ms', 'errors < 0.1%', 'getBlock: p99 < 1s'
+    /// (repeatable; added to a scenario's). A breach exits 1.
+    #[arg(long = "threshold", help_heading = "Output")]
+    pub thresholds: Vec<String>,
+
+    /// Report format on standard output.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
+    pub output: OutputFormat,
+    /// No progress bar even on a terminal.
+    #[arg(short, long, help_heading = "Output")]
+    pub quiet: bool,
+    /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
+    /// `report --compare`; written even when the run is interrupted.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub monitor: crate::monitor_args::MonitorArgs,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics_args::MetricsArgs,
+}
+
+/// What to send, when no scenario or suite says it: shared by `run`, `compare` and `capacity`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RequestArgs {
+    /// JSON-RPC method to call.
+    #[arg(short, long, help_heading = "Request")]
+    pub method: Option<String>,
+    /// Params of the method, a JSON array or object.
+    #[arg(short, long, requires = "method", help_heading = "Request")]
+    pub params: Option<String>,
+    /// A whole JSON-RPC request object (its id is replaced per request).
+    #[arg(short, long, help_heading = "Request")]
+    pub body: Option<String>,
+    /// A file holding a JSON-RPC request object.
+    #[arg(long, help_heading = "Request")]
+    pub body_file: Option<PathBuf>,
+}
+
+/// How to reach the target: shared by `run`, `compare` and `capacity`. Every field is optional
+/// so that a scenario's own settings stand unless a flag overrides them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HttpArgs {
     /// Extra header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", help_heading = "HTTP")]
     pub headers: Vec<String>,
@@ -182,26 +211,32 @@ pub struct RunArgs {
     /// How much of each response to check [default: scan].
     #[arg(long, value_enum, help_heading = "HTTP")]
     pub check: Option<CheckArg>,
+}
 
-    /// A condition the run must meet, e.g. 'p99 < 500ms', 'errors < 0.1%', 'getBlock: p99 < 1s'
-    /// (repeatable; added to a scenario's). A breach exits 1.
-    #[arg(long = "threshold", help_heading = "Output")]
-    pub thresholds: Vec<String>,
+/// Where the workload comes from besides `--method`/`--body`: a scenario file's URL override,
+/// a built-in suite, the pools file. Shared by `run` and `capacity`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScenarioArgs {
+    /// With a scenario file: send to this URL instead of the file's.
+    #[arg(long, help_heading = "Request")]
+    pub url: Option<String>,
+    /// Run a built-in suite against the URL (`rpcbench suites` lists them).
+    #[arg(long, help_heading = "Request")]
+    pub suite: Option<String>,
+    /// Pools file: used instead of sampling the target if it exists, else written after
+    /// sampling (replaces a scenario's `[sample] cache`).
+    #[arg(long, value_name = "FILE", help_heading = "Request")]
+    pub pools: Option<PathBuf>,
+}
 
-    /// Report format on standard output.
-    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
-    pub output: OutputFormat,
-    /// No progress bar even on a terminal.
-    #[arg(short, long, help_heading = "Output")]
-    pub quiet: bool,
-    /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
-    /// `report --compare`; written even when the run is interrupted.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub save: Option<PathBuf>,
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    #[command(flatten)]
-    pub monitor: crate::monitor_args::MonitorArgs,
-
-    #[command(flatten)]
-    pub metrics: crate::metrics_args::MetricsArgs,
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // Catches flags defined twice across flattened structs, groups naming missing flags,
+        // and the like, for every subcommand.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

@@ -12,12 +12,11 @@ use rpcbench::capacity::{
     search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult,
 };
 use rpcbench::capacity_file::CapacityFile;
-use rpcbench::engine::config::{ConfigError, RunConfig, Target, TlsOptions};
+use rpcbench::engine::config::{ConfigError, RunConfig};
 use rpcbench::engine::{EngineError, StopHandle};
-use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::units::{format_micros, parse_rate};
 
-use crate::args::{duration, size, CheckArg};
+use crate::args::{duration, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
 use crate::monitor_args::MonitorArgs;
 use crate::output;
 
@@ -35,23 +34,15 @@ fn precision(text: &str) -> Result<f64, String> {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]))]
+#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
 pub struct CapacityArgs {
-    /// The endpoint, http:// or https://.
-    pub url: String,
-
-    /// JSON-RPC method to call.
-    #[arg(short, long, help_heading = "Request")]
-    pub method: Option<String>,
-    /// Params of the method, a JSON array or object.
-    #[arg(short, long, requires = "method", help_heading = "Request")]
-    pub params: Option<String>,
-    /// A whole JSON-RPC request object (its id is replaced per request).
-    #[arg(short, long, help_heading = "Request")]
-    pub body: Option<String>,
-    /// A file holding a JSON-RPC request object.
-    #[arg(long, help_heading = "Request")]
-    pub body_file: Option<PathBuf>,
+    /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
+    /// sends (its load and stages give way to the steps).
+    pub target: String,
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
 
     /// The objective, comma-separated: p50|p75|p90|p95|p99|p99.9|p99.99|max<DURATION and
     /// errors<PCT%, e.g. 'p99<500ms,errors<0.1%'.
@@ -82,27 +73,8 @@ pub struct CapacityArgs {
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
 
-    /// Extra header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", help_heading = "HTTP")]
-    pub headers: Vec<String>,
-    /// Time allowed for one request (a timeout counts as an error).
-    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
-    pub timeout: Duration,
-    /// Time allowed to connect.
-    #[arg(long, value_parser = duration, default_value = "3s", help_heading = "HTTP")]
-    pub connect_timeout: Duration,
-    /// Accept any TLS certificate.
-    #[arg(long, help_heading = "HTTP")]
-    pub insecure: bool,
-    /// Trust the PEM certificates in this file too.
-    #[arg(long, help_heading = "HTTP")]
-    pub cacert: Option<PathBuf>,
-    /// Largest response body accepted; larger ones count as invalid.
-    #[arg(long, value_parser = size, default_value = "64MiB", help_heading = "HTTP")]
-    pub max_body: u64,
-    /// How much of each response to check.
-    #[arg(long, value_enum, default_value_t = CheckArg::Scan, help_heading = "HTTP")]
-    pub check: CheckArg,
+    #[command(flatten)]
+    pub http: HttpArgs,
 
     #[command(flatten)]
     pub monitor: MonitorArgs,
@@ -149,52 +121,48 @@ pub fn render_capacity(report: &CapacityReport, file: &CapacityFile, format: Cap
     }
 }
 
-fn request(args: &CapacityArgs) -> Result<RequestTemplate, ConfigError> {
-    if let Some(method) = &args.method {
-        let params = args
-            .params
-            .as_deref()
-            .map(serde_json::from_str::<serde_json::Value>)
-            .transpose()
-            .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?;
-        return RequestTemplate::from_method(method, params.as_ref())
-            .map_err(|err| ConfigError::new("--params", err.0));
+impl CapacityArgs {
+    /// The `run` arguments that describe the request, the target and how to reach it.
+    fn run_args(&self) -> RunArgs {
+        RunArgs {
+            target: self.target.clone(),
+            scenario: self.scenario.clone(),
+            request: self.request.clone(),
+            connections: None,
+            rate: None,
+            arrivals: None,
+            max_connections: None,
+            threads: self.threads,
+            seed: None,
+            duration: None,
+            requests: None,
+            warmup: None,
+            http: self.http.clone(),
+            thresholds: Vec::new(),
+            monitor: MonitorArgs { pids: Vec::new(), command: None },
+            metrics: Default::default(),
+            output: OutputFormat::Text,
+            quiet: self.quiet,
+            save: None,
+        }
     }
-    let (flag, text) = match (&args.body, &args.body_file) {
-        (Some(body), _) => ("--body".to_string(), body.clone()),
-        (None, Some(path)) => {
-            let flag = format!("--body-file {}", path.display());
-            let text =
-                std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
-            (flag, text)
-        }
-        (None, None) => {
-            return Err(ConfigError::new("--method", "one of --method, --body or --body-file is required"))
-        }
-    };
-    RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(flag, err.0))
 }
 
 /// The request every step sends and the search settings, validated.
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
     let slo =
         Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
-    let target = Target::parse(&args.url)?;
-    let mut config = RunConfig::new(target, request(args)?);
-    config.headers = crate::run_cmd::parse_headers(&args.headers)?;
-    config.timeout = args.timeout;
-    config.connect_timeout = args.connect_timeout;
-    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
-    if args.threads == Some(0) {
-        return Err(ConfigError::new("--threads", "must be at least 1"));
+    let mut plan = crate::run_cmd::to_plan(&args.run_args())?;
+    if plan.targets.len() > 1 {
+        return Err(ConfigError::new(
+            "--url",
+            format!(
+                "the scenario names {} targets; a search runs against one: give it with --url",
+                plan.targets.len()
+            ),
+        ));
     }
-    config.threads = args.threads.unwrap_or(0);
-    config.max_body = args.max_body;
-    config.check = match args.check {
-        CheckArg::Scan => CheckMode::Scan,
-        CheckArg::Full => CheckMode::Full,
-    };
-    config.validate()?;
+    let (_, config) = plan.targets.swap_remove(0);
     let mut settings = CapacitySettings::new(slo);
     settings.bounds = SearchBounds::new(args.start_rate, args.max_rate, args.precision);
     settings.step = args.step;
@@ -222,6 +190,8 @@ fn progress_line(step: &StepResult) -> String {
 pub fn run(args: CapacityArgs) -> ExitCode {
     let (mut config, settings) = match to_settings(&args) {
         Ok(both) => both,
+        // The target did not answer while being sampled: a failure at run time, not bad usage.
+        Err(err) if err.setting == crate::run_cmd::SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends; counters add up over the steps.

@@ -19,27 +19,20 @@ use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
 use rpcbench::units::format_micros;
 
-use crate::args::{duration, rate, ArrivalsArg, OutputFormat, RunArgs};
+use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
 use crate::output;
 use crate::report_cmd::{emit, render, ReportFormat};
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
-#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body"]))]
+#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]))]
 pub struct CompareArgs {
     /// Targets as NAME=URL, two or more; the first is the baseline of the ratios.
     #[arg(required = true, value_name = "NAME=URL")]
     pub targets: Vec<String>,
 
-    /// JSON-RPC method to call.
-    #[arg(short, long, help_heading = "Request")]
-    pub method: Option<String>,
-    /// Params of the method, a JSON array or object.
-    #[arg(short, long, requires = "method", help_heading = "Request")]
-    pub params: Option<String>,
-    /// A whole JSON-RPC request object (its id is replaced per request).
-    #[arg(short, long, help_heading = "Request")]
-    pub body: Option<String>,
+    #[command(flatten)]
+    pub request: RequestArgs,
 
     /// Closed loop: connections sending back to back (default 50).
     #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
@@ -69,18 +62,8 @@ pub struct CompareArgs {
     #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Length")]
     pub cooldown: Duration,
 
-    /// Extra header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", help_heading = "HTTP")]
-    pub headers: Vec<String>,
-    /// Time allowed for one request.
-    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "HTTP")]
-    pub timeout: Duration,
-    /// Accept any TLS certificate.
-    #[arg(long, help_heading = "HTTP")]
-    pub insecure: bool,
-    /// Trust the PEM certificates in this file too.
-    #[arg(long, help_heading = "HTTP")]
-    pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub http: HttpArgs,
 
     /// No load: send identical requests to every target and report the responses that differ
     /// (exit status 1 if any do).
@@ -193,13 +176,8 @@ impl CompareArgs {
     fn run_args(&self, url: &str) -> RunArgs {
         RunArgs {
             target: url.to_string(),
-            url: None,
-            suite: None,
-            pools: None,
-            method: self.method.clone(),
-            params: self.params.clone(),
-            body: self.body.clone(),
-            body_file: None,
+            scenario: ScenarioArgs::default(),
+            request: self.request.clone(),
             connections: self.connections,
             rate: self.rate,
             // Open-loop settings only go with a rate.
@@ -210,15 +188,7 @@ impl CompareArgs {
             duration: self.duration,
             requests: self.requests,
             warmup: Some(self.warmup),
-            headers: self.headers.clone(),
-            timeout: Some(self.timeout),
-            connect_timeout: None,
-            no_keepalive: false,
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
-            max_body: None,
-            check: None,
-            fixed_id: None,
+            http: self.http.clone(),
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
             metrics: Default::default(),
@@ -346,14 +316,14 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
         }
     }
     // The request, whichever way it was given.
-    let workload = match crate::run_cmd::to_config(&args.run_args(&targets[0].1)) {
-        Ok((config, _)) => config.workload,
+    let (workload, timeout) = match crate::run_cmd::to_config(&args.run_args(&targets[0].1)) {
+        Ok((config, _)) => (config.workload, config.timeout),
         Err(err) => return output::usage_error(err),
     };
     let request = workload.sample_request(0);
     let method = request.get("method").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
     let params = request.get("params").cloned();
-    let options = EqualOptions { rounds: args.equal_rounds, ignore, timeout: args.timeout };
+    let options = EqualOptions { rounds: args.equal_rounds, ignore, timeout };
     if !args.quiet {
         eprintln!(
             "rpcbench compare --equal: {} x {} round(s) against {} targets",
@@ -369,7 +339,7 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
             Ok((config, _)) => config,
             Err(err) => return output::usage_error(err),
         };
-        match Endpoint::from_config(&config, args.timeout) {
+        match Endpoint::from_config(&config, config.timeout) {
             Ok(endpoint) => endpoints.push((name.clone(), endpoint)),
             Err(err) => return output::failure(format!("target '{name}': {err}")),
         }

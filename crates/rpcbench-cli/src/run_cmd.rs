@@ -51,8 +51,8 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let name = format!("{}:{}", config.target.host, config.target.port);
         vec![(name, config)]
     };
-    let (targets, mut thresholds, cooldown) = if let Some(name) = &args.suite {
-        if args.url.is_some() {
+    let (targets, mut thresholds, cooldown) = if let Some(name) = &args.scenario.suite {
+        if args.scenario.url.is_some() {
             return Err(ConfigError::new("--url", "with --suite, the URL is the positional TARGET"));
         }
         if is_scenario(&args.target) {
@@ -67,25 +67,25 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let scenario = prepare_scenario(args, &draft, Some(&args.target))?;
         (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else if is_scenario(&args.target) {
-        if args.method.is_some() || args.body.is_some() || args.body_file.is_some() {
+        if args.request.method.is_some() || args.request.body.is_some() || args.request.body_file.is_some() {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
         }
-        if let Some(url) = &args.url {
+        if let Some(url) = &args.scenario.url {
             Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
         }
         let draft = ScenarioDraft::load(std::path::Path::new(&args.target)).map_err(scenario_error)?;
-        let scenario = prepare_scenario(args, &draft, args.url.as_deref())?;
+        let scenario = prepare_scenario(args, &draft, args.scenario.url.as_deref())?;
         (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else {
-        if args.url.is_some() {
+        if args.scenario.url.is_some() {
             return Err(ConfigError::new("--url", "only goes with a scenario file"));
         }
-        if args.pools.is_some() {
+        if args.scenario.pools.is_some() {
             return Err(ConfigError::new("--pools", "only goes with a scenario file or a suite"));
         }
         let target = Target::parse(&args.target)?;
-        let request = if let Some(method) = &args.method {
-            let params = match &args.params {
+        let request = if let Some(method) = &args.request.method {
+            let params = match &args.request.params {
                 Some(text) => Some(
                     serde_json::from_str::<serde_json::Value>(text)
                         .map_err(|err| ConfigError::new("--params", format!("not valid JSON: {err}")))?,
@@ -94,9 +94,9 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
             };
             RequestTemplate::from_method(method, params.as_ref())
                 .map_err(|err| ConfigError::new("--params", err.0))?
-        } else if let Some(body) = &args.body {
+        } else if let Some(body) = &args.request.body {
             RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
-        } else if let Some(path) = &args.body_file {
+        } else if let Some(path) = &args.request.body_file {
             let flag = format!("--body-file {}", path.display());
             let text =
                 std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
@@ -134,7 +134,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
 }
 
 /// The setting named by errors of sampling the target.
-const SAMPLING: &str = "sampling";
+pub(crate) const SAMPLING: &str = "sampling";
 
 fn scenario_error(err: ScenarioError) -> ConfigError {
     let location = if err.line == 0 {
@@ -153,11 +153,11 @@ fn prepare_scenario(
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
     let access = Access {
-        headers: parse_headers(&args.headers)?,
-        insecure: args.insecure,
-        ca_file: args.cacert.clone(),
+        headers: parse_headers(&args.http.headers)?,
+        insecure: args.http.insecure,
+        ca_file: args.http.cacert.clone(),
     };
-    let prepared = prepare(draft, url, args.pools.as_deref(), &access).map_err(|err| match err {
+    let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
     })?;
@@ -218,20 +218,20 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(warmup) = args.warmup {
         config.warmup = warmup;
     }
-    config.headers.extend(parse_headers(&args.headers)?);
-    if let Some(timeout) = args.timeout {
+    config.headers.extend(parse_headers(&args.http.headers)?);
+    if let Some(timeout) = args.http.timeout {
         config.timeout = timeout;
     }
-    if let Some(timeout) = args.connect_timeout {
+    if let Some(timeout) = args.http.connect_timeout {
         config.connect_timeout = timeout;
     }
-    if args.no_keepalive {
+    if args.http.no_keepalive {
         config.keepalive = false;
     }
-    if args.insecure || args.cacert.is_some() {
+    if args.http.insecure || args.http.cacert.is_some() {
         config.tls = TlsOptions {
-            insecure: args.insecure || config.tls.insecure,
-            ca_file: args.cacert.clone().or(config.tls.ca_file.take()),
+            insecure: args.http.insecure || config.tls.insecure,
+            ca_file: args.http.cacert.clone().or(config.tls.ca_file.take()),
         };
     }
     if let Some(threads) = args.threads {
@@ -240,10 +240,10 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
         }
         config.threads = threads;
     }
-    if let Some(max_body) = args.max_body {
+    if let Some(max_body) = args.http.max_body {
         config.max_body = max_body;
     }
-    if let Some(check) = args.check {
+    if let Some(check) = args.http.check {
         config.check = match check {
             CheckArg::Scan => CheckMode::Scan,
             CheckArg::Full => CheckMode::Full,
@@ -252,8 +252,8 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    if args.fixed_id.is_some() {
-        config.fixed_id = args.fixed_id;
+    if args.http.fixed_id.is_some() {
+        config.fixed_id = args.http.fixed_id;
     }
     Ok(())
 }

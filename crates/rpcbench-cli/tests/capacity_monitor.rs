@@ -415,3 +415,55 @@ fn compare_shows_each_targets_resources() {
         }
     }
 }
+
+#[test]
+fn capacity_searches_with_a_suite_or_a_scenarios_mix() {
+    let _machine = machine();
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults = Faults { rate_limit: Some(300.0), ..Faults::default() };
+    let node = MockServer::start(options).expect("the node starts");
+    let url = node.url();
+    let short = ["--step", "400ms", "--warmup", "100ms", "--cooldown", "100ms", "--threads", "1"];
+    let search = ["--slo", "errors<5%", "--start-rate", "100", "--precision", "30%", "-o", "json"];
+
+    // A suite: its calls are sampled from the node first, then every step sends the mix.
+    let mut args = vec!["capacity", &url, "--suite", "solana-rpc"];
+    args.extend(search);
+    args.extend(short);
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("pools sampled"), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let capacity = report["capacity"].as_f64().expect("a capacity");
+    assert!((200.0..=450.0).contains(&capacity), "{report:#}");
+
+    // A scenario with stages and two targets: --url picks the one to search, and the steps
+    // replace the stages.
+    let dir = temp_dir("capacity-scenario");
+    let path = dir.join("mix.toml");
+    std::fs::write(
+        &path,
+        "[[targets]]\nurl = \"http://127.0.0.1:1/\"\n[[targets]]\nurl = \"http://127.0.0.1:2/\"\n\
+         [[stage]]\nconnections = 5\nduration = \"1h\"\n\
+         [[call]]\nmethod = \"getSlot\"\nweight = 3\n[[call]]\nmethod = \"getBlockHeight\"\n",
+    )
+    .unwrap();
+    let scenario = path.to_str().unwrap();
+    let mut args = vec!["capacity", scenario];
+    args.extend(search);
+    args.extend(short);
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--url"), "{}", stderr(&output));
+    args.extend(["--url", url.as_str()]);
+    let output = rpcbench(&args);
+    node.stop();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let capacity = report["capacity"].as_f64().expect("a capacity");
+    assert!((200.0..=450.0).contains(&capacity), "{report:#}");
+    let first = &report["steps"][0];
+    // About 100/s for 400 ms: a constant-rate step, not the scenario's hour-long stage.
+    assert!(first["requests"].as_u64().unwrap() <= 60, "{first}");
+    std::fs::remove_dir_all(&dir).ok();
+}

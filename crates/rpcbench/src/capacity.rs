@@ -642,6 +642,8 @@ fn step_config(base: &RunConfig, settings: &CapacitySettings, rate: f64) -> RunC
     config.load = Load::Open { rate, arrivals: Arrivals::Uniform, max_connections: settings.max_connections };
     config.length = Length { duration: Some(settings.step), requests: None };
     config.warmup = settings.warmup;
+    // A scenario's stages give way to the step's constant rate.
+    config.stages.clear();
     config
 }
 
