@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# CPU and system calls per request of `rpcbench serve --chain static` and of nginx with
+# bench/nginx.conf, both loaded by wrk with the same POST body (the measure behind the
+# static-server bullet of bench/ANALYSIS.md). Counts instructions, not time, so it holds on
+# a busy machine:
+#   callgrind: total instructions (Ir) of the server while wrk runs, divided by the requests
+#              wrk completed (instrumentation is switched on only once the server is listening);
+#   strace -c -f: system calls of the server (all threads) while wrk runs, per request.
+# Usage: bench/serve_cost.sh [RPCBENCH_BINARY]   (default target/release/rpcbench)
+# Env:   DUR=3s CONNS=64 PORT=18090 TARGETS="nginx static"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-target/release/rpcbench}")
+DUR=${DUR:-3s}; CONNS=${CONNS:-64}; PORT=${PORT:-18090}; TARGETS=${TARGETS:-"nginx static"}
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+WORK=$(mktemp -d /tmp/rpcbench-cost.XXXXXX)
+chmod 755 "$WORK"
+printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"getSlot"}' >"$WORK/post.lua"
+mkdir -p "$WORK/nginx"
+# master_process off: the one process measured is the worker that answers.
+sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$PORT|g" -e 's|^daemon off;|daemon off;\nmaster_process off;|' \
+  bench/nginx.conf >"$WORK/nginx/nginx.conf"
+
+server() {  # target -> command words
+  case $1 in
+    nginx) echo "$NGINX -p $WORK/nginx -c $WORK/nginx/nginx.conf" ;;
+    static) echo "$BIN serve --chain static --listen 127.0.0.1:$PORT --threads 1" ;;
+  esac
+}
+wait_port() {
+  local i
+  for i in $(seq 1 600); do
+    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "server did not listen on $PORT" >&2; return 1
+}
+load() {  # -> requests completed
+  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DUR" -s "$WORK/post.lua" "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt"
+  awk '/requests in/ {print $1}' "$WORK/wrk.txt"
+}
+
+for target in $TARGETS; do
+  # callgrind
+  # shellcheck disable=SC2046
+  taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
+    --callgrind-out-file="$WORK/callgrind.$target.out" $(server "$target") 2>"$WORK/callgrind.$target.log" &
+  pid=$!
+  wait_port; sleep 0.5
+  callgrind_control -i on "$pid" >/dev/null; sleep 0.5
+  requests=$(load)
+  callgrind_control -i off "$pid" >/dev/null
+  kill -INT "$pid"; wait "$pid" || true
+  ir=$(grep -h -E '^(summary|totals):' "$WORK"/callgrind.$target.out* | awk '{s+=$2} END {print s}')
+  echo "$target callgrind: requests=$requests Ir=$ir Ir/request=$((ir / requests))"
+
+  # strace
+  # shellcheck disable=SC2046
+  taskset -c 0 $(server "$target") 2>"$WORK/server.$target.log" &
+  pid=$!
+  wait_port; sleep 0.3
+  strace -c -f -p "$pid" -o "$WORK/strace.$target.txt" 2>/dev/null &
+  spid=$!
+  sleep 0.5
+  requests=$(load)
+  kill -INT "$spid"; wait "$spid" || true
+  kill -INT "$pid"; wait "$pid" || true
+  echo "$target strace: requests=$requests, calls per request:"
+  awk -v n="$requests" '$1 ~ /^[0-9.]+$/ && NF >= 5 {c = ($4 ~ /^[0-9]+$/ && NF >= 6) ? $4 : $4; printf "  %-16s %.3f\n", $NF, c / n}' \
+    "$WORK/strace.$target.txt" | sort -k2 -nr | head -8
+done
+echo "raw files: $WORK"
