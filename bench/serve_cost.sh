@@ -6,8 +6,11 @@
 #   callgrind: total instructions (Ir) of the server while wrk runs, divided by the requests
 #              wrk completed (instrumentation is switched on only once the server is listening);
 #   strace -c -f: system calls of the server (all threads) while wrk runs, per request.
+#   wrk req/s: then REPS (default 3) alternating wall-clock runs of WALL_DUR (default 5s), the
+#              server pinned to core 0 and wrk to core 1 (noisy when the machine is busy).
 # Usage: bench/serve_cost.sh [RPCBENCH_BINARY]   (default target/release/rpcbench)
-# Env:   DUR=3s CONNS=64 PORT=18090 TARGETS="nginx static"
+# Env:   DUR=3s CONNS=64 PORT=18090 TARGETS="nginx static" REPS=3 WALL_DUR=5s
+#        COUNTS=0 skips callgrind and strace, REPS=0 the wall-clock runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-target/release/rpcbench}")
@@ -42,6 +45,7 @@ load() {  # -> requests completed
 }
 
 for target in $TARGETS; do
+  [[ ${COUNTS:-1} == 1 ]] || break
   # callgrind
   # shellcheck disable=SC2046
   taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
@@ -69,5 +73,23 @@ for target in $TARGETS; do
   echo "$target strace: requests=$requests, calls per request:"
   awk -v n="$requests" '$1 ~ /^[0-9.]+$/ && NF >= 5 {c = ($4 ~ /^[0-9]+$/ && NF >= 6) ? $4 : $4; printf "  %-16s %.3f\n", $NF, c / n}' \
     "$WORK/strace.$target.txt" | sort -k2 -nr | head -8
+done
+
+REPS=${REPS:-3}; WALL_DUR=${WALL_DUR:-5s}
+for rep in $(seq 1 "$REPS"); do
+  for target in $TARGETS; do
+    # shellcheck disable=SC2046
+    taskset -c 0 $(server "$target") 2>"$WORK/server.$target.log" &
+    pid=$!
+    wait_port; sleep 0.3
+    ticks0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    taskset -c 1 wrk -t1 -c"$CONNS" -d"$WALL_DUR" -s "$WORK/post.lua" "http://127.0.0.1:$PORT/" >"$WORK/wrk.$target.$rep.txt"
+    ticks1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    kill -INT "$pid"; wait "$pid" || true
+    requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.$target.$rep.txt")
+    # Server CPU time per request (user + system), less sensitive to a busy machine than req/s.
+    cpu_us=$(awk -v t=$((ticks1 - ticks0)) -v hz="$(getconf CLK_TCK)" -v n="$requests" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
+    echo "wrk run $rep $target: $(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.$target.$rep.txt") req/s, server CPU ${cpu_us} us/request"
+  done
 done
 echo "raw files: $WORK"

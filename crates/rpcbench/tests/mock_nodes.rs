@@ -490,6 +490,51 @@ fn large_bodies_grow_the_buffer() {
 }
 
 #[test]
+fn hostile_bytes_never_break_the_server() {
+    use rand::{Rng, SeedableRng};
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_body_bytes = 4096;
+    let server = start(options);
+    let addr = server.local_addr();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let fragments: [&[u8]; 12] = [
+        b"POST / HTTP/1.1\r\n",
+        b"GET / HTTP/1.0\r\n",
+        b"Content-Length: ",
+        b"Content-Length: 18446744073709551616\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Connection: close\r\n",
+        b"Expect: 100-continue\r\n",
+        b"\r\n",
+        b"12",
+        br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+        b"\xff\x00",
+        b": ",
+    ];
+    for _ in 0..60 {
+        let mut bytes = Vec::new();
+        for _ in 0..rng.gen_range(1..16) {
+            if rng.gen_bool(0.2) {
+                bytes.push(rng.gen());
+            } else {
+                bytes.extend_from_slice(fragments[rng.gen_range(0..fragments.len())]);
+            }
+        }
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let _ = stream.write_all(&bytes);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink);
+        if !sink.is_empty() {
+            assert!(sink.starts_with(b"HTTP/1.1 "), "{}", String::from_utf8_lossy(&sink));
+        }
+    }
+    // Still serving.
+    assert_eq!(post(addr, r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).json()["result"], "0x1");
+}
+
+#[test]
 fn several_threads_serve_too() {
     let mut options = MockOptions::new(Chain::Static);
     options.threads = 3;
