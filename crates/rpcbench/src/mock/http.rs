@@ -51,6 +51,23 @@ enum Refusal {
     HeadTooLarge,
 }
 
+impl Refusal {
+    /// The status line and the error message.
+    fn answer(self) -> (&'static [u8], String) {
+        match self {
+            Refusal::BadRequest(what) => (b"400 Bad Request", format!("bad HTTP request: {what}")),
+            Refusal::LengthRequired => (
+                b"411 Length Required",
+                "request bodies need a Content-Length (Transfer-Encoding is not supported)".to_string(),
+            ),
+            Refusal::HeadTooLarge => (
+                b"431 Request Header Fields Too Large",
+                format!("request head too large: the limits are {MAX_HEAD} bytes and {MAX_HEADERS} headers"),
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Request {
     head_len: usize,
@@ -227,7 +244,6 @@ fn write_head(
 }
 
 /// Appends a complete JSON response: head and body (unless the request was HEAD).
-#[allow(clippy::too_many_arguments)]
 fn write_json(
     out: &mut Vec<u8>,
     status: &[u8],
@@ -275,20 +291,8 @@ pub(crate) async fn serve_connection(
             let request = match parse_head(&buf[start..end]) {
                 Head::Partial => break,
                 Head::Refuse(refusal) => {
-                    let (status, code, message): (&[u8], _, _) = match refusal {
-                        Refusal::BadRequest(what) => (b"400 Bad Request", INVALID_REQUEST, format!("bad HTTP request: {what}")),
-                        Refusal::LengthRequired => (
-                            b"411 Length Required",
-                            INVALID_REQUEST,
-                            "request bodies must have a Content-Length (Transfer-Encoding is not supported)".to_string(),
-                        ),
-                        Refusal::HeadTooLarge => (
-                            b"431 Request Header Fields Too Large",
-                            INVALID_REQUEST,
-                            format!("request head too large: the limit is {MAX_HEAD} bytes and {MAX_HEADERS} headers"),
-                        ),
-                    };
-                    error_body(&mut body_out, code, message);
+                    let (status, message) = refusal.answer();
+                    error_body(&mut body_out, INVALID_REQUEST, message);
                     write_json(&mut out, status, b"", &body_out, None, true, &date.text);
                     closing = true;
                     break;
@@ -370,6 +374,10 @@ pub(crate) async fn serve_connection(
         if start == end {
             start = 0;
             end = 0;
+            if buf.len() > MAX_HEAD {
+                // Give back what a large body needed.
+                buf = vec![0u8; INITIAL_BUFFER];
+            }
         } else if end == buf.len() {
             if start > 0 {
                 buf.copy_within(start..end, 0);
@@ -498,7 +506,8 @@ mod tests {
             bytes in prop_oneof![
                 prop::collection::vec(any::<u8>(), 0..600),
                 (prop::collection::vec(prop::sample::select(vec![
-                    &b"POST / HTTP/1.1\r\n"[..], b"GET / HTTP/1.0\r\n", b"Content-Length: ", b"Content-Length: 18446744073709551616",
+                    &b"POST / HTTP/1.1\r\n"[..], b"GET / HTTP/1.0\r\n", b"Content-Length: ",
+                    b"Content-Length: 18446744073709551616",
                     b"Transfer-Encoding: chunked", b"Connection: close, keep-alive", b"Expect: 100-continue",
                     b"\r\n", b"\n", b":", b" ", b"0", b"9", b"\xff", b"\0",
                 ]), 0..24)).prop_map(|parts| parts.concat()),

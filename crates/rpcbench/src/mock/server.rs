@@ -862,7 +862,8 @@ mod proptests {
                 respond(shared, &body, &mut fast);
                 let mut general = Vec::new();
                 respond_general(shared, &body, &mut general);
-                prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&general), "{:?}", String::from_utf8_lossy(&body));
+                let (fast, general) = (String::from_utf8_lossy(&fast), String::from_utf8_lossy(&general));
+                prop_assert_eq!(fast, general, "{:?}", String::from_utf8_lossy(&body));
                 Ok(())
             })?;
         }
