@@ -52,11 +52,19 @@ for target in $TARGETS; do
     --callgrind-out-file="$WORK/callgrind.$target.out" $(server "$target") 2>"$WORK/callgrind.$target.log" &
   pid=$!
   wait_port; sleep 0.5
-  callgrind_control -i on "$pid" >/dev/null; sleep 0.5
+  # An idle server may not see the command until something wakes it up: poke it meanwhile.
+  callgrind_control -i on "$pid" >/dev/null &
+  cpid=$!
+  for _ in $(seq 1 100); do
+    kill -0 "$cpid" 2>/dev/null || break
+    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null || true
+    sleep 0.1
+  done
+  wait "$cpid"
   requests=$(load)
-  callgrind_control -i off "$pid" >/dev/null
+  # Stopped right away: the shutdown counted with the load is a few thousand instructions.
   kill -INT "$pid"; wait "$pid" || true
-  ir=$(grep -h -E '^(summary|totals):' "$WORK"/callgrind.$target.out* | awk '{s+=$2} END {print s}')
+  ir=$(grep -h -E '^totals:' "$WORK"/callgrind.$target.out* | awk '{s+=$2} END {print s}')
   echo "$target callgrind: requests=$requests Ir=$ir Ir/request=$((ir / requests))"
 
   # strace
