@@ -3,7 +3,7 @@
 //! It does what a JSON-RPC endpoint needs and little else, so the static node is never the
 //! bottleneck of a benchmark: requests are parsed from one reusable buffer, pipelined
 //! requests are answered in order with one `write` per batch, bodies are framed by
-//! `Content-Length` only, and nothing is allocated per request.
+//! `Content-Length` only, and a plain request allocates nothing.
 //!
 //! Behaviour, as pinned by the tests in `tests/mock_nodes.rs`:
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
