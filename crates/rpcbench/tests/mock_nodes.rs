@@ -13,10 +13,16 @@ use serde_json::{json, Value};
 struct Reply {
     status: u16,
     content_type: Option<String>,
+    /// Every header, names in lowercase.
+    headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
 impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, value)| value.as_str())
+    }
+
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|err| panic!("not JSON ({err}): {}", String::from_utf8_lossy(&self.body)))
@@ -53,6 +59,7 @@ impl Client {
         let status: u16 = line.split_whitespace().nth(1).expect("status").parse().unwrap();
         let mut content_length = 0usize;
         let mut content_type = None;
+        let mut headers = Vec::new();
         loop {
             line.clear();
             self.reader.read_line(&mut line).unwrap();
@@ -66,10 +73,51 @@ impl Client {
                 "content-type" => content_type = Some(value.trim().to_string()),
                 _ => {}
             }
+            headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
         }
         let mut body = vec![0; content_length];
         self.reader.read_exact(&mut body).unwrap();
-        Reply { status, content_type, body }
+        Reply { status, content_type, headers, body }
+    }
+
+    /// Reads the answer to a HEAD request: a head only, whatever its Content-Length says.
+    fn read_head_only(&mut self) -> Reply {
+        let mut reply = self.read_reply_with_body(false);
+        reply.body.clear();
+        reply
+    }
+
+    fn read_reply_with_body(&mut self, with_body: bool) -> Reply {
+        if with_body {
+            return self.read_reply();
+        }
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("status line");
+        let status: u16 = line.split_whitespace().nth(1).expect("status").parse().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).unwrap();
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap();
+            headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
+        }
+        let content_type = headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.clone());
+        Reply { status, content_type, headers, body: Vec::new() }
+    }
+
+    /// Sends raw bytes as they are.
+    fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).unwrap();
+    }
+
+    /// Whether the server has closed the connection (reads EOF, or a reset).
+    fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.reader.read(&mut byte), Ok(0) | Err(_))
     }
 }
 
@@ -267,6 +315,244 @@ fn start_reports_bind_errors_and_bad_options() {
     let addr = server.local_addr();
     drop(server);
     assert!(TcpStream::connect(addr).is_err());
+}
+
+// ---------------------------------------------------------------- HTTP handling
+
+fn request_bytes(head_extra: &str, body: &str) -> Vec<u8> {
+    format!("POST / HTTP/1.1\r\nHost: x\r\n{head_extra}Content-Length: {}\r\n\r\n{body}", body.len())
+        .into_bytes()
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    for chain in [Chain::Static, Chain::Solana] {
+        let server = start_chain(chain);
+        let mut client = Client::connect(server.local_addr());
+        let ids = ["1", "\"two\"", "null", "-4.5e2", "\"\\u00e9\""];
+        let mut bytes = Vec::new();
+        for id in ids {
+            bytes.extend(request_bytes("", &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot"}}"#)));
+        }
+        bytes.extend(request_bytes("", r#"{"jsonrpc":"2.0","method":"getSlot"}"#));
+        bytes.extend(request_bytes(
+            "",
+            r#"[{"jsonrpc":"2.0","id":7,"method":"getSlot"},{"jsonrpc":"2.0","id":8,"method":"getSlot"}]"#,
+        ));
+        client.send(&bytes);
+        for id in ids {
+            let reply = client.read_reply();
+            assert_eq!(reply.status, 200);
+            let text = String::from_utf8(reply.body).unwrap();
+            assert!(
+                text.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#)),
+                "{chain}: {text}"
+            );
+        }
+        assert_eq!(client.read_reply().status, 204);
+        let batch = client.read_reply().json();
+        assert_eq!((batch[0]["id"].clone(), batch[1]["id"].clone()), (json!(7), json!(8)));
+        // Still open.
+        assert_eq!(client.post(br#"{"jsonrpc":"2.0","id":9,"method":"getSlot"}"#).json()["id"], 9);
+    }
+}
+
+#[test]
+fn a_request_split_into_single_bytes_is_answered() {
+    let server = start_chain(Chain::Static);
+    let mut client = Client::connect(server.local_addr());
+    let bytes = request_bytes(
+        "Content-Type: application/json\r\n",
+        r#"{"jsonrpc":"2.0","id":"slow","method":"x","params":[1,2]}"#,
+    );
+    for _ in 0..2 {
+        for byte in &bytes {
+            client.send(std::slice::from_ref(byte));
+        }
+        let reply = client.read_reply();
+        assert_eq!(String::from_utf8(reply.body).unwrap(), r#"{"jsonrpc":"2.0","id":"slow","result":"0x1"}"#);
+    }
+}
+
+#[test]
+fn connection_close_and_http_1_0() {
+    let server = start_chain(Chain::Static);
+    let addr = server.local_addr();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#;
+
+    let mut client = Client::connect(addr);
+    client.send(&request_bytes("Connection: close\r\n", body));
+    let reply = client.read_reply();
+    assert_eq!((reply.status, reply.header("connection")), (200, Some("close")));
+    assert!(client.is_closed());
+
+    let mut client = Client::connect(addr);
+    client.send(format!("POST / HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    let reply = client.read_reply();
+    assert_eq!(reply.json()["result"], "0x1");
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(client.is_closed());
+
+    let mut client = Client::connect(addr);
+    for _ in 0..2 {
+        client.send(
+            format!(
+                "POST / HTTP/1.0\r\nConnection: Keep-Alive\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        let reply = client.read_reply();
+        assert_eq!(reply.json()["result"], "0x1");
+        assert_eq!(reply.header("connection"), Some("keep-alive"));
+    }
+}
+
+#[test]
+fn other_methods_get_405() {
+    let server = start_chain(Chain::Static);
+    let mut client = Client::connect(server.local_addr());
+    client.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let reply = client.read_reply();
+    assert_eq!(reply.status, 405);
+    assert_eq!(reply.header("allow"), Some("POST"));
+    assert_eq!(reply.json()["error"]["code"], -32600);
+    let length: usize = reply.header("content-length").unwrap().parse().unwrap();
+    // HEAD: the same head, no body; the connection stays in step.
+    client.send(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let reply = client.read_head_only();
+    assert_eq!(reply.status, 405);
+    assert_eq!(reply.header("content-length").unwrap().parse::<usize>().unwrap(), length);
+    // A body sent with another method is skipped.
+    client.send(b"PUT / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(client.read_reply().status, 405);
+    assert_eq!(client.post(br#"{"jsonrpc":"2.0","id":3,"method":"x"}"#).json()["id"], 3);
+}
+
+#[test]
+fn bad_heads_and_lengths_are_refused_and_close() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_body_bytes = 1000;
+    let server = start(options);
+    let addr = server.local_addr();
+    let refused = |bytes: &[u8]| {
+        let mut client = Client::connect(addr);
+        client.send(bytes);
+        let reply = client.read_reply();
+        assert_eq!(reply.header("connection"), Some("close"), "{}", String::from_utf8_lossy(bytes));
+        assert_eq!(reply.json()["error"]["code"], -32600);
+        assert!(client.is_closed());
+        reply.status
+    };
+    assert_eq!(refused(b"\x01\x02 garbage\r\n\r\n"), 400);
+    assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n"), 400);
+    assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"), 400);
+    assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999999\r\n\r\n"), 413);
+    // Refused from the declared length alone, before any body byte is sent.
+    assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n"), 413);
+    assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), 411);
+    let huge_head = format!("POST / HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(70 * 1024));
+    assert_eq!(refused(huge_head.as_bytes()), 431);
+    // A body of exactly the limit is fine.
+    let padding = "x".repeat(1000 - r#"{"jsonrpc":"2.0","id":1,"method":"a","params":[""]}"#.len());
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":["{padding}"]}}"#);
+    assert_eq!(body.len(), 1000);
+    assert_eq!(post(addr, &body).json()["result"], "0x1");
+}
+
+#[test]
+fn expect_100_continue_gets_an_interim_answer() {
+    let server = start_chain(Chain::Static);
+    let mut client = Client::connect(server.local_addr());
+    let body = r#"{"jsonrpc":"2.0","id":5,"method":"x"}"#;
+    client.send(
+        format!("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len())
+            .as_bytes(),
+    );
+    assert_eq!(client.read_reply().status, 100);
+    client.send(body.as_bytes());
+    assert_eq!(client.read_reply().json()["id"], 5);
+}
+
+#[test]
+fn large_bodies_grow_the_buffer() {
+    let server = start_chain(Chain::Ethereum);
+    let mut client = Client::connect(server.local_addr());
+    let calls: Vec<String> = (0..100)
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_chainId","params":[]}}"#))
+        .collect();
+    let body = format!("[{}]", calls.join(","));
+    assert!(body.len() > 5000);
+    for _ in 0..3 {
+        let reply = client.post(format!("{body}{}", " ".repeat(20_000)).as_bytes());
+        assert_eq!(reply.json().as_array().unwrap().len(), 100);
+    }
+}
+
+#[test]
+fn hostile_bytes_never_break_the_server() {
+    use rand::{Rng, SeedableRng};
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_body_bytes = 4096;
+    let server = start(options);
+    let addr = server.local_addr();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let fragments: [&[u8]; 12] = [
+        b"POST / HTTP/1.1\r\n",
+        b"GET / HTTP/1.0\r\n",
+        b"Content-Length: ",
+        b"Content-Length: 18446744073709551616\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Connection: close\r\n",
+        b"Expect: 100-continue\r\n",
+        b"\r\n",
+        b"12",
+        br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+        b"\xff\x00",
+        b": ",
+    ];
+    for _ in 0..60 {
+        let mut bytes = Vec::new();
+        for _ in 0..rng.gen_range(1..16) {
+            if rng.gen_bool(0.2) {
+                bytes.push(rng.gen());
+            } else {
+                bytes.extend_from_slice(fragments[rng.gen_range(0..fragments.len())]);
+            }
+        }
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let _ = stream.write_all(&bytes);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink);
+        if !sink.is_empty() {
+            assert!(sink.starts_with(b"HTTP/1.1 "), "{}", String::from_utf8_lossy(&sink));
+        }
+    }
+    // Still serving.
+    assert_eq!(post(addr, r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).json()["result"], "0x1");
+}
+
+#[test]
+fn several_threads_serve_too() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.threads = 3;
+    let server = start(options);
+    let addr = server.local_addr();
+    let handles: Vec<_> = (0..6)
+        .map(|n| {
+            std::thread::spawn(move || {
+                let mut client = Client::connect(addr);
+                (0..50).all(|i| {
+                    let body = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"x"}}"#, n * 1000 + i);
+                    client.post(body.as_bytes()).json()["id"] == n * 1000 + i
+                })
+            })
+        })
+        .collect();
+    assert!(handles.into_iter().all(|h| h.join().unwrap()));
+    server.stop();
 }
 
 // ---------------------------------------------------------------- fault knobs

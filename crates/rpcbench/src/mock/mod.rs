@@ -22,6 +22,7 @@ use std::time::Duration;
 
 mod ethereum;
 mod faults;
+mod http;
 mod prng;
 mod server;
 mod solana;

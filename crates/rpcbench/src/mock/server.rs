@@ -1,25 +1,19 @@
-//! The HTTP/1.1 server and JSON-RPC 2.0 dispatch shared by all mock nodes.
+//! The server and JSON-RPC 2.0 dispatch shared by all mock nodes.
 //!
-//! Requests are parsed with borrowed [`RawValue`]s only (no JSON tree for the envelope), the
-//! fault knobs are applied, and each call is handed to the chain's [`Node`], which appends
-//! its result to the response buffer. Single requests, batches and notifications follow the
-//! JSON-RPC 2.0 specification; the id is echoed byte for byte.
+//! [`MockServer`] runs the accept loop on a tokio runtime of its own (a current-thread runtime
+//! for one thread, a multi-thread one otherwise) and hands each connection to the HTTP/1.1
+//! loop in `http.rs`. Request bodies are parsed with borrowed [`RawValue`]s only (no JSON
+//! tree for the envelope) and each call is handed to the chain's [`Node`], which appends its
+//! result to the response buffer; the static node without injected errors first tries the
+//! single-pass scan of `static_chain.rs`. Single requests, batches and notifications follow
+//! the JSON-RPC 2.0 specification; the id is echoed byte for byte.
 
 use std::borrow::Cow;
-use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -27,9 +21,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::ethereum::EthereumNode;
-use super::faults::{Admission, FaultState};
+use super::faults::FaultState;
 use super::solana::SolanaNode;
-use super::{static_chain, Chain, MockError, MockOptions};
+use super::static_chain::Plain;
+use super::{http, static_chain, Chain, MockError, MockOptions};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,11 +113,26 @@ impl Node {
 
 /// Everything the request handlers share.
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     node: Node,
-    faults: FaultState,
-    max_body_bytes: usize,
+    pub(crate) faults: FaultState,
+    pub(crate) max_body_bytes: usize,
     max_batch_len: usize,
+    /// The static node without injected errors: plain requests take the single-pass scan.
+    fast_static: bool,
+}
+
+impl Shared {
+    fn new(options: &MockOptions, started: Instant) -> Shared {
+        let faults = FaultState::new(options.faults.clone(), options.seed, started);
+        Shared {
+            node: Node::new(options, started),
+            fast_static: options.chain == Chain::Static && !faults.has_error_rate(),
+            faults,
+            max_body_bytes: options.max_body_bytes,
+            max_batch_len: options.max_batch_len,
+        }
+    }
 }
 
 /// The JSON-RPC side of a mock node without its HTTP server: answers request bodies exactly as
@@ -137,15 +147,7 @@ impl Dispatcher {
     /// A dispatcher for the node `options` describe.
     pub fn new(options: &MockOptions) -> Result<Self, MockError> {
         options.validate()?;
-        let started = Instant::now();
-        Ok(Self {
-            shared: Shared {
-                node: Node::new(options, started),
-                faults: FaultState::new(options.faults.clone(), options.seed, started),
-                max_body_bytes: options.max_body_bytes,
-                max_batch_len: options.max_batch_len,
-            },
-        })
+        Ok(Self { shared: Shared::new(options, Instant::now()) })
     }
 
     /// The body of the answer to one HTTP request body (a request, a batch, or anything
@@ -166,7 +168,8 @@ pub struct MockServer {
 
 impl MockServer {
     /// Binds `options.listen` and starts serving on a thread of its own with a tokio runtime of
-    /// `options.threads` workers. Returns once the socket is listening.
+    /// `options.threads` workers (one thread: a current-thread runtime on the server's own
+    /// thread). Returns once the socket is listening.
     pub fn start(options: MockOptions) -> Result<MockServer, MockError> {
         options.validate()?;
         let std_listener = StdTcpListener::bind(options.listen)
@@ -174,23 +177,21 @@ impl MockServer {
         let addr =
             std_listener.local_addr().map_err(|source| MockError::Bind { addr: options.listen, source })?;
         std_listener.set_nonblocking(true).map_err(|source| MockError::Bind { addr, source })?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(options.threads)
-            .thread_name("rpcbench-mock")
-            .enable_all()
-            .build()
-            .map_err(MockError::Runtime)?;
+        let runtime = if options.threads == 1 {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(options.threads)
+                .thread_name("rpcbench-mock")
+                .enable_all()
+                .build()
+        }
+        .map_err(MockError::Runtime)?;
         let listener = {
             let _entered = runtime.enter();
             TcpListener::from_std(std_listener).map_err(|source| MockError::Bind { addr, source })?
         };
-        let started = Instant::now();
-        let shared = Arc::new(Shared {
-            node: Node::new(&options, started),
-            faults: FaultState::new(options.faults.clone(), options.seed, started),
-            max_body_bytes: options.max_body_bytes,
-            max_batch_len: options.max_batch_len,
-        });
+        let shared = Arc::new(Shared::new(&options, Instant::now()));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name(format!("rpcbench-mock-{}", options.chain))
@@ -259,118 +260,13 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
             }
         };
         let _ = stream.set_nodelay(true);
-        let shared = shared.clone();
-        let mut conn_shutdown = shutdown.clone();
         let token = live.clone();
-        tokio::spawn(async move {
-            let _token = token;
-            let service = service_fn(move |request| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(&shared, request).await) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = conn_shutdown.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
+        tokio::spawn(http::serve_connection(stream, shared.clone(), shutdown.clone(), token));
     }
     drop(listener);
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     while Arc::strong_count(&live) > 1 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-type HttpResponse = Response<Full<Bytes>>;
-
-fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-fn error_response(status: StatusCode, error: &RpcError) -> HttpResponse {
-    let mut body = Vec::with_capacity(128);
-    write_error(&mut body, b"null", error);
-    json_response(status, body)
-}
-
-async fn handle(shared: &Shared, request: Request<Incoming>) -> HttpResponse {
-    if request.method() != Method::POST {
-        let error = RpcError::new(INVALID_REQUEST, "only POST requests with a JSON-RPC body are served");
-        let mut response = error_response(StatusCode::METHOD_NOT_ALLOWED, &error);
-        response.headers_mut().insert("allow", HeaderValue::from_static("POST"));
-        return response;
-    }
-    let too_large = || {
-        let error = RpcError::new(
-            INVALID_REQUEST,
-            format!("request body too large: the limit is {} bytes", shared.max_body_bytes),
-        );
-        error_response(StatusCode::PAYLOAD_TOO_LARGE, &error)
-    };
-    let declared_len = request
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
-    if declared_len.is_some_and(|len| len > shared.max_body_bytes as u64) {
-        return too_large();
-    }
-
-    let admission = shared.faults.admit();
-    let body = match Limited::new(request.into_body(), shared.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(_) => {
-            let error = RpcError::new(PARSE_ERROR, "Parse error: the request body could not be read");
-            return error_response(StatusCode::BAD_REQUEST, &error);
-        }
-    };
-
-    // The body is read even when the request is refused, so the connection stays usable.
-    if let Admission::Limited { retry_after, allowed_rps, burst } = admission {
-        let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
-        error.data = Some(serde_json::json!({
-            "allowed_rps": allowed_rps,
-            "burst": burst,
-            "retry_after_ms": retry_after.as_millis() as u64,
-        }));
-        let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, &error);
-        let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-        return response;
-    }
-
-    let stall = shared.faults.stall_wait();
-    if !stall.is_zero() {
-        tokio::time::sleep(stall).await;
-    }
-    let latency = shared.faults.latency();
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
-    if let Some(blocking) = shared.faults.blocking_latency() {
-        // Deliberately blocks the runtime worker, like a handler doing synchronous work.
-        std::thread::sleep(blocking);
-    }
-
-    match process(shared, &body) {
-        Some(out) => json_response(StatusCode::OK, out),
-        None => {
-            let mut response = Response::new(Full::new(Bytes::new()));
-            *response.status_mut() = StatusCode::NO_CONTENT;
-            response
-        }
     }
 }
 
@@ -399,23 +295,38 @@ fn is_json_whitespace(byte: &u8) -> bool {
 /// Answers a whole HTTP body; `None` when there is nothing to answer (notifications only).
 fn process(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(96);
+    respond(shared, body, &mut out);
+    (!out.is_empty()).then_some(out)
+}
+
+/// Appends the answer to a whole HTTP body to `out`, which is left empty when there is
+/// nothing to answer (notifications only).
+pub(crate) fn respond(shared: &Shared, body: &[u8], out: &mut Vec<u8>) {
+    if shared.fast_static {
+        if let Some(plain) = static_chain::scan(body) {
+            if let Plain::Call(id) = plain {
+                static_chain::write_response(out, id);
+            }
+            return;
+        }
+    }
+    respond_general(shared, body, out);
+}
+
+/// [`respond`] without the static node's scan.
+fn respond_general(shared: &Shared, body: &[u8], out: &mut Vec<u8>) {
     match body.iter().find(|byte| !is_json_whitespace(byte)) {
         Some(b'{') => match serde_json::from_slice::<RawRequest>(body) {
             Ok(request) => {
-                call(shared, &request, &mut out);
+                call(shared, &request, out);
             }
-            Err(_) => write_envelope_error(&mut out, body),
+            Err(_) => write_envelope_error(out, body),
         },
         Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(body) {
-            Ok(items) => batch(shared, &items, &mut out),
-            Err(_) => write_envelope_error(&mut out, body),
+            Ok(items) => batch(shared, &items, out),
+            Err(_) => write_envelope_error(out, body),
         },
-        _ => write_envelope_error(&mut out, body),
-    }
-    if out.is_empty() {
-        None
-    } else {
-        Some(out)
+        _ => write_envelope_error(out, body),
     }
 }
 
@@ -535,7 +446,7 @@ fn method_name(raw: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
-fn write_error(out: &mut Vec<u8>, id: &[u8], error: &RpcError) {
+pub(crate) fn write_error(out: &mut Vec<u8>, id: &[u8], error: &RpcError) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id);
     out.extend_from_slice(b",\"error\":{\"code\":");
@@ -561,13 +472,8 @@ mod tests {
         let mut options = MockOptions::new(chain);
         options.faults = faults;
         options.max_batch_len = 3;
-        let started = Instant::now();
-        Shared {
-            node: Node::new(&options, started),
-            faults: FaultState::new(options.faults.clone(), 1, started),
-            max_body_bytes: options.max_body_bytes,
-            max_batch_len: options.max_batch_len,
-        }
+        options.seed = 1;
+        Shared::new(&options, Instant::now())
     }
 
     fn answer(shared: &Shared, body: &str) -> Option<Value> {
@@ -583,6 +489,30 @@ mod tests {
             let expected = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#);
             assert_eq!(String::from_utf8(out).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn static_scan_and_general_path_agree_on_tricky_bodies() {
+        let node = shared(Chain::Static, Faults::default());
+        assert!(node.fast_static);
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1e999999,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"x","params":[1e999999,-0.0e-0]}"#,
+            r#"{"jsonrpc":"2.0","id":"","method":"","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[],"extra":null}"#,
+            r#" {"method":"x","jsonrpc":"2.0"} "#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[tru]}"#,
+        ] {
+            let mut fast = Vec::new();
+            respond(&node, body.as_bytes(), &mut fast);
+            let mut general = Vec::new();
+            respond_general(&node, body.as_bytes(), &mut general);
+            assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&general), "{body}");
+        }
+        // Injected errors go through the general path.
+        assert!(!shared(Chain::Static, Faults { error_rate: 0.5, ..Faults::default() }).fast_static);
+        assert!(!shared(Chain::Solana, Faults::default()).fast_static);
     }
 
     #[test]
@@ -694,6 +624,7 @@ mod proptests {
 
     thread_local! {
         static NODES: [Dispatcher; 3] = dispatchers();
+        static STATIC: Shared = Shared::new(&MockOptions::new(Chain::Static), Instant::now());
     }
 
     const METHODS: [&str; 40] = [
@@ -907,6 +838,34 @@ mod proptests {
                     }
                 }
             }
+        }
+
+        #[test]
+        fn the_static_scan_answers_exactly_like_the_general_path(
+            body in prop_oneof![
+                request().prop_map(|request| request.to_string().into_bytes()),
+                request().prop_map(|request| serde_json::to_string_pretty(&request).unwrap().into_bytes()),
+                request().prop_flat_map(|request| {
+                    let text = request.to_string().into_bytes();
+                    let len = text.len();
+                    (Just(text), 0..len, prop::sample::select(&b" \"{}[],:0-.eE+nul19tx\\"[..]))
+                }).prop_map(|(mut text, at, byte)| { text[at] = byte; text }),
+                request().prop_flat_map(|request| {
+                    let text = request.to_string().into_bytes();
+                    let len = text.len();
+                    (Just(text), 0..=len)
+                }).prop_map(|(text, cut)| text[..cut].to_vec()),
+            ],
+        ) {
+            STATIC.with(|shared| {
+                let mut fast = Vec::new();
+                respond(shared, &body, &mut fast);
+                let mut general = Vec::new();
+                respond_general(shared, &body, &mut general);
+                let (fast, general) = (String::from_utf8_lossy(&fast), String::from_utf8_lossy(&general));
+                prop_assert_eq!(fast, general, "{:?}", String::from_utf8_lossy(&body));
+                Ok(())
+            })?;
         }
 
         #[test]
