@@ -16,6 +16,8 @@ use crate::jsonrpc::RequestTemplate;
 pub enum CallError {
     /// Connecting, sending or reading failed.
     Transport(String),
+    /// The node answered with an HTTP status other than 2xx.
+    Status(u16),
     /// The node answered with a JSON-RPC error.
     Rpc {
         /// The error code.
@@ -31,6 +33,7 @@ impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Transport(message) => write!(f, "request failed: {message}"),
+            CallError::Status(status) => write!(f, "request failed: HTTP status {status}"),
             CallError::Rpc { code, message } => write!(f, "JSON-RPC error {code}: {message}"),
             CallError::Invalid(message) => write!(f, "invalid response: {message}"),
         }
@@ -106,7 +109,7 @@ impl Endpoint {
                     .await
                     .map_err(|err| CallError::Transport(format!("{err:?}")))?;
                 if !(200..300).contains(&meta.status) {
-                    return Err(CallError::Transport(format!("HTTP status {}", meta.status)));
+                    return Err(CallError::Status(meta.status));
                 }
                 let value: Value = serde_json::from_slice(connection.body())
                     .map_err(|err| CallError::Invalid(err.to_string()))?;

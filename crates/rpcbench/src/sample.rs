@@ -189,10 +189,27 @@ struct Node {
     endpoint: Endpoint,
 }
 
+/// How often a call refused with 429 or 503 is tried again, the first wait, and the longest:
+/// hosted providers rate-limit, and sampling's calls come back to back.
+const BUSY_RETRIES: u32 = 6;
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
 impl Node {
     fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let params = if params.is_null() { None } else { Some(&params) };
-        self.endpoint.call(method, params)
+        let mut backoff = FIRST_BACKOFF;
+        let mut retries = 0;
+        loop {
+            match self.endpoint.call(method, params) {
+                Err(CallError::Status(429 | 503)) if retries < BUSY_RETRIES => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    retries += 1;
+                }
+                outcome => return outcome,
+            }
+        }
     }
 
     fn fail(&self, what: &str, err: CallError) -> SampleError {

@@ -313,3 +313,15 @@ fn sampling_sends_the_scenarios_headers_and_those_of_the_command_line() {
     let prepared = prepare(&bare, None, None, &access).unwrap();
     assert!(!prepared.pools.unwrap().get("slots").unwrap().is_empty());
 }
+
+#[test]
+fn sampling_a_rate_limited_node_backs_off_instead_of_failing() {
+    let mut options = MockOptions::new(Chain::Solana);
+    // Fewer calls per second than sampling makes back to back: some get 429 and are retried.
+    options.faults.rate_limit = Some(40.0);
+    let node = MockServer::start(options).unwrap();
+    let options = SampleOptions { window: 30, ..SampleOptions::default() };
+    let pools = sample(&endpoint(&node.url()), &options).unwrap();
+    assert!(!pools.get("slots").unwrap().is_empty());
+    assert!(!pools.get("signatures").unwrap().is_empty());
+}
