@@ -134,8 +134,7 @@ mod timerfd {
     use std::time::Instant;
 
     use rustix::time::{
-        clock_gettime, timerfd_create, timerfd_settime, ClockId, Itimerspec, TimerfdClockId, TimerfdFlags,
-        TimerfdTimerFlags, Timespec,
+        timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec,
     };
     use tokio::io::unix::AsyncFd;
 
@@ -148,8 +147,6 @@ mod timerfd {
         waiters: Waiters,
         /// The deadline the timerfd is armed for.
         armed: Cell<Option<Instant>>,
-        /// The same moment on both clocks, to turn an `Instant` into a CLOCK_MONOTONIC time.
-        origin: (Instant, Timespec),
     }
 
     impl Timerfd {
@@ -162,8 +159,7 @@ mod timerfd {
             // the condition the unsafe `register` asks for. The crate forbids `unsafe`.
             #[allow(deprecated)]
             let fd = AsyncFd::new(fd).ok()?;
-            let origin = (Instant::now(), clock_gettime(ClockId::Monotonic));
-            let timer = Rc::new(Self { fd, waiters: Waiters::default(), armed: Cell::new(None), origin });
+            let timer = Rc::new(Self { fd, waiters: Waiters::default(), armed: Cell::new(None) });
             tokio::task::spawn_local(drive(Rc::downgrade(&timer)));
             Some(timer)
         }
@@ -175,17 +171,18 @@ mod timerfd {
             }
         }
 
+        /// Arms the timer relative to now. (An absolute CLOCK_MONOTONIC time would need
+        /// `clock_gettime` through rustix's vDSO lookup, which crashes under valgrind; the
+        /// nanoseconds between `Instant::now` and the system call do not matter here.)
         fn arm(&self, deadline: Instant) {
-            let (origin_instant, origin_mono) = self.origin;
-            let offset = deadline.saturating_duration_since(origin_instant);
-            let nanos = origin_mono.tv_nsec as u128 + offset.subsec_nanos() as u128;
+            let delay = deadline.saturating_duration_since(Instant::now());
+            // A zero value would disarm the timer: a deadline already passed fires in 1 ns.
             let value = Timespec {
-                tv_sec: origin_mono.tv_sec + offset.as_secs() as i64 + (nanos / 1_000_000_000) as i64,
-                tv_nsec: (nanos % 1_000_000_000) as _,
+                tv_sec: delay.as_secs() as i64,
+                tv_nsec: delay.subsec_nanos().max(u32::from(delay.as_secs() == 0)) as _,
             };
             let spec = Itimerspec { it_interval: Timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
-            // A zero value would disarm the timer; the origin is never zero on a running system.
-            if timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &spec).is_ok() {
+            if timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &spec).is_ok() {
                 self.armed.set(Some(deadline));
             }
         }
