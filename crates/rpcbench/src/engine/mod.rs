@@ -489,7 +489,7 @@ impl Worker {
         if !ticket.measured {
             return;
         }
-        let from = ticket.intended.unwrap_or(sent);
+        let from = latency_start(ticket.intended, sent);
         let timing = Timing {
             done_second: done.saturating_duration_since(self.shared.clock.measure_start).as_secs(),
             corrected: done.saturating_duration_since(from),
@@ -498,12 +498,21 @@ impl Worker {
         };
         let mut recorder = self.recorder.borrow_mut();
         if !self.stage_ends.is_empty() {
-            let since = from.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
+            let due = ticket.intended.unwrap_or(sent);
+            let since = due.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
             let stage = self.stage_ends.partition_point(|&end| end <= since).min(self.stage_ends.len() - 1);
             recorder.record_stage(stage, outcome, timing.corrected);
         }
         recorder.record(call, outcome, timing, || jsonrpc::error_message(body));
     }
+}
+
+/// Where a request's (corrected) latency starts. Closed loop: at the send. Open loop: at the
+/// intended time when the request left late (coordinated omission correction), and at the send
+/// when the pacing timer released it early (by less than [`hires::WAKE_SLACK`]): either way the
+/// earlier instant, so a latency is never shorter than the exchange itself.
+fn latency_start(intended: Option<Instant>, sent: Instant) -> Instant {
+    intended.map_or(sent, |intended| intended.min(sent))
 }
 
 /// A connection that failed to connect waits this long before trying again in closed loop, so
@@ -688,6 +697,17 @@ fn result_has_body(outcome: Outcome) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_starts_at_the_earlier_of_intended_and_sent() {
+        let t = Instant::now();
+        let later = t + Duration::from_micros(40);
+        assert_eq!(latency_start(None, t), t);
+        // Sent late: from the intended time.
+        assert_eq!(latency_start(Some(t), later), t);
+        // Released early by the pacing timer's slack: from the send.
+        assert_eq!(latency_start(Some(later), t), t);
+    }
 
     #[test]
     fn shares_split_evenly() {
