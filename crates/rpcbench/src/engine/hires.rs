@@ -149,7 +149,8 @@ mod timerfd {
     use std::time::Instant;
 
     use rustix::time::{
-        timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec,
+        timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+        Timespec,
     };
     use tokio::io::unix::AsyncFd;
 

@@ -175,11 +175,15 @@ impl Run {
                 .map_err(EngineError::Runtime)?;
             handles.push(handle);
         }
-        let mut merged = Recorder::new(self.config.workload.calls().len(), self.series.clone());
+        // The first worker's recorder is the merged one: no extra set of histograms.
+        let mut merged: Option<Recorder> = None;
         let mut first_error = None;
         for handle in handles {
             match handle.join() {
-                Ok(Ok(mut recorder)) => merged.merge(&mut recorder),
+                Ok(Ok(mut recorder)) => match merged.as_mut() {
+                    Some(merged) => merged.merge(&mut recorder),
+                    None => merged = Some(recorder),
+                },
                 Ok(Err(err)) => first_error = first_error.or(Some(err)),
                 Err(_) => {
                     first_error = first_error.or(Some(std::io::Error::other("a worker thread panicked")))
@@ -189,6 +193,8 @@ impl Run {
         if let Some(err) = first_error {
             return Err(EngineError::Runtime(err));
         }
+        let merged =
+            merged.unwrap_or_else(|| Recorder::new(self.config.workload.calls().len(), self.series.clone()));
         let finished = Instant::now();
         let interrupted = self.stop.is_stopped();
         let elapsed = finished.saturating_duration_since(clock.measure_start);
@@ -317,8 +323,12 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     // Dropping the set cancels connections still in flight; they are not counted.
     drop(local);
     worker.count_unsent();
-    let series = worker.shared.series.clone();
-    let mut recorder = worker.recorder.replace(Recorder::new(0, series));
+    // Every connection task is gone with the set, so the worker is ours alone: its recorder
+    // is taken without building an empty one in its place.
+    let mut recorder = match Rc::try_unwrap(worker) {
+        Ok(worker) => worker.recorder.into_inner(),
+        Err(worker) => worker.recorder.replace(Recorder::new(0, worker.shared.series.clone())),
+    };
     recorder.flush_second();
     recorder.usage = meter.finish();
     Ok(recorder)
