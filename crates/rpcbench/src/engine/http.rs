@@ -1,7 +1,11 @@
 //! A lean HTTP/1.1 client connection for the hot path: it writes a prepared request and reads
 //! one response into a reused buffer, framing the body by Content-Length, chunked encoding or
-//! connection close. Headers are parsed by `httparse`. Nothing is allocated per request once
-//! the buffers have grown to the size of a response.
+//! connection close. The common head (`HTTP/1.1`, plain ASCII header lines) is read by a direct
+//! scan ([`fast_head`]); anything else goes to `httparse`, and both feed the same framing
+//! rules. Buffers start at 4 KiB per connection and grow on demand: to the size of the body
+//! when a Content-Length announces it, so that a large body is read in place without doubling
+//! and copying. Nothing is allocated per request once the buffers have grown to the size of a
+//! response.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -79,8 +83,12 @@ pub struct ResponseMeta {
 const MAX_HEADERS: usize = 64;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
-/// Read at least this much at a time.
-const READ_CHUNK: usize = 16 * 1024;
+/// A connection's first buffer (one page: a small response in one read). It doubles when a
+/// head or a chunked or close-delimited body does not fit.
+const INITIAL_BUFFER: usize = 4 * 1024;
+/// A buffer grown for a Content-Length body is rounded up to this, so that bodies a few bytes
+/// apart (ids of different lengths) reuse it.
+const BUFFER_STEP: usize = 4 * 1024;
 
 /// One HTTP/1.1 connection and its buffers.
 #[derive(Debug)]
@@ -109,7 +117,7 @@ impl Connection {
     pub fn new(stream: Stream) -> Self {
         Self {
             stream,
-            buf: vec![0; READ_CHUNK],
+            buf: vec![0; INITIAL_BUFFER],
             start: 0,
             end: 0,
             chunked_body: Vec::new(),
@@ -161,14 +169,19 @@ impl Connection {
         }
     }
 
-    /// Makes sure `buf[start..start + len]` is filled.
+    /// Makes sure `buf[start..start + len]` is filled. The buffer grows to hold the body where
+    /// it starts (after the head), so one read can take all of it and nothing already read is
+    /// moved; it is compacted first only when most of it is consumed (a long chunked body).
     async fn fill_to(&mut self, len: usize) -> Result<(), ReadError> {
         if self.start + len > self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-            if len > self.buf.len() {
-                self.buf.resize(len.next_power_of_two(), 0);
+            if self.start > self.buf.len() / 2 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            let need = self.start + len;
+            if need > self.buf.len() {
+                self.buf.resize(need.next_multiple_of(BUFFER_STEP), 0);
             }
         }
         while self.end - self.start < len {
@@ -192,22 +205,10 @@ impl Connection {
         let mut wire_bytes = 0;
         loop {
             // Parse the head, reading until it is complete.
-            let (status, head_len, framing, keep_alive) = loop {
-                // Uninitialised header slots: no 2 KiB memset per parse.
-                let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
-                let mut response = httparse::Response::new(&mut []);
-                let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-                    &mut response,
-                    &self.buf[self.start..self.end],
-                    &mut headers,
-                );
-                match parsed {
-                    Ok(httparse::Status::Complete(head_len)) => {
-                        let status = response.code.unwrap_or(0);
-                        let (framing, keep_alive) = framing_of(&response)?;
-                        break (status, head_len, framing, keep_alive);
-                    }
-                    Ok(httparse::Status::Partial) => {
+            let Head { status, len: head_len, framing, keep_alive } = loop {
+                match parse_head(&self.buf[self.start..self.end])? {
+                    Some(head) => break head,
+                    None => {
                         if self.end - self.start > MAX_HEAD {
                             return Err(ReadError::Malformed);
                         }
@@ -215,7 +216,6 @@ impl Connection {
                             return Err(ReadError::Closed);
                         }
                     }
-                    Err(_) => return Err(ReadError::Malformed),
                 }
             };
             self.start += head_len;
@@ -329,47 +329,193 @@ enum Framing {
     UntilClose,
 }
 
-fn framing_of(response: &httparse::Response<'_, '_>) -> Result<(Framing, bool), ReadError> {
-    let status = response.code.unwrap_or(0);
-    let http11 = response.version == Some(1);
-    let mut keep_alive = http11;
-    let mut length = None;
-    let mut chunked = false;
-    for header in response.headers.iter() {
-        if header.name.eq_ignore_ascii_case("content-length") {
-            let text = std::str::from_utf8(header.value).map_err(|_| ReadError::Malformed)?;
-            let value: u64 = text.trim().parse().map_err(|_| ReadError::Malformed)?;
-            if length.is_some_and(|previous| previous != value) {
-                return Err(ReadError::Malformed);
+/// A complete response head: what reading the rest needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    /// Bytes of the head, up to and including the empty line.
+    len: usize,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// Parses the head at the start of `buf`: `Ok(None)` while it is incomplete.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, ReadError> {
+    match fast_head(buf) {
+        Some(head) => Ok(Some(head)),
+        None => httparse_head(buf),
+    }
+}
+
+/// The general parser: any HTTP/1.x head `httparse` accepts.
+fn httparse_head(buf: &[u8]) -> Result<Option<Head>, ReadError> {
+    // Uninitialised header slots: no 2 KiB memset per parse.
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut response,
+        buf,
+        &mut headers,
+    );
+    match parsed {
+        Ok(httparse::Status::Complete(len)) => {
+            let mut fields = HeadFields::new(response.code.unwrap_or(0), response.version == Some(1));
+            for header in response.headers.iter() {
+                fields.add(header.name.as_bytes(), header.value)?;
             }
-            length = Some(value);
-        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = header
-                .value
-                .split(|&b| b == b',')
-                .next_back()
-                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-        } else if header.name.eq_ignore_ascii_case("connection") {
-            for token in header.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    keep_alive = true;
+            let (framing, keep_alive) = fields.framing();
+            Ok(Some(Head { status: fields.status, len, framing, keep_alive }))
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(_) => Err(ReadError::Malformed),
+    }
+}
+
+/// `true` for the bytes of an HTTP token (a header name), RFC 9110 `tchar`.
+const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        byte += 1;
+    }
+    table
+};
+
+/// Whether every byte is visible ASCII or a space (no tab, no control, no obs-text). Written
+/// without an early exit so that it compiles to a vector loop.
+fn plain_text(bytes: &[u8]) -> bool {
+    !bytes.iter().fold(false, |bad, &b| bad | (b.wrapping_sub(0x20) > 0x7e - 0x20))
+}
+
+/// The direct scan for the common head: `HTTP/1.1`, a three-digit status, a reason phrase and
+/// header lines of plain ASCII (`name: value`, CRLF-terminated). It accepts a subset of what
+/// `httparse` accepts and reads it the same way (a property test holds it to that); `None`
+/// for anything else, incomplete heads included, which then go to `httparse`.
+fn fast_head(buf: &[u8]) -> Option<Head> {
+    const PREFIX: &[u8] = b"HTTP/1.1 ";
+    let rest = buf.strip_prefix(PREFIX)?;
+    let [a, b, c, b' ', ..] = *rest else { return None };
+    if !(a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit()) {
+        return None;
+    }
+    let status = u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0');
+    let reason_start = PREFIX.len() + 4;
+    let mut line_end = reason_start + memchr::memchr(b'\r', &buf[reason_start..])?;
+    if !plain_text(&buf[reason_start..line_end]) {
+        return None;
+    }
+    let mut fields = HeadFields::new(status, true);
+    let mut count = 0;
+    loop {
+        // `line_end` is at a CR that must end its line.
+        if *buf.get(line_end + 1)? != b'\n' {
+            return None;
+        }
+        let start = line_end + 2;
+        match buf.get(start..start + 2)? {
+            b"\r\n" => {
+                let (framing, keep_alive) = fields.framing();
+                return Some(Head { status, len: start + 2, framing, keep_alive });
+            }
+            _ => {}
+        }
+        count += 1;
+        if count > MAX_HEADERS {
+            return None;
+        }
+        let colon = start + memchr::memchr(b':', &buf[start..])?;
+        let name = &buf[start..colon];
+        if name.is_empty() || !name.iter().all(|&b| TCHAR[usize::from(b)]) {
+            return None;
+        }
+        line_end = colon + 1 + memchr::memchr(b'\r', &buf[colon + 1..])?;
+        let value = &buf[colon + 1..line_end];
+        if !plain_text(value) {
+            return None;
+        }
+        // A value the framing rules refuse goes to the general parser, which refuses it too.
+        fields.add(name, value).ok()?;
+    }
+}
+
+/// The header fields that decide framing and keep-alive, gathered one header at a time.
+#[derive(Debug)]
+struct HeadFields {
+    status: u16,
+    keep_alive: bool,
+    length: Option<u64>,
+    chunked: bool,
+}
+
+impl HeadFields {
+    fn new(status: u16, http11: bool) -> Self {
+        Self { status, keep_alive: http11, length: None, chunked: false }
+    }
+
+    /// Takes one header; names are compared by length first, then without case.
+    fn add(&mut self, name: &[u8], value: &[u8]) -> Result<(), ReadError> {
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let text = std::str::from_utf8(value).map_err(|_| ReadError::Malformed)?;
+                let value: u64 = text.trim().parse().map_err(|_| ReadError::Malformed)?;
+                if self.length.is_some_and(|previous| previous != value) {
+                    return Err(ReadError::Malformed);
+                }
+                self.length = Some(value);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                self.chunked = value
+                    .split(|&b| b == b',')
+                    .next_back()
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    if token.eq_ignore_ascii_case(b"close") {
+                        self.keep_alive = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        self.keep_alive = true;
+                    }
                 }
             }
+            _ => {}
         }
+        Ok(())
     }
-    let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
-        Framing::Empty
-    } else if chunked {
-        Framing::Chunked
-    } else if let Some(length) = length {
-        Framing::Length(length)
-    } else {
-        Framing::UntilClose
-    };
-    Ok((framing, keep_alive))
+
+    fn framing(&self) -> (Framing, bool) {
+        let status = self.status;
+        let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
+            Framing::Empty
+        } else if self.chunked {
+            Framing::Chunked
+        } else if let Some(length) = self.length {
+            Framing::Length(length)
+        } else {
+            Framing::UntilClose
+        };
+        (framing, self.keep_alive)
+    }
 }
 
 #[cfg(test)]
@@ -452,5 +598,168 @@ mod tests {
         let (meta, body) = read_raw(raw, 100).await;
         assert_eq!(meta.map(|m| m.status), Ok(201));
         assert_eq!(body, b"ok");
+    }
+
+    #[test]
+    fn common_heads_take_the_fast_path_and_read_as_httparse_reads_them() {
+        let heads: [&[u8]; 6] = [
+            b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 03:00:00 GMT\r\nContent-Type: application/json\r\nContent-Length: 40\r\nConnection: keep-alive\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\ndate: x\r\n\r\nhello",
+            b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.1 200 \r\nX-Empty:\r\n\r\n",
+        ];
+        for raw in heads {
+            let fast = fast_head(raw);
+            assert!(fast.is_some(), "{}", String::from_utf8_lossy(raw));
+            assert_eq!(fast.map(Some).ok_or(ReadError::Malformed), httparse_head(raw));
+        }
+        let head = fast_head(heads[0]).unwrap();
+        assert_eq!((head.status, head.framing, head.keep_alive), (200, Framing::Length(40), true));
+        assert_eq!(head.len, heads[0].len() - 2);
+        // Not for the fast path: HTTP/1.0, a tab, obs-text, a bare LF, a truncated head.
+        let others: [&[u8]; 5] = [
+            b"HTTP/1.0 200 OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nX:\ta\r\n\r\n",
+            b"HTTP/1.1 200 \xc3\xa9\r\n\r\n",
+            b"HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n",
+        ];
+        for raw in others {
+            assert_eq!(fast_head(raw), None, "{}", String::from_utf8_lossy(raw));
+        }
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    //! The fast head scan against `httparse` on generated heads: near-valid ones (random
+    //! versions, statuses, reasons, header names and values, line endings, truncation) and
+    //! byte-level mutations of them. Whenever the fast scan accepts a head, `httparse` must
+    //! accept it too and read the same status, length, framing and keep-alive.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cases() -> u32 {
+        std::env::var("RPCBENCH_PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(2000)
+    }
+
+    fn piece(options: &'static [&'static str]) -> impl Strategy<Value = Vec<u8>> {
+        prop::sample::select(options).prop_map(|s| s.as_bytes().to_vec())
+    }
+
+    fn noise() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(
+            prop_oneof![
+                4 => 0x20u8..0x7f,
+                1 => prop::sample::select(vec![b'\t', b'\r', b'\n', b':', 0x80, 0xff, 0x00, 0x7f]),
+            ],
+            0..12,
+        )
+    }
+
+    fn name() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            piece(&[
+                "Content-Length",
+                "content-length",
+                "CONTENT-LENGTH",
+                "Transfer-Encoding",
+                "Connection",
+                "connection",
+                "Content-Type",
+                "X-Id",
+                "Date",
+                "Bad Name",
+                "",
+                "Content-Length ",
+                "X(1)",
+            ]),
+            noise(),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            piece(&[
+                "5",
+                " 5",
+                "5 ",
+                "0",
+                "+5",
+                "-1",
+                "18446744073709551615",
+                "18446744073709551616",
+                "1 2",
+                "chunked",
+                "gzip, chunked",
+                "chunked, gzip",
+                "close",
+                "keep-alive",
+                "Keep-Alive, close",
+                "upgrade",
+                "",
+                " ",
+                "application/json",
+            ]),
+            noise(),
+        ]
+    }
+
+    fn head() -> impl Strategy<Value = Vec<u8>> {
+        let version = piece(&["HTTP/1.1 ", "HTTP/1.0 ", "HTTP/1.1", "HTTP/2 ", "http/1.1 ", "HTTP/1.1  "]);
+        let status = piece(&["200", "204", "304", "100", "101", "429", "500", "099", "2000", "20", "abc"]);
+        let reason = prop_oneof![piece(&[" OK", " ", "", " Not Found", " OK\t"]), noise()];
+        let eol = || prop_oneof![8 => piece(&["\r\n"]), 1 => piece(&["\n", "\r", "\r\r\n"])];
+        let header = (name(), piece(&[":", ": ", ":  ", " :"]), value(), eol());
+        (version, status, reason, eol(), prop::collection::vec(header, 0..6), eol(), noise()).prop_map(
+            |(version, status, reason, eol1, headers, end, body)| {
+                let mut out = [version, status, reason, eol1].concat();
+                for (name, colon, value, eol) in headers {
+                    out.extend([name, colon, value, eol].concat());
+                }
+                out.extend(end);
+                out.extend(body);
+                out
+            },
+        )
+    }
+
+    fn check(raw: &[u8]) -> Result<(), TestCaseError> {
+        if let Some(fast) = fast_head(raw) {
+            prop_assert_eq!(httparse_head(raw), Ok(Some(fast)), "{:?}", String::from_utf8_lossy(raw));
+        }
+        // The combined parser never panics and agrees with httparse on what it refuses.
+        if httparse_head(raw).is_err() {
+            prop_assert_eq!(parse_head(raw), Err(ReadError::Malformed));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_fast_scan_reads_heads_as_httparse_does(raw in head(), cut in any::<prop::sample::Index>()) {
+            check(&raw)?;
+            // Every prefix: incomplete heads are never read as complete.
+            check(&raw[..cut.index(raw.len() + 1)])?;
+        }
+
+        #[test]
+        fn mutated_heads_too(raw in head(), at in any::<prop::sample::Index>(), byte in any::<u8>(), how in 0u8..3) {
+            let mut raw = raw;
+            if !raw.is_empty() {
+                let i = at.index(raw.len());
+                match how {
+                    0 => raw[i] = byte,
+                    1 => raw.insert(i, byte),
+                    _ => { raw.remove(i); }
+                }
+            }
+            check(&raw)?;
+        }
     }
 }
