@@ -1,7 +1,8 @@
 //! What a run records: HDR latency histograms, a count per outcome class, bytes, pacing
 //! figures, and a per-second series. Each worker owns a [`Recorder`]; recorders merge into one
 //! [`RunRecord`] at the end. Memory does not grow with the length of a run: histograms have a
-//! fixed shape, and the per-second series halves its resolution when it gets long.
+//! bounded range (they grow to the largest latency seen, at most an hour), and the per-second
+//! series halves its resolution when it gets long.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,17 +16,50 @@ use crate::jsonrpc::{InvalidKind, Outcome};
 /// Latencies are recorded in microseconds with 3 significant digits.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// Phase and per-second histograms keep 2 significant digits: a phase percentile or a
+/// second's p50/p99 is within 1% of the value, at an eighth of the memory.
+pub const COARSE_SIGNIFICANT_DIGITS: u8 = 2;
+
 /// The largest latency a histogram tracks, microseconds (one hour); larger values clamp to it.
 pub const MAX_TRACKABLE_US: u64 = 3_600_000_000;
 
-/// A new latency histogram: microseconds from 1 to [`MAX_TRACKABLE_US`], fixed size, so that
-/// recording never allocates.
+/// A new latency histogram: microseconds from 1 up to [`MAX_TRACKABLE_US`] (values are clamped
+/// to it by the recorder), 3 significant digits.
+///
+/// The histogram starts small and grows its range to the largest value recorded, so memory
+/// follows the latencies seen rather than the hour a histogram could track: about 40 KB for
+/// latencies under 10 ms, 190 KB at most. It grows at most ~22 times in a run (each doubling of
+/// the largest latency), so recording allocates almost never and memory stays flat.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS).expect("valid histogram bounds")
+    Histogram::new(SIGNIFICANT_DIGITS).expect("valid histogram digits")
 }
 
+/// Like [`new_histogram`], with [`COARSE_SIGNIFICANT_DIGITS`]: for phase and per-second
+/// histograms.
+pub fn new_coarse_histogram() -> Histogram<u64> {
+    Histogram::new(COARSE_SIGNIFICANT_DIGITS).expect("valid histogram digits")
+}
+
+/// A histogram of the same precision as `like`, empty, for decoding into the shape it was
+/// recorded in.
+pub fn new_histogram_like(like: &Histogram<u64>) -> Histogram<u64> {
+    if like.sigfig() == COARSE_SIGNIFICANT_DIGITS {
+        new_coarse_histogram()
+    } else {
+        new_histogram()
+    }
+}
+
+/// Records `us` (from [`micros`], so within range), growing the histogram if needed.
+/// (`saturating_record` would clamp to the current range instead of growing it.)
+fn record_us(histogram: &mut Histogram<u64>, us: u64) {
+    // Fails only if the counts array cannot grow (more than usize::MAX counters).
+    histogram.record(us).ok();
+}
+
+/// Microseconds, at least 1 and at most [`MAX_TRACKABLE_US`].
 fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).max(1)
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).clamp(1, MAX_TRACKABLE_US)
 }
 
 /// One JSON-RPC error code's count and the first message seen with it.
@@ -145,6 +179,7 @@ pub struct Series {
 struct OpenSecond {
     requests: u64,
     errors: u64,
+    /// Coarse: only p50 and p99 are read from it.
     latency: Histogram<u64>,
 }
 
@@ -179,7 +214,7 @@ impl Series {
         let open = self.open.entry(second).or_insert_with(|| OpenSecond {
             requests: 0,
             errors: 0,
-            latency: new_histogram(),
+            latency: new_coarse_histogram(),
         });
         open.requests += requests;
         open.errors += errors;
@@ -339,12 +374,13 @@ pub struct PhaseTotals {
 }
 
 impl Default for PhaseTotals {
+    /// Coarse histograms: phases show where the time went, to 2 significant digits.
     fn default() -> Self {
         Self {
-            connect: new_histogram(),
-            send: new_histogram(),
-            wait: new_histogram(),
-            receive: new_histogram(),
+            connect: new_coarse_histogram(),
+            send: new_coarse_histogram(),
+            wait: new_coarse_histogram(),
+            receive: new_coarse_histogram(),
         }
     }
 }
@@ -444,7 +480,7 @@ impl Recorder {
             second: 0,
             second_requests: 0,
             second_errors: 0,
-            second_latency: new_histogram(),
+            second_latency: new_coarse_histogram(),
             series,
         }
     }
@@ -459,11 +495,11 @@ impl Recorder {
     pub fn record_phases(&mut self, ok: bool, phases: Phases) {
         let totals = &mut self.phases[usize::from(!ok)];
         if let Some(connect) = phases.connect {
-            totals.connect.saturating_record(micros(connect));
+            record_us(&mut totals.connect, micros(connect));
         }
-        totals.send.saturating_record(micros(phases.send));
-        totals.wait.saturating_record(micros(phases.wait));
-        totals.receive.saturating_record(micros(phases.receive));
+        record_us(&mut totals.send, micros(phases.send));
+        record_us(&mut totals.wait, micros(phases.wait));
+        record_us(&mut totals.receive, micros(phases.receive));
     }
 
     /// Records one request in its stage's figures.
@@ -471,7 +507,7 @@ impl Recorder {
         let Some(totals) = self.stages.get_mut(stage) else { return };
         totals.counts.add(outcome, || None);
         if outcome != Outcome::Connect {
-            totals.latency.saturating_record(micros(corrected));
+            record_us(&mut totals.latency, micros(corrected));
         }
     }
 
@@ -495,7 +531,7 @@ impl Recorder {
             self.second_errors += 1;
         }
         if let Some(lag) = timing.lag {
-            totals.send_lag.saturating_record(micros(lag));
+            record_us(&mut totals.send_lag, micros(lag));
             if lag > LATE_THRESHOLD {
                 totals.late += 1;
             }
@@ -504,14 +540,14 @@ impl Recorder {
             return;
         }
         let corrected = micros(timing.corrected);
-        totals.latency.saturating_record(corrected);
+        record_us(&mut totals.latency, corrected);
         // In closed loop the uncorrected latency is the corrected one; `RunRecord::new` copies it.
         if timing.lag.is_some() {
-            totals.latency_uncorrected.saturating_record(micros(timing.actual));
+            record_us(&mut totals.latency_uncorrected, micros(timing.actual));
         }
-        self.second_latency.saturating_record(corrected);
+        record_us(&mut self.second_latency, corrected);
         if outcome.is_ok() {
-            totals.latency_ok.saturating_record(corrected);
+            record_us(&mut totals.latency_ok, corrected);
         }
     }
 
@@ -699,12 +735,37 @@ mod tests {
     #[test]
     fn empty_seconds_are_filled_in() {
         let mut series = Series::default();
-        let mut histogram = new_histogram();
+        let mut histogram = new_coarse_histogram();
         histogram.record(1000).unwrap();
         series.add(2, 5, 0, &histogram);
         let (_, points) = series.finish(Duration::from_secs(4));
         let requests: Vec<u64> = points.iter().map(|p| p.requests).collect();
         assert_eq!(requests, vec![0, 0, 5, 0]);
-        assert_eq!(points[2].p50_us, 1000);
+        // Per-second percentiles are coarse: 2 significant digits (1,000 reads as 1,003).
+        assert_eq!(points[2].p50_us, 1003);
+    }
+
+    #[test]
+    fn histograms_grow_to_the_largest_value_and_clamp_at_an_hour() {
+        let mut recorder = Recorder::new(1, Arc::new(Mutex::new(Series::default())));
+        let small = recorder.calls[0].latency.distinct_values();
+        recorder.record(0, Outcome::Ok, timing(0, 800), || None);
+        let after_800us = recorder.calls[0].latency.distinct_values();
+        recorder.record(0, Outcome::Ok, timing(0, 5_000_000_000_000), || None);
+        let latency = &recorder.calls[0].latency;
+        // Memory follows the values seen (a few KB below 1 ms), bounded by the hour clamp.
+        assert!(
+            small <= after_800us && after_800us * 8 < latency.distinct_values(),
+            "{small} {after_800us} {}",
+            latency.distinct_values()
+        );
+        assert_eq!(latency.max(), latency.highest_equivalent(MAX_TRACKABLE_US));
+        assert_eq!(latency.len(), 2);
+        let full = Histogram::<u64>::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS).unwrap();
+        assert!(latency.distinct_values() <= full.distinct_values());
+        // Coarse histograms hold the same values in an eighth of the counters.
+        let mut coarse = new_coarse_histogram();
+        coarse.record(MAX_TRACKABLE_US).unwrap();
+        assert!(coarse.distinct_values() * 6 < latency.distinct_values());
     }
 }

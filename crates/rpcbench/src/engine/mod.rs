@@ -179,11 +179,15 @@ impl Run {
                 .map_err(EngineError::Runtime)?;
             handles.push(handle);
         }
-        let mut merged = Recorder::new(self.config.workload.calls().len(), self.series.clone());
+        // The first worker's recorder is the merged one: no extra set of histograms.
+        let mut merged: Option<Recorder> = None;
         let mut first_error = None;
         for handle in handles {
             match handle.join() {
-                Ok(Ok(mut recorder)) => merged.merge(&mut recorder),
+                Ok(Ok(mut recorder)) => match merged.as_mut() {
+                    Some(merged) => merged.merge(&mut recorder),
+                    None => merged = Some(recorder),
+                },
                 Ok(Err(err)) => first_error = first_error.or(Some(err)),
                 Err(_) => {
                     first_error = first_error.or(Some(std::io::Error::other("a worker thread panicked")))
@@ -196,6 +200,8 @@ impl Run {
         if let Some(err) = first_error {
             return Err(EngineError::Runtime(err));
         }
+        let merged =
+            merged.unwrap_or_else(|| Recorder::new(self.config.workload.calls().len(), self.series.clone()));
         let finished = Instant::now();
         let interrupted = self.stop.is_stopped();
         let elapsed = finished.saturating_duration_since(clock.measure_start);
@@ -327,11 +333,17 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     // Dropping the set cancels connections still in flight; they are not counted.
     drop(local);
     worker.count_unsent();
-    let series = worker.shared.series.clone();
-    let mut recorder = worker.recorder.replace(Recorder::new(0, series));
+    // Every connection task is gone with the set, so the worker is ours alone: its recorder
+    // is taken without building an empty one in its place.
+    let live = worker.shared.config.metrics.clone();
+    let index = worker.plan.index;
+    let mut recorder = match Rc::try_unwrap(worker) {
+        Ok(worker) => worker.recorder.into_inner(),
+        Err(worker) => worker.recorder.replace(Recorder::new(0, worker.shared.series.clone())),
+    };
     recorder.flush_second();
-    if let Some(live) = &worker.shared.config.metrics {
-        live.publish(worker.plan.index, &recorder.calls, 0);
+    if let Some(live) = &live {
+        live.publish(index, &recorder.calls, 0);
     }
     recorder.usage = meter.finish();
     Ok(recorder)
@@ -520,7 +532,7 @@ impl Worker {
         if !ticket.measured {
             return;
         }
-        let from = ticket.intended.unwrap_or(sent);
+        let from = latency_start(ticket.intended, sent);
         let timing = Timing {
             done_second: done.saturating_duration_since(self.shared.clock.measure_start).as_secs(),
             corrected: done.saturating_duration_since(from),
@@ -529,12 +541,21 @@ impl Worker {
         };
         let mut recorder = self.recorder.borrow_mut();
         if !self.stage_ends.is_empty() {
-            let since = from.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
+            let due = ticket.intended.unwrap_or(sent);
+            let since = due.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
             let stage = self.stage_ends.partition_point(|&end| end <= since).min(self.stage_ends.len() - 1);
             recorder.record_stage(stage, outcome, timing.corrected);
         }
         recorder.record(call, outcome, timing, || jsonrpc::error_message(body));
     }
+}
+
+/// Where a request's (corrected) latency starts. Closed loop: at the send. Open loop: at the
+/// intended time when the request left late (coordinated omission correction), and at the send
+/// when the pacing timer released it early (by less than [`hires::WAKE_SLACK`]): either way the
+/// earlier instant, so a latency is never shorter than the exchange itself.
+fn latency_start(intended: Option<Instant>, sent: Instant) -> Instant {
+    intended.map_or(sent, |intended| intended.min(sent))
 }
 
 /// A connection that failed to connect waits this long before trying again in closed loop, so
@@ -721,6 +742,17 @@ fn result_has_body(outcome: Outcome) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_starts_at_the_earlier_of_intended_and_sent() {
+        let t = Instant::now();
+        let later = t + Duration::from_micros(40);
+        assert_eq!(latency_start(None, t), t);
+        // Sent late: from the intended time.
+        assert_eq!(latency_start(Some(t), later), t);
+        // Released early by the pacing timer's slack: from the send.
+        assert_eq!(latency_start(Some(later), t), t);
+    }
 
     #[test]
     fn shares_split_evenly() {
