@@ -44,8 +44,8 @@ P = L.append
 P("# rpcbench benchmark results\n")
 P(f"- Date: {meta.get('date')}")
 P(f"- Machine: {meta.get('nproc')} cores, {meta.get('cpu')}, kernel {meta.get('kernel')}, {meta.get('mem')} RAM")
-P("- **Shared machine**: 2 cores only; another engineer may have been compiling on the same machine during the run, "
-  "so absolute numbers are noisy (the server is pinned to core 0 and the generator to core 1 with `taskset -c`).")
+P("- 2 cores only: the server is pinned to core 0 and the generator to core 1 with `taskset -c`; anything else "
+  "running on the machine during the run shows in the load average below and makes the numbers noisy.")
 P(f"- Mode: {'QUICK smoke run' if meta.get('quick') == '1' else 'full run'}: DUR={meta.get('dur')}, "
   f"repetitions={meta.get('reps')} (median reported), LONG={meta.get('long')}s (RSS sampled at {meta.get('sample_at')}s and at the end)")
 if meta.get("long_note"): P(f"- Note: {meta['long_note']}")
@@ -58,10 +58,8 @@ P("- CPU µs/req = generator (user+sys) seconds from `/usr/bin/time -f '%U %S %M
 P(f"- Load average at the end of the run (/proc/loadavg): {open('/proc/loadavg').read().strip()}")
 P("")
 P("Notes:")
-P("- nginx always answers `\"id\":1`; rpcbench replaces the id of every request and checks it, so against nginx every "
-  "response but the first is counted as an error (`outcomes.invalid.id_mismatch`); there is no option to turn the id check off. "
-  "Those responses are still complete HTTP 200 exchanges and are included in rpcbench's req/s, so the rows are comparable; "
-  "the errors column shows it. wrk and oha do not look at the body.")
+P("- nginx always answers `\"id\":1`, so rpcbench runs against it with `--fixed-id 1` (it sends id 1 and checks that "
+  "id 1 comes back); every response is still classified in full. wrk and oha do not look at the body.")
 P("- Case 2 is bound by the mock solana node on core 0 (all three generators reach about the same req/s); "
   "there the meaningful comparison is CPU µs/req and RSS.")
 P("- /usr/bin/time has 10 ms resolution for user/sys.")
@@ -147,6 +145,9 @@ P("")
 P("## 5. Server comparison (wrk -t1 -c64 on core 1, server on core 0)\n")
 P("Same measurement as the wrk rows at 64 connections in case 1 (identical setup), not run twice.\n")
 ws = med(("closed", "static", "wrk", "64"), "rate"); wn = med(("closed", "nginx", "wrk", "64"), "rate")
+P("wrk is itself CPU-bound near 100k req/s on one core, so this row measures wrk about as much as the servers: "
+  "`bench/serve_cost.sh` measures the servers' own CPU (and instructions, system calls) per request; "
+  "see bench/ANALYSIS.md.\n")
 P("| server | req/s (median) |")
 P("|---|---:|")
 P(f"| rpcbench serve --chain static --threads 1 | {fmt(ws)} |")
@@ -191,6 +192,7 @@ for (case, target, c, lab) in (("closed", "nginx", "64", "nginx c=64"), ("closed
 goal("static serve ≥ 1.0x nginx req/s (wrk -t1 -c64)", ratio(ws, wn), lambda v: v >= 1.0)
 P("")
 
+P("For every goal missed, bench/ANALYSIS.md gives the measured ratio and what the profile says stands in the way.\n")
 P("## Raw runs\n")
 P("| case | target | tool | load | rep | req/s | p50 µs | p99 µs | requests | errors | CPU s | RSS KB |")
 P("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
