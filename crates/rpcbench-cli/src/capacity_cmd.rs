@@ -195,12 +195,8 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends; counters add up over the steps.
-    let _metrics_server = match args.metrics.start() {
-        Ok(Some((server, live))) => {
-            config.metrics = Some(live);
-            Some(server)
-        }
-        Ok(None) => None,
+    let _metrics_server = match args.metrics.attach(&mut config) {
+        Ok(server) => server,
         Err(err) => return output::usage_error(err),
     };
     let stop = StopHandle::new();

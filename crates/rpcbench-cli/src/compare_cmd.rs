@@ -199,6 +199,25 @@ impl CompareArgs {
     }
 }
 
+/// Prints a comparison's progress on standard error, a line per target (nothing when quiet).
+pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl FnMut(CompareEvent<'_>) {
+    let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
+    move |event| match event {
+        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
+        CompareEvent::Finished(run) if !quiet => {
+            let report = &run.report;
+            eprintln!(
+                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                report.requests.rate,
+                format_micros(report.latency.percentile("p50") as f64),
+                format_micros(report.latency.percentile("p99") as f64),
+                report.requests.errors
+            );
+        }
+        _ => {}
+    }
+}
+
 /// A file name from a target name.
 fn file_name(name: &str) -> String {
     let clean: String =
@@ -252,22 +271,9 @@ pub fn run(args: CompareArgs) -> ExitCode {
             rpcbench::units::format_duration(args.cooldown)
         );
     }
-    let name_width = targets.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0);
     let quiet = args.quiet;
-    let result = run_comparison(&compare_targets, args.cooldown, &stop, |event| match event {
-        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
-        CompareEvent::Finished(run) if !quiet => {
-            let report = &run.report;
-            eprintln!(
-                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
-                report.requests.rate,
-                format_micros(report.latency.percentile("p50") as f64),
-                format_micros(report.latency.percentile("p99") as f64),
-                report.requests.errors
-            );
-        }
-        _ => {}
-    });
+    let result =
+        run_comparison(&compare_targets, args.cooldown, &stop, progress_printer(&compare_targets, quiet));
     let runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => {

@@ -46,4 +46,16 @@ impl MetricsArgs {
         eprintln!("metrics: {}", server.url());
         Ok(Some((server, live)))
     }
+
+    /// Starts the endpoint when the flag was given and points the run at it. The server serves
+    /// until it is dropped, so the caller keeps it for as long as the command runs.
+    pub fn attach(
+        &self,
+        config: &mut rpcbench::engine::config::RunConfig,
+    ) -> Result<Option<MetricsServer>, ConfigError> {
+        Ok(self.start()?.map(|(server, live)| {
+            config.metrics = Some(live);
+            server
+        }))
+    }
 }

@@ -6,14 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use rpcbench::compare::{
-    comparison_json, render_comparison_text, run_comparison, CompareEvent, CompareTarget,
-};
+use rpcbench::compare::{comparison_json, render_comparison_text, run_comparison, CompareTarget};
 use rpcbench::engine::config::ConfigError;
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::report::render_text;
 use rpcbench::results::SavedRun;
-use rpcbench::units::{format_duration, format_micros};
+use rpcbench::units::format_duration;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::output;
@@ -68,21 +66,8 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             format_duration(plan.cooldown)
         );
     }
-    let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
-    let result = run_comparison(&targets, plan.cooldown, &stop, |event| match event {
-        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
-        CompareEvent::Finished(run) if !quiet => {
-            let report = &run.report;
-            eprintln!(
-                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
-                report.requests.rate,
-                format_micros(report.latency.percentile("p50") as f64),
-                format_micros(report.latency.percentile("p99") as f64),
-                report.requests.errors
-            );
-        }
-        _ => {}
-    });
+    let result =
+        run_comparison(&targets, plan.cooldown, &stop, crate::compare_cmd::progress_printer(&targets, quiet));
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => {
