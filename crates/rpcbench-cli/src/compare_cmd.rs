@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::compare::{
-    check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareEvent, CompareTarget,
-    EqualOptions, FieldPath,
+    check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareError, CompareEvent,
+    CompareTarget, EqualOptions, FieldPath,
 };
 use rpcbench::engine::config::{ConfigError, Target};
 use rpcbench::engine::{EngineError, StopHandle};
@@ -218,6 +218,25 @@ pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl F
     }
 }
 
+/// The exit of a comparison whose run against one target could not start: bad usage (exit 2,
+/// naming the target) or a failure at run time.
+pub(crate) fn comparison_failure(err: CompareError, quiet: bool) -> ExitCode {
+    if !quiet {
+        // Ends the progress line the run started.
+        eprintln!();
+    }
+    match err.error {
+        EngineError::Config(config) => output::usage_error(ConfigError {
+            setting: format!("target '{}': {}", err.name, config.setting),
+            message: config.message,
+        }),
+        EngineError::TooManyConnections(limit) => {
+            output::usage_error(format!("target '{}': {limit}", err.name))
+        }
+        _ => output::failure(err),
+    }
+}
+
 /// A file name from a target name.
 fn file_name(name: &str) -> String {
     let clean: String =
@@ -276,18 +295,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         run_comparison(&compare_targets, args.cooldown, &stop, progress_printer(&compare_targets, quiet));
     let runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
-        Err(err) => {
-            if !quiet {
-                eprintln!();
-            }
-            return match err.error {
-                EngineError::Config(config) => output::usage_error(ConfigError {
-                    setting: format!("target '{}': {}", err.name, config.setting),
-                    message: config.message,
-                }),
-                _ => output::failure(err),
-            };
-        }
+        Err(err) => return comparison_failure(err, quiet),
     };
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use rpcbench::compare::{comparison_json, render_comparison_text, run_comparison, CompareTarget};
 use rpcbench::engine::config::ConfigError;
-use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::engine::StopHandle;
 use rpcbench::report::render_text;
 use rpcbench::results::SavedRun;
 use rpcbench::units::format_duration;
@@ -70,21 +70,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         run_comparison(&targets, plan.cooldown, &stop, crate::compare_cmd::progress_printer(&targets, quiet));
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
-        Err(err) => {
-            if !quiet {
-                eprintln!();
-            }
-            return match err.error {
-                EngineError::Config(config) => output::usage_error(ConfigError {
-                    setting: format!("target '{}': {}", err.name, config.setting),
-                    message: config.message,
-                }),
-                EngineError::TooManyConnections(limit) => {
-                    output::usage_error(format!("target '{}': {limit}", err.name))
-                }
-                _ => output::failure(err),
-            };
-        }
+        Err(err) => return crate::compare_cmd::comparison_failure(err, quiet),
     };
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
