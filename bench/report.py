@@ -145,13 +145,30 @@ P("")
 P("## 5. Server comparison (wrk -t1 -c64 on core 1, server on core 0)\n")
 P("Same measurement as the wrk rows at 64 connections in case 1 (identical setup), not run twice.\n")
 ws = med(("closed", "static", "wrk", "64"), "rate"); wn = med(("closed", "nginx", "wrk", "64"), "rate")
-P("wrk is itself CPU-bound near 100k req/s on one core, so this row measures wrk about as much as the servers: "
-  "`bench/serve_cost.sh` measures the servers' own CPU (and instructions, system calls) per request; "
-  "see bench/ANALYSIS.md.\n")
-P("| server | req/s (median) |")
-P("|---|---:|")
-P(f"| rpcbench serve --chain static --threads 1 | {fmt(ws)} |")
-P(f"| nginx, 1 worker | {fmt(wn)} |")
+P("wrk is itself CPU-bound near 100k req/s on one core, so the req/s column measures wrk about as much as the "
+  "servers. The server's own CPU per request (user + system from /proc/PID/stat of the server and its workers, "
+  "during the same runs) says how many requests one core of each serves; `bench/serve_cost.sh` adds instruction "
+  "and system-call counts (bench/ANALYSIS.md).\n")
+# The servers' own CPU per request during those wrk runs (bench/run.sh samples /proc/PID/stat).
+srv = {}
+path = os.path.join(work, "server_cpu.tsv")
+if os.path.exists(path):
+    for i, line in enumerate(open(path)):
+        f = line.rstrip("\n").split("\t")
+        srv[tuple(f[:5])] = float(f[5])
+def server_us(target):
+    vals = []
+    for line in open(os.path.join(work, "results.tsv")):
+        f = line.rstrip("\n").split("\t")
+        if f[0] == "closed" and f[1] == target and f[2] == "wrk" and f[3] == "64" and tuple(f[:5]) in srv:
+            reqs = float(f[8])
+            if reqs > 0: vals.append(srv[tuple(f[:5])] / reqs * 1e6)
+    return statistics.median(vals) if vals else float("nan")
+ss, sn = server_us("static"), server_us("nginx")
+P("| server | req/s (median) | server CPU µs/req (median) | requests per second of one core |")
+P("|---|---:|---:|---:|")
+P(f"| rpcbench serve --chain static --threads 1 | {fmt(ws)} | {fmt(ss,2)} | {fmt(1e6/ss if ss == ss else ss)} |")
+P(f"| nginx, 1 worker | {fmt(wn)} | {fmt(sn,2)} | {fmt(1e6/sn if sn == sn else sn)} |")
 P("")
 
 P("## Ratios and goals\n")
@@ -190,6 +207,8 @@ for (case, target, c, lab) in (("closed", "nginx", "64", "nginx c=64"), ("closed
     goal(f"peak RSS rpcbench ≤ 0.1x oha ({lab})", ratio(a, b), lambda v: v <= 0.1,
          f"{fmt(a,1)} vs {fmt(b,1)} MB ({fmt(ratio(a,b),3)}x)")
 goal("static serve ≥ 1.0x nginx req/s (wrk -t1 -c64)", ratio(ws, wn), lambda v: v >= 1.0)
+goal("static serve ≥ 1.0x nginx requests per second of one core (server CPU µs/req, wrk -c64)",
+     ratio(sn, ss), lambda v: v >= 1.0, f"{fmt(ss,2)} vs {fmt(sn,2)} µs ({fmt(ratio(sn,ss),3)}x)")
 P("")
 
 P("For every goal missed, bench/ANALYSIS.md gives the measured ratio and what the profile says stands in the way.\n")

@@ -73,7 +73,7 @@ TOOLS=(rpcbench wrk); [[ -n $OHA ]] && TOOLS+=(oha)
   echo "oha_note=$OHA_NOTE"
   [[ $QUICK != 1 && $LONG -lt 600 ]] && echo "long_note=LONG was shortened to ${LONG}s (instead of 600s) to fit the time budget."
 } >"$WORK/meta.txt"
-: >"$WORK/results.tsv"; : >"$WORK/commands.txt"
+: >"$WORK/results.tsv"; : >"$WORK/commands.txt"; : >"$WORK/server_cpu.tsv"
 
 # ---------------------------------------------------------------- servers
 wait_port() {  # port
@@ -99,6 +99,13 @@ start_server() {  # kind port
   $cmd >"$WORK/server-$kind.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID")
   wait_port "$port"
+}
+server_ticks() {  # user + system clock ticks of the server process and its children (nginx workers)
+  local p t=0
+  for p in $SRV_PID $(pgrep -P "$SRV_PID" 2>/dev/null || true); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
 }
 stop_server() {
   kill "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; SRV_PID=""
@@ -129,8 +136,13 @@ gen() {
     "$GEN_CPU" "$(printf '%q ' "${cmd[@]}")" >>"$WORK/commands.txt"
   for rep in $(seq "$REPS"); do
     RUN_N=$((RUN_N + 1)); out=$WORK/run$RUN_N.out; tf=$WORK/run$RUN_N.time
+    local srv_before; srv_before=$(server_ticks)
     taskset -c "$GEN_CPU" /usr/bin/time -o "$tf" -f '%U %S %M' "${cmd[@]}" >"$out" 2>"$WORK/run$RUN_N.err" \
       || log "run $RUN_N ($tool) exited with $? (see $WORK/run$RUN_N.err)"
+    # The server's own CPU during the run (user + system clock ticks of it and its children).
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$target" "$tool" "$load" "$rep" \
+      "$(awk -v a="$srv_before" -v b="$(server_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", (b-a)/hz}')" \
+      >>"$WORK/server_cpu.tsv"
     local row; row=$(python3 "$ROOT/bench/parse.py" "$tool" "$out" "$tf")
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$target" "$tool" "$load" "$rep" "$row" >>"$WORK/results.tsv"
     log "$case $target $tool $load rep $rep: $(echo "$row" | awk -F'\t' '{printf "%.0f req/s p50 %s p99 %s reqs %s err %s cpu %s s rss %s KB", $1,$2,$3,$4,$5,$6,$7}')"
