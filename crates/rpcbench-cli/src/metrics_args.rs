@@ -54,7 +54,7 @@ impl MetricsArgs {
         config: &mut rpcbench::engine::config::RunConfig,
     ) -> Result<Option<MetricsServer>, ConfigError> {
         Ok(self.start()?.map(|(server, live)| {
-            config.metrics = Some(live);
+            config.publish_to(live);
             server
         }))
     }

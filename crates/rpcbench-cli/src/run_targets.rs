@@ -53,7 +53,9 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         .targets
         .into_iter()
         .map(|(name, mut config)| {
-            config.metrics.clone_from(&live);
+            if let Some(live) = &live {
+                config.publish_to(live.clone());
+            }
             CompareTarget { name, config, monitor_pids: Vec::new() }
         })
         .collect();

@@ -1,15 +1,18 @@
 //! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
-//! choosing parameters from what it really has. Uses the engine's own connection code.
+//! choosing parameters from what it really has. Uses the run's own transport (HTTP/1.1, the
+//! same connection code and request framing), one connection per call.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::engine::config::{RunConfig, Target};
-use crate::engine::connect::Connector;
-use crate::engine::http::Connection;
+use crate::engine::config::RunConfig;
 use crate::jsonrpc::RequestTemplate;
+use crate::settings::{Target, TlsOptions};
+use crate::transport::connect::Connector;
+use crate::transport::http1::Http1;
+use crate::transport::{Lane, Outgoing, Transport};
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -46,73 +49,80 @@ impl std::error::Error for CallError {}
 /// TLS settings, and the time allowed per call. Built once; each call opens a connection.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    config: RunConfig,
-    connector: Connector,
+    target: Target,
+    headers: Vec<(String, String)>,
+    tls: TlsOptions,
+    max_body: u64,
+    transport: Http1,
     timeout: Duration,
 }
 
 impl Endpoint {
     /// An endpoint with the target, headers and TLS settings of a run.
     pub fn from_config(config: &RunConfig, timeout: Duration) -> Result<Self, CallError> {
-        let request = RequestTemplate::from_method("rpcbench_endpoint", None)
-            .map_err(|err| CallError::Transport(err.0))?;
-        let mut own = RunConfig::new(config.target.clone(), &request);
-        own.headers = config.headers.clone();
-        own.tls = config.tls.clone();
-        own.max_body = config.max_body;
-        own.connect_timeout = timeout;
-        let connector = Connector::new(&own).map_err(|err| CallError::Transport(err.to_string()))?;
-        Ok(Self { config: own, connector, timeout })
+        Self::new(config.target.clone(), config.headers.clone(), config.tls.clone(), config.max_body, timeout)
     }
 
     /// A plain endpoint: no extra headers, default TLS settings.
     pub fn parse(url: &str, timeout: Duration) -> Result<Self, CallError> {
         let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
-        let request = RequestTemplate::from_method("rpcbench_endpoint", None)
-            .map_err(|err| CallError::Transport(err.0))?;
-        Self::from_config(&RunConfig::new(target, &request), timeout)
+        Self::new(target, Vec::new(), TlsOptions::default(), 64 * 1024 * 1024, timeout)
+    }
+
+    fn new(
+        target: Target,
+        headers: Vec<(String, String)>,
+        tls: TlsOptions,
+        max_body: u64,
+        timeout: Duration,
+    ) -> Result<Self, CallError> {
+        let connector =
+            Connector::new(&target, &tls, timeout).map_err(|err| CallError::Transport(err.to_string()))?;
+        let transport = Http1::new(connector, &target, &headers, true);
+        Ok(Self { target, headers, tls, max_body, transport, timeout })
     }
 
     /// The same node with another time allowed per call.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self.config.connect_timeout = timeout;
-        self
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        let Self { target, headers, tls, max_body, transport, .. } = self;
+        Self::new(target.clone(), headers.clone(), tls.clone(), max_body, timeout).unwrap_or(Self {
+            target,
+            headers,
+            tls,
+            max_body,
+            transport,
+            timeout,
+        })
     }
 
     /// The URL with secrets hidden, for messages.
     pub fn redacted(&self) -> String {
-        self.config.target.redacted()
+        self.target.redacted()
     }
 
     /// Calls `method` with `params` and returns the `result`. Blocking.
     pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
-        let request =
+        let template =
             RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|err| CallError::Transport(err.to_string()))?;
-        let config = &self.config;
         runtime.block_on(async {
             let exchange = async {
-                let stream =
-                    self.connector.connect().await.map_err(|err| CallError::Transport(err.to_string()))?;
-                let mut connection = Connection::new(stream);
-                let mut bytes = config.request_head();
-                bytes.extend_from_slice(request.body_len(1).to_string().as_bytes());
-                bytes.extend_from_slice(b"\r\n\r\n");
-                request.write_body(1, &mut bytes);
-                connection.send(&bytes).await.map_err(|err| CallError::Transport(err.to_string()))?;
-                let meta = connection
-                    .read_response(config.max_body)
+                let mut lane =
+                    self.transport.open().await.map_err(|err| CallError::Transport(err.to_string()))?;
+                let mut request = Outgoing::default();
+                template.write_body(1, &mut request.body);
+                let reply = lane
+                    .exchange(&request, self.max_body)
                     .await
                     .map_err(|err| CallError::Transport(format!("{err:?}")))?;
-                if !(200..300).contains(&meta.status) {
-                    return Err(CallError::Status(meta.status));
+                if !(200..300).contains(&reply.status) {
+                    return Err(CallError::Status(reply.status));
                 }
-                let value: Value = serde_json::from_slice(connection.body())
-                    .map_err(|err| CallError::Invalid(err.to_string()))?;
+                let value: Value =
+                    serde_json::from_slice(lane.body()).map_err(|err| CallError::Invalid(err.to_string()))?;
                 Ok(value)
             };
             let mut value = tokio::time::timeout(self.timeout, exchange)

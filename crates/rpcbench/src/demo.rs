@@ -3,6 +3,7 @@
 //! rate, summed up in one side-by-side table ready to paste into a pull request.
 
 use std::fmt::Write;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 use crate::capacity::{self, CapacityReport, CapacitySettings, SearchBounds, Slo};
 use crate::client;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
-use crate::engine::{EngineError, Run, StopHandle};
+use crate::engine::{EngineError, LiveSink, Run, StopHandle};
 use crate::jsonrpc::RequestTemplate;
 use crate::mock::{Chain, MockError, MockOptions, MockServer};
 use crate::report::RunReport;
@@ -164,7 +165,7 @@ pub fn run_demo(
             config.warmup = Duration::from_millis(200);
             config.threads = generator_threads;
             config.timeout = Duration::from_secs(2);
-            config.metrics = options.metrics.clone();
+            config.metrics = options.metrics.clone().map(|live| Arc::new(live) as Arc<dyn LiveSink>);
             let run = Run::with_stop(config.clone(), stop.clone()).map_err(DemoError::Engine)?;
             let started = SystemTime::now();
             let record = run.execute().map_err(DemoError::Engine)?;
@@ -190,7 +191,7 @@ pub fn run_demo(
             let mut base = RunConfig::new(target, request);
             base.threads = generator_threads;
             base.timeout = Duration::from_secs(2);
-            base.metrics = options.metrics.clone();
+            base.metrics = options.metrics.clone().map(|live| Arc::new(live) as Arc<dyn LiveSink>);
             let slo = Slo::parse(DEMO_SLO).expect("the demo's SLO is valid");
             let mut settings = CapacitySettings::new(slo);
             settings.bounds = SearchBounds::new(250.0, 100_000.0, 0.10);

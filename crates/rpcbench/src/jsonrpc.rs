@@ -12,70 +12,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-/// The class of one request's outcome. Every request that was attempted gets exactly one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// HTTP 2xx with a JSON-RPC 2.0 response carrying a `result` (a `null` result included)
-    /// and the id that was sent.
-    Ok,
-    /// HTTP 2xx with a JSON-RPC error object; the error's `code`.
-    RpcError(i64),
-    /// An HTTP status other than 2xx, whatever the body says.
-    HttpStatus(u16),
-    /// A response that is not a valid JSON-RPC 2.0 answer to the request.
-    Invalid(InvalidKind),
-    /// No complete response within the request timeout.
-    Timeout,
-    /// The connection could not be established (refused, unreachable, connect timeout, TLS).
-    Connect,
-    /// The connection was closed or reset before the response was complete.
-    Closed,
-}
-
-impl Outcome {
-    /// Whether this outcome is a success.
-    pub fn is_ok(self) -> bool {
-        matches!(self, Outcome::Ok)
-    }
-}
-
-/// Why a response was classified as invalid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum InvalidKind {
-    /// The body is not JSON.
-    NotJson,
-    /// JSON, but not a JSON-RPC 2.0 response (no `"jsonrpc":"2.0"`, neither or both of
-    /// `result` and `error`, a malformed error object, no `id`).
-    NotJsonRpc,
-    /// A JSON-RPC response whose id is not the one that was sent.
-    IdMismatch,
-    /// The body was larger than the configured limit.
-    BodyTooLarge,
-    /// The bytes received are not a valid HTTP/1.x response.
-    BadHttp,
-}
-
-impl InvalidKind {
-    /// All kinds, in report order.
-    pub const ALL: [InvalidKind; 5] = [
-        InvalidKind::NotJson,
-        InvalidKind::NotJsonRpc,
-        InvalidKind::IdMismatch,
-        InvalidKind::BodyTooLarge,
-        InvalidKind::BadHttp,
-    ];
-
-    /// The stable name used in reports and JSON keys.
-    pub fn name(self) -> &'static str {
-        match self {
-            InvalidKind::NotJson => "not_json",
-            InvalidKind::NotJsonRpc => "not_jsonrpc",
-            InvalidKind::IdMismatch => "id_mismatch",
-            InvalidKind::BodyTooLarge => "body_too_large",
-            InvalidKind::BadHttp => "bad_http",
-        }
-    }
-}
+pub use crate::outcome::{InvalidKind, Outcome};
 
 /// How much of each response body is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,23 +34,29 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
     if check == CheckMode::Full && !is_valid_json(body) {
         return Outcome::Invalid(InvalidKind::NotJson);
     }
-    let scanned = match scan_response(body) {
-        Ok(scanned) => scanned,
-        Err(kind) => return Outcome::Invalid(kind),
-    };
+    match scan_response(body) {
+        Ok(scanned) => classify_scanned(&scanned, |id| id == sent_id),
+        // A batch's array in answer to a single call is JSON-RPC's shape, not this request's.
+        Err(InvalidKind::NotJson) if is_json_array(body) => Outcome::Invalid(InvalidKind::NotJsonRpc),
+        Err(kind) => Outcome::Invalid(kind),
+    }
+}
+
+/// The outcome of a scanned response object whose id `expected` accepts.
+pub fn classify_scanned(scanned: &ScannedResponse, expected: impl Fn(u64) -> bool) -> Outcome {
     if !scanned.version_ok {
         return Outcome::Invalid(InvalidKind::NotJsonRpc);
     }
     match (scanned.has_result, scanned.error_code) {
         (true, None) => match scanned.id {
-            ScannedId::Number(id) if id == sent_id => Outcome::Ok,
+            ScannedId::Number(id) if expected(id) => Outcome::Ok,
             ScannedId::Missing => Outcome::Invalid(InvalidKind::NotJsonRpc),
             _ => Outcome::Invalid(InvalidKind::IdMismatch),
         },
         (false, Some(code)) => match scanned.id {
             // A server that could not read the request answers with a null id.
             ScannedId::Null => Outcome::RpcError(code),
-            ScannedId::Number(id) if id == sent_id => Outcome::RpcError(code),
+            ScannedId::Number(id) if expected(id) => Outcome::RpcError(code),
             ScannedId::Missing => Outcome::Invalid(InvalidKind::NotJsonRpc),
             _ => Outcome::Invalid(InvalidKind::IdMismatch),
         },
@@ -121,9 +64,47 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
     }
 }
 
-/// Whether the body is one complete JSON text. JSON is UTF-8: serde_json skips the contents of
+/// Whether `body` is one JSON array (delimited by the scanner, not validated inside).
+fn is_json_array(body: &[u8]) -> bool {
+    let mut s = Scanner { bytes: body, pos: 0 };
+    s.skip_ws();
+    s.peek() == Some(b'[') && s.skip_value().is_ok() && s.finish().is_ok()
+}
+
+/// Splits a JSON array (a batch reply) into the byte ranges of its elements, appended to
+/// `items`. `NotJson` when the body is not an array or an element cannot be delimited.
+pub fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Result<(), InvalidKind> {
+    let mut s = Scanner { bytes: body, pos: 0 };
+    s.skip_ws();
+    s.expect(b'[')?;
+    s.skip_ws();
+    if s.peek() == Some(b']') {
+        s.pos += 1;
+        return s.finish();
+    }
+    loop {
+        s.skip_ws();
+        let start = s.pos;
+        s.skip_value()?;
+        items.push((start, s.pos));
+        s.skip_ws();
+        match s.next() {
+            Some(b',') => continue,
+            Some(b']') => break,
+            _ => return Err(InvalidKind::NotJson),
+        }
+    }
+    s.finish()
+}
+
+/// The first non-space byte of a body.
+pub fn first_byte(body: &[u8]) -> Option<u8> {
+    body.iter().copied().find(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+}
+
+/// Whether the body is one complete JSON text (`--check full`). JSON is UTF-8: serde_json skips the contents of
 /// strings it ignores without checking them, so the encoding is checked first.
-fn is_valid_json(body: &[u8]) -> bool {
+pub fn is_valid_json(body: &[u8]) -> bool {
     std::str::from_utf8(body).is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
 }
 
@@ -189,37 +170,35 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
             }
             b"result" => {
                 scanned.has_result = true;
-                let remaining = body.len() - s.pos;
+                let start = s.pos;
+                let remaining = body.len() - start;
                 // The tail scan stops at the first container that closes, taking it for the
                 // result's end; members between the result and that container go unseen. Only
                 // an `error` there would change the class, so the tail is not used when one
                 // might hide there (a fast substring search, far cheaper than skipping).
-                let tail_usable = remaining > tail_threshold
-                    && matches!(s.peek(), Some(b'{' | b'['))
-                    && memchr::memmem::find(&body[s.pos..], b"\"error\"").is_none();
-                if tail_usable {
-                    if let Some(tail) = scan_tail(body, s.pos) {
-                        let mut from_tail = scanned.clone();
-                        for &(key, value) in &tail {
-                            match key {
-                                b"jsonrpc" => from_tail.version_ok = value == b"\"2.0\"",
-                                b"id" => from_tail.id = parse_id(value),
-                                b"error" => return Err(InvalidKind::NotJsonRpc),
-                                _ => {}
-                            }
-                        }
-                        // Trust the tail only when it settles both the id and the version;
-                        // otherwise something else follows the result: skip forward.
-                        if from_tail.id != ScannedId::Missing && from_tail.version_ok {
-                            // The same end checks as after a forward scan.
-                            if error_seen && from_tail.error_code.is_none() {
-                                return Err(InvalidKind::NotJsonRpc);
-                            }
-                            return Ok(from_tail);
-                        }
+                let tail_shape = matches!(s.peek(), Some(b'{' | b'['))
+                    && memchr::memmem::find(&body[start..], b"\"error\"").is_none();
+                if tail_shape && remaining > tail_threshold {
+                    if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen) {
+                        return verdict;
                     }
                 }
-                s.skip_value()?;
+                // Skipped forward, the result is delimited by its brackets. When they do not
+                // balance, the tail decides as it does for a large result: scan mode's verdict
+                // on a result's inside does not depend on its size (`--check full` checks it).
+                let skipped = s.skip_value().is_ok() && {
+                    let mut after = Scanner { bytes: body, pos: s.pos };
+                    after.skip_ws();
+                    matches!(after.peek(), Some(b',' | b'}'))
+                };
+                if !skipped {
+                    if tail_shape {
+                        if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen) {
+                            return verdict;
+                        }
+                    }
+                    return Err(InvalidKind::NotJson);
+                }
             }
             b"error" => {
                 error_seen = true;
@@ -239,6 +218,34 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
         return Err(InvalidKind::NotJsonRpc);
     }
     Ok(scanned)
+}
+
+/// The verdict of a response read from its tail, the result starting at `start`: `None` when
+/// the tail does not settle both the id and the version (something else follows the result).
+fn verdict_from_tail(
+    body: &[u8],
+    start: usize,
+    scanned: &ScannedResponse,
+    error_seen: bool,
+) -> Option<Result<ScannedResponse, InvalidKind>> {
+    let tail = scan_tail(body, start)?;
+    let mut from_tail = scanned.clone();
+    for &(key, value) in &tail {
+        match key {
+            b"jsonrpc" => from_tail.version_ok = value == b"\"2.0\"",
+            b"id" => from_tail.id = parse_id(value),
+            b"error" => return Some(Err(InvalidKind::NotJsonRpc)),
+            _ => {}
+        }
+    }
+    if from_tail.id == ScannedId::Missing || !from_tail.version_ok {
+        return None;
+    }
+    // The same end checks as after a forward scan.
+    if error_seen && from_tail.error_code.is_none() {
+        return Some(Err(InvalidKind::NotJsonRpc));
+    }
+    Some(Ok(from_tail))
 }
 
 /// Results longer than this are not skipped byte by byte when the tail can be read instead.
@@ -668,6 +675,28 @@ mod tests {
     }
 
     #[test]
+    fn scan_verdict_on_a_results_structure_does_not_depend_on_its_size() {
+        // Unbalanced brackets inside the result: scan mode delimits the result, it does not
+        // validate it (that is --check full), and says the same for a small and a large body.
+        for filler in [0usize, 2_000] {
+            let padding = "x".repeat(filler);
+            let body = format!(r#"{{"jsonrpc":"2.0","result":{{"pad":"{padding}","a":[1}},"id":7}}"#);
+            assert_eq!(classify(200, body.as_bytes(), 7, CheckMode::Scan), Outcome::Ok, "{filler}");
+            assert_eq!(
+                classify(200, body.as_bytes(), 7, CheckMode::Full),
+                Outcome::Invalid(InvalidKind::NotJson),
+                "{filler}"
+            );
+            // A body cut short is not JSON at any size: its tail settles nothing.
+            let cut = &body[..body.len() - 8];
+            assert_eq!(
+                classify(200, cut.as_bytes(), 7, CheckMode::Scan),
+                Outcome::Invalid(InvalidKind::NotJson)
+            );
+        }
+    }
+
+    #[test]
     fn errors_wrong_ids_and_garbage_are_classified() {
         let cases = [
             (r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, Outcome::RpcError(-32601)),
@@ -690,7 +719,9 @@ mod tests {
                 Outcome::Invalid(InvalidKind::NotJsonRpc),
             ),
             (r#"{"jsonrpc":"2.0","id":7,"error":"bad"}"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
-            (r#"[{"jsonrpc":"2.0","id":7,"result":1}]"#, Outcome::Invalid(InvalidKind::NotJson)),
+            // A batch's array in answer to a single call: JSON-RPC, but not this request's shape.
+            (r#"[{"jsonrpc":"2.0","id":7,"result":1}]"#, Outcome::Invalid(InvalidKind::NotJsonRpc)),
+            (r#"[{"jsonrpc":"2.0","id":7,"result":1}"#, Outcome::Invalid(InvalidKind::NotJson)),
             ("<html>502 Bad Gateway</html>", Outcome::Invalid(InvalidKind::NotJson)),
             ("", Outcome::Invalid(InvalidKind::NotJson)),
             (r#"{"jsonrpc":"2.0","id":7,"result":"unterminated}"#, Outcome::Invalid(InvalidKind::NotJson)),

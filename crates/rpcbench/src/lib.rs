@@ -4,8 +4,14 @@
 //! - [`engine::config::RunConfig`] is a validated description of one load run, and
 //!   [`engine::Run`] executes it on one current-thread runtime per core, returning a
 //!   [`record::RunRecord`].
-//! - [`jsonrpc`] builds requests and classifies every response into exactly one
-//!   [`jsonrpc::Outcome`] with a scanning parse (no JSON tree on the hot path).
+//! - [`transport`] carries requests to the target ([`transport::http1::Http1`] today): a
+//!   [`transport::Transport`] opens [`transport::Lane`]s, one place a request can go each.
+//! - [`protocol`] turns calls into a request and a reply into one [`outcome::Outcome`] per
+//!   call: one call per request, or JSON-RPC batches; [`jsonrpc`] is the scanning classifier
+//!   (no JSON tree on the hot path) and request templates.
+//! - [`outcome`] is the one outcome taxonomy: [`outcome::Outcome`] per call and
+//!   [`outcome::OutcomeCounts`], which the recorder, live metrics, reports and results files
+//!   all use.
 //! - [`record`] holds the per-worker HDR histograms, outcome counts and the per-second series,
 //!   and merges them.
 //! - [`report`] turns a finished run into a [`report::RunReport`] and renders it as text or
@@ -41,14 +47,18 @@ pub mod jsonrpc;
 pub mod metrics;
 pub mod mock;
 pub mod monitor;
+pub mod outcome;
 pub mod prepare;
+pub mod protocol;
 pub mod record;
 pub mod redact;
 pub mod report;
 pub mod results;
 pub mod sample;
 pub mod scenario;
+pub mod settings;
 pub mod suites;
 pub mod thresholds;
+pub mod transport;
 pub mod units;
 pub mod workload;

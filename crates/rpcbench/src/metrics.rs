@@ -49,13 +49,10 @@ use tokio::sync::watch;
 
 use crate::engine::config::{Load, RunConfig};
 use crate::engine::stages::LevelCurve;
-use crate::jsonrpc::InvalidKind;
-use crate::record::{OutcomeCounts, Totals};
-
-/// How often each worker publishes its figures.
-/// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
-/// callgrind), so once a second, like the per-second series, is the right trade.
-pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+use crate::engine::LiveSink;
+pub use crate::engine::PUBLISH_INTERVAL;
+use crate::outcome::{Outcome, OutcomeCounts};
+use crate::record::Totals;
 
 /// Upper bounds of the latency histogram's buckets, seconds (then `+Inf`).
 pub const LATENCY_BUCKETS_SECONDS: [f64; 16] =
@@ -73,54 +70,14 @@ const RATE_WINDOW: Duration = Duration::from_secs(5);
 /// The content type of the OpenMetrics text format, which `prometheus-client` writes.
 pub const CONTENT_TYPE_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// The class of a failed request, with its code where it has one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorClass {
-    /// A JSON-RPC error object in an HTTP 2xx response, with its code.
-    RpcError(i64),
-    /// A non-2xx HTTP status.
-    HttpStatus(u16),
-    /// An invalid response, by kind.
-    Invalid(InvalidKind),
-    /// No complete response within the timeout.
-    Timeout,
-    /// The connection could not be established.
-    Connect,
-    /// The connection closed before the response was complete.
-    Closed,
-}
-
-impl ErrorClass {
-    /// The `class` label.
-    pub fn class(self) -> &'static str {
-        match self {
-            ErrorClass::RpcError(_) => "rpc_error",
-            ErrorClass::HttpStatus(_) => "http_error",
-            ErrorClass::Invalid(_) => "invalid",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Connect => "connect",
-            ErrorClass::Closed => "closed",
-        }
-    }
-
-    /// The `code` label, for the classes that have one.
-    pub fn code(self) -> Option<String> {
-        match self {
-            ErrorClass::RpcError(code) => Some(code.to_string()),
-            ErrorClass::HttpStatus(status) => Some(status.to_string()),
-            ErrorClass::Invalid(kind) => Some(kind.name().to_string()),
-            ErrorClass::Timeout | ErrorClass::Connect | ErrorClass::Closed => None,
-        }
-    }
-}
-
 /// What one call (a `method` label) measured so far.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CallFigures {
     /// Completed requests, whatever their outcome.
     pub requests: u64,
-    /// Failed requests by class.
-    pub errors: BTreeMap<ErrorClass, u64>,
+    /// Failed requests by outcome, with the `code` label of each (a code, a status, a kind,
+    /// `other` for the JSON-RPC codes past the bound on distinct codes).
+    pub errors: BTreeMap<(Outcome, Option<String>), u64>,
     /// Latencies per bucket of [`LATENCY_BUCKETS_SECONDS`] (not cumulative), then the count
     /// above the last bound.
     pub buckets: [u64; LATENCY_BUCKETS_SECONDS.len() + 1],
@@ -166,6 +123,11 @@ impl CallFigures {
         self.buckets.iter().sum()
     }
 
+    /// Failed requests with this outcome (its class and code).
+    pub fn errors_of(&self, outcome: Outcome) -> u64 {
+        self.errors.get(&(outcome, outcome.code())).copied().unwrap_or(0)
+    }
+
     /// Failed requests.
     pub fn error_total(&self) -> u64 {
         self.errors.values().sum()
@@ -174,7 +136,7 @@ impl CallFigures {
     fn add(&mut self, other: &CallFigures) {
         self.requests += other.requests;
         for (class, count) in &other.errors {
-            *self.errors.entry(*class).or_default() += count;
+            *self.errors.entry(class.clone()).or_default() += count;
         }
         for (ours, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
             *ours += theirs;
@@ -183,26 +145,8 @@ impl CallFigures {
     }
 }
 
-fn error_classes(counts: &OutcomeCounts) -> BTreeMap<ErrorClass, u64> {
-    let mut errors = BTreeMap::new();
-    let mut add = |class, count| {
-        if count > 0 {
-            errors.insert(class, count);
-        }
-    };
-    for (code, error) in &counts.rpc_errors {
-        add(ErrorClass::RpcError(*code), error.count);
-    }
-    for (status, count) in &counts.http_errors {
-        add(ErrorClass::HttpStatus(*status), *count);
-    }
-    for (kind, count) in &counts.invalid {
-        add(ErrorClass::Invalid(*kind), *count);
-    }
-    add(ErrorClass::Timeout, counts.timeout);
-    add(ErrorClass::Connect, counts.connect);
-    add(ErrorClass::Closed, counts.closed);
-    errors
+fn error_classes(counts: &OutcomeCounts) -> BTreeMap<(Outcome, Option<String>), u64> {
+    counts.failures().into_iter().map(|(outcome, code, count)| ((outcome, code), count)).collect()
 }
 
 /// Everything the endpoint shows at one moment.
@@ -279,15 +223,10 @@ impl LiveMetrics {
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|poison| poison.into_inner())
     }
+}
 
-    /// A run starts: `workers` workers will publish; measurement starts at `measure_start`.
-    pub(crate) fn begin_run(
-        &self,
-        config: &RunConfig,
-        workers: usize,
-        start: Instant,
-        measure_start: Instant,
-    ) {
+impl LiveSink for LiveMetrics {
+    fn begin_run(&self, config: &RunConfig, workers: usize, start: Instant, measure_start: Instant) {
         let (mode, curve) = match &config.load {
             Load::Closed { .. } => ("closed", None),
             Load::Open { rate, .. } => {
@@ -309,9 +248,7 @@ impl LiveMetrics {
         state.run = Some(run);
     }
 
-    /// A worker's figures so far: its per-call totals (in the workload's order) and its
-    /// requests in flight.
-    pub(crate) fn publish(&self, worker: usize, calls: &[Totals], in_flight: u64) {
+    fn publish(&self, worker: usize, calls: &[Totals], in_flight: u64) {
         let figures: Vec<CallFigures> = calls.iter().map(CallFigures::from_totals).collect();
         let requests = figures.iter().map(|call| call.requests).sum();
         let now = Instant::now();
@@ -328,11 +265,13 @@ impl LiveMetrics {
     }
 
     /// The run ended: its figures join the base and the gauges go to zero.
-    pub(crate) fn end_run(&self) {
+    fn end_run(&self) {
         let mut state = self.state();
         state.fold_run();
     }
+}
 
+impl LiveMetrics {
     /// What the endpoint shows now.
     pub fn snapshot(&self) -> Snapshot {
         let state = self.state();
@@ -423,9 +362,9 @@ impl Collector for SnapshotCollector {
                 MetricType::Counter,
             )?;
             for (method, figures) in &snapshot.methods {
-                for (class, count) in &figures.errors {
-                    let mut labels = vec![("method", method.clone()), ("class", class.class().to_string())];
-                    if let Some(code) = class.code() {
+                for ((outcome, code), count) in &figures.errors {
+                    let mut labels = vec![("method", method.clone()), ("class", outcome.class().to_string())];
+                    if let Some(code) = code.clone() {
                         labels.push(("code", code));
                     }
                     metric.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(count, None)?;
@@ -602,7 +541,8 @@ fn answer<B>(live: &LiveMetrics, request: &Request<B>) -> Response<Full<Bytes>> 
 mod tests {
     use super::*;
     use crate::engine::config::Target;
-    use crate::jsonrpc::{Outcome, RequestTemplate};
+    use crate::jsonrpc::RequestTemplate;
+    use crate::outcome::InvalidKind;
     use crate::record::Recorder;
     use crate::record::{Series, Timing};
 
@@ -627,8 +567,8 @@ mod tests {
         let figures = CallFigures::from_totals(&recorder().calls[0]);
         assert_eq!(figures.requests, 6);
         assert_eq!(figures.error_total(), 4);
-        assert_eq!(figures.errors[&ErrorClass::RpcError(-32005)], 1);
-        assert_eq!(figures.errors[&ErrorClass::Connect], 1);
+        assert_eq!(figures.errors_of(Outcome::RpcError(-32005)), 1);
+        assert_eq!(figures.errors_of(Outcome::Connect), 1);
         // A failed connect sent nothing and has no latency.
         assert_eq!(figures.latency_count(), 5);
         assert_eq!(figures.buckets[0], 1, "80us <= 100us");
@@ -722,7 +662,7 @@ mod tests {
         }
         let snapshot = live.snapshot();
         assert_eq!(snapshot.methods["getSlot"].requests, 4 * 6);
-        assert_eq!(snapshot.methods["getSlot"].errors[&ErrorClass::HttpStatus(429)], 4);
+        assert_eq!(snapshot.methods["getSlot"].errors_of(Outcome::HttpStatus(429)), 4);
         assert_eq!(snapshot.in_flight, 0);
         assert!(!snapshot.running);
         assert_eq!(snapshot.target_rate, None, "closed loop has no target rate");

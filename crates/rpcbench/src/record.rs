@@ -11,7 +11,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::engine::usage::{self, ThreadUsage};
-use crate::jsonrpc::{InvalidKind, Outcome};
+use crate::outcome::Outcome;
+pub use crate::outcome::OutcomeCounts;
 
 /// Latencies are recorded in microseconds with 3 significant digits.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
@@ -60,92 +61,6 @@ fn record_us(histogram: &mut Histogram<u64>, us: u64) {
 /// Microseconds, at least 1 and at most [`MAX_TRACKABLE_US`].
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).clamp(1, MAX_TRACKABLE_US)
-}
-
-/// One JSON-RPC error code's count and the first message seen with it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RpcErrorCount {
-    /// How many responses carried this code.
-    pub count: u64,
-    /// The message of the first response seen with this code.
-    pub first_message: Option<String>,
-}
-
-/// A count per outcome class.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OutcomeCounts {
-    /// Successful responses.
-    pub ok: u64,
-    /// JSON-RPC errors inside HTTP 2xx, by code.
-    pub rpc_errors: BTreeMap<i64, RpcErrorCount>,
-    /// Responses with a non-2xx HTTP status, by status.
-    pub http_errors: BTreeMap<u16, u64>,
-    /// Invalid responses, by kind.
-    pub invalid: BTreeMap<InvalidKind, u64>,
-    /// Requests that timed out.
-    pub timeout: u64,
-    /// Connection attempts that failed.
-    pub connect: u64,
-    /// Connections closed or reset before the response was complete.
-    pub closed: u64,
-}
-
-impl OutcomeCounts {
-    /// Counts one outcome. A JSON-RPC error code seen for the first time asks `message` for its
-    /// message (the cold path parses the body).
-    pub fn add(&mut self, outcome: Outcome, message: impl FnOnce() -> Option<String>) {
-        match outcome {
-            Outcome::Ok => self.ok += 1,
-            Outcome::RpcError(code) => {
-                let entry = self.rpc_errors.entry(code).or_default();
-                if entry.count == 0 {
-                    entry.first_message = message();
-                }
-                entry.count += 1;
-            }
-            Outcome::HttpStatus(status) => *self.http_errors.entry(status).or_default() += 1,
-            Outcome::Invalid(kind) => *self.invalid.entry(kind).or_default() += 1,
-            Outcome::Timeout => self.timeout += 1,
-            Outcome::Connect => self.connect += 1,
-            Outcome::Closed => self.closed += 1,
-        }
-    }
-
-    /// Every outcome counted.
-    pub fn total(&self) -> u64 {
-        self.ok + self.errors()
-    }
-
-    /// Every outcome that is not a success.
-    pub fn errors(&self) -> u64 {
-        self.rpc_errors.values().map(|e| e.count).sum::<u64>()
-            + self.http_errors.values().sum::<u64>()
-            + self.invalid.values().sum::<u64>()
-            + self.timeout
-            + self.connect
-            + self.closed
-    }
-
-    /// Adds another set of counts into this one.
-    pub fn merge(&mut self, other: &OutcomeCounts) {
-        self.ok += other.ok;
-        for (code, theirs) in &other.rpc_errors {
-            let ours = self.rpc_errors.entry(*code).or_default();
-            if ours.first_message.is_none() {
-                ours.first_message.clone_from(&theirs.first_message);
-            }
-            ours.count += theirs.count;
-        }
-        for (status, count) in &other.http_errors {
-            *self.http_errors.entry(*status).or_default() += count;
-        }
-        for (kind, count) in &other.invalid {
-            *self.invalid.entry(*kind).or_default() += count;
-        }
-        self.timeout += other.timeout;
-        self.connect += other.connect;
-        self.closed += other.closed;
-    }
 }
 
 /// One second (or, after the series was compacted, one interval) of the run.
@@ -438,6 +353,8 @@ pub struct Recorder {
     pub calls: Vec<Totals>,
     /// Open loop: requests due in the run that were never sent (no call was chosen for them).
     pub unsent: u64,
+    /// With batches: HTTP requests that completed (outcomes count calls).
+    pub exchanges: u64,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
     /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
@@ -474,6 +391,7 @@ impl Recorder {
         Self {
             calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
             unsent: 0,
+            exchanges: 0,
             stages: Vec::new(),
             phases: Default::default(),
             usage: ThreadUsage::default(),
@@ -506,7 +424,7 @@ impl Recorder {
     pub fn record_stage(&mut self, stage: usize, outcome: Outcome, corrected: Duration) {
         let Some(totals) = self.stages.get_mut(stage) else { return };
         totals.counts.add(outcome, || None);
-        if outcome != Outcome::Connect {
+        if !matches!(outcome, Outcome::Connect | Outcome::Unfinished) {
             record_us(&mut totals.latency, micros(corrected));
         }
     }
@@ -551,6 +469,11 @@ impl Recorder {
         }
     }
 
+    /// Counts a call the run cut off after it was sent: no latency (it never completed).
+    pub fn record_unfinished(&mut self, call: usize) {
+        self.calls[call].counts.add(Outcome::Unfinished, || None);
+    }
+
     /// Counts the HTTP status of a response.
     pub fn record_status(&mut self, call: usize, status: u16) {
         *self.calls[call].status_counts.entry(status).or_default() += 1;
@@ -586,6 +509,7 @@ impl Recorder {
         }
         self.usage.merge(&other.usage);
         self.unsent += other.unsent;
+        self.exchanges += other.exchanges;
     }
 }
 
@@ -610,6 +534,8 @@ pub struct RunRecord {
     pub interrupted: bool,
     /// What the generator itself used.
     pub generator: GeneratorUsage,
+    /// With batches: the HTTP requests that completed (outcomes count calls); 0 otherwise.
+    pub exchanges: u64,
 }
 
 /// What the generator itself used during a run, to tell a saturated tool from a slow target.
@@ -672,6 +598,7 @@ impl RunRecord {
             series_interval_secs,
             series,
             interrupted,
+            exchanges: merged.exchanges,
         }
     }
 }

@@ -37,15 +37,15 @@ use serde_json::Value;
 
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::usage::ThreadUsage;
-use crate::jsonrpc::{CheckMode, InvalidKind, RequestTemplate};
+use crate::jsonrpc::{CheckMode, RequestTemplate};
 use crate::monitor::ResourceReport;
 use crate::record::{
-    new_histogram_like, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RpcErrorCount, RunRecord,
-    SeriesPoint, Totals, MAX_TRACKABLE_US,
+    new_histogram_like, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint,
+    Totals, MAX_TRACKABLE_US,
 };
 use crate::redact;
 use crate::report::tables::trim_float;
-use crate::report::{OutcomesReport, RpcErrorReport, RunReport};
+use crate::report::RunReport;
 use crate::workload::Call;
 
 /// The value of `format` in every results file.
@@ -98,6 +98,9 @@ pub struct ResultsFile {
     /// none was monitored, and in files written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_resources: Option<ResourceReport>,
+    /// With batches: the HTTP requests that completed (outcomes count calls).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exchanges: u64,
 }
 
 /// What the generator used, as stored.
@@ -297,6 +300,21 @@ pub struct Workload {
     pub max_body: u64,
     /// Seed of random choices.
     pub seed: u64,
+    /// JSON-RPC calls per HTTP request (`--batch`); absent for single calls.
+    #[serde(default = "one_call", skip_serializing_if = "is_one_call")]
+    pub batch: usize,
+}
+
+fn one_call() -> usize {
+    1
+}
+
+fn is_one_call(batch: &usize) -> bool {
+    *batch == 1
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// What one method measured.
@@ -305,7 +323,7 @@ pub struct MethodResults {
     /// The request object as sent, without `jsonrpc` and `id`.
     pub request: Value,
     /// Counts per outcome class; JSON-RPC errors with the first message seen.
-    pub outcomes: OutcomesReport,
+    pub outcomes: OutcomeCounts,
     /// Responses per HTTP status, whatever their class.
     pub http_status: BTreeMap<String, u64>,
     /// Request bytes sent.
@@ -463,55 +481,12 @@ fn micros(duration: Duration) -> u64 {
 }
 
 /// The request object of a template: its body without `jsonrpc` and `id`.
-fn outcomes_report(counts: &OutcomeCounts) -> OutcomesReport {
-    OutcomesReport {
-        ok: counts.ok,
-        rpc_errors: counts
-            .rpc_errors
-            .iter()
-            .map(|(code, e)| {
-                (code.to_string(), RpcErrorReport { count: e.count, message: e.first_message.clone() })
-            })
-            .collect(),
-        http_errors: counts.http_errors.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
-        invalid: counts.invalid.iter().map(|(k, n)| (k.name().to_string(), *n)).collect(),
-        timeout: counts.timeout,
-        connect: counts.connect,
-        closed: counts.closed,
-    }
-}
-
-fn outcome_counts(report: &OutcomesReport) -> Result<OutcomeCounts, String> {
-    let mut counts = OutcomeCounts { ok: report.ok, ..OutcomeCounts::default() };
-    for (code, error) in &report.rpc_errors {
-        let code: i64 = code.parse().map_err(|_| format!("JSON-RPC error code '{code}' is not a number"))?;
-        counts
-            .rpc_errors
-            .insert(code, RpcErrorCount { count: error.count, first_message: error.message.clone() });
-    }
-    for (status, count) in &report.http_errors {
-        let status: u16 = status.parse().map_err(|_| format!("HTTP status '{status}' is not a number"))?;
-        counts.http_errors.insert(status, *count);
-    }
-    for (name, count) in &report.invalid {
-        let kind = InvalidKind::ALL
-            .into_iter()
-            .find(|kind| kind.name() == name)
-            .ok_or_else(|| format!("unknown invalid-response kind '{name}'"))?;
-        counts.invalid.insert(kind, *count);
-    }
-    counts.timeout = report.timeout;
-    counts.connect = report.connect;
-    counts.closed = report.closed;
-    Ok(counts)
-}
-
 impl MethodResults {
     /// The entry of one method's totals.
     pub fn new(request: Value, totals: &Totals) -> Self {
         Self {
             request,
-            outcomes: outcomes_report(&totals.counts),
+            outcomes: totals.counts.clone(),
             http_status: totals.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
             bytes_sent: totals.bytes_sent,
             bytes_received: totals.bytes_received,
@@ -543,7 +518,7 @@ impl MethodResults {
             latency_uncorrected: decode("latency_uncorrected", &self.histograms.latency_uncorrected)?,
             latency_ok: decode("latency_ok", &self.histograms.latency_ok)?,
             send_lag: decode("send_lag", &self.histograms.send_lag)?,
-            counts: outcome_counts(&self.outcomes)?,
+            counts: self.outcomes.clone(),
             status_counts,
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
@@ -634,6 +609,7 @@ impl ResultsFile {
                 threads: config.worker_threads() as u64,
                 max_body: config.max_body,
                 seed: config.seed,
+                batch: config.batch,
             },
             elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
             interrupted: record.interrupted,
@@ -654,6 +630,7 @@ impl ResultsFile {
                 .then(|| [PhaseData::new(&record.phases[0]), PhaseData::new(&record.phases[1])]),
             merged_from: Vec::new(),
             target_resources: None,
+            exchanges: record.exchanges,
         }
     }
 
@@ -785,6 +762,7 @@ impl ResultsFile {
                 })
                 .collect(),
             interrupted: self.interrupted,
+            exchanges: self.exchanges,
         })
     }
 
@@ -815,6 +793,7 @@ impl ResultsFile {
             requests: self.workload.requests.map(|n| n * shards),
         };
         config.warmup = Duration::from_micros(self.workload.warmup_us);
+        config.batch = self.workload.batch;
         config
     }
 

@@ -1,7 +1,10 @@
-//! What each request calls: a weighted mix of JSON-RPC calls whose params are templates with
-//! generator slots (integer ranges, choices from a list, random hex or base58). A [`Workload`]
-//! is built once per run; on the hot path a worker picks a call by weight and writes its body
-//! straight into the request buffer: literal bytes copied, generated values formatted in place.
+//! What each request calls: a weighted mix of calls whose params are templates with generator
+//! slots (integer ranges, choices from a list, random hex or base58). A call is a JSON-RPC
+//! call, or a plain HTTP request ([`HttpRequestSpec`]: a REST endpoint, a line of a vegeta
+//! targets file) whose path and body may hold generated values too. A [`Workload`] is built
+//! once per run; on the hot path a worker picks a call by weight (or in turn, for targets
+//! files) and writes its body straight into the request buffer: literal bytes copied,
+//! generated values formatted in place.
 
 use std::fmt;
 
@@ -10,6 +13,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use crate::jsonrpc::RequestTemplate;
+use crate::transport::{HttpMethod, Outgoing};
 
 /// A workload that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +53,17 @@ pub enum Generator {
 }
 
 impl Generator {
+    /// A short description, for names of HTTP calls (`GET /block/{range}`).
+    pub fn short_name(&self) -> &'static str {
+        match self {
+            Generator::IntRange { .. } => "range",
+            Generator::HexQuantityRange { .. } => "hex_range",
+            Generator::Choice(_) => "choice",
+            Generator::RandomHex(_) => "random_hex",
+            Generator::RandomBase58(_) => "random_base58",
+        }
+    }
+
     fn check(&self) -> Result<(), WorkloadError> {
         match self {
             Generator::IntRange { low, high } | Generator::HexQuantityRange { low, high } if low > high => {
@@ -101,8 +116,62 @@ pub struct Call {
     name: String,
     method: String,
     weight: u32,
-    /// Everything after the id: `,"method":…,"params":…}`.
+    /// Everything after the id: `,"method":…,"params":…}` (empty for an HTTP call).
     parts: Vec<Part>,
+    /// A plain HTTP request instead of a JSON-RPC call.
+    http: Option<Box<HttpShape>>,
+}
+
+/// A piece of a template (a path, a text body): literal text or a generated value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplatePiece {
+    /// Text as it is.
+    Text(String),
+    /// A generated value, written without JSON quotes (`/block/1234`, `/tx/0xab…`).
+    Generated(Generator),
+}
+
+/// The body of an HTTP call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpBody {
+    /// No body.
+    Empty,
+    /// Bytes as they are (a targets file's `@file`).
+    Raw(Vec<u8>),
+    /// Text with generated values in it.
+    Text(Vec<TemplatePiece>),
+    /// A JSON value whose positions may be generated, like params.
+    Json(ParamValue),
+}
+
+/// A plain HTTP request: what a REST call or a vegeta target sends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequestSpec {
+    /// The method.
+    pub method: HttpMethod,
+    /// Path and query, starting with `/`, with generated pieces.
+    pub path: Vec<TemplatePiece>,
+    /// Headers of this call (added to the run's).
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: HttpBody,
+    /// Whether a 2xx answer must have a JSON body (else it counts as `not_json`).
+    pub expect_json: bool,
+}
+
+/// An HTTP call compiled for the hot path.
+#[derive(Debug, Clone, PartialEq)]
+struct HttpShape {
+    method: HttpMethod,
+    /// Path pieces; generated values written raw.
+    path: Vec<Part>,
+    /// `Name: value\r\n` lines.
+    headers: Vec<u8>,
+    /// Body pieces: JSON compiled like params, or text with raw generated values.
+    body: Vec<Part>,
+    /// Generated values in the body are written raw (a text body) rather than as JSON.
+    raw_body: bool,
+    expect_json: bool,
 }
 
 impl Call {
@@ -133,7 +202,65 @@ impl Call {
         }
         literal.push(b'}');
         parts.push(Part::Literal(literal));
-        Ok(Self { name: name.into(), method: method.to_string(), weight, parts })
+        Ok(Self { name: name.into(), method: method.to_string(), weight, parts, http: None })
+    }
+
+    /// A plain HTTP call; `name` labels it in reports (by default the method and the path
+    /// template, `GET /block/{block}`, which [`Call::method`] returns).
+    pub fn http(name: Option<String>, spec: &HttpRequestSpec, weight: u32) -> Result<Self, WorkloadError> {
+        let template = format!("{} {}", spec.method, template_text(&spec.path));
+        if weight == 0 {
+            return Err(WorkloadError(format!("the weight of {template} must be at least 1")));
+        }
+        if !matches!(spec.path.first(), Some(TemplatePiece::Text(text)) if text.starts_with('/')) {
+            return Err(WorkloadError(format!("the path of {template} must start with '/'")));
+        }
+        let path = compile_pieces(&spec.path)?;
+        if path.iter().any(|part| matches!(part, Part::Literal(bytes) if bytes.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()))) {
+            return Err(WorkloadError(format!("the path of {template} has a space or a control character")));
+        }
+        let mut headers = Vec::new();
+        for (name, value) in &spec.headers {
+            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            if !valid_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(WorkloadError(format!("{template}: the header '{name}' is not a valid header")));
+            }
+            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+                return Err(WorkloadError(format!("{template}: '{name}' is set by rpcbench")));
+            }
+            headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let (body, raw_body) = match &spec.body {
+            HttpBody::Empty => (Vec::new(), false),
+            HttpBody::Raw(bytes) => (vec![Part::Literal(bytes.clone())], true),
+            HttpBody::Text(pieces) => (compile_pieces(pieces)?, true),
+            HttpBody::Json(value) => {
+                let mut literal = Vec::new();
+                let mut parts = Vec::new();
+                compile(value, &mut literal, &mut parts)?;
+                parts.push(Part::Literal(literal));
+                (parts, false)
+            }
+        };
+        let shape =
+            HttpShape { method: spec.method, path, headers, body, raw_body, expect_json: spec.expect_json };
+        Ok(Self {
+            name: name.unwrap_or_else(|| template.clone()),
+            method: template,
+            weight,
+            parts: Vec::new(),
+            http: Some(Box::new(shape)),
+        })
+    }
+
+    /// Whether this is a plain HTTP call rather than a JSON-RPC call.
+    pub fn is_http(&self) -> bool {
+        self.http.is_some()
+    }
+
+    /// For an HTTP call: whether a 2xx answer must carry JSON.
+    pub fn expects_json(&self) -> bool {
+        self.http.as_ref().is_some_and(|shape| shape.expect_json)
     }
 
     /// A call with a fixed body, from a request template.
@@ -143,6 +270,7 @@ impl Call {
             method: template.method().to_string(),
             weight: 1,
             parts: vec![Part::Literal(template.suffix().to_vec())],
+            http: None,
         }
     }
 
@@ -151,7 +279,7 @@ impl Call {
         &self.name
     }
 
-    /// The JSON-RPC method.
+    /// The JSON-RPC method; for an HTTP call, its method and path template.
     pub fn method(&self) -> &str {
         &self.method
     }
@@ -206,6 +334,57 @@ fn compile(value: &ParamValue, literal: &mut Vec<u8>, parts: &mut Vec<Part>) -> 
         }
     }
     Ok(())
+}
+
+/// Compiles template pieces: text literal, generated values kept for raw writing.
+fn compile_pieces(pieces: &[TemplatePiece]) -> Result<Vec<Part>, WorkloadError> {
+    let mut parts = Vec::new();
+    let mut literal = Vec::new();
+    for piece in pieces {
+        match piece {
+            TemplatePiece::Text(text) => literal.extend_from_slice(text.as_bytes()),
+            TemplatePiece::Generated(generator) => {
+                let mut ignored = Vec::new();
+                parts.push(Part::Literal(std::mem::take(&mut literal)));
+                compile(&ParamValue::Generated(generator.clone()), &mut ignored, &mut parts)?;
+                // `compile` flushed an empty literal before the generated part: drop it.
+                let generated = parts.pop();
+                parts.pop();
+                parts.extend(generated);
+            }
+        }
+    }
+    parts.push(Part::Literal(literal));
+    parts.retain(|part| !matches!(part, Part::Literal(bytes) if bytes.is_empty()));
+    Ok(parts)
+}
+
+/// The text of a template as written, generated values shown as `{…}`.
+fn template_text(pieces: &[TemplatePiece]) -> String {
+    pieces
+        .iter()
+        .map(|piece| match piece {
+            TemplatePiece::Text(text) => text.clone(),
+            TemplatePiece::Generated(generator) => format!("{{{}}}", generator.short_name()),
+        })
+        .collect()
+}
+
+/// Writes parts, generated values without their JSON quotes (for paths and text bodies).
+fn write_raw(parts: &[Part], rng: &mut SmallRng, out: &mut Vec<u8>) {
+    for part in parts {
+        match part {
+            Part::Literal(bytes) => out.extend_from_slice(bytes),
+            Part::Generated(generator) => {
+                let start = out.len();
+                write_generated(generator, rng, out);
+                if out.len() - start >= 2 && out[start] == b'"' && out[out.len() - 1] == b'"' {
+                    out.pop();
+                    out.remove(start);
+                }
+            }
+        }
+    }
 }
 
 const BASE58: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -263,7 +442,9 @@ fn write_generated(generator: &Compiled, rng: &mut SmallRng, out: &mut Vec<u8>) 
 pub struct Workload {
     calls: Vec<Call>,
     /// Running sums of the weights, for picking by weight.
-    cumulative: Vec<u32>,
+    cumulative: Vec<u64>,
+    /// Calls are taken in turn, in the order given (a vegeta targets file), not by weight.
+    in_turn: bool,
 }
 
 impl Workload {
@@ -277,20 +458,36 @@ impl Workload {
                 return Err(WorkloadError(format!("two calls are named '{}'", call.name)));
             }
         }
-        let mut total = 0u32;
+        let mut total = 0u64;
         let cumulative = calls
             .iter()
             .map(|call| {
-                total = total.saturating_add(call.weight);
+                total += u64::from(call.weight);
                 total
             })
             .collect();
-        Ok(Self { calls, cumulative })
+        Ok(Self { calls, cumulative, in_turn: false })
     }
 
     /// A workload of one fixed request.
     pub fn single(template: &RequestTemplate) -> Self {
-        Self { calls: vec![Call::from_template(template)], cumulative: vec![1] }
+        Self { calls: vec![Call::from_template(template)], cumulative: vec![1], in_turn: false }
+    }
+
+    /// The same calls taken in turn, in the order given, as vegeta takes a targets file's.
+    pub fn in_turn(mut self) -> Self {
+        self.in_turn = true;
+        self
+    }
+
+    /// Whether any call is a plain HTTP call.
+    pub fn has_http_calls(&self) -> bool {
+        self.calls.iter().any(Call::is_http)
+    }
+
+    /// Whether every call is a JSON-RPC call.
+    pub fn is_jsonrpc_only(&self) -> bool {
+        !self.has_http_calls()
     }
 
     /// The calls, in the order given.
@@ -306,10 +503,15 @@ impl Workload {
         }
     }
 
-    /// Picks the index of the next call by weight.
-    pub fn pick(&self, rng: &mut SmallRng) -> usize {
+    /// Picks the index of the next call by weight, or the call whose turn it is (`turn` counts
+    /// the picks so far) for a workload taken in turn.
+    #[inline]
+    pub fn pick(&self, rng: &mut SmallRng, turn: u64) -> usize {
         if self.calls.len() == 1 {
             return 0;
+        }
+        if self.in_turn {
+            return (turn % self.calls.len() as u64) as usize;
         }
         let total = *self.cumulative.last().unwrap_or(&1);
         let point = rng.gen_range(0..total);
@@ -320,6 +522,9 @@ impl Workload {
     /// drawn from a fixed seed, so the same call always describes itself the same way.
     pub fn sample_request(&self, index: usize) -> Value {
         use rand::SeedableRng;
+        if self.calls[index].is_http() {
+            return serde_json::json!({ "http": self.calls[index].method });
+        }
         let mut out = Vec::new();
         self.write_body(index, 0, &mut SmallRng::seed_from_u64(0), &mut out);
         let mut value: Value =
@@ -329,6 +534,24 @@ impl Workload {
             object.remove("id");
         }
         value
+    }
+
+    /// Writes HTTP call `index` (method, path, headers, body) into `out`.
+    pub fn write_http(&self, index: usize, rng: &mut SmallRng, out: &mut Outgoing) {
+        let Some(shape) = &self.calls[index].http else { return };
+        out.method = shape.method;
+        write_raw(&shape.path, rng, &mut out.path);
+        out.headers.extend_from_slice(&shape.headers);
+        if shape.raw_body {
+            write_raw(&shape.body, rng, &mut out.body);
+        } else {
+            for part in &shape.body {
+                match part {
+                    Part::Literal(bytes) => out.body.extend_from_slice(bytes),
+                    Part::Generated(generator) => write_generated(generator, rng, &mut out.body),
+                }
+            }
+        }
     }
 
     /// Appends the body of call `index` with `id` to `out`.
@@ -441,7 +664,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(3);
         let mut counts = [0u32; 3];
         for _ in 0..100_000 {
-            counts[workload.pick(&mut rng)] += 1;
+            counts[workload.pick(&mut rng, 0)] += 1;
         }
         for (count, expected) in counts.iter().zip([10_000, 30_000, 60_000]) {
             assert!((*count as i64 - expected).abs() < 1500, "{counts:?}");

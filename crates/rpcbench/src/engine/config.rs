@@ -2,7 +2,6 @@
 //! [`RunConfig`]; the engine trusts it. Validation errors name the setting at fault.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::jsonrpc::CheckMode;
@@ -12,111 +11,7 @@ use crate::redact;
 use crate::workload::Workload;
 
 use super::stages::{LevelCurve, Stage};
-
-/// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The setting at fault, e.g. `--rate`.
-    pub setting: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// A new error for `setting`.
-    pub fn new(setting: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { setting: setting.into(), message: message.into() }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.setting, self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// HTTP or HTTPS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// Plain HTTP/1.1.
-    Http,
-    /// HTTP/1.1 over TLS (rustls).
-    Https,
-}
-
-/// Where requests go. Its `Debug` form shows the URL redacted.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The URL as given (contains secrets; never print it, use [`Target::redacted`]).
-    url: String,
-    /// HTTP or HTTPS.
-    pub scheme: Scheme,
-    /// Host name or address, without brackets.
-    pub host: String,
-    /// Port.
-    pub port: u16,
-    /// Path and query sent in the request line.
-    pub path_and_query: String,
-    /// Value of the Host header.
-    pub host_header: String,
-}
-
-impl Target {
-    /// Parses and checks an `http://` or `https://` URL.
-    pub fn parse(url: &str) -> Result<Self, ConfigError> {
-        let setting = "URL";
-        let parsed = url::Url::parse(url).map_err(|err| {
-            ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
-        })?;
-        let scheme = match parsed.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            other => {
-                return Err(ConfigError::new(
-                    setting,
-                    format!("scheme '{other}' is not supported (use http:// or https://)"),
-                ))
-            }
-        };
-        let host = match parsed.host() {
-            Some(url::Host::Domain(domain)) => domain.to_string(),
-            Some(url::Host::Ipv4(ip)) => ip.to_string(),
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(ConfigError::new(setting, "the URL has no host")),
-        };
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let mut path_and_query = parsed.path().to_string();
-        if let Some(query) = parsed.query() {
-            path_and_query.push('?');
-            path_and_query.push_str(query);
-        }
-        let host_header = match parsed.port() {
-            Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
-            None => parsed.host_str().unwrap_or(&host).to_string(),
-        };
-        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header })
-    }
-
-    /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
-    pub fn redacted(&self) -> String {
-        redact::url(&self.url)
-    }
-}
-
-impl fmt::Debug for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Target")
-            .field("url", &self.redacted())
-            .field("scheme", &self.scheme)
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("path_and_query", &redact::url(&self.path_and_query))
-            .field("host_header", &self.host_header)
-            .finish()
-    }
-}
+pub use crate::settings::{ConfigError, Scheme, Target, TlsOptions};
 
 /// Request headers as `Debug` shows them: secret values masked.
 struct RedactedHeaders<'a>(&'a [(String, String)]);
@@ -168,15 +63,6 @@ pub struct Length {
     pub requests: Option<u64>,
 }
 
-/// TLS settings for https targets.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TlsOptions {
-    /// Accept any server certificate.
-    pub insecure: bool,
-    /// Trust these PEM certificates in addition to the system roots.
-    pub ca_file: Option<PathBuf>,
-}
-
 /// One validated load run. Its `Debug` form hides the URL's keys and secret header values.
 #[derive(Clone)]
 pub struct RunConfig {
@@ -219,7 +105,13 @@ pub struct RunConfig {
     pub seed: u64,
     /// Where workers publish live figures for a metrics endpoint (`--metrics-listen`). `None`
     /// (the default) publishes nothing.
-    pub metrics: Option<crate::metrics::LiveMetrics>,
+    pub metrics: Option<std::sync::Arc<dyn super::LiveSink>>,
+    /// JSON-RPC calls per HTTP request (`--batch`): 1 sends single calls; more sends batches
+    /// (an array of calls, each with its own id). `-n` and the rate count HTTP requests.
+    pub batch: usize,
+    /// The part of the whole run this process does (`--shard`): every worker's global index
+    /// is taken within it.
+    pub shard: super::Slice,
 }
 
 impl fmt::Debug for RunConfig {
@@ -242,6 +134,8 @@ impl fmt::Debug for RunConfig {
             .field("fixed_id", &self.fixed_id)
             .field("seed", &self.seed)
             .field("metrics", &self.metrics.is_some())
+            .field("batch", &self.batch)
+            .field("shard", &self.shard)
             .finish()
     }
 }
@@ -267,7 +161,14 @@ impl RunConfig {
             fixed_id: None,
             seed: 1,
             metrics: None,
+            batch: 1,
+            shard: super::Slice::WHOLE,
         }
+    }
+
+    /// Publishes the run's live figures to `sink` (a metrics endpoint's store).
+    pub fn publish_to(&mut self, sink: impl super::LiveSink + 'static) {
+        self.metrics = Some(std::sync::Arc::new(sink));
     }
 
     /// The measured duration: the stages' total, or the configured duration.
@@ -367,6 +268,22 @@ impl RunConfig {
         if self.max_body == 0 {
             return Err(ConfigError::new("--max-body", "must be at least 1 byte"));
         }
+        let most = crate::protocol::batch::MAX_BATCH;
+        if self.batch == 0 || self.batch > most {
+            return Err(ConfigError::new("--batch", format!("must be from 1 to {most} calls")));
+        }
+        if self.batch > 1 && self.workload.has_http_calls() {
+            return Err(ConfigError::new("--batch", "batches carry JSON-RPC calls, not HTTP calls (--http)"));
+        }
+        if self.batch > 1 && self.fixed_id.is_some() {
+            return Err(ConfigError::new(
+                "--batch",
+                "the calls of a batch are told apart by their ids: it cannot go with --fixed-id",
+            ));
+        }
+        if self.shard.count == 0 || self.shard.index >= self.shard.count {
+            return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));
+        }
         Ok(())
     }
 
@@ -382,31 +299,6 @@ impl RunConfig {
             Load::Open { max_connections, .. } => *max_connections,
         };
         cores.min(most_useful).max(1)
-    }
-
-    /// The request headers as they are sent, up to and including `Content-Length: ` (the
-    /// length and the body follow per request).
-    pub fn request_head(&self) -> Vec<u8> {
-        let mut head =
-            format!("POST {} HTTP/1.1\r\nHost: {}\r\n", self.target.path_and_query, self.target.host_header);
-        let has = |wanted: &str| self.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
-        if !has("content-type") {
-            head.push_str("Content-Type: application/json\r\n");
-        }
-        if !has("user-agent") {
-            head.push_str(concat!("User-Agent: rpcbench/", env!("CARGO_PKG_VERSION"), "\r\n"));
-        }
-        if !self.keepalive && !has("connection") {
-            head.push_str("Connection: close\r\n");
-        }
-        for (name, value) in &self.headers {
-            head.push_str(name);
-            head.push_str(": ");
-            head.push_str(value);
-            head.push_str("\r\n");
-        }
-        head.push_str("Content-Length: ");
-        head.into_bytes()
     }
 }
 
@@ -487,19 +379,5 @@ mod tests {
         assert_eq!(err.setting, "--header");
         assert!(!err.to_string().contains("sk_live"), "{err}");
         assert!(err.message.contains("header #1"), "{err}");
-    }
-
-    #[test]
-    fn the_request_head_carries_user_headers() {
-        let mut config = config();
-        config.headers.push(("Authorization".into(), "Bearer abc".into()));
-        config.keepalive = false;
-        let head = String::from_utf8(config.request_head()).unwrap();
-        assert!(
-            head.starts_with("POST / HTTP/1.1\r\nHost: 127.0.0.1:8899\r\nContent-Type: application/json\r\n")
-        );
-        assert!(head.contains("Connection: close\r\n"));
-        assert!(head.contains("Authorization: Bearer abc\r\n"));
-        assert!(head.ends_with("Content-Length: "));
     }
 }

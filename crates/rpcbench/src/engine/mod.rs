@@ -2,16 +2,25 @@
 //! set of connection tasks that share the worker's [`Recorder`]; recorders merge once at the
 //! end, so the hot path has no locks and no channels.
 //!
-//! A connection task loops: take a ticket, wait for its intended time (open loop), send, read,
-//! classify, record. Closed loop takes tickets back to back. Open loop takes them from the
-//! worker's [`pacer::Pacer`]; when a ticket is already due and no connection is idle, the
-//! worker opens another connection, up to its share of `max_connections`. A ticket that waits
-//! for a connection is sent late, and its latency still counts from the intended time.
+//! A connection task loops: take a ticket, wait for its intended time (open loop), have the
+//! protocol write the request's calls, exchange it on a lane of the transport, have the
+//! protocol classify the reply into one outcome per call, record. The loop is generic over the
+//! [`Transport`] (HTTP/1.1 today) and the [`Protocol`] (one call, or a JSON-RPC batch), both
+//! chosen once per run and monomorphised: no dynamic dispatch per request. Closed loop takes
+//! tickets back to back. Open loop takes them from the worker's [`pacer::Pacer`]; when a
+//! ticket is already due and no connection is idle, the worker opens another connection, up to
+//! its share of `max_connections`. A ticket that waits for a connection is sent late, and its
+//! latency still counts from the intended time.
+//!
+//! Every measured ticket ends in exactly one place: one outcome per call it carried, or, when
+//! the run is cut off, `unsent` (open loop, never sent) or `unfinished` (sent, no reply yet).
+//!
+//! Each worker is one [`Slice`] of the whole run: its index among all workers (of all shards)
+//! sets its share of connections, rate and requests, its pacer stride, its random seed and the
+//! high bits of its ids.
 
 pub mod config;
-pub mod connect;
 pub mod hires;
-pub mod http;
 pub mod limits;
 pub mod pacer;
 pub mod stages;
@@ -28,12 +37,64 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::sync::{watch, Notify};
 
-use crate::jsonrpc::{self, InvalidKind, Outcome};
-use crate::metrics;
-use crate::record::{Phases, Recorder, RunRecord, Series, Timing};
+use crate::jsonrpc;
+use crate::outcome::{InvalidKind, Outcome};
+use crate::protocol::batch::JsonRpcBatch;
+use crate::protocol::single::SingleCall;
+use crate::protocol::{CallSlot, Draw, Protocol};
+use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
+use crate::transport::connect::{Connector, SetupError};
+use crate::transport::http1::Http1;
+use crate::transport::{Lane, Outgoing, Transport, WireError};
 use config::{Load, RunConfig};
-use connect::{Connector, SetupError};
-use http::{Connection, ReadError};
+
+/// How often each worker publishes its figures to a [`LiveSink`].
+/// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
+/// callgrind), so once a second, like the per-second series, is the right trade.
+pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Where a run's live figures go while it runs (the metrics endpoint's store). Workers publish
+/// a summary of their own recorder every [`PUBLISH_INTERVAL`], from their own thread; nothing
+/// is published per request.
+pub trait LiveSink: Send + Sync + fmt::Debug {
+    /// A run starts: `workers` workers will publish; measurement starts at `measure_start`.
+    fn begin_run(&self, config: &RunConfig, workers: usize, start: Instant, measure_start: Instant);
+    /// Worker `worker`'s figures so far: its per-call totals (in the workload's order) and its
+    /// requests in flight.
+    fn publish(&self, worker: usize, calls: &[Totals], in_flight: u64);
+    /// The run ended.
+    fn end_run(&self);
+}
+
+/// One part of a run: this worker's index among `count` workers (of every shard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// Index, from 0.
+    pub index: usize,
+    /// How many parts there are.
+    pub count: usize,
+}
+
+impl Slice {
+    /// The whole run.
+    pub const WHOLE: Slice = Slice { index: 0, count: 1 };
+
+    /// Part `local` of this slice split into `parts`: the global index of a worker.
+    pub fn split(self, local: usize, parts: usize) -> Slice {
+        Slice { index: self.index * parts + local, count: self.count * parts }
+    }
+
+    /// This part's share of `total`: shares differ by at most one.
+    pub fn share(self, total: u64) -> u64 {
+        share(total, self.index, self.count)
+    }
+}
+
+impl Default for Slice {
+    fn default() -> Self {
+        Slice::WHOLE
+    }
+}
 
 /// Why a run could not start.
 #[derive(Debug)]
@@ -114,7 +175,7 @@ impl Progress {
 #[derive(Debug)]
 pub struct Run {
     config: Arc<RunConfig>,
-    connector: Connector,
+    transport: Http1,
     stop: StopHandle,
     series: Arc<Mutex<Series>>,
 }
@@ -129,10 +190,12 @@ impl Run {
     pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
         limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
-        let connector = Connector::new(&config).map_err(EngineError::Setup)?;
+        let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
+            .map_err(EngineError::Setup)?;
+        let transport = Http1::new(connector, &config.target, &config.headers, config.keepalive);
         Ok(Self {
             config: Arc::new(config),
-            connector,
+            transport,
             stop,
             series: Arc::new(Mutex::new(Series::default())),
         })
@@ -155,6 +218,19 @@ impl Run {
 
     /// Runs to the end (or until stopped) and returns what was measured. Blocks the caller.
     pub fn execute(self) -> Result<RunRecord, EngineError> {
+        let config = self.config.clone();
+        if config.batch > 1 {
+            self.execute_with(|| JsonRpcBatch::new(config.workload.clone(), config.check, config.batch))
+        } else {
+            self.execute_with(|| SingleCall::new(config.workload.clone(), config.check))
+        }
+    }
+
+    /// Runs with a protocol made by `protocol` for each worker.
+    fn execute_with<P: Protocol + Send + 'static>(
+        self,
+        protocol: impl Fn() -> P,
+    ) -> Result<RunRecord, EngineError> {
         let workers = self.config.worker_threads();
         // Give the threads a moment to start so that every worker shares one start instant.
         let start = Instant::now() + Duration::from_millis(5);
@@ -164,18 +240,18 @@ impl Run {
         }
         let mut handles = Vec::with_capacity(workers);
         for index in 0..workers {
-            let plan = WorkerPlan::new(&self.config, index, workers);
+            let plan = WorkerPlan::new(&self.config, self.config.shard.split(index, workers), index);
             let shared = WorkerShared {
                 config: self.config.clone(),
-                workers,
-                connector: self.connector.clone(),
                 stop: self.stop.clone(),
                 series: self.series.clone(),
                 clock,
             };
+            let transport = self.transport.clone();
+            let protocol = protocol();
             let handle = std::thread::Builder::new()
                 .name(format!("rpcbench-worker-{index}"))
-                .spawn(move || run_worker(shared, plan))
+                .spawn(move || run_worker(shared, plan, transport, protocol))
                 .map_err(EngineError::Runtime)?;
             handles.push(handle);
         }
@@ -223,7 +299,7 @@ struct Clock {
     start: Instant,
     measure_start: Instant,
     end: Option<Instant>,
-    /// In-flight requests are abandoned after this.
+    /// In-flight requests are abandoned after this (counted as unfinished).
     hard_end: Option<Instant>,
 }
 
@@ -239,7 +315,10 @@ impl Clock {
 /// What one worker does: its share of connections, rate and requests.
 #[derive(Debug)]
 struct WorkerPlan {
-    index: usize,
+    /// The worker's index in this process (its live-metrics slot).
+    local: usize,
+    /// The worker's part of the whole run.
+    slice: Slice,
     /// Connections opened at the start.
     initial_connections: usize,
     /// The most connections this worker may open.
@@ -257,27 +336,28 @@ fn share(total: u64, index: usize, parts: usize) -> u64 {
 }
 
 impl WorkerPlan {
-    fn new(config: &RunConfig, index: usize, workers: usize) -> Self {
-        let requests = config.length.requests.map(|n| share(n, index, workers));
+    fn new(config: &RunConfig, slice: Slice, local: usize) -> Self {
+        let requests = config.length.requests.map(|n| slice.share(n));
         match &config.load {
             Load::Closed { connections } => {
                 // With stages, every connection the busiest stage needs is opened; the ones a
                 // quieter stage does not need wait.
                 let most =
                     config.level_curve().map_or(*connections as u64, |curve| curve.max_level().ceil() as u64);
-                let mine = share(most.max(1), index, workers) as usize;
-                Self { index, initial_connections: mine, max_connections: mine, requests, pacer: None }
+                let mine = slice.share(most.max(1)) as usize;
+                Self { local, slice, initial_connections: mine, max_connections: mine, requests, pacer: None }
             }
             Load::Open { rate, arrivals, max_connections } => {
-                let max_mine = (share(*max_connections as u64, index, workers) as usize).max(1);
-                let rate_mine = rate / workers as f64;
+                let max_mine = (slice.share(*max_connections as u64) as usize).max(1);
+                let rate_mine = rate / slice.count as f64;
                 let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
                 let curve = std::sync::Arc::new(
                     config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
                 );
-                let pacer = pacer::pacer_for(*arrivals, curve, index, workers, config.seed);
+                let pacer = pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed);
                 Self {
-                    index,
+                    local,
+                    slice,
                     initial_connections: initial,
                     max_connections: max_mine,
                     requests,
@@ -292,20 +372,22 @@ impl WorkerPlan {
 #[derive(Debug)]
 struct WorkerShared {
     config: Arc<RunConfig>,
-    /// How many workers share the run.
-    workers: usize,
-    connector: Connector,
     stop: StopHandle,
     series: Arc<Mutex<Series>>,
     clock: Clock,
 }
 
-fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorder> {
+fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
+    shared: WorkerShared,
+    plan: WorkerPlan,
+    transport: T,
+    protocol: P,
+) -> std::io::Result<Recorder> {
     let meter = usage::ThreadMeter::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let mut stop_changed = shared.stop.0.sender.subscribe();
-    let worker = Rc::new(Worker::new(shared, plan));
+    let worker = Rc::new(Worker::new(shared, plan, transport, protocol));
     let driver = worker.clone();
     local.block_on(&runtime, async move {
         let hard_end = driver.shared.clock.hard_end;
@@ -330,13 +412,14 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
             } => {}
         }
     });
-    // Dropping the set cancels connections still in flight; they are not counted.
+    // Dropping the set cancels connections still in flight: each one's guard counts what it
+    // held (a request sent: unfinished; a ticket not yet sent: unsent).
     drop(local);
     worker.count_unsent();
     // Every connection task is gone with the set, so the worker is ours alone: its recorder
     // is taken without building an empty one in its place.
     let live = worker.shared.config.metrics.clone();
-    let index = worker.plan.index;
+    let index = worker.plan.local;
     let mut recorder = match Rc::try_unwrap(worker) {
         Ok(worker) => worker.recorder.into_inner(),
         Err(worker) => worker.recorder.replace(Recorder::new(0, worker.shared.series.clone())),
@@ -349,32 +432,32 @@ fn run_worker(shared: WorkerShared, plan: WorkerPlan) -> std::io::Result<Recorde
     Ok(recorder)
 }
 
-/// With a metrics endpoint: publishes the worker's figures every [`metrics::PUBLISH_INTERVAL`],
-/// from the worker's own thread (the recorder is not shared, and nothing is counted twice).
-async fn publish_live(worker: Rc<Worker>, live: metrics::LiveMetrics) {
-    let mut ticker = tokio::time::interval(metrics::PUBLISH_INTERVAL);
+/// With a live sink: publishes the worker's figures every [`PUBLISH_INTERVAL`], from the
+/// worker's own thread (the recorder is not shared, and nothing is counted twice).
+async fn publish_live<T: Transport, P: Protocol>(worker: Rc<Worker<T, P>>, live: Arc<dyn LiveSink>) {
+    let mut ticker = tokio::time::interval(PUBLISH_INTERVAL);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
         // Connection tasks never hold the recorder across an await; if one ever did, this
         // publication would wait for the next tick rather than panic.
         if let Ok(recorder) = worker.recorder.try_borrow() {
-            live.publish(worker.plan.index, &recorder.calls, worker.in_flight.get());
+            live.publish(worker.plan.local, &recorder.calls, worker.in_flight.get());
         }
     }
 }
 
 /// A worker's state, shared by its connection tasks on one thread.
-struct Worker {
+struct Worker<T, P> {
     shared: WorkerShared,
     plan: WorkerPlan,
+    transport: T,
+    protocol: P,
     recorder: RefCell<Recorder>,
-    /// Picks calls and generates params; seeded per worker from the run's seed.
-    rng: RefCell<SmallRng>,
-    request_head: Vec<u8>,
+    /// The mix's random source, ids and turns.
+    draw: RefCell<Draw>,
     /// Measured tickets handed out.
     measured_taken: Cell<u64>,
-    next_id: Cell<u64>,
     /// Open loop: the next ticket's offset, drawn from the pacer but not yet taken.
     pacer: RefCell<Option<Box<dyn pacer::Pacer>>>,
     /// Connections alive.
@@ -392,9 +475,9 @@ struct Worker {
     all_done: Notify,
 }
 
-impl fmt::Debug for Worker {
+impl<T, P> fmt::Debug for Worker<T, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Worker").field("index", &self.plan.index).finish_non_exhaustive()
+        f.debug_struct("Worker").field("slice", &self.plan.slice).finish_non_exhaustive()
     }
 }
 
@@ -407,22 +490,25 @@ struct Ticket {
     measured: bool,
 }
 
-impl Worker {
-    fn new(shared: WorkerShared, mut plan: WorkerPlan) -> Self {
+impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
+    fn new(shared: WorkerShared, mut plan: WorkerPlan, transport: T, protocol: P) -> Self {
         let recorder = Recorder::new(shared.config.workload.calls().len(), shared.series.clone())
             .with_stages(stage_ends(&shared.config.stages).len());
-        let rng = SmallRng::seed_from_u64(
-            shared.config.seed ^ (plan.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
-        let request_head = shared.config.request_head();
+        let index = plan.slice.index as u64;
+        let draw = Draw {
+            rng: SmallRng::seed_from_u64(shared.config.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            // Ids are unique per run: the worker's global index sits in the high bits.
+            next_id: (index << 40) + 1,
+            fixed_id: shared.config.fixed_id,
+            turn: index,
+        };
         let pacer = plan.pacer.take();
         Self {
             recorder: RefCell::new(recorder),
-            rng: RefCell::new(rng),
-            request_head,
+            draw: RefCell::new(draw),
+            transport,
+            protocol,
             measured_taken: Cell::new(0),
-            // Ids are unique per run: the worker index sits in the high bits.
-            next_id: Cell::new(((plan.index as u64) << 40) + 1),
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
@@ -444,13 +530,14 @@ impl Worker {
         self.connections.set(index + 1);
         tokio::task::spawn_local(connection_loop(self.clone(), index));
     }
+}
 
+impl<T, P> Worker<T, P> {
     /// Closed loop with stages: whether connection `index` of this worker is wanted now.
     fn connection_wanted(&self, index: usize, now: Instant) -> bool {
         let Some(curve) = &self.connection_curve else { return true };
         let level = curve.level_at(now.saturating_duration_since(self.shared.clock.start).as_secs_f64());
-        let workers = self.shared.workers;
-        (index as u64) < share(level.round() as u64, self.plan.index, workers)
+        (index as u64) < self.plan.slice.share(level.round() as u64)
     }
 
     fn connection_done(&self) {
@@ -492,7 +579,7 @@ impl Worker {
         Some(ticket)
     }
 
-    /// Open loop: counts the requests that were due before the run ended but never sent.
+    /// Open loop: counts the requests that were due before the run ended but never taken.
     fn count_unsent(&self) {
         let mut pacer = self.pacer.borrow_mut();
         let Some(pacer) = pacer.as_mut() else { return };
@@ -541,12 +628,39 @@ impl Worker {
         };
         let mut recorder = self.recorder.borrow_mut();
         if !self.stage_ends.is_empty() {
-            let due = ticket.intended.unwrap_or(sent);
-            let since = due.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
-            let stage = self.stage_ends.partition_point(|&end| end <= since).min(self.stage_ends.len() - 1);
+            let stage = self.stage_of(ticket, sent);
             recorder.record_stage(stage, outcome, timing.corrected);
         }
         recorder.record(call, outcome, timing, || jsonrpc::error_message(body));
+    }
+
+    /// The stage a ticket was due in.
+    fn stage_of(&self, ticket: Ticket, sent: Instant) -> usize {
+        let due = ticket.intended.unwrap_or(sent);
+        let since = due.saturating_duration_since(self.shared.clock.measure_start).as_secs_f64();
+        self.stage_ends.partition_point(|&end| end <= since).min(self.stage_ends.len().saturating_sub(1))
+    }
+
+    /// A measured request the run cut off: `unfinished` for each call it carried when it was
+    /// sent; `unsent` (open loop) when its ticket was taken but it never went out.
+    fn record_cut_off(&self, ticket: Ticket, sent: Option<Instant>, slots: &[CallSlot]) {
+        if !ticket.measured {
+            return;
+        }
+        let mut recorder = self.recorder.borrow_mut();
+        match sent {
+            Some(sent) => {
+                for slot in slots {
+                    if !self.stage_ends.is_empty() {
+                        let stage = self.stage_of(ticket, sent);
+                        recorder.record_stage(stage, Outcome::Unfinished, Duration::ZERO);
+                    }
+                    recorder.record_unfinished(slot.call);
+                }
+            }
+            None if ticket.intended.is_some() => recorder.unsent += 1,
+            None => {}
+        }
     }
 }
 
@@ -580,24 +694,35 @@ fn stage_ends(stages: &[stages::Stage]) -> Vec<f64> {
 /// A closed-loop connection that a stage does not need checks again this often.
 const IDLE_CONNECTION_CHECK: Duration = Duration::from_millis(10);
 
-/// Reports a connection task finished when dropped, however it ends: the worker waits for
-/// every connection, so a task that panicked without reporting would hang the run.
-struct ConnectionDone(Rc<Worker>);
+/// What a connection task holds, accounted for however the task ends: the worker waits for
+/// every connection (so a task that ended without reporting would hang the run), and a ticket
+/// held when the run cuts the task off still gets its one outcome (unsent or unfinished).
+struct ConnectionGuard<T, P> {
+    worker: Rc<Worker<T, P>>,
+    /// The ticket taken and not yet recorded, and when its request was sent.
+    held: Option<(Ticket, Option<Instant>)>,
+    /// The calls of the request being sent.
+    slots: Vec<CallSlot>,
+}
 
-impl Drop for ConnectionDone {
+impl<T, P> Drop for ConnectionGuard<T, P> {
     fn drop(&mut self) {
-        self.0.connection_done();
+        if let Some((ticket, sent)) = self.held.take() {
+            self.worker.record_cut_off(ticket, sent, &self.slots);
+        }
+        self.worker.connection_done();
     }
 }
 
-async fn connection_loop(worker: Rc<Worker>, index: usize) {
-    let _done = ConnectionDone(worker.clone());
+async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
+    worker: Rc<Worker<T, P>>,
+    index: usize,
+) {
+    let mut guard = ConnectionGuard { worker: worker.clone(), held: None, slots: Vec::with_capacity(1) };
     let config = worker.shared.config.clone();
-    let mut connection: Option<Connection> = None;
+    let mut lane: Option<T::Lane> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
-    let mut request = Vec::with_capacity(worker.request_head.len() + 256);
-    let mut body = Vec::with_capacity(256);
-    let workload = &config.workload;
+    let mut request = Outgoing::default();
     let open_loop = matches!(config.load, Load::Open { .. });
     // Every worker starts at the shared start instant; nothing before it is measured.
     tokio::time::sleep_until(worker.shared.clock.start.into()).await;
@@ -608,13 +733,14 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
                 break;
             }
             // Not needed by this stage: close the connection, as a departed user would.
-            connection = None;
+            lane = None;
             tokio::time::sleep(IDLE_CONNECTION_CHECK).await;
             now = Instant::now();
         }
         let Some(ticket) = worker.next_ticket(now) else {
             break;
         };
+        guard.held = Some((ticket, None));
         if let Some(intended) = ticket.intended {
             if intended > now {
                 worker.idle.set(worker.idle.get() + 1);
@@ -628,20 +754,25 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
                 break;
             }
         }
-        let call = workload.pick(&mut worker.rng.borrow_mut());
+        request.clear();
+        guard.slots.clear();
+        worker.protocol.encode(&mut worker.draw.borrow_mut(), &mut guard.slots, &mut request);
         let mut connect_time = None;
-        let conn = match connection.as_mut() {
-            Some(conn) => conn,
+        let current = match lane.as_mut() {
+            Some(current) => current,
             None => {
                 let connect_started = Instant::now();
-                match worker.shared.connector.connect().await {
-                    Ok(stream) => {
+                match worker.transport.open().await {
+                    Ok(opened) => {
                         connect_time = Some(connect_started.elapsed());
-                        connection.insert(Connection::new(stream))
+                        lane.insert(opened)
                     }
                     Err(_) => {
                         let failed = Instant::now();
-                        worker.record(ticket, call, failed, failed, Outcome::Connect, b"");
+                        guard.held = None;
+                        for slot in &guard.slots {
+                            worker.record(ticket, slot.call, failed, failed, Outcome::Connect, b"");
+                        }
                         if !open_loop {
                             tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
                         }
@@ -650,44 +781,25 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
                 }
             }
         };
-        let id = match config.fixed_id {
-            Some(id) => id,
-            None => {
-                let id = worker.next_id.get();
-                worker.next_id.set(id + 1);
-                id
-            }
-        };
-        body.clear();
-        workload.write_body(call, id, &mut worker.rng.borrow_mut(), &mut body);
-        request.clear();
-        request.extend_from_slice(&worker.request_head);
-        request.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
-        request.extend_from_slice(b"\r\n\r\n");
-        request.extend_from_slice(&body);
 
         let sent = Instant::now();
+        guard.held = Some((ticket, Some(sent)));
         worker.in_flight.set(worker.in_flight.get() + 1);
-        let send_done = Cell::new(None);
         let deadline = sent + config.timeout;
         // The connection's timer is re-armed lazily: it stays set to an earlier request's
         // deadline and is moved forward only when it fires, so a fast request costs no timer
         // registration at all.
         let timer = timeout_timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
         let result = {
-            let exchange = async {
-                conn.send(&request).await.map_err(|_| ReadError::Closed)?;
-                send_done.set(Some(Instant::now()));
-                conn.read_response(config.max_body).await
-            };
+            let exchange = current.exchange(&request, config.max_body);
             tokio::pin!(exchange);
             loop {
                 tokio::select! {
                     biased;
-                    result = &mut exchange => break Ok(result),
+                    result = &mut exchange => break Some(result),
                     () = timer.as_mut() => {
                         if Instant::now() >= deadline {
-                            break Err(());
+                            break None;
                         }
                         timer.as_mut().reset(deadline.into());
                     }
@@ -696,47 +808,70 @@ async fn connection_loop(worker: Rc<Worker>, index: usize) {
         };
         let done = Instant::now();
         worker.in_flight.set(worker.in_flight.get() - 1);
-        let (outcome, keep) = match result {
-            Err(_) => (Outcome::Timeout, false),
-            Ok(Err(ReadError::Closed)) => (Outcome::Closed, false),
-            Ok(Err(ReadError::Malformed)) => (Outcome::Invalid(InvalidKind::BadHttp), false),
-            Ok(Err(ReadError::TooLarge)) => (Outcome::Invalid(InvalidKind::BodyTooLarge), false),
-            Ok(Ok(meta)) => {
-                let outcome = jsonrpc::classify(meta.status, conn.body(), id, config.check);
-                if ticket.measured {
-                    let mut recorder = worker.recorder.borrow_mut();
-                    let written = send_done.get().unwrap_or(sent);
-                    let first_byte = conn.first_byte_at().unwrap_or(done).max(written);
-                    recorder.record_phases(
-                        outcome.is_ok(),
-                        Phases {
-                            connect: connect_time,
-                            send: written.saturating_duration_since(sent),
-                            wait: first_byte.saturating_duration_since(written),
-                            receive: done.saturating_duration_since(first_byte),
-                        },
-                    );
-                    recorder.record_status(call, meta.status);
-                    let totals = &mut recorder.calls[call];
-                    totals.bytes_received += meta.wire_bytes as u64;
-                    totals.bytes_sent += request.len() as u64;
-                }
-                (outcome, meta.keep_alive && config.keepalive)
+        guard.held = None;
+        let slots = &guard.slots;
+        let failed = match result {
+            None => Some(Outcome::Timeout),
+            Some(Err(WireError::Closed)) => Some(Outcome::Closed),
+            Some(Err(WireError::Malformed)) => Some(Outcome::Invalid(InvalidKind::BadHttp)),
+            Some(Err(WireError::TooLarge)) => Some(Outcome::Invalid(InvalidKind::BodyTooLarge)),
+            Some(Ok(_)) => None,
+        };
+        if let Some(outcome) = failed {
+            for slot in slots {
+                worker.record(ticket, slot.call, sent, done, outcome, b"");
             }
-        };
-        let response_body = match (&connection, result_has_body(outcome)) {
-            (Some(conn), true) => conn.body(),
-            _ => &[],
-        };
-        worker.record(ticket, call, sent, done, outcome, response_body);
-        if !keep {
-            connection = None;
+            lane = None;
+            continue;
+        }
+        let (Some(Ok(reply)), Some(current)) = (result, lane.as_ref()) else { continue };
+        let calls = slots.len() as u64;
+        let mut desynchronised = false;
+        worker.protocol.classify(reply.status, current.body(), slots, |position, outcome, detail| {
+            // A reply followed by bytes nobody asked for: the fault counts once, here.
+            let outcome = if reply.extra_bytes && position == 0 {
+                Outcome::Invalid(InvalidKind::ExtraBytes)
+            } else {
+                outcome
+            };
+            // An answer to another request means the connection is out of step (a reply sent
+            // twice): it is not used again, so one stray reply costs one outcome.
+            desynchronised |= outcome == Outcome::Invalid(InvalidKind::IdMismatch);
+            let call = slots[position].call;
+            if ticket.measured {
+                let mut recorder = worker.recorder.borrow_mut();
+                recorder.record_phases(
+                    outcome.is_ok(),
+                    Phases {
+                        connect: connect_time,
+                        send: reply.written_at.saturating_duration_since(sent),
+                        wait: reply.first_byte_at.saturating_duration_since(reply.written_at),
+                        receive: done.saturating_duration_since(reply.first_byte_at),
+                    },
+                );
+                recorder.record_status(call, reply.status);
+                let totals = &mut recorder.calls[call];
+                if calls == 1 {
+                    totals.bytes_received += reply.wire_bytes as u64;
+                    totals.bytes_sent += reply.request_bytes as u64;
+                } else {
+                    // Bytes split evenly over the calls of a batch (the first takes the rest).
+                    let first = u64::from(position == 0);
+                    let (received, sent_bytes) = (reply.wire_bytes as u64, reply.request_bytes as u64);
+                    totals.bytes_received += received / calls + first * (received % calls);
+                    totals.bytes_sent += sent_bytes / calls + first * (sent_bytes % calls);
+                }
+            }
+            let detail = if matches!(outcome, Outcome::RpcError(_)) { detail } else { b"" };
+            worker.record(ticket, call, sent, done, outcome, detail);
+        });
+        if ticket.measured && calls > 1 {
+            worker.recorder.borrow_mut().exchanges += 1;
+        }
+        if !(reply.reusable && config.keepalive) || desynchronised {
+            lane = None;
         }
     }
-}
-
-fn result_has_body(outcome: Outcome) -> bool {
-    matches!(outcome, Outcome::RpcError(_))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{Arrivals, Load, RunConfig};
 use crate::monitor::ResourceReport;
+use crate::outcome::OutcomeCounts;
 use crate::record::RunRecord;
 
 pub use capacity::{
@@ -79,7 +80,7 @@ pub struct RunReport {
     /// Open loop: how far behind its intended time each request was sent.
     pub send_lag: Option<LatencyReport>,
     /// A count per outcome class.
-    pub outcomes: OutcomesReport,
+    pub outcomes: OutcomeCounts,
     /// Responses per HTTP status, whatever their class.
     pub http_status: BTreeMap<String, u64>,
     /// Bytes on the wire.
@@ -292,34 +293,6 @@ impl LatencyReport {
     }
 }
 
-/// One JSON-RPC error code.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RpcErrorReport {
-    /// Responses with this code.
-    pub count: u64,
-    /// The first message seen with it.
-    pub message: Option<String>,
-}
-
-/// A count per outcome class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OutcomesReport {
-    /// Successful responses.
-    pub ok: u64,
-    /// JSON-RPC errors in HTTP 2xx, by code.
-    pub rpc_errors: BTreeMap<String, RpcErrorReport>,
-    /// Non-2xx HTTP statuses, by status.
-    pub http_errors: BTreeMap<String, u64>,
-    /// Invalid responses, by kind.
-    pub invalid: BTreeMap<String, u64>,
-    /// Timeouts.
-    pub timeout: u64,
-    /// Failed connection attempts.
-    pub connect: u64,
-    /// Connections closed or reset before the response was complete.
-    pub closed: u64,
-}
-
 /// Bytes on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BytesReport {
@@ -444,24 +417,7 @@ impl RunReport {
             latency_uncorrected: LatencyReport::from_histogram(&record.totals.latency_uncorrected),
             latency_ok: LatencyReport::from_histogram(&record.totals.latency_ok),
             send_lag: open_loop.then(|| LatencyReport::from_histogram(&record.totals.send_lag)),
-            outcomes: OutcomesReport {
-                ok: counts.ok,
-                rpc_errors: counts
-                    .rpc_errors
-                    .iter()
-                    .map(|(code, e)| {
-                        (
-                            code.to_string(),
-                            RpcErrorReport { count: e.count, message: e.first_message.clone() },
-                        )
-                    })
-                    .collect(),
-                http_errors: counts.http_errors.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
-                invalid: counts.invalid.iter().map(|(k, n)| (k.name().to_string(), *n)).collect(),
-                timeout: counts.timeout,
-                connect: counts.connect,
-                closed: counts.closed,
-            },
+            outcomes: counts.clone(),
             http_status: record.totals.status_counts.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
             bytes: BytesReport {
                 sent: record.totals.bytes_sent,

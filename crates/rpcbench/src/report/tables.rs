@@ -204,30 +204,38 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
         ok: true,
         counts: reports.iter().map(|r| r.outcomes.ok).collect(),
     }];
-    let mut codes: Vec<(i64, String)> = Vec::new();
+    let mut codes: Vec<i64> = Vec::new();
     for report in reports {
-        for (code, error) in &report.outcomes.rpc_errors {
-            if !codes.iter().any(|(_, c)| c == code) {
-                let numeric = code.parse().unwrap_or(i64::MAX);
-                let message = error.message.clone().unwrap_or_default();
+        for (text, error) in report.outcomes.rpc_errors_by_text() {
+            let Ok(code) = text.parse::<i64>() else { continue };
+            if !codes.contains(&code) {
+                let message = error.first_message.clone().unwrap_or_default();
                 let label = if message.is_empty() {
                     format!("JSON-RPC {code}")
                 } else {
                     format!("JSON-RPC {code}: {}", shorten(&message, 80))
                 };
-                codes.push((numeric, code.clone()));
+                codes.push(code);
                 rows.push(OutcomeRow {
                     outcome: label,
                     ok: false,
                     counts: reports
                         .iter()
-                        .map(|r| r.outcomes.rpc_errors.get(code).map_or(0, |e| e.count))
+                        .map(|r| r.outcomes.rpc_errors.get(&code).map_or(0, |e| e.count))
                         .collect(),
                 });
             }
         }
     }
-    let mut statuses: Vec<&String> = reports.iter().flat_map(|r| r.outcomes.http_errors.keys()).collect();
+    if reports.iter().any(|r| r.outcomes.rpc_errors_other > 0) {
+        rows.push(OutcomeRow {
+            outcome: format!("JSON-RPC, other codes (past {})", crate::outcome::MAX_RPC_CODES),
+            ok: false,
+            counts: reports.iter().map(|r| r.outcomes.rpc_errors_other).collect(),
+        });
+    }
+    let mut statuses: Vec<u16> =
+        reports.iter().flat_map(|r| r.outcomes.http_errors.keys().copied()).collect();
     statuses.sort();
     statuses.dedup();
     for status in statuses {
@@ -236,25 +244,27 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
             ok: false,
             counts: reports
                 .iter()
-                .map(|r| r.outcomes.http_errors.get(status).copied().unwrap_or(0))
+                .map(|r| r.outcomes.http_errors.get(&status).copied().unwrap_or(0))
                 .collect(),
         });
     }
-    let mut kinds: Vec<&String> = reports.iter().flat_map(|r| r.outcomes.invalid.keys()).collect();
-    kinds.sort();
+    let mut kinds: Vec<crate::outcome::InvalidKind> =
+        reports.iter().flat_map(|r| r.outcomes.invalid.keys().copied()).collect();
+    kinds.sort_by_key(|kind| kind.name());
     kinds.dedup();
     for kind in kinds {
         rows.push(OutcomeRow {
             outcome: format!("invalid: {kind}"),
             ok: false,
-            counts: reports.iter().map(|r| r.outcomes.invalid.get(kind).copied().unwrap_or(0)).collect(),
+            counts: reports.iter().map(|r| r.outcomes.invalid.get(&kind).copied().unwrap_or(0)).collect(),
         });
     }
     type Count = fn(&RunReport) -> u64;
-    let fixed: [(&str, Count); 3] = [
+    let fixed: [(&str, Count); 4] = [
         ("timeout", |r| r.outcomes.timeout),
         ("connect error", |r| r.outcomes.connect),
         ("connection closed", |r| r.outcomes.closed),
+        ("unfinished at the end", |r| r.outcomes.unfinished),
     ];
     for (name, count) in fixed {
         let counts: Vec<u64> = reports.iter().map(|r| count(r)).collect();

@@ -167,7 +167,10 @@ pub fn render_text(report: &RunReport) -> String {
             .map(|(_, n)| n)
             .sum()
     };
-    let others: u64 = report.outcomes.timeout + report.outcomes.connect + report.outcomes.closed;
+    let others: u64 = report.outcomes.timeout
+        + report.outcomes.connect
+        + report.outcomes.closed
+        + report.outcomes.unfinished;
     let _ = writeln!(
         out,
         "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
@@ -181,22 +184,32 @@ pub fn render_text(report: &RunReport) -> String {
     let outcomes = &report.outcomes;
     if !outcomes.rpc_errors.is_empty() {
         let _ = writeln!(out, "  JSON-RPC errors (in HTTP 2xx):");
-        for (code, error) in &outcomes.rpc_errors {
-            let message = error.message.as_deref().unwrap_or("");
+        for (code, error) in outcomes.rpc_errors_by_text() {
+            let message = error.first_message.as_deref().unwrap_or("");
             let _ = writeln!(out, "    {code:>7} - {:<10} {}", error.count, shorten(message, 100));
+        }
+        if outcomes.rpc_errors_other > 0 {
+            let _ = writeln!(
+                out,
+                "    {:>7} - {:<10} (codes past the first {})",
+                crate::outcome::OTHER_CODE,
+                outcomes.rpc_errors_other,
+                crate::outcome::MAX_RPC_CODES
+            );
         }
     }
     let mut other_errors: Vec<(String, u64)> = Vec::new();
     for (status, count) in &outcomes.http_errors {
         other_errors.push((format!("http {status}"), *count));
     }
-    for (kind, count) in &outcomes.invalid {
-        other_errors.push((format!("invalid response: {}", kind.replace('_', " ")), *count));
+    for (kind, count) in outcomes.invalid_by_name() {
+        other_errors.push((format!("invalid response: {}", kind.name().replace('_', " ")), count));
     }
     for (name, count) in [
         ("timeout", outcomes.timeout),
         ("connect error", outcomes.connect),
         ("connection closed", outcomes.closed),
+        ("unfinished at the end", outcomes.unfinished),
     ] {
         if count > 0 {
             other_errors.push((name.to_string(), count));

@@ -165,7 +165,7 @@ fn the_endpoint_is_scraped_during_a_run_and_ends_at_the_reports_totals() {
     // Long enough to outlast the scrapes on a slow machine; stopped as soon as they are done.
     let mut config =
         mix(&node, 300.0, Length { duration: Some(Duration::from_secs(30)), requests: Some(9000) });
-    config.metrics = Some(live.clone());
+    config.publish_to(live.clone());
     let run = Run::new(config.clone()).unwrap();
     let stop = run.stop_handle();
     let runner = std::thread::spawn(move || run.execute());
@@ -248,7 +248,7 @@ fn counters_add_up_over_runs_and_a_port_in_use_is_an_error() {
     let mut config =
         mix(&node, 500.0, Length { duration: Some(Duration::from_secs(10)), requests: Some(200) });
     config.load = Load::Closed { connections: 2 };
-    config.metrics = Some(live);
+    config.publish_to(live);
     let mut total = 0;
     for _ in 0..2 {
         let record = Run::new(config.clone()).unwrap().execute().unwrap();
@@ -271,7 +271,7 @@ fn the_grafana_dashboard_only_queries_exported_metrics() {
     let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), live.clone()).unwrap();
     let mut config =
         mix(&node, 400.0, Length { duration: Some(Duration::from_secs(10)), requests: Some(300) });
-    config.metrics = Some(live);
+    config.publish_to(live);
     Run::new(config).unwrap().execute().unwrap();
     let exported = scrape(server.local_addr()).series_names();
 

@@ -45,9 +45,9 @@ fn closed_loop_json_reports_match_the_schema() {
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
     let report = RunReport::new(&config, &record);
     assert_valid(&report);
-    assert_eq!(report.outcomes.rpc_errors["-32005"].count, 200);
-    assert_eq!(report.outcomes.rpc_errors["-32005"].message.as_deref(), Some("limit exceeded"));
-    assert_eq!(report.outcomes.http_errors["503"], 100);
+    assert_eq!(report.outcomes.rpc_errors[&-32005].count, 200);
+    assert_eq!(report.outcomes.rpc_errors[&-32005].first_message.as_deref(), Some("limit exceeded"));
+    assert_eq!(report.outcomes.http_errors[&503], 100);
     assert_eq!(report.http_status["200"], 400);
     assert_eq!(report.requests.ok, 200);
 

@@ -62,7 +62,7 @@ fn a_saved_run_reports_exactly_what_the_live_run_printed() {
     assert_eq!(back.totals.counts, record.totals.counts);
     assert_eq!(back.series, record.series);
     assert_eq!(
-        file.methods["getSlot"].outcomes.rpc_errors["-32005"].message.as_deref(),
+        file.methods["getSlot"].outcomes.rpc_errors[&-32005].first_message.as_deref(),
         Some("limit exceeded")
     );
     std::fs::remove_dir_all(path.parent().unwrap()).ok();

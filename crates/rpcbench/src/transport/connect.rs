@@ -13,8 +13,54 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::config::{RunConfig, Scheme};
-use super::http::Stream;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::settings::{Scheme, Target, TlsOptions};
+
+/// A plain or TLS stream.
+#[derive(Debug)]
+pub enum Stream {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(stream) => Pin::new(stream).poll_read(cx, buf),
+            Stream::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(stream) => Pin::new(stream).poll_write(cx, buf),
+            Stream::Tls(stream) => Pin::new(stream).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(stream) => Pin::new(stream).poll_flush(cx),
+            Stream::Tls(stream) => Pin::new(stream).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(stream) => Pin::new(stream).poll_shutdown(cx),
+            Stream::Tls(stream) => Pin::new(stream).poll_shutdown(cx),
+        }
+    }
+}
 
 /// Why the engine could not prepare to connect.
 #[derive(Debug)]
@@ -63,9 +109,12 @@ impl fmt::Debug for Connector {
 
 impl Connector {
     /// Resolves the target and prepares TLS. Blocking (name resolution).
-    pub fn new(config: &RunConfig) -> Result<Self, SetupError> {
+    pub fn new(
+        target: &Target,
+        tls_options: &TlsOptions,
+        connect_timeout: Duration,
+    ) -> Result<Self, SetupError> {
         use std::net::ToSocketAddrs;
-        let target = &config.target;
         let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
             .to_socket_addrs()
             .map_err(|source| SetupError::Resolve { host: target.host.clone(), source })?
@@ -79,7 +128,7 @@ impl Connector {
         let tls = match target.scheme {
             Scheme::Http => None,
             Scheme::Https => {
-                let client = tls_client_config(config)?;
+                let client = tls_client_config(tls_options)?;
                 let name = ServerName::try_from(target.host.clone()).map_err(|_| SetupError::Resolve {
                     host: target.host.clone(),
                     source: std::io::Error::new(
@@ -90,7 +139,7 @@ impl Connector {
                 Some((TlsConnector::from(Arc::new(client)), name))
             }
         };
-        Ok(Self { addrs: addrs.into(), tls, connect_timeout: config.connect_timeout })
+        Ok(Self { addrs: addrs.into(), tls, connect_timeout })
     }
 
     /// Opens one connection (TCP, then TLS if needed) within the connect timeout.
@@ -121,12 +170,12 @@ impl Connector {
     }
 }
 
-fn tls_client_config(config: &RunConfig) -> Result<ClientConfig, SetupError> {
+fn tls_client_config(options: &TlsOptions) -> Result<ClientConfig, SetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|_| SetupError::NoRoots)?;
-    let mut client = if config.tls.insecure {
+    let mut client = if options.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
@@ -137,7 +186,7 @@ fn tls_client_config(config: &RunConfig) -> Result<ClientConfig, SetupError> {
         for cert in native.certs {
             roots.add(cert).ok();
         }
-        if let Some(path) = &config.tls.ca_file {
+        if let Some(path) = &options.ca_file {
             let shown = path.display().to_string();
             let pem = std::fs::read(path)
                 .map_err(|err| SetupError::CaFile { path: shown.clone(), message: err.to_string() })?;

@@ -1,0 +1,495 @@
+//! The one outcome taxonomy. Every call that was attempted gets exactly one [`Outcome`]; the
+//! recorder counts them in [`OutcomeCounts`], and the live metrics, the reports and the results
+//! files all read that one type (its serialized form is the `outcomes` object of the JSON
+//! report and of results files). A new class is added here, once.
+//!
+//! What a hostile server sends cannot make the counts grow without bound: at most
+//! [`MAX_RPC_CODES`] distinct JSON-RPC error codes are kept (the rest are counted exactly in
+//! one `other` bucket), and the message kept for each is cut to [`MAX_MESSAGE_CHARS`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The class of one call's outcome. Every call that was attempted gets exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// HTTP 2xx with a JSON-RPC 2.0 response carrying a `result` (a `null` result included)
+    /// and the id that was sent; for a plain HTTP call, any 2xx (with a JSON body when one is
+    /// expected).
+    Ok,
+    /// HTTP 2xx with a JSON-RPC error object; the error's `code`.
+    RpcError(i64),
+    /// An HTTP status other than 2xx, whatever the body says.
+    HttpStatus(u16),
+    /// A response that is not a valid answer to the request.
+    Invalid(InvalidKind),
+    /// No complete response within the request timeout.
+    Timeout,
+    /// The connection could not be established (refused, unreachable, connect timeout, TLS).
+    Connect,
+    /// The connection was closed or reset before the response was complete.
+    Closed,
+    /// Sent, but the run ended (its time was up, or it was stopped) before the response came.
+    Unfinished,
+}
+
+impl Outcome {
+    /// Whether this outcome is a success.
+    pub fn is_ok(self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+
+    /// The class name, as the live metrics' `class` label and the text report show it.
+    pub fn class(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::RpcError(_) => "rpc_error",
+            Outcome::HttpStatus(_) => "http_error",
+            Outcome::Invalid(_) => "invalid",
+            Outcome::Timeout => "timeout",
+            Outcome::Connect => "connect",
+            Outcome::Closed => "closed",
+            Outcome::Unfinished => "unfinished",
+        }
+    }
+
+    /// The code within the class, for the classes that have one (the metrics' `code` label).
+    pub fn code(self) -> Option<String> {
+        match self {
+            Outcome::RpcError(code) => Some(code.to_string()),
+            Outcome::HttpStatus(status) => Some(status.to_string()),
+            Outcome::Invalid(kind) => Some(kind.name().to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Why a response was classified as invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InvalidKind {
+    /// The body is not JSON.
+    NotJson,
+    /// JSON, but not a JSON-RPC 2.0 response (no `"jsonrpc":"2.0"`, neither or both of
+    /// `result` and `error`, a malformed error object, no `id`, an array for a single call).
+    NotJsonRpc,
+    /// A JSON-RPC response whose id is not the one that was sent (in a batch: an id that was
+    /// not sent, or one answered twice).
+    IdMismatch,
+    /// The body was larger than the configured limit.
+    BodyTooLarge,
+    /// The bytes received are not a valid HTTP/1.x response.
+    BadHttp,
+    /// A batch reply that has no item for this call.
+    Missing,
+    /// The response was followed by bytes nobody asked for (a response sent twice, trailing
+    /// garbage): the connection is closed and the fault counted once, on this response.
+    ExtraBytes,
+}
+
+impl InvalidKind {
+    /// All kinds, in report order.
+    pub const ALL: [InvalidKind; 7] = [
+        InvalidKind::NotJson,
+        InvalidKind::NotJsonRpc,
+        InvalidKind::IdMismatch,
+        InvalidKind::BodyTooLarge,
+        InvalidKind::BadHttp,
+        InvalidKind::Missing,
+        InvalidKind::ExtraBytes,
+    ];
+
+    /// The stable name used in reports and JSON keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            InvalidKind::NotJson => "not_json",
+            InvalidKind::NotJsonRpc => "not_jsonrpc",
+            InvalidKind::IdMismatch => "id_mismatch",
+            InvalidKind::BodyTooLarge => "body_too_large",
+            InvalidKind::BadHttp => "bad_http",
+            InvalidKind::Missing => "missing",
+            InvalidKind::ExtraBytes => "extra_bytes",
+        }
+    }
+
+    /// The kind with this name.
+    pub fn from_name(name: &str) -> Option<InvalidKind> {
+        InvalidKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
+impl fmt::Display for InvalidKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The most distinct JSON-RPC error codes counted one by one; further codes are counted in
+/// [`OutcomeCounts::rpc_errors_other`].
+pub const MAX_RPC_CODES: usize = 100;
+
+/// The longest error message kept per code, in characters (longer ones are cut, marked `…`).
+pub const MAX_MESSAGE_CHARS: usize = 200;
+
+/// One JSON-RPC error code's count and the first message seen with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RpcErrorCount {
+    /// How many responses carried this code.
+    pub count: u64,
+    /// The message of the first response seen with this code (at most
+    /// [`MAX_MESSAGE_CHARS`]).
+    #[serde(rename = "message")]
+    pub first_message: Option<String>,
+}
+
+/// A count per outcome class. Serialized as the `outcomes` object of reports and results
+/// files: maps keyed by code, status and kind name (in the order of those strings), and the
+/// newer classes only when they counted something, so older files read the same.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutcomeCounts {
+    /// Successful calls.
+    pub ok: u64,
+    /// JSON-RPC errors inside HTTP 2xx, by code (at most [`MAX_RPC_CODES`] codes).
+    #[serde(serialize_with = "by_key_text", deserialize_with = "parse_keys")]
+    pub rpc_errors: BTreeMap<i64, RpcErrorCount>,
+    /// JSON-RPC errors whose code came after [`MAX_RPC_CODES`] others.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rpc_errors_other: u64,
+    /// Responses with a non-2xx HTTP status, by status.
+    #[serde(serialize_with = "by_key_text", deserialize_with = "parse_keys")]
+    pub http_errors: BTreeMap<u16, u64>,
+    /// Invalid responses, by kind.
+    #[serde(serialize_with = "by_key_text", deserialize_with = "parse_keys")]
+    pub invalid: BTreeMap<InvalidKind, u64>,
+    /// Calls that timed out.
+    pub timeout: u64,
+    /// Connection attempts that failed.
+    pub connect: u64,
+    /// Connections closed or reset before the response was complete.
+    pub closed: u64,
+    /// Calls sent whose response had not come when the run ended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unfinished: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Keys as reports show them: the text of a code, status or kind name.
+trait KeyText: Sized {
+    fn text(&self) -> String;
+    fn parse(text: &str) -> Option<Self>;
+}
+
+impl KeyText for i64 {
+    fn text(&self) -> String {
+        self.to_string()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+impl KeyText for u16 {
+    fn text(&self) -> String {
+        self.to_string()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+impl KeyText for InvalidKind {
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        InvalidKind::from_name(text)
+    }
+}
+
+/// Serializes a map in the order of its keys' text (the order results files have always had).
+fn by_key_text<K: KeyText, V: Serialize, S: Serializer>(
+    map: &BTreeMap<K, V>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let texts: BTreeMap<String, &V> = map.iter().map(|(key, value)| (key.text(), value)).collect();
+    texts.serialize(serializer)
+}
+
+fn parse_keys<'de, K: KeyText + Ord, V: Deserialize<'de>, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<K, V>, D::Error> {
+    let texts = BTreeMap::<String, V>::deserialize(deserializer)?;
+    texts
+        .into_iter()
+        .map(|(text, value)| {
+            K::parse(&text)
+                .map(|key| (key, value))
+                .ok_or_else(|| D::Error::custom(format!("unknown outcome key '{text}'")))
+        })
+        .collect()
+}
+
+/// Cuts a server's error message to [`MAX_MESSAGE_CHARS`] characters.
+pub fn bounded_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((cut, _)) => {
+            let mut short = message[..cut].to_string();
+            short.push('…');
+            short
+        }
+    }
+}
+
+/// Counts that do not fit a `u64` (a results file that claims more than there can be).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountOverflow;
+
+impl fmt::Display for CountOverflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the outcome counts add up to more than 2^64")
+    }
+}
+
+impl std::error::Error for CountOverflow {}
+
+impl OutcomeCounts {
+    /// Counts one outcome. A JSON-RPC error code seen for the first time asks `message` for its
+    /// message (the cold path parses the body).
+    pub fn add(&mut self, outcome: Outcome, message: impl FnOnce() -> Option<String>) {
+        self.add_many(outcome, 1, message);
+    }
+
+    /// Counts `count` calls of one outcome.
+    pub fn add_many(&mut self, outcome: Outcome, count: u64, message: impl FnOnce() -> Option<String>) {
+        match outcome {
+            Outcome::Ok => self.ok += count,
+            Outcome::RpcError(code) => {
+                if let Some(entry) = self.rpc_errors.get_mut(&code) {
+                    entry.count += count;
+                } else if self.rpc_errors.len() < MAX_RPC_CODES {
+                    let first_message = message().map(bounded_message);
+                    self.rpc_errors.insert(code, RpcErrorCount { count, first_message });
+                } else {
+                    self.rpc_errors_other += count;
+                }
+            }
+            Outcome::HttpStatus(status) => *self.http_errors.entry(status).or_default() += count,
+            Outcome::Invalid(kind) => *self.invalid.entry(kind).or_default() += count,
+            Outcome::Timeout => self.timeout += count,
+            Outcome::Connect => self.connect += count,
+            Outcome::Closed => self.closed += count,
+            Outcome::Unfinished => self.unfinished += count,
+        }
+    }
+
+    /// The JSON-RPC error codes in report order (by their text, as files have them).
+    pub fn rpc_errors_by_text(&self) -> Vec<(String, &RpcErrorCount)> {
+        let mut codes: Vec<(String, &RpcErrorCount)> =
+            self.rpc_errors.iter().map(|(code, error)| (code.to_string(), error)).collect();
+        codes.sort_by(|a, b| a.0.cmp(&b.0));
+        codes
+    }
+
+    /// The invalid-response kinds in report order (by name).
+    pub fn invalid_by_name(&self) -> Vec<(InvalidKind, u64)> {
+        let mut kinds: Vec<(InvalidKind, u64)> =
+            self.invalid.iter().map(|(kind, count)| (*kind, *count)).collect();
+        kinds.sort_by_key(|(kind, _)| kind.name());
+        kinds
+    }
+
+    /// Every outcome counted.
+    pub fn total(&self) -> u64 {
+        self.ok + self.errors()
+    }
+
+    /// Every outcome that is not a success.
+    pub fn errors(&self) -> u64 {
+        self.rpc_errors.values().map(|e| e.count).sum::<u64>()
+            + self.rpc_errors_other
+            + self.http_errors.values().sum::<u64>()
+            + self.invalid.values().sum::<u64>()
+            + self.timeout
+            + self.connect
+            + self.closed
+            + self.unfinished
+    }
+
+    /// Every failure with its count, one entry per class and code, in a stable order (the
+    /// codes past [`MAX_RPC_CODES`] as one `RpcError` entry named by [`OTHER_CODE`]).
+    pub fn failures(&self) -> Vec<(Outcome, Option<String>, u64)> {
+        let mut all = Vec::new();
+        for (code, error) in &self.rpc_errors {
+            all.push((Outcome::RpcError(*code), Some(code.to_string()), error.count));
+        }
+        if self.rpc_errors_other > 0 {
+            all.push((Outcome::RpcError(0), Some(OTHER_CODE.to_string()), self.rpc_errors_other));
+        }
+        for (status, count) in &self.http_errors {
+            all.push((Outcome::HttpStatus(*status), Some(status.to_string()), *count));
+        }
+        for (kind, count) in &self.invalid {
+            all.push((Outcome::Invalid(*kind), Some(kind.name().to_string()), *count));
+        }
+        for (outcome, count) in [
+            (Outcome::Timeout, self.timeout),
+            (Outcome::Connect, self.connect),
+            (Outcome::Closed, self.closed),
+            (Outcome::Unfinished, self.unfinished),
+        ] {
+            all.push((outcome, None, count));
+        }
+        all.retain(|(_, _, count)| *count > 0);
+        all
+    }
+
+    /// Adds another set of counts into this one. Codes beyond [`MAX_RPC_CODES`] go to the
+    /// `other` bucket here too.
+    pub fn merge(&mut self, other: &OutcomeCounts) {
+        self.ok += other.ok;
+        for (code, theirs) in &other.rpc_errors {
+            if let Some(ours) = self.rpc_errors.get_mut(code) {
+                if ours.first_message.is_none() {
+                    ours.first_message.clone_from(&theirs.first_message);
+                }
+                ours.count += theirs.count;
+            } else if self.rpc_errors.len() < MAX_RPC_CODES {
+                self.rpc_errors.insert(*code, theirs.clone());
+            } else {
+                self.rpc_errors_other += theirs.count;
+            }
+        }
+        self.rpc_errors_other += other.rpc_errors_other;
+        for (status, count) in &other.http_errors {
+            *self.http_errors.entry(*status).or_default() += count;
+        }
+        for (kind, count) in &other.invalid {
+            *self.invalid.entry(*kind).or_default() += count;
+        }
+        self.timeout += other.timeout;
+        self.connect += other.connect;
+        self.closed += other.closed;
+        self.unfinished += other.unfinished;
+    }
+
+    /// [`OutcomeCounts::merge`] for counts read from files: fails instead of wrapping when a
+    /// sum does not fit.
+    pub fn checked_merge(&mut self, other: &OutcomeCounts) -> Result<(), CountOverflow> {
+        let mut merged = self.clone();
+        fn add(ours: &mut u64, theirs: u64) -> Result<(), CountOverflow> {
+            *ours = ours.checked_add(theirs).ok_or(CountOverflow)?;
+            Ok(())
+        }
+        add(&mut merged.ok, other.ok)?;
+        for (code, theirs) in &other.rpc_errors {
+            if let Some(ours) = merged.rpc_errors.get_mut(code) {
+                if ours.first_message.is_none() {
+                    ours.first_message.clone_from(&theirs.first_message);
+                }
+                add(&mut ours.count, theirs.count)?;
+            } else if merged.rpc_errors.len() < MAX_RPC_CODES {
+                merged.rpc_errors.insert(*code, theirs.clone());
+            } else {
+                add(&mut merged.rpc_errors_other, theirs.count)?;
+            }
+        }
+        add(&mut merged.rpc_errors_other, other.rpc_errors_other)?;
+        for (status, count) in &other.http_errors {
+            add(merged.http_errors.entry(*status).or_default(), *count)?;
+        }
+        for (kind, count) in &other.invalid {
+            add(merged.invalid.entry(*kind).or_default(), *count)?;
+        }
+        add(&mut merged.timeout, other.timeout)?;
+        add(&mut merged.connect, other.connect)?;
+        add(&mut merged.closed, other.closed)?;
+        add(&mut merged.unfinished, other.unfinished)?;
+        merged.checked_total()?;
+        *self = merged;
+        Ok(())
+    }
+
+    /// [`OutcomeCounts::total`], failing instead of wrapping.
+    pub fn checked_total(&self) -> Result<u64, CountOverflow> {
+        let mut total = self.ok;
+        let parts = self
+            .rpc_errors
+            .values()
+            .map(|e| e.count)
+            .chain([self.rpc_errors_other])
+            .chain(self.http_errors.values().copied())
+            .chain(self.invalid.values().copied())
+            .chain([self.timeout, self.connect, self.closed, self.unfinished]);
+        for part in parts {
+            total = total.checked_add(part).ok_or(CountOverflow)?;
+        }
+        Ok(total)
+    }
+}
+
+/// The `code` label of the JSON-RPC errors counted past [`MAX_RPC_CODES`].
+pub const OTHER_CODE: &str = "other";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_error_codes_are_bounded_and_the_rest_counted_exactly() {
+        let mut counts = OutcomeCounts::default();
+        let long = "x".repeat(1000);
+        for code in 0..10_000i64 {
+            counts.add(Outcome::RpcError(-code), || Some(long.clone()));
+        }
+        counts.add(Outcome::RpcError(0), || None);
+        assert_eq!(counts.rpc_errors.len(), MAX_RPC_CODES);
+        assert_eq!(counts.rpc_errors_other, 10_000 - MAX_RPC_CODES as u64);
+        assert_eq!(counts.errors(), 10_001);
+        let message = counts.rpc_errors[&0].first_message.as_deref().unwrap();
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        let mut merged = OutcomeCounts::default();
+        merged.merge(&counts);
+        merged.merge(&counts);
+        assert_eq!(merged.rpc_errors.len(), MAX_RPC_CODES);
+        assert_eq!(merged.errors(), 20_002);
+    }
+
+    #[test]
+    fn the_serialized_form_is_the_one_results_files_have() {
+        let mut counts = OutcomeCounts::default();
+        counts.add(Outcome::Ok, || None);
+        counts.add(Outcome::RpcError(-32005), || Some("behind".into()));
+        counts.add(Outcome::RpcError(-32600), || None);
+        counts.add(Outcome::HttpStatus(503), || None);
+        counts.add(Outcome::Invalid(InvalidKind::NotJson), || None);
+        counts.add(Outcome::Invalid(InvalidKind::BadHttp), || None);
+        let text = serde_json::to_string(&counts).unwrap();
+        assert_eq!(
+            text,
+            r#"{"ok":1,"rpc_errors":{"-32005":{"count":1,"message":"behind"},"-32600":{"count":1,"message":null}},"http_errors":{"503":1},"invalid":{"bad_http":1,"not_json":1},"timeout":0,"connect":0,"closed":0}"#
+        );
+        let back: OutcomeCounts = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, counts);
+        counts.add(Outcome::Unfinished, || None);
+        let text = serde_json::to_string(&counts).unwrap();
+        assert!(text.ends_with(r#""closed":0,"unfinished":1}"#), "{text}");
+        assert!(serde_json::from_str::<OutcomeCounts>(&text.replace("bad_http", "nonsense")).is_err());
+    }
+
+    #[test]
+    fn checked_merge_refuses_counts_that_overflow() {
+        let mut big = OutcomeCounts { ok: u64::MAX, ..OutcomeCounts::default() };
+        let one = OutcomeCounts { timeout: 1, ..OutcomeCounts::default() };
+        assert_eq!(big.clone().checked_merge(&one), Err(CountOverflow));
+        assert_eq!(big.checked_total(), Ok(u64::MAX));
+        let before = big.clone();
+        assert!(big.checked_merge(&one).is_err());
+        assert_eq!(big, before, "a failed merge changes nothing");
+    }
+}

@@ -1,0 +1,73 @@
+//! Protocols: how the calls of one request become bytes, and how its reply becomes one
+//! [`Outcome`] per call. A protocol writes into the transport's [`Outgoing`] and reads the
+//! reply's body; it never touches a socket. The engine's worker loop is generic over the
+//! protocol, chosen once per run:
+//! - [`single::SingleCall`]: one call per request, a JSON-RPC call (the scanning classifier of
+//!   `crate::jsonrpc`) or a plain HTTP call ([`rest`]);
+//! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order.
+
+pub mod batch;
+pub mod rest;
+pub mod single;
+
+use rand::rngs::SmallRng;
+
+use crate::outcome::Outcome;
+use crate::transport::Outgoing;
+use crate::workload::Workload;
+
+/// One call carried by a request: which call of the workload, with which id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallSlot {
+    /// The call's index in the workload.
+    pub call: usize,
+    /// The JSON-RPC id sent with it (unused for HTTP calls).
+    pub id: u64,
+}
+
+/// What a worker's requests draw from: the random source of the mix and of generated
+/// values, the next fresh id, and the turn of an in-turn workload.
+#[derive(Debug)]
+pub struct Draw {
+    /// Picks calls and generates params; seeded per worker from the run's seed.
+    pub rng: SmallRng,
+    /// The next fresh id (ids are unique per run: the worker's index sits in the high bits).
+    pub next_id: u64,
+    /// Every call carries this id instead of a fresh one (`--fixed-id`).
+    pub fixed_id: Option<u64>,
+    /// Calls picked so far.
+    pub turn: u64,
+}
+
+impl Draw {
+    /// The id of the next call.
+    pub fn id(&mut self) -> u64 {
+        match self.fixed_id {
+            Some(id) => id,
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                id
+            }
+        }
+    }
+
+    /// The next call of `workload`.
+    pub fn pick(&mut self, workload: &Workload) -> usize {
+        let call = workload.pick(&mut self.rng, self.turn);
+        self.turn += 1;
+        call
+    }
+}
+
+/// How calls become a request and a reply becomes outcomes.
+pub trait Protocol {
+    /// Writes the next request into `out` (already cleared) and the calls it carries into
+    /// `slots` (already cleared; at least one).
+    fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing);
+
+    /// Classifies a complete reply with HTTP `status` and `body`: calls `each(slot, outcome,
+    /// detail)` exactly once for every slot, `detail` being the part of the body that answered
+    /// it (for the first message of a JSON-RPC error code).
+    fn classify(&self, status: u16, body: &[u8], slots: &[CallSlot], each: impl FnMut(usize, Outcome, &[u8]));
+}

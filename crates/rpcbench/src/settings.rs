@@ -1,0 +1,122 @@
+//! The settings the engine and the transports share: the target URL taken apart
+//! ([`Target`]), TLS options, and [`ConfigError`], the error that names the setting at fault
+//! (a CLI flag or a scenario key).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::redact;
+
+/// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The setting at fault, e.g. `--rate`.
+    pub setting: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// A new error for `setting`.
+    pub fn new(setting: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { setting: setting.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.setting, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// HTTP or HTTPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP/1.1.
+    Http,
+    /// HTTP/1.1 over TLS (rustls).
+    Https,
+}
+
+/// Where requests go. Its `Debug` form shows the URL redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given (contains secrets; never print it, use [`Target::redacted`]).
+    url: String,
+    /// HTTP or HTTPS.
+    pub scheme: Scheme,
+    /// Host name or address, without brackets.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Path and query sent in the request line.
+    pub path_and_query: String,
+    /// Value of the Host header.
+    pub host_header: String,
+}
+
+impl Target {
+    /// Parses and checks an `http://` or `https://` URL.
+    pub fn parse(url: &str) -> Result<Self, ConfigError> {
+        let setting = "URL";
+        let parsed = url::Url::parse(url).map_err(|err| {
+            ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
+        })?;
+        let scheme = match parsed.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            other => {
+                return Err(ConfigError::new(
+                    setting,
+                    format!("scheme '{other}' is not supported (use http:// or https://)"),
+                ))
+            }
+        };
+        let host = match parsed.host() {
+            Some(url::Host::Domain(domain)) => domain.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(ConfigError::new(setting, "the URL has no host")),
+        };
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let mut path_and_query = parsed.path().to_string();
+        if let Some(query) = parsed.query() {
+            path_and_query.push('?');
+            path_and_query.push_str(query);
+        }
+        let host_header = match parsed.port() {
+            Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
+            None => parsed.host_str().unwrap_or(&host).to_string(),
+        };
+        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header })
+    }
+
+    /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
+    pub fn redacted(&self) -> String {
+        redact::url(&self.url)
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.redacted())
+            .field("scheme", &self.scheme)
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("path_and_query", &redact::url(&self.path_and_query))
+            .field("host_header", &self.host_header)
+            .finish()
+    }
+}
+
+/// TLS settings for https targets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsOptions {
+    /// Accept any server certificate.
+    pub insecure: bool,
+    /// Trust these PEM certificates in addition to the system roots.
+    pub ca_file: Option<PathBuf>,
+}

@@ -1,0 +1,173 @@
+//! Transports: how a request reaches the target and its reply comes back. A [`Transport`] opens
+//! [`Lane`]s; a lane is one place a request can go (an HTTP/1.1 connection today; an HTTP/2
+//! stream slot or an id slot on a WebSocket are the next ones). The engine's worker loop is
+//! generic over the transport, chosen once per run, so each wire is its own module here and
+//! never a copy of the request loop.
+//!
+//! A protocol (`crate::protocol`) writes what one request carries into an [`Outgoing`]; the
+//! lane frames it for its wire, exchanges it and hands back a [`Reply`] whose body the
+//! protocol then classifies.
+
+pub mod connect;
+pub mod http1;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Instant;
+
+/// An HTTP request method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpMethod {
+    /// GET.
+    Get,
+    /// POST (every JSON-RPC request).
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+    /// PATCH.
+    Patch,
+    /// HEAD.
+    Head,
+    /// OPTIONS.
+    Options,
+}
+
+impl HttpMethod {
+    /// Every method, in the order error messages list them.
+    pub const ALL: [HttpMethod; 7] = [
+        HttpMethod::Get,
+        HttpMethod::Post,
+        HttpMethod::Put,
+        HttpMethod::Delete,
+        HttpMethod::Patch,
+        HttpMethod::Head,
+        HttpMethod::Options,
+    ];
+
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Delete => "DELETE",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Options => "OPTIONS",
+        }
+    }
+
+    /// Parses a method name (upper case, as HTTP writes it).
+    pub fn parse(name: &str) -> Option<HttpMethod> {
+        HttpMethod::ALL.into_iter().find(|method| method.as_str() == name)
+    }
+
+    /// Whether requests of this method usually carry a body (a `Content-Length` is sent for
+    /// them even when it is 0).
+    pub fn has_body(self) -> bool {
+        matches!(self, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch)
+    }
+}
+
+impl fmt::Display for HttpMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one request carries, written by a protocol, framed by a lane. Reused from request to
+/// request: nothing here is allocated once the buffers have grown.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The request method.
+    pub method: HttpMethod,
+    /// Path and query; empty means the target URL's own (every JSON-RPC request).
+    pub path: Vec<u8>,
+    /// Header lines of this request alone, each `Name: value\r\n` (the run's headers are the
+    /// transport's).
+    pub headers: Vec<u8>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Default for Outgoing {
+    fn default() -> Self {
+        Self {
+            method: HttpMethod::Post,
+            path: Vec::new(),
+            headers: Vec::new(),
+            body: Vec::with_capacity(256),
+        }
+    }
+}
+
+impl Outgoing {
+    /// Empties the request for the next one (a POST to the target's path, no extra headers).
+    pub fn clear(&mut self) {
+        self.method = HttpMethod::Post;
+        self.path.clear();
+        self.headers.clear();
+        self.body.clear();
+    }
+
+    /// Whether this is a plain POST to the target's own path, the JSON-RPC request the
+    /// transports prepare their framing for.
+    pub fn is_plain_post(&self) -> bool {
+        self.method == HttpMethod::Post && self.path.is_empty() && self.headers.is_empty()
+    }
+}
+
+/// A reply that came back complete. The body stays in the lane ([`Lane::body`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status code.
+    pub status: u16,
+    /// Whether the lane may carry another request.
+    pub reusable: bool,
+    /// Bytes received for this reply as on the wire (head and body).
+    pub wire_bytes: usize,
+    /// Bytes of the request as written on the wire.
+    pub request_bytes: usize,
+    /// When the request was completely written.
+    pub written_at: Instant,
+    /// When the first byte of the reply arrived (the write's end when it was already there).
+    pub first_byte_at: Instant,
+    /// The reply was followed by bytes nobody asked for: the lane is not reusable, and the
+    /// fault is counted once, on this reply.
+    pub extra_bytes: bool,
+}
+
+/// Why an exchange failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireError {
+    /// The connection closed or was reset before the reply was complete.
+    Closed,
+    /// The bytes are not a valid reply on this wire.
+    Malformed,
+    /// The body is larger than the limit.
+    TooLarge,
+}
+
+/// Opens lanes to one target.
+pub trait Transport {
+    /// One place a request can go.
+    type Lane: Lane;
+
+    /// Opens a lane (connects, within the connect timeout).
+    fn open(&self) -> impl Future<Output = std::io::Result<Self::Lane>>;
+}
+
+/// One place a request can go, one request at a time.
+pub trait Lane {
+    /// Writes `request` and reads its reply completely; `max_body` bounds the reply's body.
+    fn exchange(
+        &mut self,
+        request: &Outgoing,
+        max_body: u64,
+    ) -> impl Future<Output = Result<Reply, WireError>>;
+
+    /// The body of the reply last read.
+    fn body(&self) -> &[u8];
+}
