@@ -1,6 +1,9 @@
 //! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
-//! choosing parameters from what it really has. Uses the engine's own connection code.
+//! choosing parameters from what it really has. Uses the engine's own connection code. The
+//! errors of a call have the endpoint's secrets scrubbed out: a node's error message may quote
+//! the key or the credentials it was sent.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -10,6 +13,7 @@ use crate::engine::config::{RunConfig, Target};
 use crate::engine::connect::Connector;
 use crate::engine::http::Connection;
 use crate::jsonrpc::RequestTemplate;
+use crate::redact::Secrets;
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -44,11 +48,13 @@ impl std::error::Error for CallError {}
 
 /// A node to call outside a load run: the URL, the headers sent with every call (an API key),
 /// TLS settings, and the time allowed per call. Built once; each call opens a connection.
+/// The URL's user name and password are sent as Basic credentials, as in a run.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     config: RunConfig,
     connector: Connector,
     timeout: Duration,
+    secrets: Secrets,
 }
 
 impl Endpoint {
@@ -62,7 +68,8 @@ impl Endpoint {
         own.max_body = config.max_body;
         own.connect_timeout = timeout;
         let connector = Connector::new(&own).map_err(|err| CallError::Transport(err.to_string()))?;
-        Ok(Self { config: own, connector, timeout })
+        let secrets = Secrets::of_run(&own);
+        Ok(Self { config: own, connector, timeout, secrets })
     }
 
     /// A plain endpoint: no extra headers, default TLS settings.
@@ -85,8 +92,30 @@ impl Endpoint {
         self.config.target.redacted()
     }
 
-    /// Calls `method` with `params` and returns the `result`. Blocking.
+    /// Every secret this endpoint sends (URL key, query values, credentials, header values).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// The text with this endpoint's secrets replaced by `***`.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.secrets.scrub(text)
+    }
+
+    /// Calls `method` with `params` and returns the `result`, or an error with this endpoint's
+    /// secrets scrubbed out of its text. Blocking.
     pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
+        self.call_unscrubbed(method, params).map_err(|err| match err {
+            CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
+            CallError::Rpc { code, message } => {
+                CallError::Rpc { code, message: self.scrub(&message).into_owned() }
+            }
+            CallError::Invalid(message) => CallError::Invalid(self.scrub(&message).into_owned()),
+            status @ CallError::Status(_) => status,
+        })
+    }
+
+    fn call_unscrubbed(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
         let request =
             RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -23,7 +23,8 @@
 //!   answer alike.
 //! - [`sample`] harvests recent blocks, transactions and accounts of a target into pools that
 //!   generators draw from; [`prepare`] binds a [`scenario::ScenarioDraft`] to a URL and pools.
-//! - [`redact`] keeps API keys and auth headers out of every output.
+//! - [`redact`] keeps API keys and auth headers out of every output, and
+//!   [`redact::Secrets`] scrubs a run's secrets out of what its server sends back.
 //! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop;
 //!   [`capacity_file`] keeps every step of a search losslessly so `report` renders it again.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`

@@ -61,6 +61,9 @@ pub struct Target {
     pub path_and_query: String,
     /// Value of the Host header.
     pub host_header: String,
+    /// `Basic` credentials from the URL's user name and password, as an Authorization value
+    /// (never printed: the `Debug` form leaves it out).
+    authorization: Option<String>,
 }
 
 impl Target {
@@ -96,7 +99,26 @@ impl Target {
             Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
             None => parsed.host_str().unwrap_or(&host).to_string(),
         };
-        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header })
+        let authorization = basic_authorization(&parsed);
+        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header, authorization })
+    }
+
+    /// The Authorization value the URL's user name and password ask for (`Basic` and their
+    /// percent-decoded `user:password` in base64, as curl sends it), when the URL has them.
+    /// A secret: never print it.
+    pub fn basic_authorization(&self) -> Option<&str> {
+        self.authorization.as_deref()
+    }
+
+    /// Every secret the URL holds (user name, password and their Basic credentials, the key in
+    /// the path, query values), to scrub out of what a server sends back.
+    pub fn secrets(&self) -> redact::Secrets {
+        let mut secrets = redact::Secrets::new();
+        secrets.add_url(&self.url);
+        if let Some(authorization) = &self.authorization {
+            secrets.add_header("Authorization", authorization);
+        }
+        secrets
     }
 
     /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
@@ -116,6 +138,18 @@ impl fmt::Debug for Target {
             .field("host_header", &self.host_header)
             .finish()
     }
+}
+
+/// `Basic` credentials for a URL with a user name or a password.
+fn basic_authorization(parsed: &url::Url) -> Option<String> {
+    use base64::Engine as _;
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return None;
+    }
+    let mut credentials = redact::percent_decode(parsed.username());
+    credentials.push(b':');
+    credentials.extend(redact::percent_decode(parsed.password().unwrap_or("")));
+    Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)))
 }
 
 /// Request headers as `Debug` shows them: secret values masked.
@@ -399,6 +433,11 @@ impl RunConfig {
         if !self.keepalive && !has("connection") {
             head.push_str("Connection: close\r\n");
         }
+        if let Some(credentials) = self.target.basic_authorization().filter(|_| !has("authorization")) {
+            head.push_str("Authorization: ");
+            head.push_str(credentials);
+            head.push_str("\r\n");
+        }
         for (name, value) in &self.headers {
             head.push_str(name);
             head.push_str(": ");
@@ -427,7 +466,7 @@ mod tests {
         assert_eq!(target.port, 443);
         assert_eq!(target.host_header, "rpc.example.com");
         assert_eq!(target.path_and_query, "/v3/0123456789abcdef0123456789abcdef?x=1");
-        assert_eq!(target.redacted(), "https://rpc.example.com/v3/***?x=1");
+        assert_eq!(target.redacted(), "https://rpc.example.com/v3/***?x=***");
         let v6 = Target::parse("http://[::1]:8545").unwrap();
         assert_eq!((v6.host.as_str(), v6.port, v6.host_header.as_str()), ("::1", 8545, "[::1]:8545"));
         assert_eq!(v6.path_and_query, "/");
@@ -475,7 +514,7 @@ mod tests {
         for secret in [key, "hunter2", "topsecret", "abc123"] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
-        assert!(shown.contains("/v3/***?apikey=***&x=1"), "{shown}");
+        assert!(shown.contains("/v3/***?apikey=***&x=***"), "{shown}");
         assert!(shown.contains("application/json"), "{shown}");
     }
 
@@ -501,5 +540,30 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.contains("Authorization: Bearer abc\r\n"));
         assert!(head.ends_with("Content-Length: "));
+    }
+
+    #[test]
+    fn secrets_of_the_url_userinfo_are_sent_as_basic_credentials_and_never_shown() {
+        let mut config = config();
+        // "alice:p@ss word" once percent-decoded, as curl sends it.
+        config.target = Target::parse("http://alice:p%40ss%20word@127.0.0.1:8899/").unwrap();
+        let head = String::from_utf8(config.request_head()).unwrap();
+        assert!(head.contains("Authorization: Basic YWxpY2U6cEBzcyB3b3Jk\r\n"), "{head}");
+        assert_eq!(config.target.redacted(), "http://***:***@127.0.0.1:8899/");
+        let shown = format!("{config:?}");
+        for secret in ["alice", "p%40ss", "YWxpY2U6cEBzcyB3b3Jk"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        let secrets = config.target.secrets();
+        assert_eq!(secrets.scrub("alice sent p@ss word"), "*** sent ***");
+        // A user name alone gets an empty password; an Authorization header of the user wins.
+        config.target = Target::parse("http://bob@127.0.0.1:8899/").unwrap();
+        let head = String::from_utf8(config.request_head()).unwrap();
+        assert!(head.contains("Authorization: Basic Ym9iOg==\r\n"), "{head}");
+        config.headers.push(("authorization".into(), "Bearer mine".into()));
+        let head = String::from_utf8(config.request_head()).unwrap();
+        assert_eq!(head.to_ascii_lowercase().matches("authorization:").count(), 1, "{head}");
+        assert!(head.contains("authorization: Bearer mine\r\n"), "{head}");
+        assert_eq!(Target::parse("http://127.0.0.1:8899/").unwrap().basic_authorization(), None);
     }
 }

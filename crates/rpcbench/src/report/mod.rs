@@ -418,7 +418,7 @@ impl RunReport {
             let variance = per_second.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
             (mean, variance.sqrt(), per_second.iter().copied().fold(0.0, f64::max))
         };
-        Self {
+        let mut report = Self {
             report_version: REPORT_VERSION,
             tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
             target: config.target.redacted(),
@@ -545,7 +545,10 @@ impl RunReport {
             },
             target_resources: None,
             generator,
-        }
+        };
+        // A server's error message may quote the key or the Authorization header it was sent.
+        crate::redact::Secrets::of_run(config).scrub_outcomes(&mut report.outcomes);
+        report
     }
 
     /// Whether the run was open loop.
