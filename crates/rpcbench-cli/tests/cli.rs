@@ -649,3 +649,21 @@ fn secrets_echoed_by_a_server_never_reach_any_output_or_saved_file() {
     check("sampling", &everything(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn server_control_characters_are_escaped_on_the_terminal() {
+    let (url, _) = echoing_node(|_| "boom \u{1b}[2J\u{1b}[H\u{7}gone\rover\u{9b}31m".to_string());
+    let raw_controls =
+        |text: &str| text.chars().filter(|c| c.is_control() && *c != '\n').collect::<Vec<char>>();
+    let output = rpcbench(&["run", &url, "-m", "getSlot", "-n", "3", "-c", "1"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = everything(&output);
+    assert!(raw_controls(&printed).is_empty(), "{printed:?}");
+    assert!(printed.contains("boom \\u001b[2J"), "{printed}");
+    // An error quoting the server (sampling for a suite) is escaped too.
+    let output = rpcbench(&["run", &url, "--suite", "solana-rpc", "-n", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let printed = everything(&output);
+    assert!(raw_controls(&printed).is_empty(), "{printed:?}");
+    assert!(printed.contains("boom \\u001b[2J"), "{printed}");
+}

@@ -15,6 +15,7 @@ use crate::client::{CallError, Endpoint};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::Monitor;
+use crate::printable::escape_controls;
 use crate::redact::Secrets;
 use crate::report::tables::{describe_load, format_ratio, summary_rows, usage_rows, MetricRow};
 use crate::report::RunReport;
@@ -581,7 +582,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
                 out,
                 "    round {}: {}: {} ({}) vs {} ({})",
                 example.round,
-                example.path,
+                escape_controls(&example.path),
                 show(&example.baseline),
                 report.baseline,
                 show(&example.value),
@@ -597,7 +598,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
 /// The equality check as Markdown.
 pub fn render_equal_markdown(report: &EqualReport) -> String {
     let mut out = String::new();
-    let cell = |text: &str| text.replace('|', "\\|");
+    let cell = |text: &str| escape_controls(&text.replace('|', "\\|")).replace('\n', " ");
     let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
     let _ = writeln!(out);
     let _ = writeln!(

@@ -663,7 +663,9 @@ impl ResultsFile {
 
     /// The compact JSON text of the file, newline-terminated.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string(self).expect("a results file always serializes");
+        let json = serde_json::to_string(self).expect("a results file always serializes");
+        // serde writes DEL and C1 controls raw (a server's error message may hold them).
+        let mut text = crate::printable::escape_controls(&json).into_owned();
         text.push('\n');
         text
     }

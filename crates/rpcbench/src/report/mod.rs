@@ -556,8 +556,10 @@ impl RunReport {
         self.load.mode == "open"
     }
 
-    /// Pretty JSON.
+    /// Pretty JSON, every control character escaped.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a report always serializes")
+        // serde writes DEL and C1 controls raw; JSON escapes them as well.
+        let json = serde_json::to_string_pretty(self).expect("a report always serializes");
+        crate::printable::escape_controls(&json).into_owned()
     }
 }

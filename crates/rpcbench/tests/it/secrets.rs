@@ -1,8 +1,8 @@
-//! Secrets against servers that answer with what they were sent: a
+//! Secrets and terminal safety against servers that answer with what they were sent: a
 //! JSON-RPC error message quoting the request's head (key in the path, query values, the
 //! Authorization header) never reaches a report, a results file, a sampling error or the
 //! equality check; a URL's user name and password are sent as Basic credentials and never
-//! shown.
+//! shown; control characters in server text are escaped in every text output.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -181,4 +181,40 @@ fn secrets_echoed_in_answers_are_scrubbed_from_the_equality_check() {
     ];
     assert_hidden(&outputs, &[PATH_KEY, QUERY_VALUE, BEARER]);
     assert!(outputs[2].1.contains("Authorization: ***"), "{}", outputs[2].1);
+}
+
+/// Text that clears the screen, rings the bell, returns the carriage and opens a C1 sequence.
+const HOSTILE: &str = "\u{1b}[2J\u{1b}[H\u{7}gone\rover\u{9b}31m";
+
+fn assert_no_controls(format: &str, output: &str) {
+    let raw: Vec<char> = output.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(raw.is_empty(), "{format} has raw control characters {raw:?}:\n{output}");
+}
+
+#[test]
+fn control_characters_from_a_server_are_escaped_in_every_text_output() {
+    let server = echoing_server(|_| format!("boom {HOSTILE}"));
+    let config = closed_loop(&server.url(), 1, requests(3));
+    let outputs = every_output(&config);
+    for (format, output) in &outputs {
+        assert_no_controls(format, output);
+    }
+    let (_, text) = &outputs[0];
+    assert!(text.contains("boom \\u001b[2J\\u001b[H\\u0007gone over\\u009b31m"), "{text}");
+    // The equality check: a hostile object key (it names the field that differs) and value.
+    let hostile = TestServer::start(|request| {
+        json_200(&json!({"jsonrpc": "2.0", "id": request.id, "result": { HOSTILE: HOSTILE }}).to_string())
+    });
+    let plain = TestServer::start(|request| {
+        json_200(&json!({"jsonrpc": "2.0", "id": request.id, "result": { "a": 1 }}).to_string())
+    });
+    let targets = [
+        ("plain".to_string(), Endpoint::parse(&plain.url(), Duration::from_secs(5)).unwrap()),
+        ("hostile".to_string(), Endpoint::parse(&hostile.url(), Duration::from_secs(5)).unwrap()),
+    ];
+    let options = EqualOptions { rounds: 1, ignore: Vec::new(), timeout: Duration::from_secs(5) };
+    let report = check_equal(&targets, "getSlot", None, &options, &StopHandle::new());
+    assert!(!report.all_equal());
+    assert_no_controls("equality text", &render_equal_text(&report));
+    assert_no_controls("equality markdown", &render_equal_markdown(&report));
 }
