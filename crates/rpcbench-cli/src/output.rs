@@ -1,16 +1,21 @@
 //! Writing to standard output and error: a closed pipe (`rpcbench … | head`) is not an error,
-//! and usage errors print one line naming the flag at fault.
+//! usage errors print one line naming the flag at fault, and control characters (which a
+//! server's answer may carry into a report or an error) are written as visible escapes.
 
 use std::io::Write;
 use std::process::ExitCode;
+
+use rpcbench::printable::escape_controls;
 
 /// Exit status for bad usage (as clap uses).
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status for a failure at run time.
 pub const EXIT_FAILURE: u8 = 1;
 
-/// Writes the text to standard output; a broken pipe is success.
+/// Writes the text to standard output, control characters but line feeds escaped; a broken
+/// pipe is success.
 pub fn print_stdout(text: &str) -> ExitCode {
+    let text = escape_controls(text);
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -24,13 +29,13 @@ pub fn print_stdout(text: &str) -> ExitCode {
 
 /// Prints a usage error and returns the usage exit status.
 pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", escape_controls(&message.to_string()));
     ExitCode::from(EXIT_USAGE)
 }
 
 /// Prints a run-time error and returns the failure exit status.
 pub fn failure(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", escape_controls(&message.to_string()));
     ExitCode::from(EXIT_FAILURE)
 }
 

@@ -84,11 +84,11 @@ pub fn render(runs: &[SavedRun], format: ReportFormat, compare: bool) -> String 
     }
 }
 
-/// Writes `text` to `out` atomically, or to standard output.
+/// Writes `text` to `out` atomically, or to standard output, control characters escaped.
 pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     match out {
         None => output::print_stdout(text),
-        Some(path) => match write_atomically(path, text.as_bytes()) {
+        Some(path) => match write_atomically(path, rpcbench::printable::escape_controls(text).as_bytes()) {
             Ok(()) => {
                 if !quiet {
                     eprintln!("rpcbench: wrote {}", path.display());

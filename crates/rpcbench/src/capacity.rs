@@ -663,10 +663,12 @@ pub fn judge_step(
     if record.interrupted {
         verdict = Verdict::Interrupted;
     }
+    let mut results = MethodResults::new(base.workload.sample_request(0), &record.totals);
+    crate::redact::Secrets::of_run(base).scrub_outcomes(&mut results.outcomes);
     let data = StepData {
         step: number,
         elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
-        results: MethodResults::new(base.workload.sample_request(0), &record.totals),
+        results,
         generator: GeneratorData::new(&record.generator),
     };
     let result = StepResult {

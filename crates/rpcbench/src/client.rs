@@ -1,7 +1,10 @@
 //! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
 //! choosing parameters from what it really has. Uses the run's own transport (HTTP/1.1, the
-//! same connection code and request framing), one connection per call.
+//! same connection code and request framing), one connection per call. The errors of a call
+//! have the endpoint's secrets scrubbed out: a node's error message may quote the key or the
+//! credentials it was sent.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -9,6 +12,7 @@ use serde_json::Value;
 
 use crate::engine::config::RunConfig;
 use crate::jsonrpc::RequestTemplate;
+use crate::redact::Secrets;
 use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::Connector;
 use crate::transport::http1::Http1;
@@ -47,6 +51,7 @@ impl std::error::Error for CallError {}
 
 /// A node to call outside a load run: the URL, the headers sent with every call (an API key),
 /// TLS settings, and the time allowed per call. Built once; each call opens a connection.
+/// The URL's user name and password are sent as Basic credentials, as in a run.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     target: Target,
@@ -55,6 +60,7 @@ pub struct Endpoint {
     max_body: u64,
     transport: Http1,
     timeout: Duration,
+    secrets: Secrets,
 }
 
 impl Endpoint {
@@ -79,20 +85,22 @@ impl Endpoint {
         let connector =
             Connector::new(&target, &tls, timeout).map_err(|err| CallError::Transport(err.to_string()))?;
         let transport = Http1::new(connector, &target, &headers, true);
-        Ok(Self { target, headers, tls, max_body, transport, timeout })
+        let mut secrets = target.secrets();
+        for (name, value) in &headers {
+            secrets.add_header(name, value);
+        }
+        Ok(Self { target, headers, tls, max_body, transport, timeout, secrets })
     }
 
-    /// The same node with another time allowed per call.
-    pub fn with_timeout(self, timeout: Duration) -> Self {
-        let Self { target, headers, tls, max_body, transport, .. } = self;
-        Self::new(target.clone(), headers.clone(), tls.clone(), max_body, timeout).unwrap_or(Self {
-            target,
-            headers,
-            tls,
-            max_body,
-            transport,
-            timeout,
-        })
+    /// The same node with another time allowed per call (to connect, too).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        match Self::new(self.target.clone(), self.headers.clone(), self.tls.clone(), self.max_body, timeout) {
+            Ok(rebuilt) => rebuilt,
+            Err(_) => {
+                self.timeout = timeout;
+                self
+            }
+        }
     }
 
     /// The URL with secrets hidden, for messages.
@@ -100,8 +108,30 @@ impl Endpoint {
         self.target.redacted()
     }
 
-    /// Calls `method` with `params` and returns the `result`. Blocking.
+    /// Every secret this endpoint sends (URL key, query values, credentials, header values).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// The text with this endpoint's secrets replaced by `***`.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.secrets.scrub(text)
+    }
+
+    /// Calls `method` with `params` and returns the `result`, or an error with this endpoint's
+    /// secrets scrubbed out of its text. Blocking.
     pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
+        self.call_unscrubbed(method, params).map_err(|err| match err {
+            CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
+            CallError::Rpc { code, message } => {
+                CallError::Rpc { code, message: self.scrub(&message).into_owned() }
+            }
+            CallError::Invalid(message) => CallError::Invalid(self.scrub(&message).into_owned()),
+            status @ CallError::Status(_) => status,
+        })
+    }
+
+    fn call_unscrubbed(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
         let template =
             RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
         let runtime = tokio::runtime::Builder::new_current_thread()

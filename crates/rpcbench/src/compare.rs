@@ -15,6 +15,8 @@ use crate::client::{CallError, Endpoint};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::Monitor;
+use crate::printable::escape_controls;
+use crate::redact::Secrets;
 use crate::report::tables::{describe_load, format_ratio, summary_rows, usage_rows, MetricRow};
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
@@ -477,6 +479,17 @@ pub fn check_equal(
         .iter()
         .map(|(name, endpoint)| (name.as_str(), endpoint.clone().with_timeout(options.timeout)))
         .collect();
+    // What a target answered may quote its own secrets or another's: every one is scrubbed.
+    let mut secrets = Secrets::new();
+    for (_, endpoint) in &targets {
+        secrets.extend(endpoint.secrets());
+    }
+    let scrubbed = |value: Option<Value>| {
+        value.map(|mut value| {
+            secrets.scrub_json(&mut value);
+            value
+        })
+    };
     let mut report = EqualReport {
         method: method.to_string(),
         params: params.cloned(),
@@ -518,7 +531,12 @@ pub fn check_equal(
             differences(base, response, "", &mut found, MAX_PER_ROUND);
             for (path, baseline, value) in found {
                 if target.examples.len() < MAX_EXAMPLES {
-                    target.examples.push(Difference { round, path, baseline, value });
+                    target.examples.push(Difference {
+                        round,
+                        path: secrets.scrub(&path).into_owned(),
+                        baseline: scrubbed(baseline),
+                        value: scrubbed(value),
+                    });
                 }
             }
         }
@@ -564,7 +582,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
                 out,
                 "    round {}: {}: {} ({}) vs {} ({})",
                 example.round,
-                example.path,
+                escape_controls(&example.path),
                 show(&example.baseline),
                 report.baseline,
                 show(&example.value),
@@ -580,7 +598,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
 /// The equality check as Markdown.
 pub fn render_equal_markdown(report: &EqualReport) -> String {
     let mut out = String::new();
-    let cell = |text: &str| text.replace('|', "\\|");
+    let cell = |text: &str| escape_controls(&text.replace('|', "\\|")).replace('\n', " ");
     let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
     let _ = writeln!(out);
     let _ = writeln!(

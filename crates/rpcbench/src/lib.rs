@@ -29,7 +29,9 @@
 //!   answer alike.
 //! - [`sample`] harvests recent blocks, transactions and accounts of a target into pools that
 //!   generators draw from; [`prepare`] binds a [`scenario::ScenarioDraft`] to a URL and pools.
-//! - [`redact`] keeps API keys and auth headers out of every output.
+//! - [`redact`] keeps API keys and auth headers out of every output, and
+//!   [`redact::Secrets`] scrubs a run's secrets out of what its server sends back;
+//!   [`printable`] escapes the control characters of server text before it is shown.
 //! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop;
 //!   [`capacity_file`] keeps every step of a search losslessly so `report` renders it again.
 //! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
@@ -49,6 +51,7 @@ pub mod mock;
 pub mod monitor;
 pub mod outcome;
 pub mod prepare;
+pub mod printable;
 pub mod protocol;
 pub mod record;
 pub mod redact;

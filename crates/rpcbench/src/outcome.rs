@@ -130,8 +130,12 @@ impl fmt::Display for InvalidKind {
 /// [`OutcomeCounts::rpc_errors_other`].
 pub const MAX_RPC_CODES: usize = 100;
 
-/// The longest error message kept per code, in characters (longer ones are cut, marked `…`).
-pub const MAX_MESSAGE_CHARS: usize = 200;
+/// The longest error message kept per code, in characters (longer ones are cut, marked with
+/// [`CUT_MARK`]).
+pub const MAX_MESSAGE_CHARS: usize = 512;
+
+/// The end of a message that was cut short.
+pub const CUT_MARK: &str = "…";
 
 /// One JSON-RPC error code's count and the first message seen with it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -240,7 +244,7 @@ pub fn bounded_message(message: String) -> String {
         None => message,
         Some((cut, _)) => {
             let mut short = message[..cut].to_string();
-            short.push('…');
+            short.push_str(CUT_MARK);
             short
         }
     }

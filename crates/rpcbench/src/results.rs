@@ -576,9 +576,13 @@ impl ResultsFile {
     /// The results of a finished (or stopped) run that started at `started`.
     pub fn from_run(config: &RunConfig, record: &RunRecord, started: SystemTime) -> Self {
         let mut methods = BTreeMap::new();
+        // A server's error message may quote the key or the Authorization header it was sent.
+        let secrets = redact::Secrets::of_run(config);
         for (index, call) in record.calls.iter().enumerate() {
             let request = config.workload.sample_request(index);
-            methods.insert(call.name.clone(), MethodResults::new(request, &call.totals));
+            let mut entry = MethodResults::new(request, &call.totals);
+            secrets.scrub_outcomes(&mut entry.outcomes);
+            methods.insert(call.name.clone(), entry);
         }
         Self {
             format: RESULTS_FORMAT.into(),
@@ -636,7 +640,9 @@ impl ResultsFile {
 
     /// The compact JSON text of the file, newline-terminated.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string(self).expect("a results file always serializes");
+        let json = serde_json::to_string(self).expect("a results file always serializes");
+        // serde writes DEL and C1 controls raw (a server's error message may hold them).
+        let mut text = crate::printable::escape_controls(&json).into_owned();
         text.push('\n');
         text
     }

@@ -217,8 +217,17 @@ impl Node {
     }
 }
 
+/// The error with the endpoint's secrets scrubbed out: it may quote what the node answered.
+fn scrubbed(endpoint: &Endpoint, err: SampleError) -> SampleError {
+    SampleError(endpoint.scrub(&err.0).into_owned())
+}
+
 /// Finds out whether the node is an Ethereum or a Solana node.
 pub fn detect(endpoint: &Endpoint) -> Result<SampleChain, SampleError> {
+    detect_unscrubbed(endpoint).map_err(|err| scrubbed(endpoint, err))
+}
+
+fn detect_unscrubbed(endpoint: &Endpoint) -> Result<SampleChain, SampleError> {
     if endpoint.call("eth_chainId", None).is_ok() {
         return Ok(SampleChain::Ethereum);
     }
@@ -238,10 +247,11 @@ pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, Sam
         Some(chain) => chain,
         None => detect(&node.endpoint)?,
     };
-    match chain {
+    let pools = match chain {
         SampleChain::Ethereum => sample_ethereum(&node, options.window),
         SampleChain::Solana => sample_solana(&node, options.window),
-    }
+    };
+    pools.map_err(|err| scrubbed(endpoint, err))
 }
 
 fn quantity(value: &Value) -> Option<u64> {

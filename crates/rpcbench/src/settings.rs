@@ -55,6 +55,9 @@ pub struct Target {
     pub path_and_query: String,
     /// Value of the Host header.
     pub host_header: String,
+    /// `Basic` credentials from the URL's user name and password, as an Authorization value
+    /// (never printed: the `Debug` form leaves it out).
+    authorization: Option<String>,
 }
 
 impl Target {
@@ -90,7 +93,26 @@ impl Target {
             Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or(&host)),
             None => parsed.host_str().unwrap_or(&host).to_string(),
         };
-        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header })
+        let authorization = basic_authorization(&parsed);
+        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header, authorization })
+    }
+
+    /// The Authorization value the URL's user name and password ask for (`Basic` and their
+    /// percent-decoded `user:password` in base64, as curl sends it), when the URL has them.
+    /// A secret: never print it.
+    pub fn basic_authorization(&self) -> Option<&str> {
+        self.authorization.as_deref()
+    }
+
+    /// Every secret the URL holds (user name, password and their Basic credentials, the key in
+    /// the path, query values), to scrub out of what a server sends back.
+    pub fn secrets(&self) -> redact::Secrets {
+        let mut secrets = redact::Secrets::new();
+        secrets.add_url(&self.url);
+        if let Some(authorization) = &self.authorization {
+            secrets.add_header("Authorization", authorization);
+        }
+        secrets
     }
 
     /// The URL with API keys and passwords replaced by `***`, safe for reports and logs.
@@ -110,6 +132,18 @@ impl fmt::Debug for Target {
             .field("host_header", &self.host_header)
             .finish()
     }
+}
+
+/// `Basic` credentials for a URL with a user name or a password.
+fn basic_authorization(parsed: &url::Url) -> Option<String> {
+    use base64::Engine as _;
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return None;
+    }
+    let mut credentials = redact::percent_decode(parsed.username());
+    credentials.push(b':');
+    credentials.extend(redact::percent_decode(parsed.password().unwrap_or("")));
+    Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)))
 }
 
 /// TLS settings for https targets.

@@ -315,7 +315,7 @@ fn settings_line(file: &CapacityFile) -> String {
 }
 
 fn md_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
 }
 
 /// The search as Markdown: the settings, a table of the steps and the answer.
@@ -398,6 +398,7 @@ pub const CAPACITY_CSV_COLUMNS: &[&str] = &[
 ];
 
 fn csv_field(text: &str) -> String {
+    let text = crate::printable::escape_controls(text);
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -55,6 +55,7 @@ fn optional<T: ToString>(value: Option<T>) -> String {
 }
 
 fn field(text: &str) -> String {
+    let text = crate::printable::escape_controls(text);
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -50,10 +50,10 @@ pub(super) fn css_color(index: usize) -> String {
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-/// Escapes text for HTML.
+/// Escapes text for HTML, control characters included (written as visible escapes).
 pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in crate::printable::escape_controls(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

@@ -15,7 +15,7 @@ use crate::units::format_micros;
 
 /// Escapes what would break a table cell.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
 }
 
 fn header(out: &mut String, first: &str, columns: &[String]) {

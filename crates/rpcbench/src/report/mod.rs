@@ -391,7 +391,7 @@ impl RunReport {
             let variance = per_second.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
             (mean, variance.sqrt(), per_second.iter().copied().fold(0.0, f64::max))
         };
-        Self {
+        let mut report = Self {
             report_version: REPORT_VERSION,
             tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
             target: config.target.redacted(),
@@ -501,7 +501,10 @@ impl RunReport {
             },
             target_resources: None,
             generator,
-        }
+        };
+        // A server's error message may quote the key or the Authorization header it was sent.
+        crate::redact::Secrets::of_run(config).scrub_outcomes(&mut report.outcomes);
+        report
     }
 
     /// Whether the run was open loop.
@@ -509,8 +512,10 @@ impl RunReport {
         self.load.mode == "open"
     }
 
-    /// Pretty JSON.
+    /// Pretty JSON, every control character escaped.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a report always serializes")
+        // serde writes DEL and C1 controls raw; JSON escapes them as well.
+        let json = serde_json::to_string_pretty(self).expect("a report always serializes");
+        crate::printable::escape_controls(&json).into_owned()
     }
 }

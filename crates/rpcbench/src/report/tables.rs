@@ -365,9 +365,10 @@ pub fn trim_float(value: f64) -> String {
     }
 }
 
-/// The text on one line, cut to `limit` characters.
+/// The text on one line, cut to `limit` characters, its other control characters escaped
+/// (server text must not reach a terminal raw).
 pub fn shorten(text: &str, limit: usize) -> String {
-    let single_line = text.replace(['\n', '\r'], " ");
+    let single_line = crate::printable::escape_controls(&text.replace(['\n', '\r'], " ")).into_owned();
     if single_line.chars().count() <= limit {
         single_line
     } else {

@@ -86,6 +86,12 @@ impl Heads {
         if !keepalive && !has("connection") {
             common.push_str("Connection: close\r\n");
         }
+        // The URL's user name and password, as curl sends them, unless the user gave one.
+        if let Some(credentials) = target.basic_authorization().filter(|_| !has("authorization")) {
+            common.push_str("Authorization: ");
+            common.push_str(credentials);
+            common.push_str("\r\n");
+        }
         for (name, value) in headers {
             common.push_str(name);
             common.push_str(": ");
@@ -625,6 +631,29 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.contains("Authorization: Bearer abc\r\n"));
         assert!(head.ends_with("Content-Length: 2\r\n\r\n{}"), "{head}");
+    }
+
+    #[test]
+    fn secrets_of_the_url_userinfo_are_sent_as_basic_credentials_and_never_shown() {
+        // "alice:p@ss word" once percent-decoded, as curl sends it.
+        let target = Target::parse("http://alice:p%40ss%20word@127.0.0.1:8899/").unwrap();
+        let head = written(&Heads::new(&target, &[], true), &Outgoing::default());
+        assert!(head.contains("Authorization: Basic YWxpY2U6cEBzcyB3b3Jk\r\n"), "{head}");
+        assert_eq!(target.redacted(), "http://***:***@127.0.0.1:8899/");
+        let shown = format!("{target:?}");
+        for secret in ["alice", "p%40ss", "YWxpY2U6cEBzcyB3b3Jk"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert_eq!(target.secrets().scrub("alice sent p@ss word"), "*** sent ***");
+        // A user name alone gets an empty password; an Authorization header of the user wins.
+        let target = Target::parse("http://bob@127.0.0.1:8899/").unwrap();
+        let head = written(&Heads::new(&target, &[], true), &Outgoing::default());
+        assert!(head.contains("Authorization: Basic Ym9iOg==\r\n"), "{head}");
+        let mine = [("authorization".to_string(), "Bearer mine".to_string())];
+        let head = written(&Heads::new(&target, &mine, true), &Outgoing::default());
+        assert_eq!(head.to_ascii_lowercase().matches("authorization:").count(), 1, "{head}");
+        assert!(head.contains("authorization: Bearer mine\r\n"), "{head}");
+        assert_eq!(Target::parse("http://127.0.0.1:8899/").unwrap().basic_authorization(), None);
     }
 
     #[test]

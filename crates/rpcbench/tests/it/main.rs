@@ -9,5 +9,6 @@ mod metrics;
 mod monitor;
 mod report;
 mod results;
+mod secrets;
 mod tls;
 mod util;

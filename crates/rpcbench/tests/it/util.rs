@@ -57,6 +57,8 @@ pub struct Request {
     pub params: serde_json::Value,
     /// The request's index across all connections, from 0.
     pub index: u64,
+    /// The request line and headers, as received.
+    pub head: String,
 }
 
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
@@ -167,6 +169,7 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
+        let head = String::from_utf8_lossy(&buf[..head_len]).into_owned();
         let body: serde_json::Value =
             serde_json::from_slice(&buf[head_len..head_len + body_len]).unwrap_or_default();
         buf.drain(..head_len + body_len);
@@ -174,7 +177,7 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
         let index = counter.fetch_add(1, Ordering::SeqCst);
         let method = body.get("method").and_then(|m| m.as_str()).unwrap_or_default().to_string();
         let params = body.get("params").cloned().unwrap_or_default();
-        let mut reply = handler(&Request { id, method, params, index });
+        let mut reply = handler(&Request { id, method, params, index, head });
         loop {
             match reply {
                 Reply::After(delay, next) => {
