@@ -99,7 +99,9 @@ pub enum CheckArg {
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
 pub struct RunArgs {
-    /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run.
+    /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run (not
+    /// with --targets, whose file names the URLs).
+    #[arg(required_unless_present = "targets_file", default_value = "")]
     pub target: String,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
@@ -174,9 +176,26 @@ pub struct RequestArgs {
     /// A whole JSON-RPC request object (its id is replaced per request).
     #[arg(short, long, help_heading = "Request")]
     pub body: Option<String>,
-    /// A file holding a JSON-RPC request object.
+    /// A file holding a JSON-RPC request object (with --http: the body as it is).
     #[arg(long, help_heading = "Request")]
     pub body_file: Option<PathBuf>,
+    /// JSON-RPC calls per HTTP request: each request carries a batch of N calls drawn from the
+    /// mix, each with its own id; -n and --rate count HTTP requests, outcomes count calls.
+    #[arg(long, value_name = "N", help_heading = "Request")]
+    pub batch: Option<usize>,
+    /// A plain HTTP request instead of a JSON-RPC call: GET, POST (with --body), PUT, DELETE,
+    /// PATCH, HEAD or OPTIONS to the URL; 2xx is a success, other statuses count by status.
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["method", "params"], help_heading = "Request")]
+    pub http: Option<String>,
+    /// A vegeta targets file (METHOD URL, header lines, @body file; blank-line separated),
+    /// taken round robin in file order; the URLs come from the file (no TARGET).
+    #[arg(
+        long = "targets",
+        value_name = "FILE",
+        conflicts_with_all = ["method", "params", "body", "body_file", "http"],
+        help_heading = "Request"
+    )]
+    pub targets_file: Option<PathBuf>,
 }
 
 /// How to reach the target: shared by `run`, `compare` and `capacity`. Every field is optional

@@ -16,6 +16,8 @@ use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::ResultsFile;
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
+use rpcbench::transport::HttpMethod;
+use rpcbench::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
 
 use crate::args::{ArrivalsArg, CheckArg, OutputFormat, RunArgs};
 use crate::output;
@@ -51,7 +53,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let name = format!("{}:{}", config.target.host, config.target.port);
         vec![(name, config)]
     };
-    let (targets, mut thresholds, cooldown) = if let Some(name) = &args.scenario.suite {
+    let (targets, thresholds, cooldown) = if let Some(name) = &args.scenario.suite {
         if args.scenario.url.is_some() {
             return Err(ConfigError::new("--url", "with --suite, the URL is the positional TARGET"));
         }
@@ -84,6 +86,12 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
             return Err(ConfigError::new("--pools", "only goes with a scenario file or a suite"));
         }
         let target = Target::parse(&args.target)?;
+        if let Some(method) = &args.request.http {
+            let workload = http_workload(args, method, &target)?;
+            let mut config = RunConfig::new(target, workload);
+            config.load = Load::Closed { connections: 50 };
+            return finish_plan(args, single(config), Vec::new(), Duration::ZERO);
+        }
         let request = if let Some(method) = &args.request.method {
             let params = match &args.request.params {
                 Some(text) => Some(
@@ -111,6 +119,42 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         config.load = Load::Closed { connections: 50 };
         (single(config), Vec::new(), Duration::ZERO)
     };
+    finish_plan(args, targets, thresholds, cooldown)
+}
+
+/// A plain HTTP request to the URL (`--http METHOD`, with `--body`/`--body-file` as its body).
+fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Workload, ConfigError> {
+    let method = HttpMethod::parse(method).ok_or_else(|| {
+        let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
+        ConfigError::new("--http", format!("'{method}' is not an HTTP method ({})", known.join(", ")))
+    })?;
+    let body = if let Some(body) = &args.request.body {
+        HttpBody::Raw(body.clone().into_bytes())
+    } else if let Some(path) = &args.request.body_file {
+        let flag = format!("--body-file {}", path.display());
+        HttpBody::Raw(std::fs::read(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?)
+    } else {
+        HttpBody::Empty
+    };
+    let spec = HttpRequestSpec {
+        method,
+        path: vec![TemplatePiece::Text(target.path_and_query.clone())],
+        headers: Vec::new(),
+        body,
+        expect_json: false,
+    };
+    let call = Call::http(None, &spec, 1).map_err(|err| ConfigError::new("--http", err.0))?;
+    Workload::new(vec![call]).map_err(|err| ConfigError::new("--http", err.0))
+}
+
+/// Applies the flags to every target's configuration, validates them, and parses the
+/// thresholds.
+fn finish_plan(
+    args: &RunArgs,
+    targets: Vec<(String, RunConfig)>,
+    mut thresholds: Vec<Threshold>,
+    cooldown: Duration,
+) -> Result<RunPlan, ConfigError> {
     let several = targets.len() > 1;
     let mut checked = Vec::with_capacity(targets.len());
     for (name, mut config) in targets {
@@ -254,6 +298,9 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     }
     if args.http.fixed_id.is_some() {
         config.fixed_id = args.http.fixed_id;
+    }
+    if let Some(batch) = args.request.batch {
+        config.batch = batch;
     }
     Ok(())
 }

@@ -667,3 +667,53 @@ fn server_control_characters_are_escaped_on_the_terminal() {
     assert!(raw_controls(&printed).is_empty(), "{printed:?}");
     assert!(printed.contains("boom \\u001b[2J"), "{printed}");
 }
+
+#[test]
+fn batches_and_http_calls_run_from_the_command_line() {
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).expect("the ethereum node starts");
+    let output = rpcbench(&[
+        "run",
+        &node.url(),
+        "--method",
+        "eth_blockNumber",
+        "--batch",
+        "10",
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["outcomes"]["ok"], 200, "{report}");
+    assert_eq!(report["batch"]["http_requests"], 20, "{report}");
+    assert_eq!(report["batch"]["calls_per_request"], 10, "{report}");
+    // A plain HTTP request: the mock answers a GET of its JSON-RPC path with a status.
+    let output = rpcbench(&["run", &node.url(), "--http", "GET", "-n", "5", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["requests"]["total"], 5, "{report}");
+    assert_eq!(report["method"], "GET /", "{report}");
+}
+
+#[test]
+fn bad_batch_and_http_flags_exit_2_naming_the_flag() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--batch", "0"], "--batch"),
+        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--batch", "10001"], "--batch"),
+        (&["run", "http://127.0.0.1:1/", "--http", "GET", "--batch", "2"], "--batch"),
+        (&["run", "http://127.0.0.1:1/", "--http", "FETCH"], "--http"),
+        (
+            &["run", "http://127.0.0.1:1/", "--method", "getSlot", "--batch", "2", "--fixed-id", "1"],
+            "--batch",
+        ),
+    ];
+    for (args, flag) in cases {
+        let output = rpcbench(args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+    }
+}

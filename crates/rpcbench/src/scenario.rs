@@ -57,8 +57,9 @@ use crate::engine::stages::Stage;
 use crate::jsonrpc::CheckMode;
 use crate::sample::{Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
 use crate::thresholds::Threshold;
+use crate::transport::HttpMethod;
 use crate::units::{parse_duration, parse_rate, parse_size};
-use crate::workload::{Call, Generator, ParamValue, Workload};
+use crate::workload::{Call, Generator, HttpBody, HttpRequestSpec, ParamValue, TemplatePiece, Workload};
 
 /// A scenario file that cannot be used: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,6 +296,8 @@ struct LoadSection {
     threads: Option<Positive>,
     /// Pause between two targets' runs.
     cooldown: Option<DurationValue>,
+    /// JSON-RPC calls per HTTP request (a batch).
+    batch: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -351,9 +354,18 @@ fn parse_head_range(text: &str) -> Result<(u64, u64), String> {
 #[serde(deny_unknown_fields)]
 struct CallSection {
     name: Option<String>,
-    method: Spanned<String>,
+    /// A JSON-RPC call's method.
+    method: Option<Spanned<String>>,
     params: Option<Spanned<toml::Value>>,
     weight: Option<Spanned<u32>>,
+    /// A plain HTTP call instead: `"GET /block/{block}"`.
+    http: Option<Spanned<String>>,
+    /// An HTTP call's body: a string (text, `{generator}` replaced) or a table/array (JSON).
+    body: Option<Spanned<toml::Value>>,
+    /// An HTTP call's own headers.
+    headers: Option<Spanned<BTreeMap<String, String>>>,
+    /// `"json"`: a 2xx answer must carry JSON.
+    expect: Option<Spanned<String>>,
 }
 
 /// Turns a byte offset into a 1-based line and column.
@@ -525,18 +537,7 @@ impl ScenarioDraft {
             return Err(at(file.calls.span(), "a scenario needs at least one [[call]]".into()));
         }
         for call in file.calls.get_ref() {
-            let params = match &call.params {
-                Some(params) => {
-                    Some(param_value(params.get_ref(), &generators).map_err(|m| at(params.span(), m))?)
-                }
-                None => None,
-            };
-            let weight = call.weight.as_ref().map_or(1, |w| *w.get_ref());
-            let name = call.name.clone().unwrap_or_else(|| call.method.get_ref().clone());
-            let span = call.weight.as_ref().map_or(call.method.span(), Spanned::span);
-            let built = Call::new(name, call.method.get_ref(), params.as_ref(), weight)
-                .map_err(|err| at(span, err.0))?;
-            calls.push(built);
+            calls.push(self.build_call(call, &generators)?);
         }
         let workload = Workload::new(calls).map_err(|err| at(file.calls.span(), err.0))?;
 
@@ -650,6 +651,16 @@ impl ScenarioDraft {
         }
         if let Some(threads) = load.threads {
             config.threads = threads.0 as usize;
+        }
+        if let Some(batch) = &load.batch {
+            let most = crate::protocol::batch::MAX_BATCH as u64;
+            if *batch.get_ref() == 0 || *batch.get_ref() > most {
+                return Err(at(batch.span(), format!("batch: must be from 1 to {most} calls")));
+            }
+            if config.workload.has_http_calls() && *batch.get_ref() > 1 {
+                return Err(at(batch.span(), "batch: batches carry JSON-RPC calls, not HTTP calls".into()));
+            }
+            config.batch = *batch.get_ref() as usize;
         }
 
         let thresholds = file
@@ -851,6 +862,141 @@ fn generator(name: &str, spec: &GeneratorSpec) -> Result<Generator, String> {
 }
 
 /// Converts TOML params to a template, replacing `"{name}"` strings with generators.
+impl ScenarioDraft {
+    /// One `[[call]]`: a JSON-RPC call (`method`, `params`) or a plain HTTP call (`http`,
+    /// `body`, `headers`, `expect`), with its errors at the key at fault.
+    fn build_call(
+        &self,
+        call: &CallSection,
+        generators: &BTreeMap<String, Generator>,
+    ) -> Result<Call, ScenarioError> {
+        let at = |span: Range<usize>, message: String| self.at(span, message);
+        let weight = call.weight.as_ref().map_or(1, |w| *w.get_ref());
+        let weight_span = call.weight.as_ref().map(Spanned::span);
+        match (&call.method, &call.http) {
+            (Some(method), None) => {
+                for (key, present) in [
+                    ("body", call.body.as_ref().map(Spanned::span)),
+                    ("headers", call.headers.as_ref().map(Spanned::span)),
+                    ("expect", call.expect.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = present {
+                        return Err(at(
+                            span,
+                            format!("{key} goes with an HTTP call (http = \"GET /path\"), not with method"),
+                        ));
+                    }
+                }
+                let params = match &call.params {
+                    Some(params) => {
+                        Some(param_value(params.get_ref(), generators).map_err(|m| at(params.span(), m))?)
+                    }
+                    None => None,
+                };
+                let name = call.name.clone().unwrap_or_else(|| method.get_ref().clone());
+                let span = weight_span.unwrap_or(method.span());
+                Call::new(name, method.get_ref(), params.as_ref(), weight).map_err(|err| at(span, err.0))
+            }
+            (None, Some(http)) => {
+                if let Some(params) = &call.params {
+                    return Err(at(
+                        params.span(),
+                        "params go with a JSON-RPC call (method); an HTTP call has a body".into(),
+                    ));
+                }
+                let (method_name, path) = http.get_ref().trim().split_once(' ').ok_or_else(|| {
+                    at(
+                        http.span(),
+                        format!(
+                            "'{}': expected \"METHOD /path\", such as \"GET /block/{{n}}\"",
+                            http.get_ref()
+                        ),
+                    )
+                })?;
+                let method = HttpMethod::parse(method_name.trim()).ok_or_else(|| {
+                    let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
+                    at(http.span(), format!("'{method_name}' is not an HTTP method ({})", known.join(", ")))
+                })?;
+                let path = template_pieces(path.trim(), generators).map_err(|m| at(http.span(), m))?;
+                let body = match &call.body {
+                    None => HttpBody::Empty,
+                    Some(body) => match body.get_ref() {
+                        toml::Value::String(text) => {
+                            HttpBody::Text(template_pieces(text, generators).map_err(|m| at(body.span(), m))?)
+                        }
+                        value => {
+                            HttpBody::Json(param_value(value, generators).map_err(|m| at(body.span(), m))?)
+                        }
+                    },
+                };
+                let expect_json = match &call.expect {
+                    None => false,
+                    Some(expect) if expect.get_ref() == "json" => true,
+                    Some(expect) => {
+                        return Err(at(
+                            expect.span(),
+                            format!("expect: '{}' is not known (\"json\")", expect.get_ref()),
+                        ))
+                    }
+                };
+                let headers = call
+                    .headers
+                    .as_ref()
+                    .map(|headers| headers.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .unwrap_or_default();
+                let spec = HttpRequestSpec { method, path, headers, body, expect_json };
+                let span = weight_span.unwrap_or(http.span());
+                Call::http(call.name.clone(), &spec, weight).map_err(|err| at(span, err.0))
+            }
+            (Some(method), Some(_)) => {
+                Err(at(method.span(), "a call has either method (JSON-RPC) or http, not both".into()))
+            }
+            (None, None) => Err(at(
+                self.file.calls.span(),
+                "a [[call]] needs method (JSON-RPC) or http (\"GET /path\")".into(),
+            )),
+        }
+    }
+}
+
+/// Splits a template (`/block/{block}`) into text and generated pieces; `{{` and `}}` are
+/// literal braces.
+fn template_pieces(
+    text: &str,
+    generators: &BTreeMap<String, Generator>,
+) -> Result<Vec<TemplatePiece>, String> {
+    let mut pieces = Vec::new();
+    let mut literal = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find(['{', '}']) {
+        literal.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if rest[open..].starts_with("{{") || rest[open..].starts_with("}}") {
+            literal.push_str(&rest[open..open + 1]);
+            rest = &rest[open + 2..];
+            continue;
+        }
+        if rest.as_bytes()[open] == b'}' {
+            return Err(format!("'{text}': a '}}' without its '{{' (write '}}}}' for a brace)"));
+        }
+        let close = after.find('}').ok_or_else(|| format!("'{text}': a '{{' without its '}}'"))?;
+        let name = &after[..close];
+        let generator = generators
+            .get(name)
+            .ok_or_else(|| format!("'{text}': no generator named '{name}' (define it under [generators])"))?;
+        if !literal.is_empty() {
+            pieces.push(TemplatePiece::Text(std::mem::take(&mut literal)));
+        }
+        pieces.push(TemplatePiece::Generated(generator.clone()));
+        rest = &after[close + 1..];
+    }
+    literal.push_str(rest);
+    if !literal.is_empty() || pieces.is_empty() {
+        pieces.push(TemplatePiece::Text(literal));
+    }
+    Ok(pieces)
+}
+
 fn param_value(value: &toml::Value, generators: &BTreeMap<String, Generator>) -> Result<ParamValue, String> {
     Ok(match value {
         toml::Value::String(text) if text.starts_with('{') && text.ends_with('}') && text.len() > 2 => {
@@ -1159,6 +1305,70 @@ ramp = "1m"
         for (text, location, message) in cases {
             let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
             assert!(error.starts_with(location) && error.contains(message), "{error}\n---\n{text}");
+        }
+    }
+
+    #[test]
+    fn http_calls_and_batches_come_from_the_scenario() {
+        let text = r#"
+[target]
+url = "http://127.0.0.1:8545"
+
+[load]
+connections = 2
+batch = 10
+
+[generators]
+block = { range = [1, 100] }
+hash = { random_hex = 32 }
+
+[[call]]
+method = "eth_getBlockByNumber"
+params = ["{block}", false]
+"#;
+        let scenario = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        assert_eq!(scenario.config.batch, 10);
+        let rest = r#"
+[target]
+url = "http://127.0.0.1:8545"
+
+[generators]
+block = { range = [1, 100] }
+hash = { random_hex = 32 }
+
+[[call]]
+http = "GET /block/{block}"
+expect = "json"
+
+[[call]]
+name = "tx"
+http = "POST /call?to={hash}"
+body = { data = "{hash}" }
+headers = { Accept = "application/json" }
+"#;
+        let scenario = Scenario::parse(rest, Path::new("s.toml")).unwrap();
+        let calls = scenario.config.workload.calls();
+        assert_eq!(calls[0].name(), "GET /block/{range}");
+        assert!(calls[0].is_http() && calls[0].expects_json());
+        assert_eq!(calls[1].name(), "tx");
+        assert_eq!(scenario.config.batch, 1);
+    }
+
+    #[test]
+    fn bad_http_calls_and_batches_are_named_by_file_line_col() {
+        let base = "[target]\nurl = \"http://127.0.0.1:8545\"\n[generators]\nn = { range = [1, 2] }\n";
+        for (tail, place, words) in [
+            ("[[call]]\nhttp = \"FETCH /x\"\n", "s.toml:6:8:", "not an HTTP method"),
+            ("[[call]]\nhttp = \"GET /block/{nope}\"\n", "s.toml:6:8:", "no generator named 'nope'"),
+            ("[[call]]\nhttp = \"GET\"\n", "s.toml:6:8:", "METHOD /path"),
+            ("[[call]]\nmethod = \"x\"\nbody = \"y\"\n", "s.toml:7:8:", "HTTP call"),
+            ("[[call]]\nhttp = \"GET /\"\nexpect = \"xml\"\n", "s.toml:7:10:", "expect"),
+            ("[load]\nbatch = 0\n[[call]]\nmethod = \"x\"\n", "s.toml:6:9:", "batch"),
+            ("[load]\nbatch = 2\n[[call]]\nhttp = \"GET /\"\n", "s.toml:6:9:", "not HTTP calls"),
+        ] {
+            let text = format!("{base}{tail}");
+            let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+            assert!(error.starts_with(place) && error.contains(words), "{tail}: {error}");
         }
     }
 }

@@ -105,6 +105,23 @@ pub struct RunReport {
     pub target_resources: Option<ResourceReport>,
     /// What the generator itself used: a saturated generator measures itself, not the target.
     pub generator: GeneratorReport,
+    /// With JSON-RPC batches (`--batch N`): what the wire carried. Everything else in the report
+    /// (outcomes, rates, tables, latency) counts calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchReport>,
+}
+
+/// What a run of JSON-RPC batches carried on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchReport {
+    /// Calls per HTTP request.
+    pub calls_per_request: u64,
+    /// HTTP requests that completed (each with a reply, whatever it said).
+    pub http_requests: u64,
+    /// HTTP requests per second over the measured time.
+    pub http_requests_per_sec: f64,
+    /// Calls per second over the measured time (every call counted, whatever its outcome).
+    pub calls_per_sec: f64,
 }
 
 /// The phases of one class of responses.
@@ -501,6 +518,16 @@ impl RunReport {
             },
             target_resources: None,
             generator,
+            batch: (config.batch > 1).then(|| BatchReport {
+                calls_per_request: config.batch as u64,
+                http_requests: record.exchanges,
+                http_requests_per_sec: if elapsed_secs > 0.0 {
+                    record.exchanges as f64 / elapsed_secs
+                } else {
+                    0.0
+                },
+                calls_per_sec: rate,
+            }),
         };
         // A server's error message may quote the key or the Authorization header it was sent.
         crate::redact::Secrets::of_run(config).scrub_outcomes(&mut report.outcomes);

@@ -37,6 +37,17 @@ pub fn render_text(report: &RunReport) -> String {
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
     let _ = writeln!(out, "{} {} against {}", report.tool, report.method, report.target);
     let _ = writeln!(out, "{shape}, {length}{warmup}");
+    if let Some(batch) = &report.batch {
+        let _ = writeln!(
+            out,
+            "batches of {} calls: {} HTTP requests ({:.2} req/s) carried {} calls ({:.2} calls/s); figures count calls",
+            batch.calls_per_request,
+            batch.http_requests,
+            batch.http_requests_per_sec,
+            report.requests.total,
+            batch.calls_per_sec
+        );
+    }
     if report.interrupted {
         let _ = writeln!(
             out,

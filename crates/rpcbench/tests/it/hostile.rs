@@ -304,3 +304,101 @@ fn invalid_utf8_in_bodies_and_headers() {
         assert_eq!(counts.total(), 70);
     }
 }
+
+#[test]
+fn requests_cut_off_by_the_end_of_a_run_still_get_one_outcome() {
+    // A server that trickles its answers (each takes 8 s): two connections at 20/s time out
+    // every 1.5 s, so tickets wait for a connection, go out late, and the last two sent (at
+    // about 3 s) are still in flight when the run's time is up (1 s + timeout + 1 s).
+    let server = TestServer::start(|request| {
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{}",
+            ok_body(request.id).len(),
+            ok_body(request.id)
+        );
+        Reply::Trickle(answer.into_bytes(), Duration::from_millis(100))
+    });
+    let mut config = closed_loop(&server.url(), 1, seconds(1.0));
+    config.load = rpcbench::engine::config::Load::Open {
+        rate: 20.0,
+        arrivals: rpcbench::engine::config::Arrivals::Uniform,
+        max_connections: 2,
+    };
+    config.timeout = Duration::from_millis(1500);
+    let (record, _) = run(config);
+    let counts = &record.totals.counts;
+    // Outcomes + unsent = the 20 requests due, always; every request the server received has
+    // its one outcome (a timeout, or unfinished at the end).
+    assert_eq!(counts.total() + record.totals.unsent, 20, "{counts:?} unsent {}", record.totals.unsent);
+    assert!(counts.unfinished > 0, "{counts:?}");
+    assert_eq!(counts.total(), server.requests.load(Ordering::SeqCst), "{counts:?}");
+}
+
+#[test]
+fn a_response_sent_twice_costs_one_outcome_not_the_connection() {
+    let server = TestServer::start(|request| {
+        let body = ok_body(request.id);
+        let once = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        if request.index == 4 {
+            Reply::Raw(format!("{once}{once}").into_bytes())
+        } else {
+            Reply::Raw(once.into_bytes())
+        }
+    });
+    let (record, _) = run(closed_loop(&server.url(), 1, requests(1000)));
+    let counts = &record.totals.counts;
+    assert_eq!(counts.ok, 999, "{counts:?}");
+    assert_eq!(counts.errors(), 1, "{counts:?}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2, "one reconnect after the fault");
+}
+
+#[test]
+fn trailing_garbage_after_a_response_costs_one_outcome_not_the_connection() {
+    let server = TestServer::start(|request| {
+        let body = ok_body(request.id);
+        let once = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        let garbage = if request.index == 10 { "\r\ngarbage\r\n" } else { "" };
+        Reply::Raw(format!("{once}{garbage}").into_bytes())
+    });
+    let (record, _) = run(closed_loop(&server.url(), 1, requests(1000)));
+    let counts = &record.totals.counts;
+    assert_eq!(counts.ok, 999, "{counts:?}");
+    assert_eq!(counts.invalid.get(&InvalidKind::ExtraBytes), Some(&1), "{counts:?}");
+}
+
+#[test]
+fn a_server_inventing_error_codes_cannot_grow_the_counts() {
+    let server = TestServer::start(|request| {
+        let message = "m".repeat(1024);
+        json_200(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{},"message":"{message}"}}}}"#,
+            request.id,
+            -1_000_000 - request.index as i64
+        ))
+    });
+    let (record, _) = run(closed_loop(&server.url(), 4, requests(2000)));
+    let counts = &record.totals.counts;
+    assert_eq!(counts.rpc_errors.len(), rpcbench::outcome::MAX_RPC_CODES);
+    assert_eq!(counts.errors(), 2000, "every error still counted exactly");
+    assert!(counts.rpc_errors.values().all(|e| {
+        e.first_message
+            .as_ref()
+            .is_some_and(|m| m.chars().count() <= rpcbench::outcome::MAX_MESSAGE_CHARS + 1)
+    }));
+}
+
+#[test]
+fn a_lying_content_length_does_not_grow_memory() {
+    // 20 connections each announce 60 MB and send 10 bytes: the generator must not allocate
+    // the announced length (1.2 GB before).
+    let server = TestServer::start(|_| {
+        Reply::RawThenClose(b"HTTP/1.1 200 OK\r\nContent-Length: 62914560\r\n\r\n0123456789".to_vec())
+    });
+    let before = usage::peak_rss_bytes();
+    let (record, _) = run(closed_loop(&server.url(), 20, requests(200)));
+    assert_eq!(record.totals.counts.closed, 200);
+    if let (Some(before), Some(after)) = (before, usage::peak_rss_bytes()) {
+        let grown = after.saturating_sub(before);
+        assert!(grown < 200 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+    }
+}

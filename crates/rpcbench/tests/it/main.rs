@@ -1,6 +1,7 @@
 //! Integration tests of the rpcbench library, compiled as one binary. Every server they talk
 //! to is started in-process on 127.0.0.1:0.
 
+mod batch;
 mod compare;
 mod engine;
 mod golden;

@@ -59,6 +59,8 @@ pub struct Request {
     pub index: u64,
     /// The request line and headers, as received.
     pub head: String,
+    /// The whole body, parsed (an array for a batch; null when it is not JSON).
+    pub body: serde_json::Value,
 }
 
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
@@ -177,7 +179,7 @@ async fn serve_connection(mut socket: TcpStream, handler: Arc<Handler>, counter:
         let index = counter.fetch_add(1, Ordering::SeqCst);
         let method = body.get("method").and_then(|m| m.as_str()).unwrap_or_default().to_string();
         let params = body.get("params").cloned().unwrap_or_default();
-        let mut reply = handler(&Request { id, method, params, index, head });
+        let mut reply = handler(&Request { id, method, params, index, head, body });
         loop {
             match reply {
                 Reply::After(delay, next) => {
