@@ -27,9 +27,9 @@ use crate::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig};
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::{Monitor, ResourceReport};
 use crate::record::RunRecord;
-use crate::report::tables::percent;
 use crate::report::{GeneratorReport, LatencyReport, RunReport, PERCENTILES};
 use crate::results::{GeneratorData, MethodResults};
+use crate::units::percent;
 use crate::units::{format_duration, format_micros, parse_duration};
 
 /// A step that sent less than this share of its target rate did not achieve it.
@@ -664,7 +664,7 @@ pub fn judge_step(
         verdict = Verdict::Interrupted;
     }
     let mut results = MethodResults::new(base.workload.sample_request(0), &record.totals);
-    crate::redact::Secrets::of_run(base).scrub_outcomes(&mut results.outcomes);
+    base.secrets().scrub_outcomes(&mut results.outcomes);
     let data = StepData {
         step: number,
         elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),

@@ -26,7 +26,7 @@ use crate::report::LatencyReport;
 use crate::results::{rfc3339, write_atomically, Machine, ResultsError, RESULTS_FORMAT};
 
 /// The value of `format` in every capacity file.
-pub const CAPACITY_FORMAT: &str = "rpcbench-capacity";
+pub use crate::results::CAPACITY_FORMAT;
 
 /// The layout version written; bumped when a field changes meaning or goes away.
 pub const CAPACITY_VERSION: u32 = 1;

@@ -43,7 +43,7 @@ pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Out
 }
 
 /// The outcome of a scanned response object whose id `expected` accepts.
-pub fn classify_scanned(scanned: &ScannedResponse, expected: impl Fn(u64) -> bool) -> Outcome {
+pub(crate) fn classify_scanned(scanned: &ScannedResponse, expected: impl Fn(u64) -> bool) -> Outcome {
     if !scanned.version_ok {
         return Outcome::Invalid(InvalidKind::NotJsonRpc);
     }
@@ -73,7 +73,7 @@ fn is_json_array(body: &[u8]) -> bool {
 
 /// Splits a JSON array (a batch reply) into the byte ranges of its elements, appended to
 /// `items`. `NotJson` when the body is not an array or an element cannot be delimited.
-pub fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Result<(), InvalidKind> {
+pub(crate) fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Result<(), InvalidKind> {
     let mut s = Scanner { bytes: body, pos: 0 };
     s.skip_ws();
     s.expect(b'[')?;
@@ -98,7 +98,7 @@ pub fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Result<(), I
 }
 
 /// The first non-space byte of a body.
-pub fn first_byte(body: &[u8]) -> Option<u8> {
+pub(crate) fn first_byte(body: &[u8]) -> Option<u8> {
     body.iter().copied().find(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
 }
 

@@ -16,7 +16,6 @@ use std::fmt;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::engine::config::RunConfig;
 use crate::outcome::OutcomeCounts;
 
 /// Replacement text for a secret.
@@ -303,16 +302,6 @@ impl Secrets {
     /// No secrets.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The secrets of a run: those of its URL (with the Basic credentials it asks for) and of
-    /// its request headers.
-    pub fn of_run(config: &RunConfig) -> Self {
-        let mut secrets = config.target.secrets();
-        for (name, value) in &config.headers {
-            secrets.add_header(name, value);
-        }
-        secrets
     }
 
     /// Adds one secret, and its percent-decoded form when that differs. Secrets shorter than

@@ -44,12 +44,15 @@ use crate::record::{
     Totals, MAX_TRACKABLE_US,
 };
 use crate::redact;
-use crate::report::tables::trim_float;
 use crate::report::RunReport;
+use crate::units::trim_float;
 use crate::workload::Call;
 
 /// The value of `format` in every results file.
 pub const RESULTS_FORMAT: &str = "rpcbench-results";
+
+/// The `format` of a capacity file (`capacity --save`), told apart from results files.
+pub const CAPACITY_FORMAT: &str = "rpcbench-capacity";
 
 /// The layout version written; bumped when a field changes meaning or goes away.
 pub const RESULTS_VERSION: u32 = 1;
@@ -577,7 +580,7 @@ impl ResultsFile {
     pub fn from_run(config: &RunConfig, record: &RunRecord, started: SystemTime) -> Self {
         let mut methods = BTreeMap::new();
         // A server's error message may quote the key or the Authorization header it was sent.
-        let secrets = redact::Secrets::of_run(config);
+        let secrets = config.secrets();
         for (index, call) in record.calls.iter().enumerate() {
             let request = config.workload.sample_request(index);
             let mut entry = MethodResults::new(request, &call.totals);
@@ -653,7 +656,7 @@ impl ResultsFile {
         let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
         match value.get("format").and_then(Value::as_str) {
             Some(RESULTS_FORMAT) => {}
-            Some(crate::capacity_file::CAPACITY_FORMAT) => {
+            Some(CAPACITY_FORMAT) => {
                 return Err(invalid(
                     "this is a capacity file (capacity --save); it renders on its own: rpcbench report FILE"
                         .into(),

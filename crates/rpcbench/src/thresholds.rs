@@ -4,8 +4,7 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::report::ThresholdResult;
 use crate::report::{LatencyReport, RunReport};
 use crate::units::{format_micros, parse_duration};
 
@@ -48,19 +47,6 @@ pub struct Threshold {
     inclusive: bool,
     /// Microseconds for latency, percent for errors, requests per second for rate.
     limit: f64,
-}
-
-/// The verdict on one threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThresholdResult {
-    /// The threshold as written.
-    pub threshold: String,
-    /// Whether the run met it.
-    pub passed: bool,
-    /// The measured value, formatted with its unit.
-    pub actual: String,
-    /// How far past the limit a failed threshold went, formatted (empty when passed).
-    pub exceeded_by: String,
 }
 
 const LATENCY_STATS: [&str; 9] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"];

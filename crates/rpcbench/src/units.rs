@@ -131,6 +131,24 @@ pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     Ok(rate)
 }
 
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// A number without decimals when it is whole.
+pub fn trim_float(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

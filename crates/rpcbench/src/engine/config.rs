@@ -166,6 +166,16 @@ impl RunConfig {
         }
     }
 
+    /// Every secret the run sends (URL key, query values, credentials, header values), to scrub
+    /// out of what a server sends back.
+    pub fn secrets(&self) -> redact::Secrets {
+        let mut secrets = self.target.secrets();
+        for (name, value) in &self.headers {
+            secrets.add_header(name, value);
+        }
+        secrets
+    }
+
     /// Publishes the run's live figures to `sink` (a metrics endpoint's store).
     pub fn publish_to(&mut self, sink: impl super::LiveSink + 'static) {
         self.metrics = Some(std::sync::Arc::new(sink));

@@ -44,6 +44,7 @@ impl PacingTimer {
         Self { hires: None }
     }
 
+    #[cfg(test)]
     /// Whether the high-resolution timer is in use.
     pub fn is_high_resolution(&self) -> bool {
         self.hires.is_some()

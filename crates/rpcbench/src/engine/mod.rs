@@ -20,9 +20,9 @@
 //! high bits of its ids.
 
 pub mod config;
-pub mod hires;
+pub(crate) mod hires;
 pub mod limits;
-pub mod pacer;
+pub(crate) mod pacer;
 pub mod stages;
 pub mod usage;
 

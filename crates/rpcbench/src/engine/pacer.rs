@@ -36,6 +36,7 @@ pub struct UniformPacer {
 }
 
 impl UniformPacer {
+    #[cfg(test)]
     /// Worker `index`'s share of a constant `rate` spread over `workers` workers.
     pub fn new(rate: f64, index: usize, workers: usize) -> Self {
         Self::with_curve(Arc::new(LevelCurve::constant(rate)), index, workers)
@@ -67,6 +68,7 @@ pub struct PoissonPacer {
 }
 
 impl PoissonPacer {
+    #[cfg(test)]
     /// Worker `index`'s share of a constant `rate`, with a random stream seeded from `seed` and
     /// `index`.
     pub fn new(rate: f64, index: usize, workers: usize, seed: u64) -> Self {

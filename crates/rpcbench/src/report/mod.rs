@@ -98,7 +98,7 @@ pub struct RunReport {
     pub phases: Vec<PhaseReport>,
     /// Verdicts on the run's thresholds (empty when none were given).
     #[serde(default)]
-    pub thresholds: Vec<crate::thresholds::ThresholdResult>,
+    pub thresholds: Vec<ThresholdResult>,
     /// CPU, memory, disk and connections of the target process(es), when monitored
     /// (`--monitor-pid`, `--monitor-cmd`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -308,6 +308,19 @@ impl LatencyReport {
     pub fn percentile(&self, name: &str) -> u64 {
         self.percentiles.get(name).copied().unwrap_or(0)
     }
+}
+
+/// The verdict on one threshold (`crate::thresholds` evaluates them against a report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    /// The threshold as written.
+    pub threshold: String,
+    /// Whether the run met it.
+    pub passed: bool,
+    /// The measured value, formatted with its unit.
+    pub actual: String,
+    /// How far past the limit a failed threshold went, formatted (empty when passed).
+    pub exceeded_by: String,
 }
 
 /// Bytes on the wire.
@@ -530,7 +543,7 @@ impl RunReport {
             }),
         };
         // A server's error message may quote the key or the Authorization header it was sent.
-        crate::redact::Secrets::of_run(config).scrub_outcomes(&mut report.outcomes);
+        config.secrets().scrub_outcomes(&mut report.outcomes);
         report
     }
 

@@ -8,6 +8,7 @@ use crate::monitor::{format_bytes, ResourceReport};
 use crate::record::Totals;
 use crate::results::SavedRun;
 use crate::units::format_micros;
+pub use crate::units::{percent, trim_float};
 
 /// How a metric's values are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,15 +85,6 @@ pub fn format_ratio(ratio: f64) -> String {
         format!("{ratio:.0}x")
     } else {
         format!("{ratio:.2}x")
-    }
-}
-
-/// `part` as a percentage of `whole` (0 when `whole` is 0).
-pub fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
     }
 }
 
@@ -354,15 +346,6 @@ pub fn describe_load(report: &RunReport) -> String {
     let warmup =
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
     format!("{shape}, {length}{warmup}")
-}
-
-/// A number without decimals when it is whole.
-pub fn trim_float(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.2}")
-    }
 }
 
 /// The text on one line, cut to `limit` characters, its other control characters escaped
