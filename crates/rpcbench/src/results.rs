@@ -76,7 +76,7 @@ pub struct ResultsFile {
     /// The target URL with secrets redacted.
     pub target: String,
     /// How load was applied (per shard, for a merged file).
-    pub workload: Workload,
+    pub workload: RunSettings,
     /// Measured time in nanoseconds, from the end of warmup to the last completion (the
     /// longest shard's, for a merged file: shards run side by side).
     pub elapsed_ns: u64,
@@ -274,9 +274,9 @@ impl LoadSpec {
     }
 }
 
-/// Every option that shapes a run.
+/// Every option that shapes a run, as a results file keeps it (the `workload` object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Workload {
+pub struct RunSettings {
     /// Closed or open loop.
     pub load: LoadSpec,
     /// Configured measured duration, microseconds.
@@ -595,7 +595,7 @@ impl ResultsFile {
             started_at: rfc3339(started),
             machine: Machine::current(),
             target: config.target.redacted(),
-            workload: Workload {
+            workload: RunSettings {
                 load: LoadSpec::of(&config.load),
                 duration_us: config.length.duration.map(micros),
                 requests: config.length.requests,

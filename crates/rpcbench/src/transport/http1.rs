@@ -58,7 +58,7 @@ pub const EAGER_BODY: usize = 256 * 1024;
 
 /// The parts of a request head every request of a run shares.
 #[derive(Debug)]
-struct Heads {
+struct RequestHeads {
     /// A JSON-RPC request's head up to and including `Content-Length: `.
     post: Vec<u8>,
     /// The target's path and query.
@@ -70,7 +70,7 @@ struct Heads {
     has_content_type: bool,
 }
 
-impl Heads {
+impl RequestHeads {
     fn new(target: &Target, headers: &[(String, String)], keepalive: bool) -> Self {
         let has = |wanted: &str| headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
         let mut common = String::from(" HTTP/1.1\r\n");
@@ -170,14 +170,14 @@ fn has_header(lines: &[u8], wanted: &[u8]) -> bool {
 #[derive(Debug, Clone)]
 pub struct Http1 {
     connector: Connector,
-    heads: Arc<Heads>,
+    heads: Arc<RequestHeads>,
 }
 
 impl Http1 {
     /// A transport to `target`, sending `headers` with every request; without `keepalive`
     /// every request asks for the connection to close.
     pub fn new(connector: Connector, target: &Target, headers: &[(String, String)], keepalive: bool) -> Self {
-        Self { connector, heads: Arc::new(Heads::new(target, headers, keepalive)) }
+        Self { connector, heads: Arc::new(RequestHeads::new(target, headers, keepalive)) }
     }
 }
 
@@ -227,7 +227,7 @@ impl Lane for Connection {
 #[derive(Debug)]
 pub struct Connection {
     stream: Stream,
-    heads: Arc<Heads>,
+    heads: Arc<RequestHeads>,
     /// The request being written (reused).
     request: Vec<u8>,
     /// Received bytes; `buf[start..end]` not yet consumed.
@@ -249,7 +249,7 @@ enum BodyLocation {
 }
 
 impl Connection {
-    fn new(stream: Stream, heads: Arc<Heads>) -> Self {
+    fn new(stream: Stream, heads: Arc<RequestHeads>) -> Self {
         Self {
             stream,
             heads,
@@ -584,8 +584,8 @@ mod tests {
 
     use crate::transport::HttpMethod;
 
-    fn test_heads(headers: &[(String, String)], keepalive: bool) -> Heads {
-        Heads::new(&Target::parse("http://127.0.0.1:8899/rpc?x=1").unwrap(), headers, keepalive)
+    fn test_heads(headers: &[(String, String)], keepalive: bool) -> RequestHeads {
+        RequestHeads::new(&Target::parse("http://127.0.0.1:8899/rpc?x=1").unwrap(), headers, keepalive)
     }
 
     fn test_connection(stream: TcpStream) -> Connection {
@@ -610,7 +610,7 @@ mod tests {
         (meta, body)
     }
 
-    fn written(heads: &Heads, request: &Outgoing) -> String {
+    fn written(heads: &RequestHeads, request: &Outgoing) -> String {
         let mut out = Vec::new();
         heads.write(request, &mut out);
         String::from_utf8(out).unwrap()
@@ -637,7 +637,7 @@ mod tests {
     fn secrets_of_the_url_userinfo_are_sent_as_basic_credentials_and_never_shown() {
         // "alice:p@ss word" once percent-decoded, as curl sends it.
         let target = Target::parse("http://alice:p%40ss%20word@127.0.0.1:8899/").unwrap();
-        let head = written(&Heads::new(&target, &[], true), &Outgoing::default());
+        let head = written(&RequestHeads::new(&target, &[], true), &Outgoing::default());
         assert!(head.contains("Authorization: Basic YWxpY2U6cEBzcyB3b3Jk\r\n"), "{head}");
         assert_eq!(target.redacted(), "http://***:***@127.0.0.1:8899/");
         let shown = format!("{target:?}");
@@ -647,10 +647,10 @@ mod tests {
         assert_eq!(target.secrets().scrub("alice sent p@ss word"), "*** sent ***");
         // A user name alone gets an empty password; an Authorization header of the user wins.
         let target = Target::parse("http://bob@127.0.0.1:8899/").unwrap();
-        let head = written(&Heads::new(&target, &[], true), &Outgoing::default());
+        let head = written(&RequestHeads::new(&target, &[], true), &Outgoing::default());
         assert!(head.contains("Authorization: Basic Ym9iOg==\r\n"), "{head}");
         let mine = [("authorization".to_string(), "Bearer mine".to_string())];
-        let head = written(&Heads::new(&target, &mine, true), &Outgoing::default());
+        let head = written(&RequestHeads::new(&target, &mine, true), &Outgoing::default());
         assert_eq!(head.to_ascii_lowercase().matches("authorization:").count(), 1, "{head}");
         assert!(head.contains("authorization: Bearer mine\r\n"), "{head}");
         assert_eq!(Target::parse("http://127.0.0.1:8899/").unwrap().basic_authorization(), None);
