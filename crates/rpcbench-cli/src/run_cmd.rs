@@ -53,7 +53,24 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let name = format!("{}:{}", config.target.host, config.target.port);
         vec![(name, config)]
     };
-    let (targets, thresholds, cooldown) = if let Some(name) = &args.scenario.suite {
+    let (targets, thresholds, cooldown) = if let Some(path) = &args.request.targets_file {
+        if !args.target.is_empty() {
+            return Err(ConfigError::new("--targets", "the targets file names the URLs: leave out TARGET"));
+        }
+        if args.scenario.suite.is_some() || args.scenario.url.is_some() || args.scenario.pools.is_some() {
+            return Err(ConfigError::new("--targets", "goes without --suite, --url and --pools"));
+        }
+        let targets = rpcbench::targets::read(path).map_err(targets_error)?;
+        let (target, workload) = rpcbench::targets::workload(&targets, path).map_err(targets_error)?;
+        let mut config = RunConfig::new(target, workload);
+        config.load = Load::Closed { connections: 50 };
+        (single(config), Vec::new(), Duration::ZERO)
+    } else if args.target.is_empty() {
+        return Err(ConfigError::new(
+            "TARGET",
+            "give the endpoint's URL or a scenario file (or --targets FILE)",
+        ));
+    } else if let Some(name) = &args.scenario.suite {
         if args.scenario.url.is_some() {
             return Err(ConfigError::new("--url", "with --suite, the URL is the positional TARGET"));
         }
@@ -69,7 +86,11 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let scenario = prepare_scenario(args, &draft, Some(&args.target))?;
         (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else if is_scenario(&args.target) {
-        if args.request.method.is_some() || args.request.body.is_some() || args.request.body_file.is_some() {
+        if args.request.method.is_some()
+            || args.request.body.is_some()
+            || args.request.body_file.is_some()
+            || args.request.http.is_some()
+        {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
         }
         if let Some(url) = &args.scenario.url {
@@ -175,6 +196,14 @@ fn finish_plan(
         thresholds.push(threshold);
     }
     Ok(RunPlan { targets: checked, thresholds, cooldown })
+}
+
+/// A targets file's error, named by its place (`FILE:LINE:COL`).
+fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
+    let message = err.message.clone();
+    let place = err.to_string();
+    let setting = place.strip_suffix(&format!(": {message}")).unwrap_or(&place).to_string();
+    ConfigError::new(format!("--targets {setting}"), message)
 }
 
 /// The setting named by errors of sampling the target.

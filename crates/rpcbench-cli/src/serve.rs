@@ -49,8 +49,9 @@ pub struct ServeArgs {
     /// Largest accepted request body; larger ones get HTTP 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
     pub max_body: usize,
-    /// Longest accepted batch.
-    #[arg(long, default_value_t = 100, value_parser = parse_batch_len)]
+    /// Longest accepted batch; a longer one is answered as geth does, with one error object
+    /// (-32600 "batch too large") instead of an array.
+    #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
     pub max_batch: usize,
 }
 

@@ -153,6 +153,7 @@ fn every_example_scenario_runs_clean_against_its_mock_node() {
         // The seed's first rate: the debug-built mock answers its wide eth_getLogs slowly, and at
         // 100/s its queue broke the 500 ms p99 on a loaded two-core machine now and then.
         ("seed-002-dapp-constant-rate.toml", ethereum.url(), &["--rate", "20", "-d", "2s"][..]),
+        ("seed-002-rest-api.toml", ethereum.url(), &["--rate", "20", "-d", "2s"][..]),
         ("seed-003-json-rpc-relay.toml", ethereum.url(), &["-c", "8", "-d", "1s"][..]),
         ("seed-004-static-baseline.toml", node.url(), &["--rate", "500", "-d", "1s"][..]),
     ];
@@ -716,4 +717,59 @@ fn bad_batch_and_http_flags_exit_2_naming_the_flag() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
         assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
     }
+}
+
+#[test]
+fn a_vegeta_targets_file_runs_round_robin_against_the_rest_api() {
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).expect("the ethereum node starts");
+    let dir = std::env::temp_dir().join(format!("rpcbench-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The example file, pointed at the in-process node.
+    let text = std::fs::read_to_string(example("seed-002-dapp-targets.txt"))
+        .unwrap()
+        .replace("http://127.0.0.1:8545/", &node.url());
+    let path = dir.join("targets.txt");
+    std::fs::write(&path, text).unwrap();
+    let output = rpcbench(&[
+        "run",
+        "--targets",
+        path.to_str().unwrap(),
+        "-c",
+        "1",
+        "-n",
+        "10",
+        "--threads",
+        "1",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcomes"]["ok"], 10, "{}", report["outcomes"]);
+    // Five targets, ten requests: each target twice, in file order.
+    let methods: Vec<(String, u64)> = report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap().to_string(), m["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        methods,
+        vec![
+            ("GET /gasprice".to_string(), 2),
+            ("GET /block/last".to_string(), 2),
+            ("GET /block/last/full".to_string(), 2),
+            ("GET /balance/{hex}".to_string(), 2),
+            ("GET /call?to={v}&data={v}".to_string(), 2),
+        ]
+    );
+    // A malformed line is named by file, line and column; a URL as well as --targets is refused.
+    std::fs::write(&path, "GET http://127.0.0.1:1/\nX-Bad header\n").unwrap();
+    let output = rpcbench(&["run", "--targets", path.to_str().unwrap(), "-n", "1"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("targets.txt:2:1"), "{}", stderr(&output));
+    let output = rpcbench(&["run", &node.url(), "--targets", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--targets"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -61,6 +61,7 @@ pub mod sample;
 pub mod scenario;
 pub mod settings;
 pub mod suites;
+pub mod targets;
 pub mod thresholds;
 pub mod transport;
 pub mod units;

@@ -118,8 +118,9 @@ pub struct Call {
     weight: u32,
     /// Everything after the id: `,"method":…,"params":…}` (empty for an HTTP call).
     parts: Vec<Part>,
-    /// A plain HTTP request instead of a JSON-RPC call.
-    http: Option<Box<HttpShape>>,
+    /// A plain HTTP request instead of a JSON-RPC call: its variants (one, unless the call
+    /// groups several lines of a targets file under one name).
+    http: Vec<HttpShape>,
 }
 
 /// A piece of a template (a path, a text body): literal text or a generated value.
@@ -202,7 +203,7 @@ impl Call {
         }
         literal.push(b'}');
         parts.push(Part::Literal(literal));
-        Ok(Self { name: name.into(), method: method.to_string(), weight, parts, http: None })
+        Ok(Self { name: name.into(), method: method.to_string(), weight, parts, http: Vec::new() })
     }
 
     /// A plain HTTP call; `name` labels it in reports (by default the method and the path
@@ -212,55 +213,34 @@ impl Call {
         if weight == 0 {
             return Err(WorkloadError(format!("the weight of {template} must be at least 1")));
         }
-        if !matches!(spec.path.first(), Some(TemplatePiece::Text(text)) if text.starts_with('/')) {
-            return Err(WorkloadError(format!("the path of {template} must start with '/'")));
-        }
-        let path = compile_pieces(&spec.path)?;
-        if path.iter().any(|part| matches!(part, Part::Literal(bytes) if bytes.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()))) {
-            return Err(WorkloadError(format!("the path of {template} has a space or a control character")));
-        }
-        let mut headers = Vec::new();
-        for (name, value) in &spec.headers {
-            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-            if !valid_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(WorkloadError(format!("{template}: the header '{name}' is not a valid header")));
-            }
-            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
-                return Err(WorkloadError(format!("{template}: '{name}' is set by rpcbench")));
-            }
-            headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        }
-        let (body, raw_body) = match &spec.body {
-            HttpBody::Empty => (Vec::new(), false),
-            HttpBody::Raw(bytes) => (vec![Part::Literal(bytes.clone())], true),
-            HttpBody::Text(pieces) => (compile_pieces(pieces)?, true),
-            HttpBody::Json(value) => {
-                let mut literal = Vec::new();
-                let mut parts = Vec::new();
-                compile(value, &mut literal, &mut parts)?;
-                parts.push(Part::Literal(literal));
-                (parts, false)
-            }
-        };
-        let shape =
-            HttpShape { method: spec.method, path, headers, body, raw_body, expect_json: spec.expect_json };
+        let shape = HttpShape::compile(spec, &template)?;
         Ok(Self {
             name: name.unwrap_or_else(|| template.clone()),
             method: template,
             weight,
             parts: Vec::new(),
-            http: Some(Box::new(shape)),
+            http: vec![shape],
         })
+    }
+
+    /// One call named `name` made of several HTTP requests (the lines of a targets file that
+    /// share an endpoint), sent in the order a workload in file order says.
+    pub fn http_variants(name: String, specs: &[HttpRequestSpec]) -> Result<Self, WorkloadError> {
+        if specs.is_empty() {
+            return Err(WorkloadError(format!("{name}: no request")));
+        }
+        let http = specs.iter().map(|spec| HttpShape::compile(spec, &name)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { method: name.clone(), name, weight: 1, parts: Vec::new(), http })
     }
 
     /// Whether this is a plain HTTP call rather than a JSON-RPC call.
     pub fn is_http(&self) -> bool {
-        self.http.is_some()
+        !self.http.is_empty()
     }
 
     /// For an HTTP call: whether a 2xx answer must carry JSON.
     pub fn expects_json(&self) -> bool {
-        self.http.as_ref().is_some_and(|shape| shape.expect_json)
+        self.http.first().is_some_and(|shape| shape.expect_json)
     }
 
     /// A call with a fixed body, from a request template.
@@ -270,7 +250,7 @@ impl Call {
             method: template.method().to_string(),
             weight: 1,
             parts: vec![Part::Literal(template.suffix().to_vec())],
-            http: None,
+            http: Vec::new(),
         }
     }
 
@@ -334,6 +314,45 @@ fn compile(value: &ParamValue, literal: &mut Vec<u8>, parts: &mut Vec<Part>) -> 
         }
     }
     Ok(())
+}
+
+impl HttpShape {
+    /// Checks and compiles one HTTP request; `label` names it in errors.
+    fn compile(spec: &HttpRequestSpec, label: &str) -> Result<Self, WorkloadError> {
+        if !matches!(spec.path.first(), Some(TemplatePiece::Text(text)) if text.starts_with('/')) {
+            return Err(WorkloadError(format!("the path of {label} must start with '/'")));
+        }
+        let path = compile_pieces(&spec.path)?;
+        let bad_byte =
+            |bytes: &Vec<u8>| bytes.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control());
+        if path.iter().any(|part| matches!(part, Part::Literal(bytes) if bad_byte(bytes))) {
+            return Err(WorkloadError(format!("the path of {label} has a space or a control character")));
+        }
+        let mut headers = Vec::new();
+        for (name, value) in &spec.headers {
+            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            if !valid_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(WorkloadError(format!("{label}: the header '{name}' is not a valid header")));
+            }
+            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+                return Err(WorkloadError(format!("{label}: '{name}' is set by rpcbench")));
+            }
+            headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let (body, raw_body) = match &spec.body {
+            HttpBody::Empty => (Vec::new(), false),
+            HttpBody::Raw(bytes) => (vec![Part::Literal(bytes.clone())], true),
+            HttpBody::Text(pieces) => (compile_pieces(pieces)?, true),
+            HttpBody::Json(value) => {
+                let mut literal = Vec::new();
+                let mut parts = Vec::new();
+                compile(value, &mut literal, &mut parts)?;
+                parts.push(Part::Literal(literal));
+                (parts, false)
+            }
+        };
+        Ok(Self { method: spec.method, path, headers, body, raw_body, expect_json: spec.expect_json })
+    }
 }
 
 /// Compiles template pieces: text literal, generated values kept for raw writing.
@@ -443,8 +462,9 @@ pub struct Workload {
     calls: Vec<Call>,
     /// Running sums of the weights, for picking by weight.
     cumulative: Vec<u64>,
-    /// Calls are taken in turn, in the order given (a vegeta targets file), not by weight.
-    in_turn: bool,
+    /// Calls taken in this order, round robin (a vegeta targets file: each line's call and
+    /// which of its variants), not by weight; empty for a weighted mix.
+    order: Vec<(usize, usize)>,
 }
 
 impl Workload {
@@ -466,18 +486,25 @@ impl Workload {
                 total
             })
             .collect();
-        Ok(Self { calls, cumulative, in_turn: false })
+        Ok(Self { calls, cumulative, order: Vec::new() })
     }
 
     /// A workload of one fixed request.
     pub fn single(template: &RequestTemplate) -> Self {
-        Self { calls: vec![Call::from_template(template)], cumulative: vec![1], in_turn: false }
+        Self { calls: vec![Call::from_template(template)], cumulative: vec![1], order: Vec::new() }
     }
 
-    /// The same calls taken in turn, in the order given, as vegeta takes a targets file's.
-    pub fn in_turn(mut self) -> Self {
-        self.in_turn = true;
-        self
+    /// The same calls taken round robin in `order` (each entry a call and one of its HTTP
+    /// variants), as vegeta takes a targets file's lines.
+    pub fn in_file_order(mut self, order: Vec<(usize, usize)>) -> Result<Self, WorkloadError> {
+        let valid = |&(call, variant): &(usize, usize)| {
+            self.calls.get(call).is_some_and(|c| variant < c.http.len().max(1))
+        };
+        if order.is_empty() || !order.iter().all(valid) {
+            return Err(WorkloadError("the order names a call or variant that does not exist".into()));
+        }
+        self.order = order;
+        Ok(self)
     }
 
     /// Whether any call is a plain HTTP call.
@@ -510,8 +537,8 @@ impl Workload {
         if self.calls.len() == 1 {
             return 0;
         }
-        if self.in_turn {
-            return (turn % self.calls.len() as u64) as usize;
+        if !self.order.is_empty() {
+            return self.order[(turn % self.order.len() as u64) as usize].0;
         }
         let total = *self.cumulative.last().unwrap_or(&1);
         let point = rng.gen_range(0..total);
@@ -536,9 +563,15 @@ impl Workload {
         value
     }
 
-    /// Writes HTTP call `index` (method, path, headers, body) into `out`.
-    pub fn write_http(&self, index: usize, rng: &mut SmallRng, out: &mut Outgoing) {
-        let Some(shape) = &self.calls[index].http else { return };
+    /// Writes HTTP call `index` (method, path, headers, body) into `out`; `turn` is the pick
+    /// it came from (for a call of several variants, it says which).
+    pub fn write_http(&self, index: usize, turn: u64, rng: &mut SmallRng, out: &mut Outgoing) {
+        let variants = &self.calls[index].http;
+        let variant = match self.order.is_empty() {
+            true => 0,
+            false => self.order[(turn % self.order.len() as u64) as usize].1,
+        };
+        let Some(shape) = variants.get(variant).or(variants.first()) else { return };
         out.method = shape.method;
         write_raw(&shape.path, rng, &mut out.path);
         out.headers.extend_from_slice(&shape.headers);

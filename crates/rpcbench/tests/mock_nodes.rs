@@ -298,7 +298,7 @@ fn limits_on_body_size_and_batch_length() {
     assert_eq!(post(addr, &batch(5)).json().as_array().unwrap().len(), 5);
     let response = post(addr, &batch(6)).json();
     assert_eq!(response["error"]["code"], -32600);
-    assert!(response["error"]["message"].as_str().unwrap().contains("limit of 5"), "{response}");
+    assert_eq!(response["error"]["message"], "batch too large", "{response}");
 }
 
 #[test]
@@ -1129,4 +1129,31 @@ fn ethereum_logs_and_range_limit() {
     assert!(result(addr, "eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "0x270f"}])).is_array());
     assert_eq!(error(addr, "eth_getLogs", json!([{"address": "0x12"}])).0, -32602);
     assert_eq!(error(addr, "eth_getLogs", json!([{"fromBlock": "0x10", "toBlock": "0x5"}])).0, -32000);
+}
+
+#[test]
+fn the_ethereum_node_serves_seed_002s_rest_api_over_http() {
+    let server = start_chain(Chain::Ethereum);
+    let mut client = Client::connect(server.local_addr());
+    client.send(b"GET /block/last HTTP/1.1\r\nHost: x\r\n\r\n");
+    let last = client.read_reply();
+    assert_eq!(last.status, 200);
+    let hash = last.json()["hash"].as_str().unwrap().to_string();
+    client.send(format!("GET /log/{hash} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    let logs = client.read_reply();
+    assert_eq!(logs.status, 200);
+    assert!(logs.json()["logs"].is_array());
+    client.send(b"GET /gasprice HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(client.read_reply().status, 200);
+    // Unknown blocks are 404, and the connection stays in step for JSON-RPC after them.
+    client.send(b"GET /block/999999999 HTTP/1.1\r\nHost: x\r\n\r\n");
+    let missing = client.read_reply();
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"], "unknown block");
+    assert_eq!(client.post(br#"{"jsonrpc":"2.0","id":4,"method":"eth_blockNumber"}"#).json()["id"], 4);
+    // The other nodes have no REST API.
+    let solana = start_chain(Chain::Solana);
+    let mut client = Client::connect(solana.local_addr());
+    client.send(b"GET /gasprice HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(client.read_reply().status, 405);
 }

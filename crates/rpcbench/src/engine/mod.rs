@@ -501,6 +501,7 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             next_id: (index << 40) + 1,
             fixed_id: shared.config.fixed_id,
             turn: index,
+            turn_stride: plan.slice.count as u64,
         };
         let pacer = plan.pacer.take();
         Self {

@@ -9,7 +9,8 @@
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
 //!   for `keep-alive`) close the connection after the answer;
 //! - `Expect: 100-continue` gets `100 Continue` before the body is read;
-//! - a method other than POST gets 405 with `Allow: POST` (HEAD: the same head, no body);
+//! - a method other than POST gets 405 with `Allow: POST` (HEAD: the same head, no body),
+//!   except GET on the Ethereum node, which serves its REST API (`rest.rs`);
 //! - a declared body over the limit gets 413, a `Transfer-Encoding` (chunked bodies) gets
 //!   411 Length Required, a malformed head or `Content-Length` gets 400, a head over 64 KiB
 //!   or with more than 64 headers gets 431; all of these close the connection;
@@ -25,7 +26,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::faults::Admission;
-use super::server::{respond, write_error, RpcError, Shared, INVALID_REQUEST, LIMIT_EXCEEDED};
+use super::server::{respond, write_error, Node, RpcError, Shared, INVALID_REQUEST, LIMIT_EXCEEDED};
 
 /// Largest request head (request line and headers).
 const MAX_HEAD: usize = 64 * 1024;
@@ -71,6 +72,8 @@ impl Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Request {
     head_len: usize,
+    /// Where the request target (path and query) is, from the start of the request.
+    path: (usize, usize),
     /// The declared body length (`u64::MAX` when it does not even fit a u64).
     body_len: u64,
     method: Method,
@@ -84,6 +87,8 @@ struct Request {
 enum Method {
     Post,
     Head,
+    /// The mock Ethereum node's REST API (seed 002); elsewhere a 405.
+    Get,
     Other,
 }
 
@@ -106,8 +111,11 @@ fn parse_head(bytes: &[u8]) -> Head {
     let method = match request.method {
         Some("POST") => Method::Post,
         Some("HEAD") => Method::Head,
+        Some("GET") => Method::Get,
         _ => Method::Other,
     };
+    let path =
+        request.path.map_or((0, 0), |path| (path.as_ptr() as usize - bytes.as_ptr() as usize, path.len()));
     let mut body_len: Option<u64> = None;
     let mut keep_alive = !http10;
     let mut expect_continue = false;
@@ -137,7 +145,7 @@ fn parse_head(bytes: &[u8]) -> Head {
         }
     }
     let body_len = body_len.unwrap_or(0);
-    Head::Request(Request { head_len, body_len, method, keep_alive, http10, expect_continue })
+    Head::Request(Request { head_len, path, body_len, method, keep_alive, http10, expect_continue })
 }
 
 /// Decimal digits only (optionally surrounded by blanks); a number too large for a u64 is
@@ -340,9 +348,18 @@ pub(crate) async fn serve_connection(
             }
             continued = false;
             let body_at = start + request.head_len;
+            let path = &buf[start + request.path.0..start + request.path.0 + request.path.1];
             start += total;
             let close = !request.keep_alive;
-            if request.method != Method::Post {
+            if request.method == Method::Get {
+                match (&shared.node, std::str::from_utf8(path)) {
+                    (Node::Ethereum(node), Ok(path)) => {
+                        let (status, body) = super::rest::answer(node, path);
+                        write_json(&mut out, status, b"", &body, Some(&request), close, &date.text);
+                    }
+                    _ => method_not_allowed(&mut out, &mut body_out, &request, close, &date.text),
+                }
+            } else if request.method != Method::Post {
                 method_not_allowed(&mut out, &mut body_out, &request, close, &date.text);
             } else {
                 answer_post(
@@ -545,7 +562,10 @@ mod tests {
         assert!(request("POST / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
         assert!(request("POST / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n").expect_continue);
         assert_eq!(request("HEAD / HTTP/1.1\r\n\r\n").method, Method::Head);
-        assert_eq!(request("GET / HTTP/1.1\r\n\r\n").method, Method::Other);
+        let get = request("GET /block/12?full=1 HTTP/1.1\r\n\r\n");
+        assert_eq!(get.method, Method::Get);
+        assert_eq!(get.path, (4, 16), "the request target's place");
+        assert_eq!(request("DELETE / HTTP/1.1\r\n\r\n").method, Method::Other);
         assert_eq!(
             request("POST / HTTP/1.1\r\ncontent-length: 99999999999999999999999\r\n\r\n").body_len,
             u64::MAX

@@ -24,6 +24,7 @@ mod ethereum;
 mod faults;
 mod http;
 mod prng;
+mod rest;
 mod server;
 mod solana;
 mod static_chain;

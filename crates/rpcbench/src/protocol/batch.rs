@@ -176,8 +176,13 @@ mod tests {
     #[test]
     fn a_batch_request_is_an_array_of_calls_with_fresh_ids() {
         let protocol = batch(3);
-        let mut draw =
-            Draw { rng: rand::rngs::SmallRng::seed_from_u64(1), next_id: 7, fixed_id: None, turn: 0 };
+        let mut draw = Draw {
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+            next_id: 7,
+            fixed_id: None,
+            turn: 0,
+            turn_stride: 1,
+        };
         let mut slots = Vec::new();
         let mut out = Outgoing::default();
         protocol.encode(&mut draw, &mut slots, &mut out);

@@ -35,8 +35,12 @@ pub struct Draw {
     pub next_id: u64,
     /// Every call carries this id instead of a fresh one (`--fixed-id`).
     pub fixed_id: Option<u64>,
-    /// Calls picked so far.
+    /// This worker's next turn: turns are dealt round robin over the workers (worker i of W
+    /// takes i, i + W, i + 2W, ...), so that a workload in file order is taken in file order by
+    /// the run as a whole.
     pub turn: u64,
+    /// How far apart this worker's turns are (the number of workers).
+    pub turn_stride: u64,
 }
 
 impl Draw {
@@ -54,9 +58,15 @@ impl Draw {
 
     /// The next call of `workload`.
     pub fn pick(&mut self, workload: &Workload) -> usize {
-        let call = workload.pick(&mut self.rng, self.turn);
-        self.turn += 1;
-        call
+        self.pick_with_turn(workload).0
+    }
+
+    /// The next call of `workload` and the turn it was picked at.
+    pub fn pick_with_turn(&mut self, workload: &Workload) -> (usize, u64) {
+        let turn = self.turn;
+        let call = workload.pick(&mut self.rng, turn);
+        self.turn += self.turn_stride;
+        (call, turn)
     }
 }
 

@@ -26,9 +26,9 @@ impl SingleCall {
 
 impl Protocol for SingleCall {
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
-        let call = draw.pick(&self.workload);
+        let (call, turn) = draw.pick_with_turn(&self.workload);
         if !self.jsonrpc_only && self.workload.calls()[call].is_http() {
-            self.workload.write_http(call, &mut draw.rng, out);
+            self.workload.write_http(call, turn, &mut draw.rng, out);
             slots.push(CallSlot { call, id: 0 });
             return;
         }
