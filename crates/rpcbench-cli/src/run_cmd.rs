@@ -423,6 +423,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     if breached {
         return ExitCode::from(output::EXIT_FAILURE);
     }
+    if report.requests.responded == 0 {
+        // A dead target is not a run: the report says so first, and the exit status too.
+        if !args.quiet {
+            eprintln!("rpcbench: no request got a response from the target");
+        }
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
     status
 }
 

@@ -82,6 +82,8 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         run.report.thresholds =
             plan.thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
         breached |= run.report.thresholds.iter().any(|result| !result.passed);
+        // A target that never answered fails the run like a breach.
+        breached |= run.report.requests.responded == 0;
     }
     // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
     if let Some(path) = &args.save {

@@ -85,13 +85,23 @@ fn a_run_prints_a_text_report_with_redacted_secrets() {
 }
 
 #[test]
-fn a_refused_connection_is_a_run_not_a_usage_error() {
+fn a_dead_target_says_so_first_shows_no_latency_and_exits_1() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
+    // A failure at run time (1), not bad usage (2).
     let output = rpcbench(&["run", &url, "--method", "getSlot", "-n", "3", "-c", "1", "-o", "json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["outcomes"]["connect"], 3);
+    assert_eq!(report["requests"]["responded"], 0);
+    assert!(report["latency"].is_null(), "{}", report["latency"]);
+    let output = rpcbench(&["run", &url, "--method", "getSlot", "--rate", "200", "-d", "1s"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[2].starts_with("NO RESPONSE: none of the"), "{text}");
+    assert!(text.contains("  Latency          n/a        n/a        n/a"), "{text}");
+    assert!(!text.contains(" 0us"), "no latency figure for a dead target: {text}");
 }
 
 #[test]
@@ -387,7 +397,8 @@ fn secrets_never_reach_output_when_tls_fails() {
             "-o",
             format,
         ]);
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        // Every connect failed: a dead target, exit 1 (a failure at run time, not usage).
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
         assert_no_secret(&output, format);
         if format == "json" {
             let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

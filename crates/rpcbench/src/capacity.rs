@@ -309,7 +309,7 @@ impl StepFigures {
     /// slip counted; a short stall it catches up on hardly moves the mean. The time responses
     /// take to come back does not count against the generator.
     pub fn achieved_rate(&self) -> f64 {
-        let seconds = self.duration.as_secs_f64() + 2.0 * self.send_lag_mean_us as f64 / 1e6;
+        let seconds = crate::report::measured_seconds(self.duration, self.send_lag_mean_us);
         if seconds > 0.0 {
             self.requests as f64 / seconds
         } else {

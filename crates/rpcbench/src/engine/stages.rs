@@ -97,6 +97,25 @@ impl LevelCurve {
         }
     }
 
+    /// The integral of the level from 0 to `time` seconds (requests due, in open loop).
+    pub fn count_at(&self, time: f64) -> f64 {
+        let after = self.points.partition_point(|&(t, _)| t <= time);
+        if after == 0 {
+            return self.points[0].1 * time.max(0.0);
+        }
+        let (t0, l0) = self.points[after - 1];
+        let level = self.level_at(time);
+        self.counts[after - 1] + (l0 + level) / 2.0 * (time - t0)
+    }
+
+    /// The mean level between `from` and `to` seconds (the level at `from` when they meet).
+    pub fn mean_between(&self, from: f64, to: f64) -> f64 {
+        if to <= from {
+            return self.level_at(from);
+        }
+        (self.count_at(to) - self.count_at(from)) / (to - from)
+    }
+
     /// The highest level anywhere on the curve.
     pub fn max_level(&self) -> f64 {
         self.points.iter().map(|&(_, level)| level).fold(0.0, f64::max)
@@ -133,6 +152,25 @@ impl LevelCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_levels_weigh_stages_and_ramps_by_time() {
+        let stage =
+            |level, duration| Stage { level, duration: Duration::from_secs(duration), ramp: Duration::ZERO };
+        let curve = LevelCurve::from_stages(
+            &[stage(20.0, 4), stage(30.0, 4), stage(40.0, 4), stage(50.0, 4)],
+            Duration::from_secs(1),
+        );
+        assert_eq!(curve.mean_between(1.0, 17.0), 35.0);
+        assert_eq!(curve.mean_between(1.0, 5.0), 20.0);
+        assert_eq!(curve.count_at(17.0), 20.0 + 35.0 * 16.0);
+        let ramped = LevelCurve::from_stages(
+            &[Stage { level: 100.0, duration: Duration::from_secs(10), ramp: Duration::from_secs(10) }],
+            Duration::ZERO,
+        );
+        assert_eq!(ramped.mean_between(0.0, 10.0), 50.0);
+        assert_eq!(LevelCurve::constant(5.0).mean_between(3.0, 3.0), 5.0);
+    }
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)

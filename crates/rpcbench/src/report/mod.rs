@@ -20,6 +20,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{Arrivals, Load, RunConfig};
+use crate::engine::stages::LevelCurve;
 use crate::monitor::ResourceReport;
 use crate::outcome::OutcomeCounts;
 use crate::record::RunRecord;
@@ -72,10 +73,13 @@ pub struct RunReport {
     /// Request counts and rates.
     pub requests: RequestsReport,
     /// Latency of all requests that were sent, from the intended send time in open loop.
+    #[serde(with = "no_latency_as_null")]
     pub latency: LatencyReport,
     /// Latency of the same requests from the actual send time.
+    #[serde(with = "no_latency_as_null")]
     pub latency_uncorrected: LatencyReport,
     /// Latency of successful requests only.
+    #[serde(with = "no_latency_as_null")]
     pub latency_ok: LatencyReport,
     /// Open loop: how far behind its intended time each request was sent.
     pub send_lag: Option<LatencyReport>,
@@ -267,6 +271,22 @@ pub struct RequestsReport {
     pub late: Option<u64>,
     /// Open loop: requests due in the run that were never sent.
     pub unsent: Option<u64>,
+    /// The time the rate is measured over, microseconds (see [`measured_seconds`]).
+    #[serde(default)]
+    pub measured_us: u64,
+    /// Open loop: the rate asked for over the measured window (with stages: the
+    /// stage-weighted rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<f64>,
+    /// Requests that got a response of any kind (ok, a JSON-RPC error, an HTTP status, an
+    /// invalid body); 0 means the target never answered (a dead target).
+    #[serde(default = "unknown_responded")]
+    pub responded: u64,
+}
+
+/// Files written before `responded` was kept: taken as answered.
+fn unknown_responded() -> u64 {
+    u64::MAX
 }
 
 /// A latency distribution.
@@ -307,6 +327,49 @@ impl LatencyReport {
     /// A percentile by name (`p99`), 0 if absent.
     pub fn percentile(&self, name: &str) -> u64 {
         self.percentiles.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// The window a run's figures are measured over: the configured measured duration (all of it
+/// when the run went its full length, even if its last request completed earlier), or the time
+/// to the stop when it ended early (stopped, or its request count reached), or the time to the
+/// last completion when it had no duration.
+pub fn measured_window(config: &RunConfig, record: &RunRecord) -> Duration {
+    match config.measured_duration() {
+        Some(duration) if record.interrupted || config.length.requests.is_some() => {
+            record.elapsed.min(duration)
+        }
+        Some(duration) => duration,
+        None => record.elapsed,
+    }
+}
+
+/// The time a rate is measured over, seconds: the window plus how far sends slipped behind
+/// schedule by its end (open loop). A generator that cannot keep up sends every due request
+/// late (open loop never drops them); it falls steadily behind, from no lag to twice its mean
+/// send lag at the end, so the window is stretched by that much. The one definition of
+/// "achieved" for `run`, `report` and `capacity`: responses over this time.
+pub fn measured_seconds(window: Duration, send_lag_mean_us: u64) -> f64 {
+    window.as_secs_f64() + 2.0 * send_lag_mean_us as f64 / 1e6
+}
+
+/// A latency distribution with no sample (a target that never answered) is `null` in JSON:
+/// no figures rather than zeros that read as "instant".
+mod no_latency_as_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::LatencyReport;
+
+    pub fn serialize<S: Serializer>(latency: &LatencyReport, serializer: S) -> Result<S::Ok, S::Error> {
+        match latency.count {
+            0 => serializer.serialize_none(),
+            _ => latency.serialize(serializer),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LatencyReport, D::Error> {
+        let latency = Option::<LatencyReport>::deserialize(deserializer)?;
+        Ok(latency.unwrap_or_else(|| LatencyReport::from_histogram(&crate::record::new_histogram())))
     }
 }
 
@@ -386,14 +449,23 @@ impl RunReport {
                 max_connections: Some(*max_connections as u64),
             },
         };
-        // Rates are over the window in which requests were sent: the configured duration, or
-        // less when the run ended early (request count reached, interrupted); never the drain
-        // of in-flight requests after it.
-        let elapsed_secs = match config.measured_duration() {
-            Some(duration) => record.elapsed.min(duration).as_secs_f64(),
-            None => record.elapsed.as_secs_f64(),
+        let window = measured_window(config, record);
+        let send_lag_mean_us = match open_loop && !record.totals.send_lag.is_empty() {
+            true => record.totals.send_lag.mean().round() as u64,
+            false => 0,
         };
-        let rate = if elapsed_secs > 0.0 { record.totals.counts.total() as f64 / elapsed_secs } else { 0.0 };
+        let elapsed_secs = measured_seconds(window, send_lag_mean_us);
+        let responses = counts.total() - counts.unfinished;
+        let rate = if elapsed_secs > 0.0 { responses as f64 / elapsed_secs } else { 0.0 };
+        // Open loop: the rate asked for over the window, stage-weighted when the level changed.
+        let offered_rate = match &config.load {
+            Load::Open { rate, .. } => {
+                let curve = config.level_curve().unwrap_or_else(|| LevelCurve::constant(*rate));
+                let from = config.warmup.as_secs_f64();
+                Some(curve.mean_between(from, from + window.as_secs_f64()))
+            }
+            Load::Closed { .. } => None,
+        };
         let workers = &record.generator.workers;
         let generator = GeneratorReport {
             threads: workers.threads,
@@ -442,6 +514,13 @@ impl RunReport {
                 per_second_max,
                 late: open_loop.then_some(record.totals.late),
                 unsent: open_loop.then_some(record.totals.unsent),
+                offered_rate,
+                measured_us: (elapsed_secs * 1e6).round() as u64,
+                responded: counts.ok
+                    + counts.rpc_errors.values().map(|e| e.count).sum::<u64>()
+                    + counts.rpc_errors_other
+                    + counts.http_errors.values().sum::<u64>()
+                    + counts.invalid.values().sum::<u64>(),
             },
             latency: LatencyReport::from_histogram(&record.totals.latency),
             latency_uncorrected: LatencyReport::from_histogram(&record.totals.latency_uncorrected),

@@ -17,11 +17,21 @@ fn us(value: u64) -> String {
 pub fn render_text(report: &RunReport) -> String {
     let mut out = String::new();
     let load = &report.load;
-    let shape = match (load.connections, load.rate) {
-        (Some(connections), _) => format!("closed loop, {connections} connection(s)"),
-        (None, Some(rate)) => format!(
+    // A staged load is described as its stages, not as the level of its busiest stage.
+    let levels = match report.stages.as_slice() {
+        [] => None,
+        stages => {
+            let low = stages.iter().map(|s| s.level).fold(f64::INFINITY, f64::min);
+            let high = stages.iter().map(|s| s.level).fold(0.0, f64::max);
+            Some(format!("{} stages, {}..{}", stages.len(), trim_float(low), trim_float(high)))
+        }
+    };
+    let shape = match (load.connections, load.rate, levels) {
+        (Some(_), _, Some(levels)) => format!("closed loop, {levels} connection(s)"),
+        (Some(connections), _, None) => format!("closed loop, {connections} connection(s)"),
+        (None, Some(rate), levels) => format!(
             "open loop, {} req/s {} arrivals, up to {} connection(s)",
-            trim_float(rate),
+            levels.unwrap_or_else(|| trim_float(rate)),
             load.arrivals.as_deref().unwrap_or("uniform"),
             load.max_connections.unwrap_or(0)
         ),
@@ -55,6 +65,18 @@ pub fn render_text(report: &RunReport) -> String {
             us(report.elapsed_us)
         );
     }
+    let dead = report.requests.responded == 0;
+    if dead {
+        let outcomes = &report.outcomes;
+        let _ = writeln!(
+            out,
+            "NO RESPONSE: none of the {} requests got a response (connect errors {}, timeouts {}, closed {}, unfinished {}); there is no latency to report",
+            report.requests.total, outcomes.connect, outcomes.timeout, outcomes.closed, outcomes.unfinished
+        );
+    }
+    let elapsed =
+        us(if report.requests.measured_us > 0 { report.requests.measured_us } else { report.elapsed_us });
+    let us = |value: u64| if dead { "n/a".to_string() } else { us(value) };
     let requests = &report.requests;
     let _ = writeln!(out, "Statistics        Avg      Stdev        Max");
     let _ = writeln!(
@@ -70,7 +92,9 @@ pub fn render_text(report: &RunReport) -> String {
         us(latency.stdev_us),
         us(latency.max_us)
     );
-    if report.is_open_loop() {
+    if dead {
+        let _ = writeln!(out, "  Latency Distribution   n/a");
+    } else if report.is_open_loop() {
         let _ = writeln!(out, "  Latency Distribution   corrected  uncorrected");
         write_distribution(&mut out, latency, Some(&report.latency_uncorrected));
     } else {
@@ -81,7 +105,7 @@ pub fn render_text(report: &RunReport) -> String {
         out,
         "  Requests: {} in {}, {:.2} req/s; ok {} ({:.2}%), errors {}",
         requests.total,
-        us(report.elapsed_us),
+        elapsed,
         requests.rate,
         requests.ok,
         percent(requests.ok, requests.total),
@@ -91,10 +115,10 @@ pub fn render_text(report: &RunReport) -> String {
         let lag = report.send_lag.as_ref();
         let _ = writeln!(
             out,
-            "  Rate: target {} req/s, achieved {:.2} req/s ({:+.2}%); sent late (>2ms) {late}, not sent {unsent}; send lag p50 {} p99 {}",
-            trim_float(target),
+            "  Rate: target {} req/s, achieved {:.2} req/s ({}); sent late (>2ms) {late}, not sent {unsent}; send lag p50 {} p99 {}",
+            trim_float(requests.offered_rate.unwrap_or(target)),
             requests.rate,
-            (requests.rate / target - 1.0) * 100.0,
+            versus_offered(requests, target),
             us(lag.map(|l| l.percentile("p50")).unwrap_or(0)),
             us(lag.map(|l| l.percentile("p99")).unwrap_or(0)),
         );
@@ -308,6 +332,19 @@ pub const SATURATED_CPU_PERCENT: f64 = 90.0;
 
 /// CPU times come in 10 ms clock ticks: shorter runs are too coarse to judge.
 const MIN_ELAPSED_FOR_CPU_US: u64 = 500_000;
+
+/// The achieved rate against the offered one, as a signed percentage; with fewer than ten
+/// requests due in the window a percentage says nothing (one request early or late is ±10%),
+/// so the counts are given instead.
+fn versus_offered(requests: &super::RequestsReport, target: f64) -> String {
+    let offered = requests.offered_rate.unwrap_or(target);
+    let seconds = requests.measured_us as f64 / 1e6;
+    let due = offered * seconds;
+    if due < 10.0 {
+        return format!("{} sent, {} due", requests.total, trim_float((due * 100.0).round() / 100.0));
+    }
+    format!("{:+.2}%", (requests.rate / offered.max(f64::MIN_POSITIVE) - 1.0) * 100.0)
+}
 
 fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: Option<&LatencyReport>) {
     for (name, _) in PERCENTILES {

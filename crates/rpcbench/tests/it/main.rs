@@ -8,6 +8,7 @@ mod golden;
 mod hostile;
 mod metrics;
 mod monitor;
+mod rates;
 mod report;
 mod results;
 mod secrets;
