@@ -206,6 +206,23 @@ fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     ConfigError::new(format!("--targets {setting}"), message)
 }
 
+/// Checks, before a run, that `--save` can write `path`: its folder exists and it is not a
+/// folder itself (a run of minutes must not end in "cannot save").
+pub(crate) fn check_save_path(path: &std::path::Path) -> Result<(), ConfigError> {
+    let flag = format!("--save {}", path.display());
+    if path.is_dir() {
+        return Err(ConfigError::new(flag, "is a folder"));
+    }
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(ConfigError::new(flag, format!("the folder {} does not exist", folder.display())));
+    }
+    Ok(())
+}
+
 /// The setting named by errors of sampling the target.
 pub(crate) const SAMPLING: &str = "sampling";
 
@@ -361,6 +378,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     if plan.targets.len() > 1 {
         return crate::run_targets::run(&args, plan);
+    }
+    if let Some(path) = &args.save {
+        if let Err(err) = check_save_path(path) {
+            return output::usage_error(err);
+        }
     }
     let (_, mut config) = plan.targets.swap_remove(0);
     let thresholds = plan.thresholds;

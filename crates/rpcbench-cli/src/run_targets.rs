@@ -31,6 +31,13 @@ pub fn save_path(path: &Path, name: &str) -> PathBuf {
 }
 
 pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
+    if let Some(path) = &args.save {
+        for (name, _) in &plan.targets {
+            if let Err(err) = crate::run_cmd::check_save_path(&save_path(path, name)) {
+                return output::usage_error(err);
+            }
+        }
+    }
     if !args.monitor.pids.is_empty() || args.monitor.command.is_some() {
         let flag = if args.monitor.pids.is_empty() { "--monitor-cmd" } else { "--monitor-pid" };
         return output::usage_error(ConfigError::new(
@@ -85,15 +92,25 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         // A target that never answered fails the run like a breach.
         breached |= run.report.requests.responded == 0;
     }
-    // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
+    // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing; a file
+    // that cannot be written loses neither the others nor the reports, which still print.
+    let mut save_failed = false;
     if let Some(path) = &args.save {
         for run in &runs {
             let path = save_path(path, &run.label);
-            if let Err(err) = run.file.save(&path) {
-                return output::failure(format!("cannot save the results: {err}"));
-            }
-            if !quiet {
-                eprintln!("rpcbench: results of '{}' saved to {}", run.label, path.display());
+            match run.file.save(&path) {
+                Err(err) => {
+                    eprintln!(
+                        "rpcbench: cannot save the results of '{}' to {}: {err}",
+                        run.label,
+                        path.display()
+                    );
+                    save_failed = true;
+                }
+                Ok(()) if !quiet => {
+                    eprintln!("rpcbench: results of '{}' saved to {}", run.label, path.display());
+                }
+                Ok(()) => {}
             }
         }
     }
@@ -110,7 +127,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         OutputFormat::Json => comparison_json(&runs) + "\n",
     };
     let status = output::print_stdout(&text);
-    if breached {
+    if breached || save_failed {
         return ExitCode::from(output::EXIT_FAILURE);
     }
     status

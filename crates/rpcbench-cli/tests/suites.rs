@@ -108,6 +108,7 @@ fn a_scenario_without_a_url_needs_one_and_pools_are_cached_next_to_it() {
 
 #[test]
 fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
+    // Also pins: a multi-target --save into a missing folder is refused before the runs.
     let dir = std::env::temp_dir().join(format!("rpcbench-targets-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let healthy = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
@@ -163,6 +164,18 @@ fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["requests"]["total"], 20);
+    // A --save into a folder that does not exist is refused before anything runs (it used to
+    // run every target and then lose every result).
+    let missing = dir.join("no-such-folder").join("out.json");
+    let started = std::time::Instant::now();
+    let output = rpcbench(&["run", scenario, "--save", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--save") && stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused before the runs");
     // Monitoring needs a single target.
     let output = rpcbench(&["run", scenario, "--monitor-pid", &std::process::id().to_string()]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));

@@ -274,6 +274,28 @@ fn established_connections(dir: &Path) -> Option<u64> {
 }
 
 /// Clock ticks per second of the CPU times in `/proc/PID/stat`.
+/// The number of online cores of the machine (the `cpuN` lines of `/proc/stat`; else what
+/// this process may use).
+fn online_cores() -> f64 {
+    let from_proc = std::fs::read_to_string("/proc/stat").ok().map(|stat| {
+        stat.lines()
+            .filter(|line| line.starts_with("cpu") && line.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count()
+    });
+    let cores = from_proc
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    cores as f64
+}
+
+impl Accumulator {
+    /// The same accumulator for a machine of `cores` cores (tests).
+    pub fn with_cores(mut self, cores: f64) -> Self {
+        self.cores = cores;
+        self
+    }
+}
+
 fn ticks_per_second() -> f64 {
     #[cfg(target_os = "linux")]
     let ticks = rustix::param::clock_ticks_per_second();
@@ -301,6 +323,9 @@ pub struct Accumulator {
     names: Vec<String>,
     ticks_per_second: f64,
     interval: Duration,
+    /// The machine's online cores: no process uses more than this many (CPU percentages are
+    /// of one core, so a peak is at most 100 x cores).
+    cores: f64,
     first: Snapshot,
     previous: Snapshot,
     last: Snapshot,
@@ -322,6 +347,7 @@ impl Accumulator {
             names,
             ticks_per_second,
             interval,
+            cores: online_cores(),
             first: Snapshot::default(),
             previous: Snapshot::default(),
             last: Snapshot::default(),
@@ -357,10 +383,14 @@ impl Accumulator {
             self.first = snapshot.clone();
         } else if let (Some(from), Some(to)) = (self.previous.at, snapshot.at) {
             let seconds = to.saturating_duration_since(from).as_secs_f64();
-            // An interval much shorter than a clock tick says nothing about the peak.
-            if seconds >= 0.05 {
+            // CPU time is counted in clock ticks: over a short interval one tick more or less
+            // is a large share (the last sample, taken at the stop, may come soon after the
+            // one before). A peak is taken only over an interval of at least half the
+            // sampling interval actually elapsed, and never above what the cores can give.
+            if seconds >= (self.interval.as_secs_f64() / 2.0).max(0.05) {
                 let ticks = cpu_ticks_between(&self.previous, &snapshot);
-                self.cpu_peak = self.cpu_peak.max(ticks as f64 / self.ticks_per_second / seconds * 100.0);
+                let percent = ticks as f64 / self.ticks_per_second / seconds * 100.0;
+                self.cpu_peak = self.cpu_peak.max(percent.min(self.cores * 100.0));
             }
         }
         self.samples += 1;
@@ -375,8 +405,11 @@ impl Accumulator {
             _ => 0.0,
         };
         let ticks = cpu_ticks_between(&self.first, &self.last);
-        let cpu_avg =
-            if seconds > 0.0 { ticks as f64 / self.ticks_per_second / seconds * 100.0 } else { 0.0 };
+        let cpu_avg = if seconds > 0.0 {
+            (ticks as f64 / self.ticks_per_second / seconds * 100.0).min(self.cores * 100.0)
+        } else {
+            0.0
+        };
         let samples = self.samples.max(1);
         // Disk bytes: every process must have readable I/O counters at both ends.
         let mut disk: Option<(u64, u64)> = Some((0, 0));
@@ -561,6 +594,23 @@ mod tests {
         assert_eq!(report.tcp_connections_avg, Some(4.0));
         assert_eq!(report.tcp_connections_peak, Some(6));
         assert!(!report.exited);
+    }
+
+    #[test]
+    fn a_cpu_peak_is_at_most_the_cores_and_never_from_a_short_interval() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut acc = Accumulator::new(&[1], Vec::new(), 100.0, SAMPLE_INTERVAL).with_cores(2.0);
+        // Two busy cores: 50 ticks per 250 ms, then the stop sample 60 ms later, where the
+        // tick counter's rounding shows 16 ticks (267%).
+        acc.add(at(0), &[(1, sample(0, 1, None, 0))]);
+        acc.add(at(250), &[(1, sample(50, 1, None, 0))]);
+        acc.add(at(500), &[(1, sample(101, 1, None, 0))]);
+        acc.add(at(560), &[(1, sample(117, 1, None, 0))]);
+        let report = acc.finish();
+        assert!(report.cpu_percent_peak <= 200.0, "peak {}% on 2 cores", report.cpu_percent_peak);
+        assert!(report.cpu_percent_peak >= 199.0, "{}", report.cpu_percent_peak);
+        assert!(report.cpu_percent_avg <= 200.0, "{}", report.cpu_percent_avg);
     }
 
     #[test]

@@ -516,6 +516,7 @@ impl MethodResults {
         }
         // `..Totals::default()` keeps this compiling when the recorder gains figures.
         #[allow(clippy::needless_update)]
+        self.outcomes.checked_total().map_err(|err| err.to_string())?;
         let totals = Totals {
             latency: decode("latency", &self.histograms.latency)?,
             latency_uncorrected: decode("latency_uncorrected", &self.histograms.latency_uncorrected)?,
@@ -882,6 +883,28 @@ pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsErr
             });
         }
     }
+    // The same run twice (one file given twice, or a shard already inside a merged file) would
+    // count its requests twice: refused, by the run's identity rather than the file's name.
+    let mut seen: BTreeMap<(String, String, u64, u64), PathBuf> = BTreeMap::new();
+    for (path, file) in files {
+        for shard in file.as_shards(path) {
+            let identity = (shard.started_at.clone(), shard.tool.clone(), shard.elapsed_ns, shard.requests);
+            if let Some(earlier) = seen.insert(identity, path.clone()) {
+                return Err(ResultsError::Mismatch {
+                    path: path.clone(),
+                    message: format!(
+                        "the run started at {} is already in {}: the same run given twice",
+                        shard.started_at,
+                        earlier.display()
+                    ),
+                });
+            }
+        }
+    }
+    let overflow = |path: &PathBuf| ResultsError::Invalid {
+        path: path.clone(),
+        message: "its counts added to the others' do not fit a 64-bit count".into(),
+    };
     let mut merged = first.clone();
     merged.label = None;
     // One shard's monitor saw the target under the load of all shards; several monitors'
@@ -905,18 +928,33 @@ pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsErr
             let theirs = file.methods[name]
                 .totals()
                 .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+            // Counts that would wrap are refused, not wrapped.
+            let mut counts = totals.counts.clone();
+            counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
+            for (ours, theirs) in [
+                (totals.bytes_sent, theirs.bytes_sent),
+                (totals.bytes_received, theirs.bytes_received),
+                (totals.late, theirs.late),
+                (totals.unsent, theirs.unsent),
+            ] {
+                ours.checked_add(theirs).ok_or_else(|| overflow(path))?;
+            }
+            for (status, count) in &theirs.status_counts {
+                let ours = totals.status_counts.get(status).copied().unwrap_or(0);
+                ours.checked_add(*count).ok_or_else(|| overflow(path))?;
+            }
             totals.merge(&theirs);
         }
         *method = MethodResults::new(method.request.clone(), &totals);
     }
     let interval = files.iter().map(|(_, f)| f.series.interval_s).max().unwrap_or(1).max(1);
     let mut slots: BTreeMap<u64, [u64; 5]> = BTreeMap::new();
-    for (_, file) in files {
+    for (path, file) in files {
         for point in &file.series.points {
             let second = point[0] / interval * interval;
             let slot = slots.entry(second).or_insert([second, 0, 0, 0, 0]);
-            slot[1] += point[1];
-            slot[2] += point[2];
+            slot[1] = slot[1].checked_add(point[1]).ok_or_else(|| overflow(path))?;
+            slot[2] = slot[2].checked_add(point[2]).ok_or_else(|| overflow(path))?;
             slot[3] = slot[3].max(point[3]);
             slot[4] = slot[4].max(point[4]);
         }

@@ -691,6 +691,19 @@ mod tests {
     }
 
     #[test]
+    fn weights_of_billions_keep_their_ratio() {
+        // Two weights of 3,000,000,000 used to overflow a 32-bit running sum (a 690/310 split).
+        let call = |name: &str| Call::new(name, "getSlot", None, 3_000_000_000).unwrap();
+        let workload = Workload::new(vec![call("a"), call("b")]).unwrap();
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut counts = [0u32; 2];
+        for _ in 0..100_000 {
+            counts[workload.pick(&mut rng, 0)] += 1;
+        }
+        assert!((48_500..=51_500).contains(&counts[0]), "{counts:?}");
+    }
+
+    #[test]
     fn calls_are_picked_by_weight() {
         let call = |name: &str, weight| Call::new(name, "getSlot", None, weight).unwrap();
         let workload = Workload::new(vec![call("a", 1), call("b", 3), call("c", 6)]).unwrap();

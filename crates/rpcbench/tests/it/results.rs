@@ -197,3 +197,34 @@ fn files_that_are_not_results_files_are_refused_by_name() {
     assert!(err.contains("missing.json"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn merge_refuses_the_same_run_twice_and_counts_that_would_wrap() {
+    let server = mixed_server();
+    let dir = temp_dir("merge-checked");
+    let config = closed_loop(&server.url(), 1, requests(50));
+    let (path, _) = save(&config, &dir, "one.json");
+    let file = ResultsFile::load(&path).unwrap();
+    // The same file three times, even under other names.
+    let copy = dir.join("copy.json");
+    std::fs::copy(&path, &copy).unwrap();
+    let err = merge(&[(path.clone(), file.clone()), (copy.clone(), ResultsFile::load(&copy).unwrap())])
+        .unwrap_err();
+    assert!(err.to_string().contains("the same run given twice"), "{err}");
+    // A count that would wrap when added: refused, not wrapped (nor a panic).
+    let (other, _) = save(&config, &dir, "two.json");
+    let mut huge = ResultsFile::load(&other).unwrap();
+    for method in huge.methods.values_mut() {
+        method.outcomes.ok = u64::MAX - method.outcomes.errors();
+    }
+    let err = merge(&[(path.clone(), file), (other.clone(), huge)]).unwrap_err();
+    assert!(err.to_string().contains("do not fit"), "{err}");
+    // A file whose own counts overflow cannot even be read back as a run.
+    let mut broken = ResultsFile::load(&other).unwrap();
+    for method in broken.methods.values_mut() {
+        method.outcomes.ok = u64::MAX;
+        method.outcomes.timeout = 1;
+    }
+    assert!(broken.to_record().is_err());
+    std::fs::remove_dir_all(&dir).ok();
+}
