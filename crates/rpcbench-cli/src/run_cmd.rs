@@ -127,8 +127,8 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
             RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
         } else if let Some(path) = &args.request.body_file {
             let flag = format!("--body-file {}", path.display());
-            let text =
-                std::fs::read_to_string(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?;
+            let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_BODY)
+                .map_err(|err| ConfigError::new(&flag, err.to_string()))?;
             RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
         } else {
             return Err(ConfigError::new(
@@ -153,7 +153,10 @@ fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Worklo
         HttpBody::Raw(body.clone().into_bytes())
     } else if let Some(path) = &args.request.body_file {
         let flag = format!("--body-file {}", path.display());
-        HttpBody::Raw(std::fs::read(path).map_err(|err| ConfigError::new(&flag, err.to_string()))?)
+        HttpBody::Raw(
+            rpcbench::files::read_limited(path, rpcbench::files::MAX_BODY)
+                .map_err(|err| ConfigError::new(&flag, err.to_string()))?,
+        )
     } else {
         HttpBody::Empty
     };

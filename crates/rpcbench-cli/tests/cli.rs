@@ -784,3 +784,22 @@ fn a_vegeta_targets_file_runs_round_robin_against_the_rest_api() {
     assert!(stderr(&output).contains("--targets"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn endless_input_files_are_refused_with_a_clear_error() {
+    // /dev/zero used to be read until memory ran out (6.8 GB).
+    for args in [
+        &["run", "http://127.0.0.1:1/", "--body-file", "/dev/zero"][..],
+        &["run", "http://127.0.0.1:1/", "--http", "POST", "--body-file", "/dev/zero"],
+        &["run", "--targets", "/dev/zero"],
+        &["report", "/dev/zero"],
+        &["merge", "/dev/zero", "/dev/zero", "-o", "/dev/null"],
+    ] {
+        let started = std::time::Instant::now();
+        let output = rpcbench(args);
+        let message = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{args:?}");
+        assert!(message.contains("larger than") && message.contains("/dev/zero"), "{args:?}: {message}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?}");
+    }
+}

@@ -121,7 +121,7 @@ impl CapacityFile {
 
     /// Reads and checks a capacity file.
     pub fn load(path: &Path) -> Result<Self, ResultsError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
             .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })?;
         Self::from_json(&text, path)
     }
@@ -181,7 +181,7 @@ pub fn is_capacity_file(path: &Path) -> bool {
     struct Format {
         format: Option<String>,
     }
-    std::fs::read_to_string(path)
+    crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
         .ok()
         .and_then(|text| serde_json::from_str::<Format>(&text).ok())
         .and_then(|f| f.format)

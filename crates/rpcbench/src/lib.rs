@@ -45,6 +45,7 @@ pub mod client;
 pub mod compare;
 pub mod demo;
 pub mod engine;
+pub mod files;
 pub mod jsonrpc;
 pub mod metrics;
 pub mod mock;

@@ -515,8 +515,8 @@ impl MethodResults {
             status_counts.insert(status, *count);
         }
         // `..Totals::default()` keeps this compiling when the recorder gains figures.
-        #[allow(clippy::needless_update)]
         self.outcomes.checked_total().map_err(|err| err.to_string())?;
+        #[allow(clippy::needless_update)]
         let totals = Totals {
             latency: decode("latency", &self.histograms.latency)?,
             latency_uncorrected: decode("latency_uncorrected", &self.histograms.latency_uncorrected)?,
@@ -695,7 +695,7 @@ impl ResultsFile {
 
     /// Reads and checks a results file.
     pub fn load(path: &Path) -> Result<Self, ResultsError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
             .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })?;
         Self::from_json(&text, path)
     }

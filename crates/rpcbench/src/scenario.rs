@@ -404,11 +404,13 @@ pub struct ScenarioDraft {
 impl ScenarioDraft {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read the scenario: {err}"),
+        let text = crate::files::read_text_limited(path, crate::files::MAX_SCENARIO).map_err(|err| {
+            ScenarioError {
+                path: path.to_path_buf(),
+                line: 0,
+                column: 0,
+                message: format!("cannot read the scenario: {err}"),
+            }
         })?;
         Self::parse(&text, path)
     }

@@ -16,9 +16,9 @@ use crate::transport::HttpMethod;
 use crate::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
 
 /// The largest targets file read.
-pub const MAX_TARGETS_FILE: u64 = 16 * 1024 * 1024;
+pub const MAX_TARGETS_FILE: u64 = crate::files::MAX_SCENARIO;
 /// The largest body file read.
-pub const MAX_BODY_FILE: u64 = 64 * 1024 * 1024;
+pub const MAX_BODY_FILE: u64 = crate::files::MAX_BODY;
 
 /// One target: a whole HTTP request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,22 +150,9 @@ pub fn parse(
 /// [`MAX_BODY_FILE`] bytes).
 pub fn read(path: &Path) -> Result<Vec<HttpTarget>, TargetsError> {
     let whole = |message: String| TargetsError { path: path.to_path_buf(), line: 0, column: 0, message };
-    let bytes = read_at_most(path, MAX_TARGETS_FILE).map_err(whole)?;
+    let bytes = crate::files::read_limited(path, MAX_TARGETS_FILE).map_err(|err| whole(err.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
-    parse(&text, path, |body| read_at_most(body, MAX_BODY_FILE))
-}
-
-/// The file's bytes, or an error when it is larger than `limit` (checked while reading, so a
-/// device or a growing file cannot exhaust memory).
-fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|err| err.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|err| err.to_string())?;
-    if bytes.len() as u64 > limit {
-        return Err(format!("larger than {limit} bytes"));
-    }
-    Ok(bytes)
+    parse(&text, path, |body| crate::files::read_limited(body, MAX_BODY_FILE).map_err(|err| err.to_string()))
 }
 
 /// The run's target (scheme, host, port of the first target's URL) and a workload of the
