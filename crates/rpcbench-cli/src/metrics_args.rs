@@ -44,6 +44,12 @@ impl MetricsArgs {
         let server = MetricsServer::start(addr, live.clone())
             .map_err(|err| ConfigError::new(FLAG, format!("cannot listen on {addr}: {err}")))?;
         eprintln!("metrics: {}", server.url());
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "rpcbench: warning: the metrics endpoint listens on {addr}, reachable from other \
+                 machines; it shows the (redacted) target and the run's figures to anyone who asks"
+            );
+        }
         Ok(Some((server, live)))
     }
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::engine::config::RunConfig;
-use crate::jsonrpc::RequestTemplate;
+use crate::jsonrpc::{self, CheckMode, RequestTemplate};
+use crate::outcome::Outcome;
 use crate::redact::Secrets;
 use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::Connector;
@@ -150,6 +151,15 @@ impl Endpoint {
                     .map_err(|err| CallError::Transport(format!("{err:?}")))?;
                 if !(200..300).contains(&reply.status) {
                     return Err(CallError::Status(reply.status));
+                }
+                // What a run would count as invalid (another id, no "jsonrpc":"2.0", ...) is
+                // invalid here too: one-off calls and `compare --equal` judge as runs do.
+                if let Outcome::Invalid(kind) =
+                    jsonrpc::classify(reply.status, lane.body(), 1, CheckMode::Full)
+                {
+                    return Err(CallError::Invalid(format!(
+                        "{kind}: not a JSON-RPC 2.0 answer to the request"
+                    )));
                 }
                 let value: Value =
                     serde_json::from_slice(lane.body()).map_err(|err| CallError::Invalid(err.to_string()))?;

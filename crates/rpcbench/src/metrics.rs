@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::fmt;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -499,11 +500,19 @@ impl Drop for MetricsServer {
     }
 }
 
+/// The most connections the endpoint keeps open at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A request head must arrive within this.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection is kept, idle or not.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     live: LiveMetrics,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let open = Arc::new(AtomicUsize::new(0));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.changed() => break,
@@ -513,14 +522,28 @@ async fn accept_loop(
             tokio::time::sleep(Duration::from_millis(5)).await;
             continue;
         };
+        // At most MAX_CONNECTIONS at once: one more is closed at once, so idle or trickling
+        // clients cannot take the file descriptors the load run needs.
+        if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            drop(stream);
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
         let live = live.clone();
+        let open = open.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let live = live.clone();
                 async move { Ok::<_, Infallible>(answer(&live, &request)) }
             });
-            let _ =
-                http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service).await;
+            let connection = http1::Builder::new()
+                .keep_alive(true)
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            // A scraper reconnects; a connection held longer than this is someone else's.
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+            open.fetch_sub(1, Ordering::Relaxed);
         });
     }
 }

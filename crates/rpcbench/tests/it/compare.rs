@@ -146,3 +146,32 @@ fn the_equality_check_tells_different_ledgers_apart() {
     );
     assert!(report.all_equal(), "{report:?}");
 }
+
+#[test]
+fn the_equality_check_fails_answers_that_run_counts_as_invalid() {
+    // The same result, but with another id, or without "jsonrpc":"2.0": run counts these as
+    // invalid, so they are not EQUAL to a correct answer.
+    let good = crate::util::TestServer::start(|request| {
+        crate::util::json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id))
+    });
+    let wrong_id = crate::util::TestServer::start(|request| {
+        crate::util::json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id + 7))
+    });
+    let no_version = crate::util::TestServer::start(|request| {
+        crate::util::json_200(&format!(r#"{{"id":{},"result":"0x1"}}"#, request.id))
+    });
+    let endpoint =
+        |server: &crate::util::TestServer| Endpoint::parse(&server.url(), Duration::from_secs(5)).unwrap();
+    let targets = vec![
+        ("good".to_string(), endpoint(&good)),
+        ("wrong-id".to_string(), endpoint(&wrong_id)),
+        ("no-version".to_string(), endpoint(&no_version)),
+    ];
+    let options = EqualOptions { rounds: 2, ignore: Vec::new(), timeout: Duration::from_secs(5) };
+    let report = check_equal(&targets, "eth_chainId", None, &options, &StopHandle::new());
+    assert!(!report.all_equal(), "{report:?}");
+    assert_eq!(report.targets[0].differing_rounds, 2, "{report:?}");
+    assert_eq!(report.targets[1].differing_rounds, 2, "{report:?}");
+    let text = rpcbench::compare::render_equal_text(&report);
+    assert!(text.contains("id_mismatch") && text.contains("not_jsonrpc"), "{text}");
+}

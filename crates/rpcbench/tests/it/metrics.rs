@@ -349,3 +349,38 @@ fn metric_names_are_found_in_promql() {
         vec!["rpcbench_latency_seconds_bucket"]
     );
 }
+
+#[test]
+fn the_endpoint_caps_idle_connections_and_still_answers() {
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), LiveMetrics::new()).unwrap();
+    let addr = server.local_addr();
+    // Idle and trickling clients, more than the cap: they used to stay open forever and take
+    // the file descriptors the run needed.
+    let mut idle = Vec::new();
+    for _ in 0..(rpcbench::metrics::MAX_CONNECTIONS + 40) {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        use std::io::Write;
+        stream.write_all(b"GET /metr").ok();
+        idle.push(stream);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Connections past the cap were closed at once: reading them ends.
+    let mut closed = 0;
+    for stream in &mut idle {
+        use std::io::Read;
+        stream.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte) {
+            Ok(0) => closed += 1,
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => closed += 1,
+            _ => {}
+        }
+    }
+    assert!(closed >= 40, "{closed} connections past the cap were closed");
+    // The header timeout frees the trickling ones, and the endpoint answers again.
+    std::thread::sleep(rpcbench::metrics::HEADER_TIMEOUT + std::time::Duration::from_millis(500));
+    let (status, _) = get(addr, "/metrics");
+    assert_eq!(status, 200);
+    drop(idle);
+    server.stop();
+}
