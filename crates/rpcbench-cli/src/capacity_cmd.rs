@@ -227,6 +227,8 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     let (report, steps) = match result {
         Ok(both) => both,
         Err(EngineError::Config(err)) => return output::usage_error(err),
+        // As for `run`: more connections than the open-file limit allows is bad usage.
+        Err(EngineError::TooManyConnections(err)) => return output::usage_error(err),
         Err(err) => return output::failure(err),
     };
     let file = CapacityFile::new(report, steps, config.workload.sample_request(0), started);

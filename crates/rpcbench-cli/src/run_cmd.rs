@@ -121,6 +121,9 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
                 ),
                 None => None,
             };
+            if method.trim().is_empty() {
+                return Err(ConfigError::new("--method", "the method name is empty"));
+            }
             RequestTemplate::from_method(method, params.as_ref())
                 .map_err(|err| ConfigError::new("--params", err.0))?
         } else if let Some(body) = &args.request.body {
@@ -197,6 +200,21 @@ fn finish_plan(
         let threshold = Threshold::parse(text)
             .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
         thresholds.push(threshold);
+    }
+    // A threshold on a call the run does not make would be judged on nothing after the whole
+    // load: refused before it starts.
+    for threshold in &thresholds {
+        let Some(scope) = threshold.scope() else { continue };
+        for (_, config) in &checked {
+            let calls = config.workload.calls();
+            if !calls.iter().any(|call| call.name() == scope || call.method() == scope) {
+                let known: Vec<&str> = calls.iter().map(|call| call.name()).collect();
+                return Err(ConfigError::new(
+                    format!("threshold '{}'", threshold.text()),
+                    format!("the run makes no call named '{scope}' (calls: {})", known.join(", ")),
+                ));
+            }
+        }
     }
     Ok(RunPlan { targets: checked, thresholds, cooldown })
 }

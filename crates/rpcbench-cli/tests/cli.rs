@@ -251,9 +251,14 @@ fn hard_open_file_limit() -> u64 {
 fn more_connections_than_the_hard_open_file_limit_fail_fast_naming_the_limit() {
     let node = static_node();
     let url = node.url();
-    let cases: [(&[&str], &str); 2] = [
+    let cases: [(&[&str], &str); 3] = [
         (&["run", &url, "--method", "getSlot", "-c", "100", "-d", "30s"], "--connections"),
         (&["run", &url, "--method", "getSlot", "--rate", "100", "-d", "30s"], "--max-connections"),
+        // capacity said 1 (a failure at run time) for the same usage error.
+        (
+            &["capacity", &url, "--method", "getSlot", "--slo", "p99<1s", "--max-connections", "1000"],
+            "--max-connections",
+        ),
     ];
     for (args, flag) in cases {
         let (output, took) = rpcbench_with_ulimit("-n 64", args);
@@ -262,7 +267,9 @@ fn more_connections_than_the_hard_open_file_limit_fail_fast_naming_the_limit() {
         assert!(message.contains(flag), "{message}");
         assert!(message.contains("open-file limit (ulimit -n) of 64"), "{message}");
         assert!(message.contains("raise it or use fewer connections"), "{message}");
-        assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+        if args[0] == "run" {
+            assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+        }
         assert!(output.stdout.is_empty());
         assert!(took < std::time::Duration::from_secs(5), "failed fast, not after the run: {took:?}");
     }
@@ -802,4 +809,24 @@ fn endless_input_files_are_refused_with_a_clear_error() {
         assert!(message.contains("larger than") && message.contains("/dev/zero"), "{args:?}: {message}");
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?}");
     }
+}
+
+#[test]
+fn smaller_usage_errors_name_what_is_at_fault_before_any_load() {
+    let node = static_node();
+    // A threshold on a call the run does not make: refused up front, not after the load.
+    let started = std::time::Instant::now();
+    let output =
+        rpcbench(&["run", &node.url(), "-m", "getSlot", "-d", "30s", "--threshold", "nosuch: p99 < 1s"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("nosuch"), "{}", stderr(&output));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // An empty method names --method, not --params.
+    let output = rpcbench(&["run", &node.url(), "-m", ""]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--method"), "{}", stderr(&output));
+    // The SLO's wrong comparison is pointed at.
+    let output = rpcbench(&["capacity", &node.url(), "-m", "getSlot", "--slo", "p99>5ms"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("at character 4"), "{}", stderr(&output));
 }

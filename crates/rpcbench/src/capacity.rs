@@ -159,7 +159,18 @@ fn parse_clause(text: &str, part: &str, offset: usize) -> Result<SloClause, SloE
         ));
     }
     let Some(less) = body.find('<') else {
-        return Err(error(start + body.len(), format!("expected '<' and a limit after '{body}'")));
+        // Point at the comparison that is there (`p99>5ms`, `p99=5ms`), else at the end.
+        return Err(match body.find(['>', '=', '!']) {
+            Some(at) => error(
+                start + at,
+                format!(
+                    "only '<' is supported: write '{}<{}'",
+                    body[..at].trim(),
+                    body[at + 1..].trim_start_matches(['=', '>']).trim()
+                ),
+            ),
+            None => error(start + body.len(), format!("expected '<' and a limit after '{body}'")),
+        });
     };
     let metric = body[..less].trim();
     let value = body[less + 1..].trim();
@@ -1054,6 +1065,15 @@ fn trim(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_slo_with_the_wrong_comparison_points_at_it() {
+        let err = Slo::parse("p99>5ms").unwrap_err();
+        assert_eq!(err.position, 4, "{err:?}");
+        assert!(err.message.contains("p99<5ms"), "{err:?}");
+        let err = Slo::parse("p50<1s, errors>=1%").unwrap_err();
+        assert_eq!(err.position, 15, "{err:?}");
+    }
     use crate::record::new_histogram;
 
     #[test]

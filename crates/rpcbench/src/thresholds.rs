@@ -121,6 +121,11 @@ impl Threshold {
         self.scope.as_deref()
     }
 
+    /// The threshold as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Checks the threshold against a report. A scope naming no call of the run fails.
     pub fn evaluate(&self, report: &RunReport) -> ThresholdResult {
         let (latency, requests, errors, rate): (&LatencyReport, u64, u64, f64) = match &self.scope {
