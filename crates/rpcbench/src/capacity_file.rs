@@ -132,8 +132,22 @@ impl CapacityFile {
             .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })
     }
 
-    /// Every step's totals decoded, checked against the figures the report shows for it.
+    /// Every step's totals decoded, checked against the figures the report shows for it; the
+    /// headline (capacity, first failing rate) checked against the steps' verdicts.
     pub fn decode_steps(&self) -> Result<Vec<DecodedStep>, String> {
+        let history: Vec<(f64, bool)> =
+            self.report.steps.iter().map(|step| (step.target_rate, step.verdict.passed())).collect();
+        let (capacity, first_failing) = crate::capacity::bracket(&history);
+        let shown = |rate: Option<f64>| rate.map_or("none".to_string(), |rate| format!("{rate}/s"));
+        if capacity != self.report.capacity || first_failing != self.report.first_failing_rate {
+            return Err(format!(
+                "the headline says capacity {} (first failing {}) but its steps give {} (first failing {})",
+                shown(self.report.capacity),
+                shown(self.report.first_failing_rate),
+                shown(capacity),
+                shown(first_failing)
+            ));
+        }
         if self.steps.len() != self.report.steps.len() {
             return Err(format!(
                 "{} recorded steps for {} reported steps",

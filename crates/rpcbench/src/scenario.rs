@@ -245,8 +245,7 @@ struct SampleSection {
 #[serde(deny_unknown_fields)]
 struct TargetSection {
     url: Option<Spanned<String>>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
+    headers: Option<Spanned<BTreeMap<String, String>>>,
     timeout: Option<DurationValue>,
     connect_timeout: Option<DurationValue>,
     keepalive: Option<bool>,
@@ -264,8 +263,7 @@ struct TargetSection {
 struct TargetEntry {
     name: Option<Spanned<String>>,
     url: Spanned<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
+    headers: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -545,7 +543,7 @@ impl ScenarioDraft {
 
         let mut config = RunConfig::new(target, workload);
         let section = &file.target;
-        config.headers = section.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        config.headers = self.checked_headers(&section.headers)?;
         let shared_headers = config.headers.len();
         config.headers.extend(targets[0].headers.iter().cloned());
         if let Some(timeout) = section.timeout {
@@ -735,10 +733,40 @@ impl ScenarioDraft {
                     format!("two targets are named '{name}': give each [[targets]] a distinct name"),
                 ));
             }
-            let headers = entry_ref.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let headers = self.checked_headers(&entry_ref.headers)?;
             targets.push(ScenarioTarget { name, target, headers });
         }
         Ok(targets)
+    }
+}
+
+impl ScenarioDraft {
+    /// A `headers` table as (name, value) pairs, each checked as the run checks `-H` headers,
+    /// a bad one named at its place in the file (not as the CLI's `--header`).
+    fn checked_headers(
+        &self,
+        headers: &Option<Spanned<BTreeMap<String, String>>>,
+    ) -> Result<Vec<(String, String)>, ScenarioError> {
+        let Some(headers) = headers else { return Ok(Vec::new()) };
+        for (name, value) in headers.get_ref() {
+            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            let problem = if !valid_name {
+                Some("is not a valid header name (visible ASCII characters other than ':')".to_string())
+            } else if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                Some("has a line break in its value".to_string())
+            } else if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+            {
+                Some("is set by rpcbench".to_string())
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                let shown = if valid_name { name.as_str() } else { "(not shown: it may hold a secret)" };
+                return Err(self.at(headers.span(), format!("header '{shown}' {problem}")));
+            }
+        }
+        Ok(headers.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
     }
 }
 
@@ -1308,6 +1336,17 @@ ramp = "1m"
             let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
             assert!(error.starts_with(location) && error.contains(message), "{error}\n---\n{text}");
         }
+    }
+
+    #[test]
+    fn a_bad_header_is_named_by_file_line_col_not_by_the_cli_flag() {
+        let text = "[target]\nurl = \"http://127.0.0.1:8545\"\nheaders = { \"Bad Name\" = \"x\" }\n[[call]]\nmethod = \"x\"\n";
+        let error = Scenario::parse(text, Path::new("s.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("s.toml:3:11:") && error.contains("not a valid header name"), "{error}");
+        assert!(!error.contains("--header") && !error.contains("Bad Name"), "{error}");
+        let text = "[target]\nurl = \"http://127.0.0.1:8545\"\nheaders = { Content-Length = \"3\" }\n[[call]]\nmethod = \"x\"\n";
+        let error = Scenario::parse(text, Path::new("s.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("s.toml:3:") && error.contains("set by rpcbench"), "{error}");
     }
 
     #[test]

@@ -445,6 +445,11 @@ fn a_capacity_file_that_does_not_add_up_is_refused() {
     value["version"] = serde_json::json!(99);
     let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
     assert!(err.contains("version 99"), "{err}");
+    // A headline that its steps do not give (edited by hand, or written wrong) is refused.
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["report"]["capacity"] = serde_json::json!(999999.0);
+    let err = CapacityFile::from_json(&value.to_string(), path).unwrap_err().to_string();
+    assert!(err.contains("the headline says capacity 999999/s"), "{err}");
     let run = std::fs::read_to_string(golden_dir().join("open.results.json")).unwrap();
     let err = CapacityFile::from_json(&run, path).unwrap_err().to_string();
     assert!(err.contains("a run's results file"), "{err}");
