@@ -28,6 +28,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return output::clap_error(err),
     };
+    // Interrupts are watched before anything slow starts (sampling a node, reading files);
+    // `serve` handles its own.
+    if !matches!(cli.command, Command::Serve(_)) {
+        signals::watch();
+    }
     match cli.command {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),

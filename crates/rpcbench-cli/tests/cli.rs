@@ -830,3 +830,33 @@ fn smaller_usage_errors_name_what_is_at_fault_before_any_load() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("at character 4"), "{}", stderr(&output));
 }
+
+#[test]
+fn an_interrupt_while_sampling_a_slow_node_exits_at_once_saying_so() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    // A node that takes 5 s per call: sampling its pools would take minutes.
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.faults.latency = Some(rpcbench::mock::Latency::fixed(Duration::from_secs(5)));
+    let node = MockServer::start(options).expect("the mock node starts");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", &example("seed-002-rest-api.toml"), "--url", &node.url(), "-d", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(Duration::from_secs(1));
+    let signalled = Instant::now();
+    assert!(Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().unwrap().success());
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > Duration::from_secs(10) {
+            child.kill().ok();
+            panic!("still sampling 10 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(signalled.elapsed() < Duration::from_secs(3), "{:?}", signalled.elapsed());
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("rpcbench: interrupted"), "{}", stderr(&output));
+}
