@@ -452,6 +452,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let saved = args.save.as_ref().map(|path| {
         let mut file = ResultsFile::from_run(&config, &record, started);
         file.target_resources = target_resources;
+        file.thresholds.clone_from(&report.thresholds);
         file.save(path)
     });
     let status = output::print_stdout(&text);

@@ -88,6 +88,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     for run in &mut runs {
         run.report.thresholds =
             plan.thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
+        run.file.thresholds.clone_from(&run.report.thresholds);
         breached |= run.report.thresholds.iter().any(|result| !result.passed);
         // A target that never answered fails the run like a breach.
         breached |= run.report.requests.responded == 0;

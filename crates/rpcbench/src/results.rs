@@ -36,12 +36,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use crate::engine::stages::Stage;
 use crate::engine::usage::ThreadUsage;
 use crate::jsonrpc::{CheckMode, RequestTemplate};
 use crate::monitor::ResourceReport;
 use crate::record::{
     new_histogram_like, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint,
-    Totals, MAX_TRACKABLE_US,
+    StageTotals, Totals, MAX_TRACKABLE_US,
 };
 use crate::redact;
 use crate::report::RunReport;
@@ -104,6 +105,58 @@ pub struct ResultsFile {
     /// With batches: the HTTP requests that completed (outcomes count calls).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub exchanges: u64,
+    /// The calls in the workload's order (`methods` is keyed, so sorted, by name); absent in
+    /// older files, whose reports list the calls by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub method_order: Vec<String>,
+    /// With more than one stage: each stage's level and figures, so that `report` shows the
+    /// per-stage table and the staged load as the run did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageData>,
+    /// The run's thresholds and their verdicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::report::ThresholdResult>,
+}
+
+/// One stage of a staged run, as a results file keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageData {
+    /// The level held: connections (closed loop) or requests per second (open loop).
+    pub level: f64,
+    /// Its length, microseconds.
+    pub duration_us: u64,
+    /// The ramp at its start, microseconds.
+    pub ramp_us: u64,
+    /// Outcomes of the requests due in it.
+    pub outcomes: OutcomeCounts,
+    /// Their latency, HdrHistogram V2 in base64.
+    pub latency: String,
+}
+
+impl StageData {
+    fn new(stage: &Stage, totals: &StageTotals) -> Self {
+        Self {
+            level: stage.level,
+            duration_us: micros(stage.duration),
+            ramp_us: micros(stage.ramp),
+            outcomes: totals.counts.clone(),
+            latency: encode_histogram(&totals.latency),
+        }
+    }
+
+    fn stage(&self) -> Stage {
+        Stage {
+            level: self.level,
+            duration: Duration::from_micros(self.duration_us),
+            ramp: Duration::from_micros(self.ramp_us),
+        }
+    }
+
+    fn totals(&self) -> Result<StageTotals, String> {
+        self.outcomes.checked_total().map_err(|err| err.to_string())?;
+        let latency = decode_histogram(&self.latency).map_err(|err| format!("stage histogram: {err}"))?;
+        Ok(StageTotals { latency, counts: self.outcomes.clone() })
+    }
 }
 
 /// What the generator used, as stored.
@@ -639,6 +692,18 @@ impl ResultsFile {
             merged_from: Vec::new(),
             target_resources: None,
             exchanges: record.exchanges,
+            method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
+            stages: config
+                .stages
+                .iter()
+                .zip(&record.stages)
+                .map(|(stage, totals)| {
+                    let mut data = StageData::new(stage, totals);
+                    secrets.scrub_outcomes(&mut data.outcomes);
+                    data
+                })
+                .collect(),
+            thresholds: Vec::new(),
         }
     }
 
@@ -713,7 +778,7 @@ impl ResultsFile {
 
     /// The method names joined by `+` (one name today).
     pub fn method_names(&self) -> String {
-        self.methods.keys().cloned().collect::<Vec<_>>().join("+")
+        self.methods_in_order().into_iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join("+")
     }
 
     /// Total requests with an outcome over all methods.
@@ -740,7 +805,7 @@ impl ResultsFile {
     pub fn to_record(&self) -> Result<RunRecord, String> {
         let mut totals = Totals::default();
         let mut calls = Vec::new();
-        for (name, method) in &self.methods {
+        for (name, method) in self.methods_in_order() {
             let call_totals = method.totals()?;
             totals.merge(&call_totals);
             let method_name =
@@ -750,8 +815,7 @@ impl ResultsFile {
         Ok(RunRecord {
             totals,
             calls,
-            // Results files do not keep per-stage figures yet.
-            stages: Vec::new(),
+            stages: self.stages.iter().map(StageData::totals).collect::<Result<_, _>>()?,
             generator: self.generator.map(|data| data.usage()).unwrap_or_default(),
             phases: match &self.phases {
                 Some([ok, error]) => [ok.totals()?, error.totals()?],
@@ -783,8 +847,8 @@ impl ResultsFile {
             .or_else(|_| Target::parse("http://unknown/"))
             .expect("a fixed URL parses");
         let calls = self
-            .methods
-            .iter()
+            .methods_in_order()
+            .into_iter()
             .filter_map(|(name, method)| {
                 let method_name = method.request.get("method").and_then(Value::as_str).unwrap_or(name);
                 Call::new(name.clone(), method_name, None, 1).ok()
@@ -804,7 +868,22 @@ impl ResultsFile {
         };
         config.warmup = Duration::from_micros(self.workload.warmup_us);
         config.batch = self.workload.batch;
+        if !self.stages.is_empty() {
+            config.stages = self.stages.iter().map(StageData::stage).collect();
+            config.length.duration = None;
+        }
         config
+    }
+
+    /// The methods in the workload's order when the file says it, else by name.
+    fn methods_in_order(&self) -> Vec<(&String, &MethodResults)> {
+        let ordered: Vec<(&String, &MethodResults)> =
+            self.method_order.iter().filter_map(|name| self.methods.get_key_value(name)).collect();
+        if ordered.len() == self.methods.len() {
+            ordered
+        } else {
+            self.methods.iter().collect()
+        }
     }
 
     /// The report of the run, equal to the one the live run printed.
@@ -819,6 +898,7 @@ impl ResultsFile {
         report.target.clone_from(&self.target);
         report.method = self.method_names();
         report.target_resources.clone_from(&self.target_resources);
+        report.thresholds.clone_from(&self.thresholds);
         report
     }
 
@@ -975,6 +1055,29 @@ pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsErr
         .iter()
         .any(|class| !class.send.is_empty())
         .then(|| [PhaseData::new(&phases[0]), PhaseData::new(&phases[1])]);
+    // Stages of the same layout add up exactly; a shard's threshold verdicts do not hold for
+    // the whole.
+    merged.thresholds.clear();
+    let layout = |file: &ResultsFile| {
+        file.stages.iter().map(|s| (s.level.to_bits(), s.duration_us, s.ramp_us)).collect::<Vec<_>>()
+    };
+    if files.iter().all(|(_, file)| layout(file) == layout(first)) {
+        for (index, stage) in merged.stages.iter_mut().enumerate() {
+            let mut totals = StageTotals::default();
+            for (path, file) in files {
+                let theirs = file.stages[index]
+                    .totals()
+                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+                let mut counts = totals.counts.clone();
+                counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
+                totals.merge(&theirs);
+            }
+            stage.outcomes = totals.counts;
+            stage.latency = encode_histogram(&totals.latency);
+        }
+    } else {
+        merged.stages.clear();
+    }
     Ok(merged)
 }
 

@@ -10,6 +10,7 @@ use rpcbench::engine::Run;
 use rpcbench::record::Totals;
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::{merge, ResultsError, ResultsFile};
+use rpcbench::thresholds::Threshold;
 
 use crate::util::{closed_loop, json_200, requests, status, TestServer};
 
@@ -33,6 +34,43 @@ fn mixed_server() -> TestServer {
             json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id))
         }
     })
+}
+
+#[test]
+fn a_saved_staged_run_with_thresholds_reports_exactly_what_the_live_run_printed() {
+    use rpcbench::engine::config::Arrivals;
+    use rpcbench::engine::stages::Stage;
+    use rpcbench::workload::{Call, Workload};
+    let server = mixed_server();
+    let mut config = closed_loop(&server.url(), 1, requests(1));
+    config.load = Load::Open { rate: 50.0, arrivals: Arrivals::Uniform, max_connections: 8 };
+    config.length = rpcbench::engine::config::Length { duration: None, requests: None };
+    config.stages = [20.0, 30.0, 40.0, 50.0]
+        .map(|level| Stage { level, duration: Duration::from_millis(400), ramp: Duration::ZERO })
+        .to_vec();
+    // Calls whose names are not in alphabetical order: the report keeps the workload's.
+    config.workload = Workload::new(vec![
+        Call::new("zeta", "getSlot", None, 2).unwrap(),
+        Call::new("alpha", "getSlot", None, 1).unwrap(),
+    ])
+    .unwrap();
+    let started = SystemTime::now();
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let mut live = RunReport::new(&config, &record);
+    let thresholds = ["p99 < 5s", "errors < 0.1%", "zeta: p99 < 5s"];
+    live.thresholds = thresholds.iter().map(|text| Threshold::parse(text).unwrap().evaluate(&live)).collect();
+    let live_text = render_text(&live);
+    assert!(live_text.contains("Per stage:") && live_text.contains("4 stages, 20..50"), "{live_text}");
+    assert!(live_text.contains("Thresholds:"), "{live_text}");
+    let path = temp_dir("staged").join("run.json");
+    let mut file = ResultsFile::from_run(&config, &record, started);
+    file.thresholds.clone_from(&live.thresholds);
+    file.save(&path).unwrap();
+    let again = ResultsFile::load(&path).unwrap().to_report().unwrap();
+    assert_eq!(render_text(&again), live_text);
+    assert_eq!(again.to_json(), live.to_json());
+    assert_eq!(again.methods.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), vec!["zeta", "alpha"]);
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }
 
 #[test]
