@@ -219,6 +219,18 @@ fn finish_plan(
     Ok(RunPlan { targets: checked, thresholds, cooldown })
 }
 
+/// Where a scenario file sets `key` (`FILE:LINE:COL` of its value), for errors found after
+/// the file was read (the open-file limit, checked when the run starts).
+fn scenario_key_place(path: &std::path::Path, key: &str) -> Option<String> {
+    let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_SCENARIO).ok()?;
+    text.lines().enumerate().find_map(|(index, line)| {
+        let rest = line.trim_start().strip_prefix(key)?;
+        let value = rest.trim_start().strip_prefix('=')?;
+        let column = line.len() - value.trim_start().len() + 1;
+        Some(format!("{}:{}:{column}", path.display(), index + 1))
+    })
+}
+
 /// A targets file's error, named by its place (`FILE:LINE:COL`).
 fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     let message = err.message.clone();
@@ -419,8 +431,26 @@ pub fn run(args: RunArgs) -> ExitCode {
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(err),
-        // Names --connections or --max-connections and the open-file limit.
-        Err(EngineError::TooManyConnections(err)) => return output::usage_error(err),
+        // Names --connections or --max-connections (or the scenario's key where it was set)
+        // and the open-file limit.
+        Err(EngineError::TooManyConnections(err)) => {
+            let flag_given = match err.setting {
+                "--connections" => args.connections.is_some(),
+                _ => args.max_connections.is_some(),
+            };
+            let key = if err.setting == "--connections" { "connections" } else { "max_connections" };
+            let place = (!flag_given && is_scenario(&args.target))
+                .then(|| scenario_key_place(std::path::Path::new(&args.target), key))
+                .flatten();
+            return match place {
+                Some(place) => {
+                    let message = err.to_string();
+                    let message = message.strip_prefix(&format!("{}: ", err.setting)).unwrap_or(&message);
+                    output::usage_error(ConfigError::new(place, message.to_string()))
+                }
+                None => output::usage_error(err),
+            };
+        }
         Err(err) => return output::failure(err),
     };
     crate::signals::stop_on_interrupt(run.stop_handle());

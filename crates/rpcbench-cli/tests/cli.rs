@@ -860,3 +860,21 @@ fn an_interrupt_while_sampling_a_slow_node_exits_at_once_saying_so() {
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert!(stderr(&output).contains("rpcbench: interrupted"), "{}", stderr(&output));
 }
+
+#[test]
+fn a_scenarios_connection_count_over_the_open_file_limit_is_named_in_the_file() {
+    let node = static_node();
+    let dir = std::env::temp_dir().join(format!("rpcbench-ulimit-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("many.toml");
+    std::fs::write(
+        &path,
+        format!("[target]\nurl = \"{}\"\n[load]\nconnections = 100\nduration = \"30s\"\n[[call]]\nmethod = \"getSlot\"\n", node.url()),
+    )
+    .unwrap();
+    let (output, _) = rpcbench_with_ulimit("-n 64", &["run", path.to_str().unwrap()]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("many.toml:4:15:"), "named at the file's key, not as --connections: {message}");
+    std::fs::remove_dir_all(&dir).ok();
+}
