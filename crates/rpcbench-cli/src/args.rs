@@ -127,6 +127,18 @@ pub struct RunArgs {
     /// Seed for everything random (arrivals, mixes, generated params) [default: 1].
     #[arg(long, help_heading = "Load")]
     pub seed: Option<u64>,
+    /// Run shard I of N of the load (1-based): an exact share of the connections, rate and
+    /// requests, disjoint ids, the pacing of N processes interleaved; `merge` puts them together.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards", help_heading = "Load")]
+    pub shard: Option<String>,
+    /// Split into N shards, this one's index from JOB_COMPLETION_INDEX (0-based, as a
+    /// Kubernetes Indexed Job sets it); RPCBENCH_SHARDS gives N when the flag is absent.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub shards: Option<usize>,
+    /// Wait until this wall-clock time to start (RFC 3339, e.g. 2026-11-23T10:00:00Z, or unix
+    /// seconds), so that shards on several machines start together.
+    #[arg(long, value_name = "TIME", help_heading = "Load")]
+    pub start_at: Option<String>,
 
     /// Measured duration (default 10s unless --requests is given).
     #[arg(short, long, value_parser = duration, help_heading = "Length")]

@@ -125,6 +125,9 @@ impl CapacityArgs {
     /// The `run` arguments that describe the request, the target and how to reach it.
     fn run_args(&self) -> RunArgs {
         RunArgs {
+            shard: None,
+            shards: None,
+            start_at: None,
             target: self.target.clone(),
             scenario: self.scenario.clone(),
             request: self.request.clone(),

@@ -175,6 +175,9 @@ impl CompareArgs {
     /// The `run` arguments of one target.
     fn run_args(&self, url: &str) -> RunArgs {
         RunArgs {
+            shard: None,
+            shards: None,
+            start_at: None,
             target: url.to_string(),
             scenario: ScenarioArgs::default(),
             request: self.request.clone(),

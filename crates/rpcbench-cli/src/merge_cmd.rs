@@ -1,12 +1,15 @@
 //! `rpcbench merge FILE... -o OUT`: merges the results files of shards of one workload
-//! (the same target, method, request, load and length, run side by side) into one,
-//! losslessly. Files that do not belong together are refused with exit status 2, naming the
-//! file.
+//! (the same target, method, request, load and length, run side by side, or the shards of a
+//! run split with `--shard`) into one, losslessly. Files that do not belong together, a
+//! missing shard (without `--partial`) or a shard given twice are refused with exit status 2,
+//! naming the file. `--threshold` judges the merged figures (exit 1 on a breach).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rpcbench::results::{merge, ResultsError, ResultsFile};
+use rpcbench::engine::config::ConfigError;
+use rpcbench::results::{merge_shards, ResultsError, ResultsFile};
+use rpcbench::thresholds::Threshold;
 
 use crate::output;
 
@@ -19,9 +22,27 @@ pub struct MergeArgs {
     /// The merged results file to write.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Merge the shards that are there when some of a split run's are missing.
+    #[arg(long)]
+    pub partial: bool,
+    /// A condition the merged figures must meet (repeatable), as for `run`; a breach exits 1.
+    #[arg(long = "threshold")]
+    pub thresholds: Vec<String>,
 }
 
 pub fn run(args: MergeArgs) -> ExitCode {
+    let mut thresholds = Vec::new();
+    for (index, text) in args.thresholds.iter().enumerate() {
+        match Threshold::parse(text) {
+            Ok(threshold) => thresholds.push(threshold),
+            Err(err) => {
+                return output::usage_error(ConfigError::new(
+                    format!("--threshold #{}", index + 1),
+                    err.message,
+                ))
+            }
+        }
+    }
     let mut files = Vec::with_capacity(args.files.len());
     for path in &args.files {
         match ResultsFile::load(path) {
@@ -29,11 +50,19 @@ pub fn run(args: MergeArgs) -> ExitCode {
             Err(err) => return output::usage_error(err),
         }
     }
-    let merged = match merge(&files) {
+    let mut merged = match merge_shards(&files, args.partial) {
         Ok(merged) => merged,
         Err(err @ ResultsError::Io { .. }) => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
+    // Thresholds judge the whole fleet's figures, and their verdicts go into the merged file.
+    if !thresholds.is_empty() {
+        let report = match merged.to_report() {
+            Ok(report) => report,
+            Err(message) => return output::failure(message),
+        };
+        merged.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
+    }
     if let Err(err) = merged.save(&args.output) {
         return output::failure(err);
     }
@@ -44,5 +73,14 @@ pub fn run(args: MergeArgs) -> ExitCode {
         merged.method_names(),
         args.output.display()
     );
+    let mut breached = false;
+    for verdict in &merged.thresholds {
+        let mark = if verdict.passed { "pass" } else { "FAIL" };
+        eprintln!("rpcbench: {mark} {} (actual {})", verdict.threshold, verdict.actual);
+        breached |= !verdict.passed;
+    }
+    if breached {
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
     ExitCode::SUCCESS
 }

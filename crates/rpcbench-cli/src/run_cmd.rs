@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions};
-use rpcbench::engine::{EngineError, Progress, Run};
+use rpcbench::engine::{EngineError, Progress, Run, Slice};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
 use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
@@ -381,7 +381,79 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(batch) = args.request.batch {
         config.batch = batch;
     }
+    if let Some(shard) = shard_of(args)? {
+        config.shard = shard;
+    }
+    if let Some(text) = &args.start_at {
+        config.start_at = Some(parse_start_at(text)?);
+    }
     Ok(())
+}
+
+/// `--shard I/N` (1-based), or `--shards N` with the index from `JOB_COMPLETION_INDEX`.
+fn shard_of(args: &RunArgs) -> Result<Option<Slice>, ConfigError> {
+    if let Some(text) = &args.shard {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse::<usize>().ok()?, n.trim().parse::<usize>().ok()?)));
+        return match parsed {
+            Some((index, count)) if count > 0 && (1..=count).contains(&index) => {
+                Ok(Some(Slice { index: index - 1, count }))
+            }
+            _ => Err(ConfigError::new(
+                "--shard",
+                format!("'{text}' is not I/N with I from 1 to N (shard 2 of 4 is 2/4)"),
+            )),
+        };
+    }
+    let index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    // In an Indexed Job the shard count may come from the environment too.
+    let from_env =
+        || index.as_ref().and(std::env::var("RPCBENCH_SHARDS").ok()).and_then(|n| n.trim().parse().ok());
+    let Some(count) = args.shards.or_else(from_env) else { return Ok(None) };
+    match (count, index.as_deref().map(str::trim).map(str::parse::<usize>)) {
+        (0, _) => Err(ConfigError::new("--shards", "must be at least 1")),
+        (_, Some(Ok(index))) if index < count => Ok(Some(Slice { index, count })),
+        (_, Some(_)) => Err(ConfigError::new(
+            "--shards",
+            format!("JOB_COMPLETION_INDEX is not an index from 0 to {}", count - 1),
+        )),
+        (_, None) => Err(ConfigError::new(
+            "--shards",
+            "needs JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job); elsewhere use --shard I/N",
+        )),
+    }
+}
+
+/// `--start-at`: unix seconds, or an RFC 3339 time in UTC (`2026-11-23T10:00:00Z`, offsets as
+/// `+01:00` too).
+fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
+    use std::time::{Duration, UNIX_EPOCH};
+    let invalid = || {
+        ConfigError::new(
+            "--start-at",
+            format!("'{text}' is not unix seconds or an RFC 3339 time such as 2026-11-23T10:00:00Z"),
+        )
+    };
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() && seconds >= 0.0 {
+            return Ok(UNIX_EPOCH + Duration::from_secs_f64(seconds));
+        }
+        return Err(invalid());
+    }
+    let unix = rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?;
+    let at = UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0));
+    let now = std::time::SystemTime::now();
+    if let Ok(behind) = now.duration_since(at) {
+        if behind > Duration::from_secs(5) {
+            eprintln!(
+                "rpcbench: warning: --start-at {text} is {:.0} s in the past; starting now",
+                behind.as_secs_f64()
+            );
+        }
+    }
+    Ok(at)
 }
 
 /// The `-H` values as (name, value) pairs. A malformed one is not echoed: it may hold a key.

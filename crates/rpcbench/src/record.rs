@@ -536,6 +536,8 @@ pub struct RunRecord {
     pub generator: GeneratorUsage,
     /// With batches: the HTTP requests that completed (outcomes count calls); 0 otherwise.
     pub exchanges: u64,
+    /// How late the run started after the instant it was asked to start at (`--start-at`).
+    pub late_start: Duration,
 }
 
 /// What the generator itself used during a run, to tell a saturated tool from a slow target.
@@ -599,6 +601,7 @@ impl RunRecord {
             series,
             interrupted,
             exchanges: merged.exchanges,
+            late_start: Duration::ZERO,
         }
     }
 }

@@ -359,6 +359,22 @@ pub struct RunSettings {
     /// JSON-RPC calls per HTTP request (`--batch`); absent for single calls.
     #[serde(default = "one_call", skip_serializing_if = "is_one_call")]
     pub batch: usize,
+    /// A shard of a run split with `--shard`: which one, of how many. The load, length and
+    /// request count above are then the whole run's, not this shard's share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardSpec>,
+}
+
+/// Which shard of a split run a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSpec {
+    /// 0-based index.
+    pub index: u64,
+    /// How many shards the run was split into.
+    pub count: u64,
+    /// How late the shard started after `--start-at`, milliseconds (0: on time or no start).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_start_ms: u64,
 }
 
 fn one_call() -> usize {
@@ -671,6 +687,11 @@ impl ResultsFile {
                 max_body: config.max_body,
                 seed: config.seed,
                 batch: config.batch,
+                shard: (config.shard.count > 1).then(|| ShardSpec {
+                    index: config.shard.index as u64,
+                    count: config.shard.count as u64,
+                    late_start_ms: u64::try_from(record.late_start.as_millis()).unwrap_or(u64::MAX),
+                }),
             },
             elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
             interrupted: record.interrupted,
@@ -837,6 +858,7 @@ impl ResultsFile {
                 .collect(),
             interrupted: self.interrupted,
             exchanges: self.exchanges,
+            late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
         })
     }
 
@@ -860,7 +882,9 @@ impl ResultsFile {
             crate::workload::Workload::single(&unknown)
         });
         let mut config = RunConfig::new(target, workload);
-        let shards = self.shards();
+        // Side by side copies of one workload add up their loads; the shards of a split run
+        // each recorded the whole run's load already.
+        let shards = if self.workload.shard.is_some() { 1 } else { self.shards() };
         config.load = self.workload.load.to_load(shards);
         config.length = Length {
             duration: self.workload.duration_us.map(Duration::from_micros),
@@ -952,9 +976,58 @@ impl ResultsFile {
 /// percentiles of merged intervals cannot be recomputed); the elapsed time is the longest
 /// shard's. `files` are `(path, file)`; errors name the path.
 pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsError> {
+    merge_shards(files, false)
+}
+
+/// [`merge`]; the shards of a run split with `--shard` must all be there, unless `partial`.
+pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<ResultsFile, ResultsError> {
     let Some(((first_path, first), rest)) = files.split_first() else {
         return Err(ResultsError::Invalid { path: PathBuf::from("-"), message: "nothing to merge".into() });
     };
+    if let Some(spec) = first.workload.shard {
+        let mut seen = vec![false; spec.count as usize];
+        for (path, file) in files {
+            let Some(theirs) = file.workload.shard.filter(|theirs| theirs.count == spec.count) else {
+                return Err(ResultsError::Mismatch {
+                    path: path.clone(),
+                    message: format!("not one of the {} shards of {}", spec.count, first_path.display()),
+                });
+            };
+            if !file.merged_from.is_empty() {
+                return Err(ResultsError::Mismatch {
+                    path: path.clone(),
+                    message: "already a merge: merge the shards' own files".into(),
+                });
+            }
+            let slot = theirs.index as usize % seen.len();
+            if std::mem::replace(&mut seen[slot], true) {
+                return Err(ResultsError::Mismatch {
+                    path: path.clone(),
+                    message: format!("shard {}/{} is given twice", theirs.index + 1, theirs.count),
+                });
+            }
+        }
+        let missing: Vec<String> = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, seen)| !**seen)
+            .map(|(index, _)| format!("{}/{}", index + 1, spec.count))
+            .collect();
+        if !missing.is_empty() && !partial {
+            return Err(ResultsError::Mismatch {
+                path: first_path.clone(),
+                message: format!(
+                    "shard(s) {} missing (merge what is there with --partial)",
+                    missing.join(", ")
+                ),
+            });
+        }
+    } else if let Some((path, _)) = rest.iter().find(|(_, file)| file.workload.shard.is_some()) {
+        return Err(ResultsError::Mismatch {
+            path: path.clone(),
+            message: format!("a shard of a split run, and {} is not", first_path.display()),
+        });
+    }
     for (path, file) in rest {
         if let Some(message) = first.mismatch(file) {
             return Err(ResultsError::Mismatch {

@@ -149,9 +149,80 @@ pub fn trim_float(value: f64) -> String {
     }
 }
 
+/// Seconds since the Unix epoch of an RFC 3339 time (`2026-11-23T10:00:00Z`, fractions of a
+/// second and `+HH:MM` offsets accepted); `None` when the text is not one.
+pub fn parse_rfc3339(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if bytes[13] != b':' || bytes[16] != b':' {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<i64> {
+        let digits = text.get(from..to)?;
+        digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok())?
+    };
+    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
+    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut fraction = 0.0;
+    if let Some(after) = rest.strip_prefix('.') {
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        fraction = format!("0.{}", &after[..digits]).parse().ok()?;
+        rest = &after[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            sign * (hours * 3600 + minutes * 60)
+        }
+        _ => return None,
+    };
+    // Days since 1970-01-01 of a proleptic Gregorian date.
+    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * m + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset) as f64 + fraction)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_times_are_read() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(parse_rfc3339("2023-11-14T22:13:20Z"), Some(1_700_000_000.0));
+        assert_eq!(parse_rfc3339("2023-11-14T23:13:20+01:00"), Some(1_700_000_000.0));
+        assert_eq!(parse_rfc3339("2023-11-14T22:13:20.5Z"), Some(1_700_000_000.5));
+        assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400.0));
+        for bad in [
+            "2023-11-14",
+            "2023-13-01T00:00:00Z",
+            "2023-11-14T22:13:20",
+            "yesterday",
+            "2023-11-14T22:13:20.Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn durations_in_every_unit() {

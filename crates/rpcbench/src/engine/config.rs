@@ -112,6 +112,9 @@ pub struct RunConfig {
     /// The part of the whole run this process does (`--shard`): every worker's global index
     /// is taken within it.
     pub shard: super::Slice,
+    /// Wait until this wall-clock instant before starting (`--start-at`), so that the shards
+    /// of a split run start together without a coordinator.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl fmt::Debug for RunConfig {
@@ -136,6 +139,7 @@ impl fmt::Debug for RunConfig {
             .field("metrics", &self.metrics.is_some())
             .field("batch", &self.batch)
             .field("shard", &self.shard)
+            .field("start_at", &self.start_at)
             .finish()
     }
 }
@@ -163,6 +167,7 @@ impl RunConfig {
             metrics: None,
             batch: 1,
             shard: super::Slice::WHOLE,
+            start_at: None,
         }
     }
 
@@ -294,6 +299,19 @@ impl RunConfig {
         if self.shard.count == 0 || self.shard.index >= self.shard.count {
             return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));
         }
+        let connections = match &self.load {
+            Load::Closed { connections } => *connections as u64,
+            Load::Open { max_connections, .. } => *max_connections as u64,
+        };
+        if self.shard.share(connections) == 0 {
+            return Err(ConfigError::new(
+                "--shard",
+                format!(
+                    "{} shards need at least {} connections, one each",
+                    self.shard.count, self.shard.count
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -308,7 +326,9 @@ impl RunConfig {
             Load::Closed { connections } => *connections,
             Load::Open { max_connections, .. } => *max_connections,
         };
-        cores.min(most_useful).max(1)
+        // A shard's workers share its part of the connections: no worker without one.
+        let mine = self.shard.share(most_useful as u64) as usize;
+        cores.min(mine).max(1)
     }
 }
 

@@ -79,15 +79,24 @@ impl Slice {
     /// The whole run.
     pub const WHOLE: Slice = Slice { index: 0, count: 1 };
 
-    /// Part `local` of this slice split into `parts`: the global index of a worker.
+    /// Worker `local` of `parts` in this slice (a shard): its pacing slice among every worker
+    /// of every shard. Shard i of N takes the tickets i, i + N, i + 2N, ... of the whole run,
+    /// and its worker l of W the tickets i + N*l, i + N*(l + W), ...: the shards' tickets
+    /// interleave exactly, even when shards run different numbers of workers.
     pub fn split(self, local: usize, parts: usize) -> Slice {
-        Slice { index: self.index * parts + local, count: self.count * parts }
+        Slice { index: self.index + self.count * local, count: self.count * parts }
     }
 
     /// This part's share of `total`: shares differ by at most one.
     pub fn share(self, total: u64) -> u64 {
         share(total, self.index, self.count)
     }
+}
+
+/// A worker's exact share of `total` (connections, requests): the shard's share first, then
+/// the worker's within it, so the shares add up to `total` whatever each shard's worker count.
+fn worker_share(total: u64, shard: Slice, local: usize, workers: usize) -> u64 {
+    share(shard.share(total), local, workers)
 }
 
 impl Default for Slice {
@@ -231,6 +240,7 @@ impl Run {
         self,
         protocol: impl Fn() -> P,
     ) -> Result<RunRecord, EngineError> {
+        let late_start = self.wait_for_start();
         let workers = self.config.worker_threads();
         // Give the threads a moment to start so that every worker shares one start instant.
         let start = Instant::now() + Duration::from_millis(5);
@@ -240,7 +250,7 @@ impl Run {
         }
         let mut handles = Vec::with_capacity(workers);
         for index in 0..workers {
-            let plan = WorkerPlan::new(&self.config, self.config.shard.split(index, workers), index);
+            let plan = WorkerPlan::new(&self.config, index, workers);
             let shared = WorkerShared {
                 config: self.config.clone(),
                 stop: self.stop.clone(),
@@ -289,7 +299,24 @@ impl Run {
             .iter()
             .map(|call| (call.name().to_string(), call.method().to_string()))
             .collect();
-        Ok(RunRecord::new(merged, &names, elapsed, interrupted))
+        let mut record = RunRecord::new(merged, &names, elapsed, interrupted);
+        record.late_start = late_start;
+        Ok(record)
+    }
+
+    /// With `start_at`: sleeps until that wall-clock instant (waking early when stopped) and
+    /// returns how late the start is past it.
+    fn wait_for_start(&self) -> Duration {
+        let Some(at) = self.config.start_at else { return Duration::ZERO };
+        loop {
+            let now = std::time::SystemTime::now();
+            match at.duration_since(now) {
+                Ok(wait) if !wait.is_zero() && !self.stop.is_stopped() => {
+                    std::thread::sleep(wait.min(Duration::from_millis(50)));
+                }
+                _ => return now.duration_since(at).unwrap_or(Duration::ZERO),
+            }
+        }
     }
 }
 
@@ -317,6 +344,10 @@ impl Clock {
 struct WorkerPlan {
     /// The worker's index in this process (its live-metrics slot).
     local: usize,
+    /// Workers in this process.
+    workers: usize,
+    /// This process's part of the whole run (`--shard`).
+    shard: Slice,
     /// The worker's part of the whole run.
     slice: Slice,
     /// Connections opened at the start.
@@ -336,19 +367,31 @@ fn share(total: u64, index: usize, parts: usize) -> u64 {
 }
 
 impl WorkerPlan {
-    fn new(config: &RunConfig, slice: Slice, local: usize) -> Self {
-        let requests = config.length.requests.map(|n| slice.share(n));
+    fn new(config: &RunConfig, local: usize, workers: usize) -> Self {
+        let shard = config.shard;
+        let slice = shard.split(local, workers);
+        let mine_of = |total: u64| worker_share(total, shard, local, workers);
+        let requests = config.length.requests.map(mine_of);
         match &config.load {
             Load::Closed { connections } => {
                 // With stages, every connection the busiest stage needs is opened; the ones a
                 // quieter stage does not need wait.
                 let most =
                     config.level_curve().map_or(*connections as u64, |curve| curve.max_level().ceil() as u64);
-                let mine = slice.share(most.max(1)) as usize;
-                Self { local, slice, initial_connections: mine, max_connections: mine, requests, pacer: None }
+                let mine = mine_of(most.max(1)) as usize;
+                Self {
+                    local,
+                    workers,
+                    shard,
+                    slice,
+                    initial_connections: mine,
+                    max_connections: mine,
+                    requests,
+                    pacer: None,
+                }
             }
             Load::Open { rate, arrivals, max_connections } => {
-                let max_mine = (slice.share(*max_connections as u64) as usize).max(1);
+                let max_mine = (mine_of(*max_connections as u64) as usize).max(1);
                 let rate_mine = rate / slice.count as f64;
                 let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
                 let curve = std::sync::Arc::new(
@@ -357,6 +400,8 @@ impl WorkerPlan {
                 let pacer = pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed);
                 Self {
                     local,
+                    workers,
+                    shard,
                     slice,
                     initial_connections: initial,
                     max_connections: max_mine,
@@ -399,6 +444,10 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
         }
         if let Some(live) = driver.shared.config.metrics.clone() {
             tokio::task::spawn_local(publish_live(driver.clone(), live));
+        }
+        if driver.plan.initial_connections == 0 {
+            // Nothing to run (no connection fell to this worker): nothing to wait for.
+            return;
         }
         let all_done = driver.all_done.notified();
         tokio::select! {
@@ -538,7 +587,8 @@ impl<T, P> Worker<T, P> {
     fn connection_wanted(&self, index: usize, now: Instant) -> bool {
         let Some(curve) = &self.connection_curve else { return true };
         let level = curve.level_at(now.saturating_duration_since(self.shared.clock.start).as_secs_f64());
-        (index as u64) < self.plan.slice.share(level.round() as u64)
+        (index as u64)
+            < worker_share(level.round() as u64, self.plan.shard, self.plan.local, self.plan.workers)
     }
 
     fn connection_done(&self) {
@@ -888,6 +938,37 @@ mod tests {
         assert_eq!(latency_start(Some(t), later), t);
         // Released early by the pacing timer's slack: from the send.
         assert_eq!(latency_start(Some(later), t), t);
+    }
+
+    #[test]
+    fn shards_with_different_worker_counts_split_exactly() {
+        // 3 shards of 2, 1 and 4 workers: every count adds up, and the pacing slices partition
+        // the tickets of the whole run.
+        let workers = [2usize, 1, 4];
+        for total in [0u64, 1, 7, 1000, 1001] {
+            let sum: u64 = (0..3)
+                .flat_map(|shard| {
+                    let slice = Slice { index: shard, count: 3 };
+                    (0..workers[shard]).map(move |local| worker_share(total, slice, local, workers[shard]))
+                })
+                .sum();
+            assert_eq!(sum, total);
+        }
+        let mut taken = std::collections::BTreeMap::new();
+        for (shard, &count) in workers.iter().enumerate() {
+            for local in 0..count {
+                let slice = Slice { index: shard, count: 3 }.split(local, count);
+                // Tickets of this worker among the first 120 of the whole run.
+                for ticket in (slice.index..120).step_by(slice.count) {
+                    *taken.entry(ticket).or_insert(0) += 1;
+                }
+            }
+        }
+        // Shard 0's two workers take residues 0 and 3 mod 6; shard 1's one worker 1 mod 3;
+        // shard 2's four workers 2, 5, 8, 11 mod 12: each ticket exactly once.
+        assert_eq!(taken.len(), 120);
+        assert!(taken.values().all(|&n| n == 1), "{taken:?}");
+        assert_eq!(Slice::WHOLE.split(3, 4), Slice { index: 3, count: 4 }, "one shard: as before");
     }
 
     #[test]

@@ -1,0 +1,171 @@
+//! A split run played on loopback as a Kubernetes Indexed Job would play it: N processes of
+//! the real binary, `--shard i/N --start-at`, against one server, then `merge`. The merged
+//! totals are the whole workload exactly, no request id is sent twice, and the merged
+//! histograms are the union of the shards'.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use rpcbench::record::Totals;
+use rpcbench::results::ResultsFile;
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A JSON-RPC server on 127.0.0.1:0 that answers every call and keeps every id it was sent.
+fn id_recording_server() -> (SocketAddr, Arc<Mutex<Vec<u64>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let seen = ids.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = seen.clone();
+            std::thread::spawn(move || serve(stream, &seen));
+        }
+    });
+    (addr, ids)
+}
+
+fn serve(stream: TcpStream, ids: &Mutex<Vec<u64>>) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let id = request["id"].as_u64().unwrap_or(u64::MAX);
+        ids.lock().unwrap().push(id);
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#);
+        let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}", answer.len());
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn shards_of_a_split_run_merge_into_exactly_the_whole_workload() {
+    let (addr, ids) = id_recording_server();
+    let url = format!("http://{addr}/");
+    let dir = std::env::temp_dir().join(format!("rpcbench-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Every shard waits for the same instant, two seconds from now.
+    let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2;
+    let start = start.to_string();
+    // 1000 requests over 3 shards of different thread counts: 334 + 333 + 333.
+    let children: Vec<_> = (1..=3)
+        .map(|shard| {
+            let save = dir.join(format!("shard-{shard}.json"));
+            Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+                .args(["run", &url, "-m", "getSlot", "-c", "4", "-n", "1000", "-q", "-o", "json"])
+                .args([
+                    "--threads",
+                    &shard.to_string(),
+                    "--shard",
+                    &format!("{shard}/3"),
+                    "--start-at",
+                    &start,
+                ])
+                .args(["--save", save.to_str().unwrap()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the binary runs")
+        })
+        .collect();
+    let mut shard_counts = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        shard_counts.push(report["requests"]["total"].as_u64().unwrap());
+    }
+    shard_counts.sort_unstable();
+    assert_eq!(shard_counts, vec![333, 333, 334]);
+    // The server saw the whole workload, no id twice.
+    let seen = ids.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1000);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 1000, "an id was sent twice");
+
+    // A missing shard is named; --partial merges what is there.
+    let shard = |n: u32| dir.join(format!("shard-{n}.json")).to_str().unwrap().to_string();
+    let merged = dir.join("merged.json").to_str().unwrap().to_string();
+    let output = rpcbench(&["merge", &shard(1), &shard(2), "-o", &merged]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("shard(s) 3/3 missing"), "{}", stderr(&output));
+    let output = rpcbench(&["merge", &shard(1), &shard(2), &shard(1), "-o", &merged]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = rpcbench(&["merge", &shard(1), &shard(2), "-o", &merged, "--partial"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    // All three: the whole workload, thresholds judged after the merge.
+    let output =
+        rpcbench(&["merge", &shard(1), &shard(2), &shard(3), "-o", &merged, "--threshold", "errors < 1%"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output =
+        rpcbench(&["merge", &shard(1), &shard(2), &shard(3), "-o", &merged, "--threshold", "p99 < 1us"]);
+    assert_eq!(output.status.code(), Some(1), "a breach of the fleet's figures exits 1: {}", stderr(&output));
+    let output = rpcbench(&["report", &merged, "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["requests"]["total"], 1000);
+    assert_eq!(report["requests_limit"], 1000, "the whole run's count, not three times it");
+    assert_eq!(report["load"]["connections"], 4, "the whole run's connections");
+    // The merged histograms are the union of the shards'.
+    let mut union = Totals::default();
+    for n in 1..=3 {
+        union.merge(&ResultsFile::load(std::path::Path::new(&shard(n))).unwrap().to_record().unwrap().totals);
+    }
+    let whole = ResultsFile::load(std::path::Path::new(&merged)).unwrap().to_record().unwrap().totals;
+    assert_eq!(whole.latency, union.latency);
+    assert_eq!(whole.counts, union.counts);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_shard_flags_exit_2_naming_the_flag() {
+    for (args, flag) in [
+        (&["run", "http://127.0.0.1:1/", "-m", "getSlot", "--shard", "3/2"][..], "--shard"),
+        (&["run", "http://127.0.0.1:1/", "-m", "getSlot", "--shard", "0/0"], "--shard"),
+        (&["run", "http://127.0.0.1:1/", "-m", "getSlot", "--shard", "one"], "--shard"),
+        (&["run", "http://127.0.0.1:1/", "-m", "getSlot", "--start-at", "tomorrow"], "--start-at"),
+    ] {
+        let output = rpcbench(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", "http://127.0.0.1:1/", "-m", "getSlot", "--shards", "4"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("JOB_COMPLETION_INDEX"), "{}", stderr(&output));
+}
