@@ -32,6 +32,9 @@ pub enum Command {
     /// Find the highest rate the endpoint serves within an SLO: open-loop steps, doubling then
     /// bisecting.
     Capacity(Box<crate::capacity_cmd::CapacityArgs>),
+    /// Print the Kubernetes manifests that split a run over N pods (an Indexed Job) and merge
+    /// their results: `rpcbench k8s-job --shards 4 --image IMAGE -- run URL ...`.
+    K8sJob(Box<crate::k8s_cmd::K8sJobArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     Suites,
 }

@@ -6,6 +6,7 @@ mod args;
 mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
+mod k8s_cmd;
 mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),
         Command::Capacity(args) => capacity_cmd::run(*args),
+        Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
     }
 }

@@ -169,3 +169,71 @@ fn bad_shard_flags_exit_2_naming_the_flag() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("JOB_COMPLETION_INDEX"), "{}", stderr(&output));
 }
+
+/// The manifests `k8s-job` prints for the README's command, which deploy/k8s/split-run.yaml
+/// holds; validated against the Kubernetes schemas when RPCBENCH_K8S_VALIDATE names the
+/// `kubernetes-validate` program (CI installs it; there a missing one fails).
+#[test]
+fn the_kubernetes_manifests_are_printed_committed_and_valid() {
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "4",
+        "--image",
+        "rpcbench:0.1.0",
+        "--name",
+        "getslot",
+        "--start-at",
+        "2026-11-23T10:00:00Z",
+        "--threshold",
+        "p99 < 5ms",
+        "--threshold",
+        "errors < 0.1%",
+        "--",
+        "run",
+        "http://node.default.svc:8545",
+        "-m",
+        "getSlot",
+        "--rate",
+        "40000",
+        "-d",
+        "60s",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let committed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/k8s/split-run.yaml");
+    assert_eq!(
+        printed,
+        std::fs::read_to_string(committed).unwrap(),
+        "deploy/k8s/split-run.yaml is out of date"
+    );
+    match std::env::var("RPCBENCH_K8S_VALIDATE") {
+        Ok(validator) => {
+            let checked = Command::new(&validator).args(["--strict", "--quiet", committed]).output().unwrap();
+            assert!(
+                checked.status.success(),
+                "{}{}",
+                String::from_utf8_lossy(&checked.stdout),
+                stderr(&checked)
+            );
+        }
+        Err(_) if std::env::var_os("CI").is_some() => panic!("CI must set RPCBENCH_K8S_VALIDATE"),
+        Err(_) => eprintln!("skipped: RPCBENCH_K8S_VALIDATE is not set (the schemas check)"),
+    }
+    // Bad input names the flag.
+    for (args, flag) in [
+        (&["k8s-job", "--shards", "0", "--image", "x", "--", "run", "http://x/"][..], "--shards"),
+        (
+            &["k8s-job", "--shards", "2", "--image", "x", "--name", "Bad_Name", "--", "run", "http://x/"],
+            "--name",
+        ),
+        (
+            &["k8s-job", "--shards", "2", "--image", "x", "--", "run", "http://x/", "--shard", "1/2"],
+            "--shard",
+        ),
+    ] {
+        let output = rpcbench(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
+    }
+}

@@ -47,6 +47,7 @@ pub mod demo;
 pub mod engine;
 pub mod files;
 pub mod jsonrpc;
+pub mod k8s;
 pub mod metrics;
 pub mod mock;
 pub mod monitor;
