@@ -146,6 +146,34 @@ fn shards_of_a_split_run_merge_into_exactly_the_whole_workload() {
     let whole = ResultsFile::load(std::path::Path::new(&merged)).unwrap().to_record().unwrap().totals;
     assert_eq!(whole.latency, union.latency);
     assert_eq!(whole.counts, union.counts);
+    // Every merged second's percentiles are those of the union of the shards' seconds.
+    let decode = |text: &str| {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
+        rpcbench::record::deserialize_histogram(&bytes)
+    };
+    let merged_file = ResultsFile::load(std::path::Path::new(&merged)).unwrap();
+    assert_eq!(merged_file.series.latency.len(), merged_file.series.points.len());
+    for point in &merged_file.series.points {
+        let mut second: Option<hdrhistogram::Histogram<u64>> = None;
+        for n in 1..=3 {
+            let file = ResultsFile::load(std::path::Path::new(&shard(n))).unwrap();
+            for (theirs, text) in file.series.points.iter().zip(&file.series.latency) {
+                if theirs[0] == point[0] {
+                    if let Some(histogram) = decode(text) {
+                        second
+                            .get_or_insert_with(rpcbench::record::new_coarse_histogram)
+                            .add(&histogram)
+                            .unwrap();
+                    }
+                }
+            }
+        }
+        if let Some(second) = second {
+            assert_eq!(point[3], second.value_at_quantile(0.5), "p50 of second {}", point[0]);
+            assert_eq!(point[4], second.value_at_quantile(0.99), "p99 of second {}", point[0]);
+        }
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -84,6 +84,9 @@ pub struct Series {
     max_points: usize,
     interval_secs: u64,
     points: Vec<SeriesPoint>,
+    /// Each point's latency histogram (coarse), V2-serialized: a few hundred bytes a point, so
+    /// that merged shards' intervals get exact percentiles.
+    latencies: Vec<Vec<u8>>,
     /// Seconds still receiving flushes from workers.
     open: BTreeMap<u64, OpenSecond>,
     completed: u64,
@@ -116,6 +119,7 @@ impl Series {
             max_points,
             interval_secs: 1,
             points: Vec::new(),
+            latencies: Vec::new(),
             open: BTreeMap::new(),
             completed: 0,
             errors: 0,
@@ -158,49 +162,100 @@ impl Series {
             p50_us: open.latency.value_at_quantile(0.5),
             p99_us: open.latency.value_at_quantile(0.99),
         };
-        self.push(point);
+        self.push(point, serialize_histogram(&open.latency));
     }
 
-    fn push(&mut self, point: SeriesPoint) {
+    fn push(&mut self, point: SeriesPoint, latency: Vec<u8>) {
         let slot = point.second / self.interval_secs;
-        match self.points.last_mut() {
-            Some(last) if last.second / self.interval_secs == slot => merge_point(last, &point),
+        match (self.points.last_mut(), self.latencies.last_mut()) {
+            (Some(last), Some(last_latency)) if last.second / self.interval_secs == slot => {
+                merge_point(last, &point);
+                // The merged interval's percentiles come from the merged histogram.
+                // (A read-back histogram has fixed bounds: the sum goes into one that grows.)
+                let mut sum = new_coarse_histogram();
+                for bytes in [&last_latency[..], &latency[..]] {
+                    if let Some(histogram) = deserialize_histogram(bytes) {
+                        sum.add(&histogram).ok();
+                    }
+                }
+                if !sum.is_empty() {
+                    last.p50_us = sum.value_at_quantile(0.5);
+                    last.p99_us = sum.value_at_quantile(0.99);
+                    *last_latency = serialize_histogram(&sum);
+                }
+            }
             _ => {
                 let mut point = point;
                 point.second = slot * self.interval_secs;
                 self.points.push(point);
+                self.latencies.push(latency);
             }
         }
         if self.points.len() > self.max_points {
             self.interval_secs *= 2;
             let old = std::mem::take(&mut self.points);
-            for point in old {
-                self.push(point);
+            let old_latencies = std::mem::take(&mut self.latencies);
+            for (point, latency) in old.into_iter().zip(old_latencies) {
+                self.push(point, latency);
             }
         }
     }
 
     /// Closes every open second and returns the series, with empty seconds filled in up to
     /// `length` of measured time.
-    pub fn finish(mut self, length: Duration) -> (u64, Vec<SeriesPoint>) {
+    pub fn finish(self, length: Duration) -> (u64, Vec<SeriesPoint>) {
+        let (interval, points, _) = self.finish_with_latencies(length);
+        (interval, points)
+    }
+
+    /// [`Series::finish`] with each point's serialized latency histogram (empty for an
+    /// interval without responses).
+    pub fn finish_with_latencies(mut self, length: Duration) -> (u64, Vec<SeriesPoint>, Vec<Vec<u8>>) {
         while !self.open.is_empty() {
             self.close_oldest();
         }
         let interval = self.interval_secs;
         let slots = length.as_secs().div_ceil(interval).max(1);
         let mut filled = Vec::with_capacity(slots as usize);
-        let mut points = self.points.into_iter().peekable();
+        let mut latencies = Vec::with_capacity(slots as usize);
+        let mut points = self.points.into_iter().zip(self.latencies).peekable();
         for slot in 0..slots {
             let second = slot * interval;
             match points.peek() {
-                Some(point) if point.second == second => filled.push(points.next().unwrap_or_default()),
-                _ => filled.push(SeriesPoint { second, ..SeriesPoint::default() }),
+                Some((point, _)) if point.second == second => {
+                    let (point, latency) = points.next().unwrap_or_default();
+                    filled.push(point);
+                    latencies.push(latency);
+                }
+                _ => {
+                    filled.push(SeriesPoint { second, ..SeriesPoint::default() });
+                    latencies.push(Vec::new());
+                }
             }
         }
         // Responses that completed after the nominal end (draining in-flight requests).
-        filled.extend(points);
-        (interval, filled)
+        for (point, latency) in points {
+            filled.push(point);
+            latencies.push(latency);
+        }
+        (interval, filled, latencies)
     }
+}
+
+/// A histogram in HdrHistogram's V2 encoding.
+pub fn serialize_histogram(histogram: &Histogram<u64>) -> Vec<u8> {
+    use hdrhistogram::serialization::Serializer as _;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2Serializer::new().serialize(histogram, &mut bytes).ok();
+    bytes
+}
+
+/// [`serialize_histogram`]'s bytes read back (`None` for no bytes or bad ones).
+pub fn deserialize_histogram(bytes: &[u8]) -> Option<Histogram<u64>> {
+    if bytes.is_empty() {
+        return None;
+    }
+    hdrhistogram::serialization::Deserializer::new().deserialize(&mut &bytes[..]).ok()
 }
 
 fn merge_point(into: &mut SeriesPoint, other: &SeriesPoint) {
@@ -538,6 +593,9 @@ pub struct RunRecord {
     pub exchanges: u64,
     /// How late the run started after the instant it was asked to start at (`--start-at`).
     pub late_start: Duration,
+    /// Each series point's latency histogram, serialized (empty for an interval without
+    /// responses, or none at all from older files).
+    pub series_latency: Vec<Vec<u8>>,
 }
 
 /// What the generator itself used during a run, to tell a saturated tool from a slow target.
@@ -565,7 +623,7 @@ impl RunRecord {
     /// recorder's calls (label, method) in order.
     pub fn new(merged: Recorder, calls: &[(String, String)], elapsed: Duration, interrupted: bool) -> Self {
         let series = std::mem::take(&mut *merged.series.lock().unwrap_or_else(|poison| poison.into_inner()));
-        let (series_interval_secs, series) = series.finish(elapsed);
+        let (series_interval_secs, series, series_latency) = series.finish_with_latencies(elapsed);
         // Unsent requests never had a call picked for them; they are counted under the first
         // call so that the calls always add up to the whole run.
         let mut merged = merged;
@@ -602,6 +660,7 @@ impl RunRecord {
             interrupted,
             exchanges: merged.exchanges,
             late_start: Duration::ZERO,
+            series_latency,
         }
     }
 }

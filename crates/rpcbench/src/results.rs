@@ -430,6 +430,23 @@ pub struct SeriesData {
     pub interval_s: u64,
     /// `[second, requests, errors, p50_us, p99_us]` per point.
     pub points: Vec<[u64; 5]>,
+    /// Each point's latency histogram (2 significant digits, V2 in base64; `""` for a point
+    /// without responses), so that merged intervals get exact percentiles. Absent in older
+    /// files, whose merged intervals keep the worse of the shards' percentiles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<String>,
+}
+
+impl SeriesData {
+    /// The point's latency histogram, when the file has it.
+    fn point_latency(&self, index: usize) -> Option<Histogram<u64>> {
+        let text = self.latency.get(index)?;
+        if text.is_empty() {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+        crate::record::deserialize_histogram(&bytes)
+    }
 }
 
 /// One shard of a merged file.
@@ -697,6 +714,14 @@ impl ResultsFile {
             interrupted: record.interrupted,
             methods,
             series: SeriesData {
+                latency: record
+                    .series_latency
+                    .iter()
+                    .map(|bytes| match bytes.is_empty() {
+                        true => String::new(),
+                        false => base64::engine::general_purpose::STANDARD.encode(bytes),
+                    })
+                    .collect(),
                 interval_s: record.series_interval_secs,
                 points: record
                     .series
@@ -859,6 +884,12 @@ impl ResultsFile {
             interrupted: self.interrupted,
             exchanges: self.exchanges,
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
+            series_latency: self
+                .series
+                .latency
+                .iter()
+                .map(|text| base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default())
+                .collect(),
         })
     }
 
@@ -1101,18 +1132,41 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
         *method = MethodResults::new(method.request.clone(), &totals);
     }
     let interval = files.iter().map(|(_, f)| f.series.interval_s).max().unwrap_or(1).max(1);
-    let mut slots: BTreeMap<u64, [u64; 5]> = BTreeMap::new();
+    // Every file keeps its intervals' histograms: merged intervals get exact percentiles.
+    let exact = files.iter().all(|(_, f)| f.series.latency.len() == f.series.points.len());
+    let mut slots: BTreeMap<u64, ([u64; 5], Option<Histogram<u64>>)> = BTreeMap::new();
     for (path, file) in files {
-        for point in &file.series.points {
+        for (index, point) in file.series.points.iter().enumerate() {
             let second = point[0] / interval * interval;
-            let slot = slots.entry(second).or_insert([second, 0, 0, 0, 0]);
+            let (slot, latency) = slots.entry(second).or_insert(([second, 0, 0, 0, 0], None));
             slot[1] = slot[1].checked_add(point[1]).ok_or_else(|| overflow(path))?;
             slot[2] = slot[2].checked_add(point[2]).ok_or_else(|| overflow(path))?;
             slot[3] = slot[3].max(point[3]);
             slot[4] = slot[4].max(point[4]);
+            if let (true, Some(theirs)) = (exact, file.series.point_latency(index)) {
+                // (A read-back histogram has fixed bounds: the sum goes into one that grows.)
+                latency.get_or_insert_with(crate::record::new_coarse_histogram).add(&theirs).ok();
+            }
         }
     }
-    merged.series = SeriesData { interval_s: interval, points: slots.into_values().collect() };
+    let mut points = Vec::with_capacity(slots.len());
+    let mut latencies = Vec::with_capacity(slots.len());
+    for (mut point, latency) in slots.into_values() {
+        match latency.filter(|_| exact) {
+            Some(latency) => {
+                point[3] = latency.value_at_quantile(0.5);
+                point[4] = latency.value_at_quantile(0.99);
+                latencies.push(
+                    base64::engine::general_purpose::STANDARD
+                        .encode(crate::record::serialize_histogram(&latency)),
+                );
+            }
+            None => latencies.push(String::new()),
+        }
+        points.push(point);
+    }
+    merged.series =
+        SeriesData { interval_s: interval, points, latency: if exact { latencies } else { Vec::new() } };
     let mut phases: [PhaseTotals; 2] = Default::default();
     for (path, file) in files {
         if let Some(classes) = &file.phases {
