@@ -414,14 +414,13 @@ fn secrets_never_reach_output_when_tls_fails() {
     }
 }
 
-/// Starts a 30 s run against a mock Solana node, sends `signal` after a second, and returns
-/// what the process printed once it exited, with how long it took to exit after the signal.
-fn interrupt_a_run(signal: &str, format: &str) -> (Output, std::time::Duration) {
+/// Starts the binary with `args`, sends `signal` after a second, and returns what the process
+/// printed once it exited, with how long it took to exit after the signal.
+fn interrupt(args: &[&str], signal: &str) -> (Output, std::time::Duration) {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
-    let node = MockServer::start(MockOptions::new(Chain::Solana)).expect("the mock node starts");
     let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
-        .args(["run", &node.url(), "--method", "getSlot", "-c", "4", "-d", "30s", "-o", format])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -440,6 +439,13 @@ fn interrupt_a_run(signal: &str, format: &str) -> (Output, std::time::Duration) 
     }
     let took = signalled.elapsed();
     (child.wait_with_output().expect("the output is read"), took)
+}
+
+/// Starts a 30 s run against a mock Solana node, sends `signal` after a second, and returns
+/// what the process printed once it exited, with how long it took to exit after the signal.
+fn interrupt_a_run(signal: &str, format: &str) -> (Output, std::time::Duration) {
+    let node = MockServer::start(MockOptions::new(Chain::Solana)).expect("the mock node starts");
+    interrupt(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-d", "30s", "-o", format], signal)
 }
 
 fn assert_interrupted_report(output: &Output, took: std::time::Duration, signal: &str) {
@@ -833,30 +839,14 @@ fn smaller_usage_errors_name_what_is_at_fault_before_any_load() {
 
 #[test]
 fn an_interrupt_while_sampling_a_slow_node_exits_at_once_saying_so() {
-    use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     // A node that takes 5 s per call: sampling its pools would take minutes.
     let mut options = MockOptions::new(Chain::Ethereum);
     options.faults.latency = Some(rpcbench::mock::Latency::fixed(Duration::from_secs(5)));
     let node = MockServer::start(options).expect("the mock node starts");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
-        .args(["run", &example("seed-002-rest-api.toml"), "--url", &node.url(), "-d", "1s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    std::thread::sleep(Duration::from_secs(1));
-    let signalled = Instant::now();
-    assert!(Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().unwrap().success());
-    while child.try_wait().unwrap().is_none() {
-        if signalled.elapsed() > Duration::from_secs(10) {
-            child.kill().ok();
-            panic!("still sampling 10 s after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    assert!(signalled.elapsed() < Duration::from_secs(3), "{:?}", signalled.elapsed());
+    let scenario = example("seed-002-rest-api.toml");
+    let (output, took) = interrupt(&["run", &scenario, "--url", &node.url(), "-d", "1s"], "INT");
+    assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert!(stderr(&output).contains("rpcbench: interrupted"), "{}", stderr(&output));
 }

@@ -65,6 +65,35 @@ impl SplitRunJob {
             files = shards.join(" "),
             extra = merge_args.join(" ")
         );
+        let job = |suffix: &str, container: &str, command: String, indexed: bool| {
+            let mut spec = json!({
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": { "labels": labels },
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{
+                            "name": container,
+                            "image": self.image,
+                            "command": ["sh", "-c", command],
+                            "volumeMounts": mount
+                        }],
+                        "volumes": volume
+                    }
+                }
+            });
+            if indexed {
+                spec["completionMode"] = json!("Indexed");
+                spec["completions"] = json!(self.shards);
+                spec["parallelism"] = json!(self.shards);
+            }
+            json!({
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": { "name": format!("{}-{suffix}", self.name), "labels": labels },
+                "spec": spec
+            })
+        };
         vec![
             json!({
                 "apiVersion": "v1",
@@ -75,51 +104,8 @@ impl SplitRunJob {
                     "resources": { "requests": { "storage": self.storage } }
                 }
             }),
-            json!({
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": { "name": format!("{}-shards", self.name), "labels": labels },
-                "spec": {
-                    "completionMode": "Indexed",
-                    "completions": self.shards,
-                    "parallelism": self.shards,
-                    "backoffLimit": 0,
-                    "template": {
-                        "metadata": { "labels": labels },
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{
-                                "name": "rpcbench",
-                                "image": self.image,
-                                "command": ["sh", "-c", run.join(" ")],
-                                "volumeMounts": mount
-                            }],
-                            "volumes": volume
-                        }
-                    }
-                }
-            }),
-            json!({
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": { "name": format!("{}-merge", self.name), "labels": labels },
-                "spec": {
-                    "backoffLimit": 0,
-                    "template": {
-                        "metadata": { "labels": labels },
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{
-                                "name": "merge",
-                                "image": self.image,
-                                "command": ["sh", "-c", merge],
-                                "volumeMounts": mount
-                            }],
-                            "volumes": volume
-                        }
-                    }
-                }
-            }),
+            job("shards", "rpcbench", run.join(" "), true),
+            job("merge", "merge", merge, false),
         ]
     }
 
