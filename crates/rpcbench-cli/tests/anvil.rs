@@ -97,7 +97,15 @@ fn both_ethereum_suites_run_clean_against_anvil() {
         call(&url, "eth_sendTransaction", json!([transfer]));
     }
     let creation = call(&url, "eth_sendTransaction", json!([{"from": accounts[0], "data": CONTRACT}]));
-    let receipt = call(&url, "eth_getTransactionReceipt", json!([creation]));
+    // Anvil mines right after answering, not before: the receipt may be null for a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let receipt = loop {
+        let receipt = call(&url, "eth_getTransactionReceipt", json!([creation]));
+        if !receipt.is_null() || Instant::now() > deadline {
+            break receipt;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(receipt["status"], "0x1", "{receipt}");
     assert!(receipt["contractAddress"].is_string(), "{receipt}");
 
