@@ -315,9 +315,15 @@ impl MethodRow {
 pub fn method_rows(runs: &[SavedRun]) -> Vec<MethodRow> {
     runs.iter()
         .flat_map(|run| {
-            let elapsed = run.record.elapsed.as_secs_f64();
-            run.methods
+            // The report's measured time (the one rate definition), in the workload's order.
+            let elapsed = match run.report.requests.measured_us {
+                0 => run.record.elapsed.as_secs_f64(),
+                measured => measured as f64 / 1e6,
+            };
+            run.report
+                .methods
                 .iter()
+                .filter_map(|row| run.methods.get_key_value(&row.name))
                 .map(move |(method, totals)| MethodRow::new(&run.label, method, totals, elapsed))
         })
         .collect()
