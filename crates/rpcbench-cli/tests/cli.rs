@@ -868,3 +868,34 @@ fn a_scenarios_connection_count_over_the_open_file_limit_is_named_in_the_file() 
     assert!(message.contains("many.toml:4:15:"), "named at the file's key, not as --connections: {message}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_save_into_a_missing_folder_is_refused_before_any_target_runs() {
+    // A multi-target scenario used to run every target, then print nothing and exit 1.
+    let first = static_node();
+    let second = static_node();
+    let dir = std::env::temp_dir().join(format!("rpcbench-save-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("two.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[load]\nconnections = 1\nduration = \"20s\"\n[[targets]]\nname = \"a\"\nurl = \"{}\"\n\
+             [[targets]]\nname = \"b\"\nurl = \"{}\"\n[[call]]\nmethod = \"getSlot\"\n",
+            first.url(),
+            second.url()
+        ),
+    )
+    .unwrap();
+    let missing = dir.join("no-such-folder").join("out.json");
+    let started = std::time::Instant::now();
+    let output = rpcbench(&["run", path.to_str().unwrap(), "--save", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("does not exist"), "{}", stderr(&output));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "refused before the 2 x 20 s of runs");
+    // A single run is checked the same way.
+    let output =
+        rpcbench(&["run", &first.url(), "-m", "getSlot", "-d", "20s", "--save", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}
