@@ -56,6 +56,7 @@ use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target, TlsOption
 use crate::engine::stages::Stage;
 use crate::jsonrpc::CheckMode;
 use crate::sample::{Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
+use crate::settings::HeaderProblem;
 use crate::thresholds::Threshold;
 use crate::transport::HttpMethod;
 use crate::units::{parse_duration, parse_rate, parse_size};
@@ -749,17 +750,13 @@ impl ScenarioDraft {
     ) -> Result<Vec<(String, String)>, ScenarioError> {
         let Some(headers) = headers else { return Ok(Vec::new()) };
         for (name, value) in headers.get_ref() {
-            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-            let problem = if !valid_name {
-                Some("is not a valid header name (visible ASCII characters other than ':')".to_string())
-            } else if value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                Some("has a line break in its value".to_string())
-            } else if name.eq_ignore_ascii_case("content-length")
-                || name.eq_ignore_ascii_case("transfer-encoding")
-            {
-                Some("is set by rpcbench".to_string())
-            } else {
-                None
+            let (valid_name, problem) = match crate::settings::header_problem(name, value) {
+                None => (true, None),
+                Some(HeaderProblem::BadName) => {
+                    (false, Some("is not a valid header name (visible ASCII characters other than ':')"))
+                }
+                Some(HeaderProblem::LineBreak) => (true, Some("has a line break in its value")),
+                Some(HeaderProblem::SetByRpcbench) => (true, Some("is set by rpcbench")),
             };
             if let Some(problem) = problem {
                 let shown = if valid_name { name.as_str() } else { "(not shown: it may hold a secret)" };

@@ -146,6 +146,31 @@ fn basic_authorization(parsed: &url::Url) -> Option<String> {
     Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)))
 }
 
+/// What is wrong with a request header a user gave (`-H`, a scenario, a targets file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderProblem {
+    /// The name is empty or has a character other than visible ASCII without ':' (not to be
+    /// echoed: a name with spaces in it may be a whole `Authorization Bearer …`).
+    BadName,
+    /// The value has a line break (it would end the header).
+    LineBreak,
+    /// Content-Length or Transfer-Encoding: rpcbench frames the body itself.
+    SetByRpcbench,
+}
+
+/// The one check of a user's header, shared by every place headers come from.
+pub fn header_problem(name: &str, value: &str) -> Option<HeaderProblem> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        Some(HeaderProblem::BadName)
+    } else if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        Some(HeaderProblem::LineBreak)
+    } else if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+        Some(HeaderProblem::SetByRpcbench)
+    } else {
+        None
+    }
+}
+
 /// TLS settings for https targets.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TlsOptions {

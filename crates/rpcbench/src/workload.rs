@@ -330,12 +330,14 @@ impl HttpShape {
         }
         let mut headers = Vec::new();
         for (name, value) in &spec.headers {
-            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-            if !valid_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(WorkloadError(format!("{label}: the header '{name}' is not a valid header")));
-            }
-            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
-                return Err(WorkloadError(format!("{label}: '{name}' is set by rpcbench")));
+            match crate::settings::header_problem(name, value) {
+                None => {}
+                Some(crate::settings::HeaderProblem::SetByRpcbench) => {
+                    return Err(WorkloadError(format!("{label}: '{name}' is set by rpcbench")))
+                }
+                Some(_) => {
+                    return Err(WorkloadError(format!("{label}: the header '{name}' is not a valid header")))
+                }
             }
             headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
         }

@@ -11,6 +11,7 @@ use crate::redact;
 use crate::workload::Workload;
 
 use super::stages::{LevelCurve, Stage};
+use crate::settings::HeaderProblem;
 pub use crate::settings::{ConfigError, Scheme, Target, TlsOptions};
 
 /// Request headers as `Debug` shows them: secret values masked.
@@ -258,27 +259,18 @@ impl RunConfig {
             return Err(ConfigError::new("--connect-timeout", "must be longer than zero"));
         }
         for (index, (name, value)) in self.headers.iter().enumerate() {
-            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-            if !valid_name {
+            let message = match crate::settings::header_problem(name, value) {
+                None => continue,
                 // Not echoed: a name with spaces in it may be a whole `Authorization Bearer …`.
-                return Err(ConfigError::new(
-                    "--header",
-                    format!(
-                        "the name of header #{} is not a valid header name (visible ASCII characters \
-                         other than ':'; not shown: it may hold a secret)",
-                        index + 1
-                    ),
-                ));
-            }
-            if value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(ConfigError::new(
-                    "--header",
-                    format!("the value of '{name}' contains a line break"),
-                ));
-            }
-            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
-                return Err(ConfigError::new("--header", format!("'{name}' is set by rpcbench")));
-            }
+                Some(HeaderProblem::BadName) => format!(
+                    "the name of header #{} is not a valid header name (visible ASCII characters \
+                     other than ':'; not shown: it may hold a secret)",
+                    index + 1
+                ),
+                Some(HeaderProblem::LineBreak) => format!("the value of '{name}' contains a line break"),
+                Some(HeaderProblem::SetByRpcbench) => format!("'{name}' is set by rpcbench"),
+            };
+            return Err(ConfigError::new("--header", message));
         }
         if self.max_body == 0 {
             return Err(ConfigError::new("--max-body", "must be at least 1 byte"));
