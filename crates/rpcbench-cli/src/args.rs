@@ -245,6 +245,17 @@ pub struct HttpArgs {
     /// How much of each response to check [default: scan].
     #[arg(long, value_enum, help_heading = "HTTP")]
     pub check: Option<CheckArg>,
+    /// Cleartext HTTP/2 with prior knowledge, for http:// URLs.
+    #[arg(long, conflicts_with = "http2", help_heading = "HTTP")]
+    pub h2c: bool,
+    /// HTTP/2 over TLS (ALPN h2), for https:// URLs; a server that offers only HTTP/1.1 is
+    /// refused, not fallen back to.
+    #[arg(long, help_heading = "HTTP")]
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection, so -c N keeps N x S requests in flight
+    /// (a server's SETTINGS_MAX_CONCURRENT_STREAMS below S holds the rest back) [default: 1].
+    #[arg(long, value_name = "S", help_heading = "HTTP")]
+    pub streams: Option<usize>,
 }
 
 /// Where the workload comes from besides `--method`/`--body`: a scenario file's URL override,

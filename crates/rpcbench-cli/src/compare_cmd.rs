@@ -92,6 +92,11 @@ pub struct CompareArgs {
     /// Write the output to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "OUT", help_heading = "Output")]
     pub output: Option<PathBuf>,
+    /// Speak HTTP/2 to target NAME only (repeatable): cleartext with prior knowledge for an
+    /// http:// URL, TLS with ALPN h2 for https://; --streams applies to these targets. Compares
+    /// HTTP/1.1 with HTTP/2 on one endpoint in one command: h1=URL h2=URL --h2-for h2.
+    #[arg(long = "h2-for", value_name = "NAME", conflicts_with_all = ["h2c", "http2"], help_heading = "HTTP")]
+    pub h2_for: Vec<String>,
     /// Also save each target's results file as DIR/NAME.json.
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub save_dir: Option<PathBuf>,
@@ -172,8 +177,18 @@ fn parse_monitors(
 }
 
 impl CompareArgs {
-    /// The `run` arguments of one target.
-    fn run_args(&self, url: &str) -> RunArgs {
+    /// The `run` arguments of target `name`.
+    fn run_args(&self, name: &str, url: &str) -> RunArgs {
+        let mut http = self.http.clone();
+        if !self.h2_for.is_empty() {
+            let secure = url.trim_start().to_ascii_lowercase().starts_with("https:");
+            let wants_h2 = self.h2_for.iter().any(|chosen| chosen == name);
+            http.h2c = wants_h2 && !secure;
+            http.http2 = wants_h2 && secure;
+            if !wants_h2 {
+                http.streams = None;
+            }
+        }
         RunArgs {
             shard: None,
             shards: None,
@@ -191,7 +206,7 @@ impl CompareArgs {
             duration: self.duration,
             requests: self.requests,
             warmup: Some(self.warmup),
-            http: self.http.clone(),
+            http,
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
             metrics: Default::default(),
@@ -262,13 +277,17 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         return run_equal(&args, &targets, &stop);
     }
+    if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
+    {
+        return output::usage_error(format!("--h2-for {unknown}: no target has that name"));
+    }
     let monitors = match parse_monitors(&targets, &args.monitor_pids, &args.monitor_cmds) {
         Ok(monitors) => monitors,
         Err(message) => return output::usage_error(message),
     };
     let mut compare_targets = Vec::with_capacity(targets.len());
     for ((name, url), monitor_pids) in targets.iter().zip(monitors) {
-        match crate::run_cmd::to_config(&args.run_args(url)).map(|(config, _)| config) {
+        match crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config) {
             Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config, monitor_pids }),
             Err(err) => return output::usage_error(err),
         }
@@ -333,7 +352,7 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
         }
     }
     // The request, whichever way it was given.
-    let (workload, timeout) = match crate::run_cmd::to_config(&args.run_args(&targets[0].1)) {
+    let (workload, timeout) = match crate::run_cmd::to_config(&args.run_args(&targets[0].0, &targets[0].1)) {
         Ok((config, _)) => (config.workload, config.timeout),
         Err(err) => return output::usage_error(err),
     };
@@ -352,7 +371,7 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
     // Each target with the headers and TLS settings of a load run.
     let mut endpoints = Vec::with_capacity(targets.len());
     for (name, url) in targets {
-        let config = match crate::run_cmd::to_config(&args.run_args(url)) {
+        let config = match crate::run_cmd::to_config(&args.run_args(name, url)) {
             Ok((config, _)) => config,
             Err(err) => return output::usage_error(err),
         };

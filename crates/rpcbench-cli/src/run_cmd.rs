@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use rpcbench::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig, Target, TlsOptions};
+use rpcbench::engine::config::{
+    Arrivals, ConfigError, HttpVersion, Length, Load, RunConfig, Target, TlsOptions,
+};
 use rpcbench::engine::{EngineError, Progress, Run, Slice};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
@@ -380,6 +382,14 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     }
     if let Some(batch) = args.request.batch {
         config.batch = batch;
+    }
+    if args.http.h2c {
+        config.http = HttpVersion::H2c;
+    } else if args.http.http2 {
+        config.http = HttpVersion::Http2;
+    }
+    if let Some(streams) = args.http.streams {
+        config.streams = streams;
     }
     if let Some(shard) = shard_of(args)? {
         config.shard = shard;

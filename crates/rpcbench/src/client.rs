@@ -142,7 +142,7 @@ impl Endpoint {
         runtime.block_on(async {
             let exchange = async {
                 let mut lane =
-                    self.transport.open().await.map_err(|err| CallError::Transport(err.to_string()))?;
+                    self.transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
                 let mut request = Outgoing::default();
                 template.write_body(1, &mut request.body);
                 let reply = lane

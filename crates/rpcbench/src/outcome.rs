@@ -34,6 +34,13 @@ pub enum Outcome {
     Closed,
     /// Sent, but the run ended (its time was up, or it was stopped) before the response came.
     Unfinished,
+    /// HTTP/2: the request was on a stream above the last one a GOAWAY from the server said it
+    /// would process (the request was lost with the connection).
+    GoAway,
+    /// HTTP/2: the server reset the stream with REFUSED_STREAM (it did not process the request).
+    RefusedStream,
+    /// HTTP/2: the server reset the stream with another error code (RST_STREAM), by code.
+    StreamReset(u32),
 }
 
 impl Outcome {
@@ -53,6 +60,9 @@ impl Outcome {
             Outcome::Connect => "connect",
             Outcome::Closed => "closed",
             Outcome::Unfinished => "unfinished",
+            Outcome::GoAway => "goaway",
+            Outcome::RefusedStream => "refused_stream",
+            Outcome::StreamReset(_) => "stream_reset",
         }
     }
 
@@ -62,6 +72,7 @@ impl Outcome {
             Outcome::RpcError(code) => Some(code.to_string()),
             Outcome::HttpStatus(status) => Some(status.to_string()),
             Outcome::Invalid(kind) => Some(kind.name().to_string()),
+            Outcome::StreamReset(code) => Some(reset_code_name(code).to_string()),
             _ => None,
         }
     }
@@ -126,6 +137,45 @@ impl fmt::Display for InvalidKind {
     }
 }
 
+/// The HTTP/2 error codes RST_STREAM may carry (RFC 9113, section 7), by number; any other
+/// number is counted as [`UNKNOWN_RESET_CODE`].
+const RESET_CODES: [&str; 14] = [
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+];
+
+/// Where RST_STREAM codes the RFC does not define are counted (one bucket: a hostile server's
+/// codes cannot grow the table).
+pub const UNKNOWN_RESET_CODE: u32 = u32::MAX;
+
+/// The name of an RST_STREAM error code (`"CANCEL"`), `"unknown"` for codes the RFC does not
+/// define.
+pub fn reset_code_name(code: u32) -> &'static str {
+    RESET_CODES.get(code as usize).copied().unwrap_or("unknown")
+}
+
+/// The code a reset is counted under: itself when the RFC defines it, else
+/// [`UNKNOWN_RESET_CODE`].
+pub fn reset_code_bucket(code: u32) -> u32 {
+    if (code as usize) < RESET_CODES.len() {
+        code
+    } else {
+        UNKNOWN_RESET_CODE
+    }
+}
+
 /// The most distinct JSON-RPC error codes counted one by one; further codes are counted in
 /// [`OutcomeCounts::rpc_errors_other`].
 pub const MAX_RPC_CODES: usize = 100;
@@ -176,7 +226,25 @@ pub struct OutcomeCounts {
     /// Calls sent whose response had not come when the run ended.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unfinished: u64,
+    /// HTTP/2: requests lost to a GOAWAY (on a stream above the server's last processed one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub goaway: u64,
+    /// HTTP/2: streams the server refused (RST_STREAM REFUSED_STREAM).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused_stream: u64,
+    /// HTTP/2: streams the server reset with another code, by code name.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "by_key_text",
+        deserialize_with = "parse_keys"
+    )]
+    pub stream_reset: BTreeMap<ResetCode, u64>,
 }
+
+/// An RST_STREAM error code as counted: one the RFC defines, or [`UNKNOWN_RESET_CODE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResetCode(pub u32);
 
 fn is_zero(count: &u64) -> bool {
     *count == 0
@@ -203,6 +271,18 @@ impl KeyText for u16 {
     }
     fn parse(text: &str) -> Option<Self> {
         text.parse().ok()
+    }
+}
+
+impl KeyText for ResetCode {
+    fn text(&self) -> String {
+        reset_code_name(self.0).to_string()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        if text == "unknown" {
+            return Some(ResetCode(UNKNOWN_RESET_CODE));
+        }
+        RESET_CODES.iter().position(|name| *name == text).map(|code| ResetCode(code as u32))
     }
 }
 
@@ -289,6 +369,11 @@ impl OutcomeCounts {
             Outcome::Connect => self.connect += count,
             Outcome::Closed => self.closed += count,
             Outcome::Unfinished => self.unfinished += count,
+            Outcome::GoAway => self.goaway += count,
+            Outcome::RefusedStream => self.refused_stream += count,
+            Outcome::StreamReset(code) => {
+                *self.stream_reset.entry(ResetCode(reset_code_bucket(code))).or_default() += count
+            }
         }
     }
 
@@ -323,6 +408,9 @@ impl OutcomeCounts {
             + self.connect
             + self.closed
             + self.unfinished
+            + self.goaway
+            + self.refused_stream
+            + self.stream_reset.values().sum::<u64>()
     }
 
     /// Every failure with its count, one entry per class and code, in a stable order (the
@@ -346,8 +434,13 @@ impl OutcomeCounts {
             (Outcome::Connect, self.connect),
             (Outcome::Closed, self.closed),
             (Outcome::Unfinished, self.unfinished),
+            (Outcome::GoAway, self.goaway),
+            (Outcome::RefusedStream, self.refused_stream),
         ] {
             all.push((outcome, None, count));
+        }
+        for (code, count) in &self.stream_reset {
+            all.push((Outcome::StreamReset(code.0), Some(reset_code_name(code.0).to_string()), *count));
         }
         all.retain(|(_, _, count)| *count > 0);
         all
@@ -380,6 +473,11 @@ impl OutcomeCounts {
         self.connect += other.connect;
         self.closed += other.closed;
         self.unfinished += other.unfinished;
+        self.goaway += other.goaway;
+        self.refused_stream += other.refused_stream;
+        for (code, count) in &other.stream_reset {
+            *self.stream_reset.entry(*code).or_default() += count;
+        }
     }
 
     /// [`OutcomeCounts::merge`] for counts read from files: fails instead of wrapping when a
@@ -414,6 +512,11 @@ impl OutcomeCounts {
         add(&mut merged.connect, other.connect)?;
         add(&mut merged.closed, other.closed)?;
         add(&mut merged.unfinished, other.unfinished)?;
+        add(&mut merged.goaway, other.goaway)?;
+        add(&mut merged.refused_stream, other.refused_stream)?;
+        for (code, count) in &other.stream_reset {
+            add(merged.stream_reset.entry(*code).or_default(), *count)?;
+        }
         merged.checked_total()?;
         *self = merged;
         Ok(())
@@ -429,7 +532,15 @@ impl OutcomeCounts {
             .chain([self.rpc_errors_other])
             .chain(self.http_errors.values().copied())
             .chain(self.invalid.values().copied())
-            .chain([self.timeout, self.connect, self.closed, self.unfinished]);
+            .chain([
+                self.timeout,
+                self.connect,
+                self.closed,
+                self.unfinished,
+                self.goaway,
+                self.refused_stream,
+            ])
+            .chain(self.stream_reset.values().copied());
         for part in parts {
             total = total.checked_add(part).ok_or(CountOverflow)?;
         }
@@ -484,6 +595,33 @@ mod tests {
         let text = serde_json::to_string(&counts).unwrap();
         assert!(text.ends_with(r#""closed":0,"unfinished":1}"#), "{text}");
         assert!(serde_json::from_str::<OutcomeCounts>(&text.replace("bad_http", "nonsense")).is_err());
+    }
+
+    #[test]
+    fn http2_resets_are_counted_by_code_with_unknown_codes_in_one_bucket() {
+        let mut counts = OutcomeCounts::default();
+        counts.add(Outcome::GoAway, || None);
+        counts.add(Outcome::RefusedStream, || None);
+        counts.add(Outcome::StreamReset(8), || None);
+        for code in 14..1000 {
+            counts.add(Outcome::StreamReset(code), || None);
+        }
+        assert_eq!(counts.stream_reset.len(), 2, "CANCEL and one unknown bucket");
+        assert_eq!(counts.errors(), 2 + 1 + 986);
+        assert_eq!(counts.checked_total(), Ok(989));
+        let text = serde_json::to_string(&counts).unwrap();
+        assert!(
+            text.ends_with(r#""goaway":1,"refused_stream":1,"stream_reset":{"CANCEL":1,"unknown":986}}"#),
+            "{text}"
+        );
+        let back: OutcomeCounts = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, counts);
+        let mut merged = OutcomeCounts::default();
+        merged.checked_merge(&counts).unwrap();
+        merged.merge(&counts);
+        assert_eq!(merged.stream_reset[&ResetCode(8)], 2);
+        assert_eq!(merged.failures().len(), 4);
+        assert_eq!(Outcome::StreamReset(8).code().as_deref(), Some("CANCEL"));
     }
 
     #[test]

@@ -410,6 +410,8 @@ pub struct Recorder {
     pub unsent: u64,
     /// With batches: HTTP requests that completed (outcomes count calls).
     pub exchanges: u64,
+    /// What the transport saw of its connections (opened, GOAWAYs, the server's stream limit).
+    pub wire: crate::transport::WireStats,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
     /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
@@ -447,6 +449,7 @@ impl Recorder {
             calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
             unsent: 0,
             exchanges: 0,
+            wire: crate::transport::WireStats::default(),
             stages: Vec::new(),
             phases: Default::default(),
             usage: ThreadUsage::default(),
@@ -565,6 +568,7 @@ impl Recorder {
         self.usage.merge(&other.usage);
         self.unsent += other.unsent;
         self.exchanges += other.exchanges;
+        self.wire.merge(&other.wire);
     }
 }
 
@@ -591,6 +595,8 @@ pub struct RunRecord {
     pub generator: GeneratorUsage,
     /// With batches: the HTTP requests that completed (outcomes count calls); 0 otherwise.
     pub exchanges: u64,
+    /// What the transport saw of its connections (opened, GOAWAYs, the server's stream limit).
+    pub wire: crate::transport::WireStats,
     /// How late the run started after the instant it was asked to start at (`--start-at`).
     pub late_start: Duration,
     /// Each series point's latency histogram, serialized (empty for an interval without
@@ -659,6 +665,7 @@ impl RunRecord {
             series,
             interrupted,
             exchanges: merged.exchanges,
+            wire: merged.wire,
             late_start: Duration::ZERO,
             series_latency,
         }

@@ -45,7 +45,7 @@ use crate::record::{
     StageTotals, Totals, MAX_TRACKABLE_US,
 };
 use crate::redact;
-use crate::report::RunReport;
+use crate::report::{Http2Figures, RunReport};
 use crate::units::trim_float;
 use crate::workload::Call;
 
@@ -116,6 +116,10 @@ pub struct ResultsFile {
     /// The run's thresholds and their verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::report::ThresholdResult>,
+    /// HTTP/2 runs: the protocol, the streams per connection and what the connections saw;
+    /// absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Figures>,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -738,6 +742,7 @@ impl ResultsFile {
             merged_from: Vec::new(),
             target_resources: None,
             exchanges: record.exchanges,
+            http2: Http2Figures::of(config, record),
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages
@@ -883,6 +888,7 @@ impl ResultsFile {
                 .collect(),
             interrupted: self.interrupted,
             exchanges: self.exchanges,
+            wire: self.http2.as_ref().map(Http2Figures::wire).unwrap_or_default(),
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
             series_latency: self
                 .series
@@ -923,6 +929,14 @@ impl ResultsFile {
         };
         config.warmup = Duration::from_micros(self.workload.warmup_us);
         config.batch = self.workload.batch;
+        if let Some(http2) = &self.http2 {
+            config.http = if http2.protocol == "h2" {
+                crate::engine::config::HttpVersion::Http2
+            } else {
+                crate::engine::config::HttpVersion::H2c
+            };
+            config.streams = usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1);
+        }
         if !self.stages.is_empty() {
             config.stages = self.stages.iter().map(StageData::stage).collect();
             config.length.duration = None;
@@ -1102,6 +1116,16 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
     merged.started_at = files.iter().map(|(_, f)| f.started_at.clone()).min().unwrap_or_default();
     merged.elapsed_ns = files.iter().map(|(_, f)| f.elapsed_ns).max().unwrap_or(0);
     merged.interrupted = files.iter().any(|(_, f)| f.interrupted);
+    for (path, file) in rest {
+        merged.exchanges = merged.exchanges.checked_add(file.exchanges).ok_or_else(|| overflow(path))?;
+        if let (Some(ours), Some(theirs)) = (merged.http2.as_mut(), file.http2.as_ref()) {
+            let mut wire = ours.wire();
+            wire.merge(&theirs.wire());
+            ours.connections_opened = wire.connections_opened;
+            ours.goaways_received = wire.goaways_received;
+            ours.server_max_streams = wire.server_max_streams;
+        }
+    }
     let tools: std::collections::BTreeSet<&str> = files.iter().map(|(_, f)| f.tool.as_str()).collect();
     if tools.len() > 1 {
         merged.tool = tools.into_iter().collect::<Vec<_>>().join(", ");

@@ -116,7 +116,44 @@ pub struct RunConfig {
     /// Wait until this wall-clock instant before starting (`--start-at`), so that the shards
     /// of a split run start together without a coordinator.
     pub start_at: Option<std::time::SystemTime>,
+    /// The HTTP version and how it is reached (`--h2c`, `--http2`).
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection (`--streams`); each is a lane of the engine,
+    /// so `connections x streams` requests are in flight in closed loop.
+    pub streams: usize,
 }
+
+/// The HTTP version a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// HTTP/1.1 (over TLS for https).
+    #[default]
+    Http1,
+    /// Cleartext HTTP/2 with prior knowledge (`--h2c`, http URLs).
+    H2c,
+    /// HTTP/2 over TLS, negotiated with ALPN `h2` (`--http2`, https URLs).
+    Http2,
+}
+
+impl HttpVersion {
+    /// The protocol's name as reports give it: `http/1.1`, `h2c` or `h2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "http/1.1",
+            HttpVersion::H2c => "h2c",
+            HttpVersion::Http2 => "h2",
+        }
+    }
+
+    /// Whether this is HTTP/2 (either way).
+    pub fn is_http2(self) -> bool {
+        self != HttpVersion::Http1
+    }
+}
+
+/// The most streams per connection `--streams` takes (HTTP/2's stream limit is a 31-bit
+/// number, but a client-chosen 65,535 is far past any server's advertised limit).
+pub const MAX_STREAMS: usize = 65_535;
 
 impl fmt::Debug for RunConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -141,6 +178,8 @@ impl fmt::Debug for RunConfig {
             .field("batch", &self.batch)
             .field("shard", &self.shard)
             .field("start_at", &self.start_at)
+            .field("http", &self.http)
+            .field("streams", &self.streams)
             .finish()
     }
 }
@@ -169,6 +208,8 @@ impl RunConfig {
             batch: 1,
             shard: super::Slice::WHOLE,
             start_at: None,
+            http: HttpVersion::Http1,
+            streams: 1,
         }
     }
 
@@ -193,6 +234,15 @@ impl RunConfig {
             self.length.duration
         } else {
             Some(self.stages.iter().map(|stage| stage.duration).sum())
+        }
+    }
+
+    /// Lanes of the engine per connection: the streams of an HTTP/2 connection, else 1.
+    pub fn lanes_per_connection(&self) -> usize {
+        if self.http.is_http2() {
+            self.streams
+        } else {
+            1
         }
     }
 
@@ -287,6 +337,30 @@ impl RunConfig {
                 "--batch",
                 "the calls of a batch are told apart by their ids: it cannot go with --fixed-id",
             ));
+        }
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(ConfigError::new("--streams", format!("must be from 1 to {MAX_STREAMS}")));
+        }
+        if self.streams > 1 && !self.http.is_http2() {
+            return Err(ConfigError::new(
+                "--streams",
+                "streams are HTTP/2's: use it with --h2c (http://) or --http2 (https://)",
+            ));
+        }
+        match (self.http, self.target.scheme) {
+            (HttpVersion::H2c, crate::settings::Scheme::Https) => {
+                return Err(ConfigError::new(
+                    "--h2c",
+                    "is cleartext HTTP/2, for http:// URLs; for https:// use --http2",
+                ))
+            }
+            (HttpVersion::Http2, crate::settings::Scheme::Http) => {
+                return Err(ConfigError::new(
+                    "--http2",
+                    "is HTTP/2 over TLS, for https:// URLs; for http:// use --h2c",
+                ))
+            }
+            _ => {}
         }
         if self.shard.count == 0 || self.shard.index >= self.shard.count {
             return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));

@@ -43,10 +43,11 @@ use crate::protocol::batch::JsonRpcBatch;
 use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
 use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
-use crate::transport::connect::{Connector, SetupError};
+use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::http1::Http1;
+use crate::transport::http2::Http2;
 use crate::transport::{Lane, Outgoing, Transport, WireError};
-use config::{Load, RunConfig};
+use config::{HttpVersion, Load, RunConfig};
 
 /// How often each worker publishes its figures to a [`LiveSink`].
 /// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
@@ -180,11 +181,18 @@ impl Progress {
     }
 }
 
+/// The transport a run uses, chosen once.
+#[derive(Debug)]
+enum RunTransport {
+    Http1(Http1),
+    Http2(Http2),
+}
+
 /// A prepared run: validated, resolved, ready to execute.
 #[derive(Debug)]
 pub struct Run {
     config: Arc<RunConfig>,
-    transport: Http1,
+    transport: RunTransport,
     stop: StopHandle,
     series: Arc<Mutex<Series>>,
 }
@@ -199,9 +207,23 @@ impl Run {
     pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
         limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
-        let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
-            .map_err(EngineError::Setup)?;
-        let transport = Http1::new(connector, &config.target, &config.headers, config.keepalive);
+        let transport = match config.http {
+            HttpVersion::Http1 => {
+                let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
+                    .map_err(EngineError::Setup)?;
+                RunTransport::Http1(Http1::new(connector, &config.target, &config.headers, config.keepalive))
+            }
+            HttpVersion::H2c | HttpVersion::Http2 => {
+                let connector =
+                    Connector::with_alpn(&config.target, &config.tls, config.connect_timeout, Alpn::Http2)
+                        .map_err(EngineError::Setup)?;
+                let http2 = Http2::new(connector, &config.target, &config.headers, config.streams).map_err(
+                    |err| EngineError::Config(config::ConfigError::new("--header", err.to_string())),
+                )?;
+                check_http2_server(&http2, config.http)?;
+                RunTransport::Http2(http2)
+            }
+        };
         Ok(Self {
             config: Arc::new(config),
             transport,
@@ -228,16 +250,32 @@ impl Run {
     /// Runs to the end (or until stopped) and returns what was measured. Blocks the caller.
     pub fn execute(self) -> Result<RunRecord, EngineError> {
         let config = self.config.clone();
-        if config.batch > 1 {
-            self.execute_with(|| JsonRpcBatch::new(config.workload.clone(), config.check, config.batch))
-        } else {
-            self.execute_with(|| SingleCall::new(config.workload.clone(), config.check))
+        let batch = || JsonRpcBatch::new(config.workload.clone(), config.check, config.batch);
+        let single = || SingleCall::new(config.workload.clone(), config.check);
+        match &self.transport {
+            RunTransport::Http1(http1) if config.batch > 1 => {
+                let transport = http1.clone();
+                self.execute_with(transport, batch)
+            }
+            RunTransport::Http1(http1) => {
+                let transport = http1.clone();
+                self.execute_with(transport, single)
+            }
+            RunTransport::Http2(http2) if config.batch > 1 => {
+                let transport = http2.clone();
+                self.execute_with(transport, batch)
+            }
+            RunTransport::Http2(http2) => {
+                let transport = http2.clone();
+                self.execute_with(transport, single)
+            }
         }
     }
 
-    /// Runs with a protocol made by `protocol` for each worker.
-    fn execute_with<P: Protocol + Send + 'static>(
+    /// Runs over `transport` with a protocol made by `protocol` for each worker.
+    fn execute_with<T: Transport + Send + 'static, P: Protocol + Send + 'static>(
         self,
+        transport: T,
         protocol: impl Fn() -> P,
     ) -> Result<RunRecord, EngineError> {
         let late_start = self.wait_for_start();
@@ -257,7 +295,7 @@ impl Run {
                 series: self.series.clone(),
                 clock,
             };
-            let transport = self.transport.clone();
+            let transport = transport.for_worker();
             let protocol = protocol();
             let handle = std::thread::Builder::new()
                 .name(format!("rpcbench-worker-{index}"))
@@ -320,6 +358,18 @@ impl Run {
     }
 }
 
+/// HTTP/2: refuses a server that answers but not in HTTP/2 (ALPN chose http/1.1, or no
+/// answer to the h2c preface), before any load, so the run fails with the reason rather than
+/// with a count of connect errors.
+fn check_http2_server(http2: &Http2, version: HttpVersion) -> Result<(), EngineError> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(EngineError::Runtime)?;
+    let flag = if version == HttpVersion::H2c { "--h2c" } else { "--http2" };
+    runtime
+        .block_on(http2.check_server())
+        .map_err(|reason| EngineError::Config(config::ConfigError::new(flag, reason)))
+}
+
 /// The instants every worker shares.
 #[derive(Debug, Clone, Copy)]
 struct Clock {
@@ -372,13 +422,15 @@ impl WorkerPlan {
         let slice = shard.split(local, workers);
         let mine_of = |total: u64| worker_share(total, shard, local, workers);
         let requests = config.length.requests.map(mine_of);
+        // A lane per HTTP/2 stream: a worker's connections times the streams on each.
+        let lanes = config.lanes_per_connection();
         match &config.load {
             Load::Closed { connections } => {
                 // With stages, every connection the busiest stage needs is opened; the ones a
                 // quieter stage does not need wait.
                 let most =
                     config.level_curve().map_or(*connections as u64, |curve| curve.max_level().ceil() as u64);
-                let mine = mine_of(most.max(1)) as usize;
+                let mine = mine_of(most.max(1)) as usize * lanes;
                 Self {
                     local,
                     workers,
@@ -391,7 +443,7 @@ impl WorkerPlan {
                 }
             }
             Load::Open { rate, arrivals, max_connections } => {
-                let max_mine = (mine_of(*max_connections as u64) as usize).max(1);
+                let max_mine = (mine_of(*max_connections as u64) as usize).max(1) * lanes;
                 let rate_mine = rate / slice.count as f64;
                 let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
                 let curve = std::sync::Arc::new(
@@ -469,11 +521,13 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
     // is taken without building an empty one in its place.
     let live = worker.shared.config.metrics.clone();
     let index = worker.plan.local;
+    let transport_stats = worker.transport.stats();
     let mut recorder = match Rc::try_unwrap(worker) {
         Ok(worker) => worker.recorder.into_inner(),
         Err(worker) => worker.recorder.replace(Recorder::new(0, worker.shared.series.clone())),
     };
     recorder.flush_second();
+    recorder.wire = transport_stats;
     if let Some(live) = &live {
         live.publish(index, &recorder.calls, 0);
     }
@@ -587,8 +641,9 @@ impl<T, P> Worker<T, P> {
     fn connection_wanted(&self, index: usize, now: Instant) -> bool {
         let Some(curve) = &self.connection_curve else { return true };
         let level = curve.level_at(now.saturating_duration_since(self.shared.clock.start).as_secs_f64());
+        let lanes = self.shared.config.lanes_per_connection() as u64;
         (index as u64)
-            < worker_share(level.round() as u64, self.plan.shard, self.plan.local, self.plan.workers)
+            < worker_share(level.round() as u64, self.plan.shard, self.plan.local, self.plan.workers) * lanes
     }
 
     fn connection_done(&self) {
@@ -813,9 +868,13 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             Some(current) => current,
             None => {
                 let connect_started = Instant::now();
-                match worker.transport.open().await {
-                    Ok(opened) => {
-                        connect_time = Some(connect_started.elapsed());
+                match worker.transport.open(index).await {
+                    Ok(mut opened) => {
+                        connect_time = if T::Lane::MEASURES_CONNECT {
+                            opened.take_connect_time()
+                        } else {
+                            Some(connect_started.elapsed())
+                        };
                         lane.insert(opened)
                     }
                     Err(_) => {
@@ -866,8 +925,18 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             Some(Err(WireError::Closed)) => Some(Outcome::Closed),
             Some(Err(WireError::Malformed)) => Some(Outcome::Invalid(InvalidKind::BadHttp)),
             Some(Err(WireError::TooLarge)) => Some(Outcome::Invalid(InvalidKind::BodyTooLarge)),
+            Some(Err(WireError::Connect)) => Some(Outcome::Connect),
+            Some(Err(WireError::GoAway)) => Some(Outcome::GoAway),
+            Some(Err(WireError::StreamReset(7))) => Some(Outcome::RefusedStream),
+            Some(Err(WireError::StreamReset(code))) => Some(Outcome::StreamReset(code)),
             Some(Ok(_)) => None,
         };
+        if T::Lane::MEASURES_CONNECT {
+            // An exchange that had to re-open its connection (after a GOAWAY) measured it.
+            if let Some(reconnected) = lane.as_mut().and_then(Lane::take_connect_time) {
+                connect_time = Some(reconnected);
+            }
+        }
         if let Some(outcome) = failed {
             for slot in slots {
                 worker.record(ticket, slot.call, sent, done, outcome, b"");

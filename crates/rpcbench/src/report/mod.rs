@@ -47,6 +47,10 @@ pub const PERCENTILES: [(&str, f64); 7] = [
     ("p99.99", 99.99),
 ];
 
+fn http1_name() -> String {
+    "http/1.1".to_string()
+}
+
 /// Everything a report says about one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -109,10 +113,56 @@ pub struct RunReport {
     pub target_resources: Option<ResourceReport>,
     /// What the generator itself used: a saturated generator measures itself, not the target.
     pub generator: GeneratorReport,
+    /// The protocol spoken: `http/1.1`, `h2c` (cleartext HTTP/2) or `h2` (HTTP/2 over TLS).
+    #[serde(default = "http1_name")]
+    pub protocol: String,
+    /// HTTP/2 runs: streams per connection, the server's advertised limit, connections opened
+    /// and GOAWAYs received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Figures>,
     /// With JSON-RPC batches (`--batch N`): what the wire carried. Everything else in the report
     /// (outcomes, rates, tables, latency) counts calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchReport>,
+}
+
+/// What an HTTP/2 run's connections saw, as reports and results files give them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Http2Figures {
+    /// `h2c` (cleartext, prior knowledge) or `h2` (TLS, ALPN).
+    pub protocol: String,
+    /// Streams per connection asked for (`--streams`).
+    pub streams_per_connection: u64,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server advertised; absent when it
+    /// advertised no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_streams: Option<u64>,
+    /// Connections opened, the first ones and every re-open.
+    pub connections_opened: u64,
+    /// Connections the server ended with a GOAWAY.
+    pub goaways_received: u64,
+}
+
+impl Http2Figures {
+    /// The figures of `config`'s run as `record` has them; `None` for HTTP/1.1.
+    pub fn of(config: &RunConfig, record: &RunRecord) -> Option<Self> {
+        config.http.is_http2().then(|| Http2Figures {
+            protocol: config.http.name().to_string(),
+            streams_per_connection: config.streams as u64,
+            server_max_streams: record.wire.server_max_streams,
+            connections_opened: record.wire.connections_opened,
+            goaways_received: record.wire.goaways_received,
+        })
+    }
+
+    /// The transport figures for a record.
+    pub fn wire(&self) -> crate::transport::WireStats {
+        crate::transport::WireStats {
+            connections_opened: self.connections_opened,
+            goaways_received: self.goaways_received,
+            server_max_streams: self.server_max_streams,
+        }
+    }
 }
 
 /// What a run of JSON-RPC batches carried on the wire.
@@ -610,6 +660,8 @@ impl RunReport {
             },
             target_resources: None,
             generator,
+            protocol: config.http.name().to_string(),
+            http2: Http2Figures::of(config, record),
             batch: (config.batch > 1).then(|| BatchReport {
                 calls_per_request: config.batch as u64,
                 http_requests: record.exchanges,

@@ -252,17 +252,33 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
         });
     }
     type Count = fn(&RunReport) -> u64;
-    let fixed: [(&str, Count); 4] = [
+    let fixed: [(&str, Count); 6] = [
         ("timeout", |r| r.outcomes.timeout),
         ("connect error", |r| r.outcomes.connect),
         ("connection closed", |r| r.outcomes.closed),
         ("unfinished at the end", |r| r.outcomes.unfinished),
+        ("lost to a GOAWAY", |r| r.outcomes.goaway),
+        ("stream refused", |r| r.outcomes.refused_stream),
     ];
     for (name, count) in fixed {
         let counts: Vec<u64> = reports.iter().map(|r| count(r)).collect();
         if counts.iter().any(|&n| n > 0) {
             rows.push(OutcomeRow { outcome: name.into(), ok: false, counts });
         }
+    }
+    let mut codes: Vec<crate::outcome::ResetCode> =
+        reports.iter().flat_map(|r| r.outcomes.stream_reset.keys().copied()).collect();
+    codes.sort();
+    codes.dedup();
+    for code in codes {
+        rows.push(OutcomeRow {
+            outcome: format!("stream reset: {}", crate::outcome::reset_code_name(code.0)),
+            ok: false,
+            counts: reports
+                .iter()
+                .map(|r| r.outcomes.stream_reset.get(&code).copied().unwrap_or(0))
+                .collect(),
+        });
     }
     rows
 }

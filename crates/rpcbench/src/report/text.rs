@@ -47,6 +47,14 @@ pub fn render_text(report: &RunReport) -> String {
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
     let _ = writeln!(out, "{} {} against {}", report.tool, report.method, report.target);
     let _ = writeln!(out, "{shape}, {length}{warmup}");
+    if let Some(http2) = &report.http2 {
+        let limit = http2.server_max_streams.map_or("no limit".to_string(), |n| n.to_string());
+        let _ = writeln!(
+            out,
+            "protocol {}: {} streams per connection (server's limit: {limit}); {} connections opened, {} GOAWAYs received",
+            report.protocol, http2.streams_per_connection, http2.connections_opened, http2.goaways_received
+        );
+    }
     if let Some(batch) = &report.batch {
         let _ = writeln!(
             out,
@@ -205,7 +213,10 @@ pub fn render_text(report: &RunReport) -> String {
     let others: u64 = report.outcomes.timeout
         + report.outcomes.connect
         + report.outcomes.closed
-        + report.outcomes.unfinished;
+        + report.outcomes.unfinished
+        + report.outcomes.goaway
+        + report.outcomes.refused_stream
+        + report.outcomes.stream_reset.values().sum::<u64>();
     let _ = writeln!(
         out,
         "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
@@ -245,10 +256,15 @@ pub fn render_text(report: &RunReport) -> String {
         ("connect error", outcomes.connect),
         ("connection closed", outcomes.closed),
         ("unfinished at the end", outcomes.unfinished),
+        ("lost to a GOAWAY", outcomes.goaway),
+        ("stream refused", outcomes.refused_stream),
     ] {
         if count > 0 {
             other_errors.push((name.to_string(), count));
         }
+    }
+    for (code, count) in &outcomes.stream_reset {
+        other_errors.push((format!("stream reset: {}", crate::outcome::reset_code_name(code.0)), *count));
     }
     if !other_errors.is_empty() {
         let _ = writeln!(out, "  Errors:");

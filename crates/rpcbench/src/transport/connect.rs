@@ -89,6 +89,26 @@ impl fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
+/// The application protocol a TLS connection offers in ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    /// `http/1.1` only.
+    Http1,
+    /// `h2` only (`--http2`: a server that does not speak HTTP/2 is refused, not fallen back
+    /// from).
+    Http2,
+}
+
+impl Stream {
+    /// The protocol ALPN negotiated on a TLS stream (`None`: plain TCP, or no ALPN).
+    pub fn negotiated_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(tls) => tls.get_ref().1.alpn_protocol(),
+        }
+    }
+}
+
 /// Opens connections to one target.
 #[derive(Clone)]
 pub struct Connector {
@@ -108,11 +128,21 @@ impl fmt::Debug for Connector {
 }
 
 impl Connector {
-    /// Resolves the target and prepares TLS. Blocking (name resolution).
+    /// Resolves the target and prepares TLS offering HTTP/1.1. Blocking (name resolution).
     pub fn new(
         target: &Target,
         tls_options: &TlsOptions,
         connect_timeout: Duration,
+    ) -> Result<Self, SetupError> {
+        Self::with_alpn(target, tls_options, connect_timeout, Alpn::Http1)
+    }
+
+    /// Like [`Connector::new`], offering `alpn` in the TLS handshake.
+    pub fn with_alpn(
+        target: &Target,
+        tls_options: &TlsOptions,
+        connect_timeout: Duration,
+        alpn: Alpn,
     ) -> Result<Self, SetupError> {
         use std::net::ToSocketAddrs;
         let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
@@ -128,7 +158,7 @@ impl Connector {
         let tls = match target.scheme {
             Scheme::Http => None,
             Scheme::Https => {
-                let client = tls_client_config(tls_options)?;
+                let client = tls_client_config(tls_options, alpn)?;
                 let name = ServerName::try_from(target.host.clone()).map_err(|_| SetupError::Resolve {
                     host: target.host.clone(),
                     source: std::io::Error::new(
@@ -170,7 +200,7 @@ impl Connector {
     }
 }
 
-fn tls_client_config(options: &TlsOptions) -> Result<ClientConfig, SetupError> {
+fn tls_client_config(options: &TlsOptions, alpn: Alpn) -> Result<ClientConfig, SetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -211,7 +241,10 @@ fn tls_client_config(options: &TlsOptions) -> Result<ClientConfig, SetupError> {
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    client.alpn_protocols = vec![b"http/1.1".to_vec()];
+    client.alpn_protocols = match alpn {
+        Alpn::Http1 => vec![b"http/1.1".to_vec()],
+        Alpn::Http2 => vec![b"h2".to_vec()],
+    };
     Ok(client)
 }
 

@@ -184,7 +184,7 @@ impl Http1 {
 impl Transport for Http1 {
     type Lane = Connection;
 
-    async fn open(&self) -> io::Result<Connection> {
+    async fn open(&self, _index: usize) -> io::Result<Connection> {
         let stream = self.connector.connect().await?;
         Ok(Connection::new(stream, self.heads.clone()))
     }

@@ -10,10 +10,11 @@
 
 pub mod connect;
 pub mod http1;
+pub mod http2;
 
 use std::fmt;
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// An HTTP request method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,15 +149,57 @@ pub enum WireError {
     Malformed,
     /// The body is larger than the limit.
     TooLarge,
+    /// The connection the request needed could not be opened.
+    Connect,
+    /// HTTP/2: the stream was above the last one a GOAWAY said the server would process.
+    GoAway,
+    /// HTTP/2: the server reset the stream with this error code (REFUSED_STREAM is 7).
+    StreamReset(u32),
+}
+
+/// What a transport saw of its connections in one worker, beside the requests' outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WireStats {
+    /// Connections opened (the first ones and every re-open).
+    pub connections_opened: u64,
+    /// HTTP/2: connections the server ended with a GOAWAY.
+    pub goaways_received: u64,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server advertised (`None`: no
+    /// limit, or no connection got that far).
+    pub server_max_streams: Option<u64>,
+}
+
+impl WireStats {
+    /// Adds another worker's figures.
+    pub fn merge(&mut self, other: &WireStats) {
+        self.connections_opened += other.connections_opened;
+        self.goaways_received += other.goaways_received;
+        self.server_max_streams = match (self.server_max_streams, other.server_max_streams) {
+            (Some(ours), Some(theirs)) => Some(ours.min(theirs)),
+            (ours, theirs) => ours.or(theirs),
+        };
+    }
 }
 
 /// Opens lanes to one target.
-pub trait Transport {
+pub trait Transport: Clone {
     /// One place a request can go.
     type Lane: Lane;
 
-    /// Opens a lane (connects, within the connect timeout).
-    fn open(&self) -> impl Future<Output = std::io::Result<Self::Lane>>;
+    /// The transport one worker uses: lanes that share connections (HTTP/2 streams) share them
+    /// within one worker only, never across threads.
+    fn for_worker(&self) -> Self {
+        self.clone()
+    }
+
+    /// Opens lane `index` of this worker (connects, within the connect timeout, unless the
+    /// lane joins a connection that is already open).
+    fn open(&self, index: usize) -> impl Future<Output = std::io::Result<Self::Lane>>;
+
+    /// What this worker's transport saw of its connections.
+    fn stats(&self) -> WireStats {
+        WireStats::default()
+    }
 }
 
 /// One place a request can go, one request at a time.
@@ -170,4 +213,16 @@ pub trait Lane {
 
     /// The body of the reply last read.
     fn body(&self) -> &[u8];
+
+    /// Whether the lane measures its own connect time ([`Lane::take_connect_time`]); when not,
+    /// the time `open` took is the connect time.
+    const MEASURES_CONNECT: bool = false;
+
+    /// The time spent connecting for this lane since the last call: by `open` (`None` when the
+    /// lane joined a connection already open) or by an exchange that had to re-open the
+    /// connection (an HTTP/2 connection ended by a GOAWAY). Only with
+    /// [`Lane::MEASURES_CONNECT`].
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        None
+    }
 }

@@ -1,0 +1,507 @@
+//! HTTP/2, the second transport (`--h2c`: cleartext with prior knowledge; `--http2`: TLS with
+//! ALPN `h2`), framed by hyperium's `h2` crate. A lane is one stream slot: `-c N --streams S`
+//! opens N connections per run and S lanes on each, so N x S requests are in flight and the
+//! engine's request loop is the same as for HTTP/1.1.
+//!
+//! Lanes of one connection share it through a per-worker pool (connections never cross
+//! threads). A connection the server ends with a GOAWAY is re-opened by the first lane that
+//! needs it; the others join the new one. Requests on streams above the GOAWAY's last stream
+//! id fail as [`WireError::GoAway`]; a request not yet sent when the GOAWAY came goes out on
+//! the new connection instead (it was never lost). A stream the server resets fails as
+//! [`WireError::StreamReset`] with its code, and a connection the server breaks (bad frames,
+//! PROTOCOL_ERROR) fails its requests as malformed and is re-opened.
+//!
+//! Bytes counted for HTTP/2 are payload bytes: each DATA frame's data and each header's name
+//! and value as decoded (HPACK's compression and the 9-byte frame headers are not seen here).
+
+use std::future::poll_fn;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, Uri};
+
+use super::connect::{Connector, Stream};
+use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
+use crate::settings::{Scheme, Target};
+
+/// Each stream's receive window: a 1 MiB reply arrives without waiting for WINDOW_UPDATEs.
+const STREAM_WINDOW: u32 = 1024 * 1024;
+/// The connection's receive window (shared by its streams).
+const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+/// Largest header list a server may send (as HTTP/1.1's head limit).
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+
+/// Headers HTTP/2 forbids (connection-specific, RFC 9113 section 8.2.2): dropped from the
+/// run's headers rather than sent and refused.
+const CONNECTION_HEADERS: [&str; 6] =
+    ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"];
+
+/// What every request of a run shares.
+#[derive(Debug)]
+struct RequestParts {
+    /// The target URL as `scheme://authority/path?query`.
+    uri: Uri,
+    /// `scheme://authority`, to put a REST call's own path after.
+    origin: String,
+    /// The run's headers, User-Agent and Content-Type included.
+    headers: HeaderMap,
+    /// Whether the run's headers set a Content-Type.
+    has_content_type: bool,
+    /// Bytes of the headers above, as counted for every request.
+    header_bytes: usize,
+}
+
+impl RequestParts {
+    fn new(target: &Target, run_headers: &[(String, String)]) -> io::Result<Self> {
+        let scheme = match target.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        // The user's Host header names the authority (HTTP/2 has no Host line of its own).
+        let authority = run_headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+            .map_or(target.host_header.as_str(), |(_, value)| value.as_str());
+        let origin = format!("{scheme}://{authority}");
+        let uri: Uri = format!("{origin}{}", target.path_and_query)
+            .parse()
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, format!("URL for HTTP/2: {err}")))?;
+        let mut headers = HeaderMap::new();
+        let has = |wanted: &str| run_headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
+        if !has("user-agent") {
+            headers.insert(
+                http::header::USER_AGENT,
+                HeaderValue::from_static(concat!("rpcbench/", env!("CARGO_PKG_VERSION"))),
+            );
+        }
+        if let Some(credentials) = target.basic_authorization().filter(|_| !has("authorization")) {
+            headers.insert(http::header::AUTHORIZATION, header_value(credentials)?);
+        }
+        for (name, value) in run_headers {
+            let lower = name.to_ascii_lowercase();
+            if CONNECTION_HEADERS.contains(&lower.as_str()) {
+                continue;
+            }
+            let name = HeaderName::from_bytes(lower.as_bytes()).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("header name '{name}' for HTTP/2"))
+            })?;
+            headers.append(name, header_value(value)?);
+        }
+        let has_content_type = has("content-type");
+        let header_bytes = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+        Ok(Self { uri, origin, headers, has_content_type, header_bytes })
+    }
+
+    /// The request `outgoing` describes, and its payload size without the body.
+    fn request(&self, outgoing: &Outgoing) -> Result<(Request<()>, usize), WireError> {
+        let mut request = Request::new(());
+        *request.method_mut() = method(outgoing.method);
+        *request.uri_mut() = if outgoing.path.is_empty() {
+            self.uri.clone()
+        } else {
+            let mut text = self.origin.clone();
+            text.push_str(std::str::from_utf8(&outgoing.path).map_err(|_| WireError::Malformed)?);
+            text.parse().map_err(|_| WireError::Malformed)?
+        };
+        let mut headers = self.headers.clone();
+        let mut bytes = self.header_bytes;
+        let mut own_content_type = false;
+        for line in outgoing.headers.split(|&b| b == b'\n') {
+            let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+            let name = line[..colon].trim_ascii();
+            let value = line[colon + 1..].trim_ascii();
+            let Ok(name) = HeaderName::from_bytes(&name.to_ascii_lowercase()) else { continue };
+            let Ok(value) = HeaderValue::from_bytes(value) else { continue };
+            own_content_type |= name == CONTENT_TYPE;
+            bytes += name.as_str().len() + value.len();
+            headers.append(name, value);
+        }
+        let has_body = !outgoing.body.is_empty() || outgoing.method.has_body();
+        if has_body && !self.has_content_type && !own_content_type {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            bytes += "content-type".len() + "application/json".len();
+        }
+        *request.headers_mut() = headers;
+        Ok((request, bytes))
+    }
+}
+
+fn header_value(text: &str) -> io::Result<HeaderValue> {
+    HeaderValue::from_str(text)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a header value HTTP/2 cannot carry"))
+}
+
+fn method(method: HttpMethod) -> Method {
+    match method {
+        HttpMethod::Get => Method::GET,
+        HttpMethod::Post => Method::POST,
+        HttpMethod::Put => Method::PUT,
+        HttpMethod::Delete => Method::DELETE,
+        HttpMethod::Patch => Method::PATCH,
+        HttpMethod::Head => Method::HEAD,
+        HttpMethod::Options => Method::OPTIONS,
+    }
+}
+
+/// The state of one HTTP/2 connection that its lanes and its driver task share.
+#[derive(Debug, Default)]
+struct ConnectionState {
+    /// The connection can take no new stream (it ended, failed, or got a GOAWAY).
+    ended: AtomicBool,
+    /// A GOAWAY from the server was seen (counted once per connection).
+    goaway: AtomicBool,
+    /// The server's stream limit has been read into the pool's figures.
+    limit_read: AtomicBool,
+}
+
+/// An open connection: where its lanes send, and its state.
+#[derive(Debug, Clone)]
+struct OpenConnection {
+    send: SendRequest<Bytes>,
+    state: Arc<ConnectionState>,
+}
+
+/// The connections of one worker, by connection index, and what they saw.
+#[derive(Debug, Default)]
+struct Pool {
+    slots: Mutex<Vec<Arc<tokio::sync::Mutex<Option<OpenConnection>>>>>,
+    opened: AtomicU64,
+    goaways: AtomicU64,
+    /// The lowest stream limit a server advertised (`u64::MAX`: none seen).
+    max_streams: AtomicU64,
+}
+
+impl Pool {
+    fn new() -> Self {
+        Self { max_streams: AtomicU64::new(u64::MAX), ..Self::default() }
+    }
+
+    fn slot(&self, connection: usize) -> Arc<tokio::sync::Mutex<Option<OpenConnection>>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= connection {
+            slots.push(Arc::default());
+        }
+        slots[connection].clone()
+    }
+
+    /// Counts a GOAWAY from the server on `state`'s connection, once per connection.
+    fn goaway_received(&self, state: &ConnectionState) {
+        state.ended.store(true, Ordering::Relaxed);
+        if !state.goaway.swap(true, Ordering::Relaxed) {
+            self.goaways.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The HTTP/2 transport: connections to one target, each carrying `streams` lanes.
+#[derive(Debug, Clone)]
+pub struct Http2 {
+    connector: Connector,
+    parts: Arc<RequestParts>,
+    streams: usize,
+    /// TLS: ALPN must agree on `h2`.
+    tls: bool,
+    pool: Arc<Pool>,
+}
+
+impl Http2 {
+    /// A transport to `target` with `streams` lanes per connection, sending `headers` with
+    /// every request. The connector must offer ALPN `h2` for an https target
+    /// ([`super::connect::Alpn::Http2`]).
+    pub fn new(
+        connector: Connector,
+        target: &Target,
+        headers: &[(String, String)],
+        streams: usize,
+    ) -> io::Result<Self> {
+        Ok(Self {
+            connector,
+            parts: Arc::new(RequestParts::new(target, headers)?),
+            streams: streams.max(1),
+            tls: target.scheme == Scheme::Https,
+            pool: Arc::new(Pool::new()),
+        })
+    }
+
+    /// Opens one connection and checks that the server speaks HTTP/2: over TLS, that ALPN
+    /// chose `h2`; in cleartext, that the server answers a PING after the preface. `Ok` when
+    /// it does, or when the server could not be reached at all (the run counts that);
+    /// `Err` with the reason when it answered but not in HTTP/2.
+    pub async fn check_server(&self) -> Result<(), String> {
+        let stream = match self.connector.connect().await {
+            Ok(stream) => stream,
+            Err(_) => return Ok(()),
+        };
+        if self.tls {
+            return match stream.negotiated_protocol() {
+                Some(b"h2") => Ok(()),
+                Some(other) => Err(format!(
+                    "the server does not offer HTTP/2 over TLS: ALPN chose {}",
+                    String::from_utf8_lossy(other)
+                )),
+                None => Err("the server does not offer HTTP/2 over TLS: it did not answer ALPN".into()),
+            };
+        }
+        let Ok((send, mut connection)) = h2::client::handshake(stream).await else {
+            return Ok(());
+        };
+        let Some(mut ping) = connection.ping_pong() else { return Ok(()) };
+        let driver = tokio::spawn(connection);
+        let answered = tokio::time::timeout(Duration::from_secs(5), ping.ping(h2::Ping::opaque())).await;
+        drop(send);
+        let result = match answered {
+            Ok(Ok(_)) | Err(_) => Ok(()),
+            Ok(Err(err)) if err.is_io() => Ok(()),
+            Ok(Err(_)) => Err("the server does not speak cleartext HTTP/2 with prior knowledge (h2c): \
+                               it did not answer the connection preface"
+                .into()),
+        };
+        driver.abort();
+        result
+    }
+
+    /// Connects, handshakes and starts the connection's driver task.
+    async fn connect(&self) -> io::Result<OpenConnection> {
+        let stream = self.connector.connect().await?;
+        if self.tls && stream.negotiated_protocol() != Some(b"h2") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the server did not agree to HTTP/2 (ALPN)",
+            ));
+        }
+        let (send, connection) = handshake(stream).await?;
+        self.pool.opened.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(ConnectionState::default());
+        let driver_state = state.clone();
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                if err.is_go_away() && err.is_remote() {
+                    pool.goaway_received(&driver_state);
+                }
+            }
+            driver_state.ended.store(true, Ordering::Relaxed);
+        });
+        Ok(OpenConnection { send, state })
+    }
+
+    /// The connection of lane `index`: the open one, or a new one when there is none or it
+    /// ended (`stale`: the one the lane had). Returns it and how long connecting took.
+    async fn connection(
+        &self,
+        index: usize,
+        stale: Option<&Arc<ConnectionState>>,
+    ) -> io::Result<(OpenConnection, Option<Duration>)> {
+        let slot = self.pool.slot(index / self.streams);
+        let mut current = slot.lock().await;
+        if let Some(open) = current.as_ref() {
+            let same_as_stale = stale.is_some_and(|stale| Arc::ptr_eq(stale, &open.state));
+            if !open.state.ended.load(Ordering::Relaxed) && !same_as_stale {
+                return Ok((open.clone(), None));
+            }
+        }
+        *current = None;
+        let started = Instant::now();
+        let open = self.connect().await?;
+        *current = Some(open.clone());
+        Ok((open, Some(started.elapsed())))
+    }
+}
+
+async fn handshake(
+    stream: Stream,
+) -> io::Result<(SendRequest<Bytes>, h2::client::Connection<Stream, Bytes>)> {
+    h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_header_list_size(MAX_HEADER_LIST)
+        .enable_push(false)
+        .handshake(stream)
+        .await
+        .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, format!("HTTP/2 handshake: {err}")))
+}
+
+impl Transport for Http2 {
+    type Lane = StreamSlot;
+
+    fn for_worker(&self) -> Self {
+        Self { pool: Arc::new(Pool::new()), ..self.clone() }
+    }
+
+    async fn open(&self, index: usize) -> io::Result<StreamSlot> {
+        let (open, connect_time) = self.connection(index, None).await?;
+        Ok(StreamSlot { transport: self.clone(), index, open, body: Vec::new(), connect_time })
+    }
+
+    fn stats(&self) -> WireStats {
+        let max_streams = self.pool.max_streams.load(Ordering::Relaxed);
+        WireStats {
+            connections_opened: self.pool.opened.load(Ordering::Relaxed),
+            goaways_received: self.pool.goaways.load(Ordering::Relaxed),
+            server_max_streams: (max_streams != u64::MAX).then_some(max_streams),
+        }
+    }
+}
+
+/// One stream slot on an HTTP/2 connection: one request at a time, the connection shared with
+/// the other lanes of the same connection index.
+#[derive(Debug)]
+pub struct StreamSlot {
+    transport: Http2,
+    index: usize,
+    open: OpenConnection,
+    /// The body of the last reply.
+    body: Vec<u8>,
+    /// Time spent connecting for this lane and not yet taken: by `open` (`None` when the lane
+    /// joined an open connection) or by an exchange that re-opened the connection.
+    connect_time: Option<Duration>,
+}
+
+/// How an `h2` error ends an exchange, and whether the connection is done for.
+fn classify_error(err: &h2::Error) -> (WireError, bool) {
+    if err.is_go_away() {
+        if err.is_remote() {
+            return (WireError::GoAway, true);
+        }
+        // We ended the connection: the server broke the protocol.
+        return (WireError::Malformed, true);
+    }
+    if err.is_reset() && err.is_remote() {
+        let code = err.reason().map_or(crate::outcome::UNKNOWN_RESET_CODE, u32::from);
+        return (WireError::StreamReset(code), false);
+    }
+    if err.is_io() {
+        return (WireError::Closed, true);
+    }
+    match err.reason() {
+        Some(reason) if err.is_reset() => (WireError::StreamReset(u32::from(reason)), false),
+        _ => (WireError::Closed, true),
+    }
+}
+
+impl StreamSlot {
+    /// Moves this lane to a live connection (the same slot's new one).
+    async fn reconnect(&mut self) -> Result<(), WireError> {
+        let stale = self.open.state.clone();
+        match self.transport.connection(self.index, Some(&stale)).await {
+            Ok((open, connect_time)) => {
+                self.open = open;
+                if connect_time.is_some() {
+                    self.connect_time = connect_time;
+                }
+                Ok(())
+            }
+            Err(_) => Err(WireError::Connect),
+        }
+    }
+
+    /// Waits for a free stream on the connection, re-opening it once if it ended before the
+    /// request could go (a GOAWAY between requests loses nothing).
+    async fn ready(&mut self) -> Result<(), WireError> {
+        if self.open.state.ended.load(Ordering::Relaxed) {
+            self.reconnect().await?;
+        }
+        for attempt in 0..2 {
+            match poll_fn(|cx| self.open.send.poll_ready(cx)).await {
+                Ok(()) => return Ok(()),
+                Err(err) => {
+                    let (wire, ended) = classify_error(&err);
+                    if wire == WireError::GoAway {
+                        self.transport.pool.goaway_received(&self.open.state);
+                    }
+                    if ended {
+                        self.open.state.ended.store(true, Ordering::Relaxed);
+                    }
+                    if attempt == 1 || !ended {
+                        return Err(if wire == WireError::GoAway { WireError::Closed } else { wire });
+                    }
+                    self.reconnect().await?;
+                }
+            }
+        }
+        Err(WireError::Closed)
+    }
+
+    /// Notes the failure `err` on the connection and returns the exchange's error.
+    fn failed(&mut self, err: &h2::Error) -> WireError {
+        let (wire, ended) = classify_error(err);
+        if wire == WireError::GoAway {
+            self.transport.pool.goaway_received(&self.open.state);
+        } else if ended {
+            self.open.state.ended.store(true, Ordering::Relaxed);
+        }
+        wire
+    }
+}
+
+impl Lane for StreamSlot {
+    async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
+        self.body.clear();
+        let (head, header_bytes) = self.transport.parts.request(request)?;
+        self.ready().await?;
+        let end_of_stream = request.body.is_empty();
+        let (response, mut body_out) = match self.open.send.send_request(head, end_of_stream) {
+            Ok(sent) => sent,
+            Err(err) => return Err(self.failed(&err)),
+        };
+        if !end_of_stream {
+            if let Err(err) = body_out.send_data(Bytes::copy_from_slice(&request.body), true) {
+                return Err(self.failed(&err));
+            }
+        }
+        let written_at = Instant::now();
+        let response = match response.await {
+            Ok(response) => response,
+            Err(err) => return Err(self.failed(&err)),
+        };
+        let first_byte_at = Instant::now();
+        let state = &self.open.state;
+        if !state.limit_read.swap(true, Ordering::Relaxed) {
+            let limit = self.open.send.current_max_send_streams();
+            if limit != usize::MAX {
+                self.transport.pool.max_streams.fetch_min(limit as u64, Ordering::Relaxed);
+            }
+        }
+        let status = response.status().as_u16();
+        let mut wire_bytes =
+            response.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum::<usize>();
+        let mut incoming = response.into_body();
+        while let Some(chunk) = incoming.data().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(err) => return Err(self.failed(&err)),
+            };
+            let _ = incoming.flow_control().release_capacity(chunk.len());
+            wire_bytes += chunk.len();
+            if (self.body.len() + chunk.len()) as u64 > max_body {
+                // Dropping the stream resets it (CANCEL); the connection stays up.
+                return Err(WireError::TooLarge);
+            }
+            self.body.extend_from_slice(&chunk);
+        }
+        Ok(Reply {
+            status,
+            reusable: !self.open.state.ended.load(Ordering::Relaxed),
+            wire_bytes,
+            request_bytes: header_bytes + request.body.len(),
+            written_at,
+            first_byte_at,
+            extra_bytes: false,
+        })
+    }
+
+    fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    const MEASURES_CONNECT: bool = true;
+
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        self.connect_time.take()
+    }
+}
