@@ -367,7 +367,16 @@ pub fn describe_load(report: &RunReport) -> String {
     };
     let warmup =
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
-    format!("{shape}, {length}{warmup}")
+    let protocol = match &report.http2 {
+        Some(http2) => format!(
+            ", {} with {} stream(s) per connection (server's limit: {})",
+            http2.protocol,
+            http2.streams_per_connection,
+            http2.server_max_streams.map_or("none".to_string(), |n| n.to_string())
+        ),
+        None => String::new(),
+    };
+    format!("{shape}{protocol}, {length}{warmup}")
 }
 
 /// The text on one line, cut to `limit` characters, its other control characters escaped
