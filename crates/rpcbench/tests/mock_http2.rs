@@ -157,6 +157,44 @@ async fn many_concurrent_streams_on_one_connection_are_all_answered() {
 }
 
 #[tokio::test]
+async fn the_rate_limit_answers_429_with_retry_after_over_h2() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults.rate_limit = Some(1.0);
+    let node = server(options);
+    let (client, _connection) = h2c(node.local_addr()).await;
+    assert_eq!(post(&client, CALL).await.unwrap().0, StatusCode::OK, "the burst of one");
+    let mut client = client.ready().await.unwrap();
+    let (response, mut stream) =
+        client.send_request(Request::post("http://127.0.0.1/").body(()).unwrap(), false).unwrap();
+    stream.send_data(Bytes::from_static(CALL.as_bytes()), true).unwrap();
+    let response = response.await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(response.headers()["content-type"], "application/json");
+}
+
+#[tokio::test]
+async fn latency_delays_the_streams_of_one_connection_concurrently() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults.latency = Some(rpcbench::mock::Latency::fixed(Duration::from_millis(300)));
+    let node = server(options);
+    let (client, _connection) = h2c(node.local_addr()).await;
+    let started = std::time::Instant::now();
+    let calls: Vec<_> = (0..10)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { post(&client, CALL).await.unwrap().0 })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap(), StatusCode::OK);
+    }
+    let took = started.elapsed();
+    // Ten streams of one connection wait out their latency together, not one after another.
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(2500), "{took:?}");
+}
+
+#[tokio::test]
 async fn max_streams_is_advertised_in_the_settings() {
     let mut options = MockOptions::new(Chain::Static);
     options.max_streams = Some(7);

@@ -34,7 +34,7 @@ use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves one HTTP/2 connection until the client closes it, an error, `goaway_after`, or
-/// shutdown (a graceful GOAWAY). `_live` is held for as long as the connection is served.
+/// shutdown (GOAWAY: at once when idle, else graceful, letting the streams in flight finish). `_live` is held for as long as the connection is served.
 pub(crate) async fn serve_connection<S>(
     stream: S,
     shared: Arc<Shared>,
@@ -74,7 +74,12 @@ pub(crate) async fn serve_connection<S>(
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
             _ = shutdown.wait_for(|stop| *stop), if !stopping => {
                 stopping = true;
-                connection.graceful_shutdown();
+                if streams.is_empty() {
+                    // Idle: close at once, as the HTTP/1.1 loop does, without waiting a round trip.
+                    connection.abrupt_shutdown(Reason::NO_ERROR);
+                } else {
+                    connection.graceful_shutdown();
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Built-in mock JSON-RPC nodes: a static baseline server, a synthetic Solana node and a
 //! synthetic Ethereum node, each with combinable fault knobs (latency, blocking latency,
-//! injected errors, rate limiting and periodic stalls).
+//! injected errors, rate limiting and periodic stalls), served over HTTP/1.1 and HTTP/2 (h2c
+//! with prior knowledge on the same port, or ALPN `h2` with [`MockOptions::tls`]).
 //!
 //! A [`MockServer`] binds synchronously and runs on threads of its own with its own tokio
 //! runtime, so it can be started from plain sync code, from inside a `#[tokio::test]` or
