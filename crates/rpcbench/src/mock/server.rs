@@ -674,6 +674,24 @@ mod tests {
     }
 
     #[test]
+    fn refused_streams_are_seeded_draws_near_the_rate() {
+        let with_rate = |rate: f64, seed: u64| {
+            let mut options = MockOptions::new(Chain::Static);
+            options.refuse_rate = rate;
+            options.seed = seed;
+            let shared = Shared::new(&options, Instant::now());
+            (0..2000).map(|_| shared.refuse_stream()).collect::<Vec<bool>>()
+        };
+        assert!(with_rate(0.0, 1).iter().all(|refused| !refused));
+        assert!(with_rate(1.0, 1).iter().all(|refused| *refused));
+        let draws = with_rate(0.25, 7);
+        assert_eq!(draws, with_rate(0.25, 7), "the same seed refuses the same streams");
+        assert_ne!(draws, with_rate(0.25, 8));
+        let refused = draws.iter().filter(|refused| **refused).count();
+        assert!((400..600).contains(&refused), "{refused} of 2000 at 25%");
+    }
+
+    #[test]
     fn a_batch_over_the_limit_gets_geths_single_error_object() {
         let node = shared(Chain::Ethereum, Faults::default());
         let call = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_blockNumber"}}"#);
