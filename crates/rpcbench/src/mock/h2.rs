@@ -10,11 +10,13 @@
 //!
 //! HTTP/2-only knobs: `max_streams` is advertised as SETTINGS_MAX_CONCURRENT_STREAMS;
 //! `refuse_rate` answers that share of streams with RST_STREAM REFUSED_STREAM; with
-//! `goaway_after` N, the connection stops accepting after N streams, answers them, then sends
-//! GOAWAY (NO_ERROR) and closes, so streams the client opened after the Nth fail with a GOAWAY
-//! error. The `h2` crate sets the GOAWAY's last-stream-id to the last stream it has read, which
-//! may be above the Nth when the client sent more at once; the streams above N are never
-//! answered either way.
+//! `goaway_after` N, the Nth accepted stream starts the `h2` crate's graceful shutdown (GOAWAY,
+//! a PING round trip, the final GOAWAY), the N streams are answered and the connection closes.
+//! Streams the client opened after the Nth fail either with a GOAWAY error (those above the
+//! final GOAWAY's last-stream-id) or, when the server had already read them, with RST_STREAM
+//! REFUSED_STREAM: both mean "not processed, safe to retry". (nginx's `http2_max_requests`
+//! sets the last-stream-id to the Nth stream itself; `h2` sets it to the last stream it has
+//! read and offers no way to choose it, hence the resets.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +36,8 @@ use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves one HTTP/2 connection until the client closes it, an error, `goaway_after`, or
-/// shutdown (GOAWAY: at once when idle, else graceful, letting the streams in flight finish). `_live` is held for as long as the connection is served.
+/// shutdown (GOAWAY: at once when idle, else graceful, letting the streams in flight finish).
+/// `_live` is held for as long as the connection is served.
 pub(crate) async fn serve_connection<S>(
     stream: S,
     shared: Arc<Shared>,
@@ -59,14 +62,20 @@ pub(crate) async fn serve_connection<S>(
     let mut accepted = 0u64;
     let mut stopping = false;
     loop {
-        if shared.goaway_after.is_some_and(|limit| accepted >= limit) {
-            break;
-        }
         tokio::select! {
             next = connection.accept() => match next {
+                Some(Ok((_, mut respond))) if shared.goaway_after.is_some_and(|limit| accepted >= limit) => {
+                    // Read before the final GOAWAY went out: not processed, safe to retry.
+                    respond.send_reset(Reason::REFUSED_STREAM);
+                }
                 Some(Ok((request, respond))) => {
                     accepted += 1;
                     streams.spawn(answer_stream(shared.clone(), request, respond));
+                    if shared.goaway_after == Some(accepted) {
+                        // GOAWAY, then (after a PING round trip) the final GOAWAY; the streams
+                        // accepted are answered before the connection closes.
+                        connection.graceful_shutdown();
+                    }
                 }
                 // Closed by the client, a connection error, or the end of a graceful shutdown.
                 Some(Err(_)) | None => return,
@@ -74,6 +83,7 @@ pub(crate) async fn serve_connection<S>(
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
             _ = shutdown.wait_for(|stop| *stop), if !stopping => {
                 stopping = true;
+                while streams.try_join_next().is_some() {}
                 if streams.is_empty() {
                     // Idle: close at once, as the HTTP/1.1 loop does, without waiting a round trip.
                     connection.abrupt_shutdown(Reason::NO_ERROR);
@@ -83,20 +93,6 @@ pub(crate) async fn serve_connection<S>(
             }
         }
     }
-    // `goaway_after`: accept nothing more, answer the accepted streams, then GOAWAY.
-    loop {
-        tokio::select! {
-            _ = std::future::poll_fn(|cx| connection.poll_closed(cx)) => return,
-            joined = streams.join_next() => if joined.is_none() {
-                break;
-            },
-        }
-    }
-    // Hand the answers just queued to the socket before the GOAWAY, which drops what is left.
-    let _ = std::future::poll_fn(|cx| std::task::Poll::Ready(connection.poll_closed(cx))).await;
-    connection.abrupt_shutdown(Reason::NO_ERROR);
-    let _ =
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, std::future::poll_fn(|cx| connection.poll_closed(cx))).await;
 }
 
 /// Answers one stream.
