@@ -5,7 +5,8 @@
 //! requests are answered in order with one `write` per batch, bodies are framed by
 //! `Content-Length` only, and a plain request allocates nothing.
 //!
-//! Behaviour, as pinned by the tests in `tests/mock_nodes.rs`:
+//! The loop is generic over the byte stream (plain TCP, or TLS after ALPN chose `http/1.1`)
+//! and monomorphised for each. Behaviour, as pinned by the tests in `tests/mock_nodes.rs`:
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
 //!   for `keep-alive`) close the connection after the answer;
 //! - `Expect: 100-continue` gets `100 Continue` before the body is read;

@@ -415,7 +415,8 @@ async fn serve_plain(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Re
         _ = stop.wait_for(|stop| *stop) => return,
     };
     if is_h2 {
-        h2::serve_connection(stream, shared, shutdown, live).await;
+        // Boxed: the per-connection future stays the HTTP/1.1 loop's size.
+        Box::pin(h2::serve_connection(stream, shared, shutdown, live)).await;
     } else {
         http::serve_connection(stream, shared, shutdown, live).await;
     }
