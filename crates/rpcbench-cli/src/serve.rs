@@ -2,11 +2,13 @@
 //! its fault knobs, until Ctrl-C.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use rpcbench::mock::{
-    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer, Stall,
+    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer, MockTls,
+    Stall,
 };
 use rpcbench::units::{parse_duration, parse_size, UnitError};
 
@@ -53,6 +55,27 @@ pub struct ServeArgs {
     /// (-32600 "batch too large") instead of an array.
     #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
     pub max_batch: usize,
+    /// Serve HTTP/1.1 only: no h2c, and TLS offers only ALPN http/1.1.
+    #[arg(long)]
+    pub http1_only: bool,
+    /// HTTP/2: the SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.
+    #[arg(long, value_name = "N")]
+    pub max_streams: Option<u32>,
+    /// HTTP/2: after N requests on a connection, answer them, send GOAWAY and close (as nginx's
+    /// http2_max_requests).
+    #[arg(long, value_name = "N")]
+    pub goaway_after: Option<u64>,
+    /// HTTP/2: share of streams (0 to 1) reset with REFUSED_STREAM instead of answered.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub refuse_stream_rate: f64,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with a self-signed certificate for localhost
+    /// and 127.0.0.1; its path is printed on startup.
+    #[arg(long)]
+    pub tls: bool,
+    /// Where --tls writes cert.pem and key.pem (default: a new directory under the temporary
+    /// directory).
+    #[arg(long, value_name = "DIR", requires = "tls")]
+    pub tls_dir: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -104,6 +127,11 @@ impl ServeArgs {
         };
         options.max_body_bytes = self.max_body;
         options.max_batch_len = self.max_batch;
+        options.http2 = !self.http1_only;
+        options.max_streams = self.max_streams;
+        options.goaway_after = self.goaway_after;
+        options.refuse_rate = self.refuse_stream_rate;
+        options.tls = self.tls.then(|| MockTls { dir: self.tls_dir.clone() });
         options
     }
 }
@@ -120,6 +148,9 @@ fn flag_of(option: &str) -> &'static str {
         "stall" => "--stall",
         "latency" => "--latency",
         "blocking_latency" => "--blocking-latency",
+        "max_streams" => "--max-streams",
+        "goaway_after" => "--goaway-after",
+        "refuse_rate" => "--refuse-stream-rate",
         _ => "--chain",
     }
 }
@@ -139,6 +170,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     eprintln!("rpcbench serve: {chain} node listening on {}", server.url());
+    if let Some(certificate) = server.certificate_path() {
+        eprintln!("rpcbench serve: TLS certificate (self-signed): {}", certificate.display());
+    }
     let faults = describe_faults(&args);
     if !faults.is_empty() {
         eprintln!("rpcbench serve: faults: {}", faults.join(", "));
@@ -222,6 +256,27 @@ mod tests {
         assert_eq!(options.max_body_bytes, 65536);
         assert_eq!(options.slot_time, Duration::from_millis(100));
         assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().slot_time, Duration::from_secs(2));
+        let defaults = parse(&["--chain", "static"]).unwrap().options();
+        assert!(defaults.http2 && defaults.tls.is_none() && defaults.refuse_rate == 0.0);
+        let h2 = parse(&[
+            "--chain",
+            "static",
+            "--max-streams",
+            "8",
+            "--goaway-after",
+            "100",
+            "--refuse-stream-rate",
+            "0.25",
+            "--tls",
+            "--tls-dir",
+            "/tmp/x",
+        ])
+        .unwrap()
+        .options();
+        assert_eq!((h2.max_streams, h2.goaway_after, h2.refuse_rate), (Some(8), Some(100), 0.25));
+        assert_eq!(h2.tls.unwrap().dir, Some(std::path::PathBuf::from("/tmp/x")));
+        assert!(!parse(&["--chain", "static", "--http1-only"]).unwrap().options().http2);
+        assert!(parse(&["--chain", "static", "--tls-dir", "/tmp/x"]).is_err(), "--tls-dir needs --tls");
     }
 
     #[test]

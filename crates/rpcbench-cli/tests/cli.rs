@@ -141,11 +141,55 @@ fn serve_rejects_bad_knobs_with_exit_2() {
         (&["serve", "--chain", "bitcoin"][..], "--chain"),
         (&["serve", "--chain", "solana", "--latency", "fast"][..], "--latency"),
         (&["serve", "--chain", "solana", "--stall", "2s"][..], "--stall"),
+        (
+            &["serve", "--chain", "static", "--listen", "127.0.0.1:0", "--max-streams", "0"][..],
+            "--max-streams",
+        ),
+        (
+            &["serve", "--chain", "static", "--listen", "127.0.0.1:0", "--refuse-stream-rate", "2"][..],
+            "--refuse-stream-rate",
+        ),
+        (
+            &["serve", "--chain", "static", "--listen", "127.0.0.1:0", "--goaway-after", "0"][..],
+            "--goaway-after",
+        ),
     ] {
         let output = rpcbench(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
     }
+}
+
+#[test]
+fn serve_tls_writes_its_certificate_into_tls_dir_and_prints_the_path() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("rpcbench-cli-serve-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["serve", "--chain", "static", "--listen", "127.0.0.1:0", "--tls", "--tls-dir"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let certificate = loop {
+        let Some(Ok(line)) = lines.next() else { panic!("no certificate path in {seen:?}") };
+        if let Some(path) = line.strip_prefix("rpcbench serve: TLS certificate (self-signed): ") {
+            break std::path::PathBuf::from(path);
+        }
+        seen.push(line);
+    };
+    assert!(seen.iter().any(|line| line.contains("listening on https://127.0.0.1:")), "{seen:?}");
+    assert_eq!(certificate, dir.join("cert.pem"));
+    let pem = std::fs::read_to_string(&certificate).expect("the certificate is written");
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+    assert!(dir.join("key.pem").exists());
+    let kill = Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    assert_eq!(child.wait().expect("the server exits").code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn example(name: &str) -> String {

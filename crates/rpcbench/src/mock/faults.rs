@@ -323,7 +323,7 @@ impl FaultState {
 }
 
 /// Maps 64 random bits to a float in `0.0..1.0`.
-fn unit_float(bits: u64) -> f64 {
+pub(crate) fn unit_float(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 

@@ -5,7 +5,8 @@
 //! requests are answered in order with one `write` per batch, bodies are framed by
 //! `Content-Length` only, and a plain request allocates nothing.
 //!
-//! Behaviour, as pinned by the tests in `tests/mock_nodes.rs`:
+//! The loop is generic over the byte stream (plain TCP, or TLS after ALPN chose `http/1.1`)
+//! and monomorphised for each. Behaviour, as pinned by the tests in `tests/mock_nodes.rs`:
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
 //!   for `keep-alive`) close the connection after the answer;
 //! - `Expect: 100-continue` gets `100 Continue` before the body is read;
@@ -21,12 +22,10 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::faults::Admission;
-use super::server::{respond, write_error, Node, RpcError, Shared, INVALID_REQUEST, LIMIT_EXCEEDED};
+use super::server::{gate, respond, write_error, Gate, Node, RpcError, Shared, INVALID_REQUEST};
 
 /// Largest request head (request line and headers).
 const MAX_HEAD: usize = 64 * 1024;
@@ -267,15 +266,16 @@ fn write_json(
     }
 }
 
-fn error_body(body: &mut Vec<u8>, code: i64, message: String) {
+/// Replaces `body` with a JSON-RPC error (id null): the body of the HTTP-level refusals.
+pub(crate) fn error_body(body: &mut Vec<u8>, code: i64, message: String) {
     body.clear();
     write_error(body, b"null", &RpcError::new(code, message));
 }
 
 /// Serves one connection until the client closes it, an error, or shutdown while idle.
 /// `_live` is held for as long as the connection is served.
-pub(crate) async fn serve_connection(
-    mut stream: TcpStream,
+pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _live: Arc<()>,
@@ -310,9 +310,7 @@ pub(crate) async fn serve_connection(
             if request.body_len > shared.max_body_bytes as u64 {
                 // Refused without reading the body, so the connection cannot be reused.
                 if request.method == Method::Post {
-                    let message =
-                        format!("request body too large: the limit is {} bytes", shared.max_body_bytes);
-                    error_body(&mut body_out, INVALID_REQUEST, message);
+                    error_body(&mut body_out, INVALID_REQUEST, too_large_message(shared.max_body_bytes));
                     write_json(
                         &mut out,
                         b"413 Payload Too Large",
@@ -420,7 +418,7 @@ pub(crate) async fn serve_connection(
 /// Closes the sending side, then reads and drops what the client still sends (for at most
 /// half a second and 1 MiB), so that closing with unread data does not reset the connection
 /// before the client has read the answer.
-async fn linger(mut stream: TcpStream) {
+async fn linger<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S) {
     if stream.shutdown().await.is_err() {
         return;
     }
@@ -439,6 +437,16 @@ async fn linger(mut stream: TcpStream) {
     }
 }
 
+/// The message of a 405 (both HTTP loops).
+pub(crate) fn not_post_message() -> String {
+    "only POST requests with a JSON-RPC body are served".to_string()
+}
+
+/// The message of a 413 (both HTTP loops).
+pub(crate) fn too_large_message(limit: usize) -> String {
+    format!("request body too large: the limit is {limit} bytes")
+}
+
 fn method_not_allowed(
     out: &mut Vec<u8>,
     body_out: &mut Vec<u8>,
@@ -446,15 +454,15 @@ fn method_not_allowed(
     close: bool,
     date: &[u8; 29],
 ) {
-    error_body(body_out, INVALID_REQUEST, "only POST requests with a JSON-RPC body are served".to_string());
+    error_body(body_out, INVALID_REQUEST, not_post_message());
     write_json(out, b"405 Method Not Allowed", b"allow: POST\r\n", body_out, Some(request), close, date);
 }
 
 /// Answers one POST request, applying the fault knobs.
 #[allow(clippy::too_many_arguments)]
-async fn answer_post(
+async fn answer_post<S: AsyncWrite + Unpin>(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut S,
     out: &mut Vec<u8>,
     body_out: &mut Vec<u8>,
     body: &[u8],
@@ -462,46 +470,28 @@ async fn answer_post(
     close: bool,
     date: &mut DateCache,
 ) {
-    if let Admission::Limited { retry_after, allowed_rps, burst } = shared.faults.admit() {
-        let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
-        error.data = Some(serde_json::json!({
-            "allowed_rps": allowed_rps,
-            "burst": burst,
-            "retry_after_ms": retry_after.as_millis() as u64,
-        }));
-        body_out.clear();
-        write_error(body_out, b"null", &error);
-        let seconds = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
-        let mut extra = b"retry-after: ".to_vec();
-        extra.extend_from_slice(itoa::Buffer::new().format(seconds).as_bytes());
-        extra.extend_from_slice(b"\r\n");
-        write_json(out, b"429 Too Many Requests", &extra, body_out, Some(request), close, &date.text);
-        return;
-    }
-    let stall = shared.faults.stall_wait();
-    let latency = shared.faults.latency();
-    let blocking = shared.faults.blocking_latency();
-    if !stall.is_zero() || !latency.is_zero() || blocking.is_some() {
-        // Answers already computed are not held back by this request's delay.
-        if !out.is_empty() {
-            if stream.write_all(out).await.is_err() {
-                // The connection is gone; the caller's next read or write ends it.
+    match gate(shared, body_out) {
+        Gate::Limited { retry_after_secs } => {
+            let mut extra = b"retry-after: ".to_vec();
+            extra.extend_from_slice(itoa::Buffer::new().format(retry_after_secs).as_bytes());
+            extra.extend_from_slice(b"\r\n");
+            write_json(out, b"429 Too Many Requests", &extra, body_out, Some(request), close, &date.text);
+            return;
+        }
+        Gate::Pass(delays) if !delays.is_none() => {
+            // Answers already computed are not held back by this request's delay.
+            if !out.is_empty() {
+                if stream.write_all(out).await.is_err() {
+                    // The connection is gone; the caller's next read or write ends it.
+                    out.clear();
+                    return;
+                }
                 out.clear();
-                return;
             }
-            out.clear();
+            delays.wait().await;
+            date.refresh();
         }
-        if !stall.is_zero() {
-            tokio::time::sleep(stall).await;
-        }
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        if let Some(blocking) = blocking {
-            // Deliberately blocks the runtime worker, like a handler doing synchronous work.
-            std::thread::sleep(blocking);
-        }
-        date.refresh();
+        Gate::Pass(_) => {}
     }
     body_out.clear();
     respond(shared, body, body_out);

@@ -1,6 +1,7 @@
 //! Built-in mock JSON-RPC nodes: a static baseline server, a synthetic Solana node and a
 //! synthetic Ethereum node, each with combinable fault knobs (latency, blocking latency,
-//! injected errors, rate limiting and periodic stalls).
+//! injected errors, rate limiting and periodic stalls), served over HTTP/1.1 and HTTP/2 (h2c
+//! with prior knowledge on the same port, or ALPN `h2` with [`MockOptions::tls`]).
 //!
 //! A [`MockServer`] binds synchronously and runs on threads of its own with its own tokio
 //! runtime, so it can be started from plain sync code, from inside a `#[tokio::test]` or
@@ -17,17 +18,20 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 mod ethereum;
 mod faults;
+mod h2;
 mod http;
 mod prng;
 mod rest;
 mod server;
 mod solana;
 mod static_chain;
+mod tls;
 
 pub use faults::{parse_error_rate, parse_rate_limit, FaultParseError, Faults, Latency, Stall};
 pub use server::{Dispatcher, MockServer};
@@ -106,6 +110,29 @@ pub struct MockOptions {
     pub max_body_bytes: usize,
     /// Longest accepted batch; longer ones get -32600 (default 100).
     pub max_batch_len: usize,
+    /// Whether HTTP/2 is served (default true): h2c with prior knowledge on the same port as
+    /// HTTP/1.1, and ALPN `h2` over TLS. False serves HTTP/1.1 only.
+    pub http2: bool,
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS an HTTP/2 connection advertises (default: none,
+    /// unlimited).
+    pub max_streams: Option<u32>,
+    /// After this many requests accepted on an HTTP/2 connection, the server answers them and
+    /// sends GOAWAY, like nginx's `http2_max_requests` (default: never).
+    pub goaway_after: Option<u64>,
+    /// Share (0..=1) of HTTP/2 streams answered with RST_STREAM REFUSED_STREAM instead of a
+    /// response, drawn from the seeded generator (default 0).
+    pub refuse_rate: f64,
+    /// Serve HTTPS with a self-signed certificate (default: plain HTTP).
+    pub tls: Option<MockTls>,
+}
+
+/// HTTPS for a [`MockServer`]: a self-signed certificate for `localhost` and `127.0.0.1`,
+/// generated at start and written as PEM files (`cert.pem`, `key.pem`) into a directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MockTls {
+    /// Where to write the certificate and key; `None` creates a new directory under
+    /// [`std::env::temp_dir`].
+    pub dir: Option<PathBuf>,
 }
 
 impl MockOptions {
@@ -125,6 +152,11 @@ impl MockOptions {
             faults: Faults::default(),
             max_body_bytes: 1024 * 1024,
             max_batch_len: 100,
+            http2: true,
+            max_streams: None,
+            goaway_after: None,
+            refuse_rate: 0.0,
+            tls: None,
         }
     }
 
@@ -142,6 +174,15 @@ impl MockOptions {
         }
         if self.max_batch_len == 0 {
             return invalid("max_batch_len", "must be at least 1".into());
+        }
+        if self.max_streams == Some(0) {
+            return invalid("max_streams", "must be at least 1".into());
+        }
+        if self.goaway_after == Some(0) {
+            return invalid("goaway_after", "must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.refuse_rate) {
+            return invalid("refuse_rate", format!("must be between 0 and 1, not {}", self.refuse_rate));
         }
         self.faults.validate().map_err(|(name, reason)| MockError::InvalidOption { name, reason })
     }
@@ -166,6 +207,8 @@ pub enum MockError {
     },
     /// The runtime or its thread could not be created.
     Runtime(io::Error),
+    /// The TLS certificate could not be made or written.
+    Tls(String),
 }
 
 impl fmt::Display for MockError {
@@ -176,6 +219,7 @@ impl fmt::Display for MockError {
             MockError::Runtime(source) => {
                 write!(f, "cannot start the mock server runtime: {source}")
             }
+            MockError::Tls(reason) => write!(f, "cannot set up TLS: {reason}"),
         }
     }
 }
@@ -184,7 +228,7 @@ impl std::error::Error for MockError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             MockError::Bind { source, .. } | MockError::Runtime(source) => Some(source),
-            MockError::InvalidOption { .. } => None,
+            MockError::InvalidOption { .. } | MockError::Tls(_) => None,
         }
     }
 }
@@ -213,5 +257,16 @@ mod tests {
         options.faults.error_rate = 1.5;
         let err = options.validate().unwrap_err();
         assert!(err.to_string().contains("error_rate"), "{err}");
+        for (name, change) in [
+            ("max_streams", (|o: &mut MockOptions| o.max_streams = Some(0)) as fn(&mut MockOptions)),
+            ("goaway_after", |o| o.goaway_after = Some(0)),
+            ("refuse_rate", |o| o.refuse_rate = 2.0),
+            ("refuse_rate", |o| o.refuse_rate = f64::NAN),
+        ] {
+            let mut options = MockOptions::new(Chain::Static);
+            change(&mut options);
+            let err = options.validate().unwrap_err();
+            assert!(err.to_string().contains(name), "{err}");
+        }
     }
 }

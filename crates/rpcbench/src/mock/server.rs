@@ -2,7 +2,8 @@
 //!
 //! [`MockServer`] runs the accept loop on a tokio runtime of its own (a current-thread runtime
 //! for one thread, a multi-thread one otherwise) and hands each connection to the HTTP/1.1
-//! loop in `http.rs`. Request bodies are parsed with borrowed [`RawValue`]s only (no JSON
+//! loop in `http.rs`, or to the HTTP/2 server in `h2.rs` when it opens with the h2c preface
+//! (one peek per connection) or negotiates ALPN `h2` over TLS (`tls.rs`). Request bodies are parsed with borrowed [`RawValue`]s only (no JSON
 //! tree for the envelope) and each call is handed to the chain's [`Node`], which appends its
 //! result to the response buffer; the static node without injected errors first tries the
 //! single-pass scan of `static_chain.rs`. Single requests, batches and notifications follow
@@ -10,6 +11,8 @@
 
 use std::borrow::Cow;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,14 +20,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 use super::ethereum::EthereumNode;
-use super::faults::FaultState;
+use super::faults::{unit_float, Admission, FaultState};
 use super::solana::SolanaNode;
 use super::static_chain::Plain;
-use super::{http, static_chain, Chain, MockError, MockOptions};
+use super::{h2, http, prng, static_chain, tls, Chain, MockError, MockOptions};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +124,13 @@ pub(crate) struct Shared {
     max_batch_len: usize,
     /// The static node without injected errors: plain requests take the single-pass scan.
     fast_static: bool,
+    /// Whether h2c prior-knowledge connections are served as HTTP/2.
+    pub(crate) http2: bool,
+    pub(crate) max_streams: Option<u32>,
+    pub(crate) goaway_after: Option<u64>,
+    refuse_rate: f64,
+    seed: u64,
+    refuse_draws: AtomicU64,
 }
 
 impl Shared {
@@ -131,9 +142,31 @@ impl Shared {
             faults,
             max_body_bytes: options.max_body_bytes,
             max_batch_len: options.max_batch_len,
+            http2: options.http2,
+            max_streams: options.max_streams,
+            goaway_after: options.goaway_after,
+            refuse_rate: options.refuse_rate,
+            seed: options.seed,
+            refuse_draws: AtomicU64::new(0),
         }
     }
+
+    /// Whether the next HTTP/2 stream is refused (`refuse_rate`), drawn from the seeded
+    /// generator so a run is reproducible.
+    pub(crate) fn refuse_stream(&self) -> bool {
+        if self.refuse_rate <= 0.0 {
+            return false;
+        }
+        if self.refuse_rate >= 1.0 {
+            return true;
+        }
+        let draw = self.refuse_draws.fetch_add(1, Ordering::Relaxed);
+        unit_float(prng::mix(self.seed ^ REFUSE_STREAM, draw)) < self.refuse_rate
+    }
 }
+
+/// The generator stream of `refuse_rate` draws.
+const REFUSE_STREAM: u64 = 0x7265_6675_7365;
 
 /// The JSON-RPC side of a mock node without its HTTP server: answers request bodies exactly as
 /// the server does, fault knobs included, except those that only delay (latency, stalls) or
@@ -162,6 +195,8 @@ impl Dispatcher {
 pub struct MockServer {
     addr: SocketAddr,
     chain: Chain,
+    /// Where the self-signed certificate was written, when serving HTTPS.
+    certificate: Option<PathBuf>,
     shutdown: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -191,18 +226,29 @@ impl MockServer {
             let _entered = runtime.enter();
             TcpListener::from_std(std_listener).map_err(|source| MockError::Bind { addr, source })?
         };
+        let prepared = options.tls.as_ref().map(|tls| tls::prepare(tls, options.http2)).transpose()?;
+        let (acceptor, certificate) = match prepared {
+            Some(prepared) => (Some(prepared.acceptor), Some(prepared.certificate)),
+            None => (None, None),
+        };
         let shared = Arc::new(Shared::new(&options, Instant::now()));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name(format!("rpcbench-mock-{}", options.chain))
             .spawn(move || {
                 runtime.block_on(async move {
-                    let _ = tokio::spawn(accept_loop(listener, shared, shutdown_rx)).await;
+                    let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
                 });
                 runtime.shutdown_timeout(Duration::from_secs(1));
             })
             .map_err(MockError::Runtime)?;
-        Ok(MockServer { addr, chain: options.chain, shutdown: Some(shutdown), thread: Some(thread) })
+        Ok(MockServer {
+            addr,
+            chain: options.chain,
+            certificate,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
     }
 
     /// The address the server listens on.
@@ -210,9 +256,15 @@ impl MockServer {
         self.addr
     }
 
-    /// The server's URL, e.g. `http://127.0.0.1:8899/`.
+    /// The server's URL, e.g. `http://127.0.0.1:8899/` (`https://` when serving TLS).
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr)
+        let scheme = if self.certificate.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/", self.addr)
+    }
+
+    /// The PEM file of the self-signed certificate when serving TLS, for clients to trust.
+    pub fn certificate_path(&self) -> Option<&Path> {
+        self.certificate.as_deref()
     }
 
     /// The chain the server answers for.
@@ -244,7 +296,12 @@ impl Drop for MockServer {
 
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let live = Arc::new(());
     loop {
         let accepted = tokio::select! {
@@ -261,12 +318,153 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
         };
         let _ = stream.set_nodelay(true);
         let token = live.clone();
-        tokio::spawn(http::serve_connection(stream, shared.clone(), shutdown.clone(), token));
+        match &tls {
+            Some(acceptor) => {
+                tokio::spawn(serve_tls(stream, acceptor.clone(), shared.clone(), shutdown.clone(), token));
+            }
+            None if shared.http2 => {
+                tokio::spawn(serve_plain(stream, shared.clone(), shutdown.clone(), token));
+            }
+            None => {
+                tokio::spawn(http::serve_connection(stream, shared.clone(), shutdown.clone(), token));
+            }
+        }
     }
     drop(listener);
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     while Arc::strong_count(&live) > 1 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// What the fault knobs decide for one POST request before its body is answered. Both HTTP
+/// loops (`http.rs`, `h2.rs`) ask [`gate`] and differ only in how they write the answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Gate {
+    /// Refused by the rate limiter: answer 429 with the JSON-RPC error [`gate`] wrote and a
+    /// `Retry-After` of this many seconds.
+    Limited { retry_after_secs: u64 },
+    /// Answer after these delays.
+    Pass(Delays),
+}
+
+/// The delays the fault knobs put before one answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Delays {
+    stall: Duration,
+    latency: Duration,
+    blocking: Option<Duration>,
+}
+
+impl Delays {
+    /// No delay at all: the answer can be written at once.
+    pub(crate) fn is_none(&self) -> bool {
+        self.stall.is_zero() && self.latency.is_zero() && self.blocking.is_none()
+    }
+
+    /// Waits out a stall in progress and the latency (asynchronous sleeps), then the blocking
+    /// latency, which deliberately blocks the runtime worker like a handler doing synchronous
+    /// work.
+    pub(crate) async fn wait(self) {
+        if !self.stall.is_zero() {
+            tokio::time::sleep(self.stall).await;
+        }
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+        if let Some(blocking) = self.blocking {
+            std::thread::sleep(blocking);
+        }
+    }
+}
+
+/// Applies the rate limiter and draws the delays for one POST request. When it answers
+/// [`Gate::Limited`], `body_out` holds the JSON-RPC error to send with the 429.
+pub(crate) fn gate(shared: &Shared, body_out: &mut Vec<u8>) -> Gate {
+    if let Admission::Limited { retry_after, allowed_rps, burst } = shared.faults.admit() {
+        let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
+        error.data = Some(serde_json::json!({
+            "allowed_rps": allowed_rps,
+            "burst": burst,
+            "retry_after_ms": retry_after.as_millis() as u64,
+        }));
+        body_out.clear();
+        write_error(body_out, b"null", &error);
+        let retry_after_secs = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
+        return Gate::Limited { retry_after_secs };
+    }
+    Gate::Pass(Delays {
+        stall: shared.faults.stall_wait(),
+        latency: shared.faults.latency(),
+        blocking: shared.faults.blocking_latency(),
+    })
+}
+
+/// The client preface that opens an HTTP/2 connection with prior knowledge (h2c).
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Longest wait for a client's first bytes to tell HTTP/2 from HTTP/1.1 once they started
+/// like the preface, and for a TLS handshake.
+const DETECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A plain connection with HTTP/2 on: the h2 server if it opens with the h2c preface, else
+/// the HTTP/1.1 loop. The check peeks (nothing is consumed), once per connection.
+async fn serve_plain(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver<bool>, live: Arc<()>) {
+    let mut stop = shutdown.clone();
+    let is_h2 = tokio::select! {
+        is_h2 = starts_with_preface(&stream) => is_h2,
+        _ = stop.wait_for(|stop| *stop) => return,
+    };
+    if is_h2 {
+        // Boxed: the per-connection future stays the HTTP/1.1 loop's size.
+        Box::pin(h2::serve_connection(stream, shared, shutdown, live)).await;
+    } else {
+        http::serve_connection(stream, shared, shutdown, live).await;
+    }
+}
+
+/// Whether the first bytes are the HTTP/2 preface. A client that sent part of the preface and
+/// waits is polled every few milliseconds, and handed to HTTP/1.1 after [`DETECT_TIMEOUT`].
+async fn starts_with_preface(stream: &TcpStream) -> bool {
+    let mut first = [0u8; H2_PREFACE.len()];
+    let deadline = Instant::now() + DETECT_TIMEOUT;
+    loop {
+        let seen = match stream.peek(&mut first).await {
+            Ok(0) | Err(_) => return false,
+            Ok(seen) => seen,
+        };
+        if first[..seen] != H2_PREFACE[..seen] {
+            return false;
+        }
+        if seen == H2_PREFACE.len() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        // Part of the preface: peeking again at once would spin on the same bytes.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A TLS connection: after the handshake, ALPN `h2` goes to the h2 server, anything else to the
+/// HTTP/1.1 loop.
+async fn serve_tls(
+    stream: TcpStream,
+    acceptor: TlsAcceptor,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+    live: Arc<()>,
+) {
+    let mut stop = shutdown.clone();
+    let accepted = tokio::select! {
+        accepted = tokio::time::timeout(DETECT_TIMEOUT, acceptor.accept(stream)) => accepted,
+        _ = stop.wait_for(|stop| *stop) => return,
+    };
+    let Ok(Ok(stream)) = accepted else { return };
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        h2::serve_connection(stream, shared, shutdown, live).await;
+    } else {
+        http::serve_connection(stream, shared, shutdown, live).await;
     }
 }
 
@@ -474,6 +672,24 @@ mod tests {
 
     fn answer(shared: &Shared, body: &str) -> Option<Value> {
         process(shared, body.as_bytes()).map(|out| serde_json::from_slice(&out).expect("responses are JSON"))
+    }
+
+    #[test]
+    fn refused_streams_are_seeded_draws_near_the_rate() {
+        let with_rate = |rate: f64, seed: u64| {
+            let mut options = MockOptions::new(Chain::Static);
+            options.refuse_rate = rate;
+            options.seed = seed;
+            let shared = Shared::new(&options, Instant::now());
+            (0..2000).map(|_| shared.refuse_stream()).collect::<Vec<bool>>()
+        };
+        assert!(with_rate(0.0, 1).iter().all(|refused| !refused));
+        assert!(with_rate(1.0, 1).iter().all(|refused| *refused));
+        let draws = with_rate(0.25, 7);
+        assert_eq!(draws, with_rate(0.25, 7), "the same seed refuses the same streams");
+        assert_ne!(draws, with_rate(0.25, 8));
+        let refused = draws.iter().filter(|refused| **refused).count();
+        assert!((400..600).contains(&refused), "{refused} of 2000 at 25%");
     }
 
     #[test]
