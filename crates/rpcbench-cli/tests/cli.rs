@@ -40,6 +40,126 @@ fn bad_usage_exits_2_naming_the_flag() {
 }
 
 #[test]
+fn http2_flags_are_checked_naming_the_flag() {
+    let m = ["--method", "getSlot"];
+    let cases: [(Vec<&str>, &str); 6] = [
+        ([&["run", "http://127.0.0.1:1/"][..], &m, &["--h2c", "--streams", "0"]].concat(), "--streams"),
+        ([&["run", "http://127.0.0.1:1/"][..], &m, &["--h2c", "--streams", "65536"]].concat(), "--streams"),
+        ([&["run", "http://127.0.0.1:1/"][..], &m, &["--streams", "8"]].concat(), "--streams"),
+        ([&["run", "https://127.0.0.1:1/"][..], &m, &["--h2c"]].concat(), "--h2c"),
+        ([&["run", "http://127.0.0.1:1/"][..], &m, &["--http2"]].concat(), "--http2"),
+        (
+            [&["compare", "a=http://127.0.0.1:1/", "b=http://127.0.0.1:2/"][..], &m, &["--h2-for", "c"]]
+                .concat(),
+            "--h2-for c",
+        ),
+    ];
+    for (args, flag) in cases {
+        let output = rpcbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+}
+
+#[test]
+fn http1_against_http2_on_one_mock_in_one_comparison() {
+    let node = static_node();
+    let url = node.url();
+    let h1 = format!("h1={url}");
+    let h2 = format!("h2={url}");
+    let output = rpcbench(&[
+        "compare",
+        &h1,
+        &h2,
+        "--h2-for",
+        "h2",
+        "--method",
+        "getSlot",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "-n",
+        "400",
+        "--cooldown",
+        "0s",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let comparison: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let runs = comparison["runs"].as_array().expect("runs");
+    assert_eq!(runs[0]["report"]["protocol"], "http/1.1");
+    assert_eq!(runs[1]["report"]["protocol"], "h2c");
+    assert_eq!(runs[1]["report"]["http2"]["streams_per_connection"], 8);
+    for run in runs {
+        assert_eq!(run["report"]["outcomes"]["ok"], 400, "{run}");
+    }
+    let text = rpcbench(&[
+        "compare",
+        &h1,
+        &h2,
+        "--h2-for",
+        "h2",
+        "--method",
+        "getSlot",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "-n",
+        "200",
+        "--cooldown",
+        "0s",
+        "-q",
+    ]);
+    let table = String::from_utf8_lossy(&text.stdout);
+    assert!(table.contains("h2c with 8 stream(s) per connection"), "{table}");
+}
+
+#[test]
+fn run_http2_over_tls_against_the_mock_with_its_certificate() {
+    let dir = std::env::temp_dir().join(format!("rpcbench-h2-tls-{}", std::process::id()));
+    let mut options = MockOptions::new(Chain::Static);
+    options.tls = Some(rpcbench::mock::MockTls { dir: Some(dir.clone()) });
+    let node = MockServer::start(options).expect("the TLS mock starts");
+    let cert = node.certificate_path().unwrap().to_str().unwrap().to_string();
+    let output = rpcbench(&[
+        "run",
+        &node.url(),
+        "--method",
+        "getSlot",
+        "--http2",
+        "--cacert",
+        &cert,
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["protocol"], "h2");
+    assert_eq!(report["outcomes"]["ok"], 200);
+    drop(node);
+    let mut http1_only = MockOptions::new(Chain::Static);
+    http1_only.tls = Some(rpcbench::mock::MockTls { dir: Some(dir.clone()) });
+    http1_only.http2 = false;
+    let node = MockServer::start(http1_only).expect("the TLS mock starts");
+    let output = rpcbench(&["run", &node.url(), "--method", "getSlot", "--http2", "--insecure", "-n", "10"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--http2: the server does not offer HTTP/2"), "{}", stderr(&output));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_missing_body_file_names_the_file() {
     let output = rpcbench(&["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent/body.json"]);
     assert_eq!(output.status.code(), Some(2));

@@ -172,6 +172,11 @@ impl Connector {
         Ok(Self { addrs: addrs.into(), tls, connect_timeout })
     }
 
+    /// The time allowed to connect.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
     /// Opens one connection (TCP, then TLS if needed) within the connect timeout.
     pub async fn connect(&self) -> std::io::Result<Stream> {
         let attempt = async {

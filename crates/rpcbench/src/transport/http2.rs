@@ -235,6 +235,12 @@ impl Http2 {
     pub async fn check_server(&self) -> Result<(), String> {
         let stream = match self.connector.connect().await {
             Ok(stream) => stream,
+            // rustls ends a handshake whose ALPN offers have nothing in common.
+            Err(err) if is_no_common_protocol(&err) => {
+                return Err("the server does not offer HTTP/2 over TLS: it refused ALPN h2 \
+                            (no application protocol in common)"
+                    .into())
+            }
             Err(_) => return Ok(()),
         };
         if self.tls {
@@ -255,8 +261,9 @@ impl Http2 {
         let answered = tokio::time::timeout(Duration::from_secs(5), ping.ping(h2::Ping::opaque())).await;
         drop(send);
         let result = match answered {
+            // Answered, or no answer in time (a stalled server is the run's to measure).
             Ok(Ok(_)) | Err(_) => Ok(()),
-            Ok(Err(err)) if err.is_io() => Ok(()),
+            // Closed, reset, or answered with bytes that are not HTTP/2 frames.
             Ok(Err(_)) => Err("the server does not speak cleartext HTTP/2 with prior knowledge (h2c): \
                                it did not answer the connection preface"
                 .into()),
@@ -274,19 +281,45 @@ impl Http2 {
                 "the server did not agree to HTTP/2 (ALPN)",
             ));
         }
-        let (send, connection) = handshake(stream).await?;
-        self.pool.opened.fetch_add(1, Ordering::Relaxed);
+        let (send, mut connection) = handshake(stream).await?;
+        let ping = connection.ping_pong();
         let state = Arc::new(ConnectionState::default());
         let driver_state = state.clone();
         let pool = self.pool.clone();
+        // The lanes hold handles to the connection anyway; this one tells, once the connection
+        // has ended, whether the server had sent a GOAWAY (a GOAWAY with NO_ERROR ends the
+        // connection without an error of its own).
+        let mut probe = send.clone();
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                if err.is_go_away() && err.is_remote() {
-                    pool.goaway_received(&driver_state);
+            let ended_by = connection.await.err().or_else(|| {
+                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+                match probe.poll_ready(&mut context) {
+                    std::task::Poll::Ready(Err(err)) => Some(err),
+                    _ => None,
                 }
+            });
+            if ended_by.is_some_and(|err| err.is_go_away() && err.is_remote()) {
+                pool.goaway_received(&driver_state);
             }
             driver_state.ended.store(true, Ordering::Relaxed);
         });
+        // The server's SETTINGS come before its answer to a PING: once the PING is answered,
+        // its stream limit holds, and no stream is opened past it and refused.
+        if let Some(mut ping) = ping {
+            let answered =
+                tokio::time::timeout(self.connector.connect_timeout(), ping.ping(h2::Ping::opaque())).await;
+            match answered {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => return Err(io::Error::other(format!("HTTP/2 connection: {err}"))),
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "HTTP/2: no SETTINGS from the server",
+                    ))
+                }
+            }
+        }
+        self.pool.opened.fetch_add(1, Ordering::Relaxed);
         Ok(OpenConnection { send, state })
     }
 
@@ -311,6 +344,16 @@ impl Http2 {
         *current = Some(open.clone());
         Ok((open, Some(started.elapsed())))
     }
+}
+
+/// Whether a connect failed because TLS found no application protocol both sides offer.
+fn is_no_common_protocol(err: &io::Error) -> bool {
+    let Some(inner) = err.get_ref() else { return false };
+    matches!(
+        inner.downcast_ref::<rustls::Error>(),
+        Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol))
+            | Some(rustls::Error::NoApplicationProtocol)
+    )
 }
 
 async fn handshake(

@@ -6,6 +6,7 @@ mod compare;
 mod engine;
 mod golden;
 mod hostile;
+mod http2;
 mod metrics;
 mod monitor;
 mod rates;
