@@ -11,7 +11,7 @@ def dur_us(v, unit):
 
 rate = p50 = p99 = reqs = errs = float("nan")
 try:
-    if tool == "rpcbench":
+    if tool in ("rpcbench", "rpcbench-h2"):
         j = json.loads(text)
         rate = j["requests"]["rate"]; reqs = j["requests"]["total"]; errs = j["requests"]["errors"]
         p50 = j["latency"]["percentiles"]["p50"]; p99 = j["latency"]["percentiles"]["p99"]
@@ -28,6 +28,12 @@ try:
         if m: errs += int(m.group(1))
         m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
         if m: errs += sum(int(x) for x in m.groups())
+    elif tool == "h2load":
+        rate = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
+        m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+        # "failed" counts every request that did not succeed (errored and timed out included).
+        reqs = int(m.group(2)); errs = int(m.group(4))
+        # h2load prints min/max/mean/sd, not percentiles: p50 and p99 stay nan.
     elif tool == "oha":
         j = json.loads(text[text.index("{"):])
         s = j["summary"]

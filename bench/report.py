@@ -89,6 +89,25 @@ for t in tools:
       f"{fmt(med(k,'rss_mb'),1)} | {fmt(total(k,'errs'))} |")
 P("")
 
+h2keys = sorted({k for k in runs if k[0] == "h2"})
+if h2keys:
+    P("## 6. HTTP/2 cleartext (h2c), closed loop, connections x streams\n")
+    P("rpcbench `--h2c -c C --streams S --threads 1` against h2load `-c C -m S -t 1`, same core, same duration. "
+      "h2load prints no percentiles (min/max/mean only), so its p50/p99 are empty.\n")
+    P("| target | C x S | tool | req/s | p50 µs | p99 µs | CPU µs/req | peak RSS MB | errors (sum of runs) |")
+    P("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for target in ("nginx", "static"):
+        for k in [k for k in h2keys if k[1] == target]:
+            P(f"| {target} | {k[3]} | {k[2]} | {fmt(med(k,'rate'))} | {fmt(med(k,'p50'))} | {fmt(med(k,'p99'))} | "
+              f"{fmt(med(k,'cpu_us'),2)} | {fmt(med(k,'rss_mb'),1)} | {fmt(total(k,'errs'))} |")
+        rk = [k for k in h2keys if k[1] == target and k[2] == "rpcbench-h2"]
+        hk = [k for k in h2keys if k[1] == target and k[2] == "h2load"]
+        if rk and hk:
+            P(f"\n{target}: rpcbench / h2load req/s {fmt(ratio(med(rk[0],'rate'), med(hk[0],'rate')),2)}x, "
+              f"CPU µs/req {fmt(ratio(med(rk[0],'cpu_us'), med(hk[0],'cpu_us')),2)}x.\n")
+    P("`nginx` = nginx 1 worker, `listen ... http2` (h2c with prior knowledge); `static` = `rpcbench serve --chain static "
+      "--threads 1` (h2c on its HTTP/1.1 port).\n")
+
 P("## 3. Open loop against nginx (latency corrected)\n")
 P("| target req/s | tool | achieved req/s | achieved/target | p50 µs | p99 µs | CPU µs/req | peak RSS MB | errors (sum) |")
 P("|---:|---|---:|---:|---:|---:|---:|---:|---:|")

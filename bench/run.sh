@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# rpcbench benchmark harness: rpcbench vs wrk vs oha, rpcbench serve vs nginx.
+# rpcbench benchmark harness: rpcbench vs wrk vs oha (HTTP/1.1) and vs h2load (h2c), rpcbench
+# serve vs nginx.
 # Usage: bench/run.sh                 full run (DUR=10s, 3 repetitions, LONG=600s), ~20-25 min
 #        QUICK=1 bench/run.sh         smoke run (DUR=2s, 1 repetition, LONG=20s)
 # Env:   DUR=10s REPS=3 LONG=600 SAMPLE_AT=60 RATES="5000 20000" PORT_BASE=18080 OUT=bench/RESULTS.md
+#        CASES="closed large open memory h2" (a subset runs only those; write it to another OUT)
+#        H2_CONNS=4 H2_STREAMS=16
 # Server pinned to core 0, generator to core 1. Only talks to 127.0.0.1 servers it starts itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +17,13 @@ else
   DUR=${DUR:-10s}; REPS=${REPS:-3}; LONG=${LONG:-600}; SAMPLE_AT=${SAMPLE_AT:-60}
 fi
 RATES=${RATES:-"5000 20000"}
+CASES=${CASES:-"closed large open memory h2"}
+H2_CONNS=${H2_CONNS:-4}; H2_STREAMS=${H2_STREAMS:-16}
+has_case() { [[ " $CASES " == *" $1 "* ]]; }
 PORT_BASE=${PORT_BASE:-18080}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 SRV_CPU=0; GEN_CPU=1
-P_NGINX=$PORT_BASE; P_STATIC=$((PORT_BASE + 1)); P_SOLANA=$((PORT_BASE + 2))
+P_NGINX=$PORT_BASE; P_STATIC=$((PORT_BASE + 1)); P_SOLANA=$((PORT_BASE + 2)); P_NGINX_H2=$((PORT_BASE + 3))
 WORK=$(mktemp -d /tmp/rpcbench-bench.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
@@ -37,6 +43,7 @@ command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || apt_missing+=(nginx)
 [[ -x /usr/bin/time ]] || apt_missing+=(time)
 command -v jq >/dev/null || apt_missing+=(jq)
 command -v curl >/dev/null || apt_missing+=(curl)
+has_case h2 && ! command -v h2load >/dev/null && apt_missing+=(nghttp2-client)
 if ((${#apt_missing[@]})); then
   log "apt-get install ${apt_missing[*]}"
   apt-get install -y "${apt_missing[@]}" || { apt-get update && apt-get install -y "${apt_missing[@]}"; }
@@ -90,7 +97,8 @@ start_server() {  # kind port
   case $kind in
     nginx)
       mkdir -p "$WORK/nginx"
-      sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$port|g" "$ROOT/bench/nginx.conf" >"$WORK/nginx/nginx.conf"
+      sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$port|g" -e "s|@H2PORT@|$P_NGINX_H2|g" \
+        "$ROOT/bench/nginx.conf" >"$WORK/nginx/nginx.conf"
       cmd="taskset -c $SRV_CPU $NGINX -p $WORK/nginx -c $WORK/nginx/nginx.conf" ;;
     static|solana)
       cmd="taskset -c $SRV_CPU $RPCB serve --chain $kind --listen 127.0.0.1:$port --threads 1" ;;
@@ -127,6 +135,13 @@ gen() {
     wrk)
       printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$body" >"$WORK/wrk-$target.lua"
       cmd=(wrk -t1 -c"$load" -d"$DUR" --latency -s "$WORK/wrk-$target.lua" "$url") ;;
+    rpcbench-h2)
+      # load = CONNSxSTREAMS
+      cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q --h2c
+        -c "${load%x*}" --streams "${load#*x}")
+      if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi ;;
+    h2load)
+      cmd=(h2load -c "${load%x*}" -m "${load#*x}" -t 1 -D "${DUR%s}" -d "$bodyf" -H 'content-type: application/json' "$url") ;;
     oha)
       cmd=("$OHA" -z "$DUR" -m POST -d "$body" -T application/json --no-tui --output-format json)
       if [[ $mode == closed ]]; then cmd+=(-c "$load"); else cmd+=(-c 64 -q "$load" --latency-correction); fi
@@ -153,7 +168,7 @@ SMALL=$WORK/small.json
 echo '{"jsonrpc":"2.0","id":1,"method":"getSlot"}' >"$SMALL"
 
 # ---------------------------------------------------------------- case 1 + 5: closed loop, small responses
-for target in nginx static; do
+has_case closed && for target in nginx static; do
   if [[ $target == nginx ]]; then port=$P_NGINX; else port=$P_STATIC; fi
   start_server "$target" "$port"
   for c in 64 256; do
@@ -163,6 +178,7 @@ for target in nginx static; do
 done
 
 # ---------------------------------------------------------------- case 2: large responses
+if has_case large; then
 start_server solana "$P_SOLANA"
 SLOT=$(curl -s -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getBlocks","params":[900,1000]}' \
   "http://127.0.0.1:$P_SOLANA/" | jq '.result[0]')
@@ -173,16 +189,29 @@ echo "slot=$SLOT" >>"$WORK/meta.txt"; echo "block_bytes=$BYTES" >>"$WORK/meta.tx
 log "getBlock slot $SLOT: $BYTES bytes"
 for t in "${TOOLS[@]}"; do gen large solana "$t" "http://127.0.0.1:$P_SOLANA/" "$BLOCK" closed 64; done
 stop_server
+fi
+
+# ---------------------------------------------------------------- case 6: HTTP/2 (h2c), rpcbench vs h2load
+if has_case h2; then
+  for target in nginx static; do
+    if [[ $target == nginx ]]; then start_server nginx "$P_NGINX"; port=$P_NGINX_H2
+    else start_server static "$P_STATIC"; port=$P_STATIC; fi
+    for t in rpcbench-h2 h2load; do gen h2 "$target" "$t" "http://127.0.0.1:$port/" "$SMALL" closed "${H2_CONNS}x${H2_STREAMS}"; done
+    stop_server
+  done
+fi
 
 # ---------------------------------------------------------------- case 3: open loop, + case 4: memory
+if has_case open || has_case memory; then
 start_server nginx "$P_NGINX"
-for r in $RATES; do
+has_case open && for r in $RATES; do
   for t in rpcbench oha; do
     [[ $t == oha && -z $OHA ]] && continue
     gen open nginx "$t" "http://127.0.0.1:$P_NGINX/" "$SMALL" open "$r"
   done
 done
 
+if has_case memory; then
 log "memory run: rpcbench closed loop c=64 for ${LONG}s"
 lcmd=("$RPCB" run "http://127.0.0.1:$P_NGINX/" --body-file "$SMALL" -c 64 -d "${LONG}s" --threads 1 --fixed-id 1 --output json -q)
 echo "# memory over time (VmRSS from /proc/PID/status at ${SAMPLE_AT}s and at the end):" >>"$WORK/commands.txt"
@@ -209,7 +238,9 @@ wait "$LP" || log "memory run exited with $?"
   echo "errors=$(jq '.requests.errors' "$WORK/long.json" 2>/dev/null || echo n/a)"
 } >"$WORK/memory.txt"
 log "memory: $(tr '\n' ' ' <"$WORK/memory.txt")"
+fi
 stop_server
+fi
 
 # ---------------------------------------------------------------- report
 python3 "$ROOT/bench/report.py" "$WORK" "$OUT"
