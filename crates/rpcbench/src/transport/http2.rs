@@ -54,6 +54,11 @@ struct RequestParts {
     has_content_type: bool,
     /// Bytes of the headers above, as counted for every request.
     header_bytes: usize,
+    /// The headers of a plain JSON-RPC POST: the run's, with the Content-Type (prepared once,
+    /// cloned per request).
+    post_headers: HeaderMap,
+    /// Bytes of `post_headers`.
+    post_header_bytes: usize,
 }
 
 impl RequestParts {
@@ -93,13 +98,25 @@ impl RequestParts {
             headers.append(name, header_value(value)?);
         }
         let has_content_type = has("content-type");
-        let header_bytes = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
-        Ok(Self { uri, origin, headers, has_content_type, header_bytes })
+        let size = |map: &HeaderMap| map.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+        let header_bytes = size(&headers);
+        let mut post_headers = headers.clone();
+        if !has_content_type {
+            post_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        let post_header_bytes = size(&post_headers);
+        Ok(Self { uri, origin, headers, has_content_type, header_bytes, post_headers, post_header_bytes })
     }
 
     /// The request `outgoing` describes, and its payload size without the body.
     fn request(&self, outgoing: &Outgoing) -> Result<(Request<()>, usize), WireError> {
         let mut request = Request::new(());
+        if outgoing.is_plain_post() {
+            *request.method_mut() = Method::POST;
+            *request.uri_mut() = self.uri.clone();
+            *request.headers_mut() = self.post_headers.clone();
+            return Ok((request, self.post_header_bytes));
+        }
         *request.method_mut() = method(outgoing.method);
         *request.uri_mut() = if outgoing.path.is_empty() {
             self.uri.clone()
@@ -514,7 +531,9 @@ impl Lane for StreamSlot {
         let mut wire_bytes =
             response.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum::<usize>();
         let mut incoming = response.into_body();
-        while let Some(chunk) = incoming.data().await {
+        // Stops at the frame that ends the stream, without one more poll to learn that.
+        while !incoming.is_end_stream() {
+            let Some(chunk) = incoming.data().await else { break };
             let chunk = match chunk {
                 Ok(chunk) => chunk,
                 Err(err) => return Err(self.failed(&err)),
