@@ -256,6 +256,10 @@ pub struct HttpArgs {
     /// (a server's SETTINGS_MAX_CONCURRENT_STREAMS below S holds the rest back) [default: 1].
     #[arg(long, value_name = "S", help_heading = "HTTP")]
     pub streams: Option<usize>,
+    /// WebSocket (ws:// or wss://): requests outstanding per socket, answered in any order and
+    /// matched by id, so -c N keeps N x K requests in flight [default: 1].
+    #[arg(long, value_name = "K", help_heading = "HTTP")]
+    pub in_flight: Option<usize>,
 }
 
 /// Where the workload comes from besides `--method`/`--body`: a scenario file's URL override,

@@ -391,6 +391,9 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(streams) = args.http.streams {
         config.streams = streams;
     }
+    if let Some(in_flight) = args.http.in_flight {
+        config.in_flight = in_flight;
+    }
     if let Some(shard) = shard_of(args)? {
         config.shard = shard;
     }

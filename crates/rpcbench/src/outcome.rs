@@ -41,6 +41,11 @@ pub enum Outcome {
     RefusedStream,
     /// HTTP/2: the server reset the stream with another error code (RST_STREAM), by code.
     StreamReset(u32),
+    /// WebSocket: the socket closed before the answer came, by close code (1006: it went away
+    /// without a close frame).
+    WsClosed(u16),
+    /// WebSocket: the server broke the protocol (a bad frame, text that is not UTF-8).
+    WsProtocol,
 }
 
 impl Outcome {
@@ -63,6 +68,8 @@ impl Outcome {
             Outcome::GoAway => "goaway",
             Outcome::RefusedStream => "refused_stream",
             Outcome::StreamReset(_) => "stream_reset",
+            Outcome::WsClosed(_) => "ws_closed",
+            Outcome::WsProtocol => "ws_protocol",
         }
     }
 
@@ -73,6 +80,7 @@ impl Outcome {
             Outcome::HttpStatus(status) => Some(status.to_string()),
             Outcome::Invalid(kind) => Some(kind.name().to_string()),
             Outcome::StreamReset(code) => Some(reset_code_name(code).to_string()),
+            Outcome::WsClosed(code) => Some(code.to_string()),
             _ => None,
         }
     }
@@ -176,6 +184,14 @@ pub fn reset_code_bucket(code: u32) -> u32 {
     }
 }
 
+/// The most distinct WebSocket close codes counted one by one; further codes are counted
+/// under [`OTHER_CLOSE_CODE`].
+pub const MAX_CLOSE_CODES: usize = 32;
+
+/// The key of the WebSocket close codes counted past [`MAX_CLOSE_CODES`] (0 is no close code a
+/// server can send).
+pub const OTHER_CLOSE_CODE: u16 = 0;
+
 /// The most distinct JSON-RPC error codes counted one by one; further codes are counted in
 /// [`OutcomeCounts::rpc_errors_other`].
 pub const MAX_RPC_CODES: usize = 100;
@@ -240,6 +256,18 @@ pub struct OutcomeCounts {
         deserialize_with = "parse_keys"
     )]
     pub stream_reset: BTreeMap<ResetCode, u64>,
+    /// WebSocket: requests whose socket closed before the answer, by close code (at most
+    /// [`MAX_CLOSE_CODES`]; the rest under `0`).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "by_key_text",
+        deserialize_with = "parse_keys"
+    )]
+    pub ws_closed: BTreeMap<u16, u64>,
+    /// WebSocket: requests lost to a server that broke the protocol.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ws_protocol: u64,
 }
 
 /// An RST_STREAM error code as counted: one the RFC defines, or [`UNKNOWN_RESET_CODE`].
@@ -374,7 +402,20 @@ impl OutcomeCounts {
             Outcome::StreamReset(code) => {
                 *self.stream_reset.entry(ResetCode(reset_code_bucket(code))).or_default() += count
             }
+            Outcome::WsClosed(code) => *self.ws_closed_entry(code) += count,
+            Outcome::WsProtocol => self.ws_protocol += count,
         }
+    }
+
+    /// The count of close code `code`, or of [`OTHER_CLOSE_CODE`] once [`MAX_CLOSE_CODES`]
+    /// codes are counted.
+    fn ws_closed_entry(&mut self, code: u16) -> &mut u64 {
+        let key = if self.ws_closed.contains_key(&code) || self.ws_closed.len() < MAX_CLOSE_CODES {
+            code
+        } else {
+            OTHER_CLOSE_CODE
+        };
+        self.ws_closed.entry(key).or_default()
     }
 
     /// The JSON-RPC error codes in report order (by their text, as files have them).
@@ -411,6 +452,8 @@ impl OutcomeCounts {
             + self.goaway
             + self.refused_stream
             + self.stream_reset.values().sum::<u64>()
+            + self.ws_closed.values().sum::<u64>()
+            + self.ws_protocol
     }
 
     /// Every failure with its count, one entry per class and code, in a stable order (the
@@ -436,11 +479,15 @@ impl OutcomeCounts {
             (Outcome::Unfinished, self.unfinished),
             (Outcome::GoAway, self.goaway),
             (Outcome::RefusedStream, self.refused_stream),
+            (Outcome::WsProtocol, self.ws_protocol),
         ] {
             all.push((outcome, None, count));
         }
         for (code, count) in &self.stream_reset {
             all.push((Outcome::StreamReset(code.0), Some(reset_code_name(code.0).to_string()), *count));
+        }
+        for (code, count) in &self.ws_closed {
+            all.push((Outcome::WsClosed(*code), Some(code.to_string()), *count));
         }
         all.retain(|(_, _, count)| *count > 0);
         all
@@ -478,6 +525,10 @@ impl OutcomeCounts {
         for (code, count) in &other.stream_reset {
             *self.stream_reset.entry(*code).or_default() += count;
         }
+        for (code, count) in &other.ws_closed {
+            *self.ws_closed_entry(*code) += count;
+        }
+        self.ws_protocol += other.ws_protocol;
     }
 
     /// [`OutcomeCounts::merge`] for counts read from files: fails instead of wrapping when a
@@ -517,6 +568,10 @@ impl OutcomeCounts {
         for (code, count) in &other.stream_reset {
             add(merged.stream_reset.entry(*code).or_default(), *count)?;
         }
+        for (code, count) in &other.ws_closed {
+            add(merged.ws_closed_entry(*code), *count)?;
+        }
+        add(&mut merged.ws_protocol, other.ws_protocol)?;
         merged.checked_total()?;
         *self = merged;
         Ok(())
@@ -539,8 +594,10 @@ impl OutcomeCounts {
                 self.unfinished,
                 self.goaway,
                 self.refused_stream,
+                self.ws_protocol,
             ])
-            .chain(self.stream_reset.values().copied());
+            .chain(self.stream_reset.values().copied())
+            .chain(self.ws_closed.values().copied());
         for part in parts {
             total = total.checked_add(part).ok_or(CountOverflow)?;
         }

@@ -45,7 +45,7 @@ use crate::record::{
     StageTotals, Totals, MAX_TRACKABLE_US,
 };
 use crate::redact;
-use crate::report::{Http2Figures, RunReport};
+use crate::report::{Http2Figures, RunReport, WebSocketFigures};
 use crate::units::trim_float;
 use crate::workload::Call;
 
@@ -120,6 +120,9 @@ pub struct ResultsFile {
     /// absent for HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Figures>,
+    /// WebSocket runs: requests in flight per socket, sockets opened, stray messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketFigures>,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -743,6 +746,7 @@ impl ResultsFile {
             target_resources: None,
             exchanges: record.exchanges,
             http2: Http2Figures::of(config, record),
+            websocket: WebSocketFigures::of(config, record),
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages
@@ -888,7 +892,11 @@ impl ResultsFile {
                 .collect(),
             interrupted: self.interrupted,
             exchanges: self.exchanges,
-            wire: self.http2.as_ref().map(Http2Figures::wire).unwrap_or_default(),
+            wire: match (&self.http2, &self.websocket) {
+                (Some(http2), _) => http2.wire(),
+                (None, Some(websocket)) => websocket.wire(),
+                (None, None) => crate::transport::WireStats::default(),
+            },
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
             series_latency: self
                 .series
@@ -936,6 +944,9 @@ impl ResultsFile {
                 crate::engine::config::HttpVersion::H2c
             };
             config.streams = usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1);
+        }
+        if let Some(websocket) = &self.websocket {
+            config.in_flight = usize::try_from(websocket.in_flight_per_socket).unwrap_or(1).max(1);
         }
         if !self.stages.is_empty() {
             config.stages = self.stages.iter().map(StageData::stage).collect();
@@ -1124,6 +1135,14 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
             ours.connections_opened = wire.connections_opened;
             ours.goaways_received = wire.goaways_received;
             ours.server_max_streams = wire.server_max_streams;
+        }
+        if let (Some(ours), Some(theirs)) = (merged.websocket.as_mut(), file.websocket.as_ref()) {
+            let mut wire = ours.wire();
+            wire.merge(&theirs.wire());
+            ours.sockets_opened = wire.connections_opened;
+            ours.stray_not_json = wire.stray_not_json;
+            ours.stray_unknown_id = wire.stray_unknown_id;
+            ours.stray_notifications = wire.stray_notifications;
         }
     }
     let tools: std::collections::BTreeSet<&str> = files.iter().map(|(_, f)| f.tool.as_str()).collect();

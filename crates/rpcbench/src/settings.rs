@@ -55,25 +55,29 @@ pub struct Target {
     pub path_and_query: String,
     /// Value of the Host header.
     pub host_header: String,
+    /// A `ws://` or `wss://` URL: JSON-RPC over WebSocket (`scheme` says whether over TLS).
+    pub websocket: bool,
     /// `Basic` credentials from the URL's user name and password, as an Authorization value
     /// (never printed: the `Debug` form leaves it out).
     authorization: Option<String>,
 }
 
 impl Target {
-    /// Parses and checks an `http://` or `https://` URL.
+    /// Parses and checks an `http://`, `https://`, `ws://` or `wss://` URL.
     pub fn parse(url: &str) -> Result<Self, ConfigError> {
         let setting = "URL";
         let parsed = url::Url::parse(url).map_err(|err| {
             ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
         })?;
-        let scheme = match parsed.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
+        let (scheme, websocket) = match parsed.scheme() {
+            "http" => (Scheme::Http, false),
+            "https" => (Scheme::Https, false),
+            "ws" => (Scheme::Http, true),
+            "wss" => (Scheme::Https, true),
             other => {
                 return Err(ConfigError::new(
                     setting,
-                    format!("scheme '{other}' is not supported (use http:// or https://)"),
+                    format!("scheme '{other}' is not supported (use http://, https://, ws:// or wss://)"),
                 ))
             }
         };
@@ -94,7 +98,16 @@ impl Target {
             None => parsed.host_str().unwrap_or(&host).to_string(),
         };
         let authorization = basic_authorization(&parsed);
-        Ok(Self { url: url.to_string(), scheme, host, port, path_and_query, host_header, authorization })
+        Ok(Self {
+            url: url.to_string(),
+            scheme,
+            host,
+            port,
+            path_and_query,
+            host_header,
+            websocket,
+            authorization,
+        })
     }
 
     /// The Authorization value the URL's user name and password ask for (`Basic` and their

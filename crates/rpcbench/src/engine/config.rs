@@ -121,6 +121,9 @@ pub struct RunConfig {
     /// HTTP/2: concurrent streams per connection (`--streams`); each is a lane of the engine,
     /// so `connections x streams` requests are in flight in closed loop.
     pub streams: usize,
+    /// WebSocket: requests outstanding per socket (`--in-flight`), answered in any order and
+    /// matched by id; each is a lane of the engine.
+    pub in_flight: usize,
 }
 
 /// The HTTP version a run speaks.
@@ -180,6 +183,7 @@ impl fmt::Debug for RunConfig {
             .field("start_at", &self.start_at)
             .field("http", &self.http)
             .field("streams", &self.streams)
+            .field("in_flight", &self.in_flight)
             .finish()
     }
 }
@@ -210,6 +214,7 @@ impl RunConfig {
             start_at: None,
             http: HttpVersion::Http1,
             streams: 1,
+            in_flight: 1,
         }
     }
 
@@ -237,12 +242,24 @@ impl RunConfig {
         }
     }
 
-    /// Lanes of the engine per connection: the streams of an HTTP/2 connection, else 1.
+    /// Lanes of the engine per connection: the streams of an HTTP/2 connection, the requests
+    /// in flight on a WebSocket, else 1.
     pub fn lanes_per_connection(&self) -> usize {
-        if self.http.is_http2() {
+        if self.target.websocket {
+            self.in_flight
+        } else if self.http.is_http2() {
             self.streams
         } else {
             1
+        }
+    }
+
+    /// The protocol's name as reports give it: `http/1.1`, `h2c`, `h2` or `websocket`.
+    pub fn protocol_name(&self) -> &'static str {
+        if self.target.websocket {
+            "websocket"
+        } else {
+            self.http.name()
         }
     }
 
@@ -341,7 +358,7 @@ impl RunConfig {
         if self.streams == 0 || self.streams > MAX_STREAMS {
             return Err(ConfigError::new("--streams", format!("must be from 1 to {MAX_STREAMS}")));
         }
-        if self.streams > 1 && !self.http.is_http2() {
+        if self.streams > 1 && !self.http.is_http2() && !self.target.websocket {
             return Err(ConfigError::new(
                 "--streams",
                 "streams are HTTP/2's: use it with --h2c (http://) or --http2 (https://)",
@@ -361,6 +378,32 @@ impl RunConfig {
                 ))
             }
             _ => {}
+        }
+        if self.in_flight == 0 || self.in_flight > MAX_STREAMS {
+            return Err(ConfigError::new("--in-flight", format!("must be from 1 to {MAX_STREAMS}")));
+        }
+        if self.target.websocket {
+            if self.http.is_http2() {
+                let flag = if self.http == HttpVersion::H2c { "--h2c" } else { "--http2" };
+                return Err(ConfigError::new(flag, "a ws:// or wss:// URL speaks WebSocket, not HTTP/2"));
+            }
+            if self.batch > 1 {
+                return Err(ConfigError::new("--batch", "batches are not sent over WebSocket yet"));
+            }
+            if self.workload.has_http_calls() {
+                return Err(ConfigError::new("--http", "plain HTTP calls cannot go over WebSocket"));
+            }
+            if self.in_flight > 1 && self.fixed_id.is_some() {
+                return Err(ConfigError::new(
+                    "--in-flight",
+                    "answers are matched to requests by id: more than one in flight cannot go with --fixed-id",
+                ));
+            }
+            if !self.keepalive {
+                return Err(ConfigError::new("--no-keepalive", "a WebSocket is one long-lived connection"));
+            }
+        } else if self.in_flight > 1 {
+            return Err(ConfigError::new("--in-flight", "is for WebSocket (ws:// or wss://) targets"));
         }
         if self.shard.count == 0 || self.shard.index >= self.shard.count {
             return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));

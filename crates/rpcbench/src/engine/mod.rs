@@ -46,6 +46,7 @@ use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
 use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
+use crate::transport::websocket::WebSocket;
 use crate::transport::{Lane, Outgoing, Transport, WireError};
 use config::{HttpVersion, Load, RunConfig};
 
@@ -186,6 +187,7 @@ impl Progress {
 enum RunTransport {
     Http1(Http1),
     Http2(Http2),
+    WebSocket(WebSocket),
 }
 
 /// A prepared run: validated, resolved, ready to execute.
@@ -208,6 +210,19 @@ impl Run {
         config.validate().map_err(EngineError::Config)?;
         limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
         let transport = match config.http {
+            _ if config.target.websocket => {
+                let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
+                    .map_err(EngineError::Setup)?;
+                let websocket = WebSocket::new(
+                    connector,
+                    &config.target,
+                    &config.headers,
+                    config.in_flight,
+                    config.max_body,
+                );
+                check_websocket_server(&websocket)?;
+                RunTransport::WebSocket(websocket)
+            }
             HttpVersion::Http1 => {
                 let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
                     .map_err(EngineError::Setup)?;
@@ -267,6 +282,11 @@ impl Run {
             }
             RunTransport::Http2(http2) => {
                 let transport = http2.clone();
+                self.execute_with(transport, single)
+            }
+            // Batches are refused over WebSocket by the configuration's checks.
+            RunTransport::WebSocket(websocket) => {
+                let transport = websocket.clone();
                 self.execute_with(transport, single)
             }
         }
@@ -368,6 +388,16 @@ fn check_http2_server(http2: &Http2, version: HttpVersion) -> Result<(), EngineE
     runtime
         .block_on(http2.check_server())
         .map_err(|reason| EngineError::Config(config::ConfigError::new(flag, reason)))
+}
+
+/// WebSocket: refuses a server that answers the upgrade with an HTTP status instead (its
+/// status named), before any load.
+fn check_websocket_server(websocket: &WebSocket) -> Result<(), EngineError> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(EngineError::Runtime)?;
+    runtime
+        .block_on(websocket.check_server())
+        .map_err(|reason| EngineError::Config(config::ConfigError::new("URL", reason)))
 }
 
 /// The instants every worker shares.
@@ -929,6 +959,8 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             Some(Err(WireError::GoAway)) => Some(Outcome::GoAway),
             Some(Err(WireError::StreamReset(7))) => Some(Outcome::RefusedStream),
             Some(Err(WireError::StreamReset(code))) => Some(Outcome::StreamReset(code)),
+            Some(Err(WireError::WsClosed(code))) => Some(Outcome::WsClosed(code)),
+            Some(Err(WireError::WsProtocol)) => Some(Outcome::WsProtocol),
             Some(Ok(_)) => None,
         };
         if T::Lane::MEASURES_CONNECT {

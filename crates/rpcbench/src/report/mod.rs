@@ -120,6 +120,10 @@ pub struct RunReport {
     /// and GOAWAYs received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Figures>,
+    /// WebSocket runs: requests in flight per socket, sockets opened, and the messages that
+    /// answered no request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketFigures>,
     /// With JSON-RPC batches (`--batch N`): what the wire carried. Everything else in the report
     /// (outcomes, rates, tables, latency) counts calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +165,47 @@ impl Http2Figures {
             connections_opened: self.connections_opened,
             goaways_received: self.goaways_received,
             server_max_streams: self.server_max_streams,
+            ..crate::transport::WireStats::default()
+        }
+    }
+}
+
+/// What a WebSocket run's sockets saw, as reports and results files give them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSocketFigures {
+    /// Requests outstanding per socket (`--in-flight`).
+    pub in_flight_per_socket: u64,
+    /// Sockets opened (upgraded), the first ones and every re-open.
+    pub sockets_opened: u64,
+    /// Messages that were not JSON; no request was charged for them.
+    pub stray_not_json: u64,
+    /// Answers with an id no request waited for (late answers to requests that timed out,
+    /// answers sent twice).
+    pub stray_unknown_id: u64,
+    /// Notifications (a `method`, no id) on the request/response sockets.
+    pub stray_notifications: u64,
+}
+
+impl WebSocketFigures {
+    /// The figures of `config`'s run as `record` has them; `None` unless it ran over WebSocket.
+    pub fn of(config: &RunConfig, record: &RunRecord) -> Option<Self> {
+        config.target.websocket.then_some(WebSocketFigures {
+            in_flight_per_socket: config.in_flight as u64,
+            sockets_opened: record.wire.connections_opened,
+            stray_not_json: record.wire.stray_not_json,
+            stray_unknown_id: record.wire.stray_unknown_id,
+            stray_notifications: record.wire.stray_notifications,
+        })
+    }
+
+    /// The transport figures for a record.
+    pub fn wire(&self) -> crate::transport::WireStats {
+        crate::transport::WireStats {
+            connections_opened: self.sockets_opened,
+            stray_not_json: self.stray_not_json,
+            stray_unknown_id: self.stray_unknown_id,
+            stray_notifications: self.stray_notifications,
+            ..crate::transport::WireStats::default()
         }
     }
 }
@@ -660,8 +705,9 @@ impl RunReport {
             },
             target_resources: None,
             generator,
-            protocol: config.http.name().to_string(),
+            protocol: config.protocol_name().to_string(),
             http2: Http2Figures::of(config, record),
+            websocket: WebSocketFigures::of(config, record),
             batch: (config.batch > 1).then(|| BatchReport {
                 calls_per_request: config.batch as u64,
                 http_requests: record.exchanges,

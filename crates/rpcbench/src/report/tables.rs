@@ -252,13 +252,14 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
         });
     }
     type Count = fn(&RunReport) -> u64;
-    let fixed: [(&str, Count); 6] = [
+    let fixed: [(&str, Count); 7] = [
         ("timeout", |r| r.outcomes.timeout),
         ("connect error", |r| r.outcomes.connect),
         ("connection closed", |r| r.outcomes.closed),
         ("unfinished at the end", |r| r.outcomes.unfinished),
         ("lost to a GOAWAY", |r| r.outcomes.goaway),
         ("stream refused", |r| r.outcomes.refused_stream),
+        ("websocket protocol error", |r| r.outcomes.ws_protocol),
     ];
     for (name, count) in fixed {
         let counts: Vec<u64> = reports.iter().map(|r| count(r)).collect();
@@ -278,6 +279,17 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
                 .iter()
                 .map(|r| r.outcomes.stream_reset.get(&code).copied().unwrap_or(0))
                 .collect(),
+        });
+    }
+    let mut close_codes: Vec<u16> =
+        reports.iter().flat_map(|r| r.outcomes.ws_closed.keys().copied()).collect();
+    close_codes.sort_unstable();
+    close_codes.dedup();
+    for code in close_codes {
+        rows.push(OutcomeRow {
+            outcome: format!("websocket closed: {}", super::text::close_code_text(code)),
+            ok: false,
+            counts: reports.iter().map(|r| r.outcomes.ws_closed.get(&code).copied().unwrap_or(0)).collect(),
         });
     }
     rows
@@ -374,7 +386,12 @@ pub fn describe_load(report: &RunReport) -> String {
             http2.streams_per_connection,
             http2.server_max_streams.map_or("none".to_string(), |n| n.to_string())
         ),
-        None => String::new(),
+        None => match &report.websocket {
+            Some(websocket) => {
+                format!(", websocket with {} request(s) in flight per socket", websocket.in_flight_per_socket)
+            }
+            None => String::new(),
+        },
     };
     format!("{shape}{protocol}, {length}{warmup}")
 }

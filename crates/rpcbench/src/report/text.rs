@@ -55,6 +55,17 @@ pub fn render_text(report: &RunReport) -> String {
             report.protocol, http2.streams_per_connection, http2.connections_opened, http2.goaways_received
         );
     }
+    if let Some(websocket) = &report.websocket {
+        let _ = writeln!(
+            out,
+            "protocol websocket: {} request(s) in flight per socket; {} sockets opened; messages that answered no request: {} not JSON, {} with an unknown id, {} notifications",
+            websocket.in_flight_per_socket,
+            websocket.sockets_opened,
+            websocket.stray_not_json,
+            websocket.stray_unknown_id,
+            websocket.stray_notifications
+        );
+    }
     if let Some(batch) = &report.batch {
         let _ = writeln!(
             out,
@@ -216,7 +227,9 @@ pub fn render_text(report: &RunReport) -> String {
         + report.outcomes.unfinished
         + report.outcomes.goaway
         + report.outcomes.refused_stream
-        + report.outcomes.stream_reset.values().sum::<u64>();
+        + report.outcomes.stream_reset.values().sum::<u64>()
+        + report.outcomes.ws_closed.values().sum::<u64>()
+        + report.outcomes.ws_protocol;
     let _ = writeln!(
         out,
         "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
@@ -258,6 +271,7 @@ pub fn render_text(report: &RunReport) -> String {
         ("unfinished at the end", outcomes.unfinished),
         ("lost to a GOAWAY", outcomes.goaway),
         ("stream refused", outcomes.refused_stream),
+        ("websocket protocol error", outcomes.ws_protocol),
     ] {
         if count > 0 {
             other_errors.push((name.to_string(), count));
@@ -265,6 +279,9 @@ pub fn render_text(report: &RunReport) -> String {
     }
     for (code, count) in &outcomes.stream_reset {
         other_errors.push((format!("stream reset: {}", crate::outcome::reset_code_name(code.0)), *count));
+    }
+    for (code, count) in &outcomes.ws_closed {
+        other_errors.push((format!("websocket closed: {}", close_code_text(*code)), *count));
     }
     if !other_errors.is_empty() {
         let _ = writeln!(out, "  Errors:");
@@ -378,5 +395,15 @@ fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: 
                 let _ = writeln!(out, "    {label:>7} {:>10}", us(corrected.percentile(name)));
             }
         }
+    }
+}
+
+/// A WebSocket close code as the report shows it (`other` for the codes past the first
+/// [`crate::outcome::MAX_CLOSE_CODES`]).
+pub(crate) fn close_code_text(code: u16) -> String {
+    if code == crate::outcome::OTHER_CLOSE_CODE {
+        "other".to_string()
+    } else {
+        code.to_string()
     }
 }

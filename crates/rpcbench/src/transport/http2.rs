@@ -404,6 +404,7 @@ impl Transport for Http2 {
             connections_opened: self.pool.opened.load(Ordering::Relaxed),
             goaways_received: self.pool.goaways.load(Ordering::Relaxed),
             server_max_streams: (max_streams != u64::MAX).then_some(max_streams),
+            ..WireStats::default()
         }
     }
 }

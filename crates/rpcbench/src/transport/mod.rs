@@ -11,6 +11,7 @@
 pub mod connect;
 pub mod http1;
 pub mod http2;
+pub mod websocket;
 
 use std::fmt;
 use std::future::Future;
@@ -155,6 +156,11 @@ pub enum WireError {
     GoAway,
     /// HTTP/2: the server reset the stream with this error code (REFUSED_STREAM is 7).
     StreamReset(u32),
+    /// WebSocket: the socket closed (by the server, with this close code; 1006 when it went
+    /// away without a close frame) before the answer came.
+    WsClosed(u16),
+    /// WebSocket: the server broke the protocol (a bad frame, text that is not UTF-8).
+    WsProtocol,
 }
 
 /// What a transport saw of its connections in one worker, beside the requests' outcomes.
@@ -167,6 +173,13 @@ pub struct WireStats {
     /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server advertised (`None`: no
     /// limit, or no connection got that far).
     pub server_max_streams: Option<u64>,
+    /// WebSocket: messages that were not JSON (no request was charged for them).
+    pub stray_not_json: u64,
+    /// WebSocket: answers with an id no request on the socket waited for (late answers to
+    /// requests that timed out, answers sent twice).
+    pub stray_unknown_id: u64,
+    /// WebSocket: notifications (a `method`, no id) on a request/response socket.
+    pub stray_notifications: u64,
 }
 
 impl WireStats {
@@ -174,6 +187,9 @@ impl WireStats {
     pub fn merge(&mut self, other: &WireStats) {
         self.connections_opened += other.connections_opened;
         self.goaways_received += other.goaways_received;
+        self.stray_not_json += other.stray_not_json;
+        self.stray_unknown_id += other.stray_unknown_id;
+        self.stray_notifications += other.stray_notifications;
         self.server_max_streams = match (self.server_max_streams, other.server_max_streams) {
             (Some(ours), Some(theirs)) => Some(ours.min(theirs)),
             (ours, theirs) => ours.or(theirs),

@@ -1,0 +1,374 @@
+//! JSON-RPC over WebSocket (`ws://`, `wss://`), the third transport: framing by
+//! `tokio-tungstenite`, TLS by the same rustls connector as HTTP. A lane is one request slot on
+//! a socket: `-c N --in-flight K` opens N sockets and K lanes on each, so N x K requests are
+//! outstanding, and answers are matched to requests by id in any order.
+//!
+//! Each socket has one reader task that hands every text message to the lane waiting for its
+//! id. A message that matches no request waiting on the socket (not JSON, no id, an id nobody
+//! waits for: a late answer to a request that timed out, a notification) is not charged to
+//! any request: it is counted by kind in [`WireStats`], and the request it failed to answer
+//! times out. A socket the server closes ends the requests waiting on it as
+//! [`WireError::WsClosed`] with the close code; a frame that breaks the protocol ends them as
+//! [`WireError::WsProtocol`]; either way the lanes re-open a socket for their next request.
+//! Nothing here grows with what a server sends: at most K waiters per socket, and messages
+//! are bounded by the run's body limit.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
+use tokio_tungstenite::WebSocketStream;
+
+use super::connect::{Connector, Stream};
+use super::{Lane, Outgoing, Reply, Transport, WireError, WireStats};
+use crate::jsonrpc::{self, ScannedId};
+use crate::settings::{Scheme, Target};
+
+type Socket = WebSocketStream<Stream>;
+type Answer = Result<(Vec<u8>, Instant), WireError>;
+/// Where the lanes of one socket index find their socket (re-opened in place).
+type SocketSlot = Arc<tokio::sync::Mutex<Option<Arc<SharedSocket>>>>;
+
+/// The HTTP upgrade request every socket of a run starts with.
+#[derive(Debug, Clone)]
+struct Upgrade {
+    url: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Upgrade {
+    fn request(&self) -> Result<tungstenite::handshake::client::Request, tungstenite::Error> {
+        let mut request = self.url.as_str().into_client_request()?;
+        for (name, value) in &self.headers {
+            let name = http::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|err| tungstenite::Error::HttpFormat(err.into()))?;
+            let value = http::HeaderValue::from_str(value)
+                .map_err(|err| tungstenite::Error::HttpFormat(err.into()))?;
+            request.headers_mut().append(name, value);
+        }
+        Ok(request)
+    }
+}
+
+/// One open socket: its writer, the requests waiting for answers, and whether it ended.
+#[derive(Debug)]
+struct SharedSocket {
+    writer: tokio::sync::Mutex<SplitSink<Socket, Message>>,
+    waiting: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    /// The socket can take no new request (closed, failed).
+    ended: AtomicBool,
+}
+
+impl SharedSocket {
+    /// Ends every request waiting on the socket with `error`.
+    fn end(&self, error: WireError) {
+        self.ended.store(true, Ordering::Relaxed);
+        let waiting: Vec<_> = match self.waiting.lock() {
+            Ok(mut waiting) => waiting.drain().collect(),
+            Err(poisoned) => poisoned.into_inner().drain().collect(),
+        };
+        for (_, waiter) in waiting {
+            let _ = waiter.send(Err(error));
+        }
+    }
+}
+
+/// The sockets of one worker, by socket index, and what they saw.
+#[derive(Debug, Default)]
+struct SocketPool {
+    slots: Mutex<Vec<SocketSlot>>,
+    opened: AtomicU64,
+    stray_not_json: AtomicU64,
+    stray_unknown_id: AtomicU64,
+    stray_notifications: AtomicU64,
+}
+
+impl SocketPool {
+    fn slot(&self, socket: usize) -> SocketSlot {
+        let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= socket {
+            slots.push(Arc::default());
+        }
+        slots[socket].clone()
+    }
+}
+
+/// The WebSocket transport: sockets to one target, each carrying `in_flight` lanes.
+#[derive(Debug, Clone)]
+pub struct WebSocket {
+    connector: Connector,
+    upgrade: Arc<Upgrade>,
+    in_flight: usize,
+    config: WebSocketConfig,
+    pool: Arc<SocketPool>,
+}
+
+impl WebSocket {
+    /// A transport to the `ws://`/`wss://` `target` with `in_flight` requests outstanding per
+    /// socket, sending `headers` with the upgrade request; messages larger than `max_body`
+    /// end their socket.
+    pub fn new(
+        connector: Connector,
+        target: &Target,
+        headers: &[(String, String)],
+        in_flight: usize,
+        max_body: u64,
+    ) -> Self {
+        let scheme = if target.scheme == Scheme::Https { "wss" } else { "ws" };
+        let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
+        let mut headers = headers.to_vec();
+        if let Some(credentials) = target.basic_authorization() {
+            if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+                headers.push(("Authorization".into(), credentials.to_string()));
+            }
+        }
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+            headers.push(("User-Agent".into(), concat!("rpcbench/", env!("CARGO_PKG_VERSION")).into()));
+        }
+        let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
+        let config = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+        Self {
+            connector,
+            upgrade: Arc::new(Upgrade { url, headers }),
+            in_flight: in_flight.max(1),
+            config,
+            pool: Arc::new(SocketPool::default()),
+        }
+    }
+
+    /// Connects and upgrades, then starts the socket's reader task.
+    async fn connect(&self) -> io::Result<Arc<SharedSocket>> {
+        let stream = self.connector.connect().await?;
+        let request =
+            self.upgrade.request().map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err))?;
+        let upgraded = tokio::time::timeout(
+            self.connector.connect_timeout(),
+            tokio_tungstenite::client_async_with_config(request, stream, Some(self.config)),
+        )
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "WebSocket upgrade timeout"))?;
+        let (socket, _) = upgraded.map_err(|err| match err {
+            tungstenite::Error::Http(response) => io::Error::other(format!(
+                "the server refused the WebSocket upgrade with HTTP {}",
+                response.status().as_u16()
+            )),
+            other => io::Error::other(format!("WebSocket upgrade: {other}")),
+        })?;
+        self.pool.opened.fetch_add(1, Ordering::Relaxed);
+        let (writer, reader) = socket.split();
+        let shared = Arc::new(SharedSocket {
+            writer: tokio::sync::Mutex::new(writer),
+            waiting: Mutex::new(HashMap::with_capacity(self.in_flight)),
+            ended: AtomicBool::new(false),
+        });
+        tokio::spawn(read_answers(reader, shared.clone(), self.pool.clone()));
+        Ok(shared)
+    }
+
+    /// The socket of lane `index`: the open one, or a new one when there is none or it ended.
+    async fn socket(&self, index: usize) -> io::Result<(Arc<SharedSocket>, Option<Duration>)> {
+        let slot = self.pool.slot(index / self.in_flight);
+        let mut current = slot.lock().await;
+        if let Some(open) = current.as_ref() {
+            if !open.ended.load(Ordering::Relaxed) {
+                return Ok((open.clone(), None));
+            }
+        }
+        *current = None;
+        let started = Instant::now();
+        let open = self.connect().await?;
+        *current = Some(open.clone());
+        Ok((open, Some(started.elapsed())))
+    }
+
+    /// Opens one socket and reports why the server would not upgrade it, if it answered but
+    /// refused (its HTTP status); `Ok` when it upgraded or could not be reached at all.
+    pub async fn check_server(&self) -> Result<(), String> {
+        match self.connect().await {
+            Ok(socket) => {
+                socket.end(WireError::Closed);
+                let _ = socket.writer.lock().await.close().await;
+                self.pool.opened.fetch_sub(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(err) if err.to_string().contains("refused the WebSocket upgrade") => Err(err.to_string()),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Reads a socket's messages and hands each to the request waiting for its id.
+async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>, pool: Arc<SocketPool>) {
+    let ended_by = loop {
+        let Some(message) = reader.next().await else { break WireError::WsClosed(1006) };
+        let arrived = Instant::now();
+        let text: Vec<u8> = match message {
+            Ok(Message::Text(text)) => text.as_bytes().to_vec(),
+            Ok(Message::Binary(bytes)) => bytes.to_vec(),
+            Ok(Message::Close(frame)) => {
+                break WireError::WsClosed(frame.map_or(1005, |frame| u16::from(frame.code)))
+            }
+            Ok(_) => continue,
+            Err(tungstenite::Error::Capacity(_)) => break WireError::TooLarge,
+            Err(tungstenite::Error::Protocol(_) | tungstenite::Error::Utf8(_)) => {
+                break WireError::WsProtocol
+            }
+            Err(_) => break WireError::Closed,
+        };
+        let id = match jsonrpc::scan_response(&text) {
+            Ok(scanned) => match scanned.id {
+                ScannedId::Number(id) => Some(id),
+                _ => None,
+            },
+            Err(_) => {
+                pool.stray_not_json.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        let waiter = id.and_then(|id| {
+            let mut waiting = socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            waiting.remove(&id)
+        });
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(Ok((text, arrived)));
+            }
+            None if id.is_none() && memchr::memmem::find(&text, b"\"method\"").is_some() => {
+                pool.stray_notifications.fetch_add(1, Ordering::Relaxed);
+            }
+            None => {
+                pool.stray_unknown_id.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    socket.end(ended_by);
+}
+
+impl Transport for WebSocket {
+    type Lane = RequestSlot;
+
+    fn for_worker(&self) -> Self {
+        Self { pool: Arc::new(SocketPool::default()), ..self.clone() }
+    }
+
+    async fn open(&self, index: usize) -> io::Result<RequestSlot> {
+        let (socket, connect_time) = self.socket(index).await?;
+        Ok(RequestSlot { socket, body: Vec::new(), connect_time })
+    }
+
+    fn stats(&self) -> WireStats {
+        WireStats {
+            connections_opened: self.pool.opened.load(Ordering::Relaxed),
+            stray_not_json: self.pool.stray_not_json.load(Ordering::Relaxed),
+            stray_unknown_id: self.pool.stray_unknown_id.load(Ordering::Relaxed),
+            stray_notifications: self.pool.stray_notifications.load(Ordering::Relaxed),
+            ..WireStats::default()
+        }
+    }
+}
+
+/// One request slot on a socket: one request at a time, the socket shared with the other
+/// lanes of the same socket index.
+#[derive(Debug)]
+pub struct RequestSlot {
+    socket: Arc<SharedSocket>,
+    body: Vec<u8>,
+    connect_time: Option<Duration>,
+}
+
+/// Removes a request's waiter however the exchange ends (answered, timed out, cut off), so a
+/// socket's table holds only requests still waiting.
+struct WaiterGuard<'a> {
+    socket: &'a SharedSocket,
+    id: u64,
+}
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut waiting) = self.socket.waiting.lock() {
+            waiting.remove(&self.id);
+        }
+    }
+}
+
+impl Lane for RequestSlot {
+    async fn exchange(&mut self, request: &Outgoing, _max_body: u64) -> Result<Reply, WireError> {
+        if self.socket.ended.load(Ordering::Relaxed) {
+            return Err(WireError::Closed);
+        }
+        let Some(id) = request_id(&request.body) else { return Err(WireError::Malformed) };
+        let (sender, receiver) = oneshot::channel();
+        {
+            let mut waiting = self.socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            waiting.insert(id, sender);
+        }
+        let _guard = WaiterGuard { socket: &self.socket, id };
+        let text = Utf8Bytes::try_from(request.body.clone()).map_err(|_| WireError::Malformed)?;
+        let request_bytes = request.body.len();
+        {
+            let mut writer = self.socket.writer.lock().await;
+            if writer.send(Message::Text(text)).await.is_err() {
+                drop(writer);
+                self.socket.end(WireError::Closed);
+                return Err(WireError::Closed);
+            }
+        }
+        let written_at = Instant::now();
+        let answer = receiver.await;
+        let (body, first_byte_at) = match answer {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(WireError::Closed),
+        };
+        self.body = body;
+        Ok(Reply {
+            // A message in a 2xx HTTP response's place: the protocol classifies the body.
+            status: 200,
+            reusable: !self.socket.ended.load(Ordering::Relaxed),
+            wire_bytes: self.body.len(),
+            request_bytes,
+            written_at,
+            first_byte_at: first_byte_at.max(written_at),
+            extra_bytes: false,
+        })
+    }
+
+    fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    const MEASURES_CONNECT: bool = true;
+
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        self.connect_time.take()
+    }
+}
+
+/// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`).
+fn request_id(body: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(body, b"\"id\":")? + 5;
+    let digits = body[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+    std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_id_is_read_from_the_body_the_protocol_wrote() {
+        assert_eq!(
+            request_id(br#"{"jsonrpc":"2.0","id":1099511627777,"method":"getSlot"}"#),
+            Some(1099511627777)
+        );
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","method":"getSlot"}"#), None);
+    }
+}
