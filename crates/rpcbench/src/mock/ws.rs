@@ -47,8 +47,8 @@ pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
 
 /// Generator streams of the WebSocket knobs.
 const S_DROP: u64 = 0x7773_6472_6f70;
-const S_DUPLICATE: u64 = 0x7773_6475_70;
-const S_SUBSCRIPTION_ID: u64 = 0x7773_7375_6269_64;
+const S_DUPLICATE: u64 = 0x0077_7364_7570;
+const S_SUBSCRIPTION_ID: u64 = 0x0077_7373_7562_6964;
 
 /// What a [`super::MockServer`] counted on its WebSocket connections so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
