@@ -440,3 +440,36 @@ async fn bad_upgrades_get_400_and_a_plain_get_is_unchanged() {
     let plain = raw_get(&server, "Connection: close\r\n").await;
     assert!(plain.starts_with("HTTP/1.1 405"), "{plain}");
 }
+
+#[tokio::test]
+async fn a_ping_gets_a_pong_and_a_close_gets_a_close() {
+    let server = start(MockOptions::new(Chain::Static));
+    let mut ws = connect(&server).await;
+    ws.send(Message::Ping(b"hi".to_vec().into())).await.unwrap();
+    match tokio::time::timeout(WAIT, ws.next()).await.expect("a pong in time") {
+        Some(Ok(Message::Pong(payload))) => assert_eq!(&payload[..], b"hi"),
+        other => panic!("expected a pong: {other:?}"),
+    }
+    ws.close(None).await.unwrap();
+    loop {
+        match tokio::time::timeout(WAIT, ws.next()).await.expect("the close answered in time") {
+            Some(Ok(Message::Close(_))) | None => break,
+            Some(Ok(_)) => {}
+            Some(Err(err)) => panic!("{err}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn thousands_of_requests_sent_before_reading_are_all_answered() {
+    let server = start(MockOptions::new(Chain::Static));
+    let mut ws = connect(&server).await;
+    let total = 3000u64;
+    for id in 0..total {
+        ws.feed(Message::text(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x"}}"#))).await.unwrap();
+    }
+    ws.flush().await.unwrap();
+    for id in 0..total {
+        assert_eq!(recv(&mut ws).await["id"], json!(id));
+    }
+}

@@ -26,7 +26,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
@@ -40,6 +40,10 @@ use super::{ethereum, prng, solana, MockOptions};
 const DEFAULT_MAX_QUEUE: usize = 4096;
 /// Items the broadcast channel holds for a connection that has not taken them yet.
 const BROADCAST_CAPACITY: usize = 1024;
+/// Requests a connection may have received and not yet answered (delayed or answers queued
+/// unwritten) before it stops reading more: a client that does not read its answers is not
+/// buffered for without bound.
+const MAX_PENDING_ANSWERS: usize = 1024;
 /// Longest wait for the close handshake (and the notifications before it) to be written.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// The close reason of a slow subscriber, as geth's.
@@ -352,12 +356,16 @@ impl Subscriptions<'_> {
         Ok(self.add(kind, true))
     }
 
-    fn solana_subscribe(&mut self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
+    fn solana_subscribe(
+        &mut self,
+        node: &solana::SolanaNode,
+        method: &str,
+        params: &[Value],
+    ) -> Result<Value, RpcError> {
         let kind = match method {
             "slotSubscribe" => Kind::Slot,
             "logsSubscribe" => Kind::SolanaLogs,
             _ => {
-                let Node::Solana(node) = &self.shared.node else { unreachable_node() };
                 let key = params.first().ok_or_else(|| RpcError::invalid_params("missing pubkey"))?;
                 Kind::Account(node.account_notification_value(key)?.to_string())
             }
@@ -366,20 +374,16 @@ impl Subscriptions<'_> {
     }
 }
 
-#[cold]
-fn unreachable_node() -> ! {
-    panic!("a Solana method reached another node")
-}
-
 impl Extension for Subscriptions<'_> {
     fn call(&mut self, method: &str, params: Option<&RawValue>) -> Option<Result<Value, RpcError>> {
-        let ethereum = match (&self.shared.node, method) {
-            (Node::Ethereum(_), "eth_subscribe" | "eth_unsubscribe") => true,
+        let shared = self.shared;
+        let (ethereum, solana) = match (&shared.node, method) {
+            (Node::Ethereum(_), "eth_subscribe" | "eth_unsubscribe") => (true, None),
             (
-                Node::Solana(_),
+                Node::Solana(node),
                 "slotSubscribe" | "accountSubscribe" | "logsSubscribe" | "slotUnsubscribe"
                 | "accountUnsubscribe" | "logsUnsubscribe",
-            ) => false,
+            ) => (false, Some(&**node)),
             _ => return None,
         };
         let params = match positional_params(params) {
@@ -393,10 +397,10 @@ impl Extension for Subscriptions<'_> {
             } else {
                 Err(RpcError::invalid_params("Invalid subscription id."))
             }
-        } else if ethereum {
-            self.eth_subscribe(&params)
+        } else if let Some(node) = solana {
+            self.solana_subscribe(node, method, &params)
         } else {
-            self.solana_subscribe(method, &params)
+            self.eth_subscribe(&params)
         })
     }
 }
@@ -405,7 +409,28 @@ impl Extension for Subscriptions<'_> {
 #[derive(Debug)]
 struct Out {
     message: Message,
-    notification: bool,
+    kind: OutKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OutKind {
+    /// Counted in the connection's queued notifications.
+    Notification,
+    /// Counted in its pending answers.
+    Answer,
+    /// The close frame.
+    Close,
+}
+
+/// A connection's counts shared by its task and its writer.
+#[derive(Debug, Default)]
+struct Queues {
+    /// Notifications queued unsent (`ws_max_queue`).
+    notifications: AtomicUsize,
+    /// Requests received and not answered on the wire yet ([`MAX_PENDING_ANSWERS`]).
+    answers: AtomicUsize,
+    /// Woken when an answer is written, for a task that stopped reading.
+    answer_written: Notify,
 }
 
 /// Writes what the connection's task queues, flushing when the queue is empty; ends (closing
@@ -413,11 +438,18 @@ struct Out {
 async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
     mut sink: SplitSink<WebSocketStream<S>, Message>,
     mut queue: mpsc::UnboundedReceiver<Out>,
-    queued: &AtomicUsize,
+    counts: &Queues,
 ) {
     while let Some(out) = queue.recv().await {
-        if out.notification {
-            queued.fetch_sub(1, Ordering::Relaxed);
+        match out.kind {
+            OutKind::Notification => {
+                counts.notifications.fetch_sub(1, Ordering::Relaxed);
+            }
+            OutKind::Answer => {
+                counts.answers.fetch_sub(1, Ordering::Relaxed);
+                counts.answer_written.notify_one();
+            }
+            OutKind::Close => {}
         }
         if sink.feed(out.message).await.is_err() {
             return;
@@ -453,9 +485,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         .write_buffer_size(0);
     let socket = WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
     let (sink, mut incoming) = socket.split();
-    let queued = AtomicUsize::new(0);
+    let counts = Queues::default();
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Out>();
-    let mut writer = pin!(write_loop(sink, out_rx, &queued));
+    let mut writer = pin!(write_loop(sink, out_rx, &counts));
     let mut writer_done = false;
     let (delayed_tx, mut delayed_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let ws = &shared.ws;
@@ -474,7 +506,10 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 writer_done = true;
                 break;
             }
-            message = incoming.next() => match message {
+            _ = counts.answer_written.notified(), if counts.answers.load(Ordering::Relaxed) >= MAX_PENDING_ANSWERS => {
+                continue;
+            }
+            message = incoming.next(), if counts.answers.load(Ordering::Relaxed) < MAX_PENDING_ANSWERS => match message {
                 Some(Ok(Message::Text(text))) => Body::Now(text.as_bytes().to_vec()),
                 Some(Ok(Message::Binary(bytes))) => Body::Now(bytes.to_vec()),
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
@@ -484,8 +519,8 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             item = next_item(&mut items) => {
                 match item {
                     Ok(item) => {
-                        fan_out(&shared, &subscriptions.list, &item, &out_tx, &queued);
-                        if queued.load(Ordering::Relaxed) > ws.max_queue {
+                        fan_out(&shared, &subscriptions.list, &item, &out_tx, &counts.notifications);
+                        if counts.notifications.load(Ordering::Relaxed) > ws.max_queue {
                             ws.closed_slow.fetch_add(1, Ordering::Relaxed);
                             close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
                             break;
@@ -503,26 +538,31 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         };
         let body = match body {
             Body::Delayed(body) => body,
-            Body::Now(body) => match gate(&shared, &mut answer) {
-                Gate::Limited { .. } => {
-                    let _ = out_tx.send(Out { message: text(answer.clone()), notification: false });
-                    continue;
+            Body::Now(body) => {
+                counts.answers.fetch_add(1, Ordering::Relaxed);
+                match gate(&shared, &mut answer) {
+                    Gate::Limited { .. } => {
+                        let _ = out_tx.send(Out { message: text(answer.clone()), kind: OutKind::Answer });
+                        continue;
+                    }
+                    Gate::Pass(delays) if !delays.is_none() => {
+                        let delayed_tx = delayed_tx.clone();
+                        tokio::spawn(async move {
+                            delays.wait().await;
+                            let _ = delayed_tx.send(body);
+                        });
+                        continue;
+                    }
+                    Gate::Pass(_) => body,
                 }
-                Gate::Pass(delays) if !delays.is_none() => {
-                    let delayed_tx = delayed_tx.clone();
-                    tokio::spawn(async move {
-                        delays.wait().await;
-                        let _ = delayed_tx.send(body);
-                    });
-                    continue;
-                }
-                Gate::Pass(_) => body,
-            },
+            }
         };
         answer.clear();
         respond_with(&shared, &body, &mut answer, &mut subscriptions);
-        if !answer.is_empty() {
-            let _ = out_tx.send(Out { message: text(std::mem::take(&mut answer)), notification: false });
+        if answer.is_empty() {
+            counts.answers.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            let _ = out_tx.send(Out { message: text(std::mem::take(&mut answer)), kind: OutKind::Answer });
         }
         if subscriptions.list.is_empty() {
             items = None;
@@ -532,7 +572,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     }
     drop(items);
     if let Some(frame) = close {
-        let _ = out_tx.send(Out { message: Message::Close(Some(frame)), notification: false });
+        let _ = out_tx.send(Out { message: Message::Close(Some(frame)), kind: OutKind::Close });
     }
     drop(out_tx);
     // Let the writer finish (the queued notifications, then the close frame) and read until
@@ -636,7 +676,7 @@ fn fan_out(
     queued.fetch_add(messages.len(), Ordering::Relaxed);
     let send = |out: &mpsc::UnboundedSender<Out>, messages: Vec<String>| {
         for message in messages {
-            let _ = out.send(Out { message: Message::text(message), notification: true });
+            let _ = out.send(Out { message: Message::text(message), kind: OutKind::Notification });
         }
     };
     match ws.delay {
