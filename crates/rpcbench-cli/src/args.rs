@@ -19,7 +19,7 @@ pub enum Command {
     /// Load one JSON-RPC endpoint with one request, closed loop or at a constant rate.
     Run(Box<RunArgs>),
     /// Serve a mock Solana or Ethereum node, or the static baseline, with fault knobs.
-    Serve(crate::serve::ServeArgs),
+    Serve(Box<crate::serve::ServeArgs>),
     /// Run seed 000's Solana tests against the built-in mock node and print the summary.
     Demo(DemoArgs),
     /// Render saved results files again (text, JSON, Markdown, HTML, CSV), or compare them.

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),

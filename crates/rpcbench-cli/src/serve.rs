@@ -27,7 +27,7 @@ pub struct ServeArgs {
     /// Seed of the synthetic ledger and of the injected errors.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Time between slots or blocks (default 400ms for solana, 2s for ethereum).
+    /// Time between slots or blocks (default 400ms for solana, 12s for ethereum).
     #[arg(long, value_parser = parse_positive_duration)]
     pub slot_time: Option<Duration>,
     /// Chain id answered by the ethereum node.
@@ -76,6 +76,22 @@ pub struct ServeArgs {
     /// directory).
     #[arg(long, value_name = "DIR", requires = "tls")]
     pub tls_dir: Option<PathBuf>,
+    /// WebSocket: share of subscription notifications dropped (0 to 1), drawn per
+    /// subscription and item from the seed.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub ws_drop: f64,
+    /// WebSocket: share of subscription notifications sent twice (0 to 1).
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub ws_duplicate: f64,
+    /// WebSocket: delay added before each notification is sent, such as 200ms.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub ws_delay: Option<Duration>,
+    /// WebSocket: close (1008) a connection with more than N notifications queued unsent.
+    #[arg(long, value_name = "N")]
+    pub ws_max_queue: Option<usize>,
+    /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.
+    #[arg(long, value_name = "N")]
+    pub ws_max_connections: Option<usize>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -116,6 +132,9 @@ impl ServeArgs {
         options.seed = self.seed;
         if let Some(slot_time) = self.slot_time {
             options.slot_time = slot_time;
+        } else if self.chain == Chain::Ethereum {
+            // Mainnet's block time; the library's default stays 2s.
+            options.slot_time = Duration::from_secs(12);
         }
         options.chain_id = self.chain_id;
         options.faults = Faults {
@@ -132,6 +151,11 @@ impl ServeArgs {
         options.goaway_after = self.goaway_after;
         options.refuse_rate = self.refuse_stream_rate;
         options.tls = self.tls.then(|| MockTls { dir: self.tls_dir.clone() });
+        options.ws_drop = self.ws_drop;
+        options.ws_duplicate = self.ws_duplicate;
+        options.ws_delay = self.ws_delay;
+        options.ws_max_queue = self.ws_max_queue;
+        options.ws_max_connections = self.ws_max_connections;
         options
     }
 }
@@ -151,6 +175,10 @@ fn flag_of(option: &str) -> &'static str {
         "max_streams" => "--max-streams",
         "goaway_after" => "--goaway-after",
         "refuse_rate" => "--refuse-stream-rate",
+        "ws_drop" => "--ws-drop",
+        "ws_duplicate" => "--ws-duplicate",
+        "ws_max_queue" => "--ws-max-queue",
+        "ws_max_connections" => "--ws-max-connections",
         _ => "--chain",
     }
 }
@@ -208,6 +236,15 @@ fn describe_faults(args: &ServeArgs) -> Vec<String> {
     if let Some(stall) = args.stall {
         faults.push(format!("stall {:?} every {:?}", stall.pause, stall.every));
     }
+    if args.ws_drop > 0.0 {
+        faults.push(format!("ws drop {}", args.ws_drop));
+    }
+    if args.ws_duplicate > 0.0 {
+        faults.push(format!("ws duplicate {}", args.ws_duplicate));
+    }
+    if let Some(delay) = args.ws_delay {
+        faults.push(format!("ws delay {delay:?}"));
+    }
     faults
 }
 
@@ -255,7 +292,26 @@ mod tests {
         assert_eq!(options.faults.stall.unwrap().every, Duration::from_secs(10));
         assert_eq!(options.max_body_bytes, 65536);
         assert_eq!(options.slot_time, Duration::from_millis(100));
-        assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().slot_time, Duration::from_secs(2));
+        assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().slot_time, Duration::from_secs(12));
+        assert_eq!(parse(&["--chain", "solana"]).unwrap().options().slot_time, Duration::from_millis(400));
+        let ws = parse(&[
+            "--chain",
+            "ethereum",
+            "--ws-drop",
+            "0.1",
+            "--ws-duplicate",
+            "0.2",
+            "--ws-delay",
+            "50ms",
+            "--ws-max-queue",
+            "16",
+            "--ws-max-connections",
+            "3",
+        ])
+        .unwrap()
+        .options();
+        assert_eq!((ws.ws_drop, ws.ws_duplicate, ws.ws_delay), (0.1, 0.2, Some(Duration::from_millis(50))));
+        assert_eq!((ws.ws_max_queue, ws.ws_max_connections), (Some(16), Some(3)));
         let defaults = parse(&["--chain", "static"]).unwrap().options();
         assert!(defaults.http2 && defaults.tls.is_none() && defaults.refuse_rate == 0.0);
         let h2 = parse(&[

@@ -273,6 +273,19 @@ fn serve_rejects_bad_knobs_with_exit_2() {
             &["serve", "--chain", "static", "--listen", "127.0.0.1:0", "--goaway-after", "0"][..],
             "--goaway-after",
         ),
+        (&["serve", "--chain", "ethereum", "--listen", "127.0.0.1:0", "--ws-drop", "2"][..], "--ws-drop"),
+        (
+            &["serve", "--chain", "ethereum", "--listen", "127.0.0.1:0", "--ws-duplicate", "1.5"][..],
+            "--ws-duplicate",
+        ),
+        (
+            &["serve", "--chain", "solana", "--listen", "127.0.0.1:0", "--ws-max-queue", "0"][..],
+            "--ws-max-queue",
+        ),
+        (
+            &["serve", "--chain", "solana", "--listen", "127.0.0.1:0", "--ws-max-connections", "0"][..],
+            "--ws-max-connections",
+        ),
     ] {
         let output = rpcbench(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -325,6 +325,30 @@ impl EthereumNode {
         })
     }
 
+    // ------------------------------------------------------------ subscriptions (ws.rs)
+
+    /// The header of block `number` as `newHeads` sends it: the block without its
+    /// transactions, uncles, withdrawals, size and total difficulty, as geth's header JSON.
+    pub(crate) fn head_json(&self, number: u64) -> Value {
+        let mut head = self.block_json(number, false);
+        if let Value::Object(fields) = &mut head {
+            for key in ["transactions", "uncles", "withdrawals", "size", "totalDifficulty"] {
+                fields.remove(key);
+            }
+        }
+        head
+    }
+
+    /// The logs of block `number` (its token transfers), in order.
+    pub(crate) fn block_logs(&self, number: u64) -> Vec<Value> {
+        (0..self.tx_count(number)).filter_map(|index| self.log_json(&self.tx(number, index))).collect()
+    }
+
+    /// The hashes of block `number`'s transactions, sent as `newPendingTransactions`.
+    pub(crate) fn block_tx_hashes(&self, number: u64) -> Vec<String> {
+        (0..self.tx_count(number)).map(|index| hex_data(&self.tx_hash(number, index))).collect()
+    }
+
     fn balance(&self, address: &[u8; 20], number: u64) -> u128 {
         match self.accounts.iter().position(|a| a == address) {
             Some(i) => {

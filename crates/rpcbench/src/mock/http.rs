@@ -17,13 +17,18 @@
 //!   or with more than 64 headers gets 431; all of these close the connection;
 //! - the fault knobs apply per request: 429 from the rate limiter, stalls and latency as
 //!   asynchronous sleeps (answers already computed are sent first), blocking latency as a
-//!   sleep of the worker thread.
+//!   sleep of the worker thread;
+//! - a GET with `Upgrade: websocket` (only GET heads are searched for it) is answered
+//!   `101 Switching Protocols` and the connection, with any bytes read past the head, goes to
+//!   `ws.rs`; a malformed upgrade gets 400 and one past `ws_max_connections` gets 503.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
+
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::server::{gate, respond, write_error, Gate, Node, RpcError, Shared, INVALID_REQUEST};
 
@@ -80,6 +85,55 @@ struct Request {
     /// HTTP/1.0: a kept-alive connection says so in every answer.
     http10: bool,
     expect_continue: bool,
+    /// A GET asking for WebSocket (`Upgrade: websocket`); only GET heads are searched for it.
+    upgrade: Upgrade,
+}
+
+/// Whether a GET asks to switch to WebSocket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upgrade {
+    No,
+    /// A well-formed upgrade; where the `Sec-WebSocket-Key` value is, from the request start.
+    WebSocket {
+        key: (usize, usize),
+    },
+    /// `Upgrade: websocket` with a missing key, another version or no `Connection: upgrade`.
+    Bad(&'static str),
+}
+
+/// What a GET's headers say about WebSocket (RFC 6455 section 4.2.1).
+fn websocket_upgrade(bytes: &[u8], headers: &[httparse::Header<'_>]) -> Upgrade {
+    let (mut websocket, mut connection, mut version, mut key) = (false, false, None, None);
+    for header in headers {
+        let name = header.name.as_bytes();
+        let value = header.value.trim_ascii();
+        if name.eq_ignore_ascii_case(b"upgrade") {
+            websocket |=
+                value.split(|b| *b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"websocket"));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            connection |=
+                value.split(|b| *b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"upgrade"));
+        } else if name.eq_ignore_ascii_case(b"sec-websocket-version") {
+            version = Some(value);
+        } else if name.eq_ignore_ascii_case(b"sec-websocket-key") {
+            key = Some(value);
+        }
+    }
+    if !websocket {
+        return Upgrade::No;
+    }
+    if !connection {
+        return Upgrade::Bad("a WebSocket upgrade needs Connection: upgrade");
+    }
+    if version != Some(b"13") {
+        return Upgrade::Bad("a WebSocket upgrade needs Sec-WebSocket-Version: 13");
+    }
+    match key {
+        Some(key) if !key.is_empty() => {
+            Upgrade::WebSocket { key: (key.as_ptr() as usize - bytes.as_ptr() as usize, key.len()) }
+        }
+        _ => Upgrade::Bad("a WebSocket upgrade needs a Sec-WebSocket-Key"),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +198,8 @@ fn parse_head(bytes: &[u8]) -> Head {
         }
     }
     let body_len = body_len.unwrap_or(0);
-    Head::Request(Request { head_len, path, body_len, method, keep_alive, http10, expect_continue })
+    let upgrade = if method == Method::Get { websocket_upgrade(bytes, request.headers) } else { Upgrade::No };
+    Head::Request(Request { head_len, path, body_len, method, keep_alive, http10, expect_continue, upgrade })
 }
 
 /// Decimal digits only (optionally surrounded by blanks); a number too large for a u64 is
@@ -278,8 +333,9 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
-    _live: Arc<()>,
+    live: Arc<()>,
 ) {
+    let ws_shutdown = shutdown.clone();
     let stop = async move {
         let _ = shutdown.wait_for(|stop| *stop).await;
     };
@@ -347,9 +403,53 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             continued = false;
             let body_at = start + request.head_len;
             let path = &buf[start + request.path.0..start + request.path.0 + request.path.1];
+            let request_start = start;
             start += total;
             let close = !request.keep_alive;
-            if request.method == Method::Get {
+            if request.upgrade != Upgrade::No {
+                if let Upgrade::Bad(why) = request.upgrade {
+                    error_body(&mut body_out, INVALID_REQUEST, format!("bad WebSocket upgrade: {why}"));
+                    write_json(
+                        &mut out,
+                        b"400 Bad Request",
+                        b"",
+                        &body_out,
+                        Some(&request),
+                        true,
+                        &date.text,
+                    );
+                    closing = true;
+                    break;
+                }
+                let Upgrade::WebSocket { key } = request.upgrade else { break };
+                let Some(slot) = super::ws::open_connection(&shared) else {
+                    error_body(&mut body_out, INVALID_REQUEST, "too many WebSocket connections".to_string());
+                    write_json(
+                        &mut out,
+                        b"503 Service Unavailable",
+                        b"",
+                        &body_out,
+                        Some(&request),
+                        true,
+                        &date.text,
+                    );
+                    closing = true;
+                    break;
+                };
+                let key = &buf[request_start + key.0..request_start + key.0 + key.1];
+                out.extend_from_slice(
+                    b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ",
+                );
+                out.extend_from_slice(derive_accept_key(key).as_bytes());
+                out.extend_from_slice(b"\r\n\r\n");
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                let leftover = buf[start..end].to_vec();
+                drop(buf);
+                super::ws::serve(stream, leftover, shared, ws_shutdown, live, slot).await;
+                return;
+            } else if request.method == Method::Get {
                 match (&shared.node, std::str::from_utf8(path)) {
                     (Node::Ethereum(node), Ok(path)) => {
                         let (status, body) = super::rest::answer(node, path);

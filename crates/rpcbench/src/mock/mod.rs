@@ -1,7 +1,8 @@
 //! Built-in mock JSON-RPC nodes: a static baseline server, a synthetic Solana node and a
 //! synthetic Ethereum node, each with combinable fault knobs (latency, blocking latency,
 //! injected errors, rate limiting and periodic stalls), served over HTTP/1.1 and HTTP/2 (h2c
-//! with prior knowledge on the same port, or ALPN `h2` with [`MockOptions::tls`]).
+//! with prior knowledge on the same port, or ALPN `h2` with [`MockOptions::tls`]) and over
+//! WebSocket on the same port (`ws://host:port/`), with subscriptions (`ws.rs`).
 //!
 //! A [`MockServer`] binds synchronously and runs on threads of its own with its own tokio
 //! runtime, so it can be started from plain sync code, from inside a `#[tokio::test]` or
@@ -32,9 +33,11 @@ mod server;
 mod solana;
 mod static_chain;
 mod tls;
+mod ws;
 
 pub use faults::{parse_error_rate, parse_rate_limit, FaultParseError, Faults, Latency, Stall};
 pub use server::{Dispatcher, MockServer};
+pub use ws::WsStats;
 
 /// Which kind of node a [`MockServer`] pretends to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,6 +127,19 @@ pub struct MockOptions {
     pub refuse_rate: f64,
     /// Serve HTTPS with a self-signed certificate (default: plain HTTP).
     pub tls: Option<MockTls>,
+    /// WebSocket: share (0..=1) of subscription notifications not sent, drawn per
+    /// (subscription, item) from the seeded generator and counted in [`WsStats`] (default 0).
+    pub ws_drop: f64,
+    /// WebSocket: share (0..=1) of subscription notifications sent twice (default 0).
+    pub ws_duplicate: f64,
+    /// WebSocket: a delay added before each notification is sent (default none).
+    pub ws_delay: Option<Duration>,
+    /// WebSocket: a connection with more than this many notifications queued unsent is closed
+    /// with code 1008 (default: none set, a built-in bound of 4096).
+    pub ws_max_queue: Option<usize>,
+    /// WebSocket: upgrades past this many open WebSocket connections get HTTP 503 (default:
+    /// unlimited).
+    pub ws_max_connections: Option<usize>,
 }
 
 /// HTTPS for a [`MockServer`]: a self-signed certificate for `localhost` and `127.0.0.1`,
@@ -157,6 +173,11 @@ impl MockOptions {
             goaway_after: None,
             refuse_rate: 0.0,
             tls: None,
+            ws_drop: 0.0,
+            ws_duplicate: 0.0,
+            ws_delay: None,
+            ws_max_queue: None,
+            ws_max_connections: None,
         }
     }
 
@@ -183,6 +204,17 @@ impl MockOptions {
         }
         if !(0.0..=1.0).contains(&self.refuse_rate) {
             return invalid("refuse_rate", format!("must be between 0 and 1, not {}", self.refuse_rate));
+        }
+        for (name, share) in [("ws_drop", self.ws_drop), ("ws_duplicate", self.ws_duplicate)] {
+            if !(0.0..=1.0).contains(&share) {
+                return invalid(name, format!("must be between 0 and 1, not {share}"));
+            }
+        }
+        if self.ws_max_queue == Some(0) {
+            return invalid("ws_max_queue", "must be at least 1".into());
+        }
+        if self.ws_max_connections == Some(0) {
+            return invalid("ws_max_connections", "must be at least 1".into());
         }
         self.faults.validate().map_err(|(name, reason)| MockError::InvalidOption { name, reason })
     }
@@ -262,6 +294,10 @@ mod tests {
             ("goaway_after", |o| o.goaway_after = Some(0)),
             ("refuse_rate", |o| o.refuse_rate = 2.0),
             ("refuse_rate", |o| o.refuse_rate = f64::NAN),
+            ("ws_drop", |o| o.ws_drop = 2.0),
+            ("ws_duplicate", |o| o.ws_duplicate = -0.1),
+            ("ws_max_queue", |o| o.ws_max_queue = Some(0)),
+            ("ws_max_connections", |o| o.ws_max_connections = Some(0)),
         ] {
             let mut options = MockOptions::new(Chain::Static);
             change(&mut options);

@@ -28,7 +28,8 @@ use super::ethereum::EthereumNode;
 use super::faults::{unit_float, Admission, FaultState};
 use super::solana::SolanaNode;
 use super::static_chain::Plain;
-use super::{h2, http, prng, static_chain, tls, Chain, MockError, MockOptions};
+use super::ws::{WsState, WsStats};
+use super::{h2, http, prng, static_chain, tls, ws, Chain, MockError, MockOptions};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +132,8 @@ pub(crate) struct Shared {
     refuse_rate: f64,
     seed: u64,
     refuse_draws: AtomicU64,
+    /// WebSocket connections, subscriptions and their fault knobs (`ws.rs`).
+    pub(crate) ws: WsState,
 }
 
 impl Shared {
@@ -148,6 +151,7 @@ impl Shared {
             refuse_rate: options.refuse_rate,
             seed: options.seed,
             refuse_draws: AtomicU64::new(0),
+            ws: WsState::new(options, started),
         }
     }
 
@@ -199,6 +203,7 @@ pub struct MockServer {
     certificate: Option<PathBuf>,
     shutdown: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
 }
 
 impl MockServer {
@@ -233,10 +238,12 @@ impl MockServer {
         };
         let shared = Arc::new(Shared::new(&options, Instant::now()));
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let server_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("rpcbench-mock-{}", options.chain))
             .spawn(move || {
                 runtime.block_on(async move {
+                    tokio::spawn(ws::produce(shared.clone(), shutdown_rx.clone()));
                     let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
                 });
                 runtime.shutdown_timeout(Duration::from_secs(1));
@@ -248,6 +255,7 @@ impl MockServer {
             certificate,
             shutdown: Some(shutdown),
             thread: Some(thread),
+            shared: server_shared,
         })
     }
 
@@ -270,6 +278,18 @@ impl MockServer {
     /// The chain the server answers for.
     pub fn chain(&self) -> Chain {
         self.chain
+    }
+
+    /// The WebSocket URL of the same port, e.g. `ws://127.0.0.1:8899/` (`wss://` with TLS).
+    pub fn ws_url(&self) -> String {
+        let scheme = if self.certificate.is_some() { "wss" } else { "ws" };
+        format!("{scheme}://{}/", self.addr)
+    }
+
+    /// The WebSocket counters so far: notifications sent, dropped and duplicated by the
+    /// fault knobs, subscriptions opened and connections closed for being slow.
+    pub fn ws_stats(&self) -> WsStats {
+        self.shared.ws.stats()
     }
 
     /// Stops accepting connections, lets requests in flight finish (for up to two seconds)
@@ -490,6 +510,24 @@ fn is_json_whitespace(byte: &u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// Methods a transport answers itself before the node does: the WebSocket subscriptions.
+/// The HTTP loops pass [`NoExtension`], which the compiler removes.
+pub(crate) trait Extension {
+    /// The result of `method`, or `None` to let the node answer it.
+    fn call(&mut self, method: &str, params: Option<&RawValue>) -> Option<Result<Value, RpcError>>;
+}
+
+/// No methods of its own: plain HTTP.
+#[derive(Debug)]
+pub(crate) struct NoExtension;
+
+impl Extension for NoExtension {
+    #[inline(always)]
+    fn call(&mut self, _method: &str, _params: Option<&RawValue>) -> Option<Result<Value, RpcError>> {
+        None
+    }
+}
+
 /// Answers a whole HTTP body; `None` when there is nothing to answer (notifications only).
 fn process(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(96);
@@ -500,6 +538,11 @@ fn process(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
 /// Appends the answer to a whole HTTP body to `out`, which is left empty when there is
 /// nothing to answer (notifications only).
 pub(crate) fn respond(shared: &Shared, body: &[u8], out: &mut Vec<u8>) {
+    respond_with(shared, body, out, &mut NoExtension);
+}
+
+/// [`respond`], with methods `extension` answers before the node (WebSocket subscriptions).
+pub(crate) fn respond_with<E: Extension>(shared: &Shared, body: &[u8], out: &mut Vec<u8>, extension: &mut E) {
     if shared.fast_static {
         if let Some(plain) = static_chain::scan(body) {
             if let Plain::Call(id) = plain {
@@ -508,20 +551,26 @@ pub(crate) fn respond(shared: &Shared, body: &[u8], out: &mut Vec<u8>) {
             return;
         }
     }
-    respond_general(shared, body, out);
+    respond_extended(shared, body, out, extension);
 }
 
 /// [`respond`] without the static node's scan.
+#[cfg(test)]
 fn respond_general(shared: &Shared, body: &[u8], out: &mut Vec<u8>) {
+    respond_extended(shared, body, out, &mut NoExtension);
+}
+
+/// [`respond_with`] without the static node's scan.
+fn respond_extended<E: Extension>(shared: &Shared, body: &[u8], out: &mut Vec<u8>, extension: &mut E) {
     match body.iter().find(|byte| !is_json_whitespace(byte)) {
         Some(b'{') => match serde_json::from_slice::<RawRequest>(body) {
             Ok(request) => {
-                call(shared, &request, out);
+                call(shared, &request, out, extension);
             }
             Err(_) => write_envelope_error(out, body),
         },
         Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(body) {
-            Ok(items) => batch(shared, &items, out),
+            Ok(items) => batch(shared, &items, out, extension),
             Err(_) => write_envelope_error(out, body),
         },
         _ => write_envelope_error(out, body),
@@ -540,7 +589,7 @@ fn write_envelope_error(out: &mut Vec<u8>, body: &[u8]) {
     write_error(out, b"null", &error);
 }
 
-fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
+fn batch<E: Extension>(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>, extension: &mut E) {
     if items.is_empty() {
         write_error(out, b"null", &RpcError::new(INVALID_REQUEST, "Invalid request: empty batch"));
         return;
@@ -557,7 +606,7 @@ fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
             out.push(b',');
         }
         let wrote = match serde_json::from_str::<RawRequest>(item.get()) {
-            Ok(request) => call(shared, &request, out),
+            Ok(request) => call(shared, &request, out, extension),
             Err(_) => {
                 let error = RpcError::new(INVALID_REQUEST, "Invalid request: expected a request object");
                 write_error(out, b"null", &error);
@@ -576,7 +625,7 @@ fn batch(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>) {
 }
 
 /// Answers one request object; returns whether a response was written.
-fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
+fn call<E: Extension>(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>, extension: &mut E) -> bool {
     let id = match request.id {
         Some(id) => match id.get().as_bytes().first() {
             Some(b'"' | b'-' | b'0'..=b'9' | b'n') => Some(id.get().as_bytes()),
@@ -620,7 +669,13 @@ fn call(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>) -> bool {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id);
     out.extend_from_slice(b",\"result\":");
-    match shared.node.call(&method, request.params, out) {
+    let answered = match extension.call(&method, request.params) {
+        Some(Ok(value)) => serde_json::to_writer(&mut *out, &value)
+            .map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string())),
+        Some(Err(error)) => Err(error),
+        None => shared.node.call(&method, request.params, out),
+    };
+    match answered {
         Ok(()) => out.push(b'}'),
         Err(error) => {
             out.truncate(start);

@@ -389,6 +389,32 @@ impl SolanaNode {
         })
     }
 
+    // ------------------------------------------------------------ subscriptions (ws.rs)
+
+    /// The parent and root of `slot` as `slotNotification` sends them (root: 32 slots back).
+    pub(crate) fn slot_parent_root(&self, slot: u64) -> (u64, u64) {
+        (self.parent_slot(slot), slot.saturating_sub(32))
+    }
+
+    /// The value of an `accountNotification` for a base-58 public key (`null` for an account
+    /// the ledger does not hold), or the error for a key that is not one.
+    pub(crate) fn account_notification_value(&self, key: &Value) -> Result<Value, RpcError> {
+        let key = pubkey(key)?;
+        Ok(self.account_value(&key, AccountEncoding::Base64))
+    }
+
+    /// The value of a `logsNotification` for `slot`: its first transaction and its logs.
+    pub(crate) fn logs_notification_value(&self, slot: u64) -> Value {
+        json!({
+            "signature": self.signature_text(slot, 0),
+            "err": null,
+            "logs": [
+                format!("Program {SYSTEM_PROGRAM} invoke [1]"),
+                format!("Program {SYSTEM_PROGRAM} success"),
+            ],
+        })
+    }
+
     // ------------------------------------------------------------ dispatch
 
     pub(crate) fn call(&self, method: &str, params: Option<&RawValue>) -> Result<Value, RpcError> {

@@ -1,0 +1,692 @@
+//! WebSocket JSON-RPC for the mock nodes, on the same port as HTTP: request/response and
+//! subscriptions (Ethereum `eth_subscribe`, Solana `slotSubscribe`, `accountSubscribe`,
+//! `logsSubscribe`), with fault knobs for the notifications.
+//!
+//! `http.rs` answers the upgrade (`101 Switching Protocols`) and hands the connection, with
+//! any bytes read past the head, to [`serve`]; tokio-tungstenite does the framing, pings and
+//! the close handshake. Every text or binary message is answered exactly as an HTTP body
+//! (`server::respond_with`, same bytes), after the same fault gate (`server::gate`); a delayed
+//! message is answered when its delay is over, so answers may go out of order (clients match
+//! them by id). Notifications-only messages get no answer.
+//!
+//! One producer per server ([`produce`]) makes one item per block (Ethereum) or slot (Solana)
+//! at `slot_time`, stamped with its production time (`rpcbenchProducedAt`, unix microseconds),
+//! and broadcasts it; each connection's task fans it out to its subscriptions, applying
+//! `ws_drop` and `ws_duplicate` per (subscription, item) from the seeded generator and
+//! `ws_delay`. Notifications wait in the connection's queue until written; a connection with
+//! more than `ws_max_queue` of them unsent (or lagging the broadcast) is closed with 1008.
+
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::stream::SplitSink;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{broadcast, mpsc, watch, Notify};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::faults::unit_float;
+use super::server::{gate, positional_params, respond_with, Extension, Gate, Node, RpcError, Shared};
+use super::{ethereum, prng, solana, MockOptions};
+
+/// Notifications a connection may have queued unsent when `ws_max_queue` is not set.
+const DEFAULT_MAX_QUEUE: usize = 4096;
+/// Items the broadcast channel holds for a connection that has not taken them yet.
+const BROADCAST_CAPACITY: usize = 1024;
+/// Requests a connection may have received and not yet answered (delayed or answers queued
+/// unwritten) before it stops reading more: a client that does not read its answers is not
+/// buffered for without bound.
+const MAX_PENDING_ANSWERS: usize = 1024;
+/// Longest wait for the close handshake (and the notifications before it) to be written.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// The close reason of a slow subscriber, as geth's.
+pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
+
+/// Generator streams of the WebSocket knobs.
+const S_DROP: u64 = 0x7773_6472_6f70;
+const S_DUPLICATE: u64 = 0x0077_7364_7570;
+const S_SUBSCRIPTION_ID: u64 = 0x0077_7373_7562_6964;
+
+/// What a [`super::MockServer`] counted on its WebSocket connections so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WsStats {
+    /// Notifications handed to a connection's writer (each counted once, duplicates apart).
+    pub notifications_sent: u64,
+    /// Notifications not sent because of `ws_drop`.
+    pub notifications_dropped: u64,
+    /// Second copies sent because of `ws_duplicate`.
+    pub duplicates_sent: u64,
+    /// Successful subscribe calls.
+    pub subscriptions_opened: u64,
+    /// Connections closed (1008) for having too many notifications queued unsent.
+    pub subscribers_closed_slow: u64,
+}
+
+/// The WebSocket side of a server: knobs, counters, open connections and the item broadcast.
+#[derive(Debug)]
+pub(crate) struct WsState {
+    drop: f64,
+    duplicate: f64,
+    delay: Option<Duration>,
+    max_queue: usize,
+    max_connections: Option<usize>,
+    seed: u64,
+    slot_time: Duration,
+    started: Instant,
+    open: AtomicUsize,
+    items: broadcast::Sender<Arc<Item>>,
+    next_subscription: AtomicU64,
+    sent: AtomicU64,
+    dropped: AtomicU64,
+    duplicates: AtomicU64,
+    opened: AtomicU64,
+    closed_slow: AtomicU64,
+}
+
+impl WsState {
+    pub(crate) fn new(options: &MockOptions, started: Instant) -> Self {
+        WsState {
+            drop: options.ws_drop,
+            duplicate: options.ws_duplicate,
+            delay: options.ws_delay.filter(|delay| !delay.is_zero()),
+            max_queue: options.ws_max_queue.unwrap_or(DEFAULT_MAX_QUEUE),
+            max_connections: options.ws_max_connections,
+            seed: options.seed,
+            slot_time: options.slot_time,
+            started,
+            open: AtomicUsize::new(0),
+            items: broadcast::channel(BROADCAST_CAPACITY).0,
+            next_subscription: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            closed_slow: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> WsStats {
+        WsStats {
+            notifications_sent: self.sent.load(Ordering::Relaxed),
+            notifications_dropped: self.dropped.load(Ordering::Relaxed),
+            duplicates_sent: self.duplicates.load(Ordering::Relaxed),
+            subscriptions_opened: self.opened.load(Ordering::Relaxed),
+            subscribers_closed_slow: self.closed_slow.load(Ordering::Relaxed),
+        }
+    }
+
+    fn draw(&self, stream: u64, share: f64, subscription: u64, index: u64) -> bool {
+        share > 0.0 && unit_float(prng::draw(self.seed, stream, subscription, index)) < share
+    }
+}
+
+/// One open WebSocket connection, counted against `ws_max_connections` until dropped.
+#[derive(Debug)]
+pub(crate) struct ConnectionSlot {
+    shared: Arc<Shared>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.shared.ws.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A slot for one more WebSocket connection, or `None` past `ws_max_connections`.
+pub(crate) fn open_connection(shared: &Arc<Shared>) -> Option<ConnectionSlot> {
+    let open = shared.ws.open.fetch_add(1, Ordering::Relaxed) + 1;
+    let slot = ConnectionSlot { shared: shared.clone() };
+    if shared.ws.max_connections.is_some_and(|max| open > max) {
+        return None; // dropping the slot gives the count back
+    }
+    Some(slot)
+}
+
+/// One produced block or slot, with everything its notifications carry.
+#[derive(Debug)]
+pub(crate) struct Item {
+    /// The block number or slot.
+    number: u64,
+    /// Unix microseconds when it was produced.
+    produced_at_us: u64,
+    data: ItemData,
+}
+
+#[derive(Debug)]
+enum ItemData {
+    Ethereum {
+        /// The `newHeads` result, serialized.
+        head: String,
+        /// The block's logs, each with `rpcbenchProducedAt`.
+        logs: Vec<Value>,
+        /// The `newPendingTransactions` results.
+        pending: Vec<String>,
+    },
+    Solana {
+        /// The `slotNotification` result, serialized.
+        slot: String,
+        /// The `logsNotification` value.
+        logs: Value,
+    },
+}
+
+fn unix_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+fn with_produced_at(mut value: Value, produced_at_us: u64) -> Value {
+    if let Value::Object(fields) = &mut value {
+        fields.insert("rpcbenchProducedAt".into(), json!(produced_at_us));
+    }
+    value
+}
+
+/// The server's one producer: an item per block (Ethereum) or slot (Solana) at the time the
+/// node's chain reaches it (`started + k * slot_time`), broadcast while anyone listens.
+pub(crate) async fn produce(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let first = match &shared.node {
+        Node::Static => return,
+        Node::Ethereum(_) => ethereum::START_BLOCK,
+        Node::Solana(_) => solana::START_SLOT,
+    };
+    let ws = &shared.ws;
+    let slot_nanos = ws.slot_time.as_nanos().max(1);
+    let mut k: u64 = 1;
+    loop {
+        let at =
+            ws.started + Duration::from_nanos((slot_nanos * u128::from(k)).min(u128::from(u64::MAX)) as u64);
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        if ws.items.receiver_count() > 0 {
+            let number = first + k;
+            let produced_at_us = unix_micros();
+            let data = match &shared.node {
+                Node::Static => return,
+                Node::Ethereum(node) => ItemData::Ethereum {
+                    head: with_produced_at(node.head_json(number), produced_at_us).to_string(),
+                    logs: node
+                        .block_logs(number)
+                        .into_iter()
+                        .map(|log| with_produced_at(log, produced_at_us))
+                        .collect(),
+                    pending: node.block_tx_hashes(number),
+                },
+                Node::Solana(node) => {
+                    let (parent, root) = node.slot_parent_root(number);
+                    ItemData::Solana {
+                        slot: json!({"parent": parent, "root": root, "slot": number, "rpcbenchProducedAt": produced_at_us})
+                            .to_string(),
+                        logs: node.logs_notification_value(number),
+                    }
+                }
+            };
+            let _ = ws.items.send(Arc::new(Item { number, produced_at_us, data }));
+        }
+        k += 1;
+        // Far behind (a suspended process): catch up without a burst of stale items.
+        let due = (ws.started.elapsed().as_nanos() / slot_nanos) as u64;
+        if due > k + 1000 {
+            k = due;
+        }
+    }
+}
+
+/// What one subscription listens to.
+#[derive(Debug)]
+enum Kind {
+    NewHeads,
+    Logs(LogFilter),
+    PendingTransactions,
+    Slot,
+    /// The account's serialized value.
+    Account(String),
+    SolanaLogs,
+}
+
+#[derive(Debug)]
+struct Subscription {
+    /// The id as JSON: a quoted hex string (Ethereum) or an integer (Solana).
+    id: String,
+    /// The number the generator draws for it.
+    key: u64,
+    kind: Kind,
+}
+
+/// An `eth_subscribe("logs")` filter: addresses (any of) and topics by position.
+#[derive(Debug, Default)]
+struct LogFilter {
+    addresses: Vec<String>,
+    topics: Vec<Vec<String>>,
+}
+
+impl LogFilter {
+    fn parse(value: Option<&Value>) -> Result<LogFilter, RpcError> {
+        let Some(value) = value else { return Ok(LogFilter::default()) };
+        let Some(fields) = value.as_object() else {
+            return Err(RpcError::invalid_params("invalid logs filter: expected an object"));
+        };
+        let strings = |value: &Value| -> Result<Vec<String>, RpcError> {
+            match value {
+                Value::Null => Ok(Vec::new()),
+                Value::String(text) => Ok(vec![text.to_ascii_lowercase()]),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|item| {
+                        item.as_str().map(str::to_ascii_lowercase).ok_or_else(|| {
+                            RpcError::invalid_params("invalid logs filter: expected hex strings")
+                        })
+                    })
+                    .collect(),
+                _ => Err(RpcError::invalid_params("invalid logs filter: expected a string or an array")),
+            }
+        };
+        let addresses = fields.get("address").map(strings).transpose()?.unwrap_or_default();
+        let topics = match fields.get("topics") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(positions)) => positions.iter().map(strings).collect::<Result<_, _>>()?,
+            Some(_) => return Err(RpcError::invalid_params("invalid logs filter: topics must be an array")),
+        };
+        Ok(LogFilter { addresses, topics })
+    }
+
+    fn matches(&self, log: &Value) -> bool {
+        let field = |name: &str| log.get(name).and_then(Value::as_str).unwrap_or("");
+        if !self.addresses.is_empty() && !self.addresses.iter().any(|a| a == field("address")) {
+            return false;
+        }
+        let topics = log.get("topics").and_then(Value::as_array);
+        self.topics.iter().enumerate().all(|(i, wanted)| {
+            wanted.is_empty()
+                || topics
+                    .and_then(|t| t.get(i))
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| wanted.iter().any(|w| w == t))
+        })
+    }
+}
+
+/// A connection's subscriptions; answers the subscribe and unsubscribe methods.
+#[derive(Debug)]
+struct Subscriptions<'a> {
+    shared: &'a Shared,
+    list: Vec<Subscription>,
+}
+
+impl Subscriptions<'_> {
+    fn add(&mut self, kind: Kind, ethereum: bool) -> Value {
+        let ws = &self.shared.ws;
+        let key = ws.next_subscription.fetch_add(1, Ordering::Relaxed);
+        let (id, result) = if ethereum {
+            let text = prng::hex_data(&prng::bytes::<16>(ws.seed, S_SUBSCRIPTION_ID, key, 0));
+            (format!("\"{text}\""), json!(text))
+        } else {
+            (key.to_string(), json!(key))
+        };
+        self.list.push(Subscription { id, key, kind });
+        ws.opened.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    fn remove(&mut self, id: &Value) -> bool {
+        let Ok(id) = serde_json::to_string(id) else { return false };
+        let before = self.list.len();
+        self.list.retain(|subscription| subscription.id != id);
+        self.list.len() != before
+    }
+
+    fn eth_subscribe(&mut self, params: &[Value]) -> Result<Value, RpcError> {
+        let kind = match params.first().and_then(Value::as_str) {
+            Some("newHeads") => Kind::NewHeads,
+            Some("logs") => Kind::Logs(LogFilter::parse(params.get(1))?),
+            Some("newPendingTransactions") => Kind::PendingTransactions,
+            Some(other) => {
+                return Err(RpcError::invalid_params(format!("no {other:?} subscription in eth namespace")))
+            }
+            None => return Err(RpcError::invalid_params("expected a subscription name as the first param")),
+        };
+        Ok(self.add(kind, true))
+    }
+
+    fn solana_subscribe(
+        &mut self,
+        node: &solana::SolanaNode,
+        method: &str,
+        params: &[Value],
+    ) -> Result<Value, RpcError> {
+        let kind = match method {
+            "slotSubscribe" => Kind::Slot,
+            "logsSubscribe" => Kind::SolanaLogs,
+            _ => {
+                let key = params.first().ok_or_else(|| RpcError::invalid_params("missing pubkey"))?;
+                Kind::Account(node.account_notification_value(key)?.to_string())
+            }
+        };
+        Ok(self.add(kind, false))
+    }
+}
+
+impl Extension for Subscriptions<'_> {
+    fn call(&mut self, method: &str, params: Option<&RawValue>) -> Option<Result<Value, RpcError>> {
+        let shared = self.shared;
+        let (ethereum, solana) = match (&shared.node, method) {
+            (Node::Ethereum(_), "eth_subscribe" | "eth_unsubscribe") => (true, None),
+            (
+                Node::Solana(node),
+                "slotSubscribe" | "accountSubscribe" | "logsSubscribe" | "slotUnsubscribe"
+                | "accountUnsubscribe" | "logsUnsubscribe",
+            ) => (false, Some(&**node)),
+            _ => return None,
+        };
+        let params = match positional_params(params) {
+            Ok(params) => params,
+            Err(error) => return Some(Err(error)),
+        };
+        Some(if method.ends_with("nsubscribe") {
+            let removed = params.first().is_some_and(|id| self.remove(id));
+            if removed || ethereum {
+                Ok(json!(removed))
+            } else {
+                Err(RpcError::invalid_params("Invalid subscription id."))
+            }
+        } else if let Some(node) = solana {
+            self.solana_subscribe(node, method, &params)
+        } else {
+            self.eth_subscribe(&params)
+        })
+    }
+}
+
+/// One message for the writer.
+#[derive(Debug)]
+struct Out {
+    message: Message,
+    kind: OutKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OutKind {
+    /// Counted in the connection's queued notifications.
+    Notification,
+    /// Counted in its pending answers.
+    Answer,
+    /// The close frame.
+    Close,
+}
+
+/// A connection's counts shared by its task and its writer.
+#[derive(Debug, Default)]
+struct Queues {
+    /// Notifications queued unsent (`ws_max_queue`).
+    notifications: AtomicUsize,
+    /// Requests received and not answered on the wire yet ([`MAX_PENDING_ANSWERS`]).
+    answers: AtomicUsize,
+    /// Woken when an answer is written, for a task that stopped reading.
+    answer_written: Notify,
+}
+
+/// Writes what the connection's task queues, flushing when the queue is empty; ends (closing
+/// the sink) when the task drops its sender or the connection breaks.
+async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
+    mut sink: SplitSink<WebSocketStream<S>, Message>,
+    mut queue: mpsc::UnboundedReceiver<Out>,
+    counts: &Queues,
+) {
+    while let Some(out) = queue.recv().await {
+        match out.kind {
+            OutKind::Notification => {
+                counts.notifications.fetch_sub(1, Ordering::Relaxed);
+            }
+            OutKind::Answer => {
+                counts.answers.fetch_sub(1, Ordering::Relaxed);
+                counts.answer_written.notify_one();
+            }
+            OutKind::Close => {}
+        }
+        if sink.feed(out.message).await.is_err() {
+            return;
+        }
+        if queue.is_empty() && sink.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+fn text(bytes: Vec<u8>) -> Message {
+    match String::from_utf8(bytes) {
+        Ok(text) => Message::text(text),
+        Err(err) => Message::binary(err.into_bytes()),
+    }
+}
+
+/// Serves one upgraded connection until either side closes it, it breaks, or shutdown.
+/// `_live` and `_slot` are held for as long as it is served.
+pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    leftover: Vec<u8>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    _live: Arc<()>,
+    _slot: ConnectionSlot,
+) {
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(shared.max_body_bytes))
+        .max_frame_size(Some(shared.max_body_bytes))
+        // Each message goes to the socket at once, so unsent notifications stay in our queue.
+        .write_buffer_size(0);
+    let socket = WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
+    let (sink, mut incoming) = socket.split();
+    let counts = Queues::default();
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<Out>();
+    let mut writer = pin!(write_loop(sink, out_rx, &counts));
+    let mut writer_done = false;
+    let (delayed_tx, mut delayed_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let ws = &shared.ws;
+    let mut subscriptions = Subscriptions { shared: &shared, list: Vec::new() };
+    let mut items: Option<broadcast::Receiver<Arc<Item>>> = None;
+    let mut answer = Vec::new();
+    let mut close: Option<CloseFrame> = None;
+    loop {
+        let body = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => {
+                close = Some(CloseFrame { code: CloseCode::Away, reason: "server shutting down".into() });
+                break;
+            }
+            _ = &mut writer => {
+                writer_done = true;
+                break;
+            }
+            _ = counts.answer_written.notified(), if counts.answers.load(Ordering::Relaxed) >= MAX_PENDING_ANSWERS => {
+                continue;
+            }
+            message = incoming.next(), if counts.answers.load(Ordering::Relaxed) < MAX_PENDING_ANSWERS => match message {
+                Some(Ok(Message::Text(text))) => Body::Now(text.as_bytes().to_vec()),
+                Some(Ok(Message::Binary(bytes))) => Body::Now(bytes.to_vec()),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                Some(Ok(_)) => continue,
+            },
+            Some(body) = delayed_rx.recv() => Body::Delayed(body),
+            item = next_item(&mut items) => {
+                match item {
+                    Ok(item) => {
+                        fan_out(&shared, &subscriptions.list, &item, &out_tx, &counts.notifications);
+                        if counts.notifications.load(Ordering::Relaxed) > ws.max_queue {
+                            ws.closed_slow.fetch_add(1, Ordering::Relaxed);
+                            close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
+                            break;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        ws.closed_slow.fetch_add(1, Ordering::Relaxed);
+                        close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
+                        break;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => items = None,
+                }
+                continue;
+            }
+        };
+        let body = match body {
+            Body::Delayed(body) => body,
+            Body::Now(body) => {
+                counts.answers.fetch_add(1, Ordering::Relaxed);
+                match gate(&shared, &mut answer) {
+                    Gate::Limited { .. } => {
+                        let _ = out_tx.send(Out { message: text(answer.clone()), kind: OutKind::Answer });
+                        continue;
+                    }
+                    Gate::Pass(delays) if !delays.is_none() => {
+                        let delayed_tx = delayed_tx.clone();
+                        tokio::spawn(async move {
+                            delays.wait().await;
+                            let _ = delayed_tx.send(body);
+                        });
+                        continue;
+                    }
+                    Gate::Pass(_) => body,
+                }
+            }
+        };
+        answer.clear();
+        respond_with(&shared, &body, &mut answer, &mut subscriptions);
+        if answer.is_empty() {
+            counts.answers.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            let _ = out_tx.send(Out { message: text(std::mem::take(&mut answer)), kind: OutKind::Answer });
+        }
+        if subscriptions.list.is_empty() {
+            items = None;
+        } else if items.is_none() {
+            items = Some(ws.items.subscribe());
+        }
+    }
+    drop(items);
+    if let Some(frame) = close {
+        let _ = out_tx.send(Out { message: Message::Close(Some(frame)), kind: OutKind::Close });
+    }
+    drop(out_tx);
+    // Let the writer finish (the queued notifications, then the close frame) and read until
+    // the peer answers the close, for a bounded time.
+    let _ = tokio::time::timeout(CLOSE_WAIT, async {
+        loop {
+            tokio::select! {
+                _ = &mut writer, if !writer_done => writer_done = true,
+                message = incoming.next() => match message {
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => break,
+                },
+            }
+        }
+    })
+    .await;
+}
+
+/// A message to answer: just received (the fault gate still applies) or back from its delay.
+enum Body {
+    Now(Vec<u8>),
+    Delayed(Vec<u8>),
+}
+
+async fn next_item(
+    items: &mut Option<broadcast::Receiver<Arc<Item>>>,
+) -> Result<Arc<Item>, broadcast::error::RecvError> {
+    match items {
+        Some(items) => items.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Queues the notifications of one item for a connection's subscriptions, applying the drop,
+/// duplicate and delay knobs.
+fn fan_out(
+    shared: &Shared,
+    subscriptions: &[Subscription],
+    item: &Item,
+    out: &mpsc::UnboundedSender<Out>,
+    queued: &AtomicUsize,
+) {
+    let ws = &shared.ws;
+    let mut messages = Vec::new();
+    for subscription in subscriptions {
+        let mut emit = |index: u64, method: &str, result: &str| {
+            if ws.draw(S_DROP, ws.drop, subscription.key, index) {
+                ws.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let text = match &item.data {
+                ItemData::Ethereum { .. } => format!(
+                    r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"subscription":{},"result":{result}}}}}"#,
+                    subscription.id
+                ),
+                ItemData::Solana { .. } => format!(
+                    r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"result":{result},"subscription":{}}}}}"#,
+                    subscription.id
+                ),
+            };
+            ws.sent.fetch_add(1, Ordering::Relaxed);
+            if ws.draw(S_DUPLICATE, ws.duplicate, subscription.key, index) {
+                ws.duplicates.fetch_add(1, Ordering::Relaxed);
+                messages.push(text.clone());
+            }
+            messages.push(text);
+        };
+        match (&subscription.kind, &item.data) {
+            (Kind::NewHeads, ItemData::Ethereum { head, .. }) => emit(item.number, "eth_subscription", head),
+            (Kind::Logs(filter), ItemData::Ethereum { logs, .. }) => {
+                for (i, log) in logs.iter().enumerate().filter(|(_, log)| filter.matches(log)) {
+                    emit(item.number << 16 | i as u64, "eth_subscription", &log.to_string());
+                }
+            }
+            (Kind::PendingTransactions, ItemData::Ethereum { pending, .. }) => {
+                for (i, hash) in pending.iter().enumerate() {
+                    emit(item.number << 16 | i as u64, "eth_subscription", &format!("\"{hash}\""));
+                }
+            }
+            (Kind::Slot, ItemData::Solana { slot, .. }) => emit(item.number, "slotNotification", slot),
+            (Kind::Account(value), ItemData::Solana { .. }) => {
+                let result = format!(
+                    r#"{{"context":{{"slot":{}}},"value":{value},"rpcbenchProducedAt":{}}}"#,
+                    item.number, item.produced_at_us
+                );
+                emit(item.number, "accountNotification", &result);
+            }
+            (Kind::SolanaLogs, ItemData::Solana { logs, .. }) => {
+                let result = format!(
+                    r#"{{"context":{{"slot":{}}},"value":{logs},"rpcbenchProducedAt":{}}}"#,
+                    item.number, item.produced_at_us
+                );
+                emit(item.number, "logsNotification", &result);
+            }
+            _ => {}
+        }
+    }
+    if messages.is_empty() {
+        return;
+    }
+    queued.fetch_add(messages.len(), Ordering::Relaxed);
+    let send = |out: &mpsc::UnboundedSender<Out>, messages: Vec<String>| {
+        for message in messages {
+            let _ = out.send(Out { message: Message::text(message), kind: OutKind::Notification });
+        }
+    };
+    match ws.delay {
+        None => send(out, messages),
+        Some(delay) => {
+            let out = out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                send(&out, messages);
+            });
+        }
+    }
+}
