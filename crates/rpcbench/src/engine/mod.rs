@@ -1001,7 +1001,9 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                         receive: done.saturating_duration_since(reply.first_byte_at),
                     },
                 );
-                recorder.record_status(call, reply.status);
+                if T::Lane::HAS_STATUS {
+                    recorder.record_status(call, reply.status);
+                }
                 let totals = &mut recorder.calls[call];
                 if calls == 1 {
                     totals.bytes_received += reply.wire_bytes as u64;

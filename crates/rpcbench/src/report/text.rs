@@ -212,7 +212,10 @@ pub fn render_text(report: &RunReport) -> String {
             );
         }
     }
-    let _ = writeln!(out, "  HTTP codes:");
+    let websocket = report.websocket.is_some();
+    if !websocket {
+        let _ = writeln!(out, "  HTTP codes:");
+    }
     let class_count = |class: char| -> u64 {
         report
             .http_status
@@ -230,16 +233,21 @@ pub fn render_text(report: &RunReport) -> String {
         + report.outcomes.stream_reset.values().sum::<u64>()
         + report.outcomes.ws_closed.values().sum::<u64>()
         + report.outcomes.ws_protocol;
-    let _ = writeln!(
-        out,
-        "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
-        class_count('1'),
-        class_count('2'),
-        class_count('3'),
-        class_count('4'),
-        class_count('5')
-    );
-    let _ = writeln!(out, "    others - {others}");
+    if websocket {
+        // A WebSocket answer has no HTTP status: the messages that answered, and the rest.
+        let _ = writeln!(out, "  Answers: {}, none - {others}", report.requests.responded);
+    } else {
+        let _ = writeln!(
+            out,
+            "    1xx - {}, 2xx - {}, 3xx - {}, 4xx - {}, 5xx - {}",
+            class_count('1'),
+            class_count('2'),
+            class_count('3'),
+            class_count('4'),
+            class_count('5')
+        );
+        let _ = writeln!(out, "    others - {others}");
+    }
     let outcomes = &report.outcomes;
     if !outcomes.rpc_errors.is_empty() {
         let _ = writeln!(out, "  JSON-RPC errors (in HTTP 2xx):");

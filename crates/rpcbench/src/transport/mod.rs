@@ -230,6 +230,10 @@ pub trait Lane {
     /// The body of the reply last read.
     fn body(&self) -> &[u8];
 
+    /// Whether replies carry a real HTTP status (a WebSocket message has none: its
+    /// [`Reply::status`] is a stand-in 200, not counted as an HTTP status).
+    const HAS_STATUS: bool = true;
+
     /// Whether the lane measures its own connect time ([`Lane::take_connect_time`]); when not,
     /// the time `open` took is the connect time.
     const MEASURES_CONNECT: bool = false;

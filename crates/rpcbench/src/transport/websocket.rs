@@ -346,6 +346,7 @@ impl Lane for RequestSlot {
     }
 
     const MEASURES_CONNECT: bool = true;
+    const HAS_STATUS: bool = false;
 
     fn take_connect_time(&mut self) -> Option<Duration> {
         self.connect_time.take()

@@ -15,3 +15,4 @@ mod results;
 mod secrets;
 mod tls;
 mod util;
+mod websocket;

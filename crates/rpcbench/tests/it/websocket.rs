@@ -1,0 +1,227 @@
+//! JSON-RPC over WebSocket through the whole engine (`ws://`), against the mock nodes' WebSocket
+//! server and against hand-made servers on 127.0.0.1 that misbehave on purpose: answers out of
+//! order, a socket closed mid-run, garbage between answers, an upgrade refused.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use rpcbench::engine::config::{HttpVersion, Load, RunConfig};
+use rpcbench::engine::{EngineError, Run};
+use rpcbench::mock::{Chain, Faults, Latency, MockOptions, MockServer};
+use rpcbench::report::{render_text, RunReport};
+
+use crate::util::{closed_loop, requests, seconds};
+
+fn ws_url(server: &MockServer) -> String {
+    format!("ws://{}/", server.local_addr())
+}
+
+fn ws(url: &str, sockets: usize, in_flight: usize, n: u64) -> RunConfig {
+    let mut config = closed_loop(url, sockets, requests(n));
+    config.in_flight = in_flight;
+    config.threads = 1;
+    config
+}
+
+#[test]
+fn requests_over_websocket_are_answered_and_reported_as_websocket() {
+    let server = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let config = ws(&ws_url(&server), 2, 4, 1000);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 1000, "{:?}", record.totals.counts);
+    assert_eq!(record.wire.connections_opened, 2, "two sockets carry the 8 lanes");
+    let report = RunReport::new(&config, &record);
+    crate::report::assert_valid(&report);
+    assert_eq!(report.protocol, "websocket");
+    let websocket = report.websocket.as_ref().expect("WebSocket figures");
+    assert_eq!(websocket.in_flight_per_socket, 4);
+    assert_eq!(websocket.sockets_opened, 2);
+    assert!(report.http_status.is_empty(), "a WebSocket answer has no HTTP status: {:?}", report.http_status);
+    let text = render_text(&report);
+    assert!(text.contains("protocol websocket: 4 request(s) in flight per socket"), "{text}");
+    assert!(text.contains("Answers: 1000, none - 0"), "{text}");
+}
+
+#[test]
+fn answers_out_of_order_are_matched_by_id() {
+    // Latency with jitter: the mock answers each message after its own delay, so the answers
+    // to one socket's 8 requests come back in another order than they were sent.
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults = Faults {
+        latency: Some(Latency { base: Duration::from_millis(2), jitter: Duration::from_millis(2) }),
+        ..Faults::default()
+    };
+    let server = MockServer::start(options).unwrap();
+    let config = ws(&ws_url(&server), 1, 8, 400);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.ok, 400, "{counts:?}");
+    assert_eq!(record.wire.stray_unknown_id, 0);
+}
+
+#[test]
+fn open_loop_over_websocket_paces_on_free_request_slots() {
+    let server = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let mut config = ws(&ws_url(&server), 1, 4, 0);
+    config.load = Load::Open { rate: 400.0, arrivals: Default::default(), max_connections: 2 };
+    config.length = seconds(1.0);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.errors(), 0, "{counts:?}");
+    assert_eq!(counts.total() + record.totals.unsent, 400, "{counts:?}");
+}
+
+/// A WebSocket server written by hand (no crate on this side, so it can break the rules):
+/// `answer` turns each request's id into the frames written back.
+fn raw_ws_server(answer: impl Fn(u64, &mut Vec<u8>) + Send + Sync + Clone + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read_exact(&mut byte).is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_string();
+                let Some(key) = text.lines().find_map(|line| {
+                    line.strip_prefix("Sec-WebSocket-Key: ").or(line.strip_prefix("sec-websocket-key: "))
+                }) else {
+                    return;
+                };
+                let accept =
+                    tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
+                let reply = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                loop {
+                    // A masked client frame: two head bytes, a 16-bit length when 126, the mask.
+                    let mut fixed = [0u8; 2];
+                    if stream.read_exact(&mut fixed).is_err() {
+                        return;
+                    }
+                    let mut length = usize::from(fixed[1] & 0x7f);
+                    if length == 126 {
+                        let mut extended = [0u8; 2];
+                        if stream.read_exact(&mut extended).is_err() {
+                            return;
+                        }
+                        length = usize::from(u16::from_be_bytes(extended));
+                    }
+                    let mut mask = [0u8; 4];
+                    let mut payload = vec![0u8; length];
+                    if stream.read_exact(&mut mask).is_err() || stream.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    for (index, byte) in payload.iter_mut().enumerate() {
+                        *byte ^= mask[index % 4];
+                    }
+                    let body = String::from_utf8_lossy(&payload);
+                    let id = body
+                        .split("\"id\":")
+                        .nth(1)
+                        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                        .and_then(|digits| digits.parse().ok())
+                        .unwrap_or(0);
+                    let mut out = Vec::new();
+                    answer(id, &mut out);
+                    if out.is_empty() || stream.write_all(&out).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("ws://{addr}/")
+}
+
+/// A server-to-client text frame (unmasked).
+fn text_frame(text: &str, out: &mut Vec<u8>) {
+    out.push(0x81);
+    assert!(text.len() < 126);
+    out.push(text.len() as u8);
+    out.extend_from_slice(text.as_bytes());
+}
+
+#[test]
+fn garbage_and_stray_answers_are_counted_and_never_charged_to_a_request() {
+    let url = raw_ws_server(|id, out| {
+        text_frame("this is not json", out);
+        text_frame(r#"{"jsonrpc":"2.0","id":999999999,"result":1}"#, out);
+        text_frame(r#"{"jsonrpc":"2.0","method":"slotNotification","params":{}}"#, out);
+        text_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":1}}"#), out);
+    });
+    let config = ws(&url, 1, 1, 50);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 50, "{:?}", record.totals.counts);
+    assert_eq!(record.wire.stray_not_json, 50);
+    assert_eq!(record.wire.stray_unknown_id, 50);
+    assert_eq!(record.wire.stray_notifications, 50);
+    let report = RunReport::new(&config, &record);
+    crate::report::assert_valid(&report);
+}
+
+#[test]
+fn a_socket_closed_by_the_server_ends_its_requests_by_close_code_and_is_reopened() {
+    // Every third request gets a close frame (code 1011) instead of an answer.
+    let url = raw_ws_server(|id, out| {
+        if id % 3 == 0 {
+            out.extend_from_slice(&[0x88, 2, 0x03, 0xf3]);
+        } else {
+            text_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":1}}"#), out);
+        }
+    });
+    let config = ws(&url, 1, 1, 90);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.total(), 90, "{counts:?}");
+    assert_eq!(counts.ok + counts.ws_closed.get(&1011).copied().unwrap_or(0), 90, "{counts:?}");
+    assert!(counts.ws_closed[&1011] > 0);
+    assert!(record.wire.connections_opened > 1, "{:?}", record.wire);
+    let report = RunReport::new(&config, &record);
+    crate::report::assert_valid(&report);
+    assert!(render_text(&report).contains("websocket closed: 1011"), "{}", render_text(&report));
+}
+
+#[test]
+fn a_refused_upgrade_is_reported_with_its_status() {
+    // A server that does not speak WebSocket at all: its answer to the upgrade is refused.
+    let plain = crate::util::TestServer::start(|_| crate::util::status(404, "no"));
+    let config = ws(&plain.url().replace("http://", "ws://"), 1, 1, 5);
+    match Run::new(config) {
+        Err(EngineError::Config(err)) => {
+            assert_eq!(err.setting, "URL");
+            assert!(err.message.contains("refused the WebSocket upgrade with HTTP 404"), "{}", err.message);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn websocket_settings_are_checked_naming_the_flag() {
+    let mut config = ws("ws://127.0.0.1:1/", 1, 1, 1);
+    config.http = HttpVersion::H2c;
+    assert_eq!(config.validate().unwrap_err().setting, "--h2c");
+    config.http = HttpVersion::Http1;
+    config.batch = 5;
+    assert_eq!(config.validate().unwrap_err().setting, "--batch");
+    config.batch = 1;
+    config.in_flight = 0;
+    assert_eq!(config.validate().unwrap_err().setting, "--in-flight");
+    config.in_flight = 4;
+    config.fixed_id = Some(1);
+    assert_eq!(config.validate().unwrap_err().setting, "--in-flight");
+    let mut http = closed_loop("http://127.0.0.1:1/", 1, requests(1));
+    http.in_flight = 2;
+    assert_eq!(http.validate().unwrap_err().setting, "--in-flight");
+}
