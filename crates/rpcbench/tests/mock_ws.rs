@@ -473,3 +473,62 @@ async fn thousands_of_requests_sent_before_reading_are_all_answered() {
         assert_eq!(recv(&mut ws).await["id"], json!(id));
     }
 }
+
+#[tokio::test]
+async fn wss_on_the_tls_port_subscribes_like_ws() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    let dir = std::env::temp_dir().join(format!("rpcbench-mock-ws-tls-{}", std::process::id()));
+    let mut options = options(Chain::Solana, 30);
+    options.tls = Some(rpcbench::mock::MockTls { dir: Some(dir.clone()) });
+    let server = start(options);
+    assert!(server.ws_url().starts_with("wss://"), "{}", server.ws_url());
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(server.certificate_path().unwrap()).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(server.local_addr()).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .expect("TLS handshake");
+    let (mut ws, _) = client_async(server.ws_url(), tls).await.expect("the upgrade over TLS");
+    ws.send(Message::text(r#"{"jsonrpc":"2.0","id":1,"method":"slotSubscribe"}"#)).await.unwrap();
+    let mut methods = Vec::new();
+    while methods.len() < 3 {
+        let Some(Ok(Message::Text(text))) = tokio::time::timeout(WAIT, ws.next()).await.unwrap() else {
+            panic!("a text message")
+        };
+        let message: Value = serde_json::from_str(text.as_str()).unwrap();
+        methods.push(message.get("method").cloned().unwrap_or(message["result"].clone()));
+    }
+    assert_eq!(methods[0], json!(0), "the subscription id");
+    assert_eq!(methods[1..], [json!("slotNotification"), json!("slotNotification")]);
+    drop(ws);
+    drop(server);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn ws_delay_holds_each_notification_back_from_its_production() {
+    let mut options = options(Chain::Ethereum, 50);
+    options.ws_delay = Some(Duration::from_millis(300));
+    let server = start(options);
+    let mut ws = connect(&server).await;
+    call(&mut ws, r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#).await;
+    let mut numbers = Vec::new();
+    for _ in 0..4 {
+        let note = recv(&mut ws).await;
+        let produced = note["params"]["result"]["rpcbenchProducedAt"].as_u64().unwrap();
+        let lag = unix_micros() - produced;
+        assert!(lag >= 290_000, "a lag of {lag}µs");
+        numbers.push(hex_u64(&note["params"]["result"]["number"]));
+    }
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "the order holds: {numbers:?}");
+}

@@ -3,7 +3,9 @@
 //! [`MockServer`] runs the accept loop on a tokio runtime of its own (a current-thread runtime
 //! for one thread, a multi-thread one otherwise) and hands each connection to the HTTP/1.1
 //! loop in `http.rs`, or to the HTTP/2 server in `h2.rs` when it opens with the h2c preface
-//! (one peek per connection) or negotiates ALPN `h2` over TLS (`tls.rs`). Request bodies are parsed with borrowed [`RawValue`]s only (no JSON
+//! (one peek per connection) or negotiates ALPN `h2` over TLS (`tls.rs`); a GET asking for
+//! WebSocket is upgraded by the HTTP/1.1 loop and served by `ws.rs`, whose subscribe methods
+//! reach [`respond_with`] through an [`Extension`]. Request bodies are parsed with borrowed [`RawValue`]s only (no JSON
 //! tree for the envelope) and each call is handed to the chain's [`Node`], which appends its
 //! result to the response buffer; the static node without injected errors first tries the
 //! single-pass scan of `static_chain.rs`. Single requests, batches and notifications follow
