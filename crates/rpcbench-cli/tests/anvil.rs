@@ -1,6 +1,6 @@
 //! Against a real node: anvil (Foundry's local Ethereum node) on a free port of 127.0.0.1.
 //! A few transactions are sent from its prefunded accounts, then both Ethereum suites sample
-//! it and run with zero errors. The binary is named by `RPCBENCH_ANVIL` (`.ci/run` installs it
+//! it and run with zero errors, over HTTP and over WebSocket. The binary is named by `RPCBENCH_ANVIL` (`.ci/run` installs it
 //! from npm); without it the test is skipped locally and fails in CI.
 
 use std::io::Write;
@@ -137,6 +137,32 @@ fn both_ethereum_suites_run_clean_against_anvil() {
             .map(str::to_ascii_lowercase)
             .collect();
         assert!(contracts.contains(&contract), "{sampled}");
+
+        // The same suite over WebSocket (anvil serves it on its HTTP port), from the same pools.
+        let ws_url = url.replace("http://", "ws://");
+        let args = [
+            "run",
+            &ws_url,
+            "--suite",
+            suite,
+            "--pools",
+            pools_arg,
+            "-c",
+            "2",
+            "--in-flight",
+            "4",
+            "-d",
+            "1s",
+            "-o",
+            "json",
+        ];
+        let output = rpcbench(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{suite} over ws: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["protocol"], "websocket", "{suite}");
+        assert!(report["requests"]["total"].as_u64().unwrap() > 0, "{suite} over ws");
+        assert_eq!(report["requests"]["errors"], 0, "{suite} over ws: {}", report["outcomes"]);
     }
     std::fs::remove_dir_all(&dir).ok();
 }

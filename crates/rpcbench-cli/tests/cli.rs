@@ -40,9 +40,13 @@ fn bad_usage_exits_2_naming_the_flag() {
 }
 
 #[test]
-fn http2_flags_are_checked_naming_the_flag() {
+fn http2_and_websocket_flags_are_checked_naming_the_flag() {
     let m = ["--method", "getSlot"];
-    let cases: [(Vec<&str>, &str); 6] = [
+    let cases: [(Vec<&str>, &str); 10] = [
+        ([&["run", "ws://127.0.0.1:1/"][..], &m, &["--http2"]].concat(), "--http2"),
+        ([&["run", "ws://127.0.0.1:1/"][..], &m, &["--batch", "5"]].concat(), "--batch"),
+        ([&["run", "http://127.0.0.1:1/"][..], &m, &["--in-flight", "4"]].concat(), "--in-flight"),
+        ([&["run", "ws://127.0.0.1:1/"][..], &m, &["--in-flight", "0"]].concat(), "--in-flight"),
         ([&["run", "http://127.0.0.1:1/"][..], &m, &["--h2c", "--streams", "0"]].concat(), "--streams"),
         ([&["run", "http://127.0.0.1:1/"][..], &m, &["--h2c", "--streams", "65536"]].concat(), "--streams"),
         ([&["run", "http://127.0.0.1:1/"][..], &m, &["--streams", "8"]].concat(), "--streams"),
