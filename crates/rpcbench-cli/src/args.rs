@@ -35,6 +35,9 @@ pub enum Command {
     /// Print the Kubernetes manifests that split a run over N pods (an Indexed Job) and merge
     /// their results: `rpcbench k8s-job --shards 4 --image IMAGE -- run URL ...`.
     K8sJob(Box<crate::k8s_cmd::K8sJobArgs>),
+    /// Subscribe over WebSocket (newHeads, logs, pending transactions, slots, accounts) from
+    /// many subscribers and report delivery lag, gaps, duplicates and reorders.
+    Subscribe(Box<crate::subscribe_cmd::SubscribeArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     Suites,
 }

@@ -16,6 +16,7 @@ mod run_cmd;
 mod run_targets;
 mod serve;
 mod signals;
+mod subscribe_cmd;
 mod suites_cmd;
 
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare_cmd::run(*args),
         Command::Capacity(args) => capacity_cmd::run(*args),
         Command::K8sJob(args) => k8s_cmd::run(*args),
+        Command::Subscribe(args) => subscribe_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
     }
 }

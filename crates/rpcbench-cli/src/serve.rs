@@ -28,7 +28,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Time between slots or blocks (default 400ms for solana, 12s for ethereum).
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, visible_alias = "block-time", value_parser = parse_positive_duration)]
     pub slot_time: Option<Duration>,
     /// Chain id answered by the ethereum node.
     #[arg(long, default_value_t = 1337)]

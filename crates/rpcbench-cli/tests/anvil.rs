@@ -166,3 +166,32 @@ fn both_ethereum_suites_run_clean_against_anvil() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn new_heads_from_anvil_arrive_for_every_mined_block() {
+    let Some(binary) = anvil_binary() else { return };
+    let anvil = start(&binary);
+    let url = anvil.url.clone();
+    let accounts = call(&url, "eth_accounts", json!([]));
+    let accounts: Vec<String> =
+        accounts.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_string).collect();
+    let ws_url = url.replace("http://", "ws://");
+    let subscriber = std::thread::spawn(move || {
+        rpcbench(&["subscribe", &ws_url, "--sub", "newHeads", "--subscribers", "3", "-d", "3s", "-o", "json"])
+    });
+    // Anvil mines a block per transaction: 10 blocks while the subscribers listen.
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..10 {
+        let transfer = json!({"from": accounts[i % 4], "to": accounts[(i + 1) % 4], "value": "0x1"});
+        call(&url, "eth_sendTransaction", json!([transfer]));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = subscriber.join().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["subscribed"], 3, "{report}");
+    assert_eq!(report["notifications"], 30, "every block at every subscriber: {report}");
+    assert_eq!(report["gaps"], 0, "{report}");
+    assert_eq!(report["duplicates"], 0, "{report}");
+    assert_eq!(report["produced_lag_precision"], "seconds", "anvil's timestamps are whole seconds");
+}

@@ -164,6 +164,61 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
 }
 
 #[test]
+fn subscribe_checks_its_flags_naming_the_flag() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["subscribe", "http://127.0.0.1:1/", "--sub", "newHeads"], "ws:// or wss://"),
+        (
+            &["subscribe", "ws://127.0.0.1:1/", "--sub", "newBlocks"],
+            "--sub: unknown subscription 'newBlocks'",
+        ),
+        (
+            &["subscribe", "ws://127.0.0.1:1/", "--sub", "logs:{nope"],
+            "--sub: 'logs': the params are not JSON",
+        ),
+        (
+            &["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--threshold", "lag p42 < 1s"],
+            "--threshold",
+        ),
+        (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--subscribers", "0"], "--subscribers"),
+        (&["subscribe", "ws://127.0.0.1:1/"], "--sub"),
+    ];
+    for (args, flag) in cases {
+        let output = rpcbench(args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+}
+
+#[test]
+fn subscribe_reports_new_heads_and_a_breached_threshold_exits_1() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = std::time::Duration::from_millis(50);
+    let node = MockServer::start(options).expect("the ethereum node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let output =
+        rpcbench(&["subscribe", &url, "--sub", "newHeads", "--subscribers", "5", "-d", "1s", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["subscribed"], 5);
+    assert_eq!(report["gaps"], 0);
+    assert!(report["notifications"].as_u64().unwrap() >= 5 * 10, "{report}");
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "newHeads",
+        "-d",
+        "300ms",
+        "--threshold",
+        "produced-lag p50 < 0ms",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("FAILED  produced-lag p50 < 0ms"));
+}
+
+#[test]
 fn a_missing_body_file_names_the_file() {
     let output = rpcbench(&["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent/body.json"]);
     assert_eq!(output.status.code(), Some(2));

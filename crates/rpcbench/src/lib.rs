@@ -62,6 +62,7 @@ pub mod results;
 pub mod sample;
 pub mod scenario;
 pub mod settings;
+pub mod subscribe;
 pub mod suites;
 pub mod targets;
 pub mod thresholds;

@@ -13,6 +13,7 @@ mod rates;
 mod report;
 mod results;
 mod secrets;
+mod subscribe;
 mod tls;
 mod util;
 mod websocket;

@@ -1,0 +1,119 @@
+//! `rpcbench subscribe`: many WebSocket subscriptions at once, and what they received
+//! (subscribe latency, notifications, delivery lag, gaps, duplicates, reorders, closes).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rpcbench::engine::config::{Target, TlsOptions};
+use rpcbench::engine::StopHandle;
+use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscribeThreshold, SubscriptionKind};
+
+use crate::args::duration;
+use crate::output;
+
+/// Options of `rpcbench subscribe`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
+  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
+  rpcbench subscribe ws://127.0.0.1:8900 --sub slot --sub account:PUBKEY --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
+  rpcbench subscribe wss://rpc.example/KEY --sub newHeads -d 10m --reconnect -o json --save heads.json")]
+pub struct SubscribeArgs {
+    /// The ws:// or wss:// endpoint.
+    pub url: String,
+    /// A subscription each subscriber opens (repeatable): newHeads, logs[:FILTER JSON],
+    /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER].
+    #[arg(long = "sub", value_name = "KIND", required = true)]
+    pub subs: Vec<String>,
+    /// Subscribers, each holding one subscription of every --sub.
+    #[arg(long, default_value_t = 1)]
+    pub subscribers: usize,
+    /// Subscriptions per WebSocket.
+    #[arg(long, default_value_t = 1)]
+    pub subs_per_socket: usize,
+    /// How long to listen.
+    #[arg(short, long, value_parser = duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Open a socket the server closed again, and subscribe again.
+    #[arg(long)]
+    pub reconnect: bool,
+    /// Extra header on the upgrade request, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Time allowed to connect and upgrade.
+    #[arg(long, value_parser = duration, default_value = "3s")]
+    pub connect_timeout: Duration,
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the PEM certificates in this file too.
+    #[arg(long)]
+    pub cacert: Option<PathBuf>,
+    /// A condition the run must meet (repeatable): 'lag p99 < 500ms', 'produced-lag p50 < 2s',
+    /// 'subscribe p99 < 100ms', 'gaps < 1', 'duplicates < 1', 'reorders < 1'. A breach exits 1.
+    #[arg(long = "threshold")]
+    pub thresholds: Vec<String>,
+    /// Report format on standard output: text or json.
+    #[arg(short, long, default_value = "text", value_parser = ["text", "json"])]
+    pub output: String,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+}
+
+pub fn run(args: SubscribeArgs) -> ExitCode {
+    let target = match Target::parse(&args.url) {
+        Ok(target) => target,
+        Err(err) => return output::usage_error(err),
+    };
+    let mut kinds = Vec::with_capacity(args.subs.len());
+    for text in &args.subs {
+        match SubscriptionKind::parse(text) {
+            Ok(kind) => kinds.push(kind),
+            Err(message) => return output::usage_error(format!("--sub: {message}")),
+        }
+    }
+    let mut thresholds = Vec::with_capacity(args.thresholds.len());
+    for text in &args.thresholds {
+        match SubscribeThreshold::parse(text) {
+            Ok(threshold) => thresholds.push(threshold),
+            Err(message) => return output::usage_error(format!("--threshold: {message}")),
+        }
+    }
+    let headers = match crate::run_cmd::parse_headers(&args.headers) {
+        Ok(headers) => headers,
+        Err(err) => return output::usage_error(err),
+    };
+    if let Some(path) = &args.save {
+        if let Err(err) = crate::run_cmd::check_save_path(path) {
+            return output::usage_error(err);
+        }
+    }
+    let mut config = SubscribeConfig::new(target, kinds, args.duration);
+    config.subscribers = args.subscribers;
+    config.subs_per_socket = args.subs_per_socket;
+    config.reconnect = args.reconnect;
+    config.headers = headers;
+    config.connect_timeout = args.connect_timeout;
+    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    let stop = StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let mut report = match subscribe::run(&config, &stop) {
+        Ok(report) => report,
+        Err(SubscribeError::Config(err)) => return output::usage_error(err),
+        Err(err) => return output::failure(err),
+    };
+    let passed = report.judge(&thresholds);
+    if let Some(path) = &args.save {
+        if let Err(err) = rpcbench::results::write_atomically(path, report.to_json().as_bytes()) {
+            return output::failure(format!("--save {}: {err}", path.display()));
+        }
+    }
+    let text = if args.output == "json" { report.to_json() + "\n" } else { report.render_text() };
+    let status = output::print_stdout(&text);
+    if !passed {
+        return ExitCode::from(1);
+    }
+    status
+}

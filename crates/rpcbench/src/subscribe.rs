@@ -1,0 +1,1149 @@
+//! Subscriptions over WebSocket (`rpcbench subscribe`): many subscribers to newHeads, logs,
+//! pending transactions, slots or accounts, and what they received: subscribe latency,
+//! notifications and bytes per second, delivery lag, and per-subscription correctness (gaps,
+//! duplicates, reorders, closes by the server).
+//!
+//! Delivery lag is measured two ways. **Fan-out lag**: the time from the earliest arrival of an
+//! item (the same block number, slot, log or transaction) at any subscriber to its arrival at
+//! this one; it needs no clock on the node. **Production lag**: arrival minus the time the item
+//! says it was produced: the mock nodes' `rpcbenchProducedAt` (unix microseconds, exact), else an
+//! Ethereum header's `timestamp` (whole seconds, so second precision).
+//!
+//! One thread with a current-thread runtime runs every socket; each socket is a task that
+//! subscribes its share, then reads. Notifications are parsed with borrowed raw values (no JSON
+//! tree) and counted in one [`Collector`]: HDR histograms for latencies, counters per
+//! subscription, and a bounded table of first arrivals (the oldest items are forgotten first),
+//! so memory stays flat however long the run and whatever the server sends.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::{SinkExt, StreamExt};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use crate::engine::StopHandle;
+use crate::record::new_histogram;
+use crate::report::LatencyReport;
+use crate::settings::{ConfigError, Target, TlsOptions};
+use crate::transport::connect::Connector;
+
+/// What a subscription asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubscriptionKind {
+    /// Ethereum `eth_subscribe ["newHeads"]`: one block header per block.
+    NewHeads,
+    /// Ethereum `eth_subscribe ["logs", FILTER]`.
+    Logs(Value),
+    /// Ethereum `eth_subscribe ["newPendingTransactions"]`: transaction hashes.
+    NewPendingTransactions,
+    /// Solana `slotSubscribe`.
+    Slot,
+    /// Solana `accountSubscribe [PUBKEY]`.
+    Account(String),
+    /// Solana `logsSubscribe [FILTER]` (`"all"` by default).
+    SolanaLogs(Value),
+}
+
+impl SubscriptionKind {
+    /// Parses `newHeads`, `logs:{"address":"0x…"}`, `newPendingTransactions`, `slot`,
+    /// `account:PUBKEY` or `logs-solana[:FILTER]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (name, argument) = match text.split_once(':') {
+            Some((name, argument)) => (name.trim(), Some(argument.trim())),
+            None => (text.trim(), None),
+        };
+        let json = |argument: Option<&str>, default: Value| -> Result<Value, String> {
+            match argument {
+                None | Some("") => Ok(default),
+                Some(text) => serde_json::from_str(text)
+                    .map_err(|err| format!("'{name}': the params are not JSON ({err}): {text}")),
+            }
+        };
+        let kind = match name {
+            "newHeads" => SubscriptionKind::NewHeads,
+            "logs" => SubscriptionKind::Logs(json(argument, Value::Object(Default::default()))?),
+            "newPendingTransactions" => SubscriptionKind::NewPendingTransactions,
+            "slot" => SubscriptionKind::Slot,
+            "account" => match argument {
+                Some(key) if !key.is_empty() => SubscriptionKind::Account(key.to_string()),
+                _ => return Err("'account' needs the account: account:PUBKEY".into()),
+            },
+            "logs-solana" => SubscriptionKind::SolanaLogs(match argument {
+                Some(text) if text.starts_with('{') => json(Some(text), Value::Null)?,
+                Some(text) if !text.is_empty() => Value::String(text.to_string()),
+                _ => Value::String("all".into()),
+            }),
+            other => {
+                return Err(format!(
+                    "unknown subscription '{other}' (newHeads, logs[:FILTER], newPendingTransactions, slot, \
+                     account:PUBKEY, logs-solana[:FILTER])"
+                ))
+            }
+        };
+        if matches!(name, "newHeads" | "newPendingTransactions" | "slot") && argument.is_some() {
+            return Err(format!("'{name}' takes no params"));
+        }
+        Ok(kind)
+    }
+
+    /// The name reports use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SubscriptionKind::NewHeads => "newHeads",
+            SubscriptionKind::Logs(_) => "logs",
+            SubscriptionKind::NewPendingTransactions => "newPendingTransactions",
+            SubscriptionKind::Slot => "slot",
+            SubscriptionKind::Account(_) => "account",
+            SubscriptionKind::SolanaLogs(_) => "logs-solana",
+        }
+    }
+
+    /// The subscribe request with id `id`.
+    fn request(&self, id: u64) -> String {
+        let (method, params) = match self {
+            SubscriptionKind::NewHeads => ("eth_subscribe", serde_json::json!(["newHeads"])),
+            SubscriptionKind::Logs(filter) => ("eth_subscribe", serde_json::json!(["logs", filter])),
+            SubscriptionKind::NewPendingTransactions => {
+                ("eth_subscribe", serde_json::json!(["newPendingTransactions"]))
+            }
+            SubscriptionKind::Slot => ("slotSubscribe", serde_json::json!([])),
+            SubscriptionKind::Account(key) => (
+                "accountSubscribe",
+                serde_json::json!([key, {"encoding": "base64", "commitment": "confirmed"}]),
+            ),
+            SubscriptionKind::SolanaLogs(filter) => ("logsSubscribe", serde_json::json!([filter])),
+        };
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    }
+
+    /// Whether items come in a numbered sequence with none skipped (blocks, slots), so that a
+    /// missing number is a gap.
+    fn is_sequence(&self) -> bool {
+        matches!(self, SubscriptionKind::NewHeads | SubscriptionKind::Slot)
+    }
+}
+
+/// Everything a subscription run needs.
+#[derive(Debug, Clone)]
+pub struct SubscribeConfig {
+    /// The `ws://` or `wss://` endpoint.
+    pub target: Target,
+    /// What each subscriber subscribes to (one subscription of each).
+    pub kinds: Vec<SubscriptionKind>,
+    /// Subscribers.
+    pub subscribers: usize,
+    /// Subscriptions per socket.
+    pub subs_per_socket: usize,
+    /// How long to listen after the subscriptions are requested.
+    pub duration: Duration,
+    /// Headers sent with every upgrade.
+    pub headers: Vec<(String, String)>,
+    /// TLS settings (wss).
+    pub tls: TlsOptions,
+    /// Time allowed to connect and upgrade.
+    pub connect_timeout: Duration,
+    /// Time allowed for a subscribe request's answer.
+    pub timeout: Duration,
+    /// Re-open a socket the server closed, and subscribe again.
+    pub reconnect: bool,
+    /// Largest message accepted.
+    pub max_message: usize,
+}
+
+/// The most subscriptions one run may hold.
+pub const MAX_SUBSCRIPTIONS: usize = 1_000_000;
+
+impl SubscribeConfig {
+    /// A run of `duration` with one subscriber and one subscription per socket.
+    pub fn new(target: Target, kinds: Vec<SubscriptionKind>, duration: Duration) -> Self {
+        Self {
+            target,
+            kinds,
+            subscribers: 1,
+            subs_per_socket: 1,
+            duration,
+            headers: Vec::new(),
+            tls: TlsOptions::default(),
+            connect_timeout: Duration::from_secs(3),
+            timeout: Duration::from_secs(5),
+            reconnect: false,
+            max_message: 16 * 1024 * 1024,
+        }
+    }
+
+    /// Checks the settings, naming the flag at fault.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.target.websocket {
+            return Err(ConfigError::new("URL", "subscriptions need a ws:// or wss:// URL"));
+        }
+        if self.kinds.is_empty() {
+            return Err(ConfigError::new("--sub", "give at least one subscription, such as --sub newHeads"));
+        }
+        if self.subscribers == 0 {
+            return Err(ConfigError::new("--subscribers", "must be at least 1"));
+        }
+        if self.subs_per_socket == 0 {
+            return Err(ConfigError::new("--subs-per-socket", "must be at least 1"));
+        }
+        if self.subscribers.saturating_mul(self.kinds.len()) > MAX_SUBSCRIPTIONS {
+            return Err(ConfigError::new(
+                "--subscribers",
+                format!("at most {MAX_SUBSCRIPTIONS} subscriptions in all"),
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err(ConfigError::new("--duration", "must be longer than zero"));
+        }
+        Ok(())
+    }
+
+    /// Every subscription of the run, in order: subscriber by subscriber, kind by kind.
+    fn subscriptions(&self) -> usize {
+        self.subscribers * self.kinds.len()
+    }
+}
+
+/// How many items' first arrivals are remembered for the fan-out lag (older ones are
+/// forgotten first; an item arriving after that long counts from its own arrival).
+const FIRST_ARRIVALS: usize = 65_536;
+
+/// The last keys each subscription remembers, to tell a duplicate from a reorder.
+const RECENT_KEYS: usize = 64;
+
+/// One subscription's state and counts.
+#[derive(Debug, Default, Clone)]
+struct SubscriptionState {
+    kind: usize,
+    active: bool,
+    last: Option<u64>,
+    recent: VecDeque<u64>,
+    notifications: u64,
+    gaps: u64,
+    duplicates: u64,
+    reorders: u64,
+}
+
+/// Per-second figures.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SubscribeSecond {
+    /// Seconds since the subscriptions were requested.
+    pub second: u64,
+    /// Notifications received in that second.
+    pub notifications: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Subscriptions active at the end of the second.
+    pub active: u64,
+    /// The largest fan-out lag seen in that second, microseconds.
+    pub lag_max_us: u64,
+}
+
+/// Everything counted during a run, shared by the socket tasks of its one thread.
+struct Collector {
+    start: Instant,
+    kinds: Vec<SubscriptionKind>,
+    subscriptions: Vec<SubscriptionState>,
+    subscribe_latency: Histogram<u64>,
+    lag: Histogram<u64>,
+    produced_lag: Histogram<u64>,
+    produced_lag_seconds: bool,
+    first_arrival: HashMap<(usize, u64), Instant>,
+    arrival_order: VecDeque<(usize, u64)>,
+    subscribe_errors: BTreeMap<String, u64>,
+    unknown_subscription: u64,
+    not_json: u64,
+    closed_by_server: BTreeMap<u16, u64>,
+    reconnects: u64,
+    sockets_opened: u64,
+    connect_errors: u64,
+    notifications: u64,
+    bytes: u64,
+    series: Vec<SubscribeSecond>,
+}
+
+impl Collector {
+    fn new(config: &SubscribeConfig, start: Instant) -> Self {
+        let kinds = config.kinds.len();
+        Self {
+            start,
+            kinds: config.kinds.clone(),
+            subscriptions: (0..config.subscriptions())
+                .map(|index| SubscriptionState { kind: index % kinds, ..SubscriptionState::default() })
+                .collect(),
+            subscribe_latency: new_histogram(),
+            lag: new_histogram(),
+            produced_lag: new_histogram(),
+            produced_lag_seconds: false,
+            first_arrival: HashMap::new(),
+            arrival_order: VecDeque::new(),
+            subscribe_errors: BTreeMap::new(),
+            unknown_subscription: 0,
+            not_json: 0,
+            closed_by_server: BTreeMap::new(),
+            reconnects: 0,
+            sockets_opened: 0,
+            connect_errors: 0,
+            notifications: 0,
+            bytes: 0,
+            series: Vec::new(),
+        }
+    }
+
+    fn second(&mut self, at: Instant) -> &mut SubscribeSecond {
+        let second = at.saturating_duration_since(self.start).as_secs();
+        // Bounded: one point per second of the run (and never past an hour's worth of gaps).
+        while self.series.last().is_none_or(|last| last.second < second) && self.series.len() < 86_400 {
+            let next = self.series.last().map_or(0, |last| last.second + 1);
+            let active = self.subscriptions.iter().filter(|s| s.active).count() as u64;
+            self.series.push(SubscribeSecond { second: next, active, ..SubscribeSecond::default() });
+        }
+        let index = self.series.len() - 1;
+        &mut self.series[index]
+    }
+
+    /// One notification for subscription `index`, arrived at `arrived`.
+    fn notification(&mut self, index: usize, item: Item, bytes: usize, arrived: Instant, wall: SystemTime) {
+        self.notifications += 1;
+        self.bytes += bytes as u64;
+        let kind = self.subscriptions[index].kind;
+        let sequence = self.kinds[kind].is_sequence();
+        let state = &mut self.subscriptions[index];
+        state.notifications += 1;
+        let key = item.key;
+        if state.recent.contains(&key) {
+            state.duplicates += 1;
+        } else {
+            match state.last {
+                Some(last) if sequence && key > last + 1 => state.gaps += key - last - 1,
+                Some(last) if sequence && key < last => {
+                    // It arrived late, not never: the gap counted when its successor came is undone.
+                    state.reorders += 1;
+                    state.gaps = state.gaps.saturating_sub(1);
+                }
+                Some(last) if !sequence && key < last => state.reorders += 1,
+                _ => {}
+            }
+            if state.recent.len() == RECENT_KEYS {
+                state.recent.pop_front();
+            }
+            state.recent.push_back(key);
+            if state.last.is_none_or(|last| key > last) {
+                state.last = Some(key);
+            }
+        }
+        let first = match self.first_arrival.get(&(kind, key)) {
+            Some(first) => *first,
+            None => {
+                if self.arrival_order.len() == FIRST_ARRIVALS {
+                    if let Some(oldest) = self.arrival_order.pop_front() {
+                        self.first_arrival.remove(&oldest);
+                    }
+                }
+                self.first_arrival.insert((kind, key), arrived);
+                self.arrival_order.push_back((kind, key));
+                arrived
+            }
+        };
+        let lag = arrived.saturating_duration_since(first).as_micros() as u64;
+        record_us(&mut self.lag, lag);
+        if let Some((produced, seconds)) = item.produced {
+            let lag = wall.duration_since(produced).unwrap_or(Duration::ZERO).as_micros() as u64;
+            record_us(&mut self.produced_lag, lag);
+            self.produced_lag_seconds |= seconds;
+        }
+        let point = self.second(arrived);
+        point.notifications += 1;
+        point.bytes += bytes as u64;
+        point.lag_max_us = point.lag_max_us.max(lag);
+    }
+
+    fn set_active(&mut self, index: usize, active: bool) {
+        self.subscriptions[index].active = active;
+    }
+}
+
+/// What a notification is about: its key (block number, slot, or a hash of its identity) and
+/// when it was produced, when it says.
+struct Item {
+    key: u64,
+    produced: Option<(SystemTime, bool)>,
+}
+
+/// The envelope of any message on a subscription socket, members borrowed raw.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<NotificationParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct NotificationParams<'a> {
+    #[serde(borrow)]
+    subscription: &'a RawValue,
+    #[serde(borrow)]
+    result: &'a RawValue,
+}
+
+/// The members of a notification's `result` the figures need (the rest is skipped).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ItemFields<'a> {
+    #[serde(default)]
+    number: Option<&'a str>,
+    #[serde(default)]
+    timestamp: Option<&'a str>,
+    #[serde(default)]
+    slot: Option<u64>,
+    #[serde(default)]
+    block_number: Option<&'a str>,
+    #[serde(default)]
+    log_index: Option<&'a str>,
+    #[serde(default)]
+    context: Option<SlotContext>,
+    #[serde(default, rename = "rpcbenchProducedAt")]
+    produced_at: Option<u64>,
+    #[serde(borrow, default)]
+    value: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct SlotContext {
+    slot: u64,
+}
+
+/// Records microseconds into a histogram that grows to fit them (`saturating_record` would
+/// clamp to the histogram's current range instead of growing it).
+fn record_us(histogram: &mut Histogram<u64>, micros: u64) {
+    if histogram.record(micros).is_err() {
+        histogram.saturating_record(micros);
+    }
+}
+
+fn hex(text: &str) -> Option<u64> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+}
+
+fn fingerprint(bytes: &[u8]) -> u64 {
+    // FNV-1a: a stable 64-bit identity for items without a number (transactions, log lines).
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The item a notification's `result` carries for `kind`.
+fn item(kind: &SubscriptionKind, result: &RawValue) -> Item {
+    let text = result.get();
+    let fields: ItemFields<'_> = if text.starts_with('{') {
+        serde_json::from_str(text).unwrap_or_default()
+    } else {
+        ItemFields::default()
+    };
+    let exact = fields.produced_at.map(|micros| (UNIX_EPOCH + Duration::from_micros(micros), false));
+    let key = match kind {
+        SubscriptionKind::NewHeads => fields.number.and_then(hex),
+        SubscriptionKind::Slot => fields.slot,
+        SubscriptionKind::Logs(_) => {
+            match (fields.block_number.and_then(hex), fields.log_index.and_then(hex)) {
+                (Some(block), Some(index)) => Some(block << 20 | index),
+                _ => None,
+            }
+        }
+        SubscriptionKind::Account(_) => fields.context.as_ref().map(|context| context.slot),
+        SubscriptionKind::SolanaLogs(_) => fields.value.map(|value| fingerprint(value.get().as_bytes())),
+        SubscriptionKind::NewPendingTransactions => None,
+    };
+    let produced = exact.or_else(|| match kind {
+        SubscriptionKind::NewHeads => {
+            fields.timestamp.and_then(hex).map(|seconds| (UNIX_EPOCH + Duration::from_secs(seconds), true))
+        }
+        _ => None,
+    });
+    Item { key: key.unwrap_or_else(|| fingerprint(text.as_bytes())), produced }
+}
+
+/// Why a subscription run could not start.
+#[derive(Debug)]
+pub enum SubscribeError {
+    /// A setting is not usable.
+    Config(ConfigError),
+    /// The target could not be resolved or TLS prepared.
+    Setup(String),
+    /// The runtime could not start.
+    Runtime(std::io::Error),
+}
+
+impl fmt::Display for SubscribeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeError::Config(err) => err.fmt(f),
+            SubscribeError::Setup(message) => f.write_str(message),
+            SubscribeError::Runtime(err) => write!(f, "cannot start: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for SubscribeError {}
+
+/// Runs the subscriptions until the duration is over (or `stop`), then reports.
+pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeReport, SubscribeError> {
+    config.validate().map_err(SubscribeError::Config)?;
+    let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
+        .map_err(|err| SubscribeError::Setup(err.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(SubscribeError::Runtime)?;
+    let local = tokio::task::LocalSet::new();
+    let start = Instant::now();
+    let collector = Rc::new(RefCell::new(Collector::new(config, start)));
+    let end = start + config.duration;
+    let sockets = config.subscriptions().div_ceil(config.subs_per_socket);
+    let shared = Arc::new(config.clone());
+    local.block_on(&runtime, async {
+        for socket in 0..sockets {
+            let first = socket * config.subs_per_socket;
+            let last = (first + config.subs_per_socket).min(config.subscriptions());
+            tokio::task::spawn_local(socket_task(
+                shared.clone(),
+                connector.clone(),
+                first..last,
+                collector.clone(),
+                end,
+            ));
+        }
+        while Instant::now() < end && !stop.is_stopped() {
+            tokio::time::sleep(Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())))
+                .await;
+        }
+    });
+    drop(local);
+    let elapsed = start.elapsed();
+    let collector = collector.borrow();
+    Ok(SubscribeReport::new(config, &collector, elapsed, stop.is_stopped()))
+}
+
+/// One socket: connect, subscribe its share, read until the end; with `reconnect`, again after
+/// the server closes it.
+async fn socket_task(
+    config: Arc<SubscribeConfig>,
+    connector: Connector,
+    share: std::ops::Range<usize>,
+    collector: Rc<RefCell<Collector>>,
+    end: Instant,
+) {
+    let mut attempt = 0u64;
+    loop {
+        if Instant::now() >= end {
+            return;
+        }
+        if attempt > 0 {
+            collector.borrow_mut().reconnects += 1;
+        }
+        attempt += 1;
+        let closed = serve_socket(&config, &connector, share.clone(), &collector, end).await;
+        for index in share.clone() {
+            collector.borrow_mut().set_active(index, false);
+        }
+        match closed {
+            Some(code) => *collector.borrow_mut().closed_by_server.entry(code).or_default() += 1,
+            None => return,
+        }
+        if !config.reconnect {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Connects, subscribes and reads; returns the close code when the server ended the socket
+/// (1006 without a close frame), `None` when the run's time was up.
+async fn serve_socket(
+    config: &SubscribeConfig,
+    connector: &Connector,
+    share: std::ops::Range<usize>,
+    collector: &Rc<RefCell<Collector>>,
+    end: Instant,
+) -> Option<u16> {
+    let upgraded = async {
+        let stream = connector.connect().await.ok()?;
+        let target = &config.target;
+        let scheme = if target.scheme == crate::settings::Scheme::Https { "wss" } else { "ws" };
+        let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
+        let mut request = url.into_client_request().ok()?;
+        if let Some(credentials) = target.basic_authorization() {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, http::HeaderValue::from_str(credentials).ok()?);
+        }
+        for (name, value) in &config.headers {
+            let name = http::header::HeaderName::from_bytes(name.as_bytes()).ok()?;
+            let value = http::HeaderValue::from_str(value).ok()?;
+            request.headers_mut().append(name, value);
+        }
+        let settings = WebSocketConfig::default()
+            .max_message_size(Some(config.max_message))
+            .max_frame_size(Some(config.max_message));
+        tokio_tungstenite::client_async_with_config(request, stream, Some(settings)).await.ok()
+    };
+    let Ok(Some((socket, _))) = tokio::time::timeout(config.connect_timeout, upgraded).await else {
+        collector.borrow_mut().connect_errors += 1;
+        tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
+            .await;
+        return if Instant::now() >= end { None } else { Some(1006) };
+    };
+    collector.borrow_mut().sockets_opened += 1;
+    let (mut writer, mut reader) = socket.split();
+    // Request id = position in the share + 1; answered ids map to subscription ids.
+    let mut sent_at: Vec<Option<Instant>> = vec![None; share.len()];
+    for (position, index) in share.clone().enumerate() {
+        let kind = &config.kinds[collector.borrow().subscriptions[index].kind];
+        sent_at[position] = Some(Instant::now());
+        if writer.send(Message::Text(kind.request(position as u64 + 1).into())).await.is_err() {
+            return Some(1006);
+        }
+    }
+    let mut by_subscription: HashMap<Box<str>, usize> = HashMap::with_capacity(share.len());
+    let deadline = tokio::time::sleep_until(end.into());
+    tokio::pin!(deadline);
+    loop {
+        let message = tokio::select! {
+            () = &mut deadline => return None,
+            message = reader.next() => message,
+        };
+        let arrived = Instant::now();
+        let wall = SystemTime::now();
+        let bytes = match message {
+            None => return Some(1006),
+            Some(Ok(Message::Text(text))) => tungstenite::Bytes::from(text),
+            Some(Ok(Message::Binary(bytes))) => bytes,
+            Some(Ok(Message::Close(frame))) => {
+                return Some(frame.map_or(1005, |frame| u16::from(frame.code)))
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(_)) => return Some(1006),
+        };
+        let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(&bytes) else {
+            collector.borrow_mut().not_json += 1;
+            continue;
+        };
+        let mut counts = collector.borrow_mut();
+        if let Some(params) = envelope.params {
+            match by_subscription.get(params.subscription.get()) {
+                Some(&index) => {
+                    let kind = counts.subscriptions[index].kind;
+                    let item = item(&counts.kinds[kind], params.result);
+                    counts.notification(index, item, bytes.len(), arrived, wall);
+                }
+                None => counts.unknown_subscription += 1,
+            }
+            continue;
+        }
+        // An answer to a subscribe request.
+        let position =
+            envelope.id.and_then(|id| id.get().parse::<usize>().ok()).and_then(|id| id.checked_sub(1));
+        let Some(position) = position.filter(|&position| position < share.len()) else {
+            counts.unknown_subscription += 1;
+            continue;
+        };
+        let Some(sent) = sent_at[position].take() else { continue };
+        let index = share.start + position;
+        match (envelope.result, envelope.error) {
+            (Some(result), None) => {
+                let latency = arrived.saturating_duration_since(sent).as_micros() as u64;
+                record_us(&mut counts.subscribe_latency, latency);
+                by_subscription.insert(result.get().into(), index);
+                counts.set_active(index, true);
+            }
+            (_, error) => {
+                let code = error
+                    .and_then(|error| serde_json::from_str::<Value>(error.get()).ok())
+                    .and_then(|error| error.get("code").and_then(Value::as_i64))
+                    .map_or("invalid answer".to_string(), |code| code.to_string());
+                if counts.subscribe_errors.len() < 32 || counts.subscribe_errors.contains_key(&code) {
+                    *counts.subscribe_errors.entry(code).or_default() += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Everything a subscription run reports.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SubscribeReport {
+    /// Layout version.
+    pub subscribe_report_version: u32,
+    /// The tool that made it.
+    pub tool: String,
+    /// The target URL, secrets redacted.
+    pub target: String,
+    /// The subscriptions of each subscriber, by kind.
+    pub kinds: Vec<String>,
+    /// Subscribers.
+    pub subscribers: u64,
+    /// Subscriptions in all, and per socket.
+    pub subscriptions: u64,
+    /// Subscriptions per socket.
+    pub subs_per_socket: u64,
+    /// Requested duration, microseconds.
+    pub duration_us: u64,
+    /// Measured time, microseconds.
+    pub elapsed_us: u64,
+    /// Stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// Subscriptions the server confirmed.
+    pub subscribed: u64,
+    /// Subscribe requests answered with an error, by JSON-RPC code.
+    pub subscribe_errors: BTreeMap<String, u64>,
+    /// Subscribe request to subscription id.
+    pub subscribe_latency: LatencyReport,
+    /// Subscriptions active when the run ended.
+    pub active_at_end: u64,
+    /// Notifications received.
+    pub notifications: u64,
+    /// Notifications per second over the measured time.
+    pub notifications_per_sec: f64,
+    /// Per subscription and second, on average.
+    pub notifications_per_sub_per_sec: f64,
+    /// Bytes of notifications.
+    pub bytes: u64,
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// Fan-out lag: from the earliest arrival of an item at any subscriber to its arrival here.
+    pub lag: LatencyReport,
+    /// Production lag: arrival minus the item's production time, when it carries one.
+    pub produced_lag: Option<LatencyReport>,
+    /// `exact` (the mock's `rpcbenchProducedAt`) or `seconds` (a block header's timestamp).
+    pub produced_lag_precision: Option<String>,
+    /// Block numbers or slots never received, over every subscription.
+    pub gaps: u64,
+    /// Items received twice by one subscription.
+    pub duplicates: u64,
+    /// Items received after a later one.
+    pub reorders: u64,
+    /// Notifications for a subscription id nobody holds, and answers to no request.
+    pub unknown_subscription: u64,
+    /// Messages that were not JSON.
+    pub not_json: u64,
+    /// Sockets the server closed, by close code (1006: without a close frame).
+    pub closed_by_server: BTreeMap<String, u64>,
+    /// Sockets opened.
+    pub sockets_opened: u64,
+    /// Sockets that could not be opened (connect or upgrade failed).
+    pub connect_errors: u64,
+    /// Re-opened sockets (`--reconnect`).
+    pub reconnects: u64,
+    /// Per kind: notifications, gaps, duplicates.
+    pub per_kind: Vec<KindFigures>,
+    /// Per second.
+    pub series: Vec<SubscribeSecond>,
+    /// Threshold verdicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::report::ThresholdResult>,
+}
+
+/// One kind's figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KindFigures {
+    /// The kind.
+    pub kind: String,
+    /// Its subscriptions.
+    pub subscriptions: u64,
+    /// Their notifications.
+    pub notifications: u64,
+    /// Their gaps.
+    pub gaps: u64,
+    /// Their duplicates.
+    pub duplicates: u64,
+    /// Their reorders.
+    pub reorders: u64,
+}
+
+impl SubscribeReport {
+    fn new(config: &SubscribeConfig, collector: &Collector, elapsed: Duration, interrupted: bool) -> Self {
+        let seconds = elapsed.as_secs_f64().max(1e-9);
+        let sum = |f: fn(&SubscriptionState) -> u64| collector.subscriptions.iter().map(f).sum::<u64>();
+        let subscriptions = collector.subscriptions.len() as u64;
+        let per_kind = config
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(kind, spec)| {
+                let mine = collector.subscriptions.iter().filter(|s| s.kind == kind);
+                let mut figures = KindFigures {
+                    kind: spec.name().to_string(),
+                    subscriptions: 0,
+                    notifications: 0,
+                    gaps: 0,
+                    duplicates: 0,
+                    reorders: 0,
+                };
+                for state in mine {
+                    figures.subscriptions += 1;
+                    figures.notifications += state.notifications;
+                    figures.gaps += state.gaps;
+                    figures.duplicates += state.duplicates;
+                    figures.reorders += state.reorders;
+                }
+                figures
+            })
+            .collect();
+        let has_produced = !collector.produced_lag.is_empty();
+        Self {
+            subscribe_report_version: 1,
+            tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
+            target: config.target.redacted(),
+            kinds: config.kinds.iter().map(|kind| kind.name().to_string()).collect(),
+            subscribers: config.subscribers as u64,
+            subscriptions,
+            subs_per_socket: config.subs_per_socket as u64,
+            duration_us: config.duration.as_micros() as u64,
+            elapsed_us: elapsed.as_micros() as u64,
+            interrupted,
+            subscribed: collector.subscribe_latency.len(),
+            subscribe_errors: collector.subscribe_errors.clone(),
+            subscribe_latency: LatencyReport::from_histogram(&collector.subscribe_latency),
+            active_at_end: collector.subscriptions.iter().filter(|s| s.active).count() as u64,
+            notifications: collector.notifications,
+            notifications_per_sec: collector.notifications as f64 / seconds,
+            notifications_per_sub_per_sec: collector.notifications as f64
+                / seconds
+                / subscriptions.max(1) as f64,
+            bytes: collector.bytes,
+            bytes_per_sec: collector.bytes as f64 / seconds,
+            lag: LatencyReport::from_histogram(&collector.lag),
+            produced_lag: has_produced.then(|| LatencyReport::from_histogram(&collector.produced_lag)),
+            produced_lag_precision: has_produced
+                .then(|| if collector.produced_lag_seconds { "seconds" } else { "exact" }.to_string()),
+            gaps: sum(|s| s.gaps),
+            duplicates: sum(|s| s.duplicates),
+            reorders: sum(|s| s.reorders),
+            unknown_subscription: collector.unknown_subscription,
+            not_json: collector.not_json,
+            closed_by_server: collector
+                .closed_by_server
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            sockets_opened: collector.sockets_opened,
+            connect_errors: collector.connect_errors,
+            reconnects: collector.reconnects,
+            per_kind,
+            series: collector.series.clone(),
+            thresholds: Vec::new(),
+        }
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        let json = serde_json::to_string_pretty(self).expect("a report always serializes");
+        crate::printable::escape_controls(&json).into_owned()
+    }
+
+    /// Judges `thresholds` (`lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`,
+    /// `gaps < 1`, `duplicates < 1`, `reorders < 1`) and keeps the verdicts; whether all passed.
+    pub fn judge(&mut self, thresholds: &[SubscribeThreshold]) -> bool {
+        self.thresholds = thresholds.iter().map(|threshold| threshold.judge(self)).collect();
+        self.thresholds.iter().all(|result| result.passed)
+    }
+
+    /// The text report.
+    pub fn render_text(&self) -> String {
+        use crate::units::format_micros;
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let us = |v: u64| format_micros(v as f64);
+        let _ = writeln!(out, "{} subscribe {} against {}", self.tool, self.kinds.join(", "), self.target);
+        let _ = writeln!(
+            out,
+            "{} subscriber(s), {} subscription(s), {} per socket, {}",
+            self.subscribers,
+            self.subscriptions,
+            self.subs_per_socket,
+            us(self.duration_us)
+        );
+        if self.interrupted {
+            let _ = writeln!(out, "INTERRUPTED: figures cover the {} before the stop", us(self.elapsed_us));
+        }
+        let _ = writeln!(
+            out,
+            "  Subscribed: {} of {} (errors {}), active at the end {}; subscribe latency p50 {} p99 {} max {}",
+            self.subscribed,
+            self.subscriptions,
+            self.subscribe_errors.values().sum::<u64>(),
+            self.active_at_end,
+            us(self.subscribe_latency.percentile("p50")),
+            us(self.subscribe_latency.percentile("p99")),
+            us(self.subscribe_latency.max_us)
+        );
+        let _ = writeln!(
+            out,
+            "  Notifications: {} ({:.2}/s, {:.3}/s per subscription), {:.2} KB/s",
+            self.notifications,
+            self.notifications_per_sec,
+            self.notifications_per_sub_per_sec,
+            self.bytes_per_sec / 1e3
+        );
+        let _ = writeln!(
+            out,
+            "  Fan-out lag (from the first subscriber's arrival): p50 {} p90 {} p99 {} max {}",
+            us(self.lag.percentile("p50")),
+            us(self.lag.percentile("p90")),
+            us(self.lag.percentile("p99")),
+            us(self.lag.max_us)
+        );
+        if let (Some(lag), Some(precision)) = (&self.produced_lag, &self.produced_lag_precision) {
+            let _ = writeln!(
+                out,
+                "  Lag behind production ({precision}): p50 {} p90 {} p99 {} max {}",
+                us(lag.percentile("p50")),
+                us(lag.percentile("p90")),
+                us(lag.percentile("p99")),
+                us(lag.max_us)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  Correctness: gaps {}, duplicates {}, reorders {}, unknown subscription {}, not JSON {}",
+            self.gaps, self.duplicates, self.reorders, self.unknown_subscription, self.not_json
+        );
+        let closes: Vec<String> =
+            self.closed_by_server.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+        let _ = writeln!(
+            out,
+            "  Sockets: {} opened, {} failed to open, closed by the server {}, reconnects {}",
+            self.sockets_opened,
+            self.connect_errors,
+            if closes.is_empty() { "0".to_string() } else { closes.join(", ") },
+            self.reconnects
+        );
+        if self.per_kind.len() > 1 {
+            for kind in &self.per_kind {
+                let _ = writeln!(
+                    out,
+                    "    {:<24} {} subscriptions, {} notifications, gaps {}, duplicates {}, reorders {}",
+                    kind.kind,
+                    kind.subscriptions,
+                    kind.notifications,
+                    kind.gaps,
+                    kind.duplicates,
+                    kind.reorders
+                );
+            }
+        }
+        if !self.thresholds.is_empty() {
+            let _ = writeln!(out, "  Thresholds:");
+            for result in &self.thresholds {
+                let verdict = if result.passed { "ok    " } else { "FAILED" };
+                let _ = writeln!(out, "    {verdict}  {} (measured {})", result.threshold, result.actual);
+            }
+        }
+        out
+    }
+}
+
+/// A condition on a subscription run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscribeThreshold {
+    text: String,
+    metric: SubscribeMetric,
+    limit: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum SubscribeMetric {
+    Lag(String),
+    ProducedLag(String),
+    Subscribe(String),
+    Gaps,
+    Duplicates,
+    Reorders,
+}
+
+impl SubscribeThreshold {
+    /// Parses `lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`, `gaps < 1`,
+    /// `duplicates < 1` or `reorders < 1`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (left, right) = text
+            .split_once('<')
+            .ok_or_else(|| format!("'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'"))?;
+        let words: Vec<&str> = left.split_whitespace().collect();
+        let right = right.trim();
+        let percentile = |word: Option<&&str>| -> Result<String, String> {
+            let name = word.copied().unwrap_or("p99");
+            if crate::report::PERCENTILES.iter().any(|(known, _)| *known == name) {
+                Ok(name.to_string())
+            } else {
+                Err(format!("'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)"))
+            }
+        };
+        let duration = || -> Result<f64, String> {
+            crate::units::parse_duration(right)
+                .map(|limit| limit.as_micros() as f64)
+                .map_err(|err| format!("'{text}': {err}"))
+        };
+        let count = || -> Result<f64, String> {
+            right
+                .parse::<u64>()
+                .map(|n| n as f64)
+                .map_err(|_| format!("'{text}': expected a count after '<'"))
+        };
+        let (metric, limit) = match words.first().copied() {
+            Some("lag") => (SubscribeMetric::Lag(percentile(words.get(1))?), duration()?),
+            Some("produced-lag") => (SubscribeMetric::ProducedLag(percentile(words.get(1))?), duration()?),
+            Some("subscribe") => (SubscribeMetric::Subscribe(percentile(words.get(1))?), duration()?),
+            Some("gaps") if words.len() == 1 => (SubscribeMetric::Gaps, count()?),
+            Some("duplicates") if words.len() == 1 => (SubscribeMetric::Duplicates, count()?),
+            Some("reorders") if words.len() == 1 => (SubscribeMetric::Reorders, count()?),
+            _ => {
+                return Err(format!(
+                    "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
+                ))
+            }
+        };
+        Ok(Self { text: text.trim().to_string(), metric, limit })
+    }
+
+    fn judge(&self, report: &SubscribeReport) -> crate::report::ThresholdResult {
+        use crate::units::format_micros;
+        let (actual, shown) = match &self.metric {
+            SubscribeMetric::Lag(p) => {
+                let v = report.lag.percentile(p) as f64;
+                (v, format_micros(v))
+            }
+            SubscribeMetric::ProducedLag(p) => {
+                let v = report.produced_lag.as_ref().map_or(f64::INFINITY, |lag| lag.percentile(p) as f64);
+                (
+                    v,
+                    if v.is_finite() {
+                        format_micros(v)
+                    } else {
+                        "none (no item said when it was produced)".into()
+                    },
+                )
+            }
+            SubscribeMetric::Subscribe(p) => {
+                let v = report.subscribe_latency.percentile(p) as f64;
+                (v, format_micros(v))
+            }
+            SubscribeMetric::Gaps => (report.gaps as f64, report.gaps.to_string()),
+            SubscribeMetric::Duplicates => (report.duplicates as f64, report.duplicates.to_string()),
+            SubscribeMetric::Reorders => (report.reorders as f64, report.reorders.to_string()),
+        };
+        let passed = actual < self.limit;
+        let exceeded_by = if passed {
+            String::new()
+        } else if matches!(
+            self.metric,
+            SubscribeMetric::Gaps | SubscribeMetric::Duplicates | SubscribeMetric::Reorders
+        ) {
+            format!("{}", actual - self.limit + 1.0)
+        } else if actual.is_finite() {
+            format_micros(actual - self.limit)
+        } else {
+            "no value".to_string()
+        };
+        crate::report::ThresholdResult { threshold: self.text.clone(), passed, actual: shown, exceeded_by }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscription_kinds_parse_and_bad_ones_are_named() {
+        assert_eq!(SubscriptionKind::parse("newHeads"), Ok(SubscriptionKind::NewHeads));
+        assert_eq!(SubscriptionKind::parse("slot"), Ok(SubscriptionKind::Slot));
+        assert_eq!(
+            SubscriptionKind::parse(r#"logs:{"address":"0xaa"}"#),
+            Ok(SubscriptionKind::Logs(serde_json::json!({"address": "0xaa"})))
+        );
+        assert_eq!(SubscriptionKind::parse("account:Abc"), Ok(SubscriptionKind::Account("Abc".into())));
+        assert!(SubscriptionKind::parse("newBlocks")
+            .unwrap_err()
+            .contains("unknown subscription 'newBlocks'"));
+        assert!(SubscriptionKind::parse("logs:{nope").unwrap_err().contains("not JSON"));
+        assert!(SubscriptionKind::parse("account").is_err());
+        assert!(SubscriptionKind::parse("slot:3").is_err());
+    }
+
+    #[test]
+    fn gaps_duplicates_and_reorders_are_counted_exactly() {
+        let target = Target::parse("ws://127.0.0.1:1/").unwrap();
+        let config = SubscribeConfig::new(target, vec![SubscriptionKind::Slot], Duration::from_secs(1));
+        let start = Instant::now();
+        let mut collector = Collector::new(&config, start);
+        let wall = SystemTime::now();
+        // 1, 2, 4 (gap 3), 4 (duplicate), 3 (late: a reorder, not a gap), 7 (gaps 5, 6).
+        for key in [1, 2, 4, 4, 3, 7] {
+            collector.notification(0, Item { key, produced: None }, 10, start, wall);
+        }
+        let state = &collector.subscriptions[0];
+        assert_eq!((state.gaps, state.duplicates, state.reorders), (2, 1, 1));
+        assert_eq!(collector.notifications, 6);
+    }
+
+    #[test]
+    fn fan_out_lag_counts_from_the_first_arrival() {
+        let target = Target::parse("ws://127.0.0.1:1/").unwrap();
+        let mut config =
+            SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_secs(1));
+        config.subscribers = 2;
+        let start = Instant::now();
+        let mut collector = Collector::new(&config, start);
+        let wall = SystemTime::now();
+        collector.notification(0, Item { key: 9, produced: None }, 10, start, wall);
+        collector.notification(
+            1,
+            Item { key: 9, produced: None },
+            10,
+            start + Duration::from_millis(30),
+            wall,
+        );
+        assert_eq!(collector.lag.len(), 2);
+        assert!(collector.lag.max() >= 29_900 && collector.lag.max() <= 30_100, "{}", collector.lag.max());
+    }
+
+    #[test]
+    fn items_carry_their_key_and_production_time() {
+        let header = RawValue::from_string(
+            r#"{"number":"0x3e9","timestamp":"0x10","rpcbenchProducedAt":5000000}"#.into(),
+        )
+        .unwrap();
+        let parsed = item(&SubscriptionKind::NewHeads, &header);
+        assert_eq!(parsed.key, 1001);
+        assert_eq!(parsed.produced, Some((UNIX_EPOCH + Duration::from_secs(5), false)));
+        let no_stamp = RawValue::from_string(r#"{"number":"0x3e9","timestamp":"0x10"}"#.into()).unwrap();
+        assert_eq!(
+            item(&SubscriptionKind::NewHeads, &no_stamp).produced,
+            Some((UNIX_EPOCH + Duration::from_secs(16), true))
+        );
+        let slot = RawValue::from_string(r#"{"parent":1,"root":0,"slot":2}"#.into()).unwrap();
+        assert_eq!(item(&SubscriptionKind::Slot, &slot).key, 2);
+    }
+
+    #[test]
+    fn thresholds_parse_and_judge() {
+        assert!(SubscribeThreshold::parse("lag p99 < 500ms").is_ok());
+        assert!(SubscribeThreshold::parse("gaps < 1").is_ok());
+        assert!(SubscribeThreshold::parse("lag p42 < 1s").unwrap_err().contains("unknown percentile"));
+        assert!(SubscribeThreshold::parse("speed < 1").unwrap_err().contains("unknown metric"));
+        assert!(SubscribeThreshold::parse("lag p99").is_err());
+    }
+}

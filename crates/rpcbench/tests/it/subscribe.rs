@@ -1,0 +1,112 @@
+//! `rpcbench subscribe` through the library against the mock nodes' WebSocket server on
+//! 127.0.0.1: consecutive blocks and slots without gaps, lag behind production, dropped and
+//! duplicated notifications counted, subscribe errors, thresholds.
+
+use std::time::Duration;
+
+use rpcbench::engine::config::Target;
+use rpcbench::engine::StopHandle;
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+use rpcbench::subscribe::{run, SubscribeConfig, SubscribeReport, SubscribeThreshold, SubscriptionKind};
+
+fn node(chain: Chain, options: impl FnOnce(&mut MockOptions)) -> MockServer {
+    let mut settings = MockOptions::new(chain);
+    settings.slot_time = Duration::from_millis(20);
+    options(&mut settings);
+    MockServer::start(settings).expect("the mock starts")
+}
+
+fn subscribe(server: &MockServer, kinds: &[&str], subscribers: usize, millis: u64) -> SubscribeReport {
+    let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
+    let kinds = kinds.iter().map(|kind| SubscriptionKind::parse(kind).unwrap()).collect();
+    let mut config = SubscribeConfig::new(target, kinds, Duration::from_millis(millis));
+    config.subscribers = subscribers;
+    config.subs_per_socket = 4;
+    run(&config, &StopHandle::new()).expect("the subscriptions run")
+}
+
+fn schema_check(report: &SubscribeReport) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/subscribe.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let messages: Vec<String> = match schema.validate(&value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "the report does not match the schema:\n{}", messages.join("\n"));
+}
+
+#[test]
+fn new_heads_arrive_at_every_subscriber_without_gaps_and_with_exact_production_lag() {
+    let server = node(Chain::Ethereum, |_| {});
+    let report = subscribe(&server, &["newHeads"], 10, 600);
+    assert_eq!(report.subscribed, 10, "{}", report.render_text());
+    assert_eq!(report.active_at_end, 10);
+    assert!(report.notifications >= 10 * 15, "{}", report.render_text());
+    assert_eq!((report.gaps, report.duplicates, report.reorders), (0, 0, 0), "{}", report.render_text());
+    assert_eq!(report.produced_lag_precision.as_deref(), Some("exact"));
+    assert_eq!(report.lag.count, report.notifications);
+    assert_eq!(report.unknown_subscription + report.not_json, 0);
+    schema_check(&report);
+    let text = report.render_text();
+    assert!(text.contains("Lag behind production (exact)"), "{text}");
+}
+
+#[test]
+fn solana_slots_and_accounts_are_counted_per_kind() {
+    let server = node(Chain::Solana, |_| {});
+    let report = subscribe(&server, &["slot", "account:11111111111111111111111111111111"], 3, 400);
+    assert_eq!(report.subscriptions, 6);
+    assert_eq!(report.subscribed, 6, "{}", report.render_text());
+    assert_eq!(report.per_kind.len(), 2);
+    assert!(report.per_kind.iter().all(|kind| kind.notifications > 0), "{:?}", report.per_kind);
+    assert_eq!(report.gaps, 0, "{}", report.render_text());
+    schema_check(&report);
+}
+
+#[test]
+fn dropped_notifications_show_as_gaps_and_duplicates_as_duplicates() {
+    let server = node(Chain::Ethereum, |options| options.ws_drop = 0.3);
+    let report = subscribe(&server, &["newHeads"], 8, 800);
+    let dropped = server.ws_stats().notifications_dropped;
+    // A drop before a subscription's first notification or after its last cannot be seen as a
+    // gap; every other one is one gap exactly.
+    assert!(report.gaps > 0 && report.gaps <= dropped, "gaps {} dropped {dropped}", report.gaps);
+    assert_eq!(report.duplicates, 0);
+    drop(server);
+
+    let server = node(Chain::Ethereum, |options| options.ws_duplicate = 1.0);
+    let report = subscribe(&server, &["newHeads"], 4, 500);
+    assert!(report.notifications > 0);
+    assert_eq!(
+        report.duplicates * 2,
+        report.notifications - report.notifications % 2,
+        "{}",
+        report.render_text()
+    );
+    assert_eq!(report.gaps, 0);
+}
+
+#[test]
+fn a_subscription_the_node_refuses_is_counted_by_error_code() {
+    // The Solana node has no eth_subscribe.
+    let server = node(Chain::Solana, |_| {});
+    let report = subscribe(&server, &["newHeads"], 2, 200);
+    assert_eq!(report.subscribed, 0);
+    assert_eq!(report.subscribe_errors.values().sum::<u64>(), 2, "{:?}", report.subscribe_errors);
+    assert_eq!(report.notifications, 0);
+}
+
+#[test]
+fn thresholds_judge_the_lag_and_the_gaps() {
+    let server = node(Chain::Ethereum, |_| {});
+    let mut report = subscribe(&server, &["newHeads"], 2, 300);
+    let passing =
+        [SubscribeThreshold::parse("gaps < 1").unwrap(), SubscribeThreshold::parse("lag p99 < 10s").unwrap()];
+    assert!(report.judge(&passing), "{}", report.render_text());
+    let failing = [SubscribeThreshold::parse("lag p50 < 0ms").unwrap()];
+    assert!(!report.judge(&failing));
+    assert!(report.render_text().contains("FAILED  lag p50 < 0ms"), "{}", report.render_text());
+    schema_check(&report);
+}
