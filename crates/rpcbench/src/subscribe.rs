@@ -597,6 +597,7 @@ async fn serve_socket(
             request.headers_mut().append(name, value);
         }
         let settings = WebSocketConfig::default()
+            .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
             .max_message_size(Some(config.max_message))
             .max_frame_size(Some(config.max_message));
         tokio_tungstenite::client_async_with_config(request, stream, Some(settings)).await.ok()

@@ -479,6 +479,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     _slot: ConnectionSlot,
 ) {
     let config = WebSocketConfig::default()
+        .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
         .max_message_size(Some(shared.max_body_bytes))
         .max_frame_size(Some(shared.max_body_bytes))
         // Each message goes to the socket at once, so unsent notifications stay in our queue.

@@ -62,7 +62,7 @@ impl Upgrade {
 #[derive(Debug)]
 struct SharedSocket {
     writer: tokio::sync::Mutex<SplitSink<Socket, Message>>,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    waiting: Mutex<Waiters>,
     /// The socket can take no new request (closed, failed).
     ended: AtomicBool,
 }
@@ -134,7 +134,10 @@ impl WebSocket {
             headers.push(("User-Agent".into(), concat!("rpcbench/", env!("CARGO_PKG_VERSION")).into()));
         }
         let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
-        let config = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+        let config = WebSocketConfig::default()
+            .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
+            .max_message_size(Some(limit))
+            .max_frame_size(Some(limit));
         Self {
             connector,
             upgrade: Arc::new(Upgrade { url, headers }),
@@ -166,7 +169,7 @@ impl WebSocket {
         let (writer, reader) = socket.split();
         let shared = Arc::new(SharedSocket {
             writer: tokio::sync::Mutex::new(writer),
-            waiting: Mutex::new(HashMap::with_capacity(self.in_flight)),
+            waiting: Mutex::new(Waiters::with_capacity_and_hasher(self.in_flight, Default::default())),
             ended: AtomicBool::new(false),
         });
         tokio::spawn(read_answers(reader, shared.clone(), self.pool.clone()));
@@ -223,15 +226,18 @@ async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>
             }
             Err(_) => break WireError::Closed,
         };
-        let id = match jsonrpc::scan_response(&text) {
-            Ok(scanned) => match scanned.id {
-                ScannedId::Number(id) => Some(id),
-                _ => None,
+        let id = match leading_id(&text) {
+            Some(id) => Some(id),
+            None => match jsonrpc::scan_response(&text) {
+                Ok(scanned) => match scanned.id {
+                    ScannedId::Number(id) => Some(id),
+                    _ => None,
+                },
+                Err(_) => {
+                    pool.stray_not_json.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
             },
-            Err(_) => {
-                pool.stray_not_json.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
         };
         let waiter = id.and_then(|id| {
             let mut waiting = socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -353,6 +359,38 @@ impl Lane for RequestSlot {
     }
 }
 
+/// The id of an answer that starts `{"jsonrpc":"2.0","id":N,` or `{"id":N,` (how nodes write
+/// them), read without scanning the rest; `None` sends the answer to the full scan.
+fn leading_id(text: &[u8]) -> Option<u64> {
+    let rest =
+        text.strip_prefix(b"{\"jsonrpc\":\"2.0\",\"id\":").or_else(|| text.strip_prefix(b"{\"id\":"))?;
+    let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 || rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    rest[..digits].iter().try_fold(0u64, |id, digit| id.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
+}
+
+/// Hashes request ids (unique numbers) with one multiplication instead of SipHash.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Waiters = HashMap<u64, oneshot::Sender<Answer>, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`).
 fn request_id(body: &[u8]) -> Option<u64> {
     let at = memchr::memmem::find(body, b"\"id\":")? + 5;
@@ -363,6 +401,16 @@ fn request_id(body: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leading_id_is_read_without_a_scan_and_anything_else_is_left_to_it() {
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":42,"result":"0x1"}"#), Some(42));
+        assert_eq!(leading_id(br#"{"id":7,"jsonrpc":"2.0","result":1}"#), Some(7));
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","result":{"id":5},"id":7}"#), None);
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":"7","result":1}"#), None);
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":99999999999999999999,"result":1}"#), None);
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":12}"#), None);
+    }
 
     #[test]
     fn the_request_id_is_read_from_the_body_the_protocol_wrote() {
