@@ -556,13 +556,14 @@ async fn socket_task(
             collector.borrow_mut().reconnects += 1;
         }
         attempt += 1;
-        let closed = serve_socket(&config, &connector, share.clone(), &collector, end).await;
+        let ended = serve_socket(&config, &connector, share.clone(), &collector, end).await;
         for index in share.clone() {
             collector.borrow_mut().set_active(index, false);
         }
-        match closed {
-            Some(code) => *collector.borrow_mut().closed_by_server.entry(code).or_default() += 1,
-            None => return,
+        match ended {
+            SocketEnd::Closed(code) => *collector.borrow_mut().closed_by_server.entry(code).or_default() += 1,
+            SocketEnd::NotOpened => {}
+            SocketEnd::TimeUp => return,
         }
         if !config.reconnect {
             return;
@@ -571,15 +572,24 @@ async fn socket_task(
     }
 }
 
-/// Connects, subscribes and reads; returns the close code when the server ended the socket
-/// (1006 without a close frame), `None` when the run's time was up.
+/// How a socket's life ended.
+enum SocketEnd {
+    /// The run's time was up.
+    TimeUp,
+    /// The server closed it, with this close code (1006: without a close frame).
+    Closed(u16),
+    /// It could not be opened (connect or upgrade failed; counted as a connect error).
+    NotOpened,
+}
+
+/// Connects, subscribes and reads until the run's end or the server closes the socket.
 async fn serve_socket(
     config: &SubscribeConfig,
     connector: &Connector,
     share: std::ops::Range<usize>,
     collector: &Rc<RefCell<Collector>>,
     end: Instant,
-) -> Option<u16> {
+) -> SocketEnd {
     let upgraded = async {
         let stream = connector.connect().await.ok()?;
         let target = &config.target;
@@ -606,7 +616,7 @@ async fn serve_socket(
         collector.borrow_mut().connect_errors += 1;
         tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
             .await;
-        return if Instant::now() >= end { None } else { Some(1006) };
+        return if Instant::now() >= end { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
     };
     collector.borrow_mut().sockets_opened += 1;
     let (mut writer, mut reader) = socket.split();
@@ -616,7 +626,7 @@ async fn serve_socket(
         let kind = &config.kinds[collector.borrow().subscriptions[index].kind];
         sent_at[position] = Some(Instant::now());
         if writer.send(Message::Text(kind.request(position as u64 + 1).into())).await.is_err() {
-            return Some(1006);
+            return SocketEnd::Closed(1006);
         }
     }
     let mut by_subscription: HashMap<Box<str>, usize> = HashMap::with_capacity(share.len());
@@ -624,20 +634,20 @@ async fn serve_socket(
     tokio::pin!(deadline);
     loop {
         let message = tokio::select! {
-            () = &mut deadline => return None,
+            () = &mut deadline => return SocketEnd::TimeUp,
             message = reader.next() => message,
         };
         let arrived = Instant::now();
         let wall = SystemTime::now();
         let bytes = match message {
-            None => return Some(1006),
+            None => return SocketEnd::Closed(1006),
             Some(Ok(Message::Text(text))) => tungstenite::Bytes::from(text),
             Some(Ok(Message::Binary(bytes))) => bytes,
             Some(Ok(Message::Close(frame))) => {
-                return Some(frame.map_or(1005, |frame| u16::from(frame.code)))
+                return SocketEnd::Closed(frame.map_or(1005, |frame| u16::from(frame.code)))
             }
             Some(Ok(_)) => continue,
-            Some(Err(_)) => return Some(1006),
+            Some(Err(_)) => return SocketEnd::Closed(1006),
         };
         let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(&bytes) else {
             collector.borrow_mut().not_json += 1;

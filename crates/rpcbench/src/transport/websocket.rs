@@ -267,7 +267,7 @@ impl Transport for WebSocket {
 
     async fn open(&self, index: usize) -> io::Result<RequestSlot> {
         let (socket, connect_time) = self.socket(index).await?;
-        Ok(RequestSlot { socket, body: Vec::new(), connect_time })
+        Ok(RequestSlot { transport: self.clone(), index, socket, body: Vec::new(), connect_time })
     }
 
     fn stats(&self) -> WireStats {
@@ -285,6 +285,8 @@ impl Transport for WebSocket {
 /// lanes of the same socket index.
 #[derive(Debug)]
 pub struct RequestSlot {
+    transport: WebSocket,
+    index: usize,
     socket: Arc<SharedSocket>,
     body: Vec<u8>,
     connect_time: Option<Duration>,
@@ -308,7 +310,14 @@ impl Drop for WaiterGuard<'_> {
 impl Lane for RequestSlot {
     async fn exchange(&mut self, request: &Outgoing, _max_body: u64) -> Result<Reply, WireError> {
         if self.socket.ended.load(Ordering::Relaxed) {
-            return Err(WireError::Closed);
+            // The socket closed between two requests: this one goes out on a new socket (it
+            // was never lost), and the time to open it is the exchange's connect phase.
+            let (socket, connect_time) =
+                self.transport.socket(self.index).await.map_err(|_| WireError::Connect)?;
+            self.socket = socket;
+            if connect_time.is_some() {
+                self.connect_time = connect_time;
+            }
         }
         let Some(id) = request_id(&request.body) else { return Err(WireError::Malformed) };
         let (sender, receiver) = oneshot::channel();

@@ -110,3 +110,16 @@ fn thresholds_judge_the_lag_and_the_gaps() {
     assert!(report.render_text().contains("FAILED  lag p50 < 0ms"), "{}", report.render_text());
     schema_check(&report);
 }
+
+#[test]
+fn a_socket_that_cannot_be_opened_is_a_connect_error_not_a_close_by_the_server() {
+    let server = node(Chain::Ethereum, |options| options.ws_max_connections = Some(1));
+    let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
+    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(300));
+    config.subscribers = 3;
+    let report = run(&config, &StopHandle::new()).expect("the subscriptions run");
+    assert_eq!(report.sockets_opened, 1, "{}", report.render_text());
+    assert_eq!(report.connect_errors, 2, "{}", report.render_text());
+    assert!(report.closed_by_server.is_empty(), "{:?}", report.closed_by_server);
+    assert_eq!(report.subscribed, 1);
+}
