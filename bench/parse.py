@@ -11,7 +11,7 @@ def dur_us(v, unit):
 
 rate = p50 = p99 = reqs = errs = float("nan")
 try:
-    if tool in ("rpcbench", "rpcbench-h2"):
+    if tool in ("rpcbench", "rpcbench-h2", "rpcbench-ws"):
         j = json.loads(text)
         rate = j["requests"]["rate"]; reqs = j["requests"]["total"]; errs = j["requests"]["errors"]
         p50 = j["latency"]["percentiles"]["p50"]; p99 = j["latency"]["percentiles"]["p99"]

@@ -108,6 +108,23 @@ if h2keys:
     P("`nginx` = nginx 1 worker, `listen ... http2` (h2c with prior knowledge); `static` = `rpcbench serve --chain static "
       "--threads 1` (h2c on its HTTP/1.1 port).\n")
 
+wskeys = sorted({k for k in runs if k[0] == "ws"})
+if wskeys:
+    P("## 7. WebSocket against HTTP/1.1 on the same node (static mock), closed loop\n")
+    P("`rpcbench` = HTTP/1.1 with 64 connections; `rpcbench-ws` = the same requests over WebSocket, "
+      "SOCKETSxIN_FLIGHT (64x1: 64 sockets, one request in flight each; 16x4: 16 sockets, 4 each).\n")
+    P("| tool | load | req/s | p50 µs | p99 µs | CPU µs/req | peak RSS MB | errors (sum of runs) |")
+    P("|---|---|---:|---:|---:|---:|---:|---:|")
+    for k in wskeys:
+        P(f"| {k[2]} | {k[3]} | {fmt(med(k,'rate'))} | {fmt(med(k,'p50'))} | {fmt(med(k,'p99'))} | "
+          f"{fmt(med(k,'cpu_us'),2)} | {fmt(med(k,'rss_mb'),1)} | {fmt(total(k,'errs'))} |")
+    base = ("ws", "static", "rpcbench", "64")
+    for k in wskeys:
+        if k[2] == "rpcbench-ws" and base in runs:
+            P(f"\nWebSocket {k[3]} / HTTP/1.1 64: req/s {fmt(ratio(med(k,'rate'), med(base,'rate')),2)}x, "
+              f"CPU µs/req {fmt(ratio(med(k,'cpu_us'), med(base,'cpu_us')),2)}x.")
+    P("")
+
 P("## 3. Open loop against nginx (latency corrected)\n")
 P("| target req/s | tool | achieved req/s | achieved/target | p50 µs | p99 µs | CPU µs/req | peak RSS MB | errors (sum) |")
 P("|---:|---|---:|---:|---:|---:|---:|---:|---:|")

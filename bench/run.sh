@@ -4,7 +4,7 @@
 # Usage: bench/run.sh                 full run (DUR=10s, 3 repetitions, LONG=600s), ~20-25 min
 #        QUICK=1 bench/run.sh         smoke run (DUR=2s, 1 repetition, LONG=20s)
 # Env:   DUR=10s REPS=3 LONG=600 SAMPLE_AT=60 RATES="5000 20000" PORT_BASE=18080 OUT=bench/RESULTS.md
-#        CASES="closed large open memory h2" (a subset runs only those; write it to another OUT)
+#        CASES="closed large open memory h2 ws" (a subset runs only those; write it to another OUT)
 #        H2_CONNS=4 H2_STREAMS=16
 # Server pinned to core 0, generator to core 1. Only talks to 127.0.0.1 servers it starts itself.
 set -euo pipefail
@@ -17,7 +17,7 @@ else
   DUR=${DUR:-10s}; REPS=${REPS:-3}; LONG=${LONG:-600}; SAMPLE_AT=${SAMPLE_AT:-60}
 fi
 RATES=${RATES:-"5000 20000"}
-CASES=${CASES:-"closed large open memory h2"}
+CASES=${CASES:-"closed large open memory h2 ws"}
 H2_CONNS=${H2_CONNS:-4}; H2_STREAMS=${H2_STREAMS:-16}
 has_case() { [[ " $CASES " == *" $1 "* ]]; }
 PORT_BASE=${PORT_BASE:-18080}
@@ -140,6 +140,10 @@ gen() {
       cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q --h2c
         -c "${load%x*}" --streams "${load#*x}")
       if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi ;;
+    rpcbench-ws)
+      # The same node over WebSocket: load = SOCKETSxIN_FLIGHT
+      cmd=("$RPCB" run "${url/http:/ws:}" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q
+        -c "${load%x*}" --in-flight "${load#*x}") ;;
     h2load)
       cmd=(h2load -c "${load%x*}" -m "${load#*x}" -t 1 -D "${DUR%s}" -d "$bodyf" -H 'content-type: application/json' "$url") ;;
     oha)
@@ -199,6 +203,15 @@ if has_case h2; then
     for t in rpcbench-h2 h2load; do gen h2 "$target" "$t" "http://127.0.0.1:$port/" "$SMALL" closed "${H2_CONNS}x${H2_STREAMS}"; done
     stop_server
   done
+fi
+
+# ---------------------------------------------------------------- case 7: WebSocket against HTTP/1.1, same node
+if has_case ws; then
+  start_server static "$P_STATIC"
+  gen ws static rpcbench "http://127.0.0.1:$P_STATIC/" "$SMALL" closed 64
+  gen ws static rpcbench-ws "http://127.0.0.1:$P_STATIC/" "$SMALL" closed 64x1
+  gen ws static rpcbench-ws "http://127.0.0.1:$P_STATIC/" "$SMALL" closed 16x4
+  stop_server
 fi
 
 # ---------------------------------------------------------------- case 3: open loop, + case 4: memory
