@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rpcbench::engine::config::{Target, TlsOptions};
 use rpcbench::engine::StopHandle;
-use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscribeThreshold, SubscriptionKind};
+use rpcbench::report::subscribe::SubscribeThreshold;
+use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscriptionKind};
 
 use crate::args::duration;
 use crate::output;

@@ -10,6 +10,7 @@ mod capacity;
 mod csv;
 mod html;
 mod markdown;
+pub mod subscribe;
 pub mod tables;
 mod text;
 

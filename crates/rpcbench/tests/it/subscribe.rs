@@ -7,7 +7,8 @@ use std::time::Duration;
 use rpcbench::engine::config::Target;
 use rpcbench::engine::StopHandle;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
-use rpcbench::subscribe::{run, SubscribeConfig, SubscribeReport, SubscribeThreshold, SubscriptionKind};
+use rpcbench::report::subscribe::{SubscribeReport, SubscribeThreshold};
+use rpcbench::subscribe::{run, SubscribeConfig, SubscriptionKind};
 
 fn node(chain: Chain, options: impl FnOnce(&mut MockOptions)) -> MockServer {
     let mut settings = MockOptions::new(chain);
@@ -115,7 +116,8 @@ fn thresholds_judge_the_lag_and_the_gaps() {
 fn a_socket_that_cannot_be_opened_is_a_connect_error_not_a_close_by_the_server() {
     let server = node(Chain::Ethereum, |options| options.ws_max_connections = Some(1));
     let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
-    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(300));
+    let mut config =
+        SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(300));
     config.subscribers = 3;
     let report = run(&config, &StopHandle::new()).expect("the subscriptions run");
     assert_eq!(report.sockets_opened, 1, "{}", report.render_text());
