@@ -55,10 +55,10 @@ pub struct SubscribeArgs {
     /// 'subscribe p99 < 100ms', 'gaps < 1', 'duplicates < 1', 'reorders < 1'. A breach exits 1.
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
-    /// Report format on standard output: text or json.
-    #[arg(short, long, default_value = "text", value_parser = ["text", "json"])]
+    /// Report format on standard output: text, json, markdown or html.
+    #[arg(short, long, default_value = "text", value_parser = ["text", "json", "markdown", "html"])]
     pub output: String,
-    /// Also write the JSON report to this file.
+    /// Also write the JSON report (histograms kept losslessly) to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
 }
@@ -111,7 +111,12 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
             return output::failure(format!("--save {}: {err}", path.display()));
         }
     }
-    let text = if args.output == "json" { report.to_json() + "\n" } else { report.render_text() };
+    let text = match args.output.as_str() {
+        "json" => report.to_json() + "\n",
+        "markdown" => rpcbench::report::render_subscribe_markdown(&report),
+        "html" => rpcbench::report::render_subscribe_html(&report),
+        _ => report.render_text(),
+    };
     let status = output::print_stdout(&text);
     if !passed {
         return ExitCode::from(1);

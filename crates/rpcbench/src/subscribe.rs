@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::engine::StopHandle;
 use crate::record::new_histogram;
-use crate::report::subscribe::{KindFigures, SubscribeReport, SubscribeSecond};
+use crate::report::subscribe::{KindFigures, SubscribeHistograms, SubscribeReport, SubscribeSecond};
 use crate::report::LatencyReport;
 use crate::settings::{ConfigError, Target, TlsOptions};
 use crate::transport::connect::Connector;
@@ -680,6 +680,11 @@ async fn serve_socket(
     }
 }
 
+/// A histogram for the report, `None` when empty.
+fn encoded(histogram: &Histogram<u64>) -> Option<String> {
+    (!histogram.is_empty()).then(|| crate::results::encode_histogram(histogram))
+}
+
 /// The report of a run: `collector`'s figures over `elapsed`.
 fn report(
     config: &SubscribeConfig,
@@ -750,6 +755,11 @@ fn report(
         reconnects: collector.reconnects,
         per_kind,
         series: collector.series.clone(),
+        histograms: SubscribeHistograms {
+            subscribe: encoded(&collector.subscribe_latency),
+            lag: encoded(&collector.lag),
+            produced_lag: encoded(&collector.produced_lag),
+        },
         thresholds: Vec::new(),
     }
 }

@@ -164,7 +164,7 @@ fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
         .collect()
 }
 
-fn seconds_label(x: f64) -> String {
+pub(super) fn seconds_label(x: f64) -> String {
     if (x - x.round()).abs() < 1e-6 {
         format!("{x:.0}s")
     } else {
@@ -355,14 +355,14 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
 }
 
 /// The highest percentile the spectrum shows: 99.999%.
-const SPECTRUM_NINES: f64 = 5.0;
+pub(super) const SPECTRUM_NINES: f64 = 5.0;
 
 /// `log10(1 / (1 - q))`: 0 at the median's left end, 1 at 90%, 2 at 99%, ...
 fn nines(quantile: f64) -> f64 {
     (1.0 / (1.0 - quantile)).log10()
 }
 
-fn percentile_label(x: f64) -> String {
+pub(super) fn percentile_label(x: f64) -> String {
     let percent = (1.0 - 10f64.powf(-x)) * 100.0;
     if x.fract().abs() < 1e-9 {
         let digits = (x.round() as usize).saturating_sub(2);
@@ -374,7 +374,7 @@ fn percentile_label(x: f64) -> String {
 
 /// The percentile spectrum of a histogram: (nines, latency) at HdrHistogram's usual
 /// resolution (5 ticks per half distance), without the last point (q = 1).
-fn spectrum(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(super) fn spectrum(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
     if histogram.is_empty() {
         return Vec::new();
     }

@@ -11,6 +11,7 @@ mod csv;
 mod html;
 mod markdown;
 pub mod subscribe;
+mod subscribe_html;
 pub mod tables;
 mod text;
 
@@ -32,6 +33,7 @@ pub use capacity::{
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;
+pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};
 pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
 
 /// Version of the JSON report layout; bumped when a field changes meaning or goes away.

@@ -92,9 +92,25 @@ pub struct SubscribeReport {
     pub per_kind: Vec<KindFigures>,
     /// Per second.
     pub series: Vec<SubscribeSecond>,
+    /// The latency histograms, losslessly (base64 of HdrHistogram's V2 encoding), so that the
+    /// HTML page draws the percentile curves and a saved report can be drawn again.
+    #[serde(default)]
+    pub histograms: SubscribeHistograms,
     /// Threshold verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+}
+
+/// A subscription run's histograms, each base64 of HdrHistogram's V2 encoding (microseconds);
+/// `None` when nothing was recorded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SubscribeHistograms {
+    /// Subscribe latency.
+    pub subscribe: Option<String>,
+    /// Fan-out lag.
+    pub lag: Option<String>,
+    /// Lag behind production.
+    pub produced_lag: Option<String>,
 }
 
 /// One kind's figures.

@@ -1,0 +1,333 @@
+//! A subscription run's report as an HTML page (notifications and lag over time, the lag
+//! percentile curves drawn from the report's lossless histograms) and as Markdown.
+
+use std::fmt::Write;
+
+use plotters::prelude::*;
+
+use super::html::{
+    color, esc, legend_items, nice_max, percentile_label, seconds_label, spectrum, svg, LatencyScale,
+    TickedAxis, FONT, SPECTRUM_NINES, STYLE,
+};
+use super::subscribe::SubscribeReport;
+use crate::units::format_micros;
+
+fn card(label: &str, value: &str, bad: bool) -> String {
+    let class = if bad { " bad" } else { "" };
+    format!("<div class=\"card{class}\"><span>{label}</span><b>{}</b></div>", esc(value))
+}
+
+/// A line chart of one per-second figure.
+fn per_second_chart(
+    report: &SubscribeReport,
+    y_desc: &str,
+    value: impl Fn(usize) -> f64,
+    latency: bool,
+) -> String {
+    // A last second that the run covered for less than half of it is left out (its count
+    // would read as a drop).
+    let covered = report.elapsed_us as f64 / 1e6;
+    let points: Vec<(f64, f64)> = (0..report.series.len())
+        .filter(|&i| report.series[i].second as f64 + 0.5 <= covered)
+        .map(|i| (report.series[i].second as f64 + 0.5, value(i)))
+        .collect();
+    let x_max = points.iter().map(|p| p.0 + 0.5).fold(1.0, f64::max);
+    let y_max = nice_max(points.iter().map(|p| p.1).fold(0.0, f64::max));
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the subscriptions were requested")
+            .y_desc(y_desc)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| seconds_label(*x))
+            .y_label_formatter(&|y| if latency { format_micros(*y) } else { format!("{y:.0}") })
+            .draw()?;
+        chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
+        Ok(())
+    })
+}
+
+/// The percentile curves of the fan-out lag and of the lag behind production.
+fn lag_percentile_chart(report: &SubscribeReport) -> String {
+    let lines: Vec<(usize, Vec<(f64, f64)>)> =
+        [report.histograms.lag.as_deref(), report.histograms.produced_lag.as_deref()]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, text)| {
+                let histogram = crate::results::decode_histogram(text?).ok()?;
+                Some((index, spectrum(&histogram)))
+            })
+            .filter(|(_, line)| !line.is_empty())
+            .collect();
+    if lines.is_empty() {
+        return "<p class=\"note\">No notification arrived: no lag to draw.</p>".to_string();
+    }
+    let x_max =
+        lines.iter().flat_map(|(_, l)| l).map(|p| p.0).fold(0.0, f64::max).ceil().clamp(2.0, SPECTRUM_NINES);
+    let scale = LatencyScale::log(
+        lines.iter().flat_map(|(_, l)| l).map(|p| p.1).fold(f64::INFINITY, f64::min),
+        lines.iter().flat_map(|(_, l)| l).map(|p| p.1).fold(0.0, f64::max),
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(14)
+            .margin_right(44)
+            .x_label_area_size(40)
+            .y_label_area_size(78)
+            .build_cartesian_2d(
+                TickedAxis::new(0.0..x_max, (0..=x_max as u32).map(f64::from).collect()),
+                scale.axis(),
+            )?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile (log scale: 1/(1-q))")
+            .y_desc("lag (log scale)")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|y| scale.label(*y))
+            .draw()?;
+        for (index, line) in &lines {
+            chart.draw_series(LineSeries::new(
+                line.iter().map(|&(x, lag)| (x, scale.y(lag))),
+                color(*index).stroke_width(2),
+            ))?;
+        }
+        Ok(())
+    })
+}
+
+/// The figures both renderers list: (name, value).
+fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
+    let us = |v: u64| format_micros(v as f64);
+    let mut rows = vec![
+        ("target", report.target.clone()),
+        (
+            "subscriptions",
+            format!(
+                "{} ({} subscriber(s) x {}), {} per socket",
+                report.subscriptions,
+                report.subscribers,
+                report.kinds.join(", "),
+                report.subs_per_socket
+            ),
+        ),
+        ("duration", us(report.duration_us)),
+        (
+            "subscribed",
+            format!("{} (errors {})", report.subscribed, report.subscribe_errors.values().sum::<u64>()),
+        ),
+        ("active at the end", report.active_at_end.to_string()),
+        (
+            "subscribe latency",
+            format!(
+                "p50 {} · p99 {} · max {}",
+                us(report.subscribe_latency.percentile("p50")),
+                us(report.subscribe_latency.percentile("p99")),
+                us(report.subscribe_latency.max_us)
+            ),
+        ),
+        (
+            "notifications",
+            format!(
+                "{} ({:.2}/s, {:.3}/s per subscription, {:.2} KB/s)",
+                report.notifications,
+                report.notifications_per_sec,
+                report.notifications_per_sub_per_sec,
+                report.bytes_per_sec / 1e3
+            ),
+        ),
+        (
+            "fan-out lag",
+            format!(
+                "p50 {} · p90 {} · p99 {} · max {}",
+                us(report.lag.percentile("p50")),
+                us(report.lag.percentile("p90")),
+                us(report.lag.percentile("p99")),
+                us(report.lag.max_us)
+            ),
+        ),
+    ];
+    if let (Some(lag), Some(precision)) = (&report.produced_lag, &report.produced_lag_precision) {
+        rows.push((
+            "lag behind production",
+            format!(
+                "p50 {} · p90 {} · p99 {} · max {} ({precision})",
+                us(lag.percentile("p50")),
+                us(lag.percentile("p90")),
+                us(lag.percentile("p99")),
+                us(lag.max_us)
+            ),
+        ));
+    }
+    rows.push((
+        "correctness",
+        format!(
+            "gaps {} · duplicates {} · reorders {} · unknown subscription {} · not JSON {}",
+            report.gaps, report.duplicates, report.reorders, report.unknown_subscription, report.not_json
+        ),
+    ));
+    let closes: Vec<String> =
+        report.closed_by_server.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+    rows.push((
+        "sockets",
+        format!(
+            "{} opened · {} failed to open · closed by the server {} · reconnects {}",
+            report.sockets_opened,
+            report.connect_errors,
+            if closes.is_empty() { "0".to_string() } else { closes.join(", ") },
+            report.reconnects
+        ),
+    ));
+    rows
+}
+
+/// The report as an HTML page.
+pub fn render_subscribe_html(report: &SubscribeReport) -> String {
+    let title = format!("rpcbench subscribe: {} against {}", report.kinds.join(", "), report.target);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        esc(&title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "<p class=\"sub\"><b>interrupted</b>: figures cover {}</p>",
+            esc(&format_micros(report.elapsed_us as f64))
+        );
+    }
+    out.push_str("<section class=\"cards\">");
+    out.push_str(&card(
+        "subscribed",
+        &format!("{} / {}", report.subscribed, report.subscriptions),
+        report.subscribed < report.subscriptions,
+    ));
+    out.push_str(&card("notifications/s", &format!("{:.1}", report.notifications_per_sec), false));
+    out.push_str(&card("fan-out lag p99", &format_micros(report.lag.percentile("p99") as f64), false));
+    out.push_str(&card("gaps", &report.gaps.to_string(), report.gaps > 0));
+    out.push_str(&card("duplicates", &report.duplicates.to_string(), report.duplicates > 0));
+    out.push_str(&card(
+        "closed by server",
+        &report.closed_by_server.values().sum::<u64>().to_string(),
+        !report.closed_by_server.is_empty(),
+    ));
+    out.push_str("</section>");
+    out.push_str("<section><h2>Summary</h2><table>");
+    for (name, value) in figures(report) {
+        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(&value));
+    }
+    out.push_str("</table></section>");
+    let _ = writeln!(
+        out,
+        "<section><h2>Notifications per second</h2>{}</section>",
+        per_second_chart(
+            report,
+            "notifications per second",
+            |i| report.series[i].notifications as f64,
+            false
+        )
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Fan-out lag over time</h2><p class=\"legend\">the largest fan-out lag of each second</p>{}</section>",
+        per_second_chart(report, "lag", |i| report.series[i].lag_max_us as f64, true)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Lag by percentile</h2>{}{}</section>",
+        legend_items(&[("fan-out lag", 0), ("lag behind production", 1)], ""),
+        lag_percentile_chart(report)
+    );
+    let _ = writeln!(
+        out,
+        "<section><h2>Active subscriptions</h2>{}</section>",
+        per_second_chart(report, "active subscriptions", |i| report.series[i].active as f64, false)
+    );
+    if report.per_kind.len() > 1 {
+        out.push_str("<section><h2>Per kind</h2><table><tr><th>kind</th><th>subscriptions</th><th>notifications</th><th>gaps</th><th>duplicates</th><th>reorders</th></tr>");
+        for kind in &report.per_kind {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&kind.kind),
+                kind.subscriptions,
+                kind.notifications,
+                kind.gaps,
+                kind.duplicates,
+                kind.reorders
+            );
+        }
+        out.push_str("</table></section>");
+    }
+    if !report.thresholds.is_empty() {
+        out.push_str(
+            "<section><h2>Thresholds</h2><table><tr><th>threshold</th><th>verdict</th><th>measured</th></tr>",
+        );
+        for result in &report.thresholds {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&result.threshold),
+                if result.passed { "ok" } else { "<b>FAILED</b>" },
+                esc(&result.actual)
+            );
+        }
+        out.push_str("</table></section>");
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+/// The report as Markdown: the figures as a table, kinds and thresholds below.
+pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
+    let cell = |text: &str| text.replace('|', "\\|");
+    let mut out = format!(
+        "## rpcbench subscribe: {}\n\n| figure | value |\n|---|---|\n",
+        cell(&report.kinds.join(", "))
+    );
+    for (name, value) in figures(report) {
+        let _ = writeln!(out, "| {name} | {} |", cell(&value));
+    }
+    if report.per_kind.len() > 1 {
+        out.push_str("\n| kind | subscriptions | notifications | gaps | duplicates | reorders |\n|---|---:|---:|---:|---:|---:|\n");
+        for kind in &report.per_kind {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                cell(&kind.kind),
+                kind.subscriptions,
+                kind.notifications,
+                kind.gaps,
+                kind.duplicates,
+                kind.reorders
+            );
+        }
+    }
+    if !report.thresholds.is_empty() {
+        out.push_str("\n| threshold | verdict | measured |\n|---|---|---|\n");
+        for result in &report.thresholds {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                cell(&result.threshold),
+                if result.passed { "ok" } else { "**FAILED**" },
+                cell(&result.actual)
+            );
+        }
+    }
+    out
+}
