@@ -355,14 +355,14 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
 }
 
 /// The highest percentile the spectrum shows: 99.999%.
-pub(super) const SPECTRUM_NINES: f64 = 5.0;
+const SPECTRUM_NINES: f64 = 5.0;
 
 /// `log10(1 / (1 - q))`: 0 at the median's left end, 1 at 90%, 2 at 99%, ...
 fn nines(quantile: f64) -> f64 {
     (1.0 / (1.0 - quantile)).log10()
 }
 
-pub(super) fn percentile_label(x: f64) -> String {
+fn percentile_label(x: f64) -> String {
     let percent = (1.0 - 10f64.powf(-x)) * 100.0;
     if x.fract().abs() < 1e-9 {
         let digits = (x.round() as usize).saturating_sub(2);
@@ -388,12 +388,29 @@ pub(super) fn spectrum(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
 
 fn spectrum_chart(runs: &[SavedRun]) -> String {
     let lines: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| spectrum(&r.record.totals.latency)).collect();
-    let x_max = lines.iter().flatten().map(|p| p.0).fold(0.0, f64::max).ceil().clamp(2.0, SPECTRUM_NINES);
     let scale = LatencyScale::new(
         lines.iter().flatten().map(|p| p.1).fold(f64::INFINITY, f64::min),
         runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
         lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max),
     );
+    let colored: Vec<(usize, Vec<(f64, f64)>)> = lines.into_iter().enumerate().collect();
+    percentile_curves(&colored, &scale, scale.description())
+}
+
+/// Percentile curves (from [`spectrum`]) as a chart, each line in the color of its index, on
+/// the latency axis `scale`.
+pub(super) fn percentile_curves(
+    lines: &[(usize, Vec<(f64, f64)>)],
+    scale: &LatencyScale,
+    y_desc: &str,
+) -> String {
+    let x_max = lines
+        .iter()
+        .flat_map(|(_, line)| line)
+        .map(|p| p.0)
+        .fold(0.0, f64::max)
+        .ceil()
+        .clamp(2.0, SPECTRUM_NINES);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -407,7 +424,7 @@ fn spectrum_chart(runs: &[SavedRun]) -> String {
         chart
             .configure_mesh()
             .x_desc("percentile (log scale: 1/(1-q))")
-            .y_desc(scale.description())
+            .y_desc(y_desc)
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 13))
             .light_line_style(WHITE)
@@ -415,10 +432,10 @@ fn spectrum_chart(runs: &[SavedRun]) -> String {
             .x_label_formatter(&|x| percentile_label(*x))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
-        for (index, line) in lines.iter().enumerate() {
+        for (index, line) in lines {
             chart.draw_series(LineSeries::new(
                 line.iter().map(|&(x, latency)| (x, scale.y(latency))),
-                color(index).stroke_width(2),
+                color(*index).stroke_width(2),
             ))?;
         }
         Ok(())

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use plotters::prelude::*;
 
 use super::html::{
-    color, esc, legend_items, nice_max, percentile_label, seconds_label, spectrum, svg, LatencyScale,
-    TickedAxis, FONT, SPECTRUM_NINES, STYLE,
+    color, esc, legend_items, nice_max, percentile_curves, seconds_label, spectrum, svg, LatencyScale, FONT,
+    STYLE,
 };
 use super::subscribe::SubscribeReport;
 use crate::units::format_micros;
@@ -71,41 +71,11 @@ fn lag_percentile_chart(report: &SubscribeReport) -> String {
     if lines.is_empty() {
         return "<p class=\"note\">No notification arrived: no lag to draw.</p>".to_string();
     }
-    let x_max =
-        lines.iter().flat_map(|(_, l)| l).map(|p| p.0).fold(0.0, f64::max).ceil().clamp(2.0, SPECTRUM_NINES);
     let scale = LatencyScale::log(
         lines.iter().flat_map(|(_, l)| l).map(|p| p.1).fold(f64::INFINITY, f64::min),
         lines.iter().flat_map(|(_, l)| l).map(|p| p.1).fold(0.0, f64::max),
     );
-    svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(14)
-            .margin_right(44)
-            .x_label_area_size(40)
-            .y_label_area_size(78)
-            .build_cartesian_2d(
-                TickedAxis::new(0.0..x_max, (0..=x_max as u32).map(f64::from).collect()),
-                scale.axis(),
-            )?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile (log scale: 1/(1-q))")
-            .y_desc("lag (log scale)")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
-            .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|y| scale.label(*y))
-            .draw()?;
-        for (index, line) in &lines {
-            chart.draw_series(LineSeries::new(
-                line.iter().map(|&(x, lag)| (x, scale.y(lag))),
-                color(*index).stroke_width(2),
-            ))?;
-        }
-        Ok(())
-    })
+    percentile_curves(&lines, &scale, "lag (log scale)")
 }
 
 /// The figures both renderers list: (name, value).
