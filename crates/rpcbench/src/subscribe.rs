@@ -226,6 +226,8 @@ const RECENT_KEYS: usize = 64;
 struct SubscriptionState {
     kind: usize,
     active: bool,
+    /// The server confirmed it at least once (a re-subscription after a reconnect included).
+    confirmed: bool,
     last: Option<u64>,
     recent: VecDeque<u64>,
     notifications: u64,
@@ -354,7 +356,9 @@ impl Collector {
     }
 
     fn set_active(&mut self, index: usize, active: bool) {
-        self.subscriptions[index].active = active;
+        let state = &mut self.subscriptions[index];
+        state.active = active;
+        state.confirmed |= active;
     }
 }
 
@@ -533,16 +537,13 @@ async fn socket_task(
     collector: Rc<RefCell<Collector>>,
     end: Instant,
 ) {
-    let mut attempt = 0u64;
+    let mut reopening = false;
     loop {
         if Instant::now() >= end {
             return;
         }
-        if attempt > 0 {
-            collector.borrow_mut().reconnects += 1;
-        }
-        attempt += 1;
-        let ended = serve_socket(&config, &connector, share.clone(), &collector, end).await;
+        let ended = serve_socket(&config, &connector, share.clone(), &collector, end, reopening).await;
+        reopening = true;
         for index in share.clone() {
             collector.borrow_mut().set_active(index, false);
         }
@@ -575,6 +576,7 @@ async fn serve_socket(
     share: std::ops::Range<usize>,
     collector: &Rc<RefCell<Collector>>,
     end: Instant,
+    reopening: bool,
 ) -> SocketEnd {
     let upgraded = async {
         let stream = connector.connect().await.ok()?;
@@ -604,7 +606,12 @@ async fn serve_socket(
             .await;
         return if Instant::now() >= end { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
     };
-    collector.borrow_mut().sockets_opened += 1;
+    {
+        let mut counts = collector.borrow_mut();
+        counts.sockets_opened += 1;
+        // A re-open is counted once it succeeded (attempts that failed are connect errors).
+        counts.reconnects += u64::from(reopening);
+    }
     let (mut writer, mut reader) = socket.split();
     // Request id = position in the share + 1; answered ids map to subscription ids.
     let mut sent_at: Vec<Option<Instant>> = vec![None; share.len()];
@@ -731,7 +738,7 @@ fn report(
         duration_us: config.duration.as_micros() as u64,
         elapsed_us: elapsed.as_micros() as u64,
         interrupted,
-        subscribed: collector.subscribe_latency.len(),
+        subscribed: collector.subscriptions.iter().filter(|s| s.confirmed).count() as u64,
         subscribe_errors: collector.subscribe_errors.clone(),
         subscribe_latency: LatencyReport::from_histogram(&collector.subscribe_latency),
         active_at_end: collector.subscriptions.iter().filter(|s| s.active).count() as u64,

@@ -46,7 +46,8 @@ pub struct SubscribeReport {
     pub elapsed_us: u64,
     /// Stopped early (Ctrl-C).
     pub interrupted: bool,
-    /// Subscriptions the server confirmed.
+    /// Subscriptions the server confirmed (each once, however often it was re-subscribed
+    /// after a reconnect; the subscribe latency counts every confirmation).
     pub subscribed: u64,
     /// Subscribe requests answered with an error, by JSON-RPC code.
     pub subscribe_errors: BTreeMap<String, u64>,

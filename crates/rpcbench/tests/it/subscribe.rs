@@ -134,3 +134,31 @@ fn a_socket_that_cannot_be_opened_is_a_connect_error_not_a_close_by_the_server()
     assert!(report.closed_by_server.is_empty(), "{:?}", report.closed_by_server);
     assert_eq!(report.subscribed, 1);
 }
+
+#[test]
+fn sockets_the_server_closes_are_counted_by_code_and_reopened_with_reconnect() {
+    // Answers the subscribe request, sends one notification, then closes with 1011.
+    let url = crate::websocket::raw_ws_server(|id, out| {
+        crate::websocket::text_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":7}}"#), out);
+        crate::websocket::text_frame(
+            r#"{"jsonrpc":"2.0","method":"slotNotification","params":{"subscription":7,"result":{"slot":5}}}"#,
+            out,
+        );
+        out.extend_from_slice(&[0x88, 2, 0x03, 0xf3]);
+    });
+    let target = Target::parse(&url).unwrap();
+    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::Slot], Duration::from_millis(400));
+    let once = run(&config, &StopHandle::new()).unwrap();
+    assert_eq!(once.closed_by_server.get("1011"), Some(&1), "{}", once.render_text());
+    assert_eq!((once.subscribed, once.notifications, once.reconnects), (1, 1, 0));
+    config.reconnect = true;
+    let again = run(&config, &StopHandle::new()).unwrap();
+    let closes = again.closed_by_server["1011"];
+    assert!(again.reconnects >= 2, "{}", again.render_text());
+    assert_eq!(again.sockets_opened, again.reconnects + 1, "{}", again.render_text());
+    assert!(closes == again.sockets_opened || closes + 1 == again.sockets_opened, "{}", again.render_text());
+    assert_eq!(again.subscribed, 1, "one subscription, re-subscribed after each close");
+    assert_eq!(again.subscribe_latency.count, again.sockets_opened);
+    // A subscription keeps its sequence across reconnects: slot 5 again is a duplicate.
+    assert_eq!(again.duplicates, again.notifications - 1, "{}", again.render_text());
+}

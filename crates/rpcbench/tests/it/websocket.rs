@@ -74,7 +74,7 @@ fn open_loop_over_websocket_paces_on_free_request_slots() {
 
 /// A WebSocket server written by hand (no crate on this side, so it can break the rules):
 /// `answer` turns each request's id into the frames written back.
-fn raw_ws_server(answer: impl Fn(u64, &mut Vec<u8>) + Send + Sync + Clone + 'static) -> String {
+pub(crate) fn raw_ws_server(answer: impl Fn(u64, &mut Vec<u8>) + Send + Sync + Clone + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -146,7 +146,7 @@ fn raw_ws_server(answer: impl Fn(u64, &mut Vec<u8>) + Send + Sync + Clone + 'sta
 }
 
 /// A server-to-client text frame (unmasked).
-fn text_frame(text: &str, out: &mut Vec<u8>) {
+pub(crate) fn text_frame(text: &str, out: &mut Vec<u8>) {
     out.push(0x81);
     assert!(text.len() < 126);
     out.push(text.len() as u8);
