@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rpcbench::engine::config::ConfigError;
+use rpcbench::report::subscribe::{
+    is_subscribe_report, merge_subscribe_reports, SubscribeReport, SubscribeThreshold,
+};
 use rpcbench::results::{merge_shards, ResultsError, ResultsFile};
 use rpcbench::thresholds::Threshold;
 
@@ -30,7 +33,52 @@ pub struct MergeArgs {
     pub thresholds: Vec<String>,
 }
 
+/// Subscription reports (`subscribe --save`) merged into one.
+fn run_subscribe(args: &MergeArgs) -> ExitCode {
+    let mut thresholds = Vec::new();
+    for (index, text) in args.thresholds.iter().enumerate() {
+        match SubscribeThreshold::parse(text) {
+            Ok(threshold) => thresholds.push(threshold),
+            Err(message) => return output::usage_error(format!("--threshold #{}: {message}", index + 1)),
+        }
+    }
+    let mut parts = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match SubscribeReport::load(path) {
+            Ok(report) => parts.push((path.clone(), report)),
+            Err(message) => return output::usage_error(message),
+        }
+    }
+    let mut merged = match merge_subscribe_reports(&parts) {
+        Ok(merged) => merged,
+        Err(message) => return output::usage_error(message),
+    };
+    let passed = merged.judge(&thresholds);
+    if let Err(err) = rpcbench::results::write_atomically(&args.output, merged.to_json().as_bytes()) {
+        return output::failure(format!("{}: {err}", args.output.display()));
+    }
+    eprintln!(
+        "rpcbench: merged {} subscription report(s), {} subscriptions and {} notifications, into {}",
+        parts.len(),
+        merged.subscriptions,
+        merged.notifications,
+        args.output.display()
+    );
+    for verdict in &merged.thresholds {
+        let mark = if verdict.passed { "pass" } else { "FAIL" };
+        eprintln!("rpcbench: {mark} {} (actual {})", verdict.threshold, verdict.actual);
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 pub fn run(args: MergeArgs) -> ExitCode {
+    if args.files.iter().any(|path| is_subscribe_report(path)) {
+        return run_subscribe(&args);
+    }
     let mut thresholds = Vec::new();
     for (index, text) in args.thresholds.iter().enumerate() {
         match Threshold::parse(text) {

@@ -8,7 +8,11 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use rpcbench::capacity_file::{is_capacity_file, CapacityFile};
 use rpcbench::compare::{comparison_json, render_comparison_text};
-use rpcbench::report::{render_csv, render_html, render_markdown, render_text, RunReport};
+use rpcbench::report::subscribe::{is_subscribe_report, SubscribeReport};
+use rpcbench::report::{
+    render_csv, render_html, render_markdown, render_subscribe_html, render_subscribe_markdown, render_text,
+    RunReport,
+};
 use rpcbench::results::{write_atomically, SavedRun};
 
 use crate::capacity_cmd::{render_capacity, CapacityFormat};
@@ -121,9 +125,33 @@ fn run_capacity(args: &ReportArgs) -> ExitCode {
     emit(&render_capacity(&file.report, &file, format), args.output.as_deref(), false)
 }
 
+/// A subscription report (`subscribe --save` or `-o json`) rendered again.
+fn run_subscribe(args: &ReportArgs) -> ExitCode {
+    if args.files.len() > 1 || args.compare {
+        return output::usage_error(
+            "FILE: a subscription report renders on its own (merge several with `rpcbench merge` first)",
+        );
+    }
+    let report = match SubscribeReport::load(&args.files[0]) {
+        Ok(report) => report,
+        Err(message) => return output::usage_error(message),
+    };
+    let text = match args.format {
+        ReportFormat::Text => report.render_text(),
+        ReportFormat::Json => report.to_json() + "\n",
+        ReportFormat::Markdown => render_subscribe_markdown(&report),
+        ReportFormat::Html => render_subscribe_html(&report),
+        ReportFormat::Csv => return output::usage_error("--format csv: not for a subscription report"),
+    };
+    emit(&text, args.output.as_deref(), false)
+}
+
 pub fn run(args: ReportArgs) -> ExitCode {
     if args.files.iter().any(|path| is_capacity_file(path)) {
         return run_capacity(&args);
+    }
+    if args.files.iter().any(|path| is_subscribe_report(path)) {
+        return run_subscribe(&args);
     }
     if args.compare && args.files.len() < 2 {
         return output::usage_error("--compare: needs at least two results files");

@@ -219,6 +219,67 @@ fn subscribe_reports_new_heads_and_a_breached_threshold_exits_1() {
 }
 
 #[test]
+fn saved_subscription_reports_render_again_and_merge() {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = std::time::Duration::from_millis(20);
+    let node = MockServer::start(options).expect("the solana node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let dir = std::env::temp_dir().join(format!("rpcbench-subscribe-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("a.json");
+    let b = dir.join("b.json");
+    for (path, subscribers) in [(&a, "2"), (&b, "3")] {
+        let output = rpcbench(&[
+            "subscribe",
+            &url,
+            "--sub",
+            "slot",
+            "--subscribers",
+            subscribers,
+            "-d",
+            "500ms",
+            "--save",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    }
+    // Rendered again from the file: the same text the run printed, and the other formats.
+    let live: serde_json::Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
+    let text = rpcbench(&["report", a.to_str().unwrap()]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("subscribe slot against"));
+    let html = rpcbench(&["report", a.to_str().unwrap(), "-f", "html"]);
+    assert!(String::from_utf8_lossy(&html.stdout).contains("<h2>Lag by percentile</h2>"));
+    let merged = dir.join("merged.json");
+    let output = rpcbench(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+        "--threshold",
+        "gaps < 1",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    let part_b: serde_json::Value = serde_json::from_slice(&std::fs::read(&b).unwrap()).unwrap();
+    assert_eq!(merged["subscriptions"], 5);
+    assert_eq!(
+        merged["notifications"].as_u64().unwrap(),
+        live["notifications"].as_u64().unwrap() + part_b["notifications"].as_u64().unwrap()
+    );
+    assert_eq!(merged["lag"]["count"], merged["notifications"]);
+    assert_eq!(merged["thresholds"][0]["passed"], true);
+    // A file that is not one is refused by name.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"subscribe_report_version":1,"tool":3}"#).unwrap();
+    let output = rpcbench(&["report", bad.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("bad.json"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_missing_body_file_names_the_file() {
     let output = rpcbench(&["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent/body.json"]);
     assert_eq!(output.status.code(), Some(2));

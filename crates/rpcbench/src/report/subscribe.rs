@@ -345,6 +345,160 @@ impl SubscribeThreshold {
     }
 }
 
+/// Whether the file at `path` is a subscription report (`subscribe -o json` or `--save`).
+pub fn is_subscribe_report(path: &std::path::Path) -> bool {
+    #[derive(Deserialize)]
+    struct Version {
+        subscribe_report_version: Option<u32>,
+    }
+    crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Version>(&text).ok())
+        .is_some_and(|version| version.subscribe_report_version.is_some())
+}
+
+impl SubscribeReport {
+    /// Reads a saved report, checking that its histograms decode.
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let shown = path.display();
+        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+            .map_err(|err| format!("{shown}: {err}"))?;
+        let report: SubscribeReport = serde_json::from_str(&text).map_err(|err| {
+            format!("{shown}:{}:{}: not a subscription report: {err}", err.line(), err.column())
+        })?;
+        if report.subscribe_report_version != 1 {
+            return Err(format!(
+                "{shown}: subscription report version {} is not known",
+                report.subscribe_report_version
+            ));
+        }
+        for text in [&report.histograms.subscribe, &report.histograms.lag, &report.histograms.produced_lag]
+            .into_iter()
+            .flatten()
+        {
+            crate::results::decode_histogram(text)
+                .map_err(|err| format!("{shown}: a histogram does not decode: {err}"))?;
+        }
+        Ok(report)
+    }
+}
+
+/// Merges the reports of subscription runs side by side (the same target and kinds, from
+/// several processes or machines) into one: counts add up, the per-second series add up by
+/// second, and the percentiles come from the merged histograms. The fan-out lag of each
+/// part counts from the first arrival within that part.
+pub fn merge_subscribe_reports(
+    parts: &[(std::path::PathBuf, SubscribeReport)],
+) -> Result<SubscribeReport, String> {
+    let Some(((_, first), rest)) = parts.split_first() else { return Err("nothing to merge".into()) };
+    let mut merged = first.clone();
+    for (path, part) in rest {
+        if part.target != first.target || part.kinds != first.kinds {
+            return Err(format!(
+                "{}: another target or other subscriptions ({} {}) than the first file ({} {})",
+                path.display(),
+                part.target,
+                part.kinds.join(","),
+                first.target,
+                first.kinds.join(",")
+            ));
+        }
+        let overflow =
+            || format!("{}: its counts added to the others' do not fit a 64-bit count", path.display());
+        for (ours, theirs) in [
+            (&mut merged.subscribers, part.subscribers),
+            (&mut merged.subscriptions, part.subscriptions),
+            (&mut merged.subscribed, part.subscribed),
+            (&mut merged.active_at_end, part.active_at_end),
+            (&mut merged.notifications, part.notifications),
+            (&mut merged.bytes, part.bytes),
+            (&mut merged.gaps, part.gaps),
+            (&mut merged.duplicates, part.duplicates),
+            (&mut merged.reorders, part.reorders),
+            (&mut merged.unknown_subscription, part.unknown_subscription),
+            (&mut merged.not_json, part.not_json),
+            (&mut merged.sockets_opened, part.sockets_opened),
+            (&mut merged.connect_errors, part.connect_errors),
+            (&mut merged.reconnects, part.reconnects),
+        ] {
+            *ours = ours.checked_add(theirs).ok_or_else(overflow)?;
+        }
+        for (code, count) in &part.subscribe_errors {
+            *merged.subscribe_errors.entry(code.clone()).or_default() += count;
+        }
+        for (code, count) in &part.closed_by_server {
+            *merged.closed_by_server.entry(code.clone()).or_default() += count;
+        }
+        for kind in &part.per_kind {
+            match merged.per_kind.iter_mut().find(|ours| ours.kind == kind.kind) {
+                Some(ours) => {
+                    ours.subscriptions += kind.subscriptions;
+                    ours.notifications += kind.notifications;
+                    ours.gaps += kind.gaps;
+                    ours.duplicates += kind.duplicates;
+                    ours.reorders += kind.reorders;
+                }
+                None => merged.per_kind.push(kind.clone()),
+            }
+        }
+        let mut by_second: BTreeMap<u64, SubscribeSecond> =
+            merged.series.drain(..).map(|p| (p.second, p)).collect();
+        for point in &part.series {
+            let ours = by_second
+                .entry(point.second)
+                .or_insert_with(|| SubscribeSecond { second: point.second, ..SubscribeSecond::default() });
+            ours.notifications += point.notifications;
+            ours.bytes += point.bytes;
+            ours.active += point.active;
+            ours.lag_max_us = ours.lag_max_us.max(point.lag_max_us);
+        }
+        merged.series = by_second.into_values().collect();
+        merged.subs_per_socket = merged.subs_per_socket.max(part.subs_per_socket);
+        merged.duration_us = merged.duration_us.max(part.duration_us);
+        merged.elapsed_us = merged.elapsed_us.max(part.elapsed_us);
+        merged.interrupted |= part.interrupted;
+        merged.produced_lag_precision =
+            match (merged.produced_lag_precision.take(), part.produced_lag_precision.clone()) {
+                (Some(a), Some(b)) if a != b => Some("seconds".to_string()),
+                (a, b) => a.or(b),
+            };
+    }
+    let combine = |pick: fn(&SubscribeHistograms) -> &Option<String>| -> Result<Option<String>, String> {
+        let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
+        for (path, part) in parts {
+            if let Some(text) = pick(&part.histograms) {
+                let histogram = crate::results::decode_histogram(text)
+                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                match sum.as_mut() {
+                    Some(sum) => sum.add(&histogram).map_err(|err| format!("{}: {err:?}", path.display()))?,
+                    None => sum = Some(histogram),
+                }
+            }
+        }
+        Ok(sum.as_ref().map(crate::results::encode_histogram))
+    };
+    merged.histograms = SubscribeHistograms {
+        subscribe: combine(|h| &h.subscribe)?,
+        lag: combine(|h| &h.lag)?,
+        produced_lag: combine(|h| &h.produced_lag)?,
+    };
+    let latency = |text: &Option<String>| -> Option<LatencyReport> {
+        let histogram = crate::results::decode_histogram(text.as_deref()?).ok()?;
+        Some(LatencyReport::from_histogram(&histogram))
+    };
+    let empty = LatencyReport::from_histogram(&crate::record::new_histogram());
+    merged.subscribe_latency = latency(&merged.histograms.subscribe).unwrap_or_else(|| empty.clone());
+    merged.lag = latency(&merged.histograms.lag).unwrap_or(empty);
+    merged.produced_lag = latency(&merged.histograms.produced_lag);
+    let seconds = (merged.elapsed_us as f64 / 1e6).max(1e-9);
+    merged.notifications_per_sec = merged.notifications as f64 / seconds;
+    merged.notifications_per_sub_per_sec = merged.notifications_per_sec / merged.subscriptions.max(1) as f64;
+    merged.bytes_per_sec = merged.bytes as f64 / seconds;
+    // A part's verdicts do not hold for the whole.
+    merged.thresholds.clear();
+    Ok(merged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
