@@ -61,6 +61,9 @@ pub struct SubscribeArgs {
     /// Also write the JSON report (histograms kept losslessly) to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics_args::MetricsArgs,
 }
 
 pub fn run(args: SubscribeArgs) -> ExitCode {
@@ -98,6 +101,15 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;
     config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    // Serves until the command ends.
+    let _metrics_server = match args.metrics.start() {
+        Ok(Some((server, live))) => {
+            config.live = Some(live);
+            Some(server)
+        }
+        Ok(None) => None,
+        Err(err) => return output::usage_error(err),
+    };
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     let mut report = match subscribe::run(&config, &stop) {

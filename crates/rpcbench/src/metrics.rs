@@ -96,26 +96,7 @@ impl CallFigures {
             errors: error_classes(&totals.counts),
             ..CallFigures::default()
         };
-        let histogram = &totals.latency;
-        let recorded = histogram.len();
-        if recorded == 0 {
-            return figures;
-        }
-        let max = histogram.max();
-        let mut counted = 0;
-        let mut low = 0;
-        for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
-            if low > max {
-                break;
-            }
-            // Disjoint ranges of the histogram's own buckets: a bound's bucket counts below it.
-            let count = histogram.count_between(low, bound.min(max));
-            figures.buckets[bucket] = count;
-            counted += count;
-            low = histogram.highest_equivalent(bound) + 1;
-        }
-        figures.buckets[BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
-        figures.latency_sum_seconds = histogram.mean() * recorded as f64 / 1e6;
+        (figures.buckets, figures.latency_sum_seconds) = latency_buckets(&totals.latency);
         figures
     }
 
@@ -150,6 +131,63 @@ fn error_classes(counts: &OutcomeCounts) -> BTreeMap<(Outcome, Option<String>), 
     counts.failures().into_iter().map(|(outcome, code, count)| ((outcome, code), count)).collect()
 }
 
+/// A histogram of microseconds in the endpoint's buckets ([`LATENCY_BUCKETS_SECONDS`], not
+/// cumulative, then the count above the last bound) and its sum in seconds. Sums the
+/// histogram's counts bucket by bucket up to its largest value (not on a hot path).
+fn latency_buckets(
+    histogram: &hdrhistogram::Histogram<u64>,
+) -> ([u64; LATENCY_BUCKETS_SECONDS.len() + 1], f64) {
+    let mut buckets = [0; LATENCY_BUCKETS_SECONDS.len() + 1];
+    let recorded = histogram.len();
+    if recorded == 0 {
+        return (buckets, 0.0);
+    }
+    let max = histogram.max();
+    let mut counted = 0;
+    let mut low = 0;
+    for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
+        if low > max {
+            break;
+        }
+        // Disjoint ranges of the histogram's own buckets: a bound's bucket counts below it.
+        let count = histogram.count_between(low, bound.min(max));
+        buckets[bucket] = count;
+        counted += count;
+        low = histogram.highest_equivalent(bound) + 1;
+    }
+    buckets[BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
+    (buckets, histogram.mean() * recorded as f64 / 1e6)
+}
+
+/// What a subscription run (`subscribe --metrics-listen`) received so far.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubscriptionFigures {
+    /// Notifications received.
+    pub notifications: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Block numbers or slots never received.
+    pub gaps: u64,
+    /// Items received twice by one subscription.
+    pub duplicates: u64,
+    /// Items received after a later one.
+    pub reorders: u64,
+    /// Subscriptions active now.
+    pub active: u64,
+    /// Fan-out lag per bucket, as [`CallFigures::buckets`].
+    pub lag_buckets: [u64; LATENCY_BUCKETS_SECONDS.len() + 1],
+    /// Sum of the fan-out lags, seconds.
+    pub lag_sum_seconds: f64,
+}
+
+impl SubscriptionFigures {
+    /// The fan-out lag histogram's part of the figures.
+    pub fn with_lag(mut self, lag: &hdrhistogram::Histogram<u64>) -> Self {
+        (self.lag_buckets, self.lag_sum_seconds) = latency_buckets(lag);
+        self
+    }
+}
+
 /// Everything the endpoint shows at one moment.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
@@ -165,6 +203,8 @@ pub struct Snapshot {
     pub running: bool,
     /// The latest run's target URL, redacted, and mode (`open` or `closed`).
     pub run: Option<(String, &'static str)>,
+    /// A subscription run's figures, when one publishes.
+    pub subscription: Option<SubscriptionFigures>,
 }
 
 /// The store the workers publish into and the endpoint reads. Cloning it is cheap; every clone
@@ -183,6 +223,7 @@ struct State {
     /// Finished runs, by method label.
     base: BTreeMap<String, CallFigures>,
     run: Option<RunState>,
+    subscription: Option<SubscriptionFigures>,
 }
 
 struct RunState {
@@ -223,6 +264,11 @@ impl LiveMetrics {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// A subscription run's figures so far (published about once a second).
+    pub fn publish_subscription(&self, figures: SubscriptionFigures) {
+        self.state().subscription = Some(figures);
     }
 }
 
@@ -276,7 +322,11 @@ impl LiveMetrics {
     /// What the endpoint shows now.
     pub fn snapshot(&self) -> Snapshot {
         let state = self.state();
-        let mut snapshot = Snapshot { methods: state.base.clone(), ..Snapshot::default() };
+        let mut snapshot = Snapshot {
+            methods: state.base.clone(),
+            subscription: state.subscription.clone(),
+            ..Snapshot::default()
+        };
         if let Some(run) = &state.run {
             snapshot.run = Some((run.target.clone(), run.mode));
             snapshot.running = run.running;
@@ -426,6 +476,9 @@ impl Collector for SnapshotCollector {
             "1 while a run is going on, 0 after.",
             f64::from(u8::from(snapshot.running)),
         )?;
+        if let Some(figures) = &snapshot.subscription {
+            encode_subscription(&mut encoder, figures)?;
+        }
         if let Some((target, mode)) = &snapshot.run {
             let labels = [("target", target.as_str()), ("mode", mode)];
             encoder
@@ -434,6 +487,38 @@ impl Collector for SnapshotCollector {
         }
         Ok(())
     }
+}
+
+fn encode_subscription(
+    encoder: &mut DescriptorEncoder,
+    figures: &SubscriptionFigures,
+) -> Result<(), fmt::Error> {
+    for (name, help, value) in [
+        ("subscribe_notifications", "Subscription notifications received.", figures.notifications),
+        ("subscribe_received_bytes", "Bytes of the notifications received.", figures.bytes),
+        ("subscribe_gaps", "Block numbers or slots a subscription never received.", figures.gaps),
+        ("subscribe_duplicates", "Items a subscription received twice.", figures.duplicates),
+        ("subscribe_reorders", "Items a subscription received after a later one.", figures.reorders),
+    ] {
+        encoder
+            .encode_descriptor(name, help, None, MetricType::Counter)?
+            .encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+    }
+    gauge(encoder, "subscribe_active", "Subscriptions active now.", figures.active as f64)?;
+    let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+        .iter()
+        .copied()
+        .chain([f64::INFINITY])
+        .zip(figures.lag_buckets.iter().copied())
+        .collect();
+    encoder
+        .encode_descriptor(
+            "subscribe_lag",
+            "Fan-out lag: a notification's arrival minus the earliest arrival of the same item at any subscriber.",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?
+        .encode_histogram::<NoLabelSet>(figures.lag_sum_seconds, figures.lag_buckets.iter().sum(), &buckets, None)
 }
 
 fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> Result<(), fmt::Error> {

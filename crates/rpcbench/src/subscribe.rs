@@ -159,6 +159,8 @@ pub struct SubscribeConfig {
     pub reconnect: bool,
     /// Largest message accepted.
     pub max_message: usize,
+    /// Where to publish live figures once a second (`--metrics-listen`).
+    pub live: Option<crate::metrics::LiveMetrics>,
 }
 
 /// The most subscriptions one run may hold.
@@ -179,6 +181,7 @@ impl SubscribeConfig {
             timeout: Duration::from_secs(5),
             reconnect: false,
             max_message: 16 * 1024 * 1024,
+            live: None,
         }
     }
 
@@ -517,15 +520,39 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
                 end,
             ));
         }
+        let mut published = Instant::now();
         while Instant::now() < end && !stop.is_stopped() {
             tokio::time::sleep(Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())))
                 .await;
+            if published.elapsed() >= crate::engine::PUBLISH_INTERVAL {
+                published = Instant::now();
+                publish(config, &collector.borrow());
+            }
         }
     });
+    publish(config, &collector.borrow());
     drop(local);
     let elapsed = start.elapsed();
     let collector = collector.borrow();
     Ok(report(config, &collector, elapsed, stop.is_stopped()))
+}
+
+/// Publishes the figures so far to the live metrics, if any.
+fn publish(config: &SubscribeConfig, collector: &Collector) {
+    let Some(live) = &config.live else { return };
+    let sum = |f: fn(&SubscriptionState) -> u64| collector.subscriptions.iter().map(f).sum::<u64>();
+    live.publish_subscription(
+        crate::metrics::SubscriptionFigures {
+            notifications: collector.notifications,
+            bytes: collector.bytes,
+            gaps: sum(|s| s.gaps),
+            duplicates: sum(|s| s.duplicates),
+            reorders: sum(|s| s.reorders),
+            active: collector.subscriptions.iter().filter(|s| s.active).count() as u64,
+            ..Default::default()
+        }
+        .with_lag(&collector.lag),
+    );
 }
 
 /// One socket: connect, subscribe its share, read until the end; with `reconnect`, again after

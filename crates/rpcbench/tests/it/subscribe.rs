@@ -162,3 +162,26 @@ fn sockets_the_server_closes_are_counted_by_code_and_reopened_with_reconnect() {
     // A subscription keeps its sequence across reconnects: slot 5 again is a duplicate.
     assert_eq!(again.duplicates, again.notifications - 1, "{}", again.render_text());
 }
+
+#[test]
+fn live_metrics_show_notifications_lag_active_subscriptions_and_gaps() {
+    let server = node(Chain::Ethereum, |_| {});
+    let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
+    let mut config =
+        SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(1300));
+    config.subscribers = 3;
+    let live = rpcbench::metrics::LiveMetrics::new();
+    config.live = Some(live.clone());
+    let report = run(&config, &StopHandle::new()).unwrap();
+    let text = live.render();
+    assert!(
+        text.contains(&format!("rpcbench_subscribe_notifications_total {}", report.notifications)),
+        "{text}"
+    );
+    assert!(text.contains("rpcbench_subscribe_gaps_total 0"), "{text}");
+    assert!(
+        text.contains(&format!("rpcbench_subscribe_lag_seconds_count {}", report.notifications)),
+        "{text}"
+    );
+    assert!(text.contains("rpcbench_subscribe_active "), "{text}");
+}
