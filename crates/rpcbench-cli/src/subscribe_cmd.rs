@@ -36,6 +36,10 @@ pub struct SubscribeArgs {
     /// How long to listen.
     #[arg(short, long, value_parser = duration, default_value = "10s")]
     pub duration: Duration,
+    /// Open the sockets evenly over this long from the start instead of all at once (the
+    /// active subscriptions climb; a threshold still judges the whole run).
+    #[arg(long, value_parser = duration, default_value = "0s")]
+    pub ramp: Duration,
     /// Open a socket the server closed again, and subscribe again.
     #[arg(long)]
     pub reconnect: bool,
@@ -98,6 +102,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.subscribers = args.subscribers;
     config.subs_per_socket = args.subs_per_socket;
     config.reconnect = args.reconnect;
+    config.ramp = args.ramp;
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;
     config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };

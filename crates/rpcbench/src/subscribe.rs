@@ -161,6 +161,9 @@ pub struct SubscribeConfig {
     pub max_message: usize,
     /// Where to publish live figures once a second (`--metrics-listen`).
     pub live: Option<crate::metrics::LiveMetrics>,
+    /// Spread the sockets' subscriptions evenly over this long from the start (`--ramp`)
+    /// instead of requesting them all at once.
+    pub ramp: Duration,
 }
 
 /// The most subscriptions one run may hold.
@@ -182,6 +185,7 @@ impl SubscribeConfig {
             reconnect: false,
             max_message: 16 * 1024 * 1024,
             live: None,
+            ramp: Duration::ZERO,
         }
     }
 
@@ -207,6 +211,9 @@ impl SubscribeConfig {
         }
         if self.duration.is_zero() {
             return Err(ConfigError::new("--duration", "must be longer than zero"));
+        }
+        if self.ramp >= self.duration {
+            return Err(ConfigError::new("--ramp", "must be shorter than the duration"));
         }
         Ok(())
     }
@@ -260,6 +267,8 @@ struct Collector {
     notifications: u64,
     bytes: u64,
     series: Vec<SubscribeSecond>,
+    /// Subscriptions active now.
+    active: u64,
 }
 
 impl Collector {
@@ -287,6 +296,7 @@ impl Collector {
             notifications: 0,
             bytes: 0,
             series: Vec::new(),
+            active: 0,
         }
     }
 
@@ -295,7 +305,7 @@ impl Collector {
         // Bounded: one point per second of the run (and never past an hour's worth of gaps).
         while self.series.last().is_none_or(|last| last.second < second) && self.series.len() < 86_400 {
             let next = self.series.last().map_or(0, |last| last.second + 1);
-            let active = self.subscriptions.iter().filter(|s| s.active).count() as u64;
+            let active = self.active;
             self.series.push(SubscribeSecond { second: next, active, ..SubscribeSecond::default() });
         }
         let index = self.series.len() - 1;
@@ -360,8 +370,18 @@ impl Collector {
 
     fn set_active(&mut self, index: usize, active: bool) {
         let state = &mut self.subscriptions[index];
+        if state.active != active {
+            if active {
+                self.active += 1;
+            } else {
+                self.active -= 1;
+            }
+        }
         state.active = active;
         state.confirmed |= active;
+        // The current second's point holds the count at its end.
+        let now = self.active;
+        self.second(Instant::now()).active = now;
     }
 }
 
@@ -512,11 +532,14 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
         for socket in 0..sockets {
             let first = socket * config.subs_per_socket;
             let last = (first + config.subs_per_socket).min(config.subscriptions());
+            // Socket i of n opens at i/n of the ramp.
+            let opens_at = start + config.ramp.mul_f64(socket as f64 / sockets as f64);
             tokio::task::spawn_local(socket_task(
                 shared.clone(),
                 connector.clone(),
                 first..last,
                 collector.clone(),
+                opens_at,
                 end,
             ));
         }
@@ -562,8 +585,10 @@ async fn socket_task(
     connector: Connector,
     share: std::ops::Range<usize>,
     collector: Rc<RefCell<Collector>>,
+    opens_at: Instant,
     end: Instant,
 ) {
+    tokio::time::sleep_until(opens_at.into()).await;
     let mut reopening = false;
     loop {
         if Instant::now() >= end {

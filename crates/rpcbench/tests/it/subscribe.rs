@@ -185,3 +185,20 @@ fn live_metrics_show_notifications_lag_active_subscriptions_and_gaps() {
     );
     assert!(text.contains("rpcbench_subscribe_active "), "{text}");
 }
+
+#[test]
+fn a_ramp_opens_the_subscriptions_over_time() {
+    let server = node(Chain::Solana, |_| {});
+    let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
+    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::Slot], Duration::from_millis(2600));
+    config.subscribers = 10;
+    config.ramp = Duration::from_secs(2);
+    let report = run(&config, &StopHandle::new()).unwrap();
+    assert_eq!(report.subscribed, 10, "{}", report.render_text());
+    // Second 0 ends with about half the sockets open (5 of 10 open in its first second).
+    let first = report.series.first().map_or(0, |point| point.active);
+    assert!((3..=7).contains(&first), "{:?}", report.series);
+    assert_eq!(report.active_at_end, 10);
+    config.ramp = config.duration;
+    assert_eq!(config.validate().unwrap_err().setting, "--ramp");
+}
