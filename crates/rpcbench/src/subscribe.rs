@@ -269,6 +269,8 @@ struct Collector {
     series: Vec<SubscribeSecond>,
     /// Subscriptions active now.
     active: u64,
+    /// Why the first socket that could not be opened was not (a refused upgrade's status).
+    first_connect_error: Option<String>,
 }
 
 impl Collector {
@@ -297,6 +299,7 @@ impl Collector {
             bytes: 0,
             series: Vec::new(),
             active: 0,
+            first_connect_error: None,
         }
     }
 
@@ -631,32 +634,56 @@ async fn serve_socket(
     reopening: bool,
 ) -> SocketEnd {
     let upgraded = async {
-        let stream = connector.connect().await.ok()?;
+        let stream = connector.connect().await.map_err(|err| format!("cannot connect: {err}"))?;
         let target = &config.target;
         let scheme = if target.scheme == crate::settings::Scheme::Https { "wss" } else { "ws" };
         let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
-        let mut request = url.into_client_request().ok()?;
+        let bad_header = || "a header the upgrade request cannot carry".to_string();
+        let mut request = url.into_client_request().map_err(|err| format!("the URL: {err}"))?;
         if let Some(credentials) = target.basic_authorization() {
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, http::HeaderValue::from_str(credentials).ok()?);
+            request.headers_mut().insert(
+                http::header::AUTHORIZATION,
+                http::HeaderValue::from_str(credentials).map_err(|_| bad_header())?,
+            );
         }
         for (name, value) in &config.headers {
-            let name = http::header::HeaderName::from_bytes(name.as_bytes()).ok()?;
-            let value = http::HeaderValue::from_str(value).ok()?;
+            let name = http::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header())?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| bad_header())?;
             request.headers_mut().append(name, value);
         }
         let settings = WebSocketConfig::default()
             .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
             .max_message_size(Some(config.max_message))
             .max_frame_size(Some(config.max_message));
-        tokio_tungstenite::client_async_with_config(request, stream, Some(settings)).await.ok()
+        tokio_tungstenite::client_async_with_config(request, stream, Some(settings)).await.map_err(|err| {
+            match err {
+                tungstenite::Error::Http(response) => {
+                    format!(
+                        "the server refused the WebSocket upgrade with HTTP {}",
+                        response.status().as_u16()
+                    )
+                }
+                other => format!("the WebSocket upgrade failed: {other}"),
+            }
+        })
     };
-    let Ok(Some((socket, _))) = tokio::time::timeout(config.connect_timeout, upgraded).await else {
-        collector.borrow_mut().connect_errors += 1;
-        tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
-            .await;
-        return if Instant::now() >= end { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
+    let opened = match tokio::time::timeout(config.connect_timeout, upgraded).await {
+        Ok(Ok(opened)) => Ok(opened),
+        Ok(Err(reason)) => Err(reason),
+        Err(_) => Err("no upgrade within the connect timeout".to_string()),
+    };
+    let (socket, _) = match opened {
+        Ok(opened) => opened,
+        Err(reason) => {
+            {
+                let mut counts = collector.borrow_mut();
+                counts.connect_errors += 1;
+                counts.first_connect_error.get_or_insert(reason);
+            }
+            tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
+                .await;
+            return if Instant::now() >= end { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
+        }
     };
     {
         let mut counts = collector.borrow_mut();
@@ -799,6 +826,7 @@ fn report(
         notifications_per_sub_per_sec: collector.notifications as f64 / seconds / subscriptions.max(1) as f64,
         bytes: collector.bytes,
         bytes_per_sec: collector.bytes as f64 / seconds,
+        bytes_per_sub_per_sec: collector.bytes as f64 / seconds / subscriptions.max(1) as f64,
         lag: LatencyReport::from_histogram(&collector.lag),
         produced_lag: has_produced.then(|| LatencyReport::from_histogram(&collector.produced_lag)),
         produced_lag_precision: has_produced
@@ -811,6 +839,11 @@ fn report(
         closed_by_server: collector.closed_by_server.iter().map(|(code, n)| (code.to_string(), *n)).collect(),
         sockets_opened: collector.sockets_opened,
         connect_errors: collector.connect_errors,
+        first_connect_error: collector
+            .first_connect_error
+            .as_deref()
+            .map(crate::printable::escape_controls)
+            .map(String::from),
         reconnects: collector.reconnects,
         per_kind,
         series: collector.series.clone(),

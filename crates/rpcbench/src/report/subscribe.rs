@@ -65,6 +65,9 @@ pub struct SubscribeReport {
     pub bytes: u64,
     /// Bytes per second.
     pub bytes_per_sec: f64,
+    /// Bytes per second per subscription, on average.
+    #[serde(default)]
+    pub bytes_per_sub_per_sec: f64,
     /// Fan-out lag: from the earliest arrival of an item at any subscriber to its arrival here.
     pub lag: LatencyReport,
     /// Production lag: arrival minus the item's production time, when it carries one.
@@ -87,6 +90,10 @@ pub struct SubscribeReport {
     pub sockets_opened: u64,
     /// Sockets that could not be opened (connect or upgrade failed).
     pub connect_errors: u64,
+    /// Why the first socket that could not be opened was not (such as a refused upgrade's
+    /// HTTP status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_connect_error: Option<String>,
     /// Re-opened sockets (`--reconnect`).
     pub reconnects: u64,
     /// Per kind: notifications, gaps, duplicates.
@@ -215,6 +222,9 @@ impl SubscribeReport {
             if closes.is_empty() { "0".to_string() } else { closes.join(", ") },
             self.reconnects
         );
+        if let Some(reason) = &self.first_connect_error {
+            let _ = writeln!(out, "  First socket that could not be opened: {reason}");
+        }
         if self.per_kind.len() > 1 {
             for kind in &self.per_kind {
                 let _ = writeln!(
@@ -494,6 +504,7 @@ pub fn merge_subscribe_reports(
     merged.notifications_per_sec = merged.notifications as f64 / seconds;
     merged.notifications_per_sub_per_sec = merged.notifications_per_sec / merged.subscriptions.max(1) as f64;
     merged.bytes_per_sec = merged.bytes as f64 / seconds;
+    merged.bytes_per_sub_per_sec = merged.bytes_per_sec / merged.subscriptions.max(1) as f64;
     // A part's verdicts do not hold for the whole.
     merged.thresholds.clear();
     Ok(merged)

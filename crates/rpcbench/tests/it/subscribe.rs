@@ -133,6 +133,12 @@ fn a_socket_that_cannot_be_opened_is_a_connect_error_not_a_close_by_the_server()
     assert_eq!(report.connect_errors, 2, "{}", report.render_text());
     assert!(report.closed_by_server.is_empty(), "{:?}", report.closed_by_server);
     assert_eq!(report.subscribed, 1);
+    assert_eq!(
+        report.first_connect_error.as_deref(),
+        Some("the server refused the WebSocket upgrade with HTTP 503"),
+        "the refusal's status is shown"
+    );
+    assert!(report.render_text().contains("refused the WebSocket upgrade with HTTP 503"));
 }
 
 #[test]
