@@ -225,3 +225,21 @@ fn websocket_settings_are_checked_naming_the_flag() {
     http.in_flight = 2;
     assert_eq!(http.validate().unwrap_err().setting, "--in-flight");
 }
+
+#[test]
+fn wss_goes_through_the_same_tls_setup_as_https() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.tls = Some(rpcbench::mock::MockTls::default());
+    let server = MockServer::start(options).unwrap();
+    let certificate = server.certificate_path().unwrap().to_path_buf();
+    let mut config = ws(&format!("wss://{}/", server.local_addr()), 2, 2, 200);
+    config.tls = rpcbench::engine::config::TlsOptions { insecure: false, ca_file: Some(certificate) };
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 200, "{:?}", record.totals.counts);
+    assert_eq!(RunReport::new(&config, &record).protocol, "websocket");
+    // Without the certificate the handshake fails: connect errors, not a hang.
+    config.tls = rpcbench::engine::config::TlsOptions::default();
+    config.length = requests(10);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.connect, 10, "{:?}", record.totals.counts);
+}
