@@ -238,6 +238,10 @@ struct SubscriptionState {
     active: bool,
     /// The server confirmed it at least once (a re-subscription after a reconnect included).
     confirmed: bool,
+    /// When the server first confirmed it.
+    confirmed_at: Option<Instant>,
+    /// The first key it received.
+    first: Option<u64>,
     last: Option<u64>,
     recent: VecDeque<u64>,
     notifications: u64,
@@ -341,6 +345,9 @@ impl Collector {
                 state.recent.pop_front();
             }
             state.recent.push_back(key);
+            if state.first.is_none_or(|first| key < first) {
+                state.first = Some(key);
+            }
             if state.last.is_none_or(|last| key > last) {
                 state.last = Some(key);
             }
@@ -382,6 +389,9 @@ impl Collector {
         }
         state.active = active;
         state.confirmed |= active;
+        if active && state.confirmed_at.is_none() {
+            state.confirmed_at = Some(Instant::now());
+        }
         // The current second's point holds the count at its end.
         let now = self.active;
         self.second(Instant::now()).active = now;
@@ -772,12 +782,56 @@ fn encoded(histogram: &Histogram<u64>) -> Option<String> {
 }
 
 /// The report of a run: `collector`'s figures over `elapsed`.
+/// Gaps at the edges of each subscription's numbered items (blocks, slots), which the sequence
+/// alone cannot see: items that reached some subscriber after this one was confirmed but
+/// before its first notification, and items that reached some subscriber before the run's end
+/// (less a grace of the largest fan-out lag, at least 50 ms, for items still on their way)
+/// after its last one. A subscription that received nothing misses every such item.
+fn edge_gaps(collector: &Collector, end: Instant) -> Vec<u64> {
+    let grace = Duration::from_micros(collector.lag.max()).max(Duration::from_millis(50));
+    let cutoff = end.checked_sub(grace).unwrap_or(collector.start);
+    let mut by_kind: Vec<Vec<(Instant, u64)>> = vec![Vec::new(); collector.kinds.len()];
+    for (&(kind, key), &arrived) in &collector.first_arrival {
+        if collector.kinds[kind].is_sequence() {
+            by_kind[kind].push((arrived, key));
+        }
+    }
+    for arrivals in &mut by_kind {
+        arrivals.sort_unstable();
+    }
+    collector
+        .subscriptions
+        .iter()
+        .map(|state| {
+            let arrivals = &by_kind[state.kind];
+            let Some(confirmed) = state.confirmed_at else { return 0 };
+            let from = arrivals.partition_point(|&(arrived, _)| arrived < confirmed);
+            let to = arrivals.partition_point(|&(arrived, _)| arrived <= cutoff);
+            if from >= to {
+                return 0;
+            }
+            let (first_due, last_due) = (arrivals[from].1, arrivals[to - 1].1);
+            if first_due > last_due {
+                return 0;
+            }
+            match (state.first, state.last) {
+                (Some(first), Some(last)) => {
+                    first.saturating_sub(first_due).min(last_due - first_due + 1)
+                        + last_due.saturating_sub(last)
+                }
+                _ => last_due - first_due + 1,
+            }
+        })
+        .collect()
+}
+
 fn report(
     config: &SubscribeConfig,
     collector: &Collector,
     elapsed: Duration,
     interrupted: bool,
 ) -> SubscribeReport {
+    let edges = edge_gaps(collector, collector.start + elapsed);
     let seconds = elapsed.as_secs_f64().max(1e-9);
     let sum = |f: fn(&SubscriptionState) -> u64| collector.subscriptions.iter().map(f).sum::<u64>();
     let subscriptions = collector.subscriptions.len() as u64;
@@ -786,7 +840,7 @@ fn report(
         .iter()
         .enumerate()
         .map(|(kind, spec)| {
-            let mine = collector.subscriptions.iter().filter(|s| s.kind == kind);
+            let mine = collector.subscriptions.iter().zip(&edges).filter(|(s, _)| s.kind == kind);
             let mut figures = KindFigures {
                 kind: spec.name().to_string(),
                 subscriptions: 0,
@@ -795,10 +849,10 @@ fn report(
                 duplicates: 0,
                 reorders: 0,
             };
-            for state in mine {
+            for (state, edge) in mine {
                 figures.subscriptions += 1;
                 figures.notifications += state.notifications;
-                figures.gaps += state.gaps;
+                figures.gaps += state.gaps + edge;
                 figures.duplicates += state.duplicates;
                 figures.reorders += state.reorders;
             }
@@ -831,7 +885,7 @@ fn report(
         produced_lag: has_produced.then(|| LatencyReport::from_histogram(&collector.produced_lag)),
         produced_lag_precision: has_produced
             .then(|| if collector.produced_lag_seconds { "seconds" } else { "exact" }.to_string()),
-        gaps: sum(|s| s.gaps),
+        gaps: sum(|s| s.gaps) + edges.iter().sum::<u64>(),
         duplicates: sum(|s| s.duplicates),
         reorders: sum(|s| s.reorders),
         unknown_subscription: collector.unknown_subscription,
