@@ -27,8 +27,6 @@ use hdrhistogram::Histogram;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::engine::StopHandle;
@@ -37,6 +35,7 @@ use crate::report::subscribe::{KindFigures, SubscribeHistograms, SubscribeReport
 use crate::report::LatencyReport;
 use crate::settings::{ConfigError, Target, TlsOptions};
 use crate::transport::connect::Connector;
+use crate::transport::websocket::Upgrade;
 
 /// What a subscription asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -531,6 +530,7 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
     config.validate().map_err(SubscribeError::Config)?;
     let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
         .map_err(|err| SubscribeError::Setup(err.to_string()))?;
+    let upgrade = Upgrade::new(connector, &config.target, &config.headers, config.max_message as u64);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -549,7 +549,7 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
             let opens_at = start + config.ramp.mul_f64(socket as f64 / sockets as f64);
             tokio::task::spawn_local(socket_task(
                 shared.clone(),
-                connector.clone(),
+                upgrade.clone(),
                 first..last,
                 collector.clone(),
                 opens_at,
@@ -595,7 +595,7 @@ fn publish(config: &SubscribeConfig, collector: &Collector) {
 /// the server closes it.
 async fn socket_task(
     config: Arc<SubscribeConfig>,
-    connector: Connector,
+    upgrade: Upgrade,
     share: std::ops::Range<usize>,
     collector: Rc<RefCell<Collector>>,
     opens_at: Instant,
@@ -607,7 +607,7 @@ async fn socket_task(
         if Instant::now() >= end {
             return;
         }
-        let ended = serve_socket(&config, &connector, share.clone(), &collector, end, reopening).await;
+        let ended = serve_socket(&config, &upgrade, share.clone(), &collector, end, reopening).await;
         reopening = true;
         for index in share.clone() {
             collector.borrow_mut().set_active(index, false);
@@ -637,58 +637,20 @@ enum SocketEnd {
 /// Connects, subscribes and reads until the run's end or the server closes the socket.
 async fn serve_socket(
     config: &SubscribeConfig,
-    connector: &Connector,
+    upgrade: &Upgrade,
     share: std::ops::Range<usize>,
     collector: &Rc<RefCell<Collector>>,
     end: Instant,
     reopening: bool,
 ) -> SocketEnd {
-    let upgraded = async {
-        let stream = connector.connect().await.map_err(|err| format!("cannot connect: {err}"))?;
-        let target = &config.target;
-        let scheme = if target.scheme == crate::settings::Scheme::Https { "wss" } else { "ws" };
-        let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
-        let bad_header = || "a header the upgrade request cannot carry".to_string();
-        let mut request = url.into_client_request().map_err(|err| format!("the URL: {err}"))?;
-        if let Some(credentials) = target.basic_authorization() {
-            request.headers_mut().insert(
-                http::header::AUTHORIZATION,
-                http::HeaderValue::from_str(credentials).map_err(|_| bad_header())?,
-            );
-        }
-        for (name, value) in &config.headers {
-            let name = http::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header())?;
-            let value = http::HeaderValue::from_str(value).map_err(|_| bad_header())?;
-            request.headers_mut().append(name, value);
-        }
-        let settings = WebSocketConfig::default()
-            .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
-            .max_message_size(Some(config.max_message))
-            .max_frame_size(Some(config.max_message));
-        tokio_tungstenite::client_async_with_config(request, stream, Some(settings)).await.map_err(|err| {
-            match err {
-                tungstenite::Error::Http(response) => {
-                    format!(
-                        "the server refused the WebSocket upgrade with HTTP {}",
-                        response.status().as_u16()
-                    )
-                }
-                other => format!("the WebSocket upgrade failed: {other}"),
-            }
-        })
-    };
-    let opened = match tokio::time::timeout(config.connect_timeout, upgraded).await {
-        Ok(Ok(opened)) => Ok(opened),
-        Ok(Err(reason)) => Err(reason),
-        Err(_) => Err("no upgrade within the connect timeout".to_string()),
-    };
-    let (socket, _) = match opened {
-        Ok(opened) => opened,
+    let opened = upgrade.open().await;
+    let socket = match opened {
+        Ok(socket) => socket,
         Err(reason) => {
             {
                 let mut counts = collector.borrow_mut();
                 counts.connect_errors += 1;
-                counts.first_connect_error.get_or_insert(reason);
+                counts.first_connect_error.get_or_insert(reason.to_string());
             }
             tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
                 .await;

@@ -407,32 +407,19 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             start += total;
             let close = !request.keep_alive;
             if request.upgrade != Upgrade::No {
-                if let Upgrade::Bad(why) = request.upgrade {
-                    error_body(&mut body_out, INVALID_REQUEST, format!("bad WebSocket upgrade: {why}"));
-                    write_json(
-                        &mut out,
-                        b"400 Bad Request",
-                        b"",
-                        &body_out,
-                        Some(&request),
-                        true,
-                        &date.text,
-                    );
-                    closing = true;
-                    break;
-                }
-                let Upgrade::WebSocket { key } = request.upgrade else { break };
-                let Some(slot) = super::ws::open_connection(&shared) else {
-                    error_body(&mut body_out, INVALID_REQUEST, "too many WebSocket connections".to_string());
-                    write_json(
-                        &mut out,
-                        b"503 Service Unavailable",
-                        b"",
-                        &body_out,
-                        Some(&request),
-                        true,
-                        &date.text,
-                    );
+                // A bad upgrade gets 400, one past the connection limit 503; either closes.
+                let bad = match request.upgrade {
+                    Upgrade::Bad(why) => Some(format!("bad WebSocket upgrade: {why}")),
+                    _ => None,
+                };
+                let opened = if bad.is_none() { super::ws::open_connection(&shared) } else { None };
+                let (Some(slot), Upgrade::WebSocket { key }) = (opened, request.upgrade) else {
+                    let (status, message): (&[u8], String) = match bad {
+                        Some(message) => (b"400 Bad Request", message),
+                        None => (b"503 Service Unavailable", "too many WebSocket connections".into()),
+                    };
+                    error_body(&mut body_out, INVALID_REQUEST, message);
+                    write_json(&mut out, status, b"", &body_out, Some(&request), true, &date.text);
                     closing = true;
                     break;
                 };

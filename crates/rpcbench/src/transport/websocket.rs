@@ -14,6 +14,7 @@
 //! are bounded by the run's body limit.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,19 +33,74 @@ use super::{Lane, Outgoing, Reply, Transport, WireError, WireStats};
 use crate::jsonrpc::{self, ScannedId};
 use crate::settings::{Scheme, Target};
 
-type Socket = WebSocketStream<Stream>;
+pub(crate) type Socket = WebSocketStream<Stream>;
 type Answer = Result<(Vec<u8>, Instant), WireError>;
 /// Where the lanes of one socket index find their socket (re-opened in place).
 type SocketSlot = Arc<tokio::sync::Mutex<Option<Arc<SharedSocket>>>>;
 
-/// The HTTP upgrade request every socket of a run starts with.
+/// How every socket to one target is opened: TCP (and TLS) by the connector, then the HTTP
+/// upgrade carrying the run's headers, within the connect timeout. Shared by request/response
+/// runs and `subscribe`.
 #[derive(Debug, Clone)]
-struct Upgrade {
+pub(crate) struct Upgrade {
+    connector: Connector,
     url: String,
     headers: Vec<(String, String)>,
+    config: WebSocketConfig,
+}
+
+/// Why a socket could not be opened.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// TCP or TLS failed.
+    Connect(io::Error),
+    /// The server answered the upgrade with this HTTP status instead.
+    Refused(u16),
+    /// The upgrade failed otherwise (a bad header, a broken answer, the timeout).
+    Failed(String),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Connect(err) => write!(f, "cannot connect: {err}"),
+            OpenError::Refused(status) => {
+                write!(f, "the server refused the WebSocket upgrade with HTTP {status}")
+            }
+            OpenError::Failed(why) => write!(f, "the WebSocket upgrade failed: {why}"),
+        }
+    }
 }
 
 impl Upgrade {
+    /// Sockets to the `ws://`/`wss://` `target`, the upgrade carrying `headers` (and the URL's
+    /// credentials, and rpcbench's User-Agent unless given); messages larger than `max_message`
+    /// end their socket.
+    pub(crate) fn new(
+        connector: Connector,
+        target: &Target,
+        headers: &[(String, String)],
+        max_message: u64,
+    ) -> Self {
+        let scheme = if target.scheme == Scheme::Https { "wss" } else { "ws" };
+        let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
+        let mut headers = headers.to_vec();
+        if let Some(credentials) = target.basic_authorization() {
+            if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+                headers.push(("Authorization".into(), credentials.to_string()));
+            }
+        }
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+            headers.push(("User-Agent".into(), concat!("rpcbench/", env!("CARGO_PKG_VERSION")).into()));
+        }
+        let limit = usize::try_from(max_message).unwrap_or(usize::MAX);
+        let config = WebSocketConfig::default()
+            .read_buffer_size(super::WEBSOCKET_READ_BUFFER)
+            .max_message_size(Some(limit))
+            .max_frame_size(Some(limit));
+        Self { connector, url, headers, config }
+    }
+
     fn request(&self) -> Result<tungstenite::handshake::client::Request, tungstenite::Error> {
         let mut request = self.url.as_str().into_client_request()?;
         for (name, value) in &self.headers {
@@ -55,6 +111,23 @@ impl Upgrade {
             request.headers_mut().append(name, value);
         }
         Ok(request)
+    }
+
+    /// Opens one socket.
+    pub(crate) async fn open(&self) -> Result<Socket, OpenError> {
+        let stream = self.connector.connect().await.map_err(OpenError::Connect)?;
+        let request = self.request().map_err(|err| OpenError::Failed(err.to_string()))?;
+        let upgraded = tokio::time::timeout(
+            self.connector.connect_timeout(),
+            tokio_tungstenite::client_async_with_config(request, stream, Some(self.config)),
+        )
+        .await
+        .map_err(|_| OpenError::Failed("no answer within the connect timeout".into()))?;
+        match upgraded {
+            Ok((socket, _)) => Ok(socket),
+            Err(tungstenite::Error::Http(response)) => Err(OpenError::Refused(response.status().as_u16())),
+            Err(other) => Err(OpenError::Failed(other.to_string())),
+        }
     }
 }
 
@@ -104,10 +177,8 @@ impl SocketPool {
 /// The WebSocket transport: sockets to one target, each carrying `in_flight` lanes.
 #[derive(Debug, Clone)]
 pub struct WebSocket {
-    connector: Connector,
     upgrade: Arc<Upgrade>,
     in_flight: usize,
-    config: WebSocketConfig,
     pool: Arc<SocketPool>,
 }
 
@@ -122,48 +193,18 @@ impl WebSocket {
         in_flight: usize,
         max_body: u64,
     ) -> Self {
-        let scheme = if target.scheme == Scheme::Https { "wss" } else { "ws" };
-        let url = format!("{scheme}://{}{}", target.host_header, target.path_and_query);
-        let mut headers = headers.to_vec();
-        if let Some(credentials) = target.basic_authorization() {
-            if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
-                headers.push(("Authorization".into(), credentials.to_string()));
-            }
-        }
-        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
-            headers.push(("User-Agent".into(), concat!("rpcbench/", env!("CARGO_PKG_VERSION")).into()));
-        }
-        let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
-        let config = WebSocketConfig::default()
-            .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
-            .max_message_size(Some(limit))
-            .max_frame_size(Some(limit));
         Self {
-            connector,
-            upgrade: Arc::new(Upgrade { url, headers }),
+            upgrade: Arc::new(Upgrade::new(connector, target, headers, max_body)),
             in_flight: in_flight.max(1),
-            config,
             pool: Arc::new(SocketPool::default()),
         }
     }
 
     /// Connects and upgrades, then starts the socket's reader task.
     async fn connect(&self) -> io::Result<Arc<SharedSocket>> {
-        let stream = self.connector.connect().await?;
-        let request =
-            self.upgrade.request().map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err))?;
-        let upgraded = tokio::time::timeout(
-            self.connector.connect_timeout(),
-            tokio_tungstenite::client_async_with_config(request, stream, Some(self.config)),
-        )
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "WebSocket upgrade timeout"))?;
-        let (socket, _) = upgraded.map_err(|err| match err {
-            tungstenite::Error::Http(response) => io::Error::other(format!(
-                "the server refused the WebSocket upgrade with HTTP {}",
-                response.status().as_u16()
-            )),
-            other => io::Error::other(format!("WebSocket upgrade: {other}")),
+        let socket = self.upgrade.open().await.map_err(|err| match err {
+            OpenError::Connect(err) => err,
+            other => io::Error::other(other.to_string()),
         })?;
         self.pool.opened.fetch_add(1, Ordering::Relaxed);
         let (writer, reader) = socket.split();
@@ -195,14 +236,12 @@ impl WebSocket {
     /// Opens one socket and reports why the server would not upgrade it, if it answered but
     /// refused (its HTTP status); `Ok` when it upgraded or could not be reached at all.
     pub async fn check_server(&self) -> Result<(), String> {
-        match self.connect().await {
-            Ok(socket) => {
-                socket.end(WireError::Closed);
-                let _ = socket.writer.lock().await.close().await;
-                self.pool.opened.fetch_sub(1, Ordering::Relaxed);
+        match self.upgrade.open().await {
+            Ok(mut socket) => {
+                let _ = socket.close(None).await;
                 Ok(())
             }
-            Err(err) if err.to_string().contains("refused the WebSocket upgrade") => Err(err.to_string()),
+            Err(refused @ OpenError::Refused(_)) => Err(refused.to_string()),
             Err(_) => Ok(()),
         }
     }
