@@ -11,7 +11,9 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::html::{color, esc, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE};
+use super::html::{
+    color, esc, house_style, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE,
+};
 use crate::capacity::{CapacityReport, LatencyStat, Slo, SloBound, StepResult, Verdict};
 use crate::capacity_file::CapacityFile;
 use crate::monitor::format_bytes;
@@ -154,14 +156,7 @@ fn mesh(
     y_desc: &str,
     y_label: &dyn Fn(&f64) -> String,
 ) -> super::html::DrawResult {
-    chart
-        .configure_mesh()
-        .x_desc("offered rate (requests per second)")
-        .y_desc(y_desc)
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 13))
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(225, 225, 225))
+    house_style(&mut chart.configure_mesh(), "offered rate (requests per second)", y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(y_label)
         .draw()?;

@@ -13,6 +13,7 @@ use std::error::Error;
 use std::fmt::Write;
 
 use hdrhistogram::Histogram;
+use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -105,6 +106,21 @@ impl Ranged for TickedAxis {
         self.inner.range()
     }
 }
+/// The look every chart's mesh shares: the axis descriptions, the font, a light grid. Callers
+/// add their label formatters and draw.
+pub(super) fn house_style<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    x_desc: &str,
+    y_desc: &str,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 13))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(225, 225, 225))
+}
+
 pub(super) type DrawResult = Result<(), Box<dyn Error>>;
 
 /// Draws one chart into an SVG string; a drawing error becomes a note in the page.
@@ -263,14 +279,7 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
             .x_label_area_size(40)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, 0.0..nice_max(y_max))?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since measurement started")
-            .y_desc("responses per second")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
+        house_style(&mut chart.configure_mesh(), "seconds since measurement started", "responses per second")
             .x_label_formatter(&|x| seconds_label(*x))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
@@ -312,14 +321,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
             .x_label_area_size(40)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, scale.axis())?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since measurement started")
-            .y_desc(scale.description())
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
+        house_style(&mut chart.configure_mesh(), "seconds since measurement started", scale.description())
             .x_label_formatter(&|x| seconds_label(*x))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
@@ -421,14 +423,7 @@ pub(super) fn percentile_curves(
                 TickedAxis::new(0.0..x_max, (0..=x_max as u32).map(f64::from).collect()),
                 scale.axis(),
             )?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile (log scale: 1/(1-q))")
-            .y_desc(y_desc)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
+        house_style(&mut chart.configure_mesh(), "percentile (log scale: 1/(1-q))", y_desc)
             .x_label_formatter(&|x| percentile_label(*x))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
@@ -480,14 +475,7 @@ fn histogram_chart(runs: &[SavedRun]) -> String {
             .x_label_area_size(40)
             .y_label_area_size(78)
             .build_cartesian_2d(TickedAxis::new(x_min..x_max, ticks), 0.0..nice_max(y_max))?;
-        chart
-            .configure_mesh()
-            .x_desc("latency (log scale)")
-            .y_desc("share of requests")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
+        house_style(&mut chart.configure_mesh(), "latency (log scale)", "share of requests")
             .x_label_formatter(&|x| format_micros(10f64.powf(*x).round()))
             .y_label_formatter(&|y| format!("{y:.0}%"))
             .draw()?;

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use plotters::prelude::*;
 
 use super::html::{
-    color, esc, legend_items, nice_max, percentile_curves, seconds_label, spectrum, svg, LatencyScale, FONT,
-    STYLE,
+    color, esc, house_style, legend_items, nice_max, percentile_curves, seconds_label, spectrum, svg,
+    LatencyScale, STYLE,
 };
 use super::subscribe::SubscribeReport;
 use crate::units::format_micros;
@@ -40,14 +40,7 @@ fn per_second_chart(
             .x_label_area_size(40)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since the subscriptions were requested")
-            .y_desc(y_desc)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
+        house_style(&mut chart.configure_mesh(), "seconds since the subscriptions were requested", y_desc)
             .x_label_formatter(&|x| seconds_label(*x))
             .y_label_formatter(&|y| if latency { format_micros(*y) } else { format!("{y:.0}") })
             .draw()?;
