@@ -13,6 +13,15 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Exit status 2 and a message naming `flag`, never a panic.
+fn assert_usage_error(args: &[&str], flag: &str) {
+    let output = rpcbench(args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+    assert!(!message.contains("panicked"), "{message}");
+}
+
 fn static_node() -> MockServer {
     MockServer::start(MockOptions::new(Chain::Static)).expect("the static node starts")
 }
@@ -31,11 +40,7 @@ fn bad_usage_exits_2_naming_the_flag() {
         (&["run", "http://127.0.0.1:1/"], "--method"),
     ];
     for (args, flag) in cases {
-        let output = rpcbench(args);
-        let message = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
-        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
-        assert!(!message.contains("panicked"), "{message}");
+        assert_usage_error(args, flag);
     }
 }
 
@@ -59,11 +64,7 @@ fn http2_and_websocket_flags_are_checked_naming_the_flag() {
         ),
     ];
     for (args, flag) in cases {
-        let output = rpcbench(&args);
-        let message = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
-        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
-        assert!(!message.contains("panicked"), "{message}");
+        assert_usage_error(&args, flag);
     }
 }
 
@@ -183,11 +184,7 @@ fn subscribe_checks_its_flags_naming_the_flag() {
         (&["subscribe", "ws://127.0.0.1:1/"], "--sub"),
     ];
     for (args, flag) in cases {
-        let output = rpcbench(args);
-        let message = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
-        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
-        assert!(!message.contains("panicked"), "{message}");
+        assert_usage_error(args, flag);
     }
 }
 

@@ -235,9 +235,7 @@ const RECENT_KEYS: usize = 64;
 struct SubscriptionState {
     kind: usize,
     active: bool,
-    /// The server confirmed it at least once (a re-subscription after a reconnect included).
-    confirmed: bool,
-    /// When the server first confirmed it.
+    /// When the server first confirmed it (`None`: never, not even after a reconnect).
     confirmed_at: Option<Instant>,
     /// The first key it received.
     first: Option<u64>,
@@ -387,7 +385,6 @@ impl Collector {
             }
         }
         state.active = active;
-        state.confirmed |= active;
         if active && state.confirmed_at.is_none() {
             state.confirmed_at = Some(Instant::now());
         }
@@ -833,7 +830,7 @@ fn report(
         duration_us: config.duration.as_micros() as u64,
         elapsed_us: elapsed.as_micros() as u64,
         interrupted,
-        subscribed: collector.subscriptions.iter().filter(|s| s.confirmed).count() as u64,
+        subscribed: collector.subscriptions.iter().filter(|s| s.confirmed_at.is_some()).count() as u64,
         subscribe_errors: collector.subscribe_errors.clone(),
         subscribe_latency: LatencyReport::from_histogram(&collector.subscribe_latency),
         active_at_end: collector.subscriptions.iter().filter(|s| s.active).count() as u64,
