@@ -53,7 +53,7 @@ pub fn new_histogram_like(like: &Histogram<u64>) -> Histogram<u64> {
 
 /// Records `us` (from [`micros`], so within range), growing the histogram if needed.
 /// (`saturating_record` would clamp to the current range instead of growing it.)
-fn record_us(histogram: &mut Histogram<u64>, us: u64) {
+pub(crate) fn record_us(histogram: &mut Histogram<u64>, us: u64) {
     // Fails only if the counts array cannot grow (more than usize::MAX counters).
     histogram.record(us).ok();
 }

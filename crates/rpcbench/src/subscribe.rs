@@ -30,12 +30,13 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::engine::StopHandle;
-use crate::record::new_histogram;
+use crate::record::{new_histogram, record_us};
 use crate::report::subscribe::{KindFigures, SubscribeHistograms, SubscribeReport, SubscribeSecond};
 use crate::report::LatencyReport;
 use crate::settings::{ConfigError, Target, TlsOptions};
 use crate::transport::connect::Connector;
 use crate::transport::websocket::Upgrade;
+use crate::units::parse_hex_quantity;
 
 /// What a subscription asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -449,18 +450,6 @@ struct SlotContext {
     slot: u64,
 }
 
-/// Records microseconds into a histogram that grows to fit them (`saturating_record` would
-/// clamp to the histogram's current range instead of growing it).
-fn record_us(histogram: &mut Histogram<u64>, micros: u64) {
-    if histogram.record(micros).is_err() {
-        histogram.saturating_record(micros);
-    }
-}
-
-fn hex(text: &str) -> Option<u64> {
-    u64::from_str_radix(text.trim_start_matches("0x"), 16).ok()
-}
-
 fn fingerprint(bytes: &[u8]) -> u64 {
     // FNV-1a: a stable 64-bit identity for items without a number (transactions, log lines).
     bytes
@@ -478,10 +467,13 @@ fn item(kind: &SubscriptionKind, result: &RawValue) -> Item {
     };
     let exact = fields.produced_at.map(|micros| (UNIX_EPOCH + Duration::from_micros(micros), false));
     let key = match kind {
-        SubscriptionKind::NewHeads => fields.number.and_then(hex),
+        SubscriptionKind::NewHeads => fields.number.and_then(parse_hex_quantity),
         SubscriptionKind::Slot => fields.slot,
         SubscriptionKind::Logs(_) => {
-            match (fields.block_number.and_then(hex), fields.log_index.and_then(hex)) {
+            match (
+                fields.block_number.and_then(parse_hex_quantity),
+                fields.log_index.and_then(parse_hex_quantity),
+            ) {
                 (Some(block), Some(index)) => Some(block << 20 | index),
                 _ => None,
             }
@@ -491,9 +483,10 @@ fn item(kind: &SubscriptionKind, result: &RawValue) -> Item {
         SubscriptionKind::NewPendingTransactions => None,
     };
     let produced = exact.or_else(|| match kind {
-        SubscriptionKind::NewHeads => {
-            fields.timestamp.and_then(hex).map(|seconds| (UNIX_EPOCH + Duration::from_secs(seconds), true))
-        }
+        SubscriptionKind::NewHeads => fields
+            .timestamp
+            .and_then(parse_hex_quantity)
+            .map(|seconds| (UNIX_EPOCH + Duration::from_secs(seconds), true)),
         _ => None,
     });
     Item { key: key.unwrap_or_else(|| fingerprint(text.as_bytes())), produced }

@@ -1,5 +1,6 @@
 //! Parsing of the human units used on the command line and in scenario files:
-//! durations (`250ms`, `10s`, `1m30s`), byte sizes (`64KiB`) and rates (`50/s`).
+//! durations (`250ms`, `10s`, `1m30s`), byte sizes (`64KiB`) and rates (`50/s`); and the
+//! `0x` hex quantities of Ethereum's JSON-RPC.
 
 use std::fmt;
 use std::time::Duration;
@@ -200,6 +201,15 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     let days = era * 146_097 + day_of_era - 719_468;
     Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset) as f64 + fraction)
+}
+
+/// Decodes a `0x`-prefixed hex quantity that fits in a `u64`.
+pub fn parse_hex_quantity(text: &str) -> Option<u64> {
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]

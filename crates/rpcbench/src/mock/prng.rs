@@ -71,14 +71,7 @@ pub(crate) fn parse_hex_vec(text: &str) -> Option<Vec<u8>> {
     (0..digits.len() / 2).map(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).ok()).collect()
 }
 
-/// Decodes a `0x`-prefixed hex quantity that fits in a `u64`.
-pub(crate) fn parse_hex_quantity(text: &str) -> Option<u64> {
-    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
-}
+pub(crate) use crate::units::parse_hex_quantity;
 
 #[cfg(test)]
 mod tests {
