@@ -38,6 +38,8 @@
 //!   into a [`monitor::ResourceReport`].
 //! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
 //!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
+//! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
+//!   recording and for replay.
 
 pub mod capacity;
 pub mod capacity_file;
@@ -66,6 +68,7 @@ pub mod subscribe;
 pub mod suites;
 pub mod targets;
 pub mod thresholds;
+pub mod traffic;
 pub mod transport;
 pub mod units;
 pub mod workload;
