@@ -215,6 +215,20 @@ pub fn run(args: ServeArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     eprintln!("rpcbench serve: stopping");
+    let ws = server.ws_stats();
+    if ws.subscriptions_opened > 0 {
+        eprintln!(
+            "rpcbench serve: websocket: {} subscriptions, {} notifications sent, {} dropped ({} of them \
+             between two sent to the same newHeads or slot subscription, which its client can count \
+             as gaps), {} duplicates, {} slow subscribers closed",
+            ws.subscriptions_opened,
+            ws.notifications_sent,
+            ws.notifications_dropped,
+            ws.drops_between_sent,
+            ws.duplicates_sent,
+            ws.subscribers_closed_slow
+        );
+    }
     server.stop();
     ExitCode::SUCCESS
 }

@@ -18,6 +18,7 @@ use crate::output;
 #[command(after_help = "Examples:
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
+  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8900 --sub slot --sub account:PUBKEY --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
   rpcbench subscribe wss://rpc.example/KEY --sub newHeads -d 10m --reconnect -o json --save heads.json")]
 pub struct SubscribeArgs {
@@ -27,19 +28,26 @@ pub struct SubscribeArgs {
     /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER].
     #[arg(long = "sub", value_name = "KIND", required = true)]
     pub subs: Vec<String>,
-    /// Subscribers, each holding one subscription of every --sub.
-    #[arg(long, default_value_t = 1)]
-    pub subscribers: usize,
+    /// Subscribers, each holding one subscription of every --sub (with --stage: the highest
+    /// stage's level).
+    #[arg(long)]
+    pub subscribers: Option<usize>,
     /// Subscriptions per WebSocket.
     #[arg(long, default_value_t = 1)]
     pub subs_per_socket: usize,
-    /// How long to listen.
-    #[arg(short, long, value_parser = duration, default_value = "10s")]
-    pub duration: Duration,
+    /// How long to listen [default: 10s; with --stage: the stages' total].
+    #[arg(short, long, value_parser = duration)]
+    pub duration: Option<Duration>,
     /// Open the sockets evenly over this long from the start instead of all at once (the
     /// active subscriptions climb; a threshold still judges the whole run).
     #[arg(long, value_parser = duration, default_value = "0s")]
     pub ramp: Duration,
+    /// A stage of subscribers, DURATION:SUBSCRIBERS (repeatable, in order): a linear ramp from
+    /// the previous level to this one over the duration, as k6 stages go ('30s:100 1m:100 30s:0':
+    /// up, hold, down). Sockets open as the level climbs; as it falls the last opened
+    /// unsubscribe and close.
+    #[arg(long = "stage", value_name = "DURATION:N", value_parser = stage)]
+    pub stages: Vec<rpcbench::engine::stages::Stage>,
     /// Open a socket the server closed again, and subscribe again.
     #[arg(long)]
     pub reconnect: bool,
@@ -70,6 +78,19 @@ pub struct SubscribeArgs {
     pub metrics: crate::metrics_args::MetricsArgs,
 }
 
+fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
+    let (time, level) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("'{text}': expected DURATION:SUBSCRIBERS, such as 30s:100"))?;
+    let duration = duration(time)?;
+    if duration.is_zero() {
+        return Err(format!("'{text}': a stage lasts longer than zero"));
+    }
+    let level: usize =
+        level.trim().parse().map_err(|_| format!("'{text}': '{level}' is not a number of subscribers"))?;
+    Ok(rpcbench::engine::stages::Stage { level: level as f64, duration, ramp: duration })
+}
+
 pub fn run(args: SubscribeArgs) -> ExitCode {
     let target = match Target::parse(&args.url) {
         Ok(target) => target,
@@ -98,8 +119,16 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
             return output::usage_error(err);
         }
     }
-    let mut config = SubscribeConfig::new(target, kinds, args.duration);
-    config.subscribers = args.subscribers;
+    let highest = args.stages.iter().map(|stage| stage.level as usize).max();
+    let duration = match (args.duration, args.stages.is_empty()) {
+        (Some(_), false) => return output::usage_error("--stage: give stages or --duration, not both"),
+        (Some(duration), true) => duration,
+        (None, true) => Duration::from_secs(10),
+        (None, false) => args.stages.iter().map(|stage| stage.duration).sum(),
+    };
+    let mut config = SubscribeConfig::new(target, kinds, duration);
+    config.subscribers = args.subscribers.or(highest).unwrap_or(1);
+    config.stages = args.stages.clone();
     config.subs_per_socket = args.subs_per_socket;
     config.reconnect = args.reconnect;
     config.ramp = args.ramp;

@@ -166,7 +166,7 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
 
 #[test]
 fn subscribe_checks_its_flags_naming_the_flag() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["subscribe", "http://127.0.0.1:1/", "--sub", "newHeads"], "ws:// or wss://"),
         (
             &["subscribe", "ws://127.0.0.1:1/", "--sub", "newBlocks"],
@@ -182,6 +182,18 @@ fn subscribe_checks_its_flags_naming_the_flag() {
         ),
         (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--subscribers", "0"], "--subscribers"),
         (&["subscribe", "ws://127.0.0.1:1/"], "--sub"),
+        (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "10s"], "--stage"),
+        (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "0s:5"], "--stage"),
+        (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "1s:many"], "--stage"),
+        (&["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "1s:5", "-d", "5s"], "--stage"),
+        (
+            &["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "1s:5", "--ramp", "500ms"],
+            "--stage",
+        ),
+        (
+            &["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "--stage", "1s:5", "--subscribers", "2"],
+            "--stage",
+        ),
     ];
     for (args, flag) in cases {
         assert_usage_error(args, flag);

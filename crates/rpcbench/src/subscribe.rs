@@ -29,9 +29,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
+use crate::engine::stages::{LevelCurve, Stage};
 use crate::engine::StopHandle;
 use crate::record::{new_histogram, record_us};
-use crate::report::subscribe::{KindFigures, SubscribeHistograms, SubscribeReport, SubscribeSecond};
+use crate::report::subscribe::{
+    KindFigures, SubscribeHistograms, SubscribeReport, SubscribeSecond, SILENT_AFTER_ITEMS,
+};
 use crate::report::LatencyReport;
 use crate::settings::{ConfigError, Target, TlsOptions};
 use crate::transport::connect::Connector;
@@ -127,6 +130,20 @@ impl SubscriptionKind {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
     }
 
+    /// The request that ends subscription `subscription` (its id as the server gave it, raw
+    /// JSON) with request id `id`.
+    fn unsubscribe_request(&self, id: u64, subscription: &str) -> String {
+        let method = match self {
+            SubscriptionKind::NewHeads
+            | SubscriptionKind::Logs(_)
+            | SubscriptionKind::NewPendingTransactions => "eth_unsubscribe",
+            SubscriptionKind::Slot => "slotUnsubscribe",
+            SubscriptionKind::Account(_) => "accountUnsubscribe",
+            SubscriptionKind::SolanaLogs(_) => "logsUnsubscribe",
+        };
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":[{subscription}]}}"#)
+    }
+
     /// Whether items come in a numbered sequence with none skipped (blocks, slots), so that a
     /// missing number is a gap.
     fn is_sequence(&self) -> bool {
@@ -164,6 +181,11 @@ pub struct SubscribeConfig {
     /// Spread the sockets' subscriptions evenly over this long from the start (`--ramp`)
     /// instead of requesting them all at once.
     pub ramp: Duration,
+    /// Subscribers over time instead (`--stage DUR:N`, each a linear ramp to its level, as k6
+    /// stages go): sockets open as the level climbs and unsubscribe and close as it falls,
+    /// the last opened first. The duration is then the stages' total, and `subscribers` their
+    /// highest level.
+    pub stages: Vec<Stage>,
 }
 
 /// The most subscriptions one run may hold.
@@ -186,6 +208,7 @@ impl SubscribeConfig {
             max_message: 16 * 1024 * 1024,
             live: None,
             ramp: Duration::ZERO,
+            stages: Vec::new(),
         }
     }
 
@@ -215,7 +238,60 @@ impl SubscribeConfig {
         if self.ramp >= self.duration {
             return Err(ConfigError::new("--ramp", "must be shorter than the duration"));
         }
+        if !self.stages.is_empty() {
+            if !self.ramp.is_zero() {
+                return Err(ConfigError::new("--stage", "give stages or --ramp, not both"));
+            }
+            let total: Duration = self.stages.iter().map(|stage| stage.duration).sum();
+            if total != self.duration {
+                return Err(ConfigError::new("--stage", "the stages' durations must add up to the duration"));
+            }
+            let highest = self.stages.iter().map(|stage| stage.level).fold(0.0, f64::max);
+            if highest < 1.0 || highest.ceil() as usize > self.subscribers {
+                return Err(ConfigError::new(
+                    "--stage",
+                    format!("the highest stage must be between 1 and {} subscribers", self.subscribers),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// When each socket is open: for socket i, the (open, close) offsets from the start, a close
+    /// at the duration meaning "until the end". A pure function of the settings.
+    fn socket_windows(&self) -> Vec<Vec<(Duration, Duration)>> {
+        let sockets = self.subscriptions().div_ceil(self.subs_per_socket);
+        if self.stages.is_empty() {
+            // Socket i of n opens at i/n of the ramp.
+            return (0..sockets)
+                .map(|socket| vec![(self.ramp.mul_f64(socket as f64 / sockets as f64), self.duration)])
+                .collect();
+        }
+        let curve = LevelCurve::from_stages(&self.stages, Duration::ZERO);
+        let per_subscriber = self.kinds.len() as f64 / self.subs_per_socket as f64;
+        let mut windows: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); sockets];
+        let mut open = 0usize;
+        let mut opened_at = vec![Duration::ZERO; sockets];
+        let mut time = Duration::ZERO;
+        loop {
+            let level = curve.level_at(time.as_secs_f64()) * per_subscriber;
+            let wanted = ((level - 1e-9).ceil().max(0.0) as usize).min(sockets);
+            if wanted > open {
+                opened_at[open..wanted].fill(time);
+            }
+            for socket in wanted..open {
+                windows[socket].push((opened_at[socket], time));
+            }
+            open = wanted;
+            if time >= self.duration {
+                break;
+            }
+            time = (time + SCHEDULE_STEP).min(self.duration);
+        }
+        for socket in 0..open {
+            windows[socket].push((opened_at[socket], self.duration));
+        }
+        windows
     }
 
     /// Every subscription of the run, in order: subscriber by subscriber, kind by kind.
@@ -223,6 +299,9 @@ impl SubscribeConfig {
         self.subscribers * self.kinds.len()
     }
 }
+
+/// The resolution of the stages' socket schedule.
+const SCHEDULE_STEP: Duration = Duration::from_millis(10);
 
 /// How many items' first arrivals are remembered for the fan-out lag (older ones are
 /// forgotten first; an item arriving after that long counts from its own arrival).
@@ -238,6 +317,12 @@ struct SubscriptionState {
     active: bool,
     /// When the server first confirmed it (`None`: never, not even after a reconnect).
     confirmed_at: Option<Instant>,
+    /// When it last left by plan (a stage's socket closing), until confirmed again.
+    left_at: Option<Instant>,
+    /// Its next notification starts a new sequence (it left by plan and came back).
+    restarted: bool,
+    /// Whether it was active when the measured time ended.
+    active_at_end: bool,
     /// The first key it received.
     first: Option<u64>,
     last: Option<u64>,
@@ -246,6 +331,15 @@ struct SubscriptionState {
     gaps: u64,
     duplicates: u64,
     reorders: u64,
+}
+
+impl SubscriptionState {
+    /// A planned leave: what it misses until it subscribes again is not a gap.
+    fn leave(&mut self, at: Instant) {
+        self.left_at = Some(at);
+        self.restarted = true;
+        self.recent.clear();
+    }
 }
 
 /// Everything counted during a run, shared by the socket tasks of its one thread.
@@ -273,6 +367,16 @@ struct Collector {
     active: u64,
     /// Why the first socket that could not be opened was not (a refused upgrade's status).
     first_connect_error: Option<String>,
+    /// False once the measured time is over: notifications that arrive while the sockets
+    /// unsubscribe are judged for gaps, duplicates and reorders, but not counted in the rates,
+    /// lags or series.
+    measuring: bool,
+    /// Notifications, bytes and active subscriptions when the measured time ended.
+    at_end: MeasuredEnd,
+    /// Subscriptions the server confirmed ending at the end of the run.
+    unsubscribed: u64,
+    /// Unsubscribe requests answered with an error or `false`, or not answered in time.
+    unsubscribe_failed: u64,
 }
 
 impl Collector {
@@ -302,6 +406,10 @@ impl Collector {
             series: Vec::new(),
             active: 0,
             first_connect_error: None,
+            measuring: true,
+            at_end: MeasuredEnd::default(),
+            unsubscribed: 0,
+            unsubscribe_failed: 0,
         }
     }
 
@@ -319,17 +427,15 @@ impl Collector {
 
     /// One notification for subscription `index`, arrived at `arrived`.
     fn notification(&mut self, index: usize, item: Item, bytes: usize, arrived: Instant, wall: SystemTime) {
-        self.notifications += 1;
-        self.bytes += bytes as u64;
         let kind = self.subscriptions[index].kind;
         let sequence = self.kinds[kind].is_sequence();
         let state = &mut self.subscriptions[index];
-        state.notifications += 1;
         let key = item.key;
         if state.recent.contains(&key) {
             state.duplicates += 1;
         } else {
-            match state.last {
+            let last = if std::mem::take(&mut state.restarted) { None } else { state.last };
+            match last {
                 Some(last) if sequence && key > last + 1 => state.gaps += key - last - 1,
                 Some(last) if sequence && key < last => {
                     // It arrived late, not never: the gap counted when its successor came is undone.
@@ -349,6 +455,12 @@ impl Collector {
             if state.last.is_none_or(|last| key > last) {
                 state.last = Some(key);
             }
+        }
+        state.notifications += 1;
+        self.notifications += 1;
+        self.bytes += bytes as u64;
+        if !self.measuring {
+            return;
         }
         let first = match self.first_arrival.get(&(kind, key)) {
             Some(first) => *first,
@@ -389,9 +501,32 @@ impl Collector {
         if active && state.confirmed_at.is_none() {
             state.confirmed_at = Some(Instant::now());
         }
+        if active {
+            state.left_at = None;
+        }
         // The current second's point holds the count at its end.
         let now = self.active;
         self.second(Instant::now()).active = now;
+    }
+}
+
+/// The figures that rates are computed from, taken when the measured time ends.
+#[derive(Debug, Clone, Copy, Default)]
+struct MeasuredEnd {
+    notifications: u64,
+    bytes: u64,
+    active: u64,
+}
+
+impl Collector {
+    /// Ends the measured time: what arrives from now on is judged but not in the rates.
+    fn end_measuring(&mut self) {
+        self.measuring = false;
+        for state in &mut self.subscriptions {
+            state.active_at_end = state.active;
+        }
+        self.at_end =
+            MeasuredEnd { notifications: self.notifications, bytes: self.bytes, active: self.active };
     }
 }
 
@@ -529,22 +664,27 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
     let start = Instant::now();
     let collector = Rc::new(RefCell::new(Collector::new(config, start)));
     let end = start + config.duration;
-    let sockets = config.subscriptions().div_ceil(config.subs_per_socket);
+    let windows = config.socket_windows();
     let shared = Arc::new(config.clone());
+    let (wind_down, winding) = tokio::sync::watch::channel(false);
+    let mut measured_end = end;
     local.block_on(&runtime, async {
-        for socket in 0..sockets {
+        let mut tasks = Vec::with_capacity(windows.len());
+        for (socket, windows) in windows.into_iter().enumerate().filter(|(_, windows)| !windows.is_empty()) {
             let first = socket * config.subs_per_socket;
             let last = (first + config.subs_per_socket).min(config.subscriptions());
-            // Socket i of n opens at i/n of the ramp.
-            let opens_at = start + config.ramp.mul_f64(socket as f64 / sockets as f64);
-            tokio::task::spawn_local(socket_task(
+            let windows = windows
+                .into_iter()
+                .map(|(open, close)| (start + open, (close < config.duration).then_some(start + close)))
+                .collect();
+            tasks.push(tokio::task::spawn_local(socket_task(
                 shared.clone(),
                 upgrade.clone(),
                 first..last,
                 collector.clone(),
-                opens_at,
-                end,
-            ));
+                windows,
+                winding.clone(),
+            )));
         }
         let mut published = Instant::now();
         while Instant::now() < end && !stop.is_stopped() {
@@ -555,10 +695,20 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
                 publish(config, &collector.borrow());
             }
         }
+        measured_end = Instant::now().min(end);
+        collector.borrow_mut().end_measuring();
+        // Every socket unsubscribes and reads what was sent before its answers (bounded).
+        let _ = wind_down.send(true);
+        let _ = tokio::time::timeout(UNSUBSCRIBE_WAIT + CLOSE_GRACE * 2, async {
+            for task in tasks {
+                let _ = task.await;
+            }
+        })
+        .await;
     });
     publish(config, &collector.borrow());
     drop(local);
-    let elapsed = start.elapsed();
+    let elapsed = measured_end.saturating_duration_since(start);
     let collector = collector.borrow();
     Ok(report(config, &collector, elapsed, stop.is_stopped()))
 }
@@ -581,36 +731,83 @@ fn publish(config: &SubscribeConfig, collector: &Collector) {
     );
 }
 
-/// One socket: connect, subscribe its share, read until the end; with `reconnect`, again after
-/// the server closes it.
+/// How long, at the end of a run, a socket waits for the answers to its unsubscribe requests
+/// (reading the notifications sent before them).
+const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
+/// How long a socket keeps reading after its last unsubscribe answer, for notifications a
+/// server sends late (fan-out delays), before it closes.
+const CLOSE_GRACE: Duration = Duration::from_millis(100);
+
+/// Whether the run is winding down (`true` once its measured time is over).
+type WindDown = tokio::sync::watch::Receiver<bool>;
+
+fn winding_down(wind_down: &WindDown) -> bool {
+    *wind_down.borrow()
+}
+
+/// One socket: in each of its windows (open, close: `None` is the end of the run), connect,
+/// subscribe its share, read, then unsubscribe and read what was sent before the answers; with
+/// `reconnect`, open it again after the server closes it.
 async fn socket_task(
     config: Arc<SubscribeConfig>,
     upgrade: Upgrade,
     share: std::ops::Range<usize>,
     collector: Rc<RefCell<Collector>>,
-    opens_at: Instant,
-    end: Instant,
+    windows: Vec<(Instant, Option<Instant>)>,
+    mut wind_down: WindDown,
 ) {
-    tokio::time::sleep_until(opens_at.into()).await;
     let mut reopening = false;
-    loop {
-        if Instant::now() >= end {
-            return;
+    for (opens_at, leaves_at) in windows {
+        tokio::select! {
+            () = tokio::time::sleep_until(opens_at.into()) => {}
+            _ = wind_down.wait_for(|down| *down) => return,
         }
-        let ended = serve_socket(&config, &upgrade, share.clone(), &collector, end, reopening).await;
-        reopening = true;
-        for index in share.clone() {
-            collector.borrow_mut().set_active(index, false);
+        loop {
+            if winding_down(&wind_down) {
+                return;
+            }
+            let ended = serve_socket(
+                &config,
+                &upgrade,
+                share.clone(),
+                &collector,
+                wind_down.clone(),
+                leaves_at,
+                reopening,
+            )
+            .await;
+            reopening = true;
+            {
+                let mut counts = collector.borrow_mut();
+                for index in share.clone() {
+                    counts.set_active(index, false);
+                }
+                match ended {
+                    SocketEnd::Closed(code) => *counts.closed_by_server.entry(code).or_default() += 1,
+                    SocketEnd::NotOpened => {}
+                    SocketEnd::TimeUp => return,
+                    SocketEnd::Left => {
+                        // A planned leave: the next window's subscriptions start a new sequence.
+                        let now = Instant::now();
+                        for index in share.clone() {
+                            counts.subscriptions[index].leave(now);
+                        }
+                    }
+                }
+            }
+            if matches!(ended, SocketEnd::Left) {
+                // Re-opening in a later window is not a reconnect.
+                reopening = false;
+                break;
+            }
+            if !config.reconnect || leaves_at.is_some_and(|at| Instant::now() >= at) {
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = wind_down.wait_for(|down| *down) => return,
+            }
         }
-        match ended {
-            SocketEnd::Closed(code) => *collector.borrow_mut().closed_by_server.entry(code).or_default() += 1,
-            SocketEnd::NotOpened => {}
-            SocketEnd::TimeUp => return,
-        }
-        if !config.reconnect {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -622,18 +819,28 @@ enum SocketEnd {
     Closed(u16),
     /// It could not be opened (connect or upgrade failed; counted as a connect error).
     NotOpened,
+    /// Its window of the stages closed: it unsubscribed and closed.
+    Left,
 }
 
-/// Connects, subscribes and reads until the run's end or the server closes the socket.
+/// Connects, subscribes and reads until the run's end or the server closes the socket. At the
+/// end it unsubscribes every subscription the server confirmed and reads until the answers:
+/// a server writes a subscription's notifications before the answer that ends it, so every
+/// notification it sent is judged, and a notification it dropped between two sent ones is a
+/// gap however close to the end.
 async fn serve_socket(
     config: &SubscribeConfig,
     upgrade: &Upgrade,
     share: std::ops::Range<usize>,
     collector: &Rc<RefCell<Collector>>,
-    end: Instant,
+    mut wind_down: WindDown,
+    leaves_at: Option<Instant>,
     reopening: bool,
 ) -> SocketEnd {
-    let opened = upgrade.open().await;
+    let opened = tokio::select! {
+        opened = upgrade.open() => opened,
+        _ = wind_down.wait_for(|down| *down) => return SocketEnd::TimeUp,
+    };
     let socket = match opened {
         Ok(socket) => socket,
         Err(reason) => {
@@ -642,9 +849,11 @@ async fn serve_socket(
                 counts.connect_errors += 1;
                 counts.first_connect_error.get_or_insert(reason.to_string());
             }
-            tokio::time::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())))
-                .await;
-            return if Instant::now() >= end { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = wind_down.wait_for(|down| *down) => return SocketEnd::TimeUp,
+            }
+            return if winding_down(&wind_down) { SocketEnd::TimeUp } else { SocketEnd::NotOpened };
         }
     };
     {
@@ -664,11 +873,53 @@ async fn serve_socket(
         }
     }
     let mut by_subscription: HashMap<Box<str>, usize> = HashMap::with_capacity(share.len());
-    let deadline = tokio::time::sleep_until(end.into());
-    tokio::pin!(deadline);
+    // The server's id of each confirmed subscription, by position, to unsubscribe at the end.
+    let mut server_ids: Vec<Option<Box<str>>> = vec![None; share.len()];
+    // Unsubscribe requests not answered yet, once winding down.
+    let mut unanswered = 0usize;
+    let mut draining = false;
+    let closing = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(closing);
+    let mut closing_armed = false;
+    // Resolves when the socket should unsubscribe: its window closes (false) or the run ends (true).
+    let leave = async {
+        match leaves_at {
+            Some(at) => tokio::select! {
+                () = tokio::time::sleep_until(at.into()) => false,
+                _ = wind_down.wait_for(|down| *down) => true,
+            },
+            None => {
+                let _ = wind_down.wait_for(|down| *down).await;
+                true
+            }
+        }
+    };
+    tokio::pin!(leave);
+    let mut run_over = true;
     loop {
         let message = tokio::select! {
-            () = &mut deadline => return SocketEnd::TimeUp,
+            over = &mut leave, if !draining => {
+                run_over = over;
+                draining = true;
+                for (position, id) in server_ids.iter().enumerate() {
+                    let Some(id) = id else { continue };
+                    let kind = &config.kinds[collector.borrow().subscriptions[share.start + position].kind];
+                    let request = kind.unsubscribe_request((share.len() + position + 1) as u64, id);
+                    if writer.send(Message::Text(request.into())).await.is_err() {
+                        return if run_over { SocketEnd::TimeUp } else { SocketEnd::Closed(1006) };
+                    }
+                    unanswered += 1;
+                }
+                let wait = if unanswered == 0 { Duration::ZERO } else { UNSUBSCRIBE_WAIT };
+                closing.as_mut().reset((Instant::now() + wait).into());
+                closing_armed = true;
+                continue;
+            }
+            () = &mut closing, if closing_armed => {
+                collector.borrow_mut().unsubscribe_failed += unanswered as u64;
+                let _ = writer.send(Message::Close(None)).await;
+                return if run_over { SocketEnd::TimeUp } else { SocketEnd::Left };
+            }
             message = reader.next() => message,
         };
         let arrived = Instant::now();
@@ -699,9 +950,25 @@ async fn serve_socket(
             }
             continue;
         }
-        // An answer to a subscribe request.
+        // An answer to a subscribe request (ids 1..=n) or an unsubscribe one (n+1..=2n).
         let position =
             envelope.id.and_then(|id| id.get().parse::<usize>().ok()).and_then(|id| id.checked_sub(1));
+        if let Some(position) = position.filter(|&p| draining && p >= share.len() && p < 2 * share.len()) {
+            if server_ids[position - share.len()].take().is_some() {
+                unanswered -= 1;
+                let confirmed =
+                    envelope.error.is_none() && envelope.result.is_some_and(|r| r.get() == "true");
+                if confirmed {
+                    counts.unsubscribed += 1;
+                } else {
+                    counts.unsubscribe_failed += 1;
+                }
+                if unanswered == 0 {
+                    closing.as_mut().reset((Instant::now() + CLOSE_GRACE).into());
+                }
+            }
+            continue;
+        }
         let Some(position) = position.filter(|&position| position < share.len()) else {
             counts.unknown_subscription += 1;
             continue;
@@ -713,6 +980,7 @@ async fn serve_socket(
                 let latency = arrived.saturating_duration_since(sent).as_micros() as u64;
                 record_us(&mut counts.subscribe_latency, latency);
                 by_subscription.insert(result.get().into(), index);
+                server_ids[position] = Some(result.get().into());
                 counts.set_active(index, true);
             }
             (_, error) => {
@@ -733,13 +1001,19 @@ fn encoded(histogram: &Histogram<u64>) -> Option<String> {
     (!histogram.is_empty()).then(|| crate::results::encode_histogram(histogram))
 }
 
-/// The report of a run: `collector`'s figures over `elapsed`.
+/// A subscription's gaps before its first notification and after its last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct EdgeGaps {
+    start: u64,
+    end: u64,
+}
+
 /// Gaps at the edges of each subscription's numbered items (blocks, slots), which the sequence
 /// alone cannot see: items that reached some subscriber after this one was confirmed but
 /// before its first notification, and items that reached some subscriber before the run's end
 /// (less a grace of the largest fan-out lag, at least 50 ms, for items still on their way)
 /// after its last one. A subscription that received nothing misses every such item.
-fn edge_gaps(collector: &Collector, end: Instant) -> Vec<u64> {
+fn edge_gaps(collector: &Collector, end: Instant) -> Vec<EdgeGaps> {
     let grace = Duration::from_micros(collector.lag.max()).max(Duration::from_millis(50));
     let cutoff = end.checked_sub(grace).unwrap_or(collector.start);
     let mut by_kind: Vec<Vec<(Instant, u64)>> = vec![Vec::new(); collector.kinds.len()];
@@ -756,27 +1030,32 @@ fn edge_gaps(collector: &Collector, end: Instant) -> Vec<u64> {
         .iter()
         .map(|state| {
             let arrivals = &by_kind[state.kind];
-            let Some(confirmed) = state.confirmed_at else { return 0 };
+            let none = EdgeGaps::default();
+            let Some(confirmed) = state.confirmed_at else { return none };
             let from = arrivals.partition_point(|&(arrived, _)| arrived < confirmed);
+            // A subscription that left by plan is judged until it left.
+            let cutoff =
+                state.left_at.map_or(cutoff, |left| left.checked_sub(grace).unwrap_or(left).min(cutoff));
             let to = arrivals.partition_point(|&(arrived, _)| arrived <= cutoff);
             if from >= to {
-                return 0;
+                return none;
             }
             let (first_due, last_due) = (arrivals[from].1, arrivals[to - 1].1);
             if first_due > last_due {
-                return 0;
+                return none;
             }
             match (state.first, state.last) {
-                (Some(first), Some(last)) => {
-                    first.saturating_sub(first_due).min(last_due - first_due + 1)
-                        + last_due.saturating_sub(last)
-                }
-                _ => last_due - first_due + 1,
+                (Some(first), Some(last)) => EdgeGaps {
+                    start: first.saturating_sub(first_due).min(last_due - first_due + 1),
+                    end: last_due.saturating_sub(last),
+                },
+                _ => EdgeGaps { start: 0, end: last_due - first_due + 1 },
             }
         })
         .collect()
 }
 
+/// The report of a run: `collector`'s figures over `elapsed`.
 fn report(
     config: &SubscribeConfig,
     collector: &Collector,
@@ -784,6 +1063,7 @@ fn report(
     interrupted: bool,
 ) -> SubscribeReport {
     let edges = edge_gaps(collector, collector.start + elapsed);
+    let measured = collector.at_end;
     let seconds = elapsed.as_secs_f64().max(1e-9);
     let sum = |f: fn(&SubscriptionState) -> u64| collector.subscriptions.iter().map(f).sum::<u64>();
     let subscriptions = collector.subscriptions.len() as u64;
@@ -804,7 +1084,7 @@ fn report(
             for (state, edge) in mine {
                 figures.subscriptions += 1;
                 figures.notifications += state.notifications;
-                figures.gaps += state.gaps + edge;
+                figures.gaps += state.gaps + edge.start + edge.end;
                 figures.duplicates += state.duplicates;
                 figures.reorders += state.reorders;
             }
@@ -826,18 +1106,27 @@ fn report(
         subscribed: collector.subscriptions.iter().filter(|s| s.confirmed_at.is_some()).count() as u64,
         subscribe_errors: collector.subscribe_errors.clone(),
         subscribe_latency: LatencyReport::from_histogram(&collector.subscribe_latency),
-        active_at_end: collector.subscriptions.iter().filter(|s| s.active).count() as u64,
+        active_at_end: measured.active,
         notifications: collector.notifications,
-        notifications_per_sec: collector.notifications as f64 / seconds,
-        notifications_per_sub_per_sec: collector.notifications as f64 / seconds / subscriptions.max(1) as f64,
+        notifications_after_end: collector.notifications - measured.notifications,
+        notifications_per_sec: measured.notifications as f64 / seconds,
+        notifications_per_sub_per_sec: measured.notifications as f64 / seconds / subscriptions.max(1) as f64,
         bytes: collector.bytes,
-        bytes_per_sec: collector.bytes as f64 / seconds,
-        bytes_per_sub_per_sec: collector.bytes as f64 / seconds / subscriptions.max(1) as f64,
+        bytes_per_sec: measured.bytes as f64 / seconds,
+        bytes_per_sub_per_sec: measured.bytes as f64 / seconds / subscriptions.max(1) as f64,
         lag: LatencyReport::from_histogram(&collector.lag),
         produced_lag: has_produced.then(|| LatencyReport::from_histogram(&collector.produced_lag)),
         produced_lag_precision: has_produced
             .then(|| if collector.produced_lag_seconds { "seconds" } else { "exact" }.to_string()),
-        gaps: sum(|s| s.gaps) + edges.iter().sum::<u64>(),
+        gaps: sum(|s| s.gaps) + edges.iter().map(|edge| edge.start + edge.end).sum::<u64>(),
+        gaps_at_edges: edges.iter().map(|edge| edge.start + edge.end).sum::<u64>(),
+        went_silent: edges
+            .iter()
+            .zip(&collector.subscriptions)
+            .filter(|(edge, state)| state.active_at_end && edge.end >= SILENT_AFTER_ITEMS)
+            .count() as u64,
+        unsubscribed: collector.unsubscribed,
+        unsubscribe_failed: collector.unsubscribe_failed,
         duplicates: sum(|s| s.duplicates),
         reorders: sum(|s| s.reorders),
         unknown_subscription: collector.unknown_subscription,
@@ -865,6 +1154,46 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn windows_ms(config: &SubscribeConfig) -> Vec<Vec<(u64, u64)>> {
+        config
+            .socket_windows()
+            .iter()
+            .map(|w| w.iter().map(|(a, b)| (a.as_millis() as u64, b.as_millis() as u64)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn stages_open_sockets_as_the_level_climbs_and_close_the_last_opened_first() {
+        let target = Target::parse("ws://127.0.0.1:1/").unwrap();
+        let stage = |seconds: u64, level: f64| Stage {
+            level,
+            duration: Duration::from_secs(seconds),
+            ramp: Duration::from_secs(seconds),
+        };
+        let mut config =
+            SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_secs(4));
+        config.subscribers = 4;
+        config.subs_per_socket = 2;
+        // Up to 4 subscribers (2 sockets) in 1 s, hold 2 s, down to 0 in 1 s.
+        config.stages = vec![stage(1, 4.0), stage(2, 4.0), stage(1, 0.0)];
+        config.validate().unwrap();
+        assert_eq!(windows_ms(&config), [vec![(10, 4000)], vec![(510, 3500)]]);
+        // Without stages: socket i of n opens at i/n of the ramp and stays to the end.
+        config.stages.clear();
+        config.ramp = Duration::from_secs(2);
+        assert_eq!(windows_ms(&config), [vec![(0, 4000)], vec![(1000, 4000)]]);
+        // Down and up again: the socket comes back in a second window.
+        config.ramp = Duration::ZERO;
+        config.stages = vec![stage(1, 4.0), stage(1, 2.0), stage(1, 4.0), stage(1, 4.0)];
+        assert_eq!(windows_ms(&config), [vec![(10, 4000)], vec![(510, 2000), (2010, 4000)]]);
+        // Stages must add up to the duration and fit the subscribers.
+        config.duration = Duration::from_secs(5);
+        assert_eq!(config.validate().unwrap_err().setting, "--stage");
+        config.duration = Duration::from_secs(4);
+        config.subscribers = 3;
+        assert_eq!(config.validate().unwrap_err().setting, "--stage");
+    }
 
     #[test]
     fn subscription_kinds_parse_and_bad_ones_are_named() {

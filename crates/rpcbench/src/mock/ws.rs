@@ -61,6 +61,11 @@ pub struct WsStats {
     pub notifications_sent: u64,
     /// Notifications not sent because of `ws_drop`.
     pub notifications_dropped: u64,
+    /// Of those, the ones of a block or slot subscription (newHeads, slot) that fell between
+    /// two notifications sent to the same subscription: what a client sees as gaps in the
+    /// numbers. A subscription's dropped first notifications (nothing sent before them) and
+    /// its dropped last ones (nothing sent after them before it ended) are not among them.
+    pub drops_between_sent: u64,
     /// Second copies sent because of `ws_duplicate`.
     pub duplicates_sent: u64,
     /// Successful subscribe calls.
@@ -85,6 +90,7 @@ pub(crate) struct WsState {
     next_subscription: AtomicU64,
     sent: AtomicU64,
     dropped: AtomicU64,
+    dropped_between: AtomicU64,
     duplicates: AtomicU64,
     opened: AtomicU64,
     closed_slow: AtomicU64,
@@ -106,6 +112,7 @@ impl WsState {
             next_subscription: AtomicU64::new(0),
             sent: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            dropped_between: AtomicU64::new(0),
             duplicates: AtomicU64::new(0),
             opened: AtomicU64::new(0),
             closed_slow: AtomicU64::new(0),
@@ -116,6 +123,7 @@ impl WsState {
         WsStats {
             notifications_sent: self.sent.load(Ordering::Relaxed),
             notifications_dropped: self.dropped.load(Ordering::Relaxed),
+            drops_between_sent: self.dropped_between.load(Ordering::Relaxed),
             duplicates_sent: self.duplicates.load(Ordering::Relaxed),
             subscriptions_opened: self.opened.load(Ordering::Relaxed),
             subscribers_closed_slow: self.closed_slow.load(Ordering::Relaxed),
@@ -259,6 +267,11 @@ struct Subscription {
     /// The number the generator draws for it.
     key: u64,
     kind: Kind,
+    /// Whether a notification was sent to it yet.
+    sent_any: bool,
+    /// Its notifications dropped since the last one sent (counted between sent ones when the
+    /// next is sent).
+    dropped_since_sent: u64,
 }
 
 /// An `eth_subscribe("logs")` filter: addresses (any of) and topics by position.
@@ -331,7 +344,7 @@ impl Subscriptions<'_> {
         } else {
             (key.to_string(), json!(key))
         };
-        self.list.push(Subscription { id, key, kind });
+        self.list.push(Subscription { id, key, kind, sent_any: false, dropped_since_sent: 0 });
         ws.opened.fetch_add(1, Ordering::Relaxed);
         result
     }
@@ -520,7 +533,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             item = next_item(&mut items) => {
                 match item {
                     Ok(item) => {
-                        fan_out(&shared, &subscriptions.list, &item, &out_tx, &counts.notifications);
+                        fan_out(&shared, &mut subscriptions.list, &item, &out_tx, &counts.notifications);
                         if counts.notifications.load(Ordering::Relaxed) > ws.max_queue {
                             ws.closed_slow.fetch_add(1, Ordering::Relaxed);
                             close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
@@ -611,7 +624,7 @@ async fn next_item(
 /// duplicate and delay knobs.
 fn fan_out(
     shared: &Shared,
-    subscriptions: &[Subscription],
+    subscriptions: &mut [Subscription],
     item: &Item,
     out: &mpsc::UnboundedSender<Out>,
     queued: &AtomicUsize,
@@ -619,11 +632,16 @@ fn fan_out(
     let ws = &shared.ws;
     let mut messages = Vec::new();
     for subscription in subscriptions {
+        let numbered = matches!(subscription.kind, Kind::NewHeads | Kind::Slot);
         let mut emit = |index: u64, method: &str, result: &str| {
             if ws.draw(S_DROP, ws.drop, subscription.key, index) {
                 ws.dropped.fetch_add(1, Ordering::Relaxed);
+                subscription.dropped_since_sent += u64::from(numbered && subscription.sent_any);
                 return;
             }
+            ws.dropped_between.fetch_add(subscription.dropped_since_sent, Ordering::Relaxed);
+            subscription.dropped_since_sent = 0;
+            subscription.sent_any = true;
             let text = match &item.data {
                 ItemData::Ethereum { .. } => format!(
                     r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"subscription":{},"result":{result}}}}}"#,

@@ -57,6 +57,10 @@ pub struct SubscribeReport {
     pub active_at_end: u64,
     /// Notifications received.
     pub notifications: u64,
+    /// Of the notifications, those that arrived after the measured time, while each socket
+    /// unsubscribed: judged for gaps, duplicates and reorders, not in the rates and lags.
+    #[serde(default)]
+    pub notifications_after_end: u64,
     /// Notifications per second over the measured time.
     pub notifications_per_sec: f64,
     /// Per subscription and second, on average.
@@ -74,8 +78,25 @@ pub struct SubscribeReport {
     pub produced_lag: Option<LatencyReport>,
     /// `exact` (the mock's `rpcbenchProducedAt`) or `seconds` (a block header's timestamp).
     pub produced_lag_precision: Option<String>,
-    /// Block numbers or slots never received, over every subscription.
+    /// Block numbers or slots never received, over every subscription: those missing between
+    /// two a subscription received, plus [`SubscribeReport::gaps_at_edges`].
     pub gaps: u64,
+    /// Of the gaps, those before a subscription's first notification or after its last one:
+    /// items that other subscribers of the same kind received in that time.
+    #[serde(default)]
+    pub gaps_at_edges: u64,
+    /// Subscriptions that went silent: confirmed and never closed, they received nothing of the
+    /// last items other subscribers of their kind received (at least
+    /// [`SILENT_AFTER_ITEMS`]), as when a server ends a subscription without a word.
+    #[serde(default)]
+    pub went_silent: u64,
+    /// Subscriptions the server confirmed ending when the run ended (each socket unsubscribes
+    /// and reads what was sent before the answer, so a drop just before the end is a gap too).
+    #[serde(default)]
+    pub unsubscribed: u64,
+    /// Unsubscribe requests refused or not answered in time.
+    #[serde(default)]
+    pub unsubscribe_failed: u64,
     /// Items received twice by one subscription.
     pub duplicates: u64,
     /// Items received after a later one.
@@ -138,6 +159,9 @@ pub struct KindFigures {
     pub reorders: u64,
 }
 
+/// The items a subscription must have missed at its end to count as gone silent.
+pub const SILENT_AFTER_ITEMS: u64 = 3;
+
 impl SubscribeReport {
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
@@ -183,11 +207,12 @@ impl SubscribeReport {
         );
         let _ = writeln!(
             out,
-            "  Notifications: {} ({:.2}/s, {:.3}/s per subscription), {:.2} KB/s",
+            "  Notifications: {} ({:.2}/s, {:.3}/s per subscription), {:.2} KB/s; {} of them while unsubscribing at the end (judged, not in the rates)",
             self.notifications,
             self.notifications_per_sec,
             self.notifications_per_sub_per_sec,
-            self.bytes_per_sec / 1e3
+            self.bytes_per_sec / 1e3,
+            self.notifications_after_end
         );
         let _ = writeln!(
             out,
@@ -209,8 +234,20 @@ impl SubscribeReport {
         }
         let _ = writeln!(
             out,
-            "  Correctness: gaps {}, duplicates {}, reorders {}, unknown subscription {}, not JSON {}",
-            self.gaps, self.duplicates, self.reorders, self.unknown_subscription, self.not_json
+            "  Correctness: gaps {} ({} between received notifications, {} at a subscription's start or end), \
+             duplicates {}, reorders {}, unknown subscription {}, not JSON {}",
+            self.gaps,
+            self.gaps - self.gaps_at_edges.min(self.gaps),
+            self.gaps_at_edges,
+            self.duplicates,
+            self.reorders,
+            self.unknown_subscription,
+            self.not_json
+        );
+        let _ = writeln!(
+            out,
+            "  Subscriptions: {} went silent, {} unsubscribed at the end, {} unsubscribe requests failed",
+            self.went_silent, self.unsubscribed, self.unsubscribe_failed
         );
         let closes: Vec<String> =
             self.closed_by_server.iter().map(|(code, n)| format!("{code}: {n}")).collect();
@@ -421,8 +458,13 @@ pub fn merge_subscribe_reports(
             (&mut merged.subscribed, part.subscribed),
             (&mut merged.active_at_end, part.active_at_end),
             (&mut merged.notifications, part.notifications),
+            (&mut merged.notifications_after_end, part.notifications_after_end),
             (&mut merged.bytes, part.bytes),
             (&mut merged.gaps, part.gaps),
+            (&mut merged.gaps_at_edges, part.gaps_at_edges),
+            (&mut merged.went_silent, part.went_silent),
+            (&mut merged.unsubscribed, part.unsubscribed),
+            (&mut merged.unsubscribe_failed, part.unsubscribe_failed),
             (&mut merged.duplicates, part.duplicates),
             (&mut merged.reorders, part.reorders),
             (&mut merged.unknown_subscription, part.unknown_subscription),
