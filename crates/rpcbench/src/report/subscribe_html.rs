@@ -137,8 +137,20 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
     rows.push((
         "correctness",
         format!(
-            "gaps {} · duplicates {} · reorders {} · unknown subscription {} · not JSON {}",
-            report.gaps, report.duplicates, report.reorders, report.unknown_subscription, report.not_json
+            "gaps {} ({} at the edges) · duplicates {} · reorders {} · unknown subscription {} · not JSON {}",
+            report.gaps,
+            report.gaps_at_edges,
+            report.duplicates,
+            report.reorders,
+            report.unknown_subscription,
+            report.not_json
+        ),
+    ));
+    rows.push((
+        "subscriptions",
+        format!(
+            "{} went silent · {} unsubscribed at the end · {} unsubscribe requests failed · {} notifications while unsubscribing",
+            report.went_silent, report.unsubscribed, report.unsubscribe_failed, report.notifications_after_end
         ),
     ));
     let closes: Vec<String> =
