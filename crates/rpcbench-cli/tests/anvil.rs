@@ -191,6 +191,7 @@ fn new_heads_from_anvil_arrive_for_every_mined_block() {
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["subscribed"], 3, "{report}");
     assert_eq!(report["notifications"], 30, "every block at every subscriber: {report}");
+    assert_eq!(report["unsubscribed"], 3, "anvil answers eth_unsubscribe at the end: {report}");
     assert_eq!(report["gaps"], 0, "{report}");
     assert_eq!(report["duplicates"], 0, "{report}");
     assert_eq!(report["produced_lag_precision"], "seconds", "anvil's timestamps are whole seconds");

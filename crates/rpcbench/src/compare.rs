@@ -17,7 +17,10 @@ use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::Monitor;
 use crate::printable::escape_controls;
 use crate::redact::Secrets;
-use crate::report::tables::{describe_load, format_ratio, summary_rows, usage_rows, MetricRow};
+use crate::report::tables::{
+    count_with_share, describe_load, format_ratio, outcome_rows, status_rows, summary_rows, usage_rows,
+    MetricRow, OutcomeRow,
+};
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
 
@@ -145,33 +148,64 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
+    let labels: Vec<&str> = runs.iter().map(|run| run.label.as_str()).collect();
     let rows = comparison_rows(&reports);
-    let metric_width = rows.iter().map(|row| row.metric.chars().count()).max().unwrap_or(0).max(6);
-    let cells: Vec<Vec<String>> =
-        rows.iter().map(|row| (0..runs.len()).map(|i| row.cell_with_ratio(i)).collect()).collect();
-    let widths: Vec<usize> = (0..runs.len())
+    let cells: Vec<(String, Vec<String>)> = rows
+        .iter()
+        .map(|row| (row.metric.clone(), (0..runs.len()).map(|i| row.cell_with_ratio(i)).collect()))
+        .collect();
+    text_table(&mut out, "Metric", &labels, &cells);
+    // Outcomes by class (JSON-RPC errors by code with their message) and responses by HTTP
+    // status, as counts with their share of each run's requests.
+    let share_rows = |rows: Vec<OutcomeRow>| -> Vec<(String, Vec<String>)> {
+        rows.into_iter()
+            .map(|row| {
+                let cells = row
+                    .counts
+                    .iter()
+                    .zip(&reports)
+                    .map(|(count, report)| count_with_share(*count, report.requests.total))
+                    .collect();
+                (row.outcome, cells)
+            })
+            .collect()
+    };
+    let _ = writeln!(out);
+    text_table(&mut out, "Outcome", &labels, &share_rows(outcome_rows(&reports)));
+    let statuses = status_rows(&reports);
+    if !statuses.is_empty() {
+        let _ = writeln!(out);
+        text_table(&mut out, "HTTP status", &labels, &share_rows(statuses));
+    }
+    out
+}
+
+/// A text table: a first column of row names under `corner`, then a right-aligned column per
+/// label.
+fn text_table(out: &mut String, corner: &str, labels: &[&str], rows: &[(String, Vec<String>)]) {
+    let name_width =
+        rows.iter().map(|(name, _)| name.chars().count()).chain([corner.chars().count()]).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..labels.len())
         .map(|i| {
-            cells
-                .iter()
-                .map(|row| row[i].chars().count())
-                .chain([runs[i].label.chars().count()])
+            rows.iter()
+                .map(|(_, cells)| cells[i].chars().count())
+                .chain([labels[i].chars().count()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let _ = write!(out, "{:<metric_width$}", "Metric");
-    for (run, width) in runs.iter().zip(&widths) {
-        let _ = write!(out, "  {:>width$}", run.label);
+    let _ = write!(out, "{corner:<name_width$}");
+    for (label, width) in labels.iter().zip(&widths) {
+        let _ = write!(out, "  {label:>width$}");
     }
     let _ = writeln!(out);
-    for (row, cells) in rows.iter().zip(&cells) {
-        let _ = write!(out, "{:<metric_width$}", row.metric);
+    for (name, cells) in rows {
+        let _ = write!(out, "{name:<name_width$}");
         for (cell, width) in cells.iter().zip(&widths) {
             let _ = write!(out, "  {cell:>width$}");
         }
         let _ = writeln!(out);
     }
-    out
 }
 
 /// The rows of a comparison: the headline metrics, then what the target process(es) used

@@ -524,6 +524,26 @@ fn micros(duration: Duration) -> u64 {
 }
 
 impl RunReport {
+    /// Mean bytes per response: received bytes over the responses (requests with an HTTP
+    /// status, or over WebSocket those answered); `None` without any.
+    pub fn mean_response_bytes(&self) -> Option<f64> {
+        let o = &self.outcomes;
+        let responses = if self.http_status.is_empty() {
+            let unanswered = o.timeout
+                + o.connect
+                + o.closed
+                + o.unfinished
+                + o.goaway
+                + o.refused_stream
+                + o.stream_reset.values().sum::<u64>()
+                + o.ws_closed.values().sum::<u64>();
+            self.requests.total.saturating_sub(unanswered)
+        } else {
+            self.http_status.values().sum()
+        };
+        (responses > 0).then(|| self.bytes.received as f64 / responses as f64)
+    }
+
     /// Computes the report of a finished run.
     pub fn new(config: &RunConfig, record: &RunRecord) -> Self {
         let counts = &record.totals.counts;

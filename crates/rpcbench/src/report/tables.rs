@@ -88,7 +88,8 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
-/// The comparison metrics: req/s, ok %, errors, p50, p90, p99, max, MB/s.
+/// The comparison metrics: req/s, ok %, errors, p50, p75, p90, p95, p99, max, MB/s and the
+/// mean bytes per response.
 pub fn summary_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
     let row = |metric: &str, unit: Unit, value: &dyn Fn(&RunReport) -> f64| MetricRow {
         metric: metric.to_string(),
@@ -100,10 +101,13 @@ pub fn summary_rows(reports: &[&RunReport]) -> Vec<MetricRow> {
         row("ok %", Unit::Decimal, &|r| percent(r.requests.ok, r.requests.total)),
         row("errors", Unit::Count, &|r| r.requests.errors as f64),
         row("p50", Unit::Micros, &|r| r.latency.percentile("p50") as f64),
+        row("p75", Unit::Micros, &|r| r.latency.percentile("p75") as f64),
         row("p90", Unit::Micros, &|r| r.latency.percentile("p90") as f64),
+        row("p95", Unit::Micros, &|r| r.latency.percentile("p95") as f64),
         row("p99", Unit::Micros, &|r| r.latency.percentile("p99") as f64),
         row("max", Unit::Micros, &|r| r.latency.max_us as f64),
         row("MB/s", Unit::Decimal, &|r| r.bytes.received_per_sec / 1e6),
+        row("bytes/response", Unit::Bytes, &|r| r.mean_response_bytes().unwrap_or(f64::NAN)),
     ]
 }
 
@@ -187,6 +191,22 @@ pub struct OutcomeRow {
     pub ok: bool,
     /// Count per run.
     pub counts: Vec<u64>,
+}
+
+/// Responses by HTTP status, one row per status some run saw (whatever the outcome: a JSON-RPC
+/// error inside a 200 counts under 200).
+pub fn status_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
+    let mut statuses: Vec<&String> = reports.iter().flat_map(|r| r.http_status.keys()).collect();
+    statuses.sort_by_key(|status| (status.parse::<u32>().unwrap_or(u32::MAX), status.as_str()));
+    statuses.dedup();
+    statuses
+        .into_iter()
+        .map(|status| OutcomeRow {
+            outcome: format!("HTTP {status}"),
+            ok: status.starts_with('2'),
+            counts: reports.iter().map(|r| r.http_status.get(status).copied().unwrap_or(0)).collect(),
+        })
+        .collect()
 }
 
 /// Outcomes by class: `ok` always, then every error class some run saw.

@@ -297,7 +297,19 @@ pub fn render_text(report: &RunReport) -> String {
             let _ = writeln!(out, "    {name:>30} - {count}");
         }
     }
-    let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
+    match report.mean_response_bytes() {
+        Some(bytes) => {
+            let _ = writeln!(
+                out,
+                "  Throughput: {:>10.2}MB/s, {} per response",
+                report.bytes.received_per_sec / 1e6,
+                crate::monitor::format_bytes(bytes.round() as u64)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  Throughput: {:>10.2}MB/s", report.bytes.received_per_sec / 1e6);
+        }
+    }
     if !report.thresholds.is_empty() {
         let _ = writeln!(out, "  Thresholds:");
         for result in &report.thresholds {

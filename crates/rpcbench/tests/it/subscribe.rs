@@ -56,7 +56,10 @@ fn new_heads_arrive_at_every_subscriber_without_gaps_and_with_exact_production_l
     assert!(html.contains("<h2>Lag by percentile</h2>") && html.matches("<svg").count() == 4, "{html}");
     assert!(!html.contains("could not be drawn"), "{html}");
     let markdown = rpcbench::report::render_subscribe_markdown(&report);
-    assert!(markdown.contains("| correctness | gaps 0 (0 at the edges) · duplicates 0 · reorders 0"), "{markdown}");
+    assert!(
+        markdown.contains("| correctness | gaps 0 (0 at the edges) · duplicates 0 · reorders 0"),
+        "{markdown}"
+    );
     // The saved JSON keeps the histograms losslessly.
     let saved: SubscribeReport = serde_json::from_str(&report.to_json()).unwrap();
     let lag = rpcbench::results::decode_histogram(saved.histograms.lag.as_deref().unwrap()).unwrap();
