@@ -6,6 +6,7 @@ mod args;
 mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
+mod docs_cmd;
 mod k8s_cmd;
 mod merge_cmd;
 mod metrics_args;
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
     };
     // Interrupts are watched before anything slow starts (sampling a node, reading files);
     // `serve` handles its own.
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Completions(_) | Command::Man) {
         signals::watch();
     }
     match cli.command {
@@ -46,5 +47,7 @@ fn main() -> ExitCode {
         Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Subscribe(args) => subscribe_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
+        Command::Completions(args) => docs_cmd::completions(&args),
+        Command::Man => docs_cmd::man(),
     }
 }

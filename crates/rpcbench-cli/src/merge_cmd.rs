@@ -23,7 +23,7 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The merged results file to write.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: PathBuf,
     /// Merge the shards that are there when some of a split run's are missing.
     #[arg(long)]

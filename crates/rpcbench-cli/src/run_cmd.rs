@@ -241,10 +241,10 @@ fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     ConfigError::new(format!("--targets {setting}"), message)
 }
 
-/// Checks, before a run, that `--save` can write `path`: its folder exists and it is not a
-/// folder itself (a run of minutes must not end in "cannot save").
-pub(crate) fn check_save_path(path: &std::path::Path) -> Result<(), ConfigError> {
-    let flag = format!("--save {}", path.display());
+/// Checks, before a run, that `flag` (`--save`, `--output`) can write `path`: its folder exists
+/// and it is not a folder itself (a run of minutes must not end in "cannot save").
+pub(crate) fn check_file_path(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    let flag = format!("{flag} {}", path.display());
     if path.is_dir() {
         return Err(ConfigError::new(flag, "is a folder"));
     }
@@ -497,8 +497,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     if plan.targets.len() > 1 {
         return crate::run_targets::run(&args, plan);
     }
-    if let Some(path) = &args.save {
-        if let Err(err) = check_save_path(path) {
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -559,7 +559,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);
-    let text = match args.output {
+    let text = match args.format {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
     };
@@ -570,7 +570,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         file.thresholds.clone_from(&report.thresholds);
         file.save(path)
     });
-    let status = output::print_stdout(&text);
+    let status = crate::report_cmd::emit(&text, args.output.as_deref(), args.quiet);
     let status = match (saved, &args.save) {
         (Some(Err(err)), _) => return output::failure(format!("cannot save the results: {err}")),
         (Some(Ok(())), Some(path)) if !args.quiet => {
