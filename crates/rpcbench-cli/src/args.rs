@@ -11,7 +11,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "rpcbench",
     version,
-    about,
     long_about = "rpcbench: load testing and benchmarking for the JSON-RPC endpoints of blockchain nodes \
 (Solana, Ethereum and other JSON-RPC servers), over HTTP/1.1, HTTP/2 and WebSocket.\n\n\
 Measure one endpoint with `run`, find the highest rate it serves within an SLO with `capacity`, \
@@ -150,7 +149,7 @@ pub enum CheckArg {
     after_help = "Examples:
   rpcbench run http://127.0.0.1:8899 -m getSlot -c 50 -d 30s
   rpcbench run http://127.0.0.1:8545 -m eth_blockNumber --rate 2000 -d 1m --threshold 'p99 < 50ms'
-  rpcbench run http://127.0.0.1:8545 -m eth_getBalance -p '[\"0x0000000000000000000000000000000000000000\",\"latest\"]' -n 10000 -f json -o run.json
+  rpcbench run http://127.0.0.1:8545 -m eth_getBlockByNumber -p '[\"latest\",false]' -n 10000 -f json -o run.json
   rpcbench run http://127.0.0.1:8899 --suite solana-rpc -d 1m --save results.json
   rpcbench run scenario.toml --url http://127.0.0.1:8899 -q -f json"
 )]

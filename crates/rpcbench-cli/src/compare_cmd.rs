@@ -226,22 +226,56 @@ impl CompareArgs {
     }
 }
 
-/// Prints a comparison's progress on standard error, a line per target (nothing when quiet).
+/// Prints a comparison's progress on standard error, a line per target saying which of how
+/// many it is (nothing when quiet).
 pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl FnMut(CompareEvent<'_>) {
     let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
+    let total = targets.len();
+    let count_width = total.to_string().len();
+    let mut started = 0;
     move |event| match event {
-        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
+        CompareEvent::Started { name, target } if !quiet => {
+            started += 1;
+            eprint!("  [{started:>count_width$}/{total}] {name:<name_width$}  {target} ... ");
+        }
         CompareEvent::Finished(run) if !quiet => {
             let report = &run.report;
             eprintln!(
-                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                "{:.0} req/s, p50 {}, p99 {}, {} error(s){}",
                 report.requests.rate,
                 format_micros(report.latency.percentile("p50") as f64),
                 format_micros(report.latency.percentile("p99") as f64),
-                report.requests.errors
+                report.requests.errors,
+                if report.interrupted { " (interrupted)" } else { "" }
             );
         }
         _ => {}
+    }
+}
+
+/// After an interrupt, says on standard error which targets were cut short and which did not
+/// run at all (always, even when quiet: the report is missing them).
+pub(crate) fn say_what_was_not_run(targets: &[CompareTarget], runs: &[SavedRun], stop: &StopHandle) {
+    if !stop.is_stopped() {
+        return;
+    }
+    let not_run: Vec<&str> = targets[runs.len().min(targets.len())..].iter().map(|t| t.name.as_str()).collect();
+    let cut_short: Vec<&str> =
+        runs.iter().filter(|run| run.report.interrupted).map(|run| run.label.as_str()).collect();
+    let mut parts = Vec::new();
+    if !cut_short.is_empty() {
+        parts.push(format!("cut short: {}", cut_short.join(", ")));
+    }
+    if !not_run.is_empty() {
+        parts.push(format!("not run: {}", not_run.join(", ")));
+    }
+    if !parts.is_empty() {
+        eprintln!(
+            "rpcbench: interrupted after {} of {} targets; {}",
+            runs.len(),
+            targets.len(),
+            parts.join("; ")
+        );
     }
 }
 
@@ -328,6 +362,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
     };
+    say_what_was_not_run(&compare_targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
     }

@@ -12,6 +12,7 @@ mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
 mod output;
+mod progress;
 mod report_cmd;
 mod run_cmd;
 mod run_targets;

@@ -277,15 +277,20 @@ fn prepare_scenario(
     draft: &ScenarioDraft,
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
+    let progress = rpcbench::sample::SampleProgress::new();
     let access = Access {
         headers: parse_headers(&args.http.headers)?,
         insecure: args.http.insecure,
         ca_file: args.http.cacert.clone(),
+        progress: Some(progress.clone()),
     };
+    let ticker = crate::progress::Ticker::start(args.quiet, sampling_message(progress));
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
-    })?;
+    });
+    drop(ticker);
+    let prepared = prepared?;
     if let (Some(pools), false) = (&prepared.pools, args.quiet) {
         let from = match &prepared.source {
             PoolSource::Cache(path) => format!("read from {}", path.display()),
@@ -301,6 +306,22 @@ fn prepare_scenario(
         );
     }
     Ok(prepared.scenario)
+}
+
+/// The progress line of sampling: blocks looked at out of the window, and the calls per second
+/// over the last reading.
+fn sampling_message(progress: rpcbench::sample::SampleProgress) -> impl FnMut(Duration) -> String + Send {
+    let mut last = (Duration::ZERO, 0);
+    move |elapsed| {
+        let seen = progress.snapshot();
+        let (then, calls_then) = std::mem::replace(&mut last, (elapsed, seen.calls));
+        let seconds = (elapsed - then).as_secs_f64();
+        let rate = if seconds > 0.0 { (seen.calls - calls_then) as f64 / seconds } else { 0.0 };
+        match seen.window {
+            0 => "sampling the target: finding its head".to_string(),
+            window => format!("sampling the target: {}/{window} blocks, {rate:.0} requests/s", seen.blocks),
+        }
+    }
 }
 
 /// Flags given on the command line override the scenario (or the defaults). A load or length

@@ -84,6 +84,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         Ok(runs) => runs,
         Err(err) => return crate::compare_cmd::comparison_failure(err, quiet),
     };
+    crate::compare_cmd::say_what_was_not_run(&targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
     }
