@@ -22,24 +22,31 @@ pub struct Ticker {
 
 impl Ticker {
     /// Starts the line when standard error is a terminal and not `quiet`; `message` is asked
-    /// for the text at once and then about once a second, with the time since the start.
-    pub fn start(quiet: bool, message: impl FnMut(Duration) -> String + Send + 'static) -> Ticker {
+    /// for the text at once (drawn before this returns) and then about once a second, with the
+    /// time since the start.
+    pub fn start(quiet: bool, mut message: impl FnMut(Duration) -> String + Send + 'static) -> Ticker {
         let finished = Arc::new(AtomicBool::new(false));
         let thread = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let line = indicatif::ProgressBar::new_spinner();
+            let style = indicatif::ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            line.set_style(style);
+            let start = Instant::now();
+            line.set_message(message(Duration::ZERO));
             let finished = finished.clone();
-            std::thread::spawn(move || draw(message, &finished))
+            std::thread::spawn(move || redraw(&line, message, start, &finished))
         });
         Ticker { finished, thread }
     }
 }
 
-fn draw(mut message: impl FnMut(Duration) -> String, finished: &AtomicBool) {
-    let line = indicatif::ProgressBar::new_spinner();
-    let style = indicatif::ProgressStyle::with_template("{spinner} {msg}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-    line.set_style(style);
-    let start = Instant::now();
-    let mut next = start;
+fn redraw(
+    line: &indicatif::ProgressBar,
+    mut message: impl FnMut(Duration) -> String,
+    start: Instant,
+    finished: &AtomicBool,
+) {
+    let mut next = start + EVERY;
     while !finished.load(Ordering::SeqCst) {
         if Instant::now() >= next {
             line.set_message(message(start.elapsed()));

@@ -15,7 +15,7 @@ use rpcbench::units::{parse_duration, parse_size, UnitError};
 /// Options of `rpcbench serve`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Examples:
-  rpcbench serve --chain solana                      # http://127.0.0.1:8899, ws:// on the same port
+  rpcbench serve --chain solana                      # http://127.0.0.1:8899 (WebSocket too)
   rpcbench serve --chain ethereum --block-time 2s    # http://127.0.0.1:8545
   rpcbench serve --chain ethereum --listen 127.0.0.1:9545 --latency 5ms:2ms --error-rate 1%
   rpcbench serve --chain static --threads 2 --rate-limit 5000/s --stall 2s/30s
