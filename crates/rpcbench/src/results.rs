@@ -778,7 +778,7 @@ impl ResultsFile {
             Some(other) => return Err(invalid(format!("format is '{other}', not '{RESULTS_FORMAT}'"))),
             None if value.get("report_version").is_some() => {
                 return Err(invalid(
-                    "this is a JSON report (-o json), not a results file (write one with run --save)".into(),
+                    "this is a JSON report (-f json), not a results file (write one with run --save)".into(),
                 ))
             }
             None => return Err(invalid(format!("no \"format\": \"{RESULTS_FORMAT}\""))),
