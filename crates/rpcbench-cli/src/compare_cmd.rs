@@ -259,7 +259,8 @@ pub(crate) fn say_what_was_not_run(targets: &[CompareTarget], runs: &[SavedRun],
     if !stop.is_stopped() {
         return;
     }
-    let not_run: Vec<&str> = targets[runs.len().min(targets.len())..].iter().map(|t| t.name.as_str()).collect();
+    let not_run: Vec<&str> =
+        targets[runs.len().min(targets.len())..].iter().map(|t| t.name.as_str()).collect();
     let cut_short: Vec<&str> =
         runs.iter().filter(|run| run.report.interrupted).map(|run| run.label.as_str()).collect();
     let mut parts = Vec::new();

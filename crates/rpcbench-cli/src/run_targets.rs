@@ -38,7 +38,9 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             }
         }
     }
-    if let Some(Err(err)) = args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path)) {
+    if let Some(Err(err)) =
+        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+    {
         return output::usage_error(err);
     }
     if !args.monitor.pids.is_empty() || args.monitor.command.is_some() {

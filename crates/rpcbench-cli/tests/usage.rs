@@ -98,7 +98,8 @@ fn run_writes_its_report_to_the_output_file_and_keeps_stdout_clean() {
     assert!(output.stdout.is_empty(), "{}", stdout(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(report["requests"]["total"], 20, "{report}");
-    let missing = rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "-o", "/nonexistent/dir/run.txt"]);
+    let missing =
+        rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "-o", "/nonexistent/dir/run.txt"]);
     assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
     assert!(stderr(&missing).contains("--output /nonexistent/dir/run.txt"), "{}", stderr(&missing));
     std::fs::remove_dir_all(&dir).ok();
@@ -109,7 +110,8 @@ fn help_ends_with_worked_examples_against_loopback() {
     for subcommand in WITH_EXAMPLES {
         let text = help(subcommand);
         let (_, examples) = text.rsplit_once("Examples:\n").unwrap_or_else(|| panic!("{subcommand}: {text}"));
-        let count = examples.lines().filter(|line| line.starts_with(&format!("  rpcbench {subcommand} "))).count();
+        let count =
+            examples.lines().filter(|line| line.starts_with(&format!("  rpcbench {subcommand} "))).count();
         assert!((3..=5).contains(&count), "{subcommand}: {count} examples: {examples}");
         for (index, _) in examples.match_indices("://") {
             assert!(examples[index + 3..].starts_with("127.0.0.1"), "{subcommand}: {examples}");
@@ -196,7 +198,11 @@ fn a_url_without_a_scheme_says_to_add_one() {
         (vec!["run", "127.0.0.1:8545", "-m", "getSlot"], "URL", "add http:// or https://"),
         (vec!["run", "localhost:8545", "-m", "getSlot"], "URL", "add http:// or https://"),
         (vec!["capacity", "127.0.0.1:8545", "-m", "getSlot", "--slo", "p99<1s"], "URL", "add http://"),
-        (vec!["compare", "a=127.0.0.1:1", "b=http://127.0.0.1:2/", "-m", "getSlot"], "target 'a'", "add http://"),
+        (
+            vec!["compare", "a=127.0.0.1:1", "b=http://127.0.0.1:2/", "-m", "getSlot"],
+            "target 'a'",
+            "add http://",
+        ),
         (vec!["subscribe", "localhost:8545", "--sub", "newHeads"], "URL", "add ws:// or wss://"),
     ];
     for (args, names, says) in cases {
@@ -211,7 +217,8 @@ fn a_url_without_a_scheme_says_to_add_one() {
 /// Runs `command` under `script`, so that its standard error is a terminal; `None` where
 /// `script` (util-linux) is not installed.
 fn on_a_terminal(command: &str) -> Option<String> {
-    let output = Command::new("script").args(["-qec", command, "/dev/null"]).stdin(Stdio::null()).output().ok()?;
+    let output =
+        Command::new("script").args(["-qec", command, "/dev/null"]).stdin(Stdio::null()).output().ok()?;
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
@@ -219,11 +226,24 @@ fn on_a_terminal(command: &str) -> Option<String> {
 fn merge_shows_files_read_only_on_a_terminal_and_not_with_q() {
     let node = static_node();
     let dir = temp_dir("merge-progress");
-    let shards: Vec<String> = (1..=2).map(|i| dir.join(format!("shard{i}.json")).display().to_string()).collect();
+    let shards: Vec<String> =
+        (1..=2).map(|i| dir.join(format!("shard{i}.json")).display().to_string()).collect();
     for (index, shard) in shards.iter().enumerate() {
         let slice = format!("{}/2", index + 1);
-        let output =
-            rpcbench(&["run", &node.url(), "-m", "getSlot", "-c", "2", "-n", "20", "--shard", &slice, "--save", shard]);
+        let output = rpcbench(&[
+            "run",
+            &node.url(),
+            "-m",
+            "getSlot",
+            "-c",
+            "2",
+            "-n",
+            "20",
+            "--shard",
+            &slice,
+            "--save",
+            shard,
+        ]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     }
     let merged = dir.join("merged.json").display().to_string();

@@ -59,9 +59,8 @@ mod tests {
         let (accepted, _) = listener.accept().unwrap();
         assert_eq!(accepted.peer_addr().unwrap(), client.local_addr().unwrap());
         // `ss` shows a listening socket's backlog in its Send-Q column (Linux, where installed).
-        let Ok(out) = std::process::Command::new("ss")
-            .args(["-ltnH", &format!("sport = :{}", addr.port())])
-            .output()
+        let Ok(out) =
+            std::process::Command::new("ss").args(["-ltnH", &format!("sport = :{}", addr.port())]).output()
         else {
             return;
         };

@@ -164,7 +164,8 @@ fn missing_scheme(url: &str, schemes: &str) -> Option<String> {
     };
     let host = &text[..host_end];
     let looks_like_host = host.starts_with('[')
-        || !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_');
+        || !host.is_empty()
+            && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_');
     let port_ok = match text[host_end..].strip_prefix(':') {
         Some(rest) => rest.chars().next().is_some_and(|c| c.is_ascii_digit()),
         None => true,
@@ -174,10 +175,7 @@ fn missing_scheme(url: &str, schemes: &str) -> Option<String> {
     }
     let first = schemes.split(' ').next().unwrap_or("http://");
     let shown = redact::url(&format!("{first}{text}"));
-    Some(format!(
-        "'{}' has no scheme: add {schemes} (for example {shown})",
-        redact::url(text)
-    ))
+    Some(format!("'{}' has no scheme: add {schemes} (for example {shown})", redact::url(text)))
 }
 
 impl fmt::Debug for Target {
@@ -245,7 +243,9 @@ mod tests {
 
     #[test]
     fn a_url_without_a_scheme_says_to_add_one() {
-        for url in ["127.0.0.1:8545", "localhost:8545", "localhost:8545/v3/KEY", "rpc.example.com", "[::1]:8545"] {
+        for url in
+            ["127.0.0.1:8545", "localhost:8545", "localhost:8545/v3/KEY", "rpc.example.com", "[::1]:8545"]
+        {
             let err = Target::parse(url).unwrap_err();
             assert_eq!(err.setting, "URL");
             assert!(err.message.contains("add http:// or https://"), "{url}: {err}");

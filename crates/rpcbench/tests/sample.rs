@@ -58,7 +58,8 @@ fn sampling_counts_its_blocks_window_and_calls_for_a_progress_line() {
     for chain in [Chain::Solana, Chain::Ethereum] {
         let node = MockServer::start(MockOptions::new(chain)).unwrap();
         let progress = SampleProgress::new();
-        let options = SampleOptions { window: 30, progress: Some(progress.clone()), ..SampleOptions::default() };
+        let options =
+            SampleOptions { window: 30, progress: Some(progress.clone()), ..SampleOptions::default() };
         let pools = sample(&endpoint(&node.url()), &options).unwrap();
         let seen = progress.snapshot();
         assert!(seen.window > 0 && seen.window <= 30, "{chain:?}: {seen:?}");

@@ -56,11 +56,13 @@ fn optional<T: ToString>(value: Option<T>) -> String {
 /// needs it, `\n` line ends, and a cell's control characters (server text can carry them)
 /// escaped first, as everywhere rpcbench shows such text.
 pub(crate) fn csv_text(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut writer = ::csv::WriterBuilder::new().terminator(::csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let mut writer =
+        ::csv::WriterBuilder::new().terminator(::csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     // Writing into memory cannot fail.
     let _ = writer.write_record(header);
     for row in rows {
-        let _ = writer.write_record(row.iter().map(|cell| crate::printable::escape_controls(cell).into_owned()));
+        let _ =
+            writer.write_record(row.iter().map(|cell| crate::printable::escape_controls(cell).into_owned()));
     }
     let bytes = writer.into_inner().map_err(|err| err.into_error()).unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
