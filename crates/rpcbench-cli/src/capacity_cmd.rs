@@ -214,6 +214,12 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         Ok(server) => server,
         Err(err) => return output::usage_error(err),
     };
+    // A search of minutes must not end in "cannot write".
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+            return output::usage_error(err);
+        }
+    }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if !args.quiet {

@@ -311,6 +311,11 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(targets) => targets,
         Err(message) => return output::usage_error(message),
     };
+    if let Some(Err(err)) =
+        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+    {
+        return output::usage_error(err);
+    }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if args.equal {

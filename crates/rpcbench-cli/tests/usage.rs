@@ -291,3 +291,47 @@ fn an_interrupted_compare_names_the_targets_it_did_not_run() {
     assert!(message.contains("interrupted after 1 of 3 targets; cut short: a; not run: b, c"), "{message}");
     assert!(stdout(&output).contains("a"), "the report covers what ran: {}", stdout(&output));
 }
+
+#[test]
+fn sampling_shows_blocks_and_request_rate_only_on_a_terminal() {
+    let node = MockServer::start(MockOptions::new(Chain::Solana)).expect("the mock node starts");
+    let args = ["run", &node.url(), "--suite", "solana-rpc", "-c", "2", "-n", "20"];
+    let plain = rpcbench(&args);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert!(!stderr(&plain).contains("sampling the target"), "{}", stderr(&plain));
+    assert!(stdout(&plain).contains("Requests:"), "the report stays on stdout: {}", stdout(&plain));
+    let command = format!("{} {}", env!("CARGO_BIN_EXE_rpcbench"), args.join(" "));
+    if let Some(shown) = on_a_terminal(&command) {
+        assert!(shown.contains("sampling the target: finding its head"), "{shown}");
+        let quiet = on_a_terminal(&format!("{command} -q")).unwrap();
+        assert!(!quiet.contains("sampling the target"), "{quiet}");
+    }
+}
+
+#[test]
+fn an_output_file_in_a_missing_folder_is_refused_before_any_load() {
+    let out = "/nonexistent/dir/report.txt";
+    let dead = "http://127.0.0.1:1/";
+    let cases: [Vec<&str>; 4] = [
+        vec!["run", dead, "-m", "getSlot", "-d", "30s", "-o", out],
+        vec!["capacity", dead, "-m", "getSlot", "--slo", "p99<1s", "-o", out],
+        vec![
+            "compare",
+            "a=http://127.0.0.1:1/",
+            "b=http://127.0.0.1:2/",
+            "-m",
+            "getSlot",
+            "-d",
+            "30s",
+            "-o",
+            out,
+        ],
+        vec!["subscribe", "ws://127.0.0.1:1/", "--sub", "newHeads", "-d", "30s", "-o", out],
+    ];
+    for args in cases {
+        let output = rpcbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(&format!("--output {out}")), "{args:?}: {message}");
+    }
+}
