@@ -131,7 +131,11 @@ pub fn trim_float(value: f64) -> String {
 /// second and `+HH:MM` offsets accepted); `None` when the text is not one.
 pub fn parse_rfc3339(text: &str) -> Option<f64> {
     use time::format_description::well_known::Rfc3339;
-    let at = time::OffsetDateTime::parse(text.trim(), &Rfc3339).ok()?;
+    let text = text.trim();
+    // RFC 3339 lets a space stand for the 'T' (section 5.6's note), as this always accepted.
+    let spaced = text.as_bytes().get(10) == Some(&b' ');
+    let text = if spaced { format!("{}T{}", &text[..10], &text[11..]) } else { text.to_string() };
+    let at = time::OffsetDateTime::parse(&text, &Rfc3339).ok()?;
     Some(at.unix_timestamp() as f64 + f64::from(at.nanosecond()) / 1e9)
 }
 
@@ -155,6 +159,8 @@ mod tests {
         assert_eq!(parse_rfc3339("2023-11-14T23:13:20+01:00"), Some(1_700_000_000.0));
         assert_eq!(parse_rfc3339("2023-11-14T22:13:20.5Z"), Some(1_700_000_000.5));
         assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400.0));
+        assert_eq!(parse_rfc3339("2023-11-14 22:13:20z"), Some(1_700_000_000.0));
+        assert_eq!(parse_rfc3339("2023-11-14t22:13:20-00:30"), Some(1_700_001_800.0));
         for bad in [
             "2023-11-14",
             "2023-13-01T00:00:00Z",
