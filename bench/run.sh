@@ -127,7 +127,7 @@ gen() {
   local body; body=$(cat "$bodyf")
   case $tool in
     rpcbench)
-      cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q)
+      cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --format json -q)
       if [[ $mode == closed ]]; then cmd+=(-c "$load"); else cmd+=(--rate "$load"); fi
       # nginx answers id 1 to everything: send id 1 and expect it back, so every response is
       # still classified (and counted ok) rather than flagged as an id mismatch.
@@ -137,12 +137,12 @@ gen() {
       cmd=(wrk -t1 -c"$load" -d"$DUR" --latency -s "$WORK/wrk-$target.lua" "$url") ;;
     rpcbench-h2)
       # load = CONNSxSTREAMS
-      cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q --h2c
+      cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --format json -q --h2c
         -c "${load%x*}" --streams "${load#*x}")
       if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi ;;
     rpcbench-ws)
       # The same node over WebSocket: load = SOCKETSxIN_FLIGHT
-      cmd=("$RPCB" run "${url/http:/ws:}" --body-file "$bodyf" -d "$DUR" --threads 1 --output json -q
+      cmd=("$RPCB" run "${url/http:/ws:}" --body-file "$bodyf" -d "$DUR" --threads 1 --format json -q
         -c "${load%x*}" --in-flight "${load#*x}") ;;
     h2load)
       cmd=(h2load -c "${load%x*}" -m "${load#*x}" -t 1 -D "${DUR%s}" -d "$bodyf" -H 'content-type: application/json' "$url") ;;
@@ -226,7 +226,7 @@ done
 
 if has_case memory; then
 log "memory run: rpcbench closed loop c=64 for ${LONG}s"
-lcmd=("$RPCB" run "http://127.0.0.1:$P_NGINX/" --body-file "$SMALL" -c 64 -d "${LONG}s" --threads 1 --fixed-id 1 --output json -q)
+lcmd=("$RPCB" run "http://127.0.0.1:$P_NGINX/" --body-file "$SMALL" -c 64 -d "${LONG}s" --threads 1 --fixed-id 1 --format json -q)
 echo "# memory over time (VmRSS from /proc/PID/status at ${SAMPLE_AT}s and at the end):" >>"$WORK/commands.txt"
 echo "taskset -c $GEN_CPU $(printf '%q ' "${lcmd[@]}")" >>"$WORK/commands.txt"
 taskset -c "$GEN_CPU" "${lcmd[@]}" >"$WORK/long.json" 2>"$WORK/long.err" &

@@ -14,7 +14,7 @@ trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.05; done
 URL=$(grep -o 'http://[0-9.:]*/' "$WORK/serve.out" | head -1 | sed 's/^http/ws/')
 taskset -c 1 "$BIN" subscribe "$URL" --sub newHeads --subscribers "$SUBS" --subs-per-socket "$PER_SOCKET" \
-  -d "${SECS}s" -o json >"$WORK/report.json" 2>"$WORK/subscribe.err" &
+  -d "${SECS}s" -f json >"$WORK/report.json" 2>"$WORK/subscribe.err" &
 SUB=$!
 START=$(date +%s)
 rss() { awk '/^VmRSS/{print $2}' "/proc/$SUB/status" 2>/dev/null || echo nan; }
@@ -27,7 +27,7 @@ while kill -0 "$SUB" 2>/dev/null; do
 done
 wait "$SUB" || true
 END=$(date +%s)
-echo "command: taskset -c 1 $BIN subscribe $URL --sub newHeads --subscribers $SUBS --subs-per-socket $PER_SOCKET -d ${SECS}s -o json"
+echo "command: taskset -c 1 $BIN subscribe $URL --sub newHeads --subscribers $SUBS --subs-per-socket $PER_SOCKET -d ${SECS}s -f json"
 echo "rss_at_60s_kb=$RSS1 rss_at_end_kb=$LAST (last sample before exit, $((END - START)) s)"
 echo "cpu_s=$(awk -v t="$T" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", t/hz}')"
 python3 - "$WORK/report.json" <<'PY'

@@ -6,9 +6,22 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Load testing and benchmarking for blockchain JSON-RPC endpoints.
+/// Load testing and benchmarking for the JSON-RPC endpoints of blockchain nodes.
 #[derive(Debug, Parser)]
-#[command(name = "rpcbench", version, about, propagate_version = true)]
+#[command(
+    name = "rpcbench",
+    version,
+    long_about = "rpcbench: load testing and benchmarking for the JSON-RPC endpoints of blockchain nodes \
+(Solana, Ethereum and other JSON-RPC servers), over HTTP/1.1, HTTP/2 and WebSocket.\n\n\
+Measure one endpoint with `run`, find the highest rate it serves within an SLO with `capacity`, \
+compare nodes with `compare`, measure WebSocket subscriptions with `subscribe`, and re-render or \
+merge saved results with `report` and `merge`. `demo` and `serve` run a built-in mock node to try \
+it all on this machine.",
+    after_help = "Formats and files, in every subcommand: -f/--format FORMAT chooses the report's format, \
+-o/--output FILE writes it to a file instead of standard output.\n\
+Try: rpcbench demo; rpcbench serve --chain solana & rpcbench run http://127.0.0.1:8899 -m getSlot -d 5s",
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -20,7 +33,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve a mock Solana or Ethereum node, or the static baseline, with fault knobs.
     Serve(Box<crate::serve::ServeArgs>),
-    /// Run seed 000's Solana tests against the built-in mock node and print the summary.
+    /// Try rpcbench in one command: four Solana methods at three loads against the built-in
+    /// mock node, then the summary table.
     Demo(DemoArgs),
     /// Render saved results files again (text, JSON, Markdown, HTML, CSV), or compare them.
     Report(crate::report_cmd::ReportArgs),
@@ -40,6 +54,11 @@ pub enum Command {
     Subscribe(Box<crate::subscribe_cmd::SubscribeArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     Suites,
+    /// Print a shell completion script to standard output, e.g.
+    /// `rpcbench completions bash > /etc/bash_completion.d/rpcbench`.
+    Completions(crate::docs_cmd::CompletionsArgs),
+    /// Print the man page (roff) to standard output: `rpcbench man > rpcbench.1`.
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -50,8 +69,8 @@ pub struct DemoArgs {
     /// The open-loop step's rate.
     #[arg(long, value_parser = rate, default_value = "2000")]
     pub rate: f64,
-    /// Where to write the HTML report and the Markdown summary (default: rpcbench-demo in the
-    /// system's temporary directory).
+    /// Where to write the HTML report and the Markdown summary [default: rpcbench-demo in the
+    /// system's temporary directory].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 
@@ -65,6 +84,25 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {
     rpcbench::units::parse_size(text).map_err(|err| err.to_string())
+}
+
+/// Report formats: given to `-o`, one is a slip from the days when `-o` chose the format.
+const FORMAT_NAMES: [&str; 5] = ["text", "json", "markdown", "html", "csv"];
+
+/// The value of `-o/--output FILE`: a file name, but not a bare format name (`-o json`), which
+/// is refused with the flag to use instead.
+pub fn output_file(text: &str) -> Result<PathBuf, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("expected a file name".to_string());
+    }
+    if FORMAT_NAMES.contains(&trimmed.to_ascii_lowercase().as_str()) {
+        return Err(format!(
+            "'{trimmed}' is a format, and -o/--output names the file to write: use -f {trimmed} \
+             for the format (or -o ./{trimmed} for a file of that name)"
+        ));
+    }
+    Ok(PathBuf::from(text))
 }
 
 pub fn rate(text: &str) -> Result<f64, String> {
@@ -82,9 +120,12 @@ pub fn header(text: &str) -> Option<(String, String)> {
     }
 }
 
+/// Formats of `run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
+    /// The text report.
     Text,
+    /// The JSON report (schema/report.schema.json).
     Json,
 }
 
@@ -103,7 +144,15 @@ pub enum CheckArg {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
+#[command(
+    group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]),
+    after_help = "Examples:
+  rpcbench run http://127.0.0.1:8899 -m getSlot -c 50 -d 30s
+  rpcbench run http://127.0.0.1:8545 -m eth_blockNumber --rate 2000 -d 1m --threshold 'p99 < 50ms'
+  rpcbench run http://127.0.0.1:8545 -m eth_getBlockByNumber -p '[\"latest\",false]' -n 10000 -f json -o run.json
+  rpcbench run http://127.0.0.1:8899 --suite solana-rpc -d 1m --save results.json
+  rpcbench run scenario.toml --url http://127.0.0.1:8899 -q -f json"
+)]
 pub struct RunArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run (not
     /// with --targets, whose file names the URLs).
@@ -115,7 +164,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
-    /// Closed loop: connections sending back to back.
+    /// Closed loop: connections sending back to back [default: 50].
     #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second (5000, 50/s, 600/m), latency from the intended send time.
@@ -127,7 +176,7 @@ pub struct RunArgs {
     /// Open loop: the most connections opened to keep up with the rate [default: 1024].
     #[arg(long, help_heading = "Load")]
     pub max_connections: Option<usize>,
-    /// Worker threads (default: one per core).
+    /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
     /// Seed for everything random (arrivals, mixes, generated params) [default: 1].
@@ -146,7 +195,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", help_heading = "Load")]
     pub start_at: Option<String>,
 
-    /// Measured duration (default 10s unless --requests is given).
+    /// Measured duration [default: 10s, unless --requests is given].
     #[arg(short, long, value_parser = duration, help_heading = "Length")]
     pub duration: Option<Duration>,
     /// Number of measured requests.
@@ -164,9 +213,12 @@ pub struct RunArgs {
     #[arg(long = "threshold", help_heading = "Output")]
     pub thresholds: Vec<String>,
 
-    /// Report format on standard output.
+    /// Report format.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
-    pub output: OutputFormat,
+    pub format: OutputFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = output_file, help_heading = "Output")]
+    pub output: Option<PathBuf>,
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,

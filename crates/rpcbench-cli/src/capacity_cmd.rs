@@ -34,7 +34,15 @@ fn precision(text: &str) -> Result<f64, String> {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]))]
+#[command(
+    group = clap::ArgGroup::new("request").args(["method", "body", "body_file", "suite"]),
+    after_help = "Examples:
+  rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<50ms,errors<0.1%'
+  rpcbench capacity http://127.0.0.1:8545 -m eth_blockNumber --slo 'p99<100ms' --start-rate 500 --max-rate 50000 --step 10s
+  rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<20ms' --save search.json -f markdown -o search.md
+  rpcbench capacity scenario.toml --url http://127.0.0.1:8899 --slo 'p99.9<1s,errors<1%' --precision 10%
+  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<10ms' --monitor-cmd geth -f json"
+)]
 pub struct CapacityArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
     /// sends (its load and stages give way to the steps).
@@ -69,7 +77,7 @@ pub struct CapacityArgs {
     /// The most connections a step opens to keep up with its rate.
     #[arg(long, default_value_t = 1024, help_heading = "Load")]
     pub max_connections: usize,
-    /// Worker threads (default: one per core).
+    /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
 
@@ -82,9 +90,12 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub metrics: crate::metrics_args::MetricsArgs,
 
-    /// Report format on standard output.
+    /// Report format.
     #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
-    pub output: CapacityFormat,
+    pub format: CapacityFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file, help_heading = "Output")]
+    pub output: Option<PathBuf>,
     /// Save every step (figures, HDR histograms, resources) to this capacity file, for
     /// `rpcbench report FILE`.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -94,7 +105,7 @@ pub struct CapacityArgs {
     pub quiet: bool,
 }
 
-/// Formats of `capacity -o`: `run`'s text and JSON, and what `report` renders a capacity file
+/// Formats of `capacity -f`: `run`'s text and JSON, and what `report` renders a capacity file
 /// as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CapacityFormat {
@@ -144,7 +155,8 @@ impl CapacityArgs {
             thresholds: Vec::new(),
             monitor: MonitorArgs { pids: Vec::new(), command: None },
             metrics: Default::default(),
-            output: OutputFormat::Text,
+            format: OutputFormat::Text,
+            output: None,
             quiet: self.quiet,
             save: None,
         }
@@ -202,6 +214,12 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         Ok(server) => server,
         Err(err) => return output::usage_error(err),
     };
+    // A search of minutes must not end in "cannot write".
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+            return output::usage_error(err);
+        }
+    }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if !args.quiet {
@@ -244,5 +262,5 @@ pub fn run(args: CapacityArgs) -> ExitCode {
             eprintln!("rpcbench: capacity file saved to {}", path.display());
         }
     }
-    output::print_stdout(&render_capacity(&file.report, &file, args.output))
+    crate::report_cmd::emit(&render_capacity(&file.report, &file, args.format), args.output.as_deref(), quiet)
 }

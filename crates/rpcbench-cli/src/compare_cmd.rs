@@ -25,7 +25,15 @@ use crate::report_cmd::{emit, render, ReportFormat};
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
-#[command(group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]))]
+#[command(
+    group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]),
+    after_help = "Examples:
+  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot -c 32 -d 30s
+  rpcbench compare geth=http://127.0.0.1:8545 reth=http://127.0.0.1:8546 -m eth_blockNumber --rate 1000 -d 1m -f markdown -o compare.md
+  rpcbench compare h1=http://127.0.0.1:8545 h2=http://127.0.0.1:8545 --h2-for h2 -m eth_chainId -n 20000
+  rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --equal -m eth_getBlockByNumber -p '[\"latest\",false]' --ignore-field result.timestamp
+  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot --save-dir runs/ --monitor-cmd a=agave-validator"
+)]
 pub struct CompareArgs {
     /// Targets as NAME=URL, two or more; the first is the baseline of the ratios.
     #[arg(required = true, value_name = "NAME=URL")]
@@ -34,7 +42,7 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
-    /// Closed loop: connections sending back to back (default 50).
+    /// Closed loop: connections sending back to back [default: 50].
     #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second.
@@ -46,10 +54,10 @@ pub struct CompareArgs {
     /// Open loop: the most connections opened to keep up with the rate.
     #[arg(long, default_value_t = 1024, requires = "rate", help_heading = "Load")]
     pub max_connections: usize,
-    /// Worker threads (default: one per core).
+    /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
-    /// Measured duration per target (default 10s unless --requests is given).
+    /// Measured duration per target [default: 10s, unless --requests is given].
     #[arg(short, long, value_parser = duration, help_heading = "Length")]
     pub duration: Option<Duration>,
     /// Number of measured requests per target.
@@ -90,7 +98,7 @@ pub struct CompareArgs {
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
     pub format: ReportFormat,
     /// Write the output to this file (atomically) instead of standard output.
-    #[arg(short, long, value_name = "OUT", help_heading = "Output")]
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file, help_heading = "Output")]
     pub output: Option<PathBuf>,
     /// Speak HTTP/2 to target NAME only (repeatable): cleartext with prior knowledge for an
     /// http:// URL, TLS with ALPN h2 for https://; --streams applies to these targets. Compares
@@ -210,29 +218,65 @@ impl CompareArgs {
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
             metrics: Default::default(),
-            output: OutputFormat::Text,
+            format: OutputFormat::Text,
+            output: None,
             quiet: true,
             save: None,
         }
     }
 }
 
-/// Prints a comparison's progress on standard error, a line per target (nothing when quiet).
+/// Prints a comparison's progress on standard error, a line per target saying which of how
+/// many it is (nothing when quiet).
 pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl FnMut(CompareEvent<'_>) {
     let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
+    let total = targets.len();
+    let count_width = total.to_string().len();
+    let mut started = 0;
     move |event| match event {
-        CompareEvent::Started { name, target } if !quiet => eprint!("  {name:<name_width$}  {target} ... "),
+        CompareEvent::Started { name, target } if !quiet => {
+            started += 1;
+            eprint!("  [{started:>count_width$}/{total}] {name:<name_width$}  {target} ... ");
+        }
         CompareEvent::Finished(run) if !quiet => {
             let report = &run.report;
             eprintln!(
-                "{:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                "{:.0} req/s, p50 {}, p99 {}, {} error(s){}",
                 report.requests.rate,
                 format_micros(report.latency.percentile("p50") as f64),
                 format_micros(report.latency.percentile("p99") as f64),
-                report.requests.errors
+                report.requests.errors,
+                if report.interrupted { " (interrupted)" } else { "" }
             );
         }
         _ => {}
+    }
+}
+
+/// After an interrupt, says on standard error which targets were cut short and which did not
+/// run at all (always, even when quiet: the report is missing them).
+pub(crate) fn say_what_was_not_run(targets: &[CompareTarget], runs: &[SavedRun], stop: &StopHandle) {
+    if !stop.is_stopped() {
+        return;
+    }
+    let not_run: Vec<&str> =
+        targets[runs.len().min(targets.len())..].iter().map(|t| t.name.as_str()).collect();
+    let cut_short: Vec<&str> =
+        runs.iter().filter(|run| run.report.interrupted).map(|run| run.label.as_str()).collect();
+    let mut parts = Vec::new();
+    if !cut_short.is_empty() {
+        parts.push(format!("cut short: {}", cut_short.join(", ")));
+    }
+    if !not_run.is_empty() {
+        parts.push(format!("not run: {}", not_run.join(", ")));
+    }
+    if !parts.is_empty() {
+        eprintln!(
+            "rpcbench: interrupted after {} of {} targets; {}",
+            runs.len(),
+            targets.len(),
+            parts.join("; ")
+        );
     }
 }
 
@@ -267,6 +311,11 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(targets) => targets,
         Err(message) => return output::usage_error(message),
     };
+    if let Some(Err(err)) =
+        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+    {
+        return output::usage_error(err);
+    }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if args.equal {
@@ -319,6 +368,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
     };
+    say_what_was_not_run(&compare_targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
     }

@@ -1,6 +1,7 @@
 //! `rpcbench demo`: the first quick-start command. Starts the mock Solana node in-process,
-//! runs seed 000's tests and prints the summary table; writes it, and an HTML report of every
-//! step, into `--out-dir` (default: `rpcbench-demo` in the system's temporary directory).
+//! runs four Solana methods at three loads against it and prints the summary table; writes it,
+//! and an HTML report of every step, into `--out-dir` (default: `rpcbench-demo` in the
+//! system's temporary directory).
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -6,11 +6,13 @@ mod args;
 mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
+mod docs_cmd;
 mod k8s_cmd;
 mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
 mod output;
+mod progress;
 mod report_cmd;
 mod run_cmd;
 mod run_targets;
@@ -32,7 +34,7 @@ fn main() -> ExitCode {
     };
     // Interrupts are watched before anything slow starts (sampling a node, reading files);
     // `serve` handles its own.
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Completions(_) | Command::Man) {
         signals::watch();
     }
     match cli.command {
@@ -46,5 +48,7 @@ fn main() -> ExitCode {
         Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Subscribe(args) => subscribe_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
+        Command::Completions(args) => docs_cmd::completions(&args),
+        Command::Man => docs_cmd::man(),
     }
 }

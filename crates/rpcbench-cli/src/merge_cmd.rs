@@ -1,4 +1,4 @@
-//! `rpcbench merge FILE... -o OUT`: merges the results files of shards of one workload
+//! `rpcbench merge FILE... -o FILE`: merges the results files of shards of one workload
 //! (the same target, method, request, load and length, run side by side, or the shards of a
 //! run split with `--shard`) into one, losslessly. Files that do not belong together, a
 //! missing shard (without `--partial`) or a shard given twice are refused with exit status 2,
@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rpcbench::engine::config::ConfigError;
 use rpcbench::report::subscribe::{
@@ -23,7 +25,7 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The merged results file to write.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: PathBuf,
     /// Merge the shards that are there when some of a split run's are missing.
     #[arg(long)]
@@ -31,6 +33,19 @@ pub struct MergeArgs {
     /// A condition the merged figures must meet (repeatable), as for `run`; a breach exits 1.
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
+    /// No progress line while the files are read.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Counts the files read for the progress line ("files read n of m"), shown on a terminal.
+fn reading_progress(quiet: bool, total: usize) -> (Arc<AtomicUsize>, crate::progress::Ticker) {
+    let read = Arc::new(AtomicUsize::new(0));
+    let counter = read.clone();
+    let ticker = crate::progress::Ticker::start(quiet, move |_| {
+        format!("merge: files read {} of {total}", counter.load(Ordering::Relaxed))
+    });
+    (read, ticker)
 }
 
 /// Subscription reports (`subscribe --save`) merged into one.
@@ -43,12 +58,18 @@ fn run_subscribe(args: &MergeArgs) -> ExitCode {
         }
     }
     let mut parts = Vec::with_capacity(args.files.len());
+    let (read, ticker) = reading_progress(args.quiet, args.files.len());
     for path in &args.files {
         match SubscribeReport::load(path) {
             Ok(report) => parts.push((path.clone(), report)),
-            Err(message) => return output::usage_error(message),
+            Err(message) => {
+                drop(ticker);
+                return output::usage_error(message);
+            }
         }
+        read.fetch_add(1, Ordering::Relaxed);
     }
+    drop(ticker);
     let mut merged = match merge_subscribe_reports(&parts) {
         Ok(merged) => merged,
         Err(message) => return output::usage_error(message),
@@ -92,12 +113,18 @@ pub fn run(args: MergeArgs) -> ExitCode {
         }
     }
     let mut files = Vec::with_capacity(args.files.len());
+    let (read, ticker) = reading_progress(args.quiet, args.files.len());
     for path in &args.files {
         match ResultsFile::load(path) {
             Ok(file) => files.push((path.clone(), file)),
-            Err(err) => return output::usage_error(err),
+            Err(err) => {
+                drop(ticker);
+                return output::usage_error(err);
+            }
         }
+        read.fetch_add(1, Ordering::Relaxed);
     }
+    drop(ticker);
     let mut merged = match merge_shards(&files, args.partial) {
         Ok(merged) => merged,
         Err(err @ ResultsError::Io { .. }) => return output::failure(err),

@@ -27,6 +27,20 @@ pub fn print_stdout(text: &str) -> ExitCode {
     }
 }
 
+/// Writes bytes to standard output as they are (a completion script, a man page); a broken
+/// pipe is success.
+pub fn print_raw(bytes: &[u8]) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: cannot write to standard output: {err}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}
+
 /// Prints a usage error and returns the usage exit status.
 pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {}", escape_controls(&message.to_string()));

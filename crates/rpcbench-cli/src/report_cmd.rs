@@ -44,7 +44,7 @@ pub struct ReportArgs {
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
     /// Write the report to this file (atomically) instead of standard output.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: Option<PathBuf>,
     /// Compare the files: a row per metric, a column per file, ratios against the first.
     #[arg(long)]
@@ -125,7 +125,7 @@ fn run_capacity(args: &ReportArgs) -> ExitCode {
     emit(&render_capacity(&file.report, &file, format), args.output.as_deref(), false)
 }
 
-/// A subscription report (`subscribe --save` or `-o json`) rendered again.
+/// A subscription report (`subscribe --save` or `-f json`) rendered again.
 fn run_subscribe(args: &ReportArgs) -> ExitCode {
     if args.files.len() > 1 || args.compare {
         return output::usage_error(

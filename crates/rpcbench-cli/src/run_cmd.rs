@@ -241,10 +241,10 @@ fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     ConfigError::new(format!("--targets {setting}"), message)
 }
 
-/// Checks, before a run, that `--save` can write `path`: its folder exists and it is not a
-/// folder itself (a run of minutes must not end in "cannot save").
-pub(crate) fn check_save_path(path: &std::path::Path) -> Result<(), ConfigError> {
-    let flag = format!("--save {}", path.display());
+/// Checks, before a run, that `flag` (`--save`, `--output`) can write `path`: its folder exists
+/// and it is not a folder itself (a run of minutes must not end in "cannot save").
+pub(crate) fn check_file_path(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    let flag = format!("{flag} {}", path.display());
     if path.is_dir() {
         return Err(ConfigError::new(flag, "is a folder"));
     }
@@ -277,15 +277,20 @@ fn prepare_scenario(
     draft: &ScenarioDraft,
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
+    let progress = rpcbench::sample::SampleProgress::new();
     let access = Access {
         headers: parse_headers(&args.http.headers)?,
         insecure: args.http.insecure,
         ca_file: args.http.cacert.clone(),
+        progress: Some(progress.clone()),
     };
+    let ticker = crate::progress::Ticker::start(args.quiet, sampling_message(progress));
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
-    })?;
+    });
+    drop(ticker);
+    let prepared = prepared?;
     if let (Some(pools), false) = (&prepared.pools, args.quiet) {
         let from = match &prepared.source {
             PoolSource::Cache(path) => format!("read from {}", path.display()),
@@ -301,6 +306,22 @@ fn prepare_scenario(
         );
     }
     Ok(prepared.scenario)
+}
+
+/// The progress line of sampling: blocks looked at out of the window, and the calls per second
+/// over the last reading.
+fn sampling_message(progress: rpcbench::sample::SampleProgress) -> impl FnMut(Duration) -> String + Send {
+    let mut last = (Duration::ZERO, 0);
+    move |elapsed| {
+        let seen = progress.snapshot();
+        let (then, calls_then) = std::mem::replace(&mut last, (elapsed, seen.calls));
+        let seconds = (elapsed - then).as_secs_f64();
+        let rate = if seconds > 0.0 { (seen.calls - calls_then) as f64 / seconds } else { 0.0 };
+        match seen.window {
+            0 => "sampling the target: finding its head".to_string(),
+            window => format!("sampling the target: {}/{window} blocks, {rate:.0} requests/s", seen.blocks),
+        }
+    }
 }
 
 /// Flags given on the command line override the scenario (or the defaults). A load or length
@@ -497,8 +518,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     if plan.targets.len() > 1 {
         return crate::run_targets::run(&args, plan);
     }
-    if let Some(path) = &args.save {
-        if let Err(err) = check_save_path(path) {
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -559,7 +580,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);
-    let text = match args.output {
+    let text = match args.format {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
     };
@@ -570,7 +591,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         file.thresholds.clone_from(&report.thresholds);
         file.save(path)
     });
-    let status = output::print_stdout(&text);
+    let status = crate::report_cmd::emit(&text, args.output.as_deref(), args.quiet);
     let status = match (saved, &args.save) {
         (Some(Err(err)), _) => return output::failure(format!("cannot save the results: {err}")),
         (Some(Ok(())), Some(path)) if !args.quiet => {

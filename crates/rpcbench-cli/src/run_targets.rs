@@ -33,10 +33,15 @@ pub fn save_path(path: &Path, name: &str) -> PathBuf {
 pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     if let Some(path) = &args.save {
         for (name, _) in &plan.targets {
-            if let Err(err) = crate::run_cmd::check_save_path(&save_path(path, name)) {
+            if let Err(err) = crate::run_cmd::check_file_path("--save", &save_path(path, name)) {
                 return output::usage_error(err);
             }
         }
+    }
+    if let Some(Err(err)) =
+        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+    {
+        return output::usage_error(err);
     }
     if !args.monitor.pids.is_empty() || args.monitor.command.is_some() {
         let flag = if args.monitor.pids.is_empty() { "--monitor-cmd" } else { "--monitor-pid" };
@@ -81,6 +86,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         Ok(runs) => runs,
         Err(err) => return crate::compare_cmd::comparison_failure(err, quiet),
     };
+    crate::compare_cmd::say_what_was_not_run(&targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
     }
@@ -115,7 +121,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             }
         }
     }
-    let text = match args.output {
+    let text = match args.format {
         OutputFormat::Text => {
             let mut text = String::new();
             for run in &runs {
@@ -127,7 +133,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         }
         OutputFormat::Json => comparison_json(&runs) + "\n",
     };
-    let status = output::print_stdout(&text);
+    let status = crate::report_cmd::emit(&text, args.output.as_deref(), quiet);
     if breached || save_failed {
         return ExitCode::from(output::EXIT_FAILURE);
     }

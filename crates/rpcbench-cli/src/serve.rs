@@ -14,13 +14,20 @@ use rpcbench::units::{parse_duration, parse_size, UnitError};
 
 /// Options of `rpcbench serve`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  rpcbench serve --chain solana                      # http://127.0.0.1:8899 (WebSocket too)
+  rpcbench serve --chain ethereum --block-time 2s    # http://127.0.0.1:8545
+  rpcbench serve --chain ethereum --listen 127.0.0.1:9545 --latency 5ms:2ms --error-rate 1%
+  rpcbench serve --chain static --threads 2 --rate-limit 5000/s --stall 2s/30s
+  rpcbench serve --chain solana --tls --tls-dir /tmp/rpcbench-tls   # https://127.0.0.1:8899")]
 pub struct ServeArgs {
     /// The node to run: static (answers "0x1" to everything), solana or ethereum.
     #[arg(long)]
     pub chain: Chain,
-    /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8899")]
-    pub listen: SocketAddr,
+    /// The address to listen on (port 0 picks a free port) [default: 127.0.0.1:8545 for
+    /// ethereum, 127.0.0.1:8899 for solana and static, the nodes' usual ports].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
     /// Worker threads of the server (1 = one core).
     #[arg(long, default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
@@ -77,7 +84,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", requires = "tls")]
     pub tls_dir: Option<PathBuf>,
     /// WebSocket: share of subscription notifications dropped (0 to 1), drawn per
-    /// subscription and item from the seed.
+    /// subscription and item from --seed.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub ws_drop: f64,
     /// WebSocket: share of subscription notifications sent twice (0 to 1).
@@ -123,11 +130,21 @@ fn parse_body_size(text: &str) -> Result<usize, UnitError> {
     usize::try_from(size).ok().filter(|size| *size > 0).ok_or_else(err)
 }
 
+/// Where a node listens when `--listen` is not given: the port its real counterpart uses
+/// (geth's 8545, Solana's 8899), on the loopback address.
+pub fn default_listen(chain: Chain) -> SocketAddr {
+    let port = match chain {
+        Chain::Ethereum => 8545,
+        _ => 8899,
+    };
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
 impl ServeArgs {
     /// The server options these arguments describe.
     pub fn options(&self) -> MockOptions {
         let mut options = MockOptions::new(self.chain);
-        options.listen = self.listen;
+        options.listen = self.listen.unwrap_or_else(|| default_listen(self.chain));
         options.threads = self.threads;
         options.seed = self.seed;
         if let Some(slot_time) = self.slot_time {
@@ -326,6 +343,9 @@ mod tests {
         .options();
         assert_eq!((ws.ws_drop, ws.ws_duplicate, ws.ws_delay), (0.1, 0.2, Some(Duration::from_millis(50))));
         assert_eq!((ws.ws_max_queue, ws.ws_max_connections), (Some(16), Some(3)));
+        assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().listen.port(), 8545);
+        assert_eq!(parse(&["--chain", "solana"]).unwrap().options().listen.port(), 8899);
+        assert_eq!(parse(&["--chain", "static"]).unwrap().options().listen.port(), 8899);
         let defaults = parse(&["--chain", "static"]).unwrap().options();
         assert!(defaults.http2 && defaults.tls.is_none() && defaults.refuse_rate == 0.0);
         let h2 = parse(&[

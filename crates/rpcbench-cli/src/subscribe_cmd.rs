@@ -19,8 +19,8 @@ use crate::output;
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
-  rpcbench subscribe ws://127.0.0.1:8900 --sub slot --sub account:PUBKEY --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
-  rpcbench subscribe wss://rpc.example/KEY --sub newHeads -d 10m --reconnect -o json --save heads.json")]
+  rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:PUBKEY --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
+  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json")]
 pub struct SubscribeArgs {
     /// The ws:// or wss:// endpoint.
     pub url: String,
@@ -67,9 +67,12 @@ pub struct SubscribeArgs {
     /// 'subscribe p99 < 100ms', 'gaps < 1', 'duplicates < 1', 'reorders < 1'. A breach exits 1.
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
-    /// Report format on standard output: text, json, markdown or html.
+    /// Report format.
     #[arg(short, long, default_value = "text", value_parser = ["text", "json", "markdown", "html"])]
-    pub output: String,
+    pub format: String,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
+    pub output: Option<std::path::PathBuf>,
     /// Also write the JSON report (histograms kept losslessly) to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
@@ -92,7 +95,7 @@ fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
 }
 
 pub fn run(args: SubscribeArgs) -> ExitCode {
-    let target = match Target::parse(&args.url) {
+    let target = match Target::parse_websocket(&args.url) {
         Ok(target) => target,
         Err(err) => return output::usage_error(err),
     };
@@ -114,8 +117,8 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
         Ok(headers) => headers,
         Err(err) => return output::usage_error(err),
     };
-    if let Some(path) = &args.save {
-        if let Err(err) = crate::run_cmd::check_save_path(path) {
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -157,13 +160,13 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
             return output::failure(format!("--save {}: {err}", path.display()));
         }
     }
-    let text = match args.output.as_str() {
+    let text = match args.format.as_str() {
         "json" => report.to_json() + "\n",
         "markdown" => rpcbench::report::render_subscribe_markdown(&report),
         "html" => rpcbench::report::render_subscribe_html(&report),
         _ => report.render_text(),
     };
-    let status = output::print_stdout(&text);
+    let status = crate::report_cmd::emit(&text, args.output.as_deref(), false);
     if !passed {
         return ExitCode::from(1);
     }

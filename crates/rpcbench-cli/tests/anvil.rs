@@ -114,7 +114,7 @@ fn both_ethereum_suites_run_clean_against_anvil() {
     for suite in ["ethereum-relay", "ethereum-dapp"] {
         let pools = dir.join(format!("{suite}.json"));
         let pools_arg = pools.to_str().unwrap();
-        let args = ["run", &url, "--suite", suite, "--pools", pools_arg, "-c", "4", "-d", "1s", "-o", "json"];
+        let args = ["run", &url, "--suite", suite, "--pools", pools_arg, "-c", "4", "-d", "1s", "-f", "json"];
         let output = rpcbench(&args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{suite}: {stderr}");
@@ -153,7 +153,7 @@ fn both_ethereum_suites_run_clean_against_anvil() {
             "4",
             "-d",
             "1s",
-            "-o",
+            "-f",
             "json",
         ];
         let output = rpcbench(&args);
@@ -177,7 +177,7 @@ fn new_heads_from_anvil_arrive_for_every_mined_block() {
         accounts.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_string).collect();
     let ws_url = url.replace("http://", "ws://");
     let subscriber = std::thread::spawn(move || {
-        rpcbench(&["subscribe", &ws_url, "--sub", "newHeads", "--subscribers", "3", "-d", "3s", "-o", "json"])
+        rpcbench(&["subscribe", &ws_url, "--sub", "newHeads", "--subscribers", "3", "-d", "3s", "-f", "json"])
     });
     // Anvil mines a block per transaction: 10 blocks while the subscribers listen.
     std::thread::sleep(Duration::from_millis(500));

@@ -101,7 +101,7 @@ fn capacity_prints_a_search_as_json_and_text() {
     let url = node.url();
     let short = ["--step", "400ms", "--warmup", "100ms", "--cooldown", "100ms", "--threads", "1"];
     let mut args = vec!["capacity", &url, "--method", "getSlot", "--slo", "errors<5%", "--start-rate", "100"];
-    args.extend(["--precision", "30%", "-o", "json"]);
+    args.extend(["--precision", "30%", "-f", "json"]);
     args.extend(short);
     let output = rpcbench(&args);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -179,7 +179,7 @@ fn a_run_reports_the_resources_of_a_node_in_another_process() {
     let url = format!("http://{addr}/");
 
     let load = ["--method", "getSlot", "--rate", "400", "-d", "1500ms", "--max-connections", "16"];
-    let mut args = vec!["run", &url, "--monitor-pid", &pid, "-o", "json"];
+    let mut args = vec!["run", &url, "--monitor-pid", &pid, "-f", "json"];
     args.extend(load);
     let output = rpcbench(&args);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -424,7 +424,7 @@ fn capacity_searches_with_a_suite_or_a_scenarios_mix() {
     let node = MockServer::start(options).expect("the node starts");
     let url = node.url();
     let short = ["--step", "400ms", "--warmup", "100ms", "--cooldown", "100ms", "--threads", "1"];
-    let search = ["--slo", "errors<5%", "--start-rate", "100", "--precision", "30%", "-o", "json"];
+    let search = ["--slo", "errors<5%", "--start-rate", "100", "--precision", "30%", "-f", "json"];
 
     // A suite: its calls are sampled from the node first, then every step sends the mix.
     let mut args = vec!["capacity", &url, "--suite", "solana-rpc"];

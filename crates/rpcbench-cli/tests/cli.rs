@@ -146,7 +146,7 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
         "4",
         "-n",
         "200",
-        "-o",
+        "-f",
         "json",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -207,7 +207,7 @@ fn subscribe_reports_new_heads_and_a_breached_threshold_exits_1() {
     let node = MockServer::start(options).expect("the ethereum node starts");
     let url = format!("ws://{}/", node.local_addr());
     let output =
-        rpcbench(&["subscribe", &url, "--sub", "newHeads", "--subscribers", "5", "-d", "1s", "-o", "json"]);
+        rpcbench(&["subscribe", &url, "--sub", "newHeads", "--subscribers", "5", "-d", "1s", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(report["subscribed"], 5);
@@ -302,7 +302,7 @@ fn a_missing_body_file_names_the_file() {
 fn a_run_prints_a_json_report_and_exits_0() {
     let node = static_node();
     let output =
-        rpcbench(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-n", "300", "--output", "json"]);
+        rpcbench(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-n", "300", "--format", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(report["requests"]["total"], 300);
@@ -341,7 +341,7 @@ fn a_dead_target_says_so_first_shows_no_latency_and_exits_1() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
     // A failure at run time (1), not bad usage (2).
-    let output = rpcbench(&["run", &url, "--method", "getSlot", "-n", "3", "-c", "1", "-o", "json"]);
+    let output = rpcbench(&["run", &url, "--method", "getSlot", "-n", "3", "-c", "1", "-f", "json"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["outcomes"]["connect"], 3);
@@ -478,7 +478,7 @@ fn every_example_scenario_runs_clean_against_its_mock_node() {
     ];
     for (file, url, overrides) in cases {
         let path = example(file);
-        let mut args = vec!["run", path.as_str(), "--url", url.as_str(), "-o", "json"];
+        let mut args = vec!["run", path.as_str(), "--url", url.as_str(), "-f", "json"];
         args.extend_from_slice(overrides);
         let output = rpcbench(&args);
         assert_eq!(output.status.code(), Some(0), "{file}: {}", stderr(&output));
@@ -593,7 +593,7 @@ fn a_low_soft_open_file_limit_is_raised_to_the_hard_limit() {
     let node = static_node();
     let (output, took) = rpcbench_with_ulimit(
         "-Sn 64",
-        &["run", &node.url(), "--method", "getSlot", "-c", "100", "-n", "2000", "-o", "json"],
+        &["run", &node.url(), "--method", "getSlot", "-c", "100", "-n", "2000", "-f", "json"],
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -642,7 +642,7 @@ fn secrets_never_reach_text_or_json_reports_or_stderr() {
     let api_key = format!("x-api-key: {HEADER_KEY}");
     for format in ["text", "json"] {
         let output = rpcbench(&[
-            "run", &url, "-m", "getSlot", "-n", "50", "-c", "2", "-H", &auth, "-H", &api_key, "-o", format,
+            "run", &url, "-m", "getSlot", "-n", "50", "-c", "2", "-H", &auth, "-H", &api_key, "-f", format,
         ]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         assert_no_secret(&output, format);
@@ -710,7 +710,7 @@ fn secrets_never_reach_output_when_tls_fails() {
             "--insecure",
             "-H",
             &auth,
-            "-o",
+            "-f",
             format,
         ]);
         // Every connect failed: a dead target, exit 1 (a failure at run time, not usage).
@@ -754,7 +754,7 @@ fn interrupt(args: &[&str], signal: &str) -> (Output, std::time::Duration) {
 /// what the process printed once it exited, with how long it took to exit after the signal.
 fn interrupt_a_run(signal: &str, format: &str) -> (Output, std::time::Duration) {
     let node = MockServer::start(MockOptions::new(Chain::Solana)).expect("the mock node starts");
-    interrupt(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-d", "30s", "-o", format], signal)
+    interrupt(&["run", &node.url(), "--method", "getSlot", "-c", "4", "-d", "30s", "-f", format], signal)
 }
 
 fn assert_interrupted_report(output: &Output, took: std::time::Duration, signal: &str) {
@@ -819,7 +819,7 @@ fn a_run_serves_metrics_at_the_address_it_prints() {
     let node = static_node();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
         .args(["run", &node.url(), "--method", "getSlot", "-c", "2", "-d", "30s", "--threads", "1"])
-        .args(["--metrics-listen", "127.0.0.1:0", "-o", "json"])
+        .args(["--metrics-listen", "127.0.0.1:0", "-f", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1016,7 +1016,7 @@ fn batches_and_http_calls_run_from_the_command_line() {
         "2",
         "-n",
         "20",
-        "-o",
+        "-f",
         "json",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -1025,7 +1025,7 @@ fn batches_and_http_calls_run_from_the_command_line() {
     assert_eq!(report["batch"]["http_requests"], 20, "{report}");
     assert_eq!(report["batch"]["calls_per_request"], 10, "{report}");
     // A plain HTTP request: the mock answers a GET of its JSON-RPC path with a status.
-    let output = rpcbench(&["run", &node.url(), "--http", "GET", "-n", "5", "-o", "json"]);
+    let output = rpcbench(&["run", &node.url(), "--http", "GET", "-n", "5", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(report["requests"]["total"], 5, "{report}");
@@ -1073,7 +1073,7 @@ fn a_vegeta_targets_file_runs_round_robin_against_the_rest_api() {
         "10",
         "--threads",
         "1",
-        "-o",
+        "-f",
         "json",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

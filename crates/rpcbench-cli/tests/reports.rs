@@ -53,7 +53,7 @@ fn report_prints_exactly_what_the_run_printed() {
             "2",
             "-n",
             "300",
-            "-o",
+            "-f",
             format,
             "--save",
             &saved,

@@ -84,7 +84,7 @@ fn shards_of_a_split_run_merge_into_exactly_the_whole_workload() {
         .map(|shard| {
             let save = dir.join(format!("shard-{shard}.json"));
             Command::new(env!("CARGO_BIN_EXE_rpcbench"))
-                .args(["run", &url, "-m", "getSlot", "-c", "4", "-n", "1000", "-q", "-o", "json"])
+                .args(["run", &url, "-m", "getSlot", "-c", "4", "-n", "1000", "-q", "-f", "json"])
                 .args([
                     "--threads",
                     &shard.to_string(),

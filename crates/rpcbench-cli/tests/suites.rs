@@ -16,7 +16,7 @@ fn stderr(output: &Output) -> String {
 /// Runs a suite against `url` briefly and checks that every request succeeded.
 fn assert_suite_runs_clean(suite: &str, url: &str) -> serde_json::Value {
     let output =
-        rpcbench(&["run", url, "--suite", suite, "-c", "4", "-d", "700ms", "--warmup", "0", "-o", "json"]);
+        rpcbench(&["run", url, "--suite", suite, "-c", "4", "-d", "700ms", "--warmup", "0", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{suite}: {}", stderr(&output));
     assert!(stderr(&output).contains("rpcbench: pools sampled"), "{suite}: {}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -94,13 +94,13 @@ fn a_scenario_without_a_url_needs_one_and_pools_are_cached_next_to_it() {
 
     let solana = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
     let url = solana.url();
-    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-o", "json"]);
+    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(dir.join("pools.json").is_file(), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["requests"]["errors"], 0, "{}", report["outcomes"]);
     // The rerun reads the file.
-    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-o", "json"]);
+    let output = rpcbench(&["run", scenario, "--url", &url, "-c", "2", "-n", "50", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("pools read from"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
@@ -133,7 +133,7 @@ fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
     .unwrap();
     let scenario = path.to_str().unwrap();
     let saved = dir.join("out.json");
-    let output = rpcbench(&["run", scenario, "-o", "json", "--save", saved.to_str().unwrap()]);
+    let output = rpcbench(&["run", scenario, "-f", "json", "--save", saved.to_str().unwrap()]);
     // The failing target breaches the threshold: exit 1, after both ran.
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -160,7 +160,7 @@ fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("== healthy ==") && text.contains("== failing =="), "{text}");
     assert!(text.contains("rpcbench comparison of 2 run(s); ratios against healthy"), "{text}");
-    let output = rpcbench(&["run", scenario, "--url", &healthy.url(), "-n", "20", "-o", "json"]);
+    let output = rpcbench(&["run", scenario, "--url", &healthy.url(), "-n", "20", "-f", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["requests"]["total"], 20);

@@ -99,7 +99,7 @@ impl CapacityFile {
             Some(other) => return Err(invalid(format!("format is '{other}', not '{CAPACITY_FORMAT}'"))),
             None if value.get("limited_by").is_some() => {
                 return Err(invalid(
-                    "this is a capacity JSON report (-o json), not a capacity file (write one with capacity --save)"
+                    "this is a capacity JSON report (-f json), not a capacity file (write one with capacity --save)"
                         .into(),
                 ))
             }

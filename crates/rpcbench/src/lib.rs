@@ -17,8 +17,9 @@
 //! - [`report`] turns a finished run into a [`report::RunReport`] and renders it as text or
 //!   JSON.
 //! - [`mock`] starts mock Solana and Ethereum nodes and a static baseline server, with fault
-//!   knobs, in-process on any address.
-//! - [`demo`] runs seed 000's Solana tests against the mock node; [`client`] makes one-off
+//!   knobs, in-process on any address; [`listen`] binds the listening sockets of the servers
+//!   rpcbench runs with the system's largest accept backlog.
+//! - [`demo`] runs the quick-start Solana tests against the mock node; [`client`] makes one-off
 //!   calls outside a run.
 //! - [`workload::Workload`] is what requests call: one request or a weighted mix of calls with
 //!   generated params.
@@ -50,6 +51,7 @@ pub mod engine;
 pub mod files;
 pub mod jsonrpc;
 pub mod k8s;
+pub mod listen;
 pub mod metrics;
 pub mod mock;
 pub mod monitor;

@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::fmt;
-use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -538,7 +538,7 @@ impl MetricsServer {
     /// Binds `addr` (port 0 picks a free port) and serves `live` from a thread of its own.
     /// Returns once the socket is listening.
     pub fn start(addr: SocketAddr, live: LiveMetrics) -> std::io::Result<MetricsServer> {
-        let std_listener = StdTcpListener::bind(addr)?;
+        let std_listener = crate::listen::bind(addr)?;
         let addr = std_listener.local_addr()?;
         std_listener.set_nonblocking(true)?;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

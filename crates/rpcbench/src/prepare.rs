@@ -61,6 +61,8 @@ pub struct Access {
     pub insecure: bool,
     /// Trust the certificates in this PEM file too.
     pub ca_file: Option<PathBuf>,
+    /// Counts what sampling does, for a progress line.
+    pub progress: Option<sample::SampleProgress>,
 }
 
 /// Prepares `draft`: `url` replaces the file's URL; `pools_file` replaces its `[sample] cache`.
@@ -85,7 +87,8 @@ pub fn prepare(
             (Pools::load(path).map_err(PrepareError::Sample)?, PoolSource::Cache(path.clone()))
         }
         _ => {
-            let options = draft.sample_options().map_err(PrepareError::Scenario)?;
+            let mut options = draft.sample_options().map_err(PrepareError::Scenario)?;
+            options.progress.clone_from(&access.progress);
             let mut config = unsampled.config;
             config.headers.extend(access.headers.iter().cloned());
             config.tls.insecure |= access.insecure;

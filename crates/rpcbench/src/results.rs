@@ -517,26 +517,18 @@ impl fmt::Display for ResultsError {
 
 impl std::error::Error for ResultsError {}
 
-/// Formats a time as RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.
+/// Formats a time as RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z` (times before
+/// 1970 as the epoch, after 9999 as its last second).
 pub fn rfc3339(time: SystemTime) -> String {
+    use time::format_description::well_known::Rfc3339;
+    /// 9999-12-31T23:59:59Z, the last second RFC 3339's four-digit years can write.
+    const LAST: i64 = 253_402_300_799;
     let secs = time.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let secs = i64::try_from(secs).unwrap_or(LAST).min(LAST);
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|at| at.format(&Rfc3339).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// Encodes a histogram losslessly: HdrHistogram V2, base64. The header always states the full
@@ -786,7 +778,7 @@ impl ResultsFile {
             Some(other) => return Err(invalid(format!("format is '{other}', not '{RESULTS_FORMAT}'"))),
             None if value.get("report_version").is_some() => {
                 return Err(invalid(
-                    "this is a JSON report (-o json), not a results file (write one with run --save)".into(),
+                    "this is a JSON report (-f json), not a results file (write one with run --save)".into(),
                 ))
             }
             None => return Err(invalid(format!("no \"format\": \"{RESULTS_FORMAT}\""))),
@@ -1301,6 +1293,8 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(4_107_542_399)), "2100-02-28T23:59:59Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(1_700_000_000_750)), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(u64::MAX / 2)), "9999-12-31T23:59:59Z");
     }
 
     #[test]

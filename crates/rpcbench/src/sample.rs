@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -87,11 +89,66 @@ pub struct SampleOptions {
     pub window: u64,
     /// Time allowed for each call.
     pub timeout: Duration,
+    /// Where sampling counts what it has done, for a progress line while it goes on.
+    pub progress: Option<SampleProgress>,
 }
 
 impl Default for SampleOptions {
     fn default() -> Self {
-        SampleOptions { chain: None, window: 200, timeout: Duration::from_secs(10) }
+        SampleOptions { chain: None, window: 200, timeout: Duration::from_secs(10), progress: None }
+    }
+}
+
+/// What sampling has done so far, shared with whoever shows it (the CLI's progress line reads
+/// it about once a second from another thread). Cheap to clone: the counters are shared.
+#[derive(Debug, Clone, Default)]
+pub struct SampleProgress {
+    counts: Arc<SampleCounts>,
+}
+
+#[derive(Debug, Default)]
+struct SampleCounts {
+    blocks: AtomicU64,
+    window: AtomicU64,
+    calls: AtomicU64,
+}
+
+/// A reading of [`SampleProgress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SampleSnapshot {
+    /// Blocks or slots looked at so far.
+    pub blocks: u64,
+    /// Blocks or slots in the window (0 until the head is known).
+    pub window: u64,
+    /// Calls made to the node, retries included.
+    pub calls: u64,
+}
+
+impl SampleProgress {
+    /// New counters at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The counts now.
+    pub fn snapshot(&self) -> SampleSnapshot {
+        SampleSnapshot {
+            blocks: self.counts.blocks.load(Ordering::Relaxed),
+            window: self.counts.window.load(Ordering::Relaxed),
+            calls: self.counts.calls.load(Ordering::Relaxed),
+        }
+    }
+
+    fn set_window(&self, window: u64) {
+        self.counts.window.store(window, Ordering::Relaxed);
+    }
+
+    fn add_block(&self) {
+        self.counts.blocks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn add_call(&self) {
+        self.counts.calls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -187,6 +244,7 @@ impl Pool {
 /// A node to ask (its headers and TLS settings included), with a timeout per call.
 struct Node {
     endpoint: Endpoint,
+    progress: SampleProgress,
 }
 
 /// How often a call refused with 429 or 503 is tried again, the first wait, and the longest:
@@ -201,6 +259,7 @@ impl Node {
         let mut backoff = FIRST_BACKOFF;
         let mut retries = 0;
         loop {
+            self.progress.add_call();
             match self.endpoint.call(method, params) {
                 Err(CallError::Status(429 | 503)) if retries < BUSY_RETRIES => {
                     std::thread::sleep(backoff);
@@ -242,7 +301,10 @@ fn detect_unscrubbed(endpoint: &Endpoint) -> Result<SampleChain, SampleError> {
 
 /// Samples the node, with `options.timeout` per call.
 pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, SampleError> {
-    let node = Node { endpoint: endpoint.clone().with_timeout(options.timeout) };
+    let node = Node {
+        endpoint: endpoint.clone().with_timeout(options.timeout),
+        progress: options.progress.clone().unwrap_or_default(),
+    };
     let chain = match options.chain {
         Some(chain) => chain,
         None => detect(&node.endpoint)?,
@@ -269,7 +331,9 @@ fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
     let mut creations = Vec::new();
     let mut oldest = head;
     let lowest = head.saturating_sub(window.saturating_sub(1));
+    node.progress.set_window(head - lowest + 1);
     for number in (lowest..=head).rev() {
+        node.progress.add_block();
         let full = !pools["tx_hashes"].full();
         let block = match node.call("eth_getBlockByNumber", json!([format!("{number:#x}"), full])) {
             Ok(block) if block.is_object() => block,
@@ -359,7 +423,9 @@ fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
     let mut pools: BTreeMap<&str, Pool> = SOLANA_POOLS.iter().map(|name| (*name, Pool::default())).collect();
     let mut oldest = head;
     let mut detailed = 0;
+    node.progress.set_window(slots.len() as u64);
     for slot in slots.into_iter().rev() {
+        node.progress.add_block();
         let details = if detailed < SOLANA_DETAILED_BLOCKS { "accounts" } else { "none" };
         let config = json!({
             "encoding": "json",

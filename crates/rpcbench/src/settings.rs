@@ -63,9 +63,23 @@ pub struct Target {
 }
 
 impl Target {
-    /// Parses and checks an `http://`, `https://`, `ws://` or `wss://` URL.
+    /// Parses and checks an `http://`, `https://`, `ws://` or `wss://` URL. One without a
+    /// scheme (`127.0.0.1:8545`) is refused with "add http:// or https://".
     pub fn parse(url: &str) -> Result<Self, ConfigError> {
+        Self::parse_suggesting(url, "http:// or https://")
+    }
+
+    /// As [`Target::parse`], for a WebSocket endpoint: a URL without a scheme is refused with
+    /// "add ws:// or wss://".
+    pub fn parse_websocket(url: &str) -> Result<Self, ConfigError> {
+        Self::parse_suggesting(url, "ws:// or wss://")
+    }
+
+    fn parse_suggesting(url: &str, schemes: &str) -> Result<Self, ConfigError> {
         let setting = "URL";
+        if let Some(message) = missing_scheme(url, schemes) {
+            return Err(ConfigError::new(setting, message));
+        }
         let parsed = url::Url::parse(url).map_err(|err| {
             ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
         })?;
@@ -134,6 +148,36 @@ impl Target {
     }
 }
 
+/// The message for a URL given without its scheme (`127.0.0.1:8545`, `localhost:8545/path`,
+/// `rpc.example.com`), which the URL parser reads as a relative URL or as a scheme named
+/// `localhost`; `None` when the URL has a scheme.
+fn missing_scheme(url: &str, schemes: &str) -> Option<String> {
+    let text = url.trim();
+    if text.contains("://") || text.is_empty() {
+        return None;
+    }
+    // `host:port...`, `[v6]:port...` or a bare host: a host name or address, then maybe a port
+    // (digits after a ':').
+    let host_end = match text.strip_prefix('[') {
+        Some(rest) => rest.find(']').map(|end| end + 2)?,
+        None => text.find([':', '/', '?']).unwrap_or(text.len()),
+    };
+    let host = &text[..host_end];
+    let looks_like_host = host.starts_with('[')
+        || !host.is_empty()
+            && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_');
+    let port_ok = match text[host_end..].strip_prefix(':') {
+        Some(rest) => rest.chars().next().is_some_and(|c| c.is_ascii_digit()),
+        None => true,
+    };
+    if !(looks_like_host && port_ok) {
+        return None;
+    }
+    let first = schemes.split(' ').next().unwrap_or("http://");
+    let shown = redact::url(&format!("{first}{text}"));
+    Some(format!("'{}' has no scheme: add {schemes} (for example {shown})", redact::url(text)))
+}
+
 impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Target")
@@ -191,4 +235,28 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// Trust these PEM certificates in addition to the system roots.
     pub ca_file: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_without_a_scheme_says_to_add_one() {
+        for url in
+            ["127.0.0.1:8545", "localhost:8545", "localhost:8545/v3/KEY", "rpc.example.com", "[::1]:8545"]
+        {
+            let err = Target::parse(url).unwrap_err();
+            assert_eq!(err.setting, "URL");
+            assert!(err.message.contains("add http:// or https://"), "{url}: {err}");
+            assert!(!err.message.contains("relative URL"), "{url}: {err}");
+            let err = Target::parse_websocket(url).unwrap_err();
+            assert!(err.message.contains("add ws:// or wss://"), "{url}: {err}");
+        }
+        let err = Target::parse("localhost:8545/v3/0123456789abcdef0123456789abcdef").unwrap_err();
+        assert!(!err.message.contains("0123456789abcdef0123456789abcdef"), "the key is shown: {err}");
+        assert!(Target::parse("http://127.0.0.1:8545").is_ok());
+        assert!(Target::parse_websocket("ws://localhost:8545/").is_ok());
+        assert!(Target::parse("ftp://x/").unwrap_err().message.contains("scheme 'ftp'"));
+    }
 }

@@ -24,43 +24,20 @@ impl std::error::Error for UnitError {}
 
 const DURATION_EXPECTED: &str = "a duration such as 500us, 250ms, 10s, 5m or 1h30m";
 
-/// Parses a duration made of one or more `<number><unit>` parts, units `ns`, `us`, `ms`, `s`,
-/// `m`, `h`. Fractions are allowed (`1.5s`). A bare `0` is zero.
+/// Parses a duration made of one or more `<number><unit>` parts (`humantime`'s grammar): units
+/// `ns`, `us`, `ms`, `s`, `m`, `h` and their long names (`min`, `hours`, `days`...), fractions
+/// allowed (`1.5s`), parts optionally separated by spaces (`1m 30s`). A bare `0` is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let err = || UnitError { input: input.to_string(), expected: DURATION_EXPECTED };
     let text = input.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    if text.is_empty() {
+    // humantime reads a leading '+' as a sign; a duration here has none.
+    if !text.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(err());
     }
-    let mut total_nanos: f64 = 0.0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(err)?;
-        if number_len == 0 {
-            return Err(err());
-        }
-        let number: f64 = rest[..number_len].parse().map_err(|_| err())?;
-        rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let nanos_per_unit = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(err()),
-        };
-        rest = &rest[unit_len..];
-        total_nanos += number * nanos_per_unit;
-    }
-    if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
-        return Err(err());
-    }
-    Ok(Duration::from_nanos(total_nanos.round() as u64))
+    humantime::parse_duration(text).map_err(|_| err())
 }
 
 /// Formats a duration the way reports show it: `812us`, `1.91ms`, `2.00s`.
@@ -153,54 +130,13 @@ pub fn trim_float(value: f64) -> String {
 /// Seconds since the Unix epoch of an RFC 3339 time (`2026-11-23T10:00:00Z`, fractions of a
 /// second and `+HH:MM` offsets accepted); `None` when the text is not one.
 pub fn parse_rfc3339(text: &str) -> Option<f64> {
-    let bytes = text.as_bytes();
-    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if bytes[13] != b':' || bytes[16] != b':' {
-        return None;
-    }
-    let number = |from: usize, to: usize| -> Option<i64> {
-        let digits = text.get(from..to)?;
-        digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok())?
-    };
-    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
-    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let mut rest = &text[19..];
-    let mut fraction = 0.0;
-    if let Some(after) = rest.strip_prefix('.') {
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        fraction = format!("0.{}", &after[..digits]).parse().ok()?;
-        rest = &after[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let sign = match rest.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let hours: i64 = rest.get(1..3)?.parse().ok()?;
-            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
-            sign * (hours * 3600 + minutes * 60)
-        }
-        _ => return None,
-    };
-    // Days since 1970-01-01 of a proleptic Gregorian date.
-    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * m + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset) as f64 + fraction)
+    use time::format_description::well_known::Rfc3339;
+    let text = text.trim();
+    // RFC 3339 lets a space stand for the 'T' (section 5.6's note), as this always accepted.
+    let spaced = text.as_bytes().get(10) == Some(&b' ');
+    let text = if spaced { format!("{}T{}", &text[..10], &text[11..]) } else { text.to_string() };
+    let at = time::OffsetDateTime::parse(&text, &Rfc3339).ok()?;
+    Some(at.unix_timestamp() as f64 + f64::from(at.nanosecond()) / 1e9)
 }
 
 /// Decodes a `0x`-prefixed hex quantity that fits in a `u64`.
@@ -223,6 +159,8 @@ mod tests {
         assert_eq!(parse_rfc3339("2023-11-14T23:13:20+01:00"), Some(1_700_000_000.0));
         assert_eq!(parse_rfc3339("2023-11-14T22:13:20.5Z"), Some(1_700_000_000.5));
         assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400.0));
+        assert_eq!(parse_rfc3339("2023-11-14 22:13:20z"), Some(1_700_000_000.0));
+        assert_eq!(parse_rfc3339("2023-11-14t22:13:20-00:30"), Some(1_700_001_800.0));
         for bad in [
             "2023-11-14",
             "2023-13-01T00:00:00Z",
@@ -246,6 +184,10 @@ mod tests {
             ("1m30s", Duration::from_secs(90)),
             ("2h", Duration::from_secs(7200)),
             ("100ns", Duration::from_nanos(100)),
+            ("1m 30s", Duration::from_secs(90)),
+            ("2min", Duration::from_secs(120)),
+            (" 5s ", Duration::from_secs(5)),
+            ("0.25s", ms(250)),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_duration(text), Ok(expected), "{text}");
@@ -254,7 +196,7 @@ mod tests {
 
     #[test]
     fn bad_durations_say_what_was_expected() {
-        for text in ["", "10", "s", "10x", "1..5s", "-1s", "ms10"] {
+        for text in ["", "10", "s", "10x", "1..5s", "-1s", "ms10", "+5s", "99999999999999999999h"] {
             let err = parse_duration(text).unwrap_err();
             assert!(err.to_string().contains("expected a duration"), "{text}: {err}");
         }

@@ -10,7 +10,9 @@ use rpcbench::client::Endpoint;
 use rpcbench::mock::Dispatcher;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::prepare::{prepare, Access, PoolSource};
-use rpcbench::sample::{sample, Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
+use rpcbench::sample::{
+    sample, Pools, SampleChain, SampleOptions, SampleProgress, ETHEREUM_POOLS, SOLANA_POOLS,
+};
 use rpcbench::scenario::ScenarioDraft;
 use serde_json::{json, Value};
 
@@ -48,6 +50,23 @@ fn sampling_the_mock_solana_node_fills_every_pool_with_values_it_serves() {
     for account in some(pools.get("accounts").unwrap(), 50) {
         call(&url, "getBalance", json!([account])).unwrap();
         call(&url, "getSignaturesForAddress", json!([account, {"limit": 5}])).unwrap();
+    }
+}
+
+#[test]
+fn sampling_counts_its_blocks_window_and_calls_for_a_progress_line() {
+    for chain in [Chain::Solana, Chain::Ethereum] {
+        let node = MockServer::start(MockOptions::new(chain)).unwrap();
+        let progress = SampleProgress::new();
+        let options =
+            SampleOptions { window: 30, progress: Some(progress.clone()), ..SampleOptions::default() };
+        let pools = sample(&endpoint(&node.url()), &options).unwrap();
+        let seen = progress.snapshot();
+        assert!(seen.window > 0 && seen.window <= 30, "{chain:?}: {seen:?}");
+        assert_eq!(seen.blocks, seen.window, "{chain:?}: every block of the window looked at: {seen:?}");
+        // A call per block at least, plus the head (and detection).
+        assert!(seen.calls > seen.blocks, "{chain:?}: {seen:?}");
+        assert!(pools.head >= pools.oldest);
     }
 }
 

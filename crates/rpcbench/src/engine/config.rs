@@ -467,7 +467,7 @@ mod tests {
     #[test]
     fn bad_urls_are_rejected_with_the_reason() {
         for (url, message) in [
-            ("127.0.0.1:8899", "not a valid URL"),
+            ("127.0.0.1:8899", "has no scheme: add http:// or https://"),
             ("ftp://127.0.0.1/", "scheme 'ftp'"),
             ("http://", "not a valid URL"),
         ] {

@@ -12,7 +12,7 @@
 //! the JSON-RPC 2.0 specification; the id is echoed byte for byte.
 
 use std::borrow::Cow;
-use std::net::{SocketAddr, TcpListener as StdTcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -214,7 +214,7 @@ impl MockServer {
     /// thread). Returns once the socket is listening.
     pub fn start(options: MockOptions) -> Result<MockServer, MockError> {
         options.validate()?;
-        let std_listener = StdTcpListener::bind(options.listen)
+        let std_listener = crate::listen::bind(options.listen)
             .map_err(|source| MockError::Bind { addr: options.listen, source })?;
         let addr =
             std_listener.local_addr().map_err(|source| MockError::Bind { addr: options.listen, source })?;

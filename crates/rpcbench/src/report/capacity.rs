@@ -392,29 +392,19 @@ pub const CAPACITY_CSV_COLUMNS: &[&str] = &[
     "generator_peak_rss_bytes",
 ];
 
-fn csv_field(text: &str) -> String {
-    let text = crate::printable::escape_controls(text);
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 fn optional<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
 /// The search as CSV: a row per step, in the order run, plain units.
 pub fn render_capacity_csv(file: &CapacityFile) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", CAPACITY_CSV_COLUMNS.join(","));
+    let mut rows = Vec::with_capacity(file.report.steps.len());
     for step in &file.report.steps {
         let verdict = serde_json::to_value(step.verdict).ok().and_then(|v| v.as_str().map(str::to_string));
         let breaches: Vec<&str> = step.breaches.iter().map(|b| b.clause.as_str()).collect();
         let target = step.target_resources.as_ref();
         let generator = step.generator.as_ref();
-        let cells = [
+        let cells = vec![
             step.step.to_string(),
             step.target_rate.to_string(),
             format!("{:.2}", step.achieved_rate),
@@ -428,7 +418,7 @@ pub fn render_capacity_csv(file: &CapacityFile) -> String {
             step.p99_uncorrected_us.to_string(),
             step.send_lag_mean_us.to_string(),
             verdict.unwrap_or_default(),
-            csv_field(&breaches.join(" ")),
+            breaches.join(" "),
             optional(target.map(|t| format!("{:.2}", t.cpu_percent_avg))),
             optional(target.map(|t| format!("{:.2}", t.cpu_percent_peak))),
             optional(target.map(|t| t.rss_bytes_avg)),
@@ -440,9 +430,9 @@ pub fn render_capacity_csv(file: &CapacityFile) -> String {
             optional(generator.and_then(|g| g.cpu_percent).map(|p| format!("{p:.2}"))),
             optional(generator.and_then(|g| g.peak_rss_bytes)),
         ];
-        let _ = writeln!(out, "{}", cells.join(","));
+        rows.push(cells);
     }
-    out
+    super::csv::csv_text(CAPACITY_CSV_COLUMNS, &rows)
 }
 
 fn card(label: &str, value: &str, class: &str) -> String {

@@ -3,8 +3,6 @@
 //! The resources of the target process(es) and of the generator belong to the whole run and
 //! repeat on each of its method rows; a figure that was not measured is an empty cell.
 
-use std::fmt::Write;
-
 use super::tables::method_rows;
 use super::PERCENTILES;
 use crate::results::SavedRun;
@@ -54,34 +52,40 @@ fn optional<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn field(text: &str) -> String {
-    let text = crate::printable::escape_controls(text);
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
+/// Writes the header and the rows as CSV with the `csv` crate: RFC 4180 quoting where a cell
+/// needs it, `\n` line ends, and a cell's control characters (server text can carry them)
+/// escaped first, as everywhere rpcbench shows such text.
+pub(crate) fn csv_text(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut writer =
+        ::csv::WriterBuilder::new().terminator(::csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    // Writing into memory cannot fail.
+    let _ = writer.write_record(header);
+    for row in rows {
+        let _ =
+            writer.write_record(row.iter().map(|cell| crate::printable::escape_controls(cell).into_owned()));
     }
+    let bytes = writer.into_inner().map_err(|err| err.into_error()).unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// Renders the runs as CSV with a header line.
 pub fn render_csv(runs: &[SavedRun]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", CSV_COLUMNS.join(","));
+    let mut rows = Vec::new();
     for run in runs {
-        write_rows(&mut out, run);
+        add_rows(&mut rows, run);
     }
-    out
+    csv_text(CSV_COLUMNS, &rows)
 }
 
-fn write_rows(out: &mut String, run: &SavedRun) {
+fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
     for row in method_rows(std::slice::from_ref(run)) {
         let report = &run.report;
         let elapsed = run.record.elapsed.as_secs_f64();
         let bytes_received: u64 = run.methods.get(&row.method).map_or(0, |t| t.bytes_received);
         let mut cells = vec![
-            field(&row.run),
-            field(&report.target),
-            field(&row.method),
+            row.run.clone(),
+            report.target.clone(),
+            row.method.clone(),
             report.load.mode.clone(),
             report.load.connections.map(|c| c.to_string()).unwrap_or_default(),
             report.load.rate.map(|r| r.to_string()).unwrap_or_default(),
@@ -113,6 +117,23 @@ fn write_rows(out: &mut String, run: &SavedRun) {
         cells.push(optional(target.and_then(|t| t.tcp_connections_peak)));
         cells.push(optional(report.generator.cpu_percent.map(|p| format!("{p:.2}"))));
         cells.push(optional(report.generator.peak_rss_bytes));
-        let _ = writeln!(out, "{}", cells.join(","));
+        rows.push(cells);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_quoted_only_where_rfc_4180_needs_it() {
+        let rows = vec![
+            vec!["plain".to_string(), "a,b".to_string(), "say \"hi\"".to_string(), String::new()],
+            vec!["two\nlines".to_string(), "bell\u{7}".to_string(), "1.5".to_string(), "x".to_string()],
+        ];
+        assert_eq!(
+            csv_text(&["w", "x", "y", "z"], &rows),
+            "w,x,y,z\nplain,\"a,b\",\"say \"\"hi\"\"\",\n\"two\nlines\",bell\\u0007,1.5,x\n"
+        );
     }
 }

@@ -392,7 +392,7 @@ impl SubscribeThreshold {
     }
 }
 
-/// Whether the file at `path` is a subscription report (`subscribe -o json` or `--save`).
+/// Whether the file at `path` is a subscription report (`subscribe -f json` or `--save`).
 pub fn is_subscribe_report(path: &std::path::Path) -> bool {
     #[derive(Deserialize)]
     struct Version {

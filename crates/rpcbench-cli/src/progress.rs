@@ -1,0 +1,68 @@
+//! Live progress on standard error for the slow steps outside a load run (sampling a node
+//! before it, reading many results files in `merge`): shown, as `run`'s bar is, only when
+//! standard error is a terminal and `-q` was not given; redrawn in place about once a second
+//! and cleared when the step ends, so that nothing of it is left in a log and standard output
+//! keeps only the report.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the line is redrawn.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// A progress line redrawn from `message` until dropped.
+#[derive(Debug)]
+pub struct Ticker {
+    finished: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Starts the line when standard error is a terminal and not `quiet`; `message` is asked
+    /// for the text at once (drawn before this returns) and then about once a second, with the
+    /// time since the start.
+    pub fn start(quiet: bool, mut message: impl FnMut(Duration) -> String + Send + 'static) -> Ticker {
+        let finished = Arc::new(AtomicBool::new(false));
+        let thread = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let line = indicatif::ProgressBar::new_spinner();
+            let style = indicatif::ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            line.set_style(style);
+            let start = Instant::now();
+            line.set_message(message(Duration::ZERO));
+            let finished = finished.clone();
+            std::thread::spawn(move || redraw(&line, message, start, &finished))
+        });
+        Ticker { finished, thread }
+    }
+}
+
+fn redraw(
+    line: &indicatif::ProgressBar,
+    mut message: impl FnMut(Duration) -> String,
+    start: Instant,
+    finished: &AtomicBool,
+) {
+    let mut next = start + EVERY;
+    while !finished.load(Ordering::SeqCst) {
+        if Instant::now() >= next {
+            line.set_message(message(start.elapsed()));
+            next += EVERY;
+        }
+        line.tick();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    line.finish_and_clear();
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.finished.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.join().ok();
+        }
+    }
+}
