@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rpcbench::mock::{
-    parse_error_rate, parse_rate_limit, Chain, Faults, Latency, MockError, MockOptions, MockServer, MockTls,
-    Stall,
+    parse_error_rate, parse_rate_limit, BlockingLatency, Chain, Faults, Latency, MethodLatencies, MockError,
+    MockOptions, MockServer, MockTls, Stall,
 };
 use rpcbench::units::{parse_duration, parse_size, UnitError};
 
@@ -40,12 +40,14 @@ pub struct ServeArgs {
     /// Chain id answered by the ethereum node.
     #[arg(long, default_value_t = 1337)]
     pub chain_id: u64,
-    /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms.
-    #[arg(long)]
-    pub latency: Option<Latency>,
-    /// Latency that blocks the worker thread (std::thread::sleep), such as 10ms.
-    #[arg(long, value_parser = parse_duration)]
-    pub blocking_latency: Option<Duration>,
+    /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms; or per
+    /// JSON-RPC method, getBlock=50ms,default=1ms (a batch waits for its slowest call).
+    #[arg(long, value_name = "LATENCY")]
+    pub latency: Option<MethodLatencies<Latency>>,
+    /// Latency that blocks the worker thread (std::thread::sleep), such as 10ms; or per method,
+    /// getBlock=50ms,default=0ms.
+    #[arg(long, value_name = "LATENCY")]
+    pub blocking_latency: Option<MethodLatencies<BlockingLatency>>,
     /// Fraction of calls answered with -32603 "Internal error (injected)": 0.05 or 5%.
     #[arg(long, default_value = "0", value_parser = parse_error_rate)]
     pub error_rate: f64,
@@ -155,8 +157,22 @@ impl ServeArgs {
         }
         options.chain_id = self.chain_id;
         options.faults = Faults {
-            latency: self.latency,
-            blocking_latency: self.blocking_latency,
+            latency: self.latency.as_ref().and_then(|latency| latency.default),
+            latency_by_method: self
+                .latency
+                .as_ref()
+                .map(|latency| latency.by_method.clone())
+                .unwrap_or_default(),
+            blocking_latency: self
+                .blocking_latency
+                .as_ref()
+                .and_then(|blocking| blocking.default)
+                .map(|b| b.0),
+            blocking_latency_by_method: self
+                .blocking_latency
+                .as_ref()
+                .map(|blocking| blocking.by_method.iter().map(|(method, b)| (method.clone(), b.0)).collect())
+                .unwrap_or_default(),
             error_rate: self.error_rate,
             rate_limit: self.rate_limit,
             stall: self.stall,
@@ -252,11 +268,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
 
 fn describe_faults(args: &ServeArgs) -> Vec<String> {
     let mut faults = Vec::new();
-    if let Some(latency) = args.latency {
+    if let Some(latency) = &args.latency {
         faults.push(format!("latency {latency}"));
     }
-    if let Some(blocking) = args.blocking_latency {
-        faults.push(format!("blocking latency {blocking:?}"));
+    if let Some(blocking) = &args.blocking_latency {
+        faults.push(format!("blocking latency {blocking}"));
     }
     if args.error_rate > 0.0 {
         faults.push(format!("error rate {}", args.error_rate));
@@ -318,6 +334,26 @@ mod tests {
         let options = args.options();
         assert_eq!(options.chain, Chain::Solana);
         assert_eq!(options.faults.latency.unwrap().jitter, Duration::from_millis(2));
+        let mixed = parse(&[
+            "--chain",
+            "solana",
+            "--latency",
+            "getBlock=50ms,default=1ms",
+            "--blocking-latency",
+            "getBlock=5ms",
+        ])
+        .unwrap()
+        .options();
+        assert_eq!(mixed.faults.latency, Some(Latency::fixed(Duration::from_millis(1))));
+        assert_eq!(
+            mixed.faults.latency_by_method,
+            [("getBlock".to_string(), Latency::fixed(Duration::from_millis(50)))]
+        );
+        assert_eq!(mixed.faults.blocking_latency, None);
+        assert_eq!(
+            mixed.faults.blocking_latency_by_method,
+            [("getBlock".to_string(), Duration::from_millis(5))]
+        );
         assert_eq!(options.faults.error_rate, 0.05);
         assert_eq!(options.faults.rate_limit, Some(50.0));
         assert_eq!(options.faults.stall.unwrap().every, Duration::from_secs(10));
@@ -375,6 +411,8 @@ mod tests {
             &["--chain", "bitcoin"][..],
             &[],
             &["--chain", "static", "--latency", "fast"],
+            &["--chain", "static", "--latency", "getBlock="],
+            &["--chain", "static", "--blocking-latency", "getBlock=5ms,getBlock=6ms"],
             &["--chain", "static", "--stall", "10s/2s"],
             &["--chain", "static", "--error-rate", "2"],
             &["--chain", "static", "--rate-limit", "0/s"],

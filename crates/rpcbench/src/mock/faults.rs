@@ -15,12 +15,18 @@ use super::prng::mix;
 /// Faults applied before a request is answered. All are off by default and they combine.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Faults {
-    /// Asynchronous delay (`tokio::time::sleep`) of every HTTP request.
+    /// Asynchronous delay (`tokio::time::sleep`) of every HTTP request (the default when
+    /// [`Faults::latency_by_method`] names some methods).
     pub latency: Option<Latency>,
+    /// Asynchronous delay by JSON-RPC method, instead of `latency` for those methods; a batch
+    /// waits for the longest of its calls' delays.
+    pub latency_by_method: Vec<(String, Latency)>,
     /// Synchronous delay (`std::thread::sleep`) inside the handler, which blocks the
     /// runtime worker thread: with one thread the server then serves at most
     /// `1 / blocking_latency` requests per second.
     pub blocking_latency: Option<Duration>,
+    /// Blocking delay by JSON-RPC method, instead of `blocking_latency` for those methods.
+    pub blocking_latency_by_method: Vec<(String, Duration)>,
     /// Fraction (0.0..=1.0) of JSON-RPC calls answered with -32603 "Internal error
     /// (injected)", chosen deterministically from the seed.
     pub error_rate: f64,
@@ -98,6 +104,84 @@ impl From<UnitError> for FaultParseError {
 
 const LATENCY_EXPECTED: &str = "a latency such as 5ms, or base:jitter such as 5ms:2ms";
 
+/// A latency knob's value: one for every method, or some per method with a default
+/// (`getBlock=50ms,default=1ms`; each may be `base:jitter`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MethodLatencies<T> {
+    /// The latency of methods not named (`default=`, or the whole value without names).
+    pub default: Option<T>,
+    /// The named methods' latencies.
+    pub by_method: Vec<(String, T)>,
+}
+
+impl<T: FromStr<Err = FaultParseError>> FromStr for MethodLatencies<T> {
+    type Err = FaultParseError;
+
+    /// Parses `5ms`, or `METHOD=LATENCY` pairs separated by commas, `default=` for the rest.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if !s.contains('=') {
+            return Ok(MethodLatencies { default: Some(s.parse()?), by_method: Vec::new() });
+        }
+        let mut latencies = MethodLatencies { default: None, by_method: Vec::new() };
+        for pair in s.split(',') {
+            let err =
+                |expected: &str| FaultParseError { input: pair.to_string(), expected: expected.to_string() };
+            let (method, value) =
+                pair.split_once('=').ok_or_else(|| err("METHOD=LATENCY, such as getBlock=50ms"))?;
+            let method = method.trim();
+            if method.is_empty() {
+                return Err(err("a method name before '='"));
+            }
+            let value: T = value.trim().parse()?;
+            if method == "default" {
+                if latencies.default.replace(value).is_some() {
+                    return Err(err("one default"));
+                }
+            } else if latencies.by_method.iter().any(|(name, _)| name == method) {
+                return Err(err("each method once"));
+            } else {
+                latencies.by_method.push((method.to_string(), value));
+            }
+        }
+        Ok(latencies)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for MethodLatencies<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.by_method.is_empty() {
+            return match &self.default {
+                Some(latency) => latency.fmt(f),
+                None => Ok(()),
+            };
+        }
+        let mut pairs: Vec<String> =
+            self.by_method.iter().map(|(method, latency)| format!("{method}={latency}")).collect();
+        if let Some(latency) = &self.default {
+            pairs.push(format!("default={latency}"));
+        }
+        f.write_str(&pairs.join(","))
+    }
+}
+
+/// A blocking latency: a plain duration (no jitter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockingLatency(pub Duration);
+
+impl fmt::Display for BlockingLatency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl FromStr for BlockingLatency {
+    type Err = FaultParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(BlockingLatency(parse_duration(s)?))
+    }
+}
+
 impl FromStr for Latency {
     type Err = FaultParseError;
 
@@ -124,6 +208,32 @@ impl fmt::Display for Latency {
             write!(f, ":{:?}", self.jitter)?;
         }
         Ok(())
+    }
+}
+
+/// The latency of the longest-waiting call in `body` (by its method, `default` for methods not
+/// named); `default` when the body names no method.
+fn longest<T: Copy>(
+    body: &[u8],
+    by_method: &[(String, T)],
+    default: Option<T>,
+    length: impl Fn(&T) -> Duration,
+) -> Option<T> {
+    let methods = crate::traffic::methods_of(body);
+    let mut chosen: Option<T> = None;
+    for method in &methods {
+        let latency =
+            by_method.iter().find(|(name, _)| name == method).map(|(_, latency)| *latency).or(default);
+        if let Some(latency) = latency {
+            if chosen.as_ref().is_none_or(|current| length(&latency) > length(current)) {
+                chosen = Some(latency);
+            }
+        }
+    }
+    if methods.is_empty() {
+        default
+    } else {
+        chosen
     }
 }
 
@@ -288,9 +398,16 @@ impl FaultState {
         }
     }
 
-    /// The asynchronous latency for the next request.
-    pub(crate) fn latency(&self) -> Duration {
-        match self.faults.latency {
+    /// The asynchronous latency for a request with this body: its methods' latencies (the
+    /// longest, for a batch) when some are named, else the default.
+    pub(crate) fn latency(&self, body: &[u8]) -> Duration {
+        let faults = &self.faults;
+        let latency = if faults.latency_by_method.is_empty() {
+            faults.latency
+        } else {
+            longest(body, &faults.latency_by_method, faults.latency, |latency| latency.base + latency.jitter)
+        };
+        match latency {
             Some(latency) => {
                 let draw = self.jitter_draws.fetch_add(1, Ordering::Relaxed);
                 latency.sample(unit_float(mix(self.seed ^ JITTER_STREAM, draw)))
@@ -299,9 +416,15 @@ impl FaultState {
         }
     }
 
-    /// The blocking latency, if set.
-    pub(crate) fn blocking_latency(&self) -> Option<Duration> {
-        self.faults.blocking_latency.filter(|d| !d.is_zero())
+    /// The blocking latency for a request with this body, if any.
+    pub(crate) fn blocking_latency(&self, body: &[u8]) -> Option<Duration> {
+        let faults = &self.faults;
+        let blocking = if faults.blocking_latency_by_method.is_empty() {
+            faults.blocking_latency
+        } else {
+            longest(body, &faults.blocking_latency_by_method, faults.blocking_latency, |d| *d)
+        };
+        blocking.filter(|d| !d.is_zero())
     }
 
     /// Whether the next call gets an injected error.
@@ -330,6 +453,42 @@ pub(crate) fn unit_float(bits: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_by_method_apply_to_their_methods_and_a_batch_waits_for_its_slowest() {
+        let latency: MethodLatencies<Latency> = "getBlock=50ms,getSlot=2ms:1ms,default=1ms".parse().unwrap();
+        assert_eq!(latency.default, Some(Latency::fixed(Duration::from_millis(1))));
+        assert_eq!(latency.to_string(), "getBlock=50ms,getSlot=2ms:1ms,default=1ms");
+        let blocking: MethodLatencies<BlockingLatency> = "getBlock=20ms".parse().unwrap();
+        let faults = Faults {
+            latency: latency.default,
+            latency_by_method: latency.by_method,
+            blocking_latency_by_method: blocking.by_method.iter().map(|(m, b)| (m.clone(), b.0)).collect(),
+            ..Faults::default()
+        };
+        let state = FaultState::new(faults, 7, Instant::now());
+        let ms = Duration::from_millis;
+        let block = br#"{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[1]}"#;
+        let balance = br#"{"jsonrpc":"2.0","id":1,"method":"getBalance"}"#;
+        let batch = br#"[{"id":1,"method":"getSlot"},{"id":2,"method":"getBlock"}]"#;
+        assert_eq!(state.latency(block), ms(50));
+        assert_eq!(state.latency(balance), ms(1));
+        assert_eq!(state.latency(batch), ms(50));
+        assert_eq!(state.latency(b"not json"), ms(1));
+        let slot = state.latency(br#"{"id":1,"method":"getSlot"}"#);
+        assert!((ms(1)..=ms(3)).contains(&slot), "{slot:?}");
+        assert_eq!(state.blocking_latency(block), Some(ms(20)));
+        assert_eq!(state.blocking_latency(balance), None);
+        assert_eq!(state.blocking_latency(batch), Some(ms(20)));
+        // One value for every method, as before.
+        let plain: MethodLatencies<Latency> = "5ms:2ms".parse().unwrap();
+        assert!(plain.by_method.is_empty() && plain.default.is_some());
+        for bad in
+            ["getBlock=", "=5ms", "getBlock=5ms,getBlock=6ms", "default=1ms,default=2ms", "getBlock=fast"]
+        {
+            assert!(bad.parse::<MethodLatencies<Latency>>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn latency_parses_base_and_jitter() {

@@ -126,7 +126,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         send(&mut reply, StatusCode::PAYLOAD_TOO_LARGE, None, out);
         return;
     };
-    match gate(&shared, &mut out) {
+    match gate(&shared, &body, &mut out) {
         Gate::Limited { retry_after_secs } => {
             let retry = ("retry-after", HeaderValue::from(retry_after_secs));
             send(&mut reply, StatusCode::TOO_MANY_REQUESTS, Some(retry), out);

@@ -557,7 +557,7 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     close: bool,
     date: &mut DateCache,
 ) {
-    match gate(shared, body_out) {
+    match gate(shared, body, body_out) {
         Gate::Limited { retry_after_secs } => {
             let mut extra = b"retry-after: ".to_vec();
             extra.extend_from_slice(itoa::Buffer::new().format(retry_after_secs).as_bytes());

@@ -35,7 +35,10 @@ mod static_chain;
 mod tls;
 mod ws;
 
-pub use faults::{parse_error_rate, parse_rate_limit, FaultParseError, Faults, Latency, Stall};
+pub use faults::{
+    parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
+    Stall,
+};
 pub use server::{Dispatcher, MockServer};
 pub use ws::WsStats;
 

@@ -402,7 +402,7 @@ impl Delays {
 
 /// Applies the rate limiter and draws the delays for one POST request. When it answers
 /// [`Gate::Limited`], `body_out` holds the JSON-RPC error to send with the 429.
-pub(crate) fn gate(shared: &Shared, body_out: &mut Vec<u8>) -> Gate {
+pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate {
     if let Admission::Limited { retry_after, allowed_rps, burst } = shared.faults.admit() {
         let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
         error.data = Some(serde_json::json!({
@@ -417,8 +417,8 @@ pub(crate) fn gate(shared: &Shared, body_out: &mut Vec<u8>) -> Gate {
     }
     Gate::Pass(Delays {
         stall: shared.faults.stall_wait(),
-        latency: shared.faults.latency(),
-        blocking: shared.faults.blocking_latency(),
+        latency: shared.faults.latency(body),
+        blocking: shared.faults.blocking_latency(body),
     })
 }
 

@@ -554,7 +554,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Body::Delayed(body) => body,
             Body::Now(body) => {
                 counts.answers.fetch_add(1, Ordering::Relaxed);
-                match gate(&shared, &mut answer) {
+                match gate(&shared, &body, &mut answer) {
                     Gate::Limited { .. } => {
                         let _ = out_tx.send(Out { message: text(answer.clone()), kind: OutKind::Answer });
                         continue;
