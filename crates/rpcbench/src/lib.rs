@@ -48,6 +48,7 @@ pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod files;
+pub(crate) mod http_server;
 pub mod jsonrpc;
 pub mod k8s;
 pub mod metrics;
