@@ -40,6 +40,11 @@ pub enum Command {
     Subscribe(Box<crate::subscribe_cmd::SubscribeArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     Suites,
+    /// Relay JSON-RPC to an upstream over HTTP/1.1, measuring the proxy's own overhead per
+    /// method, with fault knobs and optional recording (`--record FILE`) for replay.
+    Proxy(Box<crate::proxy_cmd::ProxyArgs>),
+    /// Relay and record traffic to a file (`proxy --record FILE` under another name).
+    Record(Box<crate::proxy_cmd::RecordArgs>),
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
 mod output;
+mod proxy_cmd;
 mod report_cmd;
 mod run_cmd;
 mod run_targets;
@@ -31,8 +32,8 @@ fn main() -> ExitCode {
         Err(err) => return output::clap_error(err),
     };
     // Interrupts are watched before anything slow starts (sampling a node, reading files);
-    // `serve` handles its own.
-    if !matches!(cli.command, Command::Serve(_)) {
+    // `serve`, `proxy` and `record` handle their own.
+    if !matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::Record(_)) {
         signals::watch();
     }
     match cli.command {
@@ -46,5 +47,7 @@ fn main() -> ExitCode {
         Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Subscribe(args) => subscribe_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
+        Command::Proxy(args) => proxy_cmd::run(*args),
+        Command::Record(args) => proxy_cmd::run_record(*args),
     }
 }

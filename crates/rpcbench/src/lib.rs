@@ -38,6 +38,9 @@
 //!   into a [`monitor::ResourceReport`].
 //! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
 //!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
+//! - [`proxy`] relays JSON-RPC over HTTP/1.1 to an upstream, measuring its own overhead per
+//!   method, injecting faults and recording traffic; its server loop is the crate's one
+//!   HTTP/1.1 loop, which the mock nodes and the metrics endpoint share.
 //! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
 //!   recording and for replay.
 
@@ -58,6 +61,7 @@ pub mod outcome;
 pub mod prepare;
 pub mod printable;
 pub mod protocol;
+pub mod proxy;
 pub mod record;
 pub mod redact;
 pub mod report;
