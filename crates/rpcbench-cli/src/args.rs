@@ -91,6 +91,7 @@ pub fn header(text: &str) -> Option<(String, String)> {
 pub enum OutputFormat {
     Text,
     Json,
+    Markdown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -175,6 +176,11 @@ pub struct RunArgs {
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Run the workload directly, then again through an in-process `rpcbench proxy` on
+    /// 127.0.0.1, and print the overhead table (direct vs proxied per percentile and method,
+    /// and the proxy's own overhead) instead of the run report.
+    #[arg(long, help_heading = "Output", conflicts_with = "save")]
+    pub via_proxy: bool,
     /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
     /// `report --compare`; written even when the run is interrupted.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

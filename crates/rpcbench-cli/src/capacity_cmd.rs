@@ -146,6 +146,7 @@ impl CapacityArgs {
             metrics: Default::default(),
             output: OutputFormat::Text,
             quiet: self.quiet,
+            via_proxy: false,
             save: None,
         }
     }

@@ -212,6 +212,7 @@ impl CompareArgs {
             metrics: Default::default(),
             output: OutputFormat::Text,
             quiet: true,
+            via_proxy: false,
             save: None,
         }
     }

@@ -126,6 +126,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             text + &render_comparison_text(&runs)
         }
         OutputFormat::Json => comparison_json(&runs) + "\n",
+        OutputFormat::Markdown => rpcbench::report::render_markdown(&runs),
     };
     let status = output::print_stdout(&text);
     if breached || save_failed {

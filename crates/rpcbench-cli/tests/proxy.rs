@@ -88,7 +88,9 @@ fn every_suite_classifies_alike_through_the_proxy_and_directly() {
     }
 }
 
-/// Starts the binary and reads its stderr up to the line naming the listen address.
+/// Starts the binary and reads its stderr up to the line naming the listen address. The
+/// caller kills and waits for the child.
+#[allow(clippy::zombie_processes)]
 fn spawn_proxy(args: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
         .args(args)
@@ -100,7 +102,10 @@ fn spawn_proxy(args: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
     let mut seen = String::new();
     loop {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "the proxy exited: {seen}");
+        if reader.read_line(&mut line).unwrap() == 0 {
+            let status = child.wait().unwrap();
+            panic!("the proxy exited ({status}): {seen}");
+        }
         seen.push_str(&line);
         if let Some(rest) = line.split("listening on http://").nth(1) {
             let addr = rest.split('/').next().unwrap().to_string();
@@ -180,8 +185,9 @@ fn sigterm_prints_the_overhead_table() {
     send_requests(&addr, 5);
     let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
-    drop(errors);
+    // Kept open until the proxy has exited: it says it is stopping on stderr.
     let output = child.wait_with_output().unwrap();
+    drop(errors);
     assert_eq!(output.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["methods"]["getSlot"]["overhead"]["count"], 5, "{report}");
@@ -212,4 +218,42 @@ fn bad_proxy_flags_exit_2_naming_the_flag() {
         assert_eq!(output.status.code(), Some(2), "{all:?}: {}", stderr(&output));
         assert!(stderr(&output).contains(flag), "{all:?}: {}", stderr(&output));
     }
+}
+
+#[test]
+fn run_via_proxy_prints_the_overhead_table_in_every_format() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let url = node.url();
+    let base =
+        ["run", url.as_str(), "-m", "getSlot", "-c", "2", "-n", "150", "--warmup", "0", "--via-proxy", "-q"];
+    let text = rpcbench(&base);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("Proxy overhead for"), "{text}");
+    for percentile in ["p50", "p90", "p99", "p99.9", "max"] {
+        assert!(
+            text.lines().any(|line| line.starts_with("getSlot") && line.contains(&format!(" {percentile} "))),
+            "{text}"
+        );
+    }
+    let json = rpcbench(&[&base[..], &["-o", "json"]].concat());
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let table: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(table["direct_requests"], 150);
+    assert_eq!(table["proxied_requests"], 150);
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10, "all and getSlot, five percentiles each: {table}");
+    for row in rows {
+        let difference = row["proxied_us"].as_i64().unwrap() - row["direct_us"].as_i64().unwrap();
+        assert_eq!(row["difference_us"].as_i64().unwrap(), difference);
+        assert!(row["proxy_overhead_us"].as_f64().is_some(), "the proxy saw every method: {row}");
+    }
+    let markdown = rpcbench(&[&base[..], &["-o", "markdown"]].concat());
+    assert_eq!(markdown.status.code(), Some(0), "{}", stderr(&markdown));
+    let markdown = String::from_utf8(markdown.stdout).unwrap();
+    assert!(
+        markdown.contains("| method | percentile | direct | proxied | difference | proxy overhead |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| getSlot | p99.9 |"), "{markdown}");
 }

@@ -41,6 +41,8 @@
 //! - [`proxy`] relays JSON-RPC over HTTP/1.1 to an upstream, measuring its own overhead per
 //!   method, injecting faults and recording traffic; its server loop is the crate's one
 //!   HTTP/1.1 loop, which the mock nodes and the metrics endpoint share.
+//! - [`overhead`] is the table of `run --via-proxy`: direct against proxied per percentile and
+//!   method, with the proxy's own overhead.
 //! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
 //!   recording and for replay.
 
@@ -58,6 +60,7 @@ pub mod metrics;
 pub mod mock;
 pub mod monitor;
 pub mod outcome;
+pub mod overhead;
 pub mod prepare;
 pub mod printable;
 pub mod protocol;

@@ -765,6 +765,8 @@ fn status_line(status: u16) -> Vec<u8> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Handler<S> for Relay {
     type TakeOver = ();
 
+    // Written out to state the Send bound the trait asks for.
+    #[allow(clippy::manual_async_fn)]
     fn answer<'a>(
         &'a mut self,
         stream: &'a mut S,

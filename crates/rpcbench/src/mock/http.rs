@@ -53,6 +53,8 @@ struct MockHttp {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Handler<S> for MockHttp {
     type TakeOver = ConnectionSlot;
 
+    // Written out to state the Send bound the trait asks for.
+    #[allow(clippy::manual_async_fn)]
     fn answer<'a>(
         &'a mut self,
         stream: &'a mut S,
