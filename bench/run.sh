@@ -4,7 +4,8 @@
 # Usage: bench/run.sh                 full run (DUR=10s, 3 repetitions, LONG=600s), ~20-25 min
 #        QUICK=1 bench/run.sh         smoke run (DUR=2s, 1 repetition, LONG=20s)
 # Env:   DUR=10s REPS=3 LONG=600 SAMPLE_AT=60 RATES="5000 20000" PORT_BASE=18080 OUT=bench/RESULTS.md
-#        CASES="closed large open memory h2 ws" (a subset runs only those; write it to another OUT)
+#        CASES="closed large open memory h2 ws" (a subset runs only those; write it to another OUT);
+#        "proxy" (not in the default set) runs bench/proxy_cost.sh: direct vs rpcbench proxy vs nginx
 #        H2_CONNS=4 H2_STREAMS=16
 # Server pinned to core 0, generator to core 1. Only talks to 127.0.0.1 servers it starts itself.
 set -euo pipefail
@@ -255,6 +256,16 @@ fi
 stop_server
 fi
 
+# ---------------------------------------------------------------- case 8: relay overhead, rpcbench proxy vs nginx
+if has_case proxy; then
+  log "proxy case: direct, rpcbench proxy, nginx proxy_pass (bench/proxy_cost.sh)"
+  DUR=$DUR REPS=$REPS PORT_BASE=$((PORT_BASE + 100)) bash "$ROOT/bench/proxy_cost.sh" "$RPCB" >"$WORK/proxy.md"
+  cat "$WORK/proxy.md" >&2
+fi
+
 # ---------------------------------------------------------------- report
 python3 "$ROOT/bench/report.py" "$WORK" "$OUT"
+if [[ -s $WORK/proxy.md ]]; then
+  { echo; echo "## Relay overhead (rpcbench proxy vs nginx, closed loop c=64)"; echo; cat "$WORK/proxy.md"; } >>"$OUT"
+fi
 log "raw files in $WORK"

@@ -59,6 +59,11 @@ pub enum Command {
     Completions(crate::docs_cmd::CompletionsArgs),
     /// Print the man page (roff) to standard output: `rpcbench man > rpcbench.1`.
     Man,
+    /// Relay JSON-RPC to an upstream over HTTP/1.1, measuring the proxy's own overhead per
+    /// method, with fault knobs and optional recording (`--record FILE`) for replay.
+    Proxy(Box<crate::proxy_cmd::ProxyArgs>),
+    /// Relay and record traffic to a file (`proxy --record FILE` under another name).
+    Record(Box<crate::proxy_cmd::RecordArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +132,8 @@ pub enum OutputFormat {
     Text,
     /// The JSON report (schema/report.schema.json).
     Json,
+    /// Markdown tables.
+    Markdown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -222,6 +229,11 @@ pub struct RunArgs {
     /// No progress bar even on a terminal.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Run the workload directly, then again through an in-process `rpcbench proxy` on
+    /// 127.0.0.1, and print the overhead table (direct vs proxied per percentile and method,
+    /// and the proxy's own overhead) instead of the run report.
+    #[arg(long, help_heading = "Output", conflicts_with = "save")]
+    pub via_proxy: bool,
     /// Also write a results file (histograms kept losslessly) for `report`, `merge` and
     /// `report --compare`; written even when the run is interrupted.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -158,6 +158,7 @@ impl CapacityArgs {
             format: OutputFormat::Text,
             output: None,
             quiet: self.quiet,
+            via_proxy: false,
             save: None,
         }
     }

@@ -221,6 +221,7 @@ impl CompareArgs {
             format: OutputFormat::Text,
             output: None,
             quiet: true,
+            via_proxy: false,
             save: None,
         }
     }

@@ -13,6 +13,7 @@ mod metrics_args;
 mod monitor_args;
 mod output;
 mod progress;
+mod proxy_cmd;
 mod report_cmd;
 mod run_cmd;
 mod run_targets;
@@ -33,8 +34,11 @@ fn main() -> ExitCode {
         Err(err) => return output::clap_error(err),
     };
     // Interrupts are watched before anything slow starts (sampling a node, reading files);
-    // `serve` handles its own.
-    if !matches!(cli.command, Command::Serve(_) | Command::Completions(_) | Command::Man) {
+    // `serve`, `proxy` and `record` handle their own.
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Proxy(_) | Command::Record(_) | Command::Completions(_) | Command::Man
+    ) {
         signals::watch();
     }
     match cli.command {
@@ -50,5 +54,7 @@ fn main() -> ExitCode {
         Command::Suites => suites_cmd::run(),
         Command::Completions(args) => docs_cmd::completions(&args),
         Command::Man => docs_cmd::man(),
+        Command::Proxy(args) => proxy_cmd::run(*args),
+        Command::Record(args) => proxy_cmd::run_record(*args),
     }
 }

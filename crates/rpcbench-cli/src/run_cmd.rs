@@ -13,9 +13,11 @@ use rpcbench::engine::config::{
 use rpcbench::engine::{EngineError, Progress, Run, Slice};
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
+use rpcbench::overhead::OverheadReport;
 use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
+use rpcbench::proxy::{Proxy, ProxyOptions};
 use rpcbench::report::{render_text, RunReport};
-use rpcbench::results::ResultsFile;
+use rpcbench::results::{ResultsFile, SavedRun};
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
 use rpcbench::transport::HttpMethod;
@@ -559,6 +561,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
         Err(err) => return output::failure(err),
     };
+    if args.via_proxy {
+        return via_proxy(&args, config, run);
+    }
     crate::signals::stop_on_interrupt(run.stop_handle());
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let finished = Arc::new(AtomicBool::new(false));
@@ -583,6 +588,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     let text = match args.format {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
+        OutputFormat::Markdown => {
+            match SavedRun::new(ResultsFile::from_run(&config, &record, started), "run") {
+                Ok(run) => rpcbench::report::render_markdown(&[run]),
+                Err(err) => return output::failure(format!("cannot render Markdown: {err}")),
+            }
+        }
     };
     // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
     let saved = args.save.as_ref().map(|path| {
@@ -605,6 +616,60 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     if report.requests.responded == 0 {
         // A dead target is not a run: the report says so first, and the exit status too.
+        if !args.quiet {
+            eprintln!("rpcbench: no request got a response from the target");
+        }
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
+    status
+}
+
+/// `run --via-proxy`: the run as configured, then the same through an in-process proxy in
+/// front of the target, and the overhead table of the two.
+fn via_proxy(args: &RunArgs, config: RunConfig, direct: Run) -> ExitCode {
+    let mut options = ProxyOptions::new(([127, 0, 0, 1], 0).into(), config.target.clone());
+    options.tls = config.tls.clone();
+    options.connect_timeout = config.connect_timeout;
+    options.upstream_timeout = config.timeout;
+    options.max_body_bytes = usize::try_from(config.max_body).unwrap_or(usize::MAX);
+    options.upstream_connections = match config.load {
+        Load::Closed { connections } => connections.max(1),
+        _ => options.upstream_connections,
+    };
+    let proxy = match Proxy::start(options) {
+        Ok(proxy) => proxy,
+        Err(err) => return output::failure(format!("--via-proxy: {err}")),
+    };
+    let mut proxied_config = config.clone();
+    proxied_config.target = match Target::parse(&proxy.url()) {
+        Ok(target) => target,
+        Err(err) => return output::failure(format!("--via-proxy: {err}")),
+    };
+    let proxied = match Run::new(proxied_config.clone()) {
+        Ok(run) => run,
+        Err(err) => return output::failure(format!("--via-proxy: {err}")),
+    };
+    let mut reports = Vec::with_capacity(2);
+    for (label, run, config) in [("direct", direct, &config), ("through the proxy", proxied, &proxied_config)]
+    {
+        crate::signals::stop_on_interrupt(run.stop_handle());
+        if !args.quiet {
+            eprintln!("rpcbench: running {label}");
+        }
+        match run.execute() {
+            Ok(record) => reports.push(RunReport::new(config, &record)),
+            Err(err) => return output::failure(err),
+        }
+    }
+    let stats = proxy.stop();
+    let table = OverheadReport::new(&reports[0], &reports[1], &stats);
+    let text = match args.format {
+        OutputFormat::Text => table.render_text(),
+        OutputFormat::Json => table.to_json() + "\n",
+        OutputFormat::Markdown => table.render_markdown(),
+    };
+    let status = crate::report_cmd::emit(&text, args.output.as_deref(), args.quiet);
+    if reports.iter().any(|report| report.requests.responded == 0) {
         if !args.quiet {
             eprintln!("rpcbench: no request got a response from the target");
         }

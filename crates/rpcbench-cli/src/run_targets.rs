@@ -132,6 +132,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             text + &render_comparison_text(&runs)
         }
         OutputFormat::Json => comparison_json(&runs) + "\n",
+        OutputFormat::Markdown => rpcbench::report::render_markdown(&runs),
     };
     let status = crate::report_cmd::emit(&text, args.output.as_deref(), quiet);
     if breached || save_failed {

@@ -39,6 +39,11 @@
 //!   into a [`monitor::ResourceReport`].
 //! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
 //!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
+//! - [`proxy`] relays JSON-RPC over HTTP/1.1 to an upstream, measuring its own overhead per
+//!   method, injecting faults and recording traffic; its server loop is the crate's one
+//!   HTTP/1.1 loop, which the mock nodes and the metrics endpoint share.
+//! - [`overhead`] is the table of `run --via-proxy`: direct against proxied per percentile and
+//!   method, with the proxy's own overhead.
 //! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
 //!   recording and for replay.
 
@@ -49,6 +54,7 @@ pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod files;
+pub(crate) mod http_server;
 pub mod jsonrpc;
 pub mod k8s;
 pub mod listen;
@@ -56,9 +62,11 @@ pub mod metrics;
 pub mod mock;
 pub mod monitor;
 pub mod outcome;
+pub mod overhead;
 pub mod prepare;
 pub mod printable;
 pub mod protocol;
+pub mod proxy;
 pub mod record;
 pub mod redact;
 pub mod report;

@@ -27,21 +27,12 @@
 //! - `run_info{target,mode}`: the target URL (redacted) and `open` or `closed`.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -52,6 +43,9 @@ use crate::engine::config::{Load, RunConfig};
 use crate::engine::stages::LevelCurve;
 use crate::engine::LiveSink;
 pub use crate::engine::PUBLISH_INTERVAL;
+use crate::http_server::{
+    self, Arrival, DateCache, Handler, Limits, Method as HttpMethod, Next, Request, ServerThread, StartError,
+};
 use crate::outcome::{Outcome, OutcomeCounts};
 use crate::record::Totals;
 
@@ -526,64 +520,51 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) ->
 }
 
 /// The HTTP endpoint: `GET /metrics` on a thread with a small runtime of its own, never on the
-/// load workers. Stops on [`MetricsServer::stop`] or drop.
+/// load workers, served by the crate's HTTP/1.1 loop (`http_server.rs`). Stops on
+/// [`MetricsServer::stop`] or drop.
 #[derive(Debug)]
 pub struct MetricsServer {
-    addr: SocketAddr,
-    shutdown: Option<watch::Sender<bool>>,
-    thread: Option<JoinHandle<()>>,
+    server: ServerThread,
 }
 
 impl MetricsServer {
     /// Binds `addr` (port 0 picks a free port) and serves `live` from a thread of its own.
     /// Returns once the socket is listening.
     pub fn start(addr: SocketAddr, live: LiveMetrics) -> std::io::Result<MetricsServer> {
-        let std_listener = crate::listen::bind(addr)?;
-        let addr = std_listener.local_addr()?;
-        std_listener.set_nonblocking(true)?;
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let listener = {
-            let _entered = runtime.enter();
-            tokio::net::TcpListener::from_std(std_listener)?
-        };
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let thread = std::thread::Builder::new().name("rpcbench-metrics".into()).spawn(move || {
-            runtime.block_on(accept_loop(listener, live, shutdown_rx));
-            runtime.shutdown_timeout(Duration::from_millis(200));
-        })?;
-        Ok(MetricsServer { addr, shutdown: Some(shutdown), thread: Some(thread) })
+        let render: Render = Arc::new(move || live.render());
+        Self::serve(addr, "rpcbench-metrics", render)
+    }
+
+    /// Binds `addr` and answers `GET /metrics` with what `render` returns at each scrape.
+    pub(crate) fn serve(addr: SocketAddr, name: &str, render: Render) -> std::io::Result<MetricsServer> {
+        let server =
+            ServerThread::start(addr, 1, name, Duration::from_millis(200), move |listener, shutdown| {
+                accept_loop(listener, render, shutdown)
+            })
+            .map_err(|error| match error {
+                StartError::Bind { source, .. } | StartError::Runtime(source) => source,
+            })?;
+        Ok(MetricsServer { server })
     }
 
     /// The address the endpoint listens on (the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.server.local_addr()
     }
 
     /// The endpoint's URL, e.g. `http://127.0.0.1:9464/metrics`.
     pub fn url(&self) -> String {
-        format!("http://{}/metrics", self.addr)
+        format!("http://{}/metrics", self.local_addr())
     }
 
     /// Stops serving and joins the thread.
-    pub fn stop(mut self) {
-        self.shutdown_and_join();
-    }
-
-    fn shutdown_and_join(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(true);
-            if let Some(thread) = self.thread.take() {
-                let _ = thread.join();
-            }
-        }
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.shutdown_and_join();
-    }
-}
+/// Renders the exposition text at scrape time.
+pub(crate) type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// The most connections the endpoint keeps open at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -591,12 +572,10 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest a connection is kept, idle or not.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// The largest request body the endpoint reads (scrapes have none).
+const MAX_BODY: usize = 4096;
 
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    live: LiveMetrics,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn accept_loop(listener: tokio::net::TcpListener, render: Render, mut shutdown: watch::Receiver<bool>) {
     let open = Arc::new(AtomicUsize::new(0));
     loop {
         let accepted = tokio::select! {
@@ -614,18 +593,12 @@ async fn accept_loop(
             continue;
         }
         open.fetch_add(1, Ordering::Relaxed);
-        let live = live.clone();
+        let handler = Scrapes { render: render.clone() };
         let open = open.clone();
+        let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let live = live.clone();
-                async move { Ok::<_, Infallible>(answer(&live, &request)) }
-            });
-            let connection = http1::Builder::new()
-                .keep_alive(true)
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service);
+            let limits = Limits { max_body: MAX_BODY, head_timeout: Some(HEADER_TIMEOUT), timed: false };
+            let connection = http_server::serve_connection(stream, handler, shutdown, limits);
             // A scraper reconnects; a connection held longer than this is someone else's.
             let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
             open.fetch_sub(1, Ordering::Relaxed);
@@ -633,16 +606,43 @@ async fn accept_loop(
     }
 }
 
-fn answer<B>(live: &LiveMetrics, request: &Request<B>) -> Response<Full<Bytes>> {
-    let (status, content_type, body) = match (request.method(), request.uri().path()) {
-        (&Method::GET, "/metrics") => (StatusCode::OK, CONTENT_TYPE_TEXT, live.render()),
-        (_, "/metrics") => (StatusCode::METHOD_NOT_ALLOWED, "text/plain", "use GET\n".to_string()),
-        _ => (StatusCode::NOT_FOUND, "text/plain", "not found: metrics are at /metrics\n".to_string()),
-    };
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
+/// Answers the scrapes of one connection.
+struct Scrapes {
+    render: Render,
+}
+
+impl<S: Send> Handler<S> for Scrapes {
+    type TakeOver = ();
+
+    fn answer<'a>(
+        &'a mut self,
+        _stream: &'a mut S,
+        out: &'a mut Vec<u8>,
+        request: &'a Request,
+        bytes: &'a [u8],
+        _arrival: Option<Arrival>,
+        date: &'a mut DateCache,
+    ) -> impl std::future::Future<Output = Next<()>> + Send + 'a {
+        let path = request.path(bytes);
+        let path = path.split(|b| *b == b'?').next().unwrap_or(path);
+        let get = request.method == HttpMethod::Get;
+        let (status, content_type, body): (&[u8], &[u8], String) = match (get, path) {
+            (true, b"/metrics") => (b"200 OK", CONTENT_TYPE_TEXT.as_bytes(), (self.render)()),
+            (false, b"/metrics") => (b"405 Method Not Allowed", b"text/plain", "use GET\n".to_string()),
+            _ => (b"404 Not Found", b"text/plain", "not found: metrics are at /metrics\n".to_string()),
+        };
+        http_server::write_response(
+            out,
+            status,
+            content_type,
+            b"",
+            body.as_bytes(),
+            Some(request),
+            request.closes(),
+            &date.text,
+        );
+        std::future::ready(Next::Continue)
+    }
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         }
     }
     if request.method() != Method::POST {
-        error_body(&mut out, INVALID_REQUEST, not_post_message());
+        error_body(&mut out, INVALID_REQUEST, &not_post_message());
         let allow = ("allow", HeaderValue::from_static("POST"));
         let body = if request.method() == Method::HEAD { Vec::new() } else { out };
         send(&mut reply, StatusCode::METHOD_NOT_ALLOWED, Some(allow), body);
@@ -122,7 +122,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         .get(http::header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok());
     let Some(body) = read_body(request.into_body(), declared, shared.max_body_bytes).await else {
-        error_body(&mut out, INVALID_REQUEST, too_large_message(shared.max_body_bytes));
+        error_body(&mut out, INVALID_REQUEST, &too_large_message(shared.max_body_bytes));
         send(&mut reply, StatusCode::PAYLOAD_TOO_LARGE, None, out);
         return;
     };

@@ -27,7 +27,7 @@ mod ethereum;
 mod faults;
 mod h2;
 mod http;
-mod prng;
+pub(crate) mod prng;
 mod rest;
 mod server;
 mod solana;

@@ -16,7 +16,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer};
@@ -32,6 +31,7 @@ use super::solana::SolanaNode;
 use super::static_chain::Plain;
 use super::ws::{WsState, WsStats};
 use super::{h2, http, prng, static_chain, tls, ws, Chain, MockError, MockOptions};
+use crate::http_server::{ServerThread, StartError};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,12 +199,10 @@ impl Dispatcher {
 /// A running mock node. Stops (gracefully, joining its threads) on [`MockServer::stop`] or drop.
 #[derive(Debug)]
 pub struct MockServer {
-    addr: SocketAddr,
     chain: Chain,
     /// Where the self-signed certificate was written, when serving HTTPS.
     certificate: Option<PathBuf>,
-    shutdown: Option<watch::Sender<bool>>,
-    thread: Option<JoinHandle<()>>,
+    server: ServerThread,
     shared: Arc<Shared>,
 }
 
@@ -214,62 +212,39 @@ impl MockServer {
     /// thread). Returns once the socket is listening.
     pub fn start(options: MockOptions) -> Result<MockServer, MockError> {
         options.validate()?;
-        let std_listener = crate::listen::bind(options.listen)
-            .map_err(|source| MockError::Bind { addr: options.listen, source })?;
-        let addr =
-            std_listener.local_addr().map_err(|source| MockError::Bind { addr: options.listen, source })?;
-        std_listener.set_nonblocking(true).map_err(|source| MockError::Bind { addr, source })?;
-        let runtime = if options.threads == 1 {
-            tokio::runtime::Builder::new_current_thread().enable_all().build()
-        } else {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(options.threads)
-                .thread_name("rpcbench-mock")
-                .enable_all()
-                .build()
-        }
-        .map_err(MockError::Runtime)?;
-        let listener = {
-            let _entered = runtime.enter();
-            TcpListener::from_std(std_listener).map_err(|source| MockError::Bind { addr, source })?
-        };
         let prepared = options.tls.as_ref().map(|tls| tls::prepare(tls, options.http2)).transpose()?;
         let (acceptor, certificate) = match prepared {
             Some(prepared) => (Some(prepared.acceptor), Some(prepared.certificate)),
             None => (None, None),
         };
         let shared = Arc::new(Shared::new(&options, Instant::now()));
-        let (shutdown, shutdown_rx) = watch::channel(false);
         let server_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("rpcbench-mock-{}", options.chain))
-            .spawn(move || {
-                runtime.block_on(async move {
-                    tokio::spawn(ws::produce(shared.clone(), shutdown_rx.clone()));
-                    let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
-                });
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })
-            .map_err(MockError::Runtime)?;
-        Ok(MockServer {
-            addr,
-            chain: options.chain,
-            certificate,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
-            shared: server_shared,
-        })
+        let server = ServerThread::start(
+            options.listen,
+            options.threads,
+            &format!("rpcbench-mock-{}", options.chain),
+            Duration::from_secs(1),
+            move |listener, shutdown_rx| async move {
+                tokio::spawn(ws::produce(shared.clone(), shutdown_rx.clone()));
+                let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
+            },
+        )
+        .map_err(|error| match error {
+            StartError::Bind { addr, source } => MockError::Bind { addr, source },
+            StartError::Runtime(source) => MockError::Runtime(source),
+        })?;
+        Ok(MockServer { chain: options.chain, certificate, server, shared: server_shared })
     }
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.server.local_addr()
     }
 
     /// The server's URL, e.g. `http://127.0.0.1:8899/` (`https://` when serving TLS).
     pub fn url(&self) -> String {
         let scheme = if self.certificate.is_some() { "https" } else { "http" };
-        format!("{scheme}://{}/", self.addr)
+        format!("{scheme}://{}/", self.local_addr())
     }
 
     /// The PEM file of the self-signed certificate when serving TLS, for clients to trust.
@@ -285,7 +260,7 @@ impl MockServer {
     /// The WebSocket URL of the same port, e.g. `ws://127.0.0.1:8899/` (`wss://` with TLS).
     pub fn ws_url(&self) -> String {
         let scheme = if self.certificate.is_some() { "wss" } else { "ws" };
-        format!("{scheme}://{}/", self.addr)
+        format!("{scheme}://{}/", self.local_addr())
     }
 
     /// The WebSocket counters so far: notifications sent, dropped and duplicated by the
@@ -296,23 +271,8 @@ impl MockServer {
 
     /// Stops accepting connections, lets requests in flight finish (for up to two seconds)
     /// and joins the server's threads.
-    pub fn stop(mut self) {
-        self.shutdown_and_join();
-    }
-
-    fn shutdown_and_join(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(true);
-            if let Some(thread) = self.thread.take() {
-                let _ = thread.join();
-            }
-        }
-    }
-}
-
-impl Drop for MockServer {
-    fn drop(&mut self) {
-        self.shutdown_and_join();
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 

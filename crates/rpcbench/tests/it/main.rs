@@ -9,6 +9,7 @@ mod hostile;
 mod http2;
 mod metrics;
 mod monitor;
+mod proxy;
 mod rates;
 mod report;
 mod results;

@@ -1,0 +1,223 @@
+//! `rpcbench proxy` (and `rpcbench record`, the same with `-o FILE` recording required): a
+//! transparent JSON-RPC relay in front of an upstream that measures its own overhead per
+//! method, injects faults on the way back and records the traffic for `replay`. Runs until
+//! Ctrl-C or SIGTERM, then prints the overhead table (`-f text|json`, `-o FILE`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use rpcbench::compare::FieldPath;
+use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
+use rpcbench::settings::{Target, TlsOptions};
+
+use crate::args::duration;
+use crate::output;
+
+/// How the final table is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProxyFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Where to listen, e.g. 127.0.0.1:8546.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The node every request is relayed to (its path and query are used for every request).
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Write one line per relayed request to FILE (the traffic format `replay` reads).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// A response field left out of the recorded digests (repeatable), e.g. result.blockhash.
+    #[arg(long, value_name = "PATH")]
+    pub ignore_field: Vec<String>,
+    /// Serve the proxy's live figures to Prometheus on this address (GET /metrics).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Added before every answer, e.g. 5ms.
+    #[arg(long, value_parser = duration, value_name = "DUR")]
+    pub latency: Option<Duration>,
+    /// Share of requests answered with a JSON-RPC error -32603 (HTTP 200) instead of the
+    /// upstream's answer.
+    #[arg(long, value_name = "P", default_value = "0", allow_hyphen_values = true)]
+    pub error_rate: f64,
+    /// Share of requests whose connection is closed without an answer.
+    #[arg(long, value_name = "P", default_value = "0", allow_hyphen_values = true)]
+    pub drop_rate: f64,
+    /// Seed of the fault draws.
+    #[arg(long, default_value = "0")]
+    pub seed: u64,
+    /// Runtime worker threads.
+    #[arg(long, default_value = "1")]
+    pub threads: usize,
+    /// Most connections open to the upstream at once.
+    #[arg(long, default_value = "64")]
+    pub upstream_connections: usize,
+    /// The longest wait for the upstream's answer.
+    #[arg(long, value_parser = duration, default_value = "30s", value_name = "DUR")]
+    pub upstream_timeout: Duration,
+    /// Accept any certificate from an https upstream.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust this PEM certificate for an https upstream.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// The final table's format.
+    #[arg(short = 'f', long, value_enum, default_value = "text")]
+    pub format: ProxyFormat,
+    /// Write the final table to FILE instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Where to listen, e.g. 127.0.0.1:8546.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The node every request is relayed to.
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// The traffic file to write.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// A response field left out of the recorded digests (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub ignore_field: Vec<String>,
+    /// Runtime worker threads.
+    #[arg(long, default_value = "1")]
+    pub threads: usize,
+    /// Accept any certificate from an https upstream.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust this PEM certificate for an https upstream.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+}
+
+impl From<RecordArgs> for ProxyArgs {
+    fn from(args: RecordArgs) -> Self {
+        ProxyArgs {
+            listen: args.listen,
+            upstream: args.upstream,
+            record: Some(args.output),
+            ignore_field: args.ignore_field,
+            metrics_listen: None,
+            latency: None,
+            error_rate: 0.0,
+            drop_rate: 0.0,
+            seed: 0,
+            threads: args.threads,
+            upstream_connections: 64,
+            upstream_timeout: Duration::from_secs(30),
+            insecure: args.insecure,
+            cacert: args.cacert,
+            format: ProxyFormat::Text,
+            output: None,
+        }
+    }
+}
+
+/// The validated options, or a usage error naming the flag.
+fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), String> {
+    let listen: SocketAddr = args
+        .listen
+        .parse()
+        .map_err(|_| format!("--listen: '{}' is not an address like 127.0.0.1:8546", args.listen))?;
+    let upstream = Target::parse(&args.upstream).map_err(|error| format!("--upstream: {error}"))?;
+    let metrics = args
+        .metrics_listen
+        .as_deref()
+        .map(|text| {
+            text.parse::<SocketAddr>().map_err(|_| format!("--metrics-listen: '{text}' is not an address"))
+        })
+        .transpose()?;
+    let mut ignore_fields = Vec::new();
+    for text in &args.ignore_field {
+        ignore_fields.push(FieldPath::parse(text).map_err(|error| format!("--ignore-field: {error}"))?);
+    }
+    let mut options = ProxyOptions::new(listen, upstream);
+    options.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    options.record = args.record.clone();
+    options.ignore_fields = ignore_fields;
+    options.latency = args.latency.unwrap_or_default();
+    options.error_rate = args.error_rate;
+    options.drop_rate = args.drop_rate;
+    options.seed = args.seed;
+    options.threads = args.threads;
+    options.upstream_connections = args.upstream_connections;
+    options.upstream_timeout = args.upstream_timeout;
+    options.validate().map_err(|error| error.to_string())?;
+    Ok((options, metrics))
+}
+
+/// Runs `record`: the proxy, recording to `-o FILE`.
+pub fn run_record(args: RecordArgs) -> ExitCode {
+    run(args.into())
+}
+
+/// Runs the proxy until Ctrl-C or SIGTERM, then writes the table. Exit 2 for bad flags
+/// (a listen address in use included), 1 when it cannot start otherwise.
+pub fn run(args: ProxyArgs) -> ExitCode {
+    let (options, metrics) = match options(&args) {
+        Ok(options) => options,
+        Err(message) => return output::usage_error(message),
+    };
+    let upstream = options.upstream.redacted();
+    let proxy = match Proxy::start_with_metrics(options, metrics) {
+        Ok(proxy) => proxy,
+        Err(
+            error @ (ProxyError::Invalid { .. }
+            | ProxyError::Bind { .. }
+            | ProxyError::Metrics { .. }
+            | ProxyError::Upstream(_)
+            | ProxyError::Record { .. }),
+        ) => return output::usage_error(error),
+        Err(error) => return output::failure(error),
+    };
+    eprintln!("rpcbench proxy: listening on {} in front of {upstream}", proxy.url());
+    if let Some(url) = proxy.metrics_url() {
+        eprintln!("rpcbench proxy: metrics on {url}");
+    }
+    if let Some(path) = &args.record {
+        eprintln!("rpcbench proxy: recording to {}", path.display());
+    }
+    let waited = tokio::runtime::Builder::new_current_thread().enable_all().build().and_then(|runtime| {
+        runtime.block_on(async {
+            #[cfg(unix)]
+            {
+                let mut terminate =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    result = tokio::signal::ctrl_c() => result,
+                    _ = terminate.recv() => Ok(()),
+                }
+            }
+            #[cfg(not(unix))]
+            tokio::signal::ctrl_c().await
+        })
+    });
+    if let Err(error) = waited {
+        eprintln!("error: cannot wait for Ctrl-C: {error}");
+    }
+    eprintln!("rpcbench proxy: stopping");
+    let stats = proxy.stop();
+    let text = match args.format {
+        ProxyFormat::Text => stats.render_text(),
+        ProxyFormat::Json => format!("{:#}\n", stats.to_json()),
+    };
+    match &args.output {
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => output::failure(format!("-o {}: {error}", path.display())),
+        },
+        None => output::print_stdout(&text),
+    }
+}

@@ -1,0 +1,264 @@
+//! The proxy in-process: batches pass through byte for byte with ids echoed, an upstream that
+//! is down gets 502s counted by cause and the proxy serves again once it is back, the fault
+//! knobs' counts are exact for a seed, and the live metrics show the phases.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+use rpcbench::proxy::{Proxy, ProxyOptions, UpstreamFailure, BATCH_KEY};
+use rpcbench::settings::Target;
+
+fn options(upstream: &str) -> ProxyOptions {
+    ProxyOptions::new("127.0.0.1:0".parse().unwrap(), Target::parse(upstream).unwrap())
+}
+
+/// One response read off `reader`: status and body (Content-Length framing); `None` when the
+/// connection closed first.
+fn read_response(reader: &mut BufReader<TcpStream>) -> Option<(u16, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let status: u16 = line.split(' ').nth(1)?.parse().ok()?;
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((status, body))
+}
+
+fn post(stream: &mut TcpStream, body: &[u8], extra: &str) {
+    let head = format!("POST / HTTP/1.1\r\nHost: x\r\n{extra}Content-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+}
+
+fn connect(addr: SocketAddr) -> (TcpStream, BufReader<TcpStream>) {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let reader = BufReader::new(stream.try_clone().unwrap());
+    (stream, reader)
+}
+
+/// An upstream that answers one request with `answer` and sends the raw request it got.
+fn raw_upstream(answer: &'static [u8]) -> (SocketAddr, mpsc::Receiver<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (sender, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|line| {
+                        line.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            answer.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(answer).unwrap();
+        sender.send(got).unwrap();
+    });
+    (addr, received)
+}
+
+#[test]
+fn batches_pass_through_byte_for_byte_with_ids_echoed() {
+    let answer: &'static [u8] =
+        b"[ {\"jsonrpc\":\"2.0\",\"id\":\"b\",\"result\":1},{\"id\" : 7 ,\"jsonrpc\":\"2.0\",\"result\":\"0xAb\"} ]";
+    let (upstream, received) = raw_upstream(answer);
+    let proxy = Proxy::start(options(&format!("http://{upstream}/rpc/path?x=1"))).unwrap();
+    let batch = br#"[ {"jsonrpc":"2.0","id":"b","method":"getSlot"} , {"jsonrpc":"2.0","id":7,"method":"eth_chainId","params":[]}]"#;
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    post(&mut stream, batch, "Authorization: Bearer t0ken\r\n");
+    let (status, body) = read_response(&mut reader).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body, answer, "the upstream's body comes back unchanged");
+    let got = received.recv_timeout(Duration::from_secs(10)).unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("POST /rpc/path?x=1 HTTP/1.1\r\n"), "{text}");
+    assert!(text.contains("Authorization: Bearer t0ken\r\n"), "{text}");
+    assert!(got.ends_with(batch), "the batch went upstream byte for byte: {text}");
+    let stats = proxy.stop();
+    assert_eq!(stats.methods[BATCH_KEY].count(), 1);
+    assert_eq!(stats.requests, 1);
+}
+
+#[test]
+fn static_mock_answers_come_back_with_ids_echoed() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let proxy = Proxy::start(options(&node.url())).unwrap();
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    // Pipelined: both requests in one write, answered in order.
+    let mut both = Vec::new();
+    for id in ["\"x-1\"", "42"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot"}}"#);
+        both.extend_from_slice(
+            format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes(),
+        );
+    }
+    stream.write_all(&both).unwrap();
+    for id in ["\"x-1\"", "42"] {
+        let (status, body) = read_response(&mut reader).unwrap();
+        assert_eq!(status, 200);
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.contains(&format!("\"id\":{id}")), "{text}");
+    }
+    let stats = proxy.stop();
+    assert_eq!(stats.methods["getSlot"].count(), 2);
+}
+
+#[test]
+fn an_upstream_that_is_down_gets_502_counted_and_the_proxy_serves_again_once_it_is_back() {
+    // A free port: bound, then released.
+    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let proxy = Proxy::start(options(&format!("http://{addr}/"))).unwrap();
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#;
+    for _ in 0..3 {
+        post(&mut stream, body, "");
+        let (status, answer) = read_response(&mut reader).unwrap();
+        assert_eq!(status, 502);
+        let value: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(value["error"]["code"], -32603, "a JSON-RPC-shaped error");
+    }
+    assert_eq!(proxy.stats().upstream_failures.get(&UpstreamFailure::Connect), Some(&3));
+    let mut node_options = MockOptions::new(Chain::Static);
+    node_options.listen = addr;
+    let node = MockServer::start(node_options).unwrap();
+    post(&mut stream, body, "");
+    let (status, _) = read_response(&mut reader).unwrap();
+    assert_eq!(status, 200, "the same client connection is served once the upstream is back");
+    let stats = proxy.stop();
+    assert_eq!(stats.requests, 4);
+    assert_eq!(stats.upstream_failures.values().sum::<u64>(), 3);
+    node.stop();
+}
+
+#[test]
+fn an_upstream_that_breaks_mid_response_is_a_bad_response() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for _ in 0..2 {
+            let Ok((mut stream, _)) = listener.accept() else { return };
+            let mut chunk = [0u8; 4096];
+            let _ = stream.read(&mut chunk);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
+        }
+    });
+    let proxy = Proxy::start(options(&format!("http://{addr}/"))).unwrap();
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    post(&mut stream, br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#, "");
+    let (status, _) = read_response(&mut reader).unwrap();
+    assert_eq!(status, 502);
+    let stats = proxy.stop();
+    assert_eq!(stats.upstream_failures.get(&UpstreamFailure::BadResponse), Some(&1));
+}
+
+/// Sends `n` requests one at a time (reconnecting after a drop); returns the answers that
+/// were injected errors and the requests that got no answer.
+fn run_faults(options: ProxyOptions, n: usize) -> (u64, u64, rpcbench::proxy::ProxyStats) {
+    let proxy = Proxy::start(options).unwrap();
+    let (mut injected, mut dropped) = (0, 0);
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    for id in 0..n {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot"}}"#);
+        post(&mut stream, body.as_bytes(), "");
+        match read_response(&mut reader) {
+            Some((status, answer)) => {
+                assert_eq!(status, 200);
+                let value: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+                assert_eq!(value["id"], id, "the request's id is echoed");
+                if value["error"]["code"] == -32603 {
+                    injected += 1;
+                }
+            }
+            None => {
+                dropped += 1;
+                (stream, reader) = connect(proxy.local_addr());
+            }
+        }
+    }
+    (injected, dropped, proxy.stop())
+}
+
+#[test]
+fn fault_knobs_give_exact_counts_for_a_seed() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let mut faults = options(&node.url());
+    faults.error_rate = 0.25;
+    faults.drop_rate = 0.1;
+    faults.seed = 11;
+    let (injected, dropped, stats) = run_faults(faults.clone(), 200);
+    assert!(injected > 20 && dropped > 5, "{injected} injected, {dropped} dropped");
+    assert_eq!(stats.injected_errors, injected, "the proxy counts what the client saw");
+    assert_eq!(stats.dropped, dropped);
+    assert_eq!(stats.requests, 200);
+    let again = run_faults(faults.clone(), 200);
+    assert_eq!((again.0, again.1), (injected, dropped), "the same seed, the same faults");
+    faults.seed = 12;
+    let other = run_faults(faults, 200);
+    assert_ne!((other.0, other.1), (injected, dropped), "another seed, other draws");
+}
+
+#[test]
+fn the_metrics_endpoint_publishes_phases_by_method() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let proxy =
+        Proxy::start_with_metrics(options(&node.url()), Some("127.0.0.1:0".parse().unwrap())).unwrap();
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    post(&mut stream, br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#, "");
+    read_response(&mut reader).unwrap();
+    let metrics = proxy.metrics_url().unwrap();
+    let addr = metrics.trim_start_matches("http://").trim_end_matches("/metrics").to_string();
+    let mut scrape = TcpStream::connect(addr).unwrap();
+    scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    scrape.read_to_string(&mut text).unwrap();
+    for phase in ["read", "upstream", "write", "overhead"] {
+        assert!(
+            text.contains(&format!(
+                "rpcbench_proxy_phase_seconds_count{{phase=\"{phase}\",method=\"getSlot\"}} 1"
+            )),
+            "{text}"
+        );
+    }
+    assert!(text.contains("rpcbench_proxy_relayed_requests_total 1"), "{text}");
+    proxy.stop();
+}
