@@ -248,6 +248,12 @@ mod timerfd {
             }
         }
 
+        #[cfg(test)]
+        /// Tickets waiting for the timer.
+        pub(super) fn waiting(&self) -> usize {
+            self.waiters.heap.borrow().len()
+        }
+
         /// Releases what is due at `now` outside an expiry. When that emptied the slot the
         /// timerfd is armed for, the timer moves to the next deadline's slot (a system call
         /// instead of an expiry that would release nothing); with nothing left it stays armed
@@ -419,6 +425,34 @@ mod tests {
         assert_eq!(waiters.wake_due(at(1100)), Some(at(1250)));
         assert_eq!(waiters.wake_due(at(1200)), None);
         assert!(waiters.heap.borrow().is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reply_releases_the_tickets_due_in_its_slot() {
+        in_local_set(async {
+            let origin = Instant::now();
+            let width = Duration::from_millis(100);
+            let timer = PacingTimer::start(origin, width);
+            let sleeper = {
+                let timer = timer.clone();
+                tokio::task::spawn_local(async move { timer.sleep_until(origin + width * 3 / 2).await })
+            };
+            tokio::task::yield_now().await;
+            let hires = timer.hires.clone().unwrap();
+            assert_eq!(hires.waiting(), 1);
+            // A reply in the slot before the ticket's releases nothing.
+            timer.release_due(origin);
+            assert_eq!(hires.waiting(), 1);
+            // A reply in the ticket's slot releases it, before the worker handles any expiry
+            // (the thread blocks here, so the timer's driver cannot run).
+            while Instant::now() < origin + width {
+                std::thread::sleep(width / 10);
+            }
+            timer.release_due(Instant::now());
+            assert_eq!(hires.waiting(), 0);
+            sleeper.await.unwrap();
+        });
     }
 
     #[test]
