@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """bench/parse.py TOOL OUTFILE TIMEFILE -> one TSV line:
-rate  p50_us  p99_us  requests  errors  cpu_s  rss_kb"""
+rate  p50_us  p99_us  requests  errors  cpu_s  rss_kb
+TOOL: rpcbench, rpcbench-h2, rpcbench-ws, wrk, wrk2, h2load, oha. wrk2's percentiles are its
+corrected ones (from each request's intended time, its "Recorded Latency" block)."""
 import json, re, sys
 
 tool, out, timef = sys.argv[1:4]
@@ -15,11 +17,12 @@ try:
         j = json.loads(text)
         rate = j["requests"]["rate"]; reqs = j["requests"]["total"]; errs = j["requests"]["errors"]
         p50 = j["latency"]["percentiles"]["p50"]; p99 = j["latency"]["percentiles"]["p99"]
-    elif tool == "wrk":
+    elif tool in ("wrk", "wrk2"):
         reqs = int(re.search(r"(\d+) requests in", text).group(1))
         rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
         for pct, name in (("50", "p50"), ("99", "p99")):
-            m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s|m|h)\s*$" % pct, text, re.M)
+            # wrk prints "50%", wrk2 "50.000%" (the first such line: the corrected latencies).
+            m = re.search(r"^\s+%s(?:\.0+)?%%\s+([\d.]+)(us|ms|s|m|h)\s*$" % pct, text, re.M)
             v = dur_us(m.group(1), m.group(2))
             if name == "p50": p50 = v
             else: p99 = v

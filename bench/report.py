@@ -51,10 +51,14 @@ P(f"- Mode: {'QUICK smoke run' if meta.get('quick') == '1' else 'full run'}: DUR
 if meta.get("long_note"): P(f"- Note: {meta['long_note']}")
 P(f"- Tool versions: {meta.get('v_rpcbench')}; {meta.get('v_wrk')}; {meta.get('v_oha')}; {meta.get('v_nginx')}")
 if meta.get("oha_note"): P(f"- {meta['oha_note']}")
+if meta.get("v_wrk2"): P(f"- Open-loop peer: {meta['v_wrk2']}")
+if meta.get("wrk2_note"): P(f"- {meta['wrk2_note']}")
 P("- CPU µs/req = generator (user+sys) seconds from `/usr/bin/time -f '%U %S %M'` / requests × 1e6; "
   "peak RSS = `%M` (max resident set, KB) / 1024. Latencies in µs. "
   "Requests: rpcbench `requests.total`, wrk `N requests in`, oha sum of `statusCodeDistribution` plus errors "
   "(requests aborted by the `-z` deadline are not counted).")
+if meta.get("prio", "none") != "none":
+    P(f"- Server and generator ran under SCHED_FIFO priority {meta['prio']} (`chrt -f`, PRIO={meta['prio']}), to keep the rest of a busy machine off their cores.")
 P(f"- Load average at the end of the run (/proc/loadavg): {open('/proc/loadavg').read().strip()}")
 P("")
 P("Notes:")
@@ -130,7 +134,7 @@ P("| target req/s | tool | achieved req/s | achieved/target | p50 µs | p99 µs 
 P("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 rates = sorted({k[3] for k in runs if k[0] == "open"}, key=int)
 for r in rates:
-    for t in ("rpcbench", "oha"):
+    for t in ("rpcbench", "wrk2", "oha"):
         k = ("open", "nginx", t, r)
         if k not in runs: continue
         a = med(k, "rate")
@@ -232,6 +236,11 @@ for r in rates:
     v = ratio(a, int(r))
     goal(f"open loop achieved within 1% of {int(r):,} req/s (rpcbench)", v, lambda x: abs(x - 1) <= 0.01,
          f"{fmt(a)} req/s ({fmt(v,4)}x)")
+for r in rates:
+    a = med(("open", "nginx", "rpcbench", r), "cpu_us"); b = med(("open", "nginx", "wrk2", r), "cpu_us")
+    if b == b:  # wrk2 ran
+        goal(f"open loop CPU µs/req rpcbench ≤ wrk2 ({int(r):,} req/s)", ratio(a, b), lambda v: v <= 1.0,
+             f"{fmt(a,2)} vs {fmt(b,2)} µs ({fmt(ratio(a,b),3)}x)")
 for r in rates:
     a = med(("open", "nginx", "rpcbench", r), "cpu_us"); b = med(("open", "nginx", "oha", r), "cpu_us")
     goal(f"open loop CPU µs/req rpcbench ≤ 0.5x oha ({int(r):,} req/s)", ratio(a, b), lambda v: v <= 0.5,

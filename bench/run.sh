@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# rpcbench benchmark harness: rpcbench vs wrk vs oha (HTTP/1.1) and vs h2load (h2c), rpcbench
-# serve vs nginx.
+# rpcbench benchmark harness: rpcbench vs wrk vs oha (HTTP/1.1), vs wrk2 and oha in open loop,
+# vs h2load (h2c), rpcbench serve vs nginx.
 # Usage: bench/run.sh                 full run (DUR=10s, 3 repetitions, LONG=600s), ~20-25 min
 #        QUICK=1 bench/run.sh         smoke run (DUR=2s, 1 repetition, LONG=20s)
-# Env:   DUR=10s REPS=3 LONG=600 SAMPLE_AT=60 RATES="5000 20000" PORT_BASE=18080 OUT=bench/RESULTS.md
+# Env:   DUR=10s REPS=3 LONG=600 SAMPLE_AT=60 RATES="5000 20000 60000" PORT_BASE=18080 OUT=bench/RESULTS.md
+#        WRK2=/work/shared/tools/wrk2 (the open-loop peer; skipped, and said so, when absent)
+#        PRIO=50: server and generator under SCHED_FIFO at that priority (`chrt -f`), which keeps
+#        other work on a busy machine off their cores while they run (not set: ordinary priority)
 #        CASES="closed large open memory h2 ws" (a subset runs only those; write it to another OUT);
 #        "proxy" (not in the default set) runs bench/proxy_cost.sh: direct vs rpcbench proxy vs nginx
 #        H2_CONNS=4 H2_STREAMS=16
@@ -17,13 +20,14 @@ if [[ $QUICK == 1 ]]; then
 else
   DUR=${DUR:-10s}; REPS=${REPS:-3}; LONG=${LONG:-600}; SAMPLE_AT=${SAMPLE_AT:-60}
 fi
-RATES=${RATES:-"5000 20000"}
+RATES=${RATES:-"5000 20000 60000"}
 CASES=${CASES:-"closed large open memory h2 ws"}
 H2_CONNS=${H2_CONNS:-4}; H2_STREAMS=${H2_STREAMS:-16}
 has_case() { [[ " $CASES " == *" $1 "* ]]; }
 PORT_BASE=${PORT_BASE:-18080}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 SRV_CPU=0; GEN_CPU=1
+PRIO=${PRIO:-}; RT=(); [[ -n $PRIO ]] && RT=(chrt -f "$PRIO")
 P_NGINX=$PORT_BASE; P_STATIC=$((PORT_BASE + 1)); P_SOLANA=$((PORT_BASE + 2)); P_NGINX_H2=$((PORT_BASE + 3))
 WORK=$(mktemp -d /tmp/rpcbench-bench.XXXXXX)
 chmod 755 "$WORK"
@@ -65,6 +69,12 @@ log "cargo build --release"
 cargo build --release -q
 RPCB=$ROOT/target/release/rpcbench
 TOOLS=(rpcbench wrk); [[ -n $OHA ]] && TOOLS+=(oha)
+# wrk2 (constant throughput, coordinated-omission-correct) for the open-loop case.
+WRK2=${WRK2:-/work/shared/tools/wrk2}; WRK2_NOTE=""
+if [[ ! -x $WRK2 ]]; then
+  WRK2_NOTE="wrk2: not found at $WRK2 (see /work/shared/tools/README.md); the open-loop case runs without it"
+  log "$WRK2_NOTE"; WRK2=""
+fi
 
 # ---------------------------------------------------------------- meta
 {
@@ -73,12 +83,14 @@ TOOLS=(rpcbench wrk); [[ -n $OHA ]] && TOOLS+=(oha)
   echo "cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)"
   echo "kernel=$(uname -r)"
   echo "mem=$(free -g | awk '/^Mem:/{print $2" GiB"}')"
-  echo "quick=$QUICK"; echo "dur=$DUR"; echo "reps=$REPS"; echo "long=$LONG"; echo "sample_at=$SAMPLE_AT"
+  echo "prio=${PRIO:-none}"; echo "quick=$QUICK"; echo "dur=$DUR"; echo "reps=$REPS"; echo "long=$LONG"; echo "sample_at=$SAMPLE_AT"
   echo "v_rpcbench=$($RPCB --version) (git $(git rev-parse --short HEAD))"
   echo "v_wrk=$(wrk --version 2>&1 | head -1 | awk '{print $1" "$2}')"
   echo "v_oha=$([[ -n $OHA ]] && $OHA --version || echo 'oha not installed')"
   echo "v_nginx=$($NGINX -v 2>&1)"
   echo "oha_note=$OHA_NOTE"
+  echo "v_wrk2=$([[ -n $WRK2 ]] && echo "wrk2 ($WRK2)" || echo 'wrk2 not found')"
+  echo "wrk2_note=$WRK2_NOTE"
   [[ $QUICK != 1 && $LONG -lt 600 ]] && echo "long_note=LONG was shortened to ${LONG}s (instead of 600s) to fit the time budget."
 } >"$WORK/meta.txt"
 : >"$WORK/results.tsv"; : >"$WORK/commands.txt"; : >"$WORK/server_cpu.tsv"
@@ -100,9 +112,9 @@ start_server() {  # kind port
       mkdir -p "$WORK/nginx"
       sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$port|g" -e "s|@H2PORT@|$P_NGINX_H2|g" \
         "$ROOT/bench/nginx.conf" >"$WORK/nginx/nginx.conf"
-      cmd="taskset -c $SRV_CPU $NGINX -p $WORK/nginx -c $WORK/nginx/nginx.conf" ;;
+      cmd="taskset -c $SRV_CPU ${RT[*]} $NGINX -p $WORK/nginx -c $WORK/nginx/nginx.conf" ;;
     static|solana)
-      cmd="taskset -c $SRV_CPU $RPCB serve --chain $kind --listen 127.0.0.1:$port --threads 1" ;;
+      cmd="taskset -c $SRV_CPU ${RT[*]} $RPCB serve --chain $kind --listen 127.0.0.1:$port --threads 1" ;;
   esac
   echo "# server: $cmd" >>"$WORK/commands.txt"
   $cmd >"$WORK/server-$kind.log" 2>&1 &
@@ -129,13 +141,17 @@ gen() {
   case $tool in
     rpcbench)
       cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --format json -q)
-      if [[ $mode == closed ]]; then cmd+=(-c "$load"); else cmd+=(--rate "$load"); fi
+      # Open loop: at most 64 connections, as wrk2 -c64 and oha -c 64 have.
+      if [[ $mode == closed ]]; then cmd+=(-c "$load"); else cmd+=(--rate "$load" --max-connections 64); fi
       # nginx answers id 1 to everything: send id 1 and expect it back, so every response is
       # still classified (and counted ok) rather than flagged as an id mismatch.
       if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi ;;
     wrk)
       printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$body" >"$WORK/wrk-$target.lua"
       cmd=(wrk -t1 -c"$load" -d"$DUR" --latency -s "$WORK/wrk-$target.lua" "$url") ;;
+    wrk2)
+      printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$body" >"$WORK/wrk-$target.lua"
+      cmd=("$WRK2" -t1 -c64 -R"$load" -d"$DUR" --latency -s "$WORK/wrk-$target.lua" "$url") ;;
     rpcbench-h2)
       # load = CONNSxSTREAMS
       cmd=("$RPCB" run "$url" --body-file "$bodyf" -d "$DUR" --threads 1 --format json -q --h2c
@@ -157,7 +173,7 @@ gen() {
   for rep in $(seq "$REPS"); do
     RUN_N=$((RUN_N + 1)); out=$WORK/run$RUN_N.out; tf=$WORK/run$RUN_N.time
     local srv_before; srv_before=$(server_ticks)
-    taskset -c "$GEN_CPU" /usr/bin/time -o "$tf" -f '%U %S %M' "${cmd[@]}" >"$out" 2>"$WORK/run$RUN_N.err" \
+    taskset -c "$GEN_CPU" "${RT[@]}" /usr/bin/time -o "$tf" -f '%U %S %M' "${cmd[@]}" >"$out" 2>"$WORK/run$RUN_N.err" \
       || log "run $RUN_N ($tool) exited with $? (see $WORK/run$RUN_N.err)"
     # The server's own CPU during the run (user + system clock ticks of it and its children).
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$target" "$tool" "$load" "$rep" \
@@ -219,8 +235,9 @@ fi
 if has_case open || has_case memory; then
 start_server nginx "$P_NGINX"
 has_case open && for r in $RATES; do
-  for t in rpcbench oha; do
+  for t in rpcbench wrk2 oha; do
     [[ $t == oha && -z $OHA ]] && continue
+    [[ $t == wrk2 && -z $WRK2 ]] && continue
     gen open nginx "$t" "http://127.0.0.1:$P_NGINX/" "$SMALL" open "$r"
   done
 done

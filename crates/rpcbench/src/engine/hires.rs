@@ -5,11 +5,16 @@
 //! earliest pending deadline; the waiting connections sit in a heap and are woken when their
 //! time comes. Where a timerfd cannot be had, tokio's timer is used.
 //!
-//! One expiry wakes every ticket due within [`WAKE_SLACK`] of it, so that at high rates one
-//! wake-up (an `epoll_wait` return and a `timerfd_settime`) serves several tickets instead of
-//! one each. A ticket woken before its time is sent early by less than the slack, and its
-//! latency then counts from when it was sent (see `engine::Worker::record`): never from a later
-//! intended time, which would hide part of the response time.
+//! Tickets are released by time slots, as wrk2 does with its millisecond timer events: the
+//! schedule is cut into slots of [`slot_width`] (a few of the worker's gaps, at most
+//! [`MAX_EARLY`]), counted from the run's start, and the timer fires at the start of the next
+//! slot that holds a ticket, releasing every ticket due in that slot at once. A reply that wakes
+//! the worker also releases what is due in the current slot. So one wake-up sends several
+//! tickets, their replies come back together, and the wake-ups per request fall with the batch,
+//! instead of each ticket waking the worker on its own and each reply again. A ticket is sent
+//! early by less than one slot, never late for the slot's sake, and its latency then counts from
+//! when it was sent (see `engine::latency_start`): never from a later intended time, which would
+//! hide part of the response time. The rate is exact over every slot.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::{Ordering, Reverse};
@@ -20,11 +25,49 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// Tickets due within this much after a timer expiry are released by that expiry. 50 us is
-/// Linux's default timer slack for ordinary threads: a timer may fire that late anyway, so
-/// releasing tickets up to this early moves no ticket further from its time than the kernel
-/// already does, and at 20,000 requests/s (one every 50 us) halves the wake-ups or better.
+/// The narrowest slot: 50 us is Linux's default timer slack for ordinary threads, so a timer
+/// may fire that late anyway.
 pub const WAKE_SLACK: Duration = Duration::from_micros(50);
+
+/// The widest slot: a ticket is never sent a millisecond or more before its time (the
+/// granularity wrk2 and tokio's timer pace at).
+pub const MAX_EARLY: Duration = Duration::from_millis(1);
+
+/// How many of the worker's gaps one slot holds.
+const SLOT_GAPS: f64 = 8.0;
+
+/// The slot width for a worker that paces `rate` requests per second: [`SLOT_GAPS`] gaps of
+/// its schedule, within [`WAKE_SLACK`] and [`MAX_EARLY`].
+pub fn slot_width(rate: f64) -> Duration {
+    if rate.is_nan() || rate <= 0.0 {
+        return MAX_EARLY;
+    }
+    Duration::from_secs_f64((SLOT_GAPS / rate).min(MAX_EARLY.as_secs_f64())).clamp(WAKE_SLACK, MAX_EARLY)
+}
+
+/// The schedule cut into slots of `width` from `origin`: what a wake-up at an instant releases
+/// and when the timer fires for a deadline. Pure, tested by tables.
+#[derive(Debug, Clone, Copy)]
+struct Slots {
+    origin: Instant,
+    width: Duration,
+}
+
+impl Slots {
+    /// The start of the slot `at` falls in (the origin for anything before it).
+    fn start_of(&self, at: Instant) -> Instant {
+        let since = at.saturating_duration_since(self.origin).as_nanos();
+        let width = self.width.as_nanos().max(1);
+        let start = since - since % width;
+        self.origin + Duration::from_nanos(u64::try_from(start).unwrap_or(u64::MAX))
+    }
+
+    /// Whether a ticket due at `deadline` is released by a wake-up at `now`: it is due in the
+    /// slot of `now` or before.
+    fn is_due(&self, deadline: Instant, now: Instant) -> bool {
+        self.start_of(deadline) <= now.max(self.origin)
+    }
+}
 
 /// A per-worker pacing timer. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -33,10 +76,11 @@ pub struct PacingTimer {
 }
 
 impl PacingTimer {
-    /// A timer for the current worker. Must be called inside the worker's `LocalSet`: the
-    /// timerfd's driver runs there as a local task.
-    pub fn start() -> Self {
-        Self { hires: timerfd::Timerfd::start() }
+    /// A timer for the current worker that releases tickets by slots of `width` counted from
+    /// `origin`. Must be called inside the worker's `LocalSet`: the timerfd's driver runs there
+    /// as a local task.
+    pub fn start(origin: Instant, width: Duration) -> Self {
+        Self { hires: timerfd::Timerfd::start(Slots { origin, width }) }
     }
 
     /// A timer backed by tokio's 1 ms timer wheel only.
@@ -50,12 +94,19 @@ impl PacingTimer {
         self.hires.is_some()
     }
 
-    /// Waits until `deadline`, or up to [`WAKE_SLACK`] before it with the high-resolution
-    /// timer.
+    /// Waits until `deadline`, or with the high-resolution timer until the start of its slot.
     pub async fn sleep_until(&self, deadline: Instant) {
         match &self.hires {
             Some(timer) => WaitUntil { timer, deadline, registered: false }.await,
             None => tokio::time::sleep_until(deadline.into()).await,
+        }
+    }
+
+    /// The worker is awake anyway (a reply came in): releases the tickets due in the slot of
+    /// `now`, so that they go out on this wake-up rather than on an expiry of their own.
+    pub fn release_due(&self, now: Instant) {
+        if let Some(timer) = &self.hires {
+            timer.release_due(now);
         }
     }
 }
@@ -89,25 +140,30 @@ impl Ord for Waiter {
 }
 
 /// Deadlines waiting for the timer, earliest first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Waiters {
+    /// The slots that release tickets.
+    slots: Slots,
     heap: RefCell<BinaryHeap<Reverse<Waiter>>>,
     seq: Cell<u64>,
 }
 
 impl Waiters {
+    fn new(slots: Slots) -> Self {
+        Self { slots, heap: RefCell::default(), seq: Cell::default() }
+    }
+
     fn push(&self, deadline: Instant, waker: Waker) {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
         self.heap.borrow_mut().push(Reverse(Waiter { deadline, seq, waker }));
     }
 
-    /// Wakes every waiter due by `now` plus [`WAKE_SLACK`]; returns the next deadline, if any.
+    /// Wakes every waiter due in the slot of `now` or before; returns the next deadline, if any.
     fn wake_due(&self, now: Instant) -> Option<Instant> {
-        let release = now + WAKE_SLACK;
         let mut heap = self.heap.borrow_mut();
         while let Some(Reverse(first)) = heap.peek() {
-            if first.deadline > release {
+            if !self.slots.is_due(first.deadline, now) {
                 return Some(first.deadline);
             }
             if let Some(Reverse(waiter)) = heap.pop() {
@@ -130,7 +186,7 @@ impl Future for WaitUntil<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         // The same test as `Waiters::wake_due`: a waiter it wakes is ready.
-        if Instant::now() + WAKE_SLACK >= this.deadline {
+        if this.timer.is_due(this.deadline) {
             return Poll::Ready(());
         }
         if !this.registered {
@@ -155,19 +211,19 @@ mod timerfd {
     };
     use tokio::io::unix::AsyncFd;
 
-    use super::Waiters;
+    use super::{Slots, Waiters};
 
     /// One timerfd and the deadlines waiting on it.
     #[derive(Debug)]
     pub(super) struct Timerfd {
         fd: AsyncFd<OwnedFd>,
         waiters: Waiters,
-        /// The deadline the timerfd is armed for.
+        /// The slot start the timerfd is armed for.
         armed: Cell<Option<Instant>>,
     }
 
     impl Timerfd {
-        pub(super) fn start() -> Option<Rc<Self>> {
+        pub(super) fn start(slots: Slots) -> Option<Rc<Self>> {
             let fd =
                 timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)
                     .ok()?;
@@ -176,23 +232,47 @@ mod timerfd {
             // the condition the unsafe `register` asks for. The crate forbids `unsafe`.
             #[allow(deprecated)]
             let fd = AsyncFd::new(fd).ok()?;
-            let timer = Rc::new(Self { fd, waiters: Waiters::default(), armed: Cell::new(None) });
+            let timer = Rc::new(Self { fd, waiters: Waiters::new(slots), armed: Cell::new(None) });
             tokio::task::spawn_local(drive(Rc::downgrade(&timer)));
             Some(timer)
         }
 
+        pub(super) fn is_due(&self, deadline: Instant) -> bool {
+            self.waiters.slots.is_due(deadline, Instant::now())
+        }
+
         pub(super) fn wait(&self, deadline: Instant, waker: Waker) {
             self.waiters.push(deadline, waker);
-            if self.armed.get().is_none_or(|armed| deadline < armed) {
+            if self.armed.get().is_none_or(|armed| self.waiters.slots.start_of(deadline) < armed) {
                 self.arm(deadline);
             }
         }
 
-        /// Arms the timer relative to now. (An absolute CLOCK_MONOTONIC time would need
+        #[cfg(test)]
+        /// Tickets waiting for the timer.
+        pub(super) fn waiting(&self) -> usize {
+            self.waiters.heap.borrow().len()
+        }
+
+        /// Releases what is due at `now` outside an expiry. When that emptied the slot the
+        /// timerfd is armed for, the timer moves to the next deadline's slot (a system call
+        /// instead of an expiry that would release nothing); with nothing left it stays armed
+        /// and its expiry finds nothing to do.
+        pub(super) fn release_due(&self, now: Instant) {
+            let next = self.waiters.wake_due(now);
+            if let (Some(armed), Some(next)) = (self.armed.get(), next) {
+                if armed < self.waiters.slots.start_of(next) {
+                    self.arm(next);
+                }
+            }
+        }
+
+        /// Arms the timer for the start of `deadline`'s slot, relative to now. (An absolute CLOCK_MONOTONIC time would need
         /// `clock_gettime` through rustix's vDSO lookup, which crashes under valgrind; the
         /// nanoseconds between `Instant::now` and the system call do not matter here.)
         fn arm(&self, deadline: Instant) {
-            let delay = deadline.saturating_duration_since(Instant::now());
+            let at = self.waiters.slots.start_of(deadline);
+            let delay = at.saturating_duration_since(Instant::now());
             // A zero value would disarm the timer: a deadline already passed fires in 1 ns.
             let value = Timespec {
                 tv_sec: delay.as_secs() as i64,
@@ -200,7 +280,7 @@ mod timerfd {
             };
             let spec = Itimerspec { it_interval: Timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
             if timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &spec).is_ok() {
-                self.armed.set(Some(deadline));
+                self.armed.set(Some(at));
             }
         }
     }
@@ -238,11 +318,17 @@ mod timerfd {
     pub(super) struct Timerfd;
 
     impl Timerfd {
-        pub(super) fn start() -> Option<Rc<Self>> {
+        pub(super) fn start(_slots: super::Slots) -> Option<Rc<Self>> {
             None
         }
 
+        pub(super) fn is_due(&self, _deadline: Instant) -> bool {
+            true
+        }
+
         pub(super) fn wait(&self, _deadline: Instant, _waker: Waker) {}
+
+        pub(super) fn release_due(&self, _now: Instant) {}
     }
 }
 
@@ -260,9 +346,9 @@ mod tests {
     #[test]
     fn sleepers_wake_at_or_after_their_deadline_in_order() {
         in_local_set(async {
-            let timer = PacingTimer::start();
-            assert_eq!(timer.is_high_resolution(), cfg!(target_os = "linux"));
             let start = Instant::now();
+            let timer = PacingTimer::start(start, WAKE_SLACK);
+            assert_eq!(timer.is_high_resolution(), cfg!(target_os = "linux"));
             let woke = Rc::new(RefCell::new(Vec::new()));
             let mut tasks = Vec::new();
             // Registered out of order, several sharing a deadline.
@@ -288,26 +374,92 @@ mod tests {
     }
 
     #[test]
-    fn one_expiry_releases_every_ticket_due_within_the_slack() {
-        let waiters = Waiters::default();
+    fn slots_are_a_few_gaps_wide_within_the_bounds() {
+        let cases = [
+            // (rate per worker, slot width in µs)
+            (1000.0, 1000),
+            (5000.0, 1000),
+            (8000.0, 1000),
+            (20_000.0, 400),
+            (60_000.0, 133),
+            (160_000.0, 50),
+            (1_000_000.0, 50),
+            (0.0, 1000),
+            (f64::NAN, 1000),
+        ];
+        for (rate, micros) in cases {
+            assert_eq!(slot_width(rate).as_micros(), micros, "rate {rate}");
+        }
+    }
+
+    #[test]
+    fn a_wake_up_releases_every_ticket_of_its_slot_and_no_later_one() {
         let t0 = Instant::now();
         let at = |micros: u64| t0 + Duration::from_micros(micros);
-        for micros in [1000, 1000 + 30, 1000 + 50, 1000 + 51, 1200] {
+        let slots = Slots { origin: t0, width: Duration::from_micros(100) };
+        let cases = [
+            // (deadline µs, wake-up µs, released)
+            (0, 0, true),
+            (99, 0, true),
+            (100, 99, false),
+            (100, 100, true),
+            (199, 100, true),
+            (250, 199, false),
+            (150, 300, true),
+        ];
+        for (deadline, now, released) in cases {
+            assert_eq!(slots.is_due(at(deadline), at(now)), released, "due {deadline} at {now}");
+        }
+        assert_eq!(slots.start_of(at(250)), at(200));
+        assert_eq!(slots.start_of(t0 - Duration::from_micros(5)), t0, "before the origin: its slot");
+
+        let waiters = Waiters::new(slots);
+        for micros in [1000, 1030, 1099, 1100, 1250] {
             waiters.push(at(micros), Waker::noop().clone());
         }
-        // The timer fires at the first deadline: the next two ride along, 1,051 waits.
-        assert_eq!(waiters.wake_due(at(1000)), Some(at(1051)));
+        // The timer fires at the slot's start: the slot's three tickets go, 1,100 waits.
+        assert_eq!(waiters.wake_due(at(1000)), Some(at(1100)));
         assert_eq!(waiters.heap.borrow().len(), 2);
-        assert_eq!(waiters.wake_due(at(1051)), Some(at(1200)));
-        assert_eq!(waiters.wake_due(at(1150)), None);
+        // A reply late in the slot releases nothing more.
+        assert_eq!(waiters.wake_due(at(1090)), Some(at(1100)));
+        assert_eq!(waiters.wake_due(at(1100)), Some(at(1250)));
+        assert_eq!(waiters.wake_due(at(1200)), None);
         assert!(waiters.heap.borrow().is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reply_releases_the_tickets_due_in_its_slot() {
+        in_local_set(async {
+            let origin = Instant::now();
+            let width = Duration::from_millis(100);
+            let timer = PacingTimer::start(origin, width);
+            let sleeper = {
+                let timer = timer.clone();
+                tokio::task::spawn_local(async move { timer.sleep_until(origin + width * 3 / 2).await })
+            };
+            tokio::task::yield_now().await;
+            let hires = timer.hires.clone().unwrap();
+            assert_eq!(hires.waiting(), 1);
+            // A reply in the slot before the ticket's releases nothing.
+            timer.release_due(origin);
+            assert_eq!(hires.waiting(), 1);
+            // A reply in the ticket's slot releases it, before the worker handles any expiry
+            // (the thread blocks here, so the timer's driver cannot run).
+            while Instant::now() < origin + width {
+                std::thread::sleep(width / 10);
+            }
+            timer.release_due(Instant::now());
+            assert_eq!(hires.waiting(), 0);
+            sleeper.await.unwrap();
+        });
     }
 
     #[test]
     fn a_deadline_in_the_past_is_ready_at_once() {
         in_local_set(async {
-            let timer = PacingTimer::start();
             let started = Instant::now();
+            let timer = PacingTimer::start(started, WAKE_SLACK);
             timer.sleep_until(started - Duration::from_millis(5)).await;
             assert!(started.elapsed() < Duration::from_millis(100));
         });
@@ -316,8 +468,8 @@ mod tests {
     #[test]
     fn an_earlier_deadline_rearms_the_timer() {
         in_local_set(async {
-            let timer = PacingTimer::start();
             let start = Instant::now();
+            let timer = PacingTimer::start(start, WAKE_SLACK);
             let late = {
                 let timer = timer.clone();
                 tokio::task::spawn_local(async move {

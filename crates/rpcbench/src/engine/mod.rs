@@ -438,6 +438,9 @@ struct WorkerPlan {
     requests: Option<u64>,
     /// Open loop only.
     pacer: Option<Box<dyn pacer::Pacer>>,
+    /// Open loop: the width of the slots that release tickets together
+    /// ([`hires::slot_width`] of the worker's highest rate).
+    slot_width: Duration,
 }
 
 /// Splits `total` into `parts` shares that differ by at most one.
@@ -470,6 +473,7 @@ impl WorkerPlan {
                     max_connections: mine,
                     requests,
                     pacer: None,
+                    slot_width: hires::WAKE_SLACK,
                 }
             }
             Load::Open { rate, arrivals, max_connections } => {
@@ -479,6 +483,8 @@ impl WorkerPlan {
                 let curve = std::sync::Arc::new(
                     config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
                 );
+                // The slots follow the busiest stage: the narrowest slots of the run.
+                let slot_width = hires::slot_width(curve.max_level() / slice.count as f64);
                 let pacer = pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed);
                 Self {
                     local,
@@ -489,6 +495,7 @@ impl WorkerPlan {
                     max_connections: max_mine,
                     requests,
                     pacer: Some(pacer),
+                    slot_width,
                 }
             }
         }
@@ -519,7 +526,8 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
     local.block_on(&runtime, async move {
         let hard_end = driver.shared.clock.hard_end;
         if driver.pacer.borrow().is_some() {
-            driver.pacing.get_or_init(hires::PacingTimer::start);
+            let (origin, width) = (driver.shared.clock.start, driver.plan.slot_width);
+            driver.pacing.get_or_init(|| hires::PacingTimer::start(origin, width));
         }
         for _ in 0..driver.plan.initial_connections {
             driver.spawn_connection();
@@ -802,7 +810,7 @@ impl<T, P> Worker<T, P> {
 
 /// Where a request's (corrected) latency starts. Closed loop: at the send. Open loop: at the
 /// intended time when the request left late (coordinated omission correction), and at the send
-/// when the pacing timer released it early (by less than [`hires::WAKE_SLACK`]): either way the
+/// when the pacing timer released it early (within its slot, [`hires::slot_width`]): either way the
 /// earlier instant, so a latency is never shorter than the exchange itself.
 fn latency_start(intended: Option<Instant>, sent: Instant) -> Instant {
     intended.map_or(sent, |intended| intended.min(sent))
@@ -947,6 +955,12 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             }
         };
         let done = Instant::now();
+        if open_loop {
+            // Awake for this reply anyway: what is due next goes out on this wake-up.
+            if let Some(pacing) = worker.pacing.get() {
+                pacing.release_due(done);
+            }
+        }
         worker.in_flight.set(worker.in_flight.get() - 1);
         guard.held = None;
         let slots = &guard.slots;
