@@ -178,7 +178,7 @@ fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Worklo
 
 /// Applies the flags to every target's configuration, validates them, and parses the
 /// thresholds.
-fn finish_plan(
+pub(crate) fn finish_plan(
     args: &RunArgs,
     targets: Vec<(String, RunConfig)>,
     mut thresholds: Vec<Threshold>,
@@ -488,14 +488,20 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let mut plan = match to_plan(&args) {
+    let plan = match to_plan(&args) {
         Ok(plan) => plan,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
         Err(err) if err.setting == SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
+    run_plan(&args, plan)
+}
+
+/// Runs a validated plan as `run` does (`replay` builds its own plan and runs it here): the
+/// progress bar, Ctrl-C, monitoring, live metrics, thresholds, the report and `--save`.
+pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     if plan.targets.len() > 1 {
-        return crate::run_targets::run(&args, plan);
+        return crate::run_targets::run(args, plan);
     }
     if let Some(path) = &args.save {
         if let Err(err) = check_save_path(path) {

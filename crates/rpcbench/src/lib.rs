@@ -39,7 +39,8 @@
 //! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
 //!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
 //! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
-//!   recording and for replay.
+//!   recording and for replay; [`replay::Replay`] sends a recording's requests (or a vegeta
+//!   targets file's, or a file of bodies) in order through the engine, at its recorded pace.
 
 pub mod capacity;
 pub mod capacity_file;
@@ -59,6 +60,7 @@ pub mod printable;
 pub mod protocol;
 pub mod record;
 pub mod redact;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod sample;

@@ -40,6 +40,7 @@ use tokio::sync::{watch, Notify};
 use crate::jsonrpc;
 use crate::outcome::{InvalidKind, Outcome};
 use crate::protocol::batch::JsonRpcBatch;
+use crate::protocol::replay::Replayed;
 use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
 use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
@@ -265,6 +266,24 @@ impl Run {
     /// Runs to the end (or until stopped) and returns what was measured. Blocks the caller.
     pub fn execute(self) -> Result<RunRecord, EngineError> {
         let config = self.config.clone();
+        if let Some(replay) = &config.replay {
+            let replayed = || Replayed::new(replay.clone(), config.check);
+            return match &self.transport {
+                RunTransport::Http1(http1) => {
+                    let transport = http1.clone();
+                    self.execute_with(transport, replayed)
+                }
+                RunTransport::Http2(http2) => {
+                    let transport = http2.clone();
+                    self.execute_with(transport, replayed)
+                }
+                // Refused by the configuration's checks.
+                RunTransport::WebSocket(websocket) => {
+                    let transport = websocket.clone();
+                    self.execute_with(transport, replayed)
+                }
+            };
+        }
         let batch = || JsonRpcBatch::new(config.workload.clone(), config.check, config.batch);
         let single = || SingleCall::new(config.workload.clone(), config.check);
         match &self.transport {
@@ -479,7 +498,11 @@ impl WorkerPlan {
                 let curve = std::sync::Arc::new(
                     config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
                 );
-                let pacer = pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed);
+                let schedule = config.replay.as_ref().and_then(|replay| replay.schedule.clone());
+                let pacer: Box<dyn pacer::Pacer> = match schedule {
+                    Some(schedule) => Box::new(pacer::RecordedPacer::new(schedule, slice.index, slice.count)),
+                    None => pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed),
+                };
                 Self {
                     local,
                     workers,
@@ -591,6 +614,9 @@ struct Worker<T, P> {
     draw: RefCell<Draw>,
     /// Measured tickets handed out.
     measured_taken: Cell<u64>,
+    /// Tickets handed out, warmup included (the k-th is ticket `slice.index + k * slice.count`
+    /// of the whole run, the one the pacer's k-th offset is for).
+    tickets_taken: Cell<u64>,
     /// Open loop: the next ticket's offset, drawn from the pacer but not yet taken.
     pacer: RefCell<Option<Box<dyn pacer::Pacer>>>,
     /// Connections alive.
@@ -621,6 +647,8 @@ struct Ticket {
     intended: Option<Instant>,
     /// Whether the request is recorded (not warmup).
     measured: bool,
+    /// The ticket's global index in the whole run (see [`Draw::ticket`]).
+    index: u64,
 }
 
 impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
@@ -635,6 +663,7 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             fixed_id: shared.config.fixed_id,
             turn: index,
             turn_stride: plan.slice.count as u64,
+            ticket: 0,
         };
         let pacer = plan.pacer.take();
         Self {
@@ -643,6 +672,7 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             transport,
             protocol,
             measured_taken: Cell::new(0),
+            tickets_taken: Cell::new(0),
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
@@ -699,16 +729,20 @@ impl<T, P> Worker<T, P> {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket { intended: None, measured: now >= clock.measure_start }
+                Ticket { intended: None, measured: now >= clock.measure_start, index: 0 }
             }
             Some(pacer) => {
                 let intended = clock.start + pacer.next_offset();
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket { intended: Some(intended), measured: intended >= clock.measure_start }
+                Ticket { intended: Some(intended), measured: intended >= clock.measure_start, index: 0 }
             }
         };
+        let taken = self.tickets_taken.get();
+        self.tickets_taken.set(taken + 1);
+        let ticket =
+            Ticket { index: self.plan.slice.index as u64 + taken * self.plan.slice.count as u64, ..ticket };
         if ticket.measured {
             self.measured_taken.set(self.measured_taken.get() + 1);
         }
@@ -892,7 +926,11 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         }
         request.clear();
         guard.slots.clear();
-        worker.protocol.encode(&mut worker.draw.borrow_mut(), &mut guard.slots, &mut request);
+        {
+            let mut draw = worker.draw.borrow_mut();
+            draw.ticket = ticket.index;
+            worker.protocol.encode(&mut draw, &mut guard.slots, &mut request);
+        }
         let mut connect_time = None;
         let current = match lane.as_mut() {
             Some(current) => current,
