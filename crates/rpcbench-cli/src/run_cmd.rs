@@ -195,6 +195,8 @@ pub(crate) fn finish_plan(
             false => err,
         };
         apply_flags(args, &mut config).map_err(named)?;
+        // A replay without --loop sends each request once, whatever -d says.
+        rpcbench::replay::bound_to_one_pass(&mut config);
         config.validate().map_err(named)?;
         checked.push((name, config));
     }

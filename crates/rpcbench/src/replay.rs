@@ -17,6 +17,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::compare::FieldPath;
+use crate::engine::config::{Arrivals, Length, Load, RunConfig};
+use crate::settings::Target;
 use crate::targets::HttpTarget;
 use crate::traffic::{methods_of, TrafficFile};
 use crate::transport::HttpMethod;
@@ -238,7 +240,7 @@ impl Replay {
                 place: format!("{}:{}:1", path.display(), target.line),
                 message,
             };
-            let parsed = crate::settings::Target::parse(&target.url).map_err(|err| at(err.message))?;
+            let parsed = Target::parse(&target.url).map_err(|err| at(err.message))?;
             let jsonrpc = target.method == HttpMethod::Post
                 && target.headers.iter().all(|(name, _)| name.eq_ignore_ascii_case("content-type"))
                 && !methods_of(&target.body).is_empty();
@@ -321,6 +323,50 @@ impl Replay {
         Workload::new(calls).expect("names are unique and at least one")
     }
 
+    /// Paces the replay as its flags say: a speed scales the recorded offsets (a traffic
+    /// file's default, 1x); a fixed rate or a closed loop (`rate_or_connections`) leaves the
+    /// pacing to the run. A speed with either, or on a file without offsets, is refused.
+    pub fn pace(&mut self, speed: Option<f64>, rate_or_connections: Option<&str>) -> Result<(), ReplayError> {
+        let refuse = |message: String| Err(ReplayError { place: "--speed".into(), message });
+        match (speed, rate_or_connections) {
+            (Some(_), Some(flag)) => {
+                return refuse(format!("paces by the recorded offsets: it goes without {flag}"));
+            }
+            (Some(_), None) if !self.has_offsets() => {
+                return refuse(
+                    "this file has no recorded offsets (vegeta targets, bodies): use --rate R or closed \
+                     loop (-c N)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        match speed.or((rate_or_connections.is_none() && self.has_offsets()).then_some(1.0)) {
+            Some(speed) => self.pace_at_speed(speed),
+            None => Ok(()),
+        }
+    }
+
+    /// A run of this replay against `target`: open loop at the recorded pace, or closed loop
+    /// (50 connections, as `run`) until the run's settings say otherwise; one pass of the file
+    /// unless it loops (10 s then, as `run`). Settings applied later should end with
+    /// [`bound_to_one_pass`].
+    pub fn into_config(self, target: Target) -> RunConfig {
+        let mut config = RunConfig::new(target, self.workload());
+        config.load = match &self.schedule {
+            Some(schedule) => {
+                Load::Open { rate: schedule.mean_rate(), arrivals: Arrivals::Uniform, max_connections: 1024 }
+            }
+            None => Load::Closed { connections: 50 },
+        };
+        config.length = match self.looped {
+            true => Length { duration: Some(std::time::Duration::from_secs(10)), requests: None },
+            false => Length { duration: None, requests: Some(self.len() as u64) },
+        };
+        config.replay = Some(Arc::new(self));
+        config
+    }
+
     /// How many of one pass's requests each call makes, in the workload's order.
     pub fn counts(&self) -> Vec<(String, u64)> {
         let mut counts: Vec<(String, u64)> = self.names.iter().map(|name| (name.clone(), 0)).collect();
@@ -331,9 +377,157 @@ impl Replay {
     }
 }
 
+/// What kind of file a replay reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayFormat {
+    /// A recorded traffic file (offsets, bodies, digests).
+    Traffic,
+    /// A vegeta targets file (no offsets).
+    Vegeta,
+    /// One JSON-RPC body per line, as ethspam writes them (no offsets).
+    Bodies,
+}
+
+impl ReplayFormat {
+    /// The kind of a file by its first non-blank line: a traffic header, JSON (bodies), or
+    /// else a vegeta targets file.
+    pub fn detect(text: &str) -> ReplayFormat {
+        let first = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("").trim();
+        if first.starts_with('{') && first.contains(crate::traffic::TRAFFIC_FORMAT) {
+            ReplayFormat::Traffic
+        } else if first.starts_with('{') || first.starts_with('[') {
+            ReplayFormat::Bodies
+        } else {
+            ReplayFormat::Vegeta
+        }
+    }
+}
+
+/// A replay read from a file, and what the reader has to say about it (a cut last line,
+/// skipped lines), one note per line, for standard error.
+#[derive(Debug, Clone)]
+pub struct ReadReplay {
+    /// The replay.
+    pub replay: Replay,
+    /// Notes about the file.
+    pub notes: Vec<String>,
+}
+
+/// Reads `path` as `format` (detected when `None`). `ignore_fields` must each be among the
+/// fields the recording left out of its digests: the recorded digests cannot be narrowed
+/// further at replay. Errors name `file:line:col` where a line is at fault.
+pub fn read_file(
+    path: &Path,
+    format: Option<ReplayFormat>,
+    bad_lines: crate::traffic::BadLines,
+    ignore_fields: &[String],
+) -> Result<ReadReplay, ReplayError> {
+    let whole = |message: String| ReplayError { place: path.display().to_string(), message };
+    let bytes = std::fs::read(path).map_err(|err| whole(err.to_string()))?;
+    let format = format
+        .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
+    if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
+        return Err(ReplayError {
+            place: "--ignore-field".into(),
+            message: "goes with a traffic file's recorded digests".into(),
+        });
+    }
+    let mut notes = Vec::new();
+    let replay = match format {
+        ReplayFormat::Traffic => {
+            let file = TrafficFile::parse(&bytes, path, bad_lines).map_err(|err| match err {
+                crate::traffic::TrafficError::Line { path, line, column, message } => {
+                    ReplayError { place: format!("{}:{line}:{column}", path.display()), message }
+                }
+                other => whole(other.to_string()),
+            })?;
+            for field in ignore_fields {
+                let wanted = FieldPath::parse(field)
+                    .map_err(|message| ReplayError { place: format!("--ignore-field {field}"), message })?;
+                if !file.header.ignored_fields.iter().any(|known| known == wanted.as_str()) {
+                    let ignored = match file.header.ignored_fields.is_empty() {
+                        true => "nothing".to_string(),
+                        false => file.header.ignored_fields.join(", "),
+                    };
+                    return Err(ReplayError {
+                        place: format!("--ignore-field {field}"),
+                        message: format!(
+                            "the recorded digests include it (the recording ignored: {ignored}): record with \
+                             --ignore-field {field} to leave it out"
+                        ),
+                    });
+                }
+            }
+            if let Some(line) = file.cut_last_line {
+                notes.push(format!(
+                    "{}:{line}: the last line was cut (a recorder stopped while writing it); replaying the {} \
+                     complete lines",
+                    path.display(),
+                    file.entries.len()
+                ));
+            }
+            if !file.skipped.is_empty() {
+                let shown: Vec<String> = file.skipped.iter().take(5).map(|s| s.line.to_string()).collect();
+                let more = if file.skipped.len() > 5 { ", …" } else { "" };
+                notes.push(format!(
+                    "{}: skipped {} line(s) that do not parse (line {}{more})",
+                    path.display(),
+                    file.skipped.len(),
+                    shown.join(", ")
+                ));
+            }
+            Replay::from_traffic(&file, path)?
+        }
+        ReplayFormat::Bodies => {
+            let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
+            Replay::from_bodies(&text, path)?
+        }
+        ReplayFormat::Vegeta => {
+            let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
+            let targets = crate::targets::parse(&text, path, |body| {
+                crate::files::read_limited(body, crate::targets::MAX_BODY_FILE).map_err(|err| err.to_string())
+            })
+            .map_err(|err| {
+                let place = if err.line == 0 {
+                    err.path.display().to_string()
+                } else {
+                    format!("{}:{}:{}", err.path.display(), err.line, err.column)
+                };
+                ReplayError { place, message: err.message }
+            })?;
+            Replay::from_targets(&targets, path)?
+        }
+    };
+    Ok(ReadReplay { replay, notes })
+}
+
+/// Without `--loop`, a replay sends each request once at most: its count is the file's (or a
+/// smaller `-n`), whatever its duration says.
+pub fn bound_to_one_pass(config: &mut RunConfig) {
+    let Some(replay) = &config.replay else { return };
+    if replay.looped {
+        return;
+    }
+    let one_pass = replay.len() as u64;
+    config.length.requests = Some(config.length.requests.map_or(one_pass, |n| n.min(one_pass)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_of_file_is_told_by_its_first_line() {
+        assert_eq!(
+            ReplayFormat::detect("{\"format\":\"rpcbench-traffic\",\"version\":1}\n"),
+            ReplayFormat::Traffic
+        );
+        assert_eq!(
+            ReplayFormat::detect("\n{\"jsonrpc\":\"2.0\",\"method\":\"eth_blockNumber\"}\n"),
+            ReplayFormat::Bodies
+        );
+        assert_eq!(ReplayFormat::detect("POST http://127.0.0.1:8545/\n@body.json\n"), ReplayFormat::Vegeta);
+    }
 
     #[test]
     fn calls_are_named_by_what_they_carry() {

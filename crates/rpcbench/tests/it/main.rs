@@ -10,6 +10,7 @@ mod http2;
 mod metrics;
 mod monitor;
 mod rates;
+mod replay;
 mod report;
 mod results;
 mod secrets;
