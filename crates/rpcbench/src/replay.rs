@@ -153,7 +153,7 @@ pub fn call_name(body: &[u8]) -> String {
     let methods = methods_of(body);
     let is_batch = crate::jsonrpc::first_byte(body) == Some(b'[');
     match (is_batch, methods.as_slice()) {
-        (false, [method]) => method.clone(),
+        (false, [method]) if !method.is_empty() => method.clone(),
         (true, [first, rest @ ..]) if rest.iter().all(|method| method == first) => {
             format!("batch({first} x{})", methods.len())
         }
@@ -162,9 +162,13 @@ pub fn call_name(body: &[u8]) -> String {
     }
 }
 
+/// A request read from a file: its body, its recorded digest, its HTTP request line (a targets
+/// file's plain request) and its call's name.
+type ReadRequest = (Vec<u8>, Option<String>, Option<ReplayHttp>, String);
+
 impl Replay {
     fn build(
-        requests: Vec<(Vec<u8>, Option<String>, Option<ReplayHttp>, String)>,
+        requests: Vec<ReadRequest>,
         offsets_us: Option<Vec<u64>>,
         ignore: Vec<FieldPath>,
         place: &Path,
@@ -541,6 +545,8 @@ mod tests {
             "batch(mixed x3)"
         );
         assert_eq!(call_name(b"hello"), "other");
+        // An empty method name is no call name (a workload's calls are named).
+        assert_eq!(call_name(br#"{"id":1,"method":""}"#), "other");
     }
 
     #[test]

@@ -78,6 +78,10 @@ impl Draw {
 
 /// How calls become a request and a reply becomes outcomes.
 pub trait Protocol {
+    /// Whether [`Draw::ticket`] must be set before each [`Protocol::encode`] (a replay's); the
+    /// other protocols leave the hot path without it.
+    const USES_TICKETS: bool = false;
+
     /// Writes the next request into `out` (already cleared) and the calls it carries into
     /// `slots` (already cleared; at least one).
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing);

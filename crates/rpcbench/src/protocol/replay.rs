@@ -65,6 +65,8 @@ fn classify_jsonrpc(status: u16, body: &[u8], check: CheckMode) -> Outcome {
 }
 
 impl Protocol for Replayed {
+    const USES_TICKETS: bool = true;
+
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
         let index = draw.ticket % self.replay.len() as u64;
         let entry = self.replay.entry_for(index);

@@ -281,3 +281,27 @@ fn vegeta_targets_and_body_files_replay_with_their_counts() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_looped_replay_starts_again_at_the_end_until_its_count() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let server = TestServer::start(move |request| {
+        log.lock().unwrap().push(request.id);
+        json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id))
+    });
+    let text: String =
+        (0..3).map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"m\"}}\n")).collect();
+    let mut replay = Replay::from_bodies(&text, Path::new("bodies.jsonl")).unwrap();
+    replay.set_looped(true);
+    let mut config = replay.into_config(Target::parse(&format!("http://{}/", server.addr)).unwrap());
+    config.threads = 1;
+    config.load = Load::Closed { connections: 1 };
+    config.length.duration = Some(Duration::from_secs(60));
+    config.length.requests = Some(8);
+    bound_to_one_pass(&mut config);
+    assert_eq!(config.length.requests, Some(8), "a looped replay is bounded by its count, not the file");
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 8);
+    assert_eq!(*seen.lock().unwrap(), [0, 1, 2, 0, 1, 2, 0, 1]);
+}
