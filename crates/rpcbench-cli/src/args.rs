@@ -36,6 +36,9 @@ pub enum Command {
     /// Try rpcbench in one command: four Solana methods at three loads against the built-in
     /// mock node, then the summary table.
     Demo(DemoArgs),
+    /// Replay recorded traffic (a `proxy --record` file, a vegeta targets file, a file of
+    /// bodies) against an endpoint, in order, at the recorded pace times --speed, or at --rate.
+    Replay(Box<crate::replay_cmd::ReplayArgs>),
     /// Render saved results files again (text, JSON, Markdown, HTML, CSV), or compare them.
     Report(crate::report_cmd::ReportArgs),
     /// Merge the results files of shards of one workload into one, losslessly.

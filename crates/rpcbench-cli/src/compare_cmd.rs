@@ -26,13 +26,14 @@ use crate::report_cmd::{emit, render, ReportFormat};
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
 #[command(
-    group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file"]),
+    group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file", "replay"]),
     after_help = "Examples:
   rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot -c 32 -d 30s
   rpcbench compare geth=http://127.0.0.1:8545 reth=http://127.0.0.1:8546 -m eth_blockNumber --rate 1000 -d 1m -f markdown -o compare.md
   rpcbench compare h1=http://127.0.0.1:8545 h2=http://127.0.0.1:8545 --h2-for h2 -m eth_chainId -n 20000
   rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --equal -m eth_getBlockByNumber -p '[\"latest\",false]' --ignore-field result.timestamp
-  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot --save-dir runs/ --monitor-cmd a=agave-validator"
+  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot --save-dir runs/ --monitor-cmd a=agave-validator
+  rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --replay traffic.jsonl"
 )]
 pub struct CompareArgs {
     /// Targets as NAME=URL, two or more; the first is the baseline of the ratios.
@@ -41,6 +42,11 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub request: RequestArgs,
+
+    /// Replay this recorded traffic file (or vegeta targets file, or file of bodies) against
+    /// every target: at the recorded pace unless --rate or -c is given, once through.
+    #[arg(long, value_name = "FILE", conflicts_with = "equal", help_heading = "Request")]
+    pub replay: Option<PathBuf>,
 
     /// Closed loop: connections sending back to back [default: 50].
     #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
@@ -300,6 +306,24 @@ pub(crate) fn comparison_failure(err: CompareError, quiet: bool) -> ExitCode {
     }
 }
 
+/// Target `run`'s configuration replaying `replay`: paced by its recorded offsets unless the
+/// load flags say otherwise, the flags applied as `run` applies them.
+fn replayed_config(
+    run: &RunArgs,
+    mut replay: rpcbench::replay::Replay,
+) -> Result<rpcbench::engine::config::RunConfig, ConfigError> {
+    let load_flag = match (run.rate.is_some(), run.connections.is_some()) {
+        (true, _) => Some("--rate"),
+        (_, true) => Some("--connections"),
+        _ => None,
+    };
+    replay.pace(None, load_flag).map_err(|err| ConfigError::new(err.place, err.message))?;
+    let config = replay.into_config(Target::parse(&run.target)?);
+    let mut plan =
+        crate::run_cmd::finish_plan(run, vec![(run.target.clone(), config)], Vec::new(), Duration::ZERO)?;
+    Ok(plan.targets.swap_remove(0).1)
+}
+
 /// A file name from a target name.
 fn file_name(name: &str) -> String {
     let clean: String =
@@ -335,9 +359,26 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(monitors) => monitors,
         Err(message) => return output::usage_error(message),
     };
+    let replay = match &args.replay {
+        None => None,
+        Some(path) => match rpcbench::replay::read_file(path, None, rpcbench::traffic::BadLines::Refuse, &[])
+        {
+            Ok(read) => {
+                if !args.quiet {
+                    read.notes.iter().for_each(|note| eprintln!("rpcbench: {note}"));
+                }
+                Some(read.replay)
+            }
+            Err(err) => return output::usage_error(err),
+        },
+    };
     let mut compare_targets = Vec::with_capacity(targets.len());
     for ((name, url), monitor_pids) in targets.iter().zip(monitors) {
-        match crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config) {
+        let config = match &replay {
+            Some(replay) => replayed_config(&args.run_args(name, url), replay.clone()),
+            None => crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config),
+        };
+        match config {
             Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config, monitor_pids }),
             Err(err) => return output::usage_error(err),
         }

@@ -14,6 +14,7 @@ mod monitor_args;
 mod output;
 mod progress;
 mod proxy_cmd;
+mod replay_cmd;
 mod report_cmd;
 mod run_cmd;
 mod run_targets;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Serve(args) => serve::run(*args),
+        Command::Replay(args) => replay_cmd::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(*args),

@@ -180,7 +180,7 @@ fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Worklo
 
 /// Applies the flags to every target's configuration, validates them, and parses the
 /// thresholds.
-fn finish_plan(
+pub(crate) fn finish_plan(
     args: &RunArgs,
     targets: Vec<(String, RunConfig)>,
     mut thresholds: Vec<Threshold>,
@@ -197,6 +197,8 @@ fn finish_plan(
             false => err,
         };
         apply_flags(args, &mut config).map_err(named)?;
+        // A replay without --loop sends each request once, whatever -d says.
+        rpcbench::replay::bound_to_one_pass(&mut config);
         config.validate().map_err(named)?;
         checked.push((name, config));
     }
@@ -511,14 +513,20 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let mut plan = match to_plan(&args) {
+    let plan = match to_plan(&args) {
         Ok(plan) => plan,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
         Err(err) if err.setting == SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
+    run_plan(&args, plan)
+}
+
+/// Runs a validated plan as `run` does (`replay` builds its own plan and runs it here): the
+/// progress bar, Ctrl-C, monitoring, live metrics, thresholds, the report and `--save`.
+pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     if plan.targets.len() > 1 {
-        return crate::run_targets::run(&args, plan);
+        return crate::run_targets::run(args, plan);
     }
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
         if let Some(Err(err)) = path.as_deref().map(|path| check_file_path(flag, path)) {
@@ -562,7 +570,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     if args.via_proxy {
-        return via_proxy(&args, config, run);
+        return via_proxy(args, config, run);
     }
     crate::signals::stop_on_interrupt(run.stop_handle());
     let show_progress = !args.quiet && std::io::stderr().is_terminal();

@@ -45,7 +45,8 @@
 //! - [`overhead`] is the table of `run --via-proxy`: direct against proxied per percentile and
 //!   method, with the proxy's own overhead.
 //! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
-//!   recording and for replay.
+//!   recording and for replay; [`replay::Replay`] sends a recording's requests (or a vegeta
+//!   targets file's, or a file of bodies) in order through the engine, at its recorded pace.
 
 pub mod capacity;
 pub mod capacity_file;
@@ -69,6 +70,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod record;
 pub mod redact;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod sample;

@@ -106,11 +106,14 @@ pub enum InvalidKind {
     /// The response was followed by bytes nobody asked for (a response sent twice, trailing
     /// garbage): the connection is closed and the fault counted once, on this response.
     ExtraBytes,
+    /// A replay with response checks: the answer's digest is not the recorded one (the node
+    /// answered the recorded request differently).
+    ChangedResponse,
 }
 
 impl InvalidKind {
     /// All kinds, in report order.
-    pub const ALL: [InvalidKind; 7] = [
+    pub const ALL: [InvalidKind; 8] = [
         InvalidKind::NotJson,
         InvalidKind::NotJsonRpc,
         InvalidKind::IdMismatch,
@@ -118,6 +121,7 @@ impl InvalidKind {
         InvalidKind::BadHttp,
         InvalidKind::Missing,
         InvalidKind::ExtraBytes,
+        InvalidKind::ChangedResponse,
     ];
 
     /// The stable name used in reports and JSON keys.
@@ -130,6 +134,7 @@ impl InvalidKind {
             InvalidKind::BadHttp => "bad_http",
             InvalidKind::Missing => "missing",
             InvalidKind::ExtraBytes => "extra_bytes",
+            InvalidKind::ChangedResponse => "changed_response",
         }
     }
 

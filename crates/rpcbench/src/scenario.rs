@@ -216,8 +216,11 @@ struct File {
     load: LoadSection,
     #[serde(default)]
     generators: BTreeMap<String, Spanned<GeneratorSpec>>,
-    #[serde(rename = "call")]
-    calls: Spanned<Vec<CallSection>>,
+    #[serde(default, rename = "call")]
+    calls: Option<Spanned<Vec<CallSection>>>,
+    /// Recorded requests to replay instead of a mix of calls.
+    #[serde(default)]
+    source: Option<Spanned<SourceSection>>,
     #[serde(default, rename = "stage")]
     stages: Vec<Spanned<StageSection>>,
 }
@@ -272,6 +275,50 @@ struct TargetEntry {
 enum CheckValue {
     Scan,
     Full,
+}
+
+/// `[source]`: a file of requests replayed instead of a mix (`rpcbench replay`'s options).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceSection {
+    /// The file, relative to the scenario file.
+    replay: Spanned<PathBuf>,
+    /// `traffic`, `vegeta` or `bodies` (default: told by its first line).
+    from: Option<Spanned<String>>,
+    /// The recorded pace times this factor (`"2x"`, 0.5).
+    speed: Option<Spanned<SpeedValue>>,
+    /// Start again at the end.
+    #[serde(default, rename = "loop")]
+    looped: bool,
+    /// Compare each answer's digest with the recorded one.
+    #[serde(default)]
+    check_responses: bool,
+    /// Skip lines that do not parse.
+    #[serde(default)]
+    skip_bad_lines: bool,
+}
+
+/// A replay speed written as `"2x"`, `"0.5x"` or a number: a positive factor.
+#[derive(Debug, Clone, Copy)]
+struct SpeedValue(f64);
+
+impl<'de> Deserialize<'de> for SpeedValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let value = match Raw::deserialize(deserializer)? {
+            Raw::Number(number) => Some(number),
+            Raw::Text(text) => text.trim().trim_end_matches(['x', 'X']).parse::<f64>().ok(),
+        };
+        match value {
+            Some(speed) if speed.is_finite() && speed > 0.0 => Ok(SpeedValue(speed)),
+            _ => Err(D::Error::custom("speed: must be a positive factor such as 0.5x, 1x or 2x")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -446,6 +493,44 @@ impl ScenarioDraft {
         Ok(draft)
     }
 
+    /// `[source] replay`: the file read (relative to the scenario's folder); its errors name
+    /// the replayed file's own place, or the key's when the file cannot be read at all.
+    fn replay_source(&self) -> Result<Option<crate::replay::ReadReplay>, ScenarioError> {
+        use crate::replay::ReplayFormat;
+        let Some(source) = &self.file.source else { return Ok(None) };
+        let source = source.get_ref();
+        let format = match source.from.as_ref() {
+            None => None,
+            Some(from) => Some(match from.get_ref().as_str() {
+                "traffic" => ReplayFormat::Traffic,
+                "vegeta" => ReplayFormat::Vegeta,
+                "bodies" => ReplayFormat::Bodies,
+                other => {
+                    return Err(
+                        self.at(from.span(), format!("from: '{other}' is not traffic, vegeta or bodies"))
+                    )
+                }
+            }),
+        };
+        let folder = self.path.parent().unwrap_or(Path::new("."));
+        let path = folder.join(source.replay.get_ref());
+        let bad_lines = match source.skip_bad_lines {
+            true => crate::traffic::BadLines::Skip,
+            false => crate::traffic::BadLines::Refuse,
+        };
+        crate::replay::read_file(&path, format, bad_lines, &[]).map(Some).map_err(|err| {
+            match err.place.rsplit_once(':').and_then(|(rest, column)| {
+                let (file, line) = rest.rsplit_once(':')?;
+                Some((file.to_string(), line.parse::<usize>().ok()?, column.parse::<usize>().ok()?))
+            }) {
+                Some((file, line, column)) => {
+                    ScenarioError { path: PathBuf::from(file), line, column, message: err.message }
+                }
+                None => self.at(source.replay.span(), format!("replay: {}: {}", err.place, err.message)),
+            }
+        })
+    }
+
     fn at(&self, span: Range<usize>, message: String) -> ScenarioError {
         error_at(&self.text, &self.path, span, message)
     }
@@ -533,14 +618,27 @@ impl ScenarioDraft {
             generators.insert(name.clone(), built.map_err(|message| at(spec.span(), message))?);
         }
 
-        let mut calls = Vec::new();
-        if file.calls.get_ref().is_empty() {
-            return Err(at(file.calls.span(), "a scenario needs at least one [[call]]".into()));
-        }
-        for call in file.calls.get_ref() {
-            calls.push(self.build_call(call, &generators)?);
-        }
-        let workload = Workload::new(calls).map_err(|err| at(file.calls.span(), err.0))?;
+        let mut replay = self.replay_source()?;
+        let workload = match (&replay, &file.calls) {
+            (Some(_), Some(calls)) => {
+                return Err(at(
+                    calls.span(),
+                    "a scenario with [source] replay sends the recorded requests: no [[call]]".into(),
+                ))
+            }
+            (Some(read), None) => read.replay.workload(),
+            (None, Some(calls)) if !calls.get_ref().is_empty() => {
+                let mut built = Vec::new();
+                for call in calls.get_ref() {
+                    built.push(self.build_call(call, &generators)?);
+                }
+                Workload::new(built).map_err(|err| at(calls.span(), err.0))?
+            }
+            (None, calls) => {
+                let span = calls.as_ref().map_or(0..0, Spanned::span);
+                return Err(at(span, "a scenario needs at least one [[call]] (or a [source] replay)".into()));
+            }
+        };
 
         let mut config = RunConfig::new(target, workload);
         let section = &file.target;
@@ -675,6 +773,43 @@ impl ScenarioDraft {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if let (Some(read), Some(source)) = (replay.take(), &file.source) {
+            let source = source.get_ref();
+            let mut replay = read.replay;
+            replay.check_responses = source.check_responses;
+            if replay.check_responses && replay.entries().iter().all(|entry| entry.digest.is_none()) {
+                return Err(at(
+                    find_key(text, "check_responses"),
+                    "check_responses: this file has no recorded responses (only a traffic file has)".into(),
+                ));
+            }
+            replay.set_looped(source.looped);
+            let load_key = match (&load.rate, &load.connections) {
+                (Some(_), _) => Some("[load] rate"),
+                (_, Some(_)) => Some("[load] connections"),
+                _ => None,
+            };
+            let speed_span = source.speed.as_ref().map_or(source.replay.span(), Spanned::span);
+            replay
+                .pace(source.speed.as_ref().map(|speed| speed.get_ref().0), load_key)
+                .map_err(|err| at(speed_span, format!("speed: {}", err.message)))?;
+            if !file.stages.is_empty() {
+                return Err(at(file.stages[0].span(), "a replay has no [[stage]] tables".into()));
+            }
+            let (duration, requests) = (load.duration, load.requests);
+            let load = config.load.clone();
+            let mut replayed = replay.into_config(config.target.clone());
+            if load_key.is_some() {
+                replayed.load = load;
+            }
+            if duration.is_some() || requests.is_some() {
+                replayed.length = config.length;
+            }
+            crate::replay::bound_to_one_pass(&mut replayed);
+            config.load = replayed.load;
+            config.length = replayed.length;
+            config.replay = replayed.replay;
+        }
         let cooldown = load.cooldown.map_or(DEFAULT_COOLDOWN, |cooldown| cooldown.0);
         Ok(Scenario { config, thresholds, targets, cooldown, shared_headers })
     }
@@ -979,7 +1114,7 @@ impl ScenarioDraft {
                 Err(at(method.span(), "a call has either method (JSON-RPC) or http, not both".into()))
             }
             (None, None) => Err(at(
-                self.file.calls.span(),
+                self.file.calls.as_ref().map_or(0..0, Spanned::span),
                 "a [[call]] needs method (JSON-RPC) or http (\"GET /path\")".into(),
             )),
         }
@@ -1121,7 +1256,7 @@ params = ["{account}"]
                 "s.toml:2:7:",
                 "scheme 'ftp'",
             ),
-            (base.to_string(), "s.toml:", "missing field `call`"),
+            (base.to_string(), "s.toml:", "needs at least one [[call]] (or a [source] replay)"),
             ("[target\n".to_string(), "s.toml:1:8:", ""),
         ];
         for (text, location, message) in cases {
@@ -1408,5 +1543,63 @@ headers = { Accept = "application/json" }
             let error = Scenario::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
             assert!(error.starts_with(place) && error.contains(words), "{tail}: {error}");
         }
+    }
+
+    #[test]
+    fn a_replay_source_takes_the_place_of_the_mix() {
+        let dir = std::env::temp_dir().join(format!("rpcbench-scenario-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let header = crate::traffic::TrafficHeader::new("http://127.0.0.1:1/", &[]);
+        let mut text = serde_json::to_string(&header).unwrap() + "\n";
+        for (offset, method) in [(0, "getSlot"), (500_000, "getHealth"), (1_000_000, "getSlot")] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#);
+            let entry = crate::traffic::TrafficEntry::for_request(offset, body.as_bytes());
+            text += &(serde_json::to_string(&entry).unwrap() + "\n");
+        }
+        std::fs::write(dir.join("t.jsonl"), &text).unwrap();
+        let scenario_path = dir.join("s.toml");
+        let base = "[target]\nurl = \"http://127.0.0.1:1\"\n";
+        let scenario = |extra: &str| {
+            let text = format!("{base}{extra}");
+            std::fs::write(&scenario_path, &text).unwrap();
+            ScenarioDraft::load(&scenario_path).and_then(|draft| draft.resolve(None, None))
+        };
+
+        let replayed = scenario("[source]\nreplay = \"t.jsonl\"\nspeed = \"2x\"\n").unwrap();
+        let config = &replayed.config;
+        assert!(config.validate().is_ok(), "{:?}", config.validate());
+        let names: Vec<&str> = config.workload.calls().iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["getSlot", "getHealth"]);
+        assert_eq!(config.length.requests, Some(3), "one pass");
+        let schedule = config.replay.as_ref().and_then(|replay| replay.schedule.clone()).unwrap();
+        assert_eq!(schedule.offset_of(2), Some(Duration::from_millis(500)));
+        assert!(matches!(config.load, Load::Open { .. }));
+
+        let at_rate =
+            scenario("[load]\nrate = 100\nduration = \"5s\"\n[source]\nreplay = \"t.jsonl\"\nloop = true\n");
+        let config = at_rate.unwrap().config;
+        assert_eq!(
+            config.load,
+            Load::Open { rate: 100.0, arrivals: Arrivals::Uniform, max_connections: 1024 }
+        );
+        assert_eq!(config.length, Length { duration: Some(Duration::from_secs(5)), requests: None });
+        assert!(config.replay.as_ref().unwrap().schedule.is_none());
+
+        let errors = [
+            ("[source]\nreplay = \"t.jsonl\"\nspeed = \"fast\"\n", "s.toml:5:9"),
+            ("[load]\nconnections = 4\n[source]\nreplay = \"t.jsonl\"\nspeed = 2\n", "s.toml:7:9: speed: "),
+            ("[source]\nreplay = \"missing.jsonl\"\n", "s.toml:4:10: replay: "),
+            ("[source]\nreplay = \"t.jsonl\"\n[[call]]\nmethod = \"getSlot\"\n", "no [[call]]"),
+            ("[source]\nreplay = \"t.jsonl\"\nfrom = \"pcap\"\n", "s.toml:5:8"),
+        ];
+        for (extra, expected) in errors {
+            let error = scenario(extra).unwrap_err().to_string();
+            assert!(error.contains(expected), "{extra}: {error}");
+        }
+        // A line of the replayed file is named by its own place.
+        std::fs::write(dir.join("t.jsonl"), text.replace("\"getHealth\"", "getHealth")).unwrap();
+        let error = scenario("[source]\nreplay = \"t.jsonl\"\n").unwrap_err().to_string();
+        assert!(error.contains("t.jsonl:3:"), "{error}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

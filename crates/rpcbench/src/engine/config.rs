@@ -124,6 +124,10 @@ pub struct RunConfig {
     /// WebSocket: requests outstanding per socket (`--in-flight`), answered in any order and
     /// matched by id; each is a lane of the engine.
     pub in_flight: usize,
+    /// A replay (`rpcbench replay`): ticket i sends request i of the recording, instead of a
+    /// call drawn from the workload (which then only names the replay's calls); with a
+    /// recorded schedule, open loop follows the recorded offsets instead of the rate.
+    pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
 }
 
 /// The HTTP version a run speaks.
@@ -184,6 +188,7 @@ impl fmt::Debug for RunConfig {
             .field("http", &self.http)
             .field("streams", &self.streams)
             .field("in_flight", &self.in_flight)
+            .field("replay", &self.replay.as_ref().map(|replay| replay.len()))
             .finish()
     }
 }
@@ -215,6 +220,7 @@ impl RunConfig {
             http: HttpVersion::Http1,
             streams: 1,
             in_flight: 1,
+            replay: None,
         }
     }
 
@@ -404,6 +410,34 @@ impl RunConfig {
             }
         } else if self.in_flight > 1 {
             return Err(ConfigError::new("--in-flight", "is for WebSocket (ws:// or wss://) targets"));
+        }
+        if let Some(replay) = &self.replay {
+            if self.target.websocket {
+                return Err(ConfigError::new(
+                    "URL",
+                    "a replay sends HTTP requests: use an http:// or https:// URL",
+                ));
+            }
+            if self.batch > 1 {
+                return Err(ConfigError::new("--batch", "a replay sends the recorded bodies as they are"));
+            }
+            if self.fixed_id.is_some() {
+                return Err(ConfigError::new("--fixed-id", "a replay sends the recorded ids as they are"));
+            }
+            if !replay.looped && !self.warmup.is_zero() {
+                return Err(ConfigError::new(
+                    "--warmup",
+                    "a replay without --loop sends each request once: warmup would take the first ones",
+                ));
+            }
+            if let Some(schedule) = &replay.schedule {
+                if !schedule.speed.is_finite() || schedule.speed <= 0.0 {
+                    return Err(ConfigError::new(
+                        "--speed",
+                        "must be a positive factor such as 0.5x, 1x or 2x",
+                    ));
+                }
+            }
         }
         if self.shard.count == 0 || self.shard.index >= self.shard.count {
             return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));

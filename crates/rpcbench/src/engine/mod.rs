@@ -40,6 +40,7 @@ use tokio::sync::{watch, Notify};
 use crate::jsonrpc;
 use crate::outcome::{InvalidKind, Outcome};
 use crate::protocol::batch::JsonRpcBatch;
+use crate::protocol::replay::Replayed;
 use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
 use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
@@ -265,6 +266,24 @@ impl Run {
     /// Runs to the end (or until stopped) and returns what was measured. Blocks the caller.
     pub fn execute(self) -> Result<RunRecord, EngineError> {
         let config = self.config.clone();
+        if let Some(replay) = &config.replay {
+            let replayed = || Replayed::new(replay.clone(), config.check);
+            return match &self.transport {
+                RunTransport::Http1(http1) => {
+                    let transport = http1.clone();
+                    self.execute_with(transport, replayed)
+                }
+                RunTransport::Http2(http2) => {
+                    let transport = http2.clone();
+                    self.execute_with(transport, replayed)
+                }
+                // Refused by the configuration's checks.
+                RunTransport::WebSocket(websocket) => {
+                    let transport = websocket.clone();
+                    self.execute_with(transport, replayed)
+                }
+            };
+        }
         let batch = || JsonRpcBatch::new(config.workload.clone(), config.check, config.batch);
         let single = || SingleCall::new(config.workload.clone(), config.check);
         match &self.transport {
@@ -485,7 +504,11 @@ impl WorkerPlan {
                 );
                 // The slots follow the busiest stage: the narrowest slots of the run.
                 let slot_width = hires::slot_width(curve.max_level() / slice.count as f64);
-                let pacer = pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed);
+                let schedule = config.replay.as_ref().and_then(|replay| replay.schedule.clone());
+                let pacer: Box<dyn pacer::Pacer> = match schedule {
+                    Some(schedule) => Box::new(pacer::RecordedPacer::new(schedule, slice.index, slice.count)),
+                    None => pacer::pacer_for(*arrivals, curve, slice.index, slice.count, config.seed),
+                };
                 Self {
                     local,
                     workers,
@@ -599,6 +622,11 @@ struct Worker<T, P> {
     draw: RefCell<Draw>,
     /// Measured tickets handed out.
     measured_taken: Cell<u64>,
+    /// Tickets handed out, warmup included (the k-th is ticket `slice.index + k * slice.count`
+    /// of the whole run, the one the pacer's k-th offset is for); counted for replays only.
+    tickets_taken: Cell<u64>,
+    /// Whether tickets carry their global index (a replay).
+    count_tickets: bool,
     /// Open loop: the next ticket's offset, drawn from the pacer but not yet taken.
     pacer: RefCell<Option<Box<dyn pacer::Pacer>>>,
     /// Connections alive.
@@ -629,6 +657,8 @@ struct Ticket {
     intended: Option<Instant>,
     /// Whether the request is recorded (not warmup).
     measured: bool,
+    /// The ticket's global index in the whole run (see [`Draw::ticket`]).
+    index: u64,
 }
 
 impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
@@ -643,6 +673,7 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             fixed_id: shared.config.fixed_id,
             turn: index,
             turn_stride: plan.slice.count as u64,
+            ticket: 0,
         };
         let pacer = plan.pacer.take();
         Self {
@@ -651,6 +682,8 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             transport,
             protocol,
             measured_taken: Cell::new(0),
+            tickets_taken: Cell::new(0),
+            count_tickets: shared.config.replay.is_some(),
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
@@ -676,6 +709,10 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
 
 impl<T, P> Worker<T, P> {
     /// Closed loop with stages: whether connection `index` of this worker is wanted now.
+    // Inlined into the connection loop by hand: with the replay protocol's instances of the
+    // loop, LLVM stopped inlining it (and `next_ticket`), +40 instructions per request
+    // (callgrind, bench/client_cost.sh).
+    #[inline(always)]
     fn connection_wanted(&self, index: usize, now: Instant) -> bool {
         let Some(curve) = &self.connection_curve else { return true };
         let level = curve.level_at(now.saturating_duration_since(self.shared.clock.start).as_secs_f64());
@@ -692,6 +729,7 @@ impl<T, P> Worker<T, P> {
         }
     }
 
+    #[inline(always)]
     fn next_ticket(&self, now: Instant) -> Option<Ticket> {
         if self.shared.stop.is_stopped() {
             return None;
@@ -707,15 +745,27 @@ impl<T, P> Worker<T, P> {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket { intended: None, measured: now >= clock.measure_start }
+                Ticket { intended: None, measured: now >= clock.measure_start, index: 0 }
             }
             Some(pacer) => {
                 let intended = clock.start + pacer.next_offset();
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket { intended: Some(intended), measured: intended >= clock.measure_start }
+                Ticket { intended: Some(intended), measured: intended >= clock.measure_start, index: 0 }
             }
+        };
+        // Only a replay needs each ticket's global index: other runs skip the count.
+        let ticket = match self.count_tickets {
+            true => {
+                let taken = self.tickets_taken.get();
+                self.tickets_taken.set(taken + 1);
+                Ticket {
+                    index: self.plan.slice.index as u64 + taken * self.plan.slice.count as u64,
+                    ..ticket
+                }
+            }
+            false => ticket,
         };
         if ticket.measured {
             self.measured_taken.set(self.measured_taken.get() + 1);
@@ -900,7 +950,13 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         }
         request.clear();
         guard.slots.clear();
-        worker.protocol.encode(&mut worker.draw.borrow_mut(), &mut guard.slots, &mut request);
+        {
+            let mut draw = worker.draw.borrow_mut();
+            if P::USES_TICKETS {
+                draw.ticket = ticket.index;
+            }
+            worker.protocol.encode(&mut draw, &mut guard.slots, &mut request);
+        }
         let mut connect_time = None;
         let current = match lane.as_mut() {
             Some(current) => current,

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 
 use super::config::Arrivals;
 use super::stages::LevelCurve;
+use crate::replay::RecordedSchedule;
 
 /// Produces the intended send time of each successive request, as an offset from the start.
 pub trait Pacer: std::fmt::Debug + Send {
@@ -92,6 +93,31 @@ impl Pacer for PoissonPacer {
     }
 }
 
+/// A replay at its recorded pace: worker `index` of `workers` sends tickets
+/// `index, index + workers, …` of the whole run, each at the recorded schedule's offset for
+/// that ticket (past the end of a schedule that does not loop: never).
+#[derive(Debug, Clone)]
+pub struct RecordedPacer {
+    schedule: RecordedSchedule,
+    next_global: u64,
+    stride: u64,
+}
+
+impl RecordedPacer {
+    /// Worker `index`'s share of `schedule` spread over `workers` workers.
+    pub fn new(schedule: RecordedSchedule, index: usize, workers: usize) -> Self {
+        Self { schedule, next_global: index as u64, stride: workers as u64 }
+    }
+}
+
+impl Pacer for RecordedPacer {
+    fn next_offset(&mut self) -> Duration {
+        let offset = self.schedule.offset_of(self.next_global).unwrap_or(NEVER);
+        self.next_global += self.stride;
+        offset
+    }
+}
+
 /// The pacer for worker `index` of `workers` following `curve`.
 pub fn pacer_for(
     arrivals: Arrivals,
@@ -127,6 +153,31 @@ mod tests {
         for (rate, index, workers, expected) in cases {
             let mut pacer = UniformPacer::new(rate, index, workers);
             assert_eq!(offsets(&mut pacer, expected.len()), expected, "rate {rate} worker {index}/{workers}");
+        }
+    }
+
+    #[test]
+    fn recorded_shares_interleave_into_the_recorded_schedule_at_speed() {
+        let offsets = [1_000, 1_000, 3_000, 7_000, 9_000];
+        let cases = [
+            // (speed, looped, index, workers, first offsets in µs; past the end: never)
+            (1.0, false, 0, 1, vec![0, 0, 2000, 6000, 8000, u64::MAX]),
+            (2.0, false, 0, 1, vec![0, 0, 1000, 3000, 4000, u64::MAX]),
+            (0.5, false, 0, 2, vec![0, 4000, 16000, u64::MAX]),
+            (0.5, false, 1, 2, vec![0, 12000, u64::MAX]),
+            // Looped: the next pass starts a mean gap (2 ms) after the last request.
+            (1.0, true, 1, 2, vec![0, 6000, 10_000, 12_000, 18_000]),
+        ];
+        for (speed, looped, index, workers, expected) in cases {
+            let schedule = RecordedSchedule::new(&offsets, speed, looped);
+            let mut pacer = RecordedPacer::new(schedule, index, workers);
+            let got: Vec<u64> = (0..expected.len())
+                .map(|_| match pacer.next_offset() {
+                    NEVER => u64::MAX,
+                    offset => offset.as_micros() as u64,
+                })
+                .collect();
+            assert_eq!(got, expected, "speed {speed} loop {looped} worker {index}/{workers}");
         }
     }
 

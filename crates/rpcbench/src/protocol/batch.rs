@@ -182,6 +182,7 @@ mod tests {
             fixed_id: None,
             turn: 0,
             turn_stride: 1,
+            ticket: 0,
         };
         let mut slots = Vec::new();
         let mut out = Outgoing::default();

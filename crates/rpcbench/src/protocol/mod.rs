@@ -4,9 +4,11 @@
 //! protocol, chosen once per run:
 //! - [`single::SingleCall`]: one call per request, a JSON-RPC call (the scanning classifier of
 //!   `crate::jsonrpc`) or a plain HTTP call ([`rest`]);
-//! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order.
+//! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order;
+//! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte.
 
 pub mod batch;
+pub mod replay;
 pub mod rest;
 pub mod single;
 
@@ -41,6 +43,10 @@ pub struct Draw {
     pub turn: u64,
     /// How far apart this worker's turns are (the number of workers).
     pub turn_stride: u64,
+    /// The global index of the ticket being encoded (ticket i of the whole run, whichever
+    /// worker and connection took it), set by the engine before each request: a replay sends
+    /// request i of its file with ticket i, exactly, however the connections interleave.
+    pub ticket: u64,
 }
 
 impl Draw {
@@ -72,6 +78,10 @@ impl Draw {
 
 /// How calls become a request and a reply becomes outcomes.
 pub trait Protocol {
+    /// Whether [`Draw::ticket`] must be set before each [`Protocol::encode`] (a replay's); the
+    /// other protocols leave the hot path without it.
+    const USES_TICKETS: bool = false;
+
     /// Writes the next request into `out` (already cleared) and the calls it carries into
     /// `slots` (already cleared; at least one).
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing);

@@ -183,6 +183,25 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out);
         methods_table(&mut out, runs);
     }
+    let changed: Vec<String> = runs
+        .iter()
+        .flat_map(|run| {
+            run.report.methods.iter().filter(|method| method.changed_responses > 0).map(move |method| {
+                match runs.len() > 1 {
+                    true => format!("{}: {} {}", run.label, method.name, method.changed_responses),
+                    false => format!("{} {}", method.name, method.changed_responses),
+                }
+            })
+        })
+        .collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "**Changed responses** (digest not the recorded one): {}",
+            cell(&changed.join(", "))
+        );
+    }
     let warnings: Vec<String> = runs
         .iter()
         .flat_map(|run| {

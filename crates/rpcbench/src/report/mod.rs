@@ -314,6 +314,14 @@ pub struct MethodReport {
     pub rate: f64,
     /// Latency of this call's requests (corrected in open loop).
     pub latency: LatencyReport,
+    /// A replay with response checks: answers whose digest is not the recorded one (counted
+    /// among the errors as the invalid kind `changed_response`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub changed_responses: u64,
+}
+
+fn is_zero_count(count: &u64) -> bool {
+    *count == 0
 }
 
 /// What the generator itself used during the run. Figures it could not measure (outside
@@ -342,7 +350,8 @@ pub struct LoadReport {
     pub connections: Option<u64>,
     /// Open loop: the target rate, requests per second.
     pub rate: Option<f64>,
-    /// Open loop: `uniform` or `poisson`.
+    /// Open loop: `uniform` or `poisson`, or `recorded` for a replay at its recorded pace (the
+    /// rate is then the recording's mean).
     pub arrivals: Option<String>,
     /// Open loop: the connection cap.
     pub max_connections: Option<u64>,
@@ -561,6 +570,10 @@ impl RunReport {
                 connections: None,
                 rate: Some(*rate),
                 arrivals: Some(match arrivals {
+                    // A replay at its recorded pace: the rate is the recording's mean.
+                    _ if config.replay.as_ref().is_some_and(|replay| replay.schedule.is_some()) => {
+                        "recorded".into()
+                    }
                     Arrivals::Uniform => "uniform".into(),
                     Arrivals::Poisson => "poisson".into(),
                 }),
@@ -664,6 +677,13 @@ impl RunReport {
                     requests: call.totals.counts.total(),
                     ok: call.totals.counts.ok,
                     errors: call.totals.counts.errors(),
+                    changed_responses: call
+                        .totals
+                        .counts
+                        .invalid
+                        .get(&crate::outcome::InvalidKind::ChangedResponse)
+                        .copied()
+                        .unwrap_or(0),
                     rate: if elapsed_secs > 0.0 {
                         call.totals.counts.total() as f64 / elapsed_secs
                     } else {

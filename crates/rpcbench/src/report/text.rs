@@ -188,6 +188,15 @@ pub fn render_text(report: &RunReport) -> String {
             );
         }
     }
+    let changed: Vec<String> = report
+        .methods
+        .iter()
+        .filter(|method| method.changed_responses > 0)
+        .map(|method| format!("{} {}", method.name, method.changed_responses))
+        .collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "  Changed responses (digest not the recorded one): {}", changed.join(", "));
+    }
     if !report.phases.is_empty() {
         let _ = writeln!(
             out,

@@ -11,6 +11,7 @@ mod metrics;
 mod monitor;
 mod proxy;
 mod rates;
+mod replay;
 mod report;
 mod results;
 mod secrets;

@@ -1,0 +1,593 @@
+//! Replaying real traffic: the requests of a recorded traffic file ([`crate::traffic`]), of a
+//! vegeta targets file or of a file of JSON-RPC bodies (ethspam's output), sent body for body
+//! in file order through the ordinary engine. A [`Replay`] is a workload and a schedule: the
+//! engine hands ticket i of the run to request i of the file (`Draw::ticket`), and the
+//! [`RecordedSchedule`] paces ticket i at its recorded offset divided by the speed (or the run
+//! paces it at a fixed rate, or sends back to back in closed loop).
+//!
+//! Each request is reported under a call named after what it carries: its method for a single
+//! JSON-RPC call, `batch(eth_call x3)` for a batch of one method, `batch(mixed x5)` for a batch
+//! of several, `GET /block/{n}` for a plain HTTP request of a targets file, `other` for a body
+//! that is not JSON-RPC. With response checks on, an answer whose digest
+//! ([`crate::traffic::response_digest`], with the recording's ignored fields) differs from the
+//! recorded one counts as the invalid kind `changed_response` of its call.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::compare::FieldPath;
+use crate::engine::config::{Arrivals, Length, Load, RunConfig};
+use crate::settings::Target;
+use crate::targets::HttpTarget;
+use crate::traffic::{methods_of, TrafficFile};
+use crate::transport::HttpMethod;
+use crate::workload::{Call, Workload};
+
+/// A replay that cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayError {
+    /// The file, with `:line:column` when one line is at fault.
+    pub place: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.message)
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// A plain HTTP request of a targets file, sent as it is instead of a POST to the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayHttp {
+    /// The method.
+    pub method: HttpMethod,
+    /// Path and query.
+    pub path: Vec<u8>,
+    /// Header lines, each `Name: value\r\n`.
+    pub headers: Vec<u8>,
+}
+
+/// One request to replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayEntry {
+    /// The body, sent byte for byte.
+    pub body: Vec<u8>,
+    /// The index of its call (its name) in [`Replay::workload`].
+    pub call: usize,
+    /// The recorded response's digest, when the source has one.
+    pub digest: Option<String>,
+    /// A plain HTTP request (a targets file's line that is not a JSON-RPC POST); `None`: a POST
+    /// of the body to the target URL.
+    pub http: Option<ReplayHttp>,
+}
+
+/// When each request of a recording is due: its recorded offset (from the first request)
+/// divided by the speed; with `looped`, the sequence starts again one mean gap after its last
+/// request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedSchedule {
+    /// The recorded offsets in microseconds, from the first request, never decreasing.
+    pub offsets_us: Arc<[u64]>,
+    /// `offset / speed` is the intended send time: 2.0 replays twice as fast.
+    pub speed: f64,
+    /// Start again at the end.
+    pub looped: bool,
+}
+
+impl RecordedSchedule {
+    /// The schedule of `offsets` (as recorded, microseconds; made relative to the first and
+    /// never decreasing) at `speed`.
+    pub fn new(offsets: &[u64], speed: f64, looped: bool) -> Self {
+        let first = offsets.first().copied().unwrap_or(0);
+        let mut latest = 0;
+        let offsets_us = offsets
+            .iter()
+            .map(|offset| {
+                latest = latest.max(offset.saturating_sub(first));
+                latest
+            })
+            .collect();
+        Self { offsets_us, speed, looped }
+    }
+
+    /// How far apart two passes of a looped schedule start, in recorded microseconds: the last
+    /// offset plus the mean gap (one second for a single request, one microsecond at least).
+    pub fn period_us(&self) -> u64 {
+        let n = self.offsets_us.len() as u64;
+        let last = self.offsets_us.last().copied().unwrap_or(0);
+        let mean_gap = if n > 1 { last / (n - 1) } else { 1_000_000 };
+        (last + mean_gap).max(1)
+    }
+
+    /// The intended send time of ticket `index` of the whole run, from the start; `None` past
+    /// the end of a schedule that does not loop.
+    pub fn offset_of(&self, index: u64) -> Option<std::time::Duration> {
+        let n = self.offsets_us.len() as u64;
+        if n == 0 {
+            return None;
+        }
+        let recorded_us = if index < n {
+            self.offsets_us[index as usize]
+        } else if self.looped {
+            let pass = index / n;
+            self.offsets_us[(index % n) as usize].saturating_add(pass.saturating_mul(self.period_us()))
+        } else {
+            return None;
+        };
+        let nanos = (recorded_us as f64 * 1000.0 / self.speed).round();
+        Some(std::time::Duration::from_nanos(nanos.min(u64::MAX as f64) as u64))
+    }
+
+    /// The mean rate of the schedule, requests per second (for sizing connections).
+    pub fn mean_rate(&self) -> f64 {
+        let period = self.period_us() as f64 / 1e6 / self.speed;
+        (self.offsets_us.len() as f64 / period).clamp(1.0, 10_000_000.0)
+    }
+}
+
+/// The requests of a replay, in file order, and how to judge their answers.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    entries: Vec<ReplayEntry>,
+    names: Vec<String>,
+    offsets_us: Option<Vec<u64>>,
+    /// The fields left out of response digests (the recording's).
+    ignore: Vec<FieldPath>,
+    /// Compare each answer's digest with the recorded one.
+    pub check_responses: bool,
+    /// Paced by the recorded offsets at this speed (open loop); `None`: paced by the run's
+    /// load (a fixed rate, or closed loop).
+    pub schedule: Option<RecordedSchedule>,
+    /// Start the sequence again at its end (bounded by the run's length); without it the run
+    /// ends when every request has been answered.
+    pub looped: bool,
+}
+
+/// The name of the call a body makes in reports.
+pub fn call_name(body: &[u8]) -> String {
+    let methods = methods_of(body);
+    let is_batch = crate::jsonrpc::first_byte(body) == Some(b'[');
+    match (is_batch, methods.as_slice()) {
+        (false, [method]) if !method.is_empty() => method.clone(),
+        (true, [first, rest @ ..]) if rest.iter().all(|method| method == first) => {
+            format!("batch({first} x{})", methods.len())
+        }
+        (true, [_, ..]) => format!("batch(mixed x{})", methods.len()),
+        _ => "other".to_string(),
+    }
+}
+
+/// A request read from a file: its body, its recorded digest, its HTTP request line (a targets
+/// file's plain request) and its call's name.
+type ReadRequest = (Vec<u8>, Option<String>, Option<ReplayHttp>, String);
+
+impl Replay {
+    fn build(
+        requests: Vec<ReadRequest>,
+        offsets_us: Option<Vec<u64>>,
+        ignore: Vec<FieldPath>,
+        place: &Path,
+    ) -> Result<Self, ReplayError> {
+        if requests.is_empty() {
+            return Err(ReplayError {
+                place: place.display().to_string(),
+                message: "no request in the file: nothing to replay".into(),
+            });
+        }
+        let mut names: Vec<String> = Vec::new();
+        let entries = requests
+            .into_iter()
+            .map(|(body, digest, http, name)| {
+                let call = match names.iter().position(|known| *known == name) {
+                    Some(index) => index,
+                    None => {
+                        names.push(name);
+                        names.len() - 1
+                    }
+                };
+                ReplayEntry { body, call, digest, http }
+            })
+            .collect();
+        Ok(Self { entries, names, offsets_us, ignore, check_responses: false, schedule: None, looped: false })
+    }
+
+    /// The requests of a traffic file, with their offsets and recorded digests.
+    pub fn from_traffic(file: &TrafficFile, path: &Path) -> Result<Self, ReplayError> {
+        let ignore = file.header.ignored_paths().map_err(|message| ReplayError {
+            place: format!("{}:1:1", path.display()),
+            message: format!("ignored_fields: {message}"),
+        })?;
+        let mut requests = Vec::with_capacity(file.entries.len());
+        for entry in &file.entries {
+            // Checked when the file was read.
+            let body = entry.body_bytes().unwrap_or_default();
+            let name = call_name(&body);
+            requests.push((body, Some(entry.response_hash.clone()), None, name));
+        }
+        let offsets = file.entries.iter().map(|entry| entry.offset_us).collect();
+        Self::build(requests, Some(offsets), ignore, path)
+    }
+
+    /// The lines of a file of JSON-RPC bodies (one JSON value per line, blank lines skipped),
+    /// as ethspam writes them; a line that is not JSON is named by `path:line:column`.
+    pub fn from_bodies(text: &str, path: &Path) -> Result<Self, ReplayError> {
+        let mut requests = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if let Err(error) = serde_json::from_str::<&serde_json::value::RawValue>(line) {
+                return Err(ReplayError {
+                    place: format!("{}:{}:{}", path.display(), index + 1, error.column().max(1)),
+                    message: format!("not a JSON-RPC body: {error}"),
+                });
+            }
+            let body = line.trim().as_bytes().to_vec();
+            let name = call_name(&body);
+            requests.push((body, None, None, name));
+        }
+        Self::build(requests, None, Vec::new(), path)
+    }
+
+    /// The requests of a vegeta targets file, in file order: a POST whose body is JSON-RPC is
+    /// sent as a body to the run's URL, named by its method; anything else is sent as the
+    /// plain HTTP request it is, named by method and path (`GET /block/{n}`).
+    pub fn from_targets(targets: &[HttpTarget], path: &Path) -> Result<Self, ReplayError> {
+        let mut requests = Vec::with_capacity(targets.len());
+        for target in targets {
+            let at = |message: String| ReplayError {
+                place: format!("{}:{}:1", path.display(), target.line),
+                message,
+            };
+            let parsed = Target::parse(&target.url).map_err(|err| at(err.message))?;
+            let jsonrpc = target.method == HttpMethod::Post
+                && target.headers.iter().all(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+                && !methods_of(&target.body).is_empty();
+            if jsonrpc {
+                let name = call_name(&target.body);
+                requests.push((target.body.clone(), None, None, name));
+                continue;
+            }
+            let mut headers = Vec::new();
+            for (name, value) in &target.headers {
+                if crate::settings::header_problem(name, value).is_some() {
+                    return Err(at(format!("the header '{name}' cannot be sent as it is")));
+                }
+                headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+            }
+            let name = format!("{} {}", target.method, crate::targets::path_label(&parsed.path_and_query));
+            let http =
+                ReplayHttp { method: target.method, path: parsed.path_and_query.into_bytes(), headers };
+            requests.push((target.body.clone(), None, Some(http), name));
+        }
+        Self::build(requests, None, Vec::new(), path)
+    }
+
+    /// The requests, in file order.
+    pub fn entries(&self) -> &[ReplayEntry] {
+        &self.entries
+    }
+
+    /// How many requests one pass sends.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there is no request (never true of a built replay).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The fields left out of response digests.
+    pub fn ignored_fields(&self) -> &[FieldPath] {
+        &self.ignore
+    }
+
+    /// Whether the source has recorded offsets (a traffic file) that a speed can scale.
+    pub fn has_offsets(&self) -> bool {
+        self.offsets_us.is_some()
+    }
+
+    /// Paces the replay by its recorded offsets at `speed` (open loop).
+    pub fn pace_at_speed(&mut self, speed: f64) -> Result<(), ReplayError> {
+        let offsets = self.offsets_us.as_ref().ok_or_else(|| ReplayError {
+            place: "--speed".into(),
+            message: "this file has no recorded offsets: use --rate R or closed loop (-c N)".into(),
+        })?;
+        self.schedule = Some(RecordedSchedule::new(offsets, speed, self.looped));
+        Ok(())
+    }
+
+    /// Sets whether the sequence starts again at its end (for a schedule too).
+    pub fn set_looped(&mut self, looped: bool) {
+        self.looped = looped;
+        if let Some(schedule) = &mut self.schedule {
+            schedule.looped = looped;
+        }
+    }
+
+    /// The entry ticket `index` of the run sends.
+    #[inline]
+    pub fn entry_for(&self, index: u64) -> &ReplayEntry {
+        &self.entries[(index % self.entries.len() as u64) as usize]
+    }
+
+    /// The workload the run reports under: one call per name, in order of first appearance.
+    pub fn workload(&self) -> Workload {
+        let calls = self
+            .names
+            .iter()
+            .map(|name| Call::new(name.clone(), name, None, 1).expect("a name is never empty"))
+            .collect();
+        Workload::new(calls).expect("names are unique and at least one")
+    }
+
+    /// Paces the replay as its flags say: a speed scales the recorded offsets (a traffic
+    /// file's default, 1x); a fixed rate or a closed loop (`rate_or_connections`) leaves the
+    /// pacing to the run. A speed with either, or on a file without offsets, is refused.
+    pub fn pace(&mut self, speed: Option<f64>, rate_or_connections: Option<&str>) -> Result<(), ReplayError> {
+        let refuse = |message: String| Err(ReplayError { place: "--speed".into(), message });
+        match (speed, rate_or_connections) {
+            (Some(_), Some(flag)) => {
+                return refuse(format!("paces by the recorded offsets: it goes without {flag}"));
+            }
+            (Some(_), None) if !self.has_offsets() => {
+                return refuse(
+                    "this file has no recorded offsets (vegeta targets, bodies): use --rate R or closed \
+                     loop (-c N)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        match speed.or((rate_or_connections.is_none() && self.has_offsets()).then_some(1.0)) {
+            Some(speed) => self.pace_at_speed(speed),
+            None => Ok(()),
+        }
+    }
+
+    /// A run of this replay against `target`: open loop at the recorded pace, or closed loop
+    /// (50 connections, as `run`) until the run's settings say otherwise; one pass of the file
+    /// unless it loops (10 s then, as `run`). Settings applied later should end with
+    /// [`bound_to_one_pass`].
+    pub fn into_config(self, target: Target) -> RunConfig {
+        let mut config = RunConfig::new(target, self.workload());
+        config.load = match &self.schedule {
+            Some(schedule) => {
+                Load::Open { rate: schedule.mean_rate(), arrivals: Arrivals::Uniform, max_connections: 1024 }
+            }
+            None => Load::Closed { connections: 50 },
+        };
+        config.length = match self.looped {
+            true => Length { duration: Some(std::time::Duration::from_secs(10)), requests: None },
+            false => Length { duration: None, requests: Some(self.len() as u64) },
+        };
+        config.replay = Some(Arc::new(self));
+        config
+    }
+
+    /// How many of one pass's requests each call makes, in the workload's order.
+    pub fn counts(&self) -> Vec<(String, u64)> {
+        let mut counts: Vec<(String, u64)> = self.names.iter().map(|name| (name.clone(), 0)).collect();
+        for entry in &self.entries {
+            counts[entry.call].1 += 1;
+        }
+        counts
+    }
+}
+
+/// What kind of file a replay reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayFormat {
+    /// A recorded traffic file (offsets, bodies, digests).
+    Traffic,
+    /// A vegeta targets file (no offsets).
+    Vegeta,
+    /// One JSON-RPC body per line, as ethspam writes them (no offsets).
+    Bodies,
+}
+
+impl ReplayFormat {
+    /// The kind of a file by its first non-blank line: a traffic header, JSON (bodies), or
+    /// else a vegeta targets file.
+    pub fn detect(text: &str) -> ReplayFormat {
+        let first = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("").trim();
+        if first.starts_with('{') && first.contains(crate::traffic::TRAFFIC_FORMAT) {
+            ReplayFormat::Traffic
+        } else if first.starts_with('{') || first.starts_with('[') {
+            ReplayFormat::Bodies
+        } else {
+            ReplayFormat::Vegeta
+        }
+    }
+}
+
+/// A replay read from a file, and what the reader has to say about it (a cut last line,
+/// skipped lines), one note per line, for standard error.
+#[derive(Debug, Clone)]
+pub struct ReadReplay {
+    /// The replay.
+    pub replay: Replay,
+    /// Notes about the file.
+    pub notes: Vec<String>,
+}
+
+/// Reads `path` as `format` (detected when `None`). `ignore_fields` must each be among the
+/// fields the recording left out of its digests: the recorded digests cannot be narrowed
+/// further at replay. Errors name `file:line:col` where a line is at fault.
+pub fn read_file(
+    path: &Path,
+    format: Option<ReplayFormat>,
+    bad_lines: crate::traffic::BadLines,
+    ignore_fields: &[String],
+) -> Result<ReadReplay, ReplayError> {
+    let whole = |message: String| ReplayError { place: path.display().to_string(), message };
+    let bytes = std::fs::read(path).map_err(|err| whole(err.to_string()))?;
+    let format = format
+        .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
+    if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
+        return Err(ReplayError {
+            place: "--ignore-field".into(),
+            message: "goes with a traffic file's recorded digests".into(),
+        });
+    }
+    let mut notes = Vec::new();
+    let replay = match format {
+        ReplayFormat::Traffic => {
+            let file = TrafficFile::parse(&bytes, path, bad_lines).map_err(|err| match err {
+                crate::traffic::TrafficError::Line { path, line, column, message } => {
+                    ReplayError { place: format!("{}:{line}:{column}", path.display()), message }
+                }
+                other => whole(other.to_string()),
+            })?;
+            for field in ignore_fields {
+                let wanted = FieldPath::parse(field)
+                    .map_err(|message| ReplayError { place: format!("--ignore-field {field}"), message })?;
+                if !file.header.ignored_fields.iter().any(|known| known == wanted.as_str()) {
+                    let ignored = match file.header.ignored_fields.is_empty() {
+                        true => "nothing".to_string(),
+                        false => file.header.ignored_fields.join(", "),
+                    };
+                    return Err(ReplayError {
+                        place: format!("--ignore-field {field}"),
+                        message: format!(
+                            "the recorded digests include it (the recording ignored: {ignored}): record with \
+                             --ignore-field {field} to leave it out"
+                        ),
+                    });
+                }
+            }
+            if let Some(line) = file.cut_last_line {
+                notes.push(format!(
+                    "{}:{line}: the last line was cut (a recorder stopped while writing it); replaying the {} \
+                     complete lines",
+                    path.display(),
+                    file.entries.len()
+                ));
+            }
+            if !file.skipped.is_empty() {
+                let shown: Vec<String> = file.skipped.iter().take(5).map(|s| s.line.to_string()).collect();
+                let more = if file.skipped.len() > 5 { ", …" } else { "" };
+                notes.push(format!(
+                    "{}: skipped {} line(s) that do not parse (line {}{more})",
+                    path.display(),
+                    file.skipped.len(),
+                    shown.join(", ")
+                ));
+            }
+            Replay::from_traffic(&file, path)?
+        }
+        ReplayFormat::Bodies => {
+            let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
+            Replay::from_bodies(&text, path)?
+        }
+        ReplayFormat::Vegeta => {
+            let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
+            let targets = crate::targets::parse(&text, path, |body| {
+                crate::files::read_limited(body, crate::targets::MAX_BODY_FILE).map_err(|err| err.to_string())
+            })
+            .map_err(|err| {
+                let place = if err.line == 0 {
+                    err.path.display().to_string()
+                } else {
+                    format!("{}:{}:{}", err.path.display(), err.line, err.column)
+                };
+                ReplayError { place, message: err.message }
+            })?;
+            Replay::from_targets(&targets, path)?
+        }
+    };
+    Ok(ReadReplay { replay, notes })
+}
+
+/// Without `--loop`, a replay sends each request once at most: its count is the file's (or a
+/// smaller `-n`), whatever its duration says.
+pub fn bound_to_one_pass(config: &mut RunConfig) {
+    let Some(replay) = &config.replay else { return };
+    if replay.looped {
+        return;
+    }
+    let one_pass = replay.len() as u64;
+    config.length.requests = Some(config.length.requests.map_or(one_pass, |n| n.min(one_pass)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_of_file_is_told_by_its_first_line() {
+        assert_eq!(
+            ReplayFormat::detect("{\"format\":\"rpcbench-traffic\",\"version\":1}\n"),
+            ReplayFormat::Traffic
+        );
+        assert_eq!(
+            ReplayFormat::detect("\n{\"jsonrpc\":\"2.0\",\"method\":\"eth_blockNumber\"}\n"),
+            ReplayFormat::Bodies
+        );
+        assert_eq!(ReplayFormat::detect("POST http://127.0.0.1:8545/\n@body.json\n"), ReplayFormat::Vegeta);
+    }
+
+    #[test]
+    fn calls_are_named_by_what_they_carry() {
+        assert_eq!(call_name(br#"{"jsonrpc":"2.0","id":1,"method":"eth_call"}"#), "eth_call");
+        assert_eq!(
+            call_name(br#"[{"id":1,"method":"eth_call"},{"id":2,"method":"eth_call"}]"#),
+            "batch(eth_call x2)"
+        );
+        assert_eq!(
+            call_name(br#"[{"id":1,"method":"a"},{"id":2,"method":"b"},{"id":3,"method":"a"}]"#),
+            "batch(mixed x3)"
+        );
+        assert_eq!(call_name(b"hello"), "other");
+        // An empty method name is no call name (a workload's calls are named).
+        assert_eq!(call_name(br#"{"id":1,"method":""}"#), "other");
+    }
+
+    #[test]
+    fn schedules_scale_by_speed_and_loop_one_mean_gap_after_the_last() {
+        let us = |d: Option<std::time::Duration>| d.map(|d| d.as_micros() as u64);
+        let offsets = [5_000, 5_000, 105_000, 305_000];
+        let once = RecordedSchedule::new(&offsets, 1.0, false);
+        assert_eq!(
+            (0..5).map(|i| us(once.offset_of(i))).collect::<Vec<_>>(),
+            [Some(0), Some(0), Some(100_000), Some(300_000), None]
+        );
+        let double = RecordedSchedule::new(&offsets, 2.0, false);
+        assert_eq!(
+            (0..4).map(|i| us(double.offset_of(i))).collect::<Vec<_>>(),
+            [Some(0), Some(0), Some(50_000), Some(150_000)]
+        );
+        let half = RecordedSchedule::new(&offsets, 0.5, true);
+        // Period: 300 ms + a mean gap of 100 ms = 400 ms recorded, 800 ms at half speed.
+        assert_eq!(
+            (3..7).map(|i| us(half.offset_of(i))).collect::<Vec<_>>(),
+            [Some(600_000), Some(800_000), Some(800_000), Some(1_000_000)]
+        );
+        // An edited file whose offsets go back keeps the schedule from going back.
+        let edited = RecordedSchedule::new(&[0, 50, 20, 60], 1.0, false);
+        assert_eq!(&*edited.offsets_us, &[0, 50, 50, 60]);
+    }
+
+    #[test]
+    fn an_empty_source_is_refused() {
+        let error = Replay::from_bodies("\n\n", Path::new("b.jsonl")).unwrap_err();
+        assert!(error.to_string().contains("nothing to replay"), "{error}");
+        let error = Replay::from_bodies("{\"method\":\"a\"}\n{oops\n", Path::new("b.jsonl")).unwrap_err();
+        assert!(error.to_string().starts_with("b.jsonl:2:2: "), "{error}");
+    }
+
+    #[test]
+    fn entries_keep_file_order_and_group_by_name() {
+        let text = "{\"id\":1,\"method\":\"a\"}\n{\"id\":2,\"method\":\"b\"}\n{\"id\":3,\"method\":\"a\"}\n";
+        let replay = Replay::from_bodies(text, Path::new("b")).unwrap();
+        assert_eq!(replay.counts(), [("a".to_string(), 2), ("b".to_string(), 1)]);
+        assert_eq!(replay.entries().iter().map(|e| e.call).collect::<Vec<_>>(), [0, 1, 0]);
+        assert_eq!(replay.entry_for(4).body, br#"{"id":2,"method":"b"}"#);
+    }
+}
