@@ -380,6 +380,10 @@ fn the_demo_prints_every_step_without_errors() {
         table.contains("Capacity of getBlock (full transactions) within p99<25ms, errors<0.1%:"),
         "{table}"
     );
+    // Only the open-loop rows carry the corrected-latency note's mark; the note is said once.
+    assert_eq!(rows.iter().filter(|row| row.contains("| 500/s (a) |")).count(), 4, "{table}");
+    assert_eq!(table.matches("intended send time").count(), 1, "{table}");
+    assert!(!table.lines().any(|line| line.trim_end().ends_with(';')), "{table}");
     for row in rows {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[4], "100.00", "every response is a success: {row}");

@@ -209,6 +209,9 @@ pub fn run_demo(
     Ok(DemoSummary { node_url: url, steps, interrupted, capacity })
 }
 
+/// The mark of open-loop rows, whose latency is corrected for coordinated omission.
+const OPEN_LOOP_MARK: &str = "(a)";
+
 /// The side-by-side table, as GitHub-flavoured Markdown.
 pub fn render_summary(summary: &DemoSummary) -> String {
     let mut out = String::new();
@@ -217,7 +220,6 @@ pub fn render_summary(summary: &DemoSummary) -> String {
         "rpcbench demo: seed 000's Solana tests against the built-in mock node ({})",
         summary.node_url
     );
-    let _ = writeln!(out, "Latency is measured from the intended send time at a constant rate (coordinated omission corrected).");
     let _ = writeln!(out);
     let _ = writeln!(out, "| method | load | req/s | ok % | errors | p50 | p90 | p99 | max | MB/s |");
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -225,9 +227,11 @@ pub fn render_summary(summary: &DemoSummary) -> String {
         let report = &step.report;
         let latency = &report.latency;
         let total = report.requests.total.max(1);
+        // Open-loop rows carry the mark of the note on corrected latency under the table.
+        let mark = if report.is_open_loop() { format!(" {OPEN_LOOP_MARK}") } else { String::new() };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {:.2} |",
+            "| {} | {}{mark} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {:.2} |",
             step.method,
             step.load,
             report.requests.rate,
@@ -240,15 +244,46 @@ pub fn render_summary(summary: &DemoSummary) -> String {
             report.bytes.received_per_sec / 1e6,
         );
     }
+    if summary.steps.iter().any(|step| step.report.is_open_loop()) {
+        let _ = writeln!(
+            out,
+            "\n{OPEN_LOOP_MARK} open loop: latency is measured from the intended send time at a constant rate (coordinated omission corrected)."
+        );
+    }
+    // The generator's warnings, as the HTML report shows them: a saturated generator or late
+    // sends make a row say more about the tool than about the node.
+    let warnings: Vec<String> = summary
+        .steps
+        .iter()
+        .flat_map(|step| {
+            crate::report::generator_warnings(&step.report)
+                .into_iter()
+                .map(move |warning| format!("- {} {}: {warning}", step.method, step.load))
+        })
+        .collect();
+    if !warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for warning in warnings {
+            let _ = writeln!(out, "{warning}");
+        }
+    }
     // Ratios against the first method's lightest load, as a reader compares them.
     if let Some(first) = summary.steps.first() {
         let base = first.report.requests.rate.max(f64::MIN_POSITIVE);
-        let _ = writeln!(out);
-        let _ = write!(out, "Throughput at {} relative to {} {}:", first.load, first.method, first.load);
-        for step in summary.steps.iter().filter(|s| s.load == first.load) {
-            let _ = write!(out, " {} {:.2}x;", step.method, step.report.requests.rate / base);
-        }
-        let _ = writeln!(out);
+        let ratios: Vec<String> = summary
+            .steps
+            .iter()
+            .filter(|s| s.load == first.load)
+            .map(|step| format!("{} {:.2}x", step.method, step.report.requests.rate / base))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nThroughput at {} relative to {} {}: {}.",
+            first.load,
+            first.method,
+            first.load,
+            ratios.join(", ")
+        );
     }
     if let Some(capacity) = &summary.capacity {
         let _ = writeln!(out);
@@ -281,4 +316,67 @@ pub fn render_summary(summary: &DemoSummary) -> String {
         let _ = writeln!(out, "(interrupted: the table shows the steps that ran)");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::SavedRun;
+
+    /// A demo step made of a committed results file (tests/golden).
+    fn step(method: &str, load: &str, file: &str) -> DemoStep {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(file);
+        let run = SavedRun::load(&path).expect("a committed results file");
+        DemoStep { method: method.into(), load: load.into(), report: run.report, results: run.file }
+    }
+
+    fn summary() -> DemoSummary {
+        DemoSummary {
+            node_url: "http://127.0.0.1:8899/".into(),
+            steps: vec![
+                step("getBalance", "64 conns", "closed.results.json"),
+                step("getBalance", "2000/s", "open.results.json"),
+                step("getSlot", "64 conns", "closed.results.json"),
+            ],
+            interrupted: false,
+            capacity: None,
+        }
+    }
+
+    #[test]
+    fn the_corrected_latency_note_stands_beside_open_loop_rows_only() {
+        let text = render_summary(&summary());
+        let rows: Vec<&str> = text.lines().filter(|line| line.starts_with("| get")).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[1].starts_with("| getBalance | 2000/s (a) |"), "{text}");
+        assert!(!rows[0].contains("(a)") && !rows[2].contains("(a)"), "{text}");
+        let notes: Vec<&str> = text.lines().filter(|line| line.contains("intended send time")).collect();
+        assert_eq!(notes.len(), 1, "{text}");
+        assert!(notes[0].starts_with("(a) open loop:"), "{text}");
+        let closed_only =
+            DemoSummary { steps: vec![step("getSlot", "64 conns", "closed.results.json")], ..summary() };
+        assert!(!render_summary(&closed_only).contains("intended send time"));
+    }
+
+    #[test]
+    fn the_summary_carries_the_generator_warnings() {
+        let summary = summary();
+        let warnings = crate::report::generator_warnings(&summary.steps[1].report);
+        assert!(!warnings.is_empty(), "the open-loop file left requests unsent");
+        let text = render_summary(&summary);
+        for warning in warnings {
+            assert!(text.contains(&format!("- getBalance 2000/s: {warning}")), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_ratio_line_has_no_stray_semicolon() {
+        let text = render_summary(&summary());
+        let line = text.lines().find(|line| line.starts_with("Throughput at")).expect("a ratio line");
+        assert_eq!(
+            line,
+            "Throughput at 64 conns relative to getBalance 64 conns: getBalance 1.00x, getSlot 1.00x."
+        );
+        assert!(!text.lines().any(|line| line.trim_end().ends_with(';')), "{text}");
+    }
 }

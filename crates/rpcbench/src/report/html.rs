@@ -27,8 +27,9 @@ use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
 use crate::units::format_micros;
 
-/// One colour per run (Tableau 10), repeated past ten runs.
-const PALETTE: [(u8, u8, u8); 10] = [
+/// One colour per run: a qualitative palette of twelve (Tableau 10, then olive and charcoal).
+/// Past twelve runs the colours come round again with another dash pattern ([`dash`]).
+const PALETTE: [(u8, u8, u8); 12] = [
     (78, 121, 167),
     (242, 142, 43),
     (225, 87, 89),
@@ -39,7 +40,16 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (255, 157, 167),
     (156, 117, 95),
     (186, 176, 172),
+    (128, 128, 0),
+    (64, 64, 64),
 ];
+
+/// Dash patterns (dash, gap in pixels) of a run's lines, one per round of the palette: the
+/// first twelve runs are solid, the next twelve dashed, the next dotted.
+const DASHES: [Option<(u32, u32)>; 3] = [None, Some((12, 4)), Some((2, 4))];
+
+/// The p99 lines' patterns, one per round of the palette, unlike every p50 pattern.
+const P99_DASHES: [(u32, u32); 3] = [(7, 4), (20, 6), (7, 2)];
 
 pub(super) fn color(index: usize) -> RGBColor {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
@@ -49,6 +59,52 @@ pub(super) fn color(index: usize) -> RGBColor {
 pub(super) fn css_color(index: usize) -> String {
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// The dash pattern of run `index`'s lines: none (solid) within the palette's first round.
+pub(super) fn dash(index: usize) -> Option<(u32, u32)> {
+    DASHES[(index / PALETTE.len()) % DASHES.len()]
+}
+
+fn p99_dash(index: usize) -> (u32, u32) {
+    P99_DASHES[(index / PALETTE.len()) % P99_DASHES.len()]
+}
+
+/// The CSS background of run `index`'s swatch: its colour, striped as its lines are dashed.
+fn swatch_background(index: usize) -> String {
+    let color = css_color(index);
+    match dash(index) {
+        None => color,
+        Some((on, off)) => {
+            let (on, off) = (on.min(5), off.min(3));
+            format!("repeating-linear-gradient(90deg,{color} 0 {on}px,transparent {on}px {}px)", on + off)
+        }
+    }
+}
+
+/// Draws one run's line in its colour and dash pattern (`pattern`: `None` for solid).
+fn draw_line<DB: DrawingBackend, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    points: Vec<(f64, f64)>,
+    index: usize,
+    pattern: Option<(u32, u32)>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let style = color(index).stroke_width(2);
+    match pattern {
+        None => chart.draw_series(LineSeries::new(points, style)).map(|_| ()),
+        Some((on, off)) => chart.draw_series(DashedLineSeries::new(points, on, off, style)).map(|_| ()),
+    }
+    .map_err(|err| Box::new(err) as Box<dyn Error>)
+}
+
+/// A label that may be long (a run, a method, a mix of calls) in a cell or legend: cut with an
+/// ellipsis to the width of its box, the full text in a tooltip.
+pub(super) fn clipped(text: &str) -> String {
+    let text = esc(text);
+    format!("<span class=\"clip\" title=\"{text}\">{text}</span>")
 }
 
 /// Escapes text for HTML, control characters included (written as visible escapes).
@@ -267,11 +323,47 @@ impl LatencyScale {
     }
 }
 
+/// A run with fewer series points than this (a run shorter than about 3 s) has its points
+/// drawn as markers, not joined: a line through one or two per-second points would draw a
+/// trend the run did not show.
+const MIN_POINTS_FOR_LINE: usize = 3;
+
+/// Where stages begin on the time axis, for the time charts' vertical lines: (run index,
+/// seconds since measurement started) for every stage but the first of every staged run.
+fn stage_boundaries(runs: &[SavedRun]) -> Vec<(usize, f64)> {
+    runs.iter()
+        .enumerate()
+        .flat_map(|(index, run)| run.report.stages.iter().skip(1).map(move |stage| (index, stage.start_s)))
+        .filter(|(_, start)| *start > 0.0)
+        .collect()
+}
+
+/// Draws the stage boundaries as thin vertical lines from `low` to `high`, in the colour of
+/// the run when several runs are shown, grey for one.
+fn draw_stage_boundaries<DB: DrawingBackend, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    boundaries: &[(usize, f64)],
+    several: bool,
+    (low, high): (f64, f64),
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    for &(index, x) in boundaries {
+        let line_color = if several { color(index).mix(0.8) } else { RGBColor(110, 110, 110).mix(0.8) };
+        chart
+            .draw_series(DashedLineSeries::new([(x, low), (x, high)], 3, 3, line_color.stroke_width(1)))
+            .map_err(|err| Box::new(err) as Box<dyn Error>)?;
+    }
+    Ok(())
+}
+
 fn throughput_chart(runs: &[SavedRun]) -> String {
     let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
     let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
     let y_max = plots.iter().flatten().map(|p| p.rate.max(p.error_rate)).fold(0.0, f64::max);
     let show_errors = runs.len() == 1 && plots.iter().flatten().any(|p| p.error_rate > 0.0);
+    let boundaries = stage_boundaries(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -283,22 +375,32 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
             .x_label_formatter(&|x| seconds_label(*x))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
+        draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (0.0, nice_max(y_max)))?;
         for (index, points) in plots.iter().enumerate() {
-            let style = color(index).stroke_width(2);
-            chart.draw_series(LineSeries::new(points.iter().map(|p| (p.mid, p.rate)), style))?;
+            let joined = points.len() >= MIN_POINTS_FOR_LINE;
+            if joined {
+                draw_line(&mut chart, points.iter().map(|p| (p.mid, p.rate)).collect(), index, dash(index))?;
+            }
             if points.len() <= 60 {
+                let radius = if joined { 3 } else { 5 };
                 chart.draw_series(
-                    points.iter().map(|p| Circle::new((p.mid, p.rate), 3, color(index).filled())),
+                    points.iter().map(|p| Circle::new((p.mid, p.rate), radius, color(index).filled())),
                 )?;
             }
             if show_errors {
                 let red = RGBColor(200, 40, 40);
-                chart.draw_series(DashedLineSeries::new(
-                    points.iter().map(|p| (p.mid, p.error_rate)),
-                    6,
-                    4,
-                    red.stroke_width(2),
-                ))?;
+                if joined {
+                    chart.draw_series(DashedLineSeries::new(
+                        points.iter().map(|p| (p.mid, p.error_rate)),
+                        6,
+                        4,
+                        red.stroke_width(2),
+                    ))?;
+                } else {
+                    chart.draw_series(
+                        points.iter().map(|p| Circle::new((p.mid, p.error_rate), 4, red.stroke_width(2))),
+                    )?;
+                }
             }
         }
         Ok(())
@@ -314,6 +416,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
         runs.iter().map(|r| r.report.latency.percentile("p50") as f64).fold(f64::INFINITY, f64::min),
         answered().map(|p| p.p99).fold(0.0, f64::max),
     );
+    let boundaries = stage_boundaries(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -325,30 +428,35 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
             .x_label_formatter(&|x| seconds_label(*x))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
+        draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (scale.low, scale.high))?;
         for (index, points) in plots.iter().enumerate() {
+            let joined = points.len() >= MIN_POINTS_FOR_LINE;
+            let radius = if joined { 3 } else { 5 };
             // Intervals without responses have no latency: the lines break there.
             for segment in points.split(|p| p.requests == 0).filter(|s| !s.is_empty()) {
-                chart.draw_series(LineSeries::new(
-                    segment.iter().map(|p| (p.mid, scale.y(p.p50))),
-                    color(index).stroke_width(2),
-                ))?;
-                chart.draw_series(DashedLineSeries::new(
-                    segment.iter().map(|p| (p.mid, scale.y(p.p99))),
-                    7,
-                    4,
-                    color(index).stroke_width(2),
-                ))?;
+                if joined {
+                    draw_line(
+                        &mut chart,
+                        segment.iter().map(|p| (p.mid, scale.y(p.p50))).collect(),
+                        index,
+                        dash(index),
+                    )?;
+                    draw_line(
+                        &mut chart,
+                        segment.iter().map(|p| (p.mid, scale.y(p.p99))).collect(),
+                        index,
+                        Some(p99_dash(index)),
+                    )?;
+                }
                 if segment.len() <= 60 {
                     chart.draw_series(
                         segment
                             .iter()
-                            .map(|p| Circle::new((p.mid, scale.y(p.p50)), 3, color(index).filled())),
+                            .map(|p| Circle::new((p.mid, scale.y(p.p50)), radius, color(index).filled())),
                     )?;
-                    chart.draw_series(
-                        segment
-                            .iter()
-                            .map(|p| Circle::new((p.mid, scale.y(p.p99)), 3, color(index).stroke_width(1))),
-                    )?;
+                    chart.draw_series(segment.iter().map(|p| {
+                        Circle::new((p.mid, scale.y(p.p99)), radius, color(index).stroke_width(2))
+                    }))?;
                 }
             }
         }
@@ -428,10 +536,8 @@ pub(super) fn percentile_curves(
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
         for (index, line) in lines {
-            chart.draw_series(LineSeries::new(
-                line.iter().map(|&(x, latency)| (x, scale.y(latency))),
-                color(*index).stroke_width(2),
-            ))?;
+            let points = line.iter().map(|&(x, latency)| (x, scale.y(latency))).collect();
+            draw_line(&mut chart, points, *index, dash(*index))?;
         }
         Ok(())
     })
@@ -506,7 +612,12 @@ fn legend(runs: &[SavedRun], extra: &str) -> String {
 pub(super) fn legend_items(items: &[(&str, usize)], extra: &str) -> String {
     let mut out = String::from("<div class=\"legend\">");
     for (label, index) in items {
-        let _ = write!(out, "<span><i style=\"background:{}\"></i>{}</span>", css_color(*index), esc(label));
+        let _ = write!(
+            out,
+            "<span><i style=\"background:{}\"></i>{}</span>",
+            swatch_background(*index),
+            clipped(label)
+        );
     }
     if !extra.is_empty() {
         let _ = write!(out, "<span class=\"hint\">{extra}</span>");
@@ -521,7 +632,7 @@ pub(super) const STYLE: &str = r#"
 body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; margin: 0;
   background: #f6f7f9; color: #1d232b; font-size: 14px; line-height: 1.45; }
 main { max-width: 1140px; margin: 0 auto; padding: 24px 20px 40px; }
-h1 { font-size: 24px; margin: 0 0 4px; }
+h1 { font-size: 24px; margin: 0 0 4px; overflow-wrap: anywhere; }
 h2 { font-size: 17px; margin: 0 0 10px; }
 h3 { font-size: 14px; margin: 16px 0 8px; }
 .sub { color: #55606e; margin: 0 0 2px; overflow-wrap: break-word; }
@@ -542,7 +653,9 @@ td.nowrap { white-space: nowrap; }
 td.text, th.text { text-align: left; overflow-wrap: break-word; }
 .ratio { display: block; color: #55606e; font-size: 12px; }
 table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px; }
-.ratio.up { color: #2e7d32; } .ratio.down { color: #c62828; }
+.ratio.up { color: #2e7d32; } .ratio.down { color: #c62828; } .ratio.unlike { color: #8a94a2; font-style: italic; }
+.clip { display: inline-block; max-width: 18em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
+.legend .clip { max-width: 28em; }
 tr.err td:first-child, th.err { color: #c62828; }
 section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
@@ -552,6 +665,14 @@ svg { width: 100%; height: auto; display: block; }
 .warning { background: #fff4e5; border-color: #f5c27a; }
 .note { color: #55606e; }
 footer { color: #8a94a2; font-size: 12px; text-align: center; }
+@media (max-width: 1000px) {
+  main { padding: 16px 8px 32px; }
+  section { padding: 12px 8px; }
+  table { font-size: 12px; }
+  th, td { padding: 4px 5px; }
+  .clip { max-width: 10em; }
+  .cards { grid-template-columns: repeat(3, 1fr); }
+}
 "#;
 
 /// Whether a larger value of the metric is better (req/s, ok %, MB/s) or worse (latency,
@@ -560,11 +681,33 @@ fn higher_is_better(metric: &str) -> bool {
     matches!(metric, "req/s" | "ok %" | "MB/s")
 }
 
-fn ratio_span(row: &MetricRow, index: usize) -> String {
+/// Whether two runs ran the same kind of load (closed loop at the same connections, or open
+/// loop at the same offered rate, through the same stages), so that a ratio between them
+/// says better or worse. An open loop's req/s is the rate it was offered: against a closed
+/// loop's, its ratio measures the load chosen, not the target.
+pub(super) fn like_for_like(a: &RunReport, b: &RunReport) -> bool {
+    let stages = |r: &RunReport| r.stages.iter().map(|s| (s.level, s.duration_s)).collect::<Vec<_>>();
+    a.load.mode == b.load.mode
+        && a.load.connections == b.load.connections
+        && a.load.rate == b.load.rate
+        && stages(a) == stages(b)
+}
+
+/// For each run, whether it ran the same kind of load as the first (see [`like_for_like`]).
+fn like_first(runs: &[SavedRun]) -> Vec<bool> {
+    runs.iter().map(|run| like_for_like(&runs[0].report, &run.report)).collect()
+}
+
+/// The ratio of run `index` to the first, coloured better or worse only when `like` (the two
+/// ran the same kind of load); otherwise grey and in italics, with the reason in a tooltip.
+fn ratio_span(row: &MetricRow, index: usize, like: bool) -> String {
     if index == 0 {
         return String::new();
     }
     match row.ratios()[index] {
+        Some(ratio) if !like => {
+            format!("<span class=\"ratio unlike\" title=\"{UNLIKE_TOOLTIP}\">{}</span>", format_ratio(ratio))
+        }
         Some(ratio) => {
             let better = if higher_is_better(&row.metric) { ratio > 1.05 } else { ratio < 0.95 };
             let worse = if higher_is_better(&row.metric) { ratio < 0.95 } else { ratio > 1.05 };
@@ -578,6 +721,19 @@ fn ratio_span(row: &MetricRow, index: usize) -> String {
             format!("<span class=\"{class}\">{}</span>", format_ratio(ratio))
         }
         None => "<span class=\"ratio\">-</span>".into(),
+    }
+}
+
+const UNLIKE_TOOLTIP: &str = "a different kind of load from the first run: not better or worse";
+
+/// The note under a table whose ratios include runs of another kind of load.
+fn unlike_note(likes: &[bool]) -> &'static str {
+    if likes.iter().all(|like| *like) {
+        ""
+    } else {
+        "<p class=\"note\">Ratios in grey italics compare a different kind of load with the first run's (open \
+         against closed loop, other connections, another offered rate or stages): they are not \
+         coloured better or worse, as the load chosen made the difference.</p>"
     }
 }
 
@@ -609,7 +765,7 @@ fn same_target(runs: &[SavedRun]) -> bool {
 fn swatch(index: usize) -> String {
     format!(
         "<i style=\"display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;background:{}\"></i>",
-        css_color(index)
+        swatch_background(index)
     )
 }
 
@@ -618,6 +774,7 @@ fn summary_table(runs: &[SavedRun]) -> String {
     let rows = summary_rows(&reports);
     // The target is in the page's subtitle when every run had the same.
     let target_column = !same_target(runs);
+    let likes = like_first(runs);
     let mut out = String::from("<table><tr><th>run</th>");
     if target_column {
         out.push_str("<th class=\"text\">target</th>");
@@ -635,24 +792,42 @@ fn summary_table(runs: &[SavedRun]) -> String {
         if run.report.interrupted {
             load.push_str(", interrupted");
         }
-        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(&run.label));
         if target_column {
-            let _ = write!(out, "<td class=\"text\">{}</td>", esc(&run.report.target));
+            let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
         }
+        // The load in short (its kind and level); the whole description in the tooltip.
         let _ = write!(
             out,
-            "<td class=\"text\">{}</td><td class=\"text\">{}</td>",
-            esc(&run.report.method),
-            esc(&load)
+            "<td class=\"text\">{}</td><td class=\"text nowrap\" title=\"{}\">{}</td>",
+            clipped(&run.report.method),
+            esc(&load),
+            esc(&short_load(&run.report))
         );
         for row in &rows {
-            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]));
         }
         out.push_str("</tr>");
     }
     out.push_str("</table>");
     if runs.len() > 1 {
         let _ = write!(out, "<p class=\"note\">Ratios are against {}.</p>", esc(&runs[0].label));
+        out.push_str(unlike_note(&likes));
+    }
+    out
+}
+
+/// A load in a few words for a table cell: `closed, 16 conns`, `open, 2000/s`, `closed, 3
+/// stages`.
+fn short_load(report: &RunReport) -> String {
+    let load = &report.load;
+    let mut out = match (load.connections, load.rate) {
+        (Some(connections), _) => format!("closed, {connections} conns"),
+        (None, Some(rate)) => format!("open, {}/s", crate::units::trim_float(rate)),
+        _ => load.mode.clone(),
+    };
+    if !report.stages.is_empty() {
+        out = format!("{}, {} stages", load.mode, report.stages.len());
     }
     out
 }
@@ -661,20 +836,21 @@ fn summary_table(runs: &[SavedRun]) -> String {
 const MAX_RUN_COLUMNS: usize = 4;
 
 /// A row per run, a column per metric.
-fn metric_rows_table(labels: &[String], rows: &[MetricRow]) -> String {
+fn metric_rows_table(labels: &[String], rows: &[MetricRow], likes: &[bool]) -> String {
     let mut out = String::from("<table><tr><th>run</th>");
     for row in rows {
         let _ = write!(out, "<th>{}</th>", esc(&row.metric));
     }
     out.push_str("</tr>");
     for (index, label) in labels.iter().enumerate() {
-        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(label));
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(label));
         for row in rows {
-            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index));
+            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]));
         }
         out.push_str("</tr>");
     }
     out.push_str("</table>");
+    out.push_str(unlike_note(likes));
     out
 }
 
@@ -687,8 +863,8 @@ fn methods_table(runs: &[SavedRun]) -> String {
         let _ = write!(
             out,
             "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&row.run),
-            esc(&row.method),
+            clipped(&row.run),
+            clipped(&row.method),
             row.requests,
             row.rate,
             row.ok_percent(),
@@ -705,22 +881,30 @@ fn methods_table(runs: &[SavedRun]) -> String {
     out
 }
 
-fn metric_columns_table(first: &str, labels: &[String], rows: &[MetricRow], ratios: bool) -> String {
+/// A row per metric, a column per run; `likes`: with ratios against the first column, whether
+/// each run ran the same kind of load as the first.
+fn metric_columns_table(
+    first: &str,
+    labels: &[String],
+    rows: &[MetricRow],
+    likes: Option<&[bool]>,
+) -> String {
     let class = if labels.len() <= 3 { " class=\"narrow\"" } else { "" };
     let mut out = format!("<table{class}><tr><th>{}</th>", esc(first));
     for label in labels {
-        let _ = write!(out, "<th>{}</th>", esc(label));
+        let _ = write!(out, "<th>{}</th>", clipped(label));
     }
     out.push_str("</tr>");
     for row in rows {
         let _ = write!(out, "<tr><td>{}</td>", esc(&row.metric));
         for index in 0..row.values.len() {
-            let ratio = if ratios { ratio_span(row, index) } else { String::new() };
+            let ratio = likes.map_or(String::new(), |likes| ratio_span(row, index, likes[index]));
             let _ = write!(out, "<td>{}{ratio}</td>", esc(&row.cell(index)));
         }
         out.push_str("</tr>");
     }
     out.push_str("</table>");
+    out.push_str(likes.map_or("", unlike_note));
     out
 }
 
@@ -732,30 +916,32 @@ fn distribution_table(runs: &[SavedRun]) -> String {
                 "percentile",
                 &["corrected".into(), "uncorrected".into()],
                 &rows,
-                false,
+                None,
             );
         }
     }
     let labels: Vec<String> =
         if runs.len() == 1 { vec!["latency".into()] } else { runs.iter().map(|r| r.label.clone()).collect() };
     let latencies: Vec<_> = runs.iter().map(|r| &r.report.latency).collect();
+    let likes = like_first(runs);
     if runs.len() > MAX_RUN_COLUMNS {
-        return metric_rows_table(&labels, &distribution_rows(&latencies));
+        return metric_rows_table(&labels, &distribution_rows(&latencies), &likes);
     }
-    metric_columns_table("percentile", &labels, &distribution_rows(&latencies), true)
+    metric_columns_table("percentile", &labels, &distribution_rows(&latencies), Some(&likes))
 }
 
 fn resources_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = usage_rows(&reports);
     if runs.len() == 1 {
-        return metric_columns_table("resource", &["value".into()], &rows, false);
+        return metric_columns_table("resource", &["value".into()], &rows, None);
     }
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    let likes = like_first(runs);
     if runs.len() > MAX_RUN_COLUMNS {
-        return metric_rows_table(&labels, &rows);
+        return metric_rows_table(&labels, &rows, &likes);
     }
-    metric_columns_table("resource", &labels, &rows, true)
+    metric_columns_table("resource", &labels, &rows, Some(&likes))
 }
 
 fn errors_table(runs: &[SavedRun]) -> String {
@@ -770,7 +956,7 @@ fn errors_table(runs: &[SavedRun]) -> String {
         }
         out.push_str("</tr>");
         for (index, (run, report)) in runs.iter().zip(&reports).enumerate() {
-            let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+            let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(&run.label));
             for row in &rows {
                 let _ = write!(
                     out,
@@ -788,7 +974,7 @@ fn errors_table(runs: &[SavedRun]) -> String {
         out.push_str("<th>count</th>");
     } else {
         for run in runs {
-            let _ = write!(out, "<th>{}</th>", esc(&run.label));
+            let _ = write!(out, "<th>{}</th>", clipped(&run.label));
         }
     }
     out.push_str("</tr>");
@@ -866,7 +1052,7 @@ fn details_table(runs: &[SavedRun]) -> String {
     }
     out.push_str("</tr>");
     for (index, run) in runs.iter().enumerate() {
-        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), esc(&run.label));
+        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(&run.label));
         for (name, values) in &differing {
             if matches!(*name, "request" | "headers") {
                 let _ = write!(out, "<td class=\"text code\"><div>{}</div></td>", esc(&values[index]));
@@ -879,6 +1065,41 @@ fn details_table(runs: &[SavedRun]) -> String {
     }
     out.push_str("</table><h3>Common to every run</h3>");
     out.push_str(&common);
+    out
+}
+
+/// The per-stage tables of the staged runs: level, start, length, requests, rate, latency and
+/// errors of each stage; one table per staged run, under its label when several runs are shown.
+fn stages_tables(runs: &[SavedRun]) -> String {
+    let us = |v: u64| format_micros(v as f64);
+    let mut out = String::new();
+    for (index, run) in runs.iter().enumerate().filter(|(_, run)| !run.report.stages.is_empty()) {
+        if runs.len() > 1 {
+            let _ = write!(out, "<h3>{}{}</h3>", swatch(index), clipped(&run.label));
+        }
+        let level = if run.report.load.mode == "open" { "req/s offered" } else { "connections" };
+        let _ = write!(
+            out,
+            "<table><tr><th>stage</th><th>{level}</th><th>from</th><th>duration</th><th>ramp</th><th>requests</th><th>req/s</th><th>p50</th><th>p99</th><th>errors</th></tr>"
+        );
+        for stage in &run.report.stages {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                stage.stage,
+                esc(&crate::units::trim_float(stage.level)),
+                esc(&seconds_label(stage.start_s)),
+                esc(&seconds_label(stage.duration_s)),
+                esc(&seconds_label(stage.ramp_s)),
+                stage.requests,
+                stage.rate,
+                us(stage.latency.percentile("p50")),
+                us(stage.latency.percentile("p99")),
+                esc(&count_with_share(stage.errors, stage.requests)),
+            );
+        }
+        out.push_str("</table>");
+    }
     out
 }
 
@@ -901,7 +1122,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
         esc(&title)
     );
-    let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(out, "<h1 title=\"{0}\">{0}</h1>", esc(&title));
     if runs.len() == 1 {
         let _ = writeln!(
             out,
@@ -944,21 +1165,33 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         out.push_str("</ul></section>");
     }
     let _ = writeln!(out, "<section><h2>Summary</h2>{}</section>", summary_table(runs));
-    let errors_hint = if runs.len() == 1 && runs[0].report.requests.errors > 0 {
-        "red dashed: errors per second"
-    } else {
-        ""
-    };
+    if runs.iter().any(|run| !run.report.stages.is_empty()) {
+        let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_tables(runs));
+    }
+    // Hints shared by the two time charts: stage boundaries, runs too short for a line.
+    let mut time_hints: Vec<&str> = Vec::new();
+    if !stage_boundaries(runs).is_empty() {
+        time_hints.push("thin dashed verticals: stage boundaries");
+    }
+    if runs.iter().any(|run| series_plot(run).len() < MIN_POINTS_FOR_LINE) {
+        time_hints.push("runs under 3 s: their per-second points are not joined by a line");
+    }
+    let mut throughput_hints = time_hints.clone();
+    if runs.len() == 1 && runs[0].report.requests.errors > 0 {
+        throughput_hints.insert(0, "red dashed: errors per second");
+    }
+    let mut latency_hints = vec!["solid: p50 · dashed: p99 (per interval)"];
+    latency_hints.extend(&time_hints);
     let _ = writeln!(
         out,
         "<section><h2>Throughput over time</h2>{}{}</section>",
-        legend(runs, errors_hint),
+        legend(runs, &throughput_hints.join(" · ")),
         throughput_chart(runs)
     );
     let _ = writeln!(
         out,
         "<section><h2>Latency over time</h2>{}{}</section>",
-        legend(runs, "solid: p50 · dashed: p99 (per interval)"),
+        legend(runs, &latency_hints.join(" · ")),
         latency_over_time_chart(runs)
     );
     let corrected = if runs.iter().any(|r| r.report.is_open_loop()) {
@@ -981,9 +1214,15 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     let _ = writeln!(out, "<section><h2>Per method</h2>{}</section>", methods_table(runs));
     let _ = writeln!(out, "<section><h2>Latency distribution</h2>{}</section>", distribution_table(runs));
     let _ = writeln!(out, "<section><h2>Outcomes and errors by class</h2>{}</section>", errors_table(runs));
+    // The target's CPU is explained only when a target process was monitored.
+    let cpu_note = if runs.iter().any(|run| run.report.target_resources.is_some()) {
+        "Target CPU is a percentage of one core; the generator's, of its worker threads' capacity."
+    } else {
+        "The generator's CPU is a percentage of its worker threads' capacity."
+    };
     let _ = writeln!(
         out,
-        "<section><h2>Resources</h2>{}<p class=\"note\">Target CPU is a percentage of one core; the generator's, of its worker threads' capacity.</p></section>",
+        "<section><h2>Resources</h2>{}<p class=\"note\">{cpu_note}</p></section>",
         resources_table(runs)
     );
     let _ = writeln!(out, "<section><h2>Run details</h2>{}</section>", details_table(runs));
@@ -1008,6 +1247,144 @@ mod tests {
         assert_eq!(percentile_label(3.0), "99.9%");
         assert_eq!(percentile_label(5.0), "99.999%");
         assert!((nines(0.99) - 2.0).abs() < 1e-9);
+    }
+
+    /// A committed results file (tests/golden), decoded.
+    fn golden(name: &str) -> SavedRun {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+        SavedRun::load(&path).expect("a committed results file")
+    }
+
+    #[test]
+    fn twelve_runs_get_twelve_colours_and_later_runs_a_dash_pattern() {
+        let colours: std::collections::HashSet<String> = (0..12).map(css_color).collect();
+        assert_eq!(colours.len(), 12, "the demo's twelve steps share no colour");
+        assert!((0..12).all(|index| dash(index).is_none()), "the first twelve lines are solid");
+        for index in 12..36 {
+            assert_eq!(css_color(index), css_color(index % 12));
+            assert!(dash(index).is_some(), "run {index} repeats a colour, so it is dashed");
+            assert_ne!(dash(index), dash(index - 12), "run {index} is told from run {}", index - 12);
+            assert_ne!(dash(index), Some(p99_dash(index)), "a p50 line does not look like a p99 line");
+        }
+        assert!(swatch_background(13).starts_with("repeating-linear-gradient("));
+    }
+
+    #[test]
+    fn ratios_between_unlike_loads_are_shown_uncoloured_with_a_note() {
+        // A closed loop at 64 connections against an open loop offered 2000/s.
+        let table = summary_table(&[golden("closed.results.json"), golden("open.results.json")]);
+        assert!(table.contains("ratio unlike"), "{table}");
+        assert!(!table.contains("ratio up") && !table.contains("ratio down"), "{table}");
+        assert!(table.contains("not coloured better or worse"), "{table}");
+        // Two closed loops at the same connections are compared, in colour.
+        let mut faster = golden("closed.results.json");
+        faster.report.requests.rate *= 2.0;
+        let table = summary_table(&[golden("closed.results.json"), faster]);
+        assert!(table.contains("ratio up") && !table.contains("ratio unlike"), "{table}");
+        // Other connections: another kind of load.
+        let mut wider = golden("closed.results.json");
+        wider.report.load.connections = Some(256);
+        assert!(!like_for_like(&golden("closed.results.json").report, &wider.report));
+    }
+
+    #[test]
+    fn long_labels_are_cut_with_the_full_text_in_a_tooltip() {
+        let long = format!("mix of {}", "getBalance 10%, getBlock 20%, ".repeat(12));
+        let mut run = golden("closed.results.json");
+        run.label = long.clone();
+        run.report.method = long.clone();
+        let mut other = golden("closed.results.json");
+        other.label = "b".into();
+        let html = render_html(&[run, other]);
+        let tooltip = format!("<span class=\"clip\" title=\"{0}\">{0}</span>", esc(&long));
+        // In the summary, the legends, the per-method table and the details.
+        assert!(html.matches(&tooltip).count() >= 5, "{html}");
+        assert!(html.contains(".clip { display: inline-block; max-width:"), "ellipsized by the style");
+        assert!(html.contains(&format!("<h1 title=\"rpcbench comparison: {}", esc(&long))), "{html}");
+    }
+
+    fn three_stages(run: &mut SavedRun) {
+        let stage = |stage: u64, level: f64, start_s: f64| crate::report::StageReport {
+            stage,
+            level,
+            start_s,
+            duration_s: 3.0,
+            ramp_s: 0.0,
+            requests: 1000 * stage,
+            ok: 1000 * stage - stage,
+            errors: stage,
+            rate: 333.0 * stage as f64,
+            latency: run.report.latency.clone(),
+        };
+        run.report.stages = vec![stage(1, 16.0, 0.0), stage(2, 32.0, 3.0), stage(3, 64.0, 6.0)];
+    }
+
+    #[test]
+    fn staged_runs_get_a_per_stage_table_and_their_boundaries_on_the_time_charts() {
+        let mut run = golden("closed.results.json");
+        three_stages(&mut run);
+        let runs = [run];
+        assert_eq!(stage_boundaries(&runs), vec![(0, 3.0), (0, 6.0)]);
+        let html = render_html(&runs);
+        let section = &html[html.find("<h2>Per stage</h2>").expect("a per-stage section")..];
+        let table = &section[..section.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr>").count(), 4, "a header and one row per stage: {table}");
+        assert!(table.contains("<th>connections</th>") && table.contains("<td>64</td>"), "{table}");
+        assert!(table.contains("<td>3 (0.10%)</td>"), "errors with their share: {table}");
+        assert!(html.contains("stage boundaries"), "the charts say what the verticals are");
+        // The boundaries are drawn: the throughput chart has two more lines than without them.
+        let plain = throughput_chart(&[golden("closed.results.json")]);
+        let staged = throughput_chart(&runs);
+        assert!(drawn_lines(&staged) > drawn_lines(&plain), "the boundaries are drawn");
+        assert!(!render_html(&[golden("closed.results.json")]).contains("Per stage"));
+    }
+
+    /// The lines of a chart other than its black axes and ticks.
+    fn drawn_lines(svg: &str) -> usize {
+        svg.split("<polyline")
+            .skip(1)
+            .filter(|tag| !tag.split('>').next().unwrap_or("").contains("stroke=\"#000000\""))
+            .count()
+    }
+
+    #[test]
+    fn runs_under_three_seconds_are_drawn_as_points_not_lines() {
+        let mut short = golden("closed.results.json");
+        short.record.series.truncate(2);
+        short.record.elapsed = std::time::Duration::from_secs(2);
+        assert_eq!(series_plot(&short).len(), 2);
+        for chart in [
+            throughput_chart(&[golden("closed.results.json")]),
+            latency_over_time_chart(&[golden("closed.results.json")]),
+        ] {
+            assert!(drawn_lines(&chart) > 0, "a 10 s run is drawn as lines");
+        }
+        for chart in [
+            throughput_chart(std::slice::from_ref(&short)),
+            latency_over_time_chart(std::slice::from_ref(&short)),
+        ] {
+            assert_eq!(drawn_lines(&chart), 0, "two points are not joined: {chart}");
+            assert!(chart.contains("<circle"), "but drawn as markers");
+        }
+        assert!(render_html(&[short]).contains("runs under 3 s"));
+    }
+
+    #[test]
+    fn the_target_cpu_note_needs_a_monitored_target() {
+        let html = render_html(&[golden("closed.results.json")]);
+        assert!(!html.contains("Target CPU"), "nothing was monitored");
+        assert!(html.contains("The generator's CPU is a percentage"));
+        let html = render_html(&[golden("monitored.results.json")]);
+        assert!(html.contains("Target CPU is a percentage of one core"));
+    }
+
+    #[test]
+    fn narrow_windows_shrink_the_tables_instead_of_cutting_columns() {
+        let html = render_html(&[golden("closed.results.json"), golden("open.results.json")]);
+        assert!(html.contains("@media (max-width: 1000px)"));
+        // The load cell is short, the whole description in its tooltip.
+        assert!(html.contains(">closed, 64 conns</td>") && html.contains(">open, 2000/s</td>"), "{html}");
+        assert!(html.contains("title=\"closed loop, 64 connection(s)"), "{html}");
     }
 
     #[test]
