@@ -174,8 +174,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
-    /// Closed loop: connections sending back to back [default: 50].
-    #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
+    /// Closed loop: connections sending back to back [default: 50]. With --rate: this many
+    /// connections opened at the start and held, the rate paced across them (as wrk2 -c N -R R).
+    #[arg(short, long, help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second (5000, 50/s, 600/m), latency from the intended send time.
     #[arg(short, long, value_parser = rate, help_heading = "Load")]
@@ -183,7 +184,8 @@ pub struct RunArgs {
     /// Open loop: spacing of arrivals [default: uniform].
     #[arg(long, value_enum, help_heading = "Load")]
     pub arrivals: Option<ArrivalsArg>,
-    /// Open loop: the most connections opened to keep up with the rate [default: 1024].
+    /// Open loop: the most connections opened, as needed, to keep up with the rate [default:
+    /// 1024].
     #[arg(long, help_heading = "Load")]
     pub max_connections: Option<usize>,
     /// Worker threads [default: one per core].

@@ -343,10 +343,18 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
             Load::Open { arrivals, max_connections, .. } => (*arrivals, *max_connections),
             Load::Closed { .. } => (Arrivals::Uniform, 1024),
         };
+        if args.connections.is_some() && args.max_connections.is_some() {
+            return Err(ConfigError::new(
+                "--max-connections",
+                "give -c N (N connections held open, the rate paced across them) or --max-connections N (opened as the rate needs), not both",
+            ));
+        }
+        // `--rate R -c N`: N connections opened at the start and held, as wrk2 -c N -R R.
+        config.hold_connections = args.connections.is_some();
         config.load = Load::Open {
             rate,
             arrivals: arrivals.unwrap_or(old_arrivals),
-            max_connections: args.max_connections.unwrap_or(old_max),
+            max_connections: args.connections.or(args.max_connections).unwrap_or(old_max),
         };
     } else if let Some(connections) = args.connections {
         config.load = Load::Closed { connections };

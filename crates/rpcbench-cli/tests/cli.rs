@@ -36,7 +36,21 @@ fn bad_usage_exits_2_naming_the_flag() {
         (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--rate", "fast"], "--rate"),
         (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "--params", "[1,"], "--params"),
         (&["run", "http://127.0.0.1:1/", "--body", "[]"], "--body"),
-        (&["run", "http://127.0.0.1:1/", "--method", "getSlot", "-c", "5", "--rate", "10"], "--rate"),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:1/",
+                "--method",
+                "getSlot",
+                "-c",
+                "5",
+                "--rate",
+                "10",
+                "--max-connections",
+                "8",
+            ],
+            "--max-connections",
+        ),
         (&["run", "http://127.0.0.1:1/"], "--method"),
     ];
     for (args, flag) in cases {
@@ -162,6 +176,31 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--http2: the server does not offer HTTP/2"), "{}", stderr(&output));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_rate_with_connections_holds_them_open_as_wrk2_does() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let output = rpcbench(&[
+        "run",
+        &node.url(),
+        "-m",
+        "getSlot",
+        "--rate",
+        "50",
+        "-c",
+        "4",
+        "-d",
+        "300ms",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["load"]["held_connections"], true, "{}", report["load"]);
+    assert_eq!(report["load"]["max_connections"], 4);
+    let text = rpcbench(&["run", &node.url(), "-m", "getSlot", "--rate", "50", "-c", "4", "-d", "300ms"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("over 4 connection(s) held open"));
 }
 
 #[test]

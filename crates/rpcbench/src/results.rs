@@ -275,6 +275,9 @@ pub enum LoadSpec {
         arrivals: ArrivalsSpec,
         /// The connection cap.
         max_connections: u64,
+        /// All `max_connections` were opened at the start and held (`--rate R -c N`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        held: bool,
     },
 }
 
@@ -289,7 +292,7 @@ pub enum ArrivalsSpec {
 }
 
 impl LoadSpec {
-    fn of(load: &Load) -> Self {
+    fn of(load: &Load, held: bool) -> Self {
         match load {
             Load::Closed { connections } => LoadSpec::Closed { connections: *connections as u64 },
             Load::Open { rate, arrivals, max_connections } => LoadSpec::Open {
@@ -299,6 +302,7 @@ impl LoadSpec {
                     Arrivals::Poisson => ArrivalsSpec::Poisson,
                 },
                 max_connections: *max_connections as u64,
+                held,
             },
         }
     }
@@ -308,7 +312,7 @@ impl LoadSpec {
         let shards = shards.max(1);
         match self {
             LoadSpec::Closed { connections } => Load::Closed { connections: (connections * shards) as usize },
-            LoadSpec::Open { rate, arrivals, max_connections } => Load::Open {
+            LoadSpec::Open { rate, arrivals, max_connections, .. } => Load::Open {
                 rate: if shards == 1 { rate } else { rate * shards as f64 },
                 arrivals: match arrivals {
                     ArrivalsSpec::Uniform => Arrivals::Uniform,
@@ -323,12 +327,17 @@ impl LoadSpec {
     pub fn describe(&self) -> String {
         match self {
             LoadSpec::Closed { connections } => format!("closed loop, {connections} connection(s)"),
-            LoadSpec::Open { rate, arrivals, .. } => {
+            LoadSpec::Open { rate, arrivals, max_connections, held } => {
                 let arrivals = match arrivals {
                     ArrivalsSpec::Uniform => "uniform",
                     ArrivalsSpec::Poisson => "poisson",
                 };
-                format!("open loop, {} req/s {arrivals}", trim_float(*rate))
+                let held = if *held {
+                    format!(" over {max_connections} connection(s) held open")
+                } else {
+                    String::new()
+                };
+                format!("open loop, {} req/s {arrivals}{held}", trim_float(*rate))
             }
         }
     }
@@ -682,7 +691,7 @@ impl ResultsFile {
             machine: Machine::current(),
             target: config.target.redacted(),
             workload: RunSettings {
-                load: LoadSpec::of(&config.load),
+                load: LoadSpec::of(&config.load, config.hold_connections),
                 duration_us: config.length.duration.map(micros),
                 requests: config.length.requests,
                 warmup_us: micros(config.warmup),
@@ -923,6 +932,7 @@ impl ResultsFile {
         // each recorded the whole run's load already.
         let shards = if self.workload.shard.is_some() { 1 } else { self.shards() };
         config.load = self.workload.load.to_load(shards);
+        config.hold_connections = matches!(self.workload.load, LoadSpec::Open { held: true, .. });
         config.length = Length {
             duration: self.workload.duration_us.map(Duration::from_micros),
             requests: self.workload.requests.map(|n| n * shards),

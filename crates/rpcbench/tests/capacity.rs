@@ -110,9 +110,10 @@ fn the_search_finds_a_saturated_node() {
         saturation
     };
     let before = measure();
-    // p99<250ms rides out a shared machine's hiccups below saturation, while a few percent
-    // over it queues past the limit within a step.
-    let report = run_search(&node, &settings("p99<250ms", 50.0));
+    // p99<150ms rides out a shared machine's hiccups below saturation, while 10% over it
+    // queues past the limit within a step (a backlog of ~17 requests of 10 ms after 1.8 s;
+    // with p99<250ms a rate 10% over saturation could still pass).
+    let report = run_search(&node, &settings("p99<150ms", 50.0));
     // Measured again after: other work on a shared machine slows the node for a while, so the
     // search is held to the saturation measured nearer its own conditions.
     let after = measure();
@@ -122,7 +123,7 @@ fn the_search_finds_a_saturated_node() {
     assert_within(capacity, saturation, 0.10, &report);
     assert_eq!(report.limited_by, "slo");
     let fail = report.steps.iter().find(|s| Some(s.target_rate) == report.first_failing_rate).unwrap();
-    assert_eq!(fail.breaches[0].clause, "p99<250ms", "{}", report.render_text());
+    assert_eq!(fail.breaches[0].clause, "p99<150ms", "{}", report.render_text());
     // Past saturation the queue grows: p99 far above the lowest step's.
     assert!(report.knee.is_some(), "{}", report.render_text());
 }

@@ -104,6 +104,10 @@ pub struct RunConfig {
     /// Seed for everything random in the run (arrivals, the mix, generated params), so reruns
     /// send the same requests.
     pub seed: u64,
+    /// Open loop: open all `max_connections` at the start (before the warmup's first request)
+    /// and pace the rate across them, as wrk2 does with `-c N -R R`, instead of opening
+    /// connections only as the rate needs them.
+    pub hold_connections: bool,
     /// Where workers publish live figures for a metrics endpoint (`--metrics-listen`). `None`
     /// (the default) publishes nothing.
     pub metrics: Option<std::sync::Arc<dyn super::LiveSink>>,
@@ -213,6 +217,7 @@ impl RunConfig {
             check: CheckMode::Scan,
             fixed_id: None,
             seed: 1,
+            hold_connections: false,
             metrics: None,
             batch: 1,
             shard: super::Slice::WHOLE,

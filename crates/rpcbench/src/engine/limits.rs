@@ -44,6 +44,9 @@ impl std::error::Error for TooManyConnections {}
 pub fn connections_of(config: &RunConfig) -> (&'static str, u64) {
     match &config.load {
         Load::Closed { connections } => ("--connections", *connections as u64),
+        Load::Open { max_connections, .. } if config.hold_connections => {
+            ("--connections", *max_connections as u64)
+        }
         Load::Open { max_connections, .. } => ("--max-connections", *max_connections as u64),
     }
 }

@@ -498,7 +498,11 @@ impl WorkerPlan {
             Load::Open { rate, arrivals, max_connections } => {
                 let max_mine = (mine_of(*max_connections as u64) as usize).max(1) * lanes;
                 let rate_mine = rate / slice.count as f64;
-                let initial = ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine);
+                let initial = if config.hold_connections {
+                    max_mine
+                } else {
+                    ((rate_mine / 1000.0).ceil() as usize).clamp(1, max_mine)
+                };
                 let curve = std::sync::Arc::new(
                     config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
                 );
@@ -918,6 +922,14 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut request = Outgoing::default();
     let open_loop = matches!(config.load, Load::Open { .. });
+    if open_loop && config.hold_connections {
+        // Held connections open before the run's start; one that cannot is opened again (and
+        // its failure counted) when its first ticket comes.
+        if let Ok(mut opened) = worker.transport.open(index).await {
+            let _ = opened.take_connect_time();
+            lane = Some(opened);
+        }
+    }
     // Every worker starts at the shared start instant; nothing before it is measured.
     tokio::time::sleep_until(worker.shared.clock.start.into()).await;
     loop {

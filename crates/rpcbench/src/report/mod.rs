@@ -355,6 +355,10 @@ pub struct LoadReport {
     pub arrivals: Option<String>,
     /// Open loop: the connection cap.
     pub max_connections: Option<u64>,
+    /// Open loop: every one of `max_connections` was opened at the start and held (`--rate R
+    /// -c N`, as wrk2 does), rather than opened as the rate needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_connections: bool,
 }
 
 /// Request counts and rates.
@@ -564,6 +568,7 @@ impl RunReport {
                 rate: None,
                 arrivals: None,
                 max_connections: None,
+                held_connections: false,
             },
             Load::Open { rate, arrivals, max_connections } => LoadReport {
                 mode: "open".into(),
@@ -578,6 +583,7 @@ impl RunReport {
                     Arrivals::Poisson => "poisson".into(),
                 }),
                 max_connections: Some(*max_connections as u64),
+                held_connections: config.hold_connections,
             },
         };
         let window = measured_window(config, record);

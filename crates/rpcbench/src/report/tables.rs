@@ -383,11 +383,17 @@ pub fn describe_load(report: &RunReport) -> String {
     let load = &report.load;
     let shape = match (load.connections, load.rate) {
         (Some(connections), _) => format!("closed loop, {connections} connection(s)"),
-        (None, Some(rate)) => format!(
-            "open loop, {} req/s {} arrivals",
-            trim_float(rate),
-            load.arrivals.as_deref().unwrap_or("uniform")
-        ),
+        (None, Some(rate)) => {
+            let held = match (load.held_connections, load.max_connections) {
+                (true, Some(connections)) => format!(" over {connections} connection(s) held open"),
+                _ => String::new(),
+            };
+            format!(
+                "open loop, {} req/s {} arrivals{held}",
+                trim_float(rate),
+                load.arrivals.as_deref().unwrap_or("uniform")
+            )
+        }
         _ => String::new(),
     };
     let us = |v: u64| format_micros(v as f64);

@@ -30,10 +30,12 @@ pub fn render_text(report: &RunReport) -> String {
         (Some(_), _, Some(levels)) => format!("closed loop, {levels} connection(s)"),
         (Some(connections), _, None) => format!("closed loop, {connections} connection(s)"),
         (None, Some(rate), levels) => format!(
-            "open loop, {} req/s {} arrivals, up to {} connection(s)",
+            "open loop, {} req/s {} arrivals, {} {} connection(s){}",
             levels.unwrap_or_else(|| trim_float(rate)),
             load.arrivals.as_deref().unwrap_or("uniform"),
-            load.max_connections.unwrap_or(0)
+            if load.held_connections { "over" } else { "up to" },
+            load.max_connections.unwrap_or(0),
+            if load.held_connections { " held open" } else { "" }
         ),
         _ => String::new(),
     };

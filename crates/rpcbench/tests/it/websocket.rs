@@ -72,6 +72,24 @@ fn open_loop_over_websocket_paces_on_free_request_slots() {
     assert_eq!(counts.total() + record.totals.unsent, 400, "{counts:?}");
 }
 
+#[test]
+fn rate_with_held_connections_opens_them_all_before_the_start() {
+    // `--rate R -c N`: every connection is open before the first ticket, as wrk2 -c N -R R
+    // holds them; the elastic mode (`--max-connections`) opens one and more only as needed.
+    let server = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let mut config = ws(&ws_url(&server), 1, 1, 0);
+    config.load = Load::Open { rate: 100.0, arrivals: Default::default(), max_connections: 6 };
+    config.hold_connections = true;
+    config.threads = 2;
+    config.length = seconds(0.5);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.errors(), 0, "{:?}", record.totals.counts);
+    assert_eq!(record.wire.connections_opened, 6);
+    let report = RunReport::new(&config, &record);
+    assert!(report.load.held_connections);
+    assert!(render_text(&report).contains("over 6 connection(s) held open"), "{}", render_text(&report));
+}
+
 /// A WebSocket server written by hand (no crate on this side, so it can break the rules):
 /// `answer` turns each request's id into the frames written back.
 pub(crate) fn raw_ws_server(answer: impl Fn(u64, &mut Vec<u8>) + Send + Sync + Clone + 'static) -> String {
