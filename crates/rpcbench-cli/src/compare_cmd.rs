@@ -32,7 +32,6 @@ use crate::report_cmd::{emit, render, ReportFormat};
   rpcbench compare geth=http://127.0.0.1:8545 reth=http://127.0.0.1:8546 -m eth_blockNumber --rate 1000 -d 1m -f markdown -o compare.md
   rpcbench compare h1=http://127.0.0.1:8545 h2=http://127.0.0.1:8545 --h2-for h2 -m eth_chainId -n 20000
   rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --equal -m eth_getBlockByNumber -p '[\"latest\",false]' --ignore-field result.timestamp
-  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot --save-dir runs/ --monitor-cmd a=agave-validator
   rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --replay traffic.jsonl"
 )]
 pub struct CompareArgs {
