@@ -461,6 +461,19 @@ impl OutcomeCounts {
             + self.ws_protocol
     }
 
+    /// Requests that got no answer at all: timeouts, connect failures, closed or cut-off
+    /// connections, streams lost to GOAWAY, refused or reset, sockets closed.
+    pub fn unanswered(&self) -> u64 {
+        self.timeout
+            + self.connect
+            + self.closed
+            + self.unfinished
+            + self.goaway
+            + self.refused_stream
+            + self.stream_reset.values().sum::<u64>()
+            + self.ws_closed.values().sum::<u64>()
+    }
+
     /// Every failure with its count, one entry per class and code, in a stable order (the
     /// codes past [`MAX_RPC_CODES`] as one `RpcError` entry named by [`OTHER_CODE`]).
     pub fn failures(&self) -> Vec<(Outcome, Option<String>, u64)> {

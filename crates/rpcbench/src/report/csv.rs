@@ -35,6 +35,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "max_us",
     "bytes_received",
     "mb_per_s",
+    "bytes_per_response",
     "target_cpu_avg_pct",
     "target_cpu_peak_pct",
     "target_rss_avg_bytes",
@@ -81,7 +82,16 @@ fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
     for row in method_rows(std::slice::from_ref(run)) {
         let report = &run.report;
         let elapsed = run.record.elapsed.as_secs_f64();
-        let bytes_received: u64 = run.methods.get(&row.method).map_or(0, |t| t.bytes_received);
+        let totals = run.methods.get(&row.method);
+        let bytes_received: u64 = totals.map_or(0, |t| t.bytes_received);
+        // Responses: those with an HTTP status, or (WebSocket) every request answered.
+        let responses: u64 = totals.map_or(0, |t| {
+            if t.status_counts.is_empty() {
+                t.counts.total().saturating_sub(t.counts.unanswered())
+            } else {
+                t.status_counts.values().sum()
+            }
+        });
         let mut cells = vec![
             row.run.clone(),
             report.target.clone(),
@@ -106,6 +116,7 @@ fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
         cells.push(row.latency.max_us.to_string());
         cells.push(bytes_received.to_string());
         cells.push(format!("{:.6}", if elapsed > 0.0 { bytes_received as f64 / elapsed / 1e6 } else { 0.0 }));
+        cells.push(optional((responses > 0).then(|| format!("{:.1}", bytes_received as f64 / responses as f64))));
         let target = report.target_resources.as_ref();
         cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_avg))));
         cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_peak))));

@@ -540,17 +540,8 @@ impl RunReport {
     /// Mean bytes per response: received bytes over the responses (requests with an HTTP
     /// status, or over WebSocket those answered); `None` without any.
     pub fn mean_response_bytes(&self) -> Option<f64> {
-        let o = &self.outcomes;
         let responses = if self.http_status.is_empty() {
-            let unanswered = o.timeout
-                + o.connect
-                + o.closed
-                + o.unfinished
-                + o.goaway
-                + o.refused_stream
-                + o.stream_reset.values().sum::<u64>()
-                + o.ws_closed.values().sum::<u64>();
-            self.requests.total.saturating_sub(unanswered)
+            self.requests.total.saturating_sub(self.outcomes.unanswered())
         } else {
             self.http_status.values().sum()
         };
