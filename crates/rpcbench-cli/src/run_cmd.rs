@@ -349,8 +349,13 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
                 "give -c N (N connections held open, the rate paced across them) or --max-connections N (opened as the rate needs), not both",
             ));
         }
-        // `--rate R -c N`: N connections opened at the start and held, as wrk2 -c N -R R.
-        config.hold_connections = args.connections.is_some();
+        // `--rate R -c N`: N connections opened at the start and held, as wrk2 -c N -R R;
+        // `--max-connections N`: opened as the rate needs (a scenario's choice stands otherwise).
+        if args.connections.is_some() {
+            config.hold_connections = true;
+        } else if args.max_connections.is_some() {
+            config.hold_connections = false;
+        }
         config.load = Load::Open {
             rate,
             arrivals: arrivals.unwrap_or(old_arrivals),

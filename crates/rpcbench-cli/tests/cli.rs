@@ -517,7 +517,7 @@ fn every_example_scenario_runs_clean_against_its_mock_node() {
         ("seed-002-dapp-constant-rate.toml", ethereum.url(), &["--rate", "20", "-d", "2s"][..]),
         ("seed-002-rest-api.toml", ethereum.url(), &["--rate", "20", "-d", "2s"][..]),
         ("seed-003-json-rpc-relay.toml", ethereum.url(), &["-c", "8", "-d", "1s"][..]),
-        ("seed-004-static-baseline.toml", node.url(), &["--rate", "500", "-d", "1s"][..]),
+        ("seed-004-static-baseline.toml", node.url(), &["--rate", "500", "-c", "8", "-d", "1s"][..]),
     ];
     for (file, url, overrides) in cases {
         let path = example(file);

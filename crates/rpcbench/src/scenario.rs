@@ -665,11 +665,23 @@ impl ScenarioDraft {
 
         let load = &file.load;
         config.load = match (&load.connections, &load.rate) {
-            (Some(connections), Some(_)) => {
+            (Some(connections), Some(_)) if load.max_connections.is_some() => {
                 return Err(at(
                     connections.span(),
-                    "give either connections (closed loop) or rate (open loop), not both".into(),
+                    "with a rate, give connections (opened at the start and held) or max_connections (opened as the rate needs), not both".into(),
                 ))
+            }
+            (Some(connections), Some(rate)) => {
+                // As wrk2 -c N -R R: N connections opened at the start, the rate paced across them.
+                config.hold_connections = true;
+                Load::Open {
+                    rate: rate.get_ref().0,
+                    arrivals: match load.arrivals {
+                        Some(ArrivalsValue::Poisson) => Arrivals::Poisson,
+                        _ => Arrivals::Uniform,
+                    },
+                    max_connections: connections.get_ref().0 as usize,
+                }
             }
             (_, Some(rate)) => Load::Open {
                 rate: rate.get_ref().0,
@@ -1247,7 +1259,11 @@ params = ["{account}"]
             (format!("{base}[load]\nconections = 5\n{call}"), "s.toml:4:1:", "unknown field `conections`"),
             (format!("{base}[load]\nduration = \"10x\"\n{call}"), "s.toml:4:12:", "expected a duration"),
             (format!("{base}[load]\nconnections = 0\n{call}"), "s.toml:4:15:", "at least 1"),
-            (format!("{base}[load]\nconnections = 5\nrate = 10\n{call}"), "s.toml:4:15:", "not both"),
+            (
+                format!("{base}[load]\nconnections = 5\nrate = 10\nmax_connections = 8\n{call}"),
+                "s.toml:4:15:",
+                "not both",
+            ),
             (format!("{base}{call}params = [\"{{nope}}\"]\n"), "s.toml:5:10:", "no generator named 'nope'"),
             (format!("{base}{call}weight = 0\n"), "s.toml:5:10:", "weight"),
             (format!("thresholds = [\"p99 < soon\"]\n{base}{call}"), "s.toml:1:22:", "expected a duration"),

@@ -116,7 +116,9 @@ fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
         cells.push(row.latency.max_us.to_string());
         cells.push(bytes_received.to_string());
         cells.push(format!("{:.6}", if elapsed > 0.0 { bytes_received as f64 / elapsed / 1e6 } else { 0.0 }));
-        cells.push(optional((responses > 0).then(|| format!("{:.1}", bytes_received as f64 / responses as f64))));
+        cells.push(optional(
+            (responses > 0).then(|| format!("{:.1}", bytes_received as f64 / responses as f64)),
+        ));
         let target = report.target_resources.as_ref();
         cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_avg))));
         cells.push(optional(target.map(|t| format!("{:.2}", t.cpu_percent_peak))));
