@@ -1251,3 +1251,64 @@ fn a_save_into_a_missing_folder_is_refused_before_any_target_runs() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The studies of examples/README.md, each its one command at a small scale against mock nodes.
+#[test]
+fn the_example_studies_run_at_a_small_scale() {
+    use rpcbench::mock::{Faults, Latency};
+    use std::time::Duration;
+    let mock = |faults: Faults| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.faults = faults;
+        MockServer::start(options).unwrap()
+    };
+    // Study 2: async, blocking and mixed handlers side by side.
+    let ms = Duration::from_millis;
+    let tokio = mock(Faults { latency: Some(Latency::fixed(ms(200))), ..Faults::default() });
+    let native = mock(Faults { blocking_latency: Some(ms(200)), ..Faults::default() });
+    let mixed = mock(Faults {
+        latency: Some(Latency::fixed(ms(1))),
+        latency_by_method: vec![("getBlock".into(), Latency::fixed(ms(200)))],
+        ..Faults::default()
+    });
+    let output = rpcbench(&[
+        "compare",
+        &format!("tokio={}", tokio.url()),
+        &format!("native={}", native.url()),
+        &format!("mixed={}", mixed.url()),
+        "-m",
+        "getSlot",
+        "-c",
+        "5",
+        "-n",
+        "5",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Metric") && text.contains("bytes/response") && text.contains("Outcome"), "{text}");
+    // The blocking server answers one request at a time: its p50 is several times the async one's.
+    assert!(text.lines().any(|line| line.starts_with("p50") && line.contains('x')), "{text}");
+    // Study 5: a rate over connections held open, then the relay in front.
+    let node = static_node();
+    let output = rpcbench(&[
+        "run",
+        &example("seed-004-static-baseline.toml"),
+        "--url",
+        &node.url(),
+        "--rate",
+        "200",
+        "-c",
+        "4",
+        "-d",
+        "500ms",
+        "--via-proxy",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("p50"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
