@@ -257,3 +257,63 @@ fn run_via_proxy_prints_the_overhead_table_in_every_format() {
     );
     assert!(markdown.contains("| getSlot | p99.9 |"), "{markdown}");
 }
+
+#[test]
+fn a_run_recorded_through_the_proxy_replays_with_the_same_per_method_counts() {
+    // A mix run through `rpcbench record`, then the file replayed at 1x and 2x against the
+    // node directly: the same calls, method by method, every answer as recorded.
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let dir = std::env::temp_dir().join(format!("rpcbench-record-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("traffic.jsonl");
+    let (mut child, addr, _errors) = spawn_proxy(&[
+        "record",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &node.url(),
+        "--ignore-field",
+        "id",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let scenario = dir.join("mix.toml");
+    std::fs::write(
+        &scenario,
+        "[load]\nconnections = 2\nrequests = 90\n\n[[call]]\nmethod = \"eth_blockNumber\"\n\n[[call]]\nmethod = \"eth_chainId\"\n\n[[call]]\nmethod = \"net_version\"\n",
+    )
+    .unwrap();
+    let recorded = rpcbench(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--url",
+        &format!("http://{addr}/"),
+        "--warmup",
+        "0",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(recorded.status.code(), Some(0), "{}", stderr(&recorded));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let recorded: serde_json::Value = serde_json::from_slice(&recorded.stdout).unwrap();
+    let traffic = TrafficFile::read(&file, BadLines::Refuse).unwrap();
+    assert_eq!(traffic.entries.len(), 90);
+    for speed in ["1x", "2x"] {
+        let replayed = rpcbench(&[
+            "replay",
+            file.to_str().unwrap(),
+            &node.url(),
+            "--speed",
+            speed,
+            "--check-responses",
+            "-f",
+            "json",
+        ]);
+        assert_eq!(replayed.status.code(), Some(0), "{speed}: {}", stderr(&replayed));
+        let replayed: serde_json::Value = serde_json::from_slice(&replayed.stdout).unwrap();
+        assert_eq!(method_counts(&replayed), method_counts(&recorded), "{speed}");
+        assert_eq!(replayed["requests"]["errors"], 0, "{speed}: {}", replayed["outcomes"]);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
