@@ -86,7 +86,7 @@ pub fn per_target(
 ) -> Result<Vec<Vec<u32>>, ConfigError> {
     let mut monitors: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
     let target_index = |flag: &str, text: &str, example: &str| -> Result<(usize, String), ConfigError> {
-        let setting = format!("{flag} {text}");
+        let setting = format!("{flag} '{text}'");
         let Some((name, value)) = text.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
             return Err(ConfigError::new(
                 setting,
@@ -104,13 +104,13 @@ pub fn per_target(
     for text in pids {
         let (index, value) = target_index("--monitor-pid", text, "PID")?;
         let pid = parse_pid(&value)
-            .map_err(|message| ConfigError::new(format!("--monitor-pid {text}"), message))?;
+            .map_err(|message| ConfigError::new(format!("--monitor-pid '{text}'"), message))?;
         monitors[index].push(pid);
     }
     for text in commands {
         let (index, name) = target_index("--monitor-cmd", text, "COMM")?;
         let found = pids_named(&name)
-            .map_err(|message| ConfigError::new(format!("--monitor-cmd {text}"), message))?;
+            .map_err(|message| ConfigError::new(format!("--monitor-cmd '{text}'"), message))?;
         monitors[index].extend(found);
     }
     for pids in &mut monitors {
@@ -137,7 +137,7 @@ mod tests {
             (vec!["a=x1".to_string()], vec![], "'x1' is not a process id"),
             (vec!["a=4294967295".to_string()], vec![], "no process 4294967295"),
             (vec![], vec!["b=no-such-proc-x".to_string()], "no process named 'no-such-proc-x'"),
-            (vec![], vec!["geth".to_string()], "--monitor-cmd geth: expected NAME=COMM"),
+            (vec![], vec!["geth".to_string()], "--monitor-cmd 'geth': expected NAME=COMM"),
         ] {
             let err = per_target(&names, &pids, &commands).unwrap_err().to_string();
             assert!(err.contains(expected), "{pids:?} {commands:?}: {err}");
