@@ -19,6 +19,7 @@ use rpcbench::compare::{
 use rpcbench::engine::config::{ConfigError, HttpVersion, RunConfig, Scheme, Target};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
+use rpcbench::thresholds::Threshold;
 use rpcbench::units::format_micros;
 
 use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
@@ -292,7 +293,7 @@ fn file_name(name: &str) -> String {
 /// (its pools sampled there), and the others get the same configuration with their own URL, so
 /// that every target sees the same mix, stages and parameter sequence. A scenario without
 /// NAME=URL targets brings its own `[[targets]]`.
-fn target_configs(args: &CompareArgs) -> Result<Vec<(String, RunConfig)>, ConfigError> {
+fn target_configs(args: &CompareArgs) -> Result<(Vec<(String, RunConfig)>, Vec<Threshold>), ConfigError> {
     if args.targets.is_empty() {
         // Only with --scenario (clap requires targets otherwise): the file's own targets.
         let path = args.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
@@ -305,7 +306,7 @@ fn target_configs(args: &CompareArgs) -> Result<Vec<(String, RunConfig)>, Config
                 "the file names one target: give two or more NAME=URL to compare, or list [[targets]] in it",
             ));
         }
-        return Ok(plan.targets);
+        return Ok((plan.targets, plan.thresholds));
     }
     let targets = parse_targets(&args.targets).map_err(|message| ConfigError::new("NAME=URL", message))?;
     if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
@@ -313,12 +314,13 @@ fn target_configs(args: &CompareArgs) -> Result<Vec<(String, RunConfig)>, Config
         return Err(ConfigError::new(format!("--h2-for {unknown}"), "no target has that name"));
     }
     if args.suite.is_none() && args.scenario.is_none() {
-        return targets
+        let configs = targets
             .iter()
             .map(|(name, url)| {
                 crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| (name.clone(), config))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
+        return Ok((configs, Vec::new()));
     }
     let (first_name, first_url) = &targets[0];
     let mut plan = crate::run_cmd::to_plan(&args.run_args(first_name, first_url))?;
@@ -331,16 +333,19 @@ fn target_configs(args: &CompareArgs) -> Result<Vec<(String, RunConfig)>, Config
         config.target = Target::parse(url).map_err(named)?;
         if !args.h2_for.is_empty() {
             let secure = config.target.scheme == Scheme::Https;
-            config.http = match (args.h2_for.contains(name), secure) {
+            let wants_h2 = args.h2_for.contains(name);
+            config.http = match (wants_h2, secure) {
                 (false, _) => HttpVersion::Http1,
                 (true, false) => HttpVersion::H2c,
                 (true, true) => HttpVersion::Http2,
             };
+            // --streams is for the HTTP/2 targets only.
+            config.streams = if wants_h2 { args.http.streams.unwrap_or(config.streams) } else { 1 };
         }
         config.validate().map_err(named)?;
         configs.push((name.clone(), config));
     }
-    Ok(configs)
+    Ok((configs, plan.thresholds))
 }
 
 pub fn run(args: CompareArgs) -> ExitCode {
@@ -366,8 +371,8 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         return run_equal(&args, &targets, &stop);
     }
-    let configs = match target_configs(&args) {
-        Ok(configs) => configs,
+    let (configs, thresholds) = match target_configs(&args) {
+        Ok(found) => found,
         Err(err) => return output::usage_error(err),
     };
     let names: Vec<&str> = configs.iter().map(|(name, _)| name.as_str()).collect();
@@ -403,10 +408,18 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let quiet = args.quiet;
     let result =
         run_comparison(&compare_targets, args.cooldown, &stop, progress_printer(&compare_targets, quiet));
-    let runs: Vec<SavedRun> = match result {
+    let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
     };
+    // A suite's or scenario's thresholds hold for each target, as in `run`: judged, shown in
+    // each run's report and saved file, and a breach exits 1.
+    let mut breached = false;
+    for run in &mut runs {
+        run.report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
+        run.file.thresholds.clone_from(&run.report.thresholds);
+        breached |= run.report.thresholds.iter().any(|result| !result.passed);
+    }
     say_what_was_not_run(&compare_targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
@@ -423,7 +436,22 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
     }
     let text = render(&runs, args.format, true);
-    emit(&text, args.output.as_deref(), quiet)
+    let status = emit(&text, args.output.as_deref(), quiet);
+    if breached {
+        let failed: Vec<String> = runs
+            .iter()
+            .flat_map(|run| {
+                run.report
+                    .thresholds
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(move |r| format!("{}: {} (was {})", run.label, r.threshold, r.actual))
+            })
+            .collect();
+        eprintln!("rpcbench: threshold(s) breached: {}", failed.join("; "));
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
+    status
 }
 
 fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle) -> ExitCode {

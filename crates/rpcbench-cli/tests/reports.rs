@@ -401,11 +401,20 @@ fn compare_runs_a_scenario_with_stages_against_each_target() {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["baseline"], "x");
     assert_eq!(json["runs"][1]["name"], "y");
-    let stages = json["stages"].as_array().unwrap();
-    assert_eq!(stages.len(), 2, "{stages:?}");
-    assert_eq!(stages[1]["name"], "stage 2 (2 conns)");
-    assert!(stages[1]["metrics"][0]["ratios"][1].as_f64().is_some(), "{}", stages[1]);
+    let stage_rows = json["stages"].as_array().unwrap();
+    assert_eq!(stage_rows.len(), 2, "{stage_rows:?}");
+    assert_eq!(stage_rows[1]["name"], "stage 2 (2 conns)");
+    assert!(stage_rows[1]["metrics"][0]["ratios"][1].as_f64().is_some(), "{}", stage_rows[1]);
     assert_eq!(json["methods"].as_array().unwrap().len(), 2);
+
+    // The file's thresholds hold for each target, as in `run`: a breach exits 1 naming it.
+    let strict = path(&dir, "strict.toml");
+    std::fs::write(&strict, format!("thresholds = [\"p50 < 1us\"]\n{targets}{stages}{calls}")).unwrap();
+    let output = rpcbench(&["compare", "--scenario", &strict, "--cooldown", "0s", "-q", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("x: p50 < 1us"), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["runs"][1]["report"]["thresholds"][0]["passed"], false, "{}", json["runs"][1]["report"]);
 
     // A file with one target and no NAME=URL has nothing to compare.
     let output = rpcbench(&["compare", "--scenario", &scenario, "-q"]);
