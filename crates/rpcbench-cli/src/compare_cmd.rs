@@ -16,15 +16,15 @@ use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareError, CompareEvent,
     CompareTarget, EqualOptions, FieldPath,
 };
-use rpcbench::engine::config::{ConfigError, HttpVersion, RunConfig, Scheme, Target};
+use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
-use rpcbench::thresholds::Threshold;
 use rpcbench::units::format_micros;
 
 use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
 use crate::output;
 use crate::report_cmd::{emit, render, ReportFormat};
+use crate::run_cmd::RunPlan;
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
@@ -86,9 +86,9 @@ pub struct CompareArgs {
     /// Time before measurement, per target [default: 0, or the scenario's].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
-    /// Pause between two targets' runs.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Length")]
-    pub cooldown: Duration,
+    /// Pause between two targets' runs [default: 1s, or the scenario's `[load] cooldown`].
+    #[arg(long, value_parser = duration, help_heading = "Length")]
+    pub cooldown: Option<Duration>,
 
     #[command(flatten)]
     pub http: HttpArgs,
@@ -293,7 +293,7 @@ fn file_name(name: &str) -> String {
 /// (its pools sampled there), and the others get the same configuration with their own URL, so
 /// that every target sees the same mix, stages and parameter sequence. A scenario without
 /// NAME=URL targets brings its own `[[targets]]`.
-fn target_configs(args: &CompareArgs) -> Result<(Vec<(String, RunConfig)>, Vec<Threshold>), ConfigError> {
+fn target_configs(args: &CompareArgs) -> Result<RunPlan, ConfigError> {
     if args.targets.is_empty() {
         // Only with --scenario (clap requires targets otherwise): the file's own targets.
         let path = args.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
@@ -306,7 +306,7 @@ fn target_configs(args: &CompareArgs) -> Result<(Vec<(String, RunConfig)>, Vec<T
                 "the file names one target: give two or more NAME=URL to compare, or list [[targets]] in it",
             ));
         }
-        return Ok((plan.targets, plan.thresholds));
+        return Ok(RunPlan { cooldown: args.cooldown.unwrap_or(plan.cooldown), ..plan });
     }
     let targets = parse_targets(&args.targets).map_err(|message| ConfigError::new("NAME=URL", message))?;
     if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
@@ -320,7 +320,8 @@ fn target_configs(args: &CompareArgs) -> Result<(Vec<(String, RunConfig)>, Vec<T
                 crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| (name.clone(), config))
             })
             .collect::<Result<_, _>>()?;
-        return Ok((configs, Vec::new()));
+        let cooldown = args.cooldown.unwrap_or(rpcbench::scenario::DEFAULT_COOLDOWN);
+        return Ok(RunPlan { targets: configs, thresholds: Vec::new(), cooldown });
     }
     let (first_name, first_url) = &targets[0];
     let mut plan = crate::run_cmd::to_plan(&args.run_args(first_name, first_url))?;
@@ -345,7 +346,11 @@ fn target_configs(args: &CompareArgs) -> Result<(Vec<(String, RunConfig)>, Vec<T
         config.validate().map_err(named)?;
         configs.push((name.clone(), config));
     }
-    Ok((configs, plan.thresholds))
+    Ok(RunPlan {
+        targets: configs,
+        thresholds: plan.thresholds,
+        cooldown: args.cooldown.unwrap_or(plan.cooldown),
+    })
 }
 
 pub fn run(args: CompareArgs) -> ExitCode {
@@ -371,8 +376,8 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         return run_equal(&args, &targets, &stop);
     }
-    let (configs, thresholds) = match target_configs(&args) {
-        Ok(found) => found,
+    let RunPlan { targets: configs, thresholds, cooldown } = match target_configs(&args) {
+        Ok(plan) => plan,
         Err(err) => return output::usage_error(err),
     };
     let names: Vec<&str> = configs.iter().map(|(name, _)| name.as_str()).collect();
@@ -402,12 +407,11 @@ pub fn run(args: CompareArgs) -> ExitCode {
             first.workload.label(),
             compare_targets.len(),
             length,
-            rpcbench::units::format_duration(args.cooldown)
+            rpcbench::units::format_duration(cooldown)
         );
     }
     let quiet = args.quiet;
-    let result =
-        run_comparison(&compare_targets, args.cooldown, &stop, progress_printer(&compare_targets, quiet));
+    let result = run_comparison(&compare_targets, cooldown, &stop, progress_printer(&compare_targets, quiet));
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
