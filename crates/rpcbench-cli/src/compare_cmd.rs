@@ -288,6 +288,23 @@ fn file_name(name: &str) -> String {
     format!("{clean}.json")
 }
 
+/// With `--h2-for`, HTTP/2 for the targets it names (cleartext for http://, TLS for https://,
+/// with `--streams`) and HTTP/1.1 for the others.
+fn choose_protocol(args: &CompareArgs, name: &str, config: &mut rpcbench::engine::config::RunConfig) {
+    if args.h2_for.is_empty() {
+        return;
+    }
+    let secure = config.target.scheme == Scheme::Https;
+    let wants_h2 = args.h2_for.iter().any(|chosen| chosen == name);
+    config.http = match (wants_h2, secure) {
+        (false, _) => HttpVersion::Http1,
+        (true, false) => HttpVersion::H2c,
+        (true, true) => HttpVersion::Http2,
+    };
+    // --streams is for the HTTP/2 targets only.
+    config.streams = if wants_h2 { args.http.streams.unwrap_or(config.streams) } else { 1 };
+}
+
 /// Each target's name and validated configuration, in order. One request builds a
 /// configuration per NAME=URL; a suite or scenario is prepared once, against the first target
 /// (its pools sampled there), and the others get the same configuration with their own URL, so
@@ -306,7 +323,26 @@ fn target_configs(args: &CompareArgs) -> Result<RunPlan, ConfigError> {
                 "the file names one target: give two or more NAME=URL to compare, or list [[targets]] in it",
             ));
         }
-        return Ok(RunPlan { cooldown: args.cooldown.unwrap_or(plan.cooldown), ..plan });
+        let names: Vec<&str> = plan.targets.iter().map(|(name, _)| name.as_str()).collect();
+        if let Some(unknown) = args.h2_for.iter().find(|chosen| !names.contains(&chosen.as_str())) {
+            return Err(ConfigError::new(
+                format!("--h2-for {unknown}"),
+                format!("no target has that name (targets: {})", names.join(", ")),
+            ));
+        }
+        let mut targets = Vec::with_capacity(plan.targets.len());
+        for (name, mut config) in plan.targets {
+            choose_protocol(args, &name, &mut config);
+            config
+                .validate()
+                .map_err(|err| ConfigError::new(format!("target '{name}': {}", err.setting), err.message))?;
+            targets.push((name, config));
+        }
+        return Ok(RunPlan {
+            targets,
+            thresholds: plan.thresholds,
+            cooldown: args.cooldown.unwrap_or(plan.cooldown),
+        });
     }
     let targets = parse_targets(&args.targets).map_err(|message| ConfigError::new("NAME=URL", message))?;
     if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
@@ -332,17 +368,7 @@ fn target_configs(args: &CompareArgs) -> Result<RunPlan, ConfigError> {
             |err: ConfigError| ConfigError::new(format!("target '{name}': {}", err.setting), err.message);
         let mut config = first.clone();
         config.target = Target::parse(url).map_err(named)?;
-        if !args.h2_for.is_empty() {
-            let secure = config.target.scheme == Scheme::Https;
-            let wants_h2 = args.h2_for.contains(name);
-            config.http = match (wants_h2, secure) {
-                (false, _) => HttpVersion::Http1,
-                (true, false) => HttpVersion::H2c,
-                (true, true) => HttpVersion::Http2,
-            };
-            // --streams is for the HTTP/2 targets only.
-            config.streams = if wants_h2 { args.http.streams.unwrap_or(config.streams) } else { 1 };
-        }
+        choose_protocol(args, name, &mut config);
         config.validate().map_err(named)?;
         configs.push((name.clone(), config));
     }
