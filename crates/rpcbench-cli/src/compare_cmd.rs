@@ -32,12 +32,9 @@ use crate::run_cmd::RunPlan;
     group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file", "suite", "scenario"]),
     after_help = "Examples:
   rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot -c 32 -d 30s
-  rpcbench compare geth=http://127.0.0.1:8545 reth=http://127.0.0.1:8546 -m eth_blockNumber --rate 1000 -d 1m -f markdown -o compare.md
   rpcbench compare h1=http://127.0.0.1:8545 h2=http://127.0.0.1:8545 --h2-for h2 -m eth_chainId -n 20000
   rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --equal -m eth_getBlockByNumber -p '[\"latest\",false]' --ignore-field result.timestamp
-  rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot --save-dir runs/ --monitor-cmd a=agave-validator
-  rpcbench compare go=http://127.0.0.1:8545 node=http://127.0.0.1:8546 --suite evm-mix --monitor-pid go=4242 --monitor-pid node=4343
-  rpcbench compare go=http://127.0.0.1:8545 node=http://127.0.0.1:8546 --scenario stages.toml -f markdown -o study.md
+  rpcbench compare go=http://127.0.0.1:8545 node=http://127.0.0.1:8546 --suite ethereum-dapp --monitor-pid go=4242 --monitor-pid node=4343 -f markdown -o study.md
   rpcbench compare --scenario relays.toml --monitor-cmd go=relay-go   (the file's own [[targets]])"
 )]
 pub struct CompareArgs {
