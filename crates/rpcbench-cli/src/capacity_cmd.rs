@@ -153,7 +153,7 @@ impl CapacityArgs {
             warmup: None,
             http: self.http.clone(),
             thresholds: Vec::new(),
-            monitor: MonitorArgs { pids: Vec::new(), command: None },
+            monitor: MonitorArgs::default(),
             metrics: Default::default(),
             format: OutputFormat::Text,
             output: None,

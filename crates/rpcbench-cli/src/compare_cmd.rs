@@ -1,5 +1,7 @@
 //! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in turn,
-//! with a cool-down between, then one table with ratios against the first target. Each
+//! with a cool-down between, then one table with ratios against the first target. The workload
+//! is one request (`--method`, `--body`), a built-in suite (`--suite`) or a scenario file
+//! (`--scenario`, its mix and stages; without NAME=URL, the file's own `[[targets]]`). Each
 //! target's processes can be sampled during its run (`--monitor-pid NAME=PID`,
 //! `--monitor-cmd NAME=COMM`), which adds their CPU, memory, disk and connections to the
 //! table. With `--equal`, no load: identical requests to every target and the responses that
@@ -14,7 +16,7 @@ use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareError, CompareEvent,
     CompareTarget, EqualOptions, FieldPath,
 };
-use rpcbench::engine::config::{ConfigError, Target};
+use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
 use rpcbench::units::format_micros;
@@ -22,29 +24,44 @@ use rpcbench::units::format_micros;
 use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
 use crate::output;
 use crate::report_cmd::{emit, render, ReportFormat};
+use crate::run_cmd::RunPlan;
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
 #[command(
-    group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file", "replay"]),
+    group = clap::ArgGroup::new("request").required(true).args(["method", "body", "body_file", "suite", "scenario", "replay"]),
     after_help = "Examples:
   rpcbench compare a=http://127.0.0.1:8899 b=http://127.0.0.1:8900 -m getSlot -c 32 -d 30s
-  rpcbench compare geth=http://127.0.0.1:8545 reth=http://127.0.0.1:8546 -m eth_blockNumber --rate 1000 -d 1m -f markdown -o compare.md
-  rpcbench compare h1=http://127.0.0.1:8545 h2=http://127.0.0.1:8545 --h2-for h2 -m eth_chainId -n 20000
   rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --equal -m eth_getBlockByNumber -p '[\"latest\",false]' --ignore-field result.timestamp
-  rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --replay traffic.jsonl"
+  rpcbench compare a=http://127.0.0.1:8545 b=http://127.0.0.1:8546 --replay traffic.jsonl
+  rpcbench compare go=http://127.0.0.1:8545 node=http://127.0.0.1:8546 --suite ethereum-dapp --monitor-pid go=4242 --monitor-pid node=4343 -f markdown -o study.md
+  rpcbench compare --scenario relays.toml --monitor-cmd go=relay-go   (the file's own [[targets]])"
 )]
 pub struct CompareArgs {
-    /// Targets as NAME=URL, two or more; the first is the baseline of the ratios.
-    #[arg(required = true, value_name = "NAME=URL")]
+    /// Targets as NAME=URL, two or more; the first is the baseline of the ratios. With
+    /// --scenario they may be left out: the file's `[[targets]]` are compared.
+    #[arg(required_unless_present = "scenario", value_name = "NAME=URL")]
     pub targets: Vec<String>,
 
     #[command(flatten)]
     pub request: RequestArgs,
+    /// Run a built-in suite (its mix and stages) against each target (`rpcbench suites` lists
+    /// them).
+    #[arg(long, conflicts_with_all = ["method", "body", "body_file", "scenario", "equal"], help_heading = "Request")]
+    pub suite: Option<String>,
+    /// Run a scenario file (its mix and stages) against each target; NAME=URL targets replace
+    /// the file's URL, and without them the file's own `[[targets]]` are compared.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "body", "body_file", "equal"], help_heading = "Request")]
+    pub scenario: Option<PathBuf>,
+    /// With --suite or --scenario: the pools file, used instead of sampling the first target if
+    /// it exists, else written after sampling. The pools sampled from the first target serve
+    /// every target, so that each gets the same parameter sequence.
+    #[arg(long, value_name = "FILE", help_heading = "Request")]
+    pub pools: Option<PathBuf>,
 
     /// Replay this recorded traffic file (or vegeta targets file, or file of bodies) against
     /// every target: at the recorded pace unless --rate or -c is given, once through.
-    #[arg(long, value_name = "FILE", conflicts_with = "equal", help_heading = "Request")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["equal", "suite", "scenario"], help_heading = "Request")]
     pub replay: Option<PathBuf>,
 
     /// Closed loop: connections sending back to back [default: 50].
@@ -68,12 +85,12 @@ pub struct CompareArgs {
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
-    /// Time before measurement, per target.
-    #[arg(long, value_parser = duration, default_value = "0", help_heading = "Length")]
-    pub warmup: Duration,
-    /// Pause between two targets' runs.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Length")]
-    pub cooldown: Duration,
+    /// Time before measurement, per target [default: 0, or the scenario's].
+    #[arg(long, value_parser = duration, help_heading = "Length")]
+    pub warmup: Option<Duration>,
+    /// Pause between two targets' runs [default: 1s, or the scenario's `[load] cooldown`].
+    #[arg(long, value_parser = duration, help_heading = "Length")]
+    pub cooldown: Option<Duration>,
 
     #[command(flatten)]
     pub http: HttpArgs,
@@ -91,7 +108,7 @@ pub struct CompareArgs {
     pub ignore_field: Vec<String>,
 
     /// Sample target NAME's process PID from /proc during its run: CPU, memory, disk I/O and
-    /// TCP connections (repeatable; Linux).
+    /// TCP connections (repeatable, also for several processes of one target; Linux).
     #[arg(long = "monitor-pid", value_name = "NAME=PID", help_heading = "Target process")]
     pub monitor_pids: Vec<String>,
     /// Sample every process named COMM (/proc/PID/comm, e.g. geth) during target NAME's run
@@ -142,53 +159,6 @@ fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
     Ok(targets)
 }
 
-/// The processes to monitor per target, from `--monitor-pid NAME=PID` and
-/// `--monitor-cmd NAME=COMM`, in the order of `targets`: each NAME must be a target, each PID
-/// a running process and each COMM the name of at least one.
-fn parse_monitors(
-    targets: &[(String, String)],
-    pids: &[String],
-    commands: &[String],
-) -> Result<Vec<Vec<u32>>, String> {
-    let mut monitors: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
-    let target_index = |flag: &str, text: &str, example: &str| -> Result<(usize, String), String> {
-        let Some((name, value)) = text.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
-            return Err(format!("{flag} '{text}': expected NAME={example}, where NAME is a target"));
-        };
-        match targets.iter().position(|(target, _)| target == name) {
-            Some(index) => Ok((index, value.to_string())),
-            None => {
-                let names: Vec<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
-                Err(format!("{flag} '{text}': no target named '{name}' (targets: {})", names.join(", ")))
-            }
-        }
-    };
-    for text in pids {
-        let (index, value) = target_index("--monitor-pid", text, "PID")?;
-        let pid: u32 =
-            value.parse().map_err(|_| format!("--monitor-pid '{text}': '{value}' is not a process id"))?;
-        if !rpcbench::monitor::process_exists(pid) {
-            return Err(format!("--monitor-pid '{text}': no process {pid} in /proc"));
-        }
-        monitors[index].push(pid);
-    }
-    for text in commands {
-        let (index, name) = target_index("--monitor-cmd", text, "COMM")?;
-        let found = rpcbench::monitor::find_pids_by_comm(&name);
-        if found.is_empty() {
-            return Err(format!(
-                "--monitor-cmd '{text}': no process named '{name}' (names are matched against /proc/PID/comm)"
-            ));
-        }
-        monitors[index].extend(found);
-    }
-    for pids in &mut monitors {
-        pids.sort_unstable();
-        pids.dedup();
-    }
-    Ok(monitors)
-}
-
 impl CompareArgs {
     /// The `run` arguments of target `name`.
     fn run_args(&self, name: &str, url: &str) -> RunArgs {
@@ -206,8 +176,15 @@ impl CompareArgs {
             shard: None,
             shards: None,
             start_at: None,
-            target: url.to_string(),
-            scenario: ScenarioArgs::default(),
+            target: match &self.scenario {
+                Some(path) => path.display().to_string(),
+                None => url.to_string(),
+            },
+            scenario: ScenarioArgs {
+                url: self.scenario.as_ref().map(|_| url.to_string()),
+                suite: self.suite.clone(),
+                pools: self.pools.clone(),
+            },
             request: self.request.clone(),
             connections: self.connections,
             rate: self.rate,
@@ -218,14 +195,15 @@ impl CompareArgs {
             seed: Some(1),
             duration: self.duration,
             requests: self.requests,
-            warmup: Some(self.warmup),
+            warmup: self.warmup,
             http,
             thresholds: Vec::new(),
-            monitor: crate::monitor_args::MonitorArgs { pids: Vec::new(), command: None },
+            monitor: crate::monitor_args::MonitorArgs::default(),
             metrics: Default::default(),
             format: OutputFormat::Text,
             output: None,
-            quiet: true,
+            // Says what sampling a suite's or scenario's pools found, unless quiet.
+            quiet: self.quiet,
             via_proxy: false,
             save: None,
         }
@@ -330,11 +308,108 @@ fn file_name(name: &str) -> String {
     format!("{clean}.json")
 }
 
-pub fn run(args: CompareArgs) -> ExitCode {
-    let targets = match parse_targets(&args.targets) {
-        Ok(targets) => targets,
-        Err(message) => return output::usage_error(message),
+/// With `--h2-for`, HTTP/2 for the targets it names (cleartext for http://, TLS for https://,
+/// with `--streams`) and HTTP/1.1 for the others.
+fn choose_protocol(args: &CompareArgs, name: &str, config: &mut rpcbench::engine::config::RunConfig) {
+    if args.h2_for.is_empty() {
+        return;
+    }
+    let secure = config.target.scheme == Scheme::Https;
+    let wants_h2 = args.h2_for.iter().any(|chosen| chosen == name);
+    config.http = match (wants_h2, secure) {
+        (false, _) => HttpVersion::Http1,
+        (true, false) => HttpVersion::H2c,
+        (true, true) => HttpVersion::Http2,
     };
+    // --streams is for the HTTP/2 targets only.
+    config.streams = if wants_h2 { args.http.streams.unwrap_or(config.streams) } else { 1 };
+}
+
+/// Each target's name and validated configuration, in order. One request builds a
+/// configuration per NAME=URL; a suite or scenario is prepared once, against the first target
+/// (its pools sampled there), and the others get the same configuration with their own URL, so
+/// that every target sees the same mix, stages and parameter sequence. A scenario without
+/// NAME=URL targets brings its own `[[targets]]`.
+fn target_configs(
+    args: &CompareArgs,
+    replay: Option<&rpcbench::replay::Replay>,
+) -> Result<RunPlan, ConfigError> {
+    if args.targets.is_empty() {
+        // Only with --scenario (clap requires targets otherwise): the file's own targets.
+        let path = args.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let mut run_args = args.run_args("", "");
+        run_args.scenario.url = None;
+        let plan = crate::run_cmd::to_plan(&run_args)?;
+        if plan.targets.len() < 2 {
+            return Err(ConfigError::new(
+                format!("--scenario {path}"),
+                "the file names one target: give two or more NAME=URL to compare, or list [[targets]] in it",
+            ));
+        }
+        let names: Vec<&str> = plan.targets.iter().map(|(name, _)| name.as_str()).collect();
+        if let Some(unknown) = args.h2_for.iter().find(|chosen| !names.contains(&chosen.as_str())) {
+            return Err(ConfigError::new(
+                format!("--h2-for {unknown}"),
+                format!("no target has that name (targets: {})", names.join(", ")),
+            ));
+        }
+        let mut targets = Vec::with_capacity(plan.targets.len());
+        for (name, mut config) in plan.targets {
+            choose_protocol(args, &name, &mut config);
+            config
+                .validate()
+                .map_err(|err| ConfigError::new(format!("target '{name}': {}", err.setting), err.message))?;
+            targets.push((name, config));
+        }
+        return Ok(RunPlan {
+            targets,
+            thresholds: plan.thresholds,
+            cooldown: args.cooldown.unwrap_or(plan.cooldown),
+        });
+    }
+    let targets = parse_targets(&args.targets).map_err(|message| ConfigError::new("NAME=URL", message))?;
+    if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
+    {
+        return Err(ConfigError::new(format!("--h2-for {unknown}"), "no target has that name"));
+    }
+    if args.suite.is_none() && args.scenario.is_none() {
+        let configs = targets
+            .iter()
+            .map(|(name, url)| {
+                let config = match replay {
+                    Some(replay) => replayed_config(&args.run_args(name, url), replay.clone()),
+                    None => crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config),
+                };
+                config.map(|config| (name.clone(), config))
+            })
+            .collect::<Result<_, _>>()?;
+        let cooldown = args.cooldown.unwrap_or(rpcbench::scenario::DEFAULT_COOLDOWN);
+        return Ok(RunPlan { targets: configs, thresholds: Vec::new(), cooldown });
+    }
+    let (first_name, first_url) = &targets[0];
+    let mut plan = crate::run_cmd::to_plan(&args.run_args(first_name, first_url))?;
+    let (_, first) = plan.targets.swap_remove(0);
+    let mut configs = vec![(first_name.clone(), first.clone())];
+    for (name, url) in &targets[1..] {
+        let named =
+            |err: ConfigError| ConfigError::new(format!("target '{name}': {}", err.setting), err.message);
+        let mut config = first.clone();
+        config.target = Target::parse(url).map_err(named)?;
+        choose_protocol(args, name, &mut config);
+        config.validate().map_err(named)?;
+        configs.push((name.clone(), config));
+    }
+    Ok(RunPlan {
+        targets: configs,
+        thresholds: plan.thresholds,
+        cooldown: args.cooldown.unwrap_or(plan.cooldown),
+    })
+}
+
+pub fn run(args: CompareArgs) -> ExitCode {
+    if args.pools.is_some() && args.suite.is_none() && args.scenario.is_none() {
+        return output::usage_error("--pools: only goes with --suite or --scenario");
+    }
     if let Some(Err(err)) =
         args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
     {
@@ -343,6 +418,10 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if args.equal {
+        let targets = match parse_targets(&args.targets) {
+            Ok(targets) => targets,
+            Err(message) => return output::usage_error(message),
+        };
         if !args.monitor_pids.is_empty() || !args.monitor_cmds.is_empty() {
             return output::usage_error(
                 "--monitor-pid/--monitor-cmd: the equality check runs no load to monitor",
@@ -350,14 +429,6 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         return run_equal(&args, &targets, &stop);
     }
-    if let Some(unknown) = args.h2_for.iter().find(|chosen| !targets.iter().any(|(name, _)| name == *chosen))
-    {
-        return output::usage_error(format!("--h2-for {unknown}: no target has that name"));
-    }
-    let monitors = match parse_monitors(&targets, &args.monitor_pids, &args.monitor_cmds) {
-        Ok(monitors) => monitors,
-        Err(message) => return output::usage_error(message),
-    };
     let replay = match &args.replay {
         None => None,
         Some(path) => match rpcbench::replay::read_file(path, None, rpcbench::traffic::BadLines::Refuse, &[])
@@ -371,17 +442,20 @@ pub fn run(args: CompareArgs) -> ExitCode {
             Err(err) => return output::usage_error(err),
         },
     };
-    let mut compare_targets = Vec::with_capacity(targets.len());
-    for ((name, url), monitor_pids) in targets.iter().zip(monitors) {
-        let config = match &replay {
-            Some(replay) => replayed_config(&args.run_args(name, url), replay.clone()),
-            None => crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config),
-        };
-        match config {
-            Ok(config) => compare_targets.push(CompareTarget { name: name.clone(), config, monitor_pids }),
-            Err(err) => return output::usage_error(err),
-        }
-    }
+    let RunPlan { targets: configs, thresholds, cooldown } = match target_configs(&args, replay.as_ref()) {
+        Ok(plan) => plan,
+        Err(err) => return output::usage_error(err),
+    };
+    let names: Vec<&str> = configs.iter().map(|(name, _)| name.as_str()).collect();
+    let monitors = match crate::monitor_args::per_target(&names, &args.monitor_pids, &args.monitor_cmds) {
+        Ok(monitors) => monitors,
+        Err(err) => return output::usage_error(err),
+    };
+    let compare_targets: Vec<CompareTarget> = configs
+        .into_iter()
+        .zip(monitors)
+        .map(|((name, config), monitor_pids)| CompareTarget { name, config, monitor_pids })
+        .collect();
     if let Some(dir) = &args.save_dir {
         if let Err(err) = std::fs::create_dir_all(dir) {
             return output::failure(format!("--save-dir {}: {err}", dir.display()));
@@ -397,18 +471,25 @@ pub fn run(args: CompareArgs) -> ExitCode {
         eprintln!(
             "rpcbench compare: {} against {} targets, {} each, {} cool-down",
             first.workload.label(),
-            targets.len(),
+            compare_targets.len(),
             length,
-            rpcbench::units::format_duration(args.cooldown)
+            rpcbench::units::format_duration(cooldown)
         );
     }
     let quiet = args.quiet;
-    let result =
-        run_comparison(&compare_targets, args.cooldown, &stop, progress_printer(&compare_targets, quiet));
-    let runs: Vec<SavedRun> = match result {
+    let result = run_comparison(&compare_targets, cooldown, &stop, progress_printer(&compare_targets, quiet));
+    let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
     };
+    // A suite's or scenario's thresholds hold for each target, as in `run`: judged, shown in
+    // each run's report and saved file, and a breach exits 1.
+    let mut breached = false;
+    for run in &mut runs {
+        run.report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
+        run.file.thresholds.clone_from(&run.report.thresholds);
+        breached |= run.report.thresholds.iter().any(|result| !result.passed);
+    }
     say_what_was_not_run(&compare_targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
@@ -425,7 +506,22 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
     }
     let text = render(&runs, args.format, true);
-    emit(&text, args.output.as_deref(), quiet)
+    let status = emit(&text, args.output.as_deref(), quiet);
+    if breached {
+        let failed: Vec<String> = runs
+            .iter()
+            .flat_map(|run| {
+                run.report
+                    .thresholds
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(move |r| format!("{}: {} (was {})", run.label, r.threshold, r.actual))
+            })
+            .collect();
+        eprintln!("rpcbench: threshold(s) breached: {}", failed.join("; "));
+        return ExitCode::from(output::EXIT_FAILURE);
+    }
+    status
 }
 
 fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle) -> ExitCode {
@@ -508,28 +604,5 @@ mod tests {
             assert!(err.contains(expected), "{bad:?}: {err}");
         }
         assert_eq!(file_name("fast node/1"), "fast_node_1.json");
-    }
-
-    #[test]
-    fn monitors_name_a_target_and_a_process() {
-        let targets = vec![
-            ("a".to_string(), "http://127.0.0.1:1/".to_string()),
-            ("b".to_string(), "http://127.0.0.1:2/".to_string()),
-        ];
-        let me = std::process::id();
-        let monitors = parse_monitors(&targets, &[format!("b={me}")], &[]).unwrap();
-        assert_eq!(monitors, vec![vec![], vec![me]]);
-        for (pids, commands, expected) in [
-            (vec![format!("c={me}")], vec![], "no target named 'c' (targets: a, b)"),
-            (vec![me.to_string()], vec![], "expected NAME=PID"),
-            (vec!["a=".to_string()], vec![], "expected NAME=PID"),
-            (vec!["a=x1".to_string()], vec![], "'x1' is not a process id"),
-            (vec!["a=4294967295".to_string()], vec![], "no process 4294967295"),
-            (vec![], vec!["b=no-such-proc-x".to_string()], "no process named 'no-such-proc-x'"),
-            (vec![], vec!["geth".to_string()], "--monitor-cmd 'geth': expected NAME=COMM"),
-        ] {
-            let err = parse_monitors(&targets, &pids, &commands).unwrap_err();
-            assert!(err.contains(expected), "{pids:?} {commands:?}: {err}");
-        }
     }
 }

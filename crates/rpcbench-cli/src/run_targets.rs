@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use rpcbench::compare::{comparison_json, render_comparison_text, run_comparison, CompareTarget};
-use rpcbench::engine::config::ConfigError;
 use rpcbench::engine::StopHandle;
 use rpcbench::report::render_text;
 use rpcbench::results::SavedRun;
@@ -43,16 +42,12 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     {
         return output::usage_error(err);
     }
-    if !args.monitor.pids.is_empty() || args.monitor.command.is_some() {
-        let flag = if args.monitor.pids.is_empty() { "--monitor-cmd" } else { "--monitor-pid" };
-        return output::usage_error(ConfigError::new(
-            flag,
-            format!(
-                "the scenario names {} targets, run in turn; monitor a target in a run of its own (--url)",
-                plan.targets.len()
-            ),
-        ));
-    }
+    // Each target's processes, sampled during its own run: NAME=PID and NAME=COMM.
+    let names: Vec<&str> = plan.targets.iter().map(|(name, _)| name.as_str()).collect();
+    let mut monitors = match args.monitor.per_target(&names) {
+        Ok(monitors) => monitors.into_iter(),
+        Err(err) => return output::usage_error(err),
+    };
     // One endpoint for the whole sequence: the counters add up over the targets' runs.
     let (_metrics_server, live) = match args.metrics.start() {
         Ok(Some((server, live))) => (Some(server), Some(live)),
@@ -68,7 +63,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             if let Some(live) = &live {
                 config.publish_to(live.clone());
             }
-            CompareTarget { name, config, monitor_pids: Vec::new() }
+            CompareTarget { name, config, monitor_pids: monitors.next().unwrap_or_default() }
         })
         .collect();
     let quiet = args.quiet;

@@ -467,3 +467,94 @@ fn capacity_searches_with_a_suite_or_a_scenarios_mix() {
     assert!(first["requests"].as_u64().unwrap() <= 60, "{first}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A `rpcbench serve --chain static` child on 127.0.0.1:0 and the URL it prints.
+fn serve_child() -> (ChildGuard, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["serve", "--chain", "static", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the node starts");
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let guard = ChildGuard(child);
+    let line = lines.next().expect("the node says where it listens").unwrap();
+    let url = line.split_whitespace().find(|word| word.starts_with("http://")).expect("a URL").to_string();
+    // Whatever else it says goes nowhere, and it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (guard, url)
+}
+
+/// The resource table of a user study in one command: a scenario naming two targets, each
+/// served by a child process of its own and monitored during its own run (NAME=PID), by
+/// `compare --scenario` and by `run` alike.
+#[cfg(target_os = "linux")]
+#[test]
+fn each_target_of_a_scenario_is_monitored_during_its_own_run() {
+    let _machine = machine();
+    let (go, go_url) = serve_child();
+    let (node, node_url) = serve_child();
+    let dir = temp_dir("per-target");
+    let scenario = dir.join("relays.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[load]\nconnections = 2\nduration = \"700ms\"\ncooldown = \"0s\"\n\n\
+             [[targets]]\nname = \"go\"\nurl = \"{go_url}\"\n\n[[targets]]\nname = \"node\"\nurl = \"{node_url}\"\n\n\
+             [[call]]\nmethod = \"eth_chainId\"\n"
+        ),
+    )
+    .unwrap();
+    let scenario = scenario.display().to_string();
+    let (go_pid, node_pid) = (go.0.id(), node.0.id());
+    let (pid_go, pid_node) = (format!("go={go_pid}"), format!("node={node_pid}"));
+    let monitors = ["--monitor-pid", pid_go.as_str(), "--monitor-pid", pid_node.as_str()];
+    let mut args = vec!["compare", "--scenario", &scenario, "-q", "-f", "json"];
+    args.extend(monitors);
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["baseline"], "go");
+    for (index, pid) in [(0, go_pid), (1, node_pid)] {
+        let resources = &json["runs"][index]["report"]["target_resources"];
+        assert_eq!(
+            resources["pids"],
+            serde_json::json!([pid]),
+            "each run monitors its own target: {resources:#}"
+        );
+        assert!(resources["rss_bytes_peak"].as_u64().unwrap() > 1 << 20, "{resources:#}");
+    }
+    let rss = json["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "target RSS peak").unwrap();
+    assert!(rss["ratios"][1].as_f64().is_some(), "a ratio against go: {rss}");
+
+    // `run` of the same file takes the same flags.
+    let mut args = vec!["run", &scenario, "-q"];
+    args.extend(monitors);
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let row = text.lines().find(|l| l.starts_with("target RSS peak")).unwrap_or_else(|| panic!("{text}"));
+    assert!(!row.contains("n/a"), "both targets monitored: {row}");
+    // A name that is not a target of the file.
+    let output = rpcbench(&["run", &scenario, "-q", "--monitor-pid", &format!("rust={go_pid}")]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no target named 'rust' (targets: go, node)"), "{}", stderr(&output));
+    drop((go, node));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn run_monitor_pid_with_a_name_says_names_are_for_compare() {
+    let me = std::process::id().to_string();
+    for (flag, value) in [("--monitor-pid", format!("go={me}")), ("--monitor-cmd", "go=geth".to_string())] {
+        let output = rpcbench(&["run", "http://127.0.0.1:1/", "-m", "getSlot", "-n", "1", flag, &value]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let err = stderr(&output);
+        assert!(err.contains(flag) && err.contains("is for compare"), "{err}");
+        assert!(!err.contains("invalid digit"), "{err}");
+    }
+    let output = rpcbench(&["run", "http://127.0.0.1:1/", "-m", "getSlot", "-n", "1", "--monitor-pid", "x1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--monitor-pid x1: 'x1' is not a process id"), "{}", stderr(&output));
+}

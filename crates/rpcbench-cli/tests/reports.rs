@@ -290,3 +290,135 @@ fn bad_usage_of_the_new_commands_exits_2_naming_what_is_wrong() {
         assert!(!message.contains("panicked"), "{message}");
     }
 }
+
+/// The rows of `group` in a text comparison's `table` (the indented metric lines after the
+/// group's own line).
+fn group_lines<'a>(table: &'a str, group: &str) -> Vec<&'a str> {
+    let mut lines = table.lines().skip_while(|line| line.split("  ").next() != Some(group));
+    let Some(_) = lines.next() else { panic!("no group '{group}':\n{table}") };
+    lines.take_while(|line| line.starts_with("  ")).collect()
+}
+
+/// A whole suite against two nodes in one command: every call of the mix gets its rows, each
+/// with its ratio against the first target, in text, Markdown, JSON and HTML.
+#[test]
+fn compare_runs_a_suite_against_each_target_with_ratios_per_method() {
+    let (one, two) = (node(Chain::Ethereum, 0), node(Chain::Ethereum, 0));
+    let dir = temp_dir("compare-suite");
+    let (a, b) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let save_dir = path(&dir, "runs");
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "--suite",
+        "ethereum-dapp",
+        "-c",
+        "2",
+        "-n",
+        "400",
+        "-d",
+        "10s",
+        "--cooldown",
+        "0s",
+        "-q",
+        "--save-dir",
+        &save_dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("\nPer method "), "{table}");
+    for method in ["eth_call", "eth_getLogs", "eth_getBalance"] {
+        let rows = group_lines(&table, method);
+        let metrics: Vec<&str> = rows.iter().map(|row| row.split_whitespace().next().unwrap()).collect();
+        assert_eq!(metrics, ["req/s", "ok", "p50", "p90", "p99", "max"], "{method}:\n{table}");
+        for row in rows {
+            assert!(row.ends_with("x)") || row.ends_with("(-)"), "a ratio in {method}: {row}");
+        }
+    }
+    let files = [path(&dir, "runs/a.json"), path(&dir, "runs/b.json")];
+    let report = |format: &str| {
+        let output = rpcbench(&["report", "--compare", "-f", format, &files[0], &files[1]]);
+        assert_eq!(output.status.code(), Some(0), "{format}: {}", stderr(&output));
+        stdout(&output)
+    };
+    let markdown = report("markdown");
+    assert!(markdown.contains("### Per method"), "{markdown}");
+    let row =
+        markdown.lines().find(|l| l.starts_with("| eth_call p99 |")).unwrap_or_else(|| panic!("{markdown}"));
+    assert!(row.trim_end().ends_with("x) |") || row.trim_end().ends_with("(-) |"), "{row}");
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let methods = json["methods"].as_array().unwrap();
+    assert!(methods.len() >= 3, "{methods:?}");
+    for method in methods {
+        let rate = &method["metrics"][0];
+        assert_eq!(rate["metric"], "req/s");
+        assert_eq!(rate["ratios"][0].as_f64(), Some(1.0), "{method}");
+        assert!(rate["ratios"][1].as_f64().is_some_and(|r| r > 0.0), "{method}");
+    }
+    let html = report("html");
+    let per_method = html.split("<h2>Per method</h2>").nth(1).expect("a per-method section");
+    let per_method = per_method.split("</section>").next().unwrap();
+    assert!(per_method.contains("<span class=\"ratio"), "ratios in the per-method table");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A scenario's mix and two stages against two nodes: the per-stage and per-call rows carry
+/// ratios; and a scenario naming its own targets needs no NAME=URL.
+#[test]
+fn compare_runs_a_scenario_with_stages_against_each_target() {
+    let (one, two) = (node(Chain::Static, 0), node(Chain::Static, 0));
+    let dir = temp_dir("compare-scenario");
+    let calls = "[[call]]\nmethod = \"eth_chainId\"\nweight = 2\n\n[[call]]\nmethod = \"eth_blockNumber\"\n";
+    let stages = "[load]\nrequests = 100000\n\n[[stage]]\nconnections = 1\nduration = \"400ms\"\n\n\
+                  [[stage]]\nconnections = 2\nduration = \"400ms\"\n\n";
+    let scenario = path(&dir, "stages.toml");
+    std::fs::write(&scenario, format!("[target]\nurl = \"{}\"\n\n{stages}{calls}", one.url())).unwrap();
+    let (a, b) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let output = rpcbench(&["compare", &a, &b, "--scenario", &scenario, "--cooldown", "0s", "-q"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    for group in ["stage 1 (1 conn)", "stage 2 (2 conns)", "eth_chainId", "eth_blockNumber"] {
+        let rows = group_lines(&table, group);
+        assert_eq!(rows.len(), 6, "{group}:\n{table}");
+        for row in rows {
+            assert!(row.ends_with("x)") || row.ends_with("(-)"), "a ratio in {group}: {row}");
+        }
+    }
+    let header = table.lines().find(|l| l.starts_with("Per stage")).unwrap_or_else(|| panic!("{table}"));
+    assert!(header.ends_with('b'), "{header}");
+
+    // The file's own targets, in JSON.
+    let named = path(&dir, "targets.toml");
+    let targets = format!(
+        "[[targets]]\nname = \"x\"\nurl = \"{}\"\n\n[[targets]]\nname = \"y\"\nurl = \"{}\"\n\n",
+        one.url(),
+        two.url()
+    );
+    std::fs::write(&named, format!("{targets}{stages}{calls}")).unwrap();
+    let output = rpcbench(&["compare", "--scenario", &named, "--cooldown", "0s", "-q", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["baseline"], "x");
+    assert_eq!(json["runs"][1]["name"], "y");
+    let stage_rows = json["stages"].as_array().unwrap();
+    assert_eq!(stage_rows.len(), 2, "{stage_rows:?}");
+    assert_eq!(stage_rows[1]["name"], "stage 2 (2 conns)");
+    assert!(stage_rows[1]["metrics"][0]["ratios"][1].as_f64().is_some(), "{}", stage_rows[1]);
+    assert_eq!(json["methods"].as_array().unwrap().len(), 2);
+
+    // The file's thresholds hold for each target, as in `run`: a breach exits 1 naming it.
+    let strict = path(&dir, "strict.toml");
+    std::fs::write(&strict, format!("thresholds = [\"p50 < 1us\"]\n{targets}{stages}{calls}")).unwrap();
+    let output = rpcbench(&["compare", "--scenario", &strict, "--cooldown", "0s", "-q", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("x: p50 < 1us"), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["runs"][1]["report"]["thresholds"][0]["passed"], false, "{}", json["runs"][1]["report"]);
+
+    // A file with one target and no NAME=URL has nothing to compare.
+    let output = rpcbench(&["compare", "--scenario", &scenario, "-q"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("names one target"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -18,8 +18,8 @@ use crate::monitor::Monitor;
 use crate::printable::escape_controls;
 use crate::redact::Secrets;
 use crate::report::tables::{
-    count_with_share, describe_load, format_ratio, outcome_rows, status_rows, summary_rows, usage_rows,
-    MetricRow, OutcomeRow,
+    count_with_share, describe_load, format_ratio, method_groups, outcome_rows, stage_groups, status_rows,
+    summary_rows, usage_rows, MetricRow, OutcomeRow, RowGroup,
 };
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
@@ -122,7 +122,8 @@ pub fn run_comparison(
 }
 
 /// The comparison table as text: a row per metric, a column per run, ratios against the
-/// first run.
+/// first run; then outcomes, HTTP statuses, and the per-stage and per-call metrics with their
+/// ratios too.
 pub fn render_comparison_text(runs: &[SavedRun]) -> String {
     let mut out = String::new();
     let Some(first) = runs.first() else {
@@ -177,7 +178,27 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         let _ = writeln!(out);
         text_table(&mut out, "HTTP status", &labels, &share_rows(statuses));
     }
+    for (corner, groups) in [("Per stage", stage_groups(&reports)), ("Per method", method_groups(&reports))] {
+        if groups.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out);
+        text_table(&mut out, corner, &labels, &group_cells(&groups, runs.len()));
+    }
     out
+}
+
+/// Grouped rows as text table rows: the group's name on a line of its own, then its metrics
+/// indented, each cell with its ratio against the first run.
+fn group_cells(groups: &[RowGroup], runs: usize) -> Vec<(String, Vec<String>)> {
+    let mut cells = Vec::new();
+    for group in groups {
+        cells.push((escape_controls(&group.name).into_owned(), vec![String::new(); runs]));
+        for row in &group.rows {
+            cells.push((format!("  {}", row.metric), (0..runs).map(|i| row.cell_with_ratio(i)).collect()));
+        }
+    }
+    cells
 }
 
 /// A text table: a first column of row names under `corner`, then a right-aligned column per
@@ -200,11 +221,12 @@ fn text_table(out: &mut String, corner: &str, labels: &[&str], rows: &[(String, 
     }
     let _ = writeln!(out);
     for (name, cells) in rows {
-        let _ = write!(out, "{name:<name_width$}");
+        let mut line = format!("{name:<name_width$}");
         for (cell, width) in cells.iter().zip(&widths) {
-            let _ = write!(out, "  {cell:>width$}");
+            let _ = write!(line, "  {cell:>width$}");
         }
-        let _ = writeln!(out);
+        // A group's own line has empty cells.
+        let _ = writeln!(out, "{}", line.trim_end());
     }
 }
 
@@ -221,7 +243,39 @@ struct ComparisonJson<'a> {
     comparison_version: u32,
     baseline: &'a str,
     metrics: Vec<MetricJson>,
+    /// Per stage of a staged load (empty otherwise), each metric with its ratios.
+    stages: Vec<GroupJson>,
+    /// Per call of a mix (empty for a single call), each metric with its ratios.
+    methods: Vec<GroupJson>,
     runs: Vec<RunJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct GroupJson {
+    name: String,
+    metrics: Vec<MetricJson>,
+}
+
+impl MetricJson {
+    fn new(row: MetricRow) -> Self {
+        Self {
+            ratios: row.ratios(),
+            values: row.values.iter().map(|v| v.is_finite().then_some(*v)).collect(),
+            metric: row.metric,
+        }
+    }
+}
+
+impl GroupJson {
+    fn all(groups: Vec<RowGroup>) -> Vec<Self> {
+        groups
+            .into_iter()
+            .map(|group| Self {
+                name: group.name,
+                metrics: group.rows.into_iter().map(MetricJson::new).collect(),
+            })
+            .collect()
+    }
 }
 
 #[derive(Serialize)]
@@ -240,21 +294,16 @@ struct RunJson<'a> {
     report: &'a RunReport,
 }
 
-/// The comparison as pretty JSON: the metrics with their values and ratios, then each run's
-/// full report.
+/// The comparison as pretty JSON: the metrics with their values and ratios, the same per stage
+/// and per call, then each run's full report.
 pub fn comparison_json(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let json = ComparisonJson {
         comparison_version: COMPARISON_VERSION,
         baseline: runs.first().map_or("", |r| r.label.as_str()),
-        metrics: comparison_rows(&reports)
-            .into_iter()
-            .map(|row| MetricJson {
-                ratios: row.ratios(),
-                values: row.values.iter().map(|v| v.is_finite().then_some(*v)).collect(),
-                metric: row.metric,
-            })
-            .collect(),
+        metrics: comparison_rows(&reports).into_iter().map(MetricJson::new).collect(),
+        stages: GroupJson::all(stage_groups(&reports)),
+        methods: GroupJson::all(method_groups(&reports)),
         runs: runs
             .iter()
             .map(|run| RunJson {

@@ -21,7 +21,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    summary_rows, usage_rows, MetricRow,
+    summary_rows, usage_rows, MethodRow, MetricRow, Unit,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -858,23 +858,51 @@ fn methods_table(runs: &[SavedRun]) -> String {
     let mut out = String::from(
         "<table><tr><th>run</th><th class=\"text\">method</th><th>requests</th><th>req/s</th><th>ok %</th><th>errors</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>",
     );
-    for row in method_rows(runs) {
+    let rows = method_rows(runs);
+    // In a comparison, each call's figures carry their ratio against the first run's same call.
+    let baseline_run = runs.first().filter(|_| runs.len() > 1).map(|run| run.label.as_str());
+    let likes = like_first(runs);
+    for row in &rows {
+        let like = runs.iter().position(|run| run.label == row.run).is_none_or(|index| likes[index]);
         let us = |v: u64| format_micros(v as f64);
+        let baseline = baseline_run
+            .filter(|label| *label != row.run)
+            .and_then(|label| rows.iter().find(|r| r.run == label && r.method == row.method));
+        let ratio = |metric: &str, value: &dyn Fn(&MethodRow) -> f64| match baseline {
+            Some(base) => ratio_span(
+                &MetricRow {
+                    metric: metric.into(),
+                    unit: Unit::Decimal,
+                    values: vec![value(base), value(row)],
+                },
+                1,
+                like,
+            ),
+            None => String::new(),
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.2}{}</td><td>{:.2}{}</td><td>{}</td><td>{}{}</td><td>{}{}</td><td>{}{}</td><td>{}{}</td><td>{}{}</td><td>{}{}</td></tr>",
             clipped(&row.run),
             clipped(&row.method),
             row.requests,
             row.rate,
+            ratio("req/s", &|r| r.rate),
             row.ok_percent(),
+            ratio("ok %", &|r| r.ok_percent()),
             row.errors,
             us(row.latency.mean_us),
+            ratio("mean", &|r| r.latency.mean_us as f64),
             us(row.latency.percentile("p50")),
+            ratio("p50", &|r| r.latency.percentile("p50") as f64),
             us(row.latency.percentile("p90")),
+            ratio("p90", &|r| r.latency.percentile("p90") as f64),
             us(row.latency.percentile("p99")),
+            ratio("p99", &|r| r.latency.percentile("p99") as f64),
             us(row.latency.percentile("p99.9")),
+            ratio("p99.9", &|r| r.latency.percentile("p99.9") as f64),
             us(row.latency.max_us),
+            ratio("max", &|r| r.latency.max_us as f64),
         );
     }
     out.push_str("</table>");

@@ -1,13 +1,14 @@
 //! The Markdown report: GitHub-flavoured tables ready to paste into a pull request. One run
 //! gives a summary, its latency distribution, its outcomes and the resources used (by the
 //! target process when monitored, and by the generator); several runs give the same tables
-//! with a column per run and ratios against the first (a comparison).
+//! with a column per run and ratios against the first (a comparison), per stage and per call
+//! too.
 
 use std::fmt::Write;
 
 use super::tables::{
-    count_with_share, describe_load, distribution_rows, method_rows, outcome_rows, summary_rows, usage_rows,
-    MetricRow,
+    count_with_share, describe_load, distribution_rows, method_groups, method_rows, outcome_rows,
+    stage_groups, summary_rows, usage_rows, MetricRow, RowGroup,
 };
 use super::RunReport;
 use crate::results::SavedRun;
@@ -54,21 +55,15 @@ fn outcomes_table(out: &mut String, labels: &[String], reports: &[&RunReport]) {
     }
 }
 
-fn methods_table(out: &mut String, runs: &[SavedRun]) {
-    let several_runs = runs.len() > 1;
-    if several_runs {
-        let _ = writeln!(out, "| run | method | requests | req/s | ok % | p50 | p90 | p99 | max |");
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    } else {
-        let _ = writeln!(out, "| method | requests | req/s | ok % | p50 | p90 | p99 | max |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
-    }
-    for row in method_rows(runs) {
+/// The calls of one run (a comparison shows them grouped, with ratios).
+fn methods_table(out: &mut String, run: &SavedRun) {
+    let _ = writeln!(out, "| method | requests | req/s | ok % | p50 | p90 | p99 | max |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for row in method_rows(std::slice::from_ref(run)) {
         let us = |v: u64| format_micros(v as f64);
-        let run = if several_runs { format!("| {} ", cell(&row.run)) } else { String::new() };
         let _ = writeln!(
             out,
-            "{run}| {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
             cell(&row.method),
             row.requests,
             row.rate,
@@ -78,6 +73,21 @@ fn methods_table(out: &mut String, runs: &[SavedRun]) {
             us(row.latency.percentile("p99")),
             us(row.latency.max_us),
         );
+    }
+}
+
+/// Grouped rows (per stage, per call) with a column per run and ratios against the first:
+/// a row per metric, named after its group (`eth_call p99`).
+fn grouped_table(out: &mut String, labels: &[String], groups: &[RowGroup]) {
+    header(out, "metric", labels);
+    for group in groups {
+        for row in &group.rows {
+            let _ = write!(out, "| {} {} |", cell(&group.name), row.metric);
+            for index in 0..row.values.len() {
+                let _ = write!(out, " {} |", row.cell_with_ratio(index));
+            }
+            let _ = writeln!(out);
+        }
     }
 }
 
@@ -105,7 +115,6 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         return out;
     };
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
-    let several_methods = runs.iter().any(|r| r.methods.len() > 1);
     if runs.len() == 1 {
         let report = &first.report;
         let _ = writeln!(out, "## rpcbench: {} against {}", cell(&report.method), cell(&report.target));
@@ -131,6 +140,12 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Resources");
         let _ = writeln!(out);
         metric_table(&mut out, "resource", &["value".to_string()], &usage_rows(&reports), false);
+        if first.methods.len() > 1 {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "### Per method");
+            let _ = writeln!(out);
+            methods_table(&mut out, first);
+        }
     } else {
         let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
         let mut methods: Vec<&str> = reports.iter().map(|r| r.method.as_str()).collect();
@@ -176,12 +191,17 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Resources");
         let _ = writeln!(out);
         metric_table(&mut out, "resource", &labels, &usage_rows(&reports), true);
-    }
-    if several_methods {
-        let _ = writeln!(out);
-        let _ = writeln!(out, "### Per method");
-        let _ = writeln!(out);
-        methods_table(&mut out, runs);
+        for (title, groups) in
+            [("Per stage", stage_groups(&reports)), ("Per method", method_groups(&reports))]
+        {
+            if groups.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out);
+            let _ = writeln!(out, "### {title}");
+            let _ = writeln!(out);
+            grouped_table(&mut out, &labels, &groups);
+        }
     }
     let changed: Vec<String> = runs
         .iter()

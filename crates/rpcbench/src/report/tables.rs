@@ -320,6 +320,107 @@ pub fn count_with_share(count: u64, total: u64) -> String {
     format!("{count} ({:.2}%)", percent(count, total))
 }
 
+/// A call's or a stage's rows in a comparison: its name and a row per metric (req/s, ok %,
+/// p50, p90, p99, max), a value per run, so each cell can carry its ratio against the first
+/// run. A run without that call or stage has `n/a` (NaN).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowGroup {
+    /// The call's label (`eth_call`) or the stage (`stage 2 (16 conns)`).
+    pub name: String,
+    /// The metrics, a value per run.
+    pub rows: Vec<MetricRow>,
+}
+
+/// The figures of one call or stage of one run, as the grouped rows take them.
+struct GroupFigures<'a> {
+    requests: u64,
+    ok: u64,
+    rate: f64,
+    latency: &'a LatencyReport,
+}
+
+/// The rows of one group, from each run's figures (`None`: the run has no such call or stage).
+fn group_rows(figures: &[Option<GroupFigures<'_>>]) -> Vec<MetricRow> {
+    let row = |metric: &str, unit: Unit, value: &dyn Fn(&GroupFigures<'_>) -> f64| MetricRow {
+        metric: metric.to_string(),
+        unit,
+        values: figures.iter().map(|f| f.as_ref().map_or(f64::NAN, value)).collect(),
+    };
+    vec![
+        row("req/s", Unit::Decimal, &|f| f.rate),
+        row("ok %", Unit::Decimal, &|f| percent(f.ok, f.requests)),
+        row("p50", Unit::Micros, &|f| f.latency.percentile("p50") as f64),
+        row("p90", Unit::Micros, &|f| f.latency.percentile("p90") as f64),
+        row("p99", Unit::Micros, &|f| f.latency.percentile("p99") as f64),
+        row("max", Unit::Micros, &|f| f.latency.max_us as f64),
+    ]
+}
+
+/// A group per call of the runs' workloads (in the first run's order, then any call only later
+/// runs made), matched by label; empty when every run made a single call.
+pub fn method_groups(reports: &[&RunReport]) -> Vec<RowGroup> {
+    if reports.iter().all(|r| r.methods.len() <= 1) {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for name in reports.iter().flat_map(|r| r.methods.iter().map(|m| m.name.as_str())) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let figures: Vec<Option<GroupFigures<'_>>> = reports
+                .iter()
+                .map(|r| {
+                    r.methods.iter().find(|m| m.name == name).map(|m| GroupFigures {
+                        requests: m.requests,
+                        ok: m.ok,
+                        rate: m.rate,
+                        latency: &m.latency,
+                    })
+                })
+                .collect();
+            RowGroup { name: name.to_string(), rows: group_rows(&figures) }
+        })
+        .collect()
+}
+
+/// A group per stage of a staged load, matched by position (every target of a comparison runs
+/// the same stages) and named after the first run's level; empty when no run was staged.
+pub fn stage_groups(reports: &[&RunReport]) -> Vec<RowGroup> {
+    let count = reports.iter().map(|r| r.stages.len()).max().unwrap_or(0);
+    (0..count)
+        .map(|index| {
+            let figures: Vec<Option<GroupFigures<'_>>> = reports
+                .iter()
+                .map(|r| {
+                    r.stages.get(index).map(|s| GroupFigures {
+                        requests: s.requests,
+                        ok: s.ok,
+                        rate: s.rate,
+                        latency: &s.latency,
+                    })
+                })
+                .collect();
+            let level = reports.iter().find_map(|r| {
+                let stage = r.stages.get(index)?;
+                let unit = match (r.is_open_loop(), stage.level == 1.0) {
+                    (true, _) => "req/s",
+                    (false, true) => "conn",
+                    (false, false) => "conns",
+                };
+                Some(format!(" ({} {unit})", trim_float(stage.level)))
+            });
+            RowGroup {
+                name: format!("stage {}{}", index + 1, level.unwrap_or_default()),
+                rows: group_rows(&figures),
+            }
+        })
+        .collect()
+}
+
 /// One method of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MethodRow {
