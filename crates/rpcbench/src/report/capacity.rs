@@ -22,15 +22,15 @@ use crate::monitor::format_bytes;
 use crate::report::tables::trim_float;
 use crate::units::format_micros;
 
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
+pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
 
-const RED: RGBColor = RGBColor(200, 40, 40);
+pub(super) const RED: RGBColor = RGBColor(200, 40, 40);
 const GREEN: RGBColor = RGBColor(46, 125, 50);
 const ORANGE: RGBColor = RGBColor(230, 120, 20);
 const GREY: RGBColor = RGBColor(150, 150, 150);
 
 /// The steps in order of offered rate, or connections (a bisection runs them out of order).
-fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
+pub(super) fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
     let mut steps: Vec<&StepResult> = report.steps.iter().collect();
     steps.sort_by(|a, b| a.level().total_cmp(&b.level()));
     steps
@@ -46,7 +46,7 @@ fn x_name(report: &CapacityReport) -> &'static str {
 }
 
 /// The x axis description under a chart.
-fn x_desc(report: &CapacityReport) -> &'static str {
+pub(super) fn x_desc(report: &CapacityReport) -> &'static str {
     if report.connections_mode() {
         "connections (closed loop)"
     } else {
@@ -55,7 +55,7 @@ fn x_desc(report: &CapacityReport) -> &'static str {
 }
 
 /// `300/s` or `48 conns`, short, for chart marks and cards.
-fn short_amount(report: &CapacityReport, level: f64) -> String {
+pub(super) fn short_amount(report: &CapacityReport, level: f64) -> String {
     if report.connections_mode() {
         format!("{} conns", trim_float(level))
     } else {
@@ -74,7 +74,7 @@ fn slo(report: &CapacityReport) -> Option<Slo> {
 
 /// Latency bounds of the SLO on p50, p90 or p99 (the percentiles plotted) and max: (clause,
 /// microseconds).
-fn latency_bounds(report: &CapacityReport) -> Vec<(String, f64)> {
+pub(super) fn latency_bounds(report: &CapacityReport) -> Vec<(String, f64)> {
     slo(report)
         .map(|slo| {
             slo.clauses
@@ -98,7 +98,7 @@ fn error_bound(report: &CapacityReport) -> Option<f64> {
 }
 
 /// Ticks at 1, 2 or 5 times a power of ten, from 0 to `high`.
-fn linear_ticks(high: f64) -> Vec<f64> {
+pub(super) fn linear_ticks(high: f64) -> Vec<f64> {
     let raw = (high / 6.0).max(f64::MIN_POSITIVE);
     let magnitude = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(raw);
@@ -121,7 +121,7 @@ fn rate_max(report: &CapacityReport) -> f64 {
     nice_max(highest.max(1.0))
 }
 
-fn build<'a, 'b>(
+pub(super) fn build<'a, 'b>(
     root: &'a super::html::Area<'b>,
     x_max: f64,
     y: TickedAxis,
@@ -175,7 +175,12 @@ fn mark_rates(
 }
 
 /// A horizontal bound across the chart, labelled at its left end.
-fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> super::html::DrawResult {
+pub(super) fn bound_line(
+    chart: &mut Chart<'_, '_>,
+    x_max: f64,
+    y: f64,
+    label: &str,
+) -> super::html::DrawResult {
     chart.draw_series(DashedLineSeries::new([(0.0, y), (x_max, y)], 8, 5, RED.stroke_width(2)))?;
     chart.draw_series(std::iter::once(Text::new(
         format!("SLO {label}"),
@@ -185,7 +190,7 @@ fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> sup
     Ok(())
 }
 
-fn mesh(
+pub(super) fn mesh(
     chart: &mut Chart<'_, '_>,
     x_desc: &str,
     y_desc: &str,
@@ -363,7 +368,7 @@ fn settings_line(file: &CapacityFile) -> String {
     )
 }
 
-fn md_cell(text: &str) -> String {
+pub(super) fn md_cell(text: &str) -> String {
     crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
 }
 
@@ -454,10 +459,21 @@ fn optional<T: ToString>(value: Option<T>) -> String {
 /// The search as CSV: a row per step, in the order run, plain units. A search over
 /// connections has `connections` in place of `offered_rate`.
 pub fn render_capacity_csv(file: &CapacityFile) -> String {
+    super::csv::csv_text(&capacity_csv_columns(&file.report), &capacity_csv_rows(file))
+}
+
+/// The CSV columns of a search: [`CAPACITY_CSV_COLUMNS`], with `connections` in place of
+/// `offered_rate` for a search over connections.
+pub(super) fn capacity_csv_columns(report: &CapacityReport) -> Vec<&'static str> {
     let mut columns = CAPACITY_CSV_COLUMNS.to_vec();
-    if file.report.connections_mode() {
+    if report.connections_mode() {
         columns[1] = "connections";
     }
+    columns
+}
+
+/// The CSV rows of a search, one per step in the order run.
+pub(super) fn capacity_csv_rows(file: &CapacityFile) -> Vec<Vec<String>> {
     let mut rows = Vec::with_capacity(file.report.steps.len());
     for step in &file.report.steps {
         let verdict = serde_json::to_value(step.verdict).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -492,14 +508,14 @@ pub fn render_capacity_csv(file: &CapacityFile) -> String {
         ];
         rows.push(cells);
     }
-    super::csv::csv_text(&columns, &rows)
+    rows
 }
 
 fn card(label: &str, value: &str, class: &str) -> String {
     format!("<div class=\"card{class}\"><span>{label}</span><b>{}</b></div>", esc(value))
 }
 
-fn steps_table(report: &CapacityReport) -> String {
+pub(super) fn steps_table(report: &CapacityReport) -> String {
     let monitored = monitored(report);
     let level = if report.connections_mode() { "connections" } else { "offered/s" };
     let mut out = format!(
