@@ -56,7 +56,9 @@ pub(super) fn x_desc(report: &CapacityReport) -> &'static str {
 
 /// `300/s` or `48 conns`, short, for chart marks and cards.
 pub(super) fn short_amount(report: &CapacityReport, level: f64) -> String {
-    if report.connections_mode() {
+    if report.connections_mode() && level == 1.0 {
+        "1 conn".into()
+    } else if report.connections_mode() {
         format!("{} conns", trim_float(level))
     } else {
         format!("{}/s", trim_float(level))
