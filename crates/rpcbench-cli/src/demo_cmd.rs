@@ -165,3 +165,21 @@ impl SearchProgress {
         self.ticker.println(&crate::capacity_cmd::progress_line(step));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcbench::capacity::{SearchBounds, Slo};
+
+    #[test]
+    fn the_live_line_names_the_step_running_its_rate_and_the_last_verdict() {
+        let mut settings = CapacitySettings::new(Slo::parse("p99<25ms").unwrap());
+        settings.bounds = SearchBounds::new(250.0, 100_000.0, 0.10);
+        let mut state =
+            SearchState { settings, history: Vec::new(), step_started: Instant::now(), last: None };
+        assert_eq!(state.line(), "capacity search: step 1 at 250/s, 0s");
+        state.history = vec![(250.0, true), (500.0, false)];
+        state.last = Some("500/s FAIL".into());
+        assert_eq!(state.line(), "capacity search: step 3 at 375/s, 0s (last: 500/s FAIL)");
+    }
+}
