@@ -42,8 +42,7 @@ fn precision(text: &str) -> Result<f64, String> {
   rpcbench capacity http://127.0.0.1:8545 -m eth_blockNumber --slo 'p99<100ms' --start-rate 500 --max-rate 50000 --step 10s
   rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<20ms' --save search.json -f markdown -o search.md
   rpcbench capacity scenario.toml --url http://127.0.0.1:8899 --slo 'p99.9<1s,errors<1%' --precision 10%
-  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<10ms' --monitor-cmd geth -f json
-  rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<100ms,errors<1%' --connections --start-connections 16 --max-connections 4096"
+  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --connections --max-connections 4096 --monitor-cmd geth -f json"
 )]
 pub struct CapacityArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
