@@ -81,6 +81,9 @@ pub struct DemoArgs {
     /// system's temporary directory].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// No progress on standard error (the summary table still goes to standard output).
+    #[arg(short, long)]
+    pub quiet: bool,
 
     #[command(flatten)]
     pub metrics: crate::metrics_args::MetricsArgs,

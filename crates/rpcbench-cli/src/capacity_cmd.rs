@@ -1,4 +1,5 @@
-//! `rpcbench capacity`: finds the highest rate a target serves within an SLO. Builds the
+//! `rpcbench capacity`: finds the highest rate (or, with `--connections`, the most closed-loop
+//! connections) a target serves within an SLO. Builds the
 //! request and the search settings from the arguments, runs the library's search with one
 //! progress line per step on standard error, and prints the table (or JSON, Markdown, CSV or
 //! the HTML page). `--save FILE` keeps every step losslessly for `rpcbench report FILE`.
@@ -41,7 +42,7 @@ fn precision(text: &str) -> Result<f64, String> {
   rpcbench capacity http://127.0.0.1:8545 -m eth_blockNumber --slo 'p99<100ms' --start-rate 500 --max-rate 50000 --step 10s
   rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<20ms' --save search.json -f markdown -o search.md
   rpcbench capacity scenario.toml --url http://127.0.0.1:8899 --slo 'p99.9<1s,errors<1%' --precision 10%
-  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<10ms' --monitor-cmd geth -f json"
+  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --connections --max-connections 4096 --monitor-cmd geth -f json"
 )]
 pub struct CapacityArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
@@ -56,11 +57,19 @@ pub struct CapacityArgs {
     /// errors<PCT%, e.g. 'p99<500ms,errors<0.1%'.
     #[arg(long, help_heading = "Search")]
     pub slo: String,
+    /// Search the most connections that keep the SLO instead of the highest rate: each step is
+    /// a closed loop (every connection sends its next request when the previous one is
+    /// answered) with that many connections, doubled then bisected up to --max-connections.
+    #[arg(long, help_heading = "Search")]
+    pub connections: bool,
+    /// With --connections: connections of the first step; doubled while steps pass.
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "connections", help_heading = "Search")]
+    pub start_connections: usize,
     /// First rate tried; doubled while steps pass.
-    #[arg(long, value_parser = rate, default_value = "100", help_heading = "Search")]
+    #[arg(long, value_parser = rate, default_value = "100", conflicts_with = "connections", help_heading = "Search")]
     pub start_rate: f64,
     /// Highest rate tried.
-    #[arg(long, value_parser = rate, default_value = "1000000", help_heading = "Search")]
+    #[arg(long, value_parser = rate, default_value = "1000000", conflicts_with = "connections", help_heading = "Search")]
     pub max_rate: f64,
     /// Stop when the first failing rate is within this much of the highest passing one.
     #[arg(long, value_parser = precision, default_value = "5%", help_heading = "Search")]
@@ -74,7 +83,8 @@ pub struct CapacityArgs {
     /// Pause between steps, so that one step's backlog does not spill into the next.
     #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
     pub cooldown: Duration,
-    /// The most connections a step opens to keep up with its rate.
+    /// The most connections a step opens to keep up with its rate; with --connections, the
+    /// most connections tried (also capped by the open-file limit).
     #[arg(long, default_value_t = 1024, help_heading = "Load")]
     pub max_connections: usize,
     /// Worker threads [default: one per core].
@@ -179,8 +189,13 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
         ));
     }
     let (_, config) = plan.targets.swap_remove(0);
-    let mut settings = CapacitySettings::new(slo);
+    let mut settings = if args.connections {
+        CapacitySettings::connections(slo, args.start_connections, args.max_connections)
+    } else {
+        CapacitySettings::new(slo)
+    };
     settings.bounds = SearchBounds::new(args.start_rate, args.max_rate, args.precision);
+    settings.connection_bounds.precision = args.precision;
     settings.step = args.step;
     settings.warmup = args.warmup;
     settings.cooldown = args.cooldown;
@@ -190,7 +205,20 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
     Ok((config, settings))
 }
 
-fn progress_line(step: &StepResult) -> String {
+/// One line per finished step: its level, what it achieved, its latency and its verdict.
+pub fn progress_line(step: &StepResult) -> String {
+    if let Some(connections) = step.connections {
+        return format!(
+            "  step {:>2}: {:>6} conns -> {:>9.1} req/s, p50 {}, p99 {}, errors {:.2}%: {}",
+            step.step,
+            connections,
+            step.achieved_rate,
+            format_micros(step.p50_us as f64),
+            format_micros(step.p99_us as f64),
+            step.error_percent,
+            step.verdict_text()
+        );
+    }
     format!(
         "  step {:>2}: {:>9}/s -> achieved {:>9.1}/s, p50 {}, p99 {}, errors {:.2}%: {}",
         step.step,
@@ -224,14 +252,27 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     if !args.quiet {
+        let start = if args.connections {
+            format!(
+                "closed-loop steps of {} (+{} warmup) from {} connections up to {}",
+                rpcbench::units::format_duration(settings.step),
+                rpcbench::units::format_duration(settings.warmup),
+                settings.connection_bounds.start,
+                settings.connection_bounds.max
+            )
+        } else {
+            format!(
+                "steps of {} (+{} warmup) from {}/s",
+                rpcbench::units::format_duration(settings.step),
+                rpcbench::units::format_duration(settings.warmup),
+                settings.bounds.start_rate
+            )
+        };
         eprintln!(
-            "rpcbench capacity: {} against {}, SLO {}, steps of {} (+{} warmup) from {}/s",
+            "rpcbench capacity: {} against {}, SLO {}, {start}",
             config.workload.label(),
             config.target.redacted(),
             settings.slo,
-            rpcbench::units::format_duration(settings.step),
-            rpcbench::units::format_duration(settings.warmup),
-            settings.bounds.start_rate
         );
         if !settings.slo.clauses.iter().any(|c| matches!(c.bound, SloBound::ErrorPercent(_))) {
             eprintln!(

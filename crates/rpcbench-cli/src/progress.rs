@@ -1,5 +1,5 @@
 //! Live progress on standard error for the slow steps outside a load run (sampling a node
-//! before it, reading many results files in `merge`): shown, as `run`'s bar is, only when
+//! before it, reading many results files in `merge`, the demo's closing capacity search): shown, as `run`'s bar is, only when
 //! standard error is a terminal and `-q` was not given; redrawn in place about once a second
 //! and cleared when the step ends, so that nothing of it is left in a log and standard output
 //! keeps only the report.
@@ -18,6 +18,7 @@ const EVERY: Duration = Duration::from_secs(1);
 pub struct Ticker {
     finished: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    line: Option<indicatif::ProgressBar>,
 }
 
 impl Ticker {
@@ -26,7 +27,7 @@ impl Ticker {
     /// time since the start.
     pub fn start(quiet: bool, mut message: impl FnMut(Duration) -> String + Send + 'static) -> Ticker {
         let finished = Arc::new(AtomicBool::new(false));
-        let thread = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let shown = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let line = indicatif::ProgressBar::new_spinner();
             let style = indicatif::ProgressStyle::with_template("{spinner} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
@@ -34,9 +35,19 @@ impl Ticker {
             let start = Instant::now();
             line.set_message(message(Duration::ZERO));
             let finished = finished.clone();
-            std::thread::spawn(move || redraw(&line, message, start, &finished))
+            let drawn = line.clone();
+            (line, std::thread::spawn(move || redraw(&drawn, message, start, &finished)))
         });
-        Ticker { finished, thread }
+        let (line, thread) = shown.unzip();
+        Ticker { finished, thread, line }
+    }
+
+    /// Prints `text` as a line of its own above the progress line, which stays; nothing when
+    /// the line is not shown.
+    pub fn println(&self, text: &str) {
+        if let Some(line) = &self.line {
+            line.println(text);
+        }
     }
 }
 

@@ -32,7 +32,41 @@ fn stdout(output: &Output) -> String {
 #[test]
 fn capacity_usage_errors_exit_2_naming_the_flag() {
     let url = "http://127.0.0.1:1/";
-    let cases: [(&[&str], &[&str]); 8] = [
+    let cases: [(&[&str], &[&str]); 11] = [
+        (
+            &["capacity", url, "--method", "getSlot", "--slo", "p99<1s", "--start-connections", "4"],
+            &["--start-connections", "--connections"],
+        ),
+        (
+            &[
+                "capacity",
+                url,
+                "--method",
+                "getSlot",
+                "--slo",
+                "p99<1s",
+                "--connections",
+                "--start-rate",
+                "5",
+            ],
+            &["--start-rate", "--connections"],
+        ),
+        (
+            &[
+                "capacity",
+                url,
+                "--method",
+                "getSlot",
+                "--slo",
+                "p99<1s",
+                "--connections",
+                "--start-connections",
+                "64",
+                "--max-connections",
+                "32",
+            ],
+            &["--max-connections", "--start-connections"],
+        ),
         (
             &["capacity", url, "--method", "getSlot", "--slo", "p99<5x"],
             &["--slo", "at character 5", "'p99<5x'"],
@@ -281,7 +315,7 @@ fn a_saved_capacity_search_renders_again() {
     let other = dir.join("other.json").display().to_string();
     for (args, expected) in [
         (vec!["report", &saved, &saved], "renders on its own"),
-        (vec!["report", &saved, "--compare"], "renders on its own"),
+        (vec!["report", &saved, "--compare"], "needs at least two capacity files"),
     ] {
         let output = rpcbench(&args);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
@@ -300,6 +334,102 @@ fn a_saved_capacity_search_renders_again() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("version 7"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `capacity --connections` finds the most connections a node serving one request at a time
+/// (1 thread blocked 10 ms per request: latency about 10 ms per connection) keeps within
+/// p99<100ms; two such searches (the second against a node twice as fast) compare side by side
+/// with `report --compare`, which refuses to mix them with a rate search or a run.
+#[test]
+fn connections_searches_are_saved_rendered_and_compared() {
+    let _machine = machine();
+    let dir = temp_dir("connections");
+    let mut saved = Vec::new();
+    for (name, blocking) in [("slow", 10), ("fast", 5)] {
+        let mut options = MockOptions::new(Chain::Static);
+        options.faults =
+            Faults { blocking_latency: Some(Duration::from_millis(blocking)), ..Faults::default() };
+        let node = MockServer::start(options).expect("the static node starts");
+        let url = node.url();
+        let path = dir.join(format!("{name}.json")).display().to_string();
+        let mut args = vec!["capacity", &url, "--method", "getSlot", "--slo", "p99<100ms", "--connections"];
+        args.extend(["--start-connections", "1", "--max-connections", "32", "--step", "400ms"]);
+        args.extend(["--warmup", "100ms", "--cooldown", "50ms", "--threads", "1", "--save", &path]);
+        let live = rpcbench(&args);
+        node.stop();
+        assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
+        let progress = stderr(&live);
+        assert!(progress.contains("closed-loop steps of 400.00ms"), "{progress}");
+        assert!(progress.contains("step  1:      1 conns ->"), "{progress}");
+        let text = stdout(&live);
+        assert!(text.contains("Step      Conns Achieved/s"), "{text}");
+        assert!(text.contains("the first that broke it"), "{text}");
+        assert_eq!(stdout(&rpcbench(&["report", &path])), text, "report prints what capacity printed");
+        saved.push(path);
+    }
+    let slow: serde_json::Value =
+        serde_json::from_slice(&rpcbench(&["report", &saved[0], "-f", "json"]).stdout).unwrap();
+    assert_eq!(slow["settings"]["mode"], "connections");
+    // From 10 connections (about 100 ms) every step breaks p99<100ms, whatever the machine does.
+    let capacity = slow["capacity"].as_f64().expect("one connection keeps the SLO");
+    assert!((1.0..=9.0).contains(&capacity), "{slow:#}");
+    assert_eq!(slow["first_failing_rate"].as_f64(), Some(capacity + 1.0), "{slow:#}");
+
+    let compared = rpcbench(&["report", "--compare", &saved[0], &saved[1]]);
+    assert_eq!(compared.status.code(), Some(0), "{}", stderr(&compared));
+    let text = stdout(&compared);
+    assert!(text.starts_with("Capacity searches compared (connections): slow vs fast"), "{text}");
+    assert!(text.contains(&format!("capacity           {}", capacity_text(capacity))), "{text}");
+    assert!(text.contains("capacity vs first  1.00x"), "{text}");
+    assert!(text.contains("slow: SLO p99<100ms; closed-loop steps") && text.contains("fast: SLO"), "{text}");
+    let html = stdout(&rpcbench(&["report", "--compare", &saved[0], &saved[1], "-f", "html"]));
+    assert_eq!(html.matches("<svg").count(), 1, "one chart with both curves");
+    assert!(html.contains("p99 against connections") && html.contains("connections (closed loop)"));
+    let mark = if capacity == 1.0 { "slow: 1 conn ".to_string() } else { format!("slow: {capacity} conns") };
+    assert!(html.contains(&mark), "slow's capacity is marked: {mark}");
+    let csv = stdout(&rpcbench(&["report", "--compare", &saved[0], &saved[1], "-f", "csv"]));
+    assert!(csv.starts_with("search,step,connections,"), "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.starts_with("slow,") || l.starts_with("fast,")), "{csv}");
+    let markdown = stdout(&rpcbench(&["report", "--compare", &saved[0], &saved[1], "-f", "markdown"]));
+    assert!(markdown.contains("| capacity | ") && markdown.contains("### fast"), "{markdown}");
+    let json = rpcbench(&["report", "--compare", &saved[0], &saved[1], "-f", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["capacity_comparison"][1]["label"], "fast");
+
+    // A rate search does not compare with a connections search, nor a capacity file with a
+    // run's results file.
+    let mut rate: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved[1]).unwrap()).unwrap();
+    rate["report"]["settings"].as_object_mut().unwrap().remove("mode");
+    for step in rate["report"]["steps"].as_array_mut().unwrap() {
+        // As a rate search: the levels become the rates.
+        let connections = step.as_object_mut().unwrap().remove("connections").unwrap();
+        step["target_rate"] = connections;
+    }
+    let rate_path = dir.join("rate.json").display().to_string();
+    std::fs::write(&rate_path, rate.to_string()).unwrap();
+    let run_path = dir.join("run.json").display().to_string();
+    std::fs::write(&run_path, "{\"format\": \"rpcbench-results\"}").unwrap();
+    for (args, expected) in [
+        (
+            vec!["report", "--compare", &saved[0], &rate_path],
+            "slow is a connections search and rate a rate search",
+        ),
+        (vec!["report", "--compare", &saved[0], &run_path], "run.json: not a capacity file"),
+    ] {
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn capacity_text(connections: f64) -> String {
+    if connections == 1.0 {
+        "1 connection".into()
+    } else {
+        format!("{connections} connections")
+    }
 }
 
 /// `run --save` keeps what the monitor saw, and `report` shows it again in every format.

@@ -403,6 +403,10 @@ fn the_demo_prints_every_step_without_errors() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // The HTML report and the Markdown summary are written, and where is said.
     assert!(stderr(&output).contains(&dir.join("report.html").display().to_string()), "{}", stderr(&output));
+    // The closing search says what it does; its live steps are for terminals only.
+    let progress = stderr(&output);
+    assert!(progress.contains("capacity search of getBlock within p99<25ms, errors<0.1%"), "{progress}");
+    assert!(!progress.contains("step  1:"), "no live lines off a terminal: {progress}");
     let html = std::fs::read_to_string(dir.join("report.html")).expect("the demo's HTML report");
     assert_eq!(html.matches("<svg").count(), 4);
     assert!(html.contains("getBlock 256 conns"));

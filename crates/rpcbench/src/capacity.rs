@@ -1,4 +1,6 @@
-//! Capacity search: the highest request rate a target serves within a service-level objective.
+//! Capacity search: the highest request rate a target serves within a service-level objective,
+//! or (connections mode, [`SearchMode::Connections`]) the most concurrent connections it serves
+//! within it.
 //!
 //! The search runs open-loop steps (uniform arrivals, each with its own warmup, a cool-down
 //! between them) and judges each against the [`Slo`]:
@@ -13,6 +15,11 @@
 //! below 95% of the target, or more than 1% of the due requests never sent). A shortfall is
 //! blamed on the generator ([`Verdict::GeneratorLimited`]) when the requests that did go out
 //! were served within the SLO measured from their actual send time; otherwise on the target.
+//!
+//! In connections mode each step is a closed-loop run (every connection sends its next request
+//! when the previous one is answered) with that many connections; the search doubles and
+//! bisects the same way over whole connection counts ([`next_connections`]), and a step is
+//! judged on the SLO alone (a closed loop has no rate to fall short of).
 //!
 //! The result ([`CapacityReport`]) has every step, the answer (highest passing rate) with its
 //! margin to the first failing rate, and the knee: the last rate before p99 more than doubles
@@ -336,6 +343,22 @@ impl StepFigures {
             || self.unsent as f64 > UNSENT_MAX * due as f64
     }
 
+    /// The verdict of a closed-loop step (connections mode), which has no rate to fall short
+    /// of: a pass, or an SLO breach (also when no response at all was a success).
+    pub fn judge_closed(&self, slo: &Slo) -> (Verdict, Vec<Breach>) {
+        let mut breaches = slo.breaches(&self.latency, self.errors, self.requests);
+        if self.errors == self.requests {
+            breaches.push(Breach {
+                clause: NO_SUCCESS.into(),
+                observed: 0.0,
+                limit: 0.0,
+                unit: "count".into(),
+            });
+        }
+        let verdict = if breaches.is_empty() { Verdict::Pass } else { Verdict::SloBreach };
+        (verdict, breaches)
+    }
+
     /// The verdict and the breached clauses (measured from the intended send time). A step
     /// without a single successful response fails whatever the SLO says (a dead target has no
     /// latency to breach a latency clause).
@@ -448,6 +471,86 @@ pub fn next_step(bounds: &SearchBounds, history: &[(f64, bool)]) -> NextStep {
     }
 }
 
+/// What a search climbs: the offered rate (open loop) or the connections (closed loop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// Open-loop steps at a rate each: the answer is requests per second.
+    #[default]
+    Rate,
+    /// Closed-loop steps with a number of connections each: the answer is connections.
+    Connections,
+}
+
+impl SearchMode {
+    /// Whether this is the rate search (the default, left out of files).
+    pub fn is_rate(&self) -> bool {
+        *self == SearchMode::Rate
+    }
+
+    /// The unit of a step's level in text: `req/s` or `connections`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            SearchMode::Rate => "req/s",
+            SearchMode::Connections => "connections",
+        }
+    }
+
+    /// `300 req/s`, `48 connections` (`1 connection`).
+    pub fn amount(self, level: f64) -> String {
+        match self {
+            SearchMode::Connections if level == 1.0 => "1 connection".into(),
+            _ => format!("{} {}", trim(level), self.unit()),
+        }
+    }
+}
+
+/// The limits of a search over connections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectionBounds {
+    /// Connections of the first step.
+    pub start: usize,
+    /// The most connections tried.
+    pub max: usize,
+    /// Bisection stops when (first fail - most passing) <= precision x most passing, or the two
+    /// are neighbours.
+    pub precision: f64,
+    /// At most this many steps.
+    pub max_steps: usize,
+}
+
+impl ConnectionBounds {
+    /// Bounds with the defaults of `rpcbench capacity --connections`.
+    pub fn new(start: usize, max: usize, precision: f64) -> Self {
+        Self { start, max, precision, max_steps: 40 }
+    }
+}
+
+/// The next step of a search over connections, given the (connections, passed) of every step
+/// so far: double from the start while steps pass (up to the maximum), halve from it while they
+/// fail (down to one), then bisect over whole counts.
+pub fn next_connections(bounds: &ConnectionBounds, history: &[(f64, bool)]) -> NextStep {
+    if history.len() >= bounds.max_steps {
+        return NextStep::Done;
+    }
+    let max = bounds.max.max(1) as f64;
+    match bracket(history) {
+        (None, None) => NextStep::Run((bounds.start.max(1) as f64).min(max)),
+        (Some(pass), None) if pass >= max => NextStep::Done,
+        (Some(pass), None) => NextStep::Run((pass * 2.0).min(max)),
+        (None, Some(fail)) if fail <= 1.0 => NextStep::Done,
+        (None, Some(fail)) => NextStep::Run((fail / 2.0).floor().max(1.0)),
+        (Some(pass), Some(fail)) => {
+            let middle = ((pass + fail) / 2.0).floor();
+            if fail - pass <= bounds.precision * pass || middle <= pass {
+                NextStep::Done
+            } else {
+                NextStep::Run(middle)
+            }
+        }
+    }
+}
+
 /// Whole requests per second from 10 up, hundredths below.
 fn round_rate(rate: f64) -> f64 {
     if rate >= 10.0 {
@@ -486,6 +589,11 @@ pub struct CapacitySettings {
     pub max_connections: usize,
     /// Processes whose resources are sampled during each step.
     pub monitor_pids: Vec<u32>,
+    /// What the search climbs: the rate (default) or the connections.
+    pub mode: SearchMode,
+    /// Connections of the first step and the most tried, in connections mode (the most is
+    /// also capped by the open-file limit when the search starts).
+    pub connection_bounds: ConnectionBounds,
 }
 
 impl CapacitySettings {
@@ -500,6 +608,25 @@ impl CapacitySettings {
             cooldown: Duration::from_secs(1),
             max_connections: 1024,
             monitor_pids: Vec::new(),
+            mode: SearchMode::Rate,
+            connection_bounds: ConnectionBounds::new(16, 1024, 0.05),
+        }
+    }
+
+    /// Settings of a search over connections from `start` up to `max` (defaults otherwise).
+    pub fn connections(slo: Slo, start: usize, max: usize) -> Self {
+        let mut settings = Self::new(slo);
+        settings.mode = SearchMode::Connections;
+        settings.connection_bounds = ConnectionBounds::new(start, max, settings.bounds.precision);
+        settings.max_connections = max;
+        settings
+    }
+
+    /// The next step's level (rate or connections), given (level, passed) of the steps so far.
+    pub fn next(&self, history: &[(f64, bool)]) -> NextStep {
+        match self.mode {
+            SearchMode::Rate => next_step(&self.bounds, history),
+            SearchMode::Connections => next_connections(&self.connection_bounds, history),
         }
     }
 
@@ -528,6 +655,18 @@ impl CapacitySettings {
         if self.slo.clauses.is_empty() {
             return Err(ConfigError::new("--slo", "needs at least one clause"));
         }
+        if self.mode == SearchMode::Connections {
+            let connections = &self.connection_bounds;
+            if connections.start == 0 {
+                return Err(ConfigError::new("--start-connections", "must be at least 1"));
+            }
+            if connections.max < connections.start {
+                return Err(ConfigError::new("--max-connections", "must be at least --start-connections"));
+            }
+            if !(connections.precision > 0.0 && connections.precision < 1.0) {
+                return Err(ConfigError::new("--precision", "must be above 0% and below 100%"));
+            }
+        }
         Ok(())
     }
 }
@@ -537,8 +676,12 @@ impl CapacitySettings {
 pub struct StepResult {
     /// Order of the step, from 1.
     pub step: usize,
-    /// The rate asked for, requests per second.
+    /// The rate asked for, requests per second; in connections mode (closed loop, no rate is
+    /// asked for) the rate the connections achieved.
     pub target_rate: f64,
+    /// The connections of a closed-loop step (connections mode); absent in rate mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     /// The rate the generator kept up: requests sent over the step length plus twice the mean
     /// send lag (see [`StepFigures::achieved_rate`]).
     pub achieved_rate: f64,
@@ -576,6 +719,12 @@ pub struct StepResult {
 }
 
 impl StepResult {
+    /// What the search climbed at this step: its connections in connections mode, otherwise
+    /// the rate asked for.
+    pub fn level(&self) -> f64 {
+        self.connections.map_or(self.target_rate, |connections| connections as f64)
+    }
+
     /// The verdict column: `pass`, `FAIL p99 812.00ms >= 50ms (16.2x)`, `GENERATOR LIMITED …`.
     pub fn verdict_text(&self) -> String {
         let breaches: Vec<String> = self.breaches.iter().map(Breach::describe).collect();
@@ -620,37 +769,43 @@ pub struct StepData {
     pub generator: GeneratorData,
 }
 
-/// Runs one step at `rate`: an open-loop run of `settings.step` after `settings.warmup`.
+/// Runs one step at `level`: an open-loop run at that rate (or, in connections mode, a
+/// closed-loop run with that many connections) of `settings.step` after `settings.warmup`.
 pub fn run_step(
     base: &RunConfig,
     settings: &CapacitySettings,
-    rate: f64,
+    level: f64,
     number: usize,
     stop: &StopHandle,
 ) -> Result<StepResult, EngineError> {
-    run_step_recorded(base, settings, rate, number, stop).map(|(step, _)| step)
+    run_step_recorded(base, settings, level, number, stop).map(|(step, _)| step)
 }
 
 /// [`run_step`], with what the step recorded.
 pub fn run_step_recorded(
     base: &RunConfig,
     settings: &CapacitySettings,
-    rate: f64,
+    level: f64,
     number: usize,
     stop: &StopHandle,
 ) -> Result<(StepResult, StepData), EngineError> {
-    let config = step_config(base, settings, rate);
+    let config = step_config(base, settings, level);
     let run = Run::with_stop(config, stop.clone())?;
     let monitor = (!settings.monitor_pids.is_empty()).then(|| Monitor::start(&settings.monitor_pids));
     let record = run.execute();
     let resources = monitor.map(Monitor::stop);
-    Ok(judge_step(base, settings, rate, number, &record?, resources))
+    Ok(judge_step(base, settings, level, number, &record?, resources))
 }
 
-/// The run of one step at `rate`.
-fn step_config(base: &RunConfig, settings: &CapacitySettings, rate: f64) -> RunConfig {
+/// The run of one step at `level`: a rate, or connections in connections mode.
+fn step_config(base: &RunConfig, settings: &CapacitySettings, level: f64) -> RunConfig {
     let mut config = base.clone();
-    config.load = Load::Open { rate, arrivals: Arrivals::Uniform, max_connections: settings.max_connections };
+    config.load = match settings.mode {
+        SearchMode::Rate => {
+            Load::Open { rate: level, arrivals: Arrivals::Uniform, max_connections: settings.max_connections }
+        }
+        SearchMode::Connections => Load::Closed { connections: level as usize },
+    };
     config.length = Length { duration: Some(settings.step), requests: None };
     config.warmup = settings.warmup;
     // A scenario's stages give way to the step's constant rate.
@@ -658,19 +813,25 @@ fn step_config(base: &RunConfig, settings: &CapacitySettings, rate: f64) -> RunC
     config
 }
 
-/// The result of step `number` at `rate` from what it recorded (and what the monitor saw of
-/// the target meanwhile), judged against the SLO, and its data for a capacity file.
+/// The result of step `number` at `level` (a rate, or connections in connections mode) from
+/// what it recorded (and what the monitor saw of the target meanwhile), judged against the
+/// SLO, and its data for a capacity file.
 pub fn judge_step(
     base: &RunConfig,
     settings: &CapacitySettings,
-    rate: f64,
+    level: f64,
     number: usize,
     record: &RunRecord,
     resources: Option<ResourceReport>,
 ) -> (StepResult, StepData) {
-    let report = RunReport::new(&step_config(base, settings, rate), record);
-    let figures = StepFigures::from_report(rate, settings.step, &report);
-    let (mut verdict, breaches) = figures.judge(&settings.slo);
+    let report = RunReport::new(&step_config(base, settings, level), record);
+    let closed = settings.mode == SearchMode::Connections;
+    let mut figures = StepFigures::from_report(level, settings.step, &report);
+    if closed {
+        figures.target_rate = round2(figures.achieved_rate());
+    }
+    let (mut verdict, breaches) =
+        if closed { figures.judge_closed(&settings.slo) } else { figures.judge(&settings.slo) };
     if record.interrupted {
         verdict = Verdict::Interrupted;
     }
@@ -684,7 +845,8 @@ pub fn judge_step(
     };
     let result = StepResult {
         step: number,
-        target_rate: rate,
+        target_rate: figures.target_rate,
+        connections: closed.then_some(level as u64),
         achieved_rate: round2(figures.achieved_rate()),
         requests: figures.requests,
         errors: figures.errors,
@@ -697,7 +859,7 @@ pub fn judge_step(
         send_lag_mean_us: figures.send_lag_mean_us,
         verdict,
         breaches,
-        generator_shortfall: figures.shortfall(),
+        generator_shortfall: !closed && figures.shortfall(),
         target_resources: resources,
         generator: Some(report.generator),
     };
@@ -707,6 +869,13 @@ pub fn judge_step(
 /// The settings of a search as the report shows them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchSettingsReport {
+    /// What the search climbed: `rate`, or `connections` (closed-loop steps); files without
+    /// it are rate searches.
+    #[serde(default, skip_serializing_if = "SearchMode::is_rate")]
+    pub mode: SearchMode,
+    /// Connections of the first step, in connections mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_connections: Option<u64>,
     /// The SLO as given.
     pub slo: String,
     /// First rate tried.
@@ -721,7 +890,8 @@ pub struct SearchSettingsReport {
     pub warmup_us: u64,
     /// Pause between steps, microseconds.
     pub cooldown_us: u64,
-    /// Connection cap of each step.
+    /// Connection cap of each step; in connections mode the most connections tried (after
+    /// the open-file limit).
     pub max_connections: u64,
 }
 
@@ -738,16 +908,18 @@ pub struct CapacityReport {
     pub settings: SearchSettingsReport,
     /// Every step, in the order run.
     pub steps: Vec<StepResult>,
-    /// The highest rate that passed, requests per second; null if none did.
+    /// The highest rate that passed, requests per second (in connections mode the most
+    /// connections); null if none did.
     pub capacity: Option<f64>,
-    /// The lowest rate above it that failed; null if none did.
+    /// The lowest rate (or connections) above it that failed; null if none did.
     pub first_failing_rate: Option<f64>,
-    /// `first_failing_rate - capacity`, requests per second.
+    /// `first_failing_rate - capacity`, requests per second (or connections).
     pub margin: Option<f64>,
     /// The margin as a percentage of the capacity.
     pub margin_percent: Option<f64>,
-    /// What ended the climb: `slo` (the target), `generator`, `max_rate`, `no_pass` (even the
-    /// lowest rate failed), `interrupted` or `max_steps`.
+    /// What ended the climb: `slo` (the target), `generator`, `max_rate` (`max_connections` in
+    /// connections mode), `no_pass` (even the lowest rate failed), `interrupted` or
+    /// `max_steps`.
     pub limited_by: String,
     /// The last rate before p99 more than doubles over the lowest-rate step's p99; null: none.
     pub knee: Option<f64>,
@@ -780,13 +952,14 @@ pub fn search_recorded(
 ) -> Result<(CapacityReport, Vec<StepData>), EngineError> {
     settings.validate().map_err(EngineError::Config)?;
     base.validate().map_err(EngineError::Config)?;
+    let settings = &capped_by_open_files(base, settings);
     let started = Instant::now();
     let mut steps: Vec<StepResult> = Vec::new();
     let mut recorded: Vec<StepData> = Vec::new();
     let mut interrupted = false;
     loop {
-        let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.target_rate, s.verdict.passed())).collect();
-        let NextStep::Run(rate) = next_step(&settings.bounds, &history) else {
+        let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.level(), s.verdict.passed())).collect();
+        let NextStep::Run(level) = settings.next(&history) else {
             break;
         };
         if !steps.is_empty() && !pause(settings.cooldown, stop) {
@@ -797,7 +970,7 @@ pub fn search_recorded(
             interrupted = true;
             break;
         }
-        let (step, data) = run_step_recorded(base, settings, rate, steps.len() + 1, stop)?;
+        let (step, data) = run_step_recorded(base, settings, level, steps.len() + 1, stop)?;
         on_step(&step);
         if step.verdict == Verdict::Interrupted {
             interrupted = true;
@@ -807,6 +980,24 @@ pub fn search_recorded(
         recorded.push(data);
     }
     Ok((summarize(base, settings, steps, interrupted, started.elapsed()), recorded))
+}
+
+/// In connections mode, the settings with the most connections lowered to what the open-file
+/// limit allows (raised as far as it may be first), so that the climb stops there rather than
+/// failing a step; otherwise the settings as they are.
+fn capped_by_open_files(base: &RunConfig, settings: &CapacitySettings) -> CapacitySettings {
+    let mut settings = settings.clone();
+    if settings.mode == SearchMode::Connections {
+        let widest = step_config(base, &settings, settings.connection_bounds.max as f64);
+        if let Some(allowed) = crate::engine::limits::connections_allowed(&widest) {
+            let allowed = usize::try_from(allowed).unwrap_or(usize::MAX).max(1);
+            let bounds = &mut settings.connection_bounds;
+            bounds.max = bounds.max.min(allowed);
+            bounds.start = bounds.start.min(bounds.max);
+            settings.max_connections = bounds.max;
+        }
+    }
+    settings
 }
 
 /// Sleeps for `length` unless stopped first; false if stopped.
@@ -829,9 +1020,11 @@ pub fn summarize(
     interrupted: bool,
     elapsed: Duration,
 ) -> CapacityReport {
-    let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.target_rate, s.verdict.passed())).collect();
+    let history: Vec<(f64, bool)> = steps.iter().map(|s| (s.level(), s.verdict.passed())).collect();
     let (capacity, first_fail) = bracket(&history);
-    let fail_step = first_fail.and_then(|rate| steps.iter().find(|s| s.target_rate == rate));
+    let fail_step = first_fail.and_then(|level| steps.iter().find(|s| s.level() == level));
+    let closed = settings.mode == SearchMode::Connections;
+    let max_level = if closed { settings.connection_bounds.max as f64 } else { settings.bounds.max_rate };
     let limited_by = if interrupted {
         "interrupted"
     } else if let Some(step) = fail_step.filter(|_| capacity.is_some()) {
@@ -840,8 +1033,12 @@ pub fn summarize(
         } else {
             "slo"
         }
-    } else if capacity.is_some_and(|rate| rate >= settings.bounds.max_rate) {
-        "max_rate"
+    } else if capacity.is_some_and(|level| level >= max_level) {
+        if closed {
+            "max_connections"
+        } else {
+            "max_rate"
+        }
     } else if capacity.is_none() && first_fail.is_some() {
         "no_pass"
     } else {
@@ -851,7 +1048,7 @@ pub fn summarize(
     let latencies: Vec<(f64, u64)> = steps
         .iter()
         .filter(|s| s.verdict != Verdict::GeneratorLimited)
-        .map(|s| (s.target_rate, s.p99_us))
+        .map(|s| (s.level(), s.p99_us))
         .collect();
     let baseline = latencies.iter().min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, p99)| *p99);
     let margin = capacity.zip(first_fail).map(|(pass, fail)| fail - pass);
@@ -860,6 +1057,8 @@ pub fn summarize(
         target: base.target.redacted(),
         method: base.workload.label(),
         settings: SearchSettingsReport {
+            mode: settings.mode,
+            start_connections: closed.then_some(settings.connection_bounds.start as u64),
             slo: settings.slo.to_string(),
             start_rate: settings.bounds.start_rate,
             max_rate: settings.bounds.max_rate,
@@ -891,23 +1090,13 @@ impl CapacityReport {
     /// The text report: the steps as a table, then the answer and the knee.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
-        let settings = &self.settings;
         let _ = writeln!(out, "{} capacity {} against {}", self.tool, self.method, self.target);
-        let _ = writeln!(
-            out,
-            "SLO {}; open-loop steps of {} after {} warmup, {} cool-down; from {}/s up to {}/s, precision {}%",
-            settings.slo,
-            format_micros(settings.step_us as f64),
-            format_micros(settings.warmup_us as f64),
-            format_micros(settings.cooldown_us as f64),
-            trim(settings.start_rate),
-            trim(settings.max_rate),
-            trim(settings.precision_percent),
-        );
+        let _ = writeln!(out, "{}", self.settings_text());
+        let level_header = if self.connections_mode() { "Conns" } else { "Target/s" };
         let monitored = self.steps.iter().any(|s| s.target_resources.is_some());
         let mut header = format!(
             "  {:>4} {:>10} {:>10} {:>10} {:>10} {:>8}",
-            "Step", "Target/s", "Achieved/s", "p50", "p99", "Errors"
+            "Step", level_header, "Achieved/s", "p50", "p99", "Errors"
         );
         if monitored {
             let _ = write!(header, " {:>8} {:>10}", "CPU", "RSS");
@@ -917,7 +1106,7 @@ impl CapacityReport {
             let mut row = format!(
                 "  {:>4} {:>10} {:>10.1} {:>10} {:>10} {:>7.2}%",
                 step.step,
-                trim(step.target_rate),
+                trim(step.level()),
                 step.achieved_rate,
                 format_micros(step.p50_us as f64),
                 format_micros(step.p99_us as f64),
@@ -946,10 +1135,147 @@ impl CapacityReport {
         out
     }
 
+    /// Whether the search climbed connections (closed loop) rather than the rate.
+    pub fn connections_mode(&self) -> bool {
+        self.settings.mode == SearchMode::Connections
+    }
+
+    /// `300 req/s` or `48 connections`, in this search's unit.
+    pub fn amount(&self, level: f64) -> String {
+        self.settings.mode.amount(level)
+    }
+
+    /// How the search ran, in one line: the SLO, the steps, where it started and its limits.
+    pub fn settings_text(&self) -> String {
+        let settings = &self.settings;
+        if self.connections_mode() {
+            return format!(
+                "SLO {}; closed-loop steps of {} after {} warmup, {} cool-down; from {} up to {}, precision {}%",
+                settings.slo,
+                format_micros(settings.step_us as f64),
+                format_micros(settings.warmup_us as f64),
+                format_micros(settings.cooldown_us as f64),
+                self.amount(settings.start_connections.unwrap_or(1) as f64),
+                self.amount(settings.max_connections as f64),
+                trim(settings.precision_percent),
+            );
+        }
+        format!(
+            "SLO {}; open-loop steps of {} after {} warmup, {} cool-down; from {}/s up to {}/s, precision {}%",
+            settings.slo,
+            format_micros(settings.step_us as f64),
+            format_micros(settings.warmup_us as f64),
+            format_micros(settings.cooldown_us as f64),
+            trim(settings.start_rate),
+            trim(settings.max_rate),
+            trim(settings.precision_percent),
+        )
+    }
+
     /// The lines under the steps table: the answer and its margin, what ended the climb, the
     /// knee, what the generator used and how long the search took.
     pub fn summary_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
+        if self.connections_mode() {
+            self.connections_answer(&mut lines);
+        } else {
+            self.rate_answer(&mut lines);
+        }
+        match self.limited_by.as_str() {
+            "generator" => {
+                lines.push(
+                    "  WARNING: the generator, not the target, failed the first failing step (it could not \
+                     send at the rate); the target's capacity may be higher. Raise --max-connections or \
+                     --threads, or run the generator on another machine."
+                        .to_string(),
+                );
+            }
+            "max_rate" => {
+                lines.push("  The search stopped at --max-rate.".to_string());
+            }
+            "max_connections" => {
+                lines.push(format!(
+                    "  The search stopped at its most connections, {} (--max-connections, or what the open-file limit allows).",
+                    self.settings.max_connections
+                ));
+            }
+            "interrupted" => {
+                lines.push(
+                    "  INTERRUPTED: the search was stopped; the figures cover the steps that ran."
+                        .to_string(),
+                );
+            }
+            "max_steps" => {
+                lines.push("  The search stopped after its step limit.".to_string());
+            }
+            _ => {}
+        }
+        let lowest = if self.connections_mode() { "fewest-connections" } else { "lowest-rate" };
+        match (self.knee, self.knee_baseline_p99_us) {
+            (Some(knee), Some(baseline)) => {
+                lines.push(format!(
+                    "Knee: {} (above it p99 exceeds {}x the {lowest} step's {})",
+                    self.amount(knee),
+                    trim(KNEE_FACTOR),
+                    format_micros(baseline as f64)
+                ));
+            }
+            _ => {
+                lines.push(format!(
+                    "Knee: none (p99 never exceeded {}x the {lowest} step's)",
+                    trim(KNEE_FACTOR)
+                ));
+            }
+        }
+        if let Some(usage) = self.generator_usage_text() {
+            lines.push(usage);
+        }
+        lines.push(format!(
+            "Search took {} over {} steps",
+            format_duration(Duration::from_micros(self.elapsed_us)),
+            self.steps.len()
+        ));
+        lines
+    }
+
+    /// The answer of a search over connections: the most that kept the SLO, the first that
+    /// broke it with its failing figure, and what that means.
+    fn connections_answer(&self, lines: &mut Vec<String>) {
+        let failing =
+            self.first_failing_rate.and_then(|level| self.steps.iter().find(|s| s.level() == level));
+        match (self.capacity, failing) {
+            (Some(capacity), Some(fail)) => {
+                let level = fail.level();
+                let figure = fail.breaches.iter().map(Breach::describe).collect::<Vec<_>>().join(", ");
+                lines.push(format!(
+                    "Capacity: {} within the SLO; the first that broke it, {}, had {}; margin {} ({}%)",
+                    self.amount(capacity),
+                    self.amount(level),
+                    if figure.is_empty() { "no figure".to_string() } else { figure },
+                    self.amount(level - capacity),
+                    trim(self.margin_percent.unwrap_or(0.0)),
+                ));
+            }
+            (Some(capacity), None) => {
+                lines.push(format!(
+                    "Capacity: at least {} within the SLO (no step failed)",
+                    self.amount(capacity)
+                ));
+            }
+            (None, _) => {
+                lines
+                    .push("Capacity: none; no step met the SLO, not even the fewest connections".to_string());
+            }
+        }
+        lines.push(
+            "  Each step is a closed loop: every connection sends its next request as soon as the previous \
+             one is answered. The answer is the most concurrent connections (requests in flight) the \
+             target served within the SLO."
+                .to_string(),
+        );
+    }
+
+    fn rate_answer(&self, lines: &mut Vec<String>) {
         match (self.capacity, self.first_failing_rate) {
             (Some(capacity), Some(fail)) => {
                 lines.push(format!(
@@ -970,54 +1296,6 @@ impl CapacityReport {
                 lines.push("Capacity: none; no step met the SLO".to_string());
             }
         }
-        match self.limited_by.as_str() {
-            "generator" => {
-                lines.push(
-                    "  WARNING: the generator, not the target, failed the first failing step (it could not \
-                     send at the rate); the target's capacity may be higher. Raise --max-connections or \
-                     --threads, or run the generator on another machine."
-                        .to_string(),
-                );
-            }
-            "max_rate" => {
-                lines.push("  The search stopped at --max-rate.".to_string());
-            }
-            "interrupted" => {
-                lines.push(
-                    "  INTERRUPTED: the search was stopped; the figures cover the steps that ran."
-                        .to_string(),
-                );
-            }
-            "max_steps" => {
-                lines.push("  The search stopped after its step limit.".to_string());
-            }
-            _ => {}
-        }
-        match (self.knee, self.knee_baseline_p99_us) {
-            (Some(knee), Some(baseline)) => {
-                lines.push(format!(
-                    "Knee: {} req/s (above it p99 exceeds {}x the lowest-rate step's {})",
-                    trim(knee),
-                    trim(KNEE_FACTOR),
-                    format_micros(baseline as f64)
-                ));
-            }
-            _ => {
-                lines.push(format!(
-                    "Knee: none (p99 never exceeded {}x the lowest-rate step's)",
-                    trim(KNEE_FACTOR)
-                ));
-            }
-        }
-        if let Some(usage) = self.generator_usage_text() {
-            lines.push(usage);
-        }
-        lines.push(format!(
-            "Search took {} over {} steps",
-            format_duration(Duration::from_micros(self.elapsed_us)),
-            self.steps.len()
-        ));
-        lines
     }
 }
 
@@ -1032,10 +1310,10 @@ impl CapacityReport {
         let mut text = format!("Generator: {threads} worker thread(s)");
         let busiest = measured
             .iter()
-            .filter_map(|(s, g)| g.cpu_percent.map(|cpu| (s.target_rate, cpu)))
+            .filter_map(|(s, g)| g.cpu_percent.map(|cpu| (s.level(), cpu)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((rate, cpu)) = busiest {
-            let _ = write!(text, ", CPU up to {cpu:.1}% of their capacity (at {} req/s)", trim(rate));
+        if let Some((level, cpu)) = busiest {
+            let _ = write!(text, ", CPU up to {cpu:.1}% of their capacity (at {})", self.amount(level));
         }
         if let Some(rss) = measured.iter().filter_map(|(_, g)| g.peak_rss_bytes).max() {
             let _ = write!(text, ", peak memory {:.1}MB", rss as f64 / 1e6);
@@ -1248,6 +1526,141 @@ mod tests {
         assert_eq!(next_step(&capped, &[(100.0, true), (200.0, true)]), NextStep::Done);
     }
 
+    /// Plays a search over connections against a target that passes up to `capacity`.
+    fn play_connections(bounds: &ConnectionBounds, capacity: f64) -> Vec<f64> {
+        let mut history = Vec::new();
+        while let NextStep::Run(connections) = next_connections(bounds, &history) {
+            assert_eq!(connections.fract(), 0.0, "whole connections: {history:?}");
+            history.push((connections, connections <= capacity));
+            assert!(history.len() <= bounds.max_steps);
+        }
+        history.into_iter().map(|(connections, _)| connections).collect()
+    }
+
+    #[test]
+    fn the_connections_search_doubles_then_bisects_whole_counts() {
+        let bounds = ConnectionBounds::new(16, 4096, 0.05);
+        assert_eq!(play_connections(&bounds, 48.0), vec![16.0, 32.0, 64.0, 48.0, 56.0, 52.0, 50.0]);
+        // Small counts bisect down to neighbours.
+        let small = ConnectionBounds::new(1, 64, 0.05);
+        assert_eq!(play_connections(&small, 4.0), vec![1.0, 2.0, 4.0, 8.0, 6.0, 5.0]);
+        assert_eq!(play_connections(&small, 1.0), vec![1.0, 2.0]);
+        // The start fails: halve down to one.
+        assert_eq!(play_connections(&bounds, 3.0), vec![16.0, 8.0, 4.0, 2.0, 3.0]);
+        assert_eq!(play_connections(&bounds, 0.0), vec![16.0, 8.0, 4.0, 2.0, 1.0]);
+        // Everything passes: up to the maximum, which need not be a power of two.
+        let capped = ConnectionBounds::new(16, 100, 0.05);
+        assert_eq!(play_connections(&capped, 1e9), vec![16.0, 32.0, 64.0, 100.0]);
+        let (pass, fail) = bracket(
+            &play_connections(&bounds, 2800.0).iter().map(|c| (*c, *c <= 2800.0)).collect::<Vec<_>>(),
+        );
+        let (pass, fail) = (pass.unwrap(), fail.unwrap());
+        assert!(pass <= 2800.0 && fail > 2800.0 && fail - pass <= 0.05 * pass, "{pass} {fail}");
+    }
+
+    #[test]
+    fn the_connections_search_table() {
+        let bounds = ConnectionBounds::new(16, 256, 0.05);
+        // (history, next)
+        let table: [(&[(f64, bool)], NextStep); 9] = [
+            (&[], NextStep::Run(16.0)),
+            (&[(16.0, true)], NextStep::Run(32.0)),
+            (&[(16.0, true), (32.0, true), (64.0, true), (128.0, true)], NextStep::Run(256.0)),
+            (&[(16.0, true), (32.0, true), (64.0, true), (128.0, true), (256.0, true)], NextStep::Done),
+            (&[(16.0, true), (32.0, false)], NextStep::Run(24.0)),
+            (&[(16.0, true), (32.0, false), (24.0, true), (28.0, true), (30.0, false)], NextStep::Run(29.0)),
+            // Neighbours: nothing left between them.
+            (&[(16.0, true), (32.0, false), (24.0, true), (28.0, true), (29.0, false)], NextStep::Done),
+            (&[(16.0, false)], NextStep::Run(8.0)),
+            (&[(16.0, false), (8.0, false), (4.0, false), (2.0, false), (1.0, false)], NextStep::Done),
+        ];
+        for (i, (history, next)) in table.into_iter().enumerate() {
+            assert_eq!(next_connections(&bounds, history), next, "row {i}: {history:?}");
+        }
+        // A start above the maximum starts at the maximum.
+        let low = ConnectionBounds::new(16, 10, 0.05);
+        assert_eq!(next_connections(&low, &[]), NextStep::Run(10.0));
+        let capped = ConnectionBounds { max_steps: 2, ..bounds };
+        assert_eq!(next_connections(&capped, &[(16.0, true), (32.0, true)]), NextStep::Done);
+    }
+
+    #[test]
+    fn a_connections_summary_says_the_most_that_kept_the_slo_and_the_first_that_broke_it() {
+        let settings = CapacitySettings::connections(Slo::parse("p99<100ms").unwrap(), 16, 4096);
+        let at = |number: usize, connections: u64, verdict: Verdict, p99_us: u64| {
+            let mut step = step(number, 500.0, verdict, p99_us);
+            step.connections = Some(connections);
+            if verdict == Verdict::SloBreach {
+                step.breaches = settings.slo.breaches(&latency(&[p99_us]), 0, 1);
+            }
+            step
+        };
+        let steps = vec![
+            at(1, 16, Verdict::Pass, 20_000),
+            at(2, 32, Verdict::Pass, 45_000),
+            at(3, 64, Verdict::SloBreach, 130_000),
+            at(4, 48, Verdict::Pass, 80_000),
+            at(5, 56, Verdict::SloBreach, 101_000),
+        ];
+        let report = summarize(&base(), &settings, steps, false, Duration::from_secs(30));
+        assert_eq!((report.capacity, report.first_failing_rate), (Some(48.0), Some(56.0)));
+        assert_eq!(report.limited_by, "slo");
+        assert_eq!(report.knee, Some(16.0));
+        assert_eq!(report.settings.mode, SearchMode::Connections);
+        let text = report.render_text();
+        assert!(text.contains("closed-loop steps"), "{text}");
+        assert!(text.contains("Step      Conns Achieved/s"), "{text}");
+        assert!(
+            text.contains(
+                "Capacity: 48 connections within the SLO; the first that broke it, 56 connections, had p99 "
+            ),
+            "{text}"
+        );
+        assert!(text.contains("margin 8 connections (16.67%)"), "{text}");
+        assert!(text.contains("the most concurrent connections"), "{text}");
+        assert!(text.contains("Knee: 16 connections"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["settings"]["mode"], "connections");
+        assert_eq!(json["steps"][3]["connections"], 48);
+        // Everything passing up to the cap says so.
+        let all = vec![at(1, 16, Verdict::Pass, 1_000), at(2, 32, Verdict::Pass, 1_000)];
+        let mut capped = settings.clone();
+        capped.connection_bounds.max = 32;
+        let report = summarize(&base(), &capped, all, false, Duration::ZERO);
+        assert_eq!(report.limited_by, "max_connections");
+        assert!(
+            report.render_text().contains("Capacity: at least 32 connections"),
+            "{}",
+            report.render_text()
+        );
+    }
+
+    #[test]
+    fn a_rate_report_has_no_mode_in_its_json() {
+        let settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
+        let report =
+            summarize(&base(), &settings, vec![step(1, 100.0, Verdict::Pass, 1)], false, Duration::ZERO);
+        let json = report.to_json();
+        assert!(!json.contains("\"mode\""), "{json}");
+        assert!(!json.contains("\"connections\""), "{json}");
+        let back: CapacityReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.settings.mode, SearchMode::Rate);
+    }
+
+    #[test]
+    fn a_closed_loop_step_is_judged_on_the_slo_alone() {
+        let slo = Slo::parse("p99<50ms").unwrap();
+        // 93% of a (meaningless) rate and late sends: no shortfall in a closed loop.
+        let fast = figures(93, 0, 0, 900_000, 2_000);
+        assert_eq!(fast.judge(&slo).0, Verdict::GeneratorLimited);
+        let mut closed = fast.clone();
+        closed.latency = closed.latency_uncorrected.clone();
+        assert_eq!(closed.judge_closed(&slo).0, Verdict::Pass);
+        assert_eq!(figures(100, 0, 0, 80_000, 80_000).judge_closed(&slo).0, Verdict::SloBreach);
+        let (verdict, breaches) = figures(0, 0, 0, 0, 0).judge_closed(&slo);
+        assert_eq!((verdict, breaches[0].clause.as_str()), (Verdict::SloBreach, NO_SUCCESS));
+    }
+
     #[test]
     fn the_knee_is_the_last_rate_before_p99_doubles() {
         assert_eq!(knee(&[]), None);
@@ -1262,6 +1675,7 @@ mod tests {
         StepResult {
             step: number,
             target_rate: rate,
+            connections: None,
             achieved_rate: rate,
             requests: rate as u64,
             errors: 0,
@@ -1347,5 +1761,11 @@ mod tests {
         settings.bounds.precision = 0.05;
         settings.step = Duration::ZERO;
         assert_eq!(settings.validate().unwrap_err().setting, "--step");
+        let mut settings = CapacitySettings::connections(Slo::parse("p99<50ms").unwrap(), 16, 8);
+        assert_eq!(settings.validate().unwrap_err().setting, "--max-connections");
+        settings.connection_bounds.start = 0;
+        assert_eq!(settings.validate().unwrap_err().setting, "--start-connections");
+        settings.connection_bounds = ConnectionBounds::new(1, 8, 0.05);
+        assert!(settings.validate().is_ok());
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! - metadata: the start time (RFC 3339, UTC), the machine that ran the load, the request
 //!   object (without `jsonrpc` and `id`);
-//! - `report`: the search exactly as reported live ([`CapacityReport`]): the settings and the
-//!   SLO, every step (offered and achieved rate, requests, errors, percentiles, verdict and
+//! - `report`: the search exactly as reported live ([`CapacityReport`]): the settings (with
+//!   `mode: "connections"` for a search over connections; files without a mode are rate
+//!   searches) and the SLO, every step (offered and achieved rate, requests, errors, percentiles, verdict and
 //!   breaches, the target's resources when monitored, what the generator used), the answer,
 //!   its margin, the knee and what ended the climb;
 //! - `steps`: per step, what it recorded, losslessly: outcomes by class, HTTP statuses, bytes,
@@ -136,7 +137,7 @@ impl CapacityFile {
     /// headline (capacity, first failing rate) checked against the steps' verdicts.
     pub fn decode_steps(&self) -> Result<Vec<DecodedStep>, String> {
         let history: Vec<(f64, bool)> =
-            self.report.steps.iter().map(|step| (step.target_rate, step.verdict.passed())).collect();
+            self.report.steps.iter().map(|step| (step.level(), step.verdict.passed())).collect();
         let (capacity, first_failing) = crate::capacity::bracket(&history);
         let shown = |rate: Option<f64>| rate.map_or("none".to_string(), |rate| format!("{rate}/s"));
         if capacity != self.report.capacity || first_failing != self.report.first_failing_rate {

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
-use crate::capacity::{self, CapacityReport, CapacitySettings, SearchBounds, Slo};
+use crate::capacity::{self, CapacityReport, CapacitySettings, SearchBounds, Slo, StepResult};
 use crate::client;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::{EngineError, LiveSink, Run, StopHandle};
@@ -84,6 +84,18 @@ pub struct DemoStep {
     pub results: ResultsFile,
 }
 
+/// What the demo reports as it goes (for progress output).
+#[derive(Debug)]
+pub enum DemoEvent<'a> {
+    /// A load step finished.
+    Step(&'a DemoStep),
+    /// The closing capacity search starts, with these settings (whose
+    /// [`CapacitySettings::next`] says which rate each step will try).
+    CapacityStarted(&'a CapacitySettings),
+    /// A step of the capacity search finished.
+    CapacityStep(&'a StepResult),
+}
+
 /// Everything the demo measured.
 #[derive(Debug, Clone)]
 pub struct DemoSummary {
@@ -130,12 +142,13 @@ fn seed_requests(url: &str) -> Result<Vec<RequestTemplate>, DemoError> {
     ])
 }
 
-/// Runs the demo. `on_step` sees each step as it finishes (for progress output); `stop` ends
-/// the step that is running and skips the rest.
+/// Runs the demo. `on_event` sees each step as it finishes, and the closing capacity search
+/// start and its steps (for progress output); `stop` ends the step that is running and skips
+/// the rest.
 pub fn run_demo(
     options: &DemoOptions,
     stop: &StopHandle,
-    mut on_step: impl FnMut(&DemoStep),
+    mut on_event: impl FnMut(DemoEvent<'_>),
 ) -> Result<DemoSummary, DemoError> {
     let mut node_options = MockOptions::new(Chain::Solana);
     node_options.threads = options.node_threads;
@@ -177,7 +190,7 @@ pub fn run_demo(
                 report: RunReport::new(&config, &record),
                 results,
             };
-            on_step(&step);
+            on_event(DemoEvent::Step(&step));
             interrupted = record.interrupted;
             steps.push(step);
             if interrupted {
@@ -199,7 +212,10 @@ pub fn run_demo(
             settings.warmup = Duration::from_millis(200);
             settings.cooldown = Duration::from_millis(300);
             settings.max_connections = 256;
-            let report = capacity::search(&base, &settings, stop, |_| {}).map_err(DemoError::Engine)?;
+            on_event(DemoEvent::CapacityStarted(&settings));
+            let report =
+                capacity::search(&base, &settings, stop, |step| on_event(DemoEvent::CapacityStep(step)))
+                    .map_err(DemoError::Engine)?;
             interrupted = report.interrupted;
             Some(report)
         }

@@ -1,6 +1,7 @@
 //! Capacity searches against mock nodes with a known limit: the search must find a rate limit
 //! (HTTP 429 beyond it) and a saturation point (one server thread blocked per request) within
-//! 10%, and must tell a generator that cannot keep up from a target that cannot.
+//! 10%, and must tell a generator that cannot keep up from a target that cannot. A search over
+//! connections must find where a node that serves one request at a time breaks a latency SLO.
 //!
 //! The searches load the machine, so they run one at a time; steps are short (1.5 s) to keep the
 //! whole binary well under a minute.
@@ -8,7 +9,11 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rpcbench::capacity::{run_step, search, CapacityReport, CapacitySettings, SearchBounds, Slo, Verdict};
+use rpcbench::capacity::{
+    run_step, search, search_recorded, CapacityReport, CapacitySettings, SearchBounds, SearchMode, Slo,
+    Verdict,
+};
+use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{RunConfig, Target};
 use rpcbench::engine::StopHandle;
 use rpcbench::jsonrpc::RequestTemplate;
@@ -144,4 +149,49 @@ fn a_generator_short_of_connections_is_not_blamed_on_the_target() {
     assert!(step.generator_shortfall && step.achieved_rate < 100.0, "{step:?}");
     assert!(step.p99_uncorrected_us < 100_000, "{step:?}");
     assert!(step.verdict_text().starts_with("GENERATOR LIMITED"), "{}", step.verdict_text());
+}
+
+#[test]
+fn the_connections_search_finds_where_a_serial_node_breaks_the_slo() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    // One server thread blocked 10 ms per request serves the connections one request at a time,
+    // so in a closed loop each request waits for the others': latency is about 10 ms times the
+    // connections. From 10 connections (about 100 ms) every step breaks p99<100ms whatever the
+    // machine does; 1 connection (about 10 ms) keeps it with room to spare on a busy machine.
+    let node = node(Faults { blocking_latency: Some(Duration::from_millis(10)), ..Faults::default() });
+    let mut settings = CapacitySettings::connections(Slo::parse("p99<100ms").unwrap(), 1, 16);
+    settings.step = Duration::from_millis(400);
+    settings.warmup = Duration::from_millis(100);
+    settings.cooldown = Duration::from_millis(50);
+    let started = std::time::SystemTime::now();
+    let (report, steps) =
+        search_recorded(&base(&node), &settings, &StopHandle::new(), |_| {}).expect("the search runs");
+    node.stop();
+    let text = report.render_text();
+    eprintln!("{text}");
+    assert_valid_json(&report.to_json());
+    assert_eq!(report.settings.mode, SearchMode::Connections);
+    assert!(report.steps.iter().all(|s| s.connections.is_some()), "{text}");
+    for step in report.steps.iter().filter(|s| s.level() >= 10.0) {
+        assert_eq!(step.verdict, Verdict::SloBreach, "{text}");
+        assert_eq!(step.breaches[0].clause, "p99<100ms", "{text}");
+    }
+    assert_eq!(report.steps[0].verdict, Verdict::Pass, "{text}");
+    let capacity = report.capacity.expect("one connection passed");
+    assert!((1.0..=9.0).contains(&capacity), "{text}");
+    // Whole connections bisect down to neighbours.
+    assert_eq!(report.first_failing_rate, Some(capacity + 1.0), "{text}");
+    assert_eq!(report.limited_by, "slo");
+    assert!(text.contains("the first that broke it"), "{text}");
+    // Kept losslessly: the file reads back as a connections search and renders alike.
+    let file = CapacityFile::new(report, steps, serde_json::json!({"method": "getSlot"}), started);
+    let back = CapacityFile::from_json(&file.to_json(), std::path::Path::new("search.json")).unwrap();
+    assert_eq!(back.report.settings.mode, SearchMode::Connections);
+    assert_eq!(back.steps, file.steps, "every step's histograms and counts");
+    assert_eq!(back.report.render_text(), text);
+    let html = rpcbench::report::render_capacity_html(&back);
+    assert!(html.contains("Latency against connections"), "the x axis is the connections");
+    assert!(html.contains("connections (closed loop)"));
+    let csv = rpcbench::report::render_capacity_csv(&back);
+    assert!(csv.starts_with("step,connections,achieved_rate"), "{csv}");
 }

@@ -102,6 +102,20 @@ pub fn check_open_files(config: &RunConfig) -> Result<(), TooManyConnections> {
     }
 }
 
+/// The most connections a run like `config` may hold under an open-file limit of `limit`: the
+/// limit less the margin (`config`'s own connections do not count).
+pub fn connections_under(config: &RunConfig, limit: u64) -> u64 {
+    let (_, connections) = connections_of(config);
+    let margin = files_needed(config).saturating_sub(connections);
+    limit.saturating_sub(margin)
+}
+
+/// The most connections a run like `config` may hold, after raising the open-file limit as far
+/// as allowed; `None` where the limit is unknown.
+pub fn connections_allowed(config: &RunConfig) -> Option<u64> {
+    raise_open_file_limit(files_needed(config)).map(|limit| connections_under(config, limit))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +152,18 @@ mod tests {
         let err = check_against(&open, 1024).unwrap_err();
         assert_eq!(err.setting, "--max-connections");
         assert!(err.to_string().starts_with("--max-connections: 5000 connections"), "{err}");
+    }
+
+    #[test]
+    fn the_connections_allowed_leave_the_margin() {
+        let closed = config(Load::Closed { connections: 5000 });
+        let allowed = connections_under(&closed, 1024);
+        assert_eq!(allowed, 1024 - BASE_MARGIN - 2 * PER_WORKER);
+        let fits = config(Load::Closed { connections: allowed as usize });
+        assert!(check_against(&fits, 1024).is_ok());
+        let over = config(Load::Closed { connections: allowed as usize + 1 });
+        assert!(check_against(&over, 1024).is_err());
+        assert_eq!(connections_under(&closed, 10), 0);
     }
 
     #[test]

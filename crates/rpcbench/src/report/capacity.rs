@@ -3,7 +3,9 @@
 //! self-contained HTML page whose charts plot against the offered rate: latency percentiles
 //! (p50, p90, p99, log scale) with the SLO's latency bounds, the error rate with its bound,
 //! the achieved rate, and the target's CPU when it was monitored; the answer (capacity) and
-//! the knee are marked on each. The charts reuse the run report's drawing helpers.
+//! the knee are marked on each. A search over connections plots against the connections
+//! instead (and its achieved rate is the throughput they drew). The charts reuse the run
+//! report's drawing helpers.
 
 use std::fmt::Write;
 
@@ -20,18 +22,47 @@ use crate::monitor::format_bytes;
 use crate::report::tables::trim_float;
 use crate::units::format_micros;
 
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
+pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
 
-const RED: RGBColor = RGBColor(200, 40, 40);
+pub(super) const RED: RGBColor = RGBColor(200, 40, 40);
 const GREEN: RGBColor = RGBColor(46, 125, 50);
 const ORANGE: RGBColor = RGBColor(230, 120, 20);
 const GREY: RGBColor = RGBColor(150, 150, 150);
 
-/// The steps in order of offered rate (a bisection runs them out of order).
-fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
+/// The steps in order of offered rate, or connections (a bisection runs them out of order).
+pub(super) fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
     let mut steps: Vec<&StepResult> = report.steps.iter().collect();
-    steps.sort_by(|a, b| a.target_rate.total_cmp(&b.target_rate));
+    steps.sort_by(|a, b| a.level().total_cmp(&b.level()));
     steps
+}
+
+/// What the x axis is, for chart titles: `offered rate` or `connections`.
+fn x_name(report: &CapacityReport) -> &'static str {
+    if report.connections_mode() {
+        "connections"
+    } else {
+        "offered rate"
+    }
+}
+
+/// The x axis description under a chart.
+pub(super) fn x_desc(report: &CapacityReport) -> &'static str {
+    if report.connections_mode() {
+        "connections (closed loop)"
+    } else {
+        "offered rate (requests per second)"
+    }
+}
+
+/// `300/s` or `48 conns`, short, for chart marks and cards.
+pub(super) fn short_amount(report: &CapacityReport, level: f64) -> String {
+    if report.connections_mode() && level == 1.0 {
+        "1 conn".into()
+    } else if report.connections_mode() {
+        format!("{} conns", trim_float(level))
+    } else {
+        format!("{}/s", trim_float(level))
+    }
 }
 
 fn monitored(report: &CapacityReport) -> bool {
@@ -45,7 +76,7 @@ fn slo(report: &CapacityReport) -> Option<Slo> {
 
 /// Latency bounds of the SLO on p50, p90 or p99 (the percentiles plotted) and max: (clause,
 /// microseconds).
-fn latency_bounds(report: &CapacityReport) -> Vec<(String, f64)> {
+pub(super) fn latency_bounds(report: &CapacityReport) -> Vec<(String, f64)> {
     slo(report)
         .map(|slo| {
             slo.clauses
@@ -69,7 +100,7 @@ fn error_bound(report: &CapacityReport) -> Option<f64> {
 }
 
 /// Ticks at 1, 2 or 5 times a power of ten, from 0 to `high`.
-fn linear_ticks(high: f64) -> Vec<f64> {
+pub(super) fn linear_ticks(high: f64) -> Vec<f64> {
     let raw = (high / 6.0).max(f64::MIN_POSITIVE);
     let magnitude = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(raw);
@@ -81,13 +112,18 @@ fn linear_axis(high: f64) -> TickedAxis {
     TickedAxis::new(0.0..high, linear_ticks(high))
 }
 
-/// The offered-rate axis: from 0 to a little past the highest rate run or achieved.
+/// The x axis: from 0 to a little past the highest rate run or achieved (or the most
+/// connections run).
 fn rate_max(report: &CapacityReport) -> f64 {
-    let highest = report.steps.iter().map(|s| s.target_rate.max(s.achieved_rate)).fold(0.0, f64::max);
+    let highest = if report.connections_mode() {
+        report.steps.iter().map(StepResult::level).fold(0.0, f64::max)
+    } else {
+        report.steps.iter().map(|s| s.target_rate.max(s.achieved_rate)).fold(0.0, f64::max)
+    };
     nice_max(highest.max(1.0))
 }
 
-fn build<'a, 'b>(
+pub(super) fn build<'a, 'b>(
     root: &'a super::html::Area<'b>,
     x_max: f64,
     y: TickedAxis,
@@ -124,7 +160,7 @@ fn mark_rates(
             ORANGE.stroke_width(2),
         ))?;
         chart.draw_series(std::iter::once(Text::new(
-            pad(knee, format!("knee {}/s", trim_float(knee))),
+            pad(knee, format!("knee {}", short_amount(report, knee))),
             (knee, label_at - (high - low) * 0.07),
             style(knee, &ORANGE),
         )))?;
@@ -132,7 +168,7 @@ fn mark_rates(
     if let Some(capacity) = report.capacity {
         chart.draw_series(LineSeries::new([(capacity, low), (capacity, high)], GREEN.stroke_width(2)))?;
         chart.draw_series(std::iter::once(Text::new(
-            pad(capacity, format!("capacity {}/s", trim_float(capacity))),
+            pad(capacity, format!("capacity {}", short_amount(report, capacity))),
             (capacity, label_at),
             style(capacity, &GREEN),
         )))?;
@@ -141,7 +177,12 @@ fn mark_rates(
 }
 
 /// A horizontal bound across the chart, labelled at its left end.
-fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> super::html::DrawResult {
+pub(super) fn bound_line(
+    chart: &mut Chart<'_, '_>,
+    x_max: f64,
+    y: f64,
+    label: &str,
+) -> super::html::DrawResult {
     chart.draw_series(DashedLineSeries::new([(0.0, y), (x_max, y)], 8, 5, RED.stroke_width(2)))?;
     chart.draw_series(std::iter::once(Text::new(
         format!("SLO {label}"),
@@ -151,12 +192,13 @@ fn bound_line(chart: &mut Chart<'_, '_>, x_max: f64, y: f64, label: &str) -> sup
     Ok(())
 }
 
-fn mesh(
+pub(super) fn mesh(
     chart: &mut Chart<'_, '_>,
+    x_desc: &str,
     y_desc: &str,
     y_label: &dyn Fn(&f64) -> String,
 ) -> super::html::DrawResult {
-    house_style(&mut chart.configure_mesh(), "offered rate (requests per second)", y_desc)
+    house_style(&mut chart.configure_mesh(), x_desc, y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(y_label)
         .draw()?;
@@ -185,10 +227,10 @@ fn latency_chart(report: &CapacityReport) -> String {
     let x_max = rate_max(report);
     svg(|root| {
         let mut chart = build(root, x_max, scale.axis())?;
-        mesh(&mut chart, scale.description(), &|y| scale.label(*y))?;
+        mesh(&mut chart, x_desc(report), scale.description(), &|y| scale.label(*y))?;
         for (name, index) in PLOTTED {
             let points: Vec<(f64, f64)> =
-                steps.iter().map(|s| (s.target_rate, scale.y(percentile_of(s, name)))).collect();
+                steps.iter().map(|s| (s.level(), scale.y(percentile_of(s, name)))).collect();
             chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
         }
@@ -197,7 +239,7 @@ fn latency_chart(report: &CapacityReport) -> String {
             steps
                 .iter()
                 .filter(|s| !s.verdict.passed())
-                .map(|s| Cross::new((s.target_rate, scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
+                .map(|s| Cross::new((s.level(), scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
         )?;
         for (label, limit) in &bounds {
             bound_line(&mut chart, x_max, scale.y(*limit), label)?;
@@ -216,8 +258,8 @@ fn errors_chart(report: &CapacityReport) -> String {
     let x_max = rate_max(report);
     svg(|root| {
         let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, "errors (% of requests)", &|y| format!("{}%", trim_float(*y)))?;
-        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.target_rate, s.error_percent)).collect();
+        mesh(&mut chart, x_desc(report), "errors (% of requests)", &|y| format!("{}%", trim_float(*y)))?;
+        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.level(), s.error_percent)).collect();
         chart.draw_series(LineSeries::new(points.iter().copied(), RED.stroke_width(2)))?;
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, RED.filled())))?;
         if let Some(limit) = bound {
@@ -230,18 +272,28 @@ fn errors_chart(report: &CapacityReport) -> String {
 fn achieved_chart(report: &CapacityReport) -> String {
     let steps = by_rate(report);
     let x_max = rate_max(report);
-    let axis = TickedAxis::new(0.0..x_max, linear_ticks(x_max));
+    let closed = report.connections_mode();
+    let y_max =
+        if closed { nice_max(steps.iter().map(|s| s.achieved_rate).fold(1.0, f64::max)) } else { x_max };
+    let axis = TickedAxis::new(0.0..y_max, linear_ticks(y_max));
     svg(|root| {
         let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, "achieved rate (requests per second)", &|y| format!("{y:.0}"))?;
-        chart.draw_series(DashedLineSeries::new([(0.0, 0.0), (x_max, x_max)], 6, 4, GREY.stroke_width(1)))?;
-        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.target_rate, s.achieved_rate)).collect();
+        mesh(&mut chart, x_desc(report), "achieved rate (requests per second)", &|y| format!("{y:.0}"))?;
+        if !closed {
+            chart.draw_series(DashedLineSeries::new(
+                [(0.0, 0.0), (x_max, x_max)],
+                6,
+                4,
+                GREY.stroke_width(1),
+            ))?;
+        }
+        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.level(), s.achieved_rate)).collect();
         chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
         chart.draw_series(steps.iter().map(|s| {
             let style = if s.verdict == Verdict::GeneratorLimited { RED.filled() } else { color(0).filled() };
-            Circle::new((s.target_rate, s.achieved_rate), 4, style)
+            Circle::new((s.level(), s.achieved_rate), 4, style)
         }))?;
-        mark_rates(&mut chart, report, 0.0, x_max)
+        mark_rates(&mut chart, report, 0.0, y_max)
     })
 }
 
@@ -256,13 +308,13 @@ fn cpu_chart(report: &CapacityReport) -> String {
     let x_max = rate_max(report);
     svg(|root| {
         let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, "target CPU (% of one core)", &|y| format!("{y:.0}%"))?;
+        mesh(&mut chart, x_desc(report), "target CPU (% of one core)", &|y| format!("{y:.0}%"))?;
         for (index, pick) in [(0usize, 0usize), (1, 1)] {
             let points: Vec<(f64, f64)> = steps
                 .iter()
                 .map(|s| {
                     let (avg, peak) = cpu(s);
-                    (s.target_rate, if pick == 0 { avg } else { peak })
+                    (s.level(), if pick == 0 { avg } else { peak })
                 })
                 .collect();
             chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
@@ -294,6 +346,15 @@ fn resource_cells(step: &StepResult) -> [String; 4] {
 
 fn settings_line(file: &CapacityFile) -> String {
     let settings = &file.report.settings;
+    if file.report.connections_mode() {
+        return format!(
+            "{} · started {} · {} on {} cores",
+            file.report.settings_text(),
+            file.started_at,
+            file.report.tool,
+            file.machine.cores
+        );
+    }
     format!(
         "SLO {} · open-loop steps of {} after {} warmup, {} cool-down · from {}/s up to {}/s, precision {}% · started {} · {} on {} cores",
         settings.slo,
@@ -309,7 +370,7 @@ fn settings_line(file: &CapacityFile) -> String {
     )
 }
 
-fn md_cell(text: &str) -> String {
+pub(super) fn md_cell(text: &str) -> String {
     crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
 }
 
@@ -329,9 +390,10 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
     let monitored = monitored(report);
     let target_columns = if monitored { " target CPU avg | target CPU peak | target RSS peak |" } else { "" };
     let target_align = if monitored { "---:|---:|---:|" } else { "" };
+    let level = if report.connections_mode() { "connections" } else { "offered/s" };
     let _ = writeln!(
         out,
-        "| step | offered/s | achieved/s | requests | p50 | p90 | p99 | errors |{target_columns} generator CPU | verdict |"
+        "| step | {level} | achieved/s | requests | p50 | p90 | p99 | errors |{target_columns} generator CPU | verdict |"
     );
     let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|{target_align}---:|---|");
     for step in &report.steps {
@@ -341,7 +403,7 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
             out,
             "| {} | {} | {:.1} | {} | {} | {} | {} | {:.2}% |{target} {generator} | {} |",
             step.step,
-            trim_float(step.target_rate),
+            trim_float(step.level()),
             step.achieved_rate,
             step.requests,
             format_micros(step.p50_us as f64),
@@ -396,8 +458,24 @@ fn optional<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// The search as CSV: a row per step, in the order run, plain units.
+/// The search as CSV: a row per step, in the order run, plain units. A search over
+/// connections has `connections` in place of `offered_rate`.
 pub fn render_capacity_csv(file: &CapacityFile) -> String {
+    super::csv::csv_text(&capacity_csv_columns(&file.report), &capacity_csv_rows(file))
+}
+
+/// The CSV columns of a search: [`CAPACITY_CSV_COLUMNS`], with `connections` in place of
+/// `offered_rate` for a search over connections.
+pub(super) fn capacity_csv_columns(report: &CapacityReport) -> Vec<&'static str> {
+    let mut columns = CAPACITY_CSV_COLUMNS.to_vec();
+    if report.connections_mode() {
+        columns[1] = "connections";
+    }
+    columns
+}
+
+/// The CSV rows of a search, one per step in the order run.
+pub(super) fn capacity_csv_rows(file: &CapacityFile) -> Vec<Vec<String>> {
     let mut rows = Vec::with_capacity(file.report.steps.len());
     for step in &file.report.steps {
         let verdict = serde_json::to_value(step.verdict).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -406,7 +484,7 @@ pub fn render_capacity_csv(file: &CapacityFile) -> String {
         let generator = step.generator.as_ref();
         let cells = vec![
             step.step.to_string(),
-            step.target_rate.to_string(),
+            step.level().to_string(),
             format!("{:.2}", step.achieved_rate),
             step.requests.to_string(),
             step.errors.to_string(),
@@ -432,17 +510,18 @@ pub fn render_capacity_csv(file: &CapacityFile) -> String {
         ];
         rows.push(cells);
     }
-    super::csv::csv_text(CAPACITY_CSV_COLUMNS, &rows)
+    rows
 }
 
 fn card(label: &str, value: &str, class: &str) -> String {
     format!("<div class=\"card{class}\"><span>{label}</span><b>{}</b></div>", esc(value))
 }
 
-fn steps_table(report: &CapacityReport) -> String {
+pub(super) fn steps_table(report: &CapacityReport) -> String {
     let monitored = monitored(report);
-    let mut out = String::from(
-        "<table><tr><th>step</th><th>offered/s</th><th>achieved/s</th><th>requests</th><th>p50</th><th>p90</th><th>p99</th><th>errors</th>",
+    let level = if report.connections_mode() { "connections" } else { "offered/s" };
+    let mut out = format!(
+        "<table><tr><th>step</th><th>{level}</th><th>achieved/s</th><th>requests</th><th>p50</th><th>p90</th><th>p99</th><th>errors</th>",
     );
     if monitored {
         out.push_str("<th>target CPU avg</th><th>target CPU peak</th><th>target RSS peak</th>");
@@ -454,7 +533,7 @@ fn steps_table(report: &CapacityReport) -> String {
             out,
             "<tr{class}><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}%</td>",
             step.step,
-            trim_float(step.target_rate),
+            trim_float(step.level()),
             step.achieved_rate,
             step.requests,
             esc(&format_micros(step.p50_us as f64)),
@@ -491,8 +570,7 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     );
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
     let _ = writeln!(out, "<p class=\"sub\">{}</p>", esc(&settings_line(file)));
-    let rate =
-        |rate: Option<f64>| rate.map(|r| format!("{}/s", trim_float(r))).unwrap_or_else(|| "none".into());
+    let rate = |level: Option<f64>| level.map(|l| short_amount(report, l)).unwrap_or_else(|| "none".into());
     out.push_str("<section class=\"cards\">");
     out.push_str(&card(
         "capacity",
@@ -501,7 +579,9 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     ));
     out.push_str(&card("first failing", &rate(report.first_failing_rate), ""));
     let margin = match (report.margin, report.margin_percent) {
-        (Some(margin), Some(percent)) => format!("{}/s ({}%)", trim_float(margin), trim_float(percent)),
+        (Some(margin), Some(percent)) => {
+            format!("{} ({}%)", short_amount(report, margin), trim_float(percent))
+        }
         _ => "-".into(),
     };
     out.push_str(&card("margin", &margin, ""));
@@ -526,26 +606,37 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     let marks = "green: capacity · orange dashed: knee · red dashed: SLO bound";
     let _ = writeln!(
         out,
-        "<section><h2>Latency against offered rate</h2>{}{}</section>",
+        "<section><h2>Latency against {}</h2>{}{}</section>",
+        x_name(report),
         legend_items(&[("p50", 0), ("p90", 1), ("p99", 2)], &format!("red crosses: failing steps · {marks}")),
         latency_chart(report)
     );
     let _ = writeln!(
         out,
-        "<section><h2>Errors against offered rate</h2>{}{}</section>",
+        "<section><h2>Errors against {}</h2>{}{}</section>",
+        x_name(report),
         legend_items(&[], marks),
         errors_chart(report)
     );
     let _ = writeln!(
         out,
-        "<section><h2>Achieved against offered rate</h2>{}{}</section>",
-        legend_items(&[("achieved", 0)], "grey dashed: achieved = offered · red: generator-limited steps"),
+        "<section><h2>Achieved against {}</h2>{}{}</section>",
+        x_name(report),
+        legend_items(
+            &[("achieved", 0)],
+            if report.connections_mode() {
+                "the throughput the connections drew"
+            } else {
+                "grey dashed: achieved = offered · red: generator-limited steps"
+            }
+        ),
         achieved_chart(report)
     );
     if monitored(report) {
         let _ = writeln!(
             out,
-            "<section><h2>Target CPU against offered rate</h2>{}{}</section>",
+            "<section><h2>Target CPU against {}</h2>{}{}</section>",
+            x_name(report),
             legend_items(&[("average", 0), ("peak", 1)], "percent of one core"),
             cpu_chart(report)
         );

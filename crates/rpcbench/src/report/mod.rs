@@ -4,9 +4,11 @@
 //!
 //! The Markdown, HTML and CSV renderers work from saved runs ([`crate::results::SavedRun`]),
 //! which keep the histograms as well, and lay out one run or a comparison of several; those of
-//! a capacity search work from its [`crate::capacity_file::CapacityFile`].
+//! a capacity search work from its [`crate::capacity_file::CapacityFile`], and compare several
+//! searches side by side ([`LabelledSearch`]).
 
 mod capacity;
+mod capacity_compare;
 mod csv;
 mod html;
 mod markdown;
@@ -29,6 +31,11 @@ use crate::record::RunRecord;
 
 pub use capacity::{
     render_capacity_csv, render_capacity_html, render_capacity_markdown, CAPACITY_CSV_COLUMNS,
+};
+pub use capacity_compare::{
+    capacity_comparison_json, check_comparable, render_capacity_comparison_csv,
+    render_capacity_comparison_html, render_capacity_comparison_markdown, render_capacity_comparison_text,
+    LabelledSearch, MixedSearches,
 };
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
