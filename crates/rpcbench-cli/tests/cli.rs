@@ -1293,6 +1293,68 @@ fn the_example_studies_run_at_a_small_scale() {
     assert!(text.contains("Metric") && text.contains("bytes/response") && text.contains("Outcome"), "{text}");
     // The blocking server answers one request at a time: its p50 is several times the async one's.
     assert!(text.lines().any(|line| line.starts_with("p50") && line.contains('x')), "{text}");
+    // Study 1: two builds side by side with the study's mix, then the connection limit.
+    let (master, branch) = (mock(Faults::default()), mock(Faults::default()));
+    let output = rpcbench(&[
+        "compare",
+        &format!("master={}", master.url()),
+        &format!("branch={}", branch.url()),
+        "--scenario",
+        &example("seed-000-solana-validator.toml"),
+        "-c",
+        "4",
+        "-d",
+        "500ms",
+        "--warmup",
+        "0",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Per method") && text.contains("getBlock"), "{text}");
+    let output = rpcbench(&[
+        "capacity",
+        &master.url(),
+        "--connections",
+        "--suite",
+        "solana-seed",
+        "--slo",
+        "errors<0.1%",
+        "--start-connections",
+        "2",
+        "--max-connections",
+        "4",
+        "--step",
+        "300ms",
+        "--warmup",
+        "0s",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("connections"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // Study 4: two relays with the study's scenario.
+    let relay_a = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let relay_b = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let output = rpcbench(&[
+        "compare",
+        &format!("relay-a={}", relay_a.url()),
+        &format!("relay-b={}", relay_b.url()),
+        "--scenario",
+        &example("seed-003-json-rpc-relay.toml"),
+        "-c",
+        "2",
+        "-d",
+        "500ms",
+        "--warmup",
+        "0",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("eth_call"));
     // Study 5: a rate over connections held open, then the relay in front.
     let node = static_node();
     let output = rpcbench(&[
