@@ -85,13 +85,7 @@ fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
         let totals = run.methods.get(&row.method);
         let bytes_received: u64 = totals.map_or(0, |t| t.bytes_received);
         // Responses: those with an HTTP status, or (WebSocket) every request answered.
-        let responses: u64 = totals.map_or(0, |t| {
-            if t.status_counts.is_empty() {
-                t.counts.total().saturating_sub(t.counts.unanswered())
-            } else {
-                t.status_counts.values().sum()
-            }
-        });
+        let responses: u64 = totals.map_or(0, |t| super::responses_of(&t.status_counts, &t.counts));
         let mut cells = vec![
             row.run.clone(),
             report.target.clone(),

@@ -513,6 +513,19 @@ pub struct BytesReport {
     pub received: u64,
     /// Response bytes per second.
     pub received_per_sec: f64,
+    /// Mean bytes per response (`None` without a response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_response: Option<f64>,
+}
+
+/// Responses among `counts`: those with an HTTP status, or (WebSocket, no statuses) every
+/// request that got an answer.
+pub fn responses_of(statuses: &BTreeMap<u16, u64>, counts: &OutcomeCounts) -> u64 {
+    if statuses.is_empty() {
+        counts.total().saturating_sub(counts.unanswered())
+    } else {
+        statuses.values().sum()
+    }
 }
 
 /// The per-interval series.
@@ -547,12 +560,7 @@ impl RunReport {
     /// Mean bytes per response: received bytes over the responses (requests with an HTTP
     /// status, or over WebSocket those answered); `None` without any.
     pub fn mean_response_bytes(&self) -> Option<f64> {
-        let responses = if self.http_status.is_empty() {
-            self.requests.total.saturating_sub(self.outcomes.unanswered())
-        } else {
-            self.http_status.values().sum()
-        };
-        (responses > 0).then(|| self.bytes.received as f64 / responses as f64)
+        self.bytes.per_response
     }
 
     /// Computes the report of a finished run.
@@ -670,6 +678,10 @@ impl RunReport {
                     record.totals.bytes_received as f64 / elapsed_secs
                 } else {
                     0.0
+                },
+                per_response: match responses_of(&record.totals.status_counts, counts) {
+                    0 => None,
+                    responses => Some(record.totals.bytes_received as f64 / responses as f64),
                 },
             },
             methods: record
