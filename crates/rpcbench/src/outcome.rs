@@ -383,6 +383,7 @@ impl OutcomeCounts {
     }
 
     /// Counts `count` calls of one outcome.
+    #[inline]
     pub fn add_many(&mut self, outcome: Outcome, count: u64, message: impl FnOnce() -> Option<String>) {
         match outcome {
             Outcome::Ok => self.ok += count,

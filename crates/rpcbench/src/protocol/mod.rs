@@ -68,6 +68,7 @@ impl Draw {
     }
 
     /// The next call of `workload` and the turn it was picked at.
+    #[inline]
     pub fn pick_with_turn(&mut self, workload: &Workload) -> (usize, u64) {
         let turn = self.turn;
         let call = workload.pick(&mut self.rng, turn);
