@@ -65,6 +65,10 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const BATCH_KEY: &str = "batch";
 /// The histogram key of a body that names no method.
 pub const UNKNOWN_KEY: &str = "unknown";
+/// The row of the methods past [`MAX_METHOD_KEYS`] (and of names over 128 bytes).
+pub const OTHER_METHODS_KEY: &str = "other methods";
+/// The most rows the per-method table keeps.
+pub const MAX_METHOD_KEYS: usize = 256;
 /// Entries waiting for the record writer; a full channel makes requests wait (not the runtime).
 const RECORD_QUEUE: usize = 1024;
 
@@ -717,6 +721,17 @@ struct Relay {
 }
 
 /// The histogram key of a request body.
+/// `key`, or [`OTHER_METHODS_KEY`] when it is new and the table already has
+/// [`MAX_METHOD_KEYS`] rows (or it is over 128 bytes): a client sending ever new method names
+/// cannot grow the table.
+fn bounded_key<V>(table: &BTreeMap<String, V>, key: String) -> String {
+    if !table.contains_key(&key) && (table.len() >= MAX_METHOD_KEYS || key.len() > 128) {
+        OTHER_METHODS_KEY.to_string()
+    } else {
+        key
+    }
+}
+
 fn method_key(body: &[u8]) -> String {
     if body.trim_ascii_start().first() == Some(&b'[') {
         return BATCH_KEY.to_string();
@@ -885,12 +900,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Handler<S> for Relay {
             let write = done - write_started;
             let overhead = total.saturating_sub(upstream);
             let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-            state.stats().methods.entry(method_key(body)).or_insert_with(PhaseHistograms::new).record([
+            let mut stats = state.stats();
+            let key = bounded_key(&stats.methods, method_key(body));
+            stats.methods.entry(key).or_insert_with(PhaseHistograms::new).record([
                 nanos(read),
                 nanos(upstream),
                 nanos(write),
                 nanos(overhead),
             ]);
+            drop(stats);
             if written.is_err() {
                 return Next::Drop;
             }
@@ -902,6 +920,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Handler<S> for Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_sending_new_method_names_cannot_grow_the_per_method_table() {
+        let mut table: BTreeMap<String, ()> = BTreeMap::new();
+        for n in 0..1000 {
+            let key = bounded_key(&table, format!("method{n}"));
+            table.insert(key, ());
+        }
+        assert_eq!(table.len(), MAX_METHOD_KEYS + 1);
+        assert!(table.contains_key(OTHER_METHODS_KEY));
+        // Known names keep their row; long names share the other row.
+        assert_eq!(bounded_key(&table, "method7".into()), "method7");
+        let empty: BTreeMap<String, ()> = BTreeMap::new();
+        assert_eq!(bounded_key(&empty, "x".repeat(200)), OTHER_METHODS_KEY);
+    }
 
     #[test]
     fn injected_errors_echo_ids() {
