@@ -74,7 +74,7 @@ measure() {
   local target=$1 port=$2 pid=$3 rep=$4
   local ticks0 ticks1 out=$WORK/$target.$rep.json
   ticks0=$([[ $pid == 0 ]] && echo 0 || awk '{print $14 + $15}' "/proc/$pid/stat")
-  taskset -c 1 "$BIN" run "http://127.0.0.1:$port/" -c "$CONNS" -d "$DUR" --warmup 1s -m getSlot -o json >"$out" 2>"$WORK/$target.$rep.log"
+  taskset -c 1 "$BIN" run "http://127.0.0.1:$port/" -c "$CONNS" -d "$DUR" --warmup 1s -m getSlot -f json >"$out" 2>"$WORK/$target.$rep.log"
   ticks1=$([[ $pid == 0 ]] && echo 0 || awk '{print $14 + $15}' "/proc/$pid/stat")
   local requests rate p50 p99 cpu
   requests=$(jq '.requests.total' "$out")

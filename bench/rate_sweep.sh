@@ -42,7 +42,7 @@ echo '{"jsonrpc":"2.0","id":1,"method":"getSlot"}' >"$BODY"
 printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$(cat "$BODY")" >"$WORK/post.lua"
 
 # rpcbench's closed-loop maximum on the generator core.
-taskset -c 1 "${RT[@]}" "$BIN" run "$URL" --body-file "$BODY" --fixed-id 1 -c 64 -d "$DUR" --threads 1 -q -o json >"$WORK/closed.json"
+taskset -c 1 "${RT[@]}" "$BIN" run "$URL" --body-file "$BODY" --fixed-id 1 -c 64 -d "$DUR" --threads 1 -q -f json >"$WORK/closed.json"
 CLOSED=$(python3 -c "import json; print(round(json.load(open('$WORK/closed.json'))['requests']['rate']))")
 log "closed loop maximum: $CLOSED req/s"
 
@@ -51,7 +51,7 @@ run() {
   local tool=$1 rate=$2 out=$WORK/$1-$2.out tf=$WORK/$1-$2.time
   if [[ $tool == rpcbench ]]; then
     taskset -c 1 "${RT[@]}" /usr/bin/time -o "$tf" -f '%U %S' "$BIN" run "$URL" --body-file "$BODY" --fixed-id 1 \
-      --rate "$rate" --max-connections 64 -d "$DUR" --threads 1 -q -o json >"$out"
+      --rate "$rate" --max-connections 64 -d "$DUR" --threads 1 -q -f json >"$out"
   else
     taskset -c 1 "${RT[@]}" /usr/bin/time -o "$tf" -f '%U %S' "$WRK2" -t1 -c64 -R"$rate" -d"$DUR" --latency --u_latency \
       -s "$WORK/post.lua" "$URL" >"$out"
