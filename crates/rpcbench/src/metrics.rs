@@ -370,8 +370,13 @@ fn add_calls(into: &mut BTreeMap<String, CallFigures>, names: &[String], calls: 
 
 /// Renders a snapshot with `prometheus-client`'s text encoder.
 pub fn render(snapshot: &Snapshot) -> String {
-    let mut registry = Registry::with_prefix("rpcbench");
-    registry.register_collector(Box::new(SnapshotCollector(snapshot.clone())));
+    render_collector("rpcbench", SnapshotCollector(snapshot.clone()))
+}
+
+/// The Prometheus text of one collector whose metric names take `prefix`.
+pub(crate) fn render_collector(prefix: &str, collector: impl Collector + 'static) -> String {
+    let mut registry = Registry::with_prefix(prefix);
+    registry.register_collector(Box::new(collector));
     let mut text = String::new();
     // Writing into a String cannot fail.
     prometheus_client::encoding::text::encode(&mut text, &registry).ok();

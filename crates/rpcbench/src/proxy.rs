@@ -40,7 +40,7 @@ use hdrhistogram::Histogram;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Unit;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -349,12 +349,7 @@ impl ProxyStats {
 
     /// The figures in the Prometheus text format (prefix `rpcbench_proxy_`).
     pub fn render_prometheus(&self) -> String {
-        let mut registry = Registry::with_prefix("rpcbench_proxy");
-        registry.register_collector(Box::new(StatsCollector(self.clone())));
-        let mut text = String::new();
-        // Writing into a String cannot fail.
-        prometheus_client::encoding::text::encode(&mut text, &registry).ok();
-        text
+        crate::metrics::render_collector("rpcbench_proxy", StatsCollector(self.clone()))
     }
 }
 

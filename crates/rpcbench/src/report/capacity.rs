@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::html::{
-    color, esc, house_style, legend_items, nice_max, svg, LatencyScale, TickedAxis, FONT, STYLE,
+    color, esc, house_style, legend_items, nice_max, page_start, svg, LatencyScale, TickedAxis, FONT,
 };
 use crate::capacity::{CapacityReport, LatencyStat, Slo, SloBound, StepResult, Verdict};
 use crate::capacity_file::CapacityFile;
@@ -563,11 +563,7 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     let report = &file.report;
     let title = format!("rpcbench capacity: {} against {}", report.method, report.target);
     let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        esc(&title)
-    );
+    page_start(&mut out, &title);
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
     let _ = writeln!(out, "<p class=\"sub\">{}</p>", esc(&settings_line(file)));
     let rate = |level: Option<f64>| level.map(|l| short_amount(report, l)).unwrap_or_else(|| "none".into());

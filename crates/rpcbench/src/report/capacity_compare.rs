@@ -13,7 +13,7 @@ use super::capacity::{
     bound_line, build, by_rate, capacity_csv_columns, capacity_csv_rows, latency_bounds, md_cell, mesh,
     short_amount, steps_table, RED,
 };
-use super::html::{color, esc, legend_items, svg, LatencyScale, FONT, STYLE};
+use super::html::{color, esc, legend_items, page_start, svg, LatencyScale, FONT};
 use crate::capacity::{CapacityReport, SearchMode};
 use crate::capacity_file::CapacityFile;
 use crate::report::tables::trim_float;
@@ -312,11 +312,7 @@ fn p99_chart(searches: &[LabelledSearch]) -> String {
 pub fn render_capacity_comparison_html(searches: &[LabelledSearch]) -> String {
     let title = format!("rpcbench capacity searches compared: {}", labels(searches));
     let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        esc(&title)
-    );
+    page_start(&mut out, &title);
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
     out.push_str("<section><h2>Answers</h2><table><tr><th class=\"text\"></th>");
     for search in searches {

@@ -626,6 +626,15 @@ pub(super) fn legend_items(items: &[(&str, usize)], extra: &str) -> String {
     out
 }
 
+/// Opens every HTML page the same way: doctype, `<title>`, the house style, `<main>`.
+pub(super) fn page_start(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        esc(title)
+    );
+}
+
 pub(super) const STYLE: &str = r#"
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
@@ -1145,11 +1154,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         methods.dedup();
         format!("rpcbench comparison: {}", methods.join(", "))
     };
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        esc(&title)
-    );
+    page_start(&mut out, &title);
     let _ = writeln!(out, "<h1 title=\"{0}\">{0}</h1>", esc(&title));
     if runs.len() == 1 {
         let _ = writeln!(

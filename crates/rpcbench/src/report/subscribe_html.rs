@@ -6,8 +6,8 @@ use std::fmt::Write;
 use plotters::prelude::*;
 
 use super::html::{
-    color, esc, house_style, legend_items, nice_max, percentile_curves, seconds_label, spectrum, svg,
-    LatencyScale, STYLE,
+    color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
+    svg, LatencyScale,
 };
 use super::subscribe::SubscribeReport;
 use crate::units::format_micros;
@@ -172,11 +172,7 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
 pub fn render_subscribe_html(report: &SubscribeReport) -> String {
     let title = format!("rpcbench subscribe: {} against {}", report.kinds.join(", "), report.target);
     let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        esc(&title)
-    );
+    page_start(&mut out, &title);
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
     if report.interrupted {
         let _ = writeln!(
