@@ -76,6 +76,7 @@ pub mod results;
 pub mod sample;
 pub mod scenario;
 pub mod settings;
+pub(crate) mod slot_timer;
 pub mod subscribe;
 pub mod suites;
 pub mod targets;

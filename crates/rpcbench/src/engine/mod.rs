@@ -20,7 +20,6 @@
 //! high bits of its ids.
 
 pub mod config;
-pub(crate) mod hires;
 pub mod limits;
 pub(crate) mod pacer;
 pub mod stages;
@@ -44,11 +43,12 @@ use crate::protocol::replay::Replayed;
 use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
 use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
+use crate::slot_timer;
 use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
 use crate::transport::websocket::WebSocket;
-use crate::transport::{Lane, Outgoing, Transport, WireError};
+use crate::transport::{Lane, Outgoing, Reply, Transport, WireError};
 use config::{HttpVersion, Load, RunConfig};
 
 /// How often each worker publishes its figures to a [`LiveSink`].
@@ -458,9 +458,18 @@ struct WorkerPlan {
     /// Open loop only.
     pacer: Option<Box<dyn pacer::Pacer>>,
     /// Open loop: the width of the slots that release tickets together
-    /// ([`hires::slot_width`] of the worker's highest rate).
+    /// ([`slot_timer::slot_width`] of the worker's highest rate).
     slot_width: Duration,
+    /// Open loop at [`QUIET_READS_MIN_RATE`] or more: connections read their replies at the
+    /// pacing slots ([`Lane::read_at_slots`]).
+    read_at_slots: bool,
 }
+
+/// The rate per worker from which its connections read replies at the pacing slots instead of
+/// as they come: at this rate a slot of at most [`slot_timer::MAX_EARLY`] holds two tickets or
+/// more, so the worker wakes every slot anyway. Below it, replies read at slots would wake the
+/// worker in slots that send nothing.
+const QUIET_READS_MIN_RATE: f64 = 2000.0;
 
 /// Splits `total` into `parts` shares that differ by at most one.
 fn share(total: u64, index: usize, parts: usize) -> u64 {
@@ -492,7 +501,8 @@ impl WorkerPlan {
                     max_connections: mine,
                     requests,
                     pacer: None,
-                    slot_width: hires::WAKE_SLACK,
+                    slot_width: slot_timer::WAKE_SLACK,
+                    read_at_slots: false,
                 }
             }
             Load::Open { rate, arrivals, max_connections } => {
@@ -507,7 +517,8 @@ impl WorkerPlan {
                     config.level_curve().unwrap_or_else(|| stages::LevelCurve::constant(*rate)),
                 );
                 // The slots follow the busiest stage: the narrowest slots of the run.
-                let slot_width = hires::slot_width(curve.max_level() / slice.count as f64);
+                let busiest = curve.max_level() / slice.count as f64;
+                let slot_width = slot_timer::slot_width(busiest);
                 let schedule = config.replay.as_ref().and_then(|replay| replay.schedule.clone());
                 let pacer: Box<dyn pacer::Pacer> = match schedule {
                     Some(schedule) => Box::new(pacer::RecordedPacer::new(schedule, slice.index, slice.count)),
@@ -523,6 +534,7 @@ impl WorkerPlan {
                     requests,
                     pacer: Some(pacer),
                     slot_width,
+                    read_at_slots: busiest >= QUIET_READS_MIN_RATE,
                 }
             }
         }
@@ -554,8 +566,10 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
         let hard_end = driver.shared.clock.hard_end;
         if driver.pacer.borrow().is_some() {
             let (origin, width) = (driver.shared.clock.start, driver.plan.slot_width);
-            driver.pacing.get_or_init(|| hires::PacingTimer::start(origin, width));
+            driver.pacing.get_or_init(|| slot_timer::PacingTimer::start(origin, width));
         }
+        // Connections that read at the pacing slots find the timer through the thread.
+        let _current_timer = driver.pacing.get().map(slot_timer::PacingTimer::make_current);
         for _ in 0..driver.plan.initial_connections {
             driver.spawn_connection();
         }
@@ -640,7 +654,7 @@ struct Worker<T, P> {
     /// Requests sent and not yet answered (for the live metrics).
     in_flight: Cell<u64>,
     /// Open loop: the timer connections sleep on until their ticket is due.
-    pacing: OnceCell<hires::PacingTimer>,
+    pacing: OnceCell<slot_timer::PacingTimer>,
     /// Closed loop with stages: the number of connections wanted over time.
     connection_curve: Option<stages::LevelCurve>,
     /// With more than one stage: when each stage ends, seconds after measurement starts.
@@ -864,7 +878,7 @@ impl<T, P> Worker<T, P> {
 
 /// Where a request's (corrected) latency starts. Closed loop: at the send. Open loop: at the
 /// intended time when the request left late (coordinated omission correction), and at the send
-/// when the pacing timer released it early (within its slot, [`hires::slot_width`]): either way the
+/// when the pacing timer released it early (within its slot, [`slot_timer::slot_width`]): either way the
 /// earlier instant, so a latency is never shorter than the exchange itself.
 fn latency_start(intended: Option<Instant>, sent: Instant) -> Instant {
     intended.map_or(sent, |intended| intended.min(sent))
@@ -927,6 +941,9 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         // its failure counted) when its first ticket comes.
         if let Ok(mut opened) = worker.transport.open(index).await {
             let _ = opened.take_connect_time();
+            if worker.plan.read_at_slots {
+                opened.read_at_slots(true);
+            }
             lane = Some(opened);
         }
     }
@@ -950,7 +967,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         if let Some(intended) = ticket.intended {
             if intended > now {
                 worker.idle.set(worker.idle.get() + 1);
-                worker.pacing.get_or_init(hires::PacingTimer::coarse).sleep_until(intended).await;
+                worker.pacing.get_or_init(slot_timer::PacingTimer::coarse).sleep_until(intended).await;
                 worker.idle.set(worker.idle.get() - 1);
             } else if worker.idle.get() == 0 && worker.connections.get() < worker.plan.max_connections {
                 // Behind schedule with nobody waiting: open another connection.
@@ -981,6 +998,9 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                         } else {
                             Some(connect_started.elapsed())
                         };
+                        if worker.plan.read_at_slots {
+                            opened.read_at_slots(true);
+                        }
                         lane.insert(opened)
                     }
                     Err(_) => {
@@ -1022,13 +1042,20 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                 }
             }
         };
-        let done = Instant::now();
+        let now = Instant::now();
         if open_loop {
             // Awake for this reply anyway: what is due next goes out on this wake-up.
             if let Some(pacing) = worker.pacing.get() {
-                pacing.release_due(done);
+                pacing.release_due(now);
             }
         }
+        // A reply read at a pacing slot ended when it arrived, by the kernel's stamp.
+        let done = match &result {
+            Some(Ok(Reply { arrived_at: Some(arrived), first_byte_at, .. })) => {
+                (*arrived).max(*first_byte_at).min(now)
+            }
+            _ => now,
+        };
         worker.in_flight.set(worker.in_flight.get() - 1);
         guard.held = None;
         let slots = &guard.slots;

@@ -15,17 +15,23 @@
 //! nothing until its bytes come. Nothing is allocated per request once the buffers have grown
 //! to the size of a response. Bytes left over after a response (no request is pipelined, so
 //! nobody asked for them) mark the reply [`Reply::extra_bytes`] and end the connection.
+//!
+//! In open loop at high rates a plain-TCP connection reads *quietly* ([`Lane::read_at_slots`],
+//! `quiet_reads`): its replies wait in the kernel until the worker wakes for a pacing slot, and
+//! each read carries the time its bytes arrived.
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
-use super::{Lane, Outgoing, Reply, Transport, WireError};
+use super::{quiet_reads, Lane, Outgoing, Reply, Transport, WireError};
 use crate::settings::Target;
+use crate::slot_timer;
 
 /// Why a response could not be read.
 pub type ReadError = WireError;
@@ -193,6 +199,7 @@ impl Transport for Http1 {
 impl Lane for Connection {
     async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
         self.heads.write(request, &mut self.request);
+        self.arrived_at = None;
         let written = self.stream.write_all(&self.request).await;
         let request_bytes = self.request.len();
         let written_at = Instant::now();
@@ -215,11 +222,26 @@ impl Lane for Connection {
             written_at,
             first_byte_at: self.first_byte_at.map_or(written_at, |at| at.max(written_at)),
             extra_bytes,
+            arrived_at: self.arrived_at,
         })
     }
 
     fn body(&self) -> &[u8] {
         Connection::body(self)
+    }
+
+    fn read_at_slots(&mut self, on: bool) -> bool {
+        if on == self.quiet {
+            return on;
+        }
+        let Stream::Plain(tcp) = &self.stream else { return false };
+        if on && !slot_timer::has_current() {
+            return false;
+        }
+        if quiet_reads::set_quiet(tcp.as_fd(), on).is_ok() {
+            self.quiet = on;
+        }
+        self.quiet
     }
 }
 
@@ -240,6 +262,11 @@ pub struct Connection {
     body: BodyLocation,
     /// When the first byte of the response being read arrived.
     first_byte_at: Option<Instant>,
+    /// Replies are read at the worker's pacing slots, stamped by the kernel
+    /// ([`Lane::read_at_slots`]).
+    quiet: bool,
+    /// In quiet mode: when the bytes of the last read arrived.
+    arrived_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -260,6 +287,8 @@ impl Connection {
             chunked_body: Vec::new(),
             body: BodyLocation::InBuffer { start: 0, end: 0 },
             first_byte_at: None,
+            quiet: false,
+            arrived_at: None,
         }
     }
 
@@ -284,16 +313,52 @@ impl Connection {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        match self.stream.read(&mut self.buf[self.end..]).await {
+        let read = if self.quiet {
+            self.read_quietly().await
+        } else {
+            self.stream.read(&mut self.buf[self.end..]).await
+        };
+        match read {
             Ok(0) => Ok(false),
             Ok(n) => {
                 self.end += n;
                 if self.first_byte_at.is_none() {
-                    self.first_byte_at = Some(Instant::now());
+                    self.first_byte_at = Some(self.arrived_at.unwrap_or_else(Instant::now));
                 }
                 Ok(true)
             }
             Err(_) => Err(ReadError::Closed),
+        }
+    }
+
+    /// Quiet mode: reads what the kernel holds once the worker has done the rest of its
+    /// current wake-up's work, then at each pacing slot, and notes when the bytes arrived.
+    async fn read_quietly(&mut self) -> io::Result<usize> {
+        let Stream::Plain(tcp) = &self.stream else {
+            return self.stream.read(&mut self.buf[self.end..]).await;
+        };
+        if !slot_timer::has_current() {
+            // No pacing timer on this thread (the worker is gone): read as replies come.
+            let _ = quiet_reads::set_quiet(tcp.as_fd(), false);
+            self.quiet = false;
+            return self.stream.read(&mut self.buf[self.end..]).await;
+        }
+        if self.end == 0 && self.first_byte_at.is_none() {
+            // Let the rest of this wake-up's work run first (the other requests of the slot):
+            // a reply that came back meanwhile is read before the worker sleeps, and the
+            // connection is free for a ticket of the same slot.
+            tokio::task::yield_now().await;
+        }
+        loop {
+            match quiet_reads::recv_stamped(tcp.as_fd(), &mut self.buf[self.end..]) {
+                Ok((read, stamp)) => {
+                    self.arrived_at = Some(stamp.unwrap_or_else(Instant::now));
+                    return Ok(read);
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot_timer::next_slot().await,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
         }
     }
 
@@ -692,6 +757,81 @@ mod tests {
         assert!(head.starts_with("POST /call HTTP/1.1\r\n"), "{head}");
         assert!(head.contains("Content-Type: application/json\r\n"), "{head}");
         assert!(head.ends_with("Content-Length: 2\r\n\r\n{}"), "{head}");
+    }
+
+    /// A server on its own thread that answers each request after `delay` (or closes instead
+    /// of answering, with `close`), and a lane to it reading at the slots of a pacing timer
+    /// `slot` wide, current on the test's thread. Returns the reply's outcome, when the request
+    /// was written and when the exchange returned.
+    fn quiet_exchange(
+        delay: std::time::Duration,
+        slot: std::time::Duration,
+        close: bool,
+    ) -> (Result<Reply, WireError>, Instant) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = socket.read(&mut buf);
+            std::thread::sleep(delay);
+            if !close {
+                socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let outcome = tokio::task::LocalSet::new().block_on(&runtime, async move {
+            let timer = slot_timer::PacingTimer::start(Instant::now(), slot);
+            let _current = timer.make_current();
+            let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
+            assert!(conn.read_at_slots(true), "a plain TCP lane reads at the slots");
+            let mut request = Outgoing::default();
+            request.body.extend_from_slice(b"{}");
+            let reply = conn.exchange(&request, 1 << 20).await;
+            (reply, Instant::now())
+        });
+        server.join().unwrap();
+        outcome
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reply_read_at_a_later_slot_keeps_the_time_it_arrived() {
+        use std::time::Duration;
+        let (reply, returned) = quiet_exchange(Duration::from_millis(20), Duration::from_millis(400), false);
+        let reply = reply.unwrap();
+        let arrived = reply.arrived_at.expect("a quiet read is stamped");
+        let took = arrived.saturating_duration_since(reply.written_at);
+        assert!(
+            took >= Duration::from_millis(15) && took < Duration::from_millis(200),
+            "stamped {took:?} after the write"
+        );
+        // Read at the next slot (up to 400 ms after the write), not when it came.
+        assert!(
+            returned.duration_since(arrived) >= Duration::from_millis(50),
+            "read when it arrived: not quiet"
+        );
+        assert_eq!(reply.status, 200);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_quiet_lane_sees_the_server_close_at_its_next_slot() {
+        use std::time::Duration;
+        let (reply, _) = quiet_exchange(Duration::from_millis(5), Duration::from_millis(20), true);
+        assert_eq!(reply.unwrap_err(), WireError::Closed);
+    }
+
+    #[test]
+    fn without_a_pacing_timer_a_lane_does_not_read_at_slots() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let mut conn = test_connection(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap());
+            assert!(!conn.read_at_slots(true));
+        });
     }
 
     /// Serves `raw` once after reading a request and returns the reply the lane read.

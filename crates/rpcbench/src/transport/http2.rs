@@ -555,6 +555,7 @@ impl Lane for StreamSlot {
             written_at,
             first_byte_at,
             extra_bytes: false,
+            arrived_at: None,
         })
     }
 

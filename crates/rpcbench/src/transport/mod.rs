@@ -11,6 +11,7 @@
 pub mod connect;
 pub mod http1;
 pub mod http2;
+pub mod quiet_reads;
 pub mod websocket;
 
 use std::fmt;
@@ -144,6 +145,10 @@ pub struct Reply {
     /// The reply was followed by bytes nobody asked for: the lane is not reusable, and the
     /// fault is counted once, on this reply.
     pub extra_bytes: bool,
+    /// When the reply's last byte arrived, by the kernel's receive timestamp, if the lane read
+    /// it later than that ([`Lane::read_at_slots`]); otherwise the reply ended when the
+    /// exchange did.
+    pub arrived_at: Option<Instant>,
 }
 
 /// Why an exchange failed.
@@ -249,5 +254,15 @@ pub trait Lane {
     /// [`Lane::MEASURES_CONNECT`].
     fn take_connect_time(&mut self) -> Option<Duration> {
         None
+    }
+
+    /// Open loop at high rates: whether the lane may leave its replies in the kernel, without
+    /// waking the worker, and read them when the worker wakes for its next pacing slot
+    /// ([`crate::slot_timer::next_slot`]), each stamped with when it arrived
+    /// ([`Reply::arrived_at`]). Returns whether the lane now does so; one that cannot (TLS,
+    /// HTTP/2, WebSocket) reads its replies as they come.
+    fn read_at_slots(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
     }
 }

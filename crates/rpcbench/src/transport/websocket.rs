@@ -392,6 +392,7 @@ impl Lane for RequestSlot {
             written_at,
             first_byte_at: first_byte_at.max(written_at),
             extra_bytes: false,
+            arrived_at: None,
         })
     }
 

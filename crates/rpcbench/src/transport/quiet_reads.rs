@@ -1,0 +1,188 @@
+//! Replies that do not wake the generator. In open loop at high rates every reply used to wake
+//! the worker on its own, and on a virtual machine a sleep and a wake-up cost more than the
+//! request itself. A socket in *quiet* mode reports itself readable only when far more bytes
+//! than a reply are queued (`SO_RCVLOWAT`), so its replies wait in the kernel until the worker
+//! wakes for its next pacing slot anyway and reads them then. Each read carries the kernel's
+//! receive timestamp (`SO_TIMESTAMPNS`), so a reply's latency still ends when it arrived, not
+//! when it was read.
+//!
+//! The crate's only `unsafe`: `setsockopt` and `recvmsg` with a control buffer, which neither
+//! tokio, socket2 nor rustix offer for these options.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::time::Instant;
+
+/// Turns quiet mode on or off for a TCP socket: on, it is readable to epoll only past the
+/// largest low-water mark the kernel accepts (half its largest receive buffer), and every read
+/// through [`recv_stamped`] is timestamped; off, it is readable from the first byte again (the
+/// kernel signals readability at once if bytes are waiting).
+pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
+    imp::set_quiet(fd, quiet)
+}
+
+/// Reads what is queued on `fd` into `buf` without blocking. Returns the bytes read and the
+/// instant the last of them arrived (the kernel's receive timestamp, carried over to the
+/// monotonic clock), if the kernel gave one. `WouldBlock` when nothing is queued.
+pub fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+    imp::recv_stamped(fd, buf)
+}
+
+/// A wall-clock time (since the Unix epoch) as an instant of the monotonic clock: now, less
+/// how long ago it was by the wall clock. A time in the future (the wall clock stepped back)
+/// reads as now.
+fn wall_to_instant(since_epoch: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    wall.checked_sub(since_epoch).and_then(|age| now.checked_sub(age)).unwrap_or(now)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::io;
+    use std::mem::{size_of, size_of_val, MaybeUninit};
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    use std::time::{Duration, Instant};
+
+    fn set_int(
+        fd: BorrowedFd<'_>,
+        level: libc::c_int,
+        name: libc::c_int,
+        value: libc::c_int,
+    ) -> io::Result<()> {
+        // SAFETY: `value` lives across the call and its size is passed with it; `fd` is a
+        // descriptor borrowed for the call.
+        let result = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                level,
+                name,
+                (&raw const value).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if result == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    pub(super) fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
+        if quiet {
+            set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+        }
+        // The kernel caps the mark at half its largest receive buffer: asking for the most an
+        // int holds gets that cap.
+        set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, if quiet { libc::c_int::MAX } else { 1 })
+    }
+
+    pub(super) fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        // Room for one SCM_TIMESTAMPNS message (a header and a timespec), aligned for a
+        // cmsghdr; twice that in case the kernel adds another.
+        let mut control = [0u64; 8];
+        // SAFETY: an all-zero msghdr is a valid empty message; the fields that matter are set
+        // below.
+        let mut message: libc::msghdr = unsafe { MaybeUninit::zeroed().assume_init() };
+        message.msg_iov = &raw mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast();
+        message.msg_controllen = size_of_val(&control) as _;
+        // SAFETY: `message` points at `iov` (which covers exactly `buf`) and at `control`,
+        // both alive and exclusively borrowed for the call.
+        let read = unsafe { libc::recvmsg(fd.as_raw_fd(), &raw mut message, libc::MSG_DONTWAIT) };
+        if read < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut stamp = None;
+        // SAFETY: the kernel filled `message.msg_control` up to `msg_controllen`; the CMSG
+        // macros walk only within it, and a timestamp message's data is one timespec, read
+        // unaligned.
+        unsafe {
+            let mut header = libc::CMSG_FIRSTHDR(&raw const message);
+            while !header.is_null() {
+                if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let time: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast());
+                    if let (Ok(secs), Ok(nanos)) = (u64::try_from(time.tv_sec), u32::try_from(time.tv_nsec)) {
+                        if nanos < 1_000_000_000 && secs > 0 {
+                            stamp = Some(super::wall_to_instant(Duration::new(secs, nanos)));
+                        }
+                    }
+                }
+                header = libc::CMSG_NXTHDR(&raw const message, header);
+            }
+        }
+        Ok((read as usize, stamp))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::io;
+    use std::os::fd::BorrowedFd;
+    use std::time::Instant;
+
+    pub(super) fn set_quiet(_fd: BorrowedFd<'_>, _quiet: bool) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    pub(super) fn recv_stamped(_fd: BorrowedFd<'_>, _buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::time::Duration;
+
+    #[test]
+    fn a_quiet_read_is_stamped_with_when_the_bytes_arrived_not_when_they_were_read() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        set_quiet(client.as_fd(), true).unwrap();
+        let sent = Instant::now();
+        server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let mut buf = [0u8; 64];
+        let (read, stamp) = recv_stamped(client.as_fd(), &mut buf).unwrap();
+        let read_at = Instant::now();
+        assert_eq!(&buf[..read], b"HTTP/1.1 200 OK\r\n\r\n");
+        let stamp = stamp.expect("the kernel stamps reads once SO_TIMESTAMPNS is on");
+        assert!(read_at.duration_since(stamp) >= Duration::from_millis(50), "stamped when read");
+        assert!(
+            stamp.saturating_duration_since(sent) < Duration::from_millis(30),
+            "stamped long after the write"
+        );
+        assert_eq!(
+            recv_stamped(client.as_fd(), &mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock,
+            "nothing queued: it must not block"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_quiet_socket_does_not_wake_its_reader_until_quiet_mode_ends() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.set_nonblocking(true).unwrap();
+        let client = tokio::net::TcpStream::from_std(client).unwrap();
+        set_quiet(client.as_fd(), true).unwrap();
+        server.write_all(b"a reply").unwrap();
+        let woken = tokio::time::timeout(Duration::from_millis(100), client.readable()).await;
+        assert!(woken.is_err(), "a queued reply woke the reader in quiet mode");
+        set_quiet(client.as_fd(), false).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), client.readable())
+            .await
+            .expect("readable once quiet mode is off")
+            .unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(recv_stamped(client.as_fd(), &mut buf).unwrap().0, 7);
+    }
+}
