@@ -48,7 +48,7 @@ use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
 use crate::transport::websocket::WebSocket;
-use crate::transport::{Lane, Outgoing, Reply, Transport, WireError};
+use crate::transport::{Lane, Outgoing, Transport, WireError};
 use config::{HttpVersion, Load, RunConfig};
 
 /// How often each worker publishes its figures to a [`LiveSink`].
@@ -1049,13 +1049,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                 pacing.release_due(now);
             }
         }
-        // A reply read at a pacing slot ended when it arrived, by the kernel's stamp.
-        let done = match &result {
-            Some(Ok(Reply { arrived_at: Some(arrived), first_byte_at, .. })) => {
-                (*arrived).max(*first_byte_at).min(now)
-            }
-            _ => now,
-        };
+        let done = now;
         worker.in_flight.set(worker.in_flight.get() - 1);
         guard.held = None;
         let slots = &guard.slots;
@@ -1086,6 +1080,11 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             continue;
         }
         let (Some(Ok(reply)), Some(current)) = (result, lane.as_ref()) else { continue };
+        // A reply read at a pacing slot ended when it arrived, by the kernel's stamp.
+        let done = match reply.arrived_at {
+            Some(arrived) => arrived.max(reply.first_byte_at).min(now),
+            None => done,
+        };
         let calls = slots.len() as u64;
         let mut desynchronised = false;
         worker.protocol.classify(reply.status, current.body(), slots, |position, outcome, detail| {

@@ -14,18 +14,23 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use std::io;
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::quiet_reads::{self, QuietReader};
 use crate::settings::{Scheme, Target, TlsOptions};
+use crate::slot_timer;
 
 /// A plain or TLS stream.
 #[derive(Debug)]
 pub enum Stream {
-    /// Plain TCP.
-    Plain(TcpStream),
+    /// Plain TCP; with a [`QuietReader`], its replies are read at the worker's pacing slots
+    /// ([`Stream::read_at_slots`]).
+    Plain(TcpStream, Option<Box<QuietReader>>),
     /// TLS over TCP.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
@@ -33,7 +38,18 @@ pub enum Stream {
 impl AsyncRead for Stream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(stream) => Pin::new(stream).poll_read(cx, buf),
+            Stream::Plain(stream, None) => Pin::new(stream).poll_read(cx, buf),
+            Stream::Plain(stream, quiet @ Some(_)) => {
+                if slot_timer::has_current() {
+                    if let Some(reader) = quiet {
+                        return reader.poll_read(stream, cx, buf);
+                    }
+                }
+                // No pacing timer on this thread (its worker is gone): read as bytes come.
+                let _ = quiet_reads::set_quiet(stream.as_fd(), false);
+                *quiet = None;
+                Pin::new(stream).poll_read(cx, buf)
+            }
             Stream::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
         }
     }
@@ -42,21 +58,21 @@ impl AsyncRead for Stream {
 impl AsyncWrite for Stream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(stream) => Pin::new(stream).poll_write(cx, buf),
+            Stream::Plain(stream, _) => Pin::new(stream).poll_write(cx, buf),
             Stream::Tls(stream) => Pin::new(stream).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(stream) => Pin::new(stream).poll_flush(cx),
+            Stream::Plain(stream, _) => Pin::new(stream).poll_flush(cx),
             Stream::Tls(stream) => Pin::new(stream).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(stream) => Pin::new(stream).poll_shutdown(cx),
+            Stream::Plain(stream, _) => Pin::new(stream).poll_shutdown(cx),
             Stream::Tls(stream) => Pin::new(stream).poll_shutdown(cx),
         }
     }
@@ -103,8 +119,34 @@ impl Stream {
     /// The protocol ALPN negotiated on a TLS stream (`None`: plain TCP, or no ALPN).
     pub fn negotiated_protocol(&self) -> Option<&[u8]> {
         match self {
-            Stream::Plain(_) => None,
+            Stream::Plain(..) => None,
             Stream::Tls(tls) => tls.get_ref().1.alpn_protocol(),
+        }
+    }
+
+    /// Whether replies are read at the worker's pacing slots, quietly ([`quiet_reads`]): asks
+    /// for it (`on`) or stops it, and returns whether it is so now. Only plain TCP on a thread
+    /// with a high-resolution pacing timer can.
+    pub fn read_at_slots(&mut self, on: bool) -> bool {
+        let Stream::Plain(tcp, quiet) = self else { return false };
+        if on == quiet.is_some() {
+            return on;
+        }
+        if on && !slot_timer::has_current() {
+            return false;
+        }
+        if quiet_reads::set_quiet(tcp.as_fd(), on).is_ok() {
+            *quiet = on.then(Box::default);
+        }
+        quiet.is_some()
+    }
+
+    /// When the first and the last bytes read quietly since the last call arrived (by the
+    /// kernel's stamps); `(None, None)` when nothing was read quietly.
+    pub fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
+        match self {
+            Stream::Plain(_, Some(reader)) => reader.take_arrivals(),
+            _ => (None, None),
         }
     }
 }
@@ -186,7 +228,7 @@ impl Connector {
                     Ok(tcp) => {
                         tcp.set_nodelay(true)?;
                         return match &self.tls {
-                            None => Ok(Stream::Plain(tcp)),
+                            None => Ok(Stream::Plain(tcp, None)),
                             Some((connector, name)) => {
                                 let tls = connector.connect(name.clone(), tcp).await?;
                                 Ok(Stream::Tls(Box::new(tls)))

@@ -22,16 +22,14 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
-use super::{quiet_reads, Lane, Outgoing, Reply, Transport, WireError};
+use super::{Lane, Outgoing, Reply, Transport, WireError};
 use crate::settings::Target;
-use crate::slot_timer;
 
 /// Why a response could not be read.
 pub type ReadError = WireError;
@@ -199,7 +197,6 @@ impl Transport for Http1 {
 impl Lane for Connection {
     async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
         self.heads.write(request, &mut self.request);
-        self.arrived_at = None;
         let written = self.stream.write_all(&self.request).await;
         let request_bytes = self.request.len();
         let written_at = Instant::now();
@@ -214,6 +211,11 @@ impl Lane for Connection {
             }
         };
         let extra_bytes = self.start != self.end;
+        // Read at the pacing slots: the kernel's stamps say when the reply came.
+        let (first_arrival, arrived_at) = self.stream.take_arrivals();
+        if first_arrival.is_some() {
+            self.first_byte_at = first_arrival;
+        }
         Ok(Reply {
             status: meta.status,
             reusable: meta.keep_alive && !extra_bytes,
@@ -222,7 +224,7 @@ impl Lane for Connection {
             written_at,
             first_byte_at: self.first_byte_at.map_or(written_at, |at| at.max(written_at)),
             extra_bytes,
-            arrived_at: self.arrived_at,
+            arrived_at,
         })
     }
 
@@ -231,17 +233,7 @@ impl Lane for Connection {
     }
 
     fn read_at_slots(&mut self, on: bool) -> bool {
-        if on == self.quiet {
-            return on;
-        }
-        let Stream::Plain(tcp) = &self.stream else { return false };
-        if on && !slot_timer::has_current() {
-            return false;
-        }
-        if quiet_reads::set_quiet(tcp.as_fd(), on).is_ok() {
-            self.quiet = on;
-        }
-        self.quiet
+        self.stream.read_at_slots(on)
     }
 }
 
@@ -262,11 +254,6 @@ pub struct Connection {
     body: BodyLocation,
     /// When the first byte of the response being read arrived.
     first_byte_at: Option<Instant>,
-    /// Replies are read at the worker's pacing slots, stamped by the kernel
-    /// ([`Lane::read_at_slots`]).
-    quiet: bool,
-    /// In quiet mode: when the bytes of the last read arrived.
-    arrived_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -287,8 +274,6 @@ impl Connection {
             chunked_body: Vec::new(),
             body: BodyLocation::InBuffer { start: 0, end: 0 },
             first_byte_at: None,
-            quiet: false,
-            arrived_at: None,
         }
     }
 
@@ -313,52 +298,16 @@ impl Connection {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        let read = if self.quiet {
-            self.read_quietly().await
-        } else {
-            self.stream.read(&mut self.buf[self.end..]).await
-        };
-        match read {
+        match self.stream.read(&mut self.buf[self.end..]).await {
             Ok(0) => Ok(false),
             Ok(n) => {
                 self.end += n;
                 if self.first_byte_at.is_none() {
-                    self.first_byte_at = Some(self.arrived_at.unwrap_or_else(Instant::now));
+                    self.first_byte_at = Some(Instant::now());
                 }
                 Ok(true)
             }
             Err(_) => Err(ReadError::Closed),
-        }
-    }
-
-    /// Quiet mode: reads what the kernel holds once the worker has done the rest of its
-    /// current wake-up's work, then at each pacing slot, and notes when the bytes arrived.
-    async fn read_quietly(&mut self) -> io::Result<usize> {
-        let Stream::Plain(tcp) = &self.stream else {
-            return self.stream.read(&mut self.buf[self.end..]).await;
-        };
-        if !slot_timer::has_current() {
-            // No pacing timer on this thread (the worker is gone): read as replies come.
-            let _ = quiet_reads::set_quiet(tcp.as_fd(), false);
-            self.quiet = false;
-            return self.stream.read(&mut self.buf[self.end..]).await;
-        }
-        if self.end == 0 && self.first_byte_at.is_none() {
-            // Let the rest of this wake-up's work run first (the other requests of the slot):
-            // a reply that came back meanwhile is read before the worker sleeps, and the
-            // connection is free for a ticket of the same slot.
-            tokio::task::yield_now().await;
-        }
-        loop {
-            match quiet_reads::recv_stamped(tcp.as_fd(), &mut self.buf[self.end..]) {
-                Ok((read, stamp)) => {
-                    self.arrived_at = Some(stamp.unwrap_or_else(Instant::now));
-                    return Ok(read);
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot_timer::next_slot().await,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
         }
     }
 
@@ -654,7 +603,7 @@ mod tests {
     }
 
     fn test_connection(stream: TcpStream) -> Connection {
-        Connection::new(Stream::Plain(stream), Arc::new(test_heads(&[], true)))
+        Connection::new(Stream::Plain(stream, None), Arc::new(test_heads(&[], true)))
     }
 
     /// Serves `raw` once to a connection and returns what the client read.
@@ -783,7 +732,7 @@ mod tests {
         });
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let outcome = tokio::task::LocalSet::new().block_on(&runtime, async move {
-            let timer = slot_timer::PacingTimer::start(Instant::now(), slot);
+            let timer = crate::slot_timer::PacingTimer::start(Instant::now(), slot);
             let _current = timer.make_current();
             let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
             assert!(conn.read_at_slots(true), "a plain TCP lane reads at the slots");

@@ -10,9 +10,17 @@
 //! tokio, socket2 nor rustix offer for these options.
 #![allow(unsafe_code)]
 
+use std::future::Future;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
+
+use tokio::io::ReadBuf;
+use tokio::net::TcpStream;
+
+use crate::slot_timer::{self, NextSlot};
 
 /// Turns quiet mode on or off for a TCP socket: on, it is readable to epoll only past the
 /// largest low-water mark the kernel accepts (half its largest receive buffer), and every read
@@ -27,6 +35,78 @@ pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
 /// monotonic clock), if the kernel gave one. `WouldBlock` when nothing is queued.
 pub fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
     imp::recv_stamped(fd, buf)
+}
+
+/// Where a quiet connection's read stands.
+#[derive(Debug, Default)]
+enum QuietPhase {
+    /// A read begins: first let the rest of the wake-up's work run.
+    #[default]
+    Fresh,
+    /// Try the socket now.
+    Trying,
+    /// Nothing was queued: wait for the worker's next pacing slot.
+    Waiting(NextSlot),
+}
+
+/// The reading side of a quiet connection ([`set_quiet`]): a read first lets the rest of the
+/// worker's current wake-up run (the other requests of its slot), so that a reply that came
+/// back meanwhile is read before the worker sleeps and its connection is free for a ticket of
+/// the same slot; then it tries the socket at each pacing slot ([`slot_timer::next_slot`]).
+/// It keeps when the bytes it read arrived.
+#[derive(Debug, Default)]
+pub struct QuietReader {
+    phase: QuietPhase,
+    first_arrival: Option<Instant>,
+    last_arrival: Option<Instant>,
+}
+
+impl QuietReader {
+    /// `AsyncRead::poll_read` for `tcp` in quiet mode. Needs this thread's pacing timer
+    /// ([`slot_timer::has_current`]): without one, a slot is always due and this would spin.
+    pub fn poll_read(
+        &mut self,
+        tcp: &TcpStream,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            match &mut self.phase {
+                QuietPhase::Fresh => {
+                    self.phase = QuietPhase::Trying;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                QuietPhase::Waiting(slot) => match Pin::new(slot).poll(cx) {
+                    Poll::Ready(()) => self.phase = QuietPhase::Trying,
+                    Poll::Pending => return Poll::Pending,
+                },
+                QuietPhase::Trying => match recv_stamped(tcp.as_fd(), buf.initialize_unfilled()) {
+                    Ok((read, stamp)) => {
+                        buf.advance(read);
+                        let arrived = stamp.unwrap_or_else(Instant::now);
+                        self.first_arrival.get_or_insert(arrived);
+                        self.last_arrival = Some(arrived);
+                        self.phase = QuietPhase::Fresh;
+                        return Poll::Ready(Ok(()));
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.phase = QuietPhase::Waiting(slot_timer::next_slot());
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) => {
+                        self.phase = QuietPhase::Fresh;
+                        return Poll::Ready(Err(error));
+                    }
+                },
+            }
+        }
+    }
+
+    /// When the first and the last bytes read since the last call arrived.
+    pub fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
+        (self.first_arrival.take(), self.last_arrival.take())
+    }
 }
 
 /// A wall-clock time (since the Unix epoch) as an instant of the monotonic clock: now, less

@@ -97,3 +97,20 @@ fn a_staged_load_is_described_as_stages_and_compared_to_its_weighted_rate() {
         render_text(&report)
     );
 }
+
+#[test]
+fn replies_read_at_the_pacing_slots_are_timed_from_when_they_arrived() {
+    // 2,500/s is past the rate from which replies are read quietly at the pacing slots. Every
+    // request gets its one outcome, and the latency is about the server's 20 ms: not shortened
+    // (a stamp on the wrong clock would be). That a reply read a slot late keeps its arrival
+    // time is tested to the millisecond in transport::http1.
+    let server = ok_server(Duration::from_millis(20));
+    let config = open_loop(&server.url(), 2500.0, 0.6, 256);
+    let report = RunReport::new(&config, &Run::new(config.clone()).unwrap().execute().unwrap());
+    let requests = &report.requests;
+    assert_eq!(requests.total, requests.ok, "{requests:?}");
+    assert!(requests.total >= 1400, "{requests:?}");
+    let p50 = report.latency.percentile("p50");
+    assert!((20_000..40_000).contains(&p50), "p50 {p50} us");
+    assert!(report.latency.percentile("p99") < 200_000, "{:?}", report.latency);
+}
