@@ -1,10 +1,10 @@
 //! The HTML report: one self-contained page that opens offline (no script, no font, no
-//! request). A summary; throughput and latency (p50, p99) over time from the per-second
-//! series; the HDR percentile spectrum on a log "1/(1-q)" axis; a latency histogram; the
-//! per-method table; the latency distribution; errors by class; the resources used by the
-//! target process (when monitored) and by the generator; the run details. Several runs
-//! (a comparison) are overlaid on every chart, one colour per run, with ratios against the
-//! first in the tables.
+//! request). A summary; throughput and latency (p50, p99) over time from the time series
+//! (100 ms points for a run under 3 s, seconds for longer ones); the HDR percentile spectrum on
+//! a log "1/(1-q)" axis; a latency histogram; the per-method table; the latency distribution;
+//! errors by class; the resources used by the target process (when monitored) and by the
+//! generator; the run details. Several runs (a comparison) are overlaid on every chart, one
+//! colour per run, with ratios against the first in the tables.
 //!
 //! Charts are drawn by plotters into inline SVG; its SVG backend writes text as `<text>`
 //! elements, so no font file is loaded and the browser lays the labels out.
@@ -208,7 +208,7 @@ struct SeriesPlot {
 /// rate would be noise).
 fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
     let record = &run.record;
-    let interval = record.series_interval_secs.max(1) as f64;
+    let interval = record.series_interval_ms.max(1) as f64 / 1000.0;
     let elapsed = record.elapsed.as_secs_f64();
     let count = record.series.len();
     record
@@ -216,7 +216,7 @@ fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
         .iter()
         .enumerate()
         .filter_map(|(index, point)| {
-            let start = point.second as f64;
+            let start = point.start_ms as f64 / 1000.0;
             let mut width = (start + interval).min(elapsed) - start;
             if width < interval * 0.5 && count > 1 && index == count - 1 {
                 return None;
@@ -234,6 +234,22 @@ fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
             })
         })
         .collect()
+}
+
+/// Whether some run's series has points narrower than a second (a run under 3 s): the time
+/// axes are then labelled to a tenth of a second.
+fn fine_series(runs: &[SavedRun]) -> bool {
+    runs.iter().any(|run| run.record.series_interval_ms < 1000)
+}
+
+/// A label of a time axis: to a tenth of a second (`0.4s`) when `tenths`, else
+/// [`seconds_label`].
+fn time_label(x: f64, tenths: bool) -> String {
+    if tenths {
+        format!("{x:.1}s")
+    } else {
+        seconds_label(x)
+    }
 }
 
 pub(super) fn seconds_label(x: f64) -> String {
@@ -323,9 +339,9 @@ impl LatencyScale {
     }
 }
 
-/// A run with fewer series points than this (a run shorter than about 3 s) has its points
-/// drawn as markers, not joined: a line through one or two per-second points would draw a
-/// trend the run did not show.
+/// A run with fewer series points than this (a run shorter than 0.3 s, or one read from a
+/// results file of whole seconds shorter than 3 s) has its points drawn as markers, not
+/// joined: a line through one or two points would draw a trend the run did not show.
 const MIN_POINTS_FOR_LINE: usize = 3;
 
 /// Where stages begin on the time axis, for the time charts' vertical lines: (run index,
@@ -364,6 +380,7 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
     let y_max = plots.iter().flatten().map(|p| p.rate.max(p.error_rate)).fold(0.0, f64::max);
     let show_errors = runs.len() == 1 && plots.iter().flatten().any(|p| p.error_rate > 0.0);
     let boundaries = stage_boundaries(runs);
+    let tenths = fine_series(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -372,7 +389,7 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, 0.0..nice_max(y_max))?;
         house_style(&mut chart.configure_mesh(), "seconds since measurement started", "responses per second")
-            .x_label_formatter(&|x| seconds_label(*x))
+            .x_label_formatter(&|x| time_label(*x, tenths))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
         draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (0.0, nice_max(y_max)))?;
@@ -417,6 +434,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
         answered().map(|p| p.p99).fold(0.0, f64::max),
     );
     let boundaries = stage_boundaries(runs);
+    let tenths = fine_series(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -425,7 +443,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, scale.axis())?;
         house_style(&mut chart.configure_mesh(), "seconds since measurement started", scale.description())
-            .x_label_formatter(&|x| seconds_label(*x))
+            .x_label_formatter(&|x| time_label(*x, tenths))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
         draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (scale.low, scale.high))?;
@@ -1207,7 +1225,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         time_hints.push("thin dashed verticals: stage boundaries");
     }
     if runs.iter().any(|run| series_plot(run).len() < MIN_POINTS_FOR_LINE) {
-        time_hints.push("runs under 3 s: their per-second points are not joined by a line");
+        time_hints.push("runs with fewer than 3 points: not joined by a line");
     }
     let mut throughput_hints = time_hints.clone();
     if runs.len() == 1 && runs[0].report.requests.errors > 0 {
@@ -1381,7 +1399,9 @@ mod tests {
     }
 
     #[test]
-    fn runs_under_three_seconds_are_drawn_as_points_not_lines() {
+    fn series_of_one_or_two_points_are_drawn_as_markers_not_lines() {
+        // A run of 2 s read from a file of whole seconds (newer runs that short have 100 ms
+        // points, and a line).
         let mut short = golden("closed.results.json");
         short.record.series.truncate(2);
         short.record.elapsed = std::time::Duration::from_secs(2);
@@ -1399,7 +1419,7 @@ mod tests {
             assert_eq!(drawn_lines(&chart), 0, "two points are not joined: {chart}");
             assert!(chart.contains("<circle"), "but drawn as markers");
         }
-        assert!(render_html(&[short]).contains("runs under 3 s"));
+        assert!(render_html(&[short]).contains("runs with fewer than 3 points: not joined by a line"));
     }
 
     #[test]
