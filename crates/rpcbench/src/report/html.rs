@@ -21,7 +21,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    summary_rows, usage_rows, MethodRow, MetricRow, Unit,
+    stage_groups, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -684,6 +684,7 @@ table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px;
 .clip { display: inline-block; max-width: 18em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
 .legend .clip { max-width: 28em; }
 tr.err td:first-child, th.err { color: #c62828; }
+tr.group td { border-top: 2px solid #d5dbe2; }
 section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 6px; font-size: 13px; }
@@ -1123,6 +1124,104 @@ fn details_table(runs: &[SavedRun]) -> String {
     out
 }
 
+/// The "Per stage" section: one run's stages; or, for a comparison, a row per stage and run with
+/// ratios against the first run's same stage, then the stages' schedule.
+fn stages_section(runs: &[SavedRun]) -> String {
+    if runs.len() == 1 {
+        return stages_tables(runs);
+    }
+    let mut out = stages_comparison_table(runs);
+    let staged: Vec<&SavedRun> = runs.iter().filter(|run| !run.report.stages.is_empty()).collect();
+    let schedule = |run: &SavedRun| -> Vec<(u64, u64, u64, u64)> {
+        let ms = |seconds: f64| (seconds * 1000.0).round() as u64;
+        run.report
+            .stages
+            .iter()
+            .map(|s| (s.level.to_bits(), ms(s.start_s), ms(s.duration_s), ms(s.ramp_s)))
+            .collect()
+    };
+    match staged.as_slice() {
+        [first, rest @ ..] if rest.iter().all(|run| schedule(run) == schedule(first)) => {
+            let _ = write!(out, "<h3>Stages</h3>{}", schedule_table(&first.report));
+        }
+        _ => {
+            out.push_str("<h3>Each run's stages</h3>");
+            out.push_str(&stages_tables(runs));
+        }
+    }
+    out
+}
+
+/// The stages of a comparison side by side, as the per-method table sets calls: a row per
+/// stage and run (stages matched by position, named after the first run's level, as the text,
+/// Markdown and JSON comparisons do), each figure with its ratio against the first run's same
+/// stage, coloured better or worse only between runs of the same kind of load.
+fn stages_comparison_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|run| &run.report).collect();
+    let groups = stage_groups(&reports);
+    let likes = like_first(runs);
+    let mut out = String::from(
+        "<table class=\"stages\"><tr><th>stage</th><th class=\"text\">run</th><th>requests</th><th>req/s</th><th>ok %</th><th>errors</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>",
+    );
+    for (position, group) in groups.iter().enumerate() {
+        let present: Vec<(usize, &crate::report::StageReport)> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(index, run)| run.report.stages.get(position).map(|stage| (index, stage)))
+            .collect();
+        for (row, (index, stage)) in present.iter().enumerate() {
+            out.push_str(if row == 0 { "<tr class=\"group\">" } else { "<tr>" });
+            if row == 0 {
+                let _ = write!(out, "<td rowspan=\"{}\">{}</td>", present.len(), esc(&group.name));
+            }
+            let _ = write!(
+                out,
+                "<td class=\"text\">{}{}</td><td>{}</td>",
+                swatch(*index),
+                clipped(&runs[*index].label),
+                stage.requests
+            );
+            // req/s and ok %, then errors (a count, no ratio), then the latencies.
+            let cell = |metric: &MetricRow| {
+                format!("<td>{}{}</td>", esc(&metric.cell(*index)), ratio_span(metric, *index, likes[*index]))
+            };
+            let [rate, ok, latencies @ ..] = group.rows.as_slice() else { continue };
+            out.push_str(&cell(rate));
+            out.push_str(&cell(ok));
+            let _ = write!(out, "<td>{}</td>", stage.errors);
+            for metric in latencies {
+                out.push_str(&cell(metric));
+            }
+            out.push_str("</tr>");
+        }
+    }
+    out.push_str("</table>");
+    let _ = write!(out, "<p class=\"note\">Ratios are against {}'s same stage.</p>", esc(&runs[0].label));
+    out.push_str(unlike_note(&likes));
+    out
+}
+
+/// The stages every run of a comparison went through: level, start, length, ramp.
+fn schedule_table(report: &RunReport) -> String {
+    let level = if report.is_open_loop() { "req/s offered" } else { "connections" };
+    let mut out = format!(
+        "<table class=\"narrow\"><tr><th>stage</th><th>{level}</th><th>from</th><th>duration</th><th>ramp</th></tr>"
+    );
+    for stage in &report.stages {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            stage.stage,
+            esc(&crate::units::trim_float(stage.level)),
+            esc(&seconds_label(stage.start_s)),
+            esc(&seconds_label(stage.duration_s)),
+            esc(&seconds_label(stage.ramp_s)),
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
 /// The per-stage tables of the staged runs: level, start, length, requests, rate, latency and
 /// errors of each stage; one table per staged run, under its label when several runs are shown.
 fn stages_tables(runs: &[SavedRun]) -> String {
@@ -1217,7 +1316,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     }
     let _ = writeln!(out, "<section><h2>Summary</h2>{}</section>", summary_table(runs));
     if runs.iter().any(|run| !run.report.stages.is_empty()) {
-        let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_tables(runs));
+        let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_section(runs));
     }
     // Hints shared by the two time charts: stage boundaries, runs too short for a line.
     let mut time_hints: Vec<&str> = Vec::new();
@@ -1388,6 +1487,47 @@ mod tests {
         let staged = throughput_chart(&runs);
         assert!(drawn_lines(&staged) > drawn_lines(&plain), "the boundaries are drawn");
         assert!(!render_html(&[golden("closed.results.json")]).contains("Per stage"));
+    }
+
+    /// The first table of the section headed `heading`.
+    fn first_table<'a>(html: &'a str, heading: &str) -> &'a str {
+        let section = &html[html.find(heading).unwrap_or_else(|| panic!("no {heading}"))..];
+        &section[..section.find("</table>").unwrap()]
+    }
+
+    #[test]
+    fn a_comparison_of_staged_runs_has_a_per_stage_table_with_ratios_against_the_first() {
+        let mut first = golden("closed.results.json");
+        three_stages(&mut first);
+        let mut second = golden("closed.results.json");
+        second.label = "second".into();
+        three_stages(&mut second);
+        for stage in &mut second.report.stages {
+            stage.rate /= 2.0;
+        }
+        let html = render_html(&[first, second]);
+        let table = first_table(&html, "<h2>Per stage</h2>");
+        assert!(table.contains("<th>stage</th><th class=\"text\">run</th>"), "{table}");
+        assert_eq!(table.matches("<tr").count(), 7, "a header and a row per stage and run: {table}");
+        assert_eq!(table.matches("rowspan=\"2\"").count(), 3, "each stage named once: {table}");
+        assert!(table.contains(">stage 3 (64 conns)</td>"), "{table}");
+        // Half the rate in every stage: worse, in colour, as the runs ran the same stages.
+        assert_eq!(table.matches("<span class=\"ratio down\">0.50x</span>").count(), 3, "{table}");
+        assert!(html.contains("Ratios are against closed's same stage."));
+        // The runs share their stages: one schedule.
+        assert!(html.contains("<h3>Stages</h3>") && !html.contains("Each run's stages"));
+
+        // Against a run of another kind of load, the ratios are grey.
+        let mut open = golden("open.results.json");
+        three_stages(&mut open);
+        let mut closed = golden("closed.results.json");
+        three_stages(&mut closed);
+        closed.report.stages.pop();
+        let html = render_html(&[open, closed]);
+        let table = first_table(&html, "<h2>Per stage</h2>");
+        assert!(table.contains("ratio unlike") && !table.contains("ratio down"), "{table}");
+        assert!(table.contains("rowspan=\"1\""), "a stage only the first run had: {table}");
+        assert!(html.contains("Each run's stages"), "stages that differ are shown run by run");
     }
 
     /// The lines of a chart other than its black axes and ticks.
