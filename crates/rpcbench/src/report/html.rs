@@ -21,7 +21,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    stage_groups, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
+    stage_groups, stage_levels, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -684,6 +684,7 @@ table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px;
 .clip { display: inline-block; max-width: 18em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
 .legend .clip { max-width: 28em; }
 tr.err td:first-child, th.err { color: #c62828; }
+table.summary + table.summary { margin-top: 12px; }
 tr.group td { border-top: 2px solid #d5dbe2; }
 section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
@@ -699,6 +700,8 @@ footer { color: #8a94a2; font-size: 12px; text-align: center; }
   table { font-size: 12px; }
   th, td { padding: 4px 5px; }
   .clip { max-width: 10em; }
+  table.columns .clip { max-width: 14em; }
+  table.columns.narrow .clip { max-width: 18em; }
   .cards { grid-template-columns: repeat(3, 1fr); }
 }
 "#;
@@ -797,22 +800,18 @@ fn swatch(index: usize) -> String {
     )
 }
 
+/// The summary: what each run was (its method, its load, its target when they differ) and its
+/// headline figures, ratios against the first run. Fifteen columns of a row per run do not fit
+/// a window of 900 px, so up to [`MAX_RUN_COLUMNS`] runs get a row per figure and a column per
+/// run (as the distribution and resources tables do), and more runs a row each over two tables
+/// (load, outcomes and rate; then latency and bytes), each narrow enough.
 fn summary_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = summary_rows(&reports);
     // The target is in the page's subtitle when every run had the same.
     let target_column = !same_target(runs);
     let likes = like_first(runs);
-    let mut out = String::from("<table><tr><th>run</th>");
-    if target_column {
-        out.push_str("<th class=\"text\">target</th>");
-    }
-    out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
-    for row in &rows {
-        let _ = write!(out, "<th>{}</th>", esc(&row.metric));
-    }
-    out.push_str("</tr>");
-    for (index, run) in runs.iter().enumerate() {
+    let load_cell = |run: &SavedRun| {
         let mut load = describe_load(&run.report);
         if run.file.shards() > 1 {
             load.push_str(&format!(", {} shards", run.file.shards()));
@@ -820,24 +819,79 @@ fn summary_table(runs: &[SavedRun]) -> String {
         if run.report.interrupted {
             load.push_str(", interrupted");
         }
-        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(&run.label));
-        if target_column {
-            let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
-        }
         // The load in short (its kind and level); the whole description in the tooltip.
-        let _ = write!(
-            out,
-            "<td class=\"text\">{}</td><td class=\"text nowrap\" title=\"{}\">{}</td>",
-            clipped(&run.report.method),
-            esc(&load),
-            esc(&short_load(&run.report))
-        );
-        for row in &rows {
-            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]));
+        format!("<td class=\"text nowrap\" title=\"{}\">{}</td>", esc(&load), esc(&short_load(&run.report)))
+    };
+    let metric_cell = |row: &MetricRow, index: usize| {
+        format!("<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]))
+    };
+    let mut out = String::new();
+    if runs.len() <= MAX_RUN_COLUMNS {
+        let class = if runs.len() <= 3 { "summary columns narrow" } else { "summary columns" };
+        let _ = write!(out, "<table class=\"{class}\"><tr><th></th>");
+        for (index, run) in runs.iter().enumerate() {
+            let _ = write!(out, "<th class=\"text\">{}{}</th>", swatch(index), clipped(&run.label));
         }
         out.push_str("</tr>");
+        if target_column {
+            out.push_str("<tr><td>target</td>");
+            for run in runs {
+                let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("<tr><td>method</td>");
+        for run in runs {
+            let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.method));
+        }
+        out.push_str("</tr><tr><td>load</td>");
+        for run in runs {
+            out.push_str(&load_cell(run));
+        }
+        out.push_str("</tr>");
+        for row in &rows {
+            let _ = write!(out, "<tr><td>{}</td>", esc(&row.metric));
+            for index in 0..runs.len() {
+                out.push_str(&metric_cell(row, index));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+    } else {
+        let is_latency =
+            |row: &&MetricRow| matches!(row.metric.as_str(), "p50" | "p75" | "p90" | "p95" | "p99" | "max");
+        let (latency, other): (Vec<&MetricRow>, Vec<&MetricRow>) = rows.iter().partition(is_latency);
+        let (bytes, outcomes): (Vec<&MetricRow>, Vec<&MetricRow>) =
+            other.into_iter().partition(|row| matches!(row.metric.as_str(), "MB/s" | "bytes/response"));
+        for (index, part) in [outcomes, [latency, bytes].concat()].into_iter().enumerate() {
+            out.push_str("<table class=\"summary\"><tr><th>run</th>");
+            if index == 0 {
+                if target_column {
+                    out.push_str("<th class=\"text\">target</th>");
+                }
+                out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
+            }
+            for row in &part {
+                let _ = write!(out, "<th>{}</th>", esc(&row.metric));
+            }
+            out.push_str("</tr>");
+            for (run_index, run) in runs.iter().enumerate() {
+                let _ = write!(out, "<tr><td>{}{}</td>", swatch(run_index), clipped(&run.label));
+                if index == 0 {
+                    if target_column {
+                        let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
+                    }
+                    let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.method));
+                    out.push_str(&load_cell(run));
+                }
+                for row in &part {
+                    out.push_str(&metric_cell(row, run_index));
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</table>");
+        }
     }
-    out.push_str("</table>");
     if runs.len() > 1 {
         let _ = write!(out, "<p class=\"note\">Ratios are against {}.</p>", esc(&runs[0].label));
         out.push_str(unlike_note(&likes));
@@ -846,18 +900,19 @@ fn summary_table(runs: &[SavedRun]) -> String {
 }
 
 /// A load in a few words for a table cell: `closed, 16 conns`, `open, 2000/s`, `closed, 3
-/// stages`.
+/// stages, 16..64 conns`.
 fn short_load(report: &RunReport) -> String {
     let load = &report.load;
-    let mut out = match (load.connections, load.rate) {
-        (Some(connections), _) => format!("closed, {connections} conns"),
-        (None, Some(rate)) => format!("open, {}/s", crate::units::trim_float(rate)),
+    let levels = stage_levels(report);
+    match (load.connections, load.rate) {
+        (Some(connections), _) => {
+            format!("closed, {} conns", levels.unwrap_or_else(|| connections.to_string()))
+        }
+        (None, Some(rate)) => {
+            format!("open, {}/s", levels.unwrap_or_else(|| crate::units::trim_float(rate)))
+        }
         _ => load.mode.clone(),
-    };
-    if !report.stages.is_empty() {
-        out = format!("{}, {} stages", load.mode, report.stages.len());
     }
-    out
 }
 
 /// Past this many runs, the tables with a column per run turn to a row per run.
@@ -1514,6 +1569,10 @@ mod tests {
         // Half the rate in every stage: worse, in colour, as the runs ran the same stages.
         assert_eq!(table.matches("<span class=\"ratio down\">0.50x</span>").count(), 3, "{table}");
         assert!(html.contains("Ratios are against closed's same stage."));
+        assert!(
+            html.contains(">closed, 3 stages, 16..64 conns</td>"),
+            "the load cell says the stages' levels"
+        );
         // The runs share their stages: one schedule.
         assert!(html.contains("<h3>Stages</h3>") && !html.contains("Each run's stages"));
 
@@ -1528,6 +1587,49 @@ mod tests {
         assert!(table.contains("ratio unlike") && !table.contains("ratio down"), "{table}");
         assert!(table.contains("rowspan=\"1\""), "a stage only the first run had: {table}");
         assert!(html.contains("Each run's stages"), "stages that differ are shown run by run");
+    }
+
+    /// The number of cells of the widest row of a table.
+    fn widest_row(table: &str) -> usize {
+        table
+            .split("<tr")
+            .skip(1)
+            .map(|row| row.matches("<td").count() + row.matches("<th").count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_summary_fits_a_narrow_window_without_hiding_a_column() {
+        let metrics =
+            ["req/s", "ok %", "errors", "p50", "p75", "p90", "p95", "p99", "max", "MB/s", "bytes/response"];
+        // Up to four runs: a row per figure, a column per run.
+        let two = [golden("closed.results.json"), golden("open.results.json")];
+        let summary = summary_table(&two);
+        assert_eq!(summary.matches("<table").count(), 1);
+        assert_eq!(widest_row(&summary), 3, "{summary}");
+        for metric in metrics.iter().chain(&["method", "load"]) {
+            assert!(summary.contains(&format!("<tr><td>{}</td>", esc(metric))), "{metric}: {summary}");
+        }
+        // More runs: a row each, the figures over two tables of ten columns at most.
+        let six: Vec<SavedRun> = (0..6)
+            .map(|index| {
+                let mut run =
+                    golden(if index % 2 == 0 { "closed.results.json" } else { "open.results.json" });
+                run.label = format!("run {index}");
+                run
+            })
+            .collect();
+        let summary = summary_table(&six);
+        let tables: Vec<&str> = summary.split("</table>").filter(|t| t.contains("<table")).collect();
+        assert_eq!(tables.len(), 2, "{summary}");
+        for table in &tables {
+            assert!(widest_row(table) <= 10, "{table}");
+            assert_eq!(table.matches("<tr").count(), 7, "a header and a row per run: {table}");
+        }
+        for metric in metrics {
+            assert_eq!(summary.matches(&format!("<th>{}</th>", esc(metric))).count(), 1, "{metric}");
+        }
     }
 
     /// The lines of a chart other than its black axes and ticks.
