@@ -661,7 +661,7 @@ mod tests {
 
     fn timing(micros: u64) -> Timing {
         let d = Duration::from_micros(micros);
-        Timing { done_second: 0, corrected: d, actual: d, lag: None }
+        Timing { done_tick: 0, corrected: d, actual: d, lag: None }
     }
 
     fn recorder() -> Recorder {

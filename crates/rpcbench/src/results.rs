@@ -12,8 +12,10 @@
 //!   in the JSON report's layout (JSON-RPC errors carry the first message seen, the sample
 //!   error messages), responses per HTTP status, bytes, pacing counts and the four HDR
 //!   histograms (`latency`, `latency_uncorrected`, `latency_ok`, `send_lag`);
-//! - `series`: the per-interval series, each point `[second, requests, errors, p50_us,
-//!   p99_us]`;
+//! - `series`: the time series, `interval_ms` wide (100 ms for a run measured for less than
+//!   3 s, else whole seconds), each point `[start_ms, requests, errors, p50_us, p99_us]` with
+//!   `start_ms` the milliseconds from the start of measurement to the start of the interval
+//!   (version 1 files, read as well, have `interval_s` and points from their whole second);
 //! - `merged_from`: for a merged file, one entry per shard;
 //! - `target_resources`: what the monitored target process(es) used (`--monitor-pid`,
 //!   `--monitor-cmd`), absent when nothing was monitored (and in files written before it was
@@ -55,8 +57,13 @@ pub const RESULTS_FORMAT: &str = "rpcbench-results";
 /// The `format` of a capacity file (`capacity --save`), told apart from results files.
 pub const CAPACITY_FORMAT: &str = "rpcbench-capacity";
 
-/// The layout version written; bumped when a field changes meaning or goes away.
-pub const RESULTS_VERSION: u32 = 1;
+/// The layout version written; bumped when a field changes meaning or goes away. Version 2
+/// gives the series in milliseconds (`interval_ms`, points from their start in ms), as a short
+/// run has 100 ms points; version 1 files (whole seconds) are read as well.
+pub const RESULTS_VERSION: u32 = 2;
+
+/// The oldest layout version read: version 1's series is in whole seconds, converted on reading.
+const OLDEST_RESULTS_VERSION: u32 = 1;
 
 /// A results file, as written and read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -439,12 +446,14 @@ pub struct EncodedHistograms {
     pub send_lag: String,
 }
 
-/// The per-interval series.
+/// The time series.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeriesData {
-    /// Width of one point, seconds.
-    pub interval_s: u64,
-    /// `[second, requests, errors, p50_us, p99_us]` per point.
+    /// Width of one point, milliseconds: 100 for a run measured for less than 3 s, else whole
+    /// seconds.
+    pub interval_ms: u64,
+    /// `[start_ms, requests, errors, p50_us, p99_us]` per point, `start_ms` from the start of
+    /// measurement to the start of the interval.
     pub points: Vec<[u64; 5]>,
     /// Each point's latency histogram (2 significant digits, V2 in base64; `""` for a point
     /// without responses), so that merged intervals get exact percentiles. Absent in older
@@ -571,6 +580,26 @@ pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
     let mut histogram = new_histogram_like(&decoded);
     histogram.add(&decoded).map_err(|err| format!("{err:?}"))?;
     Ok(histogram)
+}
+
+/// Rewrites a version 1 file's series (whole seconds: `interval_s`, points from their second)
+/// in version 2's milliseconds, in place; the rest of the layout is the same in both.
+fn series_in_milliseconds(value: &mut Value) -> Result<(), String> {
+    let Some(series) = value.get_mut("series").and_then(Value::as_object_mut) else {
+        return Err("no series".into());
+    };
+    let in_ms = |seconds: &Value| seconds.as_u64().and_then(|seconds| seconds.checked_mul(1000));
+    let interval = series.remove("interval_s").ok_or("series without interval_s")?;
+    let interval_ms = in_ms(&interval).ok_or("series interval_s is not a whole number of seconds")?;
+    series.insert("interval_ms".into(), interval_ms.into());
+    if let Some(points) = series.get_mut("points").and_then(Value::as_array_mut) {
+        for point in points {
+            if let Some(second) = point.get_mut(0) {
+                *second = in_ms(second).ok_or("a series point's second is not a whole number")?.into();
+            }
+        }
+    }
+    Ok(())
 }
 
 fn micros(duration: Duration) -> u64 {
@@ -730,11 +759,11 @@ impl ResultsFile {
                         false => base64::engine::general_purpose::STANDARD.encode(bytes),
                     })
                     .collect(),
-                interval_s: record.series_interval_secs,
+                interval_ms: record.series_interval_ms,
                 points: record
                     .series
                     .iter()
-                    .map(|p| [p.second, p.requests, p.errors, p.p50_us, p.p99_us])
+                    .map(|p| [p.start_ms, p.requests, p.errors, p.p50_us, p.p99_us])
                     .collect(),
             },
             generator: Some(GeneratorData::new(&record.generator)),
@@ -792,11 +821,16 @@ impl ResultsFile {
             }
             None => return Err(invalid(format!("no \"format\": \"{RESULTS_FORMAT}\""))),
         }
+        let mut value = value;
         match value.get("version").and_then(Value::as_u64) {
             Some(version) if version == u64::from(RESULTS_VERSION) => {}
+            Some(version) if version == u64::from(OLDEST_RESULTS_VERSION) => {
+                series_in_milliseconds(&mut value).map_err(invalid)?;
+                value["version"] = RESULTS_VERSION.into();
+            }
             Some(version) => {
                 return Err(invalid(format!(
-                    "version {version}; this rpcbench reads version {RESULTS_VERSION}"
+                    "version {version}; this rpcbench reads versions {OLDEST_RESULTS_VERSION} to {RESULTS_VERSION}"
                 )))
             }
             None => return Err(invalid("no version".into())),
@@ -805,8 +839,8 @@ impl ResultsFile {
         if file.methods.is_empty() {
             return Err(invalid("no methods".into()));
         }
-        if file.series.interval_s == 0 {
-            return Err(invalid("series interval_s is 0".into()));
+        if file.series.interval_ms == 0 {
+            return Err(invalid("series interval_ms is 0".into()));
         }
         for (name, method) in &file.methods {
             method.totals().map_err(|err| invalid(format!("method {name}: {err}")))?;
@@ -878,13 +912,13 @@ impl ResultsFile {
                 None => Default::default(),
             },
             elapsed: self.elapsed(),
-            series_interval_secs: self.series.interval_s,
+            series_interval_ms: self.series.interval_ms,
             series: self
                 .series
                 .points
                 .iter()
                 .map(|p| SeriesPoint {
-                    second: p[0],
+                    start_ms: p[0],
                     requests: p[1],
                     errors: p[2],
                     p50_us: p[3],
@@ -1030,9 +1064,10 @@ impl ResultsFile {
 
 /// Merges the results of shards of one workload (the same target, methods, requests, load
 /// and length, run side by side) into one file. Histograms and counts add up exactly; series
-/// points of the same second add up (their p50 and p99 are the worse of the shards', as
-/// percentiles of merged intervals cannot be recomputed); the elapsed time is the longest
-/// shard's. `files` are `(path, file)`; errors name the path.
+/// points of the same interval add up (in the widest interval of the files: a shorter shard's
+/// 100 ms points go into the seconds of a longer one's), their p50 and p99 from the union of
+/// the shards' histograms (or the worse of the shards', for files that do not keep them); the
+/// elapsed time is the longest shard's. `files` are `(path, file)`; errors name the path.
 pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsError> {
     merge_shards(files, false)
 }
@@ -1176,14 +1211,14 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
         }
         *method = MethodResults::new(method.request.clone(), &totals);
     }
-    let interval = files.iter().map(|(_, f)| f.series.interval_s).max().unwrap_or(1).max(1);
+    let interval = files.iter().map(|(_, f)| f.series.interval_ms).max().unwrap_or(1000).max(1);
     // Every file keeps its intervals' histograms: merged intervals get exact percentiles.
     let exact = files.iter().all(|(_, f)| f.series.latency.len() == f.series.points.len());
     let mut slots: BTreeMap<u64, ([u64; 5], Option<Histogram<u64>>)> = BTreeMap::new();
     for (path, file) in files {
         for (index, point) in file.series.points.iter().enumerate() {
-            let second = point[0] / interval * interval;
-            let (slot, latency) = slots.entry(second).or_insert(([second, 0, 0, 0, 0], None));
+            let start_ms = point[0] / interval * interval;
+            let (slot, latency) = slots.entry(start_ms).or_insert(([start_ms, 0, 0, 0, 0], None));
             slot[1] = slot[1].checked_add(point[1]).ok_or_else(|| overflow(path))?;
             slot[2] = slot[2].checked_add(point[2]).ok_or_else(|| overflow(path))?;
             slot[3] = slot[3].max(point[3]);
@@ -1211,7 +1246,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
         points.push(point);
     }
     merged.series =
-        SeriesData { interval_s: interval, points, latency: if exact { latencies } else { Vec::new() } };
+        SeriesData { interval_ms: interval, points, latency: if exact { latencies } else { Vec::new() } };
     let mut phases: [PhaseTotals; 2] = Default::default();
     for (path, file) in files {
         if let Some(classes) = &file.phases {

@@ -42,7 +42,7 @@ use crate::protocol::batch::JsonRpcBatch;
 use crate::protocol::replay::Replayed;
 use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
-use crate::record::{Phases, Recorder, RunRecord, Series, Timing, Totals};
+use crate::record::{tick_of, Phases, Recorder, RunRecord, Series, Timing, Totals};
 use crate::slot_timer;
 use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::http1::Http1;
@@ -53,7 +53,7 @@ use config::{HttpVersion, Load, RunConfig};
 
 /// How often each worker publishes its figures to a [`LiveSink`].
 /// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
-/// callgrind), so once a second, like the per-second series, is the right trade.
+/// callgrind), so once a second is the right trade.
 pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where a run's live figures go while it runs (the metrics endpoint's store). Workers publish
@@ -605,7 +605,7 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
         Ok(worker) => worker.recorder.into_inner(),
         Err(worker) => worker.recorder.replace(Recorder::new(0, worker.shared.series.clone())),
     };
-    recorder.flush_second();
+    recorder.flush_interval();
     recorder.wire = transport_stats;
     if let Some(live) = &live {
         live.publish(index, &recorder.calls, 0);
@@ -833,7 +833,7 @@ impl<T, P> Worker<T, P> {
         }
         let from = latency_start(ticket.intended, sent);
         let timing = Timing {
-            done_second: done.saturating_duration_since(self.shared.clock.measure_start).as_secs(),
+            done_tick: tick_of(done.saturating_duration_since(self.shared.clock.measure_start)),
             corrected: done.saturating_duration_since(from),
             actual: done.saturating_duration_since(sent),
             lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),

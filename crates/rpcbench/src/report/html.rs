@@ -1,10 +1,10 @@
 //! The HTML report: one self-contained page that opens offline (no script, no font, no
-//! request). A summary; throughput and latency (p50, p99) over time from the per-second
-//! series; the HDR percentile spectrum on a log "1/(1-q)" axis; a latency histogram; the
-//! per-method table; the latency distribution; errors by class; the resources used by the
-//! target process (when monitored) and by the generator; the run details. Several runs
-//! (a comparison) are overlaid on every chart, one colour per run, with ratios against the
-//! first in the tables.
+//! request). A summary; throughput and latency (p50, p99) over time from the time series
+//! (100 ms points for a run under 3 s, seconds for longer ones); the HDR percentile spectrum on
+//! a log "1/(1-q)" axis; a latency histogram; the per-method table; the latency distribution;
+//! errors by class; the resources used by the target process (when monitored) and by the
+//! generator; the run details. Several runs (a comparison) are overlaid on every chart, one
+//! colour per run, with ratios against the first in the tables.
 //!
 //! Charts are drawn by plotters into inline SVG; its SVG backend writes text as `<text>`
 //! elements, so no font file is loaded and the browser lays the labels out.
@@ -21,7 +21,7 @@ use plotters::prelude::*;
 
 use super::tables::{
     count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    summary_rows, usage_rows, MethodRow, MetricRow, Unit,
+    stage_groups, stage_levels, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -208,7 +208,7 @@ struct SeriesPlot {
 /// rate would be noise).
 fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
     let record = &run.record;
-    let interval = record.series_interval_secs.max(1) as f64;
+    let interval = record.series_interval_ms.max(1) as f64 / 1000.0;
     let elapsed = record.elapsed.as_secs_f64();
     let count = record.series.len();
     record
@@ -216,7 +216,7 @@ fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
         .iter()
         .enumerate()
         .filter_map(|(index, point)| {
-            let start = point.second as f64;
+            let start = point.start_ms as f64 / 1000.0;
             let mut width = (start + interval).min(elapsed) - start;
             if width < interval * 0.5 && count > 1 && index == count - 1 {
                 return None;
@@ -234,6 +234,22 @@ fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
             })
         })
         .collect()
+}
+
+/// Whether some run's series has points narrower than a second (a run under 3 s): the time
+/// axes are then labelled to a tenth of a second.
+fn fine_series(runs: &[SavedRun]) -> bool {
+    runs.iter().any(|run| run.record.series_interval_ms < 1000)
+}
+
+/// A label of a time axis: to a tenth of a second (`0.4s`) when `tenths`, else
+/// [`seconds_label`].
+fn time_label(x: f64, tenths: bool) -> String {
+    if tenths {
+        format!("{x:.1}s")
+    } else {
+        seconds_label(x)
+    }
 }
 
 pub(super) fn seconds_label(x: f64) -> String {
@@ -323,9 +339,9 @@ impl LatencyScale {
     }
 }
 
-/// A run with fewer series points than this (a run shorter than about 3 s) has its points
-/// drawn as markers, not joined: a line through one or two per-second points would draw a
-/// trend the run did not show.
+/// A run with fewer series points than this (a run shorter than 0.3 s, or one read from a
+/// results file of whole seconds shorter than 3 s) has its points drawn as markers, not
+/// joined: a line through one or two points would draw a trend the run did not show.
 const MIN_POINTS_FOR_LINE: usize = 3;
 
 /// Where stages begin on the time axis, for the time charts' vertical lines: (run index,
@@ -364,6 +380,7 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
     let y_max = plots.iter().flatten().map(|p| p.rate.max(p.error_rate)).fold(0.0, f64::max);
     let show_errors = runs.len() == 1 && plots.iter().flatten().any(|p| p.error_rate > 0.0);
     let boundaries = stage_boundaries(runs);
+    let tenths = fine_series(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -372,7 +389,7 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, 0.0..nice_max(y_max))?;
         house_style(&mut chart.configure_mesh(), "seconds since measurement started", "responses per second")
-            .x_label_formatter(&|x| seconds_label(*x))
+            .x_label_formatter(&|x| time_label(*x, tenths))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
         draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (0.0, nice_max(y_max)))?;
@@ -417,6 +434,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
         answered().map(|p| p.p99).fold(0.0, f64::max),
     );
     let boundaries = stage_boundaries(runs);
+    let tenths = fine_series(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -425,7 +443,7 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, scale.axis())?;
         house_style(&mut chart.configure_mesh(), "seconds since measurement started", scale.description())
-            .x_label_formatter(&|x| seconds_label(*x))
+            .x_label_formatter(&|x| time_label(*x, tenths))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
         draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (scale.low, scale.high))?;
@@ -666,6 +684,8 @@ table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px;
 .clip { display: inline-block; max-width: 18em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
 .legend .clip { max-width: 28em; }
 tr.err td:first-child, th.err { color: #c62828; }
+table.summary + table.summary { margin-top: 12px; }
+tr.group td { border-top: 2px solid #d5dbe2; }
 section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 6px; font-size: 13px; }
@@ -680,6 +700,8 @@ footer { color: #8a94a2; font-size: 12px; text-align: center; }
   table { font-size: 12px; }
   th, td { padding: 4px 5px; }
   .clip { max-width: 10em; }
+  table.columns .clip { max-width: 14em; }
+  table.columns.narrow .clip { max-width: 18em; }
   .cards { grid-template-columns: repeat(3, 1fr); }
 }
 "#;
@@ -778,22 +800,18 @@ fn swatch(index: usize) -> String {
     )
 }
 
+/// The summary: what each run was (its method, its load, its target when they differ) and its
+/// headline figures, ratios against the first run. Fifteen columns of a row per run do not fit
+/// a window of 900 px, so up to [`MAX_RUN_COLUMNS`] runs get a row per figure and a column per
+/// run (as the distribution and resources tables do), and more runs a row each over two tables
+/// (load, outcomes and rate; then latency and bytes), each narrow enough.
 fn summary_table(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     let rows = summary_rows(&reports);
     // The target is in the page's subtitle when every run had the same.
     let target_column = !same_target(runs);
     let likes = like_first(runs);
-    let mut out = String::from("<table><tr><th>run</th>");
-    if target_column {
-        out.push_str("<th class=\"text\">target</th>");
-    }
-    out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
-    for row in &rows {
-        let _ = write!(out, "<th>{}</th>", esc(&row.metric));
-    }
-    out.push_str("</tr>");
-    for (index, run) in runs.iter().enumerate() {
+    let load_cell = |run: &SavedRun| {
         let mut load = describe_load(&run.report);
         if run.file.shards() > 1 {
             load.push_str(&format!(", {} shards", run.file.shards()));
@@ -801,24 +819,79 @@ fn summary_table(runs: &[SavedRun]) -> String {
         if run.report.interrupted {
             load.push_str(", interrupted");
         }
-        let _ = write!(out, "<tr><td>{}{}</td>", swatch(index), clipped(&run.label));
-        if target_column {
-            let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
-        }
         // The load in short (its kind and level); the whole description in the tooltip.
-        let _ = write!(
-            out,
-            "<td class=\"text\">{}</td><td class=\"text nowrap\" title=\"{}\">{}</td>",
-            clipped(&run.report.method),
-            esc(&load),
-            esc(&short_load(&run.report))
-        );
-        for row in &rows {
-            let _ = write!(out, "<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]));
+        format!("<td class=\"text nowrap\" title=\"{}\">{}</td>", esc(&load), esc(&short_load(&run.report)))
+    };
+    let metric_cell = |row: &MetricRow, index: usize| {
+        format!("<td>{}{}</td>", esc(&row.cell(index)), ratio_span(row, index, likes[index]))
+    };
+    let mut out = String::new();
+    if runs.len() <= MAX_RUN_COLUMNS {
+        let class = if runs.len() <= 3 { "summary columns narrow" } else { "summary columns" };
+        let _ = write!(out, "<table class=\"{class}\"><tr><th></th>");
+        for (index, run) in runs.iter().enumerate() {
+            let _ = write!(out, "<th class=\"text\">{}{}</th>", swatch(index), clipped(&run.label));
         }
         out.push_str("</tr>");
+        if target_column {
+            out.push_str("<tr><td>target</td>");
+            for run in runs {
+                let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("<tr><td>method</td>");
+        for run in runs {
+            let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.method));
+        }
+        out.push_str("</tr><tr><td>load</td>");
+        for run in runs {
+            out.push_str(&load_cell(run));
+        }
+        out.push_str("</tr>");
+        for row in &rows {
+            let _ = write!(out, "<tr><td>{}</td>", esc(&row.metric));
+            for index in 0..runs.len() {
+                out.push_str(&metric_cell(row, index));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+    } else {
+        let is_latency =
+            |row: &&MetricRow| matches!(row.metric.as_str(), "p50" | "p75" | "p90" | "p95" | "p99" | "max");
+        let (latency, other): (Vec<&MetricRow>, Vec<&MetricRow>) = rows.iter().partition(is_latency);
+        let (bytes, outcomes): (Vec<&MetricRow>, Vec<&MetricRow>) =
+            other.into_iter().partition(|row| matches!(row.metric.as_str(), "MB/s" | "bytes/response"));
+        for (index, part) in [outcomes, [latency, bytes].concat()].into_iter().enumerate() {
+            out.push_str("<table class=\"summary\"><tr><th>run</th>");
+            if index == 0 {
+                if target_column {
+                    out.push_str("<th class=\"text\">target</th>");
+                }
+                out.push_str("<th class=\"text\">method</th><th class=\"text\">load</th>");
+            }
+            for row in &part {
+                let _ = write!(out, "<th>{}</th>", esc(&row.metric));
+            }
+            out.push_str("</tr>");
+            for (run_index, run) in runs.iter().enumerate() {
+                let _ = write!(out, "<tr><td>{}{}</td>", swatch(run_index), clipped(&run.label));
+                if index == 0 {
+                    if target_column {
+                        let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.target));
+                    }
+                    let _ = write!(out, "<td class=\"text\">{}</td>", clipped(&run.report.method));
+                    out.push_str(&load_cell(run));
+                }
+                for row in &part {
+                    out.push_str(&metric_cell(row, run_index));
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</table>");
+        }
     }
-    out.push_str("</table>");
     if runs.len() > 1 {
         let _ = write!(out, "<p class=\"note\">Ratios are against {}.</p>", esc(&runs[0].label));
         out.push_str(unlike_note(&likes));
@@ -827,18 +900,19 @@ fn summary_table(runs: &[SavedRun]) -> String {
 }
 
 /// A load in a few words for a table cell: `closed, 16 conns`, `open, 2000/s`, `closed, 3
-/// stages`.
+/// stages, 16..64 conns`.
 fn short_load(report: &RunReport) -> String {
     let load = &report.load;
-    let mut out = match (load.connections, load.rate) {
-        (Some(connections), _) => format!("closed, {connections} conns"),
-        (None, Some(rate)) => format!("open, {}/s", crate::units::trim_float(rate)),
+    let levels = stage_levels(report);
+    match (load.connections, load.rate) {
+        (Some(connections), _) => {
+            format!("closed, {} conns", levels.unwrap_or_else(|| connections.to_string()))
+        }
+        (None, Some(rate)) => {
+            format!("open, {}/s", levels.unwrap_or_else(|| crate::units::trim_float(rate)))
+        }
         _ => load.mode.clone(),
-    };
-    if !report.stages.is_empty() {
-        out = format!("{}, {} stages", load.mode, report.stages.len());
     }
-    out
 }
 
 /// Past this many runs, the tables with a column per run turn to a row per run.
@@ -1105,6 +1179,104 @@ fn details_table(runs: &[SavedRun]) -> String {
     out
 }
 
+/// The "Per stage" section: one run's stages; or, for a comparison, a row per stage and run with
+/// ratios against the first run's same stage, then the stages' schedule.
+fn stages_section(runs: &[SavedRun]) -> String {
+    if runs.len() == 1 {
+        return stages_tables(runs);
+    }
+    let mut out = stages_comparison_table(runs);
+    let staged: Vec<&SavedRun> = runs.iter().filter(|run| !run.report.stages.is_empty()).collect();
+    let schedule = |run: &SavedRun| -> Vec<(u64, u64, u64, u64)> {
+        let ms = |seconds: f64| (seconds * 1000.0).round() as u64;
+        run.report
+            .stages
+            .iter()
+            .map(|s| (s.level.to_bits(), ms(s.start_s), ms(s.duration_s), ms(s.ramp_s)))
+            .collect()
+    };
+    match staged.as_slice() {
+        [first, rest @ ..] if rest.iter().all(|run| schedule(run) == schedule(first)) => {
+            let _ = write!(out, "<h3>Stages</h3>{}", schedule_table(&first.report));
+        }
+        _ => {
+            out.push_str("<h3>Each run's stages</h3>");
+            out.push_str(&stages_tables(runs));
+        }
+    }
+    out
+}
+
+/// The stages of a comparison side by side, as the per-method table sets calls: a row per
+/// stage and run (stages matched by position, named after the first run's level, as the text,
+/// Markdown and JSON comparisons do), each figure with its ratio against the first run's same
+/// stage, coloured better or worse only between runs of the same kind of load.
+fn stages_comparison_table(runs: &[SavedRun]) -> String {
+    let reports: Vec<&RunReport> = runs.iter().map(|run| &run.report).collect();
+    let groups = stage_groups(&reports);
+    let likes = like_first(runs);
+    let mut out = String::from(
+        "<table class=\"stages\"><tr><th>stage</th><th class=\"text\">run</th><th>requests</th><th>req/s</th><th>ok %</th><th>errors</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>",
+    );
+    for (position, group) in groups.iter().enumerate() {
+        let present: Vec<(usize, &crate::report::StageReport)> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(index, run)| run.report.stages.get(position).map(|stage| (index, stage)))
+            .collect();
+        for (row, (index, stage)) in present.iter().enumerate() {
+            out.push_str(if row == 0 { "<tr class=\"group\">" } else { "<tr>" });
+            if row == 0 {
+                let _ = write!(out, "<td rowspan=\"{}\">{}</td>", present.len(), esc(&group.name));
+            }
+            let _ = write!(
+                out,
+                "<td class=\"text\">{}{}</td><td>{}</td>",
+                swatch(*index),
+                clipped(&runs[*index].label),
+                stage.requests
+            );
+            // req/s and ok %, then errors (a count, no ratio), then the latencies.
+            let cell = |metric: &MetricRow| {
+                format!("<td>{}{}</td>", esc(&metric.cell(*index)), ratio_span(metric, *index, likes[*index]))
+            };
+            let [rate, ok, latencies @ ..] = group.rows.as_slice() else { continue };
+            out.push_str(&cell(rate));
+            out.push_str(&cell(ok));
+            let _ = write!(out, "<td>{}</td>", stage.errors);
+            for metric in latencies {
+                out.push_str(&cell(metric));
+            }
+            out.push_str("</tr>");
+        }
+    }
+    out.push_str("</table>");
+    let _ = write!(out, "<p class=\"note\">Ratios are against {}'s same stage.</p>", esc(&runs[0].label));
+    out.push_str(unlike_note(&likes));
+    out
+}
+
+/// The stages every run of a comparison went through: level, start, length, ramp.
+fn schedule_table(report: &RunReport) -> String {
+    let level = if report.is_open_loop() { "req/s offered" } else { "connections" };
+    let mut out = format!(
+        "<table class=\"narrow\"><tr><th>stage</th><th>{level}</th><th>from</th><th>duration</th><th>ramp</th></tr>"
+    );
+    for stage in &report.stages {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            stage.stage,
+            esc(&crate::units::trim_float(stage.level)),
+            esc(&seconds_label(stage.start_s)),
+            esc(&seconds_label(stage.duration_s)),
+            esc(&seconds_label(stage.ramp_s)),
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
 /// The per-stage tables of the staged runs: level, start, length, requests, rate, latency and
 /// errors of each stage; one table per staged run, under its label when several runs are shown.
 fn stages_tables(runs: &[SavedRun]) -> String {
@@ -1199,7 +1371,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     }
     let _ = writeln!(out, "<section><h2>Summary</h2>{}</section>", summary_table(runs));
     if runs.iter().any(|run| !run.report.stages.is_empty()) {
-        let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_tables(runs));
+        let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_section(runs));
     }
     // Hints shared by the two time charts: stage boundaries, runs too short for a line.
     let mut time_hints: Vec<&str> = Vec::new();
@@ -1207,7 +1379,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
         time_hints.push("thin dashed verticals: stage boundaries");
     }
     if runs.iter().any(|run| series_plot(run).len() < MIN_POINTS_FOR_LINE) {
-        time_hints.push("runs under 3 s: their per-second points are not joined by a line");
+        time_hints.push("runs with fewer than 3 points: not joined by a line");
     }
     let mut throughput_hints = time_hints.clone();
     if runs.len() == 1 && runs[0].report.requests.errors > 0 {
@@ -1372,6 +1544,94 @@ mod tests {
         assert!(!render_html(&[golden("closed.results.json")]).contains("Per stage"));
     }
 
+    /// The first table of the section headed `heading`.
+    fn first_table<'a>(html: &'a str, heading: &str) -> &'a str {
+        let section = &html[html.find(heading).unwrap_or_else(|| panic!("no {heading}"))..];
+        &section[..section.find("</table>").unwrap()]
+    }
+
+    #[test]
+    fn a_comparison_of_staged_runs_has_a_per_stage_table_with_ratios_against_the_first() {
+        let mut first = golden("closed.results.json");
+        three_stages(&mut first);
+        let mut second = golden("closed.results.json");
+        second.label = "second".into();
+        three_stages(&mut second);
+        for stage in &mut second.report.stages {
+            stage.rate /= 2.0;
+        }
+        let html = render_html(&[first, second]);
+        let table = first_table(&html, "<h2>Per stage</h2>");
+        assert!(table.contains("<th>stage</th><th class=\"text\">run</th>"), "{table}");
+        assert_eq!(table.matches("<tr").count(), 7, "a header and a row per stage and run: {table}");
+        assert_eq!(table.matches("rowspan=\"2\"").count(), 3, "each stage named once: {table}");
+        assert!(table.contains(">stage 3 (64 conns)</td>"), "{table}");
+        // Half the rate in every stage: worse, in colour, as the runs ran the same stages.
+        assert_eq!(table.matches("<span class=\"ratio down\">0.50x</span>").count(), 3, "{table}");
+        assert!(html.contains("Ratios are against closed's same stage."));
+        assert!(
+            html.contains(">closed, 3 stages, 16..64 conns</td>"),
+            "the load cell says the stages' levels"
+        );
+        // The runs share their stages: one schedule.
+        assert!(html.contains("<h3>Stages</h3>") && !html.contains("Each run's stages"));
+
+        // Against a run of another kind of load, the ratios are grey.
+        let mut open = golden("open.results.json");
+        three_stages(&mut open);
+        let mut closed = golden("closed.results.json");
+        three_stages(&mut closed);
+        closed.report.stages.pop();
+        let html = render_html(&[open, closed]);
+        let table = first_table(&html, "<h2>Per stage</h2>");
+        assert!(table.contains("ratio unlike") && !table.contains("ratio down"), "{table}");
+        assert!(table.contains("rowspan=\"1\""), "a stage only the first run had: {table}");
+        assert!(html.contains("Each run's stages"), "stages that differ are shown run by run");
+    }
+
+    /// The number of cells of the widest row of a table.
+    fn widest_row(table: &str) -> usize {
+        table
+            .split("<tr")
+            .skip(1)
+            .map(|row| row.matches("<td").count() + row.matches("<th").count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_summary_fits_a_narrow_window_without_hiding_a_column() {
+        let metrics =
+            ["req/s", "ok %", "errors", "p50", "p75", "p90", "p95", "p99", "max", "MB/s", "bytes/response"];
+        // Up to four runs: a row per figure, a column per run.
+        let two = [golden("closed.results.json"), golden("open.results.json")];
+        let summary = summary_table(&two);
+        assert_eq!(summary.matches("<table").count(), 1);
+        assert_eq!(widest_row(&summary), 3, "{summary}");
+        for metric in metrics.iter().chain(&["method", "load"]) {
+            assert!(summary.contains(&format!("<tr><td>{}</td>", esc(metric))), "{metric}: {summary}");
+        }
+        // More runs: a row each, the figures over two tables of ten columns at most.
+        let six: Vec<SavedRun> = (0..6)
+            .map(|index| {
+                let mut run =
+                    golden(if index % 2 == 0 { "closed.results.json" } else { "open.results.json" });
+                run.label = format!("run {index}");
+                run
+            })
+            .collect();
+        let summary = summary_table(&six);
+        let tables: Vec<&str> = summary.split("</table>").filter(|t| t.contains("<table")).collect();
+        assert_eq!(tables.len(), 2, "{summary}");
+        for table in &tables {
+            assert!(widest_row(table) <= 10, "{table}");
+            assert_eq!(table.matches("<tr").count(), 7, "a header and a row per run: {table}");
+        }
+        for metric in metrics {
+            assert_eq!(summary.matches(&format!("<th>{}</th>", esc(metric))).count(), 1, "{metric}");
+        }
+    }
+
     /// The lines of a chart other than its black axes and ticks.
     fn drawn_lines(svg: &str) -> usize {
         svg.split("<polyline")
@@ -1381,7 +1641,9 @@ mod tests {
     }
 
     #[test]
-    fn runs_under_three_seconds_are_drawn_as_points_not_lines() {
+    fn series_of_one_or_two_points_are_drawn_as_markers_not_lines() {
+        // A run of 2 s read from a file of whole seconds (newer runs that short have 100 ms
+        // points, and a line).
         let mut short = golden("closed.results.json");
         short.record.series.truncate(2);
         short.record.elapsed = std::time::Duration::from_secs(2);
@@ -1399,7 +1661,7 @@ mod tests {
             assert_eq!(drawn_lines(&chart), 0, "two points are not joined: {chart}");
             assert!(chart.contains("<circle"), "but drawn as markers");
         }
-        assert!(render_html(&[short]).contains("runs under 3 s"));
+        assert!(render_html(&[short]).contains("runs with fewer than 3 points: not joined by a line"));
     }
 
     #[test]

@@ -379,11 +379,12 @@ pub struct RequestsReport {
     pub errors: u64,
     /// Requests per second over the measured time.
     pub rate: f64,
-    /// Mean of the per-second request counts.
+    /// Mean of the series' rates, requests per second (each point's count over its width: a
+    /// 100 ms point's count times ten).
     pub per_second_mean: f64,
-    /// Standard deviation of the per-second request counts.
+    /// Standard deviation of the series' rates, requests per second.
     pub per_second_stdev: f64,
-    /// Largest per-second request count.
+    /// Largest of the series' rates, requests per second.
     pub per_second_max: f64,
     /// Open loop: requests sent more than 2 ms after their intended time.
     pub late: Option<u64>,
@@ -528,11 +529,16 @@ pub fn responses_of(statuses: &BTreeMap<u16, u64>, counts: &OutcomeCounts) -> u6
     }
 }
 
-/// The per-interval series.
+/// The time series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesReport {
-    /// Width of one point, seconds.
+    /// Width of one point in whole seconds; 0 when the points are 100 ms wide (`interval_ms`
+    /// gives the width exactly).
     pub interval_s: u64,
+    /// Width of one point, milliseconds: 100 for a run measured for less than 3 s, else whole
+    /// seconds.
+    #[serde(default)]
+    pub interval_ms: u64,
     /// The points.
     pub points: Vec<SeriesPointReport>,
 }
@@ -540,8 +546,12 @@ pub struct SeriesReport {
 /// One interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPointReport {
-    /// Start of the interval, seconds from the start of measurement.
+    /// The whole second the interval starts in, from the start of measurement (ten 100 ms
+    /// points share a second; `start_ms` tells them apart).
     pub second: u64,
+    /// Start of the interval, milliseconds from the start of measurement.
+    #[serde(default)]
+    pub start_ms: u64,
     /// Responses completed.
     pub requests: u64,
     /// Of which errors.
@@ -620,13 +630,15 @@ impl RunReport {
             },
             peak_rss_bytes: record.generator.peak_rss_bytes,
         };
-        // Per-second figures over whole intervals inside the measured time.
-        let whole = (record.elapsed.as_secs() / record.series_interval_secs.max(1)) as usize;
+        // Rates in requests per second, whatever the series' interval (a 100 ms point's is its
+        // count times ten), over the whole intervals inside the measured time.
+        let interval_ms = record.series_interval_ms.max(1);
+        let whole = (u64::try_from(record.elapsed.as_millis()).unwrap_or(u64::MAX) / interval_ms) as usize;
         let per_second: Vec<f64> = record
             .series
             .iter()
             .take(whole)
-            .map(|p| p.requests as f64 / record.series_interval_secs as f64)
+            .map(|p| p.requests as f64 * 1000.0 / interval_ms as f64)
             .collect();
         let (per_second_mean, per_second_stdev, per_second_max) = if per_second.is_empty() {
             (rate, 0.0, rate)
@@ -749,12 +761,14 @@ impl RunReport {
                     .collect()
             },
             series: SeriesReport {
-                interval_s: record.series_interval_secs,
+                interval_s: record.series_interval_ms / 1000,
+                interval_ms: record.series_interval_ms,
                 points: record
                     .series
                     .iter()
                     .map(|p| SeriesPointReport {
-                        second: p.second,
+                        second: p.start_ms / 1000,
+                        start_ms: p.start_ms,
                         requests: p.requests,
                         errors: p.errors,
                         p50_us: p.p50_us,

@@ -478,12 +478,30 @@ pub fn method_rows(runs: &[SavedRun]) -> Vec<MethodRow> {
         .collect()
 }
 
-/// `closed loop, 8 connection(s), 2.00s` (with the warmup, if any), as the text report's
-/// second line says it.
+/// A staged load's levels in a few words, `3 stages, 20..50` (`3 stages, 50` when every stage
+/// holds the same level); `None` for a load of one level. A staged run is told by its stages,
+/// not by the level of its busiest one.
+pub fn stage_levels(report: &RunReport) -> Option<String> {
+    let stages = &report.stages;
+    if stages.is_empty() {
+        return None;
+    }
+    let low = stages.iter().map(|s| s.level).fold(f64::INFINITY, f64::min);
+    let high = stages.iter().map(|s| s.level).fold(0.0, f64::max);
+    let levels =
+        if low == high { trim_float(high) } else { format!("{}..{}", trim_float(low), trim_float(high)) };
+    Some(format!("{} stages, {levels}", stages.len()))
+}
+
+/// `closed loop, 8 connection(s), 2.00s` or `open loop, 3 stages, 20..50 req/s uniform
+/// arrivals, 6.00s` (with the warmup, if any), as the text report's second line says it.
 pub fn describe_load(report: &RunReport) -> String {
     let load = &report.load;
+    let levels = stage_levels(report);
     let shape = match (load.connections, load.rate) {
-        (Some(connections), _) => format!("closed loop, {connections} connection(s)"),
+        (Some(connections), _) => {
+            format!("closed loop, {} connection(s)", levels.unwrap_or_else(|| connections.to_string()))
+        }
         (None, Some(rate)) => {
             let held = match (load.held_connections, load.max_connections) {
                 (true, Some(connections)) => format!(" over {connections} connection(s) held open"),
@@ -491,7 +509,7 @@ pub fn describe_load(report: &RunReport) -> String {
             };
             format!(
                 "open loop, {} req/s {} arrivals{held}",
-                trim_float(rate),
+                levels.unwrap_or_else(|| trim_float(rate)),
                 load.arrivals.as_deref().unwrap_or("uniform")
             )
         }
@@ -532,5 +550,64 @@ pub fn shorten(text: &str, limit: usize) -> String {
     } else {
         let cut: String = single_line.chars().take(limit).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::StageReport;
+
+    /// The report of a committed results file (tests/golden).
+    fn golden(name: &str) -> RunReport {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+        SavedRun::load(&path).expect("a committed results file").report
+    }
+
+    fn staged(mut report: RunReport, levels: &[f64]) -> RunReport {
+        report.stages = levels
+            .iter()
+            .enumerate()
+            .map(|(index, &level)| StageReport {
+                stage: index as u64 + 1,
+                level,
+                start_s: index as f64 * 2.0,
+                duration_s: 2.0,
+                ramp_s: 0.0,
+                requests: 100,
+                ok: 100,
+                errors: 0,
+                rate: 50.0,
+                latency: report.latency.clone(),
+            })
+            .collect();
+        report
+    }
+
+    #[test]
+    fn a_staged_open_loop_is_described_by_its_stages_not_its_busiest_rate() {
+        let open = staged(golden("open.results.json"), &[20.0, 30.0, 50.0]);
+        let described = describe_load(&open);
+        assert!(described.starts_with("open loop, 3 stages, 20..50 req/s poisson arrivals, "), "{described}");
+        // As a staged closed loop reads, and as the text report says it.
+        let closed = staged(golden("closed.results.json"), &[16.0, 64.0]);
+        assert!(describe_load(&closed).starts_with("closed loop, 2 stages, 16..64 connection(s), "));
+        for report in [&open, &closed] {
+            let first_lines = crate::report::render_text(report);
+            let shape = describe_load(report);
+            let shape = &shape[..shape.find(" arrivals").or_else(|| shape.find(" connection(s)")).unwrap()];
+            assert!(first_lines.contains(shape), "{shape}\n{first_lines}");
+        }
+        // Stages of one level, and loads of one stage, read as before.
+        let even = staged(golden("open.results.json"), &[40.0, 40.0]);
+        assert!(
+            describe_load(&even).starts_with("open loop, 2 stages, 40 req/s"),
+            "{}",
+            describe_load(&even)
+        );
+        assert!(
+            describe_load(&golden("open.results.json")).starts_with("open loop, 2000 req/s poisson arrivals")
+        );
+        assert!(describe_load(&golden("closed.results.json")).starts_with("closed loop, 64 connection(s)"));
     }
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::tables::{percent, shorten, trim_float};
+use super::tables::{percent, shorten, stage_levels, trim_float};
 use super::{LatencyReport, RunReport, PERCENTILES};
 use crate::units::format_micros;
 
@@ -18,14 +18,7 @@ pub fn render_text(report: &RunReport) -> String {
     let mut out = String::new();
     let load = &report.load;
     // A staged load is described as its stages, not as the level of its busiest stage.
-    let levels = match report.stages.as_slice() {
-        [] => None,
-        stages => {
-            let low = stages.iter().map(|s| s.level).fold(f64::INFINITY, f64::min);
-            let high = stages.iter().map(|s| s.level).fold(0.0, f64::max);
-            Some(format!("{} stages, {}..{}", stages.len(), trim_float(low), trim_float(high)))
-        }
-    };
+    let levels = stage_levels(report);
     let shape = match (load.connections, load.rate, levels) {
         (Some(_), _, Some(levels)) => format!("closed loop, {levels} connection(s)"),
         (Some(connections), _, None) => format!("closed loop, {connections} connection(s)"),

@@ -115,7 +115,7 @@ fn synthetic(open_loop: bool) -> ResultsFile {
             .then(|| Duration::from_micros(random.next(400) + if random.next(50) == 0 { 3_000 } else { 0 }));
         let actual = Duration::from_micros(actual);
         let timing =
-            Timing { done_second: i * 10 / count, corrected: actual + lag.unwrap_or_default(), actual, lag };
+            Timing { done_tick: i * 100 / count, corrected: actual + lag.unwrap_or_default(), actual, lag };
         recorder.record(0, outcome, timing, || match outcome {
             Outcome::RpcError(-32005) => Some("Node is behind by 42 slots | retry later".into()),
             Outcome::RpcError(_) => Some("Internal error".into()),
@@ -132,7 +132,7 @@ fn synthetic(open_loop: bool) -> ResultsFile {
     if open_loop {
         recorder.unsent = 12;
     }
-    recorder.flush_second();
+    recorder.flush_interval();
     let names = [(config.workload.label(), config.workload.calls()[0].method().to_string())];
     let record = RunRecord::new(recorder, &names, Duration::from_micros(10_002_345), false);
     let mut file = ResultsFile::from_run(&config, &record, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
@@ -161,6 +161,51 @@ fn the_results_file_format_is_pinned() {
     // What is written reads back as the same file.
     let back = ResultsFile::from_json(&open.to_json(), Path::new("open.results.json")).unwrap();
     assert_eq!(back, open);
+}
+
+/// Files written before the series had 100 ms points (version 1: `interval_s`, points from
+/// their whole second) still load, and give the very report the same run gives today.
+#[test]
+fn a_version_1_results_file_of_whole_seconds_still_loads() {
+    let path = golden_dir().join("closed.v1.results.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(r#""version":1,"#) && text.contains(r#""series":{"interval_s":1,"#),
+        "a version 1 file"
+    );
+    let old = SavedRun::load(&path).expect("a version 1 file loads");
+    let now = golden_run("closed");
+    assert_eq!(old.record.series_interval_ms, 1000);
+    let starts: Vec<u64> = old.record.series.iter().map(|p| p.start_ms).collect();
+    assert_eq!(starts, (0..10).map(|second| second * 1000).collect::<Vec<_>>());
+    assert_eq!(old.record.series, now.record.series);
+    assert_eq!(old.report.to_json(), now.report.to_json());
+    assert_eq!(render_text(&old.report), render_text(&now.report));
+    // Read, it is today's layout: saved again, it is the file this version writes, but for
+    // how each point's histogram states its range (its counts are the same).
+    let layout = |file: &ResultsFile| {
+        let mut value: serde_json::Value = serde_json::from_str(&file.to_json()).unwrap();
+        let latency = value["series"].as_object_mut().unwrap().remove("latency").unwrap();
+        (value, latency)
+    };
+    let ((old_layout, old_latency), (now_layout, now_latency)) = (layout(&old.file), layout(&now.file));
+    assert!(old_layout == now_layout, "the same file once read");
+    let counts = |text: &serde_json::Value| -> Vec<(u64, u64)> {
+        let histogram = rpcbench::results::decode_histogram(text.as_str().unwrap()).unwrap();
+        histogram.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
+    };
+    let points =
+        |latency: &serde_json::Value| latency.as_array().unwrap().iter().map(counts).collect::<Vec<_>>();
+    assert!(points(&old_latency) == points(&now_latency), "each point's latencies are the same");
+    // A version 1 series that does not convert is refused, not wrapped.
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["series"]["points"][3][0] = serde_json::json!(u64::MAX);
+    let err = ResultsFile::from_json(&value.to_string(), &path).unwrap_err().to_string();
+    assert!(err.contains("second is not a whole number"), "{err}");
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["series"]["interval_s"] = serde_json::json!(0);
+    let err = ResultsFile::from_json(&value.to_string(), &path).unwrap_err().to_string();
+    assert!(err.contains("series interval_ms is 0"), "{err}");
 }
 
 fn golden_run(name: &str) -> SavedRun {
@@ -311,13 +356,13 @@ fn synthetic_step(rate: f64, seed: u64) -> RunRecord {
             if rate > 350.0 && random.next(100) < 8 { Outcome::HttpStatus(429) } else { Outcome::Ok };
         let actual = Duration::from_micros(base + random.next(base / 2) + random.next(base / 4));
         let lag = Duration::from_micros(random.next(300));
-        let timing = Timing { done_second: i * 2 / count, corrected: actual + lag, actual, lag: Some(lag) };
+        let timing = Timing { done_tick: i * 20 / count, corrected: actual + lag, actual, lag: Some(lag) };
         recorder.record(0, outcome, timing, || None);
         recorder.record_status(0, if outcome == Outcome::Ok { 200 } else { 429 });
     }
     recorder.calls[0].bytes_sent = count * 60;
     recorder.calls[0].bytes_received = count * 80;
-    recorder.flush_second();
+    recorder.flush_interval();
     let names = [("getSlot".to_string(), "getSlot".to_string())];
     let mut record = RunRecord::new(recorder, &names, Duration::from_millis(2_000), false);
     // What depends on the machine the test runs on, fixed.

@@ -148,3 +148,56 @@ fn a_saturated_generator_is_warned_about() {
     report.elapsed_us = 100_000;
     assert!(!saturated(&rpcbench::report::generator_warnings(&report)), "too short to judge");
 }
+
+/// A run of a second and a half has a curve, not two dots: its series has 100 ms points, its
+/// rates stay per second, and its HTML charts join the points with a line on an axis labelled
+/// to a tenth of a second.
+#[test]
+fn a_run_of_a_second_and_a_half_has_100ms_points_joined_by_a_line() {
+    use rpcbench::mock::{Chain, Latency, MockOptions, MockServer};
+    use rpcbench::results::{ResultsFile, SavedRun};
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.latency = Some(Latency::fixed(Duration::from_millis(2)));
+    let node = MockServer::start(options).expect("the mock node starts");
+    let mut config = closed_loop(&node.url(), 4, seconds(1.5));
+    config.threads = 1;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert_eq!(record.series_interval_ms, 100);
+    let report = RunReport::new(&config, &record);
+    assert_valid(&report);
+    let series = &report.series;
+    assert_eq!((series.interval_ms, series.interval_s), (100, 0));
+    assert!(series.points.len() >= 10, "{} points", series.points.len());
+    assert_eq!(series.points[7].start_ms, 700);
+    assert_eq!(series.points[12].second, 1, "the whole second a point starts in");
+    // Per-second figures are requests per second, from 100 ms counts times ten.
+    let requests = &report.requests;
+    assert!(
+        (requests.per_second_mean / requests.rate - 1.0).abs() < 0.25,
+        "{} req/s on average over the points, {} req/s over the run",
+        requests.per_second_mean,
+        requests.rate
+    );
+    let tenfold = series.points.iter().take(15).map(|p| p.requests * 10).max().unwrap() as f64;
+    assert_eq!(requests.per_second_max, tenfold);
+
+    let run = SavedRun::new(ResultsFile::from_run(&config, &record, std::time::SystemTime::now()), "short")
+        .unwrap();
+    assert_eq!(run.record.series_interval_ms, 100, "the results file keeps the 100 ms points");
+    let html = rpcbench::report::render_html(std::slice::from_ref(&run));
+    let throughput = &html[html.find("<h2>Throughput over time</h2>").unwrap()..];
+    let throughput = &throughput[..throughput.find("</svg>").unwrap()];
+    // The run's colour, as plotters writes it.
+    let line = throughput
+        .split("<polyline")
+        .skip(1)
+        .map(|tag| &tag[..tag.find("/>").unwrap()])
+        .find(|tag| tag.contains("stroke=\"#4E79A7\""))
+        .expect("the run's points are joined by a line");
+    let points = line.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert!(points.split_whitespace().count() >= 10, "a line through every point: {line}");
+    let labels: Vec<&str> =
+        throughput.split("</text>").filter_map(|text| text.rsplit('>').next()).map(str::trim).collect();
+    assert!(labels.contains(&"1.0s") && labels.contains(&"0.4s"), "tenths on the time axis: {labels:?}");
+    assert!(!html.contains("not joined by a line"), "no run here is too short for a line");
+}
