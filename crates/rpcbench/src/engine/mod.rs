@@ -651,6 +651,11 @@ struct Worker<T, P> {
     connections: Cell<usize>,
     /// Connections sleeping until their ticket is due.
     idle: Cell<usize>,
+    /// Open loop: the worker took a ticket more than a slot after its time and has not been
+    /// ahead of its schedule since. Connections then read replies as they come, not quietly at
+    /// the slots: a busy worker wakes for nothing anyway, and a reply read a slot late would
+    /// hold its connection from the tickets that are overdue.
+    behind: Cell<bool>,
     /// Requests sent and not yet answered (for the live metrics).
     in_flight: Cell<u64>,
     /// Open loop: the timer connections sleep on until their ticket is due.
@@ -705,6 +710,7 @@ impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
             pacer: RefCell::new(pacer),
             connections: Cell::new(0),
             idle: Cell::new(0),
+            behind: Cell::new(false),
             in_flight: Cell::new(0),
             pacing: OnceCell::new(),
             connection_curve: match shared.config.load {
@@ -941,9 +947,6 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         // its failure counted) when its first ticket comes.
         if let Ok(mut opened) = worker.transport.open(index).await {
             let _ = opened.take_connect_time();
-            if worker.plan.read_at_slots {
-                opened.read_at_slots(true);
-            }
             lane = Some(opened);
         }
     }
@@ -966,10 +969,17 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         guard.held = Some((ticket, None));
         if let Some(intended) = ticket.intended {
             if intended > now {
+                worker.behind.set(false);
                 worker.idle.set(worker.idle.get() + 1);
                 worker.pacing.get_or_init(slot_timer::PacingTimer::coarse).sleep_until(intended).await;
                 worker.idle.set(worker.idle.get() - 1);
-            } else if worker.idle.get() == 0 && worker.connections.get() < worker.plan.max_connections {
+            } else if now.saturating_duration_since(intended) > worker.plan.slot_width {
+                worker.behind.set(true);
+            }
+            if intended <= now
+                && worker.idle.get() == 0
+                && worker.connections.get() < worker.plan.max_connections
+            {
                 // Behind schedule with nobody waiting: open another connection.
                 worker.spawn_connection();
             }
@@ -998,9 +1008,6 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                         } else {
                             Some(connect_started.elapsed())
                         };
-                        if worker.plan.read_at_slots {
-                            opened.read_at_slots(true);
-                        }
                         lane.insert(opened)
                     }
                     Err(_) => {
@@ -1018,6 +1025,9 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             }
         };
 
+        if worker.plan.read_at_slots {
+            current.read_at_slots(!worker.behind.get());
+        }
         let sent = Instant::now();
         guard.held = Some((ticket, Some(sent)));
         worker.in_flight.set(worker.in_flight.get() + 1);
