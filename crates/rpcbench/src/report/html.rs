@@ -20,8 +20,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::tables::{
-    count_with_share, describe_load, distribution_rows, format_ratio, method_rows, outcome_rows,
-    stage_groups, stage_levels, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
+    count_with_share, describe_load, distinct_methods, distribution_rows, format_ratio, method_rows,
+    outcome_rows, stage_groups, stage_levels, summary_rows, usage_rows, MethodRow, MetricRow, Unit,
 };
 use super::{generator_warnings, RunReport};
 use crate::results::SavedRun;
@@ -1322,8 +1322,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     let title = if runs.len() == 1 {
         format!("rpcbench: {} against {}", first.report.method, first.report.target)
     } else {
-        let mut methods: Vec<&str> = runs.iter().map(|r| r.report.method.as_str()).collect();
-        methods.dedup();
+        let methods = distinct_methods(runs.iter().map(|r| &r.report));
         format!("rpcbench comparison: {}", methods.join(", "))
     };
     page_start(&mut out, &title);

@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use super::tables::{
-    count_with_share, describe_load, distribution_rows, method_groups, method_rows, outcome_rows,
-    stage_groups, summary_rows, usage_rows, MetricRow, RowGroup,
+    count_with_share, describe_load, distinct_methods, distribution_rows, method_groups, method_rows,
+    outcome_rows, stage_groups, summary_rows, usage_rows, MetricRow, RowGroup,
 };
 use super::RunReport;
 use crate::results::SavedRun;
@@ -148,8 +148,7 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         }
     } else {
         let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
-        let mut methods: Vec<&str> = reports.iter().map(|r| r.method.as_str()).collect();
-        methods.dedup();
+        let methods = distinct_methods(reports.iter().copied());
         let _ = writeln!(out, "## rpcbench comparison: {}", cell(&methods.join(", ")));
         let _ = writeln!(out);
         let _ = writeln!(out, "| run | target | method | load | requests | started |");

@@ -553,6 +553,18 @@ pub fn shorten(text: &str, limit: usize) -> String {
     }
 }
 
+/// The methods of the runs for a comparison's title, each once, in the order first seen
+/// ("a, b", not "a, b, a").
+pub fn distinct_methods<'a>(reports: impl IntoIterator<Item = &'a RunReport>) -> Vec<&'a str> {
+    let mut methods: Vec<&str> = Vec::new();
+    for report in reports {
+        if !methods.contains(&report.method.as_str()) {
+            methods.push(&report.method);
+        }
+    }
+    methods
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,6 +594,14 @@ mod tests {
             })
             .collect();
         report
+    }
+
+    #[test]
+    fn a_comparison_title_names_each_method_once_in_the_order_first_seen() {
+        let base = golden("closed.results.json");
+        let named = |method: &str| RunReport { method: method.to_owned(), ..base.clone() };
+        let runs = [named("eth_blockNumber"), named("eth_gasPrice"), named("eth_blockNumber")];
+        assert_eq!(distinct_methods(&runs), ["eth_blockNumber", "eth_gasPrice"]);
     }
 
     #[test]
