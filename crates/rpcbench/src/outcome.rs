@@ -447,19 +447,13 @@ impl OutcomeCounts {
 
     /// Every outcome that is not a success.
     pub fn errors(&self) -> u64 {
+        // The answers that were failures, then every request without one.
         self.rpc_errors.values().map(|e| e.count).sum::<u64>()
             + self.rpc_errors_other
             + self.http_errors.values().sum::<u64>()
             + self.invalid.values().sum::<u64>()
-            + self.timeout
-            + self.connect
-            + self.closed
-            + self.unfinished
-            + self.goaway
-            + self.refused_stream
-            + self.stream_reset.values().sum::<u64>()
-            + self.ws_closed.values().sum::<u64>()
             + self.ws_protocol
+            + self.unanswered()
     }
 
     /// Requests that got no answer at all: timeouts, connect failures, closed or cut-off
