@@ -265,3 +265,60 @@ fn the_kubernetes_manifests_are_printed_committed_and_valid() {
         assert!(stderr(&output).contains(flag), "{args:?}: {}", stderr(&output));
     }
 }
+
+/// Shards whose requests ended in the HTTP/2 and WebSocket classes (GOAWAY, refused and reset
+/// streams, closed sockets, cut-off runs) merge to totals that count them, and `merge` says so.
+#[test]
+fn merged_totals_count_every_outcome_class_of_http2_and_websocket_runs() {
+    let (addr, _ids) = id_recording_server();
+    let url = format!("http://{addr}/");
+    let dir = std::env::temp_dir().join(format!("rpcbench-shard-classes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut paths = Vec::new();
+    for (shard, moved) in [
+        (1, serde_json::json!({"goaway": 7, "refused_stream": 3, "stream_reset": {"CANCEL": 2}})),
+        (2, serde_json::json!({"ws_closed": {"1006": 5}, "ws_protocol": 1, "unfinished": 4})),
+    ] {
+        let save = dir.join(format!("classes-{shard}.json"));
+        let output = rpcbench(&[
+            "run",
+            &url,
+            "-m",
+            "getSlot",
+            "-c",
+            "2",
+            "-n",
+            "100",
+            "-q",
+            "--shard",
+            &format!("{shard}/2"),
+            "--save",
+            save.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        // Turn some successes into the classes an HTTP/2 or WebSocket run has: the totals stay 50.
+        let mut file: serde_json::Value = serde_json::from_slice(&std::fs::read(&save).unwrap()).unwrap();
+        let methods = file["methods"].as_object_mut().unwrap();
+        let outcomes = &mut methods.values_mut().next().unwrap()["outcomes"];
+        let mut taken = 0;
+        for (class, value) in moved.as_object().unwrap() {
+            taken += match value {
+                serde_json::Value::Object(codes) => codes.values().map(|n| n.as_u64().unwrap()).sum(),
+                n => n.as_u64().unwrap(),
+            };
+            outcomes[class] = value.clone();
+        }
+        outcomes["ok"] = (outcomes["ok"].as_u64().unwrap() - taken).into();
+        std::fs::write(&save, serde_json::to_vec(&file).unwrap()).unwrap();
+        paths.push(save.to_str().unwrap().to_string());
+    }
+    let merged = dir.join("classes-merged.json").to_str().unwrap().to_string();
+    let output = rpcbench(&["merge", &paths[0], &paths[1], "-o", &merged]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("merged 2 shard(s), 100 requests"), "{}", stderr(&output));
+    let output = rpcbench(&["report", &merged, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["requests"]["total"], 100);
+    assert_eq!(report["outcomes"]["goaway"], 7);
+    assert_eq!(report["outcomes"]["ws_closed"]["1006"], 5);
+}

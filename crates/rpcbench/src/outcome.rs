@@ -54,23 +54,28 @@ impl Outcome {
         matches!(self, Outcome::Ok)
     }
 
+    /// The class of this outcome, without its code.
+    pub fn outcome_class(self) -> OutcomeClass {
+        match self {
+            Outcome::Ok => OutcomeClass::Ok,
+            Outcome::RpcError(_) => OutcomeClass::RpcError,
+            Outcome::HttpStatus(_) => OutcomeClass::HttpError,
+            Outcome::Invalid(_) => OutcomeClass::Invalid,
+            Outcome::Timeout => OutcomeClass::Timeout,
+            Outcome::Connect => OutcomeClass::Connect,
+            Outcome::Closed => OutcomeClass::Closed,
+            Outcome::Unfinished => OutcomeClass::Unfinished,
+            Outcome::GoAway => OutcomeClass::GoAway,
+            Outcome::RefusedStream => OutcomeClass::RefusedStream,
+            Outcome::StreamReset(_) => OutcomeClass::StreamReset,
+            Outcome::WsClosed(_) => OutcomeClass::WsClosed,
+            Outcome::WsProtocol => OutcomeClass::WsProtocol,
+        }
+    }
+
     /// The class name, as the live metrics' `class` label and the text report show it.
     pub fn class(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::RpcError(_) => "rpc_error",
-            Outcome::HttpStatus(_) => "http_error",
-            Outcome::Invalid(_) => "invalid",
-            Outcome::Timeout => "timeout",
-            Outcome::Connect => "connect",
-            Outcome::Closed => "closed",
-            Outcome::Unfinished => "unfinished",
-            Outcome::GoAway => "goaway",
-            Outcome::RefusedStream => "refused_stream",
-            Outcome::StreamReset(_) => "stream_reset",
-            Outcome::WsClosed(_) => "ws_closed",
-            Outcome::WsProtocol => "ws_protocol",
-        }
+        self.outcome_class().spec().name
     }
 
     /// The code within the class, for the classes that have one (the metrics' `code` label).
@@ -397,19 +402,7 @@ impl OutcomeCounts {
                     self.rpc_errors_other += count;
                 }
             }
-            Outcome::HttpStatus(status) => *self.http_errors.entry(status).or_default() += count,
-            Outcome::Invalid(kind) => *self.invalid.entry(kind).or_default() += count,
-            Outcome::Timeout => self.timeout += count,
-            Outcome::Connect => self.connect += count,
-            Outcome::Closed => self.closed += count,
-            Outcome::Unfinished => self.unfinished += count,
-            Outcome::GoAway => self.goaway += count,
-            Outcome::RefusedStream => self.refused_stream += count,
-            Outcome::StreamReset(code) => {
-                *self.stream_reset.entry(ResetCode(reset_code_bucket(code))).or_default() += count
-            }
-            Outcome::WsClosed(code) => *self.ws_closed_entry(code) += count,
-            Outcome::WsProtocol => self.ws_protocol += count,
+            outcome => *self.slot(outcome) += count,
         }
     }
 
@@ -442,181 +435,366 @@ impl OutcomeCounts {
 
     /// Every outcome counted.
     pub fn total(&self) -> u64 {
-        self.ok + self.errors()
+        CLASSES.iter().map(|spec| self.class_total(spec.class)).sum()
     }
 
     /// Every outcome that is not a success.
     pub fn errors(&self) -> u64 {
-        // The answers that were failures, then every request without one.
-        self.rpc_errors.values().map(|e| e.count).sum::<u64>()
-            + self.rpc_errors_other
-            + self.http_errors.values().sum::<u64>()
-            + self.invalid.values().sum::<u64>()
-            + self.ws_protocol
-            + self.unanswered()
+        CLASSES
+            .iter()
+            .filter(|spec| spec.class != OutcomeClass::Ok)
+            .map(|spec| self.class_total(spec.class))
+            .sum()
     }
 
     /// Requests that got no answer at all: timeouts, connect failures, closed or cut-off
     /// connections, streams lost to GOAWAY, refused or reset, sockets closed.
     pub fn unanswered(&self) -> u64 {
-        self.timeout
-            + self.connect
-            + self.closed
-            + self.unfinished
-            + self.goaway
-            + self.refused_stream
-            + self.stream_reset.values().sum::<u64>()
-            + self.ws_closed.values().sum::<u64>()
+        CLASSES.iter().filter(|spec| !spec.answered).map(|spec| self.class_total(spec.class)).sum()
+    }
+
+    /// Requests that failed on the wire rather than in their answer: every class of
+    /// [`ClassSpec::wire_failure`] (the text report's "others").
+    pub fn wire_failures(&self) -> u64 {
+        CLASSES.iter().filter(|spec| spec.wire_failure).map(|spec| self.class_total(spec.class)).sum()
+    }
+
+    /// The count of one class, over all its codes.
+    pub fn class_total(&self, class: OutcomeClass) -> u64 {
+        let mut total = 0u64;
+        self.each_count(class, &mut |_, _, count| total += count);
+        total
+    }
+
+    /// Calls `visit` with every bucket counted in `class` (counted or not): the outcome it
+    /// stands for, whether it is the bucket of the codes past [`MAX_RPC_CODES`], and its count.
+    /// The one place that knows where each class keeps its counts.
+    fn each_count(&self, class: OutcomeClass, visit: &mut dyn FnMut(Outcome, bool, u64)) {
+        match class {
+            OutcomeClass::Ok => visit(Outcome::Ok, false, self.ok),
+            OutcomeClass::RpcError => {
+                for (code, error) in &self.rpc_errors {
+                    visit(Outcome::RpcError(*code), false, error.count);
+                }
+                visit(Outcome::RpcError(0), true, self.rpc_errors_other);
+            }
+            OutcomeClass::HttpError => {
+                for (status, count) in &self.http_errors {
+                    visit(Outcome::HttpStatus(*status), false, *count);
+                }
+            }
+            OutcomeClass::Invalid => {
+                for (kind, count) in &self.invalid {
+                    visit(Outcome::Invalid(*kind), false, *count);
+                }
+            }
+            OutcomeClass::Timeout => visit(Outcome::Timeout, false, self.timeout),
+            OutcomeClass::Connect => visit(Outcome::Connect, false, self.connect),
+            OutcomeClass::Closed => visit(Outcome::Closed, false, self.closed),
+            OutcomeClass::Unfinished => visit(Outcome::Unfinished, false, self.unfinished),
+            OutcomeClass::GoAway => visit(Outcome::GoAway, false, self.goaway),
+            OutcomeClass::RefusedStream => visit(Outcome::RefusedStream, false, self.refused_stream),
+            OutcomeClass::StreamReset => {
+                for (code, count) in &self.stream_reset {
+                    visit(Outcome::StreamReset(code.0), false, *count);
+                }
+            }
+            OutcomeClass::WsClosed => {
+                for (code, count) in &self.ws_closed {
+                    visit(Outcome::WsClosed(*code), false, *count);
+                }
+            }
+            OutcomeClass::WsProtocol => visit(Outcome::WsProtocol, false, self.ws_protocol),
+        }
     }
 
     /// Every failure with its count, one entry per class and code, in a stable order (the
     /// codes past [`MAX_RPC_CODES`] as one `RpcError` entry named by [`OTHER_CODE`]).
     pub fn failures(&self) -> Vec<(Outcome, Option<String>, u64)> {
         let mut all = Vec::new();
-        for (code, error) in &self.rpc_errors {
-            all.push((Outcome::RpcError(*code), Some(code.to_string()), error.count));
+        for spec in FAILURE_ORDER.iter().map(|class| class.spec()) {
+            self.each_count(spec.class, &mut |outcome, other, count| {
+                if count > 0 {
+                    let code = if other { Some(OTHER_CODE.to_string()) } else { outcome.code() };
+                    all.push((outcome, code, count));
+                }
+            });
         }
-        if self.rpc_errors_other > 0 {
-            all.push((Outcome::RpcError(0), Some(OTHER_CODE.to_string()), self.rpc_errors_other));
-        }
-        for (status, count) in &self.http_errors {
-            all.push((Outcome::HttpStatus(*status), Some(status.to_string()), *count));
-        }
-        for (kind, count) in &self.invalid {
-            all.push((Outcome::Invalid(*kind), Some(kind.name().to_string()), *count));
-        }
-        for (outcome, count) in [
-            (Outcome::Timeout, self.timeout),
-            (Outcome::Connect, self.connect),
-            (Outcome::Closed, self.closed),
-            (Outcome::Unfinished, self.unfinished),
-            (Outcome::GoAway, self.goaway),
-            (Outcome::RefusedStream, self.refused_stream),
-            (Outcome::WsProtocol, self.ws_protocol),
-        ] {
-            all.push((outcome, None, count));
-        }
-        for (code, count) in &self.stream_reset {
-            all.push((Outcome::StreamReset(code.0), Some(reset_code_name(code.0).to_string()), *count));
-        }
-        for (code, count) in &self.ws_closed {
-            all.push((Outcome::WsClosed(*code), Some(code.to_string()), *count));
-        }
-        all.retain(|(_, _, count)| *count > 0);
         all
     }
 
     /// Adds another set of counts into this one. Codes beyond [`MAX_RPC_CODES`] go to the
     /// `other` bucket here too.
     pub fn merge(&mut self, other: &OutcomeCounts) {
-        self.ok += other.ok;
-        for (code, theirs) in &other.rpc_errors {
-            if let Some(ours) = self.rpc_errors.get_mut(code) {
-                if ours.first_message.is_none() {
-                    ours.first_message.clone_from(&theirs.first_message);
-                }
-                ours.count += theirs.count;
-            } else if self.rpc_errors.len() < MAX_RPC_CODES {
-                self.rpc_errors.insert(*code, theirs.clone());
-            } else {
-                self.rpc_errors_other += theirs.count;
-            }
-        }
-        self.rpc_errors_other += other.rpc_errors_other;
-        for (status, count) in &other.http_errors {
-            *self.http_errors.entry(*status).or_default() += count;
-        }
-        for (kind, count) in &other.invalid {
-            *self.invalid.entry(*kind).or_default() += count;
-        }
-        self.timeout += other.timeout;
-        self.connect += other.connect;
-        self.closed += other.closed;
-        self.unfinished += other.unfinished;
-        self.goaway += other.goaway;
-        self.refused_stream += other.refused_stream;
-        for (code, count) in &other.stream_reset {
-            *self.stream_reset.entry(*code).or_default() += count;
-        }
-        for (code, count) in &other.ws_closed {
-            *self.ws_closed_entry(*code) += count;
-        }
-        self.ws_protocol += other.ws_protocol;
+        let wrapping: &mut dyn FnMut(&mut u64, u64) -> Result<(), CountOverflow> = &mut |ours, theirs| {
+            *ours = ours.wrapping_add(theirs);
+            Ok(())
+        };
+        // Wrapping addition never fails.
+        let _ = self.merge_with(other, wrapping);
     }
 
     /// [`OutcomeCounts::merge`] for counts read from files: fails instead of wrapping when a
     /// sum does not fit.
     pub fn checked_merge(&mut self, other: &OutcomeCounts) -> Result<(), CountOverflow> {
         let mut merged = self.clone();
-        fn add(ours: &mut u64, theirs: u64) -> Result<(), CountOverflow> {
+        merged.merge_with(other, &mut |ours, theirs| {
             *ours = ours.checked_add(theirs).ok_or(CountOverflow)?;
             Ok(())
-        }
-        add(&mut merged.ok, other.ok)?;
-        for (code, theirs) in &other.rpc_errors {
-            if let Some(ours) = merged.rpc_errors.get_mut(code) {
-                if ours.first_message.is_none() {
-                    ours.first_message.clone_from(&theirs.first_message);
-                }
-                add(&mut ours.count, theirs.count)?;
-            } else if merged.rpc_errors.len() < MAX_RPC_CODES {
-                merged.rpc_errors.insert(*code, theirs.clone());
-            } else {
-                add(&mut merged.rpc_errors_other, theirs.count)?;
-            }
-        }
-        add(&mut merged.rpc_errors_other, other.rpc_errors_other)?;
-        for (status, count) in &other.http_errors {
-            add(merged.http_errors.entry(*status).or_default(), *count)?;
-        }
-        for (kind, count) in &other.invalid {
-            add(merged.invalid.entry(*kind).or_default(), *count)?;
-        }
-        add(&mut merged.timeout, other.timeout)?;
-        add(&mut merged.connect, other.connect)?;
-        add(&mut merged.closed, other.closed)?;
-        add(&mut merged.unfinished, other.unfinished)?;
-        add(&mut merged.goaway, other.goaway)?;
-        add(&mut merged.refused_stream, other.refused_stream)?;
-        for (code, count) in &other.stream_reset {
-            add(merged.stream_reset.entry(*code).or_default(), *count)?;
-        }
-        for (code, count) in &other.ws_closed {
-            add(merged.ws_closed_entry(*code), *count)?;
-        }
-        add(&mut merged.ws_protocol, other.ws_protocol)?;
+        })?;
         merged.checked_total()?;
         *self = merged;
         Ok(())
     }
 
+    /// Adds `other` into `self` class by class with `add`: each outcome bucket of `other` goes
+    /// where [`OutcomeCounts::add_many`] would have counted it (the bounded tables stay bounded).
+    fn merge_with(
+        &mut self,
+        other: &OutcomeCounts,
+        add: &mut dyn FnMut(&mut u64, u64) -> Result<(), CountOverflow>,
+    ) -> Result<(), CountOverflow> {
+        let mut result = Ok(());
+        for spec in &CLASSES {
+            other.each_count(spec.class, &mut |outcome, past_the_cap, count| {
+                if result.is_err() {
+                    return;
+                }
+                let slot = match outcome {
+                    Outcome::RpcError(_) if past_the_cap => &mut self.rpc_errors_other,
+                    Outcome::RpcError(code) => {
+                        if !self.rpc_errors.contains_key(&code) && self.rpc_errors.len() >= MAX_RPC_CODES {
+                            &mut self.rpc_errors_other
+                        } else {
+                            let ours = self.rpc_errors.entry(code).or_default();
+                            if ours.first_message.is_none() {
+                                ours.first_message.clone_from(&other.rpc_errors[&code].first_message);
+                            }
+                            &mut ours.count
+                        }
+                    }
+                    Outcome::WsClosed(code) => self.ws_closed_entry(code),
+                    outcome => self.slot(outcome),
+                };
+                result = add(slot, count);
+            });
+        }
+        result
+    }
+
+    /// The counter `outcome` is counted in (JSON-RPC codes and close codes, whose tables are
+    /// bounded, are handled by their callers).
+    #[inline]
+    fn slot(&mut self, outcome: Outcome) -> &mut u64 {
+        match outcome {
+            Outcome::Ok => &mut self.ok,
+            Outcome::RpcError(_) => &mut self.rpc_errors_other,
+            Outcome::HttpStatus(status) => self.http_errors.entry(status).or_default(),
+            Outcome::Invalid(kind) => self.invalid.entry(kind).or_default(),
+            Outcome::Timeout => &mut self.timeout,
+            Outcome::Connect => &mut self.connect,
+            Outcome::Closed => &mut self.closed,
+            Outcome::Unfinished => &mut self.unfinished,
+            Outcome::GoAway => &mut self.goaway,
+            Outcome::RefusedStream => &mut self.refused_stream,
+            Outcome::StreamReset(code) => {
+                self.stream_reset.entry(ResetCode(reset_code_bucket(code))).or_default()
+            }
+            Outcome::WsClosed(code) => self.ws_closed_entry(code),
+            Outcome::WsProtocol => &mut self.ws_protocol,
+        }
+    }
+
     /// [`OutcomeCounts::total`], failing instead of wrapping.
     pub fn checked_total(&self) -> Result<u64, CountOverflow> {
-        let mut total = self.ok;
-        let parts = self
-            .rpc_errors
-            .values()
-            .map(|e| e.count)
-            .chain([self.rpc_errors_other])
-            .chain(self.http_errors.values().copied())
-            .chain(self.invalid.values().copied())
-            .chain([
-                self.timeout,
-                self.connect,
-                self.closed,
-                self.unfinished,
-                self.goaway,
-                self.refused_stream,
-                self.ws_protocol,
-            ])
-            .chain(self.stream_reset.values().copied())
-            .chain(self.ws_closed.values().copied());
-        for part in parts {
-            total = total.checked_add(part).ok_or(CountOverflow)?;
+        let mut total = Some(0u64);
+        for spec in &CLASSES {
+            self.each_count(spec.class, &mut |_, _, count| total = total.and_then(|t| t.checked_add(count)));
         }
-        Ok(total)
+        total.ok_or(CountOverflow)
     }
 }
+
+/// An outcome's class without its code: the rows of [`CLASSES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OutcomeClass {
+    /// [`Outcome::Ok`].
+    Ok,
+    /// [`Outcome::RpcError`].
+    RpcError,
+    /// [`Outcome::HttpStatus`].
+    HttpError,
+    /// [`Outcome::Invalid`].
+    Invalid,
+    /// [`Outcome::Timeout`].
+    Timeout,
+    /// [`Outcome::Connect`].
+    Connect,
+    /// [`Outcome::Closed`].
+    Closed,
+    /// [`Outcome::Unfinished`].
+    Unfinished,
+    /// [`Outcome::GoAway`].
+    GoAway,
+    /// [`Outcome::RefusedStream`].
+    RefusedStream,
+    /// [`Outcome::StreamReset`].
+    StreamReset,
+    /// [`Outcome::WsClosed`].
+    WsClosed,
+    /// [`Outcome::WsProtocol`].
+    WsProtocol,
+}
+
+impl OutcomeClass {
+    /// This class's row of [`CLASSES`].
+    pub fn spec(self) -> &'static ClassSpec {
+        // CLASSES lists the classes in the enum's order (a test checks it).
+        &CLASSES[self as usize]
+    }
+}
+
+/// What every part of rpcbench knows about one outcome class: its names, and whether the
+/// server answered. Sums, labels, merges and the live metrics' label read this table.
+#[derive(Debug)]
+pub struct ClassSpec {
+    /// The class.
+    pub class: OutcomeClass,
+    /// The live metrics' `class` label and the text report's name.
+    pub name: &'static str,
+    /// How reports name the class's one count, for the classes that have no codes (`None`
+    /// for the classes counted by code, which reports name code by code).
+    pub label: Option<&'static str>,
+    /// Whether a request of this class got an answer from the server (a success, or a
+    /// failure the server sent). The others are [`OutcomeCounts::unanswered`].
+    pub answered: bool,
+    /// Whether the class is a failure of the wire rather than of an answer's content: no
+    /// HTTP status came with it (the text report's "others").
+    pub wire_failure: bool,
+}
+
+/// The one table of outcome classes, in [`OutcomeClass`]'s order.
+pub const CLASSES: [ClassSpec; 13] = [
+    ClassSpec { class: OutcomeClass::Ok, name: "ok", label: None, answered: true, wire_failure: false },
+    ClassSpec {
+        class: OutcomeClass::RpcError,
+        name: "rpc_error",
+        label: None,
+        answered: true,
+        wire_failure: false,
+    },
+    ClassSpec {
+        class: OutcomeClass::HttpError,
+        name: "http_error",
+        label: None,
+        answered: true,
+        wire_failure: false,
+    },
+    ClassSpec {
+        class: OutcomeClass::Invalid,
+        name: "invalid",
+        label: None,
+        answered: true,
+        wire_failure: false,
+    },
+    ClassSpec {
+        class: OutcomeClass::Timeout,
+        name: "timeout",
+        label: Some("timeout"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::Connect,
+        name: "connect",
+        label: Some("connect error"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::Closed,
+        name: "closed",
+        label: Some("connection closed"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::Unfinished,
+        name: "unfinished",
+        label: Some("unfinished at the end"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::GoAway,
+        name: "goaway",
+        label: Some("lost to a GOAWAY"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::RefusedStream,
+        name: "refused_stream",
+        label: Some("stream refused"),
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::StreamReset,
+        name: "stream_reset",
+        label: None,
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::WsClosed,
+        name: "ws_closed",
+        label: None,
+        answered: false,
+        wire_failure: true,
+    },
+    ClassSpec {
+        class: OutcomeClass::WsProtocol,
+        name: "ws_protocol",
+        label: Some("websocket protocol error"),
+        answered: true,
+        wire_failure: true,
+    },
+];
+
+/// The order in which [`OutcomeCounts::failures`] lists the failure classes (the order the
+/// live metrics have always had).
+const FAILURE_ORDER: [OutcomeClass; 12] = [
+    OutcomeClass::RpcError,
+    OutcomeClass::HttpError,
+    OutcomeClass::Invalid,
+    OutcomeClass::Timeout,
+    OutcomeClass::Connect,
+    OutcomeClass::Closed,
+    OutcomeClass::Unfinished,
+    OutcomeClass::GoAway,
+    OutcomeClass::RefusedStream,
+    OutcomeClass::WsProtocol,
+    OutcomeClass::StreamReset,
+    OutcomeClass::WsClosed,
+];
+
+/// The classes with one count and a report label, in report order, with their labels: the
+/// rows reports print after the classes counted by code.
+pub fn labelled_classes() -> impl Iterator<Item = (OutcomeClass, &'static str)> {
+    REPORT_ORDER.iter().filter_map(|class| class.spec().label.map(|label| (*class, label)))
+}
+
+/// The order in which reports list the classes that have one count.
+const REPORT_ORDER: [OutcomeClass; 7] = [
+    OutcomeClass::Timeout,
+    OutcomeClass::Connect,
+    OutcomeClass::Closed,
+    OutcomeClass::Unfinished,
+    OutcomeClass::GoAway,
+    OutcomeClass::RefusedStream,
+    OutcomeClass::WsProtocol,
+];
 
 /// The `code` label of the JSON-RPC errors counted past [`MAX_RPC_CODES`].
 pub const OTHER_CODE: &str = "other";
@@ -692,6 +870,48 @@ mod tests {
         assert_eq!(merged.stream_reset[&ResetCode(8)], 2);
         assert_eq!(merged.failures().len(), 4);
         assert_eq!(Outcome::StreamReset(8).code().as_deref(), Some("CANCEL"));
+    }
+
+    #[test]
+    fn the_class_table_lists_every_class_once_in_order() {
+        for (index, spec) in CLASSES.iter().enumerate() {
+            assert_eq!(spec.class as usize, index, "{}", spec.name);
+            assert_eq!(spec.class.spec().name, spec.name);
+        }
+        let outcomes = [
+            Outcome::Ok,
+            Outcome::RpcError(-1),
+            Outcome::HttpStatus(500),
+            Outcome::Invalid(InvalidKind::NotJson),
+            Outcome::Timeout,
+            Outcome::Connect,
+            Outcome::Closed,
+            Outcome::Unfinished,
+            Outcome::GoAway,
+            Outcome::RefusedStream,
+            Outcome::StreamReset(8),
+            Outcome::WsClosed(1006),
+            Outcome::WsProtocol,
+        ];
+        let mut counts = OutcomeCounts::default();
+        for (index, outcome) in outcomes.into_iter().enumerate() {
+            assert_eq!(outcome.outcome_class() as usize, index);
+            counts.add_many(outcome, index as u64 + 1, || None);
+        }
+        // Every class is summed: 1 + 2 + ... + 13.
+        assert_eq!(counts.total(), 91);
+        assert_eq!(counts.checked_total(), Ok(91));
+        assert_eq!(counts.errors(), 90);
+        assert_eq!(counts.unanswered(), 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12);
+        assert_eq!(counts.wire_failures(), counts.unanswered() + 13);
+        assert_eq!(counts.failures().len(), 12);
+        let mut merged = OutcomeCounts::default();
+        merged.checked_merge(&counts).unwrap();
+        merged.merge(&counts);
+        assert_eq!(merged.total(), 182);
+        for spec in &CLASSES {
+            assert_eq!(merged.class_total(spec.class), 2 * counts.class_total(spec.class), "{}", spec.name);
+        }
     }
 
     #[test]

@@ -656,15 +656,9 @@ impl MethodResults {
         Ok(totals)
     }
 
-    /// Requests with an outcome.
+    /// Requests with an outcome: every class of the one outcome table.
     pub fn total_requests(&self) -> u64 {
-        let o = &self.outcomes;
-        o.ok + o.rpc_errors.values().map(|e| e.count).sum::<u64>()
-            + o.http_errors.values().sum::<u64>()
-            + o.invalid.values().sum::<u64>()
-            + o.timeout
-            + o.connect
-            + o.closed
+        self.outcomes.total()
     }
 }
 

@@ -271,18 +271,8 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
             counts: reports.iter().map(|r| r.outcomes.invalid.get(&kind).copied().unwrap_or(0)).collect(),
         });
     }
-    type Count = fn(&RunReport) -> u64;
-    let fixed: [(&str, Count); 7] = [
-        ("timeout", |r| r.outcomes.timeout),
-        ("connect error", |r| r.outcomes.connect),
-        ("connection closed", |r| r.outcomes.closed),
-        ("unfinished at the end", |r| r.outcomes.unfinished),
-        ("lost to a GOAWAY", |r| r.outcomes.goaway),
-        ("stream refused", |r| r.outcomes.refused_stream),
-        ("websocket protocol error", |r| r.outcomes.ws_protocol),
-    ];
-    for (name, count) in fixed {
-        let counts: Vec<u64> = reports.iter().map(|r| count(r)).collect();
+    for (class, name) in crate::outcome::labelled_classes() {
+        let counts: Vec<u64> = reports.iter().map(|r| r.outcomes.class_total(class)).collect();
         if counts.iter().any(|&n| n > 0) {
             rows.push(OutcomeRow { outcome: name.into(), ok: false, counts });
         }

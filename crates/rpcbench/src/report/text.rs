@@ -228,15 +228,7 @@ pub fn render_text(report: &RunReport) -> String {
             .map(|(_, n)| n)
             .sum()
     };
-    let others: u64 = report.outcomes.timeout
-        + report.outcomes.connect
-        + report.outcomes.closed
-        + report.outcomes.unfinished
-        + report.outcomes.goaway
-        + report.outcomes.refused_stream
-        + report.outcomes.stream_reset.values().sum::<u64>()
-        + report.outcomes.ws_closed.values().sum::<u64>()
-        + report.outcomes.ws_protocol;
+    let others: u64 = report.outcomes.wire_failures();
     if websocket {
         // A WebSocket answer has no HTTP status: the messages that answered, and the rest.
         let _ = writeln!(out, "  Answers: {}, none - {others}", report.requests.responded);
@@ -276,15 +268,8 @@ pub fn render_text(report: &RunReport) -> String {
     for (kind, count) in outcomes.invalid_by_name() {
         other_errors.push((format!("invalid response: {}", kind.name().replace('_', " ")), count));
     }
-    for (name, count) in [
-        ("timeout", outcomes.timeout),
-        ("connect error", outcomes.connect),
-        ("connection closed", outcomes.closed),
-        ("unfinished at the end", outcomes.unfinished),
-        ("lost to a GOAWAY", outcomes.goaway),
-        ("stream refused", outcomes.refused_stream),
-        ("websocket protocol error", outcomes.ws_protocol),
-    ] {
+    for (class, name) in crate::outcome::labelled_classes() {
+        let count = outcomes.class_total(class);
         if count > 0 {
             other_errors.push((name.to_string(), count));
         }
