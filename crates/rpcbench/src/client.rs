@@ -1,6 +1,7 @@
 //! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
-//! choosing parameters from what it really has. Uses the run's own transport (HTTP/1.1, the
-//! same connection code and request framing), one connection per call. The errors of a call
+//! choosing parameters from what it really has. Uses the transport the one wire selection
+//! ([`crate::engine::select`]) chooses for the run (HTTP/1.1, HTTP/2 or WebSocket, the same
+//! connection code and request framing), one connection per call. The errors of a call
 //! have the endpoint's secrets scrubbed out: a node's error message may quote the key or the
 //! credentials it was sent.
 
@@ -10,13 +11,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::engine::config::RunConfig;
+use crate::engine::config::{HttpVersion, RunConfig};
+use crate::engine::select::{UseTransport, Wire, WireSettings};
 use crate::jsonrpc::{self, CheckMode, RequestTemplate};
 use crate::outcome::Outcome;
 use crate::redact::Secrets;
 use crate::settings::{Target, TlsOptions};
-use crate::transport::connect::Connector;
-use crate::transport::http1::Http1;
 use crate::transport::{Lane, Outgoing, Transport};
 
 /// Why a call failed.
@@ -59,7 +59,8 @@ pub struct Endpoint {
     headers: Vec<(String, String)>,
     tls: TlsOptions,
     max_body: u64,
-    transport: Http1,
+    http: HttpVersion,
+    wire: Wire,
     timeout: Duration,
     secrets: Secrets,
 }
@@ -67,13 +68,20 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint with the target, headers and TLS settings of a run.
     pub fn from_config(config: &RunConfig, timeout: Duration) -> Result<Self, CallError> {
-        Self::new(config.target.clone(), config.headers.clone(), config.tls.clone(), config.max_body, timeout)
+        Self::new(
+            config.target.clone(),
+            config.headers.clone(),
+            config.tls.clone(),
+            config.max_body,
+            config.http,
+            timeout,
+        )
     }
 
     /// A plain endpoint: no extra headers, default TLS settings.
     pub fn parse(url: &str, timeout: Duration) -> Result<Self, CallError> {
         let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
-        Self::new(target, Vec::new(), TlsOptions::default(), 64 * 1024 * 1024, timeout)
+        Self::new(target, Vec::new(), TlsOptions::default(), 64 * 1024 * 1024, HttpVersion::Http1, timeout)
     }
 
     fn new(
@@ -81,21 +89,38 @@ impl Endpoint {
         headers: Vec<(String, String)>,
         tls: TlsOptions,
         max_body: u64,
+        http: HttpVersion,
         timeout: Duration,
     ) -> Result<Self, CallError> {
-        let connector =
-            Connector::new(&target, &tls, timeout).map_err(|err| CallError::Transport(err.to_string()))?;
-        let transport = Http1::new(connector, &target, &headers, true);
+        let settings = WireSettings {
+            target: &target,
+            headers: &headers,
+            tls: &tls,
+            connect_timeout: timeout,
+            http,
+            keepalive: true,
+            streams: 1,
+            in_flight: 1,
+            max_body,
+        };
+        let wire = Wire::select(&settings, false).map_err(|err| CallError::Transport(err.to_string()))?;
         let mut secrets = target.secrets();
         for (name, value) in &headers {
             secrets.add_header(name, value);
         }
-        Ok(Self { target, headers, tls, max_body, transport, timeout, secrets })
+        Ok(Self { target, headers, tls, max_body, http, wire, timeout, secrets })
     }
 
     /// The same node with another time allowed per call (to connect, too).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        match Self::new(self.target.clone(), self.headers.clone(), self.tls.clone(), self.max_body, timeout) {
+        match Self::new(
+            self.target.clone(),
+            self.headers.clone(),
+            self.tls.clone(),
+            self.max_body,
+            self.http,
+            timeout,
+        ) {
             Ok(rebuilt) => rebuilt,
             Err(_) => {
                 self.timeout = timeout;
@@ -139,14 +164,39 @@ impl Endpoint {
             .enable_all()
             .build()
             .map_err(|err| CallError::Transport(err.to_string()))?;
+        self.wire.with(OneCall {
+            runtime: &runtime,
+            template: &template,
+            max_body: self.max_body,
+            timeout: self.timeout,
+        })
+    }
+}
+
+/// One call over whichever transport the endpoint's wire is.
+struct OneCall<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    template: &'a RequestTemplate,
+    max_body: u64,
+    timeout: Duration,
+}
+
+impl UseTransport for OneCall<'_> {
+    type Output = Result<Value, CallError>;
+
+    fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
+        let OneCall { runtime, template, max_body, timeout } = self;
+        // Each call runs on a runtime of its own, as a worker does: connections shared within a
+        // worker (HTTP/2, WebSocket) are never carried over from a runtime that is gone.
+        let transport = transport.for_worker();
         runtime.block_on(async {
             let exchange = async {
                 let mut lane =
-                    self.transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
+                    transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
                 let mut request = Outgoing::default();
                 template.write_body(1, &mut request.body);
                 let reply = lane
-                    .exchange(&request, self.max_body)
+                    .exchange(&request, max_body)
                     .await
                     .map_err(|err| CallError::Transport(format!("{err:?}")))?;
                 if !(200..300).contains(&reply.status) {
@@ -165,7 +215,7 @@ impl Endpoint {
                     serde_json::from_slice(lane.body()).map_err(|err| CallError::Invalid(err.to_string()))?;
                 Ok(value)
             };
-            let mut value = tokio::time::timeout(self.timeout, exchange)
+            let mut value = tokio::time::timeout(timeout, exchange)
                 .await
                 .map_err(|_| CallError::Transport("timeout".into()))??;
             if let Some(error) = value.get("error") {

@@ -344,3 +344,62 @@ fn sampling_a_rate_limited_node_backs_off_instead_of_failing() {
     assert!(!pools.get("slots").unwrap().is_empty());
     assert!(!pools.get("signatures").unwrap().is_empty());
 }
+
+/// A front of `upstream` that serves WebSocket only: a plain HTTP request (a POST) gets 405,
+/// an upgrade request is relayed to the upstream byte for byte, both ways.
+fn websocket_only(upstream: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    if client.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                if !String::from_utf8_lossy(&head).to_ascii_lowercase().contains("upgrade: websocket") {
+                    let _ = client.write_all(
+                        b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let Ok(mut server) = TcpStream::connect(upstream) else { return };
+                if server.write_all(&head).is_err() {
+                    return;
+                }
+                let (mut client_in, mut server_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut client_in, &mut server_out);
+                    let _ = server_out.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut server, &mut client);
+            });
+        }
+    });
+    format!("ws://{addr}/")
+}
+
+#[test]
+fn sampling_and_one_off_calls_of_a_websocket_target_speak_websocket() {
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let ws = websocket_only(node.local_addr());
+    // The front refuses plain HTTP: a POST to it is not an answer.
+    let http = ws.replacen("ws://", "http://", 1);
+    assert!(matches!(call(&http, "eth_blockNumber", json!([])), Err(client::CallError::Status(405))));
+    // Over WebSocket, one-off calls and sampling work.
+    let head = call(&ws, "eth_blockNumber", json!([])).unwrap();
+    assert!(head.as_str().unwrap().starts_with("0x"), "{head}");
+    let pools = sample(&endpoint(&ws), &SampleOptions::default()).unwrap();
+    assert_eq!(pools.chain, SampleChain::Ethereum, "detected");
+    for name in ETHEREUM_POOLS {
+        assert!(!pools.get(name).unwrap().is_empty(), "pool {name} is empty: {}", pools.summary());
+    }
+}

@@ -22,6 +22,7 @@
 pub mod config;
 pub mod limits;
 pub(crate) mod pacer;
+pub mod select;
 pub mod stages;
 pub mod usage;
 
@@ -44,12 +45,10 @@ use crate::protocol::single::SingleCall;
 use crate::protocol::{CallSlot, Draw, Protocol};
 use crate::record::{tick_of, Phases, Recorder, RunRecord, Series, Timing, Totals};
 use crate::slot_timer;
-use crate::transport::connect::{Alpn, Connector, SetupError};
-use crate::transport::http1::Http1;
-use crate::transport::http2::Http2;
-use crate::transport::websocket::WebSocket;
+use crate::transport::connect::SetupError;
 use crate::transport::{Lane, Outgoing, Transport, WireError};
-use config::{HttpVersion, Load, RunConfig};
+use config::{Load, RunConfig};
+use select::{UseTransport, Wire, WireSettings};
 
 /// How often each worker publishes its figures to a [`LiveSink`].
 /// Publishing walks each call's latency histogram (about 0.4 M instructions for a busy call,
@@ -183,19 +182,11 @@ impl Progress {
     }
 }
 
-/// The transport a run uses, chosen once.
-#[derive(Debug)]
-enum RunTransport {
-    Http1(Http1),
-    Http2(Http2),
-    WebSocket(WebSocket),
-}
-
 /// A prepared run: validated, resolved, ready to execute.
 #[derive(Debug)]
 pub struct Run {
     config: Arc<RunConfig>,
-    transport: RunTransport,
+    transport: Wire,
     stop: StopHandle,
     series: Arc<Mutex<Series>>,
 }
@@ -210,36 +201,32 @@ impl Run {
     pub fn with_stop(config: RunConfig, stop: StopHandle) -> Result<Self, EngineError> {
         config.validate().map_err(EngineError::Config)?;
         limits::check_open_files(&config).map_err(EngineError::TooManyConnections)?;
-        let transport = match config.http {
-            _ if config.target.websocket => {
-                let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
-                    .map_err(EngineError::Setup)?;
-                let websocket = WebSocket::new(
-                    connector,
-                    &config.target,
-                    &config.headers,
-                    config.in_flight,
-                    config.max_body,
-                );
-                check_websocket_server(&websocket)?;
-                RunTransport::WebSocket(websocket)
-            }
-            HttpVersion::Http1 => {
-                let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
-                    .map_err(EngineError::Setup)?;
-                RunTransport::Http1(Http1::new(connector, &config.target, &config.headers, config.keepalive))
-            }
-            HttpVersion::H2c | HttpVersion::Http2 => {
-                let connector =
-                    Connector::with_alpn(&config.target, &config.tls, config.connect_timeout, Alpn::Http2)
-                        .map_err(EngineError::Setup)?;
-                let http2 = Http2::new(connector, &config.target, &config.headers, config.streams).map_err(
-                    |err| EngineError::Config(config::ConfigError::new("--header", err.to_string())),
-                )?;
-                check_http2_server(&http2, config.http)?;
-                RunTransport::Http2(http2)
-            }
+        let settings = WireSettings {
+            target: &config.target,
+            headers: &config.headers,
+            tls: &config.tls,
+            connect_timeout: config.connect_timeout,
+            http: config.http,
+            keepalive: config.keepalive,
+            streams: config.streams,
+            in_flight: config.in_flight,
+            max_body: config.max_body,
         };
+        let transport = Wire::select(&settings, true).map_err(|err| match err {
+            select::SelectError::Setup(err) => EngineError::Setup(err),
+            select::SelectError::Runtime(err) => EngineError::Runtime(err),
+            select::SelectError::Headers(err) => {
+                EngineError::Config(config::ConfigError::new("--header", err.to_string()))
+            }
+            select::SelectError::Refused { chosen_by, reason } => {
+                let setting = match chosen_by {
+                    select::ChosenBy::Url => "URL",
+                    select::ChosenBy::Http2 => "--http2",
+                    select::ChosenBy::H2c => "--h2c",
+                };
+                EngineError::Config(config::ConfigError::new(setting, reason))
+            }
+        })?;
         Ok(Self {
             config: Arc::new(config),
             transport,
@@ -265,50 +252,8 @@ impl Run {
 
     /// Runs to the end (or until stopped) and returns what was measured. Blocks the caller.
     pub fn execute(self) -> Result<RunRecord, EngineError> {
-        let config = self.config.clone();
-        if let Some(replay) = &config.replay {
-            let replayed = || Replayed::new(replay.clone(), config.check);
-            return match &self.transport {
-                RunTransport::Http1(http1) => {
-                    let transport = http1.clone();
-                    self.execute_with(transport, replayed)
-                }
-                RunTransport::Http2(http2) => {
-                    let transport = http2.clone();
-                    self.execute_with(transport, replayed)
-                }
-                // Refused by the configuration's checks.
-                RunTransport::WebSocket(websocket) => {
-                    let transport = websocket.clone();
-                    self.execute_with(transport, replayed)
-                }
-            };
-        }
-        let batch = || JsonRpcBatch::new(config.workload.clone(), config.check, config.batch);
-        let single = || SingleCall::new(config.workload.clone(), config.check);
-        match &self.transport {
-            RunTransport::Http1(http1) if config.batch > 1 => {
-                let transport = http1.clone();
-                self.execute_with(transport, batch)
-            }
-            RunTransport::Http1(http1) => {
-                let transport = http1.clone();
-                self.execute_with(transport, single)
-            }
-            RunTransport::Http2(http2) if config.batch > 1 => {
-                let transport = http2.clone();
-                self.execute_with(transport, batch)
-            }
-            RunTransport::Http2(http2) => {
-                let transport = http2.clone();
-                self.execute_with(transport, single)
-            }
-            // Batches are refused over WebSocket by the configuration's checks.
-            RunTransport::WebSocket(websocket) => {
-                let transport = websocket.clone();
-                self.execute_with(transport, single)
-            }
-        }
+        let wire = self.transport.clone();
+        wire.with(Execute(self))
     }
 
     /// Runs over `transport` with a protocol made by `protocol` for each worker.
@@ -397,26 +342,28 @@ impl Run {
     }
 }
 
-/// HTTP/2: refuses a server that answers but not in HTTP/2 (ALPN chose http/1.1, or no
-/// answer to the h2c preface), before any load, so the run fails with the reason rather than
-/// with a count of connect errors.
-fn check_http2_server(http2: &Http2, version: HttpVersion) -> Result<(), EngineError> {
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(EngineError::Runtime)?;
-    let flag = if version == HttpVersion::H2c { "--h2c" } else { "--http2" };
-    runtime
-        .block_on(http2.check_server())
-        .map_err(|reason| EngineError::Config(config::ConfigError::new(flag, reason)))
-}
+/// Runs a prepared run over the transport its wire selection chose, with the protocol its
+/// configuration asks for (a replay, JSON-RPC batches, or one call per request).
+struct Execute(Run);
 
-/// WebSocket: refuses a server that answers the upgrade with an HTTP status instead (its
-/// status named), before any load.
-fn check_websocket_server(websocket: &WebSocket) -> Result<(), EngineError> {
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(EngineError::Runtime)?;
-    runtime
-        .block_on(websocket.check_server())
-        .map_err(|reason| EngineError::Config(config::ConfigError::new("URL", reason)))
+impl UseTransport for Execute {
+    type Output = Result<RunRecord, EngineError>;
+
+    fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
+        let Execute(run) = self;
+        let config = run.config.clone();
+        if let Some(replay) = &config.replay {
+            return run.execute_with(transport, || Replayed::new(replay.clone(), config.check));
+        }
+        if config.batch > 1 {
+            // Refused over WebSocket by the configuration's checks.
+            run.execute_with(transport, || {
+                JsonRpcBatch::new(config.workload.clone(), config.check, config.batch)
+            })
+        } else {
+            run.execute_with(transport, || SingleCall::new(config.workload.clone(), config.check))
+        }
+    }
 }
 
 /// The instants every worker shares.
