@@ -57,7 +57,7 @@ pub fn run(args: K8sJobArgs) -> ExitCode {
     }
     let start_at = args.start_at.clone().unwrap_or_else(|| {
         let at = SystemTime::now() + Duration::from_secs(120);
-        rpcbench::results::rfc3339(at)
+        rpcbench::units::rfc3339(at)
     });
     if rpcbench::units::parse_rfc3339(&start_at).is_none() && start_at.parse::<f64>().is_err() {
         return output::usage_error(ConfigError::new(

@@ -24,7 +24,8 @@ use serde_json::Value;
 use crate::capacity::{CapacityReport, StepData};
 use crate::record::Totals;
 use crate::report::LatencyReport;
-use crate::results::{rfc3339, write_atomically, Machine, ResultsError, RESULTS_FORMAT};
+use crate::results::{write_atomically, Machine, ResultsError, RESULTS_FORMAT};
+use crate::units::rfc3339;
 
 /// The value of `format` in every capacity file.
 pub use crate::results::CAPACITY_FORMAT;

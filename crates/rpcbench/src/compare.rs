@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::client::{CallError, Endpoint};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
+pub use crate::json_path::{normalize, FieldPath};
 use crate::monitor::Monitor;
 use crate::printable::escape_controls;
 use crate::redact::Secrets;
@@ -315,105 +316,6 @@ pub fn comparison_json(runs: &[SavedRun]) -> String {
             .collect(),
     };
     serde_json::to_string_pretty(&json).expect("a comparison serializes")
-}
-
-/// A path to a field of a response, `result.context.slot`; `*` matches any key or index and
-/// `[n]` is the same as `.n`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath {
-    text: String,
-    segments: Vec<String>,
-}
-
-impl FieldPath {
-    /// Parses a path; an empty path or segment is an error.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let normalised = text.trim().replace('[', ".").replace(']', "");
-        let segments: Vec<String> = normalised.split('.').map(str::to_string).collect();
-        if text.trim().is_empty() || segments.iter().any(String::is_empty) {
-            return Err(format!("'{text}' is not a field path such as result.context.slot"));
-        }
-        Ok(Self { text: text.trim().to_string(), segments })
-    }
-
-    /// The path as given.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    fn remove_from(&self, value: &mut Value) {
-        remove_path(value, &self.segments);
-    }
-}
-
-fn remove_path(value: &mut Value, segments: &[String]) {
-    let Some((head, rest)) = segments.split_first() else { return };
-    match value {
-        Value::Object(object) => {
-            if rest.is_empty() {
-                if head == "*" {
-                    object.clear();
-                } else {
-                    object.remove(head);
-                }
-            } else if head == "*" {
-                object.values_mut().for_each(|v| remove_path(v, rest));
-            } else if let Some(child) = object.get_mut(head) {
-                remove_path(child, rest);
-            }
-        }
-        Value::Array(items) => {
-            if head == "*" {
-                if rest.is_empty() {
-                    items.clear();
-                } else {
-                    items.iter_mut().for_each(|v| remove_path(v, rest));
-                }
-            } else if let Ok(index) = head.parse::<usize>() {
-                if rest.is_empty() {
-                    if index < items.len() {
-                        // Keep the other indices where they were.
-                        items[index] = Value::Null;
-                    }
-                } else if let Some(child) = items.get_mut(index) {
-                    remove_path(child, rest);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Normalises a response for comparison: hex strings (`0x…`) lowercased, object keys sorted,
-/// and the ignored fields removed.
-pub fn normalize(value: &mut Value, ignore: &[FieldPath]) {
-    for path in ignore {
-        path.remove_from(value);
-    }
-    canonicalize(value);
-}
-
-fn canonicalize(value: &mut Value) {
-    match value {
-        Value::String(text) => {
-            let is_hex = text.len() > 2
-                && (text.starts_with("0x") || text.starts_with("0X"))
-                && text[2..].bytes().all(|b| b.is_ascii_hexdigit());
-            if is_hex {
-                *text = text.to_ascii_lowercase();
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(canonicalize),
-        Value::Object(object) => {
-            let mut entries: Vec<(String, Value)> = std::mem::take(object).into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            for (key, mut child) in entries {
-                canonicalize(&mut child);
-                object.insert(key, child);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// A difference at one place between two normalised responses.

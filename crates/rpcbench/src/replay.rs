@@ -16,8 +16,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::compare::FieldPath;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig};
+use crate::json_path::FieldPath;
 use crate::settings::Target;
 use crate::targets::HttpTarget;
 use crate::traffic::{methods_of, TrafficFile};

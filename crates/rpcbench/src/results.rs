@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,8 +42,7 @@ use crate::engine::usage::ThreadUsage;
 use crate::jsonrpc::{CheckMode, RequestTemplate};
 use crate::monitor::ResourceReport;
 use crate::record::{
-    new_histogram_like, CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint,
-    StageTotals, Totals, MAX_TRACKABLE_US,
+    CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint, StageTotals, Totals,
 };
 use crate::redact;
 use crate::report::{Http2Figures, RunReport, WebSocketFigures};
@@ -535,52 +533,9 @@ impl fmt::Display for ResultsError {
 
 impl std::error::Error for ResultsError {}
 
-/// Formats a time as RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z` (times before
-/// 1970 as the epoch, after 9999 as its last second).
-pub fn rfc3339(time: SystemTime) -> String {
-    use time::format_description::well_known::Rfc3339;
-    /// 9999-12-31T23:59:59Z, the last second RFC 3339's four-digit years can write.
-    const LAST: i64 = 253_402_300_799;
-    let secs = time.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let secs = i64::try_from(secs).unwrap_or(LAST).min(LAST);
-    time::OffsetDateTime::from_unix_timestamp(secs)
-        .ok()
-        .and_then(|at| at.format(&Rfc3339).ok())
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
-}
+pub use crate::units::rfc3339;
 
-/// Encodes a histogram losslessly: HdrHistogram V2, base64. The header always states the full
-/// 1 us to 1 h range (the recorder's histograms grow to the largest value they saw), so a file
-/// does not depend on the latencies in it beyond their counts.
-pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
-    let full = Histogram::<u64>::new_with_bounds(1, MAX_TRACKABLE_US, histogram.sigfig())
-        .ok()
-        .and_then(|mut full| full.add(histogram).is_ok().then_some(full));
-    let mut bytes = Vec::new();
-    V2Serializer::new()
-        .serialize(full.as_ref().unwrap_or(histogram), &mut bytes)
-        .expect("a histogram serializes into memory");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Decodes [`encode_histogram`]'s output (or any V2 / V2-deflate histogram) into a histogram
-/// of the shape rpcbench records into: phase histograms (2 significant digits) stay coarse,
-/// everything else is read at 3, so a report from a file matches the live one.
-pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .map_err(|err| format!("not base64: {err}"))?;
-    let decoded: Histogram<u64> =
-        Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|err| format!("{err:?}"))?;
-    // What the fixed 1 us-1 h histograms of earlier versions could hold (their last bucket
-    // ends at 2^32 - 1 us): the same files are accepted and rejected as before.
-    if decoded.max() > u64::from(u32::MAX) {
-        return Err("OtherAddendValueExceedsRange".to_string());
-    }
-    let mut histogram = new_histogram_like(&decoded);
-    histogram.add(&decoded).map_err(|err| format!("{err:?}"))?;
-    Ok(histogram)
-}
+pub use crate::hdr_codec::{decode_histogram, encode_histogram};
 
 /// Rewrites a version 1 file's series (whole seconds: `interval_s`, points from their second)
 /// in version 2's milliseconds, in place; the rest of the layout is the same in both.

@@ -998,7 +998,7 @@ async fn serve_socket(
 
 /// A histogram for the report, `None` when empty.
 fn encoded(histogram: &Histogram<u64>) -> Option<String> {
-    (!histogram.is_empty()).then(|| crate::results::encode_histogram(histogram))
+    (!histogram.is_empty()).then(|| crate::hdr_codec::encode_histogram(histogram))
 }
 
 /// A subscription's gaps before its first notification and after its last.

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::compare::{normalize, FieldPath};
+use crate::json_path::{normalize, FieldPath};
 
 /// The `format` of a traffic file's header line.
 pub const TRAFFIC_FORMAT: &str = "rpcbench-traffic";
@@ -49,7 +49,7 @@ impl TrafficHeader {
         TrafficHeader {
             format: TRAFFIC_FORMAT.into(),
             version: TRAFFIC_VERSION,
-            started_at: crate::results::rfc3339(std::time::SystemTime::now()),
+            started_at: crate::units::rfc3339(std::time::SystemTime::now()),
             upstream: crate::redact::url(upstream),
             ignored_fields: ignored_fields.iter().map(|p| p.as_str().to_string()).collect(),
         }

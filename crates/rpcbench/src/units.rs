@@ -127,6 +127,20 @@ pub fn trim_float(value: f64) -> String {
     }
 }
 
+/// Formats a time as RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z` (times before
+/// 1970 as the epoch, after 9999 as its last second).
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    use time::format_description::well_known::Rfc3339;
+    /// 9999-12-31T23:59:59Z, the last second RFC 3339's four-digit years can write.
+    const LAST: i64 = 253_402_300_799;
+    let secs = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = i64::try_from(secs).unwrap_or(LAST).min(LAST);
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|at| at.format(&Rfc3339).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
+}
+
 /// Seconds since the Unix epoch of an RFC 3339 time (`2026-11-23T10:00:00Z`, fractions of a
 /// second and `+HH:MM` offsets accepted); `None` when the text is not one.
 pub fn parse_rfc3339(text: &str) -> Option<f64> {

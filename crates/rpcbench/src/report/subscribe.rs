@@ -423,7 +423,7 @@ impl SubscribeReport {
             .into_iter()
             .flatten()
         {
-            crate::results::decode_histogram(text)
+            crate::hdr_codec::decode_histogram(text)
                 .map_err(|err| format!("{shown}: a histogram does not decode: {err}"))?;
         }
         Ok(report)
@@ -519,7 +519,7 @@ pub fn merge_subscribe_reports(
         let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
         for (path, part) in parts {
             if let Some(text) = pick(&part.histograms) {
-                let histogram = crate::results::decode_histogram(text)
+                let histogram = crate::hdr_codec::decode_histogram(text)
                     .map_err(|err| format!("{}: {err}", path.display()))?;
                 match sum.as_mut() {
                     Some(sum) => sum.add(&histogram).map_err(|err| format!("{}: {err:?}", path.display()))?,
@@ -527,7 +527,7 @@ pub fn merge_subscribe_reports(
                 }
             }
         }
-        Ok(sum.as_ref().map(crate::results::encode_histogram))
+        Ok(sum.as_ref().map(crate::hdr_codec::encode_histogram))
     };
     merged.histograms = SubscribeHistograms {
         subscribe: combine(|h| &h.subscribe)?,
@@ -535,7 +535,7 @@ pub fn merge_subscribe_reports(
         produced_lag: combine(|h| &h.produced_lag)?,
     };
     let latency = |text: &Option<String>| -> Option<LatencyReport> {
-        let histogram = crate::results::decode_histogram(text.as_deref()?).ok()?;
+        let histogram = crate::hdr_codec::decode_histogram(text.as_deref()?).ok()?;
         Some(LatencyReport::from_histogram(&histogram))
     };
     let empty = LatencyReport::from_histogram(&crate::record::new_histogram());

@@ -56,7 +56,7 @@ fn lag_percentile_chart(report: &SubscribeReport) -> String {
             .into_iter()
             .enumerate()
             .filter_map(|(index, text)| {
-                let histogram = crate::results::decode_histogram(text?).ok()?;
+                let histogram = crate::hdr_codec::decode_histogram(text?).ok()?;
                 Some((index, spectrum(&histogram)))
             })
             .filter(|(_, line)| !line.is_empty())
