@@ -320,6 +320,11 @@ pub struct HttpArgs {
     /// How much of each response to check [default: scan].
     #[arg(long, value_enum, help_heading = "HTTP")]
     pub check: Option<CheckArg>,
+    /// A JSON-RPC error code that means "rate limited" whatever its message (repeatable; HTTP
+    /// 429, codes -32029 and 429, and messages that speak of a rate are recognised anyway):
+    /// such answers count as rate_limited, apart from other errors.
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true, help_heading = "HTTP")]
+    pub rate_limit_code: Vec<i64>,
     /// Cleartext HTTP/2 with prior knowledge, for http:// URLs.
     #[arg(long, conflicts_with = "http2", help_heading = "HTTP")]
     pub h2c: bool,

@@ -412,6 +412,9 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
             CheckArg::Full => CheckMode::Full,
         };
     }
+    if !args.http.rate_limit_code.is_empty() {
+        config.rate_limits = rpcbench::rate_limit::RateLimitRules::with_codes(&args.http.rate_limit_code);
+    }
     if let Some(seed) = args.seed {
         config.seed = seed;
     }

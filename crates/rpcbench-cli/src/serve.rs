@@ -54,6 +54,14 @@ pub struct ServeArgs {
     /// Requests per second over all connections; the excess gets HTTP 429: 50/s.
     #[arg(long, value_parser = parse_rate_limit)]
     pub rate_limit: Option<f64>,
+    /// With --rate-limit: requests let through at once after a quiet spell (the bucket's size)
+    /// [default: a tenth of a second's worth, at least 1].
+    #[arg(long, value_name = "N", requires = "rate_limit")]
+    pub burst: Option<f64>,
+    /// With --rate-limit: how the excess is answered, 429 (HTTP 429 with Retry-After) or
+    /// jsonrpc (HTTP 200 with the JSON-RPC error -32005 "rate limit exceeded").
+    #[arg(long, value_name = "STYLE", default_value = "429", value_parser = ["429", "jsonrpc"], requires = "rate_limit")]
+    pub rate_limit_style: String,
     /// A periodic full pause, pause/period: 2s/10s.
     #[arg(long)]
     pub stall: Option<Stall>,
@@ -175,6 +183,8 @@ impl ServeArgs {
                 .unwrap_or_default(),
             error_rate: self.error_rate,
             rate_limit: self.rate_limit,
+            rate_limit_burst: self.burst,
+            rate_limit_style: self.rate_limit_style.parse().unwrap_or_default(),
             stall: self.stall,
         };
         options.max_body_bytes = self.max_body;
@@ -202,6 +212,7 @@ fn flag_of(option: &str) -> &'static str {
         "max_batch_len" => "--max-batch",
         "error_rate" => "--error-rate",
         "rate_limit" => "--rate-limit",
+        "rate_limit_burst" => "--burst",
         "stall" => "--stall",
         "latency" => "--latency",
         "blocking_latency" => "--blocking-latency",

@@ -70,6 +70,7 @@ pub mod prepare;
 pub mod printable;
 pub mod protocol;
 pub mod proxy;
+pub mod rate_limit;
 pub mod record;
 pub mod redact;
 pub mod replay;

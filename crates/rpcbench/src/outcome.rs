@@ -46,7 +46,56 @@ pub enum Outcome {
     WsClosed(u16),
     /// WebSocket: the server broke the protocol (a bad frame, text that is not UTF-8).
     WsProtocol,
+    /// The server refused the call for its rate limit: HTTP 429, or a JSON-RPC error the
+    /// rate-limit rules recognise (`crate::rate_limit`), one by one inside batches.
+    RateLimited(RateLimitSign),
 }
+
+/// How a server said that a call went over its rate limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RateLimitSign {
+    /// An HTTP status (429 Too Many Requests).
+    Http(u16),
+    /// A JSON-RPC error code (with a message the rules recognise, or a code they list).
+    Rpc(i64),
+    /// Signs past the first [`MAX_RATE_LIMIT_SIGNS`], counted together.
+    Other,
+}
+
+impl RateLimitSign {
+    /// The sign as reports and files key it: `http_429`, `rpc_-32029`, `other`.
+    pub fn text(self) -> String {
+        match self {
+            RateLimitSign::Http(status) => format!("http_{status}"),
+            RateLimitSign::Rpc(code) => format!("rpc_{code}"),
+            RateLimitSign::Other => OTHER_CODE.to_string(),
+        }
+    }
+
+    /// Reads [`RateLimitSign::text`]'s form back.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text == OTHER_CODE {
+            return Some(RateLimitSign::Other);
+        }
+        if let Some(status) = text.strip_prefix("http_") {
+            return status.parse().ok().map(RateLimitSign::Http);
+        }
+        text.strip_prefix("rpc_")?.parse().ok().map(RateLimitSign::Rpc)
+    }
+
+    /// How reports name it: `HTTP 429`, `JSON-RPC -32029`.
+    pub fn label(self) -> String {
+        match self {
+            RateLimitSign::Http(status) => format!("HTTP {status}"),
+            RateLimitSign::Rpc(code) => format!("JSON-RPC {code}"),
+            RateLimitSign::Other => "other signs".to_string(),
+        }
+    }
+}
+
+/// The most distinct rate-limit signs counted one by one; the rest count as
+/// [`RateLimitSign::Other`].
+pub const MAX_RATE_LIMIT_SIGNS: usize = 32;
 
 impl Outcome {
     /// Whether this outcome is a success.
@@ -70,6 +119,7 @@ impl Outcome {
             Outcome::StreamReset(_) => OutcomeClass::StreamReset,
             Outcome::WsClosed(_) => OutcomeClass::WsClosed,
             Outcome::WsProtocol => OutcomeClass::WsProtocol,
+            Outcome::RateLimited(_) => OutcomeClass::RateLimited,
         }
     }
 
@@ -86,6 +136,7 @@ impl Outcome {
             Outcome::Invalid(kind) => Some(kind.name().to_string()),
             Outcome::StreamReset(code) => Some(reset_code_name(code).to_string()),
             Outcome::WsClosed(code) => Some(code.to_string()),
+            Outcome::RateLimited(sign) => Some(sign.text()),
             _ => None,
         }
     }
@@ -278,6 +329,15 @@ pub struct OutcomeCounts {
     /// WebSocket: requests lost to a server that broke the protocol.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ws_protocol: u64,
+    /// Calls the server refused for its rate limit, by sign (at most
+    /// [`MAX_RATE_LIMIT_SIGNS`]; the rest under `other`).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "by_key_text",
+        deserialize_with = "parse_keys"
+    )]
+    pub rate_limited: BTreeMap<RateLimitSign, u64>,
 }
 
 /// An RST_STREAM error code as counted: one the RFC defines, or [`UNKNOWN_RESET_CODE`].
@@ -321,6 +381,15 @@ impl KeyText for ResetCode {
             return Some(ResetCode(UNKNOWN_RESET_CODE));
         }
         RESET_CODES.iter().position(|name| *name == text).map(|code| ResetCode(code as u32))
+    }
+}
+
+impl KeyText for RateLimitSign {
+    fn text(&self) -> String {
+        RateLimitSign::text(*self)
+    }
+    fn parse(text: &str) -> Option<Self> {
+        RateLimitSign::parse(text)
     }
 }
 
@@ -505,6 +574,11 @@ impl OutcomeCounts {
                 }
             }
             OutcomeClass::WsProtocol => visit(Outcome::WsProtocol, false, self.ws_protocol),
+            OutcomeClass::RateLimited => {
+                for (sign, count) in &self.rate_limited {
+                    visit(Outcome::RateLimited(*sign), false, *count);
+                }
+            }
         }
     }
 
@@ -602,6 +676,16 @@ impl OutcomeCounts {
             }
             Outcome::WsClosed(code) => self.ws_closed_entry(code),
             Outcome::WsProtocol => &mut self.ws_protocol,
+            Outcome::RateLimited(sign) => {
+                let key = if self.rate_limited.contains_key(&sign)
+                    || self.rate_limited.len() < MAX_RATE_LIMIT_SIGNS
+                {
+                    sign
+                } else {
+                    RateLimitSign::Other
+                };
+                self.rate_limited.entry(key).or_default()
+            }
         }
     }
 
@@ -644,6 +728,8 @@ pub enum OutcomeClass {
     WsClosed,
     /// [`Outcome::WsProtocol`].
     WsProtocol,
+    /// [`Outcome::RateLimited`].
+    RateLimited,
 }
 
 impl OutcomeClass {
@@ -674,7 +760,7 @@ pub struct ClassSpec {
 }
 
 /// The one table of outcome classes, in [`OutcomeClass`]'s order.
-pub const CLASSES: [ClassSpec; 13] = [
+pub const CLASSES: [ClassSpec; 14] = [
     ClassSpec { class: OutcomeClass::Ok, name: "ok", label: None, answered: true, wire_failure: false },
     ClassSpec {
         class: OutcomeClass::RpcError,
@@ -760,11 +846,18 @@ pub const CLASSES: [ClassSpec; 13] = [
         answered: true,
         wire_failure: true,
     },
+    ClassSpec {
+        class: OutcomeClass::RateLimited,
+        name: "rate_limited",
+        label: None,
+        answered: true,
+        wire_failure: false,
+    },
 ];
 
 /// The order in which [`OutcomeCounts::failures`] lists the failure classes (the order the
 /// live metrics have always had).
-const FAILURE_ORDER: [OutcomeClass; 12] = [
+const FAILURE_ORDER: [OutcomeClass; 13] = [
     OutcomeClass::RpcError,
     OutcomeClass::HttpError,
     OutcomeClass::Invalid,
@@ -777,6 +870,7 @@ const FAILURE_ORDER: [OutcomeClass; 12] = [
     OutcomeClass::WsProtocol,
     OutcomeClass::StreamReset,
     OutcomeClass::WsClosed,
+    OutcomeClass::RateLimited,
 ];
 
 /// The classes with one count and a report label, in report order, with their labels: the
@@ -892,23 +986,24 @@ mod tests {
             Outcome::StreamReset(8),
             Outcome::WsClosed(1006),
             Outcome::WsProtocol,
+            Outcome::RateLimited(RateLimitSign::Http(429)),
         ];
         let mut counts = OutcomeCounts::default();
         for (index, outcome) in outcomes.into_iter().enumerate() {
             assert_eq!(outcome.outcome_class() as usize, index);
             counts.add_many(outcome, index as u64 + 1, || None);
         }
-        // Every class is summed: 1 + 2 + ... + 13.
-        assert_eq!(counts.total(), 91);
-        assert_eq!(counts.checked_total(), Ok(91));
-        assert_eq!(counts.errors(), 90);
+        // Every class is summed: 1 + 2 + ... + 14.
+        assert_eq!(counts.total(), 105);
+        assert_eq!(counts.checked_total(), Ok(105));
+        assert_eq!(counts.errors(), 104);
         assert_eq!(counts.unanswered(), 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12);
         assert_eq!(counts.wire_failures(), counts.unanswered() + 13);
-        assert_eq!(counts.failures().len(), 12);
+        assert_eq!(counts.failures().len(), 13);
         let mut merged = OutcomeCounts::default();
         merged.checked_merge(&counts).unwrap();
         merged.merge(&counts);
-        assert_eq!(merged.total(), 182);
+        assert_eq!(merged.total(), 210);
         for spec in &CLASSES {
             assert_eq!(merged.class_total(spec.class), 2 * counts.class_total(spec.class), "{}", spec.name);
         }
@@ -923,5 +1018,25 @@ mod tests {
         let before = big.clone();
         assert!(big.checked_merge(&one).is_err());
         assert_eq!(big, before, "a failed merge changes nothing");
+    }
+
+    #[test]
+    fn rate_limit_signs_are_counted_apart_bounded_and_read_back() {
+        let mut counts = OutcomeCounts::default();
+        counts.add(Outcome::RateLimited(RateLimitSign::Http(429)), || None);
+        for code in 0..100 {
+            counts.add(Outcome::RateLimited(RateLimitSign::Rpc(-code)), || None);
+        }
+        assert_eq!(counts.rate_limited.len(), MAX_RATE_LIMIT_SIGNS + 1, "32 signs and the other bucket");
+        assert_eq!(counts.rate_limited[&RateLimitSign::Other], 101 - MAX_RATE_LIMIT_SIGNS as u64);
+        assert_eq!(counts.class_total(OutcomeClass::RateLimited), 101);
+        assert_eq!(counts.errors(), 101);
+        assert_eq!(counts.unanswered(), 0, "the server answered");
+        let text = serde_json::to_string(&counts).unwrap();
+        assert!(text.contains(r#""rate_limited":{"#) && text.contains(r#""http_429":1"#), "{text}");
+        let back: OutcomeCounts = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, counts);
+        assert_eq!(Outcome::RateLimited(RateLimitSign::Rpc(-32029)).class(), "rate_limited");
+        assert_eq!(Outcome::RateLimited(RateLimitSign::Rpc(-32029)).code().as_deref(), Some("rpc_-32029"));
     }
 }

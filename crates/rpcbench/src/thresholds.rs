@@ -32,6 +32,8 @@ enum Metric {
     Latency(String),
     /// Errors as a percentage of requests.
     Errors,
+    /// Calls refused for the server's rate limit, as a percentage of requests.
+    RateLimited,
     /// Requests per second.
     Rate,
 }
@@ -80,12 +82,13 @@ impl Threshold {
             + (after_operator.len() - after_operator.trim_start().len());
         let metric = match metric_text {
             "errors" | "error_rate" => Metric::Errors,
+            "rate_limited" => Metric::RateLimited,
             "rate" | "rps" => Metric::Rate,
             stat if LATENCY_STATS.contains(&stat) => Metric::Latency(stat.to_string()),
             other => {
                 return Err(error(
                     rest_offset,
-                    format!("unknown metric '{other}': use p50, p75, p90, p95, p99, p99.9, p99.99, max, mean, errors or rate"),
+                    format!("unknown metric '{other}': use p50, p75, p90, p95, p99, p99.9, p99.99, max, mean, errors, rate_limited or rate"),
                 ))
             }
         };
@@ -94,7 +97,7 @@ impl Threshold {
                 parse_duration(value_text).map_err(|err| error(value_offset, err.to_string()))?.as_secs_f64()
                     * 1e6
             }
-            Metric::Errors => {
+            Metric::Errors | Metric::RateLimited => {
                 let number = value_text.strip_suffix('%').ok_or_else(|| {
                     error(
                         value_offset,
@@ -128,31 +131,42 @@ impl Threshold {
 
     /// Checks the threshold against a report. A scope naming no call of the run fails.
     pub fn evaluate(&self, report: &RunReport) -> ThresholdResult {
-        let (latency, requests, errors, rate): (&LatencyReport, u64, u64, f64) = match &self.scope {
-            None => (&report.latency, report.requests.total, report.requests.errors, report.requests.rate),
-            Some(name) => match report.methods.iter().find(|m| &m.name == name || &m.method == name) {
-                Some(method) => (&method.latency, method.requests, method.errors, method.rate),
-                None => {
-                    return ThresholdResult {
-                        threshold: self.text.clone(),
-                        passed: false,
-                        actual: format!("no call named '{name}' in this run"),
-                        exceeded_by: String::new(),
+        let rate_limited = report.outcomes.class_total(crate::outcome::OutcomeClass::RateLimited);
+        let (latency, requests, errors, rate_limited, rate): (&LatencyReport, u64, u64, u64, f64) =
+            match &self.scope {
+                None => (
+                    &report.latency,
+                    report.requests.total,
+                    report.requests.errors,
+                    rate_limited,
+                    report.requests.rate,
+                ),
+                Some(name) => match report.methods.iter().find(|m| &m.name == name || &m.method == name) {
+                    Some(method) => {
+                        (&method.latency, method.requests, method.errors, method.rate_limited, method.rate)
                     }
-                }
-            },
-        };
+                    None => {
+                        return ThresholdResult {
+                            threshold: self.text.clone(),
+                            passed: false,
+                            actual: format!("no call named '{name}' in this run"),
+                            exceeded_by: String::new(),
+                        }
+                    }
+                },
+            };
         let actual = match &self.metric {
             Metric::Latency(stat) => match stat.as_str() {
                 "max" => latency.max_us as f64,
                 "mean" => latency.mean_us as f64,
                 percentile => latency.percentile(percentile) as f64,
             },
-            Metric::Errors => {
+            Metric::Errors | Metric::RateLimited => {
+                let count = if self.metric == Metric::Errors { errors } else { rate_limited };
                 if requests == 0 {
                     0.0
                 } else {
-                    errors as f64 * 100.0 / requests as f64
+                    count as f64 * 100.0 / requests as f64
                 }
             }
             Metric::Rate => rate,
@@ -165,7 +179,7 @@ impl Threshold {
         };
         let format = |value: f64| match self.metric {
             Metric::Latency(_) => format_micros(value),
-            Metric::Errors => format!("{value:.3}%"),
+            Metric::Errors | Metric::RateLimited => format!("{value:.3}%"),
             Metric::Rate => format!("{value:.2} req/s"),
         };
         let exceeded_by = if passed {
@@ -173,7 +187,7 @@ impl Threshold {
         } else {
             let gap = (actual - self.limit).abs();
             match self.metric {
-                Metric::Errors => format!("{gap:.3} percentage points"),
+                Metric::Errors | Metric::RateLimited => format!("{gap:.3} percentage points"),
                 _ => format(gap),
             }
         };
@@ -192,6 +206,8 @@ mod tests {
         assert_eq!((t.below, t.inclusive, t.limit), (true, true, 800_000.0));
         let t = Threshold::parse("errors < 0.1%").unwrap();
         assert_eq!((t.metric.clone(), t.limit), (Metric::Errors, 0.1));
+        let t = Threshold::parse("rate_limited < 1%").unwrap();
+        assert_eq!((t.metric.clone(), t.limit), (Metric::RateLimited, 1.0));
         let t = Threshold::parse("rate > 1000").unwrap();
         assert_eq!((t.below, t.limit), (false, 1000.0));
     }

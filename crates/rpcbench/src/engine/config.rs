@@ -132,6 +132,8 @@ pub struct RunConfig {
     /// call drawn from the workload (which then only names the replay's calls); with a
     /// recorded schedule, open loop follows the recorded offsets instead of the rate.
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
+    /// Which answers count as rate limited (HTTP 429, JSON-RPC codes and messages).
+    pub rate_limits: crate::rate_limit::RateLimitRules,
 }
 
 /// The HTTP version a run speaks.
@@ -193,6 +195,7 @@ impl fmt::Debug for RunConfig {
             .field("streams", &self.streams)
             .field("in_flight", &self.in_flight)
             .field("replay", &self.replay.as_ref().map(|replay| replay.len()))
+            .field("rate_limits", &self.rate_limits)
             .finish()
     }
 }
@@ -226,6 +229,7 @@ impl RunConfig {
             streams: 1,
             in_flight: 1,
             replay: None,
+            rate_limits: crate::rate_limit::RateLimitRules::default(),
         }
     }
 

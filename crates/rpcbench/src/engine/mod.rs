@@ -1051,6 +1051,11 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             } else {
                 outcome
             };
+            // Over the server's rate limit: a 429, or a JSON-RPC error that says so.
+            let outcome = match outcome {
+                Outcome::HttpStatus(429) | Outcome::RpcError(_) => config.rate_limits.judge(outcome, detail),
+                other => other,
+            };
             // An answer to another request means the connection is out of step (a reply sent
             // twice): it is not used again, so one stray reply costs one outcome.
             desynchronised |= outcome == Outcome::Invalid(InvalidKind::IdMismatch);
@@ -1081,7 +1086,8 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                     totals.bytes_sent += sent_bytes / calls + first * (sent_bytes % calls);
                 }
             }
-            let detail = if matches!(outcome, Outcome::RpcError(_)) { detail } else { b"" };
+            let detail =
+                if matches!(outcome, Outcome::RpcError(_) | Outcome::RateLimited(_)) { detail } else { b"" };
             worker.record(ticket, call, sent, done, outcome, detail);
         });
         if ticket.measured && calls > 1 {

@@ -30,8 +30,14 @@ pub struct Faults {
     /// Fraction (0.0..=1.0) of JSON-RPC calls answered with -32603 "Internal error
     /// (injected)", chosen deterministically from the seed.
     pub error_rate: f64,
-    /// Requests per second allowed over all connections; the excess gets HTTP 429.
+    /// Requests per second allowed over all connections; the excess gets HTTP 429 (or a
+    /// JSON-RPC error, by [`Faults::rate_limit_style`]).
     pub rate_limit: Option<f64>,
+    /// Requests the rate limiter lets through at once after a quiet spell (its bucket's
+    /// size); `None`: a tenth of a second's worth, at least 1.
+    pub rate_limit_burst: Option<f64>,
+    /// How requests over the rate limit are answered.
+    pub rate_limit_style: RateLimitStyle,
     /// A periodic full pause of the server.
     pub stall: Option<Stall>,
 }
@@ -47,10 +53,40 @@ impl Faults {
                 return Err(("rate_limit", format!("{rate} is not a positive rate")));
             }
         }
+        if let Some(burst) = self.rate_limit_burst {
+            if !(burst.is_finite() && burst >= 1.0) {
+                return Err(("rate_limit_burst", format!("{burst} is not a burst of at least 1 request")));
+            }
+        }
         if let Some(stall) = self.stall {
             stall.check().map_err(|reason| ("stall", reason))?;
         }
         Ok(())
+    }
+}
+
+/// How the mock answers a request over its rate limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RateLimitStyle {
+    /// HTTP 429 with `Retry-After` and a JSON-RPC error body (-32005 "rate limit exceeded").
+    #[default]
+    Http429,
+    /// HTTP 200 with the JSON-RPC error -32005 "rate limit exceeded" and no header, as many
+    /// hosted providers answer.
+    JsonRpc,
+}
+
+impl FromStr for RateLimitStyle {
+    type Err = FaultParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "429" | "http" => Ok(RateLimitStyle::Http429),
+            "jsonrpc" => Ok(RateLimitStyle::JsonRpc),
+            other => {
+                Err(FaultParseError { input: other.to_string(), expected: "429 or jsonrpc".to_string() })
+            }
+        }
     }
 }
 
@@ -334,8 +370,8 @@ struct TokenBucket {
 }
 
 impl TokenBucket {
-    fn new(rate: f64, now: Instant) -> Self {
-        let burst = (rate / 10.0).floor().max(1.0);
+    fn new(rate: f64, burst: Option<f64>, now: Instant) -> Self {
+        let burst = burst.unwrap_or((rate / 10.0).floor()).max(1.0);
         TokenBucket { rate, burst, state: Mutex::new((burst, now)) }
     }
 
@@ -371,7 +407,7 @@ const JITTER_STREAM: u64 = 0x6a69_7474_6572;
 
 impl FaultState {
     pub(crate) fn new(faults: Faults, seed: u64, started: Instant) -> Self {
-        let bucket = faults.rate_limit.map(|rate| TokenBucket::new(rate, started));
+        let bucket = faults.rate_limit.map(|rate| TokenBucket::new(rate, faults.rate_limit_burst, started));
         FaultState {
             faults,
             seed,
@@ -438,6 +474,11 @@ impl FaultState {
         }
         let draw = self.error_draws.fetch_add(1, Ordering::Relaxed);
         unit_float(mix(self.seed ^ ERROR_STREAM, draw)) < rate
+    }
+
+    /// How requests over the rate limit are answered.
+    pub(crate) fn rate_limit_style(&self) -> RateLimitStyle {
+        self.faults.rate_limit_style
     }
 
     pub(crate) fn has_error_rate(&self) -> bool {
@@ -544,7 +585,7 @@ mod tests {
     #[test]
     fn token_bucket_allows_burst_then_refills() {
         let start = Instant::now();
-        let bucket = TokenBucket::new(20.0, start);
+        let bucket = TokenBucket::new(20.0, None, start);
         assert_eq!(bucket.burst, 2.0);
         assert_eq!(bucket.admit(start), Admission::Allowed);
         assert_eq!(bucket.admit(start), Admission::Allowed);

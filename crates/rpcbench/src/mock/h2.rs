@@ -29,6 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::faults::RateLimitStyle;
 use super::http::{error_body, not_post_message, too_large_message};
 use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 
@@ -127,7 +128,11 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         return;
     };
     match gate(&shared, &body, &mut out) {
-        Gate::Limited { retry_after_secs } => {
+        Gate::Limited { style: RateLimitStyle::JsonRpc, .. } => {
+            send(&mut reply, StatusCode::OK, None, out);
+            return;
+        }
+        Gate::Limited { retry_after_secs, .. } => {
             let retry = ("retry-after", HeaderValue::from(retry_after_secs));
             send(&mut reply, StatusCode::TOO_MANY_REQUESTS, Some(retry), out);
             return;

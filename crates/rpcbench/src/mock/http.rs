@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
+use super::faults::RateLimitStyle;
 use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 use super::ws::ConnectionSlot;
 use crate::http_server::{
@@ -164,7 +165,11 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     date: &mut DateCache,
 ) {
     match gate(shared, body, body_out) {
-        Gate::Limited { retry_after_secs } => {
+        Gate::Limited { style: RateLimitStyle::JsonRpc, .. } => {
+            write_json(out, b"200 OK", b"", body_out, Some(request), close, &date.text);
+            return;
+        }
+        Gate::Limited { retry_after_secs, .. } => {
             let mut extra = b"retry-after: ".to_vec();
             extra.extend_from_slice(itoa::Buffer::new().format(retry_after_secs).as_bytes());
             extra.extend_from_slice(b"\r\n");

@@ -37,7 +37,7 @@ mod ws;
 
 pub use faults::{
     parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
-    Stall,
+    RateLimitStyle, Stall,
 };
 pub use server::{Dispatcher, MockServer};
 pub use ws::WsStats;

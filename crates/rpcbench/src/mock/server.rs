@@ -325,7 +325,12 @@ async fn accept_loop(
 pub(crate) enum Gate {
     /// Refused by the rate limiter: answer 429 with the JSON-RPC error [`gate`] wrote and a
     /// `Retry-After` of this many seconds.
-    Limited { retry_after_secs: u64 },
+    Limited {
+        /// The `Retry-After`, in seconds.
+        retry_after_secs: u64,
+        /// How to answer.
+        style: super::faults::RateLimitStyle,
+    },
     /// Answer after these delays.
     Pass(Delays),
 }
@@ -373,7 +378,7 @@ pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate
         body_out.clear();
         write_error(body_out, b"null", &error);
         let retry_after_secs = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
-        return Gate::Limited { retry_after_secs };
+        return Gate::Limited { retry_after_secs, style: shared.faults.rate_limit_style() };
     }
     Gate::Pass(Delays {
         stall: shared.faults.stall_wait(),

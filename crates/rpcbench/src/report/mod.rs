@@ -325,6 +325,10 @@ pub struct MethodReport {
     /// among the errors as the invalid kind `changed_response`); absent when none.
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub changed_responses: u64,
+    /// Calls the server refused for its rate limit (counted among the errors); absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub rate_limited: u64,
 }
 
 fn is_zero_count(count: &u64) -> bool {
@@ -712,6 +716,7 @@ impl RunReport {
                         .get(&crate::outcome::InvalidKind::ChangedResponse)
                         .copied()
                         .unwrap_or(0),
+                    rate_limited: call.totals.counts.class_total(crate::outcome::OutcomeClass::RateLimited),
                     rate: if elapsed_secs > 0.0 {
                         call.totals.counts.total() as f64 / elapsed_secs
                     } else {

@@ -302,6 +302,20 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
             counts: reports.iter().map(|r| r.outcomes.ws_closed.get(&code).copied().unwrap_or(0)).collect(),
         });
     }
+    let mut signs: Vec<crate::outcome::RateLimitSign> =
+        reports.iter().flat_map(|r| r.outcomes.rate_limited.keys().copied()).collect();
+    signs.sort_unstable();
+    signs.dedup();
+    for sign in signs {
+        rows.push(OutcomeRow {
+            outcome: format!("rate limited: {}", sign.label()),
+            ok: false,
+            counts: reports
+                .iter()
+                .map(|r| r.outcomes.rate_limited.get(&sign).copied().unwrap_or(0))
+                .collect(),
+        });
+    }
     rows
 }
 

@@ -280,6 +280,9 @@ pub fn render_text(report: &RunReport) -> String {
     for (code, count) in &outcomes.ws_closed {
         other_errors.push((format!("websocket closed: {}", close_code_text(*code)), *count));
     }
+    for (sign, count) in &outcomes.rate_limited {
+        other_errors.push((format!("rate limited: {}", sign.label()), *count));
+    }
     if !other_errors.is_empty() {
         let _ = writeln!(out, "  Errors:");
         for (name, count) in other_errors {

@@ -75,7 +75,9 @@ fn every_misbehaviour_is_counted_in_its_own_class() {
     assert_eq!(counts.rpc_errors[&-32000].count, 10);
     assert!(counts.rpc_errors[&-32000].first_message.as_deref().unwrap().starts_with("boom"));
     assert_eq!(counts.http_errors.get(&500), Some(&10), "status wins over the JSON-RPC error");
-    assert_eq!(counts.http_errors.get(&429), Some(&10));
+    // A 429 is the server's rate limit: counted in its own class, not among the HTTP errors.
+    assert_eq!(counts.rate_limited.get(&rpcbench::outcome::RateLimitSign::Http(429)), Some(&10));
+    assert_eq!(counts.http_errors.get(&429), None);
     assert_eq!(counts.invalid.get(&InvalidKind::NotJson), Some(&10));
     assert_eq!(counts.invalid.get(&InvalidKind::IdMismatch), Some(&10));
     assert_eq!(counts.closed, 20, "closed before answering, and mid-body");

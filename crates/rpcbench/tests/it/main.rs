@@ -10,6 +10,7 @@ mod http2;
 mod metrics;
 mod monitor;
 mod proxy;
+mod rate_limit;
 mod rates;
 mod replay;
 mod report;
