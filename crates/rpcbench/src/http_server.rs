@@ -10,7 +10,8 @@
 //!   a time. The loop does the framing and the refusals every server shares: requests are
 //!   parsed from one reusable buffer, pipelined requests are answered in order with one
 //!   `write` per batch, bodies are framed by `Content-Length` only, and a plain request
-//!   allocates nothing.
+//!   allocates nothing. The buffer grows with the bytes received, never with a declared
+//!   length (at most twice what arrived, or 64 KiB).
 //!
 //! Behaviour of the loop, as pinned by the tests in `tests/mock_nodes.rs`:
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
@@ -41,6 +42,9 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 pub(crate) const MAX_HEADERS: usize = 64;
 /// Initial size of a connection's read buffer; it grows for large bodies.
 const INITIAL_BUFFER: usize = 8 * 1024;
+/// A buffer grows at once toward a declared body up to this size; past it, only by doubling
+/// when full ([`body_room`]), so a declared length costs nothing until its bytes arrive.
+const EAGER_BODY: usize = 64 * 1024;
 /// The JSON-RPC error code of the HTTP-level refusals (Invalid Request).
 const INVALID_REQUEST: i64 = -32600;
 
@@ -617,12 +621,14 @@ pub(crate) async fn serve_connection<S, H>(
                     continued = true;
                 }
                 if buf.len() - start < total {
-                    // Make room for the whole request.
+                    // Move the request to the front, then grow toward its end by what has
+                    // arrived: a declared length alone allocates nothing.
                     buf.copy_within(start..end, 0);
                     end -= start;
                     start = 0;
-                    if buf.len() < total {
-                        buf.resize(total.max(buf.len() * 2), 0);
+                    let grown = body_room(buf.len(), end, total);
+                    if grown > buf.len() {
+                        buf.resize(grown, 0);
                     }
                 }
                 break;
@@ -715,6 +721,17 @@ pub(crate) async fn serve_connection<S, H>(
     }
 }
 
+/// The size a connection's buffer grows to while it holds `received` bytes of a request that
+/// is `total` bytes long (head and declared body), from `len`: at once up to [`EAGER_BODY`],
+/// past it by doubling only when full, and never past `total`. So a buffer is never larger
+/// than twice the bytes received or [`EAGER_BODY`], whatever a client announces.
+fn body_room(len: usize, received: usize, total: usize) -> usize {
+    if total <= len || (received < len && len >= EAGER_BODY) {
+        return len;
+    }
+    total.min((len * 2).max(EAGER_BODY))
+}
+
 /// Closes the sending side, then reads and drops what the client still sends (for at most
 /// half a second and 1 MiB), so that closing with unread data does not reset the connection
 /// before the client has read the answer.
@@ -761,6 +778,25 @@ mod tests {
                 Head::Refuse(_) => {}
             }
         }
+    }
+
+    #[test]
+    fn a_declared_body_is_not_allocated_before_its_bytes_arrive() {
+        // A 60-byte head announcing 16 MB: no more than the eager step.
+        let total = 16 << 20;
+        assert_eq!(body_room(INITIAL_BUFFER, 60, total), EAGER_BODY);
+        // Bytes trickle in: the buffer is never larger than twice what arrived (or the eager
+        // step), and it ends exactly at the request's size.
+        let (mut len, mut received) = (INITIAL_BUFFER, 60);
+        while received < total {
+            len = body_room(len, received, total);
+            assert!(len <= (2 * received).max(EAGER_BODY), "{len} bytes for {received} received");
+            received = (received + 1000).max(len).min(total);
+        }
+        assert_eq!(body_room(len, received, total), total);
+        // Small bodies get their room in one step; a buffer never shrinks here.
+        assert_eq!(body_room(INITIAL_BUFFER, 100, 20_000), 20_000);
+        assert_eq!(body_room(100_000, 10, 50_000), 100_000);
     }
 
     #[test]
