@@ -427,7 +427,8 @@ pub fn read_file(
     ignore_fields: &[String],
 ) -> Result<ReadReplay, ReplayError> {
     let whole = |message: String| ReplayError { place: path.display().to_string(), message };
-    let bytes = std::fs::read(path).map_err(|err| whole(err.to_string()))?;
+    let bytes =
+        crate::files::read_limited(path, crate::files::MAX_TRAFFIC).map_err(|err| whole(err.to_string()))?;
     let format = format
         .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
     if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
@@ -519,6 +520,25 @@ pub fn bound_to_one_pass(config: &mut RunConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_or_traffic_file_over_the_limit_is_refused_naming_the_file_and_the_limit() {
+        // A sparse file one byte over the limit: refused from its size, nothing read.
+        let dir = std::env::temp_dir().join(format!("rpcbench-replay-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("huge.jsonl");
+        std::fs::File::create(&path).unwrap().set_len(crate::files::MAX_TRAFFIC + 1).unwrap();
+        let err = read_file(&path, None, crate::traffic::BadLines::Refuse, &[]).unwrap_err();
+        assert_eq!(err.place, path.display().to_string());
+        assert!(err.message.contains("larger than 512 MiB"), "{err}");
+        let err = crate::traffic::TrafficFile::read(&path, crate::traffic::BadLines::Refuse).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&path.display().to_string()) && text.contains("larger than 512 MiB"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn the_kind_of_file_is_told_by_its_first_line() {
