@@ -60,8 +60,8 @@ pub struct ServeArgs {
     /// Largest accepted request body; larger ones get HTTP 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
     pub max_body: usize,
-    /// Longest accepted batch; a longer one is answered as geth does, with one error object
-    /// (-32600 "batch too large") instead of an array.
+    /// Longest accepted batch; a longer one is answered as geth 1.17 does: an array of one
+    /// -32600 "batch too large" error with the first call's id.
     #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
     pub max_batch: usize,
     /// Serve HTTP/1.1 only: no h2c, and TLS offers only ALPN http/1.1.
