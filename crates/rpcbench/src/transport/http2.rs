@@ -307,7 +307,7 @@ impl Http2 {
         // has ended, whether the server had sent a GOAWAY (a GOAWAY with NO_ERROR ends the
         // connection without an error of its own).
         let mut probe = send.clone();
-        tokio::spawn(async move {
+        let driver = tokio::spawn(async move {
             let ended_by = connection.await.err().or_else(|| {
                 let mut context = std::task::Context::from_waker(std::task::Waker::noop());
                 match probe.poll_ready(&mut context) {
@@ -325,15 +325,18 @@ impl Http2 {
         if let Some(mut ping) = ping {
             let answered =
                 tokio::time::timeout(self.connector.connect_timeout(), ping.ping(h2::Ping::opaque())).await;
-            match answered {
-                Ok(Ok(_)) => {}
-                Ok(Err(err)) => return Err(io::Error::other(format!("HTTP/2 connection: {err}"))),
+            let failed = match answered {
+                Ok(Ok(_)) => None,
+                Ok(Err(err)) => Some(io::Error::other(format!("HTTP/2 connection: {err}"))),
                 Err(_) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "HTTP/2: no SETTINGS from the server",
-                    ))
+                    Some(io::Error::new(io::ErrorKind::TimedOut, "HTTP/2: no SETTINGS from the server"))
                 }
+            };
+            if let Some(err) = failed {
+                // The driver holds a handle of its own (the probe), so the connection would
+                // never end by itself: stop it, which closes the socket.
+                driver.abort();
+                return Err(err);
             }
         }
         self.pool.opened.fetch_add(1, Ordering::Relaxed);
@@ -567,5 +570,52 @@ impl Lane for StreamSlot {
 
     fn take_connect_time(&mut self) -> Option<Duration> {
         self.connect_time.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::settings::TlsOptions;
+
+    #[tokio::test]
+    async fn a_connect_whose_ping_is_never_answered_leaves_no_socket_or_task_behind() {
+        // Takes the preface and the client's frames, never answers; tells when the client closed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (closed, mut closed_rx) = tokio::sync::mpsc::unbounded_channel();
+        const ATTEMPTS: usize = 20;
+        std::thread::spawn(move || {
+            for _ in 0..ATTEMPTS {
+                let Ok((mut socket, _)) = listener.accept() else { return };
+                let closed = closed.clone();
+                std::thread::spawn(move || {
+                    let mut scratch = [0u8; 1024];
+                    while socket.read(&mut scratch).is_ok_and(|n| n > 0) {}
+                    drop(socket);
+                    let _ = closed.send(());
+                });
+            }
+        });
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let connector = Connector::new(&target, &TlsOptions::default(), Duration::from_millis(50)).unwrap();
+        let transport = Http2::new(connector, &target, &[], 1).unwrap();
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let tasks_before = metrics.num_alive_tasks();
+        for _ in 0..ATTEMPTS {
+            let err = transport.connect().await.expect_err("no answer to the PING");
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        }
+        // Every client socket is closed (the server reads its end), whatever the time it takes;
+        // the bound only keeps a leak from hanging the test.
+        for attempt in 0..ATTEMPTS {
+            tokio::time::timeout(Duration::from_secs(120), closed_rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("connection {attempt} of {ATTEMPTS} was never closed"));
+        }
+        assert_eq!(metrics.num_alive_tasks(), tasks_before, "a driver task outlived its failed connect");
+        assert_eq!(transport.pool.opened.load(Ordering::Relaxed), 0);
     }
 }
