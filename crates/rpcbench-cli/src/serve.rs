@@ -101,6 +101,8 @@ pub struct ServeArgs {
     /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.
     #[arg(long, value_name = "N")]
     pub ws_max_connections: Option<usize>,
+    #[command(flatten)]
+    pub caps: crate::proxy_cmd::ClientCapArgs,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -189,6 +191,9 @@ impl ServeArgs {
         options.ws_delay = self.ws_delay;
         options.ws_max_queue = self.ws_max_queue;
         options.ws_max_connections = self.ws_max_connections;
+        // Zero is refused by the options' check, naming the flag.
+        options.max_connections = self.caps.max_connections;
+        options.idle_timeout = Some(self.caps.idle_timeout);
         options
     }
 }
@@ -212,6 +217,8 @@ fn flag_of(option: &str) -> &'static str {
         "ws_duplicate" => "--ws-duplicate",
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
+        "max_connections" => "--max-connections",
+        "idle_timeout" => "--idle-timeout",
         _ => "--chain",
     }
 }

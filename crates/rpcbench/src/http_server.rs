@@ -23,12 +23,17 @@
 //!   of these close the connection, and their body is a JSON-RPC error with id null;
 //! - with [`Limits::head_timeout`], a connection whose next request head is not complete
 //!   within that time is closed (idle keep-alive connections included);
+//! - a server counts its connections with [`OpenConnections`]: past its cap, a new connection
+//!   is closed at once, so idle or trickling clients cannot take every file descriptor
+//!   (the metrics endpoint, the proxy and `serve` share it, each with its own cap);
 //! - a handler may take the connection over after its answer (the mock's WebSocket upgrade):
 //!   it gets the stream and the bytes read past the request.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -501,6 +506,52 @@ pub(crate) struct Limits {
     pub(crate) timed: bool,
 }
 
+/// The connections a server has open, against its cap. Cloned into each accept loop.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenConnections {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// The cap on a server's connections: `configured`, or else the open-file limit (raised
+/// toward the hard limit first) less `reserve` descriptors the process keeps for itself (at
+/// least 16; 4,096 where there is no limit to read). Clients past it are closed at once
+/// instead of taking the descriptors everyone else needs.
+pub(crate) fn connection_cap(configured: Option<usize>, reserve: u64) -> usize {
+    configured.unwrap_or_else(|| match crate::engine::limits::raise_open_file_limit(0) {
+        Some(limit) => usize::try_from(limit.saturating_sub(reserve).max(16)).unwrap_or(usize::MAX),
+        None => 4096,
+    })
+}
+
+/// One admitted connection; dropping it frees its place.
+#[derive(Debug)]
+pub(crate) struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl OpenConnections {
+    /// At most `max` connections at once (at least one).
+    pub(crate) fn new(max: usize) -> Self {
+        Self { open: Arc::default(), max: max.max(1) }
+    }
+
+    /// A place for one more connection, or `None` at the cap: the caller closes the
+    /// connection at once. Accept loops run on one task, so the check and the count cannot
+    /// race with another admission.
+    pub(crate) fn admit(&self) -> Option<ConnectionSlot> {
+        if self.open.load(Ordering::Relaxed) >= self.max {
+            return None;
+        }
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Some(ConnectionSlot(self.open.clone()))
+    }
+}
+
 /// When the bytes of one request were read ([`Limits::timed`] only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Arrival {
@@ -797,6 +848,17 @@ mod tests {
         // Small bodies get their room in one step; a buffer never shrinks here.
         assert_eq!(body_room(INITIAL_BUFFER, 100, 20_000), 20_000);
         assert_eq!(body_room(100_000, 10, 50_000), 100_000);
+    }
+
+    #[test]
+    fn connections_past_the_cap_are_refused_until_one_closes() {
+        let open = OpenConnections::new(2);
+        let first = open.admit().expect("under the cap");
+        let _second = open.admit().expect("at the cap");
+        assert!(open.admit().is_none());
+        assert!(open.clone().admit().is_none(), "clones share the count");
+        drop(first);
+        assert!(open.admit().is_some(), "a closed connection frees its place");
     }
 
     #[test]

@@ -1159,3 +1159,40 @@ fn the_ethereum_node_serves_seed_002s_rest_api_over_http() {
     client.send(b"GET /gasprice HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(client.read_reply().status, 405);
 }
+
+#[test]
+fn serve_closes_connections_past_its_cap_and_idle_ones_after_the_idle_timeout() {
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#;
+    // The cap: one idle client holds the only place, the next is closed at once.
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_connections = Some(1);
+    options.idle_timeout = Some(Duration::from_secs(3600));
+    let server = start(options);
+    let idle = Client::connect(server.local_addr());
+    assert!(Client::connect(server.local_addr()).is_closed(), "past the cap");
+    drop(idle);
+    // The place comes back once the server has read the close.
+    let served = (0..200).any(|_| {
+        let mut client = Client::connect(server.local_addr());
+        client.send(format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n{call}", call.len()).as_bytes());
+        let mut first = [0u8; 12];
+        let answered = client.reader.read_exact(&mut first).is_ok() && first.starts_with(b"HTTP/1.1 200");
+        if !answered {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        answered
+    });
+    assert!(served, "a closed client gives its place back");
+    server.stop();
+
+    // The idle timeout: a head that never completes is closed.
+    let mut options = MockOptions::new(Chain::Static);
+    options.idle_timeout = Some(Duration::from_millis(100));
+    options.http2 = false;
+    let server = start(options);
+    let mut slow = Client::connect(server.local_addr());
+    slow.send(b"POST / HTTP/1.1\r\nContent-Le");
+    assert!(slow.is_closed(), "closed by the idle timeout");
+    assert_eq!(post(server.local_addr(), call).status, 200);
+    server.stop();
+}

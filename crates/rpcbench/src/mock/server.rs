@@ -31,7 +31,7 @@ use super::solana::SolanaNode;
 use super::static_chain::Plain;
 use super::ws::{WsState, WsStats};
 use super::{h2, http, prng, static_chain, tls, ws, Chain, MockError, MockOptions};
-use crate::http_server::{ServerThread, StartError};
+use crate::http_server::{connection_cap, OpenConnections, ServerThread, StartError};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +124,8 @@ pub(crate) struct Shared {
     pub(crate) node: Node,
     pub(crate) faults: FaultState,
     pub(crate) max_body_bytes: usize,
+    /// HTTP/1.1 connections: the longest wait for a complete request, or idle between them.
+    pub(crate) idle_timeout: Option<Duration>,
     max_batch_len: usize,
     /// The static node without injected errors: plain requests take the single-pass scan.
     fast_static: bool,
@@ -146,6 +148,7 @@ impl Shared {
             fast_static: options.chain == Chain::Static && !faults.has_error_rate(),
             faults,
             max_body_bytes: options.max_body_bytes,
+            idle_timeout: options.idle_timeout,
             max_batch_len: options.max_batch_len,
             http2: options.http2,
             max_streams: options.max_streams,
@@ -219,6 +222,7 @@ impl MockServer {
         };
         let shared = Arc::new(Shared::new(&options, Instant::now()));
         let server_shared = shared.clone();
+        let max_connections = options.max_connections;
         let server = ServerThread::start(
             options.listen,
             options.threads,
@@ -226,7 +230,8 @@ impl MockServer {
             Duration::from_secs(1),
             move |listener, shutdown_rx| async move {
                 tokio::spawn(ws::produce(shared.clone(), shutdown_rx.clone()));
-                let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
+                let open = OpenConnections::new(connection_cap(max_connections, 64));
+                let _ = tokio::spawn(accept_loop(listener, shared, acceptor, open, shutdown_rx)).await;
             },
         )
         .map_err(|error| match error {
@@ -282,6 +287,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     tls: Option<TlsAcceptor>,
+    open: OpenConnections,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let live = Arc::new(());
@@ -298,17 +304,33 @@ async fn accept_loop(
                 continue;
             }
         };
+        // Past the cap a connection is closed at once: idle clients cannot lock others out.
+        let Some(slot) = open.admit() else {
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let token = live.clone();
+        let (shared, shutdown) = (shared.clone(), shutdown.clone());
         match &tls {
             Some(acceptor) => {
-                tokio::spawn(serve_tls(stream, acceptor.clone(), shared.clone(), shutdown.clone(), token));
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    serve_tls(stream, acceptor, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
             None if shared.http2 => {
-                tokio::spawn(serve_plain(stream, shared.clone(), shutdown.clone(), token));
+                tokio::spawn(async move {
+                    serve_plain(stream, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
             None => {
-                tokio::spawn(http::serve_connection(stream, shared.clone(), shutdown.clone(), token));
+                tokio::spawn(async move {
+                    http::serve_connection(stream, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
         }
     }
