@@ -63,6 +63,13 @@ pub struct ProxyArgs {
     /// The longest wait for the upstream's answer.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DUR")]
     pub upstream_timeout: Duration,
+    /// The longest a request waits for a free upstream connection; past it the client gets a
+    /// 502 counted as upstream failure `queue_timeout` (so one client's slow calls holding
+    /// every upstream connection delay the others by at most this).
+    #[arg(long, value_parser = duration, default_value = "10s", value_name = "DUR")]
+    pub queue_timeout: Duration,
+    #[command(flatten)]
+    pub caps: ClientCapArgs,
     /// Accept any certificate from an https upstream.
     #[arg(long)]
     pub insecure: bool,
@@ -75,6 +82,39 @@ pub struct ProxyArgs {
     /// Write the final table to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// The caps on client connections that `proxy`, `record` and `serve` share.
+#[derive(Debug, Clone, Args)]
+pub struct ClientCapArgs {
+    /// Most client connections open at once; one more is closed at once, so idle clients
+    /// cannot take every file descriptor [default: the open-file limit less 64, and less the
+    /// upstream connections for proxy and record].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Close a client connection that has not sent a complete request (head and body) within
+    /// DUR, or that stays idle this long between requests.
+    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DUR")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for ClientCapArgs {
+    fn default() -> Self {
+        Self { max_connections: None, idle_timeout: Duration::from_secs(60) }
+    }
+}
+
+impl ClientCapArgs {
+    /// The caps, or a usage error naming the flag.
+    pub fn checked(&self) -> Result<(Option<usize>, Duration), String> {
+        if self.max_connections == Some(0) {
+            return Err("--max-connections: at least one connection is needed".into());
+        }
+        if self.idle_timeout.is_zero() {
+            return Err("--idle-timeout: must be longer than 0".into());
+        }
+        Ok((self.max_connections, self.idle_timeout))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +140,8 @@ pub struct RecordArgs {
     /// Trust this PEM certificate for an https upstream.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub caps: ClientCapArgs,
 }
 
 impl From<RecordArgs> for ProxyArgs {
@@ -117,6 +159,8 @@ impl From<RecordArgs> for ProxyArgs {
             threads: args.threads,
             upstream_connections: 64,
             upstream_timeout: Duration::from_secs(30),
+            queue_timeout: rpcbench::proxy::DEFAULT_QUEUE_TIMEOUT,
+            caps: args.caps,
             insecure: args.insecure,
             cacert: args.cacert,
             format: ProxyFormat::Text,
@@ -154,6 +198,13 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
     options.threads = args.threads;
     options.upstream_connections = args.upstream_connections;
     options.upstream_timeout = args.upstream_timeout;
+    if args.queue_timeout.is_zero() {
+        return Err("--queue-timeout: must be longer than 0".into());
+    }
+    options.queue_timeout = args.queue_timeout;
+    let (max_connections, idle_timeout) = args.caps.checked()?;
+    options.max_connections = max_connections;
+    options.idle_timeout = Some(idle_timeout);
     options.validate().map_err(|error| error.to_string())?;
     Ok((options, metrics))
 }

@@ -68,8 +68,8 @@ pub struct ServeArgs {
     /// Largest accepted request body; larger ones get HTTP 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
     pub max_body: usize,
-    /// Longest accepted batch; a longer one is answered as geth does, with one error object
-    /// (-32600 "batch too large") instead of an array.
+    /// Longest accepted batch; a longer one is answered as geth 1.17 does: an array of one
+    /// -32600 "batch too large" error with the first call's id.
     #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
     pub max_batch: usize,
     /// Serve HTTP/1.1 only: no h2c, and TLS offers only ALPN http/1.1.
@@ -109,6 +109,8 @@ pub struct ServeArgs {
     /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.
     #[arg(long, value_name = "N")]
     pub ws_max_connections: Option<usize>,
+    #[command(flatten)]
+    pub caps: crate::proxy_cmd::ClientCapArgs,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -199,6 +201,9 @@ impl ServeArgs {
         options.ws_delay = self.ws_delay;
         options.ws_max_queue = self.ws_max_queue;
         options.ws_max_connections = self.ws_max_connections;
+        // Zero is refused by the options' check, naming the flag.
+        options.max_connections = self.caps.max_connections;
+        options.idle_timeout = Some(self.caps.idle_timeout);
         options
     }
 }
@@ -223,6 +228,8 @@ fn flag_of(option: &str) -> &'static str {
         "ws_duplicate" => "--ws-duplicate",
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
+        "max_connections" => "--max-connections",
+        "idle_timeout" => "--idle-timeout",
         _ => "--chain",
     }
 }

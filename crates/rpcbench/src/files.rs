@@ -1,5 +1,5 @@
 //! Reading the user's files with a limit on their size: a scenario, a body, a pools, results,
-//! capacity or targets file larger than any real one (or `/dev/zero`) is refused with a clear
+//! capacity, targets, traffic or replay file larger than any real one (or `/dev/zero`) is refused with a clear
 //! error instead of filling memory. The limit is checked while reading, so a device or a file
 //! that grows cannot get past it.
 
@@ -12,17 +12,27 @@ pub const MAX_SCENARIO: u64 = 16 * 1024 * 1024;
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// The largest results or capacity file (histograms of long runs with many calls included).
 pub const MAX_RESULTS: u64 = 256 * 1024 * 1024;
+/// The largest traffic file or file `replay` reads (a vegeta targets file, a file of bodies):
+/// its requests are held in memory for the run.
+pub const MAX_TRAFFIC: u64 = 512 * 1024 * 1024;
 
 /// The bytes of `path`, or an error of kind `InvalidData` when it holds more than `limit`.
 pub fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {} MiB (the most rpcbench reads from such a file)", limit >> 20),
+        )
+    };
     let file = std::fs::File::open(path)?;
+    // A regular file says its size: refused before a byte is read.
+    if file.metadata().is_ok_and(|meta| meta.is_file() && meta.len() > limit) {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {} MiB (the most rpcbench reads from such a file)", limit >> 20),
-        ));
+        return Err(too_large());
     }
     Ok(bytes)
 }

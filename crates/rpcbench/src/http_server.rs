@@ -10,7 +10,8 @@
 //!   a time. The loop does the framing and the refusals every server shares: requests are
 //!   parsed from one reusable buffer, pipelined requests are answered in order with one
 //!   `write` per batch, bodies are framed by `Content-Length` only, and a plain request
-//!   allocates nothing.
+//!   allocates nothing. The buffer grows with the bytes received, never with a declared
+//!   length (at most twice what arrived, or 64 KiB).
 //!
 //! Behaviour of the loop, as pinned by the tests in `tests/mock_nodes.rs`:
 //! - keep-alive by default for HTTP/1.1; `Connection: close` and HTTP/1.0 (unless it asks
@@ -22,12 +23,17 @@
 //!   of these close the connection, and their body is a JSON-RPC error with id null;
 //! - with [`Limits::head_timeout`], a connection whose next request head is not complete
 //!   within that time is closed (idle keep-alive connections included);
+//! - a server counts its connections with [`OpenConnections`]: past its cap, a new connection
+//!   is closed at once, so idle or trickling clients cannot take every file descriptor
+//!   (the metrics endpoint, the proxy and `serve` share it, each with its own cap);
 //! - a handler may take the connection over after its answer (the mock's WebSocket upgrade):
 //!   it gets the stream and the bytes read past the request.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -41,6 +47,9 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 pub(crate) const MAX_HEADERS: usize = 64;
 /// Initial size of a connection's read buffer; it grows for large bodies.
 const INITIAL_BUFFER: usize = 8 * 1024;
+/// A buffer grows at once toward a declared body up to this size; past it, only by doubling
+/// when full ([`body_room`]), so a declared length costs nothing until its bytes arrive.
+const EAGER_BODY: usize = 64 * 1024;
 /// The JSON-RPC error code of the HTTP-level refusals (Invalid Request).
 const INVALID_REQUEST: i64 = -32600;
 
@@ -497,6 +506,52 @@ pub(crate) struct Limits {
     pub(crate) timed: bool,
 }
 
+/// The connections a server has open, against its cap. Cloned into each accept loop.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenConnections {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// The cap on a server's connections: `configured`, or else the open-file limit (raised
+/// toward the hard limit first) less `reserve` descriptors the process keeps for itself (at
+/// least 16; 4,096 where there is no limit to read). Clients past it are closed at once
+/// instead of taking the descriptors everyone else needs.
+pub(crate) fn connection_cap(configured: Option<usize>, reserve: u64) -> usize {
+    configured.unwrap_or_else(|| match crate::engine::limits::raise_open_file_limit(0) {
+        Some(limit) => usize::try_from(limit.saturating_sub(reserve).max(16)).unwrap_or(usize::MAX),
+        None => 4096,
+    })
+}
+
+/// One admitted connection; dropping it frees its place.
+#[derive(Debug)]
+pub(crate) struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl OpenConnections {
+    /// At most `max` connections at once (at least one).
+    pub(crate) fn new(max: usize) -> Self {
+        Self { open: Arc::default(), max: max.max(1) }
+    }
+
+    /// A place for one more connection, or `None` at the cap: the caller closes the
+    /// connection at once. Accept loops run on one task, so the check and the count cannot
+    /// race with another admission.
+    pub(crate) fn admit(&self) -> Option<ConnectionSlot> {
+        if self.open.load(Ordering::Relaxed) >= self.max {
+            return None;
+        }
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Some(ConnectionSlot(self.open.clone()))
+    }
+}
+
 /// When the bytes of one request were read ([`Limits::timed`] only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Arrival {
@@ -617,12 +672,14 @@ pub(crate) async fn serve_connection<S, H>(
                     continued = true;
                 }
                 if buf.len() - start < total {
-                    // Make room for the whole request.
+                    // Move the request to the front, then grow toward its end by what has
+                    // arrived: a declared length alone allocates nothing.
                     buf.copy_within(start..end, 0);
                     end -= start;
                     start = 0;
-                    if buf.len() < total {
-                        buf.resize(total.max(buf.len() * 2), 0);
+                    let grown = body_room(buf.len(), end, total);
+                    if grown > buf.len() {
+                        buf.resize(grown, 0);
                     }
                 }
                 break;
@@ -715,6 +772,17 @@ pub(crate) async fn serve_connection<S, H>(
     }
 }
 
+/// The size a connection's buffer grows to while it holds `received` bytes of a request that
+/// is `total` bytes long (head and declared body), from `len`: at once up to [`EAGER_BODY`],
+/// past it by doubling only when full, and never past `total`. So a buffer is never larger
+/// than twice the bytes received or [`EAGER_BODY`], whatever a client announces.
+fn body_room(len: usize, received: usize, total: usize) -> usize {
+    if total <= len || (received < len && len >= EAGER_BODY) {
+        return len;
+    }
+    total.min((len * 2).max(EAGER_BODY))
+}
+
 /// Closes the sending side, then reads and drops what the client still sends (for at most
 /// half a second and 1 MiB), so that closing with unread data does not reset the connection
 /// before the client has read the answer.
@@ -761,6 +829,36 @@ mod tests {
                 Head::Refuse(_) => {}
             }
         }
+    }
+
+    #[test]
+    fn a_declared_body_is_not_allocated_before_its_bytes_arrive() {
+        // A 60-byte head announcing 16 MB: no more than the eager step.
+        let total = 16 << 20;
+        assert_eq!(body_room(INITIAL_BUFFER, 60, total), EAGER_BODY);
+        // Bytes trickle in: the buffer is never larger than twice what arrived (or the eager
+        // step), and it ends exactly at the request's size.
+        let (mut len, mut received) = (INITIAL_BUFFER, 60);
+        while received < total {
+            len = body_room(len, received, total);
+            assert!(len <= (2 * received).max(EAGER_BODY), "{len} bytes for {received} received");
+            received = (received + 1000).max(len).min(total);
+        }
+        assert_eq!(body_room(len, received, total), total);
+        // Small bodies get their room in one step; a buffer never shrinks here.
+        assert_eq!(body_room(INITIAL_BUFFER, 100, 20_000), 20_000);
+        assert_eq!(body_room(100_000, 10, 50_000), 100_000);
+    }
+
+    #[test]
+    fn connections_past_the_cap_are_refused_until_one_closes() {
+        let open = OpenConnections::new(2);
+        let first = open.admit().expect("under the cap");
+        let _second = open.admit().expect("at the cap");
+        assert!(open.admit().is_none());
+        assert!(open.clone().admit().is_none(), "clones share the count");
+        drop(first);
+        assert!(open.admit().is_some(), "a closed connection frees its place");
     }
 
     #[test]

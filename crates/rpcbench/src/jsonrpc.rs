@@ -71,9 +71,11 @@ fn is_json_array(body: &[u8]) -> bool {
     s.peek() == Some(b'[') && s.skip_value().is_ok() && s.finish().is_ok()
 }
 
-/// Splits a JSON array (a batch reply) into the byte ranges of its elements, appended to
-/// `items`. `NotJson` when the body is not an array or an element cannot be delimited.
-pub(crate) fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Result<(), InvalidKind> {
+/// Walks a JSON array (a batch reply), giving `visit` the byte range of each element in turn;
+/// nothing is kept, so a reply of millions of small items costs no memory here. `NotJson` when
+/// the body is not an array or an element cannot be delimited (possibly after some elements
+/// were visited).
+pub(crate) fn each_array_item(body: &[u8], mut visit: impl FnMut(usize, usize)) -> Result<(), InvalidKind> {
     let mut s = Scanner { bytes: body, pos: 0 };
     s.skip_ws();
     s.expect(b'[')?;
@@ -86,7 +88,7 @@ pub(crate) fn split_array(body: &[u8], items: &mut Vec<(usize, usize)>) -> Resul
         s.skip_ws();
         let start = s.pos;
         s.skip_value()?;
-        items.push((start, s.pos));
+        visit(start, s.pos);
         s.skip_ws();
         match s.next() {
             Some(b',') => continue,

@@ -29,7 +29,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -581,7 +580,7 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 const MAX_BODY: usize = 4096;
 
 async fn accept_loop(listener: tokio::net::TcpListener, render: Render, mut shutdown: watch::Receiver<bool>) {
-    let open = Arc::new(AtomicUsize::new(0));
+    let open = http_server::OpenConnections::new(MAX_CONNECTIONS);
     loop {
         let accepted = tokio::select! {
             _ = shutdown.changed() => break,
@@ -593,20 +592,18 @@ async fn accept_loop(listener: tokio::net::TcpListener, render: Render, mut shut
         };
         // At most MAX_CONNECTIONS at once: one more is closed at once, so idle or trickling
         // clients cannot take the file descriptors the load run needs.
-        if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+        let Some(slot) = open.admit() else {
             drop(stream);
             continue;
-        }
-        open.fetch_add(1, Ordering::Relaxed);
+        };
         let handler = Scrapes { render: render.clone() };
-        let open = open.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let limits = Limits { max_body: MAX_BODY, head_timeout: Some(HEADER_TIMEOUT), timed: false };
             let connection = http_server::serve_connection(stream, handler, shutdown, limits);
             // A scraper reconnects; a connection held longer than this is someone else's.
             let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
-            open.fetch_sub(1, Ordering::Relaxed);
+            drop(slot);
         });
     }
 }

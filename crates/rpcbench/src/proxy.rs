@@ -18,7 +18,9 @@
 //! answering, `error_rate` answers a JSON-RPC error -32603 with the request's id (one per
 //! call of a batch) with HTTP 200 instead of the upstream's answer, and `drop_rate` closes
 //! the connection without answering. An upstream that cannot be reached or answers badly
-//! gets the client a 502 with a JSON-RPC error body, counted by [`UpstreamFailure`].
+//! gets the client a 502 with a JSON-RPC error body, counted by [`UpstreamFailure`]; so does a
+//! request that waited longer than the queue timeout for a free upstream connection. Client
+//! connections are capped and closed after an idle timeout (`http_server::OpenConnections`).
 //!
 //! With `record`, one [`TrafficEntry`] per answered request goes to a writer thread through
 //! a bounded channel; the answer is sent to the client only once its line was written (one
@@ -49,8 +51,8 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 use crate::compare::FieldPath;
 use crate::http_server::{
-    self, error_body, header_value, write_json, Arrival, DateCache, Handler, Limits, Method, Next, Request,
-    ServerThread, StartError,
+    self, error_body, header_value, write_json, Arrival, DateCache, Handler, Limits, Method, Next,
+    OpenConnections, Request, ServerThread, StartError,
 };
 use crate::metrics::{MetricsServer, LATENCY_BUCKETS_SECONDS};
 use crate::settings::{Target, TlsOptions};
@@ -103,7 +105,21 @@ pub struct ProxyOptions {
     pub connect_timeout: Duration,
     /// The largest request and response body relayed.
     pub max_body_bytes: usize,
+    /// Most client connections open at once; one more is closed at once (`None`: the
+    /// open-file limit less 64 and the upstream connections).
+    pub max_connections: Option<usize>,
+    /// The longest a client connection may take to send a complete request, or stay idle
+    /// between requests, before it is closed (`None`: no limit).
+    pub idle_timeout: Option<Duration>,
+    /// The longest a request waits for a free upstream connection; past it the client gets a
+    /// 502 counted as [`UpstreamFailure::QueueTimeout`].
+    pub queue_timeout: Duration,
 }
+
+/// Default longest wait for a client's complete request, or idle time between requests.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default longest wait for a free upstream connection.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl ProxyOptions {
     /// Defaults for a proxy on `listen` in front of `upstream`.
@@ -123,6 +139,9 @@ impl ProxyOptions {
             upstream_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             max_body_bytes: 16 << 20,
+            max_connections: None,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
         }
     }
 
@@ -142,6 +161,13 @@ impl ProxyOptions {
         }
         if self.upstream_connections == 0 {
             return invalid("upstream-connections", "at least one connection is needed".into());
+        }
+        if self.max_connections == Some(0) {
+            return invalid("max-connections", "at least one connection is needed".into());
+        }
+        if self.queue_timeout.is_zero() || self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
+            let setting = if self.queue_timeout.is_zero() { "queue-timeout" } else { "idle-timeout" };
+            return invalid(setting, "must be longer than 0".into());
         }
         Ok(())
     }
@@ -192,6 +218,9 @@ pub enum UpstreamFailure {
     Connect,
     /// No complete answer within the upstream timeout (connecting included).
     Timeout,
+    /// No upstream connection came free within the queue timeout (the pool was busy with
+    /// other requests, perhaps slow ones of another client).
+    QueueTimeout,
     /// The upstream closed the connection early or sent something that is not HTTP/1.1, or a
     /// body over the limit.
     BadResponse,
@@ -203,6 +232,7 @@ impl UpstreamFailure {
         match self {
             UpstreamFailure::Connect => "connect",
             UpstreamFailure::Timeout => "timeout",
+            UpstreamFailure::QueueTimeout => "queue_timeout",
             UpstreamFailure::BadResponse => "bad_response",
         }
     }
@@ -475,7 +505,13 @@ impl Proxy {
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(options.upstream_connections),
             upstream_timeout: options.upstream_timeout,
+            queue_timeout: options.queue_timeout,
             max_body: options.max_body_bytes,
+            open: OpenConnections::new(http_server::connection_cap(
+                options.max_connections,
+                64 + options.upstream_connections as u64,
+            )),
+            idle_timeout: options.idle_timeout,
             latency: options.latency,
             error_rate: options.error_rate,
             drop_rate: options.drop_rate,
@@ -572,7 +608,11 @@ struct State {
     /// One permit per upstream connection that may be open.
     permits: Semaphore,
     upstream_timeout: Duration,
+    queue_timeout: Duration,
     max_body: usize,
+    /// Client connections: the cap, and the head and idle timeout.
+    open: OpenConnections,
+    idle_timeout: Option<Duration>,
     latency: Duration,
     error_rate: f64,
     drop_rate: f64,
@@ -616,8 +656,12 @@ impl State {
         outgoing: &Outgoing,
         answer: impl FnOnce(u16, &[u8]),
     ) -> Result<(), UpstreamFailure> {
-        let Ok(_permit) = self.permits.acquire().await else {
-            return Err(UpstreamFailure::Connect);
+        // A bounded wait: a client holding every upstream connection with slow calls delays
+        // the others by at most the queue timeout, and each of them is told so.
+        let _permit = match tokio::time::timeout(self.queue_timeout, self.permits.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(UpstreamFailure::Connect),
+            Err(_) => return Err(UpstreamFailure::QueueTimeout),
         };
         let attempt = async {
             // A pooled connection the upstream closed while idle fails at once: one retry on a
@@ -671,13 +715,19 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut shutdown: wat
             tokio::time::sleep(Duration::from_millis(5)).await;
             continue;
         };
+        // Past the cap a connection is closed at once: idle clients cannot lock others out.
+        let Some(slot) = state.open.admit() else {
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let limits = Limits { max_body: state.max_body, head_timeout: None, timed: true };
+        let limits = Limits { max_body: state.max_body, head_timeout: state.idle_timeout, timed: true };
         let handler = Relay { state: state.clone(), outgoing: Outgoing::default(), body: Vec::new() };
         let shutdown = shutdown.clone();
         let token = live.clone();
         tokio::spawn(async move {
             http_server::serve_connection(stream, handler, shutdown, limits).await;
+            drop(slot);
             drop(token);
         });
     }

@@ -8,16 +8,19 @@
 //! Each request is reported under a call named after what it carries: its method for a single
 //! JSON-RPC call, `batch(eth_call x3)` for a batch of one method, `batch(mixed x5)` for a batch
 //! of several, `GET /block/{n}` for a plain HTTP request of a targets file, `other` for a body
-//! that is not JSON-RPC. With response checks on, an answer whose digest
+//! that is not JSON-RPC. As in the proxy's table there are at most 256 rows: the first distinct
+//! names (of up to 128 bytes) get one each and the rest share an exact `other methods` row. With response checks on, an answer whose digest
 //! ([`crate::traffic::response_digest`], with the recording's ignored fields) differs from the
 //! recorded one counts as the invalid kind `changed_response` of its call.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::config::{Arrivals, Length, Load, RunConfig};
 use crate::json_path::FieldPath;
+use crate::proxy::{MAX_METHOD_KEYS, OTHER_METHODS_KEY};
 use crate::settings::Target;
 use crate::targets::HttpTarget;
 use crate::traffic::{methods_of, TrafficFile};
@@ -162,6 +165,38 @@ pub fn call_name(body: &[u8]) -> String {
     }
 }
 
+/// The calls a replay reports under, as the proxy's table: at most [`MAX_METHOD_KEYS`] rows,
+/// the first distinct names in file order each with its own; later names, and names over
+/// [`MAX_CALL_NAME`] bytes, share the exact [`OTHER_METHODS_KEY`] row. So a file of ever new
+/// method names cannot make a histogram per name, and each name is found in one hash lookup.
+#[derive(Debug, Default)]
+struct CallNames {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+/// The longest call name with a row of its own.
+const MAX_CALL_NAME: usize = 128;
+
+impl CallNames {
+    /// The call index of `name`, adding it (or the shared row) when new.
+    fn index(&mut self, name: String) -> usize {
+        if let Some(&index) = self.index.get(&name) {
+            return index;
+        }
+        let name = if self.index.len() < MAX_METHOD_KEYS && name.len() <= MAX_CALL_NAME {
+            name
+        } else if let Some(&other) = self.index.get(OTHER_METHODS_KEY) {
+            return other;
+        } else {
+            OTHER_METHODS_KEY.to_string()
+        };
+        self.names.push(name.clone());
+        self.index.insert(name, self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
 /// A request read from a file: its body, its recorded digest, its HTTP request line (a targets
 /// file's plain request) and its call's name.
 type ReadRequest = (Vec<u8>, Option<String>, Option<ReplayHttp>, String);
@@ -179,20 +214,12 @@ impl Replay {
                 message: "no request in the file: nothing to replay".into(),
             });
         }
-        let mut names: Vec<String> = Vec::new();
+        let mut names = CallNames::default();
         let entries = requests
             .into_iter()
-            .map(|(body, digest, http, name)| {
-                let call = match names.iter().position(|known| *known == name) {
-                    Some(index) => index,
-                    None => {
-                        names.push(name);
-                        names.len() - 1
-                    }
-                };
-                ReplayEntry { body, call, digest, http }
-            })
+            .map(|(body, digest, http, name)| ReplayEntry { body, call: names.index(name), digest, http })
             .collect();
+        let names = names.names;
         Ok(Self { entries, names, offsets_us, ignore, check_responses: false, schedule: None, looped: false })
     }
 
@@ -427,7 +454,8 @@ pub fn read_file(
     ignore_fields: &[String],
 ) -> Result<ReadReplay, ReplayError> {
     let whole = |message: String| ReplayError { place: path.display().to_string(), message };
-    let bytes = std::fs::read(path).map_err(|err| whole(err.to_string()))?;
+    let bytes =
+        crate::files::read_limited(path, crate::files::MAX_TRAFFIC).map_err(|err| whole(err.to_string()))?;
     let format = format
         .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
     if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
@@ -519,6 +547,45 @@ pub fn bound_to_one_pass(config: &mut RunConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_or_traffic_file_over_the_limit_is_refused_naming_the_file_and_the_limit() {
+        // A sparse file one byte over the limit: refused from its size, nothing read.
+        let dir = std::env::temp_dir().join(format!("rpcbench-replay-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("huge.jsonl");
+        std::fs::File::create(&path).unwrap().set_len(crate::files::MAX_TRAFFIC + 1).unwrap();
+        let err = read_file(&path, None, crate::traffic::BadLines::Refuse, &[]).unwrap_err();
+        assert_eq!(err.place, path.display().to_string());
+        assert!(err.message.contains("larger than 512 MiB"), "{err}");
+        let err = crate::traffic::TrafficFile::read(&path, crate::traffic::BadLines::Refuse).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&path.display().to_string()) && text.contains("larger than 512 MiB"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_file_of_ever_new_method_names_gets_at_most_256_rows_with_an_exact_other_row() {
+        let mut text = String::new();
+        for index in 0..20_000 {
+            text += &format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m{index}\"}}\n");
+        }
+        // A name over 128 bytes shares the row even before the table is full.
+        let long = "x".repeat(129);
+        text = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{long}\"}}\n{text}");
+        text += "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m3\"}\n";
+        let replay = Replay::from_bodies(&text, Path::new("names.jsonl")).unwrap();
+        let counts = replay.counts();
+        assert_eq!(counts.len(), MAX_METHOD_KEYS, "255 named rows and the shared one");
+        assert_eq!(counts[0], (OTHER_METHODS_KEY.to_string(), 1 + 20_000 - 255));
+        assert_eq!(counts[1], ("m0".to_string(), 1));
+        assert_eq!(counts.iter().find(|(name, _)| name == "m3").unwrap().1, 2, "a known name keeps its row");
+        assert_eq!(counts.iter().map(|(_, count)| count).sum::<u64>(), 20_002, "every request in one row");
+        assert_eq!(replay.workload().calls().len(), MAX_METHOD_KEYS);
+    }
 
     #[test]
     fn the_kind_of_file_is_told_by_its_first_line() {

@@ -1120,6 +1120,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
             wire.merge(&theirs.wire());
             ours.connections_opened = wire.connections_opened;
             ours.goaways_received = wire.goaways_received;
+            ours.retried_after_goaway = wire.retried_after_goaway;
             ours.server_max_streams = wire.server_max_streams;
         }
         if let (Some(ours), Some(theirs)) = (merged.websocket.as_mut(), file.websocket.as_ref()) {

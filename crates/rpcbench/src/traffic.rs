@@ -253,7 +253,8 @@ pub struct TrafficFile {
 impl TrafficFile {
     /// Reads `path`.
     pub fn read(path: &Path, bad_lines: BadLines) -> Result<Self, TrafficError> {
-        let bytes = std::fs::read(path).map_err(|error| TrafficError::Io(path.to_path_buf(), error))?;
+        let bytes = crate::files::read_limited(path, crate::files::MAX_TRAFFIC)
+            .map_err(|error| TrafficError::Io(path.to_path_buf(), error))?;
         Self::parse(&bytes, path, bad_lines)
     }
 

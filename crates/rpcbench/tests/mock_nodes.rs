@@ -297,8 +297,10 @@ fn limits_on_body_size_and_batch_length() {
     let batch = |n: usize| format!("[{}]", vec![call; n].join(","));
     assert_eq!(post(addr, &batch(5)).json().as_array().unwrap().len(), 5);
     let response = post(addr, &batch(6)).json();
-    assert_eq!(response["error"]["code"], -32600);
-    assert_eq!(response["error"]["message"], "batch too large", "{response}");
+    assert_eq!(response.as_array().map(Vec::len), Some(1), "geth's one-item array: {response}");
+    assert_eq!(response[0]["id"], 1, "the first call's id");
+    assert_eq!(response[0]["error"]["code"], -32600);
+    assert_eq!(response[0]["error"]["message"], "batch too large", "{response}");
 }
 
 #[test]
@@ -1156,4 +1158,52 @@ fn the_ethereum_node_serves_seed_002s_rest_api_over_http() {
     let mut client = Client::connect(solana.local_addr());
     client.send(b"GET /gasprice HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(client.read_reply().status, 405);
+}
+
+#[test]
+fn serve_closes_connections_past_its_cap_and_idle_ones_after_the_idle_timeout() {
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#;
+    // The cap: one idle client holds the only place, the next is closed at once.
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_connections = Some(1);
+    options.idle_timeout = Some(Duration::from_secs(3600));
+    let server = start(options);
+    let idle = Client::connect(server.local_addr());
+    let mut extra = Client::connect(server.local_addr());
+    let mut byte = [0u8; 1];
+    let closed = match extra.reader.read(&mut byte) {
+        Ok(n) => n == 0,
+        // A reset; the read timeout is not a close.
+        Err(err) => !matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    };
+    assert!(closed, "past the cap");
+    drop(idle);
+    // The place comes back once the server has read the close.
+    let served = (0..200).any(|_| {
+        let mut client = Client::connect(server.local_addr());
+        client.send(format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n{call}", call.len()).as_bytes());
+        let mut first = [0u8; 12];
+        let answered = client.reader.read_exact(&mut first).is_ok() && first.starts_with(b"HTTP/1.1 200");
+        if !answered {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        answered
+    });
+    assert!(served, "a closed client gives its place back");
+    server.stop();
+
+    // The idle timeout: a head that never completes is closed.
+    let mut options = MockOptions::new(Chain::Static);
+    options.idle_timeout = Some(Duration::from_millis(100));
+    options.http2 = false;
+    let server = start(options);
+    let mut slow = Client::connect(server.local_addr());
+    slow.send(b"POST / HTTP/1.1\r\nContent-Le");
+    let closed = match slow.reader.read(&mut byte) {
+        Ok(n) => n == 0,
+        Err(err) => !matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    };
+    assert!(closed, "closed by the idle timeout");
+    assert_eq!(post(server.local_addr(), call).status, 200);
+    server.stop();
 }

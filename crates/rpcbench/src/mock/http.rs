@@ -37,7 +37,7 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 
     shutdown: watch::Receiver<bool>,
     live: Arc<()>,
 ) {
-    let limits = Limits { max_body: shared.max_body_bytes, head_timeout: None, timed: false };
+    let limits = Limits { max_body: shared.max_body_bytes, head_timeout: shared.idle_timeout, timed: false };
     let handler = MockHttp { shared, ws_shutdown: shutdown.clone(), live, body_out: Vec::with_capacity(256) };
     http_server::serve_connection(stream, handler, shutdown, limits).await;
 }

@@ -143,6 +143,12 @@ pub struct MockOptions {
     /// WebSocket: upgrades past this many open WebSocket connections get HTTP 503 (default:
     /// unlimited).
     pub ws_max_connections: Option<usize>,
+    /// Most connections open at once; one more is closed at once (default `None`: the
+    /// open-file limit less 64).
+    pub max_connections: Option<usize>,
+    /// An HTTP/1.1 connection that has not sent a complete request within this, or stays idle
+    /// this long between requests, is closed (default 60 s; `None`: never).
+    pub idle_timeout: Option<Duration>,
 }
 
 /// HTTPS for a [`MockServer`]: a self-signed certificate for `localhost` and `127.0.0.1`,
@@ -181,6 +187,8 @@ impl MockOptions {
             ws_delay: None,
             ws_max_queue: None,
             ws_max_connections: None,
+            max_connections: None,
+            idle_timeout: Some(Duration::from_secs(60)),
         }
     }
 
@@ -215,6 +223,12 @@ impl MockOptions {
         }
         if self.ws_max_queue == Some(0) {
             return invalid("ws_max_queue", "must be at least 1".into());
+        }
+        if self.max_connections == Some(0) {
+            return invalid("max_connections", "must be at least 1".into());
+        }
+        if self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
+            return invalid("idle_timeout", "must be longer than zero".into());
         }
         if self.ws_max_connections == Some(0) {
             return invalid("ws_max_connections", "must be at least 1".into());
@@ -301,6 +315,8 @@ mod tests {
             ("ws_duplicate", |o| o.ws_duplicate = -0.1),
             ("ws_max_queue", |o| o.ws_max_queue = Some(0)),
             ("ws_max_connections", |o| o.ws_max_connections = Some(0)),
+            ("max_connections", |o| o.max_connections = Some(0)),
+            ("idle_timeout", |o| o.idle_timeout = Some(Duration::ZERO)),
         ] {
             let mut options = MockOptions::new(Chain::Static);
             change(&mut options);

@@ -31,7 +31,7 @@ use super::solana::SolanaNode;
 use super::static_chain::Plain;
 use super::ws::{WsState, WsStats};
 use super::{h2, http, prng, static_chain, tls, ws, Chain, MockError, MockOptions};
-use crate::http_server::{ServerThread, StartError};
+use crate::http_server::{connection_cap, OpenConnections, ServerThread, StartError};
 
 /// A JSON-RPC error returned by a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +124,8 @@ pub(crate) struct Shared {
     pub(crate) node: Node,
     pub(crate) faults: FaultState,
     pub(crate) max_body_bytes: usize,
+    /// HTTP/1.1 connections: the longest wait for a complete request, or idle between them.
+    pub(crate) idle_timeout: Option<Duration>,
     max_batch_len: usize,
     /// The static node without injected errors: plain requests take the single-pass scan.
     fast_static: bool,
@@ -146,6 +148,7 @@ impl Shared {
             fast_static: options.chain == Chain::Static && !faults.has_error_rate(),
             faults,
             max_body_bytes: options.max_body_bytes,
+            idle_timeout: options.idle_timeout,
             max_batch_len: options.max_batch_len,
             http2: options.http2,
             max_streams: options.max_streams,
@@ -219,6 +222,7 @@ impl MockServer {
         };
         let shared = Arc::new(Shared::new(&options, Instant::now()));
         let server_shared = shared.clone();
+        let max_connections = options.max_connections;
         let server = ServerThread::start(
             options.listen,
             options.threads,
@@ -226,7 +230,8 @@ impl MockServer {
             Duration::from_secs(1),
             move |listener, shutdown_rx| async move {
                 tokio::spawn(ws::produce(shared.clone(), shutdown_rx.clone()));
-                let _ = tokio::spawn(accept_loop(listener, shared, acceptor, shutdown_rx)).await;
+                let open = OpenConnections::new(connection_cap(max_connections, 64));
+                let _ = tokio::spawn(accept_loop(listener, shared, acceptor, open, shutdown_rx)).await;
             },
         )
         .map_err(|error| match error {
@@ -282,6 +287,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     tls: Option<TlsAcceptor>,
+    open: OpenConnections,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let live = Arc::new(());
@@ -298,17 +304,33 @@ async fn accept_loop(
                 continue;
             }
         };
+        // Past the cap a connection is closed at once: idle clients cannot lock others out.
+        let Some(slot) = open.admit() else {
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let token = live.clone();
+        let (shared, shutdown) = (shared.clone(), shutdown.clone());
         match &tls {
             Some(acceptor) => {
-                tokio::spawn(serve_tls(stream, acceptor.clone(), shared.clone(), shutdown.clone(), token));
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    serve_tls(stream, acceptor, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
             None if shared.http2 => {
-                tokio::spawn(serve_plain(stream, shared.clone(), shutdown.clone(), token));
+                tokio::spawn(async move {
+                    serve_plain(stream, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
             None => {
-                tokio::spawn(http::serve_connection(stream, shared.clone(), shutdown.clone(), token));
+                tokio::spawn(async move {
+                    http::serve_connection(stream, shared, shutdown, token).await;
+                    drop(slot);
+                });
             }
         }
     }
@@ -556,14 +578,32 @@ fn write_envelope_error(out: &mut Vec<u8>, body: &[u8]) {
     write_error(out, b"null", &error);
 }
 
+/// The id of a batch's first call (an item with a usable id and a method name, as geth's
+/// `isCall`), or `null`.
+fn first_call_id<'a>(items: &[&'a RawValue]) -> &'a [u8] {
+    items
+        .iter()
+        .find_map(|item| {
+            let request = serde_json::from_str::<RawRequest<'a>>(item.get()).ok()?;
+            let id = request.id?.get().as_bytes();
+            let usable = matches!(id.first(), Some(b'"' | b'-' | b'0'..=b'9' | b'n'));
+            let named = request.method.and_then(method_name).is_some_and(|name| !name.is_empty());
+            (usable && named).then_some(id)
+        })
+        .unwrap_or(b"null")
+}
+
 fn batch<E: Extension>(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>, extension: &mut E) {
     if items.is_empty() {
         write_error(out, b"null", &RpcError::new(INVALID_REQUEST, "Invalid request: empty batch"));
         return;
     }
     if items.len() > shared.max_batch_len {
-        // As geth answers a batch over its BatchRequestLimit: one error object, not an array.
-        write_error(out, b"null", &RpcError::new(INVALID_REQUEST, "batch too large"));
+        // As geth 1.17 answers a batch over its BatchRequestLimit: an array of one -32600
+        // error carrying the id of the batch's first call (null when no item is a call).
+        out.push(b'[');
+        write_error(out, first_call_id(items), &RpcError::new(INVALID_REQUEST, "batch too large"));
+        out.push(b']');
         return;
     }
     out.push(b'[');
@@ -715,15 +755,19 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_over_the_limit_gets_geths_single_error_object() {
+    fn a_batch_over_the_limit_gets_geths_one_item_array_with_the_first_calls_id() {
         let node = shared(Chain::Ethereum, Faults::default());
         let call = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_blockNumber"}}"#);
-        let four: Vec<String> = (1..=4).map(call).collect();
-        let answer = answer(&node, &format!("[{}]", four.join(","))).unwrap();
+        let four: Vec<String> = (7..=10).map(call).collect();
+        let refused = answer(&node, &format!("[{}]", four.join(","))).unwrap();
         assert_eq!(
-            answer,
-            serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "batch too large"}})
+            refused,
+            serde_json::json!([{"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "batch too large"}}])
         );
+        // The first item that is a call gives the id; none: null.
+        let answer_to = |body: &str| answer(&node, body).unwrap();
+        assert_eq!(answer_to(&format!("[1,{{\"id\":2}},{}]", four[1..].join(",")))[0]["id"], 8);
+        assert_eq!(answer_to("[1,2,3,4]")[0]["id"], serde_json::Value::Null);
         let three = answer_batch(&node, 3);
         let ids: Vec<u64> =
             three.as_array().unwrap().iter().map(|item| item["id"].as_u64().unwrap()).collect();
@@ -785,9 +829,9 @@ mod tests {
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#), INVALID_REQUEST);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), INVALID_REQUEST);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"[1,2,3,4]"#), INVALID_REQUEST);
         let too_long = answer(&node, "[1,2,3,4]").unwrap();
-        assert_eq!(too_long["error"]["message"], "batch too large");
+        assert_eq!(too_long[0]["error"]["code"], INVALID_REQUEST);
+        assert_eq!(too_long[0]["error"]["message"], "batch too large");
         assert_eq!(answer(&node, r#"{"jsonrpc":"2.0","method":"x"}"#), None);
         assert_eq!(answer(&node, r#"[{"jsonrpc":"2.0","method":"x"}]"#), None);
     }
@@ -1129,8 +1173,12 @@ mod proptests {
         fn batches_of_near_valid_requests_never_panic(requests in prop::collection::vec(request(), 0..12)) {
             let body = Value::Array(requests.clone()).to_string();
             for answer in answers(body.as_bytes()).into_iter().flatten() {
-                if requests.is_empty() || requests.len() > 8 {
+                if requests.is_empty() {
                     prop_assert_eq!(&answer["error"]["code"], &json!(INVALID_REQUEST));
+                } else if requests.len() > 8 {
+                    // geth's refusal of a batch over the limit: an array of one error.
+                    prop_assert_eq!(answer.as_array().map(Vec::len), Some(1));
+                    prop_assert_eq!(&answer[0]["error"]["code"], &json!(INVALID_REQUEST));
                 } else {
                     let items = answer.as_array().expect("a batch answers with an array");
                     prop_assert!(items.len() <= requests.len());

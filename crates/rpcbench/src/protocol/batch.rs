@@ -6,8 +6,12 @@
 //!   the same id, answers nothing; such stray items are charged, in order, to calls left
 //!   without an answer (as `id_mismatch`, or the item's own invalid kind or null-id error).
 //!   A call answered twice is `id_mismatch`.
-//! - A single error object instead of an array (geth's `-32600 "batch too large"`, erigon's
-//!   `-32000 "batch limit 100 exceeded"`): every call of the batch is that JSON-RPC error.
+//! - The batch refused as a whole: every call of the batch is that JSON-RPC error. Either a
+//!   single error object instead of an array (erigon's `-32000 "batch limit 100 exceeded"`),
+//!   or, for a batch of several calls, an array of one error item with id null or the first
+//!   call's id and code -32600 (geth 1.17's "batch too large": [`refused_batch`]).
+//! - Memory is bounded by the calls sent, not by the items received: items are classified
+//!   as the array is walked, and only as many stray items are kept as there are calls.
 //! - An HTTP status other than 2xx: every call is that status. A body that is not an array of
 //!   JSON values: every call is `not_json`.
 //!
@@ -34,15 +38,32 @@ pub struct JsonRpcBatch {
     scratch: RefCell<Scratch>,
 }
 
-/// Buffers reused from reply to reply.
+/// Buffers reused from reply to reply; both hold at most one entry per call sent, whatever
+/// the number of items in the reply.
 #[derive(Debug, Default)]
 struct Scratch {
-    /// Byte ranges of the reply's items.
-    items: Vec<(usize, usize)>,
     /// Per call: its outcome and the range of the item that answered it.
     answers: Vec<Option<(Outcome, (usize, usize))>>,
-    /// Items that answered no call.
+    /// Items that answered no call, the first ones only (as many as there are calls).
     strays: Vec<(Outcome, (usize, usize))>,
+}
+
+/// The error code when the one item of a reply to a batch of several calls is the refusal of
+/// the whole batch: geth answers a batch over its limit with
+/// `[{"jsonrpc":"2.0","id":<first call's id>,"error":{"code":-32600,"message":"batch too large"}}]`.
+/// Taken as a refusal: an error item with code -32600 (Invalid Request) or with id null, whose
+/// id is the first call's or null.
+fn refused_batch(item: &[u8], first_id: u64) -> Option<i64> {
+    let scanned = jsonrpc::scan_response(item).ok()?;
+    if !scanned.version_ok || scanned.has_result {
+        return None;
+    }
+    let code = scanned.error_code?;
+    match scanned.id {
+        ScannedId::Null => Some(code),
+        ScannedId::Number(id) if id == first_id && code == -32600 => Some(code),
+        _ => None,
+    }
 }
 
 impl JsonRpcBatch {
@@ -102,22 +123,28 @@ impl Protocol for JsonRpcBatch {
             _ => return all(Outcome::Invalid(InvalidKind::NotJson), b"", &mut each),
         }
         let mut scratch = self.scratch.borrow_mut();
-        let Scratch { items, answers, strays } = &mut *scratch;
-        items.clear();
-        if jsonrpc::split_array(body, items).is_err() {
-            return all(Outcome::Invalid(InvalidKind::NotJson), b"", &mut each);
-        }
+        let Scratch { answers, strays } = &mut *scratch;
         answers.clear();
         answers.resize(slots.len(), None);
         strays.clear();
         let first_id = slots.first().map_or(0, |slot| slot.id);
-        for &span in items.iter() {
-            let item = &body[span.0..span.1];
-            let scanned = match jsonrpc::scan_response(item) {
+        let (mut items, mut first_item) = (0usize, (0, 0));
+        let walked = jsonrpc::each_array_item(body, |start, end| {
+            let span = (start, end);
+            items += 1;
+            if items == 1 {
+                first_item = span;
+            }
+            // Strays are charged to calls left without an answer, in order: no more than one
+            // per call is ever used, so the rest are not kept.
+            let keep_stray = strays.len() < slots.len();
+            let scanned = match jsonrpc::scan_response(&body[start..end]) {
                 Ok(scanned) => scanned,
                 Err(kind) => {
-                    strays.push((Outcome::Invalid(kind), span));
-                    continue;
+                    if keep_stray {
+                        strays.push((Outcome::Invalid(kind), span));
+                    }
+                    return;
                 }
             };
             let slot = match scanned.id {
@@ -135,7 +162,17 @@ impl Protocol for JsonRpcBatch {
                         None => (jsonrpc::classify_scanned(&scanned, |_| true), span),
                     });
                 }
-                None => strays.push((jsonrpc::classify_scanned(&scanned, |_| false), span)),
+                None if keep_stray => strays.push((jsonrpc::classify_scanned(&scanned, |_| false), span)),
+                None => {}
+            }
+        });
+        if walked.is_err() {
+            return all(Outcome::Invalid(InvalidKind::NotJson), b"", &mut each);
+        }
+        if items == 1 && slots.len() > 1 {
+            let item = &body[first_item.0..first_item.1];
+            if let Some(code) = refused_batch(item, first_id) {
+                return all(Outcome::RpcError(code), item, &mut each);
             }
         }
         let mut strays = strays.iter();
@@ -226,15 +263,49 @@ mod tests {
     }
 
     #[test]
-    fn a_single_error_object_counts_every_call_as_that_error() {
+    fn a_batch_refused_as_a_whole_counts_every_call_as_the_refusal_in_either_shape() {
         let protocol = batch(3);
         let slots = slots(1..4);
-        let geth = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large"}}"#;
+        // geth 1.17: an array of one -32600 error carrying the first call's id.
+        let geth = r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"batch too large"}}]"#;
         assert_eq!(outcomes(&protocol, 200, geth, &slots), vec![Outcome::RpcError(-32600); 3]);
+        let null_id = r#"[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large"}}]"#;
+        assert_eq!(outcomes(&protocol, 200, null_id, &slots), vec![Outcome::RpcError(-32600); 3]);
+        // A bare error object (erigon's limit, or a proxy's).
         let erigon =
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"batch limit 100 exceeded"}}"#;
         assert_eq!(outcomes(&protocol, 200, erigon, &slots), vec![Outcome::RpcError(-32000); 3]);
+        let bare = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large"}}"#;
+        assert_eq!(outcomes(&protocol, 200, bare, &slots), vec![Outcome::RpcError(-32600); 3]);
         assert_eq!(outcomes(&protocol, 429, geth, &slots), vec![Outcome::HttpStatus(429); 3]);
+        // One call's own error with the others unanswered is not a refusal of the batch.
+        let one = r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"execution reverted"}}]"#;
+        assert_eq!(
+            outcomes(&protocol, 200, one, &slots),
+            vec![
+                Outcome::RpcError(-32000),
+                Outcome::Invalid(InvalidKind::Missing),
+                Outcome::Invalid(InvalidKind::Missing)
+            ]
+        );
+        // Nor is the same item for a batch of one call anything but that call's answer.
+        assert_eq!(outcomes(&batch(1), 200, geth, &slots[..1]), vec![Outcome::RpcError(-32600)]);
+    }
+
+    #[test]
+    fn a_reply_of_many_small_items_keeps_nothing_past_the_calls_sent() {
+        let protocol = batch(2);
+        let slots = slots(1..3);
+        // 200,000 scalars, then 200,000 items for ids never sent: each call is charged the
+        // first stray, and nothing is kept for the rest.
+        let mut body = String::from("[");
+        body.push_str(&"1,".repeat(200_000));
+        body.push_str(&r#"{"jsonrpc":"2.0","id":7,"result":1},"#.repeat(200_000));
+        body.push_str("2]");
+        assert_eq!(outcomes(&protocol, 200, &body, &slots), vec![Outcome::Invalid(InvalidKind::NotJson); 2]);
+        let scratch = protocol.scratch.borrow();
+        assert!(scratch.strays.capacity() <= 4, "{} strays kept", scratch.strays.capacity());
+        assert!(scratch.answers.capacity() <= 4, "{} answers kept", scratch.answers.capacity());
     }
 
     #[test]

@@ -49,16 +49,17 @@ fn classify_jsonrpc(status: u16, body: &[u8], check: CheckMode) -> Outcome {
     }
     match jsonrpc::first_byte(body) {
         Some(b'[') => {
-            let mut items = Vec::new();
-            if let Err(kind) = jsonrpc::split_array(body, &mut items) {
-                return Outcome::Invalid(kind);
-            }
             // A batch is one request: its first item that is not a result is its outcome.
-            items
-                .iter()
-                .map(|&(start, end)| classify_item(&body[start..end]))
-                .find(|outcome| !outcome.is_ok())
-                .unwrap_or(Outcome::Ok)
+            let mut outcome = Outcome::Ok;
+            let walked = jsonrpc::each_array_item(body, |start, end| {
+                if outcome.is_ok() {
+                    outcome = classify_item(&body[start..end]);
+                }
+            });
+            match walked {
+                Ok(()) => outcome,
+                Err(kind) => Outcome::Invalid(kind),
+            }
         }
         _ => classify_item(body),
     }

@@ -155,6 +155,10 @@ pub struct Http2Figures {
     pub connections_opened: u64,
     /// Connections the server ended with a GOAWAY.
     pub goaways_received: u64,
+    /// Requests sent again on a new connection because a graceful GOAWAY left them
+    /// unprocessed (not errors: each has the outcome of its retry).
+    #[serde(default)]
+    pub retried_after_goaway: u64,
 }
 
 impl Http2Figures {
@@ -166,6 +170,7 @@ impl Http2Figures {
             server_max_streams: record.wire.server_max_streams,
             connections_opened: record.wire.connections_opened,
             goaways_received: record.wire.goaways_received,
+            retried_after_goaway: record.wire.retried_after_goaway,
         })
     }
 
@@ -174,6 +179,7 @@ impl Http2Figures {
         crate::transport::WireStats {
             connections_opened: self.connections_opened,
             goaways_received: self.goaways_received,
+            retried_after_goaway: self.retried_after_goaway,
             server_max_streams: self.server_max_streams,
             ..crate::transport::WireStats::default()
         }

@@ -46,8 +46,12 @@ pub fn render_text(report: &RunReport) -> String {
         let limit = http2.server_max_streams.map_or("no limit".to_string(), |n| n.to_string());
         let _ = writeln!(
             out,
-            "protocol {}: {} streams per connection (server's limit: {limit}); {} connections opened, {} GOAWAYs received",
-            report.protocol, http2.streams_per_connection, http2.connections_opened, http2.goaways_received
+            "protocol {}: {} streams per connection (server's limit: {limit}); {} connections opened, {} GOAWAYs received, {} requests retried after GOAWAY",
+            report.protocol,
+            http2.streams_per_connection,
+            http2.connections_opened,
+            http2.goaways_received,
+            http2.retried_after_goaway
         );
     }
     if let Some(websocket) = &report.websocket {

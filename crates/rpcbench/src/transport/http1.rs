@@ -28,7 +28,7 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
-use super::{Lane, Outgoing, Reply, Transport, WireError};
+use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError};
 use crate::settings::Target;
 
 /// Why a response could not be read.
@@ -200,12 +200,13 @@ impl Lane for Connection {
         let written = self.stream.write_all(&self.request).await;
         let request_bytes = self.request.len();
         let written_at = Instant::now();
+        let head = request.method == HttpMethod::Head;
         let meta = match written {
-            Ok(()) => self.read_response(max_body).await?,
+            Ok(()) => self.read_response(max_body, head).await?,
             // A server may answer before it has read the whole request (413 for a body too
             // large) and close: that answer, if it came, is the outcome, not the reset.
             Err(_) => {
-                let mut meta = self.read_response(max_body).await.map_err(|_| WireError::Closed)?;
+                let mut meta = self.read_response(max_body, head).await.map_err(|_| WireError::Closed)?;
                 meta.keep_alive = false;
                 meta
             }
@@ -336,8 +337,9 @@ impl Connection {
         Ok(())
     }
 
-    /// Reads one complete response. `max_body` bounds the body size.
-    async fn read_response(&mut self, max_body: u64) -> Result<ResponseMeta, ReadError> {
+    /// Reads one complete response. `max_body` bounds the body size. The answer to a HEAD
+    /// request (`head`) has no body whatever its head says (RFC 9110 section 9.3.2).
+    async fn read_response(&mut self, max_body: u64, head: bool) -> Result<ResponseMeta, ReadError> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -372,6 +374,7 @@ impl Connection {
             if (100..200).contains(&status) {
                 continue;
             }
+            let framing = if head { Framing::Empty } else { framing };
             let body_wire = match framing {
                 Framing::Empty => {
                     self.body = BodyLocation::InBuffer { start: self.start, end: self.start };
@@ -618,7 +621,7 @@ mod tests {
             socket.shutdown().await.ok();
         });
         let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
-        let meta = conn.read_response(max_body).await;
+        let meta = conn.read_response(max_body, false).await;
         let body = conn.body().to_vec();
         server.await.unwrap();
         (meta, body)
@@ -827,8 +830,29 @@ mod tests {
             socket.shutdown().await.ok();
         });
         let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
-        assert_eq!(conn.read_response(u64::MAX).await, Err(ReadError::Closed));
+        assert_eq!(conn.read_response(u64::MAX, false).await, Err(ReadError::Closed));
         assert!(conn.buf.len() <= EAGER_BODY, "a lying Content-Length grew the buffer to {}", conn.buf.len());
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_head_answer_is_complete_without_the_body_its_content_length_describes() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 512];
+            let _ = socket.read(&mut head).await;
+            // The length a GET would have had, and no body (RFC 9110 section 9.3.2); the
+            // connection then ends, so waiting for 1000 bytes would fail as closed.
+            socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
+            socket.shutdown().await.ok();
+        });
+        let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
+        let request = Outgoing { method: HttpMethod::Head, path: b"/x".to_vec(), ..Outgoing::default() };
+        let reply = conn.exchange(&request, 1 << 20).await.expect("a complete HEAD answer");
+        assert_eq!((reply.status, reply.reusable, reply.extra_bytes), (200, true, false));
+        assert!(conn.body().is_empty());
         server.await.unwrap();
     }
 

@@ -189,6 +189,8 @@ struct Pool {
     slots: Mutex<Vec<Arc<tokio::sync::Mutex<Option<OpenConnection>>>>>,
     opened: AtomicU64,
     goaways: AtomicU64,
+    /// Requests sent again on a new connection after a graceful GOAWAY left them unprocessed.
+    retried_after_goaway: AtomicU64,
     /// The lowest stream limit a server advertised (`u64::MAX`: none seen).
     max_streams: AtomicU64,
 }
@@ -307,7 +309,7 @@ impl Http2 {
         // has ended, whether the server had sent a GOAWAY (a GOAWAY with NO_ERROR ends the
         // connection without an error of its own).
         let mut probe = send.clone();
-        tokio::spawn(async move {
+        let driver = tokio::spawn(async move {
             let ended_by = connection.await.err().or_else(|| {
                 let mut context = std::task::Context::from_waker(std::task::Waker::noop());
                 match probe.poll_ready(&mut context) {
@@ -325,15 +327,18 @@ impl Http2 {
         if let Some(mut ping) = ping {
             let answered =
                 tokio::time::timeout(self.connector.connect_timeout(), ping.ping(h2::Ping::opaque())).await;
-            match answered {
-                Ok(Ok(_)) => {}
-                Ok(Err(err)) => return Err(io::Error::other(format!("HTTP/2 connection: {err}"))),
+            let failed = match answered {
+                Ok(Ok(_)) => None,
+                Ok(Err(err)) => Some(io::Error::other(format!("HTTP/2 connection: {err}"))),
                 Err(_) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "HTTP/2: no SETTINGS from the server",
-                    ))
+                    Some(io::Error::new(io::ErrorKind::TimedOut, "HTTP/2: no SETTINGS from the server"))
                 }
+            };
+            if let Some(err) = failed {
+                // The driver holds a handle of its own (the probe), so the connection would
+                // never end by itself: stop it, which closes the socket.
+                driver.abort();
+                return Err(err);
             }
         }
         self.pool.opened.fetch_add(1, Ordering::Relaxed);
@@ -395,7 +400,14 @@ impl Transport for Http2 {
 
     async fn open(&self, index: usize) -> io::Result<StreamSlot> {
         let (open, connect_time) = self.connection(index, None).await?;
-        Ok(StreamSlot { transport: self.clone(), index, open, body: Vec::new(), connect_time })
+        Ok(StreamSlot {
+            transport: self.clone(),
+            index,
+            open,
+            body: Vec::new(),
+            connect_time,
+            unprocessed: false,
+        })
     }
 
     fn stats(&self) -> WireStats {
@@ -403,6 +415,7 @@ impl Transport for Http2 {
         WireStats {
             connections_opened: self.pool.opened.load(Ordering::Relaxed),
             goaways_received: self.pool.goaways.load(Ordering::Relaxed),
+            retried_after_goaway: self.pool.retried_after_goaway.load(Ordering::Relaxed),
             server_max_streams: (max_streams != u64::MAX).then_some(max_streams),
             ..WireStats::default()
         }
@@ -421,6 +434,9 @@ pub struct StreamSlot {
     /// Time spent connecting for this lane and not yet taken: by `open` (`None` when the lane
     /// joined an open connection) or by an exchange that re-opened the connection.
     connect_time: Option<Duration>,
+    /// The last exchange's stream was above the last stream id of a graceful GOAWAY (NO_ERROR):
+    /// the server never processed it, so it may be sent again (RFC 9113 section 6.8).
+    unprocessed: bool,
 }
 
 /// How an `h2` error ends an exchange, and whether the connection is done for.
@@ -493,6 +509,9 @@ impl StreamSlot {
         let (wire, ended) = classify_error(err);
         if wire == WireError::GoAway {
             self.transport.pool.goaway_received(&self.open.state);
+            // A graceful GOAWAY fails only the streams above its last stream id; one with an
+            // error code ends every stream, processed or not.
+            self.unprocessed = err.reason() == Some(h2::Reason::NO_ERROR);
         } else if ended {
             self.open.state.ended.store(true, Ordering::Relaxed);
         }
@@ -502,6 +521,34 @@ impl StreamSlot {
 
 impl Lane for StreamSlot {
     async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
+        self.unprocessed = false;
+        match self.exchange_once(request, max_body).await {
+            // The server never processed it: once more on a new connection (the lane's slot
+            // re-opens it); a second GOAWAY for the same request counts as its outcome.
+            Err(WireError::GoAway) if self.unprocessed => {
+                // The time up to the retry's write is its send phase; the latency runs from the
+                // request's intended time as for any other.
+                self.transport.pool.retried_after_goaway.fetch_add(1, Ordering::Relaxed);
+                self.exchange_once(request, max_body).await
+            }
+            result => result,
+        }
+    }
+
+    fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    const MEASURES_CONNECT: bool = true;
+
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        self.connect_time.take()
+    }
+}
+
+impl StreamSlot {
+    /// One attempt of an exchange on the lane's connection.
+    async fn exchange_once(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
         self.body.clear();
         let (head, header_bytes) = self.transport.parts.request(request)?;
         self.ready().await?;
@@ -558,14 +605,155 @@ impl Lane for StreamSlot {
             arrived_at: None,
         })
     }
+}
 
-    fn body(&self) -> &[u8] {
-        &self.body
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::SocketAddr;
+
+    use super::*;
+    use crate::settings::TlsOptions;
+
+    /// A hand-written HTTP/2 server (the `h2` crate's server cannot send a GOAWAY whose last
+    /// stream id is below a stream it has read): on each connection it answers the first
+    /// `answered[connection]` requests with 200, and then answers the next request with a
+    /// graceful GOAWAY (NO_ERROR) whose last stream id is the last stream it answered.
+    fn goaway_server(answered: Vec<usize>) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for answer in answered {
+                let Ok((mut socket, _)) = listener.accept() else { return };
+                std::thread::spawn(move || serve_h2_frames(&mut socket, answer));
+            }
+        });
+        addr
     }
 
-    const MEASURES_CONNECT: bool = true;
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
 
-    fn take_connect_time(&mut self) -> Option<Duration> {
-        self.connect_time.take()
+    fn serve_h2_frames(socket: &mut std::net::TcpStream, mut answer: usize) {
+        const END_STREAM: u8 = 0x1;
+        let mut preface = [0u8; 24];
+        if socket.read_exact(&mut preface).is_err() {
+            return;
+        }
+        let _ = socket.write_all(&frame(4, 0, 0, &[]));
+        let mut last_answered = 0u32;
+        loop {
+            let mut head = [0u8; 9];
+            if socket.read_exact(&mut head).is_err() {
+                return;
+            }
+            let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+            let (kind, flags) = (head[3], head[4]);
+            let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+            let mut payload = vec![0u8; len];
+            if socket.read_exact(&mut payload).is_err() {
+                return;
+            }
+            let reply = match kind {
+                4 if flags & 0x1 == 0 => frame(4, 0x1, 0, &[]),
+                6 if flags & 0x1 == 0 => frame(6, 0x1, 0, &payload),
+                // The end of a request (HEADERS or DATA with END_STREAM).
+                0 | 1 if flags & END_STREAM != 0 && answer > 0 => {
+                    answer -= 1;
+                    last_answered = stream;
+                    // HEADERS `:status 200` (HPACK static index 8), then the body.
+                    let mut out = frame(1, 0x4, stream, &[0x88]);
+                    out.extend(frame(0, END_STREAM, stream, br#"{"jsonrpc":"2.0","id":1,"result":1}"#));
+                    out
+                }
+                0 | 1 if flags & END_STREAM != 0 => {
+                    let mut goaway = last_answered.to_be_bytes().to_vec();
+                    goaway.extend_from_slice(&0u32.to_be_bytes());
+                    frame(7, 0, 0, &goaway)
+                }
+                _ => continue,
+            };
+            if socket.write_all(&reply).is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn lane_to(addr: SocketAddr) -> (Http2, StreamSlot) {
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let connector = Connector::new(&target, &TlsOptions::default(), Duration::from_secs(30)).unwrap();
+        let transport = Http2::new(connector, &target, &[], 1).unwrap();
+        let lane = transport.open(0).await.unwrap();
+        (transport, lane)
+    }
+
+    #[tokio::test]
+    async fn a_request_left_unprocessed_by_a_graceful_goaway_is_retried_once_on_a_new_connection() {
+        // The first connection answers one request, then GOAWAYs the second; the second
+        // connection answers it.
+        let (transport, mut lane) = lane_to(goaway_server(vec![1, 1])).await;
+        let mut request = Outgoing::default();
+        request.body.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#);
+        assert_eq!(lane.exchange(&request, 1 << 20).await.map(|reply| reply.status), Ok(200));
+        let retried = lane.exchange(&request, 1 << 20).await.expect("answered after the retry");
+        assert_eq!(retried.status, 200);
+        assert_eq!(lane.body(), br#"{"jsonrpc":"2.0","id":1,"result":1}"#);
+        let stats = transport.stats();
+        assert_eq!((stats.retried_after_goaway, stats.goaways_received, stats.connections_opened), (1, 1, 2));
+    }
+
+    #[tokio::test]
+    async fn a_second_goaway_for_the_same_request_is_its_outcome() {
+        // Every connection GOAWAYs its first request: one retry, then the GOAWAY counts.
+        let (transport, mut lane) = lane_to(goaway_server(vec![0, 0, 0])).await;
+        let mut request = Outgoing::default();
+        request.body.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#);
+        assert_eq!(lane.exchange(&request, 1 << 20).await.map(|reply| reply.status), Err(WireError::GoAway));
+        let stats = transport.stats();
+        assert_eq!((stats.retried_after_goaway, stats.goaways_received, stats.connections_opened), (1, 2, 2));
+    }
+
+    #[tokio::test]
+    async fn a_connect_whose_ping_is_never_answered_leaves_no_socket_or_task_behind() {
+        // Takes the preface and the client's frames, never answers; tells when the client closed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (closed, mut closed_rx) = tokio::sync::mpsc::unbounded_channel();
+        const ATTEMPTS: usize = 20;
+        std::thread::spawn(move || {
+            for _ in 0..ATTEMPTS {
+                let Ok((mut socket, _)) = listener.accept() else { return };
+                let closed = closed.clone();
+                std::thread::spawn(move || {
+                    let mut scratch = [0u8; 1024];
+                    while socket.read(&mut scratch).is_ok_and(|n| n > 0) {}
+                    drop(socket);
+                    let _ = closed.send(());
+                });
+            }
+        });
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let connector = Connector::new(&target, &TlsOptions::default(), Duration::from_millis(50)).unwrap();
+        let transport = Http2::new(connector, &target, &[], 1).unwrap();
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let tasks_before = metrics.num_alive_tasks();
+        for _ in 0..ATTEMPTS {
+            let err = transport.connect().await.expect_err("no answer to the PING");
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        }
+        // Every client socket is closed (the server reads its end), whatever the time it takes;
+        // the bound only keeps a leak from hanging the test.
+        for attempt in 0..ATTEMPTS {
+            tokio::time::timeout(Duration::from_secs(120), closed_rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("connection {attempt} of {ATTEMPTS} was never closed"));
+        }
+        assert_eq!(metrics.num_alive_tasks(), tasks_before, "a driver task outlived its failed connect");
+        assert_eq!(transport.pool.opened.load(Ordering::Relaxed), 0);
     }
 }

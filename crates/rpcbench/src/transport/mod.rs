@@ -180,6 +180,9 @@ pub struct WireStats {
     pub connections_opened: u64,
     /// HTTP/2: connections the server ended with a GOAWAY.
     pub goaways_received: u64,
+    /// HTTP/2: requests sent again on a new connection because a graceful GOAWAY left them
+    /// unprocessed (each still has exactly one outcome: that of its retry).
+    pub retried_after_goaway: u64,
     /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server advertised (`None`: no
     /// limit, or no connection got that far).
     pub server_max_streams: Option<u64>,
@@ -197,6 +200,7 @@ impl WireStats {
     pub fn merge(&mut self, other: &WireStats) {
         self.connections_opened += other.connections_opened;
         self.goaways_received += other.goaways_received;
+        self.retried_after_goaway += other.retried_after_goaway;
         self.stray_not_json += other.stray_not_json;
         self.stray_unknown_id += other.stray_unknown_id;
         self.stray_notifications += other.stray_notifications;

@@ -1,6 +1,7 @@
 //! JSON-RPC batches and plain HTTP calls through the whole engine, against servers on
 //! 127.0.0.1 that answer batches badly on purpose (reordered, an item dropped, an error, a
-//! single error object for a batch over their limit) and REST endpoints with 404s.
+//! single error object or geth's one-item array for a batch over their limit) and REST
+//! endpoints with 404s.
 
 use rpcbench::engine::Run;
 use rpcbench::outcome::InvalidKind;
@@ -12,7 +13,7 @@ use serde_json::{json, Value};
 use crate::util::{closed_loop, json_200, requests, status, Reply, TestServer};
 
 /// Answers a batch of up to `limit` calls in reverse order, without its second item and with
-/// its third as a JSON-RPC error; a larger batch gets geth's single error object.
+/// its third as a JSON-RPC error; a larger batch gets a single error object (erigon, proxies).
 fn batch_server(limit: usize) -> TestServer {
     TestServer::start(move |request| {
         let Value::Array(items) = &request.body else {
@@ -73,6 +74,22 @@ fn a_batch_over_the_servers_limit_counts_every_call_as_its_error() {
     let counts = &record.totals.counts;
     assert_eq!(counts.total(), 50);
     assert_eq!(counts.rpc_errors[&-32600].count, 50);
+    assert_eq!(counts.rpc_errors[&-32600].first_message.as_deref(), Some("batch too large"));
+}
+
+#[test]
+fn a_batch_over_the_mock_geths_limit_counts_every_call_as_the_refusal_not_missing() {
+    let mut options = rpcbench::mock::MockOptions::new(rpcbench::mock::Chain::Ethereum);
+    options.max_batch_len = 4;
+    let server = rpcbench::mock::MockServer::start(options).unwrap();
+    let url = format!("http://{}", server.local_addr());
+    let mut config = closed_loop(&url, 1, requests(10));
+    config.batch = 5;
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.total(), 50);
+    assert_eq!(counts.rpc_errors[&-32600].count, 50, "{counts:?}");
+    assert_eq!(counts.invalid.get(&InvalidKind::Missing), None);
     assert_eq!(counts.rpc_errors[&-32600].first_message.as_deref(), Some("batch too large"));
 }
 

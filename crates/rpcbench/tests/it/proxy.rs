@@ -262,3 +262,99 @@ fn the_metrics_endpoint_publishes_phases_by_method() {
     assert!(text.contains("rpcbench_proxy_relayed_requests_total 1"), "{text}");
     proxy.stop();
 }
+
+/// Whether the proxy closed `stream` without answering anything (end of stream or a reset;
+/// the read timeout is not a close).
+fn closed_without_answer(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(err) => !matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    }
+}
+
+/// A request answered with 200 on a new connection, retried while a freed place is still
+/// being given back (the proxy learns of a client's close when it reads it).
+fn served_on_a_new_connection(addr: SocketAddr) -> bool {
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#;
+    (0..200).any(|_| {
+        let (mut stream, mut reader) = connect(addr);
+        post(&mut stream, body, "");
+        match read_response(&mut reader) {
+            Some((status, _)) => status == 200,
+            None => {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        }
+    })
+}
+
+#[test]
+fn idle_clients_past_the_connection_cap_are_closed_at_once_and_their_places_come_back() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let mut options = options(&node.url());
+    options.max_connections = Some(2);
+    // Never reached here: every close below is the cap's.
+    options.idle_timeout = Some(Duration::from_secs(3600));
+    let proxy = Proxy::start(options).unwrap();
+    let (idle_a, _) = connect(proxy.local_addr());
+    let (idle_b, _) = connect(proxy.local_addr());
+    // The two idle clients hold both places (accepted in order on one task).
+    let (mut extra, _) = connect(proxy.local_addr());
+    assert!(closed_without_answer(&mut extra), "a connection past the cap is closed");
+    drop(idle_a);
+    assert!(served_on_a_new_connection(proxy.local_addr()), "a closed client gives its place back");
+    drop(idle_b);
+    proxy.stop();
+    node.stop();
+}
+
+#[test]
+fn an_idle_or_trickling_client_is_closed_after_the_idle_timeout_freeing_its_place() {
+    let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
+    let mut options = options(&node.url());
+    options.max_connections = Some(1);
+    options.idle_timeout = Some(Duration::from_millis(100));
+    let proxy = Proxy::start(options).unwrap();
+    // A head that never completes, then nothing.
+    let (mut slow, _) = connect(proxy.local_addr());
+    slow.write_all(b"POST / HTTP/1.1\r\nContent-Le").unwrap();
+    assert!(closed_without_answer(&mut slow), "the idle timeout closes it");
+    assert!(served_on_a_new_connection(proxy.local_addr()));
+    proxy.stop();
+    node.stop();
+}
+
+#[test]
+fn a_request_waiting_past_the_queue_timeout_for_an_upstream_connection_gets_a_502_counted() {
+    // An upstream whose first answer waits until the test releases it.
+    let (release, released) = mpsc::channel::<()>();
+    let released = std::sync::Mutex::new(released);
+    let upstream = crate::util::TestServer::start(move |_| {
+        let _ = released.lock().unwrap().recv_timeout(Duration::from_secs(60));
+        crate::util::json_200(r#"{"jsonrpc":"2.0","id":1,"result":1}"#)
+    });
+    let mut options = options(&upstream.url());
+    options.upstream_connections = 1;
+    options.queue_timeout = Duration::from_millis(50);
+    let proxy = Proxy::start(options).unwrap();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#;
+    let (mut slow, mut slow_reader) = connect(proxy.local_addr());
+    post(&mut slow, body, "");
+    // Wait until the slow call holds the one upstream connection.
+    while upstream.requests.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (mut other, mut other_reader) = connect(proxy.local_addr());
+    post(&mut other, body, "");
+    let (status, answer) = read_response(&mut other_reader).unwrap();
+    assert_eq!(status, 502);
+    assert!(String::from_utf8_lossy(&answer).contains("queue_timeout"));
+    release.send(()).unwrap();
+    assert_eq!(read_response(&mut slow_reader).unwrap().0, 200, "the slow call is still answered");
+    let stats = proxy.stop();
+    assert_eq!(stats.upstream_failures.get(&UpstreamFailure::QueueTimeout), Some(&1));
+    upstream.stop();
+}
