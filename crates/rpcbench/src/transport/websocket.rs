@@ -11,7 +11,12 @@
 //! [`WireError::WsClosed`] with the close code; a frame that breaks the protocol ends them as
 //! [`WireError::WsProtocol`]; either way the lanes re-open a socket for their next request.
 //! Nothing here grows with what a server sends: at most K waiters per socket, and messages
-//! are bounded by the run's body limit.
+//! are bounded by the run's body limit. A server that sends PINGs and never reads would make
+//! their PONGs queue without bound: the PONG bytes not yet taken by the kernel are counted, and
+//! past [`MAX_UNSENT_PONGS`] rpcbench closes the socket itself (requests: closed with code
+//! 1008, policy; subscriptions: [`FeedEnd::NotReading`]).
+//!
+//! [`WsFeed`] is the same socket as a [`Feed`] of subscriptions (`rpcbench subscribe`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -21,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -29,6 +34,9 @@ use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
 use super::connect::{Connector, Stream};
+use super::feed::{
+    Delivery, Feed, FeedEnd, FeedEvent, FeedOpener, Stray, SubscribeCall, MAX_SUBSCRIPTION_ID,
+};
 use super::{Lane, Outgoing, Reply, Transport, WireError, WireStats};
 use crate::jsonrpc::{self, ScannedId};
 use crate::settings::{Scheme, Target};
@@ -97,7 +105,9 @@ impl Upgrade {
         let config = WebSocketConfig::default()
             .read_buffer_size(super::WEBSOCKET_READ_BUFFER)
             .max_message_size(Some(limit))
-            .max_frame_size(Some(limit));
+            .max_frame_size(Some(limit))
+            // A backstop behind the PONG count: what we queue to send never grows past this.
+            .max_write_buffer_size(WRITE_BUFFER + limit.clamp(MAX_UNSENT_PONGS, MAX_QUEUED_REQUEST) + 1);
         Self { connector, url, headers, config }
     }
 
@@ -128,6 +138,33 @@ impl Upgrade {
             Err(tungstenite::Error::Http(response)) => Err(OpenError::Refused(response.status().as_u16())),
             Err(other) => Err(OpenError::Failed(other.to_string())),
         }
+    }
+}
+
+/// The PONG bytes a socket may owe a server that does not read before rpcbench closes it.
+pub const MAX_UNSENT_PONGS: usize = 1024 * 1024;
+/// tungstenite's write buffer (frames are written out past it).
+const WRITE_BUFFER: usize = 128 * 1024;
+/// The largest request queued on a socket at once.
+const MAX_QUEUED_REQUEST: usize = 64 * 1024 * 1024;
+
+/// The answers a socket owes to its server's PINGs and could not hand to the kernel yet.
+#[derive(Debug, Default)]
+pub(crate) struct PongBacklog {
+    owed: usize,
+}
+
+impl PongBacklog {
+    /// A PING of `payload` bytes arrived; `flushed` says whether everything queued (its PONG
+    /// too) has since gone to the kernel (`None`: not known, the writer was busy). Whether the
+    /// server is still reading: false once the unsent PONGs pass [`MAX_UNSENT_PONGS`].
+    pub(crate) fn ping(&mut self, payload: usize, flushed: Option<bool>) -> bool {
+        // A masked PONG: 2 head bytes, 4 of mask, the payload (at most 125 bytes).
+        self.owed = self.owed.saturating_add(payload + 6);
+        if flushed == Some(true) {
+            self.owed = 0;
+        }
+        self.owed <= MAX_UNSENT_PONGS
     }
 }
 
@@ -249,6 +286,7 @@ impl WebSocket {
 
 /// Reads a socket's messages and hands each to the request waiting for its id.
 async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>, pool: Arc<SocketPool>) {
+    let mut pongs = PongBacklog::default();
     let ended_by = loop {
         let Some(message) = reader.next().await else { break WireError::WsClosed(1006) };
         let arrived = Instant::now();
@@ -257,6 +295,19 @@ async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>
             Ok(Message::Binary(bytes)) => bytes.to_vec(),
             Ok(Message::Close(frame)) => {
                 break WireError::WsClosed(frame.map_or(1005, |frame| u16::from(frame.code)))
+            }
+            Ok(Message::Ping(payload)) => {
+                let flushed = socket
+                    .writer
+                    .try_lock()
+                    .ok()
+                    .and_then(|mut writer| writer.flush().now_or_never())
+                    .map(|flushed| flushed.is_ok());
+                if pongs.ping(payload.len(), flushed) {
+                    continue;
+                }
+                // The server does not read: closed by us, as a policy violation (1008).
+                break WireError::WsClosed(1008);
             }
             Ok(_) => continue,
             Err(tungstenite::Error::Capacity(_)) => break WireError::TooLarge,
@@ -405,6 +456,214 @@ impl Lane for RequestSlot {
 
     fn take_connect_time(&mut self) -> Option<Duration> {
         self.connect_time.take()
+    }
+}
+
+impl FeedOpener for Upgrade {
+    type Feed = WsFeed;
+    type Error = OpenError;
+
+    async fn open(&self) -> Result<WsFeed, OpenError> {
+        let (writer, reader) = Upgrade::open(self).await?.split();
+        Ok(WsFeed {
+            writer,
+            reader,
+            positions: Vec::new(),
+            by_id: HashMap::new(),
+            pongs: PongBacklog::default(),
+        })
+    }
+}
+
+/// A position's subscription on a [`WsFeed`].
+#[derive(Debug, Default)]
+struct FeedSlot {
+    /// The server's id once confirmed (shared with the feed's table: kept once).
+    id: Option<Arc<str>>,
+    /// The method that ends it.
+    unsubscribe: &'static str,
+}
+
+/// Subscriptions on one WebSocket: JSON-RPC subscribe requests (id `2 x position + 1`) and
+/// unsubscribe requests (`2 x position + 2`), notifications matched to positions by the
+/// server's subscription id. Ids are kept once and only up to [`MAX_SUBSCRIPTION_ID`] bytes.
+#[derive(Debug)]
+pub struct WsFeed {
+    writer: SplitSink<Socket, Message>,
+    reader: SplitStream<Socket>,
+    positions: Vec<FeedSlot>,
+    by_id: HashMap<Arc<str>, usize>,
+    pongs: PongBacklog,
+}
+
+/// The envelope of any message on a subscription socket, members borrowed raw.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    params: Option<NotificationParams<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct NotificationParams<'a> {
+    #[serde(borrow)]
+    subscription: &'a serde_json::value::RawValue,
+    #[serde(borrow)]
+    result: &'a serde_json::value::RawValue,
+}
+
+/// The JSON-RPC error object of a refused request.
+#[derive(serde::Deserialize, Default)]
+struct ErrorObject {
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+impl WsFeed {
+    async fn send(&mut self, text: String) -> Result<(), FeedEnd> {
+        match self.writer.send(Message::Text(text.into())).await {
+            Ok(()) => Ok(()),
+            Err(tungstenite::Error::WriteBufferFull(_)) => Err(FeedEnd::NotReading),
+            Err(_) => Err(FeedEnd::Closed(1006)),
+        }
+    }
+
+    /// What one message says.
+    fn event(&mut self, message: tungstenite::Bytes, arrived: Instant) -> FeedEvent {
+        let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(&message) else {
+            return FeedEvent::Stray(Stray::NotJson);
+        };
+        if let Some(params) = envelope.params {
+            let Some(&position) = self.by_id.get(params.subscription.get()) else {
+                return FeedEvent::Stray(Stray::Unknown);
+            };
+            let start = params.result.get().as_ptr() as usize - message.as_ptr() as usize;
+            let payload = start..start + params.result.get().len();
+            return FeedEvent::Item(Delivery {
+                position,
+                message: message.clone(),
+                payload,
+                arrived,
+                produced: None,
+            });
+        }
+        let Some(id) = envelope.id.and_then(|id| id.get().parse::<usize>().ok()).filter(|&id| id > 0) else {
+            return FeedEvent::Stray(Stray::Unknown);
+        };
+        let position = (id - 1) / 2;
+        let Some(slot) = self.positions.get_mut(position) else { return FeedEvent::Stray(Stray::Unknown) };
+        if id % 2 == 0 {
+            // An unsubscribe answer: the subscription is over either way.
+            let Some(old) = slot.id.take() else { return FeedEvent::Stray(Stray::Unknown) };
+            self.by_id.remove(&old);
+            let confirmed = envelope.error.is_none() && envelope.result.is_some_and(|r| r.get() == "true");
+            return FeedEvent::Unsubscribed { position, confirmed };
+        }
+        match (envelope.result, envelope.error) {
+            (Some(result), None) if result.get().len() > MAX_SUBSCRIPTION_ID => FeedEvent::Refused {
+                position,
+                class: "id too long".into(),
+                message: format!(
+                    "a subscription id of {} bytes (at most {MAX_SUBSCRIPTION_ID} are kept)",
+                    result.get().len()
+                ),
+            },
+            (Some(result), None) => {
+                let id: Arc<str> = Arc::from(result.get());
+                if let Some(old) = slot.id.replace(id.clone()) {
+                    self.by_id.remove(&old);
+                }
+                self.by_id.insert(id, position);
+                FeedEvent::Confirmed { position, arrived }
+            }
+            (_, error) => {
+                let error = error.and_then(|error| serde_json::from_str::<ErrorObject>(error.get()).ok());
+                let class = error
+                    .as_ref()
+                    .and_then(|error| error.code)
+                    .map_or("invalid answer".to_string(), |code| code.to_string());
+                let message = match error {
+                    Some(ErrorObject { code, message }) => {
+                        let code = code.map_or(String::new(), |code| format!("{code} "));
+                        format!("{code}{}", message.unwrap_or_default())
+                    }
+                    None => "an answer that is neither a subscription id nor an error".into(),
+                };
+                let message = message.chars().take(200).collect();
+                FeedEvent::Refused { position, class, message }
+            }
+        }
+    }
+}
+
+impl Feed for WsFeed {
+    async fn subscribe(&mut self, position: usize, call: &SubscribeCall) -> Result<(), FeedEnd> {
+        if self.positions.len() <= position {
+            self.positions.resize_with(position + 1, FeedSlot::default);
+        }
+        self.positions[position].unsubscribe = call.unsubscribe;
+        let request = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 2 * position + 1,
+            "method": call.method,
+            "params": call.params,
+        });
+        self.send(request.to_string()).await
+    }
+
+    async fn unsubscribe(&mut self, position: usize) -> Result<bool, FeedEnd> {
+        let Some(slot) = self.positions.get(position) else { return Ok(false) };
+        let Some(id) = &slot.id else { return Ok(false) };
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{}","params":[{id}]}}"#,
+            2 * position + 2,
+            slot.unsubscribe
+        );
+        self.send(request).await.map(|()| true)
+    }
+
+    async fn next(&mut self) -> FeedEvent {
+        loop {
+            let message = self.reader.next().await;
+            let arrived = Instant::now();
+            let bytes = match message {
+                None => return FeedEvent::Ended(FeedEnd::Closed(1006)),
+                Some(Ok(Message::Text(text))) => tungstenite::Bytes::from(text),
+                Some(Ok(Message::Binary(bytes))) => bytes,
+                Some(Ok(Message::Close(frame))) => {
+                    return FeedEvent::Ended(FeedEnd::Closed(
+                        frame.map_or(1005, |frame| u16::from(frame.code)),
+                    ))
+                }
+                Some(Ok(Message::Ping(payload))) => {
+                    let flushed = self.writer.flush().now_or_never().map(|flushed| flushed.is_ok());
+                    if self.pongs.ping(payload.len(), flushed) {
+                        continue;
+                    }
+                    return FeedEvent::Ended(FeedEnd::NotReading);
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(tungstenite::Error::Capacity(_))) => return FeedEvent::Ended(FeedEnd::TooLarge),
+                Some(Err(tungstenite::Error::Protocol(_) | tungstenite::Error::Utf8(_))) => {
+                    return FeedEvent::Ended(FeedEnd::Protocol)
+                }
+                Some(Err(_)) => return FeedEvent::Ended(FeedEnd::Closed(1006)),
+            };
+            return self.event(bytes, arrived);
+        }
+    }
+
+    async fn close(&mut self) {
+        // A server that does not read cannot hold the close up.
+        let _ =
+            tokio::time::timeout(Duration::from_millis(100), self.writer.send(Message::Close(None))).await;
     }
 }
 
