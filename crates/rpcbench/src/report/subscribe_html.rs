@@ -9,7 +9,7 @@ use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
-use super::subscribe::SubscribeReport;
+use super::subscribe::{count_or_na, SubscribeReport};
 use crate::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -138,10 +138,10 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
         "correctness",
         format!(
             "gaps {} ({} at the edges) · duplicates {} · reorders {} · unknown subscription {} · not JSON {}",
-            report.gaps,
+            count_or_na(report.gaps, report.gaps_apply),
             report.gaps_at_edges,
             report.duplicates,
-            report.reorders,
+            count_or_na(report.reorders, report.reorders_apply),
             report.unknown_subscription,
             report.not_json
         ),
@@ -189,7 +189,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
     ));
     out.push_str(&card("notifications/s", &format!("{:.1}", report.notifications_per_sec), false));
     out.push_str(&card("fan-out lag p99", &format_micros(report.lag.percentile("p99") as f64), false));
-    out.push_str(&card("gaps", &report.gaps.to_string(), report.gaps > 0));
+    out.push_str(&card("gaps", &count_or_na(report.gaps, report.gaps_apply), report.gaps > 0));
     out.push_str(&card("duplicates", &report.duplicates.to_string(), report.duplicates > 0));
     out.push_str(&card(
         "closed by server",
@@ -237,9 +237,9 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
                 esc(&kind.kind),
                 kind.subscriptions,
                 kind.notifications,
-                kind.gaps,
+                count_or_na(kind.gaps, kind.gaps_apply),
                 kind.duplicates,
-                kind.reorders
+                count_or_na(kind.reorders, kind.reorders_apply)
             );
         }
         out.push_str("</table></section>");
@@ -282,9 +282,9 @@ pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
                 cell(&kind.kind),
                 kind.subscriptions,
                 kind.notifications,
-                kind.gaps,
+                count_or_na(kind.gaps, kind.gaps_apply),
                 kind.duplicates,
-                kind.reorders
+                count_or_na(kind.reorders, kind.reorders_apply)
             );
         }
     }
