@@ -199,6 +199,26 @@ pub struct KindFigures {
     pub reorders_apply: bool,
 }
 
+/// A figure of `latency`, microseconds: `n/a` when it has no samples (a percentile of nothing
+/// is not 0).
+pub(crate) fn micros_or_na(latency: &LatencyReport, value: u64) -> String {
+    if latency.count == 0 {
+        "n/a".into()
+    } else {
+        crate::units::format_micros(value as f64)
+    }
+}
+
+/// A lag behind production at the resolution its source allows: whole-second timestamps give
+/// whole seconds, never 10 µs.
+pub(crate) fn produced_micros(value: u64, precision: &str) -> String {
+    if precision == "seconds" {
+        format!("{}s", value.saturating_add(500_000) / 1_000_000)
+    } else {
+        crate::units::format_micros(value as f64)
+    }
+}
+
 /// Reports written before a kind said whether its gaps and reorders apply judged both.
 fn judged() -> bool {
     true
@@ -249,8 +269,7 @@ impl SubscribeReport {
         use std::fmt::Write as _;
         let mut out = String::new();
         let us = |v: u64| format_micros(v as f64);
-        // A percentile of no samples is not 0.
-        let of = |latency: &LatencyReport, v: u64| if latency.count == 0 { "n/a".to_string() } else { us(v) };
+        let of = micros_or_na;
         let _ = writeln!(out, "{} subscribe {} against {}", self.tool, self.kinds.join(", "), self.target);
         let _ = writeln!(
             out,
@@ -295,14 +314,7 @@ impl SubscribeReport {
             of(&self.lag, self.lag.max_us)
         );
         if let (Some(lag), Some(precision)) = (&self.produced_lag, &self.produced_lag_precision) {
-            // Whole-second timestamps give whole seconds, never 10 µs.
-            let shown = |v: u64| {
-                if precision == "seconds" {
-                    format!("{}s", (v + 500_000) / 1_000_000)
-                } else {
-                    us(v)
-                }
-            };
+            let shown = |v: u64| produced_micros(v, precision);
             let _ = writeln!(
                 out,
                 "  Lag behind production ({precision}): p50 {} p90 {} p99 {} max {}",

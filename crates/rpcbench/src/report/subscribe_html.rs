@@ -9,7 +9,7 @@ use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
-use super::subscribe::{count_or_na, SubscribeReport};
+use super::subscribe::{count_or_na, micros_or_na, produced_micros, SubscribeReport};
 use crate::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -96,9 +96,9 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "subscribe latency",
             format!(
                 "p50 {} · p99 {} · max {}",
-                us(report.subscribe_latency.percentile("p50")),
-                us(report.subscribe_latency.percentile("p99")),
-                us(report.subscribe_latency.max_us)
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.percentile("p50")),
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.percentile("p99")),
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.max_us)
             ),
         ),
         (
@@ -115,10 +115,10 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "fan-out lag",
             format!(
                 "p50 {} · p90 {} · p99 {} · max {}",
-                us(report.lag.percentile("p50")),
-                us(report.lag.percentile("p90")),
-                us(report.lag.percentile("p99")),
-                us(report.lag.max_us)
+                micros_or_na(&report.lag, report.lag.percentile("p50")),
+                micros_or_na(&report.lag, report.lag.percentile("p90")),
+                micros_or_na(&report.lag, report.lag.percentile("p99")),
+                micros_or_na(&report.lag, report.lag.max_us)
             ),
         ),
     ];
@@ -127,12 +127,24 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "lag behind production",
             format!(
                 "p50 {} · p90 {} · p99 {} · max {} ({precision})",
-                us(lag.percentile("p50")),
-                us(lag.percentile("p90")),
-                us(lag.percentile("p99")),
-                us(lag.max_us)
+                produced_micros(lag.percentile("p50"), precision),
+                produced_micros(lag.percentile("p90"), precision),
+                produced_micros(lag.percentile("p99"), precision),
+                produced_micros(lag.max_us, precision)
             ),
         ));
+    }
+    if report.produced_clock_ahead > 0 {
+        rows.push((
+            "produced after arrival",
+            format!(
+                "{} item(s): the node's clock runs ahead of ours (not in the lag)",
+                report.produced_clock_ahead
+            ),
+        ));
+    }
+    if let Some(reason) = &report.first_subscribe_error {
+        rows.push(("first subscribe error", reason.clone()));
     }
     rows.push((
         "correctness",

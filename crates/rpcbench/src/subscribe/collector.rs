@@ -646,6 +646,21 @@ mod tests {
     }
 
     #[test]
+    fn whole_second_block_timestamps_print_the_lag_in_whole_seconds() {
+        let mut collector = collector(&["newHeads"], 1);
+        let start = collector.start;
+        let wall = UNIX_EPOCH + Duration::from_micros(1_002_345_678);
+        let header = Produced { at: UNIX_EPOCH + Duration::from_secs(1_000), seconds: true };
+        collector.notification(0, Item { key: Key::Number(1), produced: Some(header) }, 10, start, wall);
+        let report =
+            report(&config_for(&collector), &collector, Duration::from_secs(1), false, String::new());
+        let text = report.render_text();
+        assert!(text.contains("Lag behind production (seconds): p50 2s p90 2s p99 2s max 2s"), "{text}");
+        let html = crate::report::render_subscribe_html(&report);
+        assert!(html.contains("p50 2s · p90 2s · p99 2s · max 2s (seconds)"), "{html}");
+    }
+
+    #[test]
     fn items_sent_after_a_planned_leave_began_are_not_gaps() {
         // Subscription 1 confirmed, received 1..=3, began to leave at 300 ms; block 4 reached
         // subscription 0 at 320 ms, while the unsubscribe was on its way; the leave ended at
