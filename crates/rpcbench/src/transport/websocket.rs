@@ -126,6 +126,26 @@ impl Upgrade {
     /// Opens one socket.
     pub(crate) async fn open(&self) -> Result<Socket, OpenError> {
         let stream = self.connector.connect().await.map_err(OpenError::Connect)?;
+        self.upgrade(stream).await
+    }
+
+    /// Opens one socket whose plain TCP reads carry the kernel's receive stamps.
+    async fn open_stamped(&self) -> Result<(FeedSocket, ReceiveStamp), OpenError> {
+        let stream = self.connector.connect().await.map_err(OpenError::Connect)?;
+        if let Stream::Plain(tcp, _) = &stream {
+            // Without stamps (not Linux), arrivals are when a message was read whole.
+            let _ = super::quiet_reads::set_stamped(std::os::fd::AsFd::as_fd(tcp));
+        }
+        let stamp = ReceiveStamp::default();
+        let socket = self.upgrade(StampedStream { inner: stream, last: stamp.clone() }).await?;
+        Ok((socket, stamp))
+    }
+
+    /// The HTTP upgrade over an open `stream`, within the connect timeout.
+    async fn upgrade<S>(&self, stream: S) -> Result<WebSocketStream<S>, OpenError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
         let request = self.request().map_err(|err| OpenError::Failed(err.to_string()))?;
         let upgraded = tokio::time::timeout(
             self.connector.connect_timeout(),
@@ -459,15 +479,92 @@ impl Lane for RequestSlot {
     }
 }
 
+/// When the bytes of a feed's socket last read arrived (the kernel's stamp), shared by the
+/// stream that reads them and the feed that hands out the messages they complete.
+type ReceiveStamp = Arc<Mutex<Option<Instant>>>;
+
+/// A feed's socket.
+type FeedSocket = WebSocketStream<StampedStream>;
+
+/// A feed's stream: plain TCP is read with `recvmsg` and the kernel's receive stamp, kept in
+/// `last`; TLS is read as it comes (no stamp: a message arrives when it was read whole).
+#[derive(Debug)]
+pub(crate) struct StampedStream {
+    inner: Stream,
+    last: ReceiveStamp,
+}
+
+impl tokio::io::AsyncRead for StampedStream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let Stream::Plain(tcp, None) = &mut this.inner else {
+            return std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        };
+        loop {
+            match tcp.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            }
+            let unfilled = buf.initialize_unfilled();
+            let read = tcp.try_io(tokio::io::Interest::READABLE, || {
+                super::quiet_reads::recv_stamped(std::os::fd::AsFd::as_fd(&*tcp), unfilled)
+            });
+            match read {
+                Ok((read, stamp)) => {
+                    buf.advance(read);
+                    let arrived = stamp.unwrap_or_else(Instant::now);
+                    *this.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(arrived);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Poll::Ready(Err(error)),
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for StampedStream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
 impl FeedOpener for Upgrade {
     type Feed = WsFeed;
     type Error = OpenError;
 
     async fn open(&self) -> Result<WsFeed, OpenError> {
-        let (writer, reader) = Upgrade::open(self).await?.split();
+        let (socket, stamp) = self.open_stamped().await?;
+        let (writer, reader) = socket.split();
         Ok(WsFeed {
             writer,
             reader,
+            stamp,
             positions: Vec::new(),
             by_id: HashMap::new(),
             pongs: PongBacklog::default(),
@@ -489,8 +586,10 @@ struct FeedSlot {
 /// server's subscription id. Ids are kept once and only up to [`MAX_SUBSCRIPTION_ID`] bytes.
 #[derive(Debug)]
 pub struct WsFeed {
-    writer: SplitSink<Socket, Message>,
-    reader: SplitStream<Socket>,
+    writer: SplitSink<FeedSocket, Message>,
+    reader: SplitStream<FeedSocket>,
+    /// When the bytes last read arrived, by the kernel (plain TCP on Linux).
+    stamp: ReceiveStamp,
     positions: Vec<FeedSlot>,
     by_id: HashMap<Arc<str>, usize>,
     pongs: PongBacklog,
@@ -632,7 +731,11 @@ impl Feed for WsFeed {
     async fn next(&mut self) -> FeedEvent {
         loop {
             let message = self.reader.next().await;
-            let arrived = Instant::now();
+            // A message arrived when the last bytes read for it did (the kernel's stamp, never
+            // later than now), else now.
+            let now = Instant::now();
+            let stamped = *self.stamp.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let arrived = stamped.map_or(now, |stamp| stamp.min(now));
             let bytes = match message {
                 None => return FeedEvent::Ended(FeedEnd::Closed(1006)),
                 Some(Ok(Message::Text(text))) => tungstenite::Bytes::from(text),
@@ -709,6 +812,83 @@ fn request_id(body: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that upgrades one connection, reads one frame, answers it with a subscription
+    /// id and one notification, says so on `written`, and keeps the socket open a while.
+    fn one_notification_server(written: std::sync::mpsc::Sender<()>) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let Ok((mut stream, _)) = listener.accept() else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if stream.read_exact(&mut byte).is_err() {
+                    return;
+                }
+                head.push(byte[0]);
+            }
+            let text = String::from_utf8_lossy(&head).to_string();
+            let key = text
+                .lines()
+                .find(|line| line.to_ascii_lowercase().starts_with("sec-websocket-key:"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, key)| key.trim().to_string())
+                .unwrap_or_default();
+            let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
+            let reply = format!(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+            );
+            let _ = stream.write_all(reply.as_bytes());
+            // The subscribe request: a masked frame under 126 bytes.
+            let mut frame = [0u8; 2];
+            let _ = stream.read_exact(&mut frame);
+            let mut rest = vec![0u8; 4 + usize::from(frame[1] & 0x7f)];
+            let _ = stream.read_exact(&mut rest);
+            let mut out = Vec::new();
+            for text in [
+                r#"{"jsonrpc":"2.0","id":1,"result":7}"#,
+                r#"{"jsonrpc":"2.0","method":"slotNotification","params":{"subscription":7,"result":{"slot":5}}}"#,
+            ] {
+                out.push(0x81);
+                out.push(text.len() as u8);
+                out.extend_from_slice(text.as_bytes());
+            }
+            let _ = stream.write_all(&out);
+            let _ = written.send(());
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        format!("ws://{addr}/")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_feed_item_arrives_when_the_kernel_got_it_not_when_it_was_read() {
+        let (written, was_written) = std::sync::mpsc::channel();
+        let target = Target::parse(&one_notification_server(written)).unwrap();
+        let connector =
+            Connector::new(&target, &crate::settings::TlsOptions::default(), Duration::from_secs(5)).unwrap();
+        let upgrade = Upgrade::new(connector, &target, &[], 1 << 20);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut feed = FeedOpener::open(&upgrade).await.unwrap();
+            let call = SubscribeCall {
+                method: "slotSubscribe",
+                params: serde_json::json!([]),
+                unsubscribe: "slotUnsubscribe",
+            };
+            feed.subscribe(0, &call).await.unwrap();
+            was_written.recv_timeout(Duration::from_secs(30)).unwrap();
+            // The answers wait in the kernel while this thread is busy.
+            std::thread::sleep(Duration::from_millis(80));
+            let FeedEvent::Confirmed { position: 0, .. } = feed.next().await else { panic!("not confirmed") };
+            let FeedEvent::Item(item) = feed.next().await else { panic!("no item") };
+            assert_eq!(item.payload(), br#"{"slot":5}"#);
+            let waited = Instant::now().duration_since(item.arrived);
+            assert!(waited >= Duration::from_millis(50), "stamped when read: {waited:?} after arrival");
+        });
+    }
 
     #[test]
     fn a_leading_id_is_read_without_a_scan_and_anything_else_is_left_to_it() {
