@@ -19,7 +19,7 @@ use crate::output;
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
-  rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:PUBKEY --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
+  rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:SysvarC1ock11111111111111111111111111111111 --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json")]
 pub struct SubscribeArgs {
     /// The ws:// or wss:// endpoint.
@@ -113,6 +113,11 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
             Err(message) => return output::usage_error(format!("--threshold: {message}")),
         }
     }
+    let orders: Vec<(&str, bool, bool)> =
+        kinds.iter().map(|kind| (kind.name(), kind.judges_gaps(), kind.judges_order())).collect();
+    if let Some(message) = thresholds.iter().find_map(|threshold| threshold.not_applicable(&orders)) {
+        return output::usage_error(format!("--threshold: {message}"));
+    }
     let headers = match crate::run_cmd::parse_headers(&args.headers) {
         Ok(headers) => headers,
         Err(err) => return output::usage_error(err),
@@ -168,6 +173,19 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     };
     let status = crate::report_cmd::emit(&text, args.output.as_deref(), false);
     if !passed {
+        return ExitCode::from(1);
+    }
+    // Nothing subscribed (of a kind, or at all) is not a run: the exit status says so, as
+    // `run` does for a target that answered nothing.
+    let unsubscribed: Vec<&str> =
+        report.per_kind.iter().filter(|kind| kind.subscribed == 0).map(|kind| kind.kind.as_str()).collect();
+    if report.subscribed == 0 || !unsubscribed.is_empty() {
+        let reason = report
+            .first_subscribe_error
+            .as_deref()
+            .or(report.first_connect_error.as_deref())
+            .unwrap_or("no answer to the subscribe requests");
+        eprintln!("rpcbench: nothing subscribed for {}: {reason}", unsubscribed.join(", "));
         return ExitCode::from(1);
     }
     status

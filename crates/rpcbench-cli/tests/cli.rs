@@ -331,6 +331,98 @@ fn saved_subscription_reports_render_again_and_merge() {
 }
 
 #[test]
+fn subscribe_with_nothing_subscribed_exits_1_with_the_servers_reason() {
+    // The Solana node has no eth_subscribe: the slot subscriptions work, the newHeads ones do
+    // not, and a kind with nothing subscribed fails the run.
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = std::time::Duration::from_millis(20);
+    let node = MockServer::start(options).expect("the solana node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "slot",
+        "--sub",
+        "newHeads",
+        "--subscribers",
+        "2",
+        "-d",
+        "300ms",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing subscribed for newHeads: newHeads: -32601"),
+        "{}",
+        stderr(&output)
+    );
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("Subscribed: 2 of 4 (errors 2)"), "{text}");
+    assert!(text.contains("First subscribe error: newHeads: -32601"), "{text}");
+    // Every kind subscribed: exit 0.
+    let output = rpcbench(&["subscribe", &url, "--sub", "slot", "-d", "300ms"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A closed port: nothing subscribed, the connect error is the reason.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let output = rpcbench(&["subscribe", &format!("ws://127.0.0.1:{port}/"), "--sub", "slot", "-d", "300ms"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("nothing subscribed for slot: cannot connect"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_threshold_on_reorders_of_unordered_items_is_refused_naming_the_flag() {
+    let output = rpcbench(&[
+        "subscribe",
+        "ws://127.0.0.1:1/",
+        "--sub",
+        "newPendingTransactions",
+        "--threshold",
+        "reorders < 1",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--threshold: 'reorders < 1': reorders are judged only"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn merge_refuses_the_same_subscription_report_twice() {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = std::time::Duration::from_millis(20);
+    let node = MockServer::start(options).expect("the solana node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let dir = std::env::temp_dir().join(format!("rpcbench-subscribe-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b, merged, again) =
+        (dir.join("a.json"), dir.join("b.json"), dir.join("m.json"), dir.join("m2.json"));
+    for path in [&a, &b] {
+        let output =
+            rpcbench(&["subscribe", &url, "--sub", "slot", "-d", "300ms", "--save", path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    }
+    let copy = dir.join("copy-of-a.json");
+    std::fs::copy(&a, &copy).unwrap();
+    let output =
+        rpcbench(&["merge", a.to_str().unwrap(), copy.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("copy-of-a.json: the run started"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("the same run given twice"), "{}", stderr(&output));
+    // A part already inside a merged report is the same run too.
+    let output =
+        rpcbench(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output =
+        rpcbench(&["merge", merged.to_str().unwrap(), b.to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("b.json: the run started"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_missing_body_file_names_the_file() {
     let output = rpcbench(&["run", "http://127.0.0.1:1/", "--body-file", "/nonexistent/body.json"]);
     assert_eq!(output.status.code(), Some(2));

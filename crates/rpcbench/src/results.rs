@@ -1041,7 +1041,19 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
                     message: "already a merge: merge the shards' own files".into(),
                 });
             }
-            let slot = theirs.index as usize % seen.len();
+            if theirs.index >= theirs.count {
+                // Its own fault, named as such (a modulo once blamed another file for it).
+                return Err(ResultsError::Mismatch {
+                    path: path.clone(),
+                    message: format!(
+                        "shard index {} is out of range for {} shards (1 to {})",
+                        theirs.index.saturating_add(1),
+                        theirs.count,
+                        theirs.count
+                    ),
+                });
+            }
+            let slot = theirs.index as usize;
             if std::mem::replace(&mut seen[slot], true) {
                 return Err(ResultsError::Mismatch {
                     path: path.clone(),

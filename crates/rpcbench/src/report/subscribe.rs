@@ -34,6 +34,13 @@ pub struct SubscribeReport {
     pub target: String,
     /// The subscriptions of each subscriber, by kind.
     pub kinds: Vec<String>,
+    /// When the run started (RFC 3339): with the figures, the run's identity, so that `merge`
+    /// refuses the same run twice.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_at: String,
+    /// The identities of the runs merged into this report (empty for one run's own report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
     /// Subscribers.
     pub subscribers: u64,
     /// Subscriptions in all, and per socket.
@@ -49,8 +56,12 @@ pub struct SubscribeReport {
     /// Subscriptions the server confirmed (each once, however often it was re-subscribed
     /// after a reconnect; the subscribe latency counts every confirmation).
     pub subscribed: u64,
-    /// Subscribe requests answered with an error, by JSON-RPC code.
+    /// Subscribe requests answered with an error, by JSON-RPC code (`invalid answer`: not a
+    /// subscription id; `id too long`: an id over the kept size).
     pub subscribe_errors: BTreeMap<String, u64>,
+    /// The first refusal, `KIND: CODE MESSAGE` as the server said it (escaped, redacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_subscribe_error: Option<String>,
     /// Subscribe request to subscription id.
     pub subscribe_latency: LatencyReport,
     /// Subscriptions active when the run ended.
@@ -78,6 +89,10 @@ pub struct SubscribeReport {
     pub produced_lag: Option<LatencyReport>,
     /// `exact` (the mock's `rpcbenchProducedAt`) or `seconds` (a block header's timestamp).
     pub produced_lag_precision: Option<String>,
+    /// Items produced after they arrived, by our clock (the node's clock runs ahead): not in
+    /// the production lag.
+    #[serde(default)]
+    pub produced_clock_ahead: u64,
     /// Block numbers or slots never received, over every subscription: those missing between
     /// two a subscription received, plus [`SubscribeReport::gaps_at_edges`].
     pub gaps: u64,
@@ -85,6 +100,9 @@ pub struct SubscribeReport {
     /// items that other subscribers of the same kind received in that time.
     #[serde(default)]
     pub gaps_at_edges: u64,
+    /// Whether any kind of the run is a sequence (blocks, slots) whose gaps are judged.
+    #[serde(default = "judged")]
+    pub gaps_apply: bool,
     /// Subscriptions that went silent: confirmed and never closed, they received nothing of the
     /// last items other subscribers of their kind received (at least
     /// [`SILENT_AFTER_ITEMS`]), as when a server ends a subscription without a word.
@@ -101,12 +119,22 @@ pub struct SubscribeReport {
     pub duplicates: u64,
     /// Items received after a later one.
     pub reorders: u64,
+    /// Whether any kind of the run has an order on the wire (reorders judged).
+    #[serde(default = "judged")]
+    pub reorders_apply: bool,
+    /// Items of a numbered kind whose number is missing or does not parse (not judged).
+    #[serde(default)]
+    pub unnumbered: u64,
     /// Notifications for a subscription id nobody holds, and answers to no request.
     pub unknown_subscription: u64,
     /// Messages that were not JSON.
     pub not_json: u64,
     /// Sockets the server closed, by close code (1006: without a close frame).
     pub closed_by_server: BTreeMap<String, u64>,
+    /// Sockets rpcbench closed because the server stopped reading (the answers to its PINGs
+    /// backed up).
+    #[serde(default)]
+    pub closed_not_reading: u64,
     /// Sockets opened.
     pub sockets_opened: u64,
     /// Sockets that could not be opened (connect or upgrade failed).
@@ -149,6 +177,9 @@ pub struct KindFigures {
     pub kind: String,
     /// Its subscriptions.
     pub subscriptions: u64,
+    /// Of them, those the server confirmed.
+    #[serde(default)]
+    pub subscribed: u64,
     /// Their notifications.
     pub notifications: u64,
     /// Their gaps.
@@ -157,12 +188,68 @@ pub struct KindFigures {
     pub duplicates: u64,
     /// Their reorders.
     pub reorders: u64,
+    /// Their items whose number did not parse.
+    #[serde(default)]
+    pub unnumbered: u64,
+    /// Whether its gaps are judged (a sequence).
+    #[serde(default = "judged")]
+    pub gaps_apply: bool,
+    /// Whether its reorders are judged (an order on the wire).
+    #[serde(default = "judged")]
+    pub reorders_apply: bool,
+}
+
+/// A figure of `latency`, microseconds: `n/a` when it has no samples (a percentile of nothing
+/// is not 0).
+pub(crate) fn micros_or_na(latency: &LatencyReport, value: u64) -> String {
+    if latency.count == 0 {
+        "n/a".into()
+    } else {
+        crate::units::format_micros(value as f64)
+    }
+}
+
+/// A lag behind production at the resolution its source allows: whole-second timestamps give
+/// whole seconds, never 10 µs.
+pub(crate) fn produced_micros(value: u64, precision: &str) -> String {
+    if precision == "seconds" {
+        format!("{}s", value.saturating_add(500_000) / 1_000_000)
+    } else {
+        crate::units::format_micros(value as f64)
+    }
+}
+
+/// Reports written before a kind said whether its gaps and reorders apply judged both.
+fn judged() -> bool {
+    true
+}
+
+/// A count, or `n/a` when it does not apply.
+pub(crate) fn count_or_na(count: u64, applies: bool) -> String {
+    if applies {
+        count.to_string()
+    } else {
+        "n/a".into()
+    }
 }
 
 /// The items a subscription must have missed at its end to count as gone silent.
 pub const SILENT_AFTER_ITEMS: u64 = 3;
 
 impl SubscribeReport {
+    /// The identities of the runs in this report: its own (start time and figures), or the
+    /// parts' of a merged one.
+    pub fn run_identities(&self) -> Vec<String> {
+        if !self.merged_from.is_empty() {
+            return self.merged_from.clone();
+        }
+        let started = if self.started_at.is_empty() { "at an unknown time" } else { &self.started_at };
+        vec![format!(
+            "started {started} ({} us, {} notifications, {} bytes, {} sockets)",
+            self.elapsed_us, self.notifications, self.bytes, self.sockets_opened
+        )]
+    }
+
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         let json = serde_json::to_string_pretty(self).expect("a report always serializes");
@@ -182,6 +269,7 @@ impl SubscribeReport {
         use std::fmt::Write as _;
         let mut out = String::new();
         let us = |v: u64| format_micros(v as f64);
+        let of = micros_or_na;
         let _ = writeln!(out, "{} subscribe {} against {}", self.tool, self.kinds.join(", "), self.target);
         let _ = writeln!(
             out,
@@ -201,10 +289,13 @@ impl SubscribeReport {
             self.subscriptions,
             self.subscribe_errors.values().sum::<u64>(),
             self.active_at_end,
-            us(self.subscribe_latency.percentile("p50")),
-            us(self.subscribe_latency.percentile("p99")),
-            us(self.subscribe_latency.max_us)
+            of(&self.subscribe_latency, self.subscribe_latency.percentile("p50")),
+            of(&self.subscribe_latency, self.subscribe_latency.percentile("p99")),
+            of(&self.subscribe_latency, self.subscribe_latency.max_us)
         );
+        if let Some(reason) = &self.first_subscribe_error {
+            let _ = writeln!(out, "  First subscribe error: {reason}");
+        }
         let _ = writeln!(
             out,
             "  Notifications: {} ({:.2}/s, {:.3}/s per subscription), {:.2} KB/s; {} of them while unsubscribing at the end (judged, not in the rates)",
@@ -217,30 +308,46 @@ impl SubscribeReport {
         let _ = writeln!(
             out,
             "  Fan-out lag (from the first subscriber's arrival): p50 {} p90 {} p99 {} max {}",
-            us(self.lag.percentile("p50")),
-            us(self.lag.percentile("p90")),
-            us(self.lag.percentile("p99")),
-            us(self.lag.max_us)
+            of(&self.lag, self.lag.percentile("p50")),
+            of(&self.lag, self.lag.percentile("p90")),
+            of(&self.lag, self.lag.percentile("p99")),
+            of(&self.lag, self.lag.max_us)
         );
         if let (Some(lag), Some(precision)) = (&self.produced_lag, &self.produced_lag_precision) {
+            let shown = |v: u64| produced_micros(v, precision);
             let _ = writeln!(
                 out,
                 "  Lag behind production ({precision}): p50 {} p90 {} p99 {} max {}",
-                us(lag.percentile("p50")),
-                us(lag.percentile("p90")),
-                us(lag.percentile("p99")),
-                us(lag.max_us)
+                shown(lag.percentile("p50")),
+                shown(lag.percentile("p90")),
+                shown(lag.percentile("p99")),
+                shown(lag.max_us)
             );
         }
+        if self.produced_clock_ahead > 0 {
+            let _ = writeln!(
+                out,
+                "  Lag behind production: {} item(s) produced after they arrived by our clock (the node's clock runs ahead), not in the figures",
+                self.produced_clock_ahead
+            );
+        }
+        let gaps = if self.gaps_apply {
+            format!(
+                "gaps {} ({} between received notifications, {} at a subscription's start or end)",
+                self.gaps,
+                self.gaps - self.gaps_at_edges.min(self.gaps),
+                self.gaps_at_edges
+            )
+        } else {
+            "gaps n/a (no kind is a sequence)".to_string()
+        };
+        let unnumbered =
+            if self.unnumbered > 0 { format!(", unnumbered {}", self.unnumbered) } else { String::new() };
         let _ = writeln!(
             out,
-            "  Correctness: gaps {} ({} between received notifications, {} at a subscription's start or end), \
-             duplicates {}, reorders {}, unknown subscription {}, not JSON {}",
-            self.gaps,
-            self.gaps - self.gaps_at_edges.min(self.gaps),
-            self.gaps_at_edges,
+            "  Correctness: {gaps}, duplicates {}, reorders {}{unnumbered}, unknown subscription {}, not JSON {}",
             self.duplicates,
-            self.reorders,
+            if self.reorders_apply { self.reorders.to_string() } else { "n/a (no kind has an order)".into() },
             self.unknown_subscription,
             self.not_json
         );
@@ -251,9 +358,14 @@ impl SubscribeReport {
         );
         let closes: Vec<String> =
             self.closed_by_server.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+        let not_reading = if self.closed_not_reading > 0 {
+            format!(", closed by rpcbench as the server did not read {}", self.closed_not_reading)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "  Sockets: {} opened, {} failed to open, closed by the server {}, reconnects {}",
+            "  Sockets: {} opened, {} failed to open, closed by the server {}{not_reading}, reconnects {}",
             self.sockets_opened,
             self.connect_errors,
             if closes.is_empty() { "0".to_string() } else { closes.join(", ") },
@@ -270,9 +382,9 @@ impl SubscribeReport {
                     kind.kind,
                     kind.subscriptions,
                     kind.notifications,
-                    kind.gaps,
+                    count_or_na(kind.gaps, kind.gaps_apply),
                     kind.duplicates,
-                    kind.reorders
+                    count_or_na(kind.reorders, kind.reorders_apply)
                 );
             }
         }
@@ -349,6 +461,25 @@ impl SubscribeThreshold {
         Ok(Self { text: text.trim().to_string(), metric, limit })
     }
 
+    /// Why this condition cannot be judged on subscriptions of these kinds' orders
+    /// (`(name, has gaps, has order)`), if it cannot: gaps need a sequence, reorders an order.
+    pub fn not_applicable(&self, kinds: &[(&str, bool, bool)]) -> Option<String> {
+        let names = || kinds.iter().map(|(name, _, _)| *name).collect::<Vec<_>>().join(", ");
+        match self.metric {
+            SubscribeMetric::Gaps if !kinds.iter().any(|(_, gaps, _)| *gaps) => Some(format!(
+                "'{}': gaps are judged only on a sequence (newHeads, slot), not on {}",
+                self.text,
+                names()
+            )),
+            SubscribeMetric::Reorders if !kinds.iter().any(|(_, _, order)| *order) => Some(format!(
+                "'{}': reorders are judged only where items are numbered, not on {} (no order on the wire)",
+                self.text,
+                names()
+            )),
+            _ => None,
+        }
+    }
+
     fn judge(&self, report: &SubscribeReport) -> ThresholdResult {
         use crate::units::format_micros;
         let (actual, shown) = match &self.metric {
@@ -371,6 +502,12 @@ impl SubscribeThreshold {
                 let v = report.subscribe_latency.percentile(p) as f64;
                 (v, format_micros(v))
             }
+            SubscribeMetric::Gaps if !report.gaps_apply => {
+                (f64::INFINITY, "n/a (no kind of the run is a sequence)".into())
+            }
+            SubscribeMetric::Reorders if !report.reorders_apply => {
+                (f64::INFINITY, "n/a (no kind of the run has an order)".into())
+            }
             SubscribeMetric::Gaps => (report.gaps as f64, report.gaps.to_string()),
             SubscribeMetric::Duplicates => (report.duplicates as f64, report.duplicates.to_string()),
             SubscribeMetric::Reorders => (report.reorders as f64, report.reorders.to_string()),
@@ -378,6 +515,8 @@ impl SubscribeThreshold {
         let passed = actual < self.limit;
         let exceeded_by = if passed {
             String::new()
+        } else if !actual.is_finite() {
+            "no value".to_string()
         } else if matches!(
             self.metric,
             SubscribeMetric::Gaps | SubscribeMetric::Duplicates | SubscribeMetric::Reorders
@@ -438,7 +577,24 @@ pub fn merge_subscribe_reports(
     parts: &[(std::path::PathBuf, SubscribeReport)],
 ) -> Result<SubscribeReport, String> {
     let Some(((_, first), rest)) = parts.split_first() else { return Err("nothing to merge".into()) };
+    // The same run twice (one file given twice, or a part already inside a merged report)
+    // would count its subscriptions twice: refused, by the runs' identities.
+    let mut seen: BTreeMap<String, &std::path::Path> = BTreeMap::new();
+    let mut identities = Vec::new();
+    for (path, part) in parts {
+        for identity in part.run_identities() {
+            if let Some(earlier) = seen.insert(identity.clone(), path) {
+                return Err(format!(
+                    "{}: the run {identity} is already in {}: the same run given twice",
+                    path.display(),
+                    earlier.display()
+                ));
+            }
+            identities.push(identity);
+        }
+    }
     let mut merged = first.clone();
+    merged.merged_from = identities;
     for (path, part) in rest {
         if part.target != first.target || part.kinds != first.kinds {
             return Err(format!(
@@ -472,6 +628,9 @@ pub fn merge_subscribe_reports(
             (&mut merged.sockets_opened, part.sockets_opened),
             (&mut merged.connect_errors, part.connect_errors),
             (&mut merged.reconnects, part.reconnects),
+            (&mut merged.produced_clock_ahead, part.produced_clock_ahead),
+            (&mut merged.unnumbered, part.unnumbered),
+            (&mut merged.closed_not_reading, part.closed_not_reading),
         ] {
             *ours = ours.checked_add(theirs).ok_or_else(overflow)?;
         }
@@ -484,11 +643,13 @@ pub fn merge_subscribe_reports(
         for kind in &part.per_kind {
             match merged.per_kind.iter_mut().find(|ours| ours.kind == kind.kind) {
                 Some(ours) => {
-                    ours.subscriptions += kind.subscriptions;
-                    ours.notifications += kind.notifications;
-                    ours.gaps += kind.gaps;
-                    ours.duplicates += kind.duplicates;
-                    ours.reorders += kind.reorders;
+                    ours.subscriptions = ours.subscriptions.saturating_add(kind.subscriptions);
+                    ours.subscribed = ours.subscribed.saturating_add(kind.subscribed);
+                    ours.notifications = ours.notifications.saturating_add(kind.notifications);
+                    ours.gaps = ours.gaps.saturating_add(kind.gaps);
+                    ours.duplicates = ours.duplicates.saturating_add(kind.duplicates);
+                    ours.reorders = ours.reorders.saturating_add(kind.reorders);
+                    ours.unnumbered = ours.unnumbered.saturating_add(kind.unnumbered);
                 }
                 None => merged.per_kind.push(kind.clone()),
             }
@@ -509,6 +670,8 @@ pub fn merge_subscribe_reports(
         merged.duration_us = merged.duration_us.max(part.duration_us);
         merged.elapsed_us = merged.elapsed_us.max(part.elapsed_us);
         merged.interrupted |= part.interrupted;
+        merged.first_subscribe_error =
+            merged.first_subscribe_error.take().or(part.first_subscribe_error.clone());
         merged.produced_lag_precision =
             match (merged.produced_lag_precision.take(), part.produced_lag_precision.clone()) {
                 (Some(a), Some(b)) if a != b => Some("seconds".to_string()),

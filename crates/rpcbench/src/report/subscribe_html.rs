@@ -9,7 +9,7 @@ use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
-use super::subscribe::SubscribeReport;
+use super::subscribe::{count_or_na, micros_or_na, produced_micros, SubscribeReport};
 use crate::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -96,9 +96,9 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "subscribe latency",
             format!(
                 "p50 {} · p99 {} · max {}",
-                us(report.subscribe_latency.percentile("p50")),
-                us(report.subscribe_latency.percentile("p99")),
-                us(report.subscribe_latency.max_us)
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.percentile("p50")),
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.percentile("p99")),
+                micros_or_na(&report.subscribe_latency, report.subscribe_latency.max_us)
             ),
         ),
         (
@@ -115,10 +115,10 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "fan-out lag",
             format!(
                 "p50 {} · p90 {} · p99 {} · max {}",
-                us(report.lag.percentile("p50")),
-                us(report.lag.percentile("p90")),
-                us(report.lag.percentile("p99")),
-                us(report.lag.max_us)
+                micros_or_na(&report.lag, report.lag.percentile("p50")),
+                micros_or_na(&report.lag, report.lag.percentile("p90")),
+                micros_or_na(&report.lag, report.lag.percentile("p99")),
+                micros_or_na(&report.lag, report.lag.max_us)
             ),
         ),
     ];
@@ -127,21 +127,33 @@ fn figures(report: &SubscribeReport) -> Vec<(&'static str, String)> {
             "lag behind production",
             format!(
                 "p50 {} · p90 {} · p99 {} · max {} ({precision})",
-                us(lag.percentile("p50")),
-                us(lag.percentile("p90")),
-                us(lag.percentile("p99")),
-                us(lag.max_us)
+                produced_micros(lag.percentile("p50"), precision),
+                produced_micros(lag.percentile("p90"), precision),
+                produced_micros(lag.percentile("p99"), precision),
+                produced_micros(lag.max_us, precision)
             ),
         ));
+    }
+    if report.produced_clock_ahead > 0 {
+        rows.push((
+            "produced after arrival",
+            format!(
+                "{} item(s): the node's clock runs ahead of ours (not in the lag)",
+                report.produced_clock_ahead
+            ),
+        ));
+    }
+    if let Some(reason) = &report.first_subscribe_error {
+        rows.push(("first subscribe error", reason.clone()));
     }
     rows.push((
         "correctness",
         format!(
             "gaps {} ({} at the edges) · duplicates {} · reorders {} · unknown subscription {} · not JSON {}",
-            report.gaps,
+            count_or_na(report.gaps, report.gaps_apply),
             report.gaps_at_edges,
             report.duplicates,
-            report.reorders,
+            count_or_na(report.reorders, report.reorders_apply),
             report.unknown_subscription,
             report.not_json
         ),
@@ -189,7 +201,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
     ));
     out.push_str(&card("notifications/s", &format!("{:.1}", report.notifications_per_sec), false));
     out.push_str(&card("fan-out lag p99", &format_micros(report.lag.percentile("p99") as f64), false));
-    out.push_str(&card("gaps", &report.gaps.to_string(), report.gaps > 0));
+    out.push_str(&card("gaps", &count_or_na(report.gaps, report.gaps_apply), report.gaps > 0));
     out.push_str(&card("duplicates", &report.duplicates.to_string(), report.duplicates > 0));
     out.push_str(&card(
         "closed by server",
@@ -237,9 +249,9 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
                 esc(&kind.kind),
                 kind.subscriptions,
                 kind.notifications,
-                kind.gaps,
+                count_or_na(kind.gaps, kind.gaps_apply),
                 kind.duplicates,
-                kind.reorders
+                count_or_na(kind.reorders, kind.reorders_apply)
             );
         }
         out.push_str("</table></section>");
@@ -282,9 +294,9 @@ pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
                 cell(&kind.kind),
                 kind.subscriptions,
                 kind.notifications,
-                kind.gaps,
+                count_or_na(kind.gaps, kind.gaps_apply),
                 kind.duplicates,
-                kind.reorders
+                count_or_na(kind.reorders, kind.reorders_apply)
             );
         }
     }

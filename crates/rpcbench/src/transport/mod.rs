@@ -7,8 +7,14 @@
 //! A protocol (`crate::protocol`) writes what one request carries into an [`Outgoing`]; the
 //! lane frames it for its wire, exchanges it and hands back a [`Reply`] whose body the
 //! protocol then classifies.
+//!
+//! Items a server pushes (subscriptions) go through the other seam, [`feed`]: a
+//! [`feed::FeedOpener`] opens connections whose [`feed::Feed`] subscribes, receives items with
+//! their arrival time and unsubscribes. A new wire is one file here implementing `Transport`
+//! and `Lane`, `FeedOpener` and `Feed`, or both.
 
 pub mod connect;
+pub mod feed;
 pub mod http1;
 pub mod http2;
 pub mod quiet_reads;

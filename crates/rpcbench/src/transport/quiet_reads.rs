@@ -30,6 +30,13 @@ pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
     imp::set_quiet(fd, quiet)
 }
 
+/// Turns on the kernel's receive timestamps (`SO_TIMESTAMPNS`) for a TCP socket without quiet
+/// mode: it wakes its reader from the first byte as usual, and every read through
+/// [`recv_stamped`] carries when its bytes arrived (subscription feeds).
+pub fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
+    imp::set_stamped(fd)
+}
+
 /// Reads what is queued on `fd` into `buf` without blocking. Returns the bytes read and the
 /// instant the last of them arrived (the kernel's receive timestamp, carried over to the
 /// monotonic clock), if the kernel gave one. `WouldBlock` when nothing is queued.
@@ -149,6 +156,10 @@ mod imp {
         }
     }
 
+    pub(super) fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
+        set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+    }
+
     pub(super) fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
         if quiet {
             set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
@@ -205,6 +216,10 @@ mod imp {
     use std::time::Instant;
 
     pub(super) fn set_quiet(_fd: BorrowedFd<'_>, _quiet: bool) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    pub(super) fn set_stamped(_fd: BorrowedFd<'_>) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
 

@@ -9,7 +9,7 @@ use rpcbench::engine::config::{Length, Load};
 use rpcbench::engine::Run;
 use rpcbench::record::Totals;
 use rpcbench::report::{render_text, RunReport};
-use rpcbench::results::{merge, ResultsError, ResultsFile};
+use rpcbench::results::{merge, merge_shards, ResultsError, ResultsFile};
 use rpcbench::thresholds::Threshold;
 
 use crate::util::{closed_loop, json_200, requests, status, TestServer};
@@ -233,6 +233,27 @@ fn files_that_are_not_results_files_are_refused_by_name() {
     }
     let err = ResultsFile::load(&dir.join("missing.json")).unwrap_err().to_string();
     assert!(err.contains("missing.json"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_shard_index_out_of_range_is_blamed_on_its_own_file() {
+    let server = mixed_server();
+    let dir = temp_dir("shard-range");
+    let config = closed_loop(&server.url(), 1, requests(20));
+    let (first, _) = save(&config, &dir, "first.json");
+    let (second, _) = save(&config, &dir, "second.json");
+    let mut a = ResultsFile::load(&first).unwrap();
+    let mut b = ResultsFile::load(&second).unwrap();
+    a.workload.shard = Some(rpcbench::results::ShardSpec { index: 1, count: 2, late_start_ms: 0 });
+    // Shard 4 of 2: it would have taken shard 2's place and blamed the first file for a repeat.
+    b.workload.shard = Some(rpcbench::results::ShardSpec { index: 3, count: 2, late_start_ms: 0 });
+    let err = merge_shards(&[(first.clone(), a), (second.clone(), b)], true).unwrap_err().to_string();
+    assert!(
+        err.contains("second.json") && err.contains("shard index 4 is out of range for 2 shards"),
+        "{err}"
+    );
+    assert!(!err.contains("first.json"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -128,8 +128,11 @@ fn thresholds_judge_the_lag_and_the_gaps() {
 fn a_socket_that_cannot_be_opened_is_a_connect_error_not_a_close_by_the_server() {
     let server = node(Chain::Ethereum, |options| options.ws_max_connections = Some(1));
     let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
-    let mut config =
-        SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(300));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("newHeads").unwrap()],
+        Duration::from_millis(300),
+    );
     config.subscribers = 3;
     let report = run(&config, &StopHandle::new()).expect("the subscriptions run");
     assert_eq!(report.sockets_opened, 1, "{}", report.render_text());
@@ -156,7 +159,11 @@ fn sockets_the_server_closes_are_counted_by_code_and_reopened_with_reconnect() {
         out.extend_from_slice(&[0x88, 2, 0x03, 0xf3]);
     });
     let target = Target::parse(&url).unwrap();
-    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::Slot], Duration::from_millis(400));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("slot").unwrap()],
+        Duration::from_millis(400),
+    );
     let once = run(&config, &StopHandle::new()).unwrap();
     assert_eq!(once.closed_by_server.get("1011"), Some(&1), "{}", once.render_text());
     assert_eq!((once.subscribed, once.notifications, once.reconnects), (1, 1, 0));
@@ -176,8 +183,11 @@ fn sockets_the_server_closes_are_counted_by_code_and_reopened_with_reconnect() {
 fn live_metrics_show_notifications_lag_active_subscriptions_and_gaps() {
     let server = node(Chain::Ethereum, |_| {});
     let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
-    let mut config =
-        SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(1300));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("newHeads").unwrap()],
+        Duration::from_millis(1300),
+    );
     config.subscribers = 3;
     let live = rpcbench::metrics::LiveMetrics::new();
     config.live = Some(live.clone());
@@ -202,7 +212,11 @@ fn live_metrics_show_notifications_lag_active_subscriptions_and_gaps() {
 fn a_ramp_opens_the_subscriptions_over_time() {
     let server = node(Chain::Solana, |_| {});
     let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
-    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::Slot], Duration::from_millis(2600));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("slot").unwrap()],
+        Duration::from_millis(2600),
+    );
     config.subscribers = 10;
     config.ramp = Duration::from_secs(2);
     let report = run(&config, &StopHandle::new()).unwrap();
@@ -228,7 +242,11 @@ fn every_drop_between_two_sent_notifications_is_exactly_one_gap() {
     settings.ws_drop = 0.01;
     let server = MockServer::start(settings).expect("the mock starts");
     let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
-    let mut config = SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_secs(3));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("newHeads").unwrap()],
+        Duration::from_secs(3),
+    );
     config.subscribers = 100;
     config.subs_per_socket = 10;
     let report = run(&config, &StopHandle::new()).unwrap();
@@ -260,8 +278,11 @@ fn stages_add_and_remove_subscribers_without_counting_a_planned_leave_as_gaps() 
     };
     // Up to 8 subscribers, hold, down to 2, up to 8 again: sockets leave and come back.
     let stages = vec![stage(400, 8.0), stage(400, 8.0), stage(300, 2.0), stage(300, 8.0), stage(300, 8.0)];
-    let mut config =
-        SubscribeConfig::new(target, vec![SubscriptionKind::NewHeads], Duration::from_millis(1700));
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("newHeads").unwrap()],
+        Duration::from_millis(1700),
+    );
     config.subscribers = 8;
     config.subs_per_socket = 2;
     config.stages = stages;
@@ -276,5 +297,86 @@ fn stages_add_and_remove_subscribers_without_counting_a_planned_leave_as_gaps() 
     assert_eq!(report.active_at_end, 8, "{text}");
     assert_eq!(server.ws_stats().subscriptions_opened, 8 + 3 * 2);
     assert!(report.notifications > 0);
+    schema_check(&report);
+}
+
+#[test]
+fn a_server_that_floods_pings_and_never_reads_is_closed_not_queued_for() {
+    const CAP: usize = 64 * 1024 * 1024;
+    let (url, sent) = crate::websocket::ping_flood_server(CAP);
+    let target = Target::parse(&url).unwrap();
+    let config =
+        SubscribeConfig::new(target, vec![SubscriptionKind::parse("slot").unwrap()], Duration::from_secs(2));
+    let report = run(&config, &StopHandle::new()).unwrap();
+    assert_eq!(report.closed_not_reading, 1, "{}", report.render_text());
+    assert!(report.closed_by_server.is_empty(), "{:?}", report.closed_by_server);
+    let sent = sent.recv_timeout(Duration::from_secs(30)).expect("the flood ends when the client goes");
+    assert!(sent < CAP / 2, "the client read {sent} bytes of PINGs before it closed");
+    assert!(report.render_text().contains("closed by rpcbench as the server did not read 1"));
+    schema_check(&report);
+}
+
+#[test]
+fn a_subscription_id_over_the_kept_size_is_refused_not_kept() {
+    // The server's subscription id is 100,000 bytes: refused as a fault of the server, and
+    // its notifications belong to no subscription.
+    let url = crate::websocket::raw_ws_server(|id, out| {
+        let long = "7".repeat(100_000);
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{long}}}"#);
+        out.push(0x81);
+        out.push(127);
+        out.extend_from_slice(&(text.len() as u64).to_be_bytes());
+        out.extend_from_slice(text.as_bytes());
+    });
+    let target = Target::parse(&url).unwrap();
+    let config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("slot").unwrap()],
+        Duration::from_millis(300),
+    );
+    let report = run(&config, &StopHandle::new()).unwrap();
+    assert_eq!(report.subscribed, 0, "{}", report.render_text());
+    assert_eq!(report.subscribe_errors.get("id too long"), Some(&1), "{:?}", report.subscribe_errors);
+    let reason = report.first_subscribe_error.as_deref().unwrap_or_default();
+    assert!(reason.starts_with("slot: a subscription id of 100000 bytes"), "{reason}");
+}
+
+#[test]
+fn a_stage_down_to_zero_leaves_nothing_active_at_the_end_and_no_gaps() {
+    use rpcbench::engine::stages::Stage;
+    let server = node(Chain::Ethereum, |_| {});
+    let target = Target::parse(&format!("ws://{}/", server.local_addr())).unwrap();
+    let stage = |millis: u64, level: f64| Stage {
+        level,
+        duration: Duration::from_millis(millis),
+        ramp: Duration::from_millis(millis),
+    };
+    let mut config = SubscribeConfig::new(
+        target,
+        vec![SubscriptionKind::parse("newHeads").unwrap()],
+        Duration::from_millis(1500),
+    );
+    config.subscribers = 8;
+    config.subs_per_socket = 2;
+    config.stages = vec![stage(500, 8.0), stage(500, 8.0), stage(500, 0.0)];
+    let report = run(&config, &StopHandle::new()).unwrap();
+    let text = report.render_text();
+    assert_eq!(report.subscribed, 8, "{text}");
+    assert_eq!(report.active_at_end, 0, "{text}");
+    assert_eq!((report.gaps, report.duplicates, report.reorders), (0, 0, 0), "{text}");
+}
+
+#[test]
+fn nothing_subscribed_shows_the_servers_reason_and_no_latency() {
+    // The Solana node has no eth_subscribe: its error is the reason, and no figure is 0us.
+    let server = node(Chain::Solana, |_| {});
+    let report = subscribe(&server, &["newHeads"], 2, 200);
+    assert_eq!(report.subscribed, 0);
+    let reason = report.first_subscribe_error.as_deref().expect("the server's reason");
+    assert!(reason.starts_with("newHeads: -32601"), "{reason}");
+    let text = report.render_text();
+    assert!(text.contains("subscribe latency p50 n/a p99 n/a max n/a"), "{text}");
+    assert!(text.contains("First subscribe error: newHeads: -32601"), "{text}");
+    assert!(text.contains("Fan-out lag (from the first subscriber's arrival): p50 n/a"), "{text}");
     schema_check(&report);
 }

@@ -261,3 +261,70 @@ fn wss_goes_through_the_same_tls_setup_as_https() {
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.totals.counts.connect, 10, "{:?}", record.totals.counts);
 }
+
+/// A WebSocket server that upgrades every connection, then sends PINGs (125-byte payloads) in
+/// a loop and never reads, until it has sent `cap` bytes or the client went away. Each
+/// connection's count of bytes sent comes on the receiver when it stops.
+pub(crate) fn ping_flood_server(cap: usize) -> (String, std::sync::mpsc::Receiver<usize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let sent_tx = sent_tx.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read_exact(&mut byte).is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_string();
+                let Some(key) = text.lines().find_map(|line| {
+                    line.strip_prefix("Sec-WebSocket-Key: ").or(line.strip_prefix("sec-websocket-key: "))
+                }) else {
+                    return;
+                };
+                let accept =
+                    tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
+                let reply = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                // 512 PINGs of 125 bytes per write.
+                let mut batch = Vec::with_capacity(512 * 127);
+                for _ in 0..512 {
+                    batch.extend_from_slice(&[0x89, 125]);
+                    batch.extend_from_slice(&[b'p'; 125]);
+                }
+                let mut sent = 0;
+                while sent < cap && stream.write_all(&batch).is_ok() {
+                    sent += batch.len();
+                }
+                let _ = sent_tx.send(sent);
+            });
+        }
+    });
+    (format!("ws://{addr}/"), sent_rx)
+}
+
+#[test]
+fn a_server_that_floods_pings_and_never_reads_ends_its_requests_classified_with_bounded_memory() {
+    // Unbounded, every PING's PONG queued in the client (about 64 MiB of them here): bounded,
+    // the socket is closed once 1 MiB of PONGs waits beyond what the kernel took.
+    const CAP: usize = 64 * 1024 * 1024;
+    let (url, sent) = ping_flood_server(CAP);
+    let config = ws(&url, 1, 1, 3);
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.ws_closed.get(&1008).copied(), Some(3), "{counts:?}");
+    for _ in 0..3 {
+        let sent = sent.recv_timeout(Duration::from_secs(30)).expect("the flood ends when the client goes");
+        assert!(sent < CAP / 2, "the client read {sent} bytes of PINGs before it closed");
+    }
+}

@@ -1,0 +1,149 @@
+//! Feeds: the seam for items a server pushes, beside [`super::Lane`] for request and reply. A
+//! [`FeedOpener`] opens one connection (and opens it again to reconnect); on it a [`Feed`]
+//! subscribes any number of items by position, hands back what arrives as [`FeedEvent`]s
+//! (confirmations, refusals, items with their arrival time and, when the wire's envelope says
+//! so, the server's own production time), and unsubscribes.
+//!
+//! The WebSocket feed (`super::websocket::WsFeed`, JSON-RPC `eth_subscribe`/`slotSubscribe`...)
+//! is the first. What a subscription asks for is a [`SubscribeCall`] built by the subscription
+//! kinds (`crate::subscribe::kinds`); the payload of an item is the wire's own bytes (a JSON
+//! `result` here, a protobuf update on a gRPC stream), parsed by the kind. What plugs in next
+//! fits the same trait: a transaction tracker or a head monitor is a driver over one feed
+//! beside a run; a gRPC stream (Solana Yellowstone Geyser) is a second implementation whose
+//! envelope carries the production time (`created_at`) and whose items stamp `arrived` itself.
+
+use std::future::Future;
+use std::ops::Range;
+use std::time::{Instant, SystemTime};
+
+use tokio_tungstenite::tungstenite::Bytes;
+
+/// The longest subscription id a feed keeps (a server's id is a short number or hex string;
+/// anything longer is refused as a protocol fault, so memory does not follow its size).
+pub const MAX_SUBSCRIPTION_ID: usize = 256;
+
+/// What one subscription asks the server for, on a JSON-RPC wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscribeCall {
+    /// The subscribe method (`eth_subscribe`, `slotSubscribe`).
+    pub method: &'static str,
+    /// Its params.
+    pub params: serde_json::Value,
+    /// The method that ends it, given the subscription id.
+    pub unsubscribe: &'static str,
+}
+
+/// One item a feed delivered.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The subscription's position on the feed.
+    pub position: usize,
+    /// The message it came in.
+    pub message: Bytes,
+    /// Where in the message the item's payload is.
+    pub payload: Range<usize>,
+    /// When it arrived: the kernel's receive stamp where the wire reads with one, else when the
+    /// message was read whole.
+    pub arrived: Instant,
+    /// When the server says it produced the item, if the wire's envelope says so (a kind may
+    /// still read one from the payload).
+    pub produced: Option<SystemTime>,
+}
+
+impl Delivery {
+    /// The item's payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.message[self.payload.clone()]
+    }
+}
+
+/// Why a feed's connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedEnd {
+    /// The server closed it, with this close code (1006: without a close frame; 1005: a close
+    /// frame without a code).
+    Closed(u16),
+    /// The server broke the wire's protocol.
+    Protocol,
+    /// A message was larger than the limit.
+    TooLarge,
+    /// The server stopped reading what we must send (the answers to its PINGs backed up past
+    /// [`super::websocket::MAX_UNSENT_PONGS`]): rpcbench closed the connection.
+    NotReading,
+}
+
+/// Messages that belonged to no subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stray {
+    /// Not JSON (not the wire's format).
+    NotJson,
+    /// An item for a subscription id nobody holds, or an answer to no request.
+    Unknown,
+}
+
+/// What a feed saw next.
+#[derive(Debug, Clone)]
+pub enum FeedEvent {
+    /// The server confirmed the subscription at `position`.
+    Confirmed {
+        /// Its position.
+        position: usize,
+        /// When the confirmation arrived.
+        arrived: Instant,
+    },
+    /// The server refused it (or answered with something that is not a subscription).
+    Refused {
+        /// Its position.
+        position: usize,
+        /// The class the report counts it under (a JSON-RPC error code, `invalid answer`,
+        /// `id too long`).
+        class: String,
+        /// What the server said, as it said it (escaping and redaction are the report's).
+        message: String,
+    },
+    /// An item.
+    Item(Delivery),
+    /// The server answered an unsubscribe request: `confirmed` when it said the subscription
+    /// ended.
+    Unsubscribed {
+        /// Its position.
+        position: usize,
+        /// Whether the server confirmed the end.
+        confirmed: bool,
+    },
+    /// A message that belonged to nothing.
+    Stray(Stray),
+    /// The connection ended.
+    Ended(FeedEnd),
+}
+
+/// Opens feeds to one target.
+pub trait FeedOpener {
+    /// The feed one connection carries.
+    type Feed: Feed;
+    /// Why a connection could not be opened.
+    type Error: std::fmt::Display;
+
+    /// Opens one connection (within the connect timeout).
+    fn open(&self) -> impl Future<Output = Result<Self::Feed, Self::Error>>;
+}
+
+/// One connection's subscriptions.
+pub trait Feed {
+    /// Asks for the subscription at `position`; its answer comes as an event.
+    fn subscribe(
+        &mut self,
+        position: usize,
+        call: &SubscribeCall,
+    ) -> impl Future<Output = Result<(), FeedEnd>>;
+
+    /// Ends the subscription at `position`, if the server confirmed it; whether a request went
+    /// out (its answer comes as [`FeedEvent::Unsubscribed`]).
+    fn unsubscribe(&mut self, position: usize) -> impl Future<Output = Result<bool, FeedEnd>>;
+
+    /// The next event. Cancel-safe: a message is never half read when the future is dropped.
+    fn next(&mut self) -> impl Future<Output = FeedEvent>;
+
+    /// Closes the connection politely.
+    fn close(&mut self) -> impl Future<Output = ()>;
+}
