@@ -414,6 +414,9 @@ pub struct Totals {
     pub bytes_received: u64,
     /// Open loop: requests sent more than [`LATE_THRESHOLD`] after their intended time.
     pub late: u64,
+    /// Open loop: of the late requests, those taken while every connection the run may open
+    /// was busy (late because of the connection cap, not the generator).
+    pub late_at_cap: u64,
     /// Open loop: requests due in the run that were never sent (no connection free in time).
     pub unsent: u64,
 }
@@ -430,6 +433,7 @@ impl Default for Totals {
             bytes_sent: 0,
             bytes_received: 0,
             late: 0,
+            late_at_cap: 0,
             unsent: 0,
         }
     }
@@ -449,6 +453,7 @@ impl Totals {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.late += other.late;
+        self.late_at_cap += other.late_at_cap;
         self.unsent += other.unsent;
     }
 }

@@ -682,6 +682,9 @@ struct Ticket {
     measured: bool,
     /// The ticket's global index in the whole run (see [`Draw::ticket`]).
     index: u64,
+    /// Open loop: taken late with every connection the worker may open busy (the connection
+    /// cap, not the generator, made it late).
+    at_cap: bool,
 }
 
 impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
@@ -769,14 +772,19 @@ impl<T, P> Worker<T, P> {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket { intended: None, measured: now >= clock.measure_start, index: 0 }
+                Ticket { intended: None, measured: now >= clock.measure_start, index: 0, at_cap: false }
             }
             Some(pacer) => {
                 let intended = clock.start + pacer.next_offset();
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket { intended: Some(intended), measured: intended >= clock.measure_start, index: 0 }
+                Ticket {
+                    intended: Some(intended),
+                    measured: intended >= clock.measure_start,
+                    index: 0,
+                    at_cap: false,
+                }
             }
         };
         // Only a replay needs each ticket's global index: other runs skip the count.
@@ -845,6 +853,9 @@ impl<T, P> Worker<T, P> {
             lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),
         };
         let mut recorder = self.recorder.borrow_mut();
+        if ticket.at_cap && timing.lag.is_some_and(|lag| lag > crate::record::LATE_THRESHOLD) {
+            recorder.calls[call].late_at_cap += 1;
+        }
         if !self.stage_ends.is_empty() {
             let stage = self.stage_of(ticket, sent);
             recorder.record_stage(stage, outcome, timing.corrected);
@@ -963,7 +974,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             tokio::time::sleep(IDLE_CONNECTION_CHECK).await;
             now = Instant::now();
         }
-        let Some(ticket) = worker.next_ticket(now) else {
+        let Some(mut ticket) = worker.next_ticket(now) else {
             break;
         };
         guard.held = Some((ticket, None));
@@ -976,12 +987,18 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             } else if now.saturating_duration_since(intended) > worker.plan.slot_width {
                 worker.behind.set(true);
             }
-            if intended <= now
-                && worker.idle.get() == 0
-                && worker.connections.get() < worker.plan.max_connections
-            {
-                // Behind schedule with nobody waiting: open another connection.
-                worker.spawn_connection();
+            // This ticket is due (now, after the wait, or already). With no other connection
+            // waiting for the next one, every connection is busy: open another, so that the
+            // next ticket is sent on time however long this exchange takes (a stalled server
+            // holds every connection it has). Checked after the wait: a `now` read before it
+            // would never see a ticket that had to wait as due.
+            if worker.idle.get() == 0 {
+                if worker.connections.get() < worker.plan.max_connections {
+                    worker.spawn_connection();
+                } else if intended <= now {
+                    // Taken late with every allowed connection busy: the cap made it late.
+                    ticket.at_cap = true;
+                }
             }
             if worker.shared.stop.is_stopped() {
                 break;

@@ -388,6 +388,10 @@ pub struct RequestsReport {
     pub per_second_max: f64,
     /// Open loop: requests sent more than 2 ms after their intended time.
     pub late: Option<u64>,
+    /// Open loop: of the late requests, those that waited with every allowed connection busy
+    /// (the connection cap made them late, not the generator); left out when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_at_cap: Option<u64>,
     /// Open loop: requests due in the run that were never sent.
     pub unsent: Option<u64>,
     /// The time the rate is measured over, microseconds (see [`measured_seconds`]).
@@ -668,6 +672,7 @@ impl RunReport {
                 per_second_stdev,
                 per_second_max,
                 late: open_loop.then_some(record.totals.late),
+                late_at_cap: open_loop.then_some(record.totals.late_at_cap).filter(|&count| count > 0),
                 unsent: open_loop.then_some(record.totals.unsent),
                 offered_rate,
                 measured_us: (elapsed_secs * 1e6).round() as u64,

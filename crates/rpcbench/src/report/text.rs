@@ -365,8 +365,9 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
         if due > 0 && late * 100 > due {
             warnings.push(format!(
                 "{late} requests ({:.1}%) were sent more than 2 ms after their intended time; \
-                 corrected latency includes that wait",
-                late as f64 * 100.0 / due as f64
+                 corrected latency includes that wait. {}",
+                late as f64 * 100.0 / due as f64,
+                lateness_cause(report, late)
             ));
         }
     }
@@ -381,6 +382,29 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// What made requests late, by what the run saw: every allowed connection busy when they were
+/// due (the connection cap), the worker threads' CPU saturated (the generator), or neither.
+fn lateness_cause(report: &RunReport, late: u64) -> String {
+    let at_cap = report.requests.late_at_cap.unwrap_or(0);
+    let cap = report.load.max_connections.unwrap_or(0);
+    let cpu = report.generator.cpu_percent;
+    if at_cap * 2 >= late {
+        format!(
+            "Cause: the connection cap: {at_cap} of them were due while all {cap} allowed connections \
+             were busy (the target holds its connections that long; raise --max-connections to \
+             keep sending on time)"
+        )
+    } else if cpu.is_some_and(|cpu| cpu >= SATURATED_CPU_PERCENT) {
+        "Cause: the generator: its worker threads' CPU was saturated (see below)".to_string()
+    } else {
+        let cpu = cpu.map_or(String::new(), |cpu| format!(" (worker CPU {cpu:.0}%)"));
+        format!(
+            "Cause: neither the connection cap ({at_cap} late at the cap) nor the generator's CPU{cpu}: \
+             the machine delayed the worker threads or opening connections"
+        )
+    }
 }
 
 /// Worker CPU use, as a percentage of the workers' capacity, from which the generator counts as
