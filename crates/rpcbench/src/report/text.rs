@@ -125,6 +125,13 @@ pub fn render_text(report: &RunReport) -> String {
         percent(requests.ok, requests.total),
         requests.errors
     );
+    if requests.measured_us > 0 {
+        let _ = writeln!(
+            out,
+            "  Window: {elapsed}, {}; rates are responses over it",
+            super::window_description(report)
+        );
+    }
     if let (Some(target), Some(late), Some(unsent)) = (load.rate, requests.late, requests.unsent) {
         let lag = report.send_lag.as_ref();
         let _ = writeln!(
