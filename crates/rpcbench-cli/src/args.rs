@@ -216,6 +216,10 @@ pub struct RunArgs {
     /// Number of measured requests.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
+    /// Multiply every stage's duration and ramp by F (0.1: a tenth as long), levels unchanged.
+    /// With stages, -d fits them to its length the same way.
+    #[arg(long, value_name = "F", help_heading = "Length")]
+    pub stage_scale: Option<f64>,
     /// Time before measurement: requests are sent but not recorded [default: 0].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,

@@ -195,6 +195,7 @@ impl CompareArgs {
             seed: Some(1),
             duration: self.duration,
             requests: self.requests,
+            stage_scale: None,
             warmup: self.warmup,
             http,
             thresholds: Vec::new(),
