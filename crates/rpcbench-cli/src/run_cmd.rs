@@ -290,6 +290,8 @@ fn prepare_scenario(
         insecure: args.http.insecure,
         ca_file: args.http.cacert.clone(),
         progress: Some(progress.clone()),
+        sample_blocks: args.scenario.sample_blocks,
+        behind_head: args.scenario.behind_head,
     };
     let ticker = crate::progress::Ticker::start(args.quiet, sampling_message(progress));
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
@@ -304,8 +306,17 @@ fn prepare_scenario(
             PoolSource::Sampled(Some(path)) => format!("sampled, saved to {}", path.display()),
             PoolSource::Sampled(None) | PoolSource::NotNeeded => "sampled".to_string(),
         };
+        let margin = match (pools.head_margin, pools.chain) {
+            (0, _) => String::new(),
+            (margin, rpcbench::sample::SampleChain::Solana) => {
+                format!(", {margin} slots behind the head {}", pools.head + margin)
+            }
+            (margin, rpcbench::sample::SampleChain::Ethereum) => {
+                format!(", {margin} blocks behind the head {}", pools.head + margin)
+            }
+        };
         eprintln!(
-            "rpcbench: pools {from} ({} {}..={}): {}",
+            "rpcbench: pools {from} ({} {}..={}{margin}): {}",
             pools.chain,
             pools.oldest,
             pools.head,

@@ -91,12 +91,32 @@ pub struct SampleOptions {
     pub timeout: Duration,
     /// Where sampling counts what it has done, for a progress line while it goes on.
     pub progress: Option<SampleProgress>,
+    /// Sample a margin behind the head ([`BEHIND_HEAD_BLOCKS`], [`BEHIND_HEAD_SLOTS`]), not
+    /// up to it: for values that other nodes, a few blocks behind this one, also have.
+    pub behind_head: bool,
 }
 
 impl Default for SampleOptions {
     fn default() -> Self {
-        SampleOptions { chain: None, window: 200, timeout: Duration::from_secs(10), progress: None }
+        SampleOptions {
+            chain: None,
+            window: 200,
+            timeout: Duration::from_secs(10),
+            progress: None,
+            behind_head: false,
+        }
     }
+}
+
+/// With [`SampleOptions::behind_head`], Ethereum blocks left out at the head: a node a minute
+/// behind (5 blocks of 12 s) still has every block sampled.
+pub const BEHIND_HEAD_BLOCKS: u64 = 5;
+/// With [`SampleOptions::behind_head`], Solana slots left out at the head (about 13 s).
+pub const BEHIND_HEAD_SLOTS: u64 = 32;
+
+/// The newest block or slot sampled: `margin` behind the node's `head`.
+fn sampled_head(head: u64, margin: u64) -> u64 {
+    head.saturating_sub(margin)
 }
 
 /// What sampling has done so far, shared with whoever shows it (the CLI's progress line reads
@@ -176,6 +196,9 @@ pub struct Pools {
     pub head: u64,
     /// The oldest block or slot the sample reached.
     pub oldest: u64,
+    /// Blocks or slots left out between the node's head and `head` (sampled behind the head).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub head_margin: u64,
     /// The pools.
     pub pools: BTreeMap<String, Vec<Value>>,
 }
@@ -216,6 +239,10 @@ impl Pools {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Collects distinct values in first-seen order, up to [`POOL_CAP`].
@@ -309,9 +336,10 @@ pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, Sam
         Some(chain) => chain,
         None => detect(&node.endpoint)?,
     };
+    let margin = |blocks| if options.behind_head { blocks } else { 0 };
     let pools = match chain {
-        SampleChain::Ethereum => sample_ethereum(&node, options.window),
-        SampleChain::Solana => sample_solana(&node, options.window),
+        SampleChain::Ethereum => sample_ethereum(&node, options.window, margin(BEHIND_HEAD_BLOCKS)),
+        SampleChain::Solana => sample_solana(&node, options.window, margin(BEHIND_HEAD_SLOTS)),
     };
     pools.map_err(|err| scrubbed(endpoint, err))
 }
@@ -321,11 +349,13 @@ fn quantity(value: &Value) -> Option<u64> {
     u64::from_str_radix(text, 16).ok()
 }
 
-fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
+fn sample_ethereum(node: &Node, window: u64, margin: u64) -> Result<Pools, SampleError> {
     let chain_id = node.call("eth_chainId", Value::Null).ok().as_ref().and_then(quantity);
     let head = node.call("eth_blockNumber", Value::Null).map_err(|err| node.fail("eth_blockNumber", err))?;
     let head = quantity(&head)
         .ok_or_else(|| SampleError(format!("eth_blockNumber answered {head}, not a hex quantity")))?;
+    let node_head = head;
+    let head = sampled_head(node_head, margin);
     let mut pools: BTreeMap<&str, Pool> =
         ETHEREUM_POOLS.iter().map(|name| (*name, Pool::default())).collect();
     let mut creations = Vec::new();
@@ -398,6 +428,7 @@ fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
         chain_id,
         head,
         oldest,
+        head_margin: node_head - head,
         pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
     })
 }
@@ -408,9 +439,11 @@ fn slot_unavailable(code: i64) -> bool {
     matches!(code, -32004 | -32007 | -32009 | -32001 | -32011 | -32014)
 }
 
-fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
+fn sample_solana(node: &Node, window: u64, margin: u64) -> Result<Pools, SampleError> {
     let head = node.call("getSlot", Value::Null).map_err(|err| node.fail("getSlot", err))?;
     let head = head.as_u64().ok_or_else(|| SampleError(format!("getSlot answered {head}, not a slot")))?;
+    let node_head = head;
+    let head = sampled_head(node_head, margin);
     let start = head.saturating_sub(window.saturating_sub(1));
     // The first available block bounds the window on a node that keeps a short ledger.
     let first = node.call("getFirstAvailableBlock", Value::Null).ok().and_then(|v| v.as_u64()).unwrap_or(0);
@@ -466,6 +499,7 @@ fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
         chain_id: None,
         head,
         oldest,
+        head_margin: node_head - head,
         pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
     })
 }
