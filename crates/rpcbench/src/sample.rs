@@ -24,8 +24,16 @@ use serde_json::{json, Value};
 use crate::client::{CallError, Endpoint};
 
 /// The pools sampling fills on an Ethereum node.
-pub const ETHEREUM_POOLS: &[&str] =
-    &["blocks", "block_numbers", "block_hashes", "tx_hashes", "addresses", "contracts"];
+pub const ETHEREUM_POOLS: &[&str] = &[
+    "blocks",
+    "block_numbers",
+    "block_hashes",
+    "tx_hashes",
+    "addresses",
+    "contracts",
+    "funded_accounts",
+    "tokens",
+];
 /// The pools sampling fills on a Solana node.
 pub const SOLANA_POOLS: &[&str] = &["slots", "signatures", "accounts", "blockhashes"];
 
@@ -33,6 +41,12 @@ pub const SOLANA_POOLS: &[&str] = &["slots", "signatures", "accounts", "blockhas
 const POOL_CAP: usize = 2000;
 /// Solana blocks fetched with their transactions' accounts (the rest without transactions).
 const SOLANA_DETAILED_BLOCKS: usize = 20;
+/// Sampled addresses checked for `funded_accounts` (two calls each).
+const ACCOUNT_CHECKS: usize = 100;
+/// Sampled contracts checked for `tokens` (two calls each).
+const TOKEN_CHECKS: usize = 50;
+/// ERC-20 `totalSupply()` and `name()`: a contract that answers both is in `tokens`.
+const TOKEN_SELECTORS: [&str; 2] = ["0x18160ddd", "0x06fdde03"];
 
 /// The kind of node sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,6 +358,13 @@ pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, Sam
     pools.map_err(|err| scrubbed(endpoint, err))
 }
 
+/// Whether a hex quantity (of any size: balances pass 2^64) is above zero.
+fn positive_quantity(value: &Value) -> bool {
+    value.as_str().and_then(|text| text.strip_prefix("0x")).is_some_and(|digits| {
+        digits.bytes().all(|b| b.is_ascii_hexdigit()) && digits.bytes().any(|b| b != b'0')
+    })
+}
+
 fn quantity(value: &Value) -> Option<u64> {
     let text = value.as_str()?.strip_prefix("0x")?;
     u64::from_str_radix(text, 16).ok()
@@ -421,6 +442,33 @@ fn sample_ethereum(node: &Node, window: u64, margin: u64) -> Result<Pools, Sampl
             if let Some(address) = receipt.get("contractAddress").filter(|address| address.is_string()) {
                 add(&mut pools, "contracts", lowercase(address));
             }
+        }
+    }
+    // What calls need, checked once each: senders of value must be externally owned accounts
+    // (no code) with a balance; a contract called as an ERC-20 must answer as one. A sampled
+    // address may be a contract or an empty account, and a contract that logged may be no
+    // token: calls on those fail on a healthy node.
+    let state = json!(format!("{head:#x}"));
+    let addresses: Vec<Value> = pools["addresses"].values.iter().take(ACCOUNT_CHECKS).cloned().collect();
+    for address in addresses {
+        let code = node.call("eth_getCode", json!([address, state]));
+        if !matches!(&code, Ok(Value::String(code)) if code == "0x") {
+            continue;
+        }
+        let balance = node.call("eth_getBalance", json!([address, state]));
+        if balance.as_ref().is_ok_and(positive_quantity) {
+            add(&mut pools, "funded_accounts", address);
+        }
+    }
+    let contracts: Vec<Value> = pools["contracts"].values.iter().take(TOKEN_CHECKS).cloned().collect();
+    for contract in contracts {
+        let answers = |selector: &str| {
+            let answer = node.call("eth_call", json!([{ "to": contract, "data": selector }, state]));
+            // An ABI-encoded answer is a word or more; an account without code answers "0x".
+            matches!(&answer, Ok(Value::String(data)) if data.len() >= 2 + 64)
+        };
+        if TOKEN_SELECTORS.iter().all(|selector| answers(selector)) {
+            add(&mut pools, "tokens", contract);
         }
     }
     Ok(Pools {
