@@ -682,9 +682,6 @@ struct Ticket {
     measured: bool,
     /// The ticket's global index in the whole run (see [`Draw::ticket`]).
     index: u64,
-    /// Open loop: taken late with every connection the worker may open busy (the connection
-    /// cap, not the generator, made it late).
-    at_cap: bool,
 }
 
 impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
@@ -772,19 +769,14 @@ impl<T, P> Worker<T, P> {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket { intended: None, measured: now >= clock.measure_start, index: 0, at_cap: false }
+                Ticket { intended: None, measured: now >= clock.measure_start, index: 0 }
             }
             Some(pacer) => {
                 let intended = clock.start + pacer.next_offset();
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket {
-                    intended: Some(intended),
-                    measured: intended >= clock.measure_start,
-                    index: 0,
-                    at_cap: false,
-                }
+                Ticket { intended: Some(intended), measured: intended >= clock.measure_start, index: 0 }
             }
         };
         // Only a replay needs each ticket's global index: other runs skip the count.
@@ -853,9 +845,6 @@ impl<T, P> Worker<T, P> {
             lag: ticket.intended.map(|intended| sent.saturating_duration_since(intended)),
         };
         let mut recorder = self.recorder.borrow_mut();
-        if ticket.at_cap && timing.lag.is_some_and(|lag| lag > crate::record::LATE_THRESHOLD) {
-            recorder.calls[call].late_at_cap += 1;
-        }
         if !self.stage_ends.is_empty() {
             let stage = self.stage_of(ticket, sent);
             recorder.record_stage(stage, outcome, timing.corrected);
@@ -974,7 +963,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             tokio::time::sleep(IDLE_CONNECTION_CHECK).await;
             now = Instant::now();
         }
-        let Some(mut ticket) = worker.next_ticket(now) else {
+        let Some(ticket) = worker.next_ticket(now) else {
             break;
         };
         guard.held = Some((ticket, None));
@@ -995,9 +984,13 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             if worker.idle.get() == 0 {
                 if worker.connections.get() < worker.plan.max_connections {
                     worker.spawn_connection();
-                } else if intended <= now {
+                } else if ticket.measured
+                    && now.saturating_duration_since(intended) > crate::record::LATE_THRESHOLD
+                {
                     // Taken late with every allowed connection busy: the cap made it late.
-                    ticket.at_cap = true;
+                    // (Counted here, in the open loop's branch, not per recorded call: the
+                    // closed loop's path stays as it was.)
+                    worker.recorder.borrow_mut().late_at_cap += 1;
                 }
             }
             if worker.shared.stop.is_stopped() {
