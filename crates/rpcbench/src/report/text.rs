@@ -392,26 +392,33 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
 }
 
 /// What made requests late, by what the run saw: every allowed connection busy when they were
-/// due (the connection cap), the worker threads' CPU saturated (the generator), or neither.
+/// due (the connection cap), the worker threads' CPU saturated (the generator), or neither
+/// (connections were free and the CPU idle: the machine delayed the threads).
 fn lateness_cause(report: &RunReport, late: u64) -> String {
-    let at_cap = report.requests.late_at_cap.unwrap_or(0);
+    let at_cap = report.requests.late_at_cap.unwrap_or(0).min(late);
     let cap = report.load.max_connections.unwrap_or(0);
-    let cpu = report.generator.cpu_percent;
-    if at_cap * 2 >= late {
-        format!(
-            "Cause: the connection cap: {at_cap} of them were due while all {cap} allowed connections \
-             were busy (the target holds its connections that long; raise --max-connections to \
-             keep sending on time)"
-        )
-    } else if cpu.is_some_and(|cpu| cpu >= SATURATED_CPU_PERCENT) {
-        "Cause: the generator: its worker threads' CPU was saturated (see below)".to_string()
-    } else {
-        let cpu = cpu.map_or(String::new(), |cpu| format!(" (worker CPU {cpu:.0}%)"));
-        format!(
-            "Cause: neither the connection cap ({at_cap} late at the cap) nor the generator's CPU{cpu}: \
-             the machine delayed the worker threads or opening connections"
-        )
+    let mut causes = Vec::new();
+    if at_cap > 0 {
+        causes.push(format!(
+            "{at_cap} were due while all {cap} allowed connections were busy (the connection cap: \
+             the target held them that long; raise --max-connections to send them on time)"
+        ));
     }
+    let rest = late - at_cap;
+    if rest > 0 {
+        match report.generator.cpu_percent {
+            Some(cpu) if cpu >= SATURATED_CPU_PERCENT => {
+                causes.push(format!("{rest} waited for the generator, its CPU saturated ({cpu:.0}%)"))
+            }
+            cpu => causes.push(format!(
+                "{rest} were late with a connection free and the worker CPU at {}: the machine \
+                 delayed the worker threads (other load, a burst of replies) or opening connections",
+                cpu.map_or("an unknown share".to_string(), |cpu| format!("{cpu:.0}%"))
+            )),
+        }
+    }
+    let label = if causes.len() > 1 { "Causes" } else { "Cause" };
+    format!("{label}: {}", causes.join("; "))
 }
 
 /// Worker CPU use, as a percentage of the workers' capacity, from which the generator counts as

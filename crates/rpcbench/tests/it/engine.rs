@@ -232,8 +232,12 @@ fn requests_late_at_the_connection_cap_are_blamed_on_the_cap() {
     let report = RunReport::new(&config, &record);
     let warnings = rpcbench::report::generator_warnings(&report);
     let late = warnings.iter().find(|w| w.contains("sent more than 2 ms after")).expect("a lateness warning");
-    assert!(late.contains("Cause: the connection cap"), "{late}");
-    assert!(late.contains("all 4 allowed connections"), "{late}");
+    assert!(
+        late.contains("were due while all 4 allowed connections were busy (the connection cap"),
+        "{late}"
+    );
+    let at_cap = format!("{} were due while", record.totals.late_at_cap);
+    assert!(late.contains(&at_cap), "{late}");
 }
 
 #[test]
