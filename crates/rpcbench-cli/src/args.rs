@@ -216,6 +216,10 @@ pub struct RunArgs {
     /// Number of measured requests.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
+    /// Multiply every stage's duration and ramp by F (0.1: a tenth as long), levels unchanged.
+    /// With stages, -d fits them to its length the same way.
+    #[arg(long, value_name = "F", help_heading = "Length")]
+    pub stage_scale: Option<f64>,
     /// Time before measurement: requests are sent but not recorded [default: 0].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
@@ -356,6 +360,13 @@ pub struct ScenarioArgs {
     /// sampling (replaces a scenario's `[sample] cache`).
     #[arg(long, value_name = "FILE", help_heading = "Request")]
     pub pools: Option<PathBuf>,
+    /// Blocks (Solana: slots) back from the head that sampling a suite's or scenario's pools
+    /// looks at [default: 200, or the scenario's [sample] window].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
+    pub sample_blocks: Option<u64>,
+    /// Sample a margin behind the head (compare: for nodes a few blocks behind the first).
+    #[arg(skip)]
+    pub behind_head: bool,
 }
 
 #[cfg(test)]

@@ -160,6 +160,7 @@ impl CapacityArgs {
             seed: None,
             duration: None,
             requests: None,
+            stage_scale: None,
             warmup: None,
             http: self.http.clone(),
             thresholds: Vec::new(),

@@ -58,6 +58,11 @@ pub struct CompareArgs {
     /// every target, so that each gets the same parameter sequence.
     #[arg(long, value_name = "FILE", help_heading = "Request")]
     pub pools: Option<PathBuf>,
+    /// With --suite or --scenario: blocks (Solana: slots) back from the head that sampling
+    /// looks at [default: 200, or the scenario's [sample] window]. Sampling stops 5 blocks
+    /// (32 slots) short of the first target's head, so that targets behind it have the values.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
+    pub sample_blocks: Option<u64>,
 
     /// Replay this recorded traffic file (or vegeta targets file, or file of bodies) against
     /// every target: at the recorded pace unless --rate or -c is given, once through.
@@ -184,6 +189,10 @@ impl CompareArgs {
                 url: self.scenario.as_ref().map(|_| url.to_string()),
                 suite: self.suite.clone(),
                 pools: self.pools.clone(),
+                sample_blocks: self.sample_blocks,
+                // The other targets may be a few blocks behind the first: sample what they
+                // have too.
+                behind_head: true,
             },
             request: self.request.clone(),
             connections: self.connections,
@@ -195,6 +204,7 @@ impl CompareArgs {
             seed: Some(1),
             duration: self.duration,
             requests: self.requests,
+            stage_scale: None,
             warmup: self.warmup,
             http,
             thresholds: Vec::new(),

@@ -196,7 +196,10 @@ pub(crate) fn finish_plan(
             }
             false => err,
         };
-        apply_flags(args, &mut config).map_err(named)?;
+        let scaling = apply_flags(args, &mut config).map_err(named)?;
+        if let (Some(scaling), true) = (scaling, checked.is_empty()) {
+            eprintln!("rpcbench: {}", stage_scaling_note(args, &scaling));
+        }
         // A replay without --loop sends each request once, whatever -d says.
         rpcbench::replay::bound_to_one_pass(&mut config);
         config.validate().map_err(named)?;
@@ -287,6 +290,8 @@ fn prepare_scenario(
         insecure: args.http.insecure,
         ca_file: args.http.cacert.clone(),
         progress: Some(progress.clone()),
+        sample_blocks: args.scenario.sample_blocks,
+        behind_head: args.scenario.behind_head,
     };
     let ticker = crate::progress::Ticker::start(args.quiet, sampling_message(progress));
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
@@ -301,8 +306,17 @@ fn prepare_scenario(
             PoolSource::Sampled(Some(path)) => format!("sampled, saved to {}", path.display()),
             PoolSource::Sampled(None) | PoolSource::NotNeeded => "sampled".to_string(),
         };
+        let margin = match (pools.head_margin, pools.chain) {
+            (0, _) => String::new(),
+            (margin, rpcbench::sample::SampleChain::Solana) => {
+                format!(", {margin} slots behind the head {}", pools.head + margin)
+            }
+            (margin, rpcbench::sample::SampleChain::Ethereum) => {
+                format!(", {margin} blocks behind the head {}", pools.head + margin)
+            }
+        };
         eprintln!(
-            "rpcbench: pools {from} ({} {}..={}): {}",
+            "rpcbench: pools {from} ({} {}..={}{margin}): {}",
             pools.chain,
             pools.oldest,
             pools.head,
@@ -328,11 +342,59 @@ fn sampling_message(progress: rpcbench::sample::SampleProgress) -> impl FnMut(Du
     }
 }
 
-/// Flags given on the command line override the scenario (or the defaults). A load or length
-/// flag replaces a scenario's stages with a constant load.
-fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError> {
-    if args.rate.is_some() || args.connections.is_some() || args.duration.is_some() {
+/// What a run's stages became under -d or --stage-scale, for the user.
+fn stage_scaling_note(args: &RunArgs, scaling: &rpcbench::engine::stages::StageScaling) -> String {
+    let why = match args.duration {
+        Some(_) => "-d",
+        None => "--stage-scale",
+    };
+    format!(
+        "{why}: the stages ({} in all) scaled by {} to {}, their levels unchanged",
+        rpcbench::units::format_duration(scaling.from),
+        (scaling.factor * 10_000.0).round() / 10_000.0,
+        rpcbench::units::format_duration(scaling.to)
+    )
+}
+
+/// Flags given on the command line override the scenario (or the defaults). A load flag
+/// replaces a scenario's stages with a constant load; -d fits the stages to its length, and
+/// --stage-scale multiplies their durations (returned: how they were scaled).
+fn apply_flags(
+    args: &RunArgs,
+    config: &mut RunConfig,
+) -> Result<Option<rpcbench::engine::stages::StageScaling>, ConfigError> {
+    let mut scaling = None;
+    if let Some(factor) = args.stage_scale {
+        if config.stages.is_empty() || args.rate.is_some() || args.connections.is_some() {
+            return Err(ConfigError::new(
+                "--stage-scale",
+                "only applies to a run with stages (a scenario's or suite's), without --rate or -c",
+            ));
+        }
+        if args.duration.is_some() {
+            return Err(ConfigError::new(
+                "--stage-scale",
+                "give -d (the stages fitted to it) or --stage-scale, not both",
+            ));
+        }
+        let (stages, scaled) =
+            rpcbench::engine::stages::scale_stages(&config.stages, factor).ok_or_else(|| {
+                ConfigError::new(
+                    "--stage-scale",
+                    "must be a positive number that leaves every stage 1ms or longer",
+                )
+            })?;
+        config.stages = stages;
+        scaling = Some(scaled);
+    }
+    if args.rate.is_some() || args.connections.is_some() {
         config.stages.clear();
+    } else if let (Some(duration), false) = (args.duration, config.stages.is_empty()) {
+        // The same shape in the time given, rather than the last stage's level held flat.
+        let (stages, scaled) = rpcbench::engine::stages::fit_stages(&config.stages, duration)
+            .ok_or_else(|| ConfigError::new("-d", "too short for the stages (each must last 1ms or more)"))?;
+        config.stages = stages;
+        scaling = Some(scaled);
     }
     let arrivals = args.arrivals.map(|arrivals| match arrivals {
         ArrivalsArg::Uniform => Arrivals::Uniform,
@@ -376,6 +438,8 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     }
     match (args.duration, args.requests) {
         (None, None) => {}
+        // Fitted stages set the length themselves.
+        (_, requests) if scaling.is_some() => config.length = Length { duration: None, requests },
         (duration, requests) => config.length = Length { duration, requests },
     }
     if let Some(warmup) = args.warmup {
@@ -441,7 +505,7 @@ fn apply_flags(args: &RunArgs, config: &mut RunConfig) -> Result<(), ConfigError
     if let Some(text) = &args.start_at {
         config.start_at = Some(parse_start_at(text)?);
     }
-    Ok(())
+    Ok(scaling)
 }
 
 /// `--shard I/N` (1-based), or `--shards N` with the index from `JOB_COMPLETION_INDEX`.

@@ -75,8 +75,33 @@ fn start(binary: &PathBuf) -> Anvil {
     }
 }
 
-/// Init code that logs (LOG0) and deploys a contract answering every call with 32 zero bytes.
+/// Init code that logs (LOG0) and deploys a contract answering every call with 32 zero bytes:
+/// it answers `totalSupply()` and `name()`, as a token does.
 const CONTRACT: &str = "0x60006000a06460206000f36000526005601bf3";
+/// Init code that logs (LOG0) and deploys a contract reverting every call: it emits logs but is
+/// no token, so it must not be called as one.
+const NOT_A_TOKEN: &str = "0x60006000a06460006000fd6000526005601bf3";
+
+/// Sends a contract creation from `from` and waits for its receipt.
+fn deploy(url: &str, from: &str, init_code: &str) -> Value {
+    let creation = call(url, "eth_sendTransaction", json!([{"from": from, "data": init_code}]));
+    // Anvil mines right after answering, not before: the receipt may be null for a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let receipt = loop {
+        let receipt = call(url, "eth_getTransactionReceipt", json!([creation]));
+        if !receipt.is_null() || Instant::now() > deadline {
+            break receipt;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert!(receipt["contractAddress"].is_string(), "{receipt}");
+    receipt
+}
+
+fn lowercase_list(value: &Value) -> Vec<String> {
+    value.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect()
+}
 
 fn rpcbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
@@ -96,18 +121,22 @@ fn both_ethereum_suites_run_clean_against_anvil() {
             json!({"from": accounts[i % 4], "to": accounts[(i + 1) % 4], "value": "0xde0b6b3a7640000"});
         call(&url, "eth_sendTransaction", json!([transfer]));
     }
-    let creation = call(&url, "eth_sendTransaction", json!([{"from": accounts[0], "data": CONTRACT}]));
-    // Anvil mines right after answering, not before: the receipt may be null for a moment.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let receipt = loop {
-        let receipt = call(&url, "eth_getTransactionReceipt", json!([creation]));
-        if !receipt.is_null() || Instant::now() > deadline {
-            break receipt;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(receipt["status"], "0x1", "{receipt}");
-    assert!(receipt["contractAddress"].is_string(), "{receipt}");
+    let receipt = deploy(&url, accounts[0], CONTRACT);
+    let not_a_token = deploy(&url, accounts[1], NOT_A_TOKEN);
+    let not_a_token = not_a_token["contractAddress"].as_str().unwrap().to_ascii_lowercase();
+    let reverted = client::call(
+        &url,
+        "eth_call",
+        Some(&json!([{"to": not_a_token, "data": "0x18160ddd"}])),
+        Duration::from_secs(10),
+    );
+    assert!(reverted.is_err(), "the log emitter reverts every call: {reverted:?}");
+    // The contract that answers is called by a transaction too: its address is a `to`.
+    call(
+        &url,
+        "eth_sendTransaction",
+        json!([{"from": accounts[2], "to": receipt["contractAddress"], "data": "0x18160ddd"}]),
+    );
 
     let dir = std::env::temp_dir().join(format!("rpcbench-anvil-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -124,19 +153,25 @@ fn both_ethereum_suites_run_clean_against_anvil() {
 
         let sampled: Value = serde_json::from_str(&std::fs::read_to_string(&pools).unwrap()).unwrap();
         assert_eq!(sampled["chain_id"], 31337, "{sampled}");
-        assert_eq!(sampled["head"], 7, "{sampled}");
-        assert_eq!(sampled["pools"]["tx_hashes"].as_array().unwrap().len(), 7, "{sampled}");
-        assert_eq!(sampled["pools"]["blocks"].as_array().unwrap().len(), 8, "blocks 0..=7: {sampled}");
-        assert_eq!(sampled["pools"]["addresses"].as_array().unwrap().len(), 4, "{sampled}");
+        assert_eq!(sampled["head"], 9, "{sampled}");
+        assert_eq!(sampled["pools"]["tx_hashes"].as_array().unwrap().len(), 9, "{sampled}");
+        assert_eq!(sampled["pools"]["blocks"].as_array().unwrap().len(), 10, "blocks 0..=9: {sampled}");
         let contract = receipt["contractAddress"].as_str().unwrap().to_ascii_lowercase();
-        let contracts: Vec<String> = sampled["pools"]["contracts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_ascii_lowercase)
-            .collect();
-        assert!(contracts.contains(&contract), "{sampled}");
+        // The four accounts, and the contract a transaction called.
+        let addresses = lowercase_list(&sampled["pools"]["addresses"]);
+        assert_eq!(addresses.len(), 5, "{sampled}");
+        assert!(addresses.contains(&contract), "{sampled}");
+        let contracts = lowercase_list(&sampled["pools"]["contracts"]);
+        assert!(contracts.contains(&contract) && contracts.contains(&not_a_token), "{sampled}");
+        // Value moves only between funded accounts without code; token calls go only to the
+        // contract that answers them.
+        let funded = lowercase_list(&sampled["pools"]["funded_accounts"]);
+        let mut expected: Vec<String> = accounts[..4].iter().map(|a| a.to_ascii_lowercase()).collect();
+        expected.sort();
+        let mut funded_sorted = funded.clone();
+        funded_sorted.sort();
+        assert_eq!(funded_sorted, expected, "{sampled}");
+        assert_eq!(lowercase_list(&sampled["pools"]["tokens"]), vec![contract.clone()], "{sampled}");
 
         // The same suite over WebSocket (anvil serves it on its HTTP port), from the same pools.
         let ws_url = url.replace("http://", "ws://");

@@ -633,6 +633,48 @@ fn every_example_scenario_runs_clean_against_its_mock_node() {
 }
 
 #[test]
+fn a_duration_scales_a_scenarios_stages_instead_of_flattening_them() {
+    let node = static_node();
+    let dir = std::env::temp_dir().join(format!("rpcbench-stages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("staged.toml");
+    let scenario = "[target]\nurl = \"http://127.0.0.1:1/\"\n[[stage]]\nrate = 20\nduration = \"10s\"\n\
+                    [[stage]]\nrate = 40\nduration = \"10s\"\n[[call]]\nmethod = \"getSlot\"\n";
+    std::fs::write(&path, scenario).unwrap();
+    let path = path.to_str().unwrap();
+    let url = node.url();
+    for flags in [["-d", "1s"], ["--stage-scale", "0.05"]] {
+        let mut args = vec!["run", path, "--url", url.as_str(), "-f", "json", "--warmup", "0"];
+        args.extend_from_slice(&flags);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(0), "{flags:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains("the stages (20"), "{flags:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains("scaled by 0.05"), "{flags:?}: {}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        // Both stages, half a second each: 10 + 20 requests, not 40 at the last stage's rate.
+        let stages = report["stages"].as_array().expect("per-stage figures");
+        assert_eq!(stages.len(), 2, "{flags:?}: {report}");
+        assert_eq!(stages[1]["start_s"].as_f64(), Some(0.5), "{flags:?}");
+        let total = report["requests"]["total"].as_u64().unwrap();
+        assert!((28..=32).contains(&total), "{flags:?}: {total} requests");
+    }
+    for (flags, message) in [
+        (vec!["--stage-scale", "0"], "--stage-scale"),
+        (vec!["--stage-scale", "0.5", "-d", "1s"], "not both"),
+        (vec!["--stage-scale", "0.5", "--rate", "10"], "--stage-scale"),
+    ] {
+        let mut args = vec!["run", path, "--url", url.as_str()];
+        args.extend_from_slice(&flags);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(message), "{flags:?}: {}", stderr(&output));
+    }
+    let output = rpcbench(&["run", url.as_str(), "--method", "getSlot", "--stage-scale", "0.5", "-n", "1"]);
+    assert_eq!(output.status.code(), Some(2), "no stages to scale: {}", stderr(&output));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_bad_scenario_exits_2_with_file_line_and_column() {
     let dir = std::env::temp_dir().join(format!("rpcbench-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

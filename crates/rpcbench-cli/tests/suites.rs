@@ -182,3 +182,41 @@ fn a_scenario_with_several_targets_runs_each_in_turn_and_compares_them() {
     assert!(stderr(&output).contains("--monitor-pid"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The `A..=B` of the line that says what sampling found.
+fn sampled_range(stderr: &str) -> (u64, u64) {
+    let line = stderr.lines().find(|line| line.contains("pools sampled")).expect("a pools line");
+    let range = line.split(" (ethereum ").nth(1).and_then(|rest| rest.split([')', ',']).next()).unwrap();
+    let (oldest, head) = range.split_once("..=").unwrap();
+    (oldest.parse().unwrap(), head.parse().unwrap())
+}
+
+#[test]
+fn the_sampling_window_is_set_from_the_command_line() {
+    let ethereum = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let url = ethereum.url();
+    let output =
+        rpcbench(&["run", &url, "--suite", "ethereum-relay", "-c", "2", "-n", "20", "--sample-blocks", "7"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (oldest, head) = sampled_range(&stderr(&output));
+    assert_eq!(head - oldest + 1, 7, "{}", stderr(&output));
+    assert!(!stderr(&output).contains("behind the head"), "run samples up to the head: {}", stderr(&output));
+    let output = rpcbench(&["run", &url, "--suite", "ethereum-relay", "-n", "1", "--sample-blocks", "0"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--sample-blocks"), "{}", stderr(&output));
+}
+
+#[test]
+fn compare_samples_a_margin_behind_the_first_targets_head_and_says_so() {
+    let first = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let second = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let (a, b) = (format!("a={}", first.url()), format!("b={}", second.url()));
+    let args =
+        ["compare", &a, &b, "--suite", "ethereum-relay", "-c", "2", "-n", "20", "--sample-blocks", "7"];
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    let (oldest, head) = sampled_range(&text);
+    assert_eq!(head - oldest + 1, 7, "{text}");
+    assert!(text.contains(&format!("5 blocks behind the head {}", head + 5)), "{text}");
+}

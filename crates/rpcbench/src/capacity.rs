@@ -273,6 +273,10 @@ pub enum Verdict {
     /// The generator did not achieve the rate while the target served what was sent within the
     /// SLO: the search cannot tell what the target would do at this rate.
     GeneratorLimited,
+    /// Like [`Verdict::GeneratorLimited`], but what held the requests back was the connection
+    /// cap: they were due while every allowed connection was busy (the target held each one
+    /// that long), not the generator's CPU.
+    ConnectionCap,
     /// Stopped before the end (Ctrl-C); not used by the search.
     Interrupted,
 }
@@ -299,6 +303,10 @@ pub struct StepFigures {
     pub unsent: u64,
     /// Mean of how late requests were sent after their intended time, microseconds.
     pub send_lag_mean_us: u64,
+    /// Requests sent more than 2 ms after their intended time.
+    pub late: u64,
+    /// Of those, the ones due while every allowed connection was busy.
+    pub late_at_cap: u64,
     /// Latency from the intended send time.
     pub latency: LatencyReport,
     /// Latency from the actual send time.
@@ -315,6 +323,8 @@ impl StepFigures {
             errors: report.requests.errors,
             unsent: report.requests.unsent.unwrap_or(0),
             send_lag_mean_us: report.send_lag.as_ref().map(|lag| lag.mean_us).unwrap_or(0),
+            late: report.requests.late.unwrap_or(0),
+            late_at_cap: report.requests.late_at_cap.unwrap_or(0),
             latency: report.latency.clone(),
             latency_uncorrected: report.latency_uncorrected.clone(),
         }
@@ -341,6 +351,12 @@ impl StepFigures {
         self.requests == 0
             || self.achieved_rate() < ACHIEVED_MIN * self.target_rate
             || self.unsent as f64 > UNSENT_MAX * due as f64
+    }
+
+    /// Whether the connection cap, not the generator, held the sends back: most late requests
+    /// were due while every allowed connection was busy.
+    pub fn at_connection_cap(&self) -> bool {
+        self.late > 0 && self.late_at_cap * 2 >= self.late
     }
 
     /// The verdict of a closed-loop step (connections mode), which has no rate to fall short
@@ -379,7 +395,11 @@ impl StepFigures {
                 // Was what did go out served within the SLO? Then the tool is to blame.
                 let served = slo.breaches(&self.latency_uncorrected, self.errors, self.requests);
                 if served.is_empty() && self.requests > self.errors {
-                    Verdict::GeneratorLimited
+                    if self.at_connection_cap() {
+                        Verdict::ConnectionCap
+                    } else {
+                        Verdict::GeneratorLimited
+                    }
                 } else {
                     Verdict::SloBreach
                 }
@@ -560,13 +580,18 @@ fn round_rate(rate: f64) -> f64 {
     }
 }
 
-/// The last rate before p99 rises above [`KNEE_FACTOR`] times the lowest-rate step's p99, from
-/// (rate, p99 in microseconds) of the steps; `None` if p99 never does.
+/// The last rate before p99 rises above [`KNEE_FACTOR`] times the lowest-rate step's p99 and
+/// stays above it at every faster step, from (rate, p99 in microseconds) of the steps; `None`
+/// if p99 never does. A step whose p99 rose while a faster step's did not is noise (a hiccup of
+/// the machine or the target), not a knee: the knee must be confirmed by every step above it.
 pub fn knee(steps: &[(f64, u64)]) -> Option<f64> {
     let mut sorted = steps.to_vec();
     sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
     let baseline = sorted.first()?.1.max(1) as f64;
-    sorted.windows(2).find(|pair| pair[1].1 as f64 > KNEE_FACTOR * baseline).map(|pair| pair[0].0)
+    let degraded = |p99: u64| p99 as f64 > KNEE_FACTOR * baseline;
+    // The first step of the run of degraded steps that reaches the fastest one.
+    let first_degraded = sorted.iter().rposition(|&(_, p99)| !degraded(p99))? + 1;
+    (first_degraded < sorted.len()).then(|| sorted[first_degraded - 1].0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -741,6 +766,9 @@ impl StepResult {
                 text
             }
             Verdict::GeneratorLimited => format!("GENERATOR LIMITED: {}", self.shortfall_text()),
+            Verdict::ConnectionCap => {
+                format!("CONNECTION CAP reached, every connection busy: {}", self.shortfall_text())
+            }
             Verdict::Interrupted => "interrupted".into(),
         }
     }
@@ -917,7 +945,8 @@ pub struct CapacityReport {
     pub margin: Option<f64>,
     /// The margin as a percentage of the capacity.
     pub margin_percent: Option<f64>,
-    /// What ended the climb: `slo` (the target), `generator`, `max_rate` (`max_connections` in
+    /// What ended the climb: `slo` (the target), `generator`, `connection_cap` (every allowed
+    /// connection busy), `max_rate` (`max_connections` in
     /// connections mode), `no_pass` (even the lowest rate failed), `interrupted` or
     /// `max_steps`.
     pub limited_by: String,
@@ -1030,6 +1059,8 @@ pub fn summarize(
     } else if let Some(step) = fail_step.filter(|_| capacity.is_some()) {
         if step.verdict == Verdict::GeneratorLimited {
             "generator"
+        } else if step.verdict == Verdict::ConnectionCap {
+            "connection_cap"
         } else {
             "slo"
         }
@@ -1189,6 +1220,15 @@ impl CapacityReport {
                      --threads, or run the generator on another machine."
                         .to_string(),
                 );
+            }
+            "connection_cap" => {
+                lines.push(format!(
+                    "  WARNING: the connection cap, not the generator's CPU, failed the first failing step: \
+                     every one of the {} allowed connections was busy when requests fell due (the \
+                     target held them that long, so it is saturated at this rate or needs more \
+                     concurrency). Raise --max-connections to tell which.",
+                    self.settings.max_connections
+                ));
             }
             "max_rate" => {
                 lines.push("  The search stopped at --max-rate.".to_string());
@@ -1413,6 +1453,8 @@ mod tests {
             errors,
             unsent,
             send_lag_mean_us: corrected_us.saturating_sub(actual_us) / 2,
+            late: 0,
+            late_at_cap: 0,
             latency: latency(&vec![corrected_us; requests.max(1) as usize]),
             latency_uncorrected: latency(&vec![actual_us; requests.max(1) as usize]),
         }
@@ -1671,6 +1713,28 @@ mod tests {
         assert_eq!(knee(&[(100.0, 1_000), (200.0, 2_001)]), Some(100.0));
     }
 
+    #[test]
+    fn a_knee_from_one_noisy_step_is_not_headlined() {
+        // One slow step at 200/s, then fast again up to 6400/s: noise, not a knee.
+        let noisy = [(100.0, 1_000), (200.0, 30_000), (400.0, 1_100), (6_400.0, 1_900)];
+        assert_eq!(knee(&noisy), None);
+        // The same noise below a real knee: the knee is where p99 rises for good.
+        let rising = [
+            (100.0, 1_000),
+            (200.0, 30_000),
+            (400.0, 1_100),
+            (800.0, 1_300),
+            (1_600.0, 9_000),
+            (3_200.0, 90_000),
+        ];
+        assert_eq!(knee(&rising), Some(800.0));
+        // A step above the knee that recovers takes the knee back up, out of order too.
+        assert_eq!(
+            knee(&[(1_600.0, 9_000), (100.0, 1_000), (800.0, 1_300), (1_200.0, 1_500)]),
+            Some(1_200.0)
+        );
+    }
+
     fn step(number: usize, rate: f64, verdict: Verdict, p99_us: u64) -> StepResult {
         StepResult {
             step: number,
@@ -1726,6 +1790,35 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["steps"][2]["verdict"], "slo_breach");
         assert_eq!(json["capacity"], 300.0);
+    }
+
+    #[test]
+    fn a_shortfall_at_the_connection_cap_is_not_called_generator_limited() {
+        let slo = Slo::parse("p99<50ms").unwrap();
+        // Sends slipped behind while what went out was served fast: a shortfall either way.
+        let mut capped = figures(100, 0, 0, 900_000, 2_000);
+        capped.late = 80;
+        capped.late_at_cap = 70;
+        assert_eq!(capped.judge(&slo).0, Verdict::ConnectionCap);
+        let mut cpu = capped.clone();
+        cpu.late_at_cap = 10;
+        assert_eq!(cpu.judge(&slo).0, Verdict::GeneratorLimited);
+        // What went out was slow: the target's fault, capped or not.
+        let mut slow = figures(90, 0, 10, 900_000, 600_000);
+        slow.late = 80;
+        slow.late_at_cap = 80;
+        assert_eq!(slow.judge(&slo).0, Verdict::SloBreach);
+
+        let settings = CapacitySettings::new(slo);
+        let steps =
+            vec![step(1, 100.0, Verdict::Pass, 2_000), step(2, 200.0, Verdict::ConnectionCap, 200_000)];
+        let report = summarize(&base(), &settings, steps, false, Duration::from_secs(10));
+        assert_eq!(report.limited_by, "connection_cap");
+        let text = report.render_text();
+        assert!(text.contains("CONNECTION CAP reached"), "{text}");
+        assert!(!text.contains("GENERATOR LIMITED"), "{text}");
+        assert!(text.contains("Raise --max-connections"), "{text}");
+        assert!(!text.contains("--threads"), "advice that does not help: {text}");
     }
 
     #[test]

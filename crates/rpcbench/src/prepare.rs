@@ -63,6 +63,10 @@ pub struct Access {
     pub ca_file: Option<PathBuf>,
     /// Counts what sampling does, for a progress line.
     pub progress: Option<sample::SampleProgress>,
+    /// Blocks (slots) back from the head to sample, instead of the scenario's window.
+    pub sample_blocks: Option<u64>,
+    /// Sample a margin behind the head (see [`sample::SampleOptions::behind_head`]).
+    pub behind_head: bool,
 }
 
 /// Prepares `draft`: `url` replaces the file's URL; `pools_file` replaces its `[sample] cache`.
@@ -89,6 +93,10 @@ pub fn prepare(
         _ => {
             let mut options = draft.sample_options().map_err(PrepareError::Scenario)?;
             options.progress.clone_from(&access.progress);
+            if let Some(blocks) = access.sample_blocks {
+                options.window = blocks;
+            }
+            options.behind_head |= access.behind_head;
             let mut config = unsampled.config;
             config.headers.extend(access.headers.iter().cloned());
             config.tls.insecure |= access.insecure;
@@ -131,6 +139,7 @@ fn placeholder_pools(draft: &ScenarioDraft) -> Pools {
         chain_id: None,
         head: 0,
         oldest: 0,
+        head_margin: 0,
         pools: names.into_iter().map(|name| (name, vec![serde_json::Value::from(0)])).collect(),
     }
 }

@@ -315,8 +315,15 @@ impl ProxyStats {
         ));
         let total = self.total();
         let rows = self.methods.iter().map(|(name, h)| (name.as_str(), h)).chain([("all", &total)]);
+        // `read` spans the reads that brought a request (its first bytes to the end of its
+        // body); a request that came whole in one read has nothing to measure there, so while
+        // every request did, the phase says nothing and is left out.
+        let read_measured = total.sums_ns[0] > 0;
         for (name, histograms) in rows {
             for (phase, histogram) in PHASES.iter().zip(&histograms.phases) {
+                if *phase == "read" && !read_measured {
+                    continue;
+                }
                 let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
                 text.push_str(&format!(
                     "{:<28} {:<9} {:>9} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}\n",
@@ -330,6 +337,9 @@ impl ProxyStats {
                     histogram.max() as f64 / 1000.0
                 ));
             }
+        }
+        if !read_measured && total.count() > 0 {
+            text.push_str("read: not shown, every request arrived whole in one read\n");
         }
         text.push_str(&format!("relayed: {}\n", self.requests));
         for (cause, count) in &self.upstream_failures {
@@ -1043,5 +1053,29 @@ mod tests {
             "{prometheus}"
         );
         assert_eq!(stats.to_json()["methods"]["getSlot"]["upstream"]["count"], 1);
+    }
+
+    #[test]
+    fn a_read_phase_of_requests_that_came_in_one_read_is_left_out_of_the_table() {
+        let mut stats = ProxyStats::default();
+        let methods = &mut stats.methods;
+        methods
+            .entry("getSlot".into())
+            .or_insert_with(PhaseHistograms::new)
+            .record([0, 50_000, 2_000, 9_000]);
+        let text = stats.render_text();
+        assert!(!text.lines().any(|line| line.split_whitespace().nth(1) == Some("read")), "{text}");
+        assert!(text.contains("read: not shown, every request arrived whole in one read"), "{text}");
+        // A request that took two reads: the phase is measured and shown.
+        let methods = &mut stats.methods;
+        methods
+            .entry("getSlot".into())
+            .or_insert_with(PhaseHistograms::new)
+            .record([700_000, 50_000, 2_000, 9_000]);
+        let text = stats.render_text();
+        let read =
+            text.lines().find(|line| line.split_whitespace().nth(1) == Some("read")).expect("a read row");
+        assert!(read.contains("700."), "{text}");
+        assert!(!text.contains("read: not shown"), "{text}");
     }
 }

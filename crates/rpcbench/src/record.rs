@@ -414,6 +414,9 @@ pub struct Totals {
     pub bytes_received: u64,
     /// Open loop: requests sent more than [`LATE_THRESHOLD`] after their intended time.
     pub late: u64,
+    /// Open loop: of the late requests, those taken while every connection the run may open
+    /// was busy (late because of the connection cap, not the generator).
+    pub late_at_cap: u64,
     /// Open loop: requests due in the run that were never sent (no connection free in time).
     pub unsent: u64,
 }
@@ -430,6 +433,7 @@ impl Default for Totals {
             bytes_sent: 0,
             bytes_received: 0,
             late: 0,
+            late_at_cap: 0,
             unsent: 0,
         }
     }
@@ -449,6 +453,7 @@ impl Totals {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.late += other.late;
+        self.late_at_cap += other.late_at_cap;
         self.unsent += other.unsent;
     }
 }
@@ -532,6 +537,9 @@ pub struct Recorder {
     /// What this worker measured, per call of the workload (in the workload's order).
     pub calls: Vec<Totals>,
     /// Open loop: requests due in the run that were never sent (no call was chosen for them).
+    /// Open loop: measured requests taken late with every allowed connection busy (added to
+    /// the first call's [`Totals::late_at_cap`] when the record is built).
+    pub late_at_cap: u64,
     pub unsent: u64,
     /// With batches: HTTP requests that completed (outcomes count calls).
     pub exchanges: u64,
@@ -579,6 +587,7 @@ impl Recorder {
         Self {
             calls: (0..calls.max(1)).map(|_| Totals::default()).collect(),
             unsent: 0,
+            late_at_cap: 0,
             exchanges: 0,
             wire: crate::transport::WireStats::default(),
             stages: Vec::new(),
@@ -715,6 +724,7 @@ impl Recorder {
         }
         self.usage.merge(&other.usage);
         self.unsent += other.unsent;
+        self.late_at_cap += other.late_at_cap;
         self.exchanges += other.exchanges;
         self.wire.merge(&other.wire);
     }
@@ -784,6 +794,7 @@ impl RunRecord {
         let mut merged = merged;
         if let Some(first) = merged.calls.first_mut() {
             first.unsent += merged.unsent;
+            first.late_at_cap += merged.late_at_cap;
         }
         for call in &mut merged.calls {
             // Closed loop sends when it intends to: no send lag was recorded, and the

@@ -425,6 +425,9 @@ pub struct MethodResults {
     pub bytes_received: u64,
     /// Open loop: requests sent more than 2 ms late.
     pub late: u64,
+    /// Open loop: of the late requests, those that waited with every allowed connection busy.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_at_cap: u64,
     /// Open loop: requests due but never sent.
     pub unsent: u64,
     /// The HDR histograms, microseconds, V2-encoded in base64.
@@ -572,6 +575,7 @@ impl MethodResults {
             bytes_sent: totals.bytes_sent,
             bytes_received: totals.bytes_received,
             late: totals.late,
+            late_at_cap: totals.late_at_cap,
             unsent: totals.unsent,
             histograms: EncodedHistograms {
                 latency: encode_histogram(&totals.latency),
@@ -605,6 +609,7 @@ impl MethodResults {
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
             late: self.late,
+            late_at_cap: self.late_at_cap,
             unsent: self.unsent,
             ..Totals::default()
         };

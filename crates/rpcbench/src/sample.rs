@@ -24,8 +24,16 @@ use serde_json::{json, Value};
 use crate::client::{CallError, Endpoint};
 
 /// The pools sampling fills on an Ethereum node.
-pub const ETHEREUM_POOLS: &[&str] =
-    &["blocks", "block_numbers", "block_hashes", "tx_hashes", "addresses", "contracts"];
+pub const ETHEREUM_POOLS: &[&str] = &[
+    "blocks",
+    "block_numbers",
+    "block_hashes",
+    "tx_hashes",
+    "addresses",
+    "contracts",
+    "funded_accounts",
+    "tokens",
+];
 /// The pools sampling fills on a Solana node.
 pub const SOLANA_POOLS: &[&str] = &["slots", "signatures", "accounts", "blockhashes"];
 
@@ -33,6 +41,12 @@ pub const SOLANA_POOLS: &[&str] = &["slots", "signatures", "accounts", "blockhas
 const POOL_CAP: usize = 2000;
 /// Solana blocks fetched with their transactions' accounts (the rest without transactions).
 const SOLANA_DETAILED_BLOCKS: usize = 20;
+/// Sampled addresses checked for `funded_accounts` (two calls each).
+const ACCOUNT_CHECKS: usize = 100;
+/// Sampled contracts checked for `tokens` (two calls each).
+const TOKEN_CHECKS: usize = 50;
+/// ERC-20 `totalSupply()` and `name()`: a contract that answers both is in `tokens`.
+const TOKEN_SELECTORS: [&str; 2] = ["0x18160ddd", "0x06fdde03"];
 
 /// The kind of node sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,12 +105,32 @@ pub struct SampleOptions {
     pub timeout: Duration,
     /// Where sampling counts what it has done, for a progress line while it goes on.
     pub progress: Option<SampleProgress>,
+    /// Sample a margin behind the head ([`BEHIND_HEAD_BLOCKS`], [`BEHIND_HEAD_SLOTS`]), not
+    /// up to it: for values that other nodes, a few blocks behind this one, also have.
+    pub behind_head: bool,
 }
 
 impl Default for SampleOptions {
     fn default() -> Self {
-        SampleOptions { chain: None, window: 200, timeout: Duration::from_secs(10), progress: None }
+        SampleOptions {
+            chain: None,
+            window: 200,
+            timeout: Duration::from_secs(10),
+            progress: None,
+            behind_head: false,
+        }
     }
+}
+
+/// With [`SampleOptions::behind_head`], Ethereum blocks left out at the head: a node a minute
+/// behind (5 blocks of 12 s) still has every block sampled.
+pub const BEHIND_HEAD_BLOCKS: u64 = 5;
+/// With [`SampleOptions::behind_head`], Solana slots left out at the head (about 13 s).
+pub const BEHIND_HEAD_SLOTS: u64 = 32;
+
+/// The newest block or slot sampled: `margin` behind the node's `head`.
+fn sampled_head(head: u64, margin: u64) -> u64 {
+    head.saturating_sub(margin)
 }
 
 /// What sampling has done so far, shared with whoever shows it (the CLI's progress line reads
@@ -176,6 +210,9 @@ pub struct Pools {
     pub head: u64,
     /// The oldest block or slot the sample reached.
     pub oldest: u64,
+    /// Blocks or slots left out between the node's head and `head` (sampled behind the head).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub head_margin: u64,
     /// The pools.
     pub pools: BTreeMap<String, Vec<Value>>,
 }
@@ -216,6 +253,10 @@ impl Pools {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Collects distinct values in first-seen order, up to [`POOL_CAP`].
@@ -309,11 +350,19 @@ pub fn sample(endpoint: &Endpoint, options: &SampleOptions) -> Result<Pools, Sam
         Some(chain) => chain,
         None => detect(&node.endpoint)?,
     };
+    let margin = |blocks| if options.behind_head { blocks } else { 0 };
     let pools = match chain {
-        SampleChain::Ethereum => sample_ethereum(&node, options.window),
-        SampleChain::Solana => sample_solana(&node, options.window),
+        SampleChain::Ethereum => sample_ethereum(&node, options.window, margin(BEHIND_HEAD_BLOCKS)),
+        SampleChain::Solana => sample_solana(&node, options.window, margin(BEHIND_HEAD_SLOTS)),
     };
     pools.map_err(|err| scrubbed(endpoint, err))
+}
+
+/// Whether a hex quantity (of any size: balances pass 2^64) is above zero.
+fn positive_quantity(value: &Value) -> bool {
+    value.as_str().and_then(|text| text.strip_prefix("0x")).is_some_and(|digits| {
+        digits.bytes().all(|b| b.is_ascii_hexdigit()) && digits.bytes().any(|b| b != b'0')
+    })
 }
 
 fn quantity(value: &Value) -> Option<u64> {
@@ -321,11 +370,13 @@ fn quantity(value: &Value) -> Option<u64> {
     u64::from_str_radix(text, 16).ok()
 }
 
-fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
+fn sample_ethereum(node: &Node, window: u64, margin: u64) -> Result<Pools, SampleError> {
     let chain_id = node.call("eth_chainId", Value::Null).ok().as_ref().and_then(quantity);
     let head = node.call("eth_blockNumber", Value::Null).map_err(|err| node.fail("eth_blockNumber", err))?;
     let head = quantity(&head)
         .ok_or_else(|| SampleError(format!("eth_blockNumber answered {head}, not a hex quantity")))?;
+    let node_head = head;
+    let head = sampled_head(node_head, margin);
     let mut pools: BTreeMap<&str, Pool> =
         ETHEREUM_POOLS.iter().map(|name| (*name, Pool::default())).collect();
     let mut creations = Vec::new();
@@ -393,11 +444,39 @@ fn sample_ethereum(node: &Node, window: u64) -> Result<Pools, SampleError> {
             }
         }
     }
+    // What calls need, checked once each: senders of value must be externally owned accounts
+    // (no code) with a balance; a contract called as an ERC-20 must answer as one. A sampled
+    // address may be a contract or an empty account, and a contract that logged may be no
+    // token: calls on those fail on a healthy node.
+    let state = json!(format!("{head:#x}"));
+    let addresses: Vec<Value> = pools["addresses"].values.iter().take(ACCOUNT_CHECKS).cloned().collect();
+    for address in addresses {
+        let code = node.call("eth_getCode", json!([address, state]));
+        if !matches!(&code, Ok(Value::String(code)) if code == "0x") {
+            continue;
+        }
+        let balance = node.call("eth_getBalance", json!([address, state]));
+        if balance.as_ref().is_ok_and(positive_quantity) {
+            add(&mut pools, "funded_accounts", address);
+        }
+    }
+    let contracts: Vec<Value> = pools["contracts"].values.iter().take(TOKEN_CHECKS).cloned().collect();
+    for contract in contracts {
+        let answers = |selector: &str| {
+            let answer = node.call("eth_call", json!([{ "to": contract, "data": selector }, state]));
+            // An ABI-encoded answer is a word or more; an account without code answers "0x".
+            matches!(&answer, Ok(Value::String(data)) if data.len() >= 2 + 64)
+        };
+        if TOKEN_SELECTORS.iter().all(|selector| answers(selector)) {
+            add(&mut pools, "tokens", contract);
+        }
+    }
     Ok(Pools {
         chain: SampleChain::Ethereum,
         chain_id,
         head,
         oldest,
+        head_margin: node_head - head,
         pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
     })
 }
@@ -408,9 +487,11 @@ fn slot_unavailable(code: i64) -> bool {
     matches!(code, -32004 | -32007 | -32009 | -32001 | -32011 | -32014)
 }
 
-fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
+fn sample_solana(node: &Node, window: u64, margin: u64) -> Result<Pools, SampleError> {
     let head = node.call("getSlot", Value::Null).map_err(|err| node.fail("getSlot", err))?;
     let head = head.as_u64().ok_or_else(|| SampleError(format!("getSlot answered {head}, not a slot")))?;
+    let node_head = head;
+    let head = sampled_head(node_head, margin);
     let start = head.saturating_sub(window.saturating_sub(1));
     // The first available block bounds the window on a node that keeps a short ledger.
     let first = node.call("getFirstAvailableBlock", Value::Null).ok().and_then(|v| v.as_u64()).unwrap_or(0);
@@ -466,6 +547,7 @@ fn sample_solana(node: &Node, window: u64) -> Result<Pools, SampleError> {
         chain_id: None,
         head,
         oldest,
+        head_margin: node_head - head,
         pools: pools.into_iter().map(|(name, pool)| (name.to_string(), pool.values)).collect(),
     })
 }

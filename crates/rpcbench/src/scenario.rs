@@ -1415,6 +1415,7 @@ mod head_tests {
             chain_id: None,
             head: 5000,
             oldest: 4950,
+            head_margin: 0,
             pools: Default::default(),
         };
         let scenario = draft.resolve(None, Some(&pools)).unwrap();

@@ -71,6 +71,35 @@ fn sampling_counts_its_blocks_window_and_calls_for_a_progress_line() {
 }
 
 #[test]
+fn sampling_behind_the_head_leaves_out_the_newest_blocks_and_says_how_many() {
+    for (chain, margin) in [(Chain::Ethereum, 5), (Chain::Solana, 32)] {
+        let node = MockServer::start(MockOptions::new(chain)).unwrap();
+        let url = node.url();
+        let options = SampleOptions { window: 20, behind_head: true, ..SampleOptions::default() };
+        let pools = sample(&endpoint(&url), &options).unwrap();
+        assert_eq!(pools.head_margin, margin, "{chain:?}");
+        // The node's head now is at least the head sampling saw, which is `margin` above what
+        // was sampled: nothing newer than it is in the pools.
+        let head_now = match chain {
+            Chain::Ethereum => {
+                let head = call(&url, "eth_blockNumber", json!([])).unwrap();
+                u64::from_str_radix(head.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+            }
+            _ => call(&url, "getSlot", json!([])).unwrap().as_u64().unwrap(),
+        };
+        assert!(pools.head + margin <= head_now, "{chain:?}: sampled to {} of {head_now}", pools.head);
+        let numbers = pools.get(if chain == Chain::Ethereum { "block_numbers" } else { "slots" }).unwrap();
+        assert!(!numbers.is_empty(), "{chain:?}");
+        assert!(numbers.iter().all(|n| n.as_u64().unwrap() <= pools.head), "{chain:?}");
+        // Without the margin, sampling goes up to the head, and the file says nothing of it.
+        let pools =
+            sample(&endpoint(&url), &SampleOptions { window: 20, ..SampleOptions::default() }).unwrap();
+        assert_eq!(pools.head_margin, 0);
+        assert!(!serde_json::to_string(&pools).unwrap().contains("head_margin"));
+    }
+}
+
+#[test]
 fn sampling_the_mock_ethereum_node_fills_every_pool_with_values_it_serves() {
     let mut options = MockOptions::new(Chain::Ethereum);
     options.chain_id = 31337;
@@ -160,6 +189,7 @@ fn an_empty_pool_is_an_error_at_the_generator() {
         chain_id: Some(31337),
         head: 0,
         oldest: 0,
+        head_margin: 0,
         pools: ETHEREUM_POOLS.iter().map(|name| (name.to_string(), Vec::new())).collect(),
     };
     pools.pools.insert("blocks".into(), vec![json!("0x0")]);

@@ -923,12 +923,22 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             } else if now.saturating_duration_since(intended) > worker.plan.slot_width {
                 worker.behind.set(true);
             }
-            if intended <= now
-                && worker.idle.get() == 0
-                && worker.connections.get() < worker.plan.max_connections
-            {
-                // Behind schedule with nobody waiting: open another connection.
-                worker.spawn_connection();
+            // This ticket is due (now, after the wait, or already). With no other connection
+            // waiting for the next one, every connection is busy: open another, so that the
+            // next ticket is sent on time however long this exchange takes (a stalled server
+            // holds every connection it has). Checked after the wait: a `now` read before it
+            // would never see a ticket that had to wait as due.
+            if worker.idle.get() == 0 {
+                if worker.connections.get() < worker.plan.max_connections {
+                    worker.spawn_connection();
+                } else if ticket.measured
+                    && now.saturating_duration_since(intended) > crate::record::LATE_THRESHOLD
+                {
+                    // Taken late with every allowed connection busy: the cap made it late.
+                    // (Counted here, in the open loop's branch, not per recorded call: the
+                    // closed loop's path stays as it was.)
+                    worker.recorder.borrow_mut().late_at_cap += 1;
+                }
             }
             if worker.shared.stop.is_stopped() {
                 break;

@@ -21,6 +21,47 @@ pub struct Stage {
     pub ramp: Duration,
 }
 
+/// How a run's stages were changed to fit a length given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageScaling {
+    /// The stages' total before.
+    pub from: Duration,
+    /// Their total after.
+    pub to: Duration,
+    /// The factor every stage's duration and ramp was multiplied by.
+    pub factor: f64,
+}
+
+/// Stages with every duration and ramp multiplied by `factor` (levels unchanged): the same
+/// shape, shorter or longer. `None` when the factor is not a positive finite number, or when a
+/// stage would become shorter than a millisecond.
+pub fn scale_stages(stages: &[Stage], factor: f64) -> Option<(Vec<Stage>, StageScaling)> {
+    if !(factor.is_finite() && factor > 0.0) {
+        return None;
+    }
+    let scale = |duration: Duration| Duration::try_from_secs_f64(duration.as_secs_f64() * factor).ok();
+    let mut scaled = Vec::with_capacity(stages.len());
+    for stage in stages {
+        let duration = scale(stage.duration)?;
+        if duration < Duration::from_millis(1) {
+            return None;
+        }
+        scaled.push(Stage { level: stage.level, duration, ramp: scale(stage.ramp)?.min(duration) });
+    }
+    let total = |stages: &[Stage]| stages.iter().map(|stage| stage.duration).sum::<Duration>();
+    let scaling = StageScaling { from: total(stages), to: total(&scaled), factor };
+    Some((scaled, scaling))
+}
+
+/// Stages stretched or shrunk in proportion to last `length` in all (see [`scale_stages`]).
+pub fn fit_stages(stages: &[Stage], length: Duration) -> Option<(Vec<Stage>, StageScaling)> {
+    let total: Duration = stages.iter().map(|stage| stage.duration).sum();
+    if total.is_zero() {
+        return None;
+    }
+    scale_stages(stages, length.as_secs_f64() / total.as_secs_f64())
+}
+
 /// A load level as a piecewise-linear function of time (seconds from the start of the run);
 /// after the last point the level stays where it ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +193,31 @@ impl LevelCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_length_scales_the_stages_in_proportion() {
+        let s = Duration::from_secs;
+        let stage = |level, duration, ramp| Stage { level, duration: s(duration), ramp: s(ramp) };
+        // Seed 003's shape: 4 stages of 60 s with 10 s ramps, 4 minutes in all.
+        let stages = [stage(50.0, 60, 10), stage(100.0, 60, 10), stage(200.0, 60, 10), stage(500.0, 60, 10)];
+        // (length or factor) -> (stage duration, ramp, total)
+        let (fitted, scaling) = fit_stages(&stages, s(30)).unwrap();
+        assert_eq!(scaling, StageScaling { from: s(240), to: s(30), factor: 0.125 });
+        assert!(fitted.iter().all(|st| st.duration == Duration::from_millis(7500)));
+        assert!(fitted.iter().all(|st| st.ramp == Duration::from_millis(1250)));
+        assert_eq!(fitted.iter().map(|st| st.level).collect::<Vec<_>>(), vec![50.0, 100.0, 200.0, 500.0]);
+        let (scaled, scaling) = scale_stages(&stages, 0.1).unwrap();
+        assert_eq!(scaling.to, s(24));
+        assert_eq!(scaled[0].duration, s(6));
+        assert_eq!(scaled[0].ramp, s(1));
+        // Longer works too.
+        assert_eq!(scale_stages(&stages, 2.0).unwrap().1.to, s(480));
+        // Nonsense factors and stages shorter than a millisecond are refused.
+        for factor in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-6] {
+            assert!(scale_stages(&stages, factor).is_none(), "{factor}");
+        }
+        assert!(fit_stages(&[], s(30)).is_none());
+    }
 
     #[test]
     fn mean_levels_weigh_stages_and_ramps_by_time() {

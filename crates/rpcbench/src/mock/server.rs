@@ -360,6 +360,9 @@ pub(crate) enum Gate {
 /// The delays the fault knobs put before one answer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Delays {
+    /// When the request was read: the delays count from here, not from when the wait starts,
+    /// so that the work done before the wait does not add to them.
+    read_at: Instant,
     stall: Duration,
     latency: Duration,
     blocking: Option<Duration>,
@@ -371,15 +374,21 @@ impl Delays {
         self.stall.is_zero() && self.latency.is_zero() && self.blocking.is_none()
     }
 
+    /// The end of the asynchronous delays (a stall in progress, then the latency), counted
+    /// from when the request was read; `None` without either.
+    fn deadline(&self) -> Option<Instant> {
+        let delay = self.stall + self.latency;
+        (!delay.is_zero()).then(|| self.read_at + delay)
+    }
+
     /// Waits out a stall in progress and the latency (asynchronous sleeps), then the blocking
     /// latency, which deliberately blocks the runtime worker like a handler doing synchronous
     /// work.
     pub(crate) async fn wait(self) {
-        if !self.stall.is_zero() {
-            tokio::time::sleep(self.stall).await;
-        }
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
+        if let Some(deadline) = self.deadline() {
+            // Absolute: a sleep of the latency from now would add the time already spent on
+            // the request (and the timer's rounding on top of it).
+            tokio::time::sleep_until(deadline.into()).await;
         }
         if let Some(blocking) = self.blocking {
             std::thread::sleep(blocking);
@@ -403,6 +412,7 @@ pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate
         return Gate::Limited { retry_after_secs, style: shared.faults.rate_limit_style() };
     }
     Gate::Pass(Delays {
+        read_at: Instant::now(),
         stall: shared.faults.stall_wait(),
         latency: shared.faults.latency(body),
         blocking: shared.faults.blocking_latency(body),
@@ -723,6 +733,23 @@ mod tests {
     use crate::mock::Faults;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn the_mock_latency_counts_from_when_the_request_was_read() {
+        let read_at = Instant::now();
+        let ms = Duration::from_millis;
+        let delays = |stall, latency| Delays { read_at, stall, latency, blocking: None };
+        assert_eq!(delays(ms(0), ms(0)).deadline(), None);
+        assert_eq!(delays(ms(0), ms(10)).deadline(), Some(read_at + ms(10)));
+        assert_eq!(delays(ms(500), ms(10)).deadline(), Some(read_at + ms(510)));
+        // A request read 10 s ago with a 5 s latency is due already: no sleep from now.
+        let late =
+            Delays { read_at: read_at - Duration::from_secs(10), ..delays(ms(0), Duration::from_secs(5)) };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let waited =
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(4), late.wait()).await });
+        assert!(waited.is_ok(), "slept the latency again from the start of the wait");
+    }
 
     fn shared(chain: Chain, faults: Faults) -> Shared {
         let mut options = MockOptions::new(chain);

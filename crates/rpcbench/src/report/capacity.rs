@@ -290,7 +290,8 @@ fn achieved_chart(report: &CapacityReport) -> String {
         let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.level(), s.achieved_rate)).collect();
         chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
         chart.draw_series(steps.iter().map(|s| {
-            let style = if s.verdict == Verdict::GeneratorLimited { RED.filled() } else { color(0).filled() };
+            let short = matches!(s.verdict, Verdict::GeneratorLimited | Verdict::ConnectionCap);
+            let style = if short { RED.filled() } else { color(0).filled() };
             Circle::new((s.level(), s.achieved_rate), 4, style)
         }))?;
         mark_rates(&mut chart, report, 0.0, y_max)
@@ -585,7 +586,7 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
     out.push_str(&card(
         "limited by",
         &report.limited_by,
-        if report.limited_by == "generator" { " bad" } else { "" },
+        if matches!(report.limited_by.as_str(), "generator" | "connection_cap") { " bad" } else { "" },
     ));
     out.push_str(&card("steps", &report.steps.len().to_string(), ""));
     out.push_str("</section>");

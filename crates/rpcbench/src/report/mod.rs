@@ -398,6 +398,10 @@ pub struct RequestsReport {
     pub per_second_max: f64,
     /// Open loop: requests sent more than 2 ms after their intended time.
     pub late: Option<u64>,
+    /// Open loop: of the late requests, those that waited with every allowed connection busy
+    /// (the connection cap made them late, not the generator); left out when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_at_cap: Option<u64>,
     /// Open loop: requests due in the run that were never sent.
     pub unsent: Option<u64>,
     /// The time the rate is measured over, microseconds (see [`measured_seconds`]).
@@ -480,6 +484,36 @@ pub fn measured_window(config: &RunConfig, record: &RunRecord) -> Duration {
 /// "achieved" for `run`, `report` and `capacity`: responses over this time.
 pub fn measured_seconds(window: Duration, send_lag_mean_us: u64) -> f64 {
     window.as_secs_f64() + 2.0 * send_lag_mean_us as f64 / 1e6
+}
+
+/// [`measured_seconds`] of a run that lasted `ran` after its warmup (to its last answer): the
+/// stretch for late sends never makes the window longer than the run was (a lag that did not
+/// grow steadily, a stall at the start, would stretch it past the run's end).
+pub fn run_window_seconds(window: Duration, send_lag_mean_us: u64, ran: Duration) -> f64 {
+    measured_seconds(window, send_lag_mean_us).min(window.max(ran).as_secs_f64())
+}
+
+/// What a run's rate window is, in words, from the report's figures.
+pub fn window_description(report: &RunReport) -> String {
+    let measured = report.requests.measured_us;
+    // Within the 10 ms a window is printed to, a stretch is not worth a word.
+    let stretched = |duration: u64| measured >= duration.saturating_add(10_000);
+    match report.duration_us {
+        _ if report.interrupted => "from the end of warmup to the stop".into(),
+        Some(duration) if stretched(duration) && measured >= report.elapsed_us => format!(
+            "the {} duration and the time the late sends took, to the last answer",
+            crate::units::format_micros(duration as f64)
+        ),
+        Some(duration) if stretched(duration) => format!(
+            "the {} duration plus twice the mean send lag (the sends fell behind)",
+            crate::units::format_micros(duration as f64)
+        ),
+        Some(duration) if measured < duration => {
+            "from the end of warmup to the last answer (the request count was reached)".into()
+        }
+        Some(_) => "the measured duration, after warmup".into(),
+        None => "from the end of warmup to the last answer".into(),
+    }
 }
 
 /// A latency distribution with no sample (a target that never answered) is `null` in JSON:
@@ -617,7 +651,7 @@ impl RunReport {
             true => record.totals.send_lag.mean().round() as u64,
             false => 0,
         };
-        let elapsed_secs = measured_seconds(window, send_lag_mean_us);
+        let elapsed_secs = run_window_seconds(window, send_lag_mean_us, record.elapsed);
         let responses = counts.total() - counts.unfinished;
         let rate = if elapsed_secs > 0.0 { responses as f64 / elapsed_secs } else { 0.0 };
         // Open loop: the rate asked for over the window, stage-weighted when the level changed.
@@ -678,6 +712,7 @@ impl RunReport {
                 per_second_stdev,
                 per_second_max,
                 late: open_loop.then_some(record.totals.late),
+                late_at_cap: open_loop.then_some(record.totals.late_at_cap).filter(|&count| count > 0),
                 unsent: open_loop.then_some(record.totals.unsent),
                 offered_rate,
                 measured_us: (elapsed_secs * 1e6).round() as u64,
@@ -818,5 +853,32 @@ impl RunReport {
         // serde writes DEL and C1 controls raw; JSON escapes them as well.
         let json = serde_json::to_string_pretty(self).expect("a report always serializes");
         crate::printable::escape_controls(&json).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_window_is_never_longer_than_the_run() {
+        let s = Duration::from_secs_f64;
+        // (window, mean send lag us, time from warmup to the last answer) -> seconds
+        let table = [
+            // On time: the window itself, even if the last answer came early.
+            (s(30.0), 0, s(30.0), 30.0),
+            (s(3.0), 0, s(2.0), 3.0),
+            // Sends fell steadily behind: the window stretched by twice the mean lag.
+            (s(10.0), 500_000, s(11.2), 11.0),
+            // A lag that did not grow steadily (a 30 s run whose process ran 36 s, mean lag
+            // 12.5 s): the stretch stops at the last answer, not at 55 s.
+            (s(30.0), 12_500_000, s(36.0), 36.0),
+            // A replay at 2x: 2.33 s of run, never 2.70 s.
+            (s(2.0), 350_000, s(2.33), 2.33),
+        ];
+        for (i, (window, lag, ran, expected)) in table.into_iter().enumerate() {
+            let got = run_window_seconds(window, lag, ran);
+            assert!((got - expected).abs() < 1e-9, "row {i}: {got} s, expected {expected} s");
+        }
     }
 }

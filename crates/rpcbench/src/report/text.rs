@@ -129,6 +129,13 @@ pub fn render_text(report: &RunReport) -> String {
         percent(requests.ok, requests.total),
         requests.errors
     );
+    if requests.measured_us > 0 {
+        let _ = writeln!(
+            out,
+            "  Window: {elapsed}, {}; rates are responses over it",
+            super::window_description(report)
+        );
+    }
     if let (Some(target), Some(late), Some(unsent)) = (load.rate, requests.late, requests.unsent) {
         let lag = report.send_lag.as_ref();
         let _ = writeln!(
@@ -357,8 +364,9 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
         if due > 0 && late * 100 > due {
             warnings.push(format!(
                 "{late} requests ({:.1}%) were sent more than 2 ms after their intended time; \
-                 corrected latency includes that wait",
-                late as f64 * 100.0 / due as f64
+                 corrected latency includes that wait. {}",
+                late as f64 * 100.0 / due as f64,
+                lateness_cause(report, late)
             ));
         }
     }
@@ -373,6 +381,36 @@ pub fn generator_warnings(report: &RunReport) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// What made requests late, by what the run saw: every allowed connection busy when they were
+/// due (the connection cap), the worker threads' CPU saturated (the generator), or neither
+/// (connections were free and the CPU idle: the machine delayed the threads).
+fn lateness_cause(report: &RunReport, late: u64) -> String {
+    let at_cap = report.requests.late_at_cap.unwrap_or(0).min(late);
+    let cap = report.load.max_connections.unwrap_or(0);
+    let mut causes = Vec::new();
+    if at_cap > 0 {
+        causes.push(format!(
+            "{at_cap} were due while all {cap} allowed connections were busy (the connection cap: \
+             the target held them that long; raise --max-connections to send them on time)"
+        ));
+    }
+    let rest = late - at_cap;
+    if rest > 0 {
+        match report.generator.cpu_percent {
+            Some(cpu) if cpu >= SATURATED_CPU_PERCENT => {
+                causes.push(format!("{rest} waited for the generator, its CPU saturated ({cpu:.0}%)"))
+            }
+            cpu => causes.push(format!(
+                "{rest} were late with a connection free and the worker CPU at {}: the machine \
+                 delayed the worker threads (other load, a burst of replies) or opening connections",
+                cpu.map_or("an unknown share".to_string(), |cpu| format!("{cpu:.0}%"))
+            )),
+        }
+    }
+    let label = if causes.len() > 1 { "Causes" } else { "Cause" };
+    format!("{label}: {}", causes.join("; "))
 }
 
 /// Worker CPU use, as a percentage of the workers' capacity, from which the generator counts as

@@ -22,13 +22,14 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
-use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError};
+use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
 use crate::settings::Target;
 
 /// Why a response could not be read.
@@ -175,22 +176,37 @@ fn has_header(lines: &[u8], wanted: &[u8]) -> bool {
 pub struct Http1 {
     connector: Connector,
     heads: Arc<RequestHeads>,
+    /// Connections this worker's transport opened (each worker counts its own).
+    opened: Arc<AtomicU64>,
 }
 
 impl Http1 {
     /// A transport to `target`, sending `headers` with every request; without `keepalive`
     /// every request asks for the connection to close.
     pub fn new(connector: Connector, target: &Target, headers: &[(String, String)], keepalive: bool) -> Self {
-        Self { connector, heads: Arc::new(RequestHeads::new(target, headers, keepalive)) }
+        Self {
+            connector,
+            heads: Arc::new(RequestHeads::new(target, headers, keepalive)),
+            opened: Arc::new(AtomicU64::new(0)),
+        }
     }
 }
 
 impl Transport for Http1 {
     type Lane = Connection;
 
+    fn for_worker(&self) -> Self {
+        Self { opened: Arc::new(AtomicU64::new(0)), ..self.clone() }
+    }
+
     async fn open(&self, _index: usize) -> io::Result<Connection> {
         let stream = self.connector.connect().await?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
         Ok(Connection::new(stream, self.heads.clone()))
+    }
+
+    fn stats(&self) -> WireStats {
+        WireStats { connections_opened: self.opened.load(Ordering::Relaxed), ..WireStats::default() }
     }
 }
 

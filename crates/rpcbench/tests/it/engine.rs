@@ -180,6 +180,68 @@ fn open_loop_latency_shows_a_freeze_that_closed_loop_hides() {
     assert!(closed.totals.latency.value_at_quantile(0.90) < 100_000);
 }
 
+/// A mock node paused from 1 s to 3 s after it starts (then 4 s to 6 s, ...): every request
+/// read in a pause waits for its end.
+fn stalling_mock() -> rpcbench::mock::MockServer {
+    let mut options = rpcbench::mock::MockOptions::new(rpcbench::mock::Chain::Static);
+    options.faults.stall =
+        Some(rpcbench::mock::Stall { pause: Duration::from_secs(2), every: Duration::from_secs(3) });
+    rpcbench::mock::MockServer::start(options).expect("the mock node starts")
+}
+
+#[test]
+fn open_loop_keeps_sending_on_new_connections_while_the_server_stalls() {
+    let server = stalling_mock();
+    // Measured for 2.5 s at 100/s: the last 1.5 s (about 150 requests) fall in the pause, and
+    // the run's window ends before the pause does.
+    let mut config = closed_loop(&server.url(), 1, seconds(2.5));
+    config.load = Load::Open { rate: 100.0, arrivals: Arrivals::Uniform, max_connections: 1000 };
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    // Every request due was sent although each one sent in the pause held its connection:
+    // a request due with every connection busy went out on a new one.
+    assert_eq!(record.totals.unsent, 0, "due but never sent");
+    let sent = record.totals.counts.total();
+    assert!((240..=260).contains(&sent), "{sent} requests due in 2.5 s at 100/s");
+    // Sent in the pause, not in a burst at its end: held by the server until the pause ended
+    // (3 s), at least half a second for those due before 2.5 s.
+    let held = record.totals.latency_uncorrected.count_between(400_000, u64::MAX);
+    assert!(held >= 100, "{held} requests sent in the pause");
+    assert!(
+        record.wire.connections_opened >= 100,
+        "a connection for each request due in the pause: {:?}",
+        record.wire
+    );
+    assert_eq!(record.totals.late_at_cap, 0, "the cap was never reached");
+}
+
+#[test]
+fn requests_late_at_the_connection_cap_are_blamed_on_the_cap() {
+    let server = stalling_mock();
+    // 4 connections, all held by the pause from 1 s to 3 s: the requests due in it go out
+    // when it ends, late, with every allowed connection busy.
+    let mut config = closed_loop(&server.url(), 1, seconds(3.5));
+    config.load = Load::Open { rate: 100.0, arrivals: Arrivals::Uniform, max_connections: 4 };
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    assert!(record.wire.connections_opened <= 4, "{:?}", record.wire);
+    assert!(record.totals.late > 100, "late: {}", record.totals.late);
+    // About 200 were due in the pause; a loaded machine may make a few others late too.
+    assert!(
+        record.totals.late_at_cap >= 150 && record.totals.late_at_cap <= record.totals.late,
+        "{} of {} late at the cap",
+        record.totals.late_at_cap,
+        record.totals.late
+    );
+    let report = RunReport::new(&config, &record);
+    let warnings = rpcbench::report::generator_warnings(&report);
+    let late = warnings.iter().find(|w| w.contains("sent more than 2 ms after")).expect("a lateness warning");
+    assert!(
+        late.contains("were due while all 4 allowed connections were busy (the connection cap"),
+        "{late}"
+    );
+    let at_cap = format!("{} were due while", record.totals.late_at_cap);
+    assert!(late.contains(&at_cap), "{late}");
+}
+
 #[test]
 fn stopping_a_run_keeps_what_completed() {
     let server = ok_server();

@@ -156,7 +156,8 @@ fn secrets_echoed_to_sampling_are_scrubbed_from_its_errors() {
     config.headers.push(("Authorization".into(), format!("Bearer {BEARER}")));
     let endpoint = Endpoint::from_config(&config, Duration::from_secs(5)).unwrap();
     for chain in [Some(SampleChain::Solana), Some(SampleChain::Ethereum), None] {
-        let options = SampleOptions { chain, window: 5, timeout: Duration::from_secs(5), progress: None };
+        let options =
+            SampleOptions { chain, window: 5, timeout: Duration::from_secs(5), ..SampleOptions::default() };
         let err = sample(&endpoint, &options).unwrap_err().to_string();
         assert!(err.contains("denied POST /v3/***"), "{chain:?}: {err}");
         for secret in [PATH_KEY, QUERY_VALUE, BEARER] {
