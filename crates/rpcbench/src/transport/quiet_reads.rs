@@ -27,6 +27,9 @@ use crate::slot_timer::{self, NextSlot};
 /// through [`recv_stamped`] is timestamped; off, it is readable from the first byte again (the
 /// kernel signals readability at once if bytes are waiting).
 pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
+    if quiet {
+        keep_kernel_stamps_on();
+    }
     imp::set_quiet(fd, quiet)
 }
 
@@ -34,7 +37,23 @@ pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
 /// mode: it wakes its reader from the first byte as usual, and every read through
 /// [`recv_stamped`] carries when its bytes arrived (subscription feeds).
 pub fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
+    keep_kernel_stamps_on();
     imp::set_stamped(fd)
+}
+
+/// Keeps the kernel's receive stamps switched on for the rest of the process. The kernel turns
+/// them on for the whole system the first time a socket asks, a moment later (deferred work),
+/// and off again when the last socket that asked closes: without a socket that keeps them on,
+/// the first replies of a run come unstamped (and are timed when read). Holding one UDP socket
+/// with `SO_TIMESTAMPNS` makes every later socket's stamps start at once. Called when a
+/// socket is made quiet or stamped; cheap after the first call.
+pub fn keep_kernel_stamps_on() {
+    static KEEPER: std::sync::OnceLock<Option<std::net::UdpSocket>> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+        imp::set_stamped(socket.as_fd()).ok()?;
+        Some(socket)
+    });
 }
 
 /// Reads what is queued on `fd` into `buf` without blocking. Returns the bytes read and the
@@ -225,6 +244,27 @@ mod imp {
 
     pub(super) fn recv_stamped(_fd: BorrowedFd<'_>, _buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
         Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// Test support: returns once the kernel stamps a loopback read (its stamps are switched on a
+/// moment after the first socket asks), or after two seconds.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn wait_for_kernel_stamps() {
+    use std::io::Write;
+    keep_kernel_stamps_on();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    set_stamped(client.as_fd()).unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    let mut buf = [0u8; 8];
+    while Instant::now() < deadline {
+        server.write_all(b"x").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        if let Ok((_, Some(_))) = recv_stamped(client.as_fd(), &mut buf) {
+            return;
+        }
     }
 }
 

@@ -865,6 +865,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_feed_item_arrives_when_the_kernel_got_it_not_when_it_was_read() {
+        crate::transport::quiet_reads::wait_for_kernel_stamps();
         let (written, was_written) = std::sync::mpsc::channel();
         let target = Target::parse(&one_notification_server(written)).unwrap();
         let connector =
