@@ -1446,7 +1446,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
 /// draws each round's ratio (dots), the 95% interval (a bar with the estimate as a tick) and
 /// the tie band (shaded) on a log scale around 1x; then the methodology.
 fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) -> String {
-    const WIDTH: f64 = 360.0;
+    const WIDTH: f64 = 420.0;
     const HEIGHT: f64 = 22.0;
     let m = &verdicts.methodology;
     let mut out = String::new();
@@ -1459,21 +1459,23 @@ fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) -> String {
         m.rounds,
         crate::units::trim_float(m.tie * 100.0)
     );
-    // One scale for every strip: wide enough for every point and bound, and the band.
-    let extent = verdicts
-        .targets
-        .iter()
-        .flat_map(|t| &t.verdicts)
-        .flat_map(|v| v.round_ratios.iter().copied().chain(v.ci_low).chain(v.ci_high))
-        .filter(|r| r.is_finite() && *r > 0.0)
-        .map(|r| r.ln().abs())
-        .fold((1.0 + m.tie).ln() * 2.0, f64::max)
-        * 1.1;
-    let x = |ratio: f64| WIDTH / 2.0 + ratio.ln() / extent * (WIDTH / 2.0 - 6.0);
-    out.push_str("<table class=\"verdicts\"><tr><th>target</th><th>metric</th><th>ratio</th><th>rounds and interval</th><th>verdict</th></tr>");
+    out.push_str("<table class=\"verdicts\" style=\"text-align:left\"><tr><th>target</th><th>metric</th><th>ratio</th><th>rounds and interval</th><th>verdict</th></tr>");
     for (index, target) in verdicts.targets.iter().enumerate() {
         let (r, g, b) = PALETTE[(index + 1) % PALETTE.len()];
         for verdict in &target.verdicts {
+            // Each strip its own log scale around 1x, wide enough for its points, its
+            // interval and twice the tie band; its ends labelled.
+            let extent = verdict
+                .round_ratios
+                .iter()
+                .copied()
+                .chain(verdict.ci_low)
+                .chain(verdict.ci_high)
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .map(|r| r.ln().abs())
+                .fold((1.0 + m.tie).ln() * 2.0, f64::max)
+                * 1.15;
+            let x = |ratio: f64| WIDTH / 2.0 + ratio.ln() / extent * (WIDTH / 2.0 - 30.0);
             let mut svg = format!(
                 "<svg width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\"><rect x=\"{:.1}\" y=\"0\" width=\"{:.1}\" height=\"{HEIGHT}\" fill=\"#ddd\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"0\" y2=\"{HEIGHT}\" stroke=\"#888\"/>",
                 x(1.0 / (1.0 + m.tie)),
@@ -1494,10 +1496,16 @@ fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) -> String {
             for point in &verdict.round_ratios {
                 let _ = write!(svg, "<circle cx=\"{:.1}\" cy=\"11\" r=\"2.5\" fill=\"#222\"><title>{point:.3}x</title></circle>", x(*point));
             }
-            svg.push_str("</svg>");
+            let _ = write!(
+                svg,
+                "<text x=\"2\" y=\"15\" font-size=\"9\" fill=\"#666\">{:.2}x</text><text x=\"{:.0}\" y=\"15\" font-size=\"9\" fill=\"#666\" text-anchor=\"end\">{:.2}x</text></svg>",
+                (-extent).exp(),
+                WIDTH - 2.0,
+                extent.exp()
+            );
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{svg}</td><td>{}</td></tr>",
+                "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td class=\"num\">{}</td><td>{svg}</td><td style=\"text-align:left\">{}</td></tr>",
                 esc(&target.name),
                 esc(&verdict.metric),
                 verdict.ratio.map_or("-".into(), |r| format!("{r:.3}x")),
