@@ -267,3 +267,75 @@ fn a_node_twice_as_slow_comes_out_slower_with_an_interval_around_the_ratio() {
     let rate = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "req/s").unwrap();
     assert_eq!(rate.judgement, Judgement::Lower, "{}\n{table}", rate.text);
 }
+
+/// Validates `value` against the committed schema `name`.
+fn assert_matches_schema(name: &str, value: &serde_json::Value) {
+    let path = format!("{}/../../schema/{name}", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let messages: Vec<String> = match schema.validate(value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "does not match {name}:\n{}", messages.join("\n"));
+}
+
+#[test]
+fn a_comparison_in_rounds_keeps_its_methodology_in_json_matching_the_schema_and_in_results_files() {
+    let (one, two) = (solana(None, 0), solana(None, 0));
+    let runs = compare_in_rounds(&[("one", &one), ("two", &two)], 2, 0.2, 3);
+    let json: serde_json::Value = serde_json::from_str(&rpcbench::compare::comparison_json(&runs)).unwrap();
+    assert_matches_schema("comparison.schema.json", &json);
+    for run in json["runs"].as_array().unwrap() {
+        assert_matches_schema("report.schema.json", &run["report"]);
+        assert_eq!(run["rounds"].as_array().unwrap().len(), 3);
+    }
+    assert_eq!(json["methodology"]["rounds"], 3);
+    assert_eq!(json["methodology"]["order"], "rotated");
+    assert_eq!(json["verdicts"][0]["name"], "two");
+    assert_eq!(json["verdicts"][0]["verdicts"][0]["metric"], "req/s");
+    // A single run's comparison (no rounds) has neither, and still matches.
+    let single = run_comparison(
+        &[
+            CompareTarget {
+                name: "a".into(),
+                config: closed_loop(&one.url(), 1, seconds(0.1)),
+                monitor_pids: vec![],
+            },
+            CompareTarget {
+                name: "b".into(),
+                config: closed_loop(&two.url(), 1, seconds(0.1)),
+                monitor_pids: vec![],
+            },
+        ],
+        Duration::ZERO,
+        &StopHandle::new(),
+        |_| {},
+    )
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&rpcbench::compare::comparison_json(&single)).unwrap();
+    assert_matches_schema("comparison.schema.json", &json);
+    assert!(json.get("methodology").is_none() && json.get("verdicts").is_none());
+    // The results file keeps the rounds and the methodology, and reads back the same verdicts.
+    let text = serde_json::to_string(&runs[1].file).unwrap();
+    let again: rpcbench::results::ResultsFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(again.rounds, runs[1].file.rounds);
+    let reread: Vec<rpcbench::results::SavedRun> = runs
+        .iter()
+        .map(|run| {
+            let file = serde_json::from_str(&serde_json::to_string(&run.file).unwrap()).unwrap();
+            rpcbench::results::SavedRun::new(file, &run.label).unwrap()
+        })
+        .collect();
+    assert_eq!(comparison_verdicts(&reread), comparison_verdicts(&runs));
+    // A file written before rounds (no `rounds`) still loads, without verdicts.
+    let mut older: serde_json::Value = serde_json::from_str(&text).unwrap();
+    older.as_object_mut().unwrap().remove("rounds");
+    let older: rpcbench::results::ResultsFile = serde_json::from_value(older).unwrap();
+    assert_eq!(older.rounds, None);
+    let mixed = vec![
+        rpcbench::results::SavedRun::new(runs[0].file.clone(), "one").unwrap(),
+        rpcbench::results::SavedRun::new(older, "two").unwrap(),
+    ];
+    assert_eq!(comparison_verdicts(&mixed), None);
+}
