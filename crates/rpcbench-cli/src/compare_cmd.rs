@@ -1,5 +1,7 @@
-//! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in turn,
-//! with a cool-down between, then one table with ratios against the first target. The workload
+//! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in
+//! interleaved rounds (`--rounds`, the order rotated or shuffled; or all at once with
+//! `--simultaneous`), with a cool-down between runs, then one table with ratios against the
+//! first target and a verdict per figure with its 95% interval (`--tie` band). The workload
 //! is one request (`--method`, `--body`), a built-in suite (`--suite`) or a scenario file
 //! (`--scenario`, its mix and stages; without NAME=URL, the file's own `[[targets]]`). Each
 //! target's processes can be sampled during its run (`--monitor-pid NAME=PID`,
@@ -92,10 +94,12 @@ pub struct CompareArgs {
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
-    /// Time before measurement, per target [default: 0, or the scenario's].
+    /// Time before measurement, before every round of every target [default: the scenario's,
+    /// else 200ms with rounds, 0 with one].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
-    /// Pause between two targets' runs [default: 1s, or the scenario's `[load] cooldown`].
+    /// Pause between two runs [default: 1s, or the scenario's `[load] cooldown`; with rounds at
+    /// most 200ms].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub cooldown: Option<Duration>,
 

@@ -448,6 +448,54 @@ fn absorb(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::config::{Length, Target};
+    use crate::jsonrpc::RequestTemplate;
+    use crate::workload::{Call, Generator, ParamValue};
+
+    fn config(length: Length) -> RunConfig {
+        let mut config = RunConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            RequestTemplate::from_method("getSlot", None).unwrap(),
+        );
+        config.length = length;
+        config
+    }
+
+    #[test]
+    fn rounds_share_out_the_length_and_vary_the_seed_only_when_asked() {
+        let by_time = config(Length { duration: Some(Duration::from_secs(10)), requests: None });
+        let round = round_config(&by_time, 2, 5, 1, 2, false);
+        assert_eq!(round.length.duration, Some(Duration::from_secs(2)));
+        assert_eq!(round.seed, by_time.seed);
+        assert_eq!(round_length(&by_time, 5), "2.00s");
+        // 103 requests in 5 rounds: 21, 21, 21, 20, 20.
+        let by_count = config(Length { duration: None, requests: Some(103) });
+        let shares: Vec<u64> =
+            (0..5).map(|r| round_config(&by_count, r, 5, 0, 2, false).length.requests.unwrap()).collect();
+        assert_eq!(shares, [21, 21, 21, 20, 20]);
+        assert_eq!(shares.iter().sum::<u64>(), 103);
+        // Varied: every round and target its own seed.
+        let mut seeds: Vec<u64> = (0..5)
+            .flat_map(|r| (0..3).map(move |t| (r, t)))
+            .map(|(r, t)| round_config(&by_count, r, 5, t, 3, true).seed)
+            .collect();
+        seeds.sort();
+        seeds.dedup();
+        assert_eq!(seeds.len(), 15);
+    }
+
+    #[test]
+    fn repeated_bodies_are_told_apart_from_fresh_ones() {
+        let fixed = Workload::single(&RequestTemplate::from_method("getSlot", None).unwrap());
+        assert!(bodies_repeat(&fixed, 1, 2));
+        assert!(!bodies_repeat(&fixed, 1, 1));
+        let fresh = ParamValue::Array(vec![ParamValue::Generated(Generator::RandomHex(32))]);
+        let fresh = Workload::new(vec![Call::new("getBlock", "getBlock", Some(&fresh), 1).unwrap()]).unwrap();
+        assert!(!bodies_repeat(&fresh, 1, 4096));
+        let few = ParamValue::Array(vec![ParamValue::Generated(Generator::IntRange { low: 1, high: 10 })]);
+        let few = Workload::new(vec![Call::new("getBlock", "getBlock", Some(&few), 1).unwrap()]).unwrap();
+        assert!(bodies_repeat(&few, 1, 100));
+    }
 
     #[test]
     fn rotated_rounds_give_each_target_each_place() {
