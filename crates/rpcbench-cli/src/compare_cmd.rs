@@ -105,8 +105,8 @@ pub struct CompareArgs {
 
     /// Rounds: the targets take turns this many times, each round a share of the length
     /// after its own warm-up, the order rotated every round (A B, then B A); the verdicts'
-    /// intervals come from the spread of the rounds [default: 5; 1 for a load of stages,
-    /// which runs whole in each round].
+    /// intervals come from the spread of the rounds [default: 5; 1 for a load of stages or a
+    /// replay, which run whole in each round].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
     pub rounds: Option<u32>,
     /// Shuffle each round's order from the seed instead of rotating it.
@@ -516,14 +516,15 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(monitors) => monitors,
         Err(err) => return output::usage_error(err),
     };
-    let staged = configs.iter().any(|(_, config)| !config.stages.is_empty());
-    let rounds = args.rounds.unwrap_or(if staged { 1 } else { DEFAULT_ROUNDS });
+    // A load of stages, and a replay (the file is the length), run whole in each round.
+    let whole = args.replay.is_some() || configs.iter().any(|(_, config)| !config.stages.is_empty());
+    let rounds = args.rounds.unwrap_or(if whole { 1 } else { DEFAULT_ROUNDS });
     let compare_targets: Vec<CompareTarget> = configs
         .into_iter()
         .zip(monitors)
         .map(|((name, mut config), monitor_pids)| {
             // Each round has its own warm-up: the one given, else a short one.
-            if rounds > 1 && args.warmup.is_none() && config.warmup.is_zero() {
+            if rounds > 1 && !whole && args.warmup.is_none() && config.warmup.is_zero() {
                 config.warmup = DEFAULT_ROUND_WARMUP;
             }
             CompareTarget { name, config, monitor_pids }
@@ -539,7 +540,14 @@ pub fn run(args: CompareArgs) -> ExitCode {
         (false, true) => RoundOrder::Shuffled,
         (false, false) => RoundOrder::Rotated,
     };
-    let plan = RoundsPlan { rounds, order, cooldown, tie: args.tie, vary_params: args.vary_params };
+    let plan = RoundsPlan {
+        rounds,
+        order,
+        cooldown,
+        tie: args.tie,
+        vary_params: args.vary_params,
+        whole_rounds: whole,
+    };
     if let Some(dir) = &args.save_dir {
         if let Err(err) = std::fs::create_dir_all(dir) {
             return output::failure(format!("--save-dir {}: {err}", dir.display()));

@@ -38,6 +38,9 @@ pub struct RoundsPlan {
     pub tie: f64,
     /// Each round and target draws its own parameter sequence (its seed varied).
     pub vary_params: bool,
+    /// Each round runs the whole length rather than a share of it (a replay of a file once
+    /// through; a load of stages always runs whole).
+    pub whole_rounds: bool,
 }
 
 /// Round `round`'s order of `targets` targets (indices): rotated by the round, or shuffled
@@ -56,18 +59,19 @@ pub fn round_order(order: RoundOrder, round: u32, targets: usize, seed: u64) -> 
 
 /// The configuration of `round` (from 0) of `rounds` for target `index` of `targets`: a share
 /// of the length (the duration divided, or the request count split with the remainder in the
-/// first rounds; a load of stages runs whole), and with `vary_params` a seed of its own.
+/// first rounds; a load of stages, or any with `whole`, runs whole), and with `vary_params` a
+/// seed of its own.
 pub fn round_config(
     config: &RunConfig,
     round: u32,
-    rounds: u32,
+    (rounds, whole): (u32, bool),
     index: usize,
     targets: usize,
     vary_params: bool,
 ) -> RunConfig {
     let mut config = config.clone();
     let rounds = rounds.max(1);
-    if config.stages.is_empty() {
+    if config.stages.is_empty() && !whole {
         if let Some(duration) = config.length.duration {
             config.length.duration = Some((duration / rounds).max(Duration::from_millis(1)));
         }
@@ -85,11 +89,11 @@ pub fn round_config(
 }
 
 /// One round's length as the methodology states it.
-fn round_length(config: &RunConfig, rounds: u32) -> String {
+fn round_length(config: &RunConfig, rounds: u32, whole: bool) -> String {
     if !config.stages.is_empty() {
         return "all stages".into();
     }
-    let round = round_config(config, 0, rounds, 0, 1, false);
+    let round = round_config(config, 0, (rounds, whole), 0, 1, false);
     match (round.length.duration, round.length.requests) {
         (Some(d), _) => crate::units::format_duration(d),
         (None, Some(n)) => format!("{n} requests"),
@@ -309,8 +313,14 @@ pub fn run_rounds(
                 .iter()
                 .enumerate()
                 .map(|(index, target)| {
-                    let mut config =
-                        round_config(&target.config, round, rounds, index, count, plan.vary_params);
+                    let mut config = round_config(
+                        &target.config,
+                        round,
+                        (rounds, plan.whole_rounds),
+                        index,
+                        count,
+                        plan.vary_params,
+                    );
                     // Disjoint worker threads: the generator's threads shared out.
                     config.threads = (threads / count).max(1);
                     config
@@ -359,7 +369,14 @@ pub fn run_rounds(
                     name: &target.name,
                     target: target.config.target.redacted(),
                 });
-                let config = round_config(&target.config, round, rounds, index, count, plan.vary_params);
+                let config = round_config(
+                    &target.config,
+                    round,
+                    (rounds, plan.whole_rounds),
+                    index,
+                    count,
+                    plan.vary_params,
+                );
                 let started = SystemTime::now();
                 let (record, resources) = run_one(config.clone(), &target.monitor_pids, stop)
                     .map_err(|error| CompareError { name: target.name.clone(), error })?;
@@ -396,7 +413,7 @@ pub fn run_rounds(
         orders,
         warmup_ms: first.map_or(0, |c| c.warmup.as_millis() as u64),
         cooldown_ms: plan.cooldown.as_millis() as u64,
-        round_length: first.map_or_else(String::new, |c| round_length(c, rounds)),
+        round_length: first.map_or_else(String::new, |c| round_length(c, rounds, plan.whole_rounds)),
         tie: plan.tie,
         ci_method: CI_METHOD.into(),
         confidence: CONFIDENCE,
@@ -464,20 +481,26 @@ mod tests {
     #[test]
     fn rounds_share_out_the_length_and_vary_the_seed_only_when_asked() {
         let by_time = config(Length { duration: Some(Duration::from_secs(10)), requests: None });
-        let round = round_config(&by_time, 2, 5, 1, 2, false);
+        let round = round_config(&by_time, 2, (5, false), 1, 2, false);
         assert_eq!(round.length.duration, Some(Duration::from_secs(2)));
         assert_eq!(round.seed, by_time.seed);
-        assert_eq!(round_length(&by_time, 5), "2.00s");
+        assert_eq!(round_length(&by_time, 5, false), "2.00s");
+        // Whole rounds: each runs the whole length.
+        assert_eq!(
+            round_config(&by_time, 2, (5, true), 1, 2, false).length.duration,
+            Some(Duration::from_secs(10))
+        );
         // 103 requests in 5 rounds: 21, 21, 21, 20, 20.
         let by_count = config(Length { duration: None, requests: Some(103) });
-        let shares: Vec<u64> =
-            (0..5).map(|r| round_config(&by_count, r, 5, 0, 2, false).length.requests.unwrap()).collect();
+        let shares: Vec<u64> = (0..5)
+            .map(|r| round_config(&by_count, r, (5, false), 0, 2, false).length.requests.unwrap())
+            .collect();
         assert_eq!(shares, [21, 21, 21, 20, 20]);
         assert_eq!(shares.iter().sum::<u64>(), 103);
         // Varied: every round and target its own seed.
         let mut seeds: Vec<u64> = (0..5)
             .flat_map(|r| (0..3).map(move |t| (r, t)))
-            .map(|(r, t)| round_config(&by_count, r, 5, t, 3, true).seed)
+            .map(|(r, t)| round_config(&by_count, r, (5, false), t, 3, true).seed)
             .collect();
         seeds.sort();
         seeds.dedup();

@@ -201,6 +201,7 @@ fn compare_in_rounds(
         cooldown: Duration::from_millis(50),
         tie: DEFAULT_TIE,
         vary_params: false,
+        whole_rounds: false,
     };
     run_rounds(&targets, &plan, &StopHandle::new(), |_| {}).unwrap()
 }
