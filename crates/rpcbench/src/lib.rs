@@ -55,6 +55,7 @@ pub mod compare;
 pub mod demo;
 pub mod engine;
 pub mod files;
+pub mod heads;
 pub(crate) mod http_server;
 pub mod jsonrpc;
 pub mod k8s;
