@@ -179,7 +179,7 @@ fn tie_band(text: &str) -> Result<f64, String> {
 }
 
 /// `NAME=URL`, checked.
-fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
     let mut targets: Vec<(String, String)> = Vec::new();
     for text in texts {
         let shown = rpcbench::redact::url(text);

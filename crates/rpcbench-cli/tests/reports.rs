@@ -482,3 +482,24 @@ fn compare_states_its_rounds_order_and_tie_band_and_refuses_a_bad_band() {
         assert!(stderr(&output).contains(flag), "{flag} {value}: {}", stderr(&output));
     }
 }
+
+#[test]
+fn heads_reports_each_targets_lag_and_refuses_a_zero_interval() {
+    let behind = |lag: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = Duration::from_secs(3600);
+        options.head_lag = lag;
+        MockServer::start(options).expect("the node starts")
+    };
+    let (tip, far) = (behind(0), behind(40));
+    let (a, b) = (format!("tip={}", tip.url()), format!("far={}", far.url()));
+    let output = rpcbench(&["heads", &a, &b, "-d", "300ms", "--interval", "50ms", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let heads: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(heads[0]["lag_max"], 0);
+    assert_eq!(heads[1]["lag_p50"], 40);
+    assert_eq!(heads[1]["stale"], heads[1]["samples"], "more than 20 behind: every sample stale");
+    let refused = rpcbench(&["heads", &a, &b, "--interval", "0s"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("--interval"), "{}", stderr(&refused));
+}

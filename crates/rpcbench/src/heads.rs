@@ -114,10 +114,11 @@ pub struct TargetHeads {
     pub at_tip: f64,
     /// Samples more than `stale_after` behind.
     pub stale: u64,
-    /// Share of the blocks it was first to show (ties count for each).
+    /// Share of the blocks it showed (of those another target showed too) that it showed
+    /// first (ties count for each).
     pub first_seen: f64,
-    /// Block-visibility delay behind the earliest target, ms: median, 90th and 99th
-    /// percentile, over the blocks every target showed.
+    /// Block-visibility delay behind the earliest target to show the same block, ms: median,
+    /// 90th and 99th percentile, over the blocks another target showed too.
     pub delay_ms_p50: f64,
     /// 90th percentile.
     pub delay_ms_p90: f64,
@@ -162,24 +163,25 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
         }
         shown_up_to[target] = Some(shown_up_to[target].map_or(head, |h| h.max(head)));
     }
-    // Blocks every target showed: the delay of each behind the earliest.
-    let common: Vec<u64> = first_shown
-        .first()
-        .map(|first| {
-            first
-                .keys()
-                .copied()
-                .filter(|block| first_shown.iter().all(|shown| shown.contains_key(block)))
-                .collect()
-        })
-        .unwrap_or_default();
+    // Blocks that two or more targets showed: the delay of each behind the earliest of them.
+    let mut blocks: std::collections::BTreeSet<u64> = Default::default();
+    first_shown.iter().for_each(|shown| blocks.extend(shown.keys().copied()));
     let mut delays: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
     let mut firsts = vec![0u64; names.len()];
-    for block in &common {
-        let earliest = first_shown.iter().map(|shown| shown[block]).min().unwrap_or(0);
-        for (target, shown) in first_shown.iter().enumerate() {
-            let at = shown[block];
+    let mut raced = vec![0u64; names.len()];
+    for block in blocks {
+        let times: Vec<(usize, u64)> = first_shown
+            .iter()
+            .enumerate()
+            .filter_map(|(target, shown)| shown.get(&block).map(|at| (target, *at)))
+            .collect();
+        if times.len() < 2 {
+            continue;
+        }
+        let earliest = times.iter().map(|(_, at)| *at).min().unwrap_or(0);
+        for (target, at) in times {
             delays[target].push(at - earliest);
+            raced[target] += 1;
             if at == earliest {
                 firsts[target] += 1;
             }
@@ -204,7 +206,7 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
                 lag_max: lag.last().copied().unwrap_or(0),
                 at_tip: lag.iter().filter(|l| **l == 0).count() as f64 / count.max(1) as f64,
                 stale: lag.iter().filter(|l| **l > stale_after).count() as u64,
-                first_seen: firsts[target] as f64 / common.len().max(1) as f64,
+                first_seen: firsts[target] as f64 / raced[target].max(1) as f64,
                 delay_ms_p50: ms(percentile(&delay, 0.5)),
                 delay_ms_p90: ms(percentile(&delay, 0.9)),
                 delay_ms_p99: ms(percentile(&delay, 0.99)),
