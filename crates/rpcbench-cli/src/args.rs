@@ -55,6 +55,8 @@ pub enum Command {
     /// Subscribe over WebSocket (newHeads, logs, pending transactions, slots, accounts) from
     /// many subscribers and report delivery lag, gaps, duplicates and reorders.
     Subscribe(Box<crate::subscribe_cmd::SubscribeArgs>),
+    /// A head race with no load: each target's head polled, and who is behind, stale, or late.
+    Heads(Box<crate::heads_cmd::HeadsArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     Suites,
     /// Print a shell completion script to standard output, e.g.

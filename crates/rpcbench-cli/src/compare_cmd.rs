@@ -1,5 +1,7 @@
-//! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in turn,
-//! with a cool-down between, then one table with ratios against the first target. The workload
+//! `rpcbench compare NAME=URL NAME=URL ...`: the same workload against each target in
+//! interleaved rounds (`--rounds`, the order rotated or shuffled; or all at once with
+//! `--simultaneous`), with a cool-down between runs, then one table with ratios against the
+//! first target and a verdict per figure with its 95% interval (`--tie` band). The workload
 //! is one request (`--method`, `--body`), a built-in suite (`--suite`) or a scenario file
 //! (`--scenario`, its mix and stages; without NAME=URL, the file's own `[[targets]]`). Each
 //! target's processes can be sampled during its run (`--monitor-pid NAME=PID`,
@@ -13,18 +15,25 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::compare::{
-    check_equal, render_equal_markdown, render_equal_text, run_comparison, CompareError, CompareEvent,
-    CompareTarget, EqualOptions, FieldPath,
+    check_equal, render_equal_markdown, render_equal_text, CompareError, CompareEvent, CompareTarget,
+    EqualOptions, FieldPath,
 };
 use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
+use rpcbench::rounds::{run_rounds, RoundsPlan};
 use rpcbench::units::format_micros;
+use rpcbench::verdict::{RoundOrder, DEFAULT_ROUNDS};
 
 use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
 use crate::output;
 use crate::report_cmd::{emit, render, ReportFormat};
 use crate::run_cmd::RunPlan;
+
+/// Each round's warm-up when neither --warmup nor the scenario gives one.
+const DEFAULT_ROUND_WARMUP: Duration = Duration::from_millis(200);
+/// The longest pause between two runs of rounds when --cooldown is not given.
+const DEFAULT_ROUND_COOLDOWN: Duration = Duration::from_millis(200);
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
@@ -90,12 +99,37 @@ pub struct CompareArgs {
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
-    /// Time before measurement, per target [default: 0, or the scenario's].
+    /// Time before measurement, before every round of every target [default: the scenario's,
+    /// else 200ms with rounds, 0 with one].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
-    /// Pause between two targets' runs [default: 1s, or the scenario's `[load] cooldown`].
+    /// Pause between two runs [default: 1s, or the scenario's `[load] cooldown`; with rounds at
+    /// most 200ms].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub cooldown: Option<Duration>,
+
+    /// Rounds: the targets take turns this many times, each round a share of the length
+    /// after its own warm-up, the order rotated every round (A B, then B A); the verdicts'
+    /// intervals come from the spread of the rounds [default: 5; 1 for a load of stages or a
+    /// replay, which run whole in each round].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
+    pub rounds: Option<u32>,
+    /// Shuffle each round's order from the seed instead of rotating it.
+    #[arg(long, conflicts_with = "simultaneous", help_heading = "Rounds and verdicts")]
+    pub shuffle: bool,
+    /// Run all targets at once in each round, each on its own share of the worker threads
+    /// (for providers behind the same network; unfair when the generator's CPU is the limit,
+    /// as the targets share it).
+    #[arg(long, help_heading = "Rounds and verdicts")]
+    pub simultaneous: bool,
+    /// The tie band: a figure whose whole 95% interval lies within this of the baseline
+    /// either way is "no difference" (e.g. 3% or 0.5%).
+    #[arg(long, value_name = "PCT", default_value = "3%", value_parser = tie_band, help_heading = "Rounds and verdicts")]
+    pub tie: f64,
+    /// Each round and target draws its own parameter sequence from the same pools (the seed
+    /// varied), so that no target gets requests a response cache has just seen.
+    #[arg(long, help_heading = "Rounds and verdicts")]
+    pub vary_params: bool,
 
     #[command(flatten)]
     pub http: HttpArgs,
@@ -140,8 +174,17 @@ pub struct CompareArgs {
     pub quiet: bool,
 }
 
+/// A tie band, `3%` or `3`, as a share (0.03): at least 0, below 100%.
+fn tie_band(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(percent) if percent.is_finite() && (0.0..100.0).contains(&percent) => Ok(percent / 100.0),
+        _ => Err(format!("'{text}' is not a tie band such as 3% (0 to below 100%)")),
+    }
+}
+
 /// `NAME=URL`, checked.
-fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
     let mut targets: Vec<(String, String)> = Vec::new();
     for text in texts {
         let shown = rpcbench::redact::url(text);
@@ -227,13 +270,35 @@ pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl F
     let total = targets.len();
     let count_width = total.to_string().len();
     let mut started = 0;
+    let names: Vec<String> = targets.iter().map(|target| target.name.clone()).collect();
+    let mut in_rounds = false;
     move |event| match event {
         CompareEvent::Started { name, target } if !quiet => {
             started += 1;
             eprint!("  [{started:>count_width$}/{total}] {name:<name_width$}  {target} ... ");
         }
+        CompareEvent::RoundStarted { round, rounds, name, target } if !quiet => {
+            in_rounds = true;
+            let place = names.iter().position(|n| n == name).map_or(0, |i| i + 1);
+            eprintln!(
+                "  [{place:>count_width$}/{total}] {name:<name_width$}  {target}  round {round}/{rounds}"
+            );
+        }
+        CompareEvent::RoundFinished { name, figures } if !quiet => {
+            eprintln!(
+                "        {name:<name_width$}  round {}: {:.0} req/s, p50 {}, p99 {}, {} error(s)",
+                figures.round,
+                figures.rate,
+                format_micros(figures.p50_us as f64),
+                format_micros(figures.p99_us as f64),
+                figures.errors
+            );
+        }
         CompareEvent::Finished(run) if !quiet => {
             let report = &run.report;
+            if in_rounds {
+                eprint!("  {:<name_width$}  all rounds: ", run.label);
+            }
             eprintln!(
                 "{:.0} req/s, p50 {}, p99 {}, {} error(s){}",
                 report.requests.rate,
@@ -461,11 +526,38 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(monitors) => monitors,
         Err(err) => return output::usage_error(err),
     };
+    // A load of stages, and a replay (the file is the length), run whole in each round.
+    let whole = args.replay.is_some() || configs.iter().any(|(_, config)| !config.stages.is_empty());
+    let rounds = args.rounds.unwrap_or(if whole { 1 } else { DEFAULT_ROUNDS });
     let compare_targets: Vec<CompareTarget> = configs
         .into_iter()
         .zip(monitors)
-        .map(|((name, config), monitor_pids)| CompareTarget { name, config, monitor_pids })
+        .map(|((name, mut config), monitor_pids)| {
+            // Each round has its own warm-up: the one given, else a short one.
+            if rounds > 1 && !whole && args.warmup.is_none() && config.warmup.is_zero() {
+                config.warmup = DEFAULT_ROUND_WARMUP;
+            }
+            CompareTarget { name, config, monitor_pids }
+        })
         .collect();
+    // Runs of rounds are short: the pause between two of them too, unless given.
+    let cooldown = match args.cooldown {
+        None if rounds > 1 => cooldown.min(DEFAULT_ROUND_COOLDOWN),
+        _ => cooldown,
+    };
+    let order = match (args.simultaneous, args.shuffle) {
+        (true, _) => RoundOrder::Simultaneous,
+        (false, true) => RoundOrder::Shuffled,
+        (false, false) => RoundOrder::Rotated,
+    };
+    let plan = RoundsPlan {
+        rounds,
+        order,
+        cooldown,
+        tie: args.tie,
+        vary_params: args.vary_params,
+        whole_rounds: whole,
+    };
     if let Some(dir) = &args.save_dir {
         if let Err(err) = std::fs::create_dir_all(dir) {
             return output::failure(format!("--save-dir {}: {err}", dir.display()));
@@ -479,15 +571,22 @@ pub fn run(args: CompareArgs) -> ExitCode {
             (None, None) => String::new(),
         };
         eprintln!(
-            "rpcbench compare: {} against {} targets, {} each, {} cool-down",
+            "rpcbench compare: {} against {} targets, {} each in {} round(s), {} warm-up per round, {} cool-down",
             first.workload.label(),
             compare_targets.len(),
             length,
+            rounds,
+            rpcbench::units::format_duration(first.warmup),
             rpcbench::units::format_duration(cooldown)
         );
+        if order == RoundOrder::Simultaneous {
+            eprintln!(
+                "rpcbench compare: --simultaneous: the targets share this machine's CPU and network, each on its own worker threads; a target is only measured fairly while the generator is not the limit"
+            );
+        }
     }
     let quiet = args.quiet;
-    let result = run_comparison(&compare_targets, cooldown, &stop, progress_printer(&compare_targets, quiet));
+    let result = run_rounds(&compare_targets, &plan, &stop, progress_printer(&compare_targets, quiet));
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),

@@ -7,6 +7,7 @@ mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
 mod docs_cmd;
+mod heads_cmd;
 mod k8s_cmd;
 mod merge_cmd;
 mod metrics_args;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity_cmd::run(*args),
         Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Subscribe(args) => subscribe_cmd::run(*args),
+        Command::Heads(args) => heads_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
         Command::Completions(args) => docs_cmd::completions(&args),
         Command::Man => docs_cmd::man(),

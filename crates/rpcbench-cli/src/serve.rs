@@ -40,6 +40,13 @@ pub struct ServeArgs {
     /// Chain id answered by the ethereum node.
     #[arg(long, default_value_t = 1337)]
     pub chain_id: u64,
+    /// Stay N blocks (slots) behind the true head: the head answered, what is served and the
+    /// subscriptions' heads, so that a freshness check has known truth.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub head_lag: u64,
+    /// Show each new head this long after it is produced (200ms).
+    #[arg(long, value_name = "D", value_parser = crate::args::duration)]
+    pub head_delay: Option<Duration>,
     /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms; or per
     /// JSON-RPC method, getBlock=50ms,default=1ms (a batch waits for its slowest call).
     #[arg(long, value_name = "LATENCY")]
@@ -194,6 +201,8 @@ impl ServeArgs {
         options.http2 = !self.http1_only;
         options.max_streams = self.max_streams;
         options.goaway_after = self.goaway_after;
+        options.head_lag = self.head_lag;
+        options.head_delay = self.head_delay.unwrap_or_default();
         options.refuse_rate = self.refuse_stream_rate;
         options.tls = self.tls.then(|| MockTls { dir: self.tls_dir.clone() });
         options.ws_drop = self.ws_drop;

@@ -422,3 +422,84 @@ fn compare_runs_a_scenario_with_stages_against_each_target() {
     assert!(stderr(&output).contains("names one target"), "{}", stderr(&output));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn compare_states_its_rounds_order_and_tie_band_and_refuses_a_bad_band() {
+    let (one, two) = (node(Chain::Static, 0), node(Chain::Static, 0));
+    let a = format!("a={}", one.url());
+    let b = format!("b={}", two.url());
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "--rounds",
+        "2",
+        "--simultaneous",
+        "--tie",
+        "5%",
+        "--vary-params",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--simultaneous: the targets share"), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let methodology = &json["methodology"];
+    assert_eq!(methodology["rounds"], 2);
+    assert_eq!(methodology["order"], "simultaneous");
+    assert_eq!(methodology["tie"], 0.05);
+    assert_eq!(methodology["varied_params"], true);
+    // getSlot without params: every body is the same, whatever the seed.
+    assert_eq!(methodology["cacheable"], true);
+    assert_eq!(json["runs"][1]["report"]["requests"]["total"], 200);
+    assert_eq!(json["verdicts"][0]["name"], "b");
+    let text = stdout(&rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-n",
+        "60",
+        "--rounds",
+        "3",
+        "--shuffle",
+        "-q",
+    ]));
+    assert!(text.contains("Verdicts against a (95% CI over 3 round(s), tie band ±3%)"), "{text}");
+    assert!(text.contains("3 round(s) of 20 requests per target, order shuffled"), "{text}");
+    for (flag, value) in [("--tie", "100%"), ("--tie", "x"), ("--rounds", "0")] {
+        let output = rpcbench(&["compare", &a, &b, "-m", "getSlot", flag, value]);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&output).contains(flag), "{flag} {value}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn heads_reports_each_targets_lag_and_refuses_a_zero_interval() {
+    let behind = |lag: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = Duration::from_secs(3600);
+        options.head_lag = lag;
+        MockServer::start(options).expect("the node starts")
+    };
+    let (tip, far) = (behind(0), behind(40));
+    let (a, b) = (format!("tip={}", tip.url()), format!("far={}", far.url()));
+    let output = rpcbench(&["heads", &a, &b, "-d", "300ms", "--interval", "50ms", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let heads: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(heads[0]["lag_max"], 0);
+    assert_eq!(heads[1]["lag_p50"], 40);
+    assert_eq!(heads[1]["stale"], heads[1]["samples"], "more than 20 behind: every sample stale");
+    let refused = rpcbench(&["heads", &a, &b, "--interval", "0s"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("--interval"), "{}", stderr(&refused));
+}

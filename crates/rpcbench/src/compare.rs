@@ -24,6 +24,8 @@ use crate::report::tables::{
 };
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
+use crate::units::trim_float;
+use crate::verdict::{methodology_lines, verdicts, FigureVerdict, Methodology, RoundFigures};
 
 /// Version of the comparison JSON layout.
 pub const COMPARISON_VERSION: u32 = 1;
@@ -49,8 +51,26 @@ pub enum CompareEvent<'a> {
         /// Its URL, redacted.
         target: String,
     },
-    /// A run finished.
+    /// A run finished (in rounds: every round of the target, after the last round).
     Finished(&'a SavedRun),
+    /// A round of a target starts (a comparison in rounds).
+    RoundStarted {
+        /// The round, from 1.
+        round: u32,
+        /// Of how many.
+        rounds: u32,
+        /// The target's name.
+        name: &'a str,
+        /// Its URL, redacted.
+        target: String,
+    },
+    /// A round of a target finished.
+    RoundFinished {
+        /// The target's name.
+        name: &'a str,
+        /// What it measured in the round.
+        figures: &'a crate::verdict::RoundFigures,
+    },
     /// Waiting before the next run.
     CoolingDown(Duration),
 }
@@ -157,6 +177,10 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         .map(|row| (row.metric.clone(), (0..runs.len()).map(|i| row.cell_with_ratio(i)).collect()))
         .collect();
     text_table(&mut out, "Metric", &labels, &cells);
+    if let Some(verdicts) = comparison_verdicts(runs) {
+        let _ = writeln!(out);
+        out.push_str(&verdicts.text());
+    }
     // Outcomes by class (JSON-RPC errors by code with their message) and responses by HTTP
     // status, as counts with their share of each run's requests.
     let share_rows = |rows: Vec<OutcomeRow>| -> Vec<(String, Vec<String>)> {
@@ -187,6 +211,88 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         text_table(&mut out, corner, &labels, &group_cells(&groups, runs.len()));
     }
     out
+}
+
+/// The verdicts of a comparison in rounds: each target after the first against the first,
+/// figure by figure, and how the comparison was run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComparisonVerdicts {
+    /// How the comparison was run (the first run's methodology).
+    pub methodology: Methodology,
+    /// The baseline's name.
+    pub baseline: String,
+    /// Each other target's verdicts.
+    pub targets: Vec<TargetVerdicts>,
+}
+
+/// One target's verdicts against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetVerdicts {
+    /// The target's name.
+    pub name: String,
+    /// A verdict per figure.
+    pub verdicts: Vec<FigureVerdict>,
+}
+
+impl ComparisonVerdicts {
+    /// The verdicts and the methodology as text lines under the table.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let m = &self.methodology;
+        let _ = writeln!(
+            out,
+            "Verdicts against {} ({}% CI over {} round(s), tie band ±{}%)",
+            escape_controls(&self.baseline),
+            trim_float(m.confidence * 100.0),
+            m.rounds,
+            trim_float(m.tie * 100.0)
+        );
+        let name_width = self.targets.iter().map(|t| t.name.chars().count()).max().unwrap_or(0);
+        let metric_width = self
+            .targets
+            .iter()
+            .flat_map(|t| &t.verdicts)
+            .map(|v| v.metric.chars().count())
+            .max()
+            .unwrap_or(0);
+        for target in &self.targets {
+            for (index, verdict) in target.verdicts.iter().enumerate() {
+                let name =
+                    if index == 0 { escape_controls(&target.name).into_owned() } else { String::new() };
+                let _ = writeln!(
+                    out,
+                    "  {name:<name_width$}  {:<metric_width$}  {}",
+                    verdict.metric, verdict.text
+                );
+            }
+        }
+        let _ = writeln!(out, "Method:");
+        for line in methodology_lines(m) {
+            let _ = writeln!(out, "  {line}");
+        }
+        out
+    }
+}
+
+/// The verdicts of runs made in rounds (every run's results keep its rounds), each target
+/// against the first; `None` when any run was not made in rounds (a single run, or a file
+/// written before comparisons had rounds).
+pub fn comparison_verdicts(runs: &[SavedRun]) -> Option<ComparisonVerdicts> {
+    let (first, rest) = runs.split_first()?;
+    let baseline = first.file.rounds.as_ref()?;
+    let mut targets = Vec::with_capacity(rest.len());
+    for run in rest {
+        let theirs = run.file.rounds.as_ref()?;
+        targets.push(TargetVerdicts {
+            name: run.label.clone(),
+            verdicts: verdicts(&baseline.rounds, &theirs.rounds, baseline.methodology.tie),
+        });
+    }
+    Some(ComparisonVerdicts {
+        methodology: baseline.methodology.clone(),
+        baseline: first.label.clone(),
+        targets,
+    })
 }
 
 /// Grouped rows as text table rows: the group's name on a line of its own, then its metrics
@@ -249,6 +355,12 @@ struct ComparisonJson<'a> {
     /// Per call of a mix (empty for a single call), each metric with its ratios.
     methods: Vec<GroupJson>,
     runs: Vec<RunJson<'a>>,
+    /// A comparison in rounds: how it was run (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    methodology: Option<Methodology>,
+    /// A comparison in rounds: each other target's verdicts against the baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verdicts: Option<Vec<TargetVerdicts>>,
 }
 
 #[derive(Serialize)]
@@ -293,12 +405,16 @@ struct RunJson<'a> {
     started_at: &'a str,
     shards: u64,
     report: &'a RunReport,
+    /// A comparison in rounds: this target's figures of each round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds: Option<&'a [RoundFigures]>,
 }
 
 /// The comparison as pretty JSON: the metrics with their values and ratios, the same per stage
 /// and per call, then each run's full report.
 pub fn comparison_json(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    let verdicts = comparison_verdicts(runs);
     let json = ComparisonJson {
         comparison_version: COMPARISON_VERSION,
         baseline: runs.first().map_or("", |r| r.label.as_str()),
@@ -312,8 +428,11 @@ pub fn comparison_json(runs: &[SavedRun]) -> String {
                 started_at: &run.file.started_at,
                 shards: run.file.shards(),
                 report: &run.report,
+                rounds: run.file.rounds.as_ref().map(|r| r.rounds.as_slice()),
             })
             .collect(),
+        methodology: verdicts.as_ref().map(|v| v.methodology.clone()),
+        verdicts: verdicts.map(|v| v.targets),
     };
     serde_json::to_string_pretty(&json).expect("a comparison serializes")
 }

@@ -128,6 +128,11 @@ pub struct ResultsFile {
     /// WebSocket runs: requests in flight per socket, sockets opened, stray messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WebSocketFigures>,
+    /// A comparison in rounds (`compare --rounds`): how it was run (the methodology) and this
+    /// target's figures of each round; absent for a single run, and in files written before
+    /// comparisons had rounds (such files still load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::verdict::RoundsRecord>,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -731,6 +736,7 @@ impl ResultsFile {
             exchanges: record.exchanges,
             http2: Http2Figures::of(config, record),
             websocket: WebSocketFigures::of(config, record),
+            rounds: None,
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages

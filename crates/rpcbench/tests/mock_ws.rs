@@ -532,3 +532,18 @@ async fn ws_delay_holds_each_notification_back_from_its_production() {
     }
     assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "the order holds: {numbers:?}");
 }
+
+#[tokio::test]
+async fn a_node_behind_sends_the_heads_it_answers_not_the_true_ones() {
+    // The chain starts at block 1000; 500 behind, every head is below it.
+    let mut lagging = options(Chain::Ethereum, 50);
+    lagging.head_lag = 500;
+    let server = start(lagging);
+    let mut ws = connect(&server).await;
+    call(&mut ws, r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#).await;
+    let head = hex_u64(&recv(&mut ws).await["params"]["result"]["number"]);
+    let answered =
+        hex_u64(&call(&mut ws, r#"{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}"#).await["result"]);
+    assert!((500..1000).contains(&head), "{head}");
+    assert!(answered.abs_diff(head) <= 1, "subscription {head}, eth_blockNumber {answered}");
+}

@@ -120,6 +120,8 @@ pub(crate) struct EthereumNode {
     slot_time: Duration,
     chain_id: u64,
     started: Instant,
+    head_lag: u64,
+    head_delay: Duration,
     genesis_unix_ms: u128,
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
@@ -139,6 +141,8 @@ impl EthereumNode {
             slot_time,
             chain_id,
             started,
+            head_lag: 0,
+            head_delay: Duration::ZERO,
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
@@ -150,7 +154,16 @@ impl EthereumNode {
     // ------------------------------------------------------------ chain
 
     fn latest(&self) -> u64 {
-        START_BLOCK + (self.started.elapsed().as_nanos() / self.slot_time.as_nanos()) as u64
+        let shown = self.started.elapsed().saturating_sub(self.head_delay);
+        (START_BLOCK + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
+    }
+
+    /// Keeps the head `lag` blocks (slots) behind the true one, and shows each new one `delay`
+    /// after it is produced.
+    pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
+        self.head_lag = lag;
+        self.head_delay = delay;
+        self
     }
 
     fn block_hash(&self, number: u64) -> [u8; 32] {
@@ -702,6 +715,29 @@ mod tests {
 
     fn node(seed: u64) -> EthereumNode {
         EthereumNode::new(seed, Duration::from_secs(2), 1337, Instant::now(), 1_700_000_000)
+    }
+
+    #[test]
+    fn a_node_behind_answers_a_head_that_many_blocks_back_and_serves_nothing_past_it() {
+        // Ten minutes of one-minute blocks, on one clock for all three nodes.
+        let started = Instant::now().checked_sub(Duration::from_secs(600)).expect("the clock has run 10 min");
+        let minute = Duration::from_secs(60);
+        let at = |lag: u64, delay: Duration| {
+            EthereumNode::new(1, minute, 1337, started, 1_700_000_000).with_head(lag, delay)
+        };
+        let (truth, behind, late) = (at(0, Duration::ZERO), at(3, Duration::ZERO), at(0, minute * 5 / 2));
+        assert_eq!(truth.latest(), START_BLOCK + 10);
+        assert_eq!(behind.latest(), START_BLOCK + 7);
+        // Shown 150 s late: the head of 450 s ago.
+        assert_eq!(late.latest(), START_BLOCK + 7);
+        let raw = |value: Value| serde_json::value::to_raw_value(&value).unwrap();
+        assert_eq!(
+            behind.call("eth_blockNumber", None).unwrap(),
+            json!(hex_quantity((START_BLOCK + 7).into()))
+        );
+        let tip = raw(json!([hex_quantity((START_BLOCK + 10).into()), false]));
+        assert_eq!(behind.call("eth_getBlockByNumber", Some(&tip)).unwrap(), Value::Null);
+        assert_ne!(truth.call("eth_getBlockByNumber", Some(&tip)).unwrap(), Value::Null);
     }
 
     #[test]

@@ -128,6 +128,12 @@ pub struct MockOptions {
     /// Share (0..=1) of HTTP/2 streams answered with RST_STREAM REFUSED_STREAM instead of a
     /// response, drawn from the seeded generator (default 0).
     pub refuse_rate: f64,
+    /// Blocks (Ethereum) or slots (Solana) the node stays behind the true head: its head, what
+    /// it serves and its subscriptions' heads are this many behind a node without it (default
+    /// 0), so that freshness is measured against known truth.
+    pub head_lag: u64,
+    /// A new head shows this long after it was produced (default: at once).
+    pub head_delay: Duration,
     /// Serve HTTPS with a self-signed certificate (default: plain HTTP).
     pub tls: Option<MockTls>,
     /// WebSocket: share (0..=1) of subscription notifications not sent, drawn per
@@ -181,6 +187,8 @@ impl MockOptions {
             max_streams: None,
             goaway_after: None,
             refuse_rate: 0.0,
+            head_lag: 0,
+            head_delay: Duration::ZERO,
             tls: None,
             ws_drop: 0.0,
             ws_duplicate: 0.0,

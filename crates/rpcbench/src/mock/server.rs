@@ -91,16 +91,14 @@ impl Node {
         let unix_now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         match options.chain {
             Chain::Static => Node::Static,
-            Chain::Solana => {
-                Node::Solana(Box::new(SolanaNode::new(options.seed, options.slot_time, started, unix_now)))
-            }
-            Chain::Ethereum => Node::Ethereum(Box::new(EthereumNode::new(
-                options.seed,
-                options.slot_time,
-                options.chain_id,
-                started,
-                unix_now,
-            ))),
+            Chain::Solana => Node::Solana(Box::new(
+                SolanaNode::new(options.seed, options.slot_time, started, unix_now)
+                    .with_head(options.head_lag, options.head_delay),
+            )),
+            Chain::Ethereum => Node::Ethereum(Box::new(
+                EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)
+                    .with_head(options.head_lag, options.head_delay),
+            )),
         }
     }
 

@@ -86,6 +86,8 @@ pub(crate) struct SolanaNode {
     seed: u64,
     slot_time: Duration,
     started: Instant,
+    head_lag: u64,
+    head_delay: Duration,
     /// Unix time of slot 0, in milliseconds.
     genesis_unix_ms: u128,
     accounts: Vec<Account>,
@@ -114,6 +116,8 @@ impl SolanaNode {
             seed,
             slot_time,
             started,
+            head_lag: 0,
+            head_delay: Duration::ZERO,
             genesis_unix_ms,
             accounts,
             by_key,
@@ -124,7 +128,16 @@ impl SolanaNode {
     // ------------------------------------------------------------ ledger
 
     fn current_slot(&self) -> u64 {
-        START_SLOT + (self.started.elapsed().as_nanos() / self.slot_time.as_nanos()) as u64
+        let shown = self.started.elapsed().saturating_sub(self.head_delay);
+        (START_SLOT + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
+    }
+
+    /// Keeps the head `lag` blocks (slots) behind the true one, and shows each new one `delay`
+    /// after it is produced.
+    pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
+        self.head_lag = lag;
+        self.head_delay = delay;
+        self
     }
 
     /// The position of the skipped slot in the window holding `slot` (1..20).
@@ -853,6 +866,19 @@ mod tests {
     fn call(node: &SolanaNode, method: &str, params: Value) -> Result<Value, RpcError> {
         let raw = serde_json::value::to_raw_value(&params).unwrap();
         node.call(method, Some(&raw))
+    }
+
+    #[test]
+    fn a_node_behind_answers_a_slot_that_many_slots_back() {
+        let started = Instant::now().checked_sub(Duration::from_secs(600)).expect("the clock has run 10 min");
+        let minute = Duration::from_secs(60);
+        let at = |lag: u64, delay: Duration| {
+            SolanaNode::new(1, minute, started, 1_700_000_000).with_head(lag, delay)
+        };
+        let (truth, behind, late) = (at(0, Duration::ZERO), at(30, Duration::ZERO), at(0, minute * 5 / 2));
+        assert_eq!(call(&truth, "getSlot", json!([])).unwrap(), json!(START_SLOT + 10));
+        assert_eq!(call(&behind, "getSlot", json!([])).unwrap(), json!(START_SLOT + 10 - 30));
+        assert_eq!(call(&late, "getSlot", json!([])).unwrap(), json!(START_SLOT + 7));
     }
 
     #[test]

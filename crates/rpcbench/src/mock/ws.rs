@@ -85,6 +85,8 @@ pub(crate) struct WsState {
     seed: u64,
     slot_time: Duration,
     started: Instant,
+    /// Heads sent this many behind the true one.
+    head_lag: u64,
     open: AtomicUsize,
     items: broadcast::Sender<Arc<Item>>,
     next_subscription: AtomicU64,
@@ -106,7 +108,9 @@ impl WsState {
             max_connections: options.ws_max_connections,
             seed: options.seed,
             slot_time: options.slot_time,
-            started,
+            // A node whose heads show late produces them late.
+            started: started + options.head_delay,
+            head_lag: options.head_lag,
             open: AtomicUsize::new(0),
             items: broadcast::channel(BROADCAST_CAPACITY).0,
             next_subscription: AtomicU64::new(0),
@@ -215,7 +219,7 @@ pub(crate) async fn produce(shared: Arc<Shared>, mut shutdown: watch::Receiver<b
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
         if ws.items.receiver_count() > 0 {
-            let number = first + k;
+            let number = (first + k).saturating_sub(ws.head_lag);
             let produced_at_us = unix_micros();
             let data = match &shared.node {
                 Node::Static => return,

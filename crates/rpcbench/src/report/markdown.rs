@@ -177,6 +177,10 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "Ratios are against {}.", cell(&first.label));
         let _ = writeln!(out);
         metric_table(&mut out, "metric", &labels, &summary_rows(&reports), true);
+        if let Some(verdicts) = crate::compare::comparison_verdicts(runs) {
+            let _ = writeln!(out);
+            verdicts_markdown(&mut out, &verdicts);
+        }
         let _ = writeln!(out);
         let _ = writeln!(out, "### Latency distribution");
         let _ = writeln!(out);
@@ -235,4 +239,45 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         }
     }
     out
+}
+
+/// The verdicts of a comparison in rounds as a table (a row per target and figure), then the
+/// methodology as a list.
+fn verdicts_markdown(out: &mut String, verdicts: &crate::compare::ComparisonVerdicts) {
+    let m = &verdicts.methodology;
+    let _ = writeln!(out, "### Verdicts");
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Against {}: {}% intervals over {} round(s); no difference within ±{}%.",
+        cell(&verdicts.baseline),
+        crate::units::trim_float(m.confidence * 100.0),
+        m.rounds,
+        crate::units::trim_float(m.tie * 100.0)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| target | metric | ratio | 95% CI | verdict |");
+    let _ = writeln!(out, "|---|---|---:|---|---|");
+    for target in &verdicts.targets {
+        for verdict in &target.verdicts {
+            let ratio = verdict.ratio.map_or("-".into(), |r| format!("{r:.3}x"));
+            let interval = match (verdict.ci_low, verdict.ci_high) {
+                (Some(low), Some(high)) => format!("{low:.3}x..{high:.3}x"),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {ratio} | {interval} | {} |",
+                cell(&target.name),
+                cell(&verdict.metric),
+                cell(&verdict.text)
+            );
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Method:");
+    let _ = writeln!(out);
+    for line in crate::verdict::methodology_lines(m) {
+        let _ = writeln!(out, "- {}", cell(&line));
+    }
 }

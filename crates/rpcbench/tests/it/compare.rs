@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::compare::{
-    check_equal, render_comparison_text, run_comparison, CompareTarget, EqualOptions, FieldPath,
+    check_equal, comparison_verdicts, render_comparison_text, run_comparison, CompareTarget, EqualOptions,
+    FieldPath,
 };
 use rpcbench::demo::SEED_ACCOUNT;
 use rpcbench::engine::StopHandle;
 use rpcbench::mock::{Chain, Latency, MockOptions, MockServer};
+use rpcbench::rounds::{run_rounds, RoundsPlan};
+use rpcbench::verdict::{Judgement, RoundOrder, DEFAULT_ROUNDS, DEFAULT_TIE};
 use serde_json::json;
 
 use crate::util::{closed_loop, seconds};
@@ -174,4 +177,166 @@ fn the_equality_check_fails_answers_that_run_counts_as_invalid() {
     assert_eq!(report.targets[1].differing_rounds, 2, "{report:?}");
     let text = rpcbench::compare::render_equal_text(&report);
     assert!(text.contains("id_mismatch") && text.contains("not_jsonrpc"), "{text}");
+}
+
+/// Each node's comparison in rounds: `rounds` rounds of `round_length` each, closed loop.
+fn compare_in_rounds(
+    nodes: &[(&str, &MockServer)],
+    connections: usize,
+    round_length: f64,
+    rounds: u32,
+) -> Vec<rpcbench::results::SavedRun> {
+    let targets: Vec<CompareTarget> = nodes
+        .iter()
+        .map(|(name, node)| {
+            let mut config = closed_loop(&node.url(), connections, seconds(round_length * f64::from(rounds)));
+            config.threads = 1;
+            config.warmup = Duration::from_millis(100);
+            CompareTarget { name: name.to_string(), config, monitor_pids: Vec::new() }
+        })
+        .collect();
+    let plan = RoundsPlan {
+        rounds,
+        order: RoundOrder::Rotated,
+        cooldown: Duration::from_millis(50),
+        tie: DEFAULT_TIE,
+        vary_params: false,
+        whole_rounds: false,
+    };
+    run_rounds(&targets, &plan, &StopHandle::new(), |_| {}).unwrap()
+}
+
+#[test]
+fn two_identical_nodes_are_never_called_different_and_their_median_is_no_difference() {
+    // A latency large against what a busy debug build adds, so that the median is known.
+    let (one, two) = (solana(Some(Duration::from_millis(50)), 0), solana(Some(Duration::from_millis(50)), 0));
+    let runs = compare_in_rounds(&[("one", &one), ("two", &two)], 8, 0.4, DEFAULT_ROUNDS);
+    let table = render_comparison_text(&runs);
+    let verdicts = comparison_verdicts(&runs).expect("rounds give verdicts");
+    assert_eq!(verdicts.methodology.rounds, DEFAULT_ROUNDS, "{table}");
+    assert_eq!(verdicts.methodology.orders[1], ["two", "one"], "the order rotates");
+    let two = &verdicts.targets[0];
+    assert_eq!(two.name, "two");
+    for verdict in &two.verdicts {
+        assert!(
+            matches!(verdict.judgement, Judgement::NoDifference | Judgement::NotEnoughData),
+            "identical nodes called different: {}: {}\n{table}",
+            verdict.metric,
+            verdict.text
+        );
+        assert_eq!(verdict.rounds, DEFAULT_ROUNDS);
+    }
+    let p50 = two.verdicts.iter().find(|v| v.metric == "p50").unwrap();
+    assert_eq!(p50.judgement, Judgement::NoDifference, "{}\n{table}", p50.text);
+    // The rounds add up to the totals the table shows.
+    for run in &runs {
+        let rounds = &run.file.rounds.as_ref().unwrap().rounds;
+        assert_eq!(rounds.iter().map(|r| r.requests).sum::<u64>(), run.report.requests.total);
+        let elapsed_us: u64 = rounds.iter().map(|r| r.elapsed_us).sum();
+        assert!(elapsed_us.abs_diff(run.report.elapsed_us) <= DEFAULT_ROUNDS as u64, "{elapsed_us}");
+    }
+    assert!(table.contains("Verdicts against one") && table.contains("Method:"), "{table}");
+}
+
+#[test]
+fn a_node_twice_as_slow_comes_out_slower_with_an_interval_around_the_ratio() {
+    // Blocking delays (thread sleeps, precise to tens of microseconds, unlike a 1 ms timer).
+    let node = |delay_ms: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.faults.blocking_latency = Some(Duration::from_millis(delay_ms));
+        MockServer::start(options).expect("the mock node starts")
+    };
+    let (fast, slow) = (node(1), node(2));
+    let runs = compare_in_rounds(&[("fast", &fast), ("slow", &slow)], 1, 0.4, DEFAULT_ROUNDS);
+    let table = render_comparison_text(&runs);
+    let verdicts = comparison_verdicts(&runs).expect("rounds give verdicts");
+    let p50 = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "p50").unwrap();
+    assert_eq!(p50.judgement, Judgement::Higher, "{}\n{table}", p50.text);
+    assert!(p50.text.starts_with("slower by"), "{}", p50.text);
+    // Both nodes add the same overhead to their delay, so the true ratio is
+    // (1 ms + fast's median) / fast's median: 2x less what the overhead takes off.
+    let fast_p50 = runs[0].report.latency.percentile("p50") as f64;
+    let truth = (1000.0 + fast_p50) / fast_p50;
+    let (low, high) = (p50.ci_low.unwrap(), p50.ci_high.unwrap());
+    assert!(truth <= 2.0 && high <= 2.0 * (1.0 + DEFAULT_TIE), "{}\n{table}", p50.text);
+    // Within the tie band's slack: the median itself is a measurement of a busy machine.
+    assert!(
+        low / (1.0 + DEFAULT_TIE) <= truth && truth <= high * (1.0 + DEFAULT_TIE),
+        "true ratio {truth:.3} against {}\n{table}",
+        p50.text
+    );
+    let rate = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "req/s").unwrap();
+    assert_eq!(rate.judgement, Judgement::Lower, "{}\n{table}", rate.text);
+}
+
+/// Validates `value` against the committed schema `name`.
+fn assert_matches_schema(name: &str, value: &serde_json::Value) {
+    let path = format!("{}/../../schema/{name}", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let messages: Vec<String> = match schema.validate(value) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "does not match {name}:\n{}", messages.join("\n"));
+}
+
+#[test]
+fn a_comparison_in_rounds_keeps_its_methodology_in_json_matching_the_schema_and_in_results_files() {
+    let (one, two) = (solana(None, 0), solana(None, 0));
+    let runs = compare_in_rounds(&[("one", &one), ("two", &two)], 2, 0.2, 3);
+    let json: serde_json::Value = serde_json::from_str(&rpcbench::compare::comparison_json(&runs)).unwrap();
+    assert_matches_schema("comparison.schema.json", &json);
+    for run in json["runs"].as_array().unwrap() {
+        assert_matches_schema("report.schema.json", &run["report"]);
+        assert_eq!(run["rounds"].as_array().unwrap().len(), 3);
+    }
+    assert_eq!(json["methodology"]["rounds"], 3);
+    assert_eq!(json["methodology"]["order"], "rotated");
+    assert_eq!(json["verdicts"][0]["name"], "two");
+    assert_eq!(json["verdicts"][0]["verdicts"][0]["metric"], "req/s");
+    // A single run's comparison (no rounds) has neither, and still matches.
+    let single = run_comparison(
+        &[
+            CompareTarget {
+                name: "a".into(),
+                config: closed_loop(&one.url(), 1, seconds(0.1)),
+                monitor_pids: vec![],
+            },
+            CompareTarget {
+                name: "b".into(),
+                config: closed_loop(&two.url(), 1, seconds(0.1)),
+                monitor_pids: vec![],
+            },
+        ],
+        Duration::ZERO,
+        &StopHandle::new(),
+        |_| {},
+    )
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&rpcbench::compare::comparison_json(&single)).unwrap();
+    assert_matches_schema("comparison.schema.json", &json);
+    assert!(json.get("methodology").is_none() && json.get("verdicts").is_none());
+    // The results file keeps the rounds and the methodology, and reads back the same verdicts.
+    let text = serde_json::to_string(&runs[1].file).unwrap();
+    let again: rpcbench::results::ResultsFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(again.rounds, runs[1].file.rounds);
+    let reread: Vec<rpcbench::results::SavedRun> = runs
+        .iter()
+        .map(|run| {
+            let file = serde_json::from_str(&serde_json::to_string(&run.file).unwrap()).unwrap();
+            rpcbench::results::SavedRun::new(file, &run.label).unwrap()
+        })
+        .collect();
+    assert_eq!(comparison_verdicts(&reread), comparison_verdicts(&runs));
+    // A file written before rounds (no `rounds`) still loads, without verdicts.
+    let mut older: serde_json::Value = serde_json::from_str(&text).unwrap();
+    older.as_object_mut().unwrap().remove("rounds");
+    let older: rpcbench::results::ResultsFile = serde_json::from_value(older).unwrap();
+    assert_eq!(older.rounds, None);
+    let mixed = vec![
+        rpcbench::results::SavedRun::new(runs[0].file.clone(), "one").unwrap(),
+        rpcbench::results::SavedRun::new(older, "two").unwrap(),
+    ];
+    assert_eq!(comparison_verdicts(&mixed), None);
 }

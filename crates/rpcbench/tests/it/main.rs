@@ -5,6 +5,7 @@ mod batch;
 mod compare;
 mod engine;
 mod golden;
+mod heads;
 mod hostile;
 mod http2;
 mod metrics;

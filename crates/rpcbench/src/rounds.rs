@@ -1,0 +1,535 @@
+//! Comparisons in rounds: the targets take turns in short rounds (A B C, then B C A, ...; or an
+//! order shuffled from the seed; or all at once on disjoint worker threads), each round after
+//! its own warm-up, so that drift of the machine or the network hits every target alike. Each
+//! target's rounds add up into its total (its histograms and counts merged, its measured time
+//! the sum of its rounds'), so the table's figures stay the totals; each round's own figures
+//! are kept for the verdicts ([`crate::verdict`]) and stored with the methodology in the
+//! target's results file.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use crate::compare::{CompareError, CompareEvent, CompareTarget};
+use crate::engine::config::RunConfig;
+use crate::engine::{EngineError, Run, StopHandle};
+use crate::monitor::{Monitor, ResourceReport};
+use crate::record::{RunRecord, SeriesPoint};
+use crate::report::RunReport;
+use crate::results::{ResultsFile, SavedRun};
+use crate::verdict::{
+    Methodology, RoundFigures, RoundOrder, RoundsRecord, BOOTSTRAP_SEED, CI_METHOD, CONFIDENCE,
+};
+use crate::workload::Workload;
+
+/// How a comparison in rounds runs.
+#[derive(Debug, Clone)]
+pub struct RoundsPlan {
+    /// Rounds (at least 1).
+    pub rounds: u32,
+    /// How targets take turns.
+    pub order: RoundOrder,
+    /// Pause between two runs (none when simultaneous, between rounds only).
+    pub cooldown: Duration,
+    /// The tie band of the verdicts.
+    pub tie: f64,
+    /// Each round and target draws its own parameter sequence (its seed varied).
+    pub vary_params: bool,
+    /// Each round runs the whole length rather than a share of it (a replay of a file once
+    /// through; a load of stages always runs whole).
+    pub whole_rounds: bool,
+}
+
+/// Round `round`'s order of `targets` targets (indices): rotated by the round, or shuffled
+/// from `seed`.
+pub fn round_order(order: RoundOrder, round: u32, targets: usize, seed: u64) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..targets).collect();
+    match order {
+        RoundOrder::Rotated => indices.rotate_left(round as usize % targets.max(1)),
+        RoundOrder::Shuffled => {
+            indices.shuffle(&mut SmallRng::seed_from_u64(seed ^ u64::from(round).wrapping_mul(0x9E37_79B9)))
+        }
+        RoundOrder::Simultaneous => {}
+    }
+    indices
+}
+
+/// The configuration of `round` (from 0) of `rounds` for target `index` of `targets`: a share
+/// of the length (the duration divided, or the request count split with the remainder in the
+/// first rounds; a load of stages, or any with `whole`, runs whole), and with `vary_params` a
+/// seed of its own.
+pub fn round_config(
+    config: &RunConfig,
+    round: u32,
+    (rounds, whole): (u32, bool),
+    index: usize,
+    targets: usize,
+    vary_params: bool,
+) -> RunConfig {
+    let mut config = config.clone();
+    let rounds = rounds.max(1);
+    if config.stages.is_empty() && !whole {
+        if let Some(duration) = config.length.duration {
+            config.length.duration = Some((duration / rounds).max(Duration::from_millis(1)));
+        }
+        if let Some(requests) = config.length.requests {
+            let share =
+                requests / u64::from(rounds) + u64::from(u64::from(round) < requests % u64::from(rounds));
+            config.length.requests = Some(share.max(1));
+        }
+    }
+    if vary_params {
+        let slot = u64::from(round) * targets as u64 + index as u64 + 1;
+        config.seed = config.seed.wrapping_add(slot.wrapping_mul(0x2545_F491_4F6C_DD1D));
+    }
+    config
+}
+
+/// One round's length as the methodology states it.
+fn round_length(config: &RunConfig, rounds: u32, whole: bool) -> String {
+    if !config.stages.is_empty() {
+        return "all stages".into();
+    }
+    let round = round_config(config, 0, (rounds, whole), 0, 1, false);
+    match (round.length.duration, round.length.requests) {
+        (Some(d), _) => crate::units::format_duration(d),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => "the whole run".into(),
+    }
+}
+
+/// Whether request bodies (apart from the id) repeat among `count` drawn as a run with `seed`
+/// draws them (at most 4,096 drawn): a response cache could then answer from memory. Plain
+/// HTTP calls are not drawn.
+pub fn bodies_repeat(workload: &Workload, seed: u64, count: u64) -> bool {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seen = HashSet::new();
+    let mut body = Vec::new();
+    for turn in 0..count.min(4096) {
+        let call = workload.pick(&mut rng, turn);
+        if workload.calls()[call].is_http() {
+            continue;
+        }
+        body.clear();
+        workload.write_body(call, 0, &mut rng, &mut body);
+        if !seen.insert(xxhash_rust::xxh3::xxh3_64(&body)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Adds a later round's record into a target's total: histograms and counts merged, measured
+/// times added, the round's series after the total's (in the wider of the two intervals).
+pub fn append_round(total: &mut RunRecord, round: RunRecord) {
+    total.totals.merge(&round.totals);
+    for (ours, theirs) in total.calls.iter_mut().zip(&round.calls) {
+        ours.totals.merge(&theirs.totals);
+    }
+    for (ours, theirs) in total.stages.iter_mut().zip(&round.stages) {
+        ours.merge(theirs);
+    }
+    for (ours, theirs) in total.phases.iter_mut().zip(&round.phases) {
+        ours.merge(theirs);
+    }
+    let width = total.series_interval_ms.max(round.series_interval_ms).max(1);
+    let offset = (total.elapsed.as_millis() as u64).div_ceil(width) * width;
+    if total.series_interval_ms == round.series_interval_ms {
+        let keep_latency = total.series_latency.len() == total.series.len()
+            && round.series_latency.len() == round.series.len();
+        total.series.extend(round.series.iter().map(|p| SeriesPoint { start_ms: p.start_ms + offset, ..*p }));
+        if keep_latency {
+            total.series_latency.extend(round.series_latency);
+        } else {
+            total.series_latency.clear();
+        }
+    } else {
+        let shifted: Vec<SeriesPoint> =
+            round.series.iter().map(|p| SeriesPoint { start_ms: p.start_ms + offset, ..*p }).collect();
+        let mut points: Vec<SeriesPoint> = Vec::new();
+        for point in total.series.iter().chain(&shifted) {
+            let start_ms = point.start_ms / width * width;
+            match points.last_mut().filter(|last| last.start_ms == start_ms) {
+                Some(last) => {
+                    last.requests += point.requests;
+                    last.errors += point.errors;
+                    // Percentiles of merged intervals cannot be recomputed: the worse one.
+                    last.p50_us = last.p50_us.max(point.p50_us);
+                    last.p99_us = last.p99_us.max(point.p99_us);
+                }
+                None => points.push(SeriesPoint { start_ms, ..*point }),
+            }
+        }
+        total.series = points;
+        total.series_interval_ms = width;
+        total.series_latency.clear();
+    }
+    total.elapsed += round.elapsed;
+    total.interrupted |= round.interrupted;
+    total.generator.workers.merge(&round.generator.workers);
+    total.generator.peak_rss_bytes = total.generator.peak_rss_bytes.max(round.generator.peak_rss_bytes);
+    total.exchanges += round.exchanges;
+    total.wire.merge(&round.wire);
+    total.late_start = total.late_start.max(round.late_start);
+}
+
+/// The resources of a target's rounds as one report: averages weighted by the time each
+/// round was monitored, peaks the highest, disk I/O added up.
+pub fn combine_resources(reports: &[ResourceReport]) -> Option<ResourceReport> {
+    let (first, rest) = reports.split_first()?;
+    let mut total = first.clone();
+    for report in rest {
+        let (a, b) = (total.monitored_us as f64, report.monitored_us as f64);
+        let weigh = |x: f64, y: f64| if a + b > 0.0 { (x * a + y * b) / (a + b) } else { (x + y) / 2.0 };
+        total.cpu_percent_avg = weigh(total.cpu_percent_avg, report.cpu_percent_avg);
+        total.cpu_percent_peak = total.cpu_percent_peak.max(report.cpu_percent_peak);
+        total.rss_bytes_avg = weigh(total.rss_bytes_avg as f64, report.rss_bytes_avg as f64) as u64;
+        total.rss_bytes_peak = total.rss_bytes_peak.max(report.rss_bytes_peak);
+        total.disk_read_bytes = total.disk_read_bytes.zip(report.disk_read_bytes).map(|(x, y)| x + y);
+        total.disk_write_bytes = total.disk_write_bytes.zip(report.disk_write_bytes).map(|(x, y)| x + y);
+        total.tcp_connections_avg =
+            total.tcp_connections_avg.zip(report.tcp_connections_avg).map(|(x, y)| weigh(x, y));
+        total.tcp_connections_peak = total.tcp_connections_peak.max(report.tcp_connections_peak);
+        total.samples += report.samples;
+        total.monitored_us += report.monitored_us;
+        total.exited |= report.exited;
+    }
+    Some(total)
+}
+
+/// One round's figures of one target, from its record.
+fn figures_of(
+    config: &RunConfig,
+    record: &RunRecord,
+    round: u32,
+    position: u32,
+    resources: Option<&ResourceReport>,
+) -> RoundFigures {
+    let report = RunReport::new(config, record);
+    RoundFigures {
+        round,
+        position,
+        elapsed_us: u64::try_from(record.elapsed.as_micros()).unwrap_or(u64::MAX),
+        requests: report.requests.total,
+        errors: report.requests.errors,
+        rate: report.requests.rate,
+        p50_us: report.latency.percentile("p50"),
+        p95_us: report.latency.percentile("p95"),
+        p99_us: report.latency.percentile("p99"),
+        cpu_percent: resources.map(|r| r.cpu_percent_avg),
+        rss_bytes: resources.map(|r| r.rss_bytes_peak),
+    }
+}
+
+/// What one target has gathered so far.
+struct Gathered {
+    started: SystemTime,
+    record: Option<RunRecord>,
+    rounds: Vec<RoundFigures>,
+    resources: Vec<ResourceReport>,
+}
+
+/// Runs one round of one target: its monitor around it when asked.
+fn run_one(
+    config: RunConfig,
+    monitor_pids: &[u32],
+    stop: &StopHandle,
+) -> Result<(RunRecord, Option<ResourceReport>), EngineError> {
+    let run = Run::with_stop(config, stop.clone())?;
+    let monitor = (!monitor_pids.is_empty()).then(|| Monitor::start(monitor_pids));
+    let record = run.execute();
+    let resources = monitor.map(Monitor::stop);
+    Ok((record?, resources))
+}
+
+/// Sleeps `pause`, waking early on a stop; false when stopped.
+fn cool_down(pause: Duration, stop: &StopHandle) -> bool {
+    let until = Instant::now() + pause;
+    while !stop.is_stopped() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    false
+}
+
+/// Runs the comparison in rounds and returns each target's total, in the targets' order, each
+/// with its rounds and the methodology in its results file. A stop ends the running round and
+/// skips the rest; the targets that finished at least one round are returned.
+pub fn run_rounds(
+    targets: &[CompareTarget],
+    plan: &RoundsPlan,
+    stop: &StopHandle,
+    mut on_event: impl FnMut(CompareEvent<'_>),
+) -> Result<Vec<SavedRun>, CompareError> {
+    let count = targets.len();
+    let rounds = plan.rounds.max(1);
+    let seed = targets.first().map_or(0, |t| t.config.seed);
+    let mut gathered: Vec<Gathered> = targets
+        .iter()
+        .map(|_| Gathered {
+            started: SystemTime::now(),
+            record: None,
+            rounds: Vec::new(),
+            resources: Vec::new(),
+        })
+        .collect();
+    let mut orders: Vec<Vec<String>> = Vec::new();
+    let mut runs_done = 0usize;
+    'rounds: for round in 0..rounds {
+        if stop.is_stopped() {
+            break;
+        }
+        let order = round_order(plan.order, round, count, seed);
+        let names: Vec<String> = order.iter().map(|&i| targets[i].name.clone()).collect();
+        let mut results: Vec<(usize, SystemTime, RunConfig, RunRecord, Option<ResourceReport>)> = Vec::new();
+        if plan.order == RoundOrder::Simultaneous {
+            if round > 0 && !plan.cooldown.is_zero() {
+                on_event(CompareEvent::CoolingDown(plan.cooldown));
+                if !cool_down(plan.cooldown, stop) {
+                    break;
+                }
+            }
+            for target in targets {
+                on_event(CompareEvent::RoundStarted {
+                    round: round + 1,
+                    rounds,
+                    name: &target.name,
+                    target: target.config.target.redacted(),
+                });
+            }
+            let threads = targets.first().map_or(1, |t| t.config.threads);
+            let threads = if threads == 0 {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            } else {
+                threads
+            };
+            let configs: Vec<RunConfig> = targets
+                .iter()
+                .enumerate()
+                .map(|(index, target)| {
+                    let mut config = round_config(
+                        &target.config,
+                        round,
+                        (rounds, plan.whole_rounds),
+                        index,
+                        count,
+                        plan.vary_params,
+                    );
+                    // Disjoint worker threads: the generator's threads shared out.
+                    config.threads = (threads / count).max(1);
+                    config
+                })
+                .collect();
+            let started = SystemTime::now();
+            let outcomes: Vec<Result<(RunRecord, Option<ResourceReport>), EngineError>> =
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = configs
+                        .iter()
+                        .zip(targets)
+                        .map(|(config, target)| {
+                            let config = config.clone();
+                            scope.spawn(move || run_one(config, &target.monitor_pids, stop))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|handle| {
+                            handle.join().unwrap_or_else(|_| {
+                                Err(EngineError::Runtime(std::io::Error::other("a run's thread panicked")))
+                            })
+                        })
+                        .collect()
+                });
+            for ((index, outcome), config) in outcomes.into_iter().enumerate().zip(configs) {
+                let (record, resources) =
+                    outcome.map_err(|error| CompareError { name: targets[index].name.clone(), error })?;
+                results.push((index, started, config, record, resources));
+            }
+        } else {
+            for (place, &index) in order.iter().enumerate() {
+                if stop.is_stopped() {
+                    break 'rounds;
+                }
+                if runs_done > 0 && !plan.cooldown.is_zero() {
+                    on_event(CompareEvent::CoolingDown(plan.cooldown));
+                    if !cool_down(plan.cooldown, stop) {
+                        break 'rounds;
+                    }
+                }
+                let target = &targets[index];
+                on_event(CompareEvent::RoundStarted {
+                    round: round + 1,
+                    rounds,
+                    name: &target.name,
+                    target: target.config.target.redacted(),
+                });
+                let config = round_config(
+                    &target.config,
+                    round,
+                    (rounds, plan.whole_rounds),
+                    index,
+                    count,
+                    plan.vary_params,
+                );
+                let started = SystemTime::now();
+                let (record, resources) = run_one(config.clone(), &target.monitor_pids, stop)
+                    .map_err(|error| CompareError { name: target.name.clone(), error })?;
+                runs_done += 1;
+                let figures = figures_of(&config, &record, round + 1, place as u32 + 1, resources.as_ref());
+                on_event(CompareEvent::RoundFinished { name: &target.name, figures: &figures });
+                absorb(&mut gathered[index], started, record, figures, resources);
+            }
+        }
+        for (index, started, config, record, resources) in results {
+            let figures = figures_of(&config, &record, round + 1, 1, resources.as_ref());
+            on_event(CompareEvent::RoundFinished { name: &targets[index].name, figures: &figures });
+            absorb(&mut gathered[index], started, record, figures, resources);
+        }
+        orders.push(names);
+        if stop.is_stopped() {
+            break;
+        }
+    }
+    let first = targets.first().map(|t| &t.config);
+    let cacheable = first.map(|config| {
+        let rounds_run = orders.len().max(1) as u64;
+        // Without varied params every round replays the same sequence.
+        (rounds_run > 1 && !plan.vary_params)
+            || bodies_repeat(
+                &config.workload,
+                config.seed,
+                gathered.first().map_or(0, |g| g.rounds.iter().map(|r| r.requests).sum()),
+            )
+    });
+    let methodology = Methodology {
+        rounds: orders.len() as u32,
+        order: plan.order,
+        orders,
+        warmup_ms: first.map_or(0, |c| c.warmup.as_millis() as u64),
+        cooldown_ms: plan.cooldown.as_millis() as u64,
+        round_length: first.map_or_else(String::new, |c| round_length(c, rounds, plan.whole_rounds)),
+        tie: plan.tie,
+        ci_method: CI_METHOD.into(),
+        confidence: CONFIDENCE,
+        bootstrap_seed: BOOTSTRAP_SEED,
+        seed,
+        varied_params: plan.vary_params,
+        cacheable,
+    };
+    let mut runs = Vec::new();
+    for (target, gathered) in targets.iter().zip(gathered) {
+        let Some(record) = gathered.record else { continue };
+        let error = |error| CompareError { name: target.name.clone(), error };
+        let target_resources = combine_resources(&gathered.resources);
+        let mut file = ResultsFile::from_run(&target.config, &record, gathered.started);
+        file.label = Some(target.name.clone());
+        file.target_resources = target_resources.clone();
+        file.rounds = Some(RoundsRecord { methodology: methodology.clone(), rounds: gathered.rounds });
+        let mut saved = SavedRun::new(file, &target.name).map_err(|message| {
+            error(EngineError::Runtime(std::io::Error::other(format!("results do not decode: {message}"))))
+        })?;
+        // The live report: it has everything the file keeps and the per-stage figures too.
+        saved.report = RunReport::new(&target.config, &record);
+        saved.report.target_resources = target_resources;
+        on_event(CompareEvent::Finished(&saved));
+        runs.push(saved);
+    }
+    Ok(runs)
+}
+
+/// Adds a round to what a target gathered.
+fn absorb(
+    gathered: &mut Gathered,
+    started: SystemTime,
+    record: RunRecord,
+    figures: RoundFigures,
+    resources: Option<ResourceReport>,
+) {
+    if gathered.record.is_none() {
+        gathered.started = started;
+    }
+    match gathered.record.as_mut() {
+        Some(total) => append_round(total, record),
+        None => gathered.record = Some(record),
+    }
+    gathered.rounds.push(figures);
+    gathered.resources.extend(resources);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::config::{Length, Target};
+    use crate::jsonrpc::RequestTemplate;
+    use crate::workload::{Call, Generator, ParamValue};
+
+    fn config(length: Length) -> RunConfig {
+        let mut config = RunConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            RequestTemplate::from_method("getSlot", None).unwrap(),
+        );
+        config.length = length;
+        config
+    }
+
+    #[test]
+    fn rounds_share_out_the_length_and_vary_the_seed_only_when_asked() {
+        let by_time = config(Length { duration: Some(Duration::from_secs(10)), requests: None });
+        let round = round_config(&by_time, 2, (5, false), 1, 2, false);
+        assert_eq!(round.length.duration, Some(Duration::from_secs(2)));
+        assert_eq!(round.seed, by_time.seed);
+        assert_eq!(round_length(&by_time, 5, false), "2.00s");
+        // Whole rounds: each runs the whole length.
+        assert_eq!(
+            round_config(&by_time, 2, (5, true), 1, 2, false).length.duration,
+            Some(Duration::from_secs(10))
+        );
+        // 103 requests in 5 rounds: 21, 21, 21, 20, 20.
+        let by_count = config(Length { duration: None, requests: Some(103) });
+        let shares: Vec<u64> = (0..5)
+            .map(|r| round_config(&by_count, r, (5, false), 0, 2, false).length.requests.unwrap())
+            .collect();
+        assert_eq!(shares, [21, 21, 21, 20, 20]);
+        assert_eq!(shares.iter().sum::<u64>(), 103);
+        // Varied: every round and target its own seed.
+        let mut seeds: Vec<u64> = (0..5)
+            .flat_map(|r| (0..3).map(move |t| (r, t)))
+            .map(|(r, t)| round_config(&by_count, r, (5, false), t, 3, true).seed)
+            .collect();
+        seeds.sort();
+        seeds.dedup();
+        assert_eq!(seeds.len(), 15);
+    }
+
+    #[test]
+    fn repeated_bodies_are_told_apart_from_fresh_ones() {
+        let fixed = Workload::single(&RequestTemplate::from_method("getSlot", None).unwrap());
+        assert!(bodies_repeat(&fixed, 1, 2));
+        assert!(!bodies_repeat(&fixed, 1, 1));
+        let fresh = ParamValue::Array(vec![ParamValue::Generated(Generator::RandomHex(32))]);
+        let fresh = Workload::new(vec![Call::new("getBlock", "getBlock", Some(&fresh), 1).unwrap()]).unwrap();
+        assert!(!bodies_repeat(&fresh, 1, 4096));
+        let few = ParamValue::Array(vec![ParamValue::Generated(Generator::IntRange { low: 1, high: 10 })]);
+        let few = Workload::new(vec![Call::new("getBlock", "getBlock", Some(&few), 1).unwrap()]).unwrap();
+        assert!(bodies_repeat(&few, 1, 100));
+    }
+
+    #[test]
+    fn rotated_rounds_give_each_target_each_place() {
+        let orders: Vec<Vec<usize>> = (0..3).map(|r| round_order(RoundOrder::Rotated, r, 3, 1)).collect();
+        assert_eq!(orders, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
+        assert_eq!(round_order(RoundOrder::Rotated, 3, 3, 1), [0, 1, 2]);
+        // Shuffled: every target once, the same from the same seed.
+        let shuffled = round_order(RoundOrder::Shuffled, 2, 5, 9);
+        let mut sorted = shuffled.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1, 2, 3, 4]);
+        assert_eq!(shuffled, round_order(RoundOrder::Shuffled, 2, 5, 9));
+    }
+}

@@ -1,0 +1,664 @@
+//! Verdicts of a comparison run in rounds: for each figure of the table (req/s, p50, p95, p99,
+//! error share, and the target's CPU and memory when monitored), the ratio of a target to the
+//! baseline with a 95% confidence interval, and what that allows one to say: faster or slower
+//! by X%, no difference (the whole interval inside the tie band), or not enough data (with
+//! about how many rounds it would take). Pure functions of the per-round figures: no clock.
+//!
+//! The method: each round gives one ratio per figure (the target's round against the
+//! baseline's round of the same number, so drift of the machine or network that hits both
+//! cancels out). The estimate is the geometric mean of those ratios (the mean of their
+//! logarithms, so 2x and 0.5x are equally far from 1x), and the interval is a percentile
+//! bootstrap over rounds: rounds are drawn with replacement [`RESAMPLES`] times from a fixed
+//! seed, and the 2.5th and 97.5th percentiles of the resampled means are the bounds. Rounds
+//! rather than per-second windows: seconds within one round share that round's conditions
+//! (the other processes of a busy machine, the connection pool, the server's caches), so they
+//! are not independent, and treating them as such gives intervals that are too narrow. With
+//! few rounds the percentile bootstrap is itself somewhat narrow, which is why a difference is
+//! only claimed when the whole interval lies beyond the tie band.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+/// Rounds of a comparison unless `--rounds` says otherwise (a load of stages runs whole in
+/// each round, so there it is one).
+pub const DEFAULT_ROUNDS: u32 = 5;
+/// The tie band unless `--tie` says otherwise: a ratio within 3% of 1 either way is no
+/// difference.
+pub const DEFAULT_TIE: f64 = 0.03;
+/// Bootstrap resamples.
+pub const RESAMPLES: u32 = 2000;
+/// The bootstrap's seed, fixed so that the same rounds always give the same interval.
+pub const BOOTSTRAP_SEED: u64 = 0x7e57_ab1e;
+/// The confidence of the intervals.
+pub const CONFIDENCE: f64 = 0.95;
+/// The method, as the methodology states it.
+pub const CI_METHOD: &str =
+    "expanded percentile bootstrap over rounds of the per-round ratio (geometric mean), 2000 resamples";
+/// The most rounds an estimate names; beyond, "more than" this.
+const MAX_ROUNDS_NEEDED: u32 = 10_000;
+/// The normal quantile of a two-sided 95% interval, for the rounds-needed estimate.
+const Z_95: f64 = 1.959_964;
+
+/// How the targets took turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOrder {
+    /// Round r starts with target r (A B C, B C A, C A B, ...).
+    Rotated,
+    /// Each round's order shuffled from the seed.
+    Shuffled,
+    /// All targets at once, each on its own worker threads (sharing the generator's CPU).
+    Simultaneous,
+}
+
+impl RoundOrder {
+    /// The order's name as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundOrder::Rotated => "rotated",
+            RoundOrder::Shuffled => "shuffled",
+            RoundOrder::Simultaneous => "simultaneous",
+        }
+    }
+}
+
+/// How a comparison was run, kept in each target's results file and printed under the table,
+/// so that a comparison can be checked later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Methodology {
+    /// Rounds run (fewer than asked if interrupted).
+    pub rounds: u32,
+    /// How targets took turns.
+    pub order: RoundOrder,
+    /// Each round's order of the targets, by name.
+    pub orders: Vec<Vec<String>>,
+    /// Each round's own warm-up, per target, milliseconds.
+    pub warmup_ms: u64,
+    /// Pause between two runs, milliseconds.
+    pub cooldown_ms: u64,
+    /// The measured length of one round per target: `2s`, `400 requests`, or `all stages`.
+    pub round_length: String,
+    /// The tie band: ratios within this share of 1 either way are no difference.
+    pub tie: f64,
+    /// How the intervals are computed.
+    pub ci_method: String,
+    /// Their confidence.
+    pub confidence: f64,
+    /// The bootstrap's seed.
+    pub bootstrap_seed: u64,
+    /// The seed of the requests (and of a shuffled order).
+    pub seed: u64,
+    /// Each round and target drew its own parameter sequence from the pools (`--vary-params`).
+    pub varied_params: bool,
+    /// Request bodies (apart from the id) repeated within a run, so a response cache could
+    /// answer them; absent when it could not be told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacheable: Option<bool>,
+}
+
+/// What one target measured in one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundFigures {
+    /// The round, from 1.
+    pub round: u32,
+    /// The target's place in the round's order, from 1 (all 1 when simultaneous).
+    pub position: u32,
+    /// Measured time, microseconds.
+    pub elapsed_us: u64,
+    /// Requests with an outcome.
+    pub requests: u64,
+    /// Of which errors.
+    pub errors: u64,
+    /// Responses per second of measured time.
+    pub rate: f64,
+    /// Latency percentiles, microseconds.
+    pub p50_us: u64,
+    /// 95th percentile.
+    pub p95_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// The monitored target's mean CPU, percent of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<f64>,
+    /// The monitored target's peak resident memory, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+}
+
+/// What a comparison in rounds keeps in each target's results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundsRecord {
+    /// How the comparison was run.
+    pub methodology: Methodology,
+    /// This target's rounds.
+    pub rounds: Vec<RoundFigures>,
+}
+
+/// A figure a verdict is given for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Responses per second.
+    Rate,
+    /// Median latency.
+    P50,
+    /// 95th percentile latency.
+    P95,
+    /// 99th percentile latency.
+    P99,
+    /// Errors over requests.
+    ErrorShare,
+    /// The monitored target's mean CPU.
+    TargetCpu,
+    /// The monitored target's peak memory.
+    TargetRss,
+}
+
+impl Figure {
+    /// Every figure, in the table's order.
+    pub const ALL: [Figure; 7] = [
+        Figure::Rate,
+        Figure::P50,
+        Figure::P95,
+        Figure::P99,
+        Figure::ErrorShare,
+        Figure::TargetCpu,
+        Figure::TargetRss,
+    ];
+
+    /// The figure's name, as its table row names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Rate => "req/s",
+            Figure::P50 => "p50",
+            Figure::P95 => "p95",
+            Figure::P99 => "p99",
+            Figure::ErrorShare => "error share",
+            Figure::TargetCpu => "target CPU avg",
+            Figure::TargetRss => "target RSS peak",
+        }
+    }
+
+    /// The words for a ratio above 1 and below 1.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Figure::Rate => ("faster", "slower"),
+            Figure::P50 | Figure::P95 | Figure::P99 => ("slower", "faster"),
+            Figure::ErrorShare => ("more errors", "fewer errors"),
+            Figure::TargetCpu | Figure::TargetRss => ("uses more", "uses less"),
+        }
+    }
+
+    /// The round's value of this figure; `None` when it was not measured.
+    pub fn value(self, round: &RoundFigures) -> Option<f64> {
+        match self {
+            Figure::Rate => Some(round.rate),
+            Figure::P50 => Some(round.p50_us as f64),
+            Figure::P95 => Some(round.p95_us as f64),
+            Figure::P99 => Some(round.p99_us as f64),
+            Figure::ErrorShare => Some(round.errors as f64 / round.requests.max(1) as f64),
+            Figure::TargetCpu => round.cpu_percent,
+            Figure::TargetRss => round.rss_bytes.map(|b| b as f64),
+        }
+    }
+
+    /// One round's ratio of `target` to `baseline`. Two zeros are equal (no errors in either);
+    /// error shares are compared with one error added to each side's count, so that a round
+    /// without errors against one with a few gives a large but finite ratio. `None` when the
+    /// figure was not measured in either round, or the baseline's is 0 and the target's not.
+    pub fn round_ratio(self, baseline: &RoundFigures, target: &RoundFigures) -> Option<f64> {
+        if self == Figure::ErrorShare {
+            if baseline.errors == 0 && target.errors == 0 {
+                return Some(1.0);
+            }
+            let share = |r: &RoundFigures| (r.errors + 1) as f64 / (r.requests + 1) as f64;
+            return Some(share(target) / share(baseline));
+        }
+        let (b, t) = (self.value(baseline)?, self.value(target)?);
+        if !(b.is_finite() && t.is_finite()) || b < 0.0 || t < 0.0 {
+            return None;
+        }
+        match (b == 0.0, t == 0.0) {
+            (true, true) => Some(1.0),
+            (true, false) | (false, true) => None,
+            (false, false) => Some(t / b),
+        }
+    }
+}
+
+/// What the interval allows one to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judgement {
+    /// The whole interval is above the tie band.
+    Higher,
+    /// The whole interval is below the tie band.
+    Lower,
+    /// The whole interval is inside the tie band.
+    NoDifference,
+    /// The interval reaches across an edge of the tie band.
+    NotEnoughData,
+}
+
+/// The verdict on one figure of one target against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureVerdict {
+    /// The figure, as its table row names it.
+    pub metric: String,
+    /// Rounds that gave a ratio.
+    pub rounds: u32,
+    /// The estimated ratio (geometric mean of the per-round ratios); null without rounds.
+    pub ratio: Option<f64>,
+    /// The interval's lower bound.
+    pub ci_low: Option<f64>,
+    /// Its upper bound.
+    pub ci_high: Option<f64>,
+    /// The per-round ratios, in round order.
+    pub round_ratios: Vec<f64>,
+    /// What can be said.
+    pub judgement: Judgement,
+    /// With not enough data: about how many rounds would tell (from the spread seen); absent
+    /// when it cannot be estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_needed: Option<u32>,
+    /// The verdict in words: `slower by 98.0% (CI 94.1%..102.3%)`.
+    pub text: String,
+}
+
+/// The mean of `values`.
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The sample standard deviation of `values` (0 for fewer than two).
+fn std_dev(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    (values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (values.len() - 1) as f64).sqrt()
+}
+
+/// The standard normal distribution function (Abramowitz and Stegun 7.1.26, error < 1.5e-7).
+fn normal_cdf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs() / std::f64::consts::SQRT_2);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-(x * x) / 2.0).exp();
+    if x >= 0.0 {
+        (1.0 + erf) / 2.0
+    } else {
+        (1.0 - erf) / 2.0
+    }
+}
+
+/// Student's t quantile for a two-sided 95% interval with `df` degrees of freedom.
+fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => TABLE[df - 1],
+        // Beyond the table: the normal quantile plus the first correction term.
+        _ => Z_95 + (Z_95.powi(3) + Z_95) / (4.0 * df as f64),
+    }
+}
+
+/// The lower tail share the expanded percentile bootstrap reads for `n` values at 95%:
+/// `Phi(-sqrt(n / (n - 1)) * t(n - 1))` instead of 2.5%, which corrects the plain percentile
+/// interval's narrowness with few values (Hesterberg, "What teachers should know about the
+/// bootstrap", 2015). With 5 rounds it is about 0.1%; with many it tends to 2.5%.
+pub fn expanded_tail(n: usize) -> f64 {
+    if n < 2 {
+        return 0.0;
+    }
+    let factor = (n as f64 / (n - 1) as f64).sqrt() * t_975(n - 1);
+    normal_cdf(-factor)
+}
+
+/// The expanded percentile bootstrap interval (95%) of the mean of `values`: `resamples`
+/// draws with replacement from a generator seeded with `seed`, and the [`expanded_tail`]
+/// quantiles of their means at either end. `None` for no values.
+pub fn bootstrap_mean_interval(values: &[f64], resamples: u32, seed: u64) -> Option<(f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    if values.len() == 1 || resamples == 0 {
+        let m = mean(values);
+        return Some((m, m));
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let sum: f64 = (0..values.len()).map(|_| values[rng.gen_range(0..values.len())]).sum();
+            sum / values.len() as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let index = (q * (means.len() - 1) as f64).round() as usize;
+        means[index.min(means.len() - 1)]
+    };
+    let tail = expanded_tail(values.len());
+    Some((at(tail), at(1.0 - tail)))
+}
+
+/// About how many rounds would make an interval of the log-ratios (mean `mean`, spread
+/// `spread` per round) clear of the tie band's edge `edge` (ln(1 + tie)): the normal
+/// approximation `n = (z * spread / distance)^2`, where distance is how far the mean is from
+/// the edge. `None` when the mean sits on the edge (no number of rounds decides it) or the
+/// spread is unknown.
+pub fn rounds_needed(mean: f64, spread: f64, edge: f64, rounds_so_far: u32) -> Option<u32> {
+    let distance = (edge - mean.abs()).abs();
+    if !(spread.is_finite() && spread > 0.0) || distance < 1e-9 {
+        return None;
+    }
+    let needed = (Z_95 * spread / distance).powi(2).ceil();
+    let needed = if needed >= f64::from(MAX_ROUNDS_NEEDED) { MAX_ROUNDS_NEEDED } else { needed as u32 };
+    Some(needed.max(rounds_so_far + 1))
+}
+
+/// A change as a signed percentage: `+2.0%`, `-1.5%`.
+fn signed_percent(ratio: f64) -> String {
+    format!("{:+.1}%", (ratio - 1.0) * 100.0)
+}
+
+/// Judges a figure from its per-round ratios (each round's target against the baseline's).
+pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdict {
+    let ratios: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite() && *r > 0.0).collect();
+    let mut verdict = FigureVerdict {
+        metric: figure.name().to_string(),
+        rounds: ratios.len() as u32,
+        ratio: None,
+        ci_low: None,
+        ci_high: None,
+        round_ratios: ratios.clone(),
+        judgement: Judgement::NotEnoughData,
+        rounds_needed: None,
+        text: String::new(),
+    };
+    if ratios.len() < 2 {
+        verdict.text = format!(
+            "not enough data ({} round: the spread needs {} or more; --rounds {DEFAULT_ROUNDS})",
+            ratios.len(),
+            2
+        );
+        if let Some(only) = ratios.first() {
+            verdict.ratio = Some(*only);
+        }
+        return verdict;
+    }
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let m = mean(&logs);
+    let (low, high) = bootstrap_mean_interval(&logs, RESAMPLES, seed).unwrap_or((m, m));
+    let edge = (1.0 + tie).ln();
+    let (ratio, ci_low, ci_high) = (m.exp(), low.exp(), high.exp());
+    verdict.ratio = Some(ratio);
+    verdict.ci_low = Some(ci_low);
+    verdict.ci_high = Some(ci_high);
+    let (up, down) = figure.words();
+    verdict.judgement = if low >= -edge && high <= edge {
+        Judgement::NoDifference
+    } else if low > edge {
+        Judgement::Higher
+    } else if high < -edge {
+        Judgement::Lower
+    } else {
+        Judgement::NotEnoughData
+    };
+    verdict.text = match verdict.judgement {
+        Judgement::Higher => format!(
+            "{up} by {:.1}% (CI {:.1}%..{:.1}%)",
+            (ratio - 1.0) * 100.0,
+            (ci_low - 1.0) * 100.0,
+            (ci_high - 1.0) * 100.0
+        ),
+        Judgement::Lower => format!(
+            "{down} by {:.1}% (CI {:.1}%..{:.1}%)",
+            (1.0 - ratio) * 100.0,
+            (1.0 - ci_high) * 100.0,
+            (1.0 - ci_low) * 100.0
+        ),
+        Judgement::NoDifference => format!(
+            "no difference (CI {}..{}, inside the ±{}% tie band)",
+            signed_percent(ci_low),
+            signed_percent(ci_high),
+            crate::units::trim_float(tie * 100.0)
+        ),
+        Judgement::NotEnoughData => {
+            verdict.rounds_needed = rounds_needed(m, std_dev(&logs), edge, verdict.rounds);
+            let more = match verdict.rounds_needed {
+                Some(MAX_ROUNDS_NEEDED) => format!("more than {MAX_ROUNDS_NEEDED} rounds would be needed"),
+                Some(n) => format!("about {n} rounds would tell"),
+                None => "the estimate sits on the tie band's edge".into(),
+            };
+            format!(
+                "not enough data (CI {}..{} reaches across the ±{}% tie band; {more})",
+                signed_percent(ci_low),
+                signed_percent(ci_high),
+                crate::units::trim_float(tie * 100.0)
+            )
+        }
+    };
+    verdict
+}
+
+/// The verdicts on every figure measured in both: `target`'s rounds against `baseline`'s of
+/// the same number. Figures not measured in every paired round (a target not monitored) are
+/// left out.
+pub fn verdicts(baseline: &[RoundFigures], target: &[RoundFigures], tie: f64) -> Vec<FigureVerdict> {
+    let pairs: Vec<(&RoundFigures, &RoundFigures)> =
+        baseline.iter().filter_map(|b| target.iter().find(|t| t.round == b.round).map(|t| (b, t))).collect();
+    Figure::ALL
+        .iter()
+        .filter_map(|figure| {
+            let measured = |r: &RoundFigures| figure.value(r).is_some();
+            if pairs.is_empty() || !pairs.iter().all(|(b, t)| measured(b) && measured(t)) {
+                return None;
+            }
+            let ratios: Vec<f64> = pairs.iter().filter_map(|(b, t)| figure.round_ratio(b, t)).collect();
+            Some(judge(*figure, &ratios, tie, BOOTSTRAP_SEED))
+        })
+        .collect()
+}
+
+/// The methodology in lines of text, as printed under the table.
+pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
+    let mut lines = Vec::new();
+    let orders: Vec<String> = methodology.orders.iter().map(|order| order.join(" ")).collect();
+    let order = match methodology.order {
+        RoundOrder::Simultaneous => {
+            "all targets at once on their own worker threads (they share the generator's CPU)".to_string()
+        }
+        other => format!("{} ({})", other.as_str(), shorten_orders(&orders)),
+    };
+    lines.push(format!(
+        "{} round(s) of {} per target, order {order}",
+        methodology.rounds, methodology.round_length
+    ));
+    lines.push(format!(
+        "warm-up {} ms before each round, cool-down {} ms between runs; request seed {}{}",
+        methodology.warmup_ms,
+        methodology.cooldown_ms,
+        methodology.seed,
+        if methodology.varied_params {
+            ", params varied per round and target (--vary-params)"
+        } else {
+            ", the same params for every target"
+        }
+    ));
+    lines.push(format!(
+        "{}% CI: {} (seed {:#x}); tie band ±{}%",
+        crate::units::trim_float(methodology.confidence * 100.0),
+        methodology.ci_method,
+        methodology.bootstrap_seed,
+        crate::units::trim_float(methodology.tie * 100.0)
+    ));
+    match methodology.cacheable {
+        Some(true) => lines.push(
+            "answers were cacheable: request bodies repeated (apart from the id); a response cache could favour a target"
+                .into(),
+        ),
+        Some(false) => lines.push("answers were not cacheable: no request body repeated (apart from the id)".into()),
+        None => {}
+    }
+    lines
+}
+
+/// Round orders as `A B | B A | ...`, the first four.
+fn shorten_orders(orders: &[String]) -> String {
+    let mut shown: Vec<&str> = orders.iter().take(4).map(String::as_str).collect();
+    if orders.len() > 4 {
+        shown.push("...");
+    }
+    shown.join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(round: u32, rate: f64, p50_us: u64, errors: u64) -> RoundFigures {
+        RoundFigures {
+            round,
+            position: 1,
+            elapsed_us: 1_000_000,
+            requests: 1000,
+            errors,
+            rate,
+            p50_us,
+            p95_us: p50_us * 2,
+            p99_us: p50_us * 3,
+            cpu_percent: None,
+            rss_bytes: None,
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_interval_and_the_tie_band() {
+        // (figure, per-round ratios, tie, expected judgement, text starts with)
+        let table: [(Figure, Vec<f64>, f64, Judgement, &str); 8] = [
+            (Figure::P50, vec![1.0; 5], 0.03, Judgement::NoDifference, "no difference"),
+            (Figure::Rate, vec![1.01, 0.99, 1.0, 1.02, 0.98], 0.03, Judgement::NoDifference, "no difference"),
+            (Figure::P50, vec![2.0, 1.98, 2.02, 2.01, 1.99], 0.03, Judgement::Higher, "slower by 100.0%"),
+            (Figure::Rate, vec![0.5, 0.51, 0.49, 0.5, 0.5], 0.03, Judgement::Lower, "slower by 50.0%"),
+            (Figure::Rate, vec![1.2, 1.21, 1.19, 1.2, 1.2], 0.03, Judgement::Higher, "faster by 20.0%"),
+            (Figure::P99, vec![0.8, 0.8, 0.8], 0.03, Judgement::Lower, "faster by 20.0%"),
+            (Figure::Rate, vec![0.8, 1.25, 0.9, 1.1, 1.0], 0.03, Judgement::NotEnoughData, "not enough data"),
+            // A wider band takes the same spread as no difference.
+            (
+                Figure::Rate,
+                vec![1.01, 0.99, 1.0, 1.02, 0.98],
+                0.01,
+                Judgement::NotEnoughData,
+                "not enough data",
+            ),
+        ];
+        for (figure, ratios, tie, judgement, start) in table {
+            let verdict = judge(figure, &ratios, tie, BOOTSTRAP_SEED);
+            assert_eq!(verdict.judgement, judgement, "{figure:?} {ratios:?}: {}", verdict.text);
+            assert!(verdict.text.starts_with(start), "{figure:?} {ratios:?}: {}", verdict.text);
+            let (low, high) = (verdict.ci_low.unwrap(), verdict.ci_high.unwrap());
+            assert!(low <= verdict.ratio.unwrap() && verdict.ratio.unwrap() <= high, "{verdict:?}");
+        }
+    }
+
+    #[test]
+    fn the_interval_contains_the_true_ratio_of_steady_rounds() {
+        let verdict = judge(Figure::P50, &[2.0, 1.98, 2.02, 2.01, 1.99], 0.03, BOOTSTRAP_SEED);
+        assert!(verdict.ci_low.unwrap() <= 2.0 && 2.0 <= verdict.ci_high.unwrap(), "{verdict:?}");
+        // The interval is no wider than the rounds' own range.
+        assert!(verdict.ci_low.unwrap() >= 1.98 && verdict.ci_high.unwrap() <= 2.02, "{verdict:?}");
+    }
+
+    #[test]
+    fn the_bootstrap_is_the_same_for_the_same_rounds() {
+        let values = [0.1, -0.2, 0.05, 0.3, -0.1, 0.0];
+        let a = bootstrap_mean_interval(&values, RESAMPLES, 1).unwrap();
+        let b = bootstrap_mean_interval(&values, RESAMPLES, 1).unwrap();
+        assert_eq!(a, b);
+        assert!(a.0 < mean(&values) && mean(&values) < a.1);
+        // Within the values' range.
+        assert!(a.0 >= -0.2 && a.1 <= 0.3);
+        assert_eq!(bootstrap_mean_interval(&[], RESAMPLES, 1), None);
+        assert_eq!(bootstrap_mean_interval(&[0.5], RESAMPLES, 1), Some((0.5, 0.5)));
+    }
+
+    #[test]
+    fn few_rounds_widen_the_interval_as_students_t_does() {
+        // Phi(-sqrt(5/4) * 2.776) = Phi(-3.104) = 0.00095.
+        assert!((expanded_tail(5) - 0.00095).abs() < 0.00005, "{}", expanded_tail(5));
+        // Many rounds: close to the plain 2.5%.
+        assert!((expanded_tail(1000) - 0.025).abs() < 0.001, "{}", expanded_tail(1000));
+        assert!(expanded_tail(3) < expanded_tail(10) && expanded_tail(10) < expanded_tail(30));
+        assert!((normal_cdf(0.0) - 0.5).abs() < 1e-7 && (normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+        // Two identical nodes, on a busy machine: 5 rounds this far apart are no verdict
+        // either way (the plain percentile interval called this "faster by 26%").
+        let noisy = judge(Figure::P50, &[0.55, 0.51, 1.0, 0.75, 1.04], 0.03, BOOTSTRAP_SEED);
+        assert_eq!(noisy.judgement, Judgement::NotEnoughData, "{}", noisy.text);
+    }
+
+    #[test]
+    fn not_enough_data_says_how_many_rounds_would_tell() {
+        let edge = 1.03f64.ln();
+        // Mean 0, spread 0.1 a round: (1.96 * 0.1 / 0.0296)^2 = 43.9.
+        assert_eq!(rounds_needed(0.0, 0.1, edge, 5), Some(44));
+        // A mean beyond the band: the distance to the edge decides.
+        assert_eq!(rounds_needed(0.1, 0.1, edge, 5), Some(8));
+        // Never fewer than one more than run so far.
+        assert_eq!(rounds_needed(0.0, 0.001, edge, 5), Some(6));
+        // On the edge, or without a spread: cannot be told.
+        assert_eq!(rounds_needed(edge, 0.1, edge, 5), None);
+        assert_eq!(rounds_needed(0.0, 0.0, edge, 5), None);
+        assert_eq!(rounds_needed(0.0, 100.0, edge, 5), Some(MAX_ROUNDS_NEEDED));
+        let verdict = judge(Figure::Rate, &[0.8, 1.25, 0.9, 1.1, 1.0], 0.03, BOOTSTRAP_SEED);
+        assert!(verdict.rounds_needed.unwrap() > 5, "{verdict:?}");
+        assert!(verdict.text.contains("rounds would tell"), "{}", verdict.text);
+        // One round has no spread at all.
+        let one = judge(Figure::Rate, &[1.0], 0.03, BOOTSTRAP_SEED);
+        assert_eq!(one.judgement, Judgement::NotEnoughData);
+        assert_eq!(one.rounds_needed, None);
+    }
+
+    #[test]
+    fn rounds_pair_by_number_and_zeros_compare_equal() {
+        let baseline: Vec<RoundFigures> = (1..=5).map(|r| round(r, 1000.0, 1000, 0)).collect();
+        // Listed in another order: paired by round number, not place.
+        let target: Vec<RoundFigures> = (1..=5).rev().map(|r| round(r, 500.0, 2000, 0)).collect();
+        let verdicts = verdicts(&baseline, &target, DEFAULT_TIE);
+        let names: Vec<&str> = verdicts.iter().map(|v| v.metric.as_str()).collect();
+        // Not monitored: no CPU or memory verdicts.
+        assert_eq!(names, ["req/s", "p50", "p95", "p99", "error share"]);
+        assert_eq!(verdicts[0].judgement, Judgement::Lower);
+        assert_eq!(verdicts[1].judgement, Judgement::Higher);
+        assert_eq!(verdicts[1].ratio, Some(2.0));
+        // No errors on either side: no difference.
+        assert_eq!(verdicts[4].judgement, Judgement::NoDifference, "{}", verdicts[4].text);
+        // Errors on one side only: a large finite ratio (one error added to each).
+        let failing: Vec<RoundFigures> = (1..=5).map(|r| round(r, 1000.0, 1000, 99)).collect();
+        let errors = &super::verdicts(&baseline, &failing, DEFAULT_TIE)[4];
+        assert_eq!(errors.judgement, Judgement::Higher);
+        assert!(errors.text.starts_with("more errors by"), "{}", errors.text);
+        assert!((errors.ratio.unwrap() - 100.0).abs() < 1e-9, "{errors:?}");
+    }
+
+    #[test]
+    fn monitored_rounds_get_cpu_and_memory_verdicts() {
+        let monitored = |r: u32, cpu: f64| RoundFigures {
+            cpu_percent: Some(cpu),
+            rss_bytes: Some(1 << 20),
+            ..round(r, 1.0, 1, 0)
+        };
+        let baseline: Vec<RoundFigures> = (1..=4).map(|r| monitored(r, 50.0)).collect();
+        let target: Vec<RoundFigures> = (1..=4).map(|r| monitored(r, 100.0)).collect();
+        let verdicts = verdicts(&baseline, &target, DEFAULT_TIE);
+        let cpu = verdicts.iter().find(|v| v.metric == "target CPU avg").unwrap();
+        assert!(cpu.text.starts_with("uses more by 100.0%"), "{}", cpu.text);
+        let rss = verdicts.iter().find(|v| v.metric == "target RSS peak").unwrap();
+        assert_eq!(rss.judgement, Judgement::NoDifference);
+    }
+}

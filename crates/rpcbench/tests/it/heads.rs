@@ -1,0 +1,68 @@
+//! Head races between mock nodes that are behind by known amounts: the monitor reports exactly
+//! the lags they were given, classes the far one stale, and times the late one's heads within
+//! the poll's resolution.
+
+use std::time::Duration;
+
+use rpcbench::client::Endpoint;
+use rpcbench::engine::StopHandle;
+use rpcbench::heads::{analyse, follow, HeadSource, PolledHead};
+use rpcbench::mock::{Chain, MockOptions, MockServer};
+
+fn node(chain: Chain, slot_time: Duration, lag: u64, delay: Duration) -> MockServer {
+    let mut options = MockOptions::new(chain);
+    options.slot_time = slot_time;
+    options.head_lag = lag;
+    options.head_delay = delay;
+    MockServer::start(options).expect("the mock node starts")
+}
+
+fn sources(nodes: &[&MockServer]) -> Vec<Box<dyn HeadSource>> {
+    nodes
+        .iter()
+        .map(|node| {
+            let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(2)).expect("a URL");
+            Box::new(PolledHead::new(endpoint)) as Box<dyn HeadSource>
+        })
+        .collect()
+}
+
+#[test]
+fn nodes_behind_by_0_3_and_30_blocks_report_exactly_those_lags_and_the_third_is_stale() {
+    for chain in [Chain::Ethereum, Chain::Solana] {
+        // Blocks an hour apart: the heads do not move during the race.
+        let hour = Duration::from_secs(3600);
+        let nodes = [
+            node(chain, hour, 0, Duration::ZERO),
+            node(chain, hour, 3, Duration::ZERO),
+            node(chain, hour, 30, Duration::ZERO),
+        ];
+        let mut sources = sources(&nodes.iter().collect::<Vec<_>>());
+        let samples =
+            follow(&mut sources, Duration::from_millis(20), Duration::from_millis(200), &StopHandle::new());
+        let names: Vec<String> = ["tip", "three", "thirty"].iter().map(|s| s.to_string()).collect();
+        let heads = analyse(&names, &samples, 20);
+        let lags: Vec<(u64, u64, u64)> = heads.iter().map(|h| (h.lag_p50, h.lag_p99, h.lag_max)).collect();
+        assert_eq!(lags, [(0, 0, 0), (3, 3, 3), (30, 30, 30)], "{chain:?}: {heads:?}");
+        assert!(heads.iter().all(|h| h.samples >= 2 && h.failed == 0), "{heads:?}");
+        assert_eq!(heads[0].at_tip, 1.0);
+        assert_eq!((heads[1].stale, heads[2].stale), (0, heads[2].samples), "{heads:?}");
+    }
+}
+
+#[test]
+fn a_node_showing_heads_late_is_timed_within_the_poll_resolution() {
+    // Blocks every 300 ms; the second node shows each 120 ms late. Both chains start when
+    // their servers do (a few ms apart), which the bound allows for beside the poll interval.
+    let slot = Duration::from_millis(300);
+    let early = node(Chain::Ethereum, slot, 0, Duration::ZERO);
+    let late = node(Chain::Ethereum, slot, 0, Duration::from_millis(120));
+    let interval = Duration::from_millis(10);
+    let mut sources = sources(&[&early, &late]);
+    let samples = follow(&mut sources, interval, Duration::from_millis(1800), &StopHandle::new());
+    let names = vec!["early".to_string(), "late".to_string()];
+    let heads = analyse(&names, &samples, 100);
+    assert_eq!(heads[0].delay_ms_p50, 0.0, "{heads:?}");
+    assert!((100.0..=160.0).contains(&heads[1].delay_ms_p50), "{heads:?}");
+    assert!(heads[0].first_seen > 0.9 && heads[1].first_seen < 0.1, "{heads:?}");
+}
