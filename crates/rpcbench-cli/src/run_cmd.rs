@@ -150,6 +150,41 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
     finish_plan(args, targets, thresholds, cooldown)
 }
 
+/// Checks a run's arguments as `run` would, without sampling a node or reading a file that
+/// exists only where the run will happen (a pod's scenario, suite pools, targets or body file):
+/// `k8s-job` checks the run it wraps this way before any pod is started.
+pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
+    let from_files = args.scenario.suite.is_some()
+        || args.scenario.pools.is_some()
+        || args.request.targets_file.is_some()
+        || args.request.body_file.is_some()
+        || args.target.ends_with(".toml");
+    if !from_files {
+        return to_plan(args).map(drop);
+    }
+    // The URL the run will load, wherever it is given.
+    let url = match (&args.scenario.url, args.target.ends_with(".toml")) {
+        (Some(url), _) => Some(("--url", url.as_str())),
+        (None, false) if !args.target.is_empty() => Some(("TARGET", args.target.as_str())),
+        _ => None,
+    };
+    let target = match url {
+        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message))?,
+        None => Target::parse("http://127.0.0.1:1/")?,
+    };
+    let stand_in =
+        RequestTemplate::from_method("stand_in", None).map_err(|err| ConfigError::new("--method", err.0))?;
+    let mut config = RunConfig::new(target, stand_in);
+    config.load = Load::Closed { connections: 50 };
+    apply_flags(args, &mut config)?;
+    config.validate()?;
+    for (index, text) in args.thresholds.iter().enumerate() {
+        Threshold::parse(text)
+            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
+    }
+    Ok(())
+}
+
 /// A plain HTTP request to the URL (`--http METHOD`, with `--body`/`--body-file` as its body).
 fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Workload, ConfigError> {
     let method = HttpMethod::parse(method).ok_or_else(|| {
@@ -476,6 +511,10 @@ fn shard_of(args: &RunArgs) -> Result<Option<Slice>, ConfigError> {
     }
 }
 
+/// How far ahead `--start-at` may be: a later time is a slip (milliseconds for seconds), and
+/// the run would wait silently for it.
+const MAX_START_AHEAD: Duration = Duration::from_secs(7 * 86_400);
+
 /// `--start-at`: unix seconds, or an RFC 3339 time in UTC (`2026-11-23T10:00:00Z`, offsets as
 /// `+01:00` too).
 fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
@@ -487,15 +526,28 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
         )
     };
     let text = text.trim();
-    if let Ok(seconds) = text.parse::<f64>() {
-        if seconds.is_finite() && seconds >= 0.0 {
-            return Ok(UNIX_EPOCH + Duration::from_secs_f64(seconds));
-        }
-        return Err(invalid());
-    }
-    let unix = rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?;
-    let at = UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0));
+    // Seconds that no clock holds (1e20) are refused, not a panic.
+    let instant = |seconds: f64| {
+        Duration::try_from_secs_f64(seconds.max(0.0)).ok().and_then(|since| UNIX_EPOCH.checked_add(since))
+    };
+    let at = match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => instant(seconds).ok_or_else(invalid)?,
+        Ok(_) => return Err(invalid()),
+        Err(_) => instant(rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?,
+    };
     let now = std::time::SystemTime::now();
+    if let Ok(ahead) = at.duration_since(now) {
+        if ahead > MAX_START_AHEAD {
+            return Err(ConfigError::new(
+                "--start-at",
+                format!(
+                    "'{text}' is {:.0} days from now; give a time within {} days",
+                    ahead.as_secs_f64() / 86_400.0,
+                    MAX_START_AHEAD.as_secs() / 86_400
+                ),
+            ));
+        }
+    }
     if let Ok(behind) = now.duration_since(at) {
         if behind > Duration::from_secs(5) {
             eprintln!(
