@@ -128,12 +128,25 @@ impl RequestParts {
         let mut headers = self.headers.clone();
         let mut bytes = self.header_bytes;
         let mut own_content_type = false;
+        // A request's own header replaces the run's of that name (the URL's credentials too):
+        // one Authorization, as `run -H` does. Its lines of one name are all kept.
+        let mut replaced: Vec<HeaderName> = Vec::new();
         for line in outgoing.headers.split(|&b| b == b'\n') {
             let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
             let name = line[..colon].trim_ascii();
             let value = line[colon + 1..].trim_ascii();
             let Ok(name) = HeaderName::from_bytes(&name.to_ascii_lowercase()) else { continue };
+            if CONNECTION_HEADERS.contains(&name.as_str()) {
+                continue;
+            }
             let Ok(value) = HeaderValue::from_bytes(value) else { continue };
+            if !replaced.contains(&name) {
+                for old in headers.get_all(&name) {
+                    bytes -= name.as_str().len() + old.len();
+                }
+                headers.remove(&name);
+                replaced.push(name.clone());
+            }
             own_content_type |= name == CONTENT_TYPE;
             bytes += name.as_str().len() + value.len();
             headers.append(name, value);
@@ -567,5 +580,31 @@ impl Lane for StreamSlot {
 
     fn take_connect_time(&mut self) -> Option<Duration> {
         self.connect_time.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requests_own_authorization_replaces_the_urls_and_is_sent_once() {
+        let target = Target::parse("http://bob:pw@127.0.0.1:8899/rpc").unwrap();
+        let parts = RequestParts::new(&target, &[("accept".into(), "application/json".into())]).unwrap();
+        let outgoing = Outgoing {
+            headers: b"Authorization: Bearer client\r\nHost: x\r\nAccept: a\r\nAccept: b\r\n".to_vec(),
+            body: b"{}".to_vec(),
+            ..Outgoing::default()
+        };
+        let (request, bytes) = parts.request(&outgoing).unwrap();
+        let headers = request.headers();
+        let all = |name: &str| {
+            headers.get_all(name).iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(all("authorization"), ["Bearer client"]);
+        assert_eq!(all("accept"), ["a", "b"]);
+        assert!(all("host").is_empty());
+        let counted: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+        assert_eq!(bytes, counted);
     }
 }
