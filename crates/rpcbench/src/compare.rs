@@ -681,7 +681,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
 /// The equality check as Markdown.
 pub fn render_equal_markdown(report: &EqualReport) -> String {
     let mut out = String::new();
-    let cell = |text: &str| escape_controls(&text.replace('|', "\\|")).replace('\n', " ");
+    let cell = crate::printable::markdown;
     let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
     let _ = writeln!(out);
     let _ = writeln!(
@@ -689,7 +689,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
         "{} round(s) against {} ({}){}",
         report.rounds,
         cell(&report.baseline),
-        cell(&report.baseline_target),
+        crate::printable::markdown_code(&report.baseline_target),
         if report.ignored.is_empty() {
             String::new()
         } else {
@@ -704,7 +704,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
             out,
             "| {} | {} | {} of {} |",
             cell(&target.name),
-            cell(&target.target),
+            crate::printable::markdown_code(&target.target),
             target.differing_rounds,
             report.rounds
         );

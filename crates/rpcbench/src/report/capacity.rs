@@ -370,8 +370,9 @@ fn settings_line(file: &CapacityFile) -> String {
     )
 }
 
+/// Text as literal Markdown (see `printable::markdown`).
 pub(super) fn md_cell(text: &str) -> String {
-    crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
+    crate::printable::markdown(text)
 }
 
 /// The search as Markdown: the settings, a table of the steps and the answer.
@@ -382,7 +383,7 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
         out,
         "## rpcbench capacity: {} against {}",
         md_cell(&report.method),
-        md_cell(&report.target)
+        crate::printable::markdown_code(&report.target)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", md_cell(&settings_line(file)));

@@ -265,7 +265,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
 
 /// The report as Markdown: the figures as a table, kinds and thresholds below.
 pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
-    let cell = |text: &str| text.replace('|', "\\|");
+    let cell = crate::printable::markdown;
     let mut out = format!(
         "## rpcbench subscribe: {}\n\n| figure | value |\n|---|---|\n",
         cell(&report.kinds.join(", "))
