@@ -161,6 +161,32 @@ impl RequestParts {
     }
 }
 
+/// Why an h2c connection failed before its first PING was answered, pointing the right way: a
+/// GOAWAY is an HTTP/2 server refusing the connection (it does speak h2c); a reset or bytes
+/// that are not HTTP/2 frames are a server that does not.
+fn h2c_refusal(err: &h2::Error, goaway_without_error: bool) -> String {
+    // A GOAWAY of our own (h2 sends one on bytes that are not frames) is not the server's.
+    let servers_goaway = err.is_go_away() && err.is_remote();
+    if servers_goaway || goaway_without_error {
+        let reason = match err.reason() {
+            Some(reason) if servers_goaway => format!("{reason:?}"),
+            _ => "NO_ERROR".to_string(),
+        };
+        return format!(
+            "the server speaks HTTP/2 (h2c) but closed the connection with GOAWAY ({reason}) before \
+             answering a PING: it refuses connections now (a connection or stream limit, shutting down)"
+        );
+    }
+    if err.is_io() {
+        return "the server closed the connection after the HTTP/2 preface without sending a frame: \
+                it does not speak cleartext HTTP/2 with prior knowledge (h2c)"
+            .to_string();
+    }
+    "the server does not speak cleartext HTTP/2 with prior knowledge (h2c): it answered the \
+     connection preface with bytes that are not HTTP/2 frames"
+        .to_string()
+}
+
 fn header_value(text: &str) -> io::Result<HeaderValue> {
     HeaderValue::from_str(text)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a header value HTTP/2 cannot carry"))
@@ -288,18 +314,27 @@ impl Http2 {
         };
         let Some(mut ping) = connection.ping_pong() else { return Ok(()) };
         let driver = tokio::spawn(connection);
-        let answered = tokio::time::timeout(Duration::from_secs(5), ping.ping(h2::Ping::opaque())).await;
+        // As long as a connection may take (--connect-timeout): a stalled server is the run's
+        // to measure.
+        let wait = self.connector.connect_timeout();
+        let answered = tokio::time::timeout(wait, ping.ping(h2::Ping::opaque())).await;
         drop(send);
-        let result = match answered {
-            // Answered, or no answer in time (a stalled server is the run's to measure).
-            Ok(Ok(_)) | Err(_) => Ok(()),
-            // Closed, reset, or answered with bytes that are not HTTP/2 frames.
-            Ok(Err(_)) => Err("the server does not speak cleartext HTTP/2 with prior knowledge (h2c): \
-                               it did not answer the connection preface"
-                .into()),
-        };
-        driver.abort();
-        result
+        match answered {
+            Ok(Ok(_)) | Err(_) => {
+                driver.abort();
+                Ok(())
+            }
+            Ok(Err(ping_error)) => {
+                // The connection's own end says why (a GOAWAY reaches it, not the PING).
+                let ended = tokio::time::timeout(wait, driver).await;
+                let cause = match &ended {
+                    Ok(Ok(Err(err))) => err,
+                    _ => &ping_error,
+                };
+                let goaway_without_error = matches!(ended, Ok(Ok(Ok(()))));
+                Err(h2c_refusal(cause, goaway_without_error))
+            }
+        }
     }
 
     /// Connects, handshakes and starts the connection's driver task.
