@@ -100,7 +100,11 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         if let Some(url) = &args.scenario.url {
             Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
         }
-        let draft = ScenarioDraft::load(std::path::Path::new(&args.target)).map_err(scenario_error)?;
+        let path = std::path::Path::new(&args.target);
+        let draft = ScenarioDraft::load(path).map_err(|err| match targets_hint(path) {
+            Some(hint) => hint,
+            None => scenario_error(err),
+        })?;
         let scenario = prepare_scenario(args, &draft, args.scenario.url.as_deref())?;
         (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else {
@@ -183,6 +187,23 @@ pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
             .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
     }
     Ok(())
+}
+
+/// A vegeta targets file given where a scenario is read (`run FILE` without `--targets`): the
+/// error says so instead of quoting TOML's complaint about its first line.
+fn targets_hint(path: &std::path::Path) -> Option<ConfigError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
+    rpcbench::targets::looks_like_targets(&String::from_utf8_lossy(&head)).then(|| {
+        ConfigError::new(
+            "TARGET",
+            format!(
+                "{} is a vegeta targets file (METHOD URL lines), not a scenario: give it as --targets {0}",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// A plain HTTP request to the URL (`--http METHOD`, with `--body`/`--body-file` as its body).
@@ -327,6 +348,8 @@ fn prepare_scenario(
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
+        // A bad pools file is bad usage (exit 2), not a failure of the target.
+        PrepareError::PoolsFile(err) => ConfigError::new("--pools", err.0),
     });
     drop(ticker);
     let prepared = prepared?;
@@ -687,6 +710,17 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     if breached {
         return ExitCode::from(output::EXIT_FAILURE);
     }
+    if report.requests.responded == 0 && report.requests.total == 0 && shard_has_nothing_to_do(&config) {
+        // A shard whose share is nothing (-n 1 over 2 shards) did its part: its pod succeeds.
+        if !args.quiet {
+            eprintln!(
+                "rpcbench: note: shard {}/{} has no share of this run's requests or connections: nothing to do",
+                config.shard.index + 1,
+                config.shard.count
+            );
+        }
+        return status;
+    }
     if report.requests.responded == 0 {
         // A dead target is not a run: the report says so first, and the exit status too.
         if !args.quiet {
@@ -695,6 +729,16 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         return ExitCode::from(output::EXIT_FAILURE);
     }
     status
+}
+
+/// Whether this shard's share of the run is nothing: of its request count, or of a closed
+/// loop's connections.
+fn shard_has_nothing_to_do(config: &RunConfig) -> bool {
+    let shard = config.shard;
+    let no_requests = config.length.requests.is_some_and(|n| shard.share(n) == 0);
+    let no_connections =
+        matches!(config.load, Load::Closed { connections } if shard.share(connections as u64) == 0);
+    shard.count > 1 && (no_requests || no_connections)
 }
 
 /// `run --via-proxy`: the run as configured, then the same through an in-process proxy in

@@ -335,3 +335,50 @@ fn an_output_file_in_a_missing_folder_is_refused_before_any_load() {
         assert!(message.contains(&format!("--output {out}")), "{args:?}: {message}");
     }
 }
+
+#[test]
+fn messages_point_at_what_is_wrong_and_usage_errors_exit_2() {
+    let dir = temp_dir("messages");
+    let node = static_node();
+    let url = node.url();
+    let vegeta = dir.join("targets.txt");
+    std::fs::write(&vegeta, format!("# a vegeta targets file\nPOST {url}\n@body.json\n")).unwrap();
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let pools = dir.join("pools.json");
+    std::fs::write(&pools, "{{{ not a pools file").unwrap();
+    let (vegeta, empty, pools) = (vegeta.to_str().unwrap(), empty.to_str().unwrap(), pools.to_str().unwrap());
+    let dir_text = dir.to_str().unwrap();
+    for (args, says, not_says) in [
+        (vec!["run", vegeta], format!("give it as --targets {vegeta}"), "expected"),
+        (vec!["run", "--targets", empty, "-n", "1"], "the file is empty".to_string(), "expected"),
+        (vec!["replay", empty, &url], "the file is empty: nothing to replay".to_string(), "no target"),
+        (
+            vec!["record", "-o", dir_text, "--upstream", &url, "--listen", "127.0.0.1:0"],
+            "-o/--output: cannot create".to_string(),
+            "--record",
+        ),
+        (
+            vec!["run", &url, "--suite", "solana-rpc", "--pools", pools, "-n", "1"],
+            "--pools:".to_string(),
+            "sampling",
+        ),
+    ] {
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&says), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains(not_says), "{args:?}: {}", stderr(&output));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_shard_with_nothing_to_do_exits_0_with_a_note() {
+    let node = static_node();
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "--shard", "2/2"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("shard 2/2 has no share"), "{}", stderr(&output));
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "--shard", "1/2"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("no share"), "{}", stderr(&output));
+}
