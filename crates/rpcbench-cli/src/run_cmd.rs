@@ -678,6 +678,11 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     let mut report = RunReport::new(&config, &record);
+    // Why connections failed, one example per kind, before the report (a failed run says
+    // nothing else about it), with what to try.
+    for line in record.connect_causes.describe().lines() {
+        eprintln!("rpcbench: {line}");
+    }
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);

@@ -179,6 +179,29 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
 }
 
 #[test]
+fn a_connect_failure_says_its_cause_and_what_to_try() {
+    // A self-signed certificate (rcgen) that the run was not told to trust.
+    let dir = std::env::temp_dir().join(format!("rpcbench-tls-cause-{}", std::process::id()));
+    let mut options = MockOptions::new(Chain::Static);
+    options.tls = Some(rpcbench::mock::MockTls { dir: Some(dir.clone()) });
+    let node = MockServer::start(options).expect("the TLS mock starts");
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-c", "1", "-n", "5"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("connect errors, certificate not trusted (5): "), "{err}");
+    assert!(err.contains("--cacert FILE") && err.contains("--insecure"), "{err}");
+    assert_eq!(err.matches("connect errors,").count(), 1, "one example per kind: {err}");
+    drop(node);
+    let _ = std::fs::remove_dir_all(dir);
+    // Nothing listens on a port just freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let output =
+        rpcbench(&["run", &format!("http://127.0.0.1:{port}/"), "-m", "getSlot", "-c", "1", "-n", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("connect errors, connection refused (3)"), "{}", stderr(&output));
+}
+
+#[test]
 fn a_rate_with_connections_holds_them_open_as_wrk2_does() {
     let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
     let output = rpcbench(&[
