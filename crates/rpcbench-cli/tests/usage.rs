@@ -382,3 +382,46 @@ fn a_shard_with_nothing_to_do_exits_0_with_a_note() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains("no share"), "{}", stderr(&output));
 }
+
+/// Every subcommand (the top help's list) ends its help with worked examples, and `replay`'s
+/// are its own: none of `run`'s, and none of the flags it refuses.
+#[test]
+fn every_subcommand_help_ends_with_its_own_worked_examples() {
+    let top = stdout(&rpcbench(&["--help"]));
+    let listed = top.split_once("Commands:\n").unwrap().1.split("\n\n").next().unwrap();
+    let names: Vec<&str> = listed
+        .lines()
+        // A name opens its line; a description's further lines are indented deeper.
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in names {
+        let text = help(name);
+        let (_, examples) = text.rsplit_once("Examples:\n").unwrap_or_else(|| panic!("{name}: {text}"));
+        let count = examples.lines().filter(|line| line.starts_with("  rpcbench ")).count();
+        assert!(count >= 2, "{name}: {examples}");
+    }
+    let replay = help("replay");
+    assert!(!replay.contains("rpcbench run "), "{replay}");
+    for refused in ["--method", "--body-file", "--targets", "--suite", "--pools", "--batch"] {
+        assert!(!replay.contains(refused), "replay --help shows {refused}");
+    }
+}
+
+#[test]
+fn man_gives_each_subcommands_page_that_the_top_page_names() {
+    let top = stdout(&rpcbench(&["man"]));
+    assert!(top.contains("rpcbench\\-run(1)"), "{top}");
+    for name in ["run", "replay", "k8s-job", "serve"] {
+        let output = rpcbench(&["man", name]);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        let page = stdout(&output);
+        assert!(page.contains(&format!(".TH rpcbench-{name} 1")), "{name}: {page}");
+        assert!(page.contains(".SH SYNOPSIS") && page.contains("Examples:"), "{name}: {page}");
+    }
+    let output = rpcbench(&["man", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no subcommand 'nope'"), "{}", stderr(&output));
+}
