@@ -425,3 +425,39 @@ fn man_gives_each_subcommands_page_that_the_top_page_names() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("no subcommand 'nope'"), "{}", stderr(&output));
 }
+
+#[test]
+fn serve_refuses_a_latency_for_a_method_its_chain_lacks_and_completes_chain_names() {
+    let output =
+        rpcbench(&["serve", "--chain", "ethereum", "--latency", "getBlock=50ms", "--listen", "127.0.0.1:0"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("--latency: the ethereum node has no method 'getBlock'"), "{err}");
+    assert!(err.contains("eth_getBlockByNumber"), "{err}");
+    let output = rpcbench(&[
+        "serve",
+        "--chain",
+        "solana",
+        "--blocking-latency",
+        "eth_call=5ms",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--blocking-latency: the solana node has no method 'eth_call'"),
+        "{}",
+        stderr(&output)
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout(&rpcbench(&["completions", shell]));
+        for chain in ["static", "solana", "ethereum"] {
+            assert!(script.contains(chain), "{shell} completion lacks {chain}");
+        }
+    }
+    let bash = stdout(&rpcbench(&["completions", "bash"]));
+    assert!(
+        bash.contains("--chain)\n                    COMPREPLY=($(compgen -W \"static solana ethereum\""),
+        "completes chains, not files"
+    );
+}
