@@ -19,7 +19,7 @@ merge saved results with `report` and `merge`. `demo` and `serve` run a built-in
 it all on this machine.",
     after_help = "Formats and files, in every subcommand: -f/--format FORMAT chooses the report's format, \
 -o/--output FILE writes it to a file instead of standard output.\n\
-Try: rpcbench demo; rpcbench serve --chain solana & rpcbench run http://127.0.0.1:8899 -m getSlot -d 5s",
+Try: rpcbench demo; rpcbench serve --chain solana --listen 127.0.0.1:18899 & rpcbench run http://127.0.0.1:18899 -m getSlot -d 5s",
     propagate_version = true
 )]
 pub struct Cli {

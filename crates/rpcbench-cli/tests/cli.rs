@@ -1359,9 +1359,13 @@ fn the_example_studies_run_at_a_small_scale() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-    // Study 4: two relays with the study's scenario.
+    // Study 4: two relays with the study's scenario, the second slowed on eth_call as the
+    // study starts it, each one's process monitored by id (here, both live in this process).
     let relay_a = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
-    let relay_b = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let mut slowed = MockOptions::new(Chain::Ethereum);
+    slowed.faults.latency_by_method = vec![("eth_call".into(), Latency::fixed(ms(2)))];
+    let relay_b = MockServer::start(slowed).unwrap();
+    let me = std::process::id().to_string();
     let output = rpcbench(&[
         "compare",
         &format!("relay-a={}", relay_a.url()),
@@ -1374,10 +1378,27 @@ fn the_example_studies_run_at_a_small_scale() {
         "500ms",
         "--warmup",
         "0",
+        "--monitor-pid",
+        &format!("relay-a={me}"),
+        "--monitor-pid",
+        &format!("relay-b={me}"),
         "-q",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("eth_call"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("eth_call") && text.contains("target CPU avg"), "{text}");
+    // Study 3: the four constant rates as stages, shortened as the small-scale form does (with
+    // sed there), the SLA as thresholds.
+    let api = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let scenario = std::fs::read_to_string(example("seed-002-dapp-constant-rate.toml")).unwrap();
+    assert_eq!(scenario.matches("duration = \"4m\"").count(), 4, "the form's sed finds the stages");
+    let short = std::env::temp_dir().join(format!("rpcbench-study3-{}.toml", std::process::id()));
+    std::fs::write(&short, scenario.replace("duration = \"4m\"", "duration = \"300ms\"")).unwrap();
+    let output = rpcbench(&["run", short.to_str().unwrap(), "--url", &api.url(), "-q"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Per stage") && text.contains("Thresholds"), "{text}");
+    std::fs::remove_file(&short).ok();
     // Study 5: a rate over connections held open, then the relay in front.
     let node = static_node();
     let output = rpcbench(&[
