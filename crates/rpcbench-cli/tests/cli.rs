@@ -290,6 +290,33 @@ fn subscribe_reports_new_heads_and_a_breached_threshold_exits_1() {
 }
 
 #[test]
+fn a_subscription_page_shows_a_failed_threshold_in_red_and_values_beside_their_labels() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = std::time::Duration::from_millis(50);
+    let node = MockServer::start(options).expect("the ethereum node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let args = [
+        "subscribe",
+        &url,
+        "--sub",
+        "newHeads",
+        "-d",
+        "300ms",
+        "--threshold",
+        "produced-lag p50 < 0ms",
+        "-f",
+        "html",
+    ];
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let html = String::from_utf8_lossy(&output.stdout);
+    assert!(html.contains("<span class=\"verdict-fail\">FAILED</span>"), "{html}");
+    assert!(html.contains(".verdict-fail { color: #c62828;"), "red by the style");
+    assert!(html.contains("<h2>Summary</h2><table class=\"kv\">"), "{html}");
+    assert!(html.contains("table.kv td { text-align: left; }"), "values beside their labels");
+}
+
+#[test]
 fn saved_subscription_reports_render_again_and_merge() {
     let mut options = MockOptions::new(Chain::Solana);
     options.slot_time = std::time::Duration::from_millis(20);
