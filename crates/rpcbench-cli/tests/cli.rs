@@ -458,7 +458,10 @@ fn the_demo_prints_every_step_without_errors() {
     assert!(progress.contains("capacity search of getBlock within p99<25ms, errors<0.1%"), "{progress}");
     assert!(!progress.contains("step  1:"), "no live lines off a terminal: {progress}");
     let html = std::fs::read_to_string(dir.join("report.html")).expect("the demo's HTML report");
-    assert_eq!(html.matches("<svg").count(), 4);
+    // Three charts, and latency over time as small multiples, one per step (was one chart
+    // overlaying 24 lines).
+    assert_eq!(html.matches("<svg").count(), 3 + 12);
+    assert_eq!(html.matches("<figure>").count(), 12);
     assert!(html.contains("getBlock 256 conns"));
     let summary = std::fs::read_to_string(dir.join("summary.md")).expect("the demo's Markdown summary");
     assert_eq!(summary, String::from_utf8_lossy(&output.stdout));
