@@ -199,6 +199,27 @@ fn a_connect_failure_says_its_cause_and_what_to_try() {
         rpcbench(&["run", &format!("http://127.0.0.1:{port}/"), "-m", "getSlot", "-c", "1", "-n", "3"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(stderr(&output).contains("connect errors, connection refused (3)"), "{}", stderr(&output));
+    // A comparison names the target whose connections failed.
+    let node = static_node();
+    let dead = format!("dead=http://127.0.0.1:{port}/");
+    let output = rpcbench(&[
+        "compare",
+        &format!("live={}", node.url()),
+        &dead,
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "-q",
+    ]);
+    assert!(
+        stderr(&output).contains("rpcbench: dead: connect errors, connection refused (3)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("live: connect errors"), "{}", stderr(&output));
 }
 
 #[test]

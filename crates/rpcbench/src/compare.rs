@@ -50,6 +50,13 @@ pub enum CompareEvent<'a> {
     },
     /// A run finished.
     Finished(&'a SavedRun),
+    /// Connections of a run failed: a count and the first message of each kind.
+    ConnectFailures {
+        /// The target's name.
+        name: &'a str,
+        /// Why.
+        causes: &'a crate::connect_causes::ConnectCauses,
+    },
     /// Waiting before the next run.
     CoolingDown(Duration),
 }
@@ -116,6 +123,9 @@ pub fn run_comparison(
         saved.report = RunReport::new(&target.config, &record);
         saved.report.target_resources = target_resources;
         on_event(CompareEvent::Finished(&saved));
+        if !record.connect_causes.is_empty() {
+            on_event(CompareEvent::ConnectFailures { name: &target.name, causes: &record.connect_causes });
+        }
         runs.push(saved);
     }
     Ok(runs)
