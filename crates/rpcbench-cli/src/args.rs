@@ -19,7 +19,7 @@ merge saved results with `report` and `merge`. `demo` and `serve` run a built-in
 it all on this machine.",
     after_help = "Formats and files, in every subcommand: -f/--format FORMAT chooses the report's format, \
 -o/--output FILE writes it to a file instead of standard output.\n\
-Try: rpcbench demo; rpcbench serve --chain solana & rpcbench run http://127.0.0.1:8899 -m getSlot -d 5s",
+Try: rpcbench demo; rpcbench serve --chain solana --listen 127.0.0.1:18899 & rpcbench run http://127.0.0.1:18899 -m getSlot -d 5s",
     propagate_version = true
 )]
 pub struct Cli {
@@ -35,13 +35,46 @@ pub enum Command {
     Serve(Box<crate::serve::ServeArgs>),
     /// Try rpcbench in one command: four Solana methods at three loads against the built-in
     /// mock node, then the summary table.
+    #[command(after_help = "Examples:
+  rpcbench demo
+  rpcbench demo --step-duration 1s
+  rpcbench demo -f html -o demo.html")]
     Demo(DemoArgs),
     /// Replay recorded traffic (a `proxy --record` file, a vegeta targets file, a file of
     /// bodies) against an endpoint, in order, at the recorded pace times --speed, or at --rate.
+    // `run`'s flags that say what to send are refused here: hidden from the help.
+    #[command(
+        mut_arg("target", |arg| arg.help("The endpoint to replay against (http://, https://, ws://, wss://)")),
+        mut_arg("method", |arg| arg.hide(true)),
+        mut_arg("params", |arg| arg.hide(true)),
+        mut_arg("body", |arg| arg.hide(true)),
+        mut_arg("body_file", |arg| arg.hide(true)),
+        mut_arg("http", |arg| arg.hide(true)),
+        mut_arg("targets_file", |arg| arg.hide(true)),
+        mut_arg("batch", |arg| arg.hide(true)),
+        mut_arg("suite", |arg| arg.hide(true)),
+        mut_arg("url", |arg| arg.hide(true)),
+        mut_arg("pools", |arg| arg.hide(true)),
+        after_help = "Examples:
+  rpcbench record --listen 127.0.0.1:0 --upstream http://127.0.0.1:8899 -o traffic.jsonl
+  rpcbench replay traffic.jsonl http://127.0.0.1:8899
+  rpcbench replay traffic.jsonl http://127.0.0.1:8899 --speed 2x --check-responses
+  rpcbench replay traffic.jsonl http://127.0.0.1:8899 --loop -d 1m --rate 500
+  rpcbench replay bodies.jsonl http://127.0.0.1:8545 --from bodies -c 20 -f json -o replay.json"
+    )]
     Replay(Box<crate::replay_cmd::ReplayArgs>),
     /// Render saved results files again (text, JSON, Markdown, HTML, CSV), or compare them.
+    #[command(after_help = "Examples:
+  rpcbench report results.json
+  rpcbench report results.json -f html -o report.html
+  rpcbench report --compare before.json after.json -f markdown
+  rpcbench report capacity.json -f csv -o steps.csv")]
     Report(crate::report_cmd::ReportArgs),
     /// Merge the results files of shards of one workload into one, losslessly.
+    #[command(after_help = "Examples:
+  rpcbench merge shard-1.json shard-2.json -o all.json
+  rpcbench merge shard-*.json -o all.json --threshold 'p99 < 5ms'
+  rpcbench merge shard-*.json -o partial.json --partial")]
     Merge(crate::merge_cmd::MergeArgs),
     /// Run one workload against several targets in turn and compare them (or, with --equal,
     /// check that they answer alike).
@@ -51,6 +84,10 @@ pub enum Command {
     Capacity(Box<crate::capacity_cmd::CapacityArgs>),
     /// Print the Kubernetes manifests that split a run over N pods (an Indexed Job) and merge
     /// their results: `rpcbench k8s-job --shards 4 --image IMAGE -- run URL ...`.
+    #[command(after_help = "Examples:
+  rpcbench k8s-job --shards 4 --image rpcbench:0.1.0 -- run http://node.default.svc:8545 -m eth_blockNumber --rate 40000 -d 60s > split-run.yaml
+  rpcbench k8s-job --shards 8 --image rpcbench:0.1.0 --name getslot --threshold 'p99 < 5ms' -- run http://node:8899 -m getSlot -c 400 -d 5m
+  rpcbench k8s-job --shards 2 --image rpcbench:0.1.0 --start-at 2026-12-01T10:00:00Z --merge-deadline 30m -- run http://node:8545 --suite ethereum-relay -d 10m")]
     K8sJob(Box<crate::k8s_cmd::K8sJobArgs>),
     /// Subscribe over WebSocket (newHeads, logs, pending transactions, slots, accounts) from
     /// many subscribers and report delivery lag, gaps, duplicates and reorders.
@@ -58,16 +95,36 @@ pub enum Command {
     /// A head race with no load: each target's head polled, and who is behind, stale, or late.
     Heads(Box<crate::heads_cmd::HeadsArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
+    #[command(after_help = "Examples:
+  rpcbench suites
+  rpcbench run http://127.0.0.1:8899 --suite solana-rpc -d 30s")]
     Suites,
     /// Print a shell completion script to standard output, e.g.
     /// `rpcbench completions bash > /etc/bash_completion.d/rpcbench`.
+    #[command(after_help = "Examples:
+  rpcbench completions bash > ~/.local/share/bash-completion/completions/rpcbench
+  rpcbench completions zsh > ~/.zfunc/_rpcbench
+  rpcbench completions fish > ~/.config/fish/completions/rpcbench.fish")]
     Completions(crate::docs_cmd::CompletionsArgs),
-    /// Print the man page (roff) to standard output: `rpcbench man > rpcbench.1`.
-    Man,
+    /// Print the man page (roff) to standard output: `rpcbench man > rpcbench.1`, or a
+    /// subcommand's page: `rpcbench man run > rpcbench-run.1`.
+    #[command(after_help = "Examples:
+  rpcbench man > rpcbench.1
+  rpcbench man run > rpcbench-run.1
+  rpcbench man capacity | man -l -")]
+    Man(crate::docs_cmd::ManArgs),
     /// Relay JSON-RPC to an upstream over HTTP/1.1, measuring the proxy's own overhead per
     /// method, with fault knobs and optional recording (`--record FILE`) for replay.
+    #[command(after_help = "Examples:
+  rpcbench proxy --listen 127.0.0.1:0 --upstream http://127.0.0.1:8899
+  rpcbench proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8545 --latency 20ms --error-rate 1%
+  rpcbench proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8545 --record traffic.jsonl -f json -o overhead.json")]
     Proxy(Box<crate::proxy_cmd::ProxyArgs>),
     /// Relay and record traffic to a file (`proxy --record FILE` under another name).
+    #[command(after_help = "Examples:
+  rpcbench record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8545 -o traffic.jsonl
+  rpcbench record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8545 -o traffic.jsonl --ignore-field result.timestamp
+  rpcbench replay traffic.jsonl http://127.0.0.1:8545 --check-responses")]
     Record(Box<crate::proxy_cmd::RecordArgs>),
 }
 

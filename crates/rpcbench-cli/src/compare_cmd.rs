@@ -308,6 +308,12 @@ pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl F
                 if report.interrupted { " (interrupted)" } else { "" }
             );
         }
+        // Said even when quiet: a failed run says nothing else about why.
+        CompareEvent::ConnectFailures { name, causes } => {
+            for line in causes.describe().lines() {
+                eprintln!("rpcbench: {name}: {line}");
+            }
+        }
         _ => {}
     }
 }

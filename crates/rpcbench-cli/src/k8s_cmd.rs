@@ -3,11 +3,14 @@
 //! instant, and a Job that merges their results files, so that nobody edits YAML by hand.
 
 use std::process::ExitCode;
+
+use clap::Parser;
 use std::time::{Duration, SystemTime};
 
 use rpcbench::engine::config::ConfigError;
 use rpcbench::k8s::{is_dns_label, SplitRunJob};
 
+use crate::args::{Cli, Command, RunArgs};
 use crate::output;
 
 /// Options of `rpcbench k8s-job`.
@@ -32,14 +35,72 @@ pub struct K8sJobArgs {
     /// The results volume's size.
     #[arg(long, default_value = "1Gi")]
     pub storage: String,
+    /// How long the merge Job may wait for the shards' files before it fails, counted from
+    /// when it is applied [default: the time until --start-at, the run's warmup and -d (an hour
+    /// when the run gives no -d), and 10 minutes].
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration)]
+    pub merge_deadline: Option<Duration>,
     /// `run` and its arguments, after `--`: what each pod runs its share of.
     #[arg(last = true, required = true, value_name = "RUN")]
     pub run: Vec<String>,
 }
 
+/// The most pods of one split run: the merge Job names every shard's file on one command line,
+/// which must stay well under the kernel's 128 KiB limit for one argument.
+const MAX_SHARDS: u32 = 1000;
+
+/// What the merge Job allows beyond the run itself: pods to be scheduled, images pulled, the
+/// results written and merged.
+const MERGE_SLACK: Duration = Duration::from_secs(600);
+
+/// The length assumed for a run that gives no `-d` (a request count, a scenario's stages).
+const UNKNOWN_RUN_LENGTH: Duration = Duration::from_secs(3600);
+
+/// Parses the run after `--` with `run`'s own parser and checks it as `run` would (without
+/// sampling the node, which the pods will reach and this machine may not).
+fn check_run(words: &[String]) -> Result<RunArgs, String> {
+    let line = std::iter::once("rpcbench").chain(words.iter().map(String::as_str));
+    let run = match Cli::try_parse_from(line) {
+        Ok(Cli { command: Command::Run(run) }) => *run,
+        Ok(_) => return Err("RUN: give the run after '--': -- run URL ...".to_string()),
+        Err(err) => {
+            let rendered = rpcbench::redact::text(&err.render().to_string());
+            let first = rendered.lines().next().unwrap_or_default();
+            let reason = first.strip_prefix("error: ").unwrap_or(first);
+            return Err(format!("RUN (the run after '--'): {reason}"));
+        }
+    };
+    let set_here = [
+        ("--save", run.save.is_some()),
+        ("--shard", run.shard.is_some()),
+        ("--shards", run.shards.is_some()),
+        ("--start-at", run.start_at.is_some()),
+    ];
+    if let Some((flag, _)) = set_here.iter().find(|(_, given)| *given) {
+        return Err(format!("RUN: {flag} is set by k8s-job itself"));
+    }
+    crate::run_cmd::check_offline(&run).map_err(|err| format!("RUN (the run after '--'): {err}"))?;
+    Ok(run)
+}
+
+/// The merge Job's deadline when none is given: until the start, then the run, then slack.
+fn merge_deadline(run: &RunArgs, start_at: SystemTime) -> Duration {
+    let until_start = start_at.duration_since(SystemTime::now()).unwrap_or_default();
+    let length = match (run.duration, run.requests) {
+        (Some(duration), _) => duration,
+        (None, None) if !run.target.ends_with(".toml") && run.scenario.suite.is_none() => {
+            Duration::from_secs(10)
+        }
+        _ => UNKNOWN_RUN_LENGTH,
+    };
+    let seconds = until_start + run.warmup.unwrap_or_default() + length + MERGE_SLACK;
+    // Whole seconds, as Kubernetes takes them.
+    Duration::from_secs(seconds.as_secs_f64().ceil() as u64)
+}
+
 pub fn run(args: K8sJobArgs) -> ExitCode {
-    if args.shards == 0 {
-        return output::usage_error(ConfigError::new("--shards", "must be at least 1"));
+    if args.shards == 0 || args.shards > MAX_SHARDS {
+        return output::usage_error(ConfigError::new("--shards", format!("must be from 1 to {MAX_SHARDS}")));
     }
     if !is_dns_label(&args.name) {
         return output::usage_error(ConfigError::new(
@@ -50,20 +111,28 @@ pub fn run(args: K8sJobArgs) -> ExitCode {
     if args.run.first().map(String::as_str) != Some("run") {
         return output::usage_error(ConfigError::new("RUN", "give the run after '--': -- run URL ..."));
     }
-    if let Some(flag) =
-        args.run.iter().find(|arg| ["--shard", "--shards", "--start-at", "--save"].contains(&arg.as_str()))
-    {
-        return output::usage_error(ConfigError::new("RUN", format!("{flag} is set by k8s-job itself")));
-    }
+    let run = match check_run(&args.run) {
+        Ok(run) => run,
+        Err(message) => return output::usage_error(message),
+    };
     let start_at = args.start_at.clone().unwrap_or_else(|| {
         let at = SystemTime::now() + Duration::from_secs(120);
         rpcbench::units::rfc3339(at)
     });
-    if rpcbench::units::parse_rfc3339(&start_at).is_none() && start_at.parse::<f64>().is_err() {
+    let unix = rpcbench::units::parse_rfc3339(&start_at).or_else(|| start_at.parse::<f64>().ok());
+    let Some(start) = unix
+        .filter(|seconds| seconds.is_finite())
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds.max(0.0)).ok())
+        .and_then(|since| std::time::UNIX_EPOCH.checked_add(since))
+    else {
         return output::usage_error(ConfigError::new(
             "--start-at",
             format!("'{start_at}' is not unix seconds or an RFC 3339 time"),
         ));
+    };
+    let deadline = args.merge_deadline.unwrap_or_else(|| merge_deadline(&run, start));
+    if deadline.as_secs() == 0 {
+        return output::usage_error(ConfigError::new("--merge-deadline", "must be at least one second"));
     }
     let mut merge_args = Vec::new();
     for threshold in &args.thresholds {
@@ -80,6 +149,7 @@ pub fn run(args: K8sJobArgs) -> ExitCode {
         run_args: args.run,
         merge_args,
         storage: args.storage,
+        merge_deadline_seconds: deadline.as_secs(),
     };
     output::print_stdout(&job.render())
 }

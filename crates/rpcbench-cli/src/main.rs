@@ -39,7 +39,11 @@ fn main() -> ExitCode {
     // `serve`, `proxy` and `record` handle their own.
     if !matches!(
         cli.command,
-        Command::Serve(_) | Command::Proxy(_) | Command::Record(_) | Command::Completions(_) | Command::Man
+        Command::Serve(_)
+            | Command::Proxy(_)
+            | Command::Record(_)
+            | Command::Completions(_)
+            | Command::Man(_)
     ) {
         signals::watch();
     }
@@ -57,7 +61,7 @@ fn main() -> ExitCode {
         Command::Heads(args) => heads_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
         Command::Completions(args) => docs_cmd::completions(&args),
-        Command::Man => docs_cmd::man(),
+        Command::Man(args) => docs_cmd::man(&args),
         Command::Proxy(args) => proxy_cmd::run(*args),
         Command::Record(args) => proxy_cmd::run_record(*args),
     }

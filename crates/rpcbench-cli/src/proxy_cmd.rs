@@ -211,12 +211,18 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
 
 /// Runs `record`: the proxy, recording to `-o FILE`.
 pub fn run_record(args: RecordArgs) -> ExitCode {
-    run(args.into())
+    serve(args.into(), "-o/--output")
 }
 
 /// Runs the proxy until Ctrl-C or SIGTERM, then writes the table. Exit 2 for bad flags
 /// (a listen address in use included), 1 when it cannot start otherwise.
 pub fn run(args: ProxyArgs) -> ExitCode {
+    serve(args, "--record")
+}
+
+/// Runs the proxy; `record_flag` is how the command names its record file in messages
+/// (`record -o FILE` is `proxy --record FILE` under another name).
+fn serve(args: ProxyArgs, record_flag: &str) -> ExitCode {
     let (options, metrics) = match options(&args) {
         Ok(options) => options,
         Err(message) => return output::usage_error(message),
@@ -228,9 +234,11 @@ pub fn run(args: ProxyArgs) -> ExitCode {
             error @ (ProxyError::Invalid { .. }
             | ProxyError::Bind { .. }
             | ProxyError::Metrics { .. }
-            | ProxyError::Upstream(_)
-            | ProxyError::Record { .. }),
+            | ProxyError::Upstream(_)),
         ) => return output::usage_error(error),
+        Err(ProxyError::Record { path, source }) => {
+            return output::usage_error(format!("{record_flag}: cannot create {}: {source}", path.display()))
+        }
         Err(error) => return output::failure(error),
     };
     eprintln!("rpcbench proxy: listening on {} in front of {upstream}", proxy.url());

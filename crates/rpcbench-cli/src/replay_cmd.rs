@@ -87,6 +87,14 @@ fn read_replay(args: &ReplayArgs) -> Result<Replay, ConfigError> {
         ReplayFrom::Bodies => ReplayFormat::Bodies,
     });
     let bad_lines = if args.skip_bad_lines { BadLines::Skip } else { BadLines::Refuse };
+    // An empty file is said to be empty, not blamed for lacking what one kind of file has.
+    if std::fs::metadata(&args.file).is_ok_and(|meta| meta.is_file() && meta.len() == 0) {
+        return Err(ConfigError::new(
+            args.file.display().to_string(),
+            "the file is empty: nothing to replay (record traffic with `rpcbench record`, or give a vegeta \
+             targets file or a file of JSON-RPC bodies)",
+        ));
+    }
     let read = rpcbench::replay::read_file(&args.file, format, bad_lines, &args.ignore_fields)
         .map_err(|err| ConfigError::new(err.place, err.message))?;
     if !args.run.quiet {
@@ -139,14 +147,130 @@ fn to_plan(args: &ReplayArgs) -> Result<crate::run_cmd::RunPlan, ConfigError> {
             "a replay at its recorded pace has the recorded arrivals",
         ));
     }
+    if let Some(schedule) = &replay.schedule {
+        let plan = SchedulePlan::of(&schedule.offsets_us, schedule.speed);
+        check_schedule(&plan, schedule.looped, run.duration, run.quiet)?;
+    }
     let config = replay.into_config(target);
     let name = format!("{}:{}", config.target.host, config.target.port);
     finish_plan(run, vec![(name, config)], Vec::new(), Duration::ZERO)
 }
 
+/// The longest a replay at its recorded pace may take without `-d`: a longer one is an absurd
+/// offset or speed (`--speed 1e-300`) that would wait silently for centuries.
+const MAX_REPLAY_SPAN: Duration = Duration::from_secs(24 * 3600);
+
+/// A gap between two recorded requests longer than this is said before the run: the run waits
+/// through it without sending.
+const LONG_GAP: Duration = Duration::from_secs(60);
+
+/// What a recorded schedule at a speed will take: its span, and its longest gap (after which
+/// request, 1-based).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SchedulePlan {
+    recorded_span_s: f64,
+    speed: f64,
+    span_s: f64,
+    longest_gap_s: f64,
+    gap_after: usize,
+}
+
+impl SchedulePlan {
+    fn of(offsets_us: &[u64], speed: f64) -> Self {
+        let recorded_span_s = offsets_us.last().copied().unwrap_or(0) as f64 / 1e6;
+        let (gap_after, gap_us) = offsets_us
+            .windows(2)
+            .enumerate()
+            .map(|(index, pair)| (index + 1, pair[1].saturating_sub(pair[0])))
+            .max_by_key(|&(_, gap)| gap)
+            .unwrap_or((0, 0));
+        Self {
+            recorded_span_s,
+            speed,
+            span_s: recorded_span_s / speed,
+            longest_gap_s: gap_us as f64 / 1e6 / speed,
+            gap_after,
+        }
+    }
+}
+
+/// Refuses a replay whose recorded span at its speed is longer than `-d` allows (or, without
+/// `-d`, than [`MAX_REPLAY_SPAN`]), with the numbers; warns about a gap longer than
+/// [`LONG_GAP`]. A looped replay is bounded by its run's length and only warned about.
+fn check_schedule(
+    plan: &SchedulePlan,
+    looped: bool,
+    duration: Option<Duration>,
+    quiet: bool,
+) -> Result<(), ConfigError> {
+    let limit = duration.unwrap_or(MAX_REPLAY_SPAN);
+    let allowed = if duration.is_some() { "-d" } else { "a replay without -d (24 h)" };
+    // A span that is not a number (0 / 0) counts as too long.
+    let too_long = plan.span_s.is_nan() || plan.span_s > limit.as_secs_f64();
+    if !looped && too_long {
+        let needed = plan.recorded_span_s / limit.as_secs_f64();
+        return Err(ConfigError::new(
+            "--speed",
+            format!(
+                "the recording spans {} and at speed {}x the replay would take {}, longer than {allowed} allows                  ({}): give --speed {}x or more, a longer -d, or --rate R to send at a fixed rate",
+                seconds(plan.recorded_span_s),
+                plan.speed,
+                seconds(plan.span_s),
+                seconds(limit.as_secs_f64()),
+                (needed * 1000.0).ceil() / 1000.0,
+            ),
+        ));
+    }
+    if !quiet && plan.longest_gap_s > LONG_GAP.as_secs_f64() {
+        eprintln!(
+            "rpcbench: warning: at speed {}x the recording has a gap of {} after request {}: the replay \
+             sends nothing for that long",
+            plan.speed,
+            seconds(plan.longest_gap_s),
+            plan.gap_after
+        );
+    }
+    Ok(())
+}
+
+/// Seconds for a message: `12.5 s`, `3.2 h`, `4.1e+290 years`.
+fn seconds(value: f64) -> String {
+    match value {
+        v if !v.is_finite() => "forever".to_string(),
+        v if v < 3600.0 => format!("{v:.1} s"),
+        v if v < 86_400.0 * 365.0 => format!("{:.1} h", v / 3600.0),
+        v => format!("{:.3e} years", v / (86_400.0 * 365.25)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_longer_than_its_run_can_last_is_refused_with_the_numbers() {
+        let offsets = [0, 1_000_000, 2_000_000, 10_000_000];
+        // 10 s recorded at 1e-300x: refused, not centuries of silence.
+        let absurd = SchedulePlan::of(&offsets, 1e-300);
+        let err = check_schedule(&absurd, false, None, true).unwrap_err();
+        assert_eq!(err.setting, "--speed");
+        assert!(err.message.contains("spans 10.0 s") && err.message.contains("years"), "{}", err.message);
+        // 10 s at 0.5x is 20 s: longer than -d 15s, within -d 30s.
+        let slow = SchedulePlan::of(&offsets, 0.5);
+        let err = check_schedule(&slow, false, Some(Duration::from_secs(15)), true).unwrap_err();
+        assert!(
+            err.message.contains("would take 20.0 s") && err.message.contains("--speed 0.667x"),
+            "{}",
+            err.message
+        );
+        assert!(check_schedule(&slow, false, Some(Duration::from_secs(30)), true).is_ok());
+        // A looped replay is bounded by its run.
+        assert!(check_schedule(&absurd, true, Some(Duration::from_secs(1)), true).is_ok());
+        // An absurd recorded offset at 1x: more than a day.
+        let far = SchedulePlan::of(&[0, 5, u64::MAX / 2], 1.0);
+        assert!(check_schedule(&far, false, None, true).is_err());
+        assert_eq!((slow.gap_after, slow.longest_gap_s), (3, 16.0));
+    }
 
     #[test]
     fn speeds_are_positive_factors() {

@@ -100,7 +100,11 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         if let Some(url) = &args.scenario.url {
             Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
         }
-        let draft = ScenarioDraft::load(std::path::Path::new(&args.target)).map_err(scenario_error)?;
+        let path = std::path::Path::new(&args.target);
+        let draft = ScenarioDraft::load(path).map_err(|err| match targets_hint(path) {
+            Some(hint) => hint,
+            None => scenario_error(err),
+        })?;
         let scenario = prepare_scenario(args, &draft, args.scenario.url.as_deref())?;
         (scenario.configs(), scenario.thresholds, scenario.cooldown)
     } else {
@@ -148,6 +152,58 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         (single(config), Vec::new(), Duration::ZERO)
     };
     finish_plan(args, targets, thresholds, cooldown)
+}
+
+/// Checks a run's arguments as `run` would, without sampling a node or reading a file that
+/// exists only where the run will happen (a pod's scenario, suite pools, targets or body file):
+/// `k8s-job` checks the run it wraps this way before any pod is started.
+pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
+    let from_files = args.scenario.suite.is_some()
+        || args.scenario.pools.is_some()
+        || args.request.targets_file.is_some()
+        || args.request.body_file.is_some()
+        || args.target.ends_with(".toml");
+    if !from_files {
+        return to_plan(args).map(drop);
+    }
+    // The URL the run will load, wherever it is given.
+    let url = match (&args.scenario.url, args.target.ends_with(".toml")) {
+        (Some(url), _) => Some(("--url", url.as_str())),
+        (None, false) if !args.target.is_empty() => Some(("TARGET", args.target.as_str())),
+        _ => None,
+    };
+    let target = match url {
+        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message))?,
+        None => Target::parse("http://127.0.0.1:1/")?,
+    };
+    let stand_in =
+        RequestTemplate::from_method("stand_in", None).map_err(|err| ConfigError::new("--method", err.0))?;
+    let mut config = RunConfig::new(target, stand_in);
+    config.load = Load::Closed { connections: 50 };
+    apply_flags(args, &mut config)?;
+    config.validate()?;
+    for (index, text) in args.thresholds.iter().enumerate() {
+        Threshold::parse(text)
+            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
+    }
+    Ok(())
+}
+
+/// A vegeta targets file given where a scenario is read (`run FILE` without `--targets`): the
+/// error says so instead of quoting TOML's complaint about its first line.
+fn targets_hint(path: &std::path::Path) -> Option<ConfigError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
+    rpcbench::targets::looks_like_targets(&String::from_utf8_lossy(&head)).then(|| {
+        ConfigError::new(
+            "TARGET",
+            format!(
+                "{} is a vegeta targets file (METHOD URL lines), not a scenario: give it as --targets {0}",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// A plain HTTP request to the URL (`--http METHOD`, with `--body`/`--body-file` as its body).
@@ -297,6 +353,8 @@ fn prepare_scenario(
     let prepared = prepare(draft, url, args.scenario.pools.as_deref(), &access).map_err(|err| match err {
         PrepareError::Scenario(err) => scenario_error(err),
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
+        // A bad pools file is bad usage (exit 2), not a failure of the target.
+        PrepareError::PoolsFile(err) => ConfigError::new("--pools", err.0),
     });
     drop(ticker);
     let prepared = prepared?;
@@ -543,6 +601,10 @@ fn shard_of(args: &RunArgs) -> Result<Option<Slice>, ConfigError> {
     }
 }
 
+/// How far ahead `--start-at` may be: a later time is a slip (milliseconds for seconds), and
+/// the run would wait silently for it.
+const MAX_START_AHEAD: Duration = Duration::from_secs(7 * 86_400);
+
 /// `--start-at`: unix seconds, or an RFC 3339 time in UTC (`2026-11-23T10:00:00Z`, offsets as
 /// `+01:00` too).
 fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
@@ -554,15 +616,28 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
         )
     };
     let text = text.trim();
-    if let Ok(seconds) = text.parse::<f64>() {
-        if seconds.is_finite() && seconds >= 0.0 {
-            return Ok(UNIX_EPOCH + Duration::from_secs_f64(seconds));
-        }
-        return Err(invalid());
-    }
-    let unix = rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?;
-    let at = UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0));
+    // Seconds that no clock holds (1e20) are refused, not a panic.
+    let instant = |seconds: f64| {
+        Duration::try_from_secs_f64(seconds.max(0.0)).ok().and_then(|since| UNIX_EPOCH.checked_add(since))
+    };
+    let at = match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => instant(seconds).ok_or_else(invalid)?,
+        Ok(_) => return Err(invalid()),
+        Err(_) => instant(rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?,
+    };
     let now = std::time::SystemTime::now();
+    if let Ok(ahead) = at.duration_since(now) {
+        if ahead > MAX_START_AHEAD {
+            return Err(ConfigError::new(
+                "--start-at",
+                format!(
+                    "'{text}' is {:.0} days from now; give a time within {} days",
+                    ahead.as_secs_f64() / 86_400.0,
+                    MAX_START_AHEAD.as_secs() / 86_400
+                ),
+            ));
+        }
+    }
     if let Ok(behind) = now.duration_since(at) {
         if behind > Duration::from_secs(5) {
             eprintln!(
@@ -670,6 +745,11 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     let mut report = RunReport::new(&config, &record);
+    // Why connections failed, one example per kind, before the report (a failed run says
+    // nothing else about it), with what to try.
+    for line in record.connect_causes.describe().lines() {
+        eprintln!("rpcbench: {line}");
+    }
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);
@@ -702,6 +782,17 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     if breached {
         return ExitCode::from(output::EXIT_FAILURE);
     }
+    if report.requests.responded == 0 && report.requests.total == 0 && shard_has_nothing_to_do(&config) {
+        // A shard whose share is nothing (-n 1 over 2 shards) did its part: its pod succeeds.
+        if !args.quiet {
+            eprintln!(
+                "rpcbench: note: shard {}/{} has no share of this run's requests or connections: nothing to do",
+                config.shard.index + 1,
+                config.shard.count
+            );
+        }
+        return status;
+    }
     if report.requests.responded == 0 {
         // A dead target is not a run: the report says so first, and the exit status too.
         if !args.quiet {
@@ -710,6 +801,16 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         return ExitCode::from(output::EXIT_FAILURE);
     }
     status
+}
+
+/// Whether this shard's share of the run is nothing: of its request count, or of a closed
+/// loop's connections.
+fn shard_has_nothing_to_do(config: &RunConfig) -> bool {
+    let shard = config.shard;
+    let no_requests = config.length.requests.is_some_and(|n| shard.share(n) == 0);
+    let no_connections =
+        matches!(config.load, Load::Closed { connections } if shard.share(connections as u64) == 0);
+    shard.count > 1 && (no_requests || no_connections)
 }
 
 /// `run --via-proxy`: the run as configured, then the same through an in-process proxy in

@@ -12,6 +12,18 @@ use rpcbench::mock::{
 };
 use rpcbench::units::{parse_duration, parse_size, UnitError};
 
+/// `--chain`'s values, so that help and shell completion list the chains (with their short
+/// aliases accepted).
+fn chain_names() -> impl clap::builder::TypedValueParser<Value = Chain> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("static").help("answers \"0x1\" to everything: the performance baseline"),
+        PossibleValue::new("solana").alias("sol").help("a synthetic Solana ledger"),
+        PossibleValue::new("ethereum").aliases(["eth", "evm"]).help("a synthetic EVM chain"),
+    ])
+    .map(|name| name.parse::<Chain>().expect("a possible value is a chain"))
+}
+
 /// Options of `rpcbench serve`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Examples:
@@ -22,7 +34,7 @@ use rpcbench::units::{parse_duration, parse_size, UnitError};
   rpcbench serve --chain solana --tls --tls-dir /tmp/rpcbench-tls   # https://127.0.0.1:8899")]
 pub struct ServeArgs {
     /// The node to run: static (answers "0x1" to everything), solana or ethereum.
-    #[arg(long)]
+    #[arg(long, value_parser = chain_names())]
     pub chain: Chain,
     /// The address to listen on (port 0 picks a free port) [default: 127.0.0.1:8545 for
     /// ethereum, 127.0.0.1:8899 for solana and static, the nodes' usual ports].

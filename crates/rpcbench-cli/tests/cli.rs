@@ -179,6 +179,50 @@ fn run_http2_over_tls_against_the_mock_with_its_certificate() {
 }
 
 #[test]
+fn a_connect_failure_says_its_cause_and_what_to_try() {
+    // A self-signed certificate (rcgen) that the run was not told to trust.
+    let dir = std::env::temp_dir().join(format!("rpcbench-tls-cause-{}", std::process::id()));
+    let mut options = MockOptions::new(Chain::Static);
+    options.tls = Some(rpcbench::mock::MockTls { dir: Some(dir.clone()) });
+    let node = MockServer::start(options).expect("the TLS mock starts");
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-c", "1", "-n", "5"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("connect errors, certificate not trusted (5): "), "{err}");
+    assert!(err.contains("--cacert FILE") && err.contains("--insecure"), "{err}");
+    assert_eq!(err.matches("connect errors,").count(), 1, "one example per kind: {err}");
+    drop(node);
+    let _ = std::fs::remove_dir_all(dir);
+    // Nothing listens on a port just freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let output =
+        rpcbench(&["run", &format!("http://127.0.0.1:{port}/"), "-m", "getSlot", "-c", "1", "-n", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("connect errors, connection refused (3)"), "{}", stderr(&output));
+    // A comparison names the target whose connections failed.
+    let node = static_node();
+    let dead = format!("dead=http://127.0.0.1:{port}/");
+    let output = rpcbench(&[
+        "compare",
+        &format!("live={}", node.url()),
+        &dead,
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "-q",
+    ]);
+    assert!(
+        stderr(&output).contains("rpcbench: dead: connect errors, connection refused (3)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("live: connect errors"), "{}", stderr(&output));
+}
+
+#[test]
 fn a_rate_with_connections_holds_them_open_as_wrk2_does() {
     let node = MockServer::start(MockOptions::new(Chain::Static)).unwrap();
     let output = rpcbench(&[
@@ -264,6 +308,33 @@ fn subscribe_reports_new_heads_and_a_breached_threshold_exits_1() {
     ]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("FAILED  produced-lag p50 < 0ms"));
+}
+
+#[test]
+fn a_subscription_page_shows_a_failed_threshold_in_red_and_values_beside_their_labels() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = std::time::Duration::from_millis(50);
+    let node = MockServer::start(options).expect("the ethereum node starts");
+    let url = format!("ws://{}/", node.local_addr());
+    let args = [
+        "subscribe",
+        &url,
+        "--sub",
+        "newHeads",
+        "-d",
+        "300ms",
+        "--threshold",
+        "produced-lag p50 < 0ms",
+        "-f",
+        "html",
+    ];
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let html = String::from_utf8_lossy(&output.stdout);
+    assert!(html.contains("<span class=\"verdict-fail\">FAILED</span>"), "{html}");
+    assert!(html.contains(".verdict-fail { color: #c62828;"), "red by the style");
+    assert!(html.contains("<h2>Summary</h2><table class=\"kv\">"), "{html}");
+    assert!(html.contains("table.kv td { text-align: left; }"), "values beside their labels");
 }
 
 #[test]
@@ -500,7 +571,10 @@ fn the_demo_prints_every_step_without_errors() {
     assert!(progress.contains("capacity search of getBlock within p99<25ms, errors<0.1%"), "{progress}");
     assert!(!progress.contains("step  1:"), "no live lines off a terminal: {progress}");
     let html = std::fs::read_to_string(dir.join("report.html")).expect("the demo's HTML report");
-    assert_eq!(html.matches("<svg").count(), 4);
+    // Three charts, and latency over time as small multiples, one per step (was one chart
+    // overlaying 24 lines).
+    assert_eq!(html.matches("<svg").count(), 3 + 12);
+    assert_eq!(html.matches("<figure>").count(), 12);
     assert!(html.contains("getBlock 256 conns"));
     let summary = std::fs::read_to_string(dir.join("summary.md")).expect("the demo's Markdown summary");
     assert_eq!(summary, String::from_utf8_lossy(&output.stdout));
@@ -1470,9 +1544,13 @@ fn the_example_studies_run_at_a_small_scale() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-    // Study 4: two relays with the study's scenario.
+    // Study 4: two relays with the study's scenario, the second slowed on eth_call as the
+    // study starts it, each one's process monitored by id (here, both live in this process).
     let relay_a = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
-    let relay_b = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let mut slowed = MockOptions::new(Chain::Ethereum);
+    slowed.faults.latency_by_method = vec![("eth_call".into(), Latency::fixed(ms(2)))];
+    let relay_b = MockServer::start(slowed).unwrap();
+    let me = std::process::id().to_string();
     let output = rpcbench(&[
         "compare",
         &format!("relay-a={}", relay_a.url()),
@@ -1485,10 +1563,27 @@ fn the_example_studies_run_at_a_small_scale() {
         "500ms",
         "--warmup",
         "0",
+        "--monitor-pid",
+        &format!("relay-a={me}"),
+        "--monitor-pid",
+        &format!("relay-b={me}"),
         "-q",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("eth_call"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("eth_call") && text.contains("target CPU avg"), "{text}");
+    // Study 3: the four constant rates as stages, shortened as the small-scale form does (with
+    // sed there), the SLA as thresholds.
+    let api = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let scenario = std::fs::read_to_string(example("seed-002-dapp-constant-rate.toml")).unwrap();
+    assert_eq!(scenario.matches("duration = \"4m\"").count(), 4, "the form's sed finds the stages");
+    let short = std::env::temp_dir().join(format!("rpcbench-study3-{}.toml", std::process::id()));
+    std::fs::write(&short, scenario.replace("duration = \"4m\"", "duration = \"300ms\"")).unwrap();
+    let output = rpcbench(&["run", short.to_str().unwrap(), "--url", &api.url(), "-q"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Per stage") && text.contains("Thresholds"), "{text}");
+    std::fs::remove_file(&short).ok();
     // Study 5: a rate over connections held open, then the relay in front.
     let node = static_node();
     let output = rpcbench(&[

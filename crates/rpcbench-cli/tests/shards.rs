@@ -198,6 +198,87 @@ fn bad_shard_flags_exit_2_naming_the_flag() {
     assert!(stderr(&output).contains("JOB_COMPLETION_INDEX"), "{}", stderr(&output));
 }
 
+#[test]
+fn a_start_time_no_clock_holds_exits_2_instead_of_a_panic() {
+    for at in ["1e20", "18446744073709551616", "9999-12-31T23:59:59Z"] {
+        let output = rpcbench(&["run", "http://127.0.0.1:1/", "-m", "getSlot", "--start-at", at]);
+        assert_eq!(output.status.code(), Some(2), "{at}: {}", stderr(&output));
+        assert!(stderr(&output).contains("--start-at"), "{at}: {}", stderr(&output));
+    }
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "4",
+        "--image",
+        "x",
+        "--start-at",
+        "1e20",
+        "--",
+        "run",
+        "http://n:1/",
+        "-m",
+        "getSlot",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--start-at"), "{}", stderr(&output));
+}
+
+#[test]
+fn k8s_job_refuses_a_run_every_pod_would_fail_naming_the_flag() {
+    for (run, named) in [
+        (&["run", "node:8545", "-m", "getSlot"][..], "has no scheme"),
+        (&["run", "http://node:8545", "-m", "getSlot", "-d", "6O"], "--duration"),
+        (&["run", "http://node:8545", "-m", "getSlot", "--save="], "--save"),
+        (&["run", "http://node:8545", "-m", "getSlot", "--save=/tmp/x.json"], "--save is set by k8s-job"),
+        (&["run", "http://node:8545", "-m", "getSlot", "--frobnicate"], "--frobnicate"),
+        (&["run", "http://node:8545", "-m", "getSlot", "--rate", "0"], "--rate"),
+        (&["run", "http://node:8545", "--suite", "ethereum-relay", "--threshold", "p99 <"], "--threshold"),
+        (&["serve", "--chain", "solana"], "-- run URL"),
+    ] {
+        let mut args = vec!["k8s-job", "--shards", "4", "--image", "x", "--"];
+        args.extend(run);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{run:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(named), "{run:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty(), "{run:?}: manifests printed");
+    }
+    for shards in ["0", "1001", "4294967295"] {
+        let output = rpcbench(&[
+            "k8s-job",
+            "--shards",
+            shards,
+            "--image",
+            "x",
+            "--",
+            "run",
+            "http://n:1/",
+            "-m",
+            "getSlot",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{shards}: {}", stderr(&output));
+        assert!(stderr(&output).contains("--shards: must be from 1 to 1000"), "{}", stderr(&output));
+    }
+    // A suite's run is checked as far as this machine can: the pods sample the node.
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "2",
+        "--image",
+        "x",
+        "--merge-deadline",
+        "90m",
+        "--",
+        "run",
+        "http://node:8545",
+        "--suite",
+        "ethereum-relay",
+        "-d",
+        "1m",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"activeDeadlineSeconds\": 5400"));
+}
+
 /// The manifests `k8s-job` prints for the README's command, which deploy/k8s/split-run.yaml
 /// holds; validated against the Kubernetes schemas when RPCBENCH_K8S_VALIDATE names the
 /// `kubernetes-validate` program (CI installs it; there a missing one fails).

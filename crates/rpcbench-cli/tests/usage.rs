@@ -335,3 +335,129 @@ fn an_output_file_in_a_missing_folder_is_refused_before_any_load() {
         assert!(message.contains(&format!("--output {out}")), "{args:?}: {message}");
     }
 }
+
+#[test]
+fn messages_point_at_what_is_wrong_and_usage_errors_exit_2() {
+    let dir = temp_dir("messages");
+    let node = static_node();
+    let url = node.url();
+    let vegeta = dir.join("targets.txt");
+    std::fs::write(&vegeta, format!("# a vegeta targets file\nPOST {url}\n@body.json\n")).unwrap();
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let pools = dir.join("pools.json");
+    std::fs::write(&pools, "{{{ not a pools file").unwrap();
+    let (vegeta, empty, pools) = (vegeta.to_str().unwrap(), empty.to_str().unwrap(), pools.to_str().unwrap());
+    let dir_text = dir.to_str().unwrap();
+    for (args, says, not_says) in [
+        (vec!["run", vegeta], format!("give it as --targets {vegeta}"), "expected"),
+        (vec!["run", "--targets", empty, "-n", "1"], "the file is empty".to_string(), "expected"),
+        (vec!["replay", empty, &url], "the file is empty: nothing to replay".to_string(), "no target"),
+        (
+            vec!["record", "-o", dir_text, "--upstream", &url, "--listen", "127.0.0.1:0"],
+            "-o/--output: cannot create".to_string(),
+            "--record",
+        ),
+        (
+            vec!["run", &url, "--suite", "solana-rpc", "--pools", pools, "-n", "1"],
+            "--pools:".to_string(),
+            "sampling",
+        ),
+    ] {
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&says), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains(not_says), "{args:?}: {}", stderr(&output));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_shard_with_nothing_to_do_exits_0_with_a_note() {
+    let node = static_node();
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "--shard", "2/2"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("shard 2/2 has no share"), "{}", stderr(&output));
+    let output = rpcbench(&["run", &node.url(), "-m", "getSlot", "-n", "1", "--shard", "1/2"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("no share"), "{}", stderr(&output));
+}
+
+/// Every subcommand (the top help's list) ends its help with worked examples, and `replay`'s
+/// are its own: none of `run`'s, and none of the flags it refuses.
+#[test]
+fn every_subcommand_help_ends_with_its_own_worked_examples() {
+    let top = stdout(&rpcbench(&["--help"]));
+    let listed = top.split_once("Commands:\n").unwrap().1.split("\n\n").next().unwrap();
+    let names: Vec<&str> = listed
+        .lines()
+        // A name opens its line; a description's further lines are indented deeper.
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in names {
+        let text = help(name);
+        let (_, examples) = text.rsplit_once("Examples:\n").unwrap_or_else(|| panic!("{name}: {text}"));
+        let count = examples.lines().filter(|line| line.starts_with("  rpcbench ")).count();
+        assert!(count >= 2, "{name}: {examples}");
+    }
+    let replay = help("replay");
+    assert!(!replay.contains("rpcbench run "), "{replay}");
+    for refused in ["--method", "--body-file", "--targets", "--suite", "--pools", "--batch"] {
+        assert!(!replay.contains(refused), "replay --help shows {refused}");
+    }
+}
+
+#[test]
+fn man_gives_each_subcommands_page_that_the_top_page_names() {
+    let top = stdout(&rpcbench(&["man"]));
+    assert!(top.contains("rpcbench\\-run(1)"), "{top}");
+    for name in ["run", "replay", "k8s-job", "serve"] {
+        let output = rpcbench(&["man", name]);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        let page = stdout(&output);
+        assert!(page.contains(&format!(".TH rpcbench-{name} 1")), "{name}: {page}");
+        assert!(page.contains(".SH SYNOPSIS") && page.contains("Examples:"), "{name}: {page}");
+    }
+    let output = rpcbench(&["man", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no subcommand 'nope'"), "{}", stderr(&output));
+}
+
+#[test]
+fn serve_refuses_a_latency_for_a_method_its_chain_lacks_and_completes_chain_names() {
+    let output =
+        rpcbench(&["serve", "--chain", "ethereum", "--latency", "getBlock=50ms", "--listen", "127.0.0.1:0"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("--latency: the ethereum node has no method 'getBlock'"), "{err}");
+    assert!(err.contains("eth_getBlockByNumber"), "{err}");
+    let output = rpcbench(&[
+        "serve",
+        "--chain",
+        "solana",
+        "--blocking-latency",
+        "eth_call=5ms",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--blocking-latency: the solana node has no method 'eth_call'"),
+        "{}",
+        stderr(&output)
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout(&rpcbench(&["completions", shell]));
+        for chain in ["static", "solana", "ethereum"] {
+            assert!(script.contains(chain), "{shell} completion lacks {chain}");
+        }
+    }
+    let bash = stdout(&rpcbench(&["completions", "bash"]));
+    assert!(
+        bash.contains("--chain)\n                    COMPREPLY=($(compgen -W \"static solana ethereum\""),
+        "completes chains, not files"
+    );
+}

@@ -71,6 +71,13 @@ pub enum CompareEvent<'a> {
         /// What it measured in the round.
         figures: &'a crate::verdict::RoundFigures,
     },
+    /// Connections of a run failed: a count and the first message of each kind.
+    ConnectFailures {
+        /// The target's name.
+        name: &'a str,
+        /// Why.
+        causes: &'a crate::connect_causes::ConnectCauses,
+    },
     /// Waiting before the next run.
     CoolingDown(Duration),
 }
@@ -137,6 +144,9 @@ pub fn run_comparison(
         saved.report = RunReport::new(&target.config, &record);
         saved.report.target_resources = target_resources;
         on_event(CompareEvent::Finished(&saved));
+        if !record.connect_causes.is_empty() {
+            on_event(CompareEvent::ConnectFailures { name: &target.name, causes: &record.connect_causes });
+        }
         runs.push(saved);
     }
     Ok(runs)
@@ -702,7 +712,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
 /// The equality check as Markdown.
 pub fn render_equal_markdown(report: &EqualReport) -> String {
     let mut out = String::new();
-    let cell = |text: &str| escape_controls(&text.replace('|', "\\|")).replace('\n', " ");
+    let cell = crate::printable::markdown;
     let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
     let _ = writeln!(out);
     let _ = writeln!(
@@ -710,7 +720,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
         "{} round(s) against {} ({}){}",
         report.rounds,
         cell(&report.baseline),
-        cell(&report.baseline_target),
+        crate::printable::markdown_code(&report.baseline_target),
         if report.ignored.is_empty() {
             String::new()
         } else {
@@ -725,7 +735,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
             out,
             "| {} | {} | {} of {} |",
             cell(&target.name),
-            cell(&target.target),
+            crate::printable::markdown_code(&target.target),
             target.differing_rounds,
             report.rounds
         );

@@ -24,6 +24,9 @@ pub struct SplitRunJob {
     pub merge_args: Vec<String>,
     /// The results volume's size request (`1Gi`).
     pub storage: String,
+    /// How long the merge Job may run (waiting for the shards included) before Kubernetes
+    /// fails it (`activeDeadlineSeconds`): a shard that never writes its file ends the wait.
+    pub merge_deadline_seconds: u64,
 }
 
 /// Whether `name` is a DNS label Kubernetes accepts for Jobs and claims.
@@ -86,6 +89,8 @@ impl SplitRunJob {
                 spec["completionMode"] = json!("Indexed");
                 spec["completions"] = json!(self.shards);
                 spec["parallelism"] = json!(self.shards);
+            } else {
+                spec["activeDeadlineSeconds"] = json!(self.merge_deadline_seconds);
             }
             json!({
                 "apiVersion": "batch/v1",
@@ -147,6 +152,7 @@ mod tests {
             .to_vec(),
             merge_args: vec!["--threshold".into(), "p99 < 5ms".into()],
             storage: "1Gi".into(),
+            merge_deadline_seconds: 660,
         }
     }
 
@@ -169,6 +175,13 @@ mod tests {
             "{merge}"
         );
         assert!(job().render().starts_with("---\n{"));
+    }
+
+    #[test]
+    fn the_merge_job_gives_up_at_its_deadline_instead_of_waiting_forever() {
+        let manifests = job().manifests();
+        assert_eq!(manifests[2]["spec"]["activeDeadlineSeconds"], 660);
+        assert!(manifests[1]["spec"].get("activeDeadlineSeconds").is_none());
     }
 
     #[test]

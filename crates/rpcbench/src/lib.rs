@@ -52,6 +52,7 @@ pub mod capacity;
 pub mod capacity_file;
 pub mod client;
 pub mod compare;
+pub mod connect_causes;
 pub mod demo;
 pub mod engine;
 pub mod files;

@@ -36,15 +36,18 @@ pub struct Prepared {
 pub enum PrepareError {
     /// The scenario is at fault (a location in the file).
     Scenario(ScenarioError),
-    /// Sampling the target, or reading or writing the pools file, failed.
+    /// Sampling the target, or writing the pools file, failed.
     Sample(SampleError),
+    /// The pools file given (`--pools`, `[sample] cache`) exists but cannot be read or is not
+    /// a pools file: the user's to fix, not the target's.
+    PoolsFile(SampleError),
 }
 
 impl fmt::Display for PrepareError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PrepareError::Scenario(err) => err.fmt(f),
-            PrepareError::Sample(err) => err.fmt(f),
+            PrepareError::Sample(err) | PrepareError::PoolsFile(err) => err.fmt(f),
         }
     }
 }
@@ -88,7 +91,7 @@ pub fn prepare(
     let cache = pools_file.map(Path::to_path_buf).or_else(|| draft.cache());
     let (pools, source) = match &cache {
         Some(path) if path.exists() => {
-            (Pools::load(path).map_err(PrepareError::Sample)?, PoolSource::Cache(path.clone()))
+            (Pools::load(path).map_err(PrepareError::PoolsFile)?, PoolSource::Cache(path.clone()))
         }
         _ => {
             let mut options = draft.sample_options().map_err(PrepareError::Scenario)?;

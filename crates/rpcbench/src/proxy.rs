@@ -325,9 +325,10 @@ impl ProxyStats {
                     continue;
                 }
                 let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
+                // A client's method name on one line: its line feeds cannot forge a row.
                 text.push_str(&format!(
                     "{:<28} {:<9} {:>9} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}\n",
-                    name,
+                    crate::printable::one_line(name),
                     phase,
                     histogram.len(),
                     us(0.5),
@@ -1033,6 +1034,19 @@ mod tests {
         options.error_rate = 0.0;
         options.drop_rate = -1.0;
         assert!(options.validate().unwrap_err().to_string().starts_with("--drop-rate"));
+    }
+
+    #[test]
+    fn a_clients_method_name_cannot_forge_a_row_of_the_proxy_table() {
+        let mut stats = ProxyStats::default();
+        stats
+            .methods
+            .entry("getSlot\nrelayed: 999999".into())
+            .or_insert_with(PhaseHistograms::new)
+            .record([1_000, 50_000, 2_000, 9_000]);
+        let text = stats.render_text();
+        assert_eq!(text.lines().filter(|line| line.starts_with("relayed:")).count(), 1, "{text}");
+        assert!(text.contains("getSlot\\nrelayed: 999999"), "{text}");
     }
 
     #[test]

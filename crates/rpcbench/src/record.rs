@@ -545,6 +545,8 @@ pub struct Recorder {
     pub exchanges: u64,
     /// What the transport saw of its connections (opened, GOAWAYs, the server's stream limit).
     pub wire: crate::transport::WireStats,
+    /// Why connections could not be opened: a count and the first message per kind.
+    pub connect_causes: crate::connect_causes::ConnectCauses,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
     /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
@@ -590,6 +592,7 @@ impl Recorder {
             late_at_cap: 0,
             exchanges: 0,
             wire: crate::transport::WireStats::default(),
+            connect_causes: Default::default(),
             stages: Vec::new(),
             phases: Default::default(),
             usage: ThreadUsage::default(),
@@ -727,6 +730,7 @@ impl Recorder {
         self.late_at_cap += other.late_at_cap;
         self.exchanges += other.exchanges;
         self.wire.merge(&other.wire);
+        self.connect_causes.merge(&other.connect_causes);
     }
 }
 
@@ -756,6 +760,8 @@ pub struct RunRecord {
     pub exchanges: u64,
     /// What the transport saw of its connections (opened, GOAWAYs, the server's stream limit).
     pub wire: crate::transport::WireStats,
+    /// Why connections could not be opened: a count and the first message per kind.
+    pub connect_causes: crate::connect_causes::ConnectCauses,
     /// How late the run started after the instant it was asked to start at (`--start-at`).
     pub late_start: Duration,
     /// Each series point's latency histogram, serialized (empty for an interval without
@@ -826,6 +832,7 @@ impl RunRecord {
             interrupted,
             exchanges: merged.exchanges,
             wire: merged.wire,
+            connect_causes: merged.connect_causes,
             late_start: Duration::ZERO,
             series_latency,
         }

@@ -106,15 +106,29 @@ impl<'a> UrlParts<'a> {
 /// The segments of a path, each with whether it is secret: every segment after a
 /// provider-style prefix (a version such as `v3`, or a secret name such as `key`), and any
 /// segment that looks like a generated key.
+///
+/// A segment is judged on its percent-decoded form too: `/%55PSTREAMKEY…` is the key
+/// `UPSTREAMKEY…` to the server, and `/%763/` its `/v3/`.
 fn path_segments(path: &str) -> impl Iterator<Item = (&str, bool)> {
     let mut after_prefix = false;
     path.split('/').map(move |segment| {
-        let secret = !segment.is_empty() && (after_prefix || looks_like_key(segment));
-        if is_provider_prefix(segment) {
+        let decoded = decoded(segment);
+        let secret =
+            !segment.is_empty() && (after_prefix || looks_like_key(segment) || looks_like_key(&decoded));
+        if is_provider_prefix(segment) || is_provider_prefix(&decoded) {
             after_prefix = true;
         }
         (segment, secret)
     })
+}
+
+/// The percent-decoded form of text, borrowed when there is nothing to decode.
+fn decoded(text: &str) -> Cow<'_, str> {
+    if text.contains('%') {
+        Cow::Owned(String::from_utf8_lossy(&percent_decode(text)).into_owned())
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// `v1`, `v2`, `v3`… (Infura `/v3/KEY`, Alchemy `/v2/KEY`, Pocket `/v1/lb/ID`), or a segment
@@ -189,14 +203,15 @@ pub fn text(text: &str) -> String {
         }
         // Punctuation that ends a sentence is not part of the word.
         let trimmed = word.trim_end_matches([',', '.', ';', ':', ')', '!']);
-        if word.contains("://") || word.contains('?') || word.contains('@') {
+        // A path (a request target in a log line) is judged segment by segment, as a URL's.
+        if word.contains("://") || word.contains('?') || word.contains('@') || word.starts_with('/') {
             out.push_str(&url(word));
-        } else if looks_like_key(trimmed) {
+        } else if looks_like_key(trimmed) || looks_like_key(&decoded(trimmed)) {
             out.push_str(MASK);
             out.push_str(&word[trimmed.len()..]);
         } else {
             match word.split_once('=') {
-                Some((name, _)) if is_secret_name(name) => {
+                Some((name, _)) if is_secret_name(name) || is_secret_name(&decoded(name)) => {
                     out.push_str(name);
                     out.push('=');
                     out.push_str(MASK);
@@ -528,6 +543,29 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(url(input), expected, "{input}");
         }
+    }
+
+    #[test]
+    fn a_percent_encoded_key_is_masked_as_its_decoded_form_would_be() {
+        // `%55` is `U`: the server sees `/UPSTREAMKEY0123456789abcdef`, a key.
+        let cases = [
+            ("https://rpc.example.com/%55PSTREAMKEY0123456789abcdef", "https://rpc.example.com/***"),
+            ("https://rpc.example.com/%55%50STREAMKEY%30123456789", "https://rpc.example.com/***"),
+            ("https://rpc.example.com/%763/shortkey", "https://rpc.example.com/%763/***"),
+            ("https://rpc.example.com/%6Bey/abc", "https://rpc.example.com/%6Bey/***"),
+            ("http://127.0.0.1:8545/rpc%2Fx", "http://127.0.0.1:8545/rpc%2Fx"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(url(input), expected, "{input}");
+        }
+        assert_eq!(text("upstream /%55PSTREAMKEY0123456789abcdef failed"), "upstream /*** failed");
+        assert_eq!(text("key %55PSTREAMKEY0123456789abcdef."), "key ***.");
+        assert_eq!(text("api%5Fkey=hunter2"), "api%5Fkey=***");
+        assert_eq!(text("saved to /tmp/run-1.json"), "saved to /tmp/run-1.json");
+        let mut secrets = Secrets::new();
+        secrets.add_url("https://rpc.example.com/%55PSTREAMKEY0123456789abcdef");
+        assert_eq!(secrets.scrub("bad key UPSTREAMKEY0123456789abcdef"), "bad key ***");
+        assert_eq!(secrets.scrub("bad key %55PSTREAMKEY0123456789abcdef"), "bad key ***");
     }
 
     #[test]

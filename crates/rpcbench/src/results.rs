@@ -892,6 +892,8 @@ impl ResultsFile {
                 (None, Some(websocket)) => websocket.wire(),
                 (None, None) => crate::transport::WireStats::default(),
             },
+            // Not saved: the causes are said when the run ends.
+            connect_causes: Default::default(),
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
             series_latency: self
                 .series

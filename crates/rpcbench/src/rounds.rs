@@ -173,6 +173,7 @@ pub fn append_round(total: &mut RunRecord, round: RunRecord) {
     total.generator.peak_rss_bytes = total.generator.peak_rss_bytes.max(round.generator.peak_rss_bytes);
     total.exchanges += round.exchanges;
     total.wire.merge(&round.wire);
+    total.connect_causes.merge(&round.connect_causes);
     total.late_start = total.late_start.max(round.late_start);
 }
 
@@ -438,6 +439,9 @@ pub fn run_rounds(
         saved.report = RunReport::new(&target.config, &record);
         saved.report.target_resources = target_resources;
         on_event(CompareEvent::Finished(&saved));
+        if !record.connect_causes.is_empty() {
+            on_event(CompareEvent::ConnectFailures { name: &target.name, causes: &record.connect_causes });
+        }
         runs.push(saved);
     }
     Ok(runs)

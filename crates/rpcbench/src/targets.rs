@@ -141,9 +141,25 @@ pub fn parse(
     }
     targets.extend(current);
     if targets.is_empty() {
-        return Err(error(0, 0, "no target in the file".into()));
+        return Err(error(
+            0,
+            0,
+            "the file is empty (or only comments): no target to send; a targets file has a 'METHOD URL' line per request".into(),
+        ));
     }
     Ok(targets)
+}
+
+/// Whether text looks like a vegeta targets file: its first line that is not blank or a
+/// comment is `METHOD URL`. For a hint when such a file is given where another kind is read.
+pub fn looks_like_targets(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+        .and_then(|line| line.split_once(char::is_whitespace))
+        .is_some_and(|(method, rest)| {
+            HttpMethod::parse(method).is_some() && rest.trim_start().contains("://")
+        })
 }
 
 /// Reads a targets file and its body files (at most [`MAX_TARGETS_FILE`] and

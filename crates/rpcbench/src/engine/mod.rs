@@ -967,8 +967,9 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                         };
                         lane.insert(opened)
                     }
-                    Err(_) => {
+                    Err(err) => {
                         let failed = Instant::now();
+                        worker.recorder.borrow_mut().connect_causes.note(&err);
                         guard.held = None;
                         for slot in &guard.slots {
                             worker.record(ticket, slot.call, failed, failed, Outcome::Connect, b"");

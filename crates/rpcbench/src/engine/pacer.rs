@@ -22,8 +22,13 @@ pub trait Pacer: std::fmt::Debug + Send {
 /// Where a pacer's schedule has ended (the curve fell to zero): far past any run's end.
 const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// When request `count` is due. A time past what a `Duration` holds (a rate of 1e-300/s puts
+/// the second request 1e300 s away) is never, as a curve that fell to zero is.
 fn time_at(curve: &LevelCurve, count: f64) -> Duration {
-    curve.time_at_count(count).map_or(NEVER, Duration::from_secs_f64)
+    curve
+        .time_at_count(count)
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .map_or(NEVER, |at| at.min(NEVER))
 }
 
 /// Evenly spaced arrivals: worker `index` of `workers` sends requests
@@ -138,6 +143,15 @@ mod tests {
 
     fn offsets(pacer: &mut dyn Pacer, n: usize) -> Vec<u64> {
         (0..n).map(|_| pacer.next_offset().as_micros() as u64).collect()
+    }
+
+    #[test]
+    fn a_rate_too_small_for_a_duration_is_never_due_rather_than_a_panic() {
+        for arrivals in [Arrivals::Uniform, Arrivals::Poisson] {
+            let mut pacer = pacer_for(arrivals, Arc::new(LevelCurve::constant(1e-300)), 0, 1, 1);
+            let offsets: Vec<Duration> = (0..3).map(|_| pacer.next_offset()).collect();
+            assert_eq!(offsets, [Duration::ZERO, NEVER, NEVER], "{arrivals:?}");
+        }
     }
 
     #[test]

@@ -53,7 +53,89 @@ pub enum Chain {
     Ethereum,
 }
 
+/// The methods the Solana mock answers (its dispatch; a test keeps the two alike).
+const SOLANA_METHODS: &[&str] = &[
+    "getSlot",
+    "getBlockHeight",
+    "getHealth",
+    "getVersion",
+    "getFirstAvailableBlock",
+    "getGenesisHash",
+    "getTransactionCount",
+    "getEpochInfo",
+    "getLatestBlockhash",
+    "getBalance",
+    "getAccountInfo",
+    "getMultipleAccounts",
+    "getBlock",
+    "getBlocks",
+    "getBlocksWithLimit",
+    "getTransaction",
+    "getSignaturesForAddress",
+];
+
+/// The methods the Ethereum mock answers (its dispatch; a test keeps the two alike).
+const ETHEREUM_METHODS: &[&str] = &[
+    "eth_chainId",
+    "net_version",
+    "net_listening",
+    "web3_clientVersion",
+    "eth_syncing",
+    "eth_blockNumber",
+    "eth_gasPrice",
+    "eth_maxPriorityFeePerGas",
+    "eth_getBalance",
+    "eth_getTransactionCount",
+    "eth_getCode",
+    "eth_call",
+    "eth_estimateGas",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getBlockTransactionCountByNumber",
+    "eth_getTransactionByHash",
+    "eth_getTransactionReceipt",
+    "eth_getLogs",
+];
+
 impl Chain {
+    /// Every chain, in the order the command line lists them.
+    pub const ALL: [Chain; 3] = [Chain::Static, Chain::Solana, Chain::Ethereum];
+
+    /// The methods this node answers; `None` for the static node, which answers any.
+    pub fn methods(self) -> Option<&'static [&'static str]> {
+        match self {
+            Chain::Static => None,
+            Chain::Solana => Some(SOLANA_METHODS),
+            Chain::Ethereum => Some(ETHEREUM_METHODS),
+        }
+    }
+
+    /// Refuses a method this node does not answer, naming the nearest it does (or all).
+    pub fn check_method(self, method: &str) -> Result<(), String> {
+        let Some(methods) = self.methods() else { return Ok(()) };
+        if methods.contains(&method) {
+            return Ok(());
+        }
+        let lower = method.to_ascii_lowercase();
+        let mut near: Vec<&str> = methods
+            .iter()
+            .copied()
+            .filter(|known| {
+                let known_lower = known.to_ascii_lowercase();
+                known_lower.contains(&lower)
+                    || lower.contains(&known_lower)
+                    || edit_distance(&known_lower, &lower) <= 3
+            })
+            .collect();
+        near.truncate(5);
+        let offer = if near.is_empty() {
+            format!("its methods: {}", methods.join(", "))
+        } else {
+            format!("did you mean {}?", near.join(", "))
+        };
+        Err(format!("the {self} node has no method '{method}': {offer}"))
+    }
+
     /// The lowercase name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -68,6 +150,22 @@ impl fmt::Display for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Levenshtein distance of two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// The error of parsing a [`Chain`] name.
@@ -206,6 +304,24 @@ impl MockOptions {
         if self.threads == 0 {
             return invalid("threads", "must be at least 1".into());
         }
+        // A latency for a method the node does not have would never apply, without a word.
+        let named = [
+            (
+                "latency",
+                self.faults.latency_by_method.iter().map(|(method, _)| method.as_str()).collect::<Vec<_>>(),
+            ),
+            (
+                "blocking_latency",
+                self.faults.blocking_latency_by_method.iter().map(|(method, _)| method.as_str()).collect(),
+            ),
+        ];
+        for (name, methods) in named {
+            for method in methods {
+                if let Err(reason) = self.chain.check_method(method) {
+                    return invalid(name, reason);
+                }
+            }
+        }
         if self.slot_time.is_zero() {
             return invalid("slot_time", "must be longer than zero".into());
         }
@@ -302,6 +418,64 @@ mod tests {
         let err = "bitcoin".parse::<Chain>().unwrap_err();
         assert!(err.to_string().contains("'bitcoin'"), "{err}");
         assert!(err.to_string().contains("static, solana or ethereum"), "{err}");
+    }
+
+    /// The string literals that open the arms of a chain's `call` dispatch, in order.
+    fn dispatched(source: &str) -> Vec<String> {
+        let body = source.split("pub(crate) fn call(&self, method: &str").nth(1).expect("the dispatch");
+        let body = body.split("\n    }\n").next().unwrap();
+        body.lines()
+            .filter(|line| line.starts_with("            \"") && line.contains("\" =>"))
+            .flat_map(|line| {
+                line.split(" => ")
+                    .next()
+                    .unwrap()
+                    .split(" | ")
+                    .map(|name| name.trim_matches([' ', '"']).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_chains_method_list_is_exactly_what_it_dispatches() {
+        assert_eq!(dispatched(include_str!("solana.rs")), SOLANA_METHODS);
+        assert_eq!(dispatched(include_str!("ethereum.rs")), ETHEREUM_METHODS);
+        for chain in [Chain::Solana, Chain::Ethereum] {
+            let node = server::Dispatcher::new(&MockOptions::new(chain)).unwrap();
+            for method in chain.methods().unwrap() {
+                let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\"}}");
+                let answer = String::from_utf8(node.answer(body.as_bytes()).unwrap()).unwrap();
+                assert!(!answer.contains("-32601"), "{chain} {method}: {answer}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_latency_for_a_method_the_chain_does_not_have_is_refused_naming_the_nearest() {
+        let mut options = MockOptions::new(Chain::Ethereum);
+        options.faults.latency_by_method =
+            vec![("getBlock".into(), Latency::fixed(Duration::from_millis(50)))];
+        match options.validate() {
+            Err(MockError::InvalidOption { name: "latency", reason }) => {
+                assert!(reason.contains("the ethereum node has no method 'getBlock'"), "{reason}");
+                assert!(reason.contains("eth_getBlockByNumber"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        options.faults.latency_by_method.clear();
+        options.faults.blocking_latency_by_method = vec![("nonsense".into(), Duration::from_millis(5))];
+        match options.validate() {
+            Err(MockError::InvalidOption { name: "blocking_latency", reason }) => {
+                assert!(reason.contains("its methods: eth_chainId"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        options.faults.blocking_latency_by_method = vec![("eth_call".into(), Duration::from_millis(5))];
+        assert!(options.validate().is_ok());
+        let mut any = MockOptions::new(Chain::Static);
+        any.faults.latency_by_method = vec![("getBlock".into(), Latency::fixed(Duration::from_millis(1)))];
+        assert!(any.validate().is_ok(), "the static node answers any method");
     }
 
     #[test]

@@ -9,7 +9,6 @@
 
 use std::fmt::Write;
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -22,7 +21,96 @@ use crate::monitor::format_bytes;
 use crate::report::tables::trim_float;
 use crate::units::format_micros;
 
-pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, TickedAxis>>;
+pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<TickedAxis, TickedAxis>>;
+
+/// Above this ratio between the highest and the lowest level run, the rate (or connections)
+/// axis is logarithmic: a doubling search from 100/s to 57,600/s puts its first eight steps in
+/// the first 2% of a linear axis.
+const LOG_RATE_SPREAD: f64 = 8.0;
+
+/// The x axis of the capacity charts: the offered rate (or connections), linear from zero, or
+/// logarithmic when the levels run span more than [`LOG_RATE_SPREAD`] times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct RateAxis {
+    log: bool,
+    low: f64,
+    high: f64,
+}
+
+impl RateAxis {
+    /// The axis for these levels (rates or connections; the positive ones count).
+    pub(super) fn for_levels(levels: impl IntoIterator<Item = f64>) -> Self {
+        let (lowest, highest) = levels
+            .into_iter()
+            .filter(|level| level.is_finite() && *level > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(low, high), level| (low.min(level), high.max(level)));
+        let highest = highest.max(1.0);
+        if lowest.is_finite() && highest / lowest > LOG_RATE_SPREAD {
+            Self { log: true, low: lowest.log10() - 0.08, high: highest.log10() + 0.08 }
+        } else {
+            Self { log: false, low: 0.0, high: nice_max(highest) }
+        }
+    }
+
+    /// Where a level goes on the axis.
+    pub(super) fn x(&self, level: f64) -> f64 {
+        if self.log {
+            level.max(1e-9).log10()
+        } else {
+            level
+        }
+    }
+
+    /// The first and last positions of the axis.
+    pub(super) fn start(&self) -> f64 {
+        self.low
+    }
+
+    pub(super) fn end(&self) -> f64 {
+        self.high
+    }
+
+    pub(super) fn axis(&self) -> TickedAxis {
+        let ticks = if self.log {
+            let steps: &[f64] = if self.high - self.low > 4.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+            (self.low.floor() as i64..=self.high.ceil() as i64)
+                .flat_map(|decade| steps.iter().map(move |m| m.log10() + decade as f64))
+                .filter(|x| (self.low..=self.high).contains(x))
+                .collect()
+        } else {
+            linear_ticks(self.high)
+        };
+        TickedAxis::new(self.low..self.high, ticks)
+    }
+
+    /// A tick's label, short enough not to run into its neighbours: `500`, `2k`, `1.5M`.
+    pub(super) fn label(&self, x: f64) -> String {
+        let value = if self.log { 10f64.powf(x) } else { x };
+        compact(value)
+    }
+
+    /// What the axis is, for its title.
+    pub(super) fn describe(&self, what: &str) -> String {
+        if self.log {
+            format!("{what} (log scale)")
+        } else {
+            what.to_string()
+        }
+    }
+}
+
+/// `500`, `2k`, `12.5k`, `1.5M`.
+fn compact(value: f64) -> String {
+    let value = (value * 1000.0).round() / 1000.0;
+    // `{}` of an f64 drops a zero fraction: 2, 1.5.
+    if value >= 1e6 {
+        format!("{}M", (value / 1e5).round() / 10.0)
+    } else if value >= 1e3 {
+        format!("{}k", (value / 1e2).round() / 10.0)
+    } else {
+        format!("{}", (value * 10.0).round() / 10.0)
+    }
+}
 
 pub(super) const RED: RGBColor = RGBColor(200, 40, 40);
 const GREEN: RGBColor = RGBColor(46, 125, 50);
@@ -112,20 +200,18 @@ fn linear_axis(high: f64) -> TickedAxis {
     TickedAxis::new(0.0..high, linear_ticks(high))
 }
 
-/// The x axis: from 0 to a little past the highest rate run or achieved (or the most
-/// connections run).
-fn rate_max(report: &CapacityReport) -> f64 {
-    let highest = if report.connections_mode() {
-        report.steps.iter().map(StepResult::level).fold(0.0, f64::max)
+/// The x axis: the levels run (and, for rates, the rates achieved).
+fn rate_axis(report: &CapacityReport) -> RateAxis {
+    if report.connections_mode() {
+        RateAxis::for_levels(report.steps.iter().map(StepResult::level))
     } else {
-        report.steps.iter().map(|s| s.target_rate.max(s.achieved_rate)).fold(0.0, f64::max)
-    };
-    nice_max(highest.max(1.0))
+        RateAxis::for_levels(report.steps.iter().flat_map(|s| [s.target_rate, s.achieved_rate]))
+    }
 }
 
 pub(super) fn build<'a, 'b>(
     root: &'a super::html::Area<'b>,
-    x_max: f64,
+    x: &RateAxis,
     y: TickedAxis,
 ) -> Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
     Ok(ChartBuilder::on(root)
@@ -133,7 +219,7 @@ pub(super) fn build<'a, 'b>(
         .margin_right(44)
         .x_label_area_size(40)
         .y_label_area_size(78)
-        .build_cartesian_2d(0.0..x_max, y)?)
+        .build_cartesian_2d(x.axis(), y)?)
 }
 
 /// The capacity (solid green) and the knee (dashed orange) as vertical lines from `low` to
@@ -141,18 +227,20 @@ pub(super) fn build<'a, 'b>(
 fn mark_rates(
     chart: &mut Chart<'_, '_>,
     report: &CapacityReport,
+    rate: &RateAxis,
     low: f64,
     high: f64,
 ) -> super::html::DrawResult {
     let label_at = high - (high - low) * 0.04;
-    let x_max = chart.x_range().end;
+    let right_side = |x: f64| x > rate.start() + (rate.end() - rate.start()) * 0.6;
     // Labels right of their line, or left of it near the right edge.
     let style = |x: f64, color: &RGBColor| {
-        let side = if x > x_max * 0.6 { HPos::Right } else { HPos::Left };
+        let side = if right_side(x) { HPos::Right } else { HPos::Left };
         (FONT, 13).into_font().color(color).pos(Pos::new(side, VPos::Top))
     };
-    let pad = |x: f64, text: String| if x > x_max * 0.6 { format!("{text} ") } else { format!(" {text}") };
+    let pad = |x: f64, text: String| if right_side(x) { format!("{text} ") } else { format!(" {text}") };
     if let Some(knee) = report.knee {
+        let (label, knee) = (short_amount(report, knee), rate.x(knee));
         chart.draw_series(DashedLineSeries::new(
             [(knee, low), (knee, high)],
             6,
@@ -160,15 +248,16 @@ fn mark_rates(
             ORANGE.stroke_width(2),
         ))?;
         chart.draw_series(std::iter::once(Text::new(
-            pad(knee, format!("knee {}", short_amount(report, knee))),
+            pad(knee, format!("knee {label}")),
             (knee, label_at - (high - low) * 0.07),
             style(knee, &ORANGE),
         )))?;
     }
     if let Some(capacity) = report.capacity {
+        let (label, capacity) = (short_amount(report, capacity), rate.x(capacity));
         chart.draw_series(LineSeries::new([(capacity, low), (capacity, high)], GREEN.stroke_width(2)))?;
         chart.draw_series(std::iter::once(Text::new(
-            pad(capacity, format!("capacity {}", short_amount(report, capacity))),
+            pad(capacity, format!("capacity {label}")),
             (capacity, label_at),
             style(capacity, &GREEN),
         )))?;
@@ -179,14 +268,15 @@ fn mark_rates(
 /// A horizontal bound across the chart, labelled at its left end.
 pub(super) fn bound_line(
     chart: &mut Chart<'_, '_>,
-    x_max: f64,
+    rate: &RateAxis,
     y: f64,
     label: &str,
 ) -> super::html::DrawResult {
-    chart.draw_series(DashedLineSeries::new([(0.0, y), (x_max, y)], 8, 5, RED.stroke_width(2)))?;
+    let (start, end) = (rate.start(), rate.end());
+    chart.draw_series(DashedLineSeries::new([(start, y), (end, y)], 8, 5, RED.stroke_width(2)))?;
     chart.draw_series(std::iter::once(Text::new(
         format!("SLO {label}"),
-        (x_max * 0.01, y),
+        (start + (end - start) * 0.01, y),
         (FONT, 13).into_font().color(&RED),
     )))?;
     Ok(())
@@ -194,12 +284,13 @@ pub(super) fn bound_line(
 
 pub(super) fn mesh(
     chart: &mut Chart<'_, '_>,
+    rate: &RateAxis,
     x_desc: &str,
     y_desc: &str,
     y_label: &dyn Fn(&f64) -> String,
 ) -> super::html::DrawResult {
-    house_style(&mut chart.configure_mesh(), x_desc, y_desc)
-        .x_label_formatter(&|x| format!("{x:.0}"))
+    house_style(&mut chart.configure_mesh(), &rate.describe(x_desc), y_desc)
+        .x_label_formatter(&|x| rate.label(*x))
         .y_label_formatter(y_label)
         .draw()?;
     Ok(())
@@ -224,13 +315,13 @@ fn latency_chart(report: &CapacityReport) -> String {
     let lowest = steps.iter().map(|s| s.p50_us as f64).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let highest = steps.iter().map(|s| s.p99_us as f64).chain(bounds.iter().map(|b| b.1)).fold(1.0, f64::max);
     let scale = LatencyScale::log(if lowest.is_finite() { lowest } else { 1.0 }, highest * 1.3);
-    let x_max = rate_max(report);
+    let rate = rate_axis(report);
     svg(|root| {
-        let mut chart = build(root, x_max, scale.axis())?;
-        mesh(&mut chart, x_desc(report), scale.description(), &|y| scale.label(*y))?;
+        let mut chart = build(root, &rate, scale.axis())?;
+        mesh(&mut chart, &rate, x_desc(report), scale.description(), &|y| scale.label(*y))?;
         for (name, index) in PLOTTED {
             let points: Vec<(f64, f64)> =
-                steps.iter().map(|s| (s.level(), scale.y(percentile_of(s, name)))).collect();
+                steps.iter().map(|s| (rate.x(s.level()), scale.y(percentile_of(s, name)))).collect();
             chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
         }
@@ -239,13 +330,13 @@ fn latency_chart(report: &CapacityReport) -> String {
             steps
                 .iter()
                 .filter(|s| !s.verdict.passed())
-                .map(|s| Cross::new((s.level(), scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
+                .map(|s| Cross::new((rate.x(s.level()), scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
         )?;
         for (label, limit) in &bounds {
-            bound_line(&mut chart, x_max, scale.y(*limit), label)?;
+            bound_line(&mut chart, &rate, scale.y(*limit), label)?;
         }
         let (low, high) = (scale.axis().range().start, scale.axis().range().end);
-        mark_rates(&mut chart, report, low, high)
+        mark_rates(&mut chart, report, &rate, low, high)
     })
 }
 
@@ -255,46 +346,52 @@ fn errors_chart(report: &CapacityReport) -> String {
     let y_high = steps.iter().map(|s| s.error_percent).chain(bound.map(|b| b * 1.5)).fold(1.0, f64::max);
     let axis = linear_axis(y_high);
     let (low, high) = (axis.range().start, axis.range().end);
-    let x_max = rate_max(report);
+    let rate = rate_axis(report);
     svg(|root| {
-        let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, x_desc(report), "errors (% of requests)", &|y| format!("{}%", trim_float(*y)))?;
-        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.level(), s.error_percent)).collect();
+        let mut chart = build(root, &rate, axis)?;
+        mesh(&mut chart, &rate, x_desc(report), "errors (% of requests)", &|y| {
+            format!("{}%", trim_float(*y))
+        })?;
+        let points: Vec<(f64, f64)> = steps.iter().map(|s| (rate.x(s.level()), s.error_percent)).collect();
         chart.draw_series(LineSeries::new(points.iter().copied(), RED.stroke_width(2)))?;
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, RED.filled())))?;
         if let Some(limit) = bound {
-            bound_line(&mut chart, x_max, limit, &format!("errors<{}%", trim_float(limit)))?;
+            bound_line(&mut chart, &rate, limit, &format!("errors<{}%", trim_float(limit)))?;
         }
-        mark_rates(&mut chart, report, low, high)
+        mark_rates(&mut chart, report, &rate, low, high)
     })
 }
 
 fn achieved_chart(report: &CapacityReport) -> String {
     let steps = by_rate(report);
-    let x_max = rate_max(report);
+    let rate = rate_axis(report);
     let closed = report.connections_mode();
-    let y_max =
-        if closed { nice_max(steps.iter().map(|s| s.achieved_rate).fold(1.0, f64::max)) } else { x_max };
-    let axis = TickedAxis::new(0.0..y_max, linear_ticks(y_max));
+    // On a log rate axis the achieved rate is on a log axis too, so that achieved = offered
+    // stays a straight diagonal.
+    let y = if closed { RateAxis::for_levels(steps.iter().map(|s| s.achieved_rate)) } else { rate };
+    let (y_low, y_high) = (y.start(), y.end());
     svg(|root| {
-        let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, x_desc(report), "achieved rate (requests per second)", &|y| format!("{y:.0}"))?;
+        let mut chart = build(root, &rate, y.axis())?;
+        mesh(&mut chart, &rate, x_desc(report), &y.describe("achieved rate (requests per second)"), &|at| {
+            y.label(*at)
+        })?;
         if !closed {
             chart.draw_series(DashedLineSeries::new(
-                [(0.0, 0.0), (x_max, x_max)],
+                [(rate.start(), rate.start()), (rate.end(), rate.end())],
                 6,
                 4,
                 GREY.stroke_width(1),
             ))?;
         }
-        let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.level(), s.achieved_rate)).collect();
+        let points: Vec<(f64, f64)> =
+            steps.iter().map(|s| (rate.x(s.level()), y.x(s.achieved_rate))).collect();
         chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
         chart.draw_series(steps.iter().map(|s| {
             let short = matches!(s.verdict, Verdict::GeneratorLimited | Verdict::ConnectionCap);
             let style = if short { RED.filled() } else { color(0).filled() };
-            Circle::new((s.level(), s.achieved_rate), 4, style)
+            Circle::new((rate.x(s.level()), y.x(s.achieved_rate)), 4, style)
         }))?;
-        mark_rates(&mut chart, report, 0.0, y_max)
+        mark_rates(&mut chart, report, &rate, y_low, y_high)
     })
 }
 
@@ -306,22 +403,22 @@ fn cpu_chart(report: &CapacityReport) -> String {
     };
     let axis = linear_axis(steps.iter().map(|s| cpu(s).1).fold(10.0, f64::max));
     let (low, high) = (axis.range().start, axis.range().end);
-    let x_max = rate_max(report);
+    let rate = rate_axis(report);
     svg(|root| {
-        let mut chart = build(root, x_max, axis)?;
-        mesh(&mut chart, x_desc(report), "target CPU (% of one core)", &|y| format!("{y:.0}%"))?;
+        let mut chart = build(root, &rate, axis)?;
+        mesh(&mut chart, &rate, x_desc(report), "target CPU (% of one core)", &|y| format!("{y:.0}%"))?;
         for (index, pick) in [(0usize, 0usize), (1, 1)] {
             let points: Vec<(f64, f64)> = steps
                 .iter()
                 .map(|s| {
                     let (avg, peak) = cpu(s);
-                    (s.level(), if pick == 0 { avg } else { peak })
+                    (rate.x(s.level()), if pick == 0 { avg } else { peak })
                 })
                 .collect();
             chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
         }
-        mark_rates(&mut chart, report, low, high)
+        mark_rates(&mut chart, report, &rate, low, high)
     })
 }
 
@@ -371,8 +468,9 @@ fn settings_line(file: &CapacityFile) -> String {
     )
 }
 
+/// Text as literal Markdown (see `printable::markdown`).
 pub(super) fn md_cell(text: &str) -> String {
-    crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
+    crate::printable::markdown(text)
 }
 
 /// The search as Markdown: the settings, a table of the steps and the answer.
@@ -383,7 +481,7 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
         out,
         "## rpcbench capacity: {} against {}",
         md_cell(&report.method),
-        md_cell(&report.target)
+        crate::printable::markdown_code(&report.target)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", md_cell(&settings_line(file)));
@@ -655,4 +753,35 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
         file.version
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_doubling_search_gets_a_log_rate_axis_with_its_steps_spread_and_short_labels() {
+        // 100/s doubled up to 57,600/s: on a linear axis the first eight steps would share its
+        // first 2%; on the log axis each doubling is the same width.
+        let levels: Vec<f64> = (0..10).map(|i| 100.0 * 2f64.powi(i)).chain([57_600.0]).collect();
+        let axis = RateAxis::for_levels(levels.iter().copied());
+        let width = axis.end() - axis.start();
+        let share = |a: f64, b: f64| (axis.x(b) - axis.x(a)) / width;
+        assert!(share(100.0, 200.0) > 0.08, "{}", share(100.0, 200.0));
+        assert!((share(100.0, 200.0) - share(12_800.0, 25_600.0)).abs() < 1e-9);
+        let ticked = axis.axis();
+        let labels: Vec<String> = ticked
+            .key_points(plotters::coord::ranged1d::BoldPoints(100))
+            .iter()
+            .map(|x| axis.label(*x))
+            .collect();
+        assert!(labels.contains(&"100".to_string()) && labels.contains(&"50k".to_string()), "{labels:?}");
+        assert!(labels.iter().all(|label| label.len() <= 4), "short labels do not overlap: {labels:?}");
+        assert!(axis.describe("offered rate").ends_with("(log scale)"));
+        // A narrow search stays linear from zero.
+        let narrow = RateAxis::for_levels([100.0, 200.0, 400.0]);
+        assert_eq!((narrow.start(), narrow.x(200.0)), (0.0, 200.0));
+        assert_eq!(compact(1_500_000.0), "1.5M");
+        assert_eq!(compact(12_500.0), "12.5k");
+    }
 }

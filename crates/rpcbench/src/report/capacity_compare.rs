@@ -265,43 +265,44 @@ fn p99_chart(searches: &[LabelledSearch]) -> String {
     let lowest = curves.iter().flatten().map(|p| p.1).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let highest = curves.iter().flatten().map(|p| p.1).chain(bounds.iter().map(|b| b.1)).fold(1.0, f64::max);
     let scale = LatencyScale::log(if lowest.is_finite() { lowest } else { 1.0 }, highest * 1.3);
-    let x_high =
-        searches.iter().flat_map(|s| s.file.report.steps.iter().map(|step| step.level())).fold(1.0, f64::max);
-    let x_max = super::html::nice_max(x_high);
+    let rate = super::capacity::RateAxis::for_levels(
+        searches.iter().flat_map(|s| s.file.report.steps.iter().map(|step| step.level())),
+    );
     svg(|root| {
-        let mut chart = build(root, x_max, scale.axis())?;
-        mesh(&mut chart, super::capacity::x_desc(first), scale.description(), &|y| scale.label(*y))?;
+        let mut chart = build(root, &rate, scale.axis())?;
+        mesh(&mut chart, &rate, super::capacity::x_desc(first), scale.description(), &|y| scale.label(*y))?;
         let (low, high) = (scale.axis().range().start, scale.axis().range().end);
         for (index, (search, curve)) in searches.iter().zip(&curves).enumerate() {
-            let points: Vec<(f64, f64)> = curve.iter().map(|&(x, y)| (x, scale.y(y))).collect();
+            let points: Vec<(f64, f64)> = curve.iter().map(|&(x, y)| (rate.x(x), scale.y(y))).collect();
             chart.draw_series(LineSeries::new(points.iter().copied(), color(index).stroke_width(2)))?;
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color(index).filled())))?;
             let report = &search.file.report;
             chart.draw_series(
-                report
-                    .steps
-                    .iter()
-                    .filter(|s| !s.verdict.passed() && s.requests > s.errors)
-                    .map(|s| Cross::new((s.level(), scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))),
+                report.steps.iter().filter(|s| !s.verdict.passed() && s.requests > s.errors).map(|s| {
+                    Cross::new((rate.x(s.level()), scale.y(s.p99_us as f64)), 6, RED.stroke_width(2))
+                }),
             )?;
             if let Some(capacity) = report.capacity {
+                let amount = short_amount(report, capacity);
+                let capacity = rate.x(capacity);
                 chart.draw_series(DashedLineSeries::new(
                     [(capacity, low), (capacity, high)],
                     6,
                     4,
                     color(index).stroke_width(2),
                 ))?;
-                let side = if capacity > x_max * 0.6 { HPos::Right } else { HPos::Left };
+                let right = capacity > rate.start() + (rate.end() - rate.start()) * 0.6;
+                let side = if right { HPos::Right } else { HPos::Left };
                 let at = high - (high - low) * (0.04 + 0.07 * index as f64);
                 chart.draw_series(std::iter::once(Text::new(
-                    format!(" {}: {} ", search.label, short_amount(report, capacity)),
+                    format!(" {}: {amount} ", search.label),
                     (capacity, at),
                     (FONT, 13).into_font().color(&color(index)).pos(Pos::new(side, VPos::Top)),
                 )))?;
             }
         }
         for (label, limit) in &bounds {
-            bound_line(&mut chart, x_max, scale.y(*limit), label)?;
+            bound_line(&mut chart, &rate, scale.y(*limit), label)?;
         }
         Ok(())
     })

@@ -54,16 +54,19 @@ fn optional<T: ToString>(value: Option<T>) -> String {
 }
 
 /// Writes the header and the rows as CSV with the `csv` crate: RFC 4180 quoting where a cell
-/// needs it, `\n` line ends, and a cell's control characters (server text can carry them)
-/// escaped first, as everywhere rpcbench shows such text.
+/// needs it, `\n` line ends, a cell's control characters (server text can carry them)
+/// escaped first, as everywhere rpcbench shows such text, and a cell a spreadsheet would run as
+/// a formula (`=`, `+`, `-`, `@` first) opened with `'`.
 pub(crate) fn csv_text(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut writer =
         ::csv::WriterBuilder::new().terminator(::csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     // Writing into memory cannot fail.
     let _ = writer.write_record(header);
     for row in rows {
-        let _ =
-            writer.write_record(row.iter().map(|cell| crate::printable::escape_controls(cell).into_owned()));
+        let _ = writer.write_record(row.iter().map(|cell| {
+            let shown = crate::printable::escape_controls(cell);
+            crate::printable::spreadsheet_cell(&shown).into_owned()
+        }));
     }
     let bytes = writer.into_inner().map_err(|err| err.into_error()).unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
@@ -131,6 +134,16 @@ fn add_rows(rows: &mut Vec<Vec<String>>, run: &SavedRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_text_formula_reaches_a_spreadsheet_as_text() {
+        let rows =
+            vec![vec!["=HYPERLINK(\"http://x\",\"y\")".to_string(), "@cmd".to_string(), "-1.5".to_string()]];
+        assert_eq!(
+            csv_text(&["a", "b", "c"], &rows),
+            "a,b,c\n\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'@cmd,-1.5\n"
+        );
+    }
 
     #[test]
     fn cells_are_quoted_only_where_rfc_4180_needs_it() {

@@ -181,9 +181,14 @@ pub(super) type DrawResult = Result<(), Box<dyn Error>>;
 
 /// Draws one chart into an SVG string; a drawing error becomes a note in the page.
 pub(super) fn svg(draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
+    svg_sized((CHART_WIDTH, CHART_HEIGHT), draw)
+}
+
+/// A chart of `size` pixels (a small multiple is smaller, so that its text stays legible).
+fn svg_sized(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> DrawResult) -> String {
     let mut text = String::new();
     let result = {
-        let root = SVGBackend::with_string(&mut text, (CHART_WIDTH, CHART_HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
         let drawn = root.fill(&WHITE).map_err(Box::<dyn Error>::from).and_then(|()| draw(&root));
         drawn.and_then(|()| root.present().map_err(Box::<dyn Error>::from))
     };
@@ -424,7 +429,35 @@ fn throughput_chart(runs: &[SavedRun]) -> String {
     })
 }
 
+/// Above this many runs, latency over time is drawn as small multiples: a chart per run on
+/// shared axes, as two lines per run overlaid (24 for the demo's twelve steps) cannot be told
+/// apart.
+const SMALL_MULTIPLES_ABOVE: usize = 4;
+
+/// The size of one small multiple.
+const MULTIPLE_SIZE: (u32, u32) = (520, 260);
+
 fn latency_over_time_chart(runs: &[SavedRun]) -> String {
+    if runs.len() <= SMALL_MULTIPLES_ABOVE {
+        return latency_over_time_svg(runs, None, (CHART_WIDTH, CHART_HEIGHT));
+    }
+    let mut out = String::from("<div class=\"multiples\">");
+    for (index, run) in runs.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<figure><figcaption>{}{}</figcaption>{}</figure>",
+            swatch(index),
+            clipped(&run.label),
+            latency_over_time_svg(runs, Some(index), MULTIPLE_SIZE)
+        );
+    }
+    out.push_str("</div>");
+    out
+}
+
+/// Latency over time of every run (`only: None`) or of one, on the axes every run's figures
+/// make, so that small multiples compare at a glance.
+fn latency_over_time_svg(runs: &[SavedRun], only: Option<usize>, size: (u32, u32)) -> String {
     let plots: Vec<Vec<SeriesPlot>> = runs.iter().map(series_plot).collect();
     let x_max = runs.iter().map(|r| r.record.elapsed.as_secs_f64()).fold(0.0, f64::max).max(1.0);
     let answered = || plots.iter().flatten().filter(|p| p.requests > 0);
@@ -435,19 +468,29 @@ fn latency_over_time_chart(runs: &[SavedRun]) -> String {
     );
     let boundaries = stage_boundaries(runs);
     let tenths = fine_series(runs);
-    svg(|root| {
+    svg_sized(size, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
             .margin_right(44)
             .x_label_area_size(40)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..x_max, scale.axis())?;
-        house_style(&mut chart.configure_mesh(), "seconds since measurement started", scale.description())
+        let x_title = if only.is_some() { "seconds" } else { "seconds since measurement started" };
+        house_style(&mut chart.configure_mesh(), x_title, scale.description())
             .x_label_formatter(&|x| time_label(*x, tenths))
             .y_label_formatter(&|y| scale.label(*y))
             .draw()?;
-        draw_stage_boundaries(&mut chart, &boundaries, runs.len() > 1, (scale.low, scale.high))?;
-        for (index, points) in plots.iter().enumerate() {
+        let boundaries: Vec<(usize, f64)> =
+            boundaries.iter().copied().filter(|(run, _)| only.is_none_or(|one| one == *run)).collect();
+        draw_stage_boundaries(
+            &mut chart,
+            &boundaries,
+            runs.len() > 1 && only.is_none(),
+            (scale.low, scale.high),
+        )?;
+        for (index, points) in
+            plots.iter().enumerate().filter(|(index, _)| only.is_none_or(|one| one == *index))
+        {
             let joined = points.len() >= MIN_POINTS_FOR_LINE;
             let radius = if joined { 3 } else { 5 };
             // Intervals without responses have no latency: the lines break there.
@@ -684,10 +727,15 @@ table.narrow .ratio { display: inline-block; min-width: 4.2em; margin-left: 8px;
 .clip { display: inline-block; max-width: 18em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
 .legend .clip { max-width: 28em; }
 tr.err td:first-child, th.err { color: #c62828; }
+.verdict-fail { color: #c62828; font-weight: 700; } .verdict-ok { color: #2e7d32; }
+table.kv th { width: 13em; text-align: left; } table.kv td { text-align: left; }
 table.summary + table.summary { margin-top: 12px; }
 tr.group td { border-top: 2px solid #d5dbe2; }
 section { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
+.multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: 10px 16px; }
+.multiples figure { margin: 0; }
+.multiples figcaption { font-size: 13px; margin: 4px 0 0 0; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 6px; font-size: 13px; }
 .legend i { display: inline-block; width: 14px; height: 14px; border-radius: 3px; margin-right: 6px; vertical-align: -2px; }
 .legend .hint { color: #55606e; }
@@ -712,13 +760,15 @@ fn higher_is_better(metric: &str) -> bool {
     matches!(metric, "req/s" | "ok %" | "MB/s")
 }
 
-/// Whether two runs ran the same kind of load (closed loop at the same connections, or open
-/// loop at the same offered rate, through the same stages), so that a ratio between them
-/// says better or worse. An open loop's req/s is the rate it was offered: against a closed
-/// loop's, its ratio measures the load chosen, not the target.
+/// Whether two runs made the same calls under the same kind of load (closed loop at the same
+/// connections, or open loop at the same offered rate, through the same stages), so that a
+/// ratio between them says better or worse. An open loop's req/s is the rate it was offered:
+/// against a closed loop's, its ratio measures the load chosen, not the target; getBlock
+/// against getSlot measures the methods, not the servers.
 pub(super) fn like_for_like(a: &RunReport, b: &RunReport) -> bool {
     let stages = |r: &RunReport| r.stages.iter().map(|s| (s.level, s.duration_s)).collect::<Vec<_>>();
-    a.load.mode == b.load.mode
+    a.method == b.method
+        && a.load.mode == b.load.mode
         && a.load.connections == b.load.connections
         && a.load.rate == b.load.rate
         && stages(a) == stages(b)
@@ -736,6 +786,10 @@ fn ratio_span(row: &MetricRow, index: usize, like: bool) -> String {
         return String::new();
     }
     match row.ratios()[index] {
+        // The generator's own CPU and memory are not the target's better or worse.
+        Some(ratio) if row.metric.starts_with("generator") => {
+            format!("<span class=\"ratio\" title=\"{GENERATOR_TOOLTIP}\">{}</span>", format_ratio(ratio))
+        }
         Some(ratio) if !like => {
             format!("<span class=\"ratio unlike\" title=\"{UNLIKE_TOOLTIP}\">{}</span>", format_ratio(ratio))
         }
@@ -755,16 +809,19 @@ fn ratio_span(row: &MetricRow, index: usize, like: bool) -> String {
     }
 }
 
-const UNLIKE_TOOLTIP: &str = "a different kind of load from the first run: not better or worse";
+const UNLIKE_TOOLTIP: &str =
+    "other calls or a different kind of load from the first run: not better or worse";
+
+const GENERATOR_TOOLTIP: &str = "rpcbench's own usage: not the target's better or worse";
 
 /// The note under a table whose ratios include runs of another kind of load.
 fn unlike_note(likes: &[bool]) -> &'static str {
     if likes.iter().all(|like| *like) {
         ""
     } else {
-        "<p class=\"note\">Ratios in grey italics compare a different kind of load with the first run's (open \
-         against closed loop, other connections, another offered rate or stages): they are not \
-         coloured better or worse, as the load chosen made the difference.</p>"
+        "<p class=\"note\">Ratios in grey italics compare other calls or a different kind of load with the \
+         first run's (another method, open against closed loop, other connections, another offered rate \
+         or stages): they are not coloured better or worse, as the choice made the difference.</p>"
     }
 }
 
@@ -1571,6 +1628,26 @@ mod tests {
         let mut wider = golden("closed.results.json");
         wider.report.load.connections = Some(256);
         assert!(!like_for_like(&golden("closed.results.json").report, &wider.report));
+    }
+
+    #[test]
+    fn ratios_are_coloured_only_like_against_like_and_never_for_the_generator() {
+        // The same load on another method (the demo's getBlocks against getBalance): grey.
+        let mut other_method = golden("closed.results.json");
+        other_method.label = "other".into();
+        other_method.report.method = "getSlot".into();
+        other_method.report.requests.rate *= 2.0;
+        assert!(!like_for_like(&golden("closed.results.json").report, &other_method.report));
+        let table = summary_table(&[golden("closed.results.json"), other_method]);
+        assert!(table.contains("ratio unlike") && !table.contains("ratio up"), "{table}");
+        // The generator's figures are never better or worse, even like against like.
+        let row = MetricRow {
+            metric: "generator CPU".into(),
+            unit: super::super::tables::Unit::Percent,
+            values: vec![10.0, 50.0],
+        };
+        let span = ratio_span(&row, 1, true);
+        assert!(span.starts_with("<span class=\"ratio\" title=\"rpcbench's own"), "{span}");
     }
 
     #[test]

@@ -14,9 +14,10 @@ use super::RunReport;
 use crate::results::SavedRun;
 use crate::units::format_micros;
 
-/// Escapes what would break a table cell.
+/// Text from a server or a file as literal Markdown: nothing in it breaks a table cell or
+/// turns into markup.
 fn cell(text: &str) -> String {
-    crate::printable::escape_controls(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
+    crate::printable::markdown(text)
 }
 
 fn header(out: &mut String, first: &str, columns: &[String]) {
@@ -96,8 +97,8 @@ fn context_line(run: &SavedRun) -> String {
     let mut parts = vec![
         describe_load(report),
         format!("{} requests in {}", report.requests.total, format_micros(report.elapsed_us as f64)),
-        format!("started {}", run.file.started_at),
-        format!("{} on {} cores", run.file.tool, run.file.machine.cores),
+        format!("started {}", cell(&run.file.started_at)),
+        format!("{} on {} cores", cell(&run.file.tool), run.file.machine.cores),
     ];
     if run.file.shards() > 1 {
         parts.push(format!("merged from {} shards", run.file.shards()));
@@ -117,7 +118,12 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
     let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
     if runs.len() == 1 {
         let report = &first.report;
-        let _ = writeln!(out, "## rpcbench: {} against {}", cell(&report.method), cell(&report.target));
+        let _ = writeln!(
+            out,
+            "## rpcbench: {} against {}",
+            cell(&report.method),
+            crate::printable::markdown_code(&report.target)
+        );
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", context_line(first));
         let _ = writeln!(out);
@@ -166,7 +172,7 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 cell(&run.label),
-                cell(&report.target),
+                crate::printable::markdown_code(&report.target),
                 cell(&report.method),
                 cell(&load),
                 report.requests.total,

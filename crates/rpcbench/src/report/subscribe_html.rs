@@ -42,11 +42,50 @@ fn per_second_chart(
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
         house_style(&mut chart.configure_mesh(), "seconds since the subscriptions were requested", y_desc)
             .x_label_formatter(&|x| seconds_label(*x))
-            .y_label_formatter(&|y| if latency { format_micros(*y) } else { format!("{y:.0}") })
+            .y_label_formatter(&|y| match (latency, y_max < 10.0) {
+                (true, _) => format_micros(*y),
+                // Small counts get a decimal, so that ticks 0.5 apart do not read 0, 0, 1, 1.
+                (false, true) => format!("{y:.1}"),
+                (false, false) => format!("{y:.0}"),
+            })
             .draw()?;
         chart.draw_series(LineSeries::new(points.iter().copied(), color(0).stroke_width(2)))?;
         Ok(())
     })
+}
+
+/// The most seconds the notification rate is averaged over.
+const MAX_RATE_WINDOW: usize = 10;
+
+/// The seconds to average a notification rate over: the fewest whole seconds that hold a
+/// whole number of the stream's periods (`1 / per_subscription_rate`): 2 s for 400 ms slots,
+/// 12 s for 12 s blocks (capped at [`MAX_RATE_WINDOW`]), 1 s for a period that divides a
+/// second.
+fn rate_window(per_subscription_rate: f64) -> usize {
+    if !(per_subscription_rate.is_finite() && per_subscription_rate > 0.0) {
+        return 1;
+    }
+    let period = 1.0 / per_subscription_rate;
+    (1..=MAX_RATE_WINDOW)
+        .find(|&seconds| {
+            let periods = seconds as f64 / period;
+            periods >= 1.0 && (periods - periods.round()).abs() < 0.05
+        })
+        .unwrap_or_else(|| (period.ceil() as usize).clamp(1, MAX_RATE_WINDOW))
+}
+
+/// Each value as the mean of the `window` values centred on it (fewer at the ends).
+fn moving_average(values: &[f64], window: usize) -> Vec<f64> {
+    let half = window / 2;
+    (0..values.len())
+        .map(|i| {
+            let start = i.saturating_sub(half);
+            let end = (start + window).min(values.len());
+            let start = end.saturating_sub(window);
+            let slice = &values[start..end];
+            slice.iter().sum::<f64>() / slice.len().max(1) as f64
+        })
+        .collect()
 }
 
 /// The percentile curves of the fan-out lag and of the lag behind production.
@@ -209,20 +248,29 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
         !report.closed_by_server.is_empty(),
     ));
     out.push_str("</section>");
-    out.push_str("<section><h2>Summary</h2><table>");
+    // Labels and values side by side (a right-aligned value sat a window's width away).
+    out.push_str("<section><h2>Summary</h2><table class=\"kv\">");
     for (name, value) in figures(report) {
         let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(&value));
     }
     out.push_str("</table></section>");
+    // Counted in whole seconds, a stream with a 400 ms period alternates 2 and 3 per second
+    // per subscription: the rate is averaged over a window of whole periods instead.
+    let window = rate_window(report.notifications_per_sub_per_sec);
+    let averaged =
+        moving_average(&report.series.iter().map(|s| s.notifications as f64).collect::<Vec<_>>(), window);
+    let note = match window {
+        1 => String::new(),
+        w => format!(
+            "<p class=\"legend\">mean over {w} s (a whole number of the stream's {} periods), so that \
+             periods that do not divide a second do not alias into a zigzag</p>",
+            esc(&format_micros(1e6 / report.notifications_per_sub_per_sec))
+        ),
+    };
     let _ = writeln!(
         out,
-        "<section><h2>Notifications per second</h2>{}</section>",
-        per_second_chart(
-            report,
-            "notifications per second",
-            |i| report.series[i].notifications as f64,
-            false
-        )
+        "<section><h2>Notifications per second</h2>{note}{}</section>",
+        per_second_chart(report, "notifications per second", |i| averaged[i], false)
     );
     let _ = writeln!(
         out,
@@ -265,7 +313,11 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&result.threshold),
-                if result.passed { "ok" } else { "<b>FAILED</b>" },
+                if result.passed {
+                    "<span class=\"verdict-ok\">ok</span>"
+                } else {
+                    "<span class=\"verdict-fail\">FAILED</span>"
+                },
                 esc(&result.actual)
             );
         }
@@ -277,7 +329,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
 
 /// The report as Markdown: the figures as a table, kinds and thresholds below.
 pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
-    let cell = |text: &str| text.replace('|', "\\|");
+    let cell = crate::printable::markdown;
     let mut out = format!(
         "## rpcbench subscribe: {}\n\n| figure | value |\n|---|---|\n",
         cell(&report.kinds.join(", "))
@@ -313,4 +365,24 @@ pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notification_rate_is_averaged_over_whole_periods_so_that_it_does_not_alias() {
+        // 400 ms slots: 2, 3, 2, 3 per second; over 2 s (5 slots) a flat 2.5.
+        assert_eq!(rate_window(2.5), 2);
+        let counted = [2.0, 3.0, 2.0, 3.0, 2.0, 3.0, 2.0, 3.0];
+        assert!(moving_average(&counted, rate_window(2.5)).iter().all(|&rate| rate == 2.5));
+        // Periods that divide a second need no averaging; slow blocks get the longest window.
+        assert_eq!(rate_window(4.0), 1);
+        assert_eq!(rate_window(1.0), 1);
+        assert_eq!(rate_window(1.0 / 3.0), 3);
+        assert_eq!(rate_window(1.0 / 12.0), MAX_RATE_WINDOW);
+        assert_eq!(rate_window(0.0), 1);
+        assert_eq!(moving_average(&[1.0, 5.0], 3), [3.0, 3.0]);
+    }
 }

@@ -40,7 +40,10 @@ pub fn render_text(report: &RunReport) -> String {
     };
     let warmup =
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
-    let _ = writeln!(out, "{} {} against {}", report.tool, report.method, report.target);
+    // Names from a file or a client (a replay's calls) on one line each: a line feed in one
+    // cannot forge a line of the report.
+    let line = crate::printable::one_line;
+    let _ = writeln!(out, "{} {} against {}", line(&report.tool), line(&report.method), line(&report.target));
     let _ = writeln!(out, "{shape}, {length}{warmup}");
     if let Some(http2) = &report.http2 {
         let limit = http2.server_max_streams.map_or("no limit".to_string(), |n| n.to_string());
@@ -183,7 +186,7 @@ pub fn render_text(report: &RunReport) -> String {
             let _ = writeln!(
                 out,
                 "    {:<24} {:>9} {:>10.2} {:>8} {:>9} {:>9} {:>9} {:>9}",
-                shorten(&method.name, 24),
+                shorten(&crate::printable::one_line(&method.name), 24),
                 method.requests,
                 method.rate,
                 method.errors,
@@ -198,7 +201,7 @@ pub fn render_text(report: &RunReport) -> String {
         .methods
         .iter()
         .filter(|method| method.changed_responses > 0)
-        .map(|method| format!("{} {}", method.name, method.changed_responses))
+        .map(|method| format!("{} {}", crate::printable::one_line(&method.name), method.changed_responses))
         .collect();
     if !changed.is_empty() {
         let _ = writeln!(out, "  Changed responses (digest not the recorded one): {}", changed.join(", "));

@@ -135,7 +135,20 @@ impl RequestHeads {
         out.extend_from_slice(request.method.as_str().as_bytes());
         out.push(b' ');
         out.extend_from_slice(if request.path.is_empty() { &self.path } else { &request.path });
-        out.extend_from_slice(&self.common);
+        if request.headers.is_empty() {
+            out.extend_from_slice(&self.common);
+        } else {
+            // A request's own header replaces the run's line of that name (Host, or the URL's
+            // credentials): sent once, as `run -H` does.
+            let first = b" HTTP/1.1\r\n".len();
+            out.extend_from_slice(&self.common[..first]);
+            for line in self.common[first..].split_inclusive(|&b| b == b'\n') {
+                let name = line.iter().position(|&b| b == b':').map_or(line, |colon| &line[..colon]);
+                if !has_header(&request.headers, name) {
+                    out.extend_from_slice(line);
+                }
+            }
+        }
         let has_body = !request.body.is_empty() || request.method.has_body();
         if has_body && !self.has_content_type && !has_header(&request.headers, b"content-type") {
             out.extend_from_slice(b"Content-Type: application/json\r\n");
@@ -687,6 +700,28 @@ mod tests {
         assert_eq!(head.to_ascii_lowercase().matches("authorization:").count(), 1, "{head}");
         assert!(head.contains("authorization: Bearer mine\r\n"), "{head}");
         assert_eq!(Target::parse("http://127.0.0.1:8899/").unwrap().basic_authorization(), None);
+    }
+
+    #[test]
+    fn a_requests_own_authorization_or_host_replaces_the_urls_and_is_sent_once() {
+        // The proxy relays a client's Authorization, a targets file gives a Host: either goes
+        // to an upstream whose URL has credentials.
+        let target = Target::parse("http://bob:pw@127.0.0.1:8899/rpc").unwrap();
+        let heads = RequestHeads::new(&target, &[("X-Api-Key".into(), "k".into())], true);
+        let request = Outgoing {
+            headers: b"Authorization: Bearer client\r\nhost: rpc.example.com\r\n".to_vec(),
+            body: b"{}".to_vec(),
+            ..Outgoing::default()
+        };
+        let head = written(&heads, &request);
+        let lower = head.to_ascii_lowercase();
+        assert_eq!(lower.matches("authorization:").count(), 1, "{head}");
+        assert_eq!(lower.matches("host:").count(), 1, "{head}");
+        assert!(
+            head.contains("Authorization: Bearer client\r\n") && head.contains("host: rpc.example.com\r\n")
+        );
+        assert!(head.starts_with("POST /rpc HTTP/1.1\r\n") && head.contains("X-Api-Key: k\r\n"), "{head}");
+        assert!(head.ends_with("Content-Length: 2\r\n\r\n{}"), "{head}");
     }
 
     #[test]

@@ -128,12 +128,25 @@ impl RequestParts {
         let mut headers = self.headers.clone();
         let mut bytes = self.header_bytes;
         let mut own_content_type = false;
+        // A request's own header replaces the run's of that name (the URL's credentials too):
+        // one Authorization, as `run -H` does. Its lines of one name are all kept.
+        let mut replaced: Vec<HeaderName> = Vec::new();
         for line in outgoing.headers.split(|&b| b == b'\n') {
             let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
             let name = line[..colon].trim_ascii();
             let value = line[colon + 1..].trim_ascii();
             let Ok(name) = HeaderName::from_bytes(&name.to_ascii_lowercase()) else { continue };
+            if CONNECTION_HEADERS.contains(&name.as_str()) {
+                continue;
+            }
             let Ok(value) = HeaderValue::from_bytes(value) else { continue };
+            if !replaced.contains(&name) {
+                for old in headers.get_all(&name) {
+                    bytes -= name.as_str().len() + old.len();
+                }
+                headers.remove(&name);
+                replaced.push(name.clone());
+            }
             own_content_type |= name == CONTENT_TYPE;
             bytes += name.as_str().len() + value.len();
             headers.append(name, value);
@@ -146,6 +159,32 @@ impl RequestParts {
         *request.headers_mut() = headers;
         Ok((request, bytes))
     }
+}
+
+/// Why an h2c connection failed before its first PING was answered, pointing the right way: a
+/// GOAWAY is an HTTP/2 server refusing the connection (it does speak h2c); a reset or bytes
+/// that are not HTTP/2 frames are a server that does not.
+fn h2c_refusal(err: &h2::Error, goaway_without_error: bool) -> String {
+    // A GOAWAY of our own (h2 sends one on bytes that are not frames) is not the server's.
+    let servers_goaway = err.is_go_away() && err.is_remote();
+    if servers_goaway || goaway_without_error {
+        let reason = match err.reason() {
+            Some(reason) if servers_goaway => format!("{reason:?}"),
+            _ => "NO_ERROR".to_string(),
+        };
+        return format!(
+            "the server speaks HTTP/2 (h2c) but closed the connection with GOAWAY ({reason}) before \
+             answering a PING: it refuses connections now (a connection or stream limit, shutting down)"
+        );
+    }
+    if err.is_io() {
+        return "the server closed the connection after the HTTP/2 preface without sending a frame: \
+                it does not speak cleartext HTTP/2 with prior knowledge (h2c)"
+            .to_string();
+    }
+    "the server does not speak cleartext HTTP/2 with prior knowledge (h2c): it answered the \
+     connection preface with bytes that are not HTTP/2 frames"
+        .to_string()
 }
 
 fn header_value(text: &str) -> io::Result<HeaderValue> {
@@ -277,18 +316,27 @@ impl Http2 {
         };
         let Some(mut ping) = connection.ping_pong() else { return Ok(()) };
         let driver = tokio::spawn(connection);
-        let answered = tokio::time::timeout(Duration::from_secs(5), ping.ping(h2::Ping::opaque())).await;
+        // As long as a connection may take (--connect-timeout): a stalled server is the run's
+        // to measure.
+        let wait = self.connector.connect_timeout();
+        let answered = tokio::time::timeout(wait, ping.ping(h2::Ping::opaque())).await;
         drop(send);
-        let result = match answered {
-            // Answered, or no answer in time (a stalled server is the run's to measure).
-            Ok(Ok(_)) | Err(_) => Ok(()),
-            // Closed, reset, or answered with bytes that are not HTTP/2 frames.
-            Ok(Err(_)) => Err("the server does not speak cleartext HTTP/2 with prior knowledge (h2c): \
-                               it did not answer the connection preface"
-                .into()),
-        };
-        driver.abort();
-        result
+        match answered {
+            Ok(Ok(_)) | Err(_) => {
+                driver.abort();
+                Ok(())
+            }
+            Ok(Err(ping_error)) => {
+                // The connection's own end says why (a GOAWAY reaches it, not the PING).
+                let ended = tokio::time::timeout(wait, driver).await;
+                let cause = match &ended {
+                    Ok(Ok(Err(err))) => err,
+                    _ => &ping_error,
+                };
+                let goaway_without_error = matches!(ended, Ok(Ok(Ok(()))));
+                Err(h2c_refusal(cause, goaway_without_error))
+            }
+        }
     }
 
     /// Connects, handshakes and starts the connection's driver task.
@@ -755,5 +803,31 @@ mod tests {
         }
         assert_eq!(metrics.num_alive_tasks(), tasks_before, "a driver task outlived its failed connect");
         assert_eq!(transport.pool.opened.load(Ordering::Relaxed), 0);
+    }
+}
+
+#[cfg(test)]
+mod request_header_tests {
+    use super::*;
+
+    #[test]
+    fn a_requests_own_authorization_replaces_the_urls_and_is_sent_once() {
+        let target = Target::parse("http://bob:pw@127.0.0.1:8899/rpc").unwrap();
+        let parts = RequestParts::new(&target, &[("accept".into(), "application/json".into())]).unwrap();
+        let outgoing = Outgoing {
+            headers: b"Authorization: Bearer client\r\nHost: x\r\nAccept: a\r\nAccept: b\r\n".to_vec(),
+            body: b"{}".to_vec(),
+            ..Outgoing::default()
+        };
+        let (request, bytes) = parts.request(&outgoing).unwrap();
+        let headers = request.headers();
+        let all = |name: &str| {
+            headers.get_all(name).iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(all("authorization"), ["Bearer client"]);
+        assert_eq!(all("accept"), ["a", "b"]);
+        assert!(all("host").is_empty());
+        let counted: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+        assert_eq!(bytes, counted);
     }
 }

@@ -553,3 +553,27 @@ fn capacity_json_reports_match_their_schema() {
         "a missing field is refused"
     );
 }
+
+/// A name from a file or a client (a replayed call, a server's message) with a line feed or
+/// markup: it cannot forge a line of the text report, turn into Markdown markup, or run as a
+/// spreadsheet formula.
+#[test]
+fn names_from_files_cannot_forge_report_lines_markup_or_formulas() {
+    let mut run = golden_run("closed");
+    let forged = "getSlot\nPASS all thresholds";
+    run.report.method = forged.to_string();
+    if let Some(method) = run.report.methods.first_mut() {
+        method.name = forged.to_string();
+    }
+    let text = render_text(&run.report);
+    assert!(!text.lines().any(|line| line.starts_with("PASS")), "{text}");
+    assert!(text.contains("getSlot\\nPASS all thresholds"), "{text}");
+    run.report.method = "[click](http://x) <img src=x> | # =cmd".to_string();
+    let markdown = render_markdown(std::slice::from_ref(&run));
+    let title = markdown.lines().next().unwrap();
+    assert!(title.contains("\\[click\\](http://x) \\<img src=x\\> \\| # =cmd"), "{title}");
+    let mut formula = golden_run("closed");
+    formula.report.target = "=HYPERLINK(\"http://x\")".to_string();
+    let csv = render_csv(std::slice::from_ref(&formula));
+    assert!(csv.contains(",\"'=HYPERLINK(\"\"http://x\"\")\","), "{csv}");
+}

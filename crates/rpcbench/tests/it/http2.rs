@@ -158,6 +158,49 @@ fn an_http1_only_server_is_refused_for_h2c() {
     }
 }
 
+/// A server on 127.0.0.1 that reads the client preface, writes `reply` and then holds the
+/// connection open without a word.
+fn h2c_server_that_answers(reply: &'static [u8]) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if stream.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                let _ = stream.write_all(reply);
+                let mut sink = [0u8; 1024];
+                while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_h2c_server_that_answers_with_goaway_is_named_as_refusing_not_as_silent() {
+    // SETTINGS, then GOAWAY (last stream 0, ENHANCE_YOUR_CALM: 0xb).
+    const SETTINGS_THEN_GOAWAY: &[u8] =
+        &[0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xb];
+    let addr = h2c_server_that_answers(SETTINGS_THEN_GOAWAY);
+    match Run::new(h2c(&format!("http://{addr}/"), 1, 1, 10)) {
+        Err(EngineError::Config(err)) => {
+            assert_eq!(err.setting, "--h2c");
+            assert!(
+                err.message.contains("speaks HTTP/2 (h2c) but closed the connection with GOAWAY"),
+                "{}",
+                err.message
+            );
+            assert!(err.message.contains("ENHANCE_YOUR_CALM"), "{}", err.message);
+            assert!(!err.message.contains("did not answer"), "{}", err.message);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_server_that_breaks_the_protocol_is_counted_and_never_hangs_the_run() {
     // Speaks enough HTTP/2 to pass the connection's start (SETTINGS, PING answered), then
