@@ -287,6 +287,10 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         if !quiet {
             eprintln!("{}", progress_line(step));
         }
+        // Said even when quiet: a step whose connections failed says nothing else about why.
+        for line in step.connect_causes.describe().lines() {
+            eprintln!("rpcbench: step {}: {line}", step.step);
+        }
     });
     let (report, steps) = match result {
         Ok(both) => both,

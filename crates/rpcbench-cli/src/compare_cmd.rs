@@ -535,6 +535,19 @@ pub fn run(args: CompareArgs) -> ExitCode {
     // A load of stages, and a replay (the file is the length), run whole in each round.
     let whole = args.replay.is_some() || configs.iter().any(|(_, config)| !config.stages.is_empty());
     let rounds = args.rounds.unwrap_or(if whole { 1 } else { DEFAULT_ROUNDS });
+    // A round sends at least one request: -n N splits into at most N rounds, so that exactly N
+    // requests are sent (said when it lowers the rounds asked for).
+    let fewest = configs.iter().filter_map(|(_, config)| config.length.requests).min();
+    let rounds = match fewest {
+        Some(requests) if !whole && u64::from(rounds) > requests => {
+            let fitted = u32::try_from(requests.max(1)).unwrap_or(u32::MAX);
+            if args.rounds.is_some() {
+                eprintln!("rpcbench: --rounds {rounds}: -n {requests} gives {fitted} round(s) of at least one request");
+            }
+            fitted
+        }
+        _ => rounds,
+    };
     let compare_targets: Vec<CompareTarget> = configs
         .into_iter()
         .zip(monitors)

@@ -220,6 +220,31 @@ fn a_connect_failure_says_its_cause_and_what_to_try() {
         stderr(&output)
     );
     assert!(!stderr(&output).contains("live: connect errors"), "{}", stderr(&output));
+    // A capacity search names the step whose connections failed, and why.
+    let output = rpcbench(&[
+        "capacity",
+        &format!("http://127.0.0.1:{port}/"),
+        "-m",
+        "getSlot",
+        "--slo",
+        "p99<1s,errors<1%",
+        "--start-rate",
+        "20",
+        "--max-rate",
+        "40",
+        "--step",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--cooldown",
+        "0s",
+        "-q",
+    ]);
+    assert!(
+        stderr(&output).contains("rpcbench: step 1: connect errors, connection refused ("),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -1606,4 +1631,28 @@ fn the_example_studies_run_at_a_small_scale() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
+}
+
+#[test]
+fn a_comparison_of_fewer_requests_than_rounds_sends_exactly_the_requests_asked_for() {
+    let (a, b) = (static_node(), static_node());
+    let output = rpcbench(&[
+        "compare",
+        &format!("a={}", a.url()),
+        &format!("b={}", b.url()),
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "-q",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        assert_eq!(run["report"]["requests"]["total"], 3, "{run}");
+    }
 }

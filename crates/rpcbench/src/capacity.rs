@@ -741,6 +741,10 @@ pub struct StepResult {
     /// What the generator itself used during the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorReport>,
+    /// Why connections of the step failed: a count and the first message of each kind (not
+    /// kept in capacity files).
+    #[serde(skip)]
+    pub connect_causes: crate::connect_causes::ConnectCauses,
 }
 
 impl StepResult {
@@ -890,6 +894,7 @@ pub fn judge_step(
         generator_shortfall: !closed && figures.shortfall(),
         target_resources: resources,
         generator: Some(report.generator),
+        connect_causes: record.connect_causes.clone(),
     };
     (result, data)
 }
@@ -1755,6 +1760,7 @@ mod tests {
             generator_shortfall: verdict == Verdict::GeneratorLimited,
             target_resources: None,
             generator: None,
+            connect_causes: Default::default(),
         }
     }
 

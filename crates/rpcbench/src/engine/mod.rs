@@ -969,7 +969,10 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                     }
                     Err(err) => {
                         let failed = Instant::now();
-                        worker.recorder.borrow_mut().connect_causes.note(&err);
+                        // Counted as the outcomes are: the warm-up's failures are not the run's.
+                        if ticket.measured {
+                            worker.recorder.borrow_mut().connect_causes.note(&err);
+                        }
                         guard.held = None;
                         for slot in &guard.slots {
                             worker.record(ticket, slot.call, failed, failed, Outcome::Connect, b"");
