@@ -366,6 +366,24 @@ impl UseTransport for Execute {
     }
 }
 
+/// A failed call's outcome after the rate-limit rules, and the part of its answer the recorder
+/// reads a message from (a JSON-RPC error's; nothing for the rest). Out of line: the path of
+/// successes does not carry it.
+#[cold]
+#[inline(never)]
+fn judge_failure<'a>(
+    rules: &crate::rate_limit::RateLimitRules,
+    outcome: Outcome,
+    answer: &'a [u8],
+) -> (Outcome, &'a [u8]) {
+    let outcome = match outcome {
+        Outcome::HttpStatus(429) | Outcome::RpcError(_) => rules.judge(outcome, answer),
+        other => other,
+    };
+    let detail = if matches!(outcome, Outcome::RpcError(_) | Outcome::RateLimited(_)) { answer } else { b"" };
+    (outcome, detail)
+}
+
 /// The instants every worker shares.
 #[derive(Debug, Clone, Copy)]
 struct Clock {
@@ -1065,10 +1083,12 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             } else {
                 outcome
             };
-            // Over the server's rate limit: a 429, or a JSON-RPC error that says so.
-            let outcome = match outcome {
-                Outcome::HttpStatus(429) | Outcome::RpcError(_) => config.rate_limits.judge(outcome, detail),
-                other => other,
+            // A failure is judged off the successes' path: over the server's rate limit (a
+            // 429, or a JSON-RPC error that says so), and the answer kept for its message.
+            let (outcome, detail) = if outcome.is_ok() {
+                (outcome, &b""[..])
+            } else {
+                judge_failure(&config.rate_limits, outcome, detail)
             };
             // An answer to another request means the connection is out of step (a reply sent
             // twice): it is not used again, so one stray reply costs one outcome.
@@ -1100,8 +1120,6 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                     totals.bytes_sent += sent_bytes / calls + first * (sent_bytes % calls);
                 }
             }
-            let detail =
-                if matches!(outcome, Outcome::RpcError(_) | Outcome::RateLimited(_)) { detail } else { b"" };
             worker.record(ticket, call, sent, done, outcome, detail);
         });
         if ticket.measured && calls > 1 {
