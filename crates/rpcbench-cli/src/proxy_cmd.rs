@@ -60,6 +60,14 @@ pub struct ProxyArgs {
     /// Most connections open to the upstream at once.
     #[arg(long, default_value = "64")]
     pub upstream_connections: usize,
+    /// Relay to the upstream over cleartext HTTP/2 with prior knowledge (h2c): one connection,
+    /// a stream per request (at most --upstream-connections at once).
+    #[arg(long, conflicts_with = "upstream_http2")]
+    pub upstream_h2c: bool,
+    /// Relay to an https:// upstream over HTTP/2 (ALPN h2): one connection, a stream per
+    /// request (at most --upstream-connections at once).
+    #[arg(long)]
+    pub upstream_http2: bool,
     /// The longest wait for the upstream's answer.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DUR")]
     pub upstream_timeout: Duration,
@@ -158,6 +166,8 @@ impl From<RecordArgs> for ProxyArgs {
             seed: 0,
             threads: args.threads,
             upstream_connections: 64,
+            upstream_h2c: false,
+            upstream_http2: false,
             upstream_timeout: Duration::from_secs(30),
             queue_timeout: rpcbench::proxy::DEFAULT_QUEUE_TIMEOUT,
             caps: args.caps,
@@ -197,6 +207,11 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
     options.seed = args.seed;
     options.threads = args.threads;
     options.upstream_connections = args.upstream_connections;
+    options.upstream_http = match (args.upstream_h2c, args.upstream_http2) {
+        (true, _) => rpcbench::engine::config::HttpVersion::H2c,
+        (_, true) => rpcbench::engine::config::HttpVersion::Http2,
+        _ => rpcbench::engine::config::HttpVersion::Http1,
+    };
     options.upstream_timeout = args.upstream_timeout;
     if args.queue_timeout.is_zero() {
         return Err("--queue-timeout: must be longer than 0".into());

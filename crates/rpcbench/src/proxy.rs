@@ -50,6 +50,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 use crate::compare::FieldPath;
+use crate::engine::config::HttpVersion;
+use crate::engine::select::{SelectError, Wire, WireSettings};
 use crate::http_server::{
     self, error_body, header_value, write_json, Arrival, DateCache, Handler, Limits, Method, Next,
     OpenConnections, Request, ServerThread, StartError,
@@ -57,9 +59,10 @@ use crate::http_server::{
 use crate::metrics::{MetricsServer, LATENCY_BUCKETS_SECONDS};
 use crate::settings::{Target, TlsOptions};
 use crate::traffic::{methods_of, response_digest, TrafficEntry, TrafficHeader, TrafficWriter};
-use crate::transport::connect::{Connector, SetupError};
+use crate::transport::connect::SetupError;
 use crate::transport::http1::{Connection, Http1};
-use crate::transport::{Lane, Outgoing, Transport, WireError};
+use crate::transport::http2::{Http2, StreamSlot};
+use crate::transport::{Lane, Outgoing, Reply, Transport, WireError};
 
 /// The JSON-RPC error code of injected errors and of 502 answers (Internal error).
 pub const INTERNAL_ERROR: i64 = -32603;
@@ -103,6 +106,9 @@ pub struct ProxyOptions {
     pub upstream_timeout: Duration,
     /// The longest connect to the upstream.
     pub connect_timeout: Duration,
+    /// The upstream's HTTP version: HTTP/1.1, or HTTP/2 (h2c with prior knowledge for
+    /// `http://`, ALPN h2 for `https://`), chosen by the one wire selection as for a run.
+    pub upstream_http: HttpVersion,
     /// The largest request and response body relayed.
     pub max_body_bytes: usize,
     /// Most client connections open at once; one more is closed at once (`None`: the
@@ -138,6 +144,7 @@ impl ProxyOptions {
             upstream_connections: 64,
             upstream_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            upstream_http: HttpVersion::Http1,
             max_body_bytes: 16 << 20,
             max_connections: None,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
@@ -493,9 +500,31 @@ impl Proxy {
         metrics: Option<SocketAddr>,
     ) -> Result<Proxy, ProxyError> {
         options.validate()?;
-        let connector = Connector::new(&options.upstream, &options.tls, options.connect_timeout)
-            .map_err(ProxyError::Upstream)?;
-        let transport = Http1::new(connector, &options.upstream, &[], true);
+        let settings = WireSettings {
+            target: &options.upstream,
+            headers: &[],
+            tls: &options.tls,
+            connect_timeout: options.connect_timeout,
+            http: options.upstream_http,
+            keepalive: true,
+            // An HTTP/2 upstream: one connection, a stream per relayed request.
+            streams: options.upstream_connections,
+            in_flight: 1,
+            max_body: options.max_body_bytes as u64,
+        };
+        let transport = match Wire::select(&settings, false) {
+            Ok(Wire::Http1(http1)) => Upstream::Http1(http1),
+            Ok(Wire::Http2(http2)) => Upstream::Http2(http2),
+            // Refused by the options' checks.
+            Ok(Wire::WebSocket(_)) => {
+                return Err(ProxyError::Invalid {
+                    setting: "upstream",
+                    message: "the proxy relays HTTP(S) only, not WebSocket".into(),
+                })
+            }
+            Err(SelectError::Setup(err)) => return Err(ProxyError::Upstream(err)),
+            Err(err) => return Err(ProxyError::Invalid { setting: "upstream", message: err.to_string() }),
+        };
         let (record, writer) = match &options.record {
             Some(path) => {
                 let header = TrafficHeader::new(&options.upstream.redacted(), &options.ignore_fields);
@@ -613,9 +642,9 @@ impl Drop for Proxy {
 
 /// What the connections share.
 struct State {
-    transport: Http1,
-    /// Idle upstream connections.
-    idle: Mutex<Vec<Connection>>,
+    transport: Upstream,
+    /// Idle upstream lanes.
+    idle: Mutex<Vec<UpstreamLane>>,
     /// One permit per upstream connection that may be open.
     permits: Semaphore,
     upstream_timeout: Duration,
@@ -706,11 +735,51 @@ impl State {
         }
     }
 
-    async fn open(&self) -> Result<Connection, UpstreamFailure> {
-        self.transport.open(0).await.map_err(|error| match error.kind() {
+    async fn open(&self) -> Result<UpstreamLane, UpstreamFailure> {
+        let opened = match &self.transport {
+            Upstream::Http1(http1) => http1.open(0).await.map(UpstreamLane::Http1),
+            Upstream::Http2(http2) => {
+                // Every lane joins the one connection (slot 0), a stream each.
+                http2.open(0).await.map(UpstreamLane::Http2)
+            }
+        };
+        opened.map_err(|error| match error.kind() {
             io::ErrorKind::TimedOut => UpstreamFailure::Timeout,
             _ => UpstreamFailure::Connect,
         })
+    }
+}
+
+/// The upstream's transport, from the one wire selection ([`crate::engine::select`]). The
+/// relay runs on a multi-threaded runtime, so it names the concrete lanes it can hold rather
+/// than any [`Transport`].
+#[derive(Debug)]
+enum Upstream {
+    Http1(Http1),
+    Http2(Http2),
+}
+
+/// One place a relayed request goes upstream: a keep-alive HTTP/1.1 connection, or a stream
+/// slot on the HTTP/2 connection.
+#[derive(Debug)]
+enum UpstreamLane {
+    Http1(Connection),
+    Http2(StreamSlot),
+}
+
+impl UpstreamLane {
+    async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
+        match self {
+            UpstreamLane::Http1(connection) => connection.exchange(request, max_body).await,
+            UpstreamLane::Http2(slot) => slot.exchange(request, max_body).await,
+        }
+    }
+
+    fn body(&self) -> &[u8] {
+        match self {
+            UpstreamLane::Http1(connection) => connection.body(),
+            UpstreamLane::Http2(slot) => slot.body(),
+        }
     }
 }
 

@@ -358,3 +358,46 @@ fn a_request_waiting_past_the_queue_timeout_for_an_upstream_connection_gets_a_50
     assert_eq!(stats.upstream_failures.get(&UpstreamFailure::QueueTimeout), Some(&1));
     upstream.stop();
 }
+
+#[test]
+fn the_proxy_relays_to_an_http2_upstream_chosen_by_the_wire_selection() {
+    // The mock node speaks h2c with prior knowledge on its port: over HTTP/2 every request
+    // (pipelined from one client, and from several) comes back answered.
+    let node = MockServer::start(MockOptions::new(Chain::Solana)).unwrap();
+    let mut h2 = options(&node.url());
+    h2.upstream_http = rpcbench::engine::config::HttpVersion::H2c;
+    let proxy = Proxy::start(h2.clone()).unwrap();
+    let clients: Vec<_> = (0..4)
+        .map(|client| {
+            let addr = proxy.local_addr();
+            std::thread::spawn(move || {
+                let (mut stream, mut reader) = connect(addr);
+                for n in 0..10 {
+                    let body = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"getSlot"}}"#, client * 100 + n);
+                    post(&mut stream, body.as_bytes(), "");
+                    let (status, answer) = read_response(&mut reader).unwrap();
+                    assert_eq!(status, 200);
+                    let text = String::from_utf8(answer).unwrap();
+                    assert!(text.contains(&format!("\"id\":{}", client * 100 + n)), "{text}");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let stats = proxy.stop();
+    assert_eq!(stats.methods["getSlot"].count(), 40);
+    assert!(stats.upstream_failures.is_empty(), "{:?}", stats.upstream_failures);
+    // An upstream that speaks only HTTP/1.1 is not reached over HTTP/2: the same request fails
+    // upstream (502), so the relay above really spoke HTTP/2.
+    let (h1_only, _requests) = raw_upstream(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+    let mut to_h1 = options(&format!("http://{h1_only}/"));
+    to_h1.upstream_http = rpcbench::engine::config::HttpVersion::H2c;
+    to_h1.upstream_timeout = Duration::from_secs(2);
+    let proxy = Proxy::start(to_h1).unwrap();
+    let (mut stream, mut reader) = connect(proxy.local_addr());
+    post(&mut stream, br#"{"jsonrpc":"2.0","id":1,"method":"getSlot"}"#, "");
+    assert_eq!(read_response(&mut reader).map(|(status, _)| status), Some(502));
+    drop(proxy);
+}
