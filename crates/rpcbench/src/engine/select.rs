@@ -14,9 +14,10 @@ use std::time::Duration;
 use super::config::HttpVersion;
 use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::{Alpn, Connector, SetupError};
+use crate::transport::feed::FeedOpener;
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
-use crate::transport::websocket::WebSocket;
+use crate::transport::websocket::{Upgrade, WebSocket};
 use crate::transport::Transport;
 
 /// Everything the wire selection needs to know about one target.
@@ -161,6 +162,48 @@ impl Wire {
             Wire::Http1(_) => "HTTP/1.1",
             Wire::Http2(_) => "HTTP/2",
             Wire::WebSocket(_) => "WebSocket",
+        }
+    }
+}
+
+/// The wire of a feed of pushed items (subscriptions), one variant per stream wire: a new
+/// stream wire (a gRPC Geyser stream) is a variant here and an arm in [`FeedWire::select`] and
+/// [`FeedWire::with`].
+#[derive(Debug)]
+pub(crate) enum FeedWire {
+    /// JSON-RPC subscriptions over WebSocket (`ws://`, `wss://`).
+    WebSocket(Upgrade),
+}
+
+/// Code that runs over whichever feed wire was chosen ([`FeedWire::with`]).
+pub(crate) trait UseFeed {
+    /// What the code returns.
+    type Output;
+
+    /// Runs over feeds that `opener` opens.
+    fn use_feed<O: FeedOpener + Clone + 'static>(self, opener: &O) -> Self::Output;
+}
+
+impl FeedWire {
+    /// Chooses the feed wire for `settings`' target (its URL's scheme). `max_body` bounds a
+    /// message.
+    pub(crate) fn select(settings: &WireSettings<'_>) -> Result<FeedWire, SelectError> {
+        let target = settings.target;
+        if !target.websocket {
+            return Err(SelectError::Refused {
+                chosen_by: ChosenBy::Url,
+                reason: "subscriptions are pushed over WebSocket: give a ws:// or wss:// URL".into(),
+            });
+        }
+        let connector =
+            Connector::new(target, settings.tls, settings.connect_timeout).map_err(SelectError::Setup)?;
+        Ok(FeedWire::WebSocket(Upgrade::new(connector, target, settings.headers, settings.max_body)))
+    }
+
+    /// Runs `code` over the chosen feed wire.
+    pub(crate) fn with<U: UseFeed>(&self, code: U) -> U::Output {
+        match self {
+            FeedWire::WebSocket(upgrade) => code.use_feed(upgrade),
         }
     }
 }

@@ -25,14 +25,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::engine::select::{FeedWire, UseFeed, WireSettings};
 use crate::engine::stages::{LevelCurve, Stage};
 use crate::engine::StopHandle;
 use crate::record::record_us;
 use crate::report::subscribe::SubscribeReport;
 use crate::settings::{ConfigError, Target, TlsOptions};
-use crate::transport::connect::Connector;
 use crate::transport::feed::{Feed, FeedEnd, FeedEvent, FeedOpener, Stray};
-use crate::transport::websocket::Upgrade;
 
 use collector::Collector;
 pub use kinds::SubscriptionKind;
@@ -216,10 +215,33 @@ impl std::error::Error for SubscribeError {}
 /// Runs the subscriptions until the duration is over (or `stop`), then reports.
 pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeReport, SubscribeError> {
     config.validate().map_err(SubscribeError::Config)?;
-    let connector = Connector::new(&config.target, &config.tls, config.connect_timeout)
-        .map_err(|err| SubscribeError::Setup(err.to_string()))?;
-    let upgrade = Upgrade::new(connector, &config.target, &config.headers, config.max_message as u64);
-    run_feeds(config, stop, &upgrade)
+    let settings = WireSettings {
+        target: &config.target,
+        headers: &config.headers,
+        tls: &config.tls,
+        connect_timeout: config.connect_timeout,
+        http: crate::engine::config::HttpVersion::Http1,
+        keepalive: true,
+        streams: 1,
+        in_flight: 1,
+        max_body: config.max_message as u64,
+    };
+    let wire = FeedWire::select(&settings).map_err(|err| SubscribeError::Setup(err.to_string()))?;
+    wire.with(Feeds { config, stop })
+}
+
+/// The subscriptions of a run over whichever feed wire was chosen.
+struct Feeds<'a> {
+    config: &'a SubscribeConfig,
+    stop: &'a StopHandle,
+}
+
+impl UseFeed for Feeds<'_> {
+    type Output = Result<SubscribeReport, SubscribeError>;
+
+    fn use_feed<O: FeedOpener + Clone + 'static>(self, opener: &O) -> Self::Output {
+        run_feeds(self.config, self.stop, opener)
+    }
 }
 
 /// [`run`] over the feeds `opener` opens.
