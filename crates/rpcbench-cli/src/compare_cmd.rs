@@ -376,7 +376,7 @@ fn replayed_config(
         _ => None,
     };
     replay.pace(None, load_flag).map_err(|err| ConfigError::new(err.place, err.message))?;
-    let config = replay.into_config(Target::parse(&run.target)?);
+    let config = rpcbench::engine::config::RunConfig::for_replay(replay, Target::parse(&run.target)?);
     let mut plan =
         crate::run_cmd::finish_plan(run, vec![(run.target.clone(), config)], Vec::new(), Duration::ZERO)?;
     Ok(plan.targets.swap_remove(0).1)

@@ -151,7 +151,7 @@ fn to_plan(args: &ReplayArgs) -> Result<crate::run_cmd::RunPlan, ConfigError> {
         let plan = SchedulePlan::of(&schedule.offsets_us, schedule.speed);
         check_schedule(&plan, schedule.looped, run.duration, run.quiet)?;
     }
-    let config = replay.into_config(target);
+    let config = rpcbench::engine::config::RunConfig::for_replay(replay, target);
     let name = format!("{}:{}", config.target.host, config.target.port);
     finish_plan(run, vec![(name, config)], Vec::new(), Duration::ZERO)
 }

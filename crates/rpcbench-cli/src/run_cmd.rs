@@ -257,7 +257,7 @@ pub(crate) fn finish_plan(
             eprintln!("rpcbench: {}", stage_scaling_note(args, &scaling));
         }
         // A replay without --loop sends each request once, whatever -d says.
-        rpcbench::replay::bound_to_one_pass(&mut config);
+        config.bound_to_one_pass();
         config.validate().map_err(named)?;
         checked.push((name, config));
     }

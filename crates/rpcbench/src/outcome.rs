@@ -253,6 +253,16 @@ pub const MAX_CLOSE_CODES: usize = 32;
 /// server can send).
 pub const OTHER_CLOSE_CODE: u16 = 0;
 
+/// A WebSocket close code as reports show it (`other` for the codes past the first
+/// [`MAX_CLOSE_CODES`]).
+pub fn close_code_text(code: u16) -> String {
+    if code == OTHER_CLOSE_CODE {
+        "other".to_string()
+    } else {
+        code.to_string()
+    }
+}
+
 /// The most distinct JSON-RPC error codes counted one by one; further codes are counted in
 /// [`OutcomeCounts::rpc_errors_other`].
 pub const MAX_RPC_CODES: usize = 100;

@@ -70,10 +70,7 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const BATCH_KEY: &str = "batch";
 /// The histogram key of a body that names no method.
 pub const UNKNOWN_KEY: &str = "unknown";
-/// The row of the methods past [`MAX_METHOD_KEYS`] (and of names over 128 bytes).
-pub const OTHER_METHODS_KEY: &str = "other methods";
-/// The most rows the per-method table keeps.
-pub const MAX_METHOD_KEYS: usize = 256;
+pub use crate::traffic::{MAX_METHOD_KEYS, OTHER_METHODS_KEY};
 /// Entries waiting for the record writer; a full channel makes requests wait (not the runtime).
 const RECORD_QUEUE: usize = 1024;
 

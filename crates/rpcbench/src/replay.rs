@@ -18,12 +18,10 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::config::{Arrivals, Length, Load, RunConfig};
 use crate::json_path::FieldPath;
-use crate::proxy::{MAX_METHOD_KEYS, OTHER_METHODS_KEY};
 use crate::settings::Target;
 use crate::targets::HttpTarget;
-use crate::traffic::{methods_of, TrafficFile};
+use crate::traffic::{methods_of, TrafficFile, MAX_METHOD_KEYS, OTHER_METHODS_KEY};
 use crate::transport::HttpMethod;
 use crate::workload::{Call, Workload};
 
@@ -378,26 +376,6 @@ impl Replay {
         }
     }
 
-    /// A run of this replay against `target`: open loop at the recorded pace, or closed loop
-    /// (50 connections, as `run`) until the run's settings say otherwise; one pass of the file
-    /// unless it loops (10 s then, as `run`). Settings applied later should end with
-    /// [`bound_to_one_pass`].
-    pub fn into_config(self, target: Target) -> RunConfig {
-        let mut config = RunConfig::new(target, self.workload());
-        config.load = match &self.schedule {
-            Some(schedule) => {
-                Load::Open { rate: schedule.mean_rate(), arrivals: Arrivals::Uniform, max_connections: 1024 }
-            }
-            None => Load::Closed { connections: 50 },
-        };
-        config.length = match self.looped {
-            true => Length { duration: Some(std::time::Duration::from_secs(10)), requests: None },
-            false => Length { duration: None, requests: Some(self.len() as u64) },
-        };
-        config.replay = Some(Arc::new(self));
-        config
-    }
-
     /// How many of one pass's requests each call makes, in the workload's order.
     pub fn counts(&self) -> Vec<(String, u64)> {
         let mut counts: Vec<(String, u64)> = self.names.iter().map(|name| (name.clone(), 0)).collect();
@@ -531,17 +509,6 @@ pub fn read_file(
         }
     };
     Ok(ReadReplay { replay, notes })
-}
-
-/// Without `--loop`, a replay sends each request once at most: its count is the file's (or a
-/// smaller `-n`), whatever its duration says.
-pub fn bound_to_one_pass(config: &mut RunConfig) {
-    let Some(replay) = &config.replay else { return };
-    if replay.looped {
-        return;
-    }
-    let one_pass = replay.len() as u64;
-    config.length.requests = Some(config.length.requests.map_or(one_pass, |n| n.min(one_pass)));
 }
 
 #[cfg(test)]

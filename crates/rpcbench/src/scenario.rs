@@ -810,14 +810,14 @@ impl ScenarioDraft {
             }
             let (duration, requests) = (load.duration, load.requests);
             let load = config.load.clone();
-            let mut replayed = replay.into_config(config.target.clone());
+            let mut replayed = RunConfig::for_replay(replay, config.target.clone());
             if load_key.is_some() {
                 replayed.load = load;
             }
             if duration.is_some() || requests.is_some() {
                 replayed.length = config.length;
             }
-            crate::replay::bound_to_one_pass(&mut replayed);
+            replayed.bound_to_one_pass();
             config.load = replayed.load;
             config.length = replayed.length;
             config.replay = replayed.replay;

@@ -22,6 +22,13 @@ use serde_json::Value;
 
 use crate::json_path::{normalize, FieldPath};
 
+/// The row of the methods past [`MAX_METHOD_KEYS`] (and of names over 128 bytes) in the
+/// per-method tables of the proxy and of replay.
+pub const OTHER_METHODS_KEY: &str = "other methods";
+/// The most rows a per-method table keeps: a client or a file with ever new method names
+/// cannot grow it.
+pub const MAX_METHOD_KEYS: usize = 256;
+
 /// The `format` of a traffic file's header line.
 pub const TRAFFIC_FORMAT: &str = "rpcbench-traffic";
 /// The version this build writes and reads.

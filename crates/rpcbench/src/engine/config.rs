@@ -233,6 +233,37 @@ impl RunConfig {
         }
     }
 
+    /// A run of `replay` against `target`: open loop at the recorded pace, or closed loop
+    /// (50 connections, as `run`) until the run's settings say otherwise; one pass of the file
+    /// unless it loops (10 s then, as `run`). Settings applied later should end with
+    /// [`RunConfig::bound_to_one_pass`].
+    pub fn for_replay(replay: crate::replay::Replay, target: Target) -> RunConfig {
+        let mut config = RunConfig::new(target, replay.workload());
+        config.load = match &replay.schedule {
+            Some(schedule) => {
+                Load::Open { rate: schedule.mean_rate(), arrivals: Arrivals::Uniform, max_connections: 1024 }
+            }
+            None => Load::Closed { connections: 50 },
+        };
+        config.length = match replay.looped {
+            true => Length { duration: Some(Duration::from_secs(10)), requests: None },
+            false => Length { duration: None, requests: Some(replay.len() as u64) },
+        };
+        config.replay = Some(std::sync::Arc::new(replay));
+        config
+    }
+
+    /// Without `--loop`, a replay sends each request once at most: its count is the file's (or
+    /// a smaller `-n`), whatever its duration says. Nothing for a run that is no replay.
+    pub fn bound_to_one_pass(&mut self) {
+        let Some(replay) = &self.replay else { return };
+        if replay.looped {
+            return;
+        }
+        let one_pass = replay.len() as u64;
+        self.length.requests = Some(self.length.requests.map_or(one_pass, |n| n.min(one_pass)));
+    }
+
     /// Every secret the run sends (URL key, query values, credentials, header values), to scrub
     /// out of what a server sends back.
     pub fn secrets(&self) -> redact::Secrets {

@@ -297,7 +297,7 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
     close_codes.dedup();
     for code in close_codes {
         rows.push(OutcomeRow {
-            outcome: format!("websocket closed: {}", super::text::close_code_text(code)),
+            outcome: format!("websocket closed: {}", crate::outcome::close_code_text(code)),
             ok: false,
             counts: reports.iter().map(|r| r.outcomes.ws_closed.get(&code).copied().unwrap_or(0)).collect(),
         });

@@ -292,7 +292,7 @@ pub fn render_text(report: &RunReport) -> String {
         other_errors.push((format!("stream reset: {}", crate::outcome::reset_code_name(code.0)), *count));
     }
     for (code, count) in &outcomes.ws_closed {
-        other_errors.push((format!("websocket closed: {}", close_code_text(*code)), *count));
+        other_errors.push((format!("websocket closed: {}", crate::outcome::close_code_text(*code)), *count));
     }
     for (sign, count) in &outcomes.rate_limited {
         other_errors.push((format!("rate limited: {}", sign.label()), *count));
@@ -452,15 +452,5 @@ fn write_distribution(out: &mut String, corrected: &LatencyReport, uncorrected: 
                 let _ = writeln!(out, "    {label:>7} {:>10}", us(corrected.percentile(name)));
             }
         }
-    }
-}
-
-/// A WebSocket close code as the report shows it (`other` for the codes past the first
-/// [`crate::outcome::MAX_CLOSE_CODES`]).
-pub(crate) fn close_code_text(code: u16) -> String {
-    if code == crate::outcome::OTHER_CLOSE_CODE {
-        "other".to_string()
-    } else {
-        code.to_string()
     }
 }

@@ -18,7 +18,7 @@ use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::outcome::InvalidKind;
 use rpcbench::prepare::{prepare, Access};
 use rpcbench::record::RunRecord;
-use rpcbench::replay::{bound_to_one_pass, Replay};
+use rpcbench::replay::Replay;
 use rpcbench::traffic::{response_digest, BadLines, TrafficEntry, TrafficFile, TrafficHeader, TrafficWriter};
 
 use crate::util::{json_200, TestServer};
@@ -88,12 +88,12 @@ fn record_suite(
 }
 
 fn replay_config(node: &MockServer, replay: Replay) -> RunConfig {
-    let mut config = replay.into_config(Target::parse(&node.url()).unwrap());
+    let mut config = RunConfig::for_replay(replay, Target::parse(&node.url()).unwrap());
     config.threads = 2;
     config.timeout = Duration::from_secs(10);
     // Bounded in time too, whatever happens.
     config.length.duration = Some(Duration::from_secs(60));
-    bound_to_one_pass(&mut config);
+    config.bound_to_one_pass();
     config
 }
 
@@ -221,11 +221,11 @@ fn every_request_of_the_file_is_sent_once_with_its_own_ticket_across_workers() {
     let url = format!("http://{}/", server.addr);
     for (threads, connections) in [(1, 1), (3, 4)] {
         seen.lock().unwrap().clear();
-        let mut config = replay.clone().into_config(Target::parse(&url).unwrap());
+        let mut config = RunConfig::for_replay(replay.clone(), Target::parse(&url).unwrap());
         config.threads = threads;
         config.load = Load::Closed { connections };
         config.length.duration = Some(Duration::from_secs(60));
-        bound_to_one_pass(&mut config);
+        config.bound_to_one_pass();
         let record = Run::new(config).unwrap().execute().unwrap();
         assert_eq!(record.totals.counts.ok, 97);
         let mut ids = seen.lock().unwrap().clone();
@@ -294,12 +294,13 @@ fn a_looped_replay_starts_again_at_the_end_until_its_count() {
         (0..3).map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"m\"}}\n")).collect();
     let mut replay = Replay::from_bodies(&text, Path::new("bodies.jsonl")).unwrap();
     replay.set_looped(true);
-    let mut config = replay.into_config(Target::parse(&format!("http://{}/", server.addr)).unwrap());
+    let mut config =
+        RunConfig::for_replay(replay, Target::parse(&format!("http://{}/", server.addr)).unwrap());
     config.threads = 1;
     config.load = Load::Closed { connections: 1 };
     config.length.duration = Some(Duration::from_secs(60));
     config.length.requests = Some(8);
-    bound_to_one_pass(&mut config);
+    config.bound_to_one_pass();
     assert_eq!(config.length.requests, Some(8), "a looped replay is bounded by its count, not the file");
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.totals.counts.ok, 8);
