@@ -269,6 +269,23 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Ctrl-C is watched before the server says it is listening: an interrupt sent as soon as
+    // the line is read stops it cleanly (a handler installed later let it kill the process).
+    let watched = tokio::runtime::Builder::new_current_thread().enable_all().build().and_then(|runtime| {
+        let interrupt = {
+            let _context = runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?
+        };
+        Ok((runtime, interrupt))
+    });
+    let (runtime, mut interrupt) = match watched {
+        Ok(both) => both,
+        Err(err) => {
+            eprintln!("error: cannot wait for Ctrl-C: {err}");
+            server.stop();
+            return ExitCode::FAILURE;
+        }
+    };
     eprintln!("rpcbench serve: {chain} node listening on {}", server.url());
     if let Some(certificate) = server.certificate_path() {
         eprintln!("rpcbench serve: TLS certificate (self-signed): {}", certificate.display());
@@ -277,15 +294,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if !faults.is_empty() {
         eprintln!("rpcbench serve: faults: {}", faults.join(", "));
     }
-    let waited = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .and_then(|runtime| runtime.block_on(tokio::signal::ctrl_c()));
-    if let Err(err) = waited {
-        eprintln!("error: cannot wait for Ctrl-C: {err}");
-        server.stop();
-        return ExitCode::FAILURE;
-    }
+    runtime.block_on(interrupt.recv());
     eprintln!("rpcbench serve: stopping");
     let ws = server.ws_stats();
     if ws.subscriptions_opened > 0 {
