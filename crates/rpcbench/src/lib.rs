@@ -72,6 +72,7 @@ pub mod prepare;
 pub mod printable;
 pub mod protocol;
 pub mod proxy;
+pub mod rate_headers;
 pub mod rate_limit;
 pub mod record;
 pub mod redact;

@@ -1107,6 +1107,10 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         if ticket.measured && calls > 1 {
             worker.recorder.borrow_mut().exchanges += 1;
         }
+        // Rate-limit headers: looked at only when the answer had one.
+        if ticket.measured && reply.rate.any() {
+            worker.recorder.borrow_mut().rate_headers.note(&reply.rate);
+        }
         if !(reply.reusable && config.keepalive) || desynchronised {
             lane = None;
         }

@@ -142,6 +142,10 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Outcomes");
         let _ = writeln!(out);
         outcomes_table(&mut out, &["count".to_string()], &reports);
+        if let Some(headers) = &report.rate_limit_headers {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Rate-limit headers: {}", cell(&headers.line()));
+        }
         let _ = writeln!(out);
         let _ = writeln!(out, "### Resources");
         let _ = writeln!(out);

@@ -138,6 +138,11 @@ pub struct RunReport {
     /// (outcomes, rates, tables, latency) counts calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchReport>,
+    /// The rate-limit headers the answers carried (`Retry-After`, `X-RateLimit-*`,
+    /// `RateLimit-*`): the limit announced, the remaining count at its lowest, the resets, the
+    /// Retry-After values. Absent when no answer carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_headers: Option<crate::rate_headers::RateHeaderSummary>,
 }
 
 /// What an HTTP/2 run's connections saw, as reports and results files give them.
@@ -827,6 +832,7 @@ impl RunReport {
             protocol: config.protocol_name().to_string(),
             http2: Http2Figures::of(config, record),
             websocket: WebSocketFigures::of(config, record),
+            rate_limit_headers: (!record.rate_headers.is_empty()).then(|| record.rate_headers.clone()),
             batch: (config.batch > 1).then(|| BatchReport {
                 calls_per_request: config.batch as u64,
                 http_requests: record.exchanges,

@@ -68,6 +68,9 @@ pub fn render_text(report: &RunReport) -> String {
             websocket.stray_notifications
         );
     }
+    if let Some(headers) = &report.rate_limit_headers {
+        let _ = writeln!(out, "rate-limit headers: {}", headers.line());
+    }
     if let Some(batch) = &report.batch {
         let _ = writeln!(
             out,
