@@ -74,6 +74,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod rate_headers;
 pub mod rate_limit;
+pub mod rate_pause;
 pub mod record;
 pub mod redact;
 pub mod replay;

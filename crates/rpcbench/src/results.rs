@@ -900,6 +900,9 @@ impl ResultsFile {
             // Not saved: the causes are said when the run ends.
             connect_causes: Default::default(),
             rate_headers: self.rate_headers.clone(),
+            // Not saved: the pauses are said in the run's report.
+            rate_pauses: 0,
+            rate_paused: Duration::ZERO,
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
             series_latency: self
                 .series

@@ -140,3 +140,37 @@ fn retry_after_of_an_http2_429_is_summarised() {
     assert_eq!(record.rate_headers.retry_after, limited, "every 429 of the mock says Retry-After");
     assert!(record.rate_headers.retry_after_max_s.is_some_and(|max| max >= 1));
 }
+
+#[test]
+fn respect_retry_after_waits_as_the_server_asks_and_the_report_says_so() {
+    // One request per second (burst 1); every refusal is a 429 with `Retry-After: 1`.
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(1.0);
+    options.faults.rate_limit_burst = Some(1.0);
+    options.faults.rate_limit_style = RateLimitStyle::Http429;
+    let node = MockServer::start(options).unwrap();
+    let connections = 2;
+    let mut config = closed_loop(&node.url(), connections, requests(10_000));
+    config.workload = RequestTemplate::from_method("getSlot", None).unwrap().into();
+    config.length = Length { duration: Some(Duration::from_millis(2500)), requests: Some(10_000) };
+    config.on_rate_limit = rpcbench::rate_pause::OnRateLimit::RespectRetryAfter;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    let limited = counts.rate_limited.get(&RateLimitSign::Http(429)).copied().unwrap_or(0);
+    // Each refusal holds its connection 1 s: in 2.5 s at most 3 refusals per connection, and
+    // the limit lets at most ~4 through; without the pauses it would be thousands.
+    assert!(limited >= 1, "{counts:?}");
+    assert!(limited <= 3 * connections as u64, "{counts:?}");
+    assert!(counts.total() <= 3 * connections as u64 + 4, "{counts:?}");
+    // One pause per refusal, each as long as asked (only a connection's last one may be cut
+    // short by the run's end); the server asked for 1 s each time.
+    assert_eq!(record.rate_pauses, limited);
+    assert_eq!(record.rate_headers.retry_after_total_s, limited);
+    let full_pauses = limited.saturating_sub(connections as u64);
+    assert!(record.rate_paused >= Duration::from_secs(full_pauses), "{:?}", record.rate_paused);
+    let report = RunReport::new(&config, &record);
+    let pauses = report.rate_limit_pauses.clone().expect("the pauses are reported");
+    assert_eq!((pauses.mode.as_str(), pauses.pauses), ("respect-retry-after", limited));
+    let text = render_text(&report);
+    assert!(text.contains(&format!("on rate limit: respect-retry-after: {limited} pauses")), "{text}");
+}
