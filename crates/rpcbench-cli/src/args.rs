@@ -207,6 +207,18 @@ pub enum ArrivalsArg {
     Poisson,
 }
 
+/// `--on-rate-limit`: what a connection does after a rate-limited answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OnRateLimitArg {
+    /// Go on at once and count the answer.
+    #[default]
+    Continue,
+    /// Pause 100 ms, doubling up to 10 s; a success resets it.
+    Backoff,
+    /// Pause as Retry-After says (at most 60 s); backoff without it.
+    RespectRetryAfter,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CheckArg {
     /// Top-level scan: jsonrpc, id, result or error code (fast).
@@ -388,6 +400,12 @@ pub struct HttpArgs {
     /// such answers count as rate_limited, apart from other errors.
     #[arg(long, value_name = "CODE", allow_negative_numbers = true, help_heading = "HTTP")]
     pub rate_limit_code: Vec<i64>,
+    /// What a connection does after a rate-limited answer: continue (count it), backoff
+    /// (pause 100 ms doubling to 10 s, reset by a success), or respect-retry-after (pause as
+    /// the server's Retry-After says, at most 60 s; backoff without it). The report says how
+    /// many pauses and how long.
+    #[arg(long, value_enum, default_value = "continue", value_name = "MODE", help_heading = "HTTP")]
+    pub on_rate_limit: OnRateLimitArg,
     /// Cleartext HTTP/2 with prior knowledge, for http:// URLs.
     #[arg(long, conflicts_with = "http2", help_heading = "HTTP")]
     pub h2c: bool,

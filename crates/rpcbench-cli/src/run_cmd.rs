@@ -23,7 +23,7 @@ use rpcbench::thresholds::Threshold;
 use rpcbench::transport::HttpMethod;
 use rpcbench::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
 
-use crate::args::{ArrivalsArg, CheckArg, OutputFormat, RunArgs};
+use crate::args::{ArrivalsArg, CheckArg, OnRateLimitArg, OutputFormat, RunArgs};
 use crate::output;
 
 /// Whether the run's target is a scenario file rather than a URL.
@@ -537,6 +537,11 @@ fn apply_flags(
     if !args.http.rate_limit_code.is_empty() {
         config.rate_limits = rpcbench::rate_limit::RateLimitRules::with_codes(&args.http.rate_limit_code);
     }
+    config.on_rate_limit = match args.http.on_rate_limit {
+        OnRateLimitArg::Continue => rpcbench::rate_pause::OnRateLimit::Continue,
+        OnRateLimitArg::Backoff => rpcbench::rate_pause::OnRateLimit::Backoff,
+        OnRateLimitArg::RespectRetryAfter => rpcbench::rate_pause::OnRateLimit::RespectRetryAfter,
+    };
     if let Some(seed) = args.seed {
         config.seed = seed;
     }

@@ -547,6 +547,11 @@ pub struct Recorder {
     pub wire: crate::transport::WireStats,
     /// Why connections could not be opened: a count and the first message per kind.
     pub connect_causes: crate::connect_causes::ConnectCauses,
+    /// The rate-limit headers the measured answers carried.
+    pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
+    pub rate_pauses: u64,
+    pub rate_paused: Duration,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
     /// Phase timings of successful responses (`[0]`) and of the others (`[1]`).
@@ -593,6 +598,9 @@ impl Recorder {
             exchanges: 0,
             wire: crate::transport::WireStats::default(),
             connect_causes: Default::default(),
+            rate_headers: Default::default(),
+            rate_pauses: 0,
+            rate_paused: Duration::ZERO,
             stages: Vec::new(),
             phases: Default::default(),
             usage: ThreadUsage::default(),
@@ -731,6 +739,9 @@ impl Recorder {
         self.exchanges += other.exchanges;
         self.wire.merge(&other.wire);
         self.connect_causes.merge(&other.connect_causes);
+        self.rate_headers.merge(&other.rate_headers);
+        self.rate_pauses += other.rate_pauses;
+        self.rate_paused += other.rate_paused;
     }
 }
 
@@ -762,6 +773,11 @@ pub struct RunRecord {
     pub wire: crate::transport::WireStats,
     /// Why connections could not be opened: a count and the first message per kind.
     pub connect_causes: crate::connect_causes::ConnectCauses,
+    /// The rate-limit headers the measured answers carried.
+    pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
+    pub rate_pauses: u64,
+    pub rate_paused: Duration,
     /// How late the run started after the instant it was asked to start at (`--start-at`).
     pub late_start: Duration,
     /// Each series point's latency histogram, serialized (empty for an interval without
@@ -833,6 +849,9 @@ impl RunRecord {
             exchanges: merged.exchanges,
             wire: merged.wire,
             connect_causes: merged.connect_causes,
+            rate_headers: merged.rate_headers,
+            rate_pauses: merged.rate_pauses,
+            rate_paused: merged.rate_paused,
             late_start: Duration::ZERO,
             series_latency,
         }

@@ -133,6 +133,10 @@ pub struct ResultsFile {
     /// comparisons had rounds (such files still load).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<crate::verdict::RoundsRecord>,
+    /// The rate-limit headers the answers carried (`Retry-After`, `X-RateLimit-*`,
+    /// `RateLimit-*`); absent when none did, and in files written before they were kept.
+    #[serde(default, skip_serializing_if = "crate::rate_headers::RateHeaderSummary::is_empty")]
+    pub rate_headers: crate::rate_headers::RateHeaderSummary,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -737,6 +741,7 @@ impl ResultsFile {
             http2: Http2Figures::of(config, record),
             websocket: WebSocketFigures::of(config, record),
             rounds: None,
+            rate_headers: record.rate_headers.clone(),
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages
@@ -894,6 +899,10 @@ impl ResultsFile {
             },
             // Not saved: the causes are said when the run ends.
             connect_causes: Default::default(),
+            rate_headers: self.rate_headers.clone(),
+            // Not saved: the pauses are said in the run's report.
+            rate_pauses: 0,
+            rate_paused: Duration::ZERO,
             late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
             series_latency: self
                 .series
@@ -1140,6 +1149,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
     merged.interrupted = files.iter().any(|(_, f)| f.interrupted);
     for (path, file) in rest {
         merged.exchanges = merged.exchanges.checked_add(file.exchanges).ok_or_else(|| overflow(path))?;
+        merged.rate_headers.merge(&file.rate_headers);
         if let (Some(ours), Some(theirs)) = (merged.http2.as_mut(), file.http2.as_ref()) {
             let mut wire = ours.wire();
             wire.merge(&theirs.wire());

@@ -134,6 +134,8 @@ pub struct RunConfig {
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
     /// Which answers count as rate limited (HTTP 429, JSON-RPC codes and messages).
     pub rate_limits: crate::rate_limit::RateLimitRules,
+    /// What a connection does after a rate-limited answer (`--on-rate-limit`).
+    pub on_rate_limit: crate::rate_pause::OnRateLimit,
 }
 
 /// The HTTP version a run speaks.
@@ -196,6 +198,7 @@ impl fmt::Debug for RunConfig {
             .field("in_flight", &self.in_flight)
             .field("replay", &self.replay.as_ref().map(|replay| replay.len()))
             .field("rate_limits", &self.rate_limits)
+            .field("on_rate_limit", &self.on_rate_limit)
             .finish()
     }
 }
@@ -230,6 +233,7 @@ impl RunConfig {
             in_flight: 1,
             replay: None,
             rate_limits: crate::rate_limit::RateLimitRules::default(),
+            on_rate_limit: crate::rate_pause::OnRateLimit::Continue,
         }
     }
 

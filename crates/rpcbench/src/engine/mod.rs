@@ -906,6 +906,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
     let mut lane: Option<T::Lane> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut request = Outgoing::default();
+    let mut backoff = crate::rate_pause::Backoff::default();
     let open_loop = matches!(config.load, Load::Open { .. });
     if open_loop && config.hold_connections {
         // Held connections open before the run's start; one that cannot is opened again (and
@@ -1076,6 +1077,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         };
         let calls = slots.len() as u64;
         let mut desynchronised = false;
+        let mut limited = false;
         worker.protocol.classify(reply.status, current.body(), slots, |position, outcome, detail| {
             // A reply followed by bytes nobody asked for: the fault counts once, here.
             let outcome = if reply.extra_bytes && position == 0 {
@@ -1093,6 +1095,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             // An answer to another request means the connection is out of step (a reply sent
             // twice): it is not used again, so one stray reply costs one outcome.
             desynchronised |= outcome == Outcome::Invalid(InvalidKind::IdMismatch);
+            limited |= matches!(outcome, Outcome::RateLimited(_));
             let call = slots[position].call;
             if ticket.measured {
                 let mut recorder = worker.recorder.borrow_mut();
@@ -1125,11 +1128,47 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         if ticket.measured && calls > 1 {
             worker.recorder.borrow_mut().exchanges += 1;
         }
+        // Rate-limit headers: looked at only when the answer had one.
+        if ticket.measured && reply.rate.any() {
+            worker.recorder.borrow_mut().rate_headers.note(&reply.rate);
+        }
         if !(reply.reusable && config.keepalive) || desynchronised {
             lane = None;
         }
+        if config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue {
+            if let Some(pause) = backoff.after(config.on_rate_limit, limited, reply.rate.retry_after()) {
+                let paused = pause_for(&worker.shared, pause).await;
+                if ticket.measured {
+                    let mut recorder = worker.recorder.borrow_mut();
+                    recorder.rate_pauses += 1;
+                    recorder.rate_paused += paused;
+                }
+            }
+        }
     }
 }
+
+/// Pauses this connection for `pause` after a rate-limited answer, or until the run ends or is
+/// stopped; returns the time it paused.
+async fn pause_for(shared: &WorkerShared, pause: Duration) -> Duration {
+    let started = Instant::now();
+    let mut until = started + pause;
+    if let Some(end) = shared.clock.end {
+        until = until.min(end);
+    }
+    // In slices, so that a stop is seen within one.
+    while !shared.stop.is_stopped() {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        tokio::time::sleep_until((now + (until - now).min(PAUSE_SLICE)).into()).await;
+    }
+    started.elapsed()
+}
+
+/// How often a pause after a rate-limited answer looks whether the run was stopped.
+const PAUSE_SLICE: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {

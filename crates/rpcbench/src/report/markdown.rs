@@ -142,6 +142,20 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out, "### Outcomes");
         let _ = writeln!(out);
         outcomes_table(&mut out, &["count".to_string()], &reports);
+        if let Some(headers) = &report.rate_limit_headers {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Rate-limit headers: {}", cell(&headers.line()));
+        }
+        if let Some(pauses) = &report.rate_limit_pauses {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "On rate limit ({}): {} pauses, {:.1} s paused in all (summed over connections)",
+                pauses.mode,
+                pauses.pauses,
+                pauses.paused_ms as f64 / 1000.0
+            );
+        }
         let _ = writeln!(out);
         let _ = writeln!(out, "### Resources");
         let _ = writeln!(out);

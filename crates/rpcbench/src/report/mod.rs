@@ -138,6 +138,16 @@ pub struct RunReport {
     /// (outcomes, rates, tables, latency) counts calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchReport>,
+    /// The rate-limit headers the answers carried (`Retry-After`, `X-RateLimit-*`,
+    /// `RateLimit-*`): the limit announced, the remaining count at its lowest, the resets, the
+    /// Retry-After values. Absent when no answer carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_headers: Option<crate::rate_headers::RateHeaderSummary>,
+    /// With `--on-rate-limit backoff|respect-retry-after`: the pauses connections took after
+    /// rate-limited answers and the time spent in them (the rate still counts responses over
+    /// the whole measured time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_pauses: Option<crate::rate_pause::RatePauses>,
 }
 
 /// What an HTTP/2 run's connections saw, as reports and results files give them.
@@ -827,6 +837,14 @@ impl RunReport {
             protocol: config.protocol_name().to_string(),
             http2: Http2Figures::of(config, record),
             websocket: WebSocketFigures::of(config, record),
+            rate_limit_headers: (!record.rate_headers.is_empty()).then(|| record.rate_headers.clone()),
+            rate_limit_pauses: (config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue).then(
+                || crate::rate_pause::RatePauses {
+                    mode: config.on_rate_limit.as_str().to_string(),
+                    pauses: record.rate_pauses,
+                    paused_ms: record.rate_paused.as_millis() as u64,
+                },
+            ),
             batch: (config.batch > 1).then(|| BatchReport {
                 calls_per_request: config.batch as u64,
                 http_requests: record.exchanges,

@@ -68,6 +68,18 @@ pub fn render_text(report: &RunReport) -> String {
             websocket.stray_notifications
         );
     }
+    if let Some(headers) = &report.rate_limit_headers {
+        let _ = writeln!(out, "rate-limit headers: {}", headers.line());
+    }
+    if let Some(pauses) = &report.rate_limit_pauses {
+        let _ = writeln!(
+            out,
+            "on rate limit: {}: {} pauses, {:.1} s paused in all (summed over connections; the rate counts the whole measured time)",
+            pauses.mode,
+            pauses.pauses,
+            pauses.paused_ms as f64 / 1000.0
+        );
+    }
     if let Some(batch) = &report.batch {
         let _ = writeln!(
             out,

@@ -30,6 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
 use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
+use crate::rate_headers::RateHeaders;
 use crate::settings::Target;
 
 /// Why a response could not be read.
@@ -255,6 +256,7 @@ impl Lane for Connection {
             first_byte_at: self.first_byte_at.map_or(written_at, |at| at.max(written_at)),
             extra_bytes,
             arrived_at,
+            rate: self.rate,
         })
     }
 
@@ -284,6 +286,8 @@ pub struct Connection {
     body: BodyLocation,
     /// When the first byte of the response being read arrived.
     first_byte_at: Option<Instant>,
+    /// The rate-limit headers of the last response.
+    rate: RateHeaders,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -304,6 +308,7 @@ impl Connection {
             chunked_body: Vec::new(),
             body: BodyLocation::InBuffer { start: 0, end: 0 },
             first_byte_at: None,
+            rate: RateHeaders::NONE,
         }
     }
 
@@ -384,7 +389,7 @@ impl Connection {
         let mut wire_bytes = 0;
         loop {
             // Parse the head, reading until it is complete.
-            let Head { status, len: head_len, framing, keep_alive } = loop {
+            let Head { status, len: head_len, framing, keep_alive, rate } = loop {
                 match parse_head(&self.buf[self.start..self.end])? {
                     Some(head) => break head,
                     None => {
@@ -399,6 +404,7 @@ impl Connection {
             };
             self.start += head_len;
             wire_bytes += head_len;
+            self.rate = rate;
             // Informational responses (100 Continue) precede the real one.
             if (100..200).contains(&status) {
                 continue;
@@ -517,6 +523,8 @@ struct Head {
     len: usize,
     framing: Framing,
     keep_alive: bool,
+    /// The rate-limit headers it carried.
+    rate: RateHeaders,
 }
 
 /// Parses the head at the start of `buf` with `httparse`: `Ok(None)` while it is incomplete.
@@ -536,7 +544,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ReadError> {
                 fields.add(header.name.as_bytes(), header.value)?;
             }
             let (framing, keep_alive) = fields.framing();
-            Ok(Some(Head { status: fields.status, len, framing, keep_alive }))
+            Ok(Some(Head { status: fields.status, len, framing, keep_alive, rate: fields.rate }))
         }
         Ok(httparse::Status::Partial) => Ok(None),
         Err(_) => Err(ReadError::Malformed),
@@ -569,11 +577,13 @@ struct HeadFields {
     keep_alive: bool,
     length: Option<u64>,
     chunked: bool,
+    /// Rate-limit headers, read only when one of their names is there.
+    rate: RateHeaders,
 }
 
 impl HeadFields {
     fn new(status: u16, http11: bool) -> Self {
-        Self { status, keep_alive: http11, length: None, chunked: false }
+        Self { status, keep_alive: http11, length: None, chunked: false, rate: RateHeaders::NONE }
     }
 
     /// Takes one header; names are compared by length first, then without case.
@@ -602,7 +612,9 @@ impl HeadFields {
                     }
                 }
             }
-            _ => {}
+            _ => {
+                self.rate.add(name, value);
+            }
         }
         Ok(())
     }

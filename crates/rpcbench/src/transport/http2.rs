@@ -27,6 +27,7 @@ use http::{HeaderMap, Method, Request, Uri};
 
 use super::connect::{Connector, Stream};
 use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
+use crate::rate_headers::RateHeaders;
 use crate::settings::{Scheme, Target};
 
 /// Each stream's receive window: a 1 MiB reply arrives without waiting for WINDOW_UPDATEs.
@@ -624,8 +625,12 @@ impl StreamSlot {
             }
         }
         let status = response.status().as_u16();
-        let mut wire_bytes =
-            response.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum::<usize>();
+        let mut wire_bytes = 0;
+        let mut rate = RateHeaders::NONE;
+        for (name, value) in response.headers() {
+            wire_bytes += name.as_str().len() + value.len();
+            rate.add(name.as_str().as_bytes(), value.as_bytes());
+        }
         let mut incoming = response.into_body();
         // Stops at the frame that ends the stream, without one more poll to learn that.
         while !incoming.is_end_stream() {
@@ -651,6 +656,7 @@ impl StreamSlot {
             first_byte_at,
             extra_bytes: false,
             arrived_at: None,
+            rate,
         })
     }
 }

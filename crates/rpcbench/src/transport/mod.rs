@@ -155,6 +155,8 @@ pub struct Reply {
     /// it later than that ([`Lane::read_at_slots`]); otherwise the reply ended when the
     /// exchange did.
     pub arrived_at: Option<Instant>,
+    /// The rate-limit headers the answer carried (none over WebSocket).
+    pub rate: crate::rate_headers::RateHeaders,
 }
 
 /// Why an exchange failed.

@@ -75,3 +75,102 @@ fn codes_named_by_the_run_count_as_rate_limited_whatever_their_message() {
     assert_eq!(record.totals.counts.rate_limited.get(&RateLimitSign::Rpc(-32000)), Some(&20));
     assert!(record.totals.counts.rpc_errors.is_empty());
 }
+
+#[test]
+fn rate_limit_headers_on_answers_are_summarised_in_every_report_format() {
+    // Remaining counts down from 9 on each answer; every fifth is a 429 with Retry-After: 2.
+    let server = TestServer::start(|request| {
+        let remaining = 9u64.saturating_sub(request.index);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id);
+        let (status, retry) = if request.index % 5 == 4 {
+            ("429 Too Many Requests", "Retry-After: 2\r\n")
+        } else {
+            ("200 OK", "")
+        };
+        crate::util::Reply::Raw(
+            format!(
+                "HTTP/1.1 {status}\r\nX-RateLimit-Limit: 10\r\nX-RateLimit-Remaining: {remaining}\r\nX-RateLimit-Reset: {}\r\n{retry}Content-Length: {}\r\n\r\n{body}",
+                1 + request.index % 3,
+                body.len()
+            )
+            .into_bytes(),
+        )
+    });
+    let config = closed_loop(&server.url(), 1, requests(20));
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let report = RunReport::new(&config, &record);
+    let headers = report.rate_limit_headers.clone().expect("the headers are summarised");
+    assert_eq!(headers.answers, 20);
+    assert_eq!(headers.limit(), Some(10));
+    assert_eq!(headers.remaining_min, Some(0));
+    assert_eq!((headers.resets, headers.reset_min, headers.reset_max), (20, Some(1), Some(3)));
+    assert_eq!(
+        (headers.retry_after, headers.retry_after_max_s, headers.retry_after_total_s),
+        (4, Some(2), 8)
+    );
+    let text = render_text(&report);
+    assert!(text.contains("rate-limit headers: limit 10, remaining at lowest 0, 20 resets (1-3), Retry-After on 4 answers (max 2 s)"), "{text}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["rate_limit_headers"]["remaining_min"], 0);
+    let back: RunReport = serde_json::from_value(json).unwrap();
+    assert_eq!(back.rate_limit_headers, Some(headers));
+    // Answers without such headers leave no trace in the report.
+    let plain = TestServer::start(|request| {
+        json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id))
+    });
+    let config = closed_loop(&plain.url(), 1, requests(5));
+    let report = RunReport::new(&config, &Run::new(config.clone()).unwrap().execute().unwrap());
+    assert_eq!(report.rate_limit_headers, None);
+    assert!(serde_json::to_value(&report).unwrap().get("rate_limit_headers").is_none());
+}
+
+#[test]
+fn retry_after_of_an_http2_429_is_summarised() {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(50.0);
+    options.faults.rate_limit_burst = Some(5.0);
+    options.faults.rate_limit_style = RateLimitStyle::Http429;
+    let node = MockServer::start(options).unwrap();
+    let mut config = closed_loop(&node.url(), 1, requests(100));
+    config.http = rpcbench::engine::config::HttpVersion::H2c;
+    config.workload = RequestTemplate::from_method("getSlot", None).unwrap().into();
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let limited = record.totals.counts.rate_limited.get(&RateLimitSign::Http(429)).copied().unwrap_or(0);
+    assert!(limited > 0, "{:?}", record.totals.counts);
+    assert_eq!(record.rate_headers.retry_after, limited, "every 429 of the mock says Retry-After");
+    assert!(record.rate_headers.retry_after_max_s.is_some_and(|max| max >= 1));
+}
+
+#[test]
+fn respect_retry_after_waits_as_the_server_asks_and_the_report_says_so() {
+    // One request per second (burst 1); every refusal is a 429 with `Retry-After: 1`.
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(1.0);
+    options.faults.rate_limit_burst = Some(1.0);
+    options.faults.rate_limit_style = RateLimitStyle::Http429;
+    let node = MockServer::start(options).unwrap();
+    let connections = 2;
+    let mut config = closed_loop(&node.url(), connections, requests(10_000));
+    config.workload = RequestTemplate::from_method("getSlot", None).unwrap().into();
+    config.length = Length { duration: Some(Duration::from_millis(2500)), requests: Some(10_000) };
+    config.on_rate_limit = rpcbench::rate_pause::OnRateLimit::RespectRetryAfter;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    let limited = counts.rate_limited.get(&RateLimitSign::Http(429)).copied().unwrap_or(0);
+    // Each refusal holds its connection 1 s: in 2.5 s at most 3 refusals per connection, and
+    // the limit lets at most ~4 through; without the pauses it would be thousands.
+    assert!(limited >= 1, "{counts:?}");
+    assert!(limited <= 3 * connections as u64, "{counts:?}");
+    assert!(counts.total() <= 3 * connections as u64 + 4, "{counts:?}");
+    // One pause per refusal, each as long as asked (only a connection's last one may be cut
+    // short by the run's end); the server asked for 1 s each time.
+    assert_eq!(record.rate_pauses, limited);
+    assert_eq!(record.rate_headers.retry_after_total_s, limited);
+    let full_pauses = limited.saturating_sub(connections as u64);
+    assert!(record.rate_paused >= Duration::from_secs(full_pauses), "{:?}", record.rate_paused);
+    let report = RunReport::new(&config, &record);
+    let pauses = report.rate_limit_pauses.clone().expect("the pauses are reported");
+    assert_eq!((pauses.mode.as_str(), pauses.pauses), ("respect-retry-after", limited));
+    let text = render_text(&report);
+    assert!(text.contains(&format!("on rate limit: respect-retry-after: {limited} pauses")), "{text}");
+}

@@ -287,3 +287,39 @@ fn merge_refuses_the_same_run_twice_and_counts_that_would_wrap() {
     assert!(broken.to_record().is_err());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn results_files_keep_rate_limit_headers_and_merge_adds_them_up() {
+    let server = TestServer::start(|request| {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#, request.id);
+        crate::util::Reply::Raw(
+            format!(
+                "HTTP/1.1 200 OK\r\nRateLimit-Limit: 40\r\nRateLimit-Remaining: {}\r\nContent-Length: {}\r\n\r\n{body}",
+                100 - request.index.min(100),
+                body.len()
+            )
+            .into_bytes(),
+        )
+    });
+    let dir = temp_dir("rate-headers");
+    let config = closed_loop(&server.url(), 1, requests(10));
+    let (first, _) = save(&config, &dir, "first.json");
+    let (second, _) = save(&config, &dir, "second.json");
+    let first = ResultsFile::load(&first).unwrap();
+    assert_eq!(first.rate_headers.answers, 10);
+    assert_eq!(first.to_report().unwrap().rate_limit_headers.map(|h| h.remaining_min), Some(Some(91)));
+    let merged =
+        merge(&[(dir.join("first.json"), first), (second.clone(), ResultsFile::load(&second).unwrap())])
+            .unwrap();
+    assert_eq!(merged.rate_headers.answers, 20);
+    assert_eq!(merged.rate_headers.limit(), Some(40));
+    // The second run's requests came after the first's: the lowest remaining is its last.
+    assert_eq!(merged.rate_headers.remaining_min, Some(81));
+    // A file without them (older, or a server that sends none) loads, and writes none back.
+    let plain = TestServer::start(|request| {
+        json_200(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, request.id))
+    });
+    let (path, _) = save(&closed_loop(&plain.url(), 1, requests(3)), &dir, "plain.json");
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("rate_headers"));
+    assert!(ResultsFile::load(&path).unwrap().rate_headers.is_empty());
+}
