@@ -96,7 +96,7 @@ pub fn follow(
 }
 
 /// What the heads of one target were like.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TargetHeads {
     /// The target's name.
     pub name: String,
@@ -258,6 +258,204 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
     out
 }
 
+/// Blocks whose visibility is still being timed, at most: a jump of more heads than this
+/// between two polls times only the newest of them, so a hostile head cannot make memory grow.
+const PENDING_BLOCKS: usize = 4096;
+
+/// The heads of every target, tallied as they are read, in bounded memory (histograms and
+/// counters, never a list of samples): what a [`HeadMonitor`] keeps while a load runs.
+#[derive(Debug)]
+pub struct HeadTally {
+    names: Vec<String>,
+    stale_after: u64,
+    highest: Option<u64>,
+    lag: Vec<hdrhistogram::Histogram<u64>>,
+    /// Visibility delays, µs.
+    delay: Vec<hdrhistogram::Histogram<u64>>,
+    samples: Vec<u64>,
+    failed: Vec<u64>,
+    at_tip: Vec<u64>,
+    stale: Vec<u64>,
+    firsts: Vec<u64>,
+    raced: Vec<u64>,
+    shown_up_to: Vec<Option<u64>>,
+    /// Per block not yet timed: when each target first showed it (µs from the start).
+    pending: std::collections::BTreeMap<u64, Vec<Option<u64>>>,
+}
+
+impl HeadTally {
+    /// An empty tally of the targets `names`; a sample more than `stale_after` behind is stale.
+    pub fn new(names: Vec<String>, stale_after: u64) -> Self {
+        let n = names.len();
+        // Lags (blocks) and delays (µs) past 2^40 are recorded as 2^40.
+        let histogram = || hdrhistogram::Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds");
+        Self {
+            names,
+            stale_after,
+            highest: None,
+            lag: (0..n).map(|_| histogram()).collect(),
+            delay: (0..n).map(|_| histogram()).collect(),
+            samples: vec![0; n],
+            failed: vec![0; n],
+            at_tip: vec![0; n],
+            stale: vec![0; n],
+            firsts: vec![0; n],
+            raced: vec![0; n],
+            shown_up_to: vec![None; n],
+            pending: Default::default(),
+        }
+    }
+
+    /// Adds a reading of target `target` at `at` µs from the start (none: the poll failed).
+    /// Readings come in time order.
+    pub fn add(&mut self, target: usize, at: u64, head: Option<u64>) {
+        let Some(head) = head else {
+            self.failed[target] += 1;
+            return;
+        };
+        let highest = self.highest.map_or(head, |h| h.max(head));
+        self.highest = Some(highest);
+        let lag = highest - head;
+        self.samples[target] += 1;
+        self.lag[target].saturating_record(lag);
+        self.at_tip[target] += u64::from(lag == 0);
+        self.stale[target] += u64::from(lag > self.stale_after);
+        // Blocks newly shown; the first reading only marks where the target started.
+        if let Some(from) = self.shown_up_to[target] {
+            let first_new = (from + 1).max(head.saturating_sub(PENDING_BLOCKS as u64 - 1));
+            for block in first_new..=head {
+                let targets = self.names.len();
+                let times = self.pending.entry(block).or_insert_with(|| vec![None; targets]);
+                times[target].get_or_insert(at);
+            }
+        }
+        self.shown_up_to[target] = Some(self.shown_up_to[target].map_or(head, |h| h.max(head)));
+        // Blocks every target showed are timed now; the oldest go once too many wait.
+        loop {
+            let too_many = self.pending.len() > PENDING_BLOCKS;
+            let Some(entry) = self.pending.first_entry() else { break };
+            if !(too_many || entry.get().iter().all(Option::is_some)) {
+                break;
+            }
+            let times = entry.remove();
+            self.time_block(&times);
+        }
+    }
+
+    /// Times one block: each target's delay behind the earliest to show it, when two or more
+    /// did.
+    fn time_block(&mut self, times: &[Option<u64>]) {
+        if times.iter().flatten().count() < 2 {
+            return;
+        }
+        let earliest = times.iter().flatten().min().copied().unwrap_or(0);
+        for (target, at) in times.iter().enumerate() {
+            if let Some(at) = at {
+                self.delay[target].saturating_record(at - earliest);
+                self.raced[target] += 1;
+                self.firsts[target] += u64::from(*at == earliest);
+            }
+        }
+    }
+
+    /// What the heads of each target were like, as [`analyse`] reports them.
+    pub fn finish(mut self) -> Vec<TargetHeads> {
+        for times in std::mem::take(&mut self.pending).into_values() {
+            self.time_block(&times);
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        (0..self.names.len())
+            .map(|t| {
+                let (lag, delay) = (&self.lag[t], &self.delay[t]);
+                let count = self.samples[t];
+                TargetHeads {
+                    name: self.names[t].clone(),
+                    samples: count,
+                    failed: self.failed[t],
+                    lag_p50: if count == 0 { 0 } else { lag.value_at_quantile(0.5) },
+                    lag_p99: if count == 0 { 0 } else { lag.value_at_quantile(0.99) },
+                    lag_max: if count == 0 { 0 } else { lag.max() },
+                    at_tip: self.at_tip[t] as f64 / count.max(1) as f64,
+                    stale: self.stale[t],
+                    first_seen: self.firsts[t] as f64 / self.raced[t].max(1) as f64,
+                    delay_ms_p50: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.5)) },
+                    delay_ms_p90: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.9)) },
+                    delay_ms_p99: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.99)) },
+                }
+            })
+            .collect()
+    }
+}
+
+/// The head monitor beside a load (`--heads`): a thread of its own polls every target's head
+/// once per interval, in turn, while the load runs, and tallies the readings in a
+/// [`HeadTally`].
+#[derive(Debug)]
+pub struct HeadMonitor {
+    stop: StopHandle,
+    thread: std::thread::JoinHandle<HeadTally>,
+    interval: Duration,
+    stale_after: u64,
+}
+
+/// What the head monitor saw beside a load, as reports keep it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct HeadsReport {
+    /// Time between two polls of every target, ms.
+    pub interval_ms: f64,
+    /// A sample more than this many blocks (slots) behind the highest head seen is stale.
+    pub stale_after: u64,
+    /// Per target, in the order given.
+    pub targets: Vec<TargetHeads>,
+}
+
+impl HeadMonitor {
+    /// Starts following `sources` (named `names`) every `interval`.
+    pub fn start(
+        names: Vec<String>,
+        mut sources: Vec<Box<dyn HeadSource>>,
+        interval: Duration,
+        stale_after: u64,
+    ) -> std::io::Result<Self> {
+        let stop = StopHandle::new();
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new().name("rpcbench-heads".into()).spawn(move || {
+            let mut tally = HeadTally::new(names, stale_after);
+            let start = Instant::now();
+            let mut tick = 0u32;
+            while !stopped.is_stopped() {
+                for (target, source) in sources.iter_mut().enumerate() {
+                    let head = source.head().ok();
+                    tally.add(target, start.elapsed().as_micros() as u64, head);
+                }
+                tick = tick.saturating_add(1);
+                let next = start + interval * tick;
+                while !stopped.is_stopped() && Instant::now() < next {
+                    std::thread::sleep(
+                        next.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)),
+                    );
+                }
+            }
+            tally
+        })?;
+        Ok(Self { stop, thread, interval, stale_after })
+    }
+
+    /// Stops following (after the poll under way) and reports.
+    pub fn stop(self) -> HeadsReport {
+        self.stop.stop();
+        let targets = match self.thread.join() {
+            Ok(tally) => tally.finish(),
+            Err(_) => Vec::new(),
+        };
+        HeadsReport {
+            interval_ms: self.interval.as_secs_f64() * 1000.0,
+            stale_after: self.stale_after,
+            targets,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +497,63 @@ mod tests {
         // Failed polls are counted, not lags.
         let heads = analyse(&names(1), &[vec![(0, Some(5)), (1, None)]], 10);
         assert_eq!((heads[0].samples, heads[0].failed), (1, 1));
+    }
+
+    /// The samples of a race fed to a tally in time order.
+    fn tallied(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) -> Vec<TargetHeads> {
+        let mut readings: Vec<(u64, usize, Option<u64>)> = samples
+            .iter()
+            .enumerate()
+            .flat_map(|(target, list)| list.iter().map(move |(at, head)| (*at, target, *head)))
+            .collect();
+        readings.sort_by_key(|(at, target, _)| (*at, *target));
+        let mut tally = HeadTally::new(names.to_vec(), stale_after);
+        readings.into_iter().for_each(|(at, target, head)| tally.add(target, at, head));
+        tally.finish()
+    }
+
+    #[test]
+    fn a_tally_kept_while_polling_reports_what_the_samples_do() {
+        let samples: Vec<Vec<HeadSample>> = [0u64, 3, 30]
+            .iter()
+            .enumerate()
+            .map(|(i, lag)| (0..10).map(|tick| (tick * 1000 + i as u64, Some(100 + tick - lag))).collect())
+            .collect();
+        let (kept, analysed) = (tallied(&names(3), &samples, 20), analyse(&names(3), &samples, 20));
+        let figures = |heads: &[TargetHeads]| -> Vec<_> {
+            heads
+                .iter()
+                .map(|h| (h.samples, h.lag_p50, h.lag_p99, h.lag_max, h.at_tip, h.stale, h.first_seen))
+                .collect()
+        };
+        assert_eq!(figures(&kept), figures(&analysed));
+        // t1 shows each block 3 ticks (3.001 ms) after t0.
+        assert!((3.0..=3.01).contains(&kept[1].delay_ms_p50), "{kept:?}");
+        let poll = |offset_ms: u64| -> Vec<HeadSample> {
+            (0..50u64)
+                .map(|tick| (tick * 100_000, Some((tick * 100).saturating_sub(offset_ms) / 1000)))
+                .collect()
+        };
+        let heads = tallied(&names(2), &[poll(0), poll(200)], 10);
+        // Delays are kept to three significant figures.
+        assert_eq!(heads[0].delay_ms_p50, 0.0);
+        for delay in [heads[1].delay_ms_p50, heads[1].delay_ms_p99] {
+            assert!((200.0..=200.2).contains(&delay), "{heads:?}");
+        }
+        assert_eq!((heads[0].first_seen, heads[1].first_seen), (1.0, 0.0));
+    }
+
+    #[test]
+    fn a_head_jumping_by_billions_does_not_make_the_tally_grow() {
+        let mut tally = HeadTally::new(names(2), 20);
+        tally.add(0, 0, Some(1));
+        tally.add(1, 1, Some(1));
+        tally.add(0, 2, Some(u64::MAX / 2));
+        tally.add(1, 3, Some(2));
+        assert!(tally.pending.len() <= PENDING_BLOCKS, "{}", tally.pending.len());
+        let heads = tally.finish();
+        assert!(heads[1].lag_max >= 1 << 40, "{heads:?}");
+        assert_eq!((heads[1].stale, heads[1].samples), (1, 2));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
+use rpcbench::engine::Run;
 use rpcbench::engine::StopHandle;
-use rpcbench::heads::{analyse, follow, HeadSource, PolledHead};
+use rpcbench::heads::{analyse, follow, HeadMonitor, HeadSource, PolledHead};
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 
 fn node(chain: Chain, slot_time: Duration, lag: u64, delay: Duration) -> MockServer {
@@ -65,4 +66,32 @@ fn a_node_showing_heads_late_is_timed_within_the_poll_resolution() {
     assert_eq!(heads[0].delay_ms_p50, 0.0, "{heads:?}");
     assert!((100.0..=160.0).contains(&heads[1].delay_ms_p50), "{heads:?}");
     assert!(heads[0].first_seen > 0.9 && heads[1].first_seen < 0.1, "{heads:?}");
+}
+
+#[test]
+fn the_monitor_beside_a_load_reports_lags_of_0_3_and_30_exactly_and_the_third_stale() {
+    let hour = Duration::from_secs(3600);
+    let nodes = [
+        node(Chain::Solana, hour, 0, Duration::ZERO),
+        node(Chain::Solana, hour, 3, Duration::ZERO),
+        node(Chain::Solana, hour, 30, Duration::ZERO),
+    ];
+    let names: Vec<String> = ["tip", "three", "thirty"].iter().map(|s| s.to_string()).collect();
+    let monitor =
+        HeadMonitor::start(names, sources(&nodes.iter().collect::<Vec<_>>()), Duration::from_millis(5), 20)
+            .expect("the monitor starts");
+    // A bounded load on every node while the monitor follows them.
+    for node in &nodes {
+        let config = crate::util::closed_loop(&node.url(), 2, crate::util::requests(300));
+        let record = Run::new(config).unwrap().execute().unwrap();
+        assert_eq!(record.totals.counts.total(), 300);
+    }
+    let report = monitor.stop();
+    let heads = &report.targets;
+    let lags: Vec<(u64, u64, u64)> = heads.iter().map(|h| (h.lag_p50, h.lag_p99, h.lag_max)).collect();
+    assert_eq!(lags, [(0, 0, 0), (3, 3, 3), (30, 30, 30)], "{heads:?}");
+    assert!(heads.iter().all(|h| h.samples >= 1 && h.failed == 0), "{heads:?}");
+    assert_eq!((heads[0].at_tip, heads[1].at_tip), (1.0, 0.0), "{heads:?}");
+    assert_eq!((heads[0].stale, heads[1].stale, heads[2].stale), (0, 0, heads[2].samples), "{heads:?}");
+    assert_eq!(report.stale_after, 20);
 }
