@@ -252,6 +252,7 @@ impl CompareArgs {
             http,
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs::default(),
+            heads: Default::default(),
             metrics: Default::default(),
             format: OutputFormat::Text,
             output: None,

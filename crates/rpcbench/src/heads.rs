@@ -409,6 +409,23 @@ pub struct HeadsReport {
     pub targets: Vec<TargetHeads>,
 }
 
+impl HeadsReport {
+    /// The heads beside a load as lines of a run's text report.
+    pub fn render_text(&self) -> String {
+        let interval = Duration::from_secs_f64(self.interval_ms / 1000.0);
+        let table = render_heads_text(&self.targets, interval, self.stale_after);
+        let mut out = String::from("  Heads beside the load (");
+        out.push_str(table.lines().next().unwrap_or("").trim_start_matches("rpcbench heads: "));
+        out.push_str(")\n");
+        table.lines().skip(1).for_each(|line| {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        });
+        out
+    }
+}
+
 impl HeadMonitor {
     /// Starts following `sources` (named `names`) every `interval`.
     pub fn start(

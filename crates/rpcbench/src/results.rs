@@ -133,6 +133,9 @@ pub struct ResultsFile {
     /// comparisons had rounds (such files still load).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<crate::verdict::RoundsRecord>,
+    /// With `--heads`: the heads of the targets followed beside the load; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<crate::heads::HeadsReport>,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -737,6 +740,7 @@ impl ResultsFile {
             http2: Http2Figures::of(config, record),
             websocket: WebSocketFigures::of(config, record),
             rounds: None,
+            heads: None,
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages
@@ -976,6 +980,7 @@ impl ResultsFile {
         report.target.clone_from(&self.target);
         report.method = self.method_names();
         report.target_resources.clone_from(&self.target_resources);
+        report.heads.clone_from(&self.heads);
         report.thresholds.clone_from(&self.thresholds);
         report
     }
