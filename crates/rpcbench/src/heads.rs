@@ -426,6 +426,77 @@ impl HeadsReport {
     }
 }
 
+impl HeadsReport {
+    /// One report per target, each with only its own row (the lags stay those against every
+    /// target's heads): what each run of a comparison keeps.
+    pub fn split(&self) -> Vec<HeadsReport> {
+        self.targets.iter().map(|row| HeadsReport { targets: vec![row.clone()], ..self.clone() }).collect()
+    }
+
+    /// The rows of the runs of a comparison put back together (none: no run followed heads).
+    pub fn of_runs(runs: &[crate::results::SavedRun]) -> Option<HeadsReport> {
+        let first = runs.iter().find_map(|run| run.report.heads.as_ref())?;
+        let targets =
+            runs.iter().filter_map(|run| run.report.heads.as_ref()).flat_map(|h| h.targets.clone()).collect();
+        Some(HeadsReport { targets, ..first.clone() })
+    }
+
+    /// The heads beside a load as a Markdown section.
+    pub fn render_markdown(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("### Heads beside the load\n\n");
+        let _ = writeln!(
+            out,
+            "Polled every {:.0} ms; lag in blocks (slots) behind the highest head seen across targets; stale: more than {} behind.\n",
+            self.interval_ms, self.stale_after
+        );
+        out.push_str("| target | samples | lag p50 | lag p99 | lag max | at tip | stale | first | delay p50 | delay p99 |\n");
+        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for h in &self.targets {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {:.1}% | {} | {:.1}% | {:.1} ms | {:.1} ms |",
+                crate::printable::one_line(&h.name).replace('|', "\\|"),
+                h.samples,
+                h.lag_p50,
+                h.lag_p99,
+                h.lag_max,
+                h.at_tip * 100.0,
+                h.stale,
+                h.first_seen * 100.0,
+                h.delay_ms_p50,
+                h.delay_ms_p99
+            );
+        }
+        out
+    }
+}
+
+/// Whether a JSON-RPC method is a chain node's (Ethereum's `eth_*`, or a Solana read), so that
+/// its targets have a head to follow.
+pub fn is_chain_method(method: &str) -> bool {
+    const SOLANA: &[&str] = &[
+        "getSlot",
+        "getBlockHeight",
+        "getBlock",
+        "getBalance",
+        "getAccountInfo",
+        "getMultipleAccounts",
+        "getProgramAccounts",
+        "getLatestBlockhash",
+        "getTransaction",
+        "getSignaturesForAddress",
+        "getSignatureStatuses",
+        "getTokenAccountBalance",
+        "getTokenAccountsByOwner",
+        "getRecentPrioritizationFees",
+        "getEpochInfo",
+        "sendTransaction",
+        "simulateTransaction",
+    ];
+    method.starts_with("eth_") || SOLANA.contains(&method)
+}
+
 impl HeadMonitor {
     /// Starts following `sources` (named `names`) every `interval`.
     pub fn start(
