@@ -69,7 +69,8 @@ pub fn run(args: HeadsArgs) -> ExitCode {
     crate::signals::stop_on_interrupt(stop.clone());
     let samples = follow(&mut sources, args.interval, args.duration, &stop);
     let names: Vec<String> = targets.iter().map(|(name, _)| name.clone()).collect();
-    let heads = analyse(&names, &samples, args.stale_after);
+    let mut heads = analyse(&names, &samples, args.stale_after);
+    heads.iter_mut().zip(&sources).for_each(|(row, source)| row.phantom = source.phantom());
     if heads.iter().all(|h| h.samples == 0) {
         return output::failure("no target answered eth_blockNumber or getSlot");
     }

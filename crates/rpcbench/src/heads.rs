@@ -18,6 +18,12 @@ use crate::engine::StopHandle;
 pub trait HeadSource: Send {
     /// The newest head the target shows now: its block number or slot.
     fn head(&mut self) -> Result<u64, String>;
+
+    /// The heads claimed so far that the target could not serve (phantom freshness); 0 when
+    /// the source does not check.
+    fn phantom(&self) -> u64 {
+        0
+    }
 }
 
 /// A head read by polling: `eth_blockNumber` (hex) or `getSlot` (a number), whichever the
@@ -26,12 +32,39 @@ pub trait HeadSource: Send {
 pub struct PolledHead {
     endpoint: Endpoint,
     method: Option<&'static str>,
+    /// The highest head whose block was fetched to check it.
+    checked: Option<u64>,
+    phantom: u64,
 }
 
+/// Solana's error for a slot whose block the node does not have (yet).
+const BLOCK_NOT_AVAILABLE: i64 = -32004;
+
 impl PolledHead {
-    /// Polls `endpoint`.
+    /// Polls `endpoint`; each new head claimed is checked by fetching its block
+    /// (`eth_getBlockByNumber`, `getBlock`).
     pub fn new(endpoint: Endpoint) -> Self {
-        Self { endpoint, method: None }
+        Self { endpoint, method: None, checked: None, phantom: 0 }
+    }
+
+    /// Whether the node cannot serve the block of the head it claimed (none: the fetch failed
+    /// otherwise, so nothing is known).
+    fn is_phantom(&self, method: &str, head: u64) -> Option<bool> {
+        if method == "eth_blockNumber" {
+            let params = serde_json::json!([format!("0x{head:x}"), false]);
+            return self
+                .endpoint
+                .call("eth_getBlockByNumber", Some(&params))
+                .ok()
+                .map(|block| block.is_null());
+        }
+        let options = serde_json::json!({"transactionDetails": "none", "rewards": false, "maxSupportedTransactionVersion": 0});
+        match self.endpoint.call("getBlock", Some(&serde_json::json!([head, options]))) {
+            Ok(_) => Some(false),
+            Err(crate::client::CallError::Rpc { code: BLOCK_NOT_AVAILABLE, .. }) => Some(true),
+            // A skipped slot or an error that says nothing about the head.
+            Err(_) => None,
+        }
     }
 }
 
@@ -46,8 +79,12 @@ pub fn head_of(value: &Value) -> Option<u64> {
 
 impl HeadSource for PolledHead {
     fn head(&mut self) -> Result<u64, String> {
+        let chosen: [&'static str; 1];
         let methods: &[&'static str] = match self.method {
-            Some(ref method) => std::slice::from_ref(method),
+            Some(method) => {
+                chosen = [method];
+                &chosen
+            }
             None => &["eth_blockNumber", "getSlot"],
         };
         let mut last = String::new();
@@ -57,12 +94,20 @@ impl HeadSource for PolledHead {
                     let head =
                         head_of(&value).ok_or_else(|| format!("{method} answered {value}, not a head"))?;
                     self.method = Some(method);
+                    if self.checked.is_none_or(|checked| head > checked) {
+                        self.checked = Some(head);
+                        self.phantom += u64::from(self.is_phantom(method, head) == Some(true));
+                    }
                     return Ok(head);
                 }
                 Err(err) => last = format!("{method}: {err}"),
             }
         }
         Err(last)
+    }
+
+    fn phantom(&self) -> u64 {
+        self.phantom
     }
 }
 
@@ -124,6 +169,13 @@ pub struct TargetHeads {
     pub delay_ms_p90: f64,
     /// 99th percentile.
     pub delay_ms_p99: f64,
+    /// New heads claimed whose block the target could not serve (phantom freshness).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub phantom: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A nearest-rank percentile of sorted values.
@@ -210,6 +262,7 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
                 delay_ms_p50: ms(percentile(&delay, 0.5)),
                 delay_ms_p90: ms(percentile(&delay, 0.9)),
                 delay_ms_p99: ms(percentile(&delay, 0.99)),
+                phantom: 0,
             }
         })
         .collect()
@@ -225,7 +278,9 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         crate::units::format_duration(interval)
     );
     let width = heads.iter().map(|h| h.name.chars().count()).max().unwrap_or(0).max(6);
-    let _ = writeln!(
+    // Phantom heads (claimed, not served) get a column when there are any.
+    let phantoms = heads.iter().any(|h| h.phantom > 0);
+    let _ = write!(
         out,
         "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>7}  {:>9}  {:>9}  {:>9}",
         "target",
@@ -239,8 +294,9 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         "delay p50",
         "delay p99"
     );
+    let _ = writeln!(out, "{}", if phantoms { "  phantom" } else { "" });
     for h in heads {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5.1}%  {:>7}  {:>8.1}%  {:>7.1}ms  {:>7.1}ms",
             crate::printable::escape_controls(&h.name),
@@ -254,6 +310,7 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
             h.delay_ms_p50,
             h.delay_ms_p99
         );
+        let _ = if phantoms { writeln!(out, "  {:>7}", h.phantom) } else { writeln!(out) };
     }
     out
 }
@@ -381,6 +438,7 @@ impl HeadTally {
                     delay_ms_p50: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.5)) },
                     delay_ms_p90: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.9)) },
                     delay_ms_p99: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.99)) },
+                    phantom: 0,
                 }
             })
             .collect()
@@ -393,7 +451,7 @@ impl HeadTally {
 #[derive(Debug)]
 pub struct HeadMonitor {
     stop: StopHandle,
-    thread: std::thread::JoinHandle<HeadTally>,
+    thread: std::thread::JoinHandle<(HeadTally, Vec<u64>)>,
     interval: Duration,
     stale_after: u64,
 }
@@ -524,7 +582,7 @@ impl HeadMonitor {
                     );
                 }
             }
-            tally
+            (tally, sources.iter().map(|source| source.phantom()).collect())
         })?;
         Ok(Self { stop, thread, interval, stale_after })
     }
@@ -533,7 +591,11 @@ impl HeadMonitor {
     pub fn stop(self) -> HeadsReport {
         self.stop.stop();
         let targets = match self.thread.join() {
-            Ok(tally) => tally.finish(),
+            Ok((tally, phantoms)) => {
+                let mut targets = tally.finish();
+                targets.iter_mut().zip(phantoms).for_each(|(row, phantom)| row.phantom = phantom);
+                targets
+            }
             Err(_) => Vec::new(),
         };
         HeadsReport {

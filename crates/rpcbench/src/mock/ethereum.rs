@@ -122,6 +122,7 @@ pub(crate) struct EthereumNode {
     started: Instant,
     head_lag: u64,
     head_delay: Duration,
+    head_phantom: u64,
     genesis_unix_ms: u128,
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
@@ -143,6 +144,7 @@ impl EthereumNode {
             started,
             head_lag: 0,
             head_delay: Duration::ZERO,
+            head_phantom: 0,
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
@@ -163,6 +165,12 @@ impl EthereumNode {
     pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
         self.head_lag = lag;
         self.head_delay = delay;
+        self
+    }
+
+    /// Answers a head `phantom` blocks (slots) ahead of what is served.
+    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
+        self.head_phantom = phantom;
         self
     }
 
@@ -538,7 +546,7 @@ impl EthereumNode {
             "net_listening" => Ok(json!(true)),
             "web3_clientVersion" => Ok(json!(CLIENT_VERSION)),
             "eth_syncing" => Ok(json!(false)),
-            "eth_blockNumber" => Ok(json!(hex_quantity(self.latest().into()))),
+            "eth_blockNumber" => Ok(json!(hex_quantity((self.latest() + self.head_phantom).into()))),
             "eth_gasPrice" => Ok(json!(hex_quantity((self.base_fee(self.latest()) + GWEI).into()))),
             "eth_maxPriorityFeePerGas" => Ok(json!(hex_quantity(GWEI.into()))),
             "eth_getBalance" => {

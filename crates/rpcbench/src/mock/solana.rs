@@ -88,6 +88,7 @@ pub(crate) struct SolanaNode {
     started: Instant,
     head_lag: u64,
     head_delay: Duration,
+    head_phantom: u64,
     /// Unix time of slot 0, in milliseconds.
     genesis_unix_ms: u128,
     accounts: Vec<Account>,
@@ -118,6 +119,7 @@ impl SolanaNode {
             started,
             head_lag: 0,
             head_delay: Duration::ZERO,
+            head_phantom: 0,
             genesis_unix_ms,
             accounts,
             by_key,
@@ -137,6 +139,12 @@ impl SolanaNode {
     pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
         self.head_lag = lag;
         self.head_delay = delay;
+        self
+    }
+
+    /// Answers a head `phantom` blocks (slots) ahead of what is served.
+    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
+        self.head_phantom = phantom;
         self
     }
 
@@ -436,7 +444,7 @@ impl SolanaNode {
         match method {
             "getSlot" => {
                 p.commitment_config(0)?;
-                Ok(json!(self.current_slot()))
+                Ok(json!(self.current_slot() + self.head_phantom))
             }
             "getBlockHeight" => {
                 p.commitment_config(0)?;

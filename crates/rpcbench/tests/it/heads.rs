@@ -95,3 +95,24 @@ fn the_monitor_beside_a_load_reports_lags_of_0_3_and_30_exactly_and_the_third_st
     assert_eq!((heads[0].stale, heads[1].stale, heads[2].stale), (0, 0, heads[2].samples), "{heads:?}");
     assert_eq!(report.stale_after, 20);
 }
+
+#[test]
+fn a_claimed_head_the_node_cannot_serve_is_counted_phantom() {
+    for chain in [Chain::Ethereum, Chain::Solana] {
+        let hour = Duration::from_secs(3600);
+        let honest = node(chain, hour, 0, Duration::ZERO);
+        let mut options = MockOptions::new(chain);
+        options.slot_time = hour;
+        options.head_phantom = 2;
+        let phantom = MockServer::start(options).expect("the mock node starts");
+        let mut sources = sources(&[&honest, &phantom]);
+        let samples =
+            follow(&mut sources, Duration::from_millis(10), Duration::from_millis(60), &StopHandle::new());
+        // The heads do not move: one head claimed each, checked once.
+        assert!(samples.iter().all(|list| list.iter().all(|(_, head)| head.is_some())), "{chain:?}");
+        assert_eq!((sources[0].phantom(), sources[1].phantom()), (0, 1), "{chain:?}");
+        // The phantom node claims the tip: its lag is nothing, the honest one's is 2.
+        let heads = analyse(&["honest".to_string(), "phantom".to_string()], &samples, 20);
+        assert_eq!((heads[0].lag_max, heads[1].lag_max), (2, 0), "{chain:?}");
+    }
+}
