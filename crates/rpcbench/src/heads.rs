@@ -172,10 +172,48 @@ pub struct TargetHeads {
     /// New heads claimed whose block the target could not serve (phantom freshness).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub phantom: u64,
+    /// Readings lower than the target's previous one: a reorg or rollback.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorgs: u64,
+    /// Jumps of more than one block between two readings while the highest head across
+    /// targets advanced by less: the target stalled and caught up.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gaps: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+/// Heads that went backwards (a reorg or rollback) and jumps the chain's progress cannot
+/// explain, per target: each reading against the target's previous one.
+#[derive(Debug, Clone, Default)]
+struct Jumps {
+    /// Per target: its previous head and the highest head seen across targets then.
+    previous: Vec<Option<(u64, u64)>>,
+    reorgs: Vec<u64>,
+    gaps: Vec<u64>,
+}
+
+impl Jumps {
+    fn new(targets: usize) -> Self {
+        Self { previous: vec![None; targets], reorgs: vec![0; targets], gaps: vec![0; targets] }
+    }
+
+    /// A reading of `head` by `target` when the highest head seen across targets is `highest`.
+    /// A jump of more than one block is a gap when the highest head advanced by less since the
+    /// target's previous reading: the target skipped blocks the others showed one by one (it
+    /// stalled, then caught up), which the time between two polls does not explain.
+    fn see(&mut self, target: usize, head: u64, highest: u64) {
+        if let Some((before, highest_before)) = self.previous[target] {
+            if head < before {
+                self.reorgs[target] += 1;
+            } else if head - before > 1 && head - before > highest - highest_before {
+                self.gaps[target] += 1;
+            }
+        }
+        self.previous[target] = Some((head, highest));
+    }
 }
 
 /// A nearest-rank percentile of sorted values.
@@ -203,8 +241,10 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
     // When each target first showed each block, for the visibility delays.
     let mut first_shown: Vec<std::collections::BTreeMap<u64, u64>> = vec![Default::default(); names.len()];
     let mut shown_up_to: Vec<Option<u64>> = vec![None; names.len()];
+    let mut jumps = Jumps::new(names.len());
     for (at, target, head) in readings {
         highest = highest.max(head);
+        jumps.see(target, head, highest);
         lags[target].push(highest - head);
         // Blocks newly shown (from the last head shown; the first reading only marks where it
         // started, so that a target's start is no "delay").
@@ -263,6 +303,8 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
                 delay_ms_p90: ms(percentile(&delay, 0.9)),
                 delay_ms_p99: ms(percentile(&delay, 0.99)),
                 phantom: 0,
+                reorgs: jumps.reorgs[target],
+                gaps: jumps.gaps[target],
             }
         })
         .collect()
@@ -280,6 +322,7 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
     let width = heads.iter().map(|h| h.name.chars().count()).max().unwrap_or(0).max(6);
     // Phantom heads (claimed, not served) get a column when there are any.
     let phantoms = heads.iter().any(|h| h.phantom > 0);
+    let jumps = heads.iter().any(|h| h.gaps > 0 || h.reorgs > 0);
     let _ = write!(
         out,
         "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>7}  {:>9}  {:>9}  {:>9}",
@@ -294,7 +337,12 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         "delay p50",
         "delay p99"
     );
-    let _ = writeln!(out, "{}", if phantoms { "  phantom" } else { "" });
+    let _ = writeln!(
+        out,
+        "{}{}",
+        if phantoms { "  phantom" } else { "" },
+        if jumps { "     gaps   reorgs" } else { "" }
+    );
     for h in heads {
         let _ = write!(
             out,
@@ -310,7 +358,13 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
             h.delay_ms_p50,
             h.delay_ms_p99
         );
-        let _ = if phantoms { writeln!(out, "  {:>7}", h.phantom) } else { writeln!(out) };
+        if phantoms {
+            let _ = write!(out, "  {:>7}", h.phantom);
+        }
+        if jumps {
+            let _ = write!(out, "  {:>7}  {:>7}", h.gaps, h.reorgs);
+        }
+        out.push('\n');
     }
     out
 }
@@ -336,6 +390,7 @@ pub struct HeadTally {
     firsts: Vec<u64>,
     raced: Vec<u64>,
     shown_up_to: Vec<Option<u64>>,
+    jumps: Jumps,
     /// Per block not yet timed: when each target first showed it (µs from the start).
     pending: std::collections::BTreeMap<u64, Vec<Option<u64>>>,
 }
@@ -359,6 +414,7 @@ impl HeadTally {
             firsts: vec![0; n],
             raced: vec![0; n],
             shown_up_to: vec![None; n],
+            jumps: Jumps::new(n),
             pending: Default::default(),
         }
     }
@@ -372,6 +428,7 @@ impl HeadTally {
         };
         let highest = self.highest.map_or(head, |h| h.max(head));
         self.highest = Some(highest);
+        self.jumps.see(target, head, highest);
         let lag = highest - head;
         self.samples[target] += 1;
         self.lag[target].saturating_record(lag);
@@ -439,6 +496,8 @@ impl HeadTally {
                     delay_ms_p90: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.9)) },
                     delay_ms_p99: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.99)) },
                     phantom: 0,
+                    reorgs: self.jumps.reorgs[t],
+                    gaps: self.jumps.gaps[t],
                 }
             })
             .collect()
@@ -704,6 +763,24 @@ mod tests {
         let heads = tally.finish();
         assert!(heads[1].lag_max >= 1 << 40, "{heads:?}");
         assert_eq!((heads[1].stale, heads[1].samples), (1, 2));
+    }
+
+    #[test]
+    fn a_head_going_back_is_a_reorg_and_a_catch_up_jump_is_a_gap() {
+        // t0 moves one block a tick; t1 stalls at 103 for 4 ticks, jumps to 108, then goes
+        // back one block once.
+        let t0: Vec<HeadSample> = (0..12u64).map(|tick| (tick * 1000, Some(100 + tick))).collect();
+        let t1_heads = [100, 101, 102, 103, 103, 103, 103, 103, 108, 109, 108, 111];
+        let t1: Vec<HeadSample> =
+            t1_heads.iter().enumerate().map(|(tick, h)| (tick as u64 * 1000 + 1, Some(*h))).collect();
+        for heads in [analyse(&names(2), &[t0.clone(), t1.clone()], 20), tallied(&names(2), &[t0, t1], 20)] {
+            assert_eq!((heads[0].gaps, heads[0].reorgs), (0, 0), "{heads:?}");
+            // 103 -> 108 while the tip moved 1; 108 -> 111 while it moved 1 (after the rollback).
+            assert_eq!((heads[1].gaps, heads[1].reorgs), (2, 1), "{heads:?}");
+        }
+        // One target that moves by several blocks a poll on its own is no gap.
+        let fast: Vec<HeadSample> = (0..10u64).map(|tick| (tick * 1000, Some(100 + 5 * tick))).collect();
+        assert_eq!(analyse(&names(1), &[fast], 20)[0].gaps, 0);
     }
 
     #[test]
