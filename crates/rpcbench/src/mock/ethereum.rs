@@ -123,6 +123,7 @@ pub(crate) struct EthereumNode {
     head_lag: u64,
     head_delay: Duration,
     head_phantom: u64,
+    head_stall: Option<super::Stall>,
     genesis_unix_ms: u128,
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
@@ -145,6 +146,7 @@ impl EthereumNode {
             head_lag: 0,
             head_delay: Duration::ZERO,
             head_phantom: 0,
+            head_stall: None,
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
@@ -156,7 +158,10 @@ impl EthereumNode {
     // ------------------------------------------------------------ chain
 
     fn latest(&self) -> u64 {
-        let shown = self.started.elapsed().saturating_sub(self.head_delay);
+        let mut shown = self.started.elapsed().saturating_sub(self.head_delay);
+        if let Some(stall) = &self.head_stall {
+            shown = stall.held(shown);
+        }
         (START_BLOCK + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
     }
 
@@ -171,6 +176,12 @@ impl EthereumNode {
     /// Answers a head `phantom` blocks (slots) ahead of what is served.
     pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
         self.head_phantom = phantom;
+        self
+    }
+
+    /// Holds the head still for the pause of every period of `stall`.
+    pub(crate) fn with_stall(mut self, stall: Option<super::Stall>) -> Self {
+        self.head_stall = stall;
         self
     }
 

@@ -94,12 +94,14 @@ impl Node {
             Chain::Solana => Node::Solana(Box::new(
                 SolanaNode::new(options.seed, options.slot_time, started, unix_now)
                     .with_head(options.head_lag, options.head_delay)
-                    .with_phantom(options.head_phantom),
+                    .with_phantom(options.head_phantom)
+                    .with_stall(options.head_stall),
             )),
             Chain::Ethereum => Node::Ethereum(Box::new(
                 EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)
                     .with_head(options.head_lag, options.head_delay)
-                    .with_phantom(options.head_phantom),
+                    .with_phantom(options.head_phantom)
+                    .with_stall(options.head_stall),
             )),
         }
     }
