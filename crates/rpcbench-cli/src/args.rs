@@ -326,6 +326,9 @@ pub struct RunArgs {
     pub monitor: crate::monitor_args::MonitorArgs,
 
     #[command(flatten)]
+    pub heads: crate::heads_cmd::HeadsFlags,
+
+    #[command(flatten)]
     pub metrics: crate::metrics_args::MetricsArgs,
 }
 

@@ -165,6 +165,7 @@ impl CapacityArgs {
             http: self.http.clone(),
             thresholds: Vec::new(),
             monitor: MonitorArgs::default(),
+            heads: Default::default(),
             metrics: Default::default(),
             format: OutputFormat::Text,
             output: None,

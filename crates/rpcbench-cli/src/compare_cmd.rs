@@ -132,6 +132,13 @@ pub struct CompareArgs {
     pub vary_params: bool,
 
     #[command(flatten)]
+    pub heads: crate::heads_cmd::HeadsFlags,
+    /// No head monitor, even though the targets are chain nodes (it is on by default when the
+    /// workload calls a chain's methods).
+    #[arg(long, conflicts_with = "heads", help_heading = "Heads")]
+    pub no_heads: bool,
+
+    #[command(flatten)]
     pub http: HttpArgs,
 
     /// No load: send identical requests to every target and report the responses that differ
@@ -252,6 +259,7 @@ impl CompareArgs {
             http,
             thresholds: Vec::new(),
             monitor: crate::monitor_args::MonitorArgs::default(),
+            heads: Default::default(),
             metrics: Default::default(),
             format: OutputFormat::Text,
             output: None,
@@ -605,7 +613,16 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
     }
     let quiet = args.quiet;
+    let chain = first.workload.calls().iter().any(|call| rpcbench::heads::is_chain_method(call.method()));
+    let heads_on = args.heads.heads || (chain && !args.no_heads);
+    let heads_targets: Vec<(String, &rpcbench::engine::config::RunConfig)> =
+        compare_targets.iter().map(|t| (t.name.clone(), &t.config)).collect();
+    let heads = match args.heads.start(heads_on, &heads_targets) {
+        Ok(heads) => heads,
+        Err(err) => return output::usage_error(err),
+    };
     let result = run_rounds(&compare_targets, &plan, &stop, progress_printer(&compare_targets, quiet));
+    let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return comparison_failure(err, quiet),
@@ -617,6 +634,13 @@ pub fn run(args: CompareArgs) -> ExitCode {
         run.report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&run.report)).collect();
         run.file.thresholds.clone_from(&run.report.thresholds);
         breached |= run.report.thresholds.iter().any(|result| !result.passed);
+    }
+    // Each run keeps its own row of the heads (its lags against every target's heads).
+    if let Some(heads) = &heads {
+        for (run, row) in runs.iter_mut().zip(heads.split()) {
+            run.report.heads = Some(row.clone());
+            run.file.heads = Some(row);
+        }
     }
     say_what_was_not_run(&compare_targets, &runs, &stop);
     if runs.is_empty() {

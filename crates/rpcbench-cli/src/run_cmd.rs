@@ -739,8 +739,13 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
     let started = SystemTime::now();
     let monitor = (!monitor_pids.is_empty()).then(|| Monitor::start(&monitor_pids));
+    let heads = match args.heads.start(args.heads.heads, &[(config.target.redacted(), &config)]) {
+        Ok(heads) => heads,
+        Err(err) => return output::usage_error(err),
+    };
     let result = run.execute();
     let target_resources = monitor.map(Monitor::stop);
+    let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     finished.store(true, Ordering::SeqCst);
     if let Some(thread) = progress_thread {
         thread.join().ok();
@@ -758,11 +763,14 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);
+    report.heads.clone_from(&heads);
     let text = match args.format {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
         OutputFormat::Markdown => {
-            match SavedRun::new(ResultsFile::from_run(&config, &record, started), "run") {
+            let mut file = ResultsFile::from_run(&config, &record, started);
+            file.heads.clone_from(&heads);
+            match SavedRun::new(file, "run") {
                 Ok(run) => rpcbench::report::render_markdown(&[run]),
                 Err(err) => return output::failure(format!("cannot render Markdown: {err}")),
             }
@@ -772,6 +780,7 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     let saved = args.save.as_ref().map(|path| {
         let mut file = ResultsFile::from_run(&config, &record, started);
         file.target_resources = target_resources;
+        file.heads = heads;
         file.thresholds.clone_from(&report.thresholds);
         file.save(path)
     });

@@ -59,6 +59,14 @@ pub struct ServeArgs {
     /// Show each new head this long after it is produced (200ms).
     #[arg(long, value_name = "D", value_parser = crate::args::duration)]
     pub head_delay: Option<Duration>,
+    /// Answer a head N blocks (slots) ahead of what is served (`eth_blockNumber`, `getSlot`):
+    /// a phantom head, which `rpcbench heads` finds by fetching the block
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub head_phantom: u64,
+    /// The head stops advancing for the pause of every period, pause/period: 2s/10s (then
+    /// catches up at once)
+    #[arg(long, value_name = "PAUSE/PERIOD")]
+    pub head_stall: Option<Stall>,
     /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms; or per
     /// JSON-RPC method, getBlock=50ms,default=1ms (a batch waits for its slowest call).
     #[arg(long, value_name = "LATENCY")]
@@ -215,6 +223,8 @@ impl ServeArgs {
         options.goaway_after = self.goaway_after;
         options.head_lag = self.head_lag;
         options.head_delay = self.head_delay.unwrap_or_default();
+        options.head_phantom = self.head_phantom;
+        options.head_stall = self.head_stall;
         options.refuse_rate = self.refuse_stream_rate;
         options.tls = self.tls.then(|| MockTls { dir: self.tls_dir.clone() });
         options.ws_drop = self.ws_drop;

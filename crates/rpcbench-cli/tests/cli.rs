@@ -1656,3 +1656,67 @@ fn a_comparison_of_fewer_requests_than_rounds_sends_exactly_the_requests_asked_f
         assert_eq!(run["report"]["requests"]["total"], 3, "{run}");
     }
 }
+
+/// A Solana mock node whose slots are an hour apart (its head does not move), `lag` behind.
+fn solana_behind(lag: u64) -> MockServer {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = std::time::Duration::from_secs(3600);
+    options.head_lag = lag;
+    MockServer::start(options).expect("the solana node starts")
+}
+
+#[test]
+fn a_comparison_of_chain_nodes_follows_their_heads_and_classes_the_far_one_stale() {
+    let nodes = [solana_behind(0), solana_behind(3), solana_behind(30)];
+    let targets: Vec<String> = ["tip", "three", "thirty"]
+        .iter()
+        .zip(&nodes)
+        .map(|(name, node)| format!("{name}={}", node.url()))
+        .collect();
+    let mut args: Vec<&str> = vec!["compare"];
+    args.extend(targets.iter().map(String::as_str));
+    args.extend([
+        "-m",
+        "getSlot",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--rounds",
+        "2",
+        "--heads-interval",
+        "5ms",
+        "-q",
+        "-f",
+        "json",
+    ]);
+    let output = rpcbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let rows: Vec<&serde_json::Value> =
+        json["runs"].as_array().unwrap().iter().map(|run| &run["report"]["heads"]["targets"][0]).collect();
+    let lags: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["lag_p50"].as_u64().unwrap(),
+                row["lag_p99"].as_u64().unwrap(),
+                row["lag_max"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lags, [(0, 0, 0), (3, 3, 3), (30, 30, 30)], "{rows:?}");
+    let samples = rows[2]["samples"].as_u64().unwrap();
+    assert!(samples >= 1, "{rows:?}");
+    assert_eq!(rows[2]["stale"].as_u64(), Some(samples), "{rows:?}");
+    assert_eq!((rows[0]["stale"].as_u64(), rows[1]["stale"].as_u64()), (Some(0), Some(0)), "{rows:?}");
+    // --no-heads turns it off; the text report names the stale threshold when it is on.
+    let mut off = args.clone();
+    off.push("--no-heads");
+    let output = rpcbench(&off);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(json["runs"][0]["report"].get("heads").is_none());
+    let text_args: Vec<&str> = args.iter().copied().filter(|a| *a != "json" && *a != "-f").collect();
+    let text = String::from_utf8(rpcbench(&text_args).stdout).unwrap();
+    assert!(text.contains("Heads beside the load") && text.contains("stale: more than 20 behind"), "{text}");
+}

@@ -220,6 +220,10 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         let _ = writeln!(out);
         text_table(&mut out, corner, &labels, &group_cells(&groups, runs.len()));
     }
+    if let Some(heads) = crate::heads::HeadsReport::of_runs(runs) {
+        let _ = writeln!(out);
+        out.push_str(&heads.render_text());
+    }
     out
 }
 

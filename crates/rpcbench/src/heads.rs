@@ -18,6 +18,12 @@ use crate::engine::StopHandle;
 pub trait HeadSource: Send {
     /// The newest head the target shows now: its block number or slot.
     fn head(&mut self) -> Result<u64, String>;
+
+    /// The heads claimed so far that the target could not serve (phantom freshness); 0 when
+    /// the source does not check.
+    fn phantom(&self) -> u64 {
+        0
+    }
 }
 
 /// A head read by polling: `eth_blockNumber` (hex) or `getSlot` (a number), whichever the
@@ -26,12 +32,39 @@ pub trait HeadSource: Send {
 pub struct PolledHead {
     endpoint: Endpoint,
     method: Option<&'static str>,
+    /// The highest head whose block was fetched to check it.
+    checked: Option<u64>,
+    phantom: u64,
 }
 
+/// Solana's error for a slot whose block the node does not have (yet).
+const BLOCK_NOT_AVAILABLE: i64 = -32004;
+
 impl PolledHead {
-    /// Polls `endpoint`.
+    /// Polls `endpoint`; each new head claimed is checked by fetching its block
+    /// (`eth_getBlockByNumber`, `getBlock`).
     pub fn new(endpoint: Endpoint) -> Self {
-        Self { endpoint, method: None }
+        Self { endpoint, method: None, checked: None, phantom: 0 }
+    }
+
+    /// Whether the node cannot serve the block of the head it claimed (none: the fetch failed
+    /// otherwise, so nothing is known).
+    fn is_phantom(&self, method: &str, head: u64) -> Option<bool> {
+        if method == "eth_blockNumber" {
+            let params = serde_json::json!([format!("0x{head:x}"), false]);
+            return self
+                .endpoint
+                .call("eth_getBlockByNumber", Some(&params))
+                .ok()
+                .map(|block| block.is_null());
+        }
+        let options = serde_json::json!({"transactionDetails": "none", "rewards": false, "maxSupportedTransactionVersion": 0});
+        match self.endpoint.call("getBlock", Some(&serde_json::json!([head, options]))) {
+            Ok(_) => Some(false),
+            Err(crate::client::CallError::Rpc { code: BLOCK_NOT_AVAILABLE, .. }) => Some(true),
+            // A skipped slot or an error that says nothing about the head.
+            Err(_) => None,
+        }
     }
 }
 
@@ -46,8 +79,12 @@ pub fn head_of(value: &Value) -> Option<u64> {
 
 impl HeadSource for PolledHead {
     fn head(&mut self) -> Result<u64, String> {
+        let chosen: [&'static str; 1];
         let methods: &[&'static str] = match self.method {
-            Some(ref method) => std::slice::from_ref(method),
+            Some(method) => {
+                chosen = [method];
+                &chosen
+            }
             None => &["eth_blockNumber", "getSlot"],
         };
         let mut last = String::new();
@@ -57,12 +94,20 @@ impl HeadSource for PolledHead {
                     let head =
                         head_of(&value).ok_or_else(|| format!("{method} answered {value}, not a head"))?;
                     self.method = Some(method);
+                    if self.checked.is_none_or(|checked| head > checked) {
+                        self.checked = Some(head);
+                        self.phantom += u64::from(self.is_phantom(method, head) == Some(true));
+                    }
                     return Ok(head);
                 }
                 Err(err) => last = format!("{method}: {err}"),
             }
         }
         Err(last)
+    }
+
+    fn phantom(&self) -> u64 {
+        self.phantom
     }
 }
 
@@ -96,7 +141,7 @@ pub fn follow(
 }
 
 /// What the heads of one target were like.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TargetHeads {
     /// The target's name.
     pub name: String,
@@ -124,6 +169,51 @@ pub struct TargetHeads {
     pub delay_ms_p90: f64,
     /// 99th percentile.
     pub delay_ms_p99: f64,
+    /// New heads claimed whose block the target could not serve (phantom freshness).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub phantom: u64,
+    /// Readings lower than the target's previous one: a reorg or rollback.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorgs: u64,
+    /// Jumps of more than one block between two readings while the highest head across
+    /// targets advanced by less: the target stalled and caught up.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gaps: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Heads that went backwards (a reorg or rollback) and jumps the chain's progress cannot
+/// explain, per target: each reading against the target's previous one.
+#[derive(Debug, Clone, Default)]
+struct Jumps {
+    /// Per target: its previous head and the highest head seen across targets then.
+    previous: Vec<Option<(u64, u64)>>,
+    reorgs: Vec<u64>,
+    gaps: Vec<u64>,
+}
+
+impl Jumps {
+    fn new(targets: usize) -> Self {
+        Self { previous: vec![None; targets], reorgs: vec![0; targets], gaps: vec![0; targets] }
+    }
+
+    /// A reading of `head` by `target` when the highest head seen across targets is `highest`.
+    /// A jump of more than one block is a gap when the highest head advanced by less since the
+    /// target's previous reading: the target skipped blocks the others showed one by one (it
+    /// stalled, then caught up), which the time between two polls does not explain.
+    fn see(&mut self, target: usize, head: u64, highest: u64) {
+        if let Some((before, highest_before)) = self.previous[target] {
+            if head < before {
+                self.reorgs[target] += 1;
+            } else if head - before > 1 && head - before > highest - highest_before {
+                self.gaps[target] += 1;
+            }
+        }
+        self.previous[target] = Some((head, highest));
+    }
 }
 
 /// A nearest-rank percentile of sorted values.
@@ -151,13 +241,18 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
     // When each target first showed each block, for the visibility delays.
     let mut first_shown: Vec<std::collections::BTreeMap<u64, u64>> = vec![Default::default(); names.len()];
     let mut shown_up_to: Vec<Option<u64>> = vec![None; names.len()];
+    let mut jumps = Jumps::new(names.len());
     for (at, target, head) in readings {
         highest = highest.max(head);
+        jumps.see(target, head, highest);
         lags[target].push(highest - head);
         // Blocks newly shown (from the last head shown; the first reading only marks where it
         // started, so that a target's start is no "delay").
+        // A jump of more heads than PENDING_BLOCKS times only the newest of them: a hostile
+        // head cannot make this loop long or the map large.
         if let Some(from) = shown_up_to[target] {
-            for block in from + 1..=head {
+            let first_new = (from + 1).max(head.saturating_sub(PENDING_BLOCKS as u64 - 1));
+            for block in first_new..=head {
                 first_shown[target].entry(block).or_insert(at);
             }
         }
@@ -210,6 +305,9 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
                 delay_ms_p50: ms(percentile(&delay, 0.5)),
                 delay_ms_p90: ms(percentile(&delay, 0.9)),
                 delay_ms_p99: ms(percentile(&delay, 0.99)),
+                phantom: 0,
+                reorgs: jumps.reorgs[target],
+                gaps: jumps.gaps[target],
             }
         })
         .collect()
@@ -225,7 +323,10 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         crate::units::format_duration(interval)
     );
     let width = heads.iter().map(|h| h.name.chars().count()).max().unwrap_or(0).max(6);
-    let _ = writeln!(
+    // Phantom heads (claimed, not served) get a column when there are any.
+    let phantoms = heads.iter().any(|h| h.phantom > 0);
+    let jumps = heads.iter().any(|h| h.gaps > 0 || h.reorgs > 0);
+    let _ = write!(
         out,
         "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>7}  {:>9}  {:>9}  {:>9}",
         "target",
@@ -239,8 +340,14 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         "delay p50",
         "delay p99"
     );
+    let _ = writeln!(
+        out,
+        "{}{}",
+        if phantoms { "  phantom" } else { "" },
+        if jumps { "     gaps   reorgs" } else { "" }
+    );
     for h in heads {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5.1}%  {:>7}  {:>8.1}%  {:>7.1}ms  {:>7.1}ms",
             crate::printable::escape_controls(&h.name),
@@ -254,8 +361,311 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
             h.delay_ms_p50,
             h.delay_ms_p99
         );
+        if phantoms {
+            let _ = write!(out, "  {:>7}", h.phantom);
+        }
+        if jumps {
+            let _ = write!(out, "  {:>7}  {:>7}", h.gaps, h.reorgs);
+        }
+        out.push('\n');
     }
     out
+}
+
+/// Blocks whose visibility is still being timed, at most: a jump of more heads than this
+/// between two polls times only the newest of them, so a hostile head cannot make memory grow.
+const PENDING_BLOCKS: usize = 4096;
+
+/// The heads of every target, tallied as they are read, in bounded memory (histograms and
+/// counters, never a list of samples): what a [`HeadMonitor`] keeps while a load runs.
+#[derive(Debug)]
+pub struct HeadTally {
+    names: Vec<String>,
+    stale_after: u64,
+    highest: Option<u64>,
+    lag: Vec<hdrhistogram::Histogram<u64>>,
+    /// Visibility delays, µs.
+    delay: Vec<hdrhistogram::Histogram<u64>>,
+    samples: Vec<u64>,
+    failed: Vec<u64>,
+    at_tip: Vec<u64>,
+    stale: Vec<u64>,
+    firsts: Vec<u64>,
+    raced: Vec<u64>,
+    shown_up_to: Vec<Option<u64>>,
+    jumps: Jumps,
+    /// Per block not yet timed: when each target first showed it (µs from the start).
+    pending: std::collections::BTreeMap<u64, Vec<Option<u64>>>,
+}
+
+impl HeadTally {
+    /// An empty tally of the targets `names`; a sample more than `stale_after` behind is stale.
+    pub fn new(names: Vec<String>, stale_after: u64) -> Self {
+        let n = names.len();
+        // Lags (blocks) and delays (µs) past 2^40 are recorded as 2^40.
+        let histogram = || hdrhistogram::Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds");
+        Self {
+            names,
+            stale_after,
+            highest: None,
+            lag: (0..n).map(|_| histogram()).collect(),
+            delay: (0..n).map(|_| histogram()).collect(),
+            samples: vec![0; n],
+            failed: vec![0; n],
+            at_tip: vec![0; n],
+            stale: vec![0; n],
+            firsts: vec![0; n],
+            raced: vec![0; n],
+            shown_up_to: vec![None; n],
+            jumps: Jumps::new(n),
+            pending: Default::default(),
+        }
+    }
+
+    /// Adds a reading of target `target` at `at` µs from the start (none: the poll failed).
+    /// Readings come in time order.
+    pub fn add(&mut self, target: usize, at: u64, head: Option<u64>) {
+        let Some(head) = head else {
+            self.failed[target] += 1;
+            return;
+        };
+        let highest = self.highest.map_or(head, |h| h.max(head));
+        self.highest = Some(highest);
+        self.jumps.see(target, head, highest);
+        let lag = highest - head;
+        self.samples[target] += 1;
+        self.lag[target].saturating_record(lag);
+        self.at_tip[target] += u64::from(lag == 0);
+        self.stale[target] += u64::from(lag > self.stale_after);
+        // Blocks newly shown; the first reading only marks where the target started.
+        if let Some(from) = self.shown_up_to[target] {
+            let first_new = (from + 1).max(head.saturating_sub(PENDING_BLOCKS as u64 - 1));
+            for block in first_new..=head {
+                let targets = self.names.len();
+                let times = self.pending.entry(block).or_insert_with(|| vec![None; targets]);
+                times[target].get_or_insert(at);
+            }
+        }
+        self.shown_up_to[target] = Some(self.shown_up_to[target].map_or(head, |h| h.max(head)));
+        // Blocks every target showed are timed now; the oldest go once too many wait.
+        loop {
+            let too_many = self.pending.len() > PENDING_BLOCKS;
+            let Some(entry) = self.pending.first_entry() else { break };
+            if !(too_many || entry.get().iter().all(Option::is_some)) {
+                break;
+            }
+            let times = entry.remove();
+            self.time_block(&times);
+        }
+    }
+
+    /// Times one block: each target's delay behind the earliest to show it, when two or more
+    /// did.
+    fn time_block(&mut self, times: &[Option<u64>]) {
+        if times.iter().flatten().count() < 2 {
+            return;
+        }
+        let earliest = times.iter().flatten().min().copied().unwrap_or(0);
+        for (target, at) in times.iter().enumerate() {
+            if let Some(at) = at {
+                self.delay[target].saturating_record(at - earliest);
+                self.raced[target] += 1;
+                self.firsts[target] += u64::from(*at == earliest);
+            }
+        }
+    }
+
+    /// What the heads of each target were like, as [`analyse`] reports them.
+    pub fn finish(mut self) -> Vec<TargetHeads> {
+        for times in std::mem::take(&mut self.pending).into_values() {
+            self.time_block(&times);
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        (0..self.names.len())
+            .map(|t| {
+                let (lag, delay) = (&self.lag[t], &self.delay[t]);
+                let count = self.samples[t];
+                TargetHeads {
+                    name: self.names[t].clone(),
+                    samples: count,
+                    failed: self.failed[t],
+                    lag_p50: if count == 0 { 0 } else { lag.value_at_quantile(0.5) },
+                    lag_p99: if count == 0 { 0 } else { lag.value_at_quantile(0.99) },
+                    lag_max: if count == 0 { 0 } else { lag.max() },
+                    at_tip: self.at_tip[t] as f64 / count.max(1) as f64,
+                    stale: self.stale[t],
+                    first_seen: self.firsts[t] as f64 / self.raced[t].max(1) as f64,
+                    delay_ms_p50: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.5)) },
+                    delay_ms_p90: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.9)) },
+                    delay_ms_p99: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.99)) },
+                    phantom: 0,
+                    reorgs: self.jumps.reorgs[t],
+                    gaps: self.jumps.gaps[t],
+                }
+            })
+            .collect()
+    }
+}
+
+/// The head monitor beside a load (`--heads`): a thread of its own polls every target's head
+/// once per interval, in turn, while the load runs, and tallies the readings in a
+/// [`HeadTally`].
+#[derive(Debug)]
+pub struct HeadMonitor {
+    stop: StopHandle,
+    thread: std::thread::JoinHandle<(HeadTally, Vec<u64>)>,
+    interval: Duration,
+    stale_after: u64,
+}
+
+/// What the head monitor saw beside a load, as reports keep it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct HeadsReport {
+    /// Time between two polls of every target, ms.
+    pub interval_ms: f64,
+    /// A sample more than this many blocks (slots) behind the highest head seen is stale.
+    pub stale_after: u64,
+    /// Per target, in the order given.
+    pub targets: Vec<TargetHeads>,
+}
+
+impl HeadsReport {
+    /// The heads beside a load as lines of a run's text report.
+    pub fn render_text(&self) -> String {
+        let interval = Duration::from_secs_f64(self.interval_ms / 1000.0);
+        let table = render_heads_text(&self.targets, interval, self.stale_after);
+        let mut out = String::from("  Heads beside the load (");
+        out.push_str(table.lines().next().unwrap_or("").trim_start_matches("rpcbench heads: "));
+        out.push_str(")\n");
+        table.lines().skip(1).for_each(|line| {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        });
+        out
+    }
+}
+
+impl HeadsReport {
+    /// One report per target, each with only its own row (the lags stay those against every
+    /// target's heads): what each run of a comparison keeps.
+    pub fn split(&self) -> Vec<HeadsReport> {
+        self.targets.iter().map(|row| HeadsReport { targets: vec![row.clone()], ..self.clone() }).collect()
+    }
+
+    /// The rows of the runs of a comparison put back together (none: no run followed heads).
+    pub fn of_runs(runs: &[crate::results::SavedRun]) -> Option<HeadsReport> {
+        let first = runs.iter().find_map(|run| run.report.heads.as_ref())?;
+        let targets =
+            runs.iter().filter_map(|run| run.report.heads.as_ref()).flat_map(|h| h.targets.clone()).collect();
+        Some(HeadsReport { targets, ..first.clone() })
+    }
+
+    /// The heads beside a load as a Markdown section.
+    pub fn render_markdown(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("### Heads beside the load\n\n");
+        let _ = writeln!(
+            out,
+            "Polled every {:.0} ms; lag in blocks (slots) behind the highest head seen across targets; stale: more than {} behind.\n",
+            self.interval_ms, self.stale_after
+        );
+        out.push_str("| target | samples | lag p50 | lag p99 | lag max | at tip | stale | first | delay p50 | delay p99 |\n");
+        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for h in &self.targets {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {:.1}% | {} | {:.1}% | {:.1} ms | {:.1} ms |",
+                crate::printable::one_line(&h.name).replace('|', "\\|"),
+                h.samples,
+                h.lag_p50,
+                h.lag_p99,
+                h.lag_max,
+                h.at_tip * 100.0,
+                h.stale,
+                h.first_seen * 100.0,
+                h.delay_ms_p50,
+                h.delay_ms_p99
+            );
+        }
+        out
+    }
+}
+
+/// Whether a JSON-RPC method is a chain node's (Ethereum's `eth_*`, or a Solana read), so that
+/// its targets have a head to follow.
+pub fn is_chain_method(method: &str) -> bool {
+    const SOLANA: &[&str] = &[
+        "getSlot",
+        "getBlockHeight",
+        "getBlock",
+        "getBalance",
+        "getAccountInfo",
+        "getMultipleAccounts",
+        "getProgramAccounts",
+        "getLatestBlockhash",
+        "getTransaction",
+        "getSignaturesForAddress",
+        "getSignatureStatuses",
+        "getTokenAccountBalance",
+        "getTokenAccountsByOwner",
+        "getRecentPrioritizationFees",
+        "getEpochInfo",
+        "sendTransaction",
+        "simulateTransaction",
+    ];
+    method.starts_with("eth_") || SOLANA.contains(&method)
+}
+
+impl HeadMonitor {
+    /// Starts following `sources` (named `names`) every `interval`.
+    pub fn start(
+        names: Vec<String>,
+        mut sources: Vec<Box<dyn HeadSource>>,
+        interval: Duration,
+        stale_after: u64,
+    ) -> std::io::Result<Self> {
+        let stop = StopHandle::new();
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new().name("rpcbench-heads".into()).spawn(move || {
+            let mut tally = HeadTally::new(names, stale_after);
+            let start = Instant::now();
+            let mut tick = 0u32;
+            while !stopped.is_stopped() {
+                for (target, source) in sources.iter_mut().enumerate() {
+                    let head = source.head().ok();
+                    tally.add(target, start.elapsed().as_micros() as u64, head);
+                }
+                tick = tick.saturating_add(1);
+                let next = start + interval * tick;
+                while !stopped.is_stopped() && Instant::now() < next {
+                    std::thread::sleep(
+                        next.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)),
+                    );
+                }
+            }
+            (tally, sources.iter().map(|source| source.phantom()).collect())
+        })?;
+        Ok(Self { stop, thread, interval, stale_after })
+    }
+
+    /// Stops following (after the poll under way) and reports.
+    pub fn stop(self) -> HeadsReport {
+        self.stop.stop();
+        let targets = match self.thread.join() {
+            Ok((tally, phantoms)) => {
+                let mut targets = tally.finish();
+                targets.iter_mut().zip(phantoms).for_each(|(row, phantom)| row.phantom = phantom);
+                targets
+            }
+            Err(_) => Vec::new(),
+        };
+        HeadsReport {
+            interval_ms: self.interval.as_secs_f64() * 1000.0,
+            stale_after: self.stale_after,
+            targets,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -301,11 +711,96 @@ mod tests {
         assert_eq!((heads[0].samples, heads[0].failed), (1, 1));
     }
 
+    /// The samples of a race fed to a tally in time order.
+    fn tallied(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) -> Vec<TargetHeads> {
+        let mut readings: Vec<(u64, usize, Option<u64>)> = samples
+            .iter()
+            .enumerate()
+            .flat_map(|(target, list)| list.iter().map(move |(at, head)| (*at, target, *head)))
+            .collect();
+        readings.sort_by_key(|(at, target, _)| (*at, *target));
+        let mut tally = HeadTally::new(names.to_vec(), stale_after);
+        readings.into_iter().for_each(|(at, target, head)| tally.add(target, at, head));
+        tally.finish()
+    }
+
+    #[test]
+    fn a_tally_kept_while_polling_reports_what_the_samples_do() {
+        let samples: Vec<Vec<HeadSample>> = [0u64, 3, 30]
+            .iter()
+            .enumerate()
+            .map(|(i, lag)| (0..10).map(|tick| (tick * 1000 + i as u64, Some(100 + tick - lag))).collect())
+            .collect();
+        let (kept, analysed) = (tallied(&names(3), &samples, 20), analyse(&names(3), &samples, 20));
+        let figures = |heads: &[TargetHeads]| -> Vec<_> {
+            heads
+                .iter()
+                .map(|h| (h.samples, h.lag_p50, h.lag_p99, h.lag_max, h.at_tip, h.stale, h.first_seen))
+                .collect()
+        };
+        assert_eq!(figures(&kept), figures(&analysed));
+        // t1 shows each block 3 ticks (3.001 ms) after t0.
+        assert!((3.0..=3.01).contains(&kept[1].delay_ms_p50), "{kept:?}");
+        let poll = |offset_ms: u64| -> Vec<HeadSample> {
+            (0..50u64)
+                .map(|tick| (tick * 100_000, Some((tick * 100).saturating_sub(offset_ms) / 1000)))
+                .collect()
+        };
+        let heads = tallied(&names(2), &[poll(0), poll(200)], 10);
+        // Delays are kept to three significant figures.
+        assert_eq!(heads[0].delay_ms_p50, 0.0);
+        for delay in [heads[1].delay_ms_p50, heads[1].delay_ms_p99] {
+            assert!((200.0..=200.2).contains(&delay), "{heads:?}");
+        }
+        assert_eq!((heads[0].first_seen, heads[1].first_seen), (1.0, 0.0));
+    }
+
+    #[test]
+    fn a_head_jumping_by_billions_does_not_make_the_tally_grow() {
+        let mut tally = HeadTally::new(names(2), 20);
+        tally.add(0, 0, Some(1));
+        tally.add(1, 1, Some(1));
+        tally.add(0, 2, Some(u64::MAX / 2));
+        tally.add(1, 3, Some(2));
+        assert!(tally.pending.len() <= PENDING_BLOCKS, "{}", tally.pending.len());
+        let heads = tally.finish();
+        assert!(heads[1].lag_max >= 1 << 40, "{heads:?}");
+        assert_eq!((heads[1].stale, heads[1].samples), (1, 2));
+    }
+
+    #[test]
+    fn a_head_going_back_is_a_reorg_and_a_catch_up_jump_is_a_gap() {
+        // t0 moves one block a tick; t1 stalls at 103 for 4 ticks, jumps to 108, then goes
+        // back one block once.
+        let t0: Vec<HeadSample> = (0..12u64).map(|tick| (tick * 1000, Some(100 + tick))).collect();
+        let t1_heads = [100, 101, 102, 103, 103, 103, 103, 103, 108, 109, 108, 111];
+        let t1: Vec<HeadSample> =
+            t1_heads.iter().enumerate().map(|(tick, h)| (tick as u64 * 1000 + 1, Some(*h))).collect();
+        for heads in [analyse(&names(2), &[t0.clone(), t1.clone()], 20), tallied(&names(2), &[t0, t1], 20)] {
+            assert_eq!((heads[0].gaps, heads[0].reorgs), (0, 0), "{heads:?}");
+            // 103 -> 108 while the tip moved 1; 108 -> 111 while it moved 1 (after the rollback).
+            assert_eq!((heads[1].gaps, heads[1].reorgs), (2, 1), "{heads:?}");
+        }
+        // One target that moves by several blocks a poll on its own is no gap.
+        let fast: Vec<HeadSample> = (0..10u64).map(|tick| (tick * 1000, Some(100 + 5 * tick))).collect();
+        assert_eq!(analyse(&names(1), &[fast], 20)[0].gaps, 0);
+    }
+
     #[test]
     fn heads_read_from_both_chains_answers() {
         assert_eq!(head_of(&serde_json::json!("0x3e8")), Some(1000));
         assert_eq!(head_of(&serde_json::json!(1000)), Some(1000));
         assert_eq!(head_of(&serde_json::json!("1000")), None);
         assert_eq!(head_of(&serde_json::json!(null)), None);
+    }
+
+    #[test]
+    fn a_head_jumping_by_billions_is_analysed_in_bounded_time_and_memory() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let jump = 1u64 << 40;
+        let samples = vec![vec![(0, Some(1)), (1_000, Some(jump))], vec![(10, Some(1)), (1_010, Some(jump))]];
+        let heads = analyse(&names, &samples, 20);
+        assert_eq!(heads.len(), 2);
+        assert_eq!(heads[1].lag_max, 0);
     }
 }

@@ -137,6 +137,9 @@ pub struct ResultsFile {
     /// `RateLimit-*`); absent when none did, and in files written before they were kept.
     #[serde(default, skip_serializing_if = "crate::rate_headers::RateHeaderSummary::is_empty")]
     pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    /// With `--heads`: the heads of the targets followed beside the load; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<crate::heads::HeadsReport>,
 }
 
 /// One stage of a staged run, as a results file keeps it.
@@ -742,6 +745,7 @@ impl ResultsFile {
             websocket: WebSocketFigures::of(config, record),
             rounds: None,
             rate_headers: record.rate_headers.clone(),
+            heads: None,
             method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
             stages: config
                 .stages
@@ -985,6 +989,7 @@ impl ResultsFile {
         report.target.clone_from(&self.target);
         report.method = self.method_names();
         report.target_resources.clone_from(&self.target_resources);
+        report.heads.clone_from(&self.heads);
         report.thresholds.clone_from(&self.thresholds);
         report
     }

@@ -122,6 +122,8 @@ pub(crate) struct EthereumNode {
     started: Instant,
     head_lag: u64,
     head_delay: Duration,
+    head_phantom: u64,
+    head_stall: Option<super::Stall>,
     genesis_unix_ms: u128,
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
@@ -143,6 +145,8 @@ impl EthereumNode {
             started,
             head_lag: 0,
             head_delay: Duration::ZERO,
+            head_phantom: 0,
+            head_stall: None,
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
@@ -154,7 +158,10 @@ impl EthereumNode {
     // ------------------------------------------------------------ chain
 
     fn latest(&self) -> u64 {
-        let shown = self.started.elapsed().saturating_sub(self.head_delay);
+        let mut shown = self.started.elapsed().saturating_sub(self.head_delay);
+        if let Some(stall) = &self.head_stall {
+            shown = stall.held(shown);
+        }
         (START_BLOCK + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
     }
 
@@ -163,6 +170,18 @@ impl EthereumNode {
     pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
         self.head_lag = lag;
         self.head_delay = delay;
+        self
+    }
+
+    /// Answers a head `phantom` blocks (slots) ahead of what is served.
+    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
+        self.head_phantom = phantom;
+        self
+    }
+
+    /// Holds the head still for the pause of every period of `stall`.
+    pub(crate) fn with_stall(mut self, stall: Option<super::Stall>) -> Self {
+        self.head_stall = stall;
         self
     }
 
@@ -538,7 +557,7 @@ impl EthereumNode {
             "net_listening" => Ok(json!(true)),
             "web3_clientVersion" => Ok(json!(CLIENT_VERSION)),
             "eth_syncing" => Ok(json!(false)),
-            "eth_blockNumber" => Ok(json!(hex_quantity(self.latest().into()))),
+            "eth_blockNumber" => Ok(json!(hex_quantity((self.latest() + self.head_phantom).into()))),
             "eth_gasPrice" => Ok(json!(hex_quantity((self.base_fee(self.latest()) + GWEI).into()))),
             "eth_maxPriorityFeePerGas" => Ok(json!(hex_quantity(GWEI.into()))),
             "eth_getBalance" => {

@@ -284,6 +284,20 @@ pub struct Stall {
 }
 
 impl Stall {
+    /// `elapsed` with the pauses held: during a pause, the time its pause began.
+    pub fn held(&self, elapsed: Duration) -> Duration {
+        if self.every.is_zero() || self.pause >= self.every {
+            return elapsed;
+        }
+        let into = Duration::from_nanos((elapsed.as_nanos() % self.every.as_nanos()) as u64);
+        let runs = self.every - self.pause;
+        if into >= runs {
+            elapsed - (into - runs)
+        } else {
+            elapsed
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
         if self.pause.is_zero() {
             return Err("the pause must be longer than zero".into());

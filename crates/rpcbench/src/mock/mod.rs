@@ -232,6 +232,12 @@ pub struct MockOptions {
     pub head_lag: u64,
     /// A new head shows this long after it was produced (default: at once).
     pub head_delay: Duration,
+    /// The head answered (`eth_blockNumber`, `getSlot`) is this many ahead of what the node
+    /// serves (default 0): a phantom head, for the freshness check that fetches the block.
+    pub head_phantom: u64,
+    /// The head stops advancing for the pause of every period (it then catches up at once):
+    /// a node that stalls now and then (default: never).
+    pub head_stall: Option<Stall>,
     /// Serve HTTPS with a self-signed certificate (default: plain HTTP).
     pub tls: Option<MockTls>,
     /// WebSocket: share (0..=1) of subscription notifications not sent, drawn per
@@ -287,6 +293,8 @@ impl MockOptions {
             refuse_rate: 0.0,
             head_lag: 0,
             head_delay: Duration::ZERO,
+            head_phantom: 0,
+            head_stall: None,
             tls: None,
             ws_drop: 0.0,
             ws_duplicate: 0.0,

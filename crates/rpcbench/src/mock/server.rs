@@ -93,11 +93,15 @@ impl Node {
             Chain::Static => Node::Static,
             Chain::Solana => Node::Solana(Box::new(
                 SolanaNode::new(options.seed, options.slot_time, started, unix_now)
-                    .with_head(options.head_lag, options.head_delay),
+                    .with_head(options.head_lag, options.head_delay)
+                    .with_phantom(options.head_phantom)
+                    .with_stall(options.head_stall),
             )),
             Chain::Ethereum => Node::Ethereum(Box::new(
                 EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)
-                    .with_head(options.head_lag, options.head_delay),
+                    .with_head(options.head_lag, options.head_delay)
+                    .with_phantom(options.head_phantom)
+                    .with_stall(options.head_stall),
             )),
         }
     }

@@ -88,6 +88,8 @@ pub(crate) struct SolanaNode {
     started: Instant,
     head_lag: u64,
     head_delay: Duration,
+    head_phantom: u64,
+    head_stall: Option<super::Stall>,
     /// Unix time of slot 0, in milliseconds.
     genesis_unix_ms: u128,
     accounts: Vec<Account>,
@@ -118,6 +120,8 @@ impl SolanaNode {
             started,
             head_lag: 0,
             head_delay: Duration::ZERO,
+            head_phantom: 0,
+            head_stall: None,
             genesis_unix_ms,
             accounts,
             by_key,
@@ -128,7 +132,10 @@ impl SolanaNode {
     // ------------------------------------------------------------ ledger
 
     fn current_slot(&self) -> u64 {
-        let shown = self.started.elapsed().saturating_sub(self.head_delay);
+        let mut shown = self.started.elapsed().saturating_sub(self.head_delay);
+        if let Some(stall) = &self.head_stall {
+            shown = stall.held(shown);
+        }
         (START_SLOT + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
     }
 
@@ -137,6 +144,18 @@ impl SolanaNode {
     pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
         self.head_lag = lag;
         self.head_delay = delay;
+        self
+    }
+
+    /// Answers a head `phantom` blocks (slots) ahead of what is served.
+    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
+        self.head_phantom = phantom;
+        self
+    }
+
+    /// Holds the head still for the pause of every period of `stall`.
+    pub(crate) fn with_stall(mut self, stall: Option<super::Stall>) -> Self {
+        self.head_stall = stall;
         self
     }
 
@@ -436,7 +455,7 @@ impl SolanaNode {
         match method {
             "getSlot" => {
                 p.commitment_config(0)?;
-                Ok(json!(self.current_slot()))
+                Ok(json!(self.current_slot() + self.head_phantom))
             }
             "getBlockHeight" => {
                 p.commitment_config(0)?;

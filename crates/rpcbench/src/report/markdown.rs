@@ -258,6 +258,10 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
             let _ = writeln!(out, "> **Warning:** {}", cell(&warning));
         }
     }
+    if let Some(heads) = crate::heads::HeadsReport::of_runs(runs) {
+        let _ = writeln!(out);
+        out.push_str(&heads.render_markdown());
+    }
     out
 }
 

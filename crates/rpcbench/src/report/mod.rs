@@ -148,6 +148,10 @@ pub struct RunReport {
     /// the whole measured time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_pauses: Option<crate::rate_pause::RatePauses>,
+    /// With `--heads`: each target's head beside the load (lag behind the highest head seen,
+    /// share at the tip, stale samples, visibility delays); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<crate::heads::HeadsReport>,
 }
 
 /// What an HTTP/2 run's connections saw, as reports and results files give them.
@@ -833,6 +837,7 @@ impl RunReport {
                     .collect(),
             },
             target_resources: None,
+            heads: None,
             generator,
             protocol: config.protocol_name().to_string(),
             http2: Http2Figures::of(config, record),

@@ -345,6 +345,9 @@ pub fn render_text(report: &RunReport) -> String {
     if let Some(resources) = &report.target_resources {
         out.push_str(&resources.render_text());
     }
+    if let Some(heads) = &report.heads {
+        out.push_str(&heads.render_text());
+    }
     let generator = &report.generator;
     let mut usage = format!("  Generator: {} worker thread(s)", generator.threads);
     if let Some(cpu) = generator.cpu_percent {
