@@ -193,6 +193,30 @@ impl FromStr for Chain {
     }
 }
 
+/// How a mock node refuses a batch longer than its limit, as the node it imitates does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BatchLimitStyle {
+    /// geth: an array of one -32600 "batch too large" error with the first call's id.
+    #[default]
+    Geth,
+    /// erigon: a bare error object (not an array), -32000 "batch limit N exceeded", id null.
+    Erigon,
+}
+
+impl FromStr for BatchLimitStyle {
+    type Err = FaultParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "geth" => Ok(BatchLimitStyle::Geth),
+            "erigon" => Ok(BatchLimitStyle::Erigon),
+            other => {
+                Err(FaultParseError { input: other.to_string(), expected: "geth or erigon".to_string() })
+            }
+        }
+    }
+}
+
 /// Everything a [`MockServer`] needs to start. [`MockOptions::new`] gives sensible defaults.
 #[derive(Debug, Clone)]
 pub struct MockOptions {
@@ -212,8 +236,11 @@ pub struct MockOptions {
     pub faults: Faults,
     /// Largest accepted request body; larger bodies get HTTP 413 (default 1 MiB).
     pub max_body_bytes: usize,
-    /// Longest accepted batch; longer ones get -32600 (default 100).
+    /// Longest accepted batch; longer ones are refused as [`MockOptions::batch_limit_style`]
+    /// says (default 100).
     pub max_batch_len: usize,
+    /// How a batch over `max_batch_len` is refused (default geth's).
+    pub batch_limit_style: BatchLimitStyle,
     /// Whether HTTP/2 is served (default true): h2c with prior knowledge on the same port as
     /// HTTP/1.1, and ALPN `h2` over TLS. False serves HTTP/1.1 only.
     pub http2: bool,
@@ -281,6 +308,7 @@ impl MockOptions {
             faults: Faults::default(),
             max_body_bytes: 1024 * 1024,
             max_batch_len: 100,
+            batch_limit_style: BatchLimitStyle::Geth,
             http2: true,
             max_streams: None,
             goaway_after: None,
