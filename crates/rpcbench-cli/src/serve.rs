@@ -135,6 +135,10 @@ pub struct ServeArgs {
     /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.
     #[arg(long, value_name = "N")]
     pub ws_max_connections: Option<usize>,
+    /// WebSocket: subscribe calls past N subscriptions open on one connection get the JSON-RPC
+    /// error -32000 "too many subscriptions on this connection (limit N)".
+    #[arg(long, value_name = "N")]
+    pub max_subscriptions: Option<usize>,
     #[command(flatten)]
     pub caps: crate::proxy_cmd::ClientCapArgs,
 }
@@ -234,6 +238,7 @@ impl ServeArgs {
         options.ws_delay = self.ws_delay;
         options.ws_max_queue = self.ws_max_queue;
         options.ws_max_connections = self.ws_max_connections;
+        options.ws_max_subscriptions = self.max_subscriptions;
         // Zero is refused by the options' check, naming the flag.
         options.max_connections = self.caps.max_connections;
         options.idle_timeout = Some(self.caps.idle_timeout);
@@ -261,6 +266,7 @@ fn flag_of(option: &str) -> &'static str {
         "ws_duplicate" => "--ws-duplicate",
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
+        "ws_max_subscriptions" => "--max-subscriptions",
         "max_connections" => "--max-connections",
         "idle_timeout" => "--idle-timeout",
         _ => "--chain",

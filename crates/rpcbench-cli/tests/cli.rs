@@ -1656,3 +1656,19 @@ fn a_comparison_of_fewer_requests_than_rounds_sends_exactly_the_requests_asked_f
         assert_eq!(run["report"]["requests"]["total"], 3, "{run}");
     }
 }
+
+#[test]
+fn limits_reports_the_batch_limit_found_and_what_it_spent() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = 50;
+    let node = MockServer::start(options).expect("the static node starts");
+    let output = rpcbench(&["limits", &node.url(), "--max-requests", "40", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["batch"]["largest_accepted"], 50, "{json}");
+    assert_eq!(json["batch"]["refusal"]["code"], -32600, "{json}");
+    assert!(json["budget"]["requests"].as_u64().unwrap() <= 40, "{json}");
+    assert_usage_error(&["limits", &node.url(), "--max-requests", "0"], "--max-requests");
+    assert_usage_error(&["limits", "ftp://127.0.0.1:1/"], "scheme 'ftp'");
+    node.stop();
+}

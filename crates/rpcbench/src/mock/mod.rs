@@ -274,6 +274,10 @@ pub struct MockOptions {
     /// WebSocket: upgrades past this many open WebSocket connections get HTTP 503 (default:
     /// unlimited).
     pub ws_max_connections: Option<usize>,
+    /// WebSocket: subscribe calls past this many subscriptions open on one connection get the
+    /// JSON-RPC error -32000 "too many subscriptions on this connection (limit N)" (default:
+    /// unlimited).
+    pub ws_max_subscriptions: Option<usize>,
     /// Most connections open at once; one more is closed at once (default `None`: the
     /// open-file limit less 64).
     pub max_connections: Option<usize>,
@@ -321,6 +325,7 @@ impl MockOptions {
             ws_delay: None,
             ws_max_queue: None,
             ws_max_connections: None,
+            ws_max_subscriptions: None,
             max_connections: None,
             idle_timeout: Some(Duration::from_secs(60)),
         }
@@ -381,6 +386,9 @@ impl MockOptions {
         }
         if self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
             return invalid("idle_timeout", "must be longer than zero".into());
+        }
+        if self.ws_max_subscriptions == Some(0) {
+            return invalid("ws_max_subscriptions", "must be at least 1".into());
         }
         if self.ws_max_connections == Some(0) {
             return invalid("ws_max_connections", "must be at least 1".into());
@@ -525,6 +533,7 @@ mod tests {
             ("ws_duplicate", |o| o.ws_duplicate = -0.1),
             ("ws_max_queue", |o| o.ws_max_queue = Some(0)),
             ("ws_max_connections", |o| o.ws_max_connections = Some(0)),
+            ("ws_max_subscriptions", |o| o.ws_max_subscriptions = Some(0)),
             ("max_connections", |o| o.max_connections = Some(0)),
             ("idle_timeout", |o| o.idle_timeout = Some(Duration::ZERO)),
         ] {

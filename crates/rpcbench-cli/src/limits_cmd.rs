@@ -1,0 +1,76 @@
+//! `rpcbench limits URL`: probes what a node or a provider's plan allows, within a budget of
+//! requests, and prints each limit found with its evidence (text, Markdown or JSON). The probes
+//! are the library's (`rpcbench::limits`); this file only reads the flags.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rpcbench::client::Endpoint;
+use rpcbench::limits::{probe_batch, LimitsReport, ProbeBudget, DEFAULT_BATCH_CEILING, DEFAULT_MAX_REQUESTS};
+
+use crate::args::duration;
+use crate::output;
+use crate::report_cmd::emit;
+
+/// Output formats of `limits`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LimitsFormat {
+    /// A table.
+    Text,
+    /// A Markdown table.
+    Markdown,
+    /// JSON (schema/limits.schema.json).
+    Json,
+}
+
+/// Options of `rpcbench limits`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  rpcbench limits http://127.0.0.1:8545
+  rpcbench limits http://127.0.0.1:8545 --max-requests 50 --max-batch 2000 -f json")]
+pub struct LimitsArgs {
+    /// The endpoint to probe (http:// or https://).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The method called in the probes' requests.
+    #[arg(short, long, default_value = "eth_blockNumber")]
+    pub method: String,
+    /// The most HTTP requests the probe may send (a batch is one); the report says what it spent.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_requests: u64,
+    /// The longest batch the batch search tries; accepted, it ends the search.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_CEILING, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_batch: u64,
+    /// Time allowed for one request.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = LimitsFormat::Text)]
+    pub format: LimitsFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: LimitsArgs) -> ExitCode {
+    let endpoint = match Endpoint::parse(&args.url, args.timeout) {
+        Ok(endpoint) => endpoint,
+        Err(err) => return output::usage_error(err.to_string().trim_start_matches("request failed: ")),
+    };
+    let mut budget = ProbeBudget::new(args.max_requests);
+    let batch = probe_batch(&endpoint, &args.method, args.max_batch, &mut budget);
+    if batch.largest_accepted == 0 {
+        if let Some(refusal) = batch.refusal.as_ref().filter(|refusal| refusal.status == 0) {
+            return output::failure(format!("{}: {}", endpoint.redacted(), refusal.message));
+        }
+    }
+    let report =
+        LimitsReport { url: endpoint.redacted(), method: args.method.clone(), budget, batch: Some(batch) };
+    let text = match args.format {
+        LimitsFormat::Text => report.render_text(),
+        LimitsFormat::Markdown => report.render_markdown(),
+        LimitsFormat::Json => report.render_json(),
+    };
+    emit(&text, args.output.as_deref(), false)
+}

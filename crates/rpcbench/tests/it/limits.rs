@@ -1,0 +1,93 @@
+//! `rpcbench limits` against mock nodes with known limits: each probe finds exactly what the
+//! mock was configured with, within the budget it was given.
+
+use std::time::Duration;
+
+use rpcbench::client::Endpoint;
+use rpcbench::limits::{probe_batch, LimitsReport, ProbeBudget, DEFAULT_BATCH_CEILING};
+use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
+
+fn endpoint(server: &MockServer) -> Endpoint {
+    Endpoint::parse(&server.url(), Duration::from_secs(10)).unwrap()
+}
+
+fn batch_limited(limit: usize, style: BatchLimitStyle) -> MockServer {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = limit;
+    options.batch_limit_style = style;
+    MockServer::start(options).unwrap()
+}
+
+#[test]
+fn the_batch_probe_finds_geths_and_erigons_limits_exactly_with_their_errors() {
+    for (limit, style, code, message) in [
+        (100, BatchLimitStyle::Geth, -32600, "batch too large"),
+        (100, BatchLimitStyle::Erigon, -32000, "batch limit 100 exceeded"),
+        (37, BatchLimitStyle::Erigon, -32000, "batch limit 37 exceeded"),
+    ] {
+        let server = batch_limited(limit, style);
+        let mut budget = ProbeBudget::new(50);
+        let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+        assert_eq!(found.largest_accepted, limit as u64, "{style:?}: {found:?}");
+        assert_eq!(found.smallest_refused, Some(limit as u64 + 1));
+        assert!(found.exact);
+        let refusal = found.refusal.as_ref().expect("the refusal is kept");
+        assert_eq!((refusal.status, refusal.code, refusal.message.as_str()), (200, Some(code), message));
+        assert_eq!(budget.requests, found.steps.len() as u64);
+        assert!(budget.requests <= 20, "{budget:?}");
+        assert_eq!(budget.calls, found.steps.iter().map(|step| step.calls).sum::<u64>());
+        server.stop();
+    }
+}
+
+#[test]
+fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
+    let server = batch_limited(100, BatchLimitStyle::Geth);
+    let mut budget = ProbeBudget::new(10);
+    let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+    assert_eq!(budget.requests, 10, "exactly the budget is spent");
+    assert!(!found.exact);
+    let refused = found.smallest_refused.expect("128 was refused");
+    assert!(found.largest_accepted <= 100 && refused > 100, "{found:?}");
+    let report =
+        LimitsReport { url: server.url(), method: "eth_blockNumber".into(), budget, batch: Some(found) };
+    assert!(report.summary().contains("10 of 10 requests spent"), "{}", report.summary());
+    server.stop();
+}
+
+#[test]
+fn per_call_rate_limit_errors_inside_a_batch_do_not_read_as_a_batch_limit() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = 20;
+    options.faults.rate_limit = Some(1.0);
+    options.faults.rate_limit_burst = Some(5.0);
+    options.faults.rate_limit_style = RateLimitStyle::BatchItems;
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(50);
+    let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+    assert_eq!(found.largest_accepted, 20, "{found:?}");
+    server.stop();
+}
+
+#[test]
+fn the_limits_report_in_json_matches_its_schema() {
+    let server = batch_limited(9, BatchLimitStyle::Erigon);
+    let mut budget = ProbeBudget::new(30);
+    let batch = probe_batch(&endpoint(&server), "eth_blockNumber", 64, &mut budget);
+    let report =
+        LimitsReport { url: server.url(), method: "eth_blockNumber".into(), budget, batch: Some(batch) };
+    let json: serde_json::Value = serde_json::from_str(&report.render_json()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/limits.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let messages: Vec<String> = match schema.validate(&json) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "does not match limits.schema.json:\n{}", messages.join("\n"));
+    assert!(json["summary"].as_str().unwrap().starts_with("batches up to 9 calls"), "{json}");
+    let text = report.render_text();
+    assert!(text.contains("9 calls") && text.contains("-32000 \"batch limit 9 exceeded\""), "{text}");
+    assert!(report.render_markdown().contains("| largest batch | 9 calls |"), "{}", report.render_markdown());
+    server.stop();
+}
