@@ -7,7 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
-use rpcbench::limits::{probe_batch, LimitsReport, ProbeBudget, DEFAULT_BATCH_CEILING, DEFAULT_MAX_REQUESTS};
+use rpcbench::limits::{
+    probe_batch, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
+};
 
 use crate::args::duration;
 use crate::output;
@@ -28,9 +31,11 @@ pub enum LimitsFormat {
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   rpcbench limits http://127.0.0.1:8545
-  rpcbench limits http://127.0.0.1:8545 --max-requests 50 --max-batch 2000 -f json")]
+  rpcbench limits http://127.0.0.1:8545 --max-requests 50 --max-batch 2000 -f json
+  rpcbench limits http://127.0.0.1:8545 --ws ws://127.0.0.1:8545 --max-subscriptions 200
+  rpcbench limits ws://127.0.0.1:8899 -m getSlot --subscribe slotSubscribe --subscribe-params '[]'")]
 pub struct LimitsArgs {
-    /// The endpoint to probe (http:// or https://).
+    /// The endpoint to probe: http:// or https:// (batches), or ws:// (WebSocket limits only).
     #[arg(value_name = "URL")]
     pub url: String,
     /// The method called in the probes' requests.
@@ -42,6 +47,22 @@ pub struct LimitsArgs {
     /// The longest batch the batch search tries; accepted, it ends the search.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_CEILING, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_batch: u64,
+    /// Probe WebSocket limits at this ws:// URL (subscriptions per connection, connections per
+    /// client); a ws:// URL to probe is used without it.
+    #[arg(long, value_name = "URL")]
+    pub ws: Option<String>,
+    /// The subscribe method of the WebSocket probe.
+    #[arg(long, value_name = "METHOD", default_value = "eth_subscribe")]
+    pub subscribe: String,
+    /// Its params, a JSON array.
+    #[arg(long, value_name = "JSON", default_value = "[\"newHeads\"]")]
+    pub subscribe_params: String,
+    /// The most subscriptions the WebSocket probe opens on one connection.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SUBSCRIPTIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_subscriptions: u64,
+    /// The most WebSocket connections the probe holds open at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WS_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_ws_connections: u64,
     /// Time allowed for one request.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub timeout: Duration,
@@ -58,15 +79,57 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         Ok(endpoint) => endpoint,
         Err(err) => return output::usage_error(err.to_string().trim_start_matches("request failed: ")),
     };
-    let mut budget = ProbeBudget::new(args.max_requests);
-    let batch = probe_batch(&endpoint, &args.method, args.max_batch, &mut budget);
-    if batch.largest_accepted == 0 {
-        if let Some(refusal) = batch.refusal.as_ref().filter(|refusal| refusal.status == 0) {
-            return output::failure(format!("{}: {}", endpoint.redacted(), refusal.message));
+    let ws_url = args.ws.clone().or_else(|| args.url.starts_with("ws://").then(|| args.url.clone()));
+    let ws_probe = match ws_url {
+        None => None,
+        Some(url) if !url.starts_with("ws://") => {
+            return output::usage_error(format!(
+                "--ws: expected a ws:// URL, not '{}'",
+                rpcbench::redact::url(&url)
+            ))
         }
-    }
-    let report =
-        LimitsReport { url: endpoint.redacted(), method: args.method.clone(), budget, batch: Some(batch) };
+        Some(url) => match serde_json::from_str::<serde_json::Value>(&args.subscribe_params) {
+            Ok(params @ serde_json::Value::Array(_)) => Some(WsProbe {
+                url,
+                method: args.subscribe.clone(),
+                params,
+                max_subscriptions: args.max_subscriptions,
+                max_connections: args.max_ws_connections,
+                timeout: args.timeout,
+            }),
+            _ => {
+                return output::usage_error(
+                    "--subscribe-params: expected a JSON array such as [\"newHeads\"]",
+                )
+            }
+        },
+    };
+    let mut budget = ProbeBudget::new(args.max_requests);
+    // Batches are probed over HTTP: over WebSocket a batch's answer is not one call's.
+    let batch = if args.url.starts_with("ws://") || args.url.starts_with("wss://") {
+        None
+    } else {
+        let batch = probe_batch(&endpoint, &args.method, args.max_batch, &mut budget);
+        if batch.largest_accepted == 0 {
+            if let Some(refusal) = batch.refusal.as_ref().filter(|refusal| refusal.status == 0) {
+                return output::failure(format!("{}: {}", endpoint.redacted(), refusal.message));
+            }
+        }
+        Some(batch)
+    };
+    let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
+        None => (None, None),
+        Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
+        Some(Err(message)) => return output::failure(endpoint.scrub(&message)),
+    };
+    let report = LimitsReport {
+        url: endpoint.redacted(),
+        method: args.method.clone(),
+        budget,
+        batch,
+        subscriptions,
+        ws_connections,
+    };
     let text = match args.format {
         LimitsFormat::Text => report.render_text(),
         LimitsFormat::Markdown => report.render_markdown(),

@@ -209,6 +209,162 @@ pub fn probe_batch(
     BatchFinding { largest_accepted: accepted, smallest_refused: refused, refusal, ceiling, exact, steps }
 }
 
+/// A count found by opening things one by one until the first refusal: subscriptions on one
+/// WebSocket connection, or WebSocket connections from one client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CountFinding {
+    /// How many were accepted before the first refusal (or before the ceiling or the budget).
+    pub accepted: u64,
+    /// How the first refusal was answered; `None` when none came.
+    pub refusal: Option<Refusal>,
+    /// The most the probe would open.
+    pub ceiling: u64,
+    /// Whether the count is the server's limit exactly (a refusal came); false when the probe
+    /// stopped at its ceiling or its budget first.
+    pub exact: bool,
+}
+
+/// What the WebSocket probe looks for, and how far it may go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsProbe {
+    /// A ws:// URL.
+    pub url: String,
+    /// The subscribe method (`eth_subscribe`, `slotSubscribe`).
+    pub method: String,
+    /// Its params (`["newHeads"]`, `[]`).
+    pub params: Value,
+    /// Most subscriptions opened on one connection.
+    pub max_subscriptions: u64,
+    /// Most connections opened at once.
+    pub max_connections: u64,
+    /// Time allowed for a connection or an answer.
+    pub timeout: std::time::Duration,
+}
+
+/// The default ceiling of the subscriptions probe.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: u64 = 1_000;
+/// The default ceiling of the connections probe.
+pub const DEFAULT_MAX_WS_CONNECTIONS: u64 = 100;
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// Opens one WebSocket connection, or says how it was refused.
+async fn open_socket(url: &url::Url, timeout: std::time::Duration) -> Result<Socket, Refusal> {
+    use tokio_tungstenite::tungstenite;
+    let failed = |message: String| Refusal { status: 0, code: None, message: truncate(message, 200) };
+    let open = async {
+        let addrs = url.socket_addrs(|| Some(80)).map_err(|err| failed(err.to_string()))?;
+        let stream = tokio::net::TcpStream::connect(&*addrs).await.map_err(|err| failed(err.to_string()))?;
+        match tokio_tungstenite::client_async(url.as_str(), stream).await {
+            Ok((socket, _)) => Ok(socket),
+            Err(tungstenite::Error::Http(response)) => {
+                let body = response.body().as_deref().unwrap_or_default().to_vec();
+                Err(Refusal::from_answer(&RawAnswer { status: response.status().as_u16(), body }))
+            }
+            Err(err) => Err(failed(err.to_string())),
+        }
+    };
+    tokio::time::timeout(timeout, open)
+        .await
+        .unwrap_or_else(|_| Err(failed("no answer within the timeout".into())))
+}
+
+/// Sends subscribe call `id` and reads until its answer (notifications are skipped): `Ok` when
+/// it was accepted, else the refusal.
+async fn subscribe_once(socket: &mut Socket, probe: &WsProbe, id: u64) -> Result<(), Refusal> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let failed = |message: &str| Refusal { status: 0, code: None, message: message.to_string() };
+    let call =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": probe.method, "params": probe.params});
+    socket.send(Message::text(call.to_string())).await.map_err(|err| failed(&err.to_string()))?;
+    let answer = async {
+        loop {
+            let bytes = match socket.next().await {
+                Some(Ok(Message::Text(text))) => text.as_bytes().to_vec(),
+                Some(Ok(Message::Binary(bytes))) => bytes.to_vec(),
+                Some(Ok(_)) => continue,
+                Some(Err(err)) => return Err(failed(&err.to_string())),
+                None => return Err(failed("the server closed the connection")),
+            };
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else { continue };
+            if value.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            if value.get("result").is_some() {
+                return Ok(());
+            }
+            return Err(Refusal::from_answer(&RawAnswer { status: 101, body: bytes }));
+        }
+    };
+    tokio::time::timeout(probe.timeout, answer)
+        .await
+        .unwrap_or_else(|_| Err(failed("no answer within the timeout")))
+}
+
+/// Finds the subscriptions one WebSocket connection may hold and the connections one client
+/// may open, each up to its ceiling, one request of the budget per subscribe call or upgrade.
+/// The first connection is the one holding the subscriptions, and it stays open while more
+/// are opened, so that no close still in flight is counted. Blocking.
+pub fn probe_websocket(
+    probe: &WsProbe,
+    budget: &mut ProbeBudget,
+) -> Result<(CountFinding, CountFinding), String> {
+    let url = url::Url::parse(&probe.url).map_err(|err| format!("the WebSocket URL: {err}"))?;
+    if url.scheme() != "ws" {
+        return Err(format!("the WebSocket probe takes a ws:// URL, not {}://", url.scheme()));
+    }
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
+    runtime.block_on(async {
+        let finding = |accepted, refusal: Option<Refusal>, ceiling| CountFinding {
+            accepted,
+            exact: refusal.is_some(),
+            refusal,
+            ceiling,
+        };
+        if !budget.allows_one_more() {
+            return Err("no budget left for the WebSocket probe".to_string());
+        }
+        budget.spend(0);
+        let mut first = match open_socket(&url, probe.timeout).await {
+            Ok(socket) => socket,
+            Err(refusal) => {
+                return Err(format!("the first WebSocket connection failed: {}", refusal_text(&refusal)))
+            }
+        };
+        let (mut subscriptions, mut refusal) = (0, None);
+        while subscriptions < probe.max_subscriptions && budget.allows_one_more() {
+            budget.spend(1);
+            match subscribe_once(&mut first, probe, subscriptions + 1).await {
+                Ok(()) => subscriptions += 1,
+                Err(refused) => {
+                    refusal = Some(refused);
+                    break;
+                }
+            }
+        }
+        let subscribed = finding(subscriptions, refusal, probe.max_subscriptions);
+        let mut held = vec![first];
+        let mut refusal = None;
+        while (held.len() as u64) < probe.max_connections && budget.allows_one_more() {
+            budget.spend(0);
+            match open_socket(&url, probe.timeout).await {
+                Ok(socket) => held.push(socket),
+                Err(refused) => {
+                    refusal = Some(refused);
+                    break;
+                }
+            }
+        }
+        let connections = finding(held.len() as u64, refusal, probe.max_connections);
+        for mut socket in held {
+            let _ = socket.close(None).await;
+        }
+        Ok((subscribed, connections))
+    })
+}
+
 /// Everything `rpcbench limits` found, with what it spent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LimitsReport {
@@ -220,6 +376,10 @@ pub struct LimitsReport {
     pub budget: ProbeBudget,
     /// The batch limit, when probed.
     pub batch: Option<BatchFinding>,
+    /// Subscriptions per WebSocket connection, when probed.
+    pub subscriptions: Option<CountFinding>,
+    /// WebSocket connections per client, when probed.
+    pub ws_connections: Option<CountFinding>,
 }
 
 impl LimitsReport {
@@ -228,6 +388,12 @@ impl LimitsReport {
         let mut parts = Vec::new();
         if let Some(batch) = &self.batch {
             parts.push(batch_summary(batch));
+        }
+        if let Some(found) = &self.subscriptions {
+            parts.push(format!("{} subscriptions per socket", count_text(found)));
+        }
+        if let Some(found) = &self.ws_connections {
+            parts.push(format!("{} WebSocket connections", count_text(found)));
         }
         parts.push(format!(
             "{} of {} requests spent ({} calls)",
@@ -296,6 +462,17 @@ impl LimitsReport {
             }
             rows.push(("largest batch", value, evidence));
         }
+        for (name, found) in [
+            ("subscriptions per socket", &self.subscriptions),
+            ("WebSocket connections", &self.ws_connections),
+        ] {
+            let Some(found) = found else { continue };
+            let evidence = match &found.refusal {
+                Some(refusal) => format!("number {} got {}", found.accepted + 1, refusal_text(refusal)),
+                None => format!("no refusal up to {} (the ceiling or the budget)", found.accepted),
+            };
+            rows.push((name, count_text(found), evidence));
+        }
         rows.push((
             "spent",
             format!("{} of {} requests", self.budget.requests, self.budget.max_requests),
@@ -314,6 +491,14 @@ fn refusal_text(refusal: &Refusal) -> String {
         let _ = write!(text, " \"{}\"", one_line(&refusal.message));
     }
     text
+}
+
+fn count_text(found: &CountFinding) -> String {
+    if found.exact {
+        found.accepted.to_string()
+    } else {
+        format!("at least {}", found.accepted)
+    }
 }
 
 fn batch_summary(batch: &BatchFinding) -> String {

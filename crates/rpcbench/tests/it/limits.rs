@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
-use rpcbench::limits::{probe_batch, LimitsReport, ProbeBudget, DEFAULT_BATCH_CEILING};
+use rpcbench::limits::{
+    probe_batch, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+};
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
 
 fn endpoint(server: &MockServer) -> Endpoint {
@@ -49,8 +51,14 @@ fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
     assert!(!found.exact);
     let refused = found.smallest_refused.expect("128 was refused");
     assert!(found.largest_accepted <= 100 && refused > 100, "{found:?}");
-    let report =
-        LimitsReport { url: server.url(), method: "eth_blockNumber".into(), budget, batch: Some(found) };
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: Some(found),
+        subscriptions: None,
+        ws_connections: None,
+    };
     assert!(report.summary().contains("10 of 10 requests spent"), "{}", report.summary());
     server.stop();
 }
@@ -71,11 +79,22 @@ fn per_call_rate_limit_errors_inside_a_batch_do_not_read_as_a_batch_limit() {
 
 #[test]
 fn the_limits_report_in_json_matches_its_schema() {
-    let server = batch_limited(9, BatchLimitStyle::Erigon);
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.max_batch_len = 9;
+    options.batch_limit_style = BatchLimitStyle::Erigon;
+    options.ws_max_subscriptions = Some(2);
+    let server = MockServer::start(options).unwrap();
     let mut budget = ProbeBudget::new(30);
     let batch = probe_batch(&endpoint(&server), "eth_blockNumber", 64, &mut budget);
-    let report =
-        LimitsReport { url: server.url(), method: "eth_blockNumber".into(), budget, batch: Some(batch) };
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 10, 3), &mut budget).unwrap();
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: Some(batch),
+        subscriptions: Some(subscriptions),
+        ws_connections: Some(connections),
+    };
     let json: serde_json::Value = serde_json::from_str(&report.render_json()).unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/limits.schema.json");
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -85,9 +104,79 @@ fn the_limits_report_in_json_matches_its_schema() {
         Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
     };
     assert!(messages.is_empty(), "does not match limits.schema.json:\n{}", messages.join("\n"));
-    assert!(json["summary"].as_str().unwrap().starts_with("batches up to 9 calls"), "{json}");
+    let summary = json["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(
+            "batches up to 9 calls, 2 subscriptions per socket, at least 3 WebSocket connections"
+        ),
+        "{json}"
+    );
     let text = report.render_text();
     assert!(text.contains("9 calls") && text.contains("-32000 \"batch limit 9 exceeded\""), "{text}");
     assert!(report.render_markdown().contains("| largest batch | 9 calls |"), "{}", report.render_markdown());
+    server.stop();
+}
+
+fn ws_probe(server: &MockServer, max_subscriptions: u64, max_connections: u64) -> WsProbe {
+    WsProbe {
+        url: server.ws_url(),
+        method: "eth_subscribe".into(),
+        params: serde_json::json!(["newHeads"]),
+        max_subscriptions,
+        max_connections,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+#[test]
+fn the_websocket_probe_finds_the_subscription_and_connection_caps_exactly() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.ws_max_subscriptions = Some(7);
+    options.ws_max_connections = Some(4);
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(100);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 1000, 100), &mut budget).unwrap();
+    assert_eq!((subscriptions.accepted, subscriptions.exact), (7, true), "{subscriptions:?}");
+    let refusal = subscriptions.refusal.as_ref().unwrap();
+    assert_eq!(refusal.code, Some(-32000));
+    assert!(refusal.message.contains("limit 7"), "{refusal:?}");
+    assert_eq!((connections.accepted, connections.exact), (4, true), "{connections:?}");
+    let refused = connections.refusal.as_ref().unwrap();
+    assert_eq!((refused.status, refused.message.as_str()), (503, "too many WebSocket connections"));
+    // One upgrade, 8 subscribe calls, 4 more upgrades (the last refused).
+    assert_eq!(budget.requests, 1 + 8 + 4);
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: None,
+        subscriptions: Some(subscriptions),
+        ws_connections: Some(connections),
+    };
+    assert!(
+        report.summary().starts_with("7 subscriptions per socket, 4 WebSocket connections"),
+        "{}",
+        report.summary()
+    );
+    server.stop();
+}
+
+#[test]
+fn the_websocket_probe_stops_at_its_ceilings_and_budget_without_claiming_a_limit() {
+    let server = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let mut budget = ProbeBudget::new(100);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 5, 3), &mut budget).unwrap();
+    assert_eq!(
+        (subscriptions.accepted, subscriptions.exact, connections.accepted, connections.exact),
+        (5, false, 3, false)
+    );
+    let mut budget = ProbeBudget::new(4);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 50, 50), &mut budget).unwrap();
+    assert_eq!(
+        (subscriptions.accepted, connections.accepted),
+        (3, 1),
+        "the budget: one upgrade and three calls"
+    );
+    assert_eq!(budget.requests, 4);
     server.stop();
 }
