@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::limits::{
-    probe_batch, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
 
@@ -47,6 +47,9 @@ pub struct LimitsArgs {
     /// The longest batch the batch search tries; accepted, it ends the search.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_CEILING, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_batch: u64,
+    /// The largest request body the body search tries, in bytes (16MiB, 1MB...).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
+    pub max_body: u64,
     /// Probe WebSocket limits at this ws:// URL (subscriptions per connection, connections per
     /// client); a ws:// URL to probe is used without it.
     #[arg(long, value_name = "URL")]
@@ -117,6 +120,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         }
         Some(batch)
     };
+    let body = batch.is_some().then(|| probe_body(&endpoint, &args.method, args.max_body, &mut budget));
     let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
         None => (None, None),
         Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
@@ -127,6 +131,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         method: args.method.clone(),
         budget,
         batch,
+        body,
         subscriptions,
         ws_connections,
     };
@@ -136,4 +141,12 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         LimitsFormat::Json => report.render_json(),
     };
     emit(&text, args.output.as_deref(), false)
+}
+
+fn body_size(text: &str) -> Result<u64, String> {
+    match rpcbench::units::parse_size(text) {
+        Ok(bytes) if (1..=1 << 30).contains(&bytes) => Ok(bytes),
+        Ok(_) => Err("expected a size from 1 byte to 1GiB".to_string()),
+        Err(err) => Err(err.to_string()),
+    }
 }

@@ -209,6 +209,62 @@ pub fn probe_batch(
     BatchFinding { largest_accepted: accepted, smallest_refused: refused, refusal, ceiling, exact, steps }
 }
 
+/// The default ceiling of the request body search, in bytes.
+pub const DEFAULT_BODY_CEILING: u64 = 16 * 1024 * 1024;
+
+/// What the request body search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BodyFinding {
+    /// The largest request body answered (HTTP 2xx), in bytes.
+    pub largest_accepted: u64,
+    /// The smallest body refused; `None` when every body up to the ceiling was answered.
+    pub smallest_refused: Option<u64>,
+    /// How the smallest refused body was answered (a 413, a closed connection).
+    pub refusal: Option<Refusal>,
+    /// The ceiling of the search, in bytes.
+    pub ceiling: u64,
+    /// Whether the limit is known exactly (false: the budget ran out first).
+    pub exact: bool,
+}
+
+/// One call of `method` padded with trailing whitespace to `bytes` (at least the call itself).
+pub fn padded_body(method: &str, bytes: u64) -> Vec<u8> {
+    let mut body = batch_body(method, 1);
+    body.remove(0);
+    body.pop();
+    if (body.len() as u64) < bytes {
+        body.resize(bytes as usize, b' ');
+    }
+    body
+}
+
+/// Finds the largest request body the endpoint answers, up to `ceiling` bytes, by doubling
+/// then bisection on the body's size ([`next_batch_len`]'s search, in bytes), one request of
+/// the budget per size tried. Sizes below the call itself are sent as the call.
+pub fn probe_body(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut ProbeBudget) -> BodyFinding {
+    let ceiling = ceiling.max(1);
+    let (mut accepted, mut refused, mut refusal) = (0u64, None::<u64>, None::<Refusal>);
+    while let Some(bytes) = next_batch_len(accepted, refused, ceiling) {
+        if !budget.allows_one_more() {
+            break;
+        }
+        budget.spend(1);
+        match endpoint.post(&padded_body(method, bytes)) {
+            Ok(answer) if (200..300).contains(&answer.status) => accepted = bytes,
+            Ok(answer) => {
+                refusal = Some(Refusal::from_answer(&answer));
+                refused = Some(bytes);
+            }
+            Err(error) => {
+                refusal = Some(Refusal::from_error(&error));
+                refused = Some(bytes);
+            }
+        }
+    }
+    let exact = next_batch_len(accepted, refused, ceiling).is_none();
+    BodyFinding { largest_accepted: accepted, smallest_refused: refused, refusal, ceiling, exact }
+}
+
 /// A count found by opening things one by one until the first refusal: subscriptions on one
 /// WebSocket connection, or WebSocket connections from one client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -376,6 +432,8 @@ pub struct LimitsReport {
     pub budget: ProbeBudget,
     /// The batch limit, when probed.
     pub batch: Option<BatchFinding>,
+    /// The largest request body, when probed.
+    pub body: Option<BodyFinding>,
     /// Subscriptions per WebSocket connection, when probed.
     pub subscriptions: Option<CountFinding>,
     /// WebSocket connections per client, when probed.
@@ -388,6 +446,13 @@ impl LimitsReport {
         let mut parts = Vec::new();
         if let Some(batch) = &self.batch {
             parts.push(batch_summary(batch));
+        }
+        if let Some(body) = &self.body {
+            let size = format!("{} bytes", body.largest_accepted);
+            parts.push(match (body.smallest_refused, body.exact) {
+                (Some(_), true) => format!("request bodies up to {size}"),
+                _ => format!("request bodies of at least {size}"),
+            });
         }
         if let Some(found) = &self.subscriptions {
             parts.push(format!("{} subscriptions per socket", count_text(found)));

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::limits::{
-    probe_batch, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    DEFAULT_BODY_CEILING,
 };
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
 
@@ -56,6 +57,7 @@ fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
         method: "eth_blockNumber".into(),
         budget,
         batch: Some(found),
+        body: None,
         subscriptions: None,
         ws_connections: None,
     };
@@ -87,11 +89,13 @@ fn the_limits_report_in_json_matches_its_schema() {
     let mut budget = ProbeBudget::new(30);
     let batch = probe_batch(&endpoint(&server), "eth_blockNumber", 64, &mut budget);
     let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 10, 3), &mut budget).unwrap();
+    let body = probe_body(&endpoint(&server), "eth_blockNumber", 4096, &mut budget);
     let report = LimitsReport {
         url: server.url(),
         method: "eth_blockNumber".into(),
         budget,
         batch: Some(batch),
+        body: Some(body),
         subscriptions: Some(subscriptions),
         ws_connections: Some(connections),
     };
@@ -107,7 +111,7 @@ fn the_limits_report_in_json_matches_its_schema() {
     let summary = json["summary"].as_str().unwrap();
     assert!(
         summary.starts_with(
-            "batches up to 9 calls, 2 subscriptions per socket, at least 3 WebSocket connections"
+            "batches up to 9 calls, request bodies of at least 4096 bytes, 2 subscriptions per socket, at least 3 WebSocket connections"
         ),
         "{json}"
     );
@@ -150,6 +154,7 @@ fn the_websocket_probe_finds_the_subscription_and_connection_caps_exactly() {
         method: "eth_blockNumber".into(),
         budget,
         batch: None,
+        body: None,
         subscriptions: Some(subscriptions),
         ws_connections: Some(connections),
     };
@@ -178,5 +183,22 @@ fn the_websocket_probe_stops_at_its_ceilings_and_budget_without_claiming_a_limit
         "the budget: one upgrade and three calls"
     );
     assert_eq!(budget.requests, 4);
+    server.stop();
+}
+
+#[test]
+fn the_body_probe_finds_the_largest_request_body_exactly_and_the_413() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_body_bytes = 10_000;
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(60);
+    let found = probe_body(&endpoint(&server), "eth_blockNumber", DEFAULT_BODY_CEILING, &mut budget);
+    assert_eq!(
+        (found.largest_accepted, found.smallest_refused, found.exact),
+        (10_000, Some(10_001), true),
+        "{found:?}"
+    );
+    assert_eq!(found.refusal.as_ref().unwrap().status, 413);
+    assert!(budget.requests <= 40, "{budget:?}");
     server.stop();
 }
