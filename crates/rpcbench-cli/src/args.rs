@@ -94,6 +94,9 @@ pub enum Command {
     Subscribe(Box<crate::subscribe_cmd::SubscribeArgs>),
     /// A head race with no load: each target's head polled, and who is behind, stale, or late.
     Heads(Box<crate::heads_cmd::HeadsArgs>),
+    /// Probe what a node or a provider's plan allows, within a budget of requests: the largest
+    /// batch accepted, with the error given past it.
+    Limits(Box<crate::limits_cmd::LimitsArgs>),
     /// List the built-in suites (`run URL --suite NAME`).
     #[command(after_help = "Examples:
   rpcbench suites

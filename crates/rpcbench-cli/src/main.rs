@@ -9,6 +9,7 @@ mod demo_cmd;
 mod docs_cmd;
 mod heads_cmd;
 mod k8s_cmd;
+mod limits_cmd;
 mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Command::K8sJob(args) => k8s_cmd::run(*args),
         Command::Subscribe(args) => subscribe_cmd::run(*args),
         Command::Heads(args) => heads_cmd::run(*args),
+        Command::Limits(args) => limits_cmd::run(*args),
         Command::Suites => suites_cmd::run(),
         Command::Completions(args) => docs_cmd::completions(&args),
         Command::Man(args) => docs_cmd::man(&args),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use rpcbench::mock::BatchLimitStyle;
 use rpcbench::mock::{
     parse_error_rate, parse_rate_limit, BlockingLatency, Chain, Faults, Latency, MethodLatencies, MockError,
     MockOptions, MockServer, MockTls, Stall,
@@ -85,9 +86,11 @@ pub struct ServeArgs {
     /// [default: a tenth of a second's worth, at least 1].
     #[arg(long, value_name = "N", requires = "rate_limit")]
     pub burst: Option<f64>,
-    /// With --rate-limit: how the excess is answered, 429 (HTTP 429 with Retry-After) or
-    /// jsonrpc (HTTP 200 with the JSON-RPC error -32005 "rate limit exceeded").
-    #[arg(long, value_name = "STYLE", default_value = "429", value_parser = ["429", "jsonrpc"], requires = "rate_limit")]
+    /// With --rate-limit: how the excess is answered, 429 (HTTP 429 with Retry-After), jsonrpc
+    /// (HTTP 200 with the JSON-RPC error -32005 "rate limit exceeded") or batch-items (every
+    /// call takes a token, one by one inside a batch; a call over the budget gets -32005 with
+    /// its own id inside a valid array, as QuickNode answers).
+    #[arg(long, value_name = "STYLE", default_value = "429", value_parser = ["429", "jsonrpc", "batch-items"], requires = "rate_limit")]
     pub rate_limit_style: String,
     /// A periodic full pause, pause/period: 2s/10s.
     #[arg(long)]
@@ -95,10 +98,14 @@ pub struct ServeArgs {
     /// Largest accepted request body; larger ones get HTTP 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
     pub max_body: usize,
-    /// Longest accepted batch; a longer one is answered as geth 1.17 does: an array of one
-    /// -32600 "batch too large" error with the first call's id.
+    /// Longest accepted batch; a longer one is refused as --batch-limit-style says (default as
+    /// geth 1.17 does: an array of one -32600 "batch too large" error with the first call's id).
     #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
     pub max_batch: usize,
+    /// How a batch over --max-batch is refused: geth (an array of one -32600 "batch too large")
+    /// or erigon (a bare -32000 "batch limit N exceeded" object).
+    #[arg(long, value_name = "STYLE", default_value = "geth", value_parser = parse_batch_limit_style)]
+    pub batch_limit_style: BatchLimitStyle,
     /// Serve HTTP/1.1 only: no h2c, and TLS offers only ALPN http/1.1.
     #[arg(long)]
     pub http1_only: bool,
@@ -136,6 +143,10 @@ pub struct ServeArgs {
     /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.
     #[arg(long, value_name = "N")]
     pub ws_max_connections: Option<usize>,
+    /// WebSocket: subscribe calls past N subscriptions open on one connection get the JSON-RPC
+    /// error -32000 "too many subscriptions on this connection (limit N)".
+    #[arg(long, value_name = "N")]
+    pub max_subscriptions: Option<usize>,
     #[command(flatten)]
     pub caps: crate::proxy_cmd::ClientCapArgs,
 }
@@ -145,6 +156,10 @@ fn parse_threads(text: &str) -> Result<usize, String> {
         Ok(threads) if (1..=1024).contains(&threads) => Ok(threads),
         _ => Err("expected a number of threads between 1 and 1024".to_string()),
     }
+}
+
+fn parse_batch_limit_style(text: &str) -> Result<BatchLimitStyle, String> {
+    text.parse().map_err(|err: rpcbench::mock::FaultParseError| err.to_string())
 }
 
 fn parse_batch_len(text: &str) -> Result<usize, String> {
@@ -218,6 +233,7 @@ impl ServeArgs {
         };
         options.max_body_bytes = self.max_body;
         options.max_batch_len = self.max_batch;
+        options.batch_limit_style = self.batch_limit_style;
         options.http2 = !self.http1_only;
         options.max_streams = self.max_streams;
         options.goaway_after = self.goaway_after;
@@ -232,6 +248,7 @@ impl ServeArgs {
         options.ws_delay = self.ws_delay;
         options.ws_max_queue = self.ws_max_queue;
         options.ws_max_connections = self.ws_max_connections;
+        options.ws_max_subscriptions = self.max_subscriptions;
         // Zero is refused by the options' check, naming the flag.
         options.max_connections = self.caps.max_connections;
         options.idle_timeout = Some(self.caps.idle_timeout);
@@ -259,6 +276,7 @@ fn flag_of(option: &str) -> &'static str {
         "ws_duplicate" => "--ws-duplicate",
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
+        "ws_max_subscriptions" => "--max-subscriptions",
         "max_connections" => "--max-connections",
         "idle_timeout" => "--idle-timeout",
         _ => "--chain",

@@ -1720,3 +1720,36 @@ fn a_comparison_of_chain_nodes_follows_their_heads_and_classes_the_far_one_stale
     let text = String::from_utf8(rpcbench(&text_args).stdout).unwrap();
     assert!(text.contains("Heads beside the load") && text.contains("stale: more than 20 behind"), "{text}");
 }
+
+#[test]
+fn limits_reports_the_batch_limit_found_and_what_it_spent() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = 50;
+    let node = MockServer::start(options).expect("the static node starts");
+    let output = rpcbench(&["limits", &node.url(), "--max-requests", "40", "-f", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["batch"]["largest_accepted"], 50, "{json}");
+    assert_eq!(json["batch"]["refusal"]["code"], -32600, "{json}");
+    assert!(json["budget"]["requests"].as_u64().unwrap() <= 40, "{json}");
+    assert_usage_error(&["limits", &node.url(), "--max-requests", "0"], "--max-requests");
+    assert_usage_error(&["limits", "ftp://127.0.0.1:1/"], "scheme 'ftp'");
+    assert_usage_error(&["limits", &node.url(), "--ws", "http://127.0.0.1:1/"], "--ws");
+    assert_usage_error(
+        &["limits", &node.url(), "--ws", "ws://127.0.0.1:1/", "--subscribe-params", "{"],
+        "--subscribe-params",
+    );
+    node.stop();
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.ws_max_subscriptions = Some(12);
+    options.ws_max_connections = Some(3);
+    let node = MockServer::start(options).expect("the Ethereum node starts");
+    let output = rpcbench(&["limits", &node.ws_url(), "--max-requests", "40"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("12 subscriptions per socket, 3 WebSocket connections, 17 of 40 requests spent"),
+        "{text}"
+    );
+    node.stop();
+}

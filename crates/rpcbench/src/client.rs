@@ -173,6 +173,66 @@ impl Endpoint {
     }
 }
 
+/// A node's answer to a body sent as it is ([`Endpoint::post`]): its HTTP status and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawAnswer {
+    /// The HTTP status (101-style upgrades aside, what the transport reports).
+    pub status: u16,
+    /// The body, as received.
+    pub body: Vec<u8>,
+}
+
+impl Endpoint {
+    /// Sends `body` as it is (a batch, an oversized request) on a connection of its own and
+    /// returns the status and body, whatever they are: for probes that look at refusals.
+    /// Transport errors have this endpoint's secrets scrubbed out. Blocking.
+    pub fn post(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| CallError::Transport(err.to_string()))?;
+        self.wire
+            .with(OnePost { runtime: &runtime, body, max_body: self.max_body, timeout: self.timeout })
+            .map_err(|err| match err {
+                CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
+                other => other,
+            })
+    }
+}
+
+/// One body sent as it is over whichever transport the endpoint's wire is.
+struct OnePost<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    body: &'a [u8],
+    max_body: u64,
+    timeout: Duration,
+}
+
+impl UseTransport for OnePost<'_> {
+    type Output = Result<RawAnswer, CallError>;
+
+    fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
+        let OnePost { runtime, body, max_body, timeout } = self;
+        let transport = transport.for_worker();
+        runtime.block_on(async {
+            let exchange = async {
+                let mut lane =
+                    transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
+                let mut request = Outgoing::default();
+                request.body.extend_from_slice(body);
+                let reply = lane
+                    .exchange(&request, max_body)
+                    .await
+                    .map_err(|err| CallError::Transport(format!("{err:?}")))?;
+                Ok(RawAnswer { status: reply.status, body: lane.body().to_vec() })
+            };
+            tokio::time::timeout(timeout, exchange)
+                .await
+                .map_err(|_| CallError::Transport("timeout".into()))?
+        })
+    }
+}
+
 /// One call over whichever transport the endpoint's wire is.
 struct OneCall<'a> {
     runtime: &'a tokio::runtime::Runtime,

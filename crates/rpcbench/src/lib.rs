@@ -62,6 +62,7 @@ pub(crate) mod http_server;
 pub mod json_path;
 pub mod jsonrpc;
 pub mod k8s;
+pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod mock;

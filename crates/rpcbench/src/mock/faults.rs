@@ -74,6 +74,10 @@ pub enum RateLimitStyle {
     /// HTTP 200 with the JSON-RPC error -32005 "rate limit exceeded" and no header, as many
     /// hosted providers answer.
     JsonRpc,
+    /// Every call takes a token, those inside a batch one by one: a call over the budget gets
+    /// the JSON-RPC error -32005 "rate limit exceeded" with its own id, inside a valid array
+    /// for a batch, while the calls within the budget are answered (QuickNode's behaviour).
+    BatchItems,
 }
 
 impl FromStr for RateLimitStyle {
@@ -83,9 +87,11 @@ impl FromStr for RateLimitStyle {
         match text.trim() {
             "429" | "http" => Ok(RateLimitStyle::Http429),
             "jsonrpc" => Ok(RateLimitStyle::JsonRpc),
-            other => {
-                Err(FaultParseError { input: other.to_string(), expected: "429 or jsonrpc".to_string() })
-            }
+            "batch-items" => Ok(RateLimitStyle::BatchItems),
+            other => Err(FaultParseError {
+                input: other.to_string(),
+                expected: "429, jsonrpc or batch-items".to_string(),
+            }),
         }
     }
 }
@@ -493,6 +499,11 @@ impl FaultState {
     /// How requests over the rate limit are answered.
     pub(crate) fn rate_limit_style(&self) -> RateLimitStyle {
         self.faults.rate_limit_style
+    }
+
+    /// Whether each call takes its own token (`batch-items`), rather than each HTTP request.
+    pub(crate) fn limits_per_call(&self) -> bool {
+        self.bucket.is_some() && self.faults.rate_limit_style == RateLimitStyle::BatchItems
     }
 
     pub(crate) fn has_error_rate(&self) -> bool {

@@ -193,6 +193,30 @@ impl FromStr for Chain {
     }
 }
 
+/// How a mock node refuses a batch longer than its limit, as the node it imitates does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BatchLimitStyle {
+    /// geth: an array of one -32600 "batch too large" error with the first call's id.
+    #[default]
+    Geth,
+    /// erigon: a bare error object (not an array), -32000 "batch limit N exceeded", id null.
+    Erigon,
+}
+
+impl FromStr for BatchLimitStyle {
+    type Err = FaultParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "geth" => Ok(BatchLimitStyle::Geth),
+            "erigon" => Ok(BatchLimitStyle::Erigon),
+            other => {
+                Err(FaultParseError { input: other.to_string(), expected: "geth or erigon".to_string() })
+            }
+        }
+    }
+}
+
 /// Everything a [`MockServer`] needs to start. [`MockOptions::new`] gives sensible defaults.
 #[derive(Debug, Clone)]
 pub struct MockOptions {
@@ -212,8 +236,11 @@ pub struct MockOptions {
     pub faults: Faults,
     /// Largest accepted request body; larger bodies get HTTP 413 (default 1 MiB).
     pub max_body_bytes: usize,
-    /// Longest accepted batch; longer ones get -32600 (default 100).
+    /// Longest accepted batch; longer ones are refused as [`MockOptions::batch_limit_style`]
+    /// says (default 100).
     pub max_batch_len: usize,
+    /// How a batch over `max_batch_len` is refused (default geth's).
+    pub batch_limit_style: BatchLimitStyle,
     /// Whether HTTP/2 is served (default true): h2c with prior knowledge on the same port as
     /// HTTP/1.1, and ALPN `h2` over TLS. False serves HTTP/1.1 only.
     pub http2: bool,
@@ -253,6 +280,10 @@ pub struct MockOptions {
     /// WebSocket: upgrades past this many open WebSocket connections get HTTP 503 (default:
     /// unlimited).
     pub ws_max_connections: Option<usize>,
+    /// WebSocket: subscribe calls past this many subscriptions open on one connection get the
+    /// JSON-RPC error -32000 "too many subscriptions on this connection (limit N)" (default:
+    /// unlimited).
+    pub ws_max_subscriptions: Option<usize>,
     /// Most connections open at once; one more is closed at once (default `None`: the
     /// open-file limit less 64).
     pub max_connections: Option<usize>,
@@ -287,6 +318,7 @@ impl MockOptions {
             faults: Faults::default(),
             max_body_bytes: 1024 * 1024,
             max_batch_len: 100,
+            batch_limit_style: BatchLimitStyle::Geth,
             http2: true,
             max_streams: None,
             goaway_after: None,
@@ -301,6 +333,7 @@ impl MockOptions {
             ws_delay: None,
             ws_max_queue: None,
             ws_max_connections: None,
+            ws_max_subscriptions: None,
             max_connections: None,
             idle_timeout: Some(Duration::from_secs(60)),
         }
@@ -361,6 +394,9 @@ impl MockOptions {
         }
         if self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
             return invalid("idle_timeout", "must be longer than zero".into());
+        }
+        if self.ws_max_subscriptions == Some(0) {
+            return invalid("ws_max_subscriptions", "must be at least 1".into());
         }
         if self.ws_max_connections == Some(0) {
             return invalid("ws_max_connections", "must be at least 1".into());
@@ -505,6 +541,7 @@ mod tests {
             ("ws_duplicate", |o| o.ws_duplicate = -0.1),
             ("ws_max_queue", |o| o.ws_max_queue = Some(0)),
             ("ws_max_connections", |o| o.ws_max_connections = Some(0)),
+            ("ws_max_subscriptions", |o| o.ws_max_subscriptions = Some(0)),
             ("max_connections", |o| o.max_connections = Some(0)),
             ("idle_timeout", |o| o.idle_timeout = Some(Duration::ZERO)),
         ] {

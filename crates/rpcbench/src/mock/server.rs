@@ -30,7 +30,7 @@ use super::faults::{unit_float, Admission, FaultState};
 use super::solana::SolanaNode;
 use super::static_chain::Plain;
 use super::ws::{WsState, WsStats};
-use super::{h2, http, prng, static_chain, tls, ws, Chain, MockError, MockOptions};
+use super::{h2, http, prng, static_chain, tls, ws, BatchLimitStyle, Chain, MockError, MockOptions};
 use crate::http_server::{connection_cap, OpenConnections, ServerThread, StartError};
 
 /// A JSON-RPC error returned by a node.
@@ -58,6 +58,8 @@ pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
 pub(crate) const LIMIT_EXCEEDED: i64 = -32005;
+/// The generic server error, as erigon refuses a batch over its limit.
+pub(crate) const SERVER_ERROR: i64 = -32000;
 
 /// The error for an unknown method.
 pub(crate) fn method_not_found(method: &str) -> RpcError {
@@ -129,6 +131,7 @@ pub(crate) struct Shared {
     /// HTTP/1.1 connections: the longest wait for a complete request, or idle between them.
     pub(crate) idle_timeout: Option<Duration>,
     max_batch_len: usize,
+    batch_limit_style: BatchLimitStyle,
     /// The static node without injected errors: plain requests take the single-pass scan.
     fast_static: bool,
     /// Whether h2c prior-knowledge connections are served as HTTP/2.
@@ -147,11 +150,14 @@ impl Shared {
         let faults = FaultState::new(options.faults.clone(), options.seed, started);
         Shared {
             node: Node::new(options, started),
-            fast_static: options.chain == Chain::Static && !faults.has_error_rate(),
+            fast_static: options.chain == Chain::Static
+                && !faults.has_error_rate()
+                && !faults.limits_per_call(),
             faults,
             max_body_bytes: options.max_body_bytes,
             idle_timeout: options.idle_timeout,
             max_batch_len: options.max_batch_len,
+            batch_limit_style: options.batch_limit_style,
             http2: options.http2,
             max_streams: options.max_streams,
             goaway_after: options.goaway_after,
@@ -401,7 +407,9 @@ impl Delays {
 /// Applies the rate limiter and draws the delays for one POST request. When it answers
 /// [`Gate::Limited`], `body_out` holds the JSON-RPC error to send with the 429.
 pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate {
-    if let Admission::Limited { retry_after, allowed_rps, burst } = shared.faults.admit() {
+    // With `batch-items` the calls take their tokens one by one as they are answered.
+    let admission = if shared.faults.limits_per_call() { Admission::Allowed } else { shared.faults.admit() };
+    if let Admission::Limited { retry_after, allowed_rps, burst } = admission {
         let mut error = RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded");
         error.data = Some(serde_json::json!({
             "allowed_rps": allowed_rps,
@@ -611,11 +619,20 @@ fn batch<E: Extension>(shared: &Shared, items: &[&RawValue], out: &mut Vec<u8>, 
         return;
     }
     if items.len() > shared.max_batch_len {
-        // As geth 1.17 answers a batch over its BatchRequestLimit: an array of one -32600
-        // error carrying the id of the batch's first call (null when no item is a call).
-        out.push(b'[');
-        write_error(out, first_call_id(items), &RpcError::new(INVALID_REQUEST, "batch too large"));
-        out.push(b']');
+        match shared.batch_limit_style {
+            BatchLimitStyle::Geth => {
+                // As geth 1.17 answers a batch over its BatchRequestLimit: an array of one -32600
+                // error carrying the id of the batch's first call (null when no item is a call).
+                out.push(b'[');
+                write_error(out, first_call_id(items), &RpcError::new(INVALID_REQUEST, "batch too large"));
+                out.push(b']');
+            }
+            BatchLimitStyle::Erigon => {
+                // As erigon answers a batch over its --rpc.batch.limit: one bare error object.
+                let message = format!("batch limit {} exceeded", shared.max_batch_len);
+                write_error(out, b"null", &RpcError::new(SERVER_ERROR, message));
+            }
+        }
         return;
     }
     out.push(b'[');
@@ -680,6 +697,10 @@ fn call<E: Extension>(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>, 
         // A notification: nothing is answered, so nothing needs computing.
         return false;
     };
+    if shared.faults.limits_per_call() && shared.faults.admit() != Admission::Allowed {
+        write_error(out, id, &RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded"));
+        return true;
+    }
     if shared.faults.has_error_rate() && shared.faults.inject_error() {
         write_error(out, id, &RpcError::new(INTERNAL_ERROR, "Internal error (injected)"));
         return true;
@@ -732,7 +753,7 @@ pub(crate) fn write_error(out: &mut Vec<u8>, id: &[u8], error: &RpcError) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::Faults;
+    use crate::mock::{Faults, RateLimitStyle};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
@@ -801,6 +822,44 @@ mod tests {
         let ids: Vec<u64> =
             three.as_array().unwrap().iter().map(|item| item["id"].as_u64().unwrap()).collect();
         assert_eq!(ids, vec![1, 2, 3], "items come back in request order");
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_gets_erigons_bare_error_object() {
+        let mut options = MockOptions::new(Chain::Static);
+        options.max_batch_len = 3;
+        options.batch_limit_style = BatchLimitStyle::Erigon;
+        let node = Shared::new(&options, Instant::now());
+        assert_eq!(
+            answer_batch(&node, 4),
+            serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "batch limit 3 exceeded"}})
+        );
+        assert_eq!(answer_batch(&node, 3).as_array().map(Vec::len), Some(3));
+    }
+
+    #[test]
+    fn batch_items_style_refuses_the_calls_over_the_budget_inside_a_valid_array() {
+        let mut options = MockOptions::new(Chain::Static);
+        options.faults.rate_limit = Some(0.001);
+        options.faults.rate_limit_burst = Some(5.0);
+        options.faults.rate_limit_style = RateLimitStyle::BatchItems;
+        let node = Shared::new(&options, Instant::now());
+        let mut out = Vec::new();
+        assert!(matches!(gate(&node, b"[]", &mut out), Gate::Pass(_)), "the request itself takes no token");
+        let answered = answer_batch(&node, 7);
+        let items = answered.as_array().expect("an array");
+        assert_eq!(items.len(), 7);
+        for (n, item) in items.iter().enumerate() {
+            assert_eq!(item["id"], n as u64 + 1, "each call keeps its own id");
+            if n < 5 {
+                assert!(item.get("result").is_some(), "{item}");
+            } else {
+                assert_eq!(item["error"]["code"], -32005, "{item}");
+                assert_eq!(item["error"]["message"], "rate limit exceeded");
+            }
+        }
+        let single = answer(&node, r#"{"jsonrpc":"2.0","id":"x","method":"m"}"#).unwrap();
+        assert_eq!(single["error"]["code"], -32005, "a single call takes a token too: {single}");
     }
 
     fn answer_batch(node: &Shared, n: u64) -> Value {

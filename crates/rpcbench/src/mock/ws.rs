@@ -33,7 +33,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::faults::unit_float;
-use super::server::{gate, positional_params, respond_with, Extension, Gate, Node, RpcError, Shared};
+use super::server::{
+    gate, positional_params, respond_with, Extension, Gate, Node, RpcError, Shared, SERVER_ERROR,
+};
 use super::{ethereum, prng, solana, MockOptions};
 
 /// Notifications a connection may have queued unsent when `ws_max_queue` is not set.
@@ -82,6 +84,8 @@ pub(crate) struct WsState {
     delay: Option<Duration>,
     max_queue: usize,
     max_connections: Option<usize>,
+    /// Most subscriptions open at once on one connection; one more is refused.
+    max_subscriptions: Option<usize>,
     seed: u64,
     slot_time: Duration,
     started: Instant,
@@ -106,6 +110,7 @@ impl WsState {
             delay: options.ws_delay.filter(|delay| !delay.is_zero()),
             max_queue: options.ws_max_queue.unwrap_or(DEFAULT_MAX_QUEUE),
             max_connections: options.ws_max_connections,
+            max_subscriptions: options.ws_max_subscriptions,
             seed: options.seed,
             slot_time: options.slot_time,
             // A node whose heads show late produces them late.
@@ -407,7 +412,12 @@ impl Extension for Subscriptions<'_> {
             Ok(params) => params,
             Err(error) => return Some(Err(error)),
         };
-        Some(if method.ends_with("nsubscribe") {
+        let unsubscribe = method.ends_with("nsubscribe");
+        if let Some(max) = shared.ws.max_subscriptions.filter(|max| !unsubscribe && self.list.len() >= *max) {
+            let message = format!("too many subscriptions on this connection (limit {max})");
+            return Some(Err(RpcError::new(SERVER_ERROR, message)));
+        }
+        Some(if unsubscribe {
             let removed = params.first().is_some_and(|id| self.remove(id));
             if removed || ethereum {
                 Ok(json!(removed))

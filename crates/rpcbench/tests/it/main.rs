@@ -8,6 +8,7 @@ mod golden;
 mod heads;
 mod hostile;
 mod http2;
+mod limits;
 mod metrics;
 mod monitor;
 mod proxy;

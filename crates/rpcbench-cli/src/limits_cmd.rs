@@ -1,0 +1,152 @@
+//! `rpcbench limits URL`: probes what a node or a provider's plan allows, within a budget of
+//! requests, and prints each limit found with its evidence (text, Markdown or JSON). The probes
+//! are the library's (`rpcbench::limits`); this file only reads the flags.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rpcbench::client::Endpoint;
+use rpcbench::limits::{
+    probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
+};
+
+use crate::args::duration;
+use crate::output;
+use crate::report_cmd::emit;
+
+/// Output formats of `limits`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LimitsFormat {
+    /// A table.
+    Text,
+    /// A Markdown table.
+    Markdown,
+    /// JSON (schema/limits.schema.json).
+    Json,
+}
+
+/// Options of `rpcbench limits`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  rpcbench limits http://127.0.0.1:8545
+  rpcbench limits http://127.0.0.1:8545 --max-requests 50 --max-batch 2000 -f json
+  rpcbench limits http://127.0.0.1:8545 --ws ws://127.0.0.1:8545 --max-subscriptions 200
+  rpcbench limits ws://127.0.0.1:8899 -m getSlot --subscribe slotSubscribe --subscribe-params '[]'")]
+pub struct LimitsArgs {
+    /// The endpoint to probe: http:// or https:// (batches), or ws:// (WebSocket limits only).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The method called in the probes' requests.
+    #[arg(short, long, default_value = "eth_blockNumber")]
+    pub method: String,
+    /// The most HTTP requests the probe may send (a batch is one); the report says what it spent.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_requests: u64,
+    /// The longest batch the batch search tries; accepted, it ends the search.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_CEILING, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_batch: u64,
+    /// The largest request body the body search tries, in bytes (16MiB, 1MB...).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
+    pub max_body: u64,
+    /// Probe WebSocket limits at this ws:// URL (subscriptions per connection, connections per
+    /// client); a ws:// URL to probe is used without it.
+    #[arg(long, value_name = "URL")]
+    pub ws: Option<String>,
+    /// The subscribe method of the WebSocket probe.
+    #[arg(long, value_name = "METHOD", default_value = "eth_subscribe")]
+    pub subscribe: String,
+    /// Its params, a JSON array.
+    #[arg(long, value_name = "JSON", default_value = "[\"newHeads\"]")]
+    pub subscribe_params: String,
+    /// The most subscriptions the WebSocket probe opens on one connection.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SUBSCRIPTIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_subscriptions: u64,
+    /// The most WebSocket connections the probe holds open at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WS_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_ws_connections: u64,
+    /// Time allowed for one request.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = LimitsFormat::Text)]
+    pub format: LimitsFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: LimitsArgs) -> ExitCode {
+    let endpoint = match Endpoint::parse(&args.url, args.timeout) {
+        Ok(endpoint) => endpoint,
+        Err(err) => return output::usage_error(err.to_string().trim_start_matches("request failed: ")),
+    };
+    let ws_url = args.ws.clone().or_else(|| args.url.starts_with("ws://").then(|| args.url.clone()));
+    let ws_probe = match ws_url {
+        None => None,
+        Some(url) if !url.starts_with("ws://") => {
+            return output::usage_error(format!(
+                "--ws: expected a ws:// URL, not '{}'",
+                rpcbench::redact::url(&url)
+            ))
+        }
+        Some(url) => match serde_json::from_str::<serde_json::Value>(&args.subscribe_params) {
+            Ok(params @ serde_json::Value::Array(_)) => Some(WsProbe {
+                url,
+                method: args.subscribe.clone(),
+                params,
+                max_subscriptions: args.max_subscriptions,
+                max_connections: args.max_ws_connections,
+                timeout: args.timeout,
+            }),
+            _ => {
+                return output::usage_error(
+                    "--subscribe-params: expected a JSON array such as [\"newHeads\"]",
+                )
+            }
+        },
+    };
+    let mut budget = ProbeBudget::new(args.max_requests);
+    // Batches are probed over HTTP: over WebSocket a batch's answer is not one call's.
+    let batch = if args.url.starts_with("ws://") || args.url.starts_with("wss://") {
+        None
+    } else {
+        let batch = probe_batch(&endpoint, &args.method, args.max_batch, &mut budget);
+        if batch.largest_accepted == 0 {
+            if let Some(refusal) = batch.refusal.as_ref().filter(|refusal| refusal.status == 0) {
+                return output::failure(format!("{}: {}", endpoint.redacted(), refusal.message));
+            }
+        }
+        Some(batch)
+    };
+    let body = batch.is_some().then(|| probe_body(&endpoint, &args.method, args.max_body, &mut budget));
+    let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
+        None => (None, None),
+        Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
+        Some(Err(message)) => return output::failure(endpoint.scrub(&message)),
+    };
+    let report = LimitsReport {
+        url: endpoint.redacted(),
+        method: args.method.clone(),
+        budget,
+        batch,
+        body,
+        subscriptions,
+        ws_connections,
+    };
+    let text = match args.format {
+        LimitsFormat::Text => report.render_text(),
+        LimitsFormat::Markdown => report.render_markdown(),
+        LimitsFormat::Json => report.render_json(),
+    };
+    emit(&text, args.output.as_deref(), false)
+}
+
+fn body_size(text: &str) -> Result<u64, String> {
+    match rpcbench::units::parse_size(text) {
+        Ok(bytes) if (1..=1 << 30).contains(&bytes) => Ok(bytes),
+        Ok(_) => Err("expected a size from 1 byte to 1GiB".to_string()),
+        Err(err) => Err(err.to_string()),
+    }
+}

@@ -1,0 +1,636 @@
+//! `rpcbench limits`: a probe, bounded by a request budget, that finds what a node or a
+//! provider's plan really allows and keeps the evidence: the largest batch accepted (by
+//! doubling then bisection, with the error given past it). The search steps are pure functions
+//! ([`next_batch_len`]) so they are tested without a server; [`probe_batch`] drives them
+//! against an [`Endpoint`], and [`LimitsReport`] renders the findings as text, Markdown or JSON
+//! (`schema/limits.schema.json`) with a one-line summary.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::{CallError, Endpoint, RawAnswer};
+use crate::printable::{markdown, one_line};
+
+/// The default of `--max-requests`: the most HTTP requests a probe may send.
+pub const DEFAULT_MAX_REQUESTS: u64 = 2_000;
+/// The default ceiling of the batch search: a batch this long accepted ends it.
+pub const DEFAULT_BATCH_CEILING: u64 = 4_096;
+
+/// What the probe may spend, and what it has spent so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ProbeBudget {
+    /// The most HTTP requests (a batch is one) the probe may send.
+    pub max_requests: u64,
+    /// HTTP requests sent.
+    pub requests: u64,
+    /// JSON-RPC calls sent (a batch of n is n): what a provider usually counts.
+    pub calls: u64,
+}
+
+impl ProbeBudget {
+    /// A budget of `max_requests` with nothing spent.
+    pub fn new(max_requests: u64) -> Self {
+        ProbeBudget { max_requests, requests: 0, calls: 0 }
+    }
+
+    /// Whether one more request may be sent.
+    pub fn allows_one_more(&self) -> bool {
+        self.requests < self.max_requests
+    }
+
+    fn spend(&mut self, calls: u64) {
+        self.requests += 1;
+        self.calls += calls;
+    }
+}
+
+/// How the server answered a request it refused: the evidence of a limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON-RPC error code, when the answer held one (as a bare object or a batch's item).
+    pub code: Option<i64>,
+    /// The error message, or the start of the body when there was none (at most 200 bytes).
+    pub message: String,
+}
+
+impl Refusal {
+    fn from_answer(answer: &RawAnswer) -> Self {
+        let value: Option<Value> = serde_json::from_slice(&answer.body).ok();
+        let error = value.as_ref().and_then(|value| match value {
+            Value::Array(items) => items.iter().find_map(|item| item.get("error")),
+            other => other.get("error"),
+        });
+        let code = error.and_then(|error| error.get("code")).and_then(Value::as_i64);
+        let message = match error.and_then(|error| error.get("message")).and_then(Value::as_str) {
+            Some(message) => message.to_string(),
+            None => String::from_utf8_lossy(&answer.body[..answer.body.len().min(200)]).into_owned(),
+        };
+        Refusal { status: answer.status, code, message: truncate(message, 200) }
+    }
+
+    fn from_error(error: &CallError) -> Self {
+        match error {
+            CallError::Status(status) => Refusal { status: *status, code: None, message: String::new() },
+            other => Refusal { status: 0, code: None, message: truncate(other.to_string(), 200) },
+        }
+    }
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// What the batch search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchFinding {
+    /// The longest batch answered call by call (0: not even one call).
+    pub largest_accepted: u64,
+    /// The shortest batch refused; `None` when every batch up to the ceiling was accepted.
+    pub smallest_refused: Option<u64>,
+    /// How the shortest refused batch was answered.
+    pub refusal: Option<Refusal>,
+    /// The ceiling of the search.
+    pub ceiling: u64,
+    /// Whether the search ended with the limit known exactly (refused = accepted + 1, or the
+    /// ceiling accepted); false when the budget ran out first.
+    pub exact: bool,
+    /// Batches sent, in order, with whether each was accepted: the evidence.
+    pub steps: Vec<BatchStep>,
+}
+
+/// One batch the search sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchStep {
+    /// Calls in the batch.
+    pub calls: u64,
+    /// Whether it was answered call by call.
+    pub accepted: bool,
+}
+
+/// The next batch length to try, given the longest accepted so far (`accepted`, 0 for none),
+/// the shortest refused so far (`refused`) and the ceiling; `None` when the search is over.
+/// Doubles from 1 until a refusal (or the ceiling), then bisects.
+pub fn next_batch_len(accepted: u64, refused: Option<u64>, ceiling: u64) -> Option<u64> {
+    match refused {
+        None if accepted >= ceiling => None,
+        None if accepted == 0 => Some(1),
+        None => Some(accepted.saturating_mul(2).min(ceiling)),
+        Some(refused) if refused <= accepted + 1 => None,
+        Some(refused) => Some(accepted + (refused - accepted) / 2),
+    }
+}
+
+/// Whether an answer to a batch of `calls` is the batch answered call by call: HTTP 2xx and a
+/// JSON array of exactly that many items (each may be a result or its own error, such as a
+/// per-call rate-limit error). geth's refusal (an array of one error), erigon's (a bare object)
+/// and HTTP errors are not.
+pub fn batch_accepted(answer: &RawAnswer, calls: u64) -> bool {
+    if !(200..300).contains(&answer.status) {
+        return false;
+    }
+    match serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(&answer.body) {
+        Ok(items) => items.len() as u64 == calls,
+        Err(_) => false,
+    }
+}
+
+/// A batch body of `calls` calls of `method` (no params), ids 1..=calls.
+pub fn batch_body(method: &str, calls: u64) -> Vec<u8> {
+    let method = serde_json::to_string(method).unwrap_or_else(|_| "\"\"".to_string());
+    let mut body = Vec::with_capacity(calls as usize * (40 + method.len()) + 2);
+    body.push(b'[');
+    for id in 1..=calls {
+        if id > 1 {
+            body.push(b',');
+        }
+        let _ = write!(Bytes(&mut body), "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{method}}}");
+    }
+    body.push(b']');
+    body
+}
+
+/// `fmt::Write` into a byte buffer.
+struct Bytes<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Bytes<'_> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(text.as_bytes());
+        Ok(())
+    }
+}
+
+/// Finds the largest batch of `method` calls the endpoint accepts, up to `ceiling`, spending
+/// at most what `budget` has left (one request per batch).
+pub fn probe_batch(
+    endpoint: &Endpoint,
+    method: &str,
+    ceiling: u64,
+    budget: &mut ProbeBudget,
+) -> BatchFinding {
+    let ceiling = ceiling.max(1);
+    let (mut accepted, mut refused, mut refusal) = (0u64, None::<u64>, None::<Refusal>);
+    let mut steps = Vec::new();
+    while let Some(calls) = next_batch_len(accepted, refused, ceiling) {
+        if !budget.allows_one_more() {
+            break;
+        }
+        budget.spend(calls);
+        let ok = match endpoint.post(&batch_body(method, calls)) {
+            Ok(answer) if batch_accepted(&answer, calls) => true,
+            Ok(answer) => {
+                refusal = Some(Refusal::from_answer(&answer));
+                false
+            }
+            Err(error) => {
+                refusal = Some(Refusal::from_error(&error));
+                false
+            }
+        };
+        steps.push(BatchStep { calls, accepted: ok });
+        if ok {
+            accepted = calls;
+        } else {
+            refused = Some(calls);
+        }
+    }
+    // The refusal kept is that of the shortest refused batch (each refusal lowers `refused`).
+    let exact = next_batch_len(accepted, refused, ceiling).is_none();
+    BatchFinding { largest_accepted: accepted, smallest_refused: refused, refusal, ceiling, exact, steps }
+}
+
+/// The default ceiling of the request body search, in bytes.
+pub const DEFAULT_BODY_CEILING: u64 = 16 * 1024 * 1024;
+
+/// What the request body search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BodyFinding {
+    /// The largest request body answered (HTTP 2xx), in bytes.
+    pub largest_accepted: u64,
+    /// The smallest body refused; `None` when every body up to the ceiling was answered.
+    pub smallest_refused: Option<u64>,
+    /// How the smallest refused body was answered (a 413, a closed connection).
+    pub refusal: Option<Refusal>,
+    /// The ceiling of the search, in bytes.
+    pub ceiling: u64,
+    /// Whether the limit is known exactly (false: the budget ran out first).
+    pub exact: bool,
+}
+
+/// One call of `method` padded with trailing whitespace to `bytes` (at least the call itself).
+pub fn padded_body(method: &str, bytes: u64) -> Vec<u8> {
+    let mut body = batch_body(method, 1);
+    body.remove(0);
+    body.pop();
+    if (body.len() as u64) < bytes {
+        body.resize(bytes as usize, b' ');
+    }
+    body
+}
+
+/// Finds the largest request body the endpoint answers, up to `ceiling` bytes, by doubling
+/// then bisection on the body's size ([`next_batch_len`]'s search, in bytes), one request of
+/// the budget per size tried. Sizes below the call itself are sent as the call.
+pub fn probe_body(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut ProbeBudget) -> BodyFinding {
+    let ceiling = ceiling.max(1);
+    let (mut accepted, mut refused, mut refusal) = (0u64, None::<u64>, None::<Refusal>);
+    while let Some(bytes) = next_batch_len(accepted, refused, ceiling) {
+        if !budget.allows_one_more() {
+            break;
+        }
+        budget.spend(1);
+        match endpoint.post(&padded_body(method, bytes)) {
+            Ok(answer) if (200..300).contains(&answer.status) => accepted = bytes,
+            Ok(answer) => {
+                refusal = Some(Refusal::from_answer(&answer));
+                refused = Some(bytes);
+            }
+            Err(error) => {
+                refusal = Some(Refusal::from_error(&error));
+                refused = Some(bytes);
+            }
+        }
+    }
+    let exact = next_batch_len(accepted, refused, ceiling).is_none();
+    BodyFinding { largest_accepted: accepted, smallest_refused: refused, refusal, ceiling, exact }
+}
+
+/// A count found by opening things one by one until the first refusal: subscriptions on one
+/// WebSocket connection, or WebSocket connections from one client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CountFinding {
+    /// How many were accepted before the first refusal (or before the ceiling or the budget).
+    pub accepted: u64,
+    /// How the first refusal was answered; `None` when none came.
+    pub refusal: Option<Refusal>,
+    /// The most the probe would open.
+    pub ceiling: u64,
+    /// Whether the count is the server's limit exactly (a refusal came); false when the probe
+    /// stopped at its ceiling or its budget first.
+    pub exact: bool,
+}
+
+/// What the WebSocket probe looks for, and how far it may go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsProbe {
+    /// A ws:// URL.
+    pub url: String,
+    /// The subscribe method (`eth_subscribe`, `slotSubscribe`).
+    pub method: String,
+    /// Its params (`["newHeads"]`, `[]`).
+    pub params: Value,
+    /// Most subscriptions opened on one connection.
+    pub max_subscriptions: u64,
+    /// Most connections opened at once.
+    pub max_connections: u64,
+    /// Time allowed for a connection or an answer.
+    pub timeout: std::time::Duration,
+}
+
+/// The default ceiling of the subscriptions probe.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: u64 = 1_000;
+/// The default ceiling of the connections probe.
+pub const DEFAULT_MAX_WS_CONNECTIONS: u64 = 100;
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// Opens one WebSocket connection, or says how it was refused.
+async fn open_socket(url: &url::Url, timeout: std::time::Duration) -> Result<Socket, Refusal> {
+    use tokio_tungstenite::tungstenite;
+    let failed = |message: String| Refusal { status: 0, code: None, message: truncate(message, 200) };
+    let open = async {
+        let addrs = url.socket_addrs(|| Some(80)).map_err(|err| failed(err.to_string()))?;
+        let stream = tokio::net::TcpStream::connect(&*addrs).await.map_err(|err| failed(err.to_string()))?;
+        match tokio_tungstenite::client_async(url.as_str(), stream).await {
+            Ok((socket, _)) => Ok(socket),
+            Err(tungstenite::Error::Http(response)) => {
+                let body = response.body().as_deref().unwrap_or_default().to_vec();
+                Err(Refusal::from_answer(&RawAnswer { status: response.status().as_u16(), body }))
+            }
+            Err(err) => Err(failed(err.to_string())),
+        }
+    };
+    tokio::time::timeout(timeout, open)
+        .await
+        .unwrap_or_else(|_| Err(failed("no answer within the timeout".into())))
+}
+
+/// Sends subscribe call `id` and reads until its answer (notifications are skipped): `Ok` when
+/// it was accepted, else the refusal.
+async fn subscribe_once(socket: &mut Socket, probe: &WsProbe, id: u64) -> Result<(), Refusal> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let failed = |message: &str| Refusal { status: 0, code: None, message: message.to_string() };
+    let call =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": probe.method, "params": probe.params});
+    socket.send(Message::text(call.to_string())).await.map_err(|err| failed(&err.to_string()))?;
+    let answer = async {
+        loop {
+            let bytes = match socket.next().await {
+                Some(Ok(Message::Text(text))) => text.as_bytes().to_vec(),
+                Some(Ok(Message::Binary(bytes))) => bytes.to_vec(),
+                Some(Ok(_)) => continue,
+                Some(Err(err)) => return Err(failed(&err.to_string())),
+                None => return Err(failed("the server closed the connection")),
+            };
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else { continue };
+            if value.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            if value.get("result").is_some() {
+                return Ok(());
+            }
+            return Err(Refusal::from_answer(&RawAnswer { status: 101, body: bytes }));
+        }
+    };
+    tokio::time::timeout(probe.timeout, answer)
+        .await
+        .unwrap_or_else(|_| Err(failed("no answer within the timeout")))
+}
+
+/// Finds the subscriptions one WebSocket connection may hold and the connections one client
+/// may open, each up to its ceiling, one request of the budget per subscribe call or upgrade.
+/// The first connection is the one holding the subscriptions, and it stays open while more
+/// are opened, so that no close still in flight is counted. Blocking.
+pub fn probe_websocket(
+    probe: &WsProbe,
+    budget: &mut ProbeBudget,
+) -> Result<(CountFinding, CountFinding), String> {
+    let url = url::Url::parse(&probe.url).map_err(|err| format!("the WebSocket URL: {err}"))?;
+    if url.scheme() != "ws" {
+        return Err(format!("the WebSocket probe takes a ws:// URL, not {}://", url.scheme()));
+    }
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
+    runtime.block_on(async {
+        let finding = |accepted, refusal: Option<Refusal>, ceiling| CountFinding {
+            accepted,
+            exact: refusal.is_some(),
+            refusal,
+            ceiling,
+        };
+        if !budget.allows_one_more() {
+            return Err("no budget left for the WebSocket probe".to_string());
+        }
+        budget.spend(0);
+        let mut first = match open_socket(&url, probe.timeout).await {
+            Ok(socket) => socket,
+            Err(refusal) => {
+                return Err(format!("the first WebSocket connection failed: {}", refusal_text(&refusal)))
+            }
+        };
+        let (mut subscriptions, mut refusal) = (0, None);
+        while subscriptions < probe.max_subscriptions && budget.allows_one_more() {
+            budget.spend(1);
+            match subscribe_once(&mut first, probe, subscriptions + 1).await {
+                Ok(()) => subscriptions += 1,
+                Err(refused) => {
+                    refusal = Some(refused);
+                    break;
+                }
+            }
+        }
+        let subscribed = finding(subscriptions, refusal, probe.max_subscriptions);
+        let mut held = vec![first];
+        let mut refusal = None;
+        while (held.len() as u64) < probe.max_connections && budget.allows_one_more() {
+            budget.spend(0);
+            match open_socket(&url, probe.timeout).await {
+                Ok(socket) => held.push(socket),
+                Err(refused) => {
+                    refusal = Some(refused);
+                    break;
+                }
+            }
+        }
+        let connections = finding(held.len() as u64, refusal, probe.max_connections);
+        for mut socket in held {
+            let _ = socket.close(None).await;
+        }
+        Ok((subscribed, connections))
+    })
+}
+
+/// Everything `rpcbench limits` found, with what it spent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitsReport {
+    /// The URL probed, secrets hidden.
+    pub url: String,
+    /// The method the probe called.
+    pub method: String,
+    /// What the probe spent of its budget.
+    pub budget: ProbeBudget,
+    /// The batch limit, when probed.
+    pub batch: Option<BatchFinding>,
+    /// The largest request body, when probed.
+    pub body: Option<BodyFinding>,
+    /// Subscriptions per WebSocket connection, when probed.
+    pub subscriptions: Option<CountFinding>,
+    /// WebSocket connections per client, when probed.
+    pub ws_connections: Option<CountFinding>,
+}
+
+impl LimitsReport {
+    /// One line: "batches up to 100 calls (-32000 "batch limit 100 exceeded"); 9 requests spent".
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(batch) = &self.batch {
+            parts.push(batch_summary(batch));
+        }
+        if let Some(body) = &self.body {
+            let size = format!("{} bytes", body.largest_accepted);
+            parts.push(match (body.smallest_refused, body.exact) {
+                (Some(_), true) => format!("request bodies up to {size}"),
+                _ => format!("request bodies of at least {size}"),
+            });
+        }
+        if let Some(found) = &self.subscriptions {
+            parts.push(format!("{} subscriptions per socket", count_text(found)));
+        }
+        if let Some(found) = &self.ws_connections {
+            parts.push(format!("{} WebSocket connections", count_text(found)));
+        }
+        parts.push(format!(
+            "{} of {} requests spent ({} calls)",
+            self.budget.requests, self.budget.max_requests, self.budget.calls
+        ));
+        parts.join(", ")
+    }
+
+    /// The findings as a text table.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("limits of {} (method {})\n\n", self.url, self.method);
+        let rows = self.rows();
+        let width = rows.iter().map(|(name, _, _)| name.len()).max().unwrap_or(0);
+        for (name, value, evidence) in &rows {
+            let _ = writeln!(out, "  {name:<width$}  {value}");
+            if !evidence.is_empty() {
+                let _ = writeln!(out, "  {:<width$}  {evidence}", "");
+            }
+        }
+        let _ = writeln!(out, "\n{}", self.summary());
+        out
+    }
+
+    /// The findings as a Markdown table.
+    pub fn render_markdown(&self) -> String {
+        let mut out = format!(
+            "## Limits of {} (method {})\n\n| Limit | Found | Evidence |\n|---|---|---|\n",
+            markdown(&self.url),
+            markdown(&self.method)
+        );
+        for (name, value, evidence) in self.rows() {
+            let _ = writeln!(out, "| {} | {} | {} |", markdown(name), markdown(&value), markdown(&evidence));
+        }
+        let _ = writeln!(out, "\n{}", markdown(&self.summary()));
+        out
+    }
+
+    /// The findings as JSON (`schema/limits.schema.json`), the summary included.
+    pub fn render_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.insert("summary".into(), Value::String(self.summary()));
+        }
+        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+    }
+
+    fn rows(&self) -> Vec<(&'static str, String, String)> {
+        let mut rows = Vec::new();
+        if let Some(batch) = &self.batch {
+            let value = match (batch.smallest_refused, batch.exact) {
+                (Some(_), true) => format!("{} calls", batch.largest_accepted),
+                (None, true) => format!("at least {} calls (the ceiling)", batch.largest_accepted),
+                (Some(refused), false) => {
+                    format!("between {} and {} calls (budget spent)", batch.largest_accepted, refused - 1)
+                }
+                (None, false) => format!("at least {} calls (budget spent)", batch.largest_accepted),
+            };
+            let steps: Vec<String> = batch
+                .steps
+                .iter()
+                .map(|step| format!("{}{}", step.calls, if step.accepted { "✓" } else { "✗" }))
+                .collect();
+            let mut evidence = format!("sent {}", steps.join(" "));
+            if let (Some(refused), Some(refusal)) = (batch.smallest_refused, &batch.refusal) {
+                let _ = write!(evidence, "; {refused} calls got {}", refusal_text(refusal));
+            }
+            rows.push(("largest batch", value, evidence));
+        }
+        for (name, found) in [
+            ("subscriptions per socket", &self.subscriptions),
+            ("WebSocket connections", &self.ws_connections),
+        ] {
+            let Some(found) = found else { continue };
+            let evidence = match &found.refusal {
+                Some(refusal) => format!("number {} got {}", found.accepted + 1, refusal_text(refusal)),
+                None => format!("no refusal up to {} (the ceiling or the budget)", found.accepted),
+            };
+            rows.push((name, count_text(found), evidence));
+        }
+        rows.push((
+            "spent",
+            format!("{} of {} requests", self.budget.requests, self.budget.max_requests),
+            format!("{} calls", self.budget.calls),
+        ));
+        rows
+    }
+}
+
+fn refusal_text(refusal: &Refusal) -> String {
+    let mut text = format!("HTTP {}", refusal.status);
+    if let Some(code) = refusal.code {
+        let _ = write!(text, ", {code}");
+    }
+    if !refusal.message.is_empty() {
+        let _ = write!(text, " \"{}\"", one_line(&refusal.message));
+    }
+    text
+}
+
+fn count_text(found: &CountFinding) -> String {
+    if found.exact {
+        found.accepted.to_string()
+    } else {
+        format!("at least {}", found.accepted)
+    }
+}
+
+fn batch_summary(batch: &BatchFinding) -> String {
+    match (batch.smallest_refused, batch.exact) {
+        (Some(_), true) => format!("batches up to {} calls", batch.largest_accepted),
+        (None, _) => format!("batches of at least {} calls", batch.largest_accepted),
+        (Some(refused), false) => {
+            format!("batches of {} to {} calls", batch.largest_accepted, refused - 1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the search against a limit without a server.
+    fn search(limit: u64, ceiling: u64) -> (u64, Option<u64>, u32) {
+        let (mut accepted, mut refused, mut sent) = (0, None, 0);
+        while let Some(calls) = next_batch_len(accepted, refused, ceiling) {
+            sent += 1;
+            if calls <= limit {
+                accepted = calls;
+            } else {
+                refused = Some(calls);
+            }
+        }
+        (accepted, refused, sent)
+    }
+
+    #[test]
+    fn the_batch_search_doubles_then_bisects_to_the_exact_limit() {
+        assert_eq!(search(100, 4096), (100, Some(101), 14));
+        assert_eq!(search(1000, 4096), (1000, Some(1001), 20));
+        assert_eq!(search(1, 4096), (1, Some(2), 2));
+        assert_eq!(search(0, 4096), (0, Some(1), 1));
+        assert_eq!(search(128, 4096), (128, Some(129), 16));
+        assert_eq!(search(10_000, 4096), (4096, None, 13), "stops at the ceiling");
+        assert_eq!(search(10_000, 100), (100, None, 8), "a ceiling that is not a power of two is tried");
+    }
+
+    #[test]
+    fn a_batch_is_accepted_only_when_answered_call_by_call() {
+        let answer = |status, body: &str| RawAnswer { status, body: body.as_bytes().to_vec() };
+        assert!(batch_accepted(&answer(200, r#"[{"id":1,"result":1},{"id":2,"error":{"code":-32005}}]"#), 2));
+        let geth =
+            answer(200, r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"batch too large"}}]"#);
+        assert!(!batch_accepted(&geth, 3));
+        assert_eq!(
+            Refusal::from_answer(&geth),
+            Refusal { status: 200, code: Some(-32600), message: "batch too large".into() }
+        );
+        let erigon = answer(
+            200,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"batch limit 3 exceeded"}}"#,
+        );
+        assert!(!batch_accepted(&erigon, 4));
+        assert_eq!(Refusal::from_answer(&erigon).code, Some(-32000));
+        assert!(!batch_accepted(&answer(413, "too large"), 1));
+        assert_eq!(Refusal::from_answer(&answer(413, "too large")).message, "too large");
+    }
+
+    #[test]
+    fn batch_bodies_are_json_arrays_of_distinct_ids() {
+        let body: Vec<Value> = serde_json::from_slice(&batch_body("get\"Slot", 3)).unwrap();
+        assert_eq!(body.len(), 3);
+        assert_eq!(body[2]["id"], 3);
+        assert_eq!(body[0]["method"], "get\"Slot");
+    }
+}

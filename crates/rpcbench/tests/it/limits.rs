@@ -1,0 +1,204 @@
+//! `rpcbench limits` against mock nodes with known limits: each probe finds exactly what the
+//! mock was configured with, within the budget it was given.
+
+use std::time::Duration;
+
+use rpcbench::client::Endpoint;
+use rpcbench::limits::{
+    probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
+    DEFAULT_BODY_CEILING,
+};
+use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
+
+fn endpoint(server: &MockServer) -> Endpoint {
+    Endpoint::parse(&server.url(), Duration::from_secs(10)).unwrap()
+}
+
+fn batch_limited(limit: usize, style: BatchLimitStyle) -> MockServer {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = limit;
+    options.batch_limit_style = style;
+    MockServer::start(options).unwrap()
+}
+
+#[test]
+fn the_batch_probe_finds_geths_and_erigons_limits_exactly_with_their_errors() {
+    for (limit, style, code, message) in [
+        (100, BatchLimitStyle::Geth, -32600, "batch too large"),
+        (100, BatchLimitStyle::Erigon, -32000, "batch limit 100 exceeded"),
+        (37, BatchLimitStyle::Erigon, -32000, "batch limit 37 exceeded"),
+    ] {
+        let server = batch_limited(limit, style);
+        let mut budget = ProbeBudget::new(50);
+        let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+        assert_eq!(found.largest_accepted, limit as u64, "{style:?}: {found:?}");
+        assert_eq!(found.smallest_refused, Some(limit as u64 + 1));
+        assert!(found.exact);
+        let refusal = found.refusal.as_ref().expect("the refusal is kept");
+        assert_eq!((refusal.status, refusal.code, refusal.message.as_str()), (200, Some(code), message));
+        assert_eq!(budget.requests, found.steps.len() as u64);
+        assert!(budget.requests <= 20, "{budget:?}");
+        assert_eq!(budget.calls, found.steps.iter().map(|step| step.calls).sum::<u64>());
+        server.stop();
+    }
+}
+
+#[test]
+fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
+    let server = batch_limited(100, BatchLimitStyle::Geth);
+    let mut budget = ProbeBudget::new(10);
+    let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+    assert_eq!(budget.requests, 10, "exactly the budget is spent");
+    assert!(!found.exact);
+    let refused = found.smallest_refused.expect("128 was refused");
+    assert!(found.largest_accepted <= 100 && refused > 100, "{found:?}");
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: Some(found),
+        body: None,
+        subscriptions: None,
+        ws_connections: None,
+    };
+    assert!(report.summary().contains("10 of 10 requests spent"), "{}", report.summary());
+    server.stop();
+}
+
+#[test]
+fn per_call_rate_limit_errors_inside_a_batch_do_not_read_as_a_batch_limit() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_batch_len = 20;
+    options.faults.rate_limit = Some(1.0);
+    options.faults.rate_limit_burst = Some(5.0);
+    options.faults.rate_limit_style = RateLimitStyle::BatchItems;
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(50);
+    let found = probe_batch(&endpoint(&server), "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+    assert_eq!(found.largest_accepted, 20, "{found:?}");
+    server.stop();
+}
+
+#[test]
+fn the_limits_report_in_json_matches_its_schema() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.max_batch_len = 9;
+    options.batch_limit_style = BatchLimitStyle::Erigon;
+    options.ws_max_subscriptions = Some(2);
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(30);
+    let batch = probe_batch(&endpoint(&server), "eth_blockNumber", 64, &mut budget);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 10, 3), &mut budget).unwrap();
+    let body = probe_body(&endpoint(&server), "eth_blockNumber", 4096, &mut budget);
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: Some(batch),
+        body: Some(body),
+        subscriptions: Some(subscriptions),
+        ws_connections: Some(connections),
+    };
+    let json: serde_json::Value = serde_json::from_str(&report.render_json()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/limits.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let messages: Vec<String> = match schema.validate(&json) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "does not match limits.schema.json:\n{}", messages.join("\n"));
+    let summary = json["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(
+            "batches up to 9 calls, request bodies of at least 4096 bytes, 2 subscriptions per socket, at least 3 WebSocket connections"
+        ),
+        "{json}"
+    );
+    let text = report.render_text();
+    assert!(text.contains("9 calls") && text.contains("-32000 \"batch limit 9 exceeded\""), "{text}");
+    assert!(report.render_markdown().contains("| largest batch | 9 calls |"), "{}", report.render_markdown());
+    server.stop();
+}
+
+fn ws_probe(server: &MockServer, max_subscriptions: u64, max_connections: u64) -> WsProbe {
+    WsProbe {
+        url: server.ws_url(),
+        method: "eth_subscribe".into(),
+        params: serde_json::json!(["newHeads"]),
+        max_subscriptions,
+        max_connections,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+#[test]
+fn the_websocket_probe_finds_the_subscription_and_connection_caps_exactly() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.ws_max_subscriptions = Some(7);
+    options.ws_max_connections = Some(4);
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(100);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 1000, 100), &mut budget).unwrap();
+    assert_eq!((subscriptions.accepted, subscriptions.exact), (7, true), "{subscriptions:?}");
+    let refusal = subscriptions.refusal.as_ref().unwrap();
+    assert_eq!(refusal.code, Some(-32000));
+    assert!(refusal.message.contains("limit 7"), "{refusal:?}");
+    assert_eq!((connections.accepted, connections.exact), (4, true), "{connections:?}");
+    let refused = connections.refusal.as_ref().unwrap();
+    assert_eq!((refused.status, refused.message.as_str()), (503, "too many WebSocket connections"));
+    // One upgrade, 8 subscribe calls, 4 more upgrades (the last refused).
+    assert_eq!(budget.requests, 1 + 8 + 4);
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_blockNumber".into(),
+        budget,
+        batch: None,
+        body: None,
+        subscriptions: Some(subscriptions),
+        ws_connections: Some(connections),
+    };
+    assert!(
+        report.summary().starts_with("7 subscriptions per socket, 4 WebSocket connections"),
+        "{}",
+        report.summary()
+    );
+    server.stop();
+}
+
+#[test]
+fn the_websocket_probe_stops_at_its_ceilings_and_budget_without_claiming_a_limit() {
+    let server = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+    let mut budget = ProbeBudget::new(100);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 5, 3), &mut budget).unwrap();
+    assert_eq!(
+        (subscriptions.accepted, subscriptions.exact, connections.accepted, connections.exact),
+        (5, false, 3, false)
+    );
+    let mut budget = ProbeBudget::new(4);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 50, 50), &mut budget).unwrap();
+    assert_eq!(
+        (subscriptions.accepted, connections.accepted),
+        (3, 1),
+        "the budget: one upgrade and three calls"
+    );
+    assert_eq!(budget.requests, 4);
+    server.stop();
+}
+
+#[test]
+fn the_body_probe_finds_the_largest_request_body_exactly_and_the_413() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.max_body_bytes = 10_000;
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(60);
+    let found = probe_body(&endpoint(&server), "eth_blockNumber", DEFAULT_BODY_CEILING, &mut budget);
+    assert_eq!(
+        (found.largest_accepted, found.smallest_refused, found.exact),
+        (10_000, Some(10_001), true),
+        "{found:?}"
+    );
+    assert_eq!(found.refusal.as_ref().unwrap().status, 413);
+    assert!(budget.requests <= 40, "{budget:?}");
+    server.stop();
+}
