@@ -25,6 +25,7 @@ impl SingleCall {
 }
 
 impl Protocol for SingleCall {
+    #[inline]
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
         let (call, turn) = draw.pick_with_turn(&self.workload);
         if !self.jsonrpc_only && self.workload.calls()[call].is_http() {
@@ -37,6 +38,7 @@ impl Protocol for SingleCall {
         slots.push(CallSlot { call, id });
     }
 
+    #[inline]
     fn classify(
         &self,
         status: u16,
