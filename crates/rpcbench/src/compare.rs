@@ -220,7 +220,9 @@ pub fn render_comparison_text(runs: &[SavedRun]) -> String {
         let _ = writeln!(out);
         text_table(&mut out, corner, &labels, &group_cells(&groups, runs.len()));
     }
-    if let Some(heads) = crate::heads::HeadsReport::of_runs(runs) {
+    if let Some(heads) =
+        crate::heads::HeadsReport::gather(runs.iter().filter_map(|run| run.report.heads.as_ref()))
+    {
         let _ = writeln!(out);
         out.push_str(&heads.render_text());
     }

@@ -553,11 +553,13 @@ impl HeadsReport {
         self.targets.iter().map(|row| HeadsReport { targets: vec![row.clone()], ..self.clone() }).collect()
     }
 
-    /// The rows of the runs of a comparison put back together (none: no run followed heads).
-    pub fn of_runs(runs: &[crate::results::SavedRun]) -> Option<HeadsReport> {
-        let first = runs.iter().find_map(|run| run.report.heads.as_ref())?;
-        let targets =
-            runs.iter().filter_map(|run| run.report.heads.as_ref()).flat_map(|h| h.targets.clone()).collect();
+    /// The rows of the runs of a comparison put back together, from each run's own report
+    /// (none: no run followed heads).
+    pub fn gather<'a>(reports: impl IntoIterator<Item = &'a HeadsReport>) -> Option<HeadsReport> {
+        let mut reports = reports.into_iter();
+        let first = reports.next()?;
+        let mut targets = first.targets.clone();
+        reports.for_each(|report| targets.extend(report.targets.iter().cloned()));
         Some(HeadsReport { targets, ..first.clone() })
     }
 

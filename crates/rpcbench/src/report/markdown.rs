@@ -258,7 +258,9 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
             let _ = writeln!(out, "> **Warning:** {}", cell(&warning));
         }
     }
-    if let Some(heads) = crate::heads::HeadsReport::of_runs(runs) {
+    if let Some(heads) =
+        crate::heads::HeadsReport::gather(runs.iter().filter_map(|run| run.report.heads.as_ref()))
+    {
         let _ = writeln!(out);
         out.push_str(&heads.render_markdown());
     }
