@@ -30,24 +30,24 @@ pub const SUITES: &[Suite] = &[
         name: "solana-seed",
         description:
             "seed 000's four Solana tests: getBalance, getBlocks, getBlock (full), getSlot on sampled slots",
-        text: include_str!("../suites/solana-seed.toml"),
+        text: include_str!("../../suites/solana-seed.toml"),
     },
     Suite {
         name: "solana-rpc",
         description: "a Solana wallet and explorer mix: balances, accounts, signatures, transactions, blocks",
-        text: include_str!("../suites/solana-rpc.toml"),
+        text: include_str!("../../suites/solana-rpc.toml"),
     },
     Suite {
         name: "ethereum-relay",
         description:
             "seed 003's Ethereum relay calls (eth_call, eth_estimateGas, lookups) with sampled values",
-        text: include_str!("../suites/ethereum-relay.toml"),
+        text: include_str!("../../suites/ethereum-relay.toml"),
     },
     Suite {
         name: "ethereum-dapp",
         description:
             "a dapp front end's Ethereum reads: gas price, logs, eth_call, balances, blocks, transactions",
-        text: include_str!("../suites/ethereum-dapp.toml"),
+        text: include_str!("../../suites/ethereum-dapp.toml"),
     },
 ];
 
