@@ -147,29 +147,63 @@ impl Endpoint {
     /// Calls `method` with `params` and returns the `result`, or an error with this endpoint's
     /// secrets scrubbed out of its text. Blocking.
     pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
-        self.call_unscrubbed(method, params).map_err(|err| match err {
+        self.call_unscrubbed(method, params).map_err(|err| self.scrub_error(err))
+    }
+
+    /// Sends `body` as it is (a batch, an oversized request) on a connection of its own and
+    /// returns the status and body, whatever they are: for probes that look at refusals.
+    /// Transport errors have this endpoint's secrets scrubbed out. Blocking.
+    pub fn post(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
+        self.post_unscrubbed(body).map_err(|err| self.scrub_error(err))
+    }
+
+    fn scrub_error(&self, err: CallError) -> CallError {
+        match err {
             CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
             CallError::Rpc { code, message } => {
                 CallError::Rpc { code, message: self.scrub(&message).into_owned() }
             }
             CallError::Invalid(message) => CallError::Invalid(self.scrub(&message).into_owned()),
             status @ CallError::Status(_) => status,
-        })
+        }
     }
 
     fn call_unscrubbed(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
         let template =
             RequestTemplate::from_method(method, params).map_err(|err| CallError::Transport(err.0))?;
+        let mut body = Vec::new();
+        template.write_body(1, &mut body);
+        let answer = self.post_unscrubbed(&body)?;
+        if !(200..300).contains(&answer.status) {
+            return Err(CallError::Status(answer.status));
+        }
+        // What a run would count as invalid (another id, no "jsonrpc":"2.0", ...) is invalid
+        // here too: one-off calls and `compare --equal` judge as runs do.
+        if let Outcome::Invalid(kind) = jsonrpc::classify(answer.status, &answer.body, 1, CheckMode::Full) {
+            return Err(CallError::Invalid(format!("{kind}: not a JSON-RPC 2.0 answer to the request")));
+        }
+        let mut value: Value =
+            serde_json::from_slice(&answer.body).map_err(|err| CallError::Invalid(err.to_string()))?;
+        if let Some(error) = value.get("error") {
+            return Err(CallError::Rpc {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+            });
+        }
+        value
+            .get_mut("result")
+            .map(Value::take)
+            .ok_or_else(|| CallError::Invalid("no result and no error".into()))
+    }
+
+    /// Each exchange runs on a runtime of its own, as a worker does: connections shared within
+    /// a worker (HTTP/2, WebSocket) are never carried over from a runtime that is gone.
+    fn post_unscrubbed(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|err| CallError::Transport(err.to_string()))?;
-        self.wire.with(OneCall {
-            runtime: &runtime,
-            template: &template,
-            max_body: self.max_body,
-            timeout: self.timeout,
-        })
+        self.wire.with(OnePost { runtime: &runtime, body, max_body: self.max_body, timeout: self.timeout })
     }
 }
 
@@ -180,24 +214,6 @@ pub struct RawAnswer {
     pub status: u16,
     /// The body, as received.
     pub body: Vec<u8>,
-}
-
-impl Endpoint {
-    /// Sends `body` as it is (a batch, an oversized request) on a connection of its own and
-    /// returns the status and body, whatever they are: for probes that look at refusals.
-    /// Transport errors have this endpoint's secrets scrubbed out. Blocking.
-    pub fn post(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|err| CallError::Transport(err.to_string()))?;
-        self.wire
-            .with(OnePost { runtime: &runtime, body, max_body: self.max_body, timeout: self.timeout })
-            .map_err(|err| match err {
-                CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
-                other => other,
-            })
-    }
 }
 
 /// One body sent as it is over whichever transport the endpoint's wire is.
@@ -229,65 +245,6 @@ impl UseTransport for OnePost<'_> {
             tokio::time::timeout(timeout, exchange)
                 .await
                 .map_err(|_| CallError::Transport("timeout".into()))?
-        })
-    }
-}
-
-/// One call over whichever transport the endpoint's wire is.
-struct OneCall<'a> {
-    runtime: &'a tokio::runtime::Runtime,
-    template: &'a RequestTemplate,
-    max_body: u64,
-    timeout: Duration,
-}
-
-impl UseTransport for OneCall<'_> {
-    type Output = Result<Value, CallError>;
-
-    fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
-        let OneCall { runtime, template, max_body, timeout } = self;
-        // Each call runs on a runtime of its own, as a worker does: connections shared within a
-        // worker (HTTP/2, WebSocket) are never carried over from a runtime that is gone.
-        let transport = transport.for_worker();
-        runtime.block_on(async {
-            let exchange = async {
-                let mut lane =
-                    transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
-                let mut request = Outgoing::default();
-                template.write_body(1, &mut request.body);
-                let reply = lane
-                    .exchange(&request, max_body)
-                    .await
-                    .map_err(|err| CallError::Transport(format!("{err:?}")))?;
-                if !(200..300).contains(&reply.status) {
-                    return Err(CallError::Status(reply.status));
-                }
-                // What a run would count as invalid (another id, no "jsonrpc":"2.0", ...) is
-                // invalid here too: one-off calls and `compare --equal` judge as runs do.
-                if let Outcome::Invalid(kind) =
-                    jsonrpc::classify(reply.status, lane.body(), 1, CheckMode::Full)
-                {
-                    return Err(CallError::Invalid(format!(
-                        "{kind}: not a JSON-RPC 2.0 answer to the request"
-                    )));
-                }
-                let value: Value =
-                    serde_json::from_slice(lane.body()).map_err(|err| CallError::Invalid(err.to_string()))?;
-                Ok(value)
-            };
-            let mut value = tokio::time::timeout(timeout, exchange)
-                .await
-                .map_err(|_| CallError::Transport("timeout".into()))??;
-            if let Some(error) = value.get("error") {
-                return Err(CallError::Rpc {
-                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                });
-            }
-            value
-                .get_mut("result")
-                .map(Value::take)
-                .ok_or_else(|| CallError::Invalid("no result and no error".into()))
         })
     }
 }
