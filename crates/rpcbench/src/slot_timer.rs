@@ -16,16 +16,21 @@
 //! when it was sent (see `engine::latency_start`): never from a later intended time, which would
 //! hide part of the response time. The rate is exact over every slot.
 //!
-//! A worker's timer is also its thread's *current* timer: a connection whose socket holds its
-//! replies back (`transport::quiet_reads`) waits for [`next_slot`] and reads them then, so a
-//! reply does not wake the worker on its own either.
+//! A connection whose socket holds its replies back (`transport::quiet_reads`) is given the
+//! worker's [`SlotClock`], a handle it waits on for the next slot ([`SlotClock::next_slot`]) to
+//! read them then, so a reply does not wake the worker on its own either. The handle is `Send`
+//! (lanes are) while the timer it names is not: it finds its timer on the worker's thread, where
+//! the worker made it current ([`PacingTimer::make_current`]); anywhere else (a lane outliving
+//! its worker) it is never current and the lane reads as bytes come.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::future::Future;
+use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -85,6 +90,15 @@ impl Slots {
 #[derive(Debug, Clone)]
 pub struct PacingTimer {
     hires: Option<Rc<timerfd::Timerfd>>,
+    /// Names this timer in the [`SlotClock`]s it hands out.
+    id: NonZeroU64,
+}
+
+/// The ids of pacing timers, unique in the process.
+static NEXT_TIMER_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_timer_id() -> NonZeroU64 {
+    NonZeroU64::new(NEXT_TIMER_ID.fetch_add(1, AtomicOrdering::Relaxed)).unwrap_or(NonZeroU64::MIN)
 }
 
 impl PacingTimer {
@@ -92,12 +106,18 @@ impl PacingTimer {
     /// `origin`. Must be called inside the worker's `LocalSet`: the timerfd's driver runs there
     /// as a local task.
     pub fn start(origin: Instant, width: Duration) -> Self {
-        Self { hires: timerfd::Timerfd::start(Slots { origin, width }) }
+        Self { hires: timerfd::Timerfd::start(Slots { origin, width }), id: next_timer_id() }
     }
 
     /// A timer backed by tokio's 1 ms timer wheel only.
     pub fn coarse() -> Self {
-        Self { hires: None }
+        Self { hires: None, id: next_timer_id() }
+    }
+
+    /// The handle a lane reading at the slots is given; `None` without a high-resolution timer
+    /// (there are no slots to read at).
+    pub fn clock(&self) -> Option<SlotClock> {
+        self.hires.as_ref().map(|_| SlotClock { id: self.id })
     }
 
     #[cfg(test)]
@@ -114,10 +134,9 @@ impl PacingTimer {
         }
     }
 
-    /// Makes this the timer that [`next_slot`] waits on in this thread, until the guard drops.
-    /// Without a high-resolution timer there is none, and [`has_current`] stays false.
+    /// Makes this the timer its [`SlotClock`]s find on this thread, until the guard drops.
     pub fn make_current(&self) -> CurrentTimerGuard {
-        CURRENT.with(|current| *current.borrow_mut() = self.hires.clone());
+        CURRENT.with(|current| *current.borrow_mut() = self.hires.clone().map(|timer| (self.id, timer)));
         CurrentTimerGuard { _not_send: std::marker::PhantomData }
     }
 
@@ -131,8 +150,8 @@ impl PacingTimer {
 }
 
 thread_local! {
-    /// The high-resolution pacing timer of the worker that runs on this thread, if any.
-    static CURRENT: RefCell<Option<Rc<timerfd::Timerfd>>> = const { RefCell::new(None) };
+    /// The high-resolution pacing timer of the worker that runs on this thread, if any, by id.
+    static CURRENT: RefCell<Option<(NonZeroU64, Rc<timerfd::Timerfd>)>> = const { RefCell::new(None) };
 }
 
 /// While alive, this thread's current timer is set ([`PacingTimer::make_current`]).
@@ -147,22 +166,34 @@ impl Drop for CurrentTimerGuard {
     }
 }
 
-/// Whether this thread has a high-resolution pacing timer whose slots [`next_slot`] waits for.
-pub fn has_current() -> bool {
-    CURRENT.with(|current| current.borrow().is_some())
+/// A handle on a worker's pacing slots, given to the lanes that read at them
+/// ([`PacingTimer::clock`]). Copy and `Send`; it reaches its timer only on the thread where the
+/// timer is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotClock {
+    id: NonZeroU64,
 }
 
-/// Waits for the start of the next slot of this thread's pacing timer: the next instant the
-/// worker wakes anyway while it paces. Ready at once where the thread has none
-/// ([`has_current`]). The future holds no reference to the timer, so that a lane's exchange
-/// stays `Send`; it finds the timer when polled.
-pub fn next_slot() -> NextSlot {
-    NextSlot { deadline: None, registered: false }
+impl SlotClock {
+    /// Whether its timer is current on this thread: false for a lane that outlived its worker
+    /// or moved off the worker's thread, which must then read as bytes come.
+    pub fn is_here(self) -> bool {
+        CURRENT.with(|current| matches!(&*current.borrow(), Some((id, _)) if *id == self.id))
+    }
+
+    /// Waits for the start of the next slot of its timer: the next instant the worker wakes
+    /// anyway while it paces. Ready at once where the timer is not here ([`Self::is_here`]).
+    /// The future holds no reference to the timer, so that a lane's exchange stays `Send`; it
+    /// finds the timer when polled.
+    pub fn next_slot(self) -> NextSlot {
+        NextSlot { clock: self, deadline: None, registered: false }
+    }
 }
 
-/// See [`next_slot`].
+/// See [`SlotClock::next_slot`].
 #[derive(Debug)]
 pub struct NextSlot {
+    clock: SlotClock,
     deadline: Option<Instant>,
     registered: bool,
 }
@@ -174,7 +205,10 @@ impl Future for NextSlot {
         let this = self.get_mut();
         CURRENT.with(|current| {
             let current = current.borrow();
-            let Some(timer) = current.as_ref() else { return Poll::Ready(()) };
+            let Some((id, timer)) = current.as_ref() else { return Poll::Ready(()) };
+            if *id != this.clock.id {
+                return Poll::Ready(());
+            }
             let deadline = *this.deadline.get_or_insert_with(|| timer.next_slot(Instant::now()));
             if timer.is_due(deadline) {
                 return Poll::Ready(());

@@ -533,7 +533,8 @@ fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
             let (origin, width) = (driver.shared.clock.start, driver.plan.slot_width);
             driver.pacing.get_or_init(|| slot_timer::PacingTimer::start(origin, width));
         }
-        // Connections that read at the pacing slots find the timer through the thread.
+        // The timer is current on the worker's thread, where the clock handed to the
+        // connections that read at its slots finds it.
         let _current_timer = driver.pacing.get().map(slot_timer::PacingTimer::make_current);
         for _ in 0..driver.plan.initial_connections {
             driver.spawn_connection();
@@ -1006,7 +1007,12 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         };
 
         if worker.plan.read_at_slots {
-            current.read_at_slots(!worker.behind.get());
+            let clock = if worker.behind.get() {
+                None
+            } else {
+                worker.pacing.get().and_then(slot_timer::PacingTimer::clock)
+            };
+            current.read_at_slots(clock);
         }
         let sent = Instant::now();
         guard.held = Some((ticket, Some(sent)));

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::quiet_reads::{self, QuietReader};
 use crate::settings::{Scheme, Target, TlsOptions};
-use crate::slot_timer;
+use crate::slot_timer::SlotClock;
 
 /// A plain or TLS stream.
 #[derive(Debug)]
@@ -40,12 +40,12 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(stream, None) => Pin::new(stream).poll_read(cx, buf),
             Stream::Plain(stream, quiet @ Some(_)) => {
-                if slot_timer::has_current() {
-                    if let Some(reader) = quiet {
+                if let Some(reader) = quiet {
+                    if reader.clock().is_here() {
                         return reader.poll_read(stream, cx, buf);
                     }
                 }
-                // No pacing timer on this thread (its worker is gone): read as bytes come.
+                // Its pacing timer is not on this thread (its worker is gone): read as bytes come.
                 let _ = quiet_reads::set_quiet(stream.as_fd(), false);
                 *quiet = None;
                 Pin::new(stream).poll_read(cx, buf)
@@ -124,19 +124,25 @@ impl Stream {
         }
     }
 
-    /// Whether replies are read at the worker's pacing slots, quietly ([`quiet_reads`]): asks
-    /// for it (`on`) or stops it, and returns whether it is so now. Only plain TCP on a thread
-    /// with a high-resolution pacing timer can.
-    pub fn read_at_slots(&mut self, on: bool) -> bool {
+    /// Whether replies are read at the pacing slots of `clock`, quietly ([`quiet_reads`]): asks
+    /// for it (`Some`) or stops it (`None`), and returns whether it is so now. Only plain TCP
+    /// on the thread where the clock's timer is current can.
+    pub fn read_at_slots(&mut self, clock: Option<SlotClock>) -> bool {
         let Stream::Plain(tcp, quiet) = self else { return false };
-        if on == quiet.is_some() {
-            return on;
+        if clock.is_some() == quiet.is_some() {
+            return quiet.is_some();
         }
-        if on && !slot_timer::has_current() {
+        let Some(clock) = clock else {
+            if quiet_reads::set_quiet(tcp.as_fd(), false).is_ok() {
+                *quiet = None;
+            }
+            return quiet.is_some();
+        };
+        if !clock.is_here() {
             return false;
         }
-        if quiet_reads::set_quiet(tcp.as_fd(), on).is_ok() {
-            *quiet = on.then(Box::default);
+        if quiet_reads::set_quiet(tcp.as_fd(), true).is_ok() {
+            *quiet = Some(Box::new(QuietReader::new(clock)));
         }
         quiet.is_some()
     }

@@ -264,8 +264,8 @@ impl Lane for Connection {
         Connection::body(self)
     }
 
-    fn read_at_slots(&mut self, on: bool) -> bool {
-        self.stream.read_at_slots(on)
+    fn read_at_slots(&mut self, clock: Option<crate::slot_timer::SlotClock>) -> bool {
+        self.stream.read_at_slots(clock)
     }
 }
 
@@ -801,7 +801,7 @@ mod tests {
             let timer = crate::slot_timer::PacingTimer::start(Instant::now(), slot);
             let _current = timer.make_current();
             let mut conn = test_connection(TcpStream::connect(addr).await.unwrap());
-            assert!(conn.read_at_slots(true), "a plain TCP lane reads at the slots");
+            assert!(conn.read_at_slots(timer.clock()), "a plain TCP lane reads at the slots");
             let mut request = Outgoing::default();
             request.body.extend_from_slice(b"{}");
             let reply = conn.exchange(&request, 1 << 20).await;
@@ -842,10 +842,21 @@ mod tests {
     #[test]
     fn without_a_pacing_timer_a_lane_does_not_read_at_slots() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
+        tokio::task::LocalSet::new().block_on(&runtime, async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let mut conn = test_connection(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap());
-            assert!(!conn.read_at_slots(true));
+            assert!(!conn.read_at_slots(None));
+            // A clock whose timer is not current on this thread (its worker is elsewhere, or
+            // gone) is refused too: waiting on it would never be woken by a slot.
+            let timer =
+                crate::slot_timer::PacingTimer::start(Instant::now(), std::time::Duration::from_millis(1));
+            if let Some(clock) = timer.clock() {
+                assert!(!clock.is_here());
+                assert!(!conn.read_at_slots(Some(clock)));
+                let _current = timer.make_current();
+                assert!(clock.is_here());
+            }
+            assert_eq!(crate::slot_timer::PacingTimer::coarse().clock(), None);
         });
     }
 

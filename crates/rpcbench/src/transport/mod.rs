@@ -269,12 +269,12 @@ pub trait Lane {
     }
 
     /// Open loop at high rates: whether the lane may leave its replies in the kernel, without
-    /// waking the worker, and read them when the worker wakes for its next pacing slot
-    /// ([`crate::slot_timer::next_slot`]), each stamped with when it arrived
-    /// ([`Reply::arrived_at`]). Returns whether the lane now does so; one that cannot (TLS,
-    /// HTTP/2, WebSocket) reads its replies as they come.
-    fn read_at_slots(&mut self, on: bool) -> bool {
-        let _ = on;
+    /// waking the worker, and read them when the worker wakes for the next slot of `clock`
+    /// ([`crate::slot_timer::SlotClock::next_slot`]), each stamped with when it arrived
+    /// ([`Reply::arrived_at`]); `None` stops it. Returns whether the lane now does so; one that
+    /// cannot (TLS, HTTP/2, WebSocket) reads its replies as they come.
+    fn read_at_slots(&mut self, clock: Option<crate::slot_timer::SlotClock>) -> bool {
+        let _ = clock;
         false
     }
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 
-use crate::slot_timer::{self, NextSlot};
+use crate::slot_timer::{NextSlot, SlotClock};
 
 /// Turns quiet mode on or off for a TCP socket: on, it is readable to epoll only past the
 /// largest low-water mark the kernel accepts (half its largest receive buffer), and every read
@@ -78,18 +78,29 @@ enum QuietPhase {
 /// The reading side of a quiet connection ([`set_quiet`]): a read first lets the rest of the
 /// worker's current wake-up run (the other requests of its slot), so that a reply that came
 /// back meanwhile is read before the worker sleeps and its connection is free for a ticket of
-/// the same slot; then it tries the socket at each pacing slot ([`slot_timer::next_slot`]).
-/// It keeps when the bytes it read arrived.
-#[derive(Debug, Default)]
+/// the same slot; then it tries the socket at each slot of the clock it was given
+/// ([`SlotClock::next_slot`]). It keeps when the bytes it read arrived.
+#[derive(Debug)]
 pub struct QuietReader {
+    clock: SlotClock,
     phase: QuietPhase,
     first_arrival: Option<Instant>,
     last_arrival: Option<Instant>,
 }
 
 impl QuietReader {
-    /// `AsyncRead::poll_read` for `tcp` in quiet mode. Needs this thread's pacing timer
-    /// ([`slot_timer::has_current`]): without one, a slot is always due and this would spin.
+    /// A reader that waits on the slots of `clock`.
+    pub fn new(clock: SlotClock) -> Self {
+        Self { clock, phase: QuietPhase::default(), first_arrival: None, last_arrival: None }
+    }
+
+    /// The clock whose slots it reads at.
+    pub fn clock(&self) -> SlotClock {
+        self.clock
+    }
+
+    /// `AsyncRead::poll_read` for `tcp` in quiet mode. Needs its clock's timer on this thread
+    /// ([`SlotClock::is_here`]): without it, a slot is always due and this would spin.
     pub fn poll_read(
         &mut self,
         tcp: &TcpStream,
@@ -117,7 +128,7 @@ impl QuietReader {
                         return Poll::Ready(Ok(()));
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        self.phase = QuietPhase::Waiting(slot_timer::next_slot());
+                        self.phase = QuietPhase::Waiting(self.clock.next_slot());
                     }
                     Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                     Err(error) => {
