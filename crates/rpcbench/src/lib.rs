@@ -92,6 +92,7 @@ pub mod targets;
 pub mod thresholds;
 pub mod traffic;
 pub mod transport;
+pub mod tx;
 pub mod units;
 pub mod verdict;
 pub mod workload;

@@ -1,0 +1,9 @@
+//! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]), signing and
+//! decoding ([`sign`]), the nonce book per sender ([`nonce`]) and why a node refused a
+//! transaction ([`refusal`]). Nothing here opens a socket; the mock node's mempool and the
+//! command's driver use these pieces.
+
+pub mod keys;
+pub mod nonce;
+pub mod refusal;
+pub mod sign;
