@@ -1,8 +1,9 @@
 //! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
-//! one, when ([`inclusion`]). Nothing here opens a socket; the mock node's mempool and the
-//! command's driver use these pieces.
+//! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (the one module here that
+//! opens a socket, through the feed seam). The mock node's mempool and the command's driver
+//! use these pieces.
 
 pub mod ahead;
 pub mod inclusion;
@@ -10,3 +11,4 @@ pub mod keys;
 pub mod nonce;
 pub mod refusal;
 pub mod sign;
+pub mod watch;

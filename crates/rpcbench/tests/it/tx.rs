@@ -8,9 +8,11 @@ use rpcbench::engine::Run;
 use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
 use rpcbench::protocol::send_raw::{TxAck, TxSends};
 use rpcbench::tx::ahead::SignedAhead;
+use rpcbench::tx::inclusion::InclusionBook;
 use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::sign::{Fees, UnsignedTx};
+use rpcbench::tx::watch::HeadWatch;
 use serde_json::{json, Value};
 
 use crate::util::{closed_loop, requests};
@@ -48,6 +50,11 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
         data: Vec::new(),
     };
     let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, u64::MAX, 256));
+    // Subscribe to new heads before the first send.
+    let watch = HeadWatch::start(&url.replacen("http://", "ws://", 1), timeout).expect("newHeads subscribed");
+    let head_at_start = call("eth_blockNumber", json!([]));
+    let head_at_start =
+        u64::from_str_radix(head_at_start.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     let mut config = closed_loop(&url, 1, requests(500));
     config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Uniform, max_connections: 16 };
     config.tx_sends = Some(sends.clone());
@@ -89,6 +96,42 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(included + gone + pending, sent.len());
+
+    // The same answer from the heads alone: each head's block is fetched once, its hashes
+    // matched to ours, the head's arrival is the inclusion time.
+    let heads = watch.stop();
+    let mut book = InclusionBook::new();
+    for tx in sent {
+        let head_at_send = heads.iter().filter(|head| head.arrived <= tx.sent).map(|head| head.number).max();
+        book.sent(tx.hash, tx.sent, head_at_send.unwrap_or(head_at_start), true);
+    }
+    let mut fetched = std::collections::HashSet::new();
+    for head in &heads {
+        if !fetched.insert(head.number) {
+            continue;
+        }
+        let block = call("eth_getBlockByNumber", json!([format!("0x{:x}", head.number), false]));
+        let hashes: Vec<[u8; 32]> = block["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hash| {
+                let digits = hash.as_str().unwrap().trim_start_matches("0x");
+                let mut bytes = [0u8; 32];
+                for (i, byte) in bytes.iter_mut().enumerate() {
+                    *byte = u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).unwrap();
+                }
+                bytes
+            })
+            .collect();
+        book.block(head.number, head.arrived, &hashes);
+    }
+    let tally = book.tally(std::time::Instant::now(), Duration::from_secs(3600));
+    assert_eq!(tally.included + tally.rejected + tally.dropped + tally.pending, tally.sent);
+    assert_eq!(tally.sent, sent.len() as u64);
+    assert_eq!(tally.included, included as u64, "every receipt's transaction was seen in a head's block");
+    assert_eq!(tally.pending, (gone + pending) as u64);
+    assert!(tally.blocks_after.min() >= 1, "a transaction lands in a block after the head at its send");
     let status = call("rpcbench_mempoolStatus", json!([]));
     assert_eq!(status["dropped"].as_u64(), Some(gone as u64), "what the mock dropped is what is gone");
     assert!(
