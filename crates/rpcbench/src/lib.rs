@@ -81,6 +81,7 @@ pub mod subscribe;
 pub mod thresholds;
 pub mod traffic;
 pub mod transport;
+pub mod tx;
 pub mod util;
 pub mod verdict;
 pub mod workload;

@@ -136,6 +136,9 @@ pub struct RunConfig {
     pub rate_limits: crate::rate_limit::RateLimitRules,
     /// What a connection does after a rate-limited answer (`--on-rate-limit`).
     pub on_rate_limit: crate::rate_pause::OnRateLimit,
+    /// Signed transactions (`rpcbench tx`): every request is an `eth_sendRawTransaction` of
+    /// the next one signed ahead, its answer kept in the shared ledger.
+    pub tx_sends: Option<std::sync::Arc<crate::protocol::send_raw::TxSends>>,
 }
 
 /// The HTTP version a run speaks.
@@ -232,6 +235,7 @@ impl RunConfig {
             streams: 1,
             in_flight: 1,
             replay: None,
+            tx_sends: None,
             rate_limits: crate::rate_limit::RateLimitRules::default(),
             on_rate_limit: crate::rate_pause::OnRateLimit::Continue,
         }

@@ -39,6 +39,7 @@ use tokio::sync::watch;
 
 use crate::protocol::batch::JsonRpcBatch;
 use crate::protocol::replay::Replayed;
+use crate::protocol::send_raw::SendRawTx;
 use crate::protocol::single::SingleCall;
 use crate::protocol::Protocol;
 use crate::record::{Recorder, RunRecord, Series, Totals};
@@ -357,6 +358,9 @@ impl UseTransport for Execute {
         let config = run.config.clone();
         if let Some(replay) = &config.replay {
             return run.execute_with(transport, || Replayed::new(replay.clone(), config.check));
+        }
+        if let Some(sends) = &config.tx_sends {
+            return run.execute_with(transport, || SendRawTx::new(sends.clone(), config.check));
         }
         if config.batch > 1 {
             // Refused over WebSocket by the configuration's checks.

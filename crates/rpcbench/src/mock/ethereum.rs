@@ -9,6 +9,7 @@
 //! Bloom filters are left empty (all zero).
 
 use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -128,6 +129,8 @@ pub(crate) struct EthereumNode {
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
     mask: u64,
+    /// Real accounts and the blocks' own transactions (`mempool.rs`), when asked for.
+    mempool: Option<Mutex<super::mempool::Mempool>>,
 }
 
 impl EthereumNode {
@@ -152,7 +155,32 @@ impl EthereumNode {
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
             tokens: (0..TOKEN_COUNT).map(|i| bytes(seed, S_TOKEN, i, 0)).collect(),
             mask: mix(seed, S_MASK),
+            mempool: None,
         }
+    }
+
+    /// Keeps a mempool: the dev mnemonic's first accounts funded at genesis, raw transactions
+    /// checked and included in the blocks that follow (block time: the slot time).
+    pub(crate) fn with_mempool(mut self, options: Option<&super::mempool_rpc::TxPoolOptions>) -> Self {
+        self.mempool = options.map(|options| {
+            Mutex::new(super::mempool::Mempool::from_options(
+                options,
+                self.chain_id,
+                self.seed,
+                self.latest(),
+            ))
+        });
+        self
+    }
+
+    /// The mempool, with every block up to the head produced.
+    fn pool(&self) -> Option<MutexGuard<'_, super::mempool::Mempool>> {
+        let mut pool = self.mempool.as_ref()?.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let latest = self.latest();
+        while pool.head() < latest {
+            pool.produce();
+        }
+        Some(pool)
     }
 
     // ------------------------------------------------------------ chain
@@ -323,11 +351,17 @@ impl EthereumNode {
         let count = self.tx_count(number);
         let txs: Vec<Tx> = (0..count).map(|i| self.tx(number, i)).collect();
         let gas_used: u64 = txs.iter().map(Tx::gas_used).sum();
-        let transactions: Vec<Value> = if full {
+        let mut transactions: Vec<Value> = if full {
             txs.iter().map(|tx| self.tx_json(tx)).collect()
         } else {
             (0..count).map(|i| json!(hex_data(&self.tx_hash(number, i)))).collect()
         };
+        let mut gas_used = gas_used;
+        if let Some(pool) = self.pool() {
+            transactions
+                .extend(super::mempool_rpc::block_transactions(&pool, number, full, |n| self.block_hash(n)));
+            gas_used += pool.block_gas(number);
+        }
         let roots: [u8; 96] = bytes(self.seed, S_ROOTS, number, 0);
         let miner = self.accounts[(draw(self.seed, S_BLOCK, number, 2) % ACCOUNT_COUNT) as usize];
         json!({
@@ -551,6 +585,11 @@ impl EthereumNode {
     pub(crate) fn call(&self, method: &str, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let params = positional_params(params)?;
         let p = params.as_slice();
+        if let Some(mut pool) = self.pool() {
+            if let Some(answer) = super::mempool_rpc::answer(&mut pool, method, p, |n| self.block_hash(n)) {
+                return answer;
+            }
+        }
         match method {
             "eth_chainId" => Ok(json!(hex_quantity(self.chain_id.into()))),
             "net_version" => Ok(json!(self.chain_id.to_string())),

@@ -27,6 +27,8 @@ mod ethereum;
 mod faults;
 mod h2;
 mod http;
+mod mempool;
+mod mempool_rpc;
 pub(crate) mod prng;
 mod rest;
 mod server;
@@ -39,6 +41,7 @@ pub use faults::{
     parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
     RateLimitStyle, Stall,
 };
+pub use mempool_rpc::TxPoolOptions;
 pub use server::{Dispatcher, MockServer};
 pub use ws::WsStats;
 
@@ -290,6 +293,9 @@ pub struct MockOptions {
     /// An HTTP/1.1 connection that has not sent a complete request within this, or stays idle
     /// this long between requests, is closed (default 60 s; `None`: never).
     pub idle_timeout: Option<Duration>,
+    /// Ethereum: a mempool with real accounts, whose blocks (one per slot time) include the
+    /// transactions sent to it (`None`: the synthetic chain only).
+    pub tx_pool: Option<TxPoolOptions>,
 }
 
 /// HTTPS for a [`MockServer`]: a self-signed certificate for `localhost` and `127.0.0.1`,
@@ -336,6 +342,7 @@ impl MockOptions {
             ws_max_subscriptions: None,
             max_connections: None,
             idle_timeout: Some(Duration::from_secs(60)),
+            tx_pool: None,
         }
     }
 

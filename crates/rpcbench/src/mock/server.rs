@@ -103,7 +103,8 @@ impl Node {
                 EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)
                     .with_head(options.head_lag, options.head_delay)
                     .with_phantom(options.head_phantom)
-                    .with_stall(options.head_stall),
+                    .with_stall(options.head_stall)
+                    .with_mempool(options.tx_pool.as_ref()),
             )),
         }
     }

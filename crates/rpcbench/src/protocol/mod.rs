@@ -5,11 +5,13 @@
 //! - [`single::SingleCall`]: one call per request, a JSON-RPC call (the scanning classifier of
 //!   `crate::jsonrpc`) or a plain HTTP call ([`rest`]);
 //! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order;
-//! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte.
+//! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte;
+//! - [`send_raw::SendRawTx`]: one signed transaction per request (`rpcbench tx`).
 
 pub mod batch;
 pub mod replay;
 pub mod rest;
+pub mod send_raw;
 pub mod single;
 
 use rand::rngs::SmallRng;

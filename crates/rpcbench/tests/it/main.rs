@@ -20,5 +20,6 @@ mod results;
 mod secrets;
 mod subscribe;
 mod tls;
+mod tx;
 mod util;
 mod websocket;

@@ -1,0 +1,257 @@
+//! The JSON-RPC face of the mock Ethereum node's mempool ([`super::mempool`]):
+//! `eth_sendRawTransaction`, and the answers that change once the node keeps real accounts
+//! (`eth_getTransactionCount`, `eth_getBalance`) or has included the pool's transactions
+//! (`eth_getTransactionByHash`, `eth_getTransactionReceipt`, the pool's part of a block).
+//! Shaped as geth answers them. `rpcbench_mempoolStatus` tells tests the mock's own truth
+//! (the head produced, transactions dropped, reorgs).
+
+use serde_json::{json, Value};
+
+use crate::tx::keys::Address;
+use crate::tx::sign::{DecodedTx, Fees};
+
+use super::mempool::{Included, Lookup, Mempool};
+use super::prng::{hex_data, hex_quantity, parse_hex_vec};
+use super::server::RpcError;
+
+/// The options of a mock Ethereum node with a mempool and real accounts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxPoolOptions {
+    /// Gas included per block at most (`--block-gas-limit`).
+    pub block_gas_limit: u64,
+    /// Transactions held at most; past it "txpool is full".
+    pub capacity: usize,
+    /// Share of accepted transactions silently dropped from the pool (0.0..=1.0).
+    pub drop_share: f64,
+    /// Whole blocks every transaction waits before inclusion.
+    pub delay_blocks: u64,
+    /// A reorg every this many blocks (0: never)...
+    pub reorg_every: u64,
+    /// ...taking back this many blocks.
+    pub reorg_depth: u64,
+    /// The first accounts of the dev mnemonic funded at genesis.
+    pub dev_accounts: u32,
+    /// Wei each dev account holds at genesis.
+    pub dev_balance: u128,
+}
+
+impl Default for TxPoolOptions {
+    fn default() -> Self {
+        TxPoolOptions {
+            block_gas_limit: 30_000_000,
+            capacity: 65_536,
+            drop_share: 0.0,
+            delay_blocks: 0,
+            reorg_every: 0,
+            reorg_depth: 0,
+            dev_accounts: 10,
+            dev_balance: 10_000 * 1_000_000_000_000_000_000,
+        }
+    }
+}
+
+fn address_param(params: &[Value], index: usize) -> Result<Address, RpcError> {
+    params.get(index).and_then(Value::as_str).and_then(Address::parse).ok_or_else(|| {
+        RpcError::invalid_params(format!("invalid argument {index}: hex string of 20 bytes expected"))
+    })
+}
+
+fn hash_param(params: &[Value]) -> Result<[u8; 32], RpcError> {
+    params
+        .first()
+        .and_then(Value::as_str)
+        .and_then(parse_hex_vec)
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or_else(|| RpcError::invalid_params("invalid argument 0: hex string of 32 bytes expected"))
+}
+
+/// Answers `method` from the pool when it is one the pool owns; `None` leaves it to the
+/// synthetic chain. `block_hash` names a block's hash.
+pub(crate) fn answer(
+    pool: &mut Mempool,
+    method: &str,
+    params: &[Value],
+    block_hash: impl Fn(u64) -> [u8; 32],
+) -> Option<Result<Value, RpcError>> {
+    Some(match method {
+        "eth_sendRawTransaction" => {
+            let raw = params
+                .first()
+                .and_then(Value::as_str)
+                .and_then(parse_hex_vec)
+                .ok_or_else(|| RpcError::invalid_params("invalid argument 0: hex string expected"));
+            raw.and_then(|raw| pool.submit(&raw)).map(|hash| json!(hex_data(&hash)))
+        }
+        "eth_getTransactionCount" => address_param(params, 0).map(|address| {
+            let pending = params.get(1).and_then(Value::as_str) == Some("pending");
+            json!(hex_quantity(pool.nonce(&address, pending).into()))
+        }),
+        "eth_getBalance" => {
+            address_param(params, 0).map(|address| json!(hex_quantity(pool.balance(&address))))
+        }
+        "eth_getTransactionByHash" => {
+            let hash = match hash_param(params) {
+                Ok(hash) => hash,
+                Err(err) => return Some(Err(err)),
+            };
+            match pool.lookup(&hash)? {
+                Lookup::Pending(decoded) => Ok(tx_json(decoded, None, &block_hash)),
+                Lookup::Included(included) => Ok(tx_json(&included.decoded, Some(included), &block_hash)),
+            }
+        }
+        "eth_getTransactionReceipt" => {
+            let hash = match hash_param(params) {
+                Ok(hash) => hash,
+                Err(err) => return Some(Err(err)),
+            };
+            match pool.lookup(&hash)? {
+                Lookup::Pending(_) => Ok(Value::Null),
+                Lookup::Included(included) => Ok(receipt_json(included, &block_hash)),
+            }
+        }
+        // The mock's own truth, for tests: what it dropped and took back.
+        "rpcbench_mempoolStatus" => Ok(json!({
+            "head": pool.head(),
+            "dropped": pool.dropped(),
+            "reorgs": pool.reorgs(),
+        })),
+        _ => return None,
+    })
+}
+
+/// The pool's transactions of block `number` as a block lists them: hashes, or full objects.
+pub(crate) fn block_transactions(
+    pool: &Mempool,
+    number: u64,
+    full: bool,
+    block_hash: impl Fn(u64) -> [u8; 32],
+) -> Vec<Value> {
+    pool.block_hashes(number)
+        .iter()
+        .filter_map(|hash| match pool.lookup(hash) {
+            Some(Lookup::Included(included)) if full => {
+                Some(tx_json(&included.decoded, Some(included), &block_hash))
+            }
+            Some(Lookup::Included(_)) => Some(json!(hex_data(hash))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tx_json(decoded: &DecodedTx, included: Option<&Included>, block_hash: &impl Fn(u64) -> [u8; 32]) -> Value {
+    let tx = &decoded.tx;
+    let mut object = json!({
+        "hash": hex_data(&decoded.hash),
+        "from": decoded.sender.to_string(),
+        "to": tx.to.map(|to| to.to_string()),
+        "nonce": hex_quantity(tx.nonce.into()),
+        "gas": hex_quantity(tx.gas_limit.into()),
+        "value": hex_quantity(tx.value),
+        "input": hex_data(&tx.data),
+        "chainId": hex_quantity(tx.chain_id.into()),
+        "blockNumber": included.map(|i| hex_quantity(i.block.into())),
+        "blockHash": included.map(|i| hex_data(&block_hash(i.block))),
+        "transactionIndex": included.map(|i| hex_quantity(i.index.into())),
+    });
+    if let Value::Object(fields) = &mut object {
+        match tx.fees {
+            Fees::Legacy { gas_price } => {
+                fields.insert("type".into(), json!("0x0"));
+                fields.insert("gasPrice".into(), json!(hex_quantity(gas_price)));
+            }
+            Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => {
+                fields.insert("type".into(), json!("0x2"));
+                fields.insert("gasPrice".into(), json!(hex_quantity(max_fee_per_gas)));
+                fields.insert("maxFeePerGas".into(), json!(hex_quantity(max_fee_per_gas)));
+                fields.insert("maxPriorityFeePerGas".into(), json!(hex_quantity(max_priority_fee_per_gas)));
+            }
+        }
+    }
+    object
+}
+
+fn receipt_json(included: &Included, block_hash: &impl Fn(u64) -> [u8; 32]) -> Value {
+    let decoded = &included.decoded;
+    let kind = match decoded.tx.fees {
+        Fees::Legacy { .. } => "0x0",
+        Fees::Eip1559 { .. } => "0x2",
+    };
+    json!({
+        "transactionHash": hex_data(&decoded.hash),
+        "transactionIndex": hex_quantity(included.index.into()),
+        "blockHash": hex_data(&block_hash(included.block)),
+        "blockNumber": hex_quantity(included.block.into()),
+        "from": decoded.sender.to_string(),
+        "to": decoded.tx.to.map(|to| to.to_string()),
+        "cumulativeGasUsed": hex_quantity(included.gas_used.into()),
+        "gasUsed": hex_quantity(included.gas_used.into()),
+        "effectiveGasPrice": hex_quantity(decoded.tx.fees.max_price()),
+        "contractAddress": Value::Null,
+        "logs": [],
+        "logsBloom": hex_data(&[0u8; 256]),
+        "status": hex_quantity(included.status.into()),
+        "type": kind,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::value::to_raw_value;
+
+    use super::super::ethereum::EthereumNode;
+    use super::*;
+    use crate::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
+    use crate::tx::sign::{sign, UnsignedTx};
+
+    fn call(node: &EthereumNode, method: &str, params: Value) -> Result<Value, RpcError> {
+        node.call(method, Some(&to_raw_value(&params).unwrap()))
+    }
+
+    #[test]
+    fn a_sent_transfer_is_included_in_a_following_block_and_served_by_receipt_block_and_nonce() {
+        let options = TxPoolOptions::default();
+        let node = EthereumNode::new(0, Duration::from_millis(5), 31337, Instant::now(), 1_700_000_000)
+            .with_mempool(Some(&options));
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+        let sender = keys[0].address().to_string();
+        let to = Address::parse("0x3535353535353535353535353535353535353535");
+        let tx = UnsignedTx {
+            chain_id: 31337,
+            nonce: 0,
+            fees: Fees::Eip1559 { max_fee_per_gas: 3_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+            gas_limit: 21_000,
+            to,
+            value: 5,
+            data: Vec::new(),
+        };
+        let signed = sign(&tx, &keys[0]);
+        let hash = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap();
+        assert_eq!(hash, json!(hex_data(&signed.hash)));
+        assert_eq!(call(&node, "eth_getTransactionCount", json!([sender, "pending"])).unwrap(), json!("0x1"));
+        let refused = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap_err();
+        assert_eq!((refused.code, refused.message.as_str()), (-32000, "already known"));
+        // Blocks come every 5 ms; wait for the receipt a bounded number of times.
+        let mut receipt = Value::Null;
+        for _ in 0..2_000 {
+            receipt = call(&node, "eth_getTransactionReceipt", json!([hash])).unwrap();
+            if !receipt.is_null() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
+        let block = receipt["blockNumber"].clone();
+        let listed = call(&node, "eth_getBlockByNumber", json!([block, false])).unwrap();
+        assert!(listed["transactions"].as_array().unwrap().contains(&hash), "{listed}");
+        assert_eq!(call(&node, "eth_getTransactionCount", json!([sender, "latest"])).unwrap(), json!("0x1"));
+        assert_eq!(
+            call(&node, "eth_getBalance", json!([to.unwrap().to_string(), "latest"])).unwrap(),
+            json!("0x5")
+        );
+        let found = call(&node, "eth_getTransactionByHash", json!([hash])).unwrap();
+        assert_eq!(found["from"], json!(sender));
+        assert_eq!(found["blockNumber"], block);
+    }
+}

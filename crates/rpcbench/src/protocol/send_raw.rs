@@ -1,0 +1,232 @@
+//! `eth_sendRawTransaction` as a protocol of the one engine: each request takes the next
+//! transaction of the signed-ahead queue (`crate::tx::ahead`), so the pacer, the recorder and
+//! every report treat sends like any other call; the acknowledgement of each send (accepted,
+//! or refused with a reason, or the wire's failure) goes into a shared [`TxLedger`] keyed by
+//! the request's id, which the inclusion figures read afterwards.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::{CallSlot, Draw, Protocol};
+use crate::jsonrpc::{self, CheckMode};
+use crate::outcome::Outcome;
+use crate::transport::Outgoing;
+use crate::tx::ahead::SignedAhead;
+use crate::tx::refusal::TxRefusal;
+
+/// How the node answered one send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxAck {
+    /// Sent, no answer yet (or the run ended before it).
+    Unanswered,
+    /// Taken into the node's pool: the instant the answer came.
+    Accepted(Instant),
+    /// Refused by the node, with its reason.
+    Refused(TxRefusal),
+    /// Not answered as JSON-RPC (a timeout, a closed connection, an HTTP error...).
+    Failed(Outcome),
+}
+
+/// One transaction sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentTx {
+    /// Its hash.
+    pub hash: [u8; 32],
+    /// Index of its sender.
+    pub sender: usize,
+    /// Its nonce.
+    pub nonce: u64,
+    /// When its request was written.
+    pub sent: Instant,
+    /// What the node said.
+    pub ack: TxAck,
+}
+
+/// Every transaction a run sent, by request id.
+#[derive(Debug, Default)]
+pub struct TxLedger {
+    by_id: HashMap<u64, usize>,
+    sent: Vec<SentTx>,
+}
+
+impl TxLedger {
+    /// The transactions sent, in send order.
+    pub fn sent(&self) -> &[SentTx] {
+        &self.sent
+    }
+
+    fn record_send(&mut self, id: u64, tx: SentTx) {
+        self.by_id.insert(id, self.sent.len());
+        self.sent.push(tx);
+    }
+
+    fn record_ack(&mut self, id: u64, ack: TxAck) {
+        if let Some(&index) = self.by_id.get(&id) {
+            self.sent[index].ack = ack;
+        }
+    }
+}
+
+/// What the workers of one run share: the signed-ahead queue and the ledger.
+#[derive(Debug)]
+pub struct TxSends {
+    queue: Mutex<SignedAhead>,
+    ledger: Mutex<TxLedger>,
+}
+
+impl TxSends {
+    /// Sends the transactions of `queue`.
+    pub fn new(queue: SignedAhead) -> Arc<Self> {
+        Arc::new(TxSends { queue: Mutex::new(queue), ledger: Mutex::new(TxLedger::default()) })
+    }
+
+    /// The ledger as it stands (the run's sends once it has finished).
+    pub fn ledger(&self) -> std::sync::MutexGuard<'_, TxLedger> {
+        self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The protocol: one `eth_sendRawTransaction` per request.
+#[derive(Debug, Clone)]
+pub struct SendRawTx {
+    sends: Arc<TxSends>,
+    check: CheckMode,
+}
+
+impl SendRawTx {
+    /// Sends from `sends`, checking answers as `check` says.
+    pub fn new(sends: Arc<TxSends>, check: CheckMode) -> Self {
+        SendRawTx { sends, check }
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorAnswer<'a> {
+    #[serde(borrow)]
+    error: ErrorObject<'a>,
+}
+
+#[derive(Deserialize)]
+struct ErrorObject<'a> {
+    code: i64,
+    #[serde(borrow, default)]
+    message: std::borrow::Cow<'a, str>,
+}
+
+impl Protocol for SendRawTx {
+    fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
+        let id = draw.id();
+        slots.push(CallSlot { call: 0, id });
+        let next = self.sends.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).next();
+        // The signer never stops first (it signs until the run drops the queue); were it gone,
+        // an empty raw transaction is sent and refused, so the request still has its outcome.
+        let (raw, sent) = match next {
+            Some(prepared) => {
+                let sent = SentTx {
+                    hash: prepared.hash,
+                    sender: prepared.sender,
+                    nonce: prepared.nonce,
+                    sent: Instant::now(),
+                    ack: TxAck::Unanswered,
+                };
+                (prepared.raw_hex, Some(sent))
+            }
+            None => ("0x".to_string(), None),
+        };
+        out.body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.body.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        out.body.extend_from_slice(b",\"method\":\"eth_sendRawTransaction\",\"params\":[\"");
+        out.body.extend_from_slice(raw.as_bytes());
+        out.body.extend_from_slice(b"\"]}");
+        if let Some(sent) = sent {
+            self.sends.ledger().record_send(id, sent);
+        }
+    }
+
+    fn classify(
+        &self,
+        status: u16,
+        body: &[u8],
+        slots: &[CallSlot],
+        mut each: impl FnMut(usize, Outcome, &[u8]),
+    ) {
+        let Some(slot) = slots.first() else { return };
+        let outcome = jsonrpc::classify(status, body, slot.id, self.check);
+        let ack = match outcome {
+            Outcome::Ok => TxAck::Accepted(Instant::now()),
+            Outcome::RpcError(code) => {
+                let message = serde_json::from_slice::<ErrorAnswer<'_>>(body)
+                    .map(|answer| (answer.error.code, answer.error.message.into_owned()))
+                    .unwrap_or((code, String::new()));
+                TxAck::Refused(TxRefusal::classify(message.0, &message.1))
+            }
+            other => TxAck::Failed(other),
+        };
+        self.sends.ledger().record_ack(slot.id, ack);
+        each(0, outcome, body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
+    use crate::tx::nonce::NonceBook;
+    use crate::tx::sign::{Fees, UnsignedTx};
+    use rand::SeedableRng;
+
+    fn sends() -> Arc<TxSends> {
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+        let template = UnsignedTx {
+            chain_id: 31337,
+            nonce: 0,
+            fees: Fees::Legacy { gas_price: 1 },
+            gas_limit: 21_000,
+            to: None,
+            value: 0,
+            data: Vec::new(),
+        };
+        TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0]), template, 3, 2))
+    }
+
+    fn draw() -> Draw {
+        Draw {
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+            next_id: 7,
+            fixed_id: None,
+            turn: 0,
+            turn_stride: 1,
+            ticket: 0,
+        }
+    }
+
+    #[test]
+    fn each_send_is_one_request_and_its_answer_lands_in_the_ledger_by_reason() {
+        let sends = sends();
+        let protocol = SendRawTx::new(sends.clone(), CheckMode::Full);
+        let mut draw = draw();
+        let answers: [&[u8]; 3] = [
+            br#"{"jsonrpc":"2.0","id":7,"result":"0x01"}"#,
+            br#"{"jsonrpc":"2.0","id":8,"error":{"code":-32000,"message":"nonce too low: next nonce 5, tx nonce 1"}}"#,
+            br#"{"jsonrpc":"2.0","id":9,"error":{"code":-32000,"message":"txpool is full"}}"#,
+        ];
+        let mut outcomes = Vec::new();
+        for answer in answers {
+            let (mut slots, mut out) = (Vec::new(), Outgoing::default());
+            protocol.encode(&mut draw, &mut slots, &mut out);
+            let body: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+            assert_eq!(body["method"], "eth_sendRawTransaction");
+            assert!(body["params"][0].as_str().unwrap().starts_with("0xf8"), "{body}");
+            protocol.classify(200, answer, &slots, |_, outcome, _| outcomes.push(outcome));
+        }
+        assert_eq!(outcomes, [Outcome::Ok, Outcome::RpcError(-32000), Outcome::RpcError(-32000)]);
+        let ledger = sends.ledger();
+        let acks: Vec<TxAck> = ledger.sent().iter().map(|tx| tx.ack).collect();
+        assert!(matches!(acks[0], TxAck::Accepted(_)));
+        assert_eq!(acks[1..], [TxAck::Refused(TxRefusal::NonceTooLow), TxAck::Refused(TxRefusal::PoolFull)]);
+        assert_eq!(ledger.sent().iter().map(|tx| tx.nonce).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+}

@@ -1,0 +1,117 @@
+//! Why a node refused `eth_sendRawTransaction`, read from its JSON-RPC error: the messages
+//! geth, anvil, reth, erigon and nethermind answer with, by the reasons a load test acts on
+//! (a nonce refusal resyncs the sender, the others are counted).
+
+use std::fmt;
+
+/// Why a transaction was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TxRefusal {
+    /// The nonce was already used ("nonce too low").
+    NonceTooLow,
+    /// The nonce leaves a gap the node will not queue ("nonce too high", "nonce gap").
+    NonceGap,
+    /// Same sender and nonce as a pending transaction, without enough fee bump.
+    ReplacementUnderpriced,
+    /// The node already has this exact transaction ("already known").
+    AlreadyKnown,
+    /// The sender cannot pay gas x price + value.
+    InsufficientFunds,
+    /// The fee is below what the pool takes ("transaction underpriced", "max fee per gas less
+    /// than block base fee").
+    Underpriced,
+    /// The pool is full.
+    PoolFull,
+    /// The gas limit is wrong for the transaction or the block ("intrinsic gas too low",
+    /// "exceeds block gas limit").
+    Gas,
+    /// The node's rate limit.
+    RateLimited,
+    /// Anything else, by JSON-RPC code.
+    Other(i64),
+}
+
+impl TxRefusal {
+    /// Reads a JSON-RPC error's `code` and `message`.
+    pub fn classify(code: i64, message: &str) -> TxRefusal {
+        let message = message.to_ascii_lowercase();
+        let has = |word: &str| message.contains(word);
+        if has("nonce too low") || has("nonce has already been used") || has("oldnonce") {
+            TxRefusal::NonceTooLow
+        } else if has("nonce too high") || has("nonce gap") || has("nonce is too high") {
+            TxRefusal::NonceGap
+        } else if has("replacement") && has("underpriced") {
+            TxRefusal::ReplacementUnderpriced
+        } else if has("already known") || has("already imported") || has("alreadyknown") {
+            TxRefusal::AlreadyKnown
+        } else if has("insufficient funds") || has("insufficient balance") {
+            TxRefusal::InsufficientFunds
+        } else if has("underpriced") || has("less than block base fee") || has("fee cap") {
+            TxRefusal::Underpriced
+        } else if has("txpool is full") || has("pool is full") || has("pool full") {
+            TxRefusal::PoolFull
+        } else if has("intrinsic gas") || has("gas limit") {
+            TxRefusal::Gas
+        } else if code == -32005 || code == 429 || has("rate limit") || has("too many requests") {
+            TxRefusal::RateLimited
+        } else {
+            TxRefusal::Other(code)
+        }
+    }
+
+    /// Whether the sender's nonce must be fetched from the node again.
+    pub fn needs_resync(self) -> bool {
+        matches!(self, TxRefusal::NonceTooLow | TxRefusal::NonceGap)
+    }
+
+    /// The reason as reports and files key it.
+    pub fn name(self) -> String {
+        match self {
+            TxRefusal::NonceTooLow => "nonce_too_low".into(),
+            TxRefusal::NonceGap => "nonce_gap".into(),
+            TxRefusal::ReplacementUnderpriced => "replacement_underpriced".into(),
+            TxRefusal::AlreadyKnown => "already_known".into(),
+            TxRefusal::InsufficientFunds => "insufficient_funds".into(),
+            TxRefusal::Underpriced => "underpriced".into(),
+            TxRefusal::PoolFull => "pool_full".into(),
+            TxRefusal::Gas => "gas".into(),
+            TxRefusal::RateLimited => "rate_limited".into(),
+            TxRefusal::Other(code) => format!("rpc_{code}"),
+        }
+    }
+}
+
+impl fmt::Display for TxRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_messages_of_the_clients_map_to_their_reasons() {
+        let table = [
+            (-32000, "nonce too low: next nonce 5, tx nonce 3", TxRefusal::NonceTooLow),
+            (-32003, "Nonce too low", TxRefusal::NonceTooLow),
+            (-32000, "nonce too high", TxRefusal::NonceGap),
+            (-32000, "replacement transaction underpriced", TxRefusal::ReplacementUnderpriced),
+            (-32000, "already known", TxRefusal::AlreadyKnown),
+            (-32000, "insufficient funds for gas * price + value: balance 0", TxRefusal::InsufficientFunds),
+            (-32000, "transaction underpriced", TxRefusal::Underpriced),
+            (-32000, "max fee per gas less than block base fee", TxRefusal::Underpriced),
+            (-32000, "txpool is full", TxRefusal::PoolFull),
+            (-32000, "intrinsic gas too low", TxRefusal::Gas),
+            (-32005, "limit exceeded", TxRefusal::RateLimited),
+            (-32602, "invalid argument 0", TxRefusal::Other(-32602)),
+        ];
+        for (code, message, reason) in table {
+            assert_eq!(TxRefusal::classify(code, message), reason, "{message}");
+        }
+        assert!(TxRefusal::NonceGap.needs_resync());
+        assert!(!TxRefusal::PoolFull.needs_resync());
+        assert_eq!(TxRefusal::Other(-1).name(), "rpc_-1");
+    }
+}

@@ -1,0 +1,373 @@
+//! Ethereum transactions: signing (EIP-155 legacy and EIP-1559 type 2) into the raw bytes
+//! `eth_sendRawTransaction` takes, and decoding raw bytes back with the sender recovered from
+//! the signature (the mock node's mempool checks what it is sent this way).
+//!
+//! RLP from the `rlp` crate, Keccak-256 from `sha3`, ECDSA with public-key recovery from
+//! `k256` (deterministic RFC 6979 nonces, low-s signatures as Ethereum requires).
+
+use std::fmt;
+
+use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
+use rlp::{Rlp, RlpStream};
+use sha3::{Digest, Keccak256};
+
+use super::keys::{Address, SenderKey};
+
+/// How a transaction pays for gas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fees {
+    /// A legacy transaction (EIP-155 replay-protected) with one gas price, in wei.
+    Legacy {
+        /// Wei per gas.
+        gas_price: u128,
+    },
+    /// An EIP-1559 (type 2) transaction.
+    Eip1559 {
+        /// The most wei per gas paid in all.
+        max_fee_per_gas: u128,
+        /// The most wei per gas paid to the block producer above the base fee.
+        max_priority_fee_per_gas: u128,
+    },
+}
+
+impl Fees {
+    /// The most wei per gas this transaction may pay.
+    pub fn max_price(self) -> u128 {
+        match self {
+            Fees::Legacy { gas_price } => gas_price,
+            Fees::Eip1559 { max_fee_per_gas, .. } => max_fee_per_gas,
+        }
+    }
+}
+
+/// A transaction before signing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsignedTx {
+    /// The chain it is valid on (EIP-155).
+    pub chain_id: u64,
+    /// The sender's nonce.
+    pub nonce: u64,
+    /// Fees.
+    pub fees: Fees,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Recipient; `None` deploys `data` as a contract.
+    pub to: Option<Address>,
+    /// Wei sent.
+    pub value: u128,
+    /// Call data or init code.
+    pub data: Vec<u8>,
+}
+
+/// A signed transaction: its raw bytes and hash (the Keccak-256 of the raw bytes).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SignedTx {
+    /// What `eth_sendRawTransaction` takes (as 0x-hex).
+    pub raw: Vec<u8>,
+    /// The transaction hash.
+    pub hash: [u8; 32],
+}
+
+impl fmt::Debug for SignedTx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SignedTx(0x{}, {} bytes)", super::keys::hex_encode(&self.hash), self.raw.len())
+    }
+}
+
+/// The EIP-2718 type byte of EIP-1559 transactions.
+const TYPE_EIP1559: u8 = 2;
+
+fn append_to(stream: &mut RlpStream, to: Option<Address>) {
+    match to {
+        Some(address) => stream.append(&address.0.as_slice()),
+        None => stream.append_empty_data(),
+    };
+}
+
+/// An integer as RLP wants it: big-endian bytes without leading zeros.
+fn append_uint_bytes(stream: &mut RlpStream, bytes: &[u8]) {
+    let first = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
+    stream.append(&&bytes[first..]);
+}
+
+/// The fields every form signs, after chain id (1559) or before it (legacy).
+fn append_body(stream: &mut RlpStream, tx: &UnsignedTx) {
+    stream.append(&tx.gas_limit);
+    append_to(stream, tx.to);
+    stream.append(&tx.value);
+    stream.append(&tx.data.as_slice());
+}
+
+/// The RLP payload of a type-2 transaction: 9 fields, then the signature's 3 when given.
+fn eip1559_payload(
+    tx: &UnsignedTx,
+    max_fee: u128,
+    priority: u128,
+    signature: Option<(u8, &Signature)>,
+) -> Vec<u8> {
+    let mut stream = RlpStream::new_list(if signature.is_some() { 12 } else { 9 });
+    stream.append(&tx.chain_id).append(&tx.nonce).append(&priority).append(&max_fee);
+    append_body(&mut stream, tx);
+    stream.begin_list(0);
+    if let Some((parity, signature)) = signature {
+        stream.append(&parity);
+        append_signature(&mut stream, signature);
+    }
+    let mut out = Vec::with_capacity(stream.len() + 1);
+    out.push(TYPE_EIP1559);
+    out.extend_from_slice(&stream.out());
+    out
+}
+
+fn append_signature(stream: &mut RlpStream, signature: &Signature) {
+    let (r, s) = signature.split_bytes();
+    append_uint_bytes(stream, &r);
+    append_uint_bytes(stream, &s);
+}
+
+/// The RLP of a legacy transaction: with `v, r, s`, or with `chain_id, 0, 0` for signing.
+fn legacy_payload(tx: &UnsignedTx, gas_price: u128, signature: Option<(u64, &Signature)>) -> Vec<u8> {
+    let mut stream = RlpStream::new_list(9);
+    stream.append(&tx.nonce).append(&gas_price);
+    append_body(&mut stream, tx);
+    match signature {
+        Some((v, signature)) => {
+            stream.append(&v);
+            append_signature(&mut stream, signature);
+        }
+        None => {
+            stream.append(&tx.chain_id).append(&0u8).append(&0u8);
+        }
+    }
+    stream.out().to_vec()
+}
+
+/// The hash a transaction's signature signs.
+pub fn signing_hash(tx: &UnsignedTx) -> [u8; 32] {
+    let preimage = match tx.fees {
+        Fees::Legacy { gas_price } => legacy_payload(tx, gas_price, None),
+        Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => {
+            eip1559_payload(tx, max_fee_per_gas, max_priority_fee_per_gas, None)
+        }
+    };
+    Keccak256::digest(preimage).into()
+}
+
+/// Signs `tx` with `key`.
+pub fn sign(tx: &UnsignedTx, key: &SenderKey) -> SignedTx {
+    let hash = signing_hash(tx);
+    // Signing a 32-byte prehash with a valid key cannot fail (k256 retries RFC 6979 nonces).
+    let (signature, recovery) =
+        key.signing_key().sign_prehash_recoverable(&hash).expect("a 32-byte prehash signs with a valid key");
+    let parity = u8::from(recovery.is_y_odd());
+    let raw = match tx.fees {
+        Fees::Legacy { gas_price } => {
+            legacy_payload(tx, gas_price, Some((tx.chain_id * 2 + 35 + u64::from(parity), &signature)))
+        }
+        Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => {
+            eip1559_payload(tx, max_fee_per_gas, max_priority_fee_per_gas, Some((parity, &signature)))
+        }
+    };
+    let hash = Keccak256::digest(&raw).into();
+    SignedTx { raw, hash }
+}
+
+/// A raw transaction read back, with its sender recovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedTx {
+    /// The fields that were signed (a legacy transaction without EIP-155 has chain id 0).
+    pub tx: UnsignedTx,
+    /// Who signed it.
+    pub sender: Address,
+    /// Keccak-256 of the raw bytes.
+    pub hash: [u8; 32],
+}
+
+/// Why raw bytes are not a transaction this code reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not well-formed RLP, or fields of the wrong shape.
+    Rlp,
+    /// An EIP-2718 type other than legacy and 2.
+    UnsupportedType(u8),
+    /// The signature does not recover a public key.
+    Signature,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Rlp => f.write_str("rlp: malformed transaction"),
+            DecodeError::UnsupportedType(kind) => write!(f, "transaction type {kind} not supported"),
+            DecodeError::Signature => f.write_str("invalid transaction signature"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl From<rlp::DecoderError> for DecodeError {
+    fn from(_: rlp::DecoderError) -> Self {
+        DecodeError::Rlp
+    }
+}
+
+fn read_to(item: &Rlp<'_>) -> Result<Option<Address>, DecodeError> {
+    let bytes = item.data()?;
+    match bytes.len() {
+        0 => Ok(None),
+        20 => Ok(Some(Address(bytes.try_into().map_err(|_| DecodeError::Rlp)?))),
+        _ => Err(DecodeError::Rlp),
+    }
+}
+
+fn read_signature(r: &Rlp<'_>, s: &Rlp<'_>) -> Result<Signature, DecodeError> {
+    let mut bytes = [0u8; 64];
+    let (r_half, s_half) = bytes.split_at_mut(32);
+    for (item, half) in [(r, r_half), (s, s_half)] {
+        let data = item.data()?;
+        if data.len() > 32 {
+            return Err(DecodeError::Rlp);
+        }
+        half[32 - data.len()..].copy_from_slice(data);
+    }
+    Signature::from_slice(&bytes).map_err(|_| DecodeError::Signature)
+}
+
+fn recover(tx: &UnsignedTx, signature: &Signature, parity: u8) -> Result<Address, DecodeError> {
+    let recovery = RecoveryId::from_byte(parity).ok_or(DecodeError::Signature)?;
+    let key = VerifyingKey::recover_from_prehash(&signing_hash(tx), signature, recovery)
+        .map_err(|_| DecodeError::Signature)?;
+    Ok(Address::of_key(&key))
+}
+
+/// Reads raw transaction bytes (legacy or type 2) and recovers the sender.
+pub fn decode(raw: &[u8]) -> Result<DecodedTx, DecodeError> {
+    let hash: [u8; 32] = Keccak256::digest(raw).into();
+    let (&first, rest) = raw.split_first().ok_or(DecodeError::Rlp)?;
+    let (tx, signature, parity) = if first >= 0xc0 {
+        let list = Rlp::new(raw);
+        if list.item_count()? != 9 || list.as_raw().len() != raw.len() {
+            return Err(DecodeError::Rlp);
+        }
+        let v: u64 = list.val_at(6)?;
+        let (chain_id, parity) = match v {
+            27 | 28 => (0, (v - 27) as u8),
+            v if v >= 35 => ((v - 35) / 2, ((v - 35) % 2) as u8),
+            _ => return Err(DecodeError::Signature),
+        };
+        let tx = UnsignedTx {
+            chain_id,
+            nonce: list.val_at(0)?,
+            fees: Fees::Legacy { gas_price: list.val_at(1)? },
+            gas_limit: list.val_at(2)?,
+            to: read_to(&list.at(3)?)?,
+            value: list.val_at(4)?,
+            data: list.at(5)?.data()?.to_vec(),
+        };
+        (tx, read_signature(&list.at(7)?, &list.at(8)?)?, parity)
+    } else if first == TYPE_EIP1559 {
+        let list = Rlp::new(rest);
+        if list.item_count()? != 12 || list.as_raw().len() != rest.len() {
+            return Err(DecodeError::Rlp);
+        }
+        let tx = UnsignedTx {
+            chain_id: list.val_at(0)?,
+            nonce: list.val_at(1)?,
+            fees: Fees::Eip1559 {
+                max_priority_fee_per_gas: list.val_at(2)?,
+                max_fee_per_gas: list.val_at(3)?,
+            },
+            gas_limit: list.val_at(4)?,
+            to: read_to(&list.at(5)?)?,
+            value: list.val_at(6)?,
+            data: list.at(7)?.data()?.to_vec(),
+        };
+        if !list.at(8)?.is_list() {
+            return Err(DecodeError::Rlp);
+        }
+        let parity: u8 = list.val_at(9)?;
+        if parity > 1 {
+            return Err(DecodeError::Signature);
+        }
+        (tx, read_signature(&list.at(10)?, &list.at(11)?)?, parity)
+    } else {
+        return Err(DecodeError::UnsupportedType(first));
+    };
+    let sender = recover(&tx, &signature, parity)?;
+    Ok(DecodedTx { tx, sender, hash })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keys::{hex_decode, hex_encode, keys_from_mnemonic, DEV_MNEMONIC};
+    use super::*;
+
+    fn eip155_example() -> (UnsignedTx, SenderKey) {
+        let tx = UnsignedTx {
+            chain_id: 1,
+            nonce: 9,
+            fees: Fees::Legacy { gas_price: 20_000_000_000 },
+            gas_limit: 21_000,
+            to: Address::parse("0x3535353535353535353535353535353535353535"),
+            value: 1_000_000_000_000_000_000,
+            data: Vec::new(),
+        };
+        (tx, SenderKey::from_bytes(&[0x46; 32]).unwrap())
+    }
+
+    #[test]
+    fn a_legacy_transaction_signs_as_eip155s_own_example() {
+        let (tx, key) = eip155_example();
+        assert_eq!(
+            hex_encode(&signing_hash(&tx)),
+            "daf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53"
+        );
+        let signed = sign(&tx, &key);
+        assert_eq!(
+            hex_encode(&signed.raw),
+            "f86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83"
+        );
+    }
+
+    #[test]
+    fn signed_transactions_decode_back_to_their_fields_and_sender() {
+        let key = &keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap()[0];
+        let (legacy, _) = eip155_example();
+        let dynamic = UnsignedTx {
+            chain_id: 31337,
+            nonce: 0,
+            fees: Fees::Eip1559 { max_fee_per_gas: 2_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+            gas_limit: 50_000,
+            to: None,
+            value: 0,
+            data: vec![0x60, 0x00, 0x60, 0x00],
+        };
+        for tx in [legacy, dynamic] {
+            let signed = sign(&tx, key);
+            let decoded = decode(&signed.raw).unwrap();
+            assert_eq!(decoded.tx, tx);
+            assert_eq!(decoded.sender, key.address());
+            assert_eq!(decoded.hash, signed.hash);
+        }
+    }
+
+    #[test]
+    fn garbage_raw_bytes_are_a_decode_error_not_a_panic() {
+        for raw in [
+            &b""[..],
+            b"\x01\xc0",
+            b"\x02",
+            b"\x02\xc3\x01\x02\x03",
+            b"\xf8",
+            b"\xc9\x01\x02\x03\x04\x05\x06\x07\x08\x09",
+        ] {
+            assert!(decode(raw).is_err(), "{raw:?}");
+        }
+        let key = &keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap()[0];
+        let mut raw = sign(&eip155_example().0, key).raw;
+        raw.push(0);
+        assert_eq!(decode(&raw), Err(DecodeError::Rlp));
+        assert!(hex_decode("zz").is_none());
+    }
+}

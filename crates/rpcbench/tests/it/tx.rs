@@ -1,0 +1,141 @@
+//! Signed transactions through the one engine against the mock node's mempool.
+
+use std::time::Duration;
+
+use rpcbench::client;
+use rpcbench::engine::config::{Arrivals, Load};
+use rpcbench::engine::Run;
+use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
+use rpcbench::protocol::send_raw::{TxAck, TxSends};
+use rpcbench::tx::ahead::SignedAhead;
+use rpcbench::tx::inclusion::InclusionBook;
+use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
+use rpcbench::tx::nonce::NonceBook;
+use rpcbench::tx::sign::{Fees, UnsignedTx};
+use rpcbench::tx::watch::HeadWatch;
+use serde_json::{json, Value};
+
+use crate::util::{closed_loop, requests};
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exactly_once() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions { drop_share: 0.01, ..TxPoolOptions::default() });
+    let server = MockServer::start(options).expect("the mock node starts");
+    let url = server.url();
+    let timeout = Duration::from_secs(5);
+    let call = |method: &str, params: Value| client::call(&url, method, Some(&params), timeout).unwrap();
+
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 10).unwrap();
+    let starting: Vec<u64> = keys
+        .iter()
+        .map(|key| {
+            let count = call("eth_getTransactionCount", json!([key.address().to_string(), "pending"]));
+            u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+        })
+        .collect();
+    let template = UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+        gas_limit: 21_000,
+        to: Address::parse("0x3535353535353535353535353535353535353535"),
+        value: 1,
+        data: Vec::new(),
+    };
+    let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, u64::MAX, 256));
+    // Subscribe to new heads before the first send.
+    let watch = HeadWatch::start(&url.replacen("http://", "ws://", 1), timeout).expect("newHeads subscribed");
+    let head_at_start = call("eth_blockNumber", json!([]));
+    let head_at_start =
+        u64::from_str_radix(head_at_start.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let mut config = closed_loop(&url, 1, requests(500));
+    config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Uniform, max_connections: 16 };
+    config.tx_sends = Some(sends.clone());
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.total() + record.totals.unsent, 500);
+
+    let ledger = sends.ledger();
+    let sent = ledger.sent();
+    assert_eq!(sent.len() as u64, record.totals.counts.total());
+    assert!(sent.iter().all(|tx| matches!(tx.ack, TxAck::Accepted(_))), "{:?}", &sent[..3]);
+    // Blocks every 100 ms: look the transactions up until every one is included, gone, or
+    // pending behind a dropped nonce of its sender (which never comes), a bounded number of
+    // rounds. Settled answers are not asked again.
+    let mut settled: Vec<Option<bool>> = vec![None; sent.len()];
+    let (mut included, mut gone, mut pending) = (0usize, 0usize, 0usize);
+    for _ in 0..100 {
+        for (tx, state) in sent.iter().zip(settled.iter_mut()) {
+            if state.is_some() {
+                continue;
+            }
+            let hash = format!("0x{}", hex(&tx.hash));
+            if !call("eth_getTransactionReceipt", json!([hash])).is_null() {
+                *state = Some(true);
+            } else if call("eth_getTransactionByHash", json!([hash])).is_null() {
+                *state = Some(false);
+            }
+        }
+        included = settled.iter().filter(|s| **s == Some(true)).count();
+        gone = settled.iter().filter(|s| **s == Some(false)).count();
+        pending = settled.iter().filter(|s| s.is_none()).count();
+        let behind_a_gap = sent.iter().zip(&settled).filter(|(_, s)| s.is_none()).all(|(tx, _)| {
+            sent.iter()
+                .zip(&settled)
+                .any(|(other, s)| *s == Some(false) && other.sender == tx.sender && other.nonce < tx.nonce)
+        });
+        if behind_a_gap {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(included + gone + pending, sent.len());
+
+    // The same answer from the heads alone: each head's block is fetched once, its hashes
+    // matched to ours, the head's arrival is the inclusion time.
+    let heads = watch.stop();
+    let mut book = InclusionBook::new();
+    for tx in sent {
+        let head_at_send = heads.iter().filter(|head| head.arrived <= tx.sent).map(|head| head.number).max();
+        book.sent(tx.hash, tx.sent, head_at_send.unwrap_or(head_at_start), true);
+    }
+    let mut fetched = std::collections::HashSet::new();
+    for head in &heads {
+        if !fetched.insert(head.number) {
+            continue;
+        }
+        let block = call("eth_getBlockByNumber", json!([format!("0x{:x}", head.number), false]));
+        let hashes: Vec<[u8; 32]> = block["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hash| {
+                let digits = hash.as_str().unwrap().trim_start_matches("0x");
+                let mut bytes = [0u8; 32];
+                for (i, byte) in bytes.iter_mut().enumerate() {
+                    *byte = u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).unwrap();
+                }
+                bytes
+            })
+            .collect();
+        book.block(head.number, head.arrived, &hashes);
+    }
+    let tally = book.tally(std::time::Instant::now(), Duration::from_secs(3600));
+    assert_eq!(tally.included + tally.rejected + tally.dropped + tally.pending, tally.sent);
+    assert_eq!(tally.sent, sent.len() as u64);
+    assert_eq!(tally.included, included as u64, "every receipt's transaction was seen in a head's block");
+    assert_eq!(tally.pending, (gone + pending) as u64);
+    assert!(tally.blocks_after.min() >= 1, "a transaction lands in a block after the head at its send");
+    let status = call("rpcbench_mempoolStatus", json!([]));
+    assert_eq!(status["dropped"].as_u64(), Some(gone as u64), "what the mock dropped is what is gone");
+    assert!(
+        included > 0 && gone > 0,
+        "1% of 500 dropped: {included} included, {gone} gone, {pending} pending"
+    );
+}
