@@ -9,17 +9,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rpcbench::capacity::{
-    search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult,
-};
+use rpcbench::capacity::{search_recorded, CapacitySettings, SearchBounds, Slo, SloBound};
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{ConfigError, RunConfig};
 use rpcbench::engine::{EngineError, StopHandle};
-use rpcbench::units::{format_micros, parse_rate};
+use rpcbench::units::parse_rate;
 
-use crate::args::{duration, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
-use crate::monitor_args::MonitorArgs;
+use crate::args::monitor::MonitorArgs;
+use crate::args::{duration, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs};
 use crate::output;
+use crate::plan::RunFlags;
+use crate::render::{render_capacity, CapacityFormat};
 
 fn rate(text: &str) -> Result<f64, String> {
     parse_rate(text).map_err(|err| err.to_string())
@@ -98,7 +98,7 @@ pub struct CapacityArgs {
     pub monitor: MonitorArgs,
 
     #[command(flatten)]
-    pub metrics: crate::metrics_args::MetricsArgs,
+    pub metrics: crate::args::metrics::MetricsArgs,
 
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
@@ -115,63 +115,19 @@ pub struct CapacityArgs {
     pub quiet: bool,
 }
 
-/// Formats of `capacity -f`: `run`'s text and JSON, and what `report` renders a capacity file
-/// as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CapacityFormat {
-    /// The steps table, the answer and the knee.
-    Text,
-    /// The capacity report as JSON.
-    Json,
-    /// GitHub-flavoured Markdown.
-    Markdown,
-    /// One self-contained HTML page with charts against the offered rate.
-    Html,
-    /// One row per step.
-    Csv,
-}
-
-/// Renders a search in a format; text and JSON need only the report, the others the file.
-pub fn render_capacity(report: &CapacityReport, file: &CapacityFile, format: CapacityFormat) -> String {
-    match format {
-        CapacityFormat::Text => report.render_text(),
-        CapacityFormat::Json => report.to_json() + "\n",
-        CapacityFormat::Markdown => rpcbench::report::render_capacity_markdown(file),
-        CapacityFormat::Html => rpcbench::report::render_capacity_html(file),
-        CapacityFormat::Csv => rpcbench::report::render_capacity_csv(file),
-    }
-}
-
 impl CapacityArgs {
-    /// The `run` arguments that describe the request, the target and how to reach it.
-    fn run_args(&self) -> RunArgs {
-        RunArgs {
-            shard: None,
-            shards: None,
-            start_at: None,
+    /// The flag groups that plan the request, the target and how to reach it: no load or length
+    /// of their own (each step sets them), no thresholds (the SLO judges the steps).
+    fn run_flags(&self) -> RunFlags {
+        RunFlags {
             target: self.target.clone(),
             scenario: self.scenario.clone(),
             request: self.request.clone(),
-            connections: None,
-            rate: None,
-            arrivals: None,
-            max_connections: None,
-            threads: self.threads,
-            seed: None,
-            duration: None,
-            requests: None,
-            stage_scale: None,
-            warmup: None,
+            load: LoadArgs { threads: self.threads, ..LoadArgs::default() },
+            length: LengthArgs::default(),
             http: self.http.clone(),
             thresholds: Vec::new(),
-            monitor: MonitorArgs::default(),
-            heads: Default::default(),
-            metrics: Default::default(),
-            format: OutputFormat::Text,
-            output: None,
             quiet: self.quiet,
-            via_proxy: false,
-            save: None,
         }
     }
 }
@@ -180,7 +136,7 @@ impl CapacityArgs {
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
     let slo =
         Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
-    let mut plan = crate::run_cmd::to_plan(&args.run_args())?;
+    let mut plan = crate::plan::to_plan(&args.run_flags())?;
     if plan.targets.len() > 1 {
         return Err(ConfigError::new(
             "--url",
@@ -207,37 +163,11 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
     Ok((config, settings))
 }
 
-/// One line per finished step: its level, what it achieved, its latency and its verdict.
-pub fn progress_line(step: &StepResult) -> String {
-    if let Some(connections) = step.connections {
-        return format!(
-            "  step {:>2}: {:>6} conns -> {:>9.1} req/s, p50 {}, p99 {}, errors {:.2}%: {}",
-            step.step,
-            connections,
-            step.achieved_rate,
-            format_micros(step.p50_us as f64),
-            format_micros(step.p99_us as f64),
-            step.error_percent,
-            step.verdict_text()
-        );
-    }
-    format!(
-        "  step {:>2}: {:>9}/s -> achieved {:>9.1}/s, p50 {}, p99 {}, errors {:.2}%: {}",
-        step.step,
-        step.target_rate,
-        step.achieved_rate,
-        format_micros(step.p50_us as f64),
-        format_micros(step.p99_us as f64),
-        step.error_percent,
-        step.verdict_text()
-    )
-}
-
 pub fn run(args: CapacityArgs) -> ExitCode {
     let (mut config, settings) = match to_settings(&args) {
         Ok(both) => both,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
-        Err(err) if err.setting == crate::run_cmd::SAMPLING => return output::failure(err),
+        Err(err) if err.setting == crate::plan::SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends; counters add up over the steps.
@@ -247,7 +177,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     };
     // A search of minutes must not end in "cannot write".
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
-        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::output::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -286,7 +216,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     let started = std::time::SystemTime::now();
     let result = search_recorded(&config, &settings, &stop, |step| {
         if !quiet {
-            eprintln!("{}", progress_line(step));
+            eprintln!("{}", crate::progress::capacity_step_line(step));
         }
         // Said even when quiet: a step whose connections failed says nothing else about why.
         for line in step.connect_causes.describe().lines() {
@@ -310,5 +240,5 @@ pub fn run(args: CapacityArgs) -> ExitCode {
             eprintln!("rpcbench: capacity file saved to {}", path.display());
         }
     }
-    crate::report_cmd::emit(&render_capacity(&file.report, &file, args.format), args.output.as_deref(), quiet)
+    crate::output::emit(&render_capacity(&file.report, &file, args.format), args.output.as_deref(), quiet)
 }

@@ -78,7 +78,7 @@ pub struct SubscribeArgs {
     pub save: Option<PathBuf>,
 
     #[command(flatten)]
-    pub metrics: crate::metrics_args::MetricsArgs,
+    pub metrics: crate::args::metrics::MetricsArgs,
 }
 
 fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
@@ -118,12 +118,12 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     if let Some(message) = thresholds.iter().find_map(|threshold| threshold.not_applicable(&orders)) {
         return output::usage_error(format!("--threshold: {message}"));
     }
-    let headers = match crate::run_cmd::parse_headers(&args.headers) {
+    let headers = match crate::plan::parse_headers(&args.headers) {
         Ok(headers) => headers,
         Err(err) => return output::usage_error(err),
     };
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
-        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::output::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -171,7 +171,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
         "html" => rpcbench::report::render_subscribe_html(&report),
         _ => report.render_text(),
     };
-    let status = crate::report_cmd::emit(&text, args.output.as_deref(), false);
+    let status = crate::output::emit(&text, args.output.as_deref(), false);
     if !passed {
         return ExitCode::from(1);
     }
