@@ -96,8 +96,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
         }
         let targets = rpcbench::targets::read(path).map_err(targets_error)?;
         let (target, workload) = rpcbench::targets::workload(&targets, path).map_err(targets_error)?;
-        let mut config = RunConfig::new(target, workload);
-        config.load = Load::Closed { connections: 50 };
+        let config = RunConfig::new(target, workload);
         (single(config), Vec::new(), Duration::ZERO)
     } else if args.target.is_empty() {
         return Err(ConfigError::new(
@@ -147,8 +146,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
         let target = Target::parse(&args.target)?;
         if let Some(method) = &args.request.http {
             let workload = http_workload(args, method, &target)?;
-            let mut config = RunConfig::new(target, workload);
-            config.load = Load::Closed { connections: 50 };
+            let config = RunConfig::new(target, workload);
             return finish_plan(args, single(config), Vec::new(), Duration::ZERO);
         }
         let request = if let Some(method) = &args.request.method {
@@ -177,8 +175,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
                 "one of --method, --body or --body-file is required (or give a scenario file)",
             ));
         };
-        let mut config = RunConfig::new(target, request);
-        config.load = Load::Closed { connections: 50 };
+        let config = RunConfig::new(target, request);
         (single(config), Vec::new(), Duration::ZERO)
     };
     finish_plan(args, targets, thresholds, cooldown)
@@ -209,7 +206,6 @@ pub fn check_offline(args: &RunFlags) -> Result<(), ConfigError> {
     let stand_in =
         RequestTemplate::from_method("stand_in", None).map_err(|err| ConfigError::new("--method", err.0))?;
     let mut config = RunConfig::new(target, stand_in);
-    config.load = Load::Closed { connections: 50 };
     apply_flags(args, &mut config)?;
     config.validate()?;
     for (index, text) in args.thresholds.iter().enumerate() {
@@ -474,7 +470,7 @@ fn apply_flags(
     if let Some(rate) = args.load.rate {
         let (old_arrivals, old_max) = match &config.load {
             Load::Open { arrivals, max_connections, .. } => (*arrivals, *max_connections),
-            Load::Closed { .. } => (Arrivals::Uniform, 1024),
+            Load::Closed { .. } => (Arrivals::Uniform, rpcbench::defaults::MAX_CONNECTIONS),
         };
         if args.load.connections.is_some() && args.load.max_connections.is_some() {
             return Err(ConfigError::new(

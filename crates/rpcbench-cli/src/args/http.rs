@@ -35,11 +35,9 @@ pub struct HttpArgs {
     /// Extra header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", help_heading = "HTTP")]
     pub headers: Vec<String>,
-    /// Time allowed for one request [default: 5s].
-    #[arg(long, value_parser = duration, help_heading = "HTTP")]
+    #[arg(help = format!("Time allowed for one request [default: {}]", rpcbench::defaults::TIMEOUT_TEXT), long, value_parser = duration, help_heading = "HTTP")]
     pub timeout: Option<Duration>,
-    /// Time allowed to connect [default: 3s].
-    #[arg(long, value_parser = duration, help_heading = "HTTP")]
+    #[arg(help = format!("Time allowed to connect [default: {}]", rpcbench::defaults::CONNECT_TIMEOUT_TEXT), long, value_parser = duration, help_heading = "HTTP")]
     pub connect_timeout: Option<Duration>,
     /// Open a new connection for every request.
     #[arg(long, help_heading = "HTTP")]
@@ -50,8 +48,7 @@ pub struct HttpArgs {
     /// Trust the PEM certificates in this file too.
     #[arg(long, help_heading = "HTTP")]
     pub cacert: Option<PathBuf>,
-    /// Largest response body accepted (64MiB, 10MB); larger ones count as invalid [default: 64MiB].
-    #[arg(long, value_parser = size, help_heading = "HTTP")]
+    #[arg(help = format!("Largest response body accepted (64MiB, 10MB); larger ones count as invalid [default: {}]", rpcbench::defaults::MAX_BODY_TEXT), long, value_parser = size, help_heading = "HTTP")]
     pub max_body: Option<u64>,
     /// Send this id in every request and expect it back (for static servers such as nginx
     /// that always answer the same id); by default every request gets a fresh id.
@@ -78,12 +75,8 @@ pub struct HttpArgs {
     /// refused, not fallen back to.
     #[arg(long, help_heading = "HTTP")]
     pub http2: bool,
-    /// HTTP/2: concurrent streams per connection, so -c N keeps N x S requests in flight
-    /// (a server's SETTINGS_MAX_CONCURRENT_STREAMS below S holds the rest back) [default: 1].
-    #[arg(long, value_name = "S", help_heading = "HTTP")]
+    #[arg(help = format!("HTTP/2: concurrent streams per connection, so -c N keeps N x S requests in flight (a server's SETTINGS_MAX_CONCURRENT_STREAMS below S holds the rest back) [default: {}]", rpcbench::defaults::STREAMS), long, value_name = "S", help_heading = "HTTP")]
     pub streams: Option<usize>,
-    /// WebSocket (ws:// or wss://): requests outstanding per socket, answered in any order and
-    /// matched by id, so -c N keeps N x K requests in flight [default: 1].
-    #[arg(long, value_name = "K", help_heading = "HTTP")]
+    #[arg(help = format!("WebSocket (ws:// or wss://): requests outstanding per socket, answered in any order and matched by id, so -c N keeps N x K requests in flight [default: {}]", rpcbench::defaults::IN_FLIGHT), long, value_name = "K", help_heading = "HTTP")]
     pub in_flight: Option<usize>,
 }

@@ -17,9 +17,7 @@ pub enum ArrivalsArg {
 /// Every field is optional so that a scenario's own settings stand unless a flag overrides them.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {
-    /// Closed loop: connections sending back to back [default: 50]. With --rate: this many
-    /// connections opened at the start and held, the rate paced across them (as wrk2 -c N -R R).
-    #[arg(short, long, help_heading = "Load")]
+    #[arg(help = format!("Closed loop: connections sending back to back [default: {}]. With --rate: this many connections opened at the start and held, the rate paced across them (as wrk2 -c N -R R)", rpcbench::defaults::CONNECTIONS), short, long, help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second (5000, 50/s, 600/m), latency from the intended send time.
     #[arg(short, long, value_parser = rate, help_heading = "Load")]
@@ -27,15 +25,12 @@ pub struct LoadArgs {
     /// Open loop: spacing of arrivals [default: uniform].
     #[arg(long, value_enum, help_heading = "Load")]
     pub arrivals: Option<ArrivalsArg>,
-    /// Open loop: the most connections opened, as needed, to keep up with the rate [default:
-    /// 1024].
-    #[arg(long, help_heading = "Load")]
+    #[arg(help = format!("Open loop: the most connections opened, as needed, to keep up with the rate [default: {}]", rpcbench::defaults::MAX_CONNECTIONS), long, help_heading = "Load")]
     pub max_connections: Option<usize>,
     /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
-    /// Seed for everything random (arrivals, mixes, generated params) [default: 1].
-    #[arg(long, help_heading = "Load")]
+    #[arg(help = format!("Seed for everything random (arrivals, mixes, generated params) [default: {}]", rpcbench::defaults::SEED), long, help_heading = "Load")]
     pub seed: Option<u64>,
     /// Run shard I of N of the load (1-based): an exact share of the connections, rate and
     /// requests, disjoint ids, the pacing of N processes interleaved; `merge` puts them together.
@@ -54,8 +49,7 @@ pub struct LoadArgs {
 /// The length of a run: a duration, a request count, a scaling of the stages, a warm-up.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LengthArgs {
-    /// Measured duration [default: 10s, unless --requests is given].
-    #[arg(short, long, value_parser = duration, help_heading = "Length")]
+    #[arg(help = format!("Measured duration [default: {}, unless --requests is given]", rpcbench::defaults::DURATION_TEXT), short, long, value_parser = duration, help_heading = "Length")]
     pub duration: Option<Duration>,
     /// Number of measured requests.
     #[arg(short = 'n', long, help_heading = "Length")]

@@ -53,9 +53,7 @@ pub struct ScenarioArgs {
     /// sampling (replaces a scenario's `[sample] cache`).
     #[arg(long, value_name = "FILE", help_heading = "Request")]
     pub pools: Option<PathBuf>,
-    /// Blocks (Solana: slots) back from the head that sampling a suite's or scenario's pools
-    /// looks at [default: 200, or the scenario's [sample] window].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
+    #[arg(help = format!("Blocks (Solana: slots) back from the head that sampling a suite's or scenario's pools looks at [default: {}, or the scenario's [sample] window]", rpcbench::defaults::SAMPLE_BLOCKS), long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
     pub sample_blocks: Option<u64>,
     /// Sample a margin behind the head (compare: for nodes a few blocks behind the first).
     #[arg(skip)]

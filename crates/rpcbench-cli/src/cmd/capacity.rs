@@ -42,7 +42,7 @@ fn precision(text: &str) -> Result<f64, String> {
   rpcbench capacity http://127.0.0.1:8545 -m eth_blockNumber --slo 'p99<100ms' --start-rate 500 --max-rate 50000 --step 10s
   rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<20ms' --save search.json -f markdown -o search.md
   rpcbench capacity scenario.toml --url http://127.0.0.1:8899 --slo 'p99.9<1s,errors<1%' --precision 10%
-  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --connections --max-connections 4096 --monitor-cmd geth -f json"
+  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --search connections --max-connections 4096 --monitor-cmd geth -f json"
 )]
 pub struct CapacityArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
@@ -57,35 +57,55 @@ pub struct CapacityArgs {
     /// errors<PCT%, e.g. 'p99<500ms,errors<0.1%'.
     #[arg(long, help_heading = "Search")]
     pub slo: String,
-    /// Search the most connections that keep the SLO instead of the highest rate: each step is
-    /// a closed loop (every connection sends its next request when the previous one is
-    /// answered) with that many connections, doubled then bisected up to --max-connections.
-    #[arg(long, help_heading = "Search")]
-    pub connections: bool,
-    /// With --connections: connections of the first step; doubled while steps pass.
-    #[arg(long, value_name = "N", default_value_t = 16, requires = "connections", help_heading = "Search")]
-    pub start_connections: usize,
-    /// First rate tried; doubled while steps pass.
-    #[arg(long, value_parser = rate, default_value = "100", conflicts_with = "connections", help_heading = "Search")]
-    pub start_rate: f64,
-    /// Highest rate tried.
-    #[arg(long, value_parser = rate, default_value = "1000000", conflicts_with = "connections", help_heading = "Search")]
-    pub max_rate: f64,
+    /// What the search varies: `rate`, the highest open-loop rate that keeps the SLO, or
+    /// `connections`, the most connections that keep it: each step is then a closed loop (every
+    /// connection sends its next request when the previous one is answered) with that many
+    /// connections, doubled then bisected up to --max-connections.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "rate", help_heading = "Search")]
+    pub search: SearchOver,
+    // The old spelling of `--search connections`, kept working with a note: `--connections`
+    // is a count everywhere else.
+    #[arg(long = "connections", hide = true, conflicts_with = "search", help_heading = "Search")]
+    pub connections_switch: bool,
+    #[arg(
+        long,
+        value_name = "N",
+        help = format!(
+            "With --search connections: connections of the first step; doubled while steps pass [default: {}]",
+            rpcbench::defaults::START_CONNECTIONS
+        ),
+        help_heading = "Search"
+    )]
+    pub start_connections: Option<usize>,
+    #[arg(
+        long,
+        value_parser = rate,
+        help = format!("First rate tried; doubled while steps pass [default: {}]", rpcbench::defaults::START_RATE_TEXT),
+        help_heading = "Search"
+    )]
+    pub start_rate: Option<f64>,
+    #[arg(
+        long,
+        value_parser = rate,
+        help = format!("Highest rate tried [default: {}]", rpcbench::defaults::MAX_RATE_TEXT),
+        help_heading = "Search"
+    )]
+    pub max_rate: Option<f64>,
     /// Stop when the first failing rate is within this much of the highest passing one.
-    #[arg(long, value_parser = precision, default_value = "5%", help_heading = "Search")]
+    #[arg(long, value_parser = precision, default_value = rpcbench::defaults::PRECISION_TEXT, help_heading = "Search")]
     pub precision: f64,
     /// Measured length of each step.
-    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_TEXT, help_heading = "Search")]
     pub step: Duration,
     /// Warmup of each step: sent at the step's rate, not measured.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_WARMUP_TEXT, help_heading = "Search")]
     pub warmup: Duration,
     /// Pause between steps, so that one step's backlog does not spill into the next.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_COOLDOWN_TEXT, help_heading = "Search")]
     pub cooldown: Duration,
-    /// The most connections a step opens to keep up with its rate; with --connections, the
-    /// most connections tried (also capped by the open-file limit).
-    #[arg(long, default_value_t = 1024, help_heading = "Load")]
+    /// The most connections a step opens to keep up with its rate; with --search connections,
+    /// the most connections tried (also capped by the open-file limit).
+    #[arg(long, default_value_t = rpcbench::defaults::MAX_CONNECTIONS, help_heading = "Load")]
     pub max_connections: usize,
     /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
@@ -115,7 +135,45 @@ pub struct CapacityArgs {
     pub quiet: bool,
 }
 
+/// What a capacity search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchOver {
+    /// The offered rate of open-loop steps.
+    Rate,
+    /// The connections of closed-loop steps.
+    Connections,
+}
+
 impl CapacityArgs {
+    /// Whether the search is over connections (`--search connections`, or the old switch
+    /// `--connections`).
+    fn over_connections(&self) -> bool {
+        self.search == SearchOver::Connections || self.connections_switch
+    }
+
+    /// The flags that go only with the other kind of search, refused by name.
+    fn check_search_flags(&self) -> Result<(), ConfigError> {
+        let (kind, misplaced) = match self.over_connections() {
+            true => (
+                "--search connections (--connections)",
+                [("--start-rate", self.start_rate.is_some()), ("--max-rate", self.max_rate.is_some())],
+            ),
+            false => {
+                ("--search rate", [("--start-connections", self.start_connections.is_some()), ("", false)])
+            }
+        };
+        match misplaced.iter().find(|(_, given)| *given) {
+            Some((flag, _)) if self.over_connections() => {
+                Err(ConfigError::new(*flag, format!("a rate search's flag: it goes without {kind}")))
+            }
+            Some((flag, _)) => Err(ConfigError::new(
+                *flag,
+                "only goes with a search over connections: --search connections (formerly --connections)",
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The flag groups that plan the request, the target and how to reach it: no load or length
     /// of their own (each step sets them), no thresholds (the SLO judges the steps).
     fn run_flags(&self) -> RunFlags {
@@ -134,6 +192,7 @@ impl CapacityArgs {
 
 /// The request every step sends and the search settings, validated.
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
+    args.check_search_flags()?;
     let slo =
         Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
     let mut plan = crate::plan::to_plan(&args.run_flags())?;
@@ -147,12 +206,15 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
         ));
     }
     let (_, config) = plan.targets.swap_remove(0);
-    let mut settings = if args.connections {
-        CapacitySettings::connections(slo, args.start_connections, args.max_connections)
+    let mut settings = if args.over_connections() {
+        let start = args.start_connections.unwrap_or(rpcbench::defaults::START_CONNECTIONS);
+        CapacitySettings::connections(slo, start, args.max_connections)
     } else {
         CapacitySettings::new(slo)
     };
-    settings.bounds = SearchBounds::new(args.start_rate, args.max_rate, args.precision);
+    let start_rate = args.start_rate.unwrap_or(rpcbench::defaults::START_RATE);
+    let max_rate = args.max_rate.unwrap_or(rpcbench::defaults::MAX_RATE);
+    settings.bounds = SearchBounds::new(start_rate, max_rate, args.precision);
     settings.connection_bounds.precision = args.precision;
     settings.step = args.step;
     settings.warmup = args.warmup;
@@ -183,8 +245,11 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
+    if args.connections_switch {
+        eprintln!("rpcbench: note: --connections of capacity is now spelled --search connections");
+    }
     if !args.quiet {
-        let start = if args.connections {
+        let start = if args.over_connections() {
             format!(
                 "closed-loop steps of {} (+{} warmup) from {} connections up to {}",
                 rpcbench::units::format_duration(settings.step),

@@ -17,11 +17,12 @@ use rpcbench::client::Endpoint;
 use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, CompareTarget, EqualOptions, FieldPath,
 };
+use rpcbench::defaults::ROUNDS as DEFAULT_ROUNDS;
 use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
 use rpcbench::engine::StopHandle;
 use rpcbench::results::SavedRun;
 use rpcbench::rounds::{run_rounds, RoundsPlan};
-use rpcbench::verdict::{RoundOrder, DEFAULT_ROUNDS};
+use rpcbench::verdict::RoundOrder;
 
 use crate::args::{
     duration, parse_targets, rate, ArrivalsArg, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs,
@@ -31,11 +32,6 @@ use crate::output;
 use crate::output::emit;
 use crate::plan::{RunFlags, RunPlan};
 use crate::render::{render, ReportFormat};
-
-/// Each round's warm-up when neither --warmup nor the scenario gives one.
-const DEFAULT_ROUND_WARMUP: Duration = Duration::from_millis(200);
-/// The longest pause between two runs of rounds when --cooldown is not given.
-const DEFAULT_ROUND_COOLDOWN: Duration = Duration::from_millis(200);
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
@@ -69,10 +65,7 @@ pub struct CompareArgs {
     /// every target, so that each gets the same parameter sequence.
     #[arg(long, value_name = "FILE", help_heading = "Request")]
     pub pools: Option<PathBuf>,
-    /// With --suite or --scenario: blocks (Solana: slots) back from the head that sampling
-    /// looks at [default: 200, or the scenario's [sample] window]. Sampling stops 5 blocks
-    /// (32 slots) short of the first target's head, so that targets behind it have the values.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
+    #[arg(help = format!("With --suite or --scenario: blocks (Solana: slots) back from the head that sampling looks at [default: {}, or the scenario's [sample] window]. Sampling stops 5 blocks (32 slots) short of the first target's head, so that targets behind it have the values", rpcbench::defaults::SAMPLE_BLOCKS), long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
     pub sample_blocks: Option<u64>,
 
     /// Replay this recorded traffic file (or vegeta targets file, or file of bodies) against
@@ -80,8 +73,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["equal", "suite", "scenario"], help_heading = "Request")]
     pub replay: Option<PathBuf>,
 
-    /// Closed loop: connections sending back to back [default: 50].
-    #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
+    #[arg(help = format!("Closed loop: connections sending back to back [default: {}]", rpcbench::defaults::CONNECTIONS), short, long, conflicts_with = "rate", help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second.
     #[arg(short, long, value_parser = rate, help_heading = "Load")]
@@ -90,13 +82,12 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = ArrivalsArg::Uniform, requires = "rate", help_heading = "Load")]
     pub arrivals: ArrivalsArg,
     /// Open loop: the most connections opened to keep up with the rate.
-    #[arg(long, default_value_t = 1024, requires = "rate", help_heading = "Load")]
+    #[arg(long, default_value_t = rpcbench::defaults::MAX_CONNECTIONS, requires = "rate", help_heading = "Load")]
     pub max_connections: usize,
     /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
-    /// Measured duration per target [default: 10s, unless --requests is given].
-    #[arg(short, long, value_parser = duration, help_heading = "Length")]
+    #[arg(help = format!("Measured duration per target [default: {}, unless --requests is given]", rpcbench::defaults::DURATION_TEXT), short, long, value_parser = duration, help_heading = "Length")]
     pub duration: Option<Duration>,
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
@@ -110,11 +101,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub cooldown: Option<Duration>,
 
-    /// Rounds: the targets take turns this many times, each round a share of the length
-    /// after its own warm-up, the order rotated every round (A B, then B A); the verdicts'
-    /// intervals come from the spread of the rounds [default: 5; 1 for a load of stages or a
-    /// replay, which run whole in each round].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
+    #[arg(help = format!("Rounds: the targets take turns this many times, each round a share of the length after its own warm-up, the order rotated every round (A B, then B A); the verdicts' intervals come from the spread of the rounds [default: {}; 1 for a load of stages or a replay, which run whole in each round]", rpcbench::defaults::ROUNDS), long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
     pub rounds: Option<u32>,
     /// Shuffle each round's order from the seed instead of rotating it.
     #[arg(long, conflicts_with = "simultaneous", help_heading = "Rounds and verdicts")]
@@ -126,7 +113,7 @@ pub struct CompareArgs {
     pub simultaneous: bool,
     /// The tie band: a figure whose whole 95% interval lies within this of the baseline
     /// either way is "no difference" (e.g. 3% or 0.5%).
-    #[arg(long, value_name = "PCT", default_value = "3%", value_parser = tie_band, help_heading = "Rounds and verdicts")]
+    #[arg(long, value_name = "PCT", default_value = rpcbench::defaults::TIE_TEXT, value_parser = tie_band, help_heading = "Rounds and verdicts")]
     pub tie: f64,
     /// Each round and target draws its own parameter sequence from the same pools (the seed
     /// varied), so that no target gets requests a response cache has just seen.
@@ -434,14 +421,14 @@ pub fn run(args: CompareArgs) -> ExitCode {
         .map(|((name, mut config), monitor_pids)| {
             // Each round has its own warm-up: the one given, else a short one.
             if rounds > 1 && !whole && args.warmup.is_none() && config.warmup.is_zero() {
-                config.warmup = DEFAULT_ROUND_WARMUP;
+                config.warmup = rpcbench::defaults::ROUND_WARMUP;
             }
             CompareTarget { name, config, monitor_pids }
         })
         .collect();
     // Runs of rounds are short: the pause between two of them too, unless given.
     let cooldown = match args.cooldown {
-        None if rounds > 1 => cooldown.min(DEFAULT_ROUND_COOLDOWN),
+        None if rounds > 1 => cooldown.min(rpcbench::defaults::ROUND_COOLDOWN),
         _ => cooldown,
     };
     let order = match (args.simultaneous, args.shuffle) {
