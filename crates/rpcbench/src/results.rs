@@ -39,15 +39,14 @@ use serde_json::Value;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::stages::Stage;
 use crate::engine::usage::ThreadUsage;
-use crate::jsonrpc::{CheckMode, RequestTemplate};
+use crate::jsonrpc::CheckMode;
 use crate::monitor::ResourceReport;
 use crate::record::{
     CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint, StageTotals, Totals,
 };
 use crate::redact;
-use crate::report::{Http2Figures, RunReport, WebSocketFigures};
+use crate::report::{Http2Figures, RunReport, RunShape, WebSocketFigures};
 use crate::units::trim_float;
-use crate::workload::Call;
 
 /// The value of `format` in every results file.
 pub const RESULTS_FORMAT: &str = "rpcbench-results";
@@ -917,53 +916,45 @@ impl ResultsFile {
         })
     }
 
-    /// The run configuration as far as a report needs it: target, request, load (of all
-    /// shards together), length, warmup.
-    fn report_config(&self) -> RunConfig {
-        let target = Target::parse(&self.target)
-            .or_else(|_| Target::parse("http://unknown/"))
-            .expect("a fixed URL parses");
-        let calls = self
-            .methods_in_order()
-            .into_iter()
-            .filter_map(|(name, method)| {
-                let method_name = method.request.get("method").and_then(Value::as_str).unwrap_or(name);
-                Call::new(name.clone(), method_name, None, 1).ok()
-            })
-            .collect();
-        let workload = crate::workload::Workload::new(calls).unwrap_or_else(|_| {
-            let unknown =
-                RequestTemplate::from_method("unknown", None).expect("a fixed method name is valid");
-            crate::workload::Workload::single(&unknown)
-        });
-        let mut config = RunConfig::new(target, workload);
+    /// The run's shape as far as the file says it: target, load (of all shards together),
+    /// length, warmup, stages and wire.
+    fn report_shape(&self) -> RunShape {
         // Side by side copies of one workload add up their loads; the shards of a split run
         // each recorded the whole run's load already.
         let shards = if self.workload.shard.is_some() { 1 } else { self.shards() };
-        config.load = self.workload.load.to_load(shards);
-        config.hold_connections = matches!(self.workload.load, LoadSpec::Open { held: true, .. });
-        config.length = Length {
-            duration: self.workload.duration_us.map(Duration::from_micros),
-            requests: self.workload.requests.map(|n| n * shards),
+        let target = Target::parse(&self.target).ok();
+        let stages: Vec<_> = self.stages.iter().map(StageData::stage).collect();
+        let duration = match stages.is_empty() {
+            true => self.workload.duration_us.map(Duration::from_micros),
+            false => None,
         };
-        config.warmup = Duration::from_micros(self.workload.warmup_us);
-        config.batch = self.workload.batch;
-        if let Some(http2) = &self.http2 {
-            config.http = if http2.protocol == "h2" {
-                crate::engine::config::HttpVersion::Http2
-            } else {
-                crate::engine::config::HttpVersion::H2c
-            };
-            config.streams = usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1);
+        RunShape {
+            target: self.target.clone(),
+            method: self.method_names(),
+            load: self.workload.load.to_load(shards),
+            recorded_pace: false,
+            hold_connections: matches!(self.workload.load, LoadSpec::Open { held: true, .. }),
+            length: Length { duration, requests: self.workload.requests.map(|n| n * shards) },
+            warmup: Duration::from_micros(self.workload.warmup_us),
+            stages,
+            http: match &self.http2 {
+                Some(http2) if http2.protocol == "h2" => crate::engine::config::HttpVersion::Http2,
+                Some(_) => crate::engine::config::HttpVersion::H2c,
+                None => crate::engine::config::HttpVersion::Http1,
+            },
+            streams: self
+                .http2
+                .as_ref()
+                .map_or(1, |http2| usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1)),
+            websocket: target.as_ref().is_some_and(|target| target.websocket),
+            in_flight: self
+                .websocket
+                .as_ref()
+                .map_or(1, |websocket| usize::try_from(websocket.in_flight_per_socket).unwrap_or(1).max(1)),
+            on_rate_limit: crate::rate_pause::OnRateLimit::Continue,
+            batch: self.workload.batch,
+            secrets: target.map(|target| target.secrets()).unwrap_or_default(),
         }
-        if let Some(websocket) = &self.websocket {
-            config.in_flight = usize::try_from(websocket.in_flight_per_socket).unwrap_or(1).max(1);
-        }
-        if !self.stages.is_empty() {
-            config.stages = self.stages.iter().map(StageData::stage).collect();
-            config.length.duration = None;
-        }
-        config
     }
 
     /// The methods in the workload's order when the file says it, else by name.
@@ -984,7 +975,7 @@ impl ResultsFile {
     }
 
     fn report_of(&self, record: &RunRecord) -> RunReport {
-        let mut report = RunReport::new(&self.report_config(), record);
+        let mut report = RunReport::of_shape(&self.report_shape(), record);
         report.tool.clone_from(&self.tool);
         report.target.clone_from(&self.target);
         report.method = self.method_names();
@@ -1321,6 +1312,27 @@ impl SavedRun {
 mod tests {
     use super::*;
     use crate::record::new_histogram;
+
+    #[test]
+    fn a_saved_run_reports_from_its_own_shape_as_the_live_run_did() {
+        // A WebSocket run, open loop, 4 requests in flight per socket: the report of its results
+        // file is the live one, built from the file's own figures (no stand-in configuration).
+        let target = Target::parse("ws://127.0.0.1:1/").unwrap();
+        let mut config =
+            RunConfig::new(target, crate::jsonrpc::RequestTemplate::from_method("getSlot", None).unwrap());
+        config.load = Load::Open { rate: 100.0, arrivals: Arrivals::Poisson, max_connections: 8 };
+        config.in_flight = 4;
+        config.length = Length { duration: Some(Duration::from_secs(3)), requests: None };
+        let series = std::sync::Arc::new(std::sync::Mutex::new(crate::record::Series::default()));
+        let recorder = crate::record::Recorder::new(1, series);
+        let calls = [("getSlot".to_string(), "getSlot".to_string())];
+        let record = RunRecord::new(recorder, &calls, Duration::from_secs(3), false);
+        let live = RunReport::new(&config, &record);
+        let saved = ResultsFile::from_run(&config, &record, UNIX_EPOCH).to_report().unwrap();
+        assert_eq!(saved.protocol, "websocket");
+        assert_eq!(saved.websocket.as_ref().map(|figures| figures.in_flight_per_socket), Some(4));
+        assert_eq!(saved.to_json(), live.to_json());
+    }
 
     #[test]
     fn rfc3339_dates() {
