@@ -205,4 +205,23 @@ mod tests {
         // and the like, for every subcommand.
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
+
+    #[test]
+    fn the_tls_flags_read_the_same_in_every_command_that_has_them() {
+        let cli = Cli::command();
+        let commands = ["run", "replay", "compare", "capacity", "subscribe", "proxy", "record"];
+        let helps: Vec<(String, String)> = commands
+            .iter()
+            .map(|name| {
+                let command = cli.find_subcommand(name).expect("the command exists");
+                let help = |id: &str| {
+                    let arg = command.get_arguments().find(|arg| arg.get_id() == id);
+                    arg.and_then(|arg| arg.get_help()).map(ToString::to_string).unwrap_or_default()
+                };
+                (help("insecure"), help("cacert"))
+            })
+            .collect();
+        assert!(!helps[0].0.is_empty() && !helps[0].1.is_empty(), "{helps:?}");
+        assert!(helps.iter().all(|pair| pair == &helps[0]), "{helps:?}");
+    }
 }

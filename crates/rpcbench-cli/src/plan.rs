@@ -352,8 +352,8 @@ fn prepare_scenario(
     let progress = rpcbench::sample::SampleProgress::new();
     let access = Access {
         headers: parse_headers(&args.http.headers)?,
-        insecure: args.http.insecure,
-        ca_file: args.http.cacert.clone(),
+        insecure: args.http.tls.insecure,
+        ca_file: args.http.tls.cacert.clone(),
         progress: Some(progress.clone()),
         sample_blocks: args.scenario.sample_blocks,
         behind_head: args.scenario.behind_head,
@@ -522,10 +522,10 @@ fn apply_flags(
     if args.http.no_keepalive {
         config.keepalive = false;
     }
-    if args.http.insecure || args.http.cacert.is_some() {
+    if args.http.tls.insecure || args.http.tls.cacert.is_some() {
         config.tls = TlsOptions {
-            insecure: args.http.insecure || config.tls.insecure,
-            ca_file: args.http.cacert.clone().or(config.tls.ca_file.take()),
+            insecure: args.http.tls.insecure || config.tls.insecure,
+            ca_file: args.http.tls.cacert.clone().or(config.tls.ca_file.take()),
         };
     }
     if let Some(threads) = args.load.threads {

@@ -1,7 +1,6 @@
 //! How to reach the target: headers, timeouts, TLS, response checks, rate-limit handling and
 //! the wire (HTTP/2, WebSocket in-flight requests).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -42,12 +41,8 @@ pub struct HttpArgs {
     /// Open a new connection for every request.
     #[arg(long, help_heading = "HTTP")]
     pub no_keepalive: bool,
-    /// Accept any TLS certificate.
-    #[arg(long, help_heading = "HTTP")]
-    pub insecure: bool,
-    /// Trust the PEM certificates in this file too.
-    #[arg(long, help_heading = "HTTP")]
-    pub cacert: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "HTTP")]
+    pub tls: super::tls::TlsArgs,
     #[arg(help = format!("Largest response body accepted (64MiB, 10MB); larger ones count as invalid [default: {}]", rpcbench::defaults::MAX_BODY_TEXT), long, value_parser = size, help_heading = "HTTP")]
     pub max_body: Option<u64>,
     /// Send this id in every request and expect it back (for static servers such as nginx

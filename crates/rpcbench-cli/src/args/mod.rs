@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod request;
 pub mod run;
+pub mod tls;
 
 pub use http::{CheckArg, HttpArgs, OnRateLimitArg};
 pub use load::{ArrivalsArg, LengthArgs, LoadArgs};

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use rpcbench::compare::FieldPath;
 use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
-use rpcbench::settings::{Target, TlsOptions};
+use rpcbench::settings::Target;
 
 use crate::args::duration;
 use crate::output;
@@ -78,12 +78,9 @@ pub struct ProxyArgs {
     pub queue_timeout: Duration,
     #[command(flatten)]
     pub caps: crate::args::caps::ClientCapArgs,
-    /// Accept any certificate from an https upstream.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust this PEM certificate for an https upstream.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    // TLS to an https upstream.
+    #[command(flatten)]
+    pub tls: crate::args::tls::TlsArgs,
     /// The final table's format.
     #[arg(short = 'f', long, value_enum, default_value = "text")]
     pub format: ProxyFormat,
@@ -109,12 +106,9 @@ pub struct RecordArgs {
     /// Runtime worker threads.
     #[arg(long, default_value = "1")]
     pub threads: usize,
-    /// Accept any certificate from an https upstream.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust this PEM certificate for an https upstream.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    // TLS to an https upstream.
+    #[command(flatten)]
+    pub tls: crate::args::tls::TlsArgs,
     #[command(flatten)]
     pub caps: crate::args::caps::ClientCapArgs,
 }
@@ -138,8 +132,7 @@ impl From<RecordArgs> for ProxyArgs {
             upstream_timeout: Duration::from_secs(30),
             queue_timeout: rpcbench::proxy::DEFAULT_QUEUE_TIMEOUT,
             caps: args.caps,
-            insecure: args.insecure,
-            cacert: args.cacert,
+            tls: args.tls,
             format: ProxyFormat::Text,
             output: None,
         }
@@ -165,7 +158,7 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
         ignore_fields.push(FieldPath::parse(text).map_err(|error| format!("--ignore-field: {error}"))?);
     }
     let mut options = ProxyOptions::new(listen, upstream);
-    options.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    options.tls = args.tls.options();
     options.record = args.record.clone();
     options.ignore_fields = ignore_fields;
     options.latency = args.latency.unwrap_or_default();
