@@ -3,9 +3,12 @@
 //! server's answer may carry into a report or an error) are written as visible escapes.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
+use rpcbench::engine::config::ConfigError;
 use rpcbench::printable::escape_controls;
+use rpcbench::results::write_atomically;
 
 /// Exit status for bad usage (as clap uses).
 pub const EXIT_USAGE: u8 = 2;
@@ -65,4 +68,37 @@ pub fn clap_error(err: clap::Error) -> ExitCode {
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(EXIT_USAGE))
         }
     }
+}
+
+/// Writes `text` to `out` atomically, or to standard output, control characters escaped.
+pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
+    match out {
+        None => print_stdout(text),
+        Some(path) => match write_atomically(path, rpcbench::printable::escape_controls(text).as_bytes()) {
+            Ok(()) => {
+                if !quiet {
+                    eprintln!("rpcbench: wrote {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(err) => failure(format!("cannot write {}: {err}", path.display())),
+        },
+    }
+}
+
+/// Checks, before a run, that `flag` (`--save`, `--output`) can write `path`: its folder exists
+/// and it is not a folder itself (a run of minutes must not end in "cannot save").
+pub fn check_file_path(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    let flag = format!("{flag} {}", path.display());
+    if path.is_dir() {
+        return Err(ConfigError::new(flag, "is a folder"));
+    }
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(ConfigError::new(flag, format!("the folder {} does not exist", folder.display())));
+    }
+    Ok(())
 }

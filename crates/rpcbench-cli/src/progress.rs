@@ -77,3 +77,29 @@ impl Drop for Ticker {
         }
     }
 }
+
+/// One line per finished step: its level, what it achieved, its latency and its verdict.
+pub fn capacity_step_line(step: &rpcbench::capacity::StepResult) -> String {
+    if let Some(connections) = step.connections {
+        return format!(
+            "  step {:>2}: {:>6} conns -> {:>9.1} req/s, p50 {}, p99 {}, errors {:.2}%: {}",
+            step.step,
+            connections,
+            step.achieved_rate,
+            rpcbench::units::format_micros(step.p50_us as f64),
+            rpcbench::units::format_micros(step.p99_us as f64),
+            step.error_percent,
+            step.verdict_text()
+        );
+    }
+    format!(
+        "  step {:>2}: {:>9}/s -> achieved {:>9.1}/s, p50 {}, p99 {}, errors {:.2}%: {}",
+        step.step,
+        step.target_rate,
+        step.achieved_rate,
+        rpcbench::units::format_micros(step.p50_us as f64),
+        rpcbench::units::format_micros(step.p99_us as f64),
+        step.error_percent,
+        step.verdict_text()
+    )
+}

@@ -14,7 +14,7 @@ use rpcbench::units::format_duration;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::output;
-use crate::run_cmd::RunPlan;
+use crate::plan::RunPlan;
 
 /// Where `--save PATH` puts one target's results: `PATH` with the target's name before the
 /// extension (`out.json` becomes `out.fast.json`).
@@ -32,13 +32,13 @@ pub fn save_path(path: &Path, name: &str) -> PathBuf {
 pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     if let Some(path) = &args.save {
         for (name, _) in &plan.targets {
-            if let Err(err) = crate::run_cmd::check_file_path("--save", &save_path(path, name)) {
+            if let Err(err) = crate::output::check_file_path("--save", &save_path(path, name)) {
                 return output::usage_error(err);
             }
         }
     }
     if let Some(Err(err)) =
-        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+        args.output.as_deref().map(|path| crate::output::check_file_path("--output", path))
     {
         return output::usage_error(err);
     }
@@ -75,13 +75,17 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             format_duration(plan.cooldown)
         );
     }
-    let result =
-        run_comparison(&targets, plan.cooldown, &stop, crate::compare_cmd::progress_printer(&targets, quiet));
+    let result = run_comparison(
+        &targets,
+        plan.cooldown,
+        &stop,
+        crate::comparison_output::progress_printer(&targets, quiet),
+    );
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
-        Err(err) => return crate::compare_cmd::comparison_failure(err, quiet),
+        Err(err) => return crate::comparison_output::comparison_failure(err, quiet),
     };
-    crate::compare_cmd::say_what_was_not_run(&targets, &runs, &stop);
+    crate::comparison_output::say_what_was_not_run(&targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");
     }
@@ -129,7 +133,7 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
         OutputFormat::Json => comparison_json(&runs) + "\n",
         OutputFormat::Markdown => rpcbench::report::render_markdown(&runs),
     };
-    let status = crate::report_cmd::emit(&text, args.output.as_deref(), quiet);
+    let status = crate::output::emit(&text, args.output.as_deref(), quiet);
     if breached || save_failed {
         return ExitCode::from(output::EXIT_FAILURE);
     }

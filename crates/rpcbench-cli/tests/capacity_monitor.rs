@@ -688,3 +688,44 @@ fn run_monitor_pid_with_a_name_says_names_are_for_compare() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--monitor-pid x1: 'x1' is not a process id"), "{}", stderr(&output));
 }
+
+/// `--connections` is a count everywhere; capacity's search over connections is spelled
+/// `--search connections`, and the old switch still works, saying the new spelling once.
+#[test]
+fn a_search_over_connections_is_spelled_search_connections_and_the_old_switch_still_works_with_a_note() {
+    let url = "http://127.0.0.1:1/";
+    let base = ["capacity", url, "--method", "getSlot", "--slo", "p99<1s"];
+    let refused: [(&[&str], &str); 3] = [
+        (&["--search", "connections", "--start-rate", "5"], "--start-rate"),
+        (&["--search", "rate", "--start-connections", "4"], "--start-connections"),
+        (&["--search", "connections", "--connections"], "--connections"),
+    ];
+    for (extra, flag) in refused {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let output = rpcbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(flag), "{args:?} should name {flag}: {message}");
+    }
+    let _machine = machine();
+    let node = MockServer::start(MockOptions::new(Chain::Static)).expect("the static node starts");
+    let node_url = node.url();
+    let search = ["--start-connections", "1", "--max-connections", "2", "--step", "200ms"];
+    let rest = ["--warmup", "0s", "--cooldown", "0s", "--threads", "1", "-q", "-f", "json"];
+    let mut reports = Vec::new();
+    for spelling in [&["--search", "connections"][..], &["--connections"][..]] {
+        let mut args = vec!["capacity", node_url.as_str(), "--method", "getSlot", "--slo", "errors<50%"];
+        args.extend(spelling);
+        args.extend(search);
+        args.extend(rest);
+        let output = rpcbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {message}");
+        let noted = message.matches("now spelled --search connections").count();
+        assert_eq!(noted, usize::from(spelling == ["--connections"]), "{args:?}: {message}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        reports.push(report["settings"]["mode"].clone());
+    }
+    node.stop();
+    assert_eq!(reports, [serde_json::json!("connections"), serde_json::json!("connections")]);
+}

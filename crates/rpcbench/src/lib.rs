@@ -53,6 +53,7 @@ pub mod capacity_file;
 pub mod client;
 pub mod compare;
 pub mod connect_causes;
+pub mod defaults;
 pub mod demo;
 pub mod engine;
 pub mod heads;

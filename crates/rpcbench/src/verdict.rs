@@ -22,10 +22,10 @@ use serde::{Deserialize, Serialize};
 
 /// Rounds of a comparison unless `--rounds` says otherwise (a load of stages runs whole in
 /// each round, so there it is one).
-pub const DEFAULT_ROUNDS: u32 = 5;
+pub const DEFAULT_ROUNDS: u32 = crate::defaults::ROUNDS;
 /// The tie band unless `--tie` says otherwise: a ratio within 3% of 1 either way is no
 /// difference.
-pub const DEFAULT_TIE: f64 = 0.03;
+pub const DEFAULT_TIE: f64 = crate::defaults::TIE;
 /// Bootstrap resamples.
 pub const RESAMPLES: u32 = 2000;
 /// The bootstrap's seed, fixed so that the same rounds always give the same interval.

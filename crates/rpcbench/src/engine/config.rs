@@ -207,33 +207,34 @@ impl fmt::Debug for RunConfig {
 }
 
 impl RunConfig {
-    /// A closed-loop run of 10 seconds on one connection with default settings.
+    /// A closed-loop run with the defaults of [`crate::defaults`]: 10 seconds on 50
+    /// connections, as `rpcbench run` without load flags.
     pub fn new(target: Target, workload: impl Into<Workload>) -> Self {
         Self {
             target,
             workload: workload.into(),
             headers: Vec::new(),
-            load: Load::Closed { connections: 1 },
-            length: Length { duration: Some(Duration::from_secs(10)), requests: None },
+            load: Load::Closed { connections: crate::defaults::CONNECTIONS },
+            length: Length { duration: Some(crate::defaults::DURATION), requests: None },
             stages: Vec::new(),
             warmup: Duration::ZERO,
-            timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(3),
+            timeout: crate::defaults::TIMEOUT,
+            connect_timeout: crate::defaults::CONNECT_TIMEOUT,
             keepalive: true,
             tls: TlsOptions::default(),
             threads: 0,
-            max_body: 64 * 1024 * 1024,
+            max_body: crate::defaults::MAX_BODY,
             check: CheckMode::Scan,
             fixed_id: None,
-            seed: 1,
+            seed: crate::defaults::SEED,
             hold_connections: false,
             metrics: None,
             batch: 1,
             shard: super::Slice::WHOLE,
             start_at: None,
             http: HttpVersion::Http1,
-            streams: 1,
-            in_flight: 1,
+            streams: crate::defaults::STREAMS,
+            in_flight: crate::defaults::IN_FLIGHT,
             replay: None,
             tx_sends: None,
             rate_limits: crate::rate_limit::RateLimitRules::default(),
@@ -248,13 +249,15 @@ impl RunConfig {
     pub fn for_replay(replay: crate::replay::Replay, target: Target) -> RunConfig {
         let mut config = RunConfig::new(target, replay.workload());
         config.load = match &replay.schedule {
-            Some(schedule) => {
-                Load::Open { rate: schedule.mean_rate(), arrivals: Arrivals::Uniform, max_connections: 1024 }
-            }
-            None => Load::Closed { connections: 50 },
+            Some(schedule) => Load::Open {
+                rate: schedule.mean_rate(),
+                arrivals: Arrivals::Uniform,
+                max_connections: crate::defaults::MAX_CONNECTIONS,
+            },
+            None => Load::Closed { connections: crate::defaults::CONNECTIONS },
         };
         config.length = match replay.looped {
-            true => Length { duration: Some(Duration::from_secs(10)), requests: None },
+            true => Length { duration: Some(crate::defaults::DURATION), requests: None },
             false => Length { duration: None, requests: Some(replay.len() as u64) },
         };
         config.replay = Some(std::sync::Arc::new(replay));

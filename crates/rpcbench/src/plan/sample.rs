@@ -114,7 +114,7 @@ impl Default for SampleOptions {
     fn default() -> Self {
         SampleOptions {
             chain: None,
-            window: 200,
+            window: crate::defaults::SAMPLE_BLOCKS,
             timeout: Duration::from_secs(10),
             progress: None,
             behind_head: false,

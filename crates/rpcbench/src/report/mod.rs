@@ -12,6 +12,7 @@ mod capacity_compare;
 mod csv;
 mod html;
 mod markdown;
+mod shape;
 pub mod subscribe;
 mod subscribe_html;
 pub mod tables;
@@ -40,6 +41,7 @@ pub use capacity_compare::{
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;
+pub use shape::RunShape;
 pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};
 pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
 
@@ -178,6 +180,11 @@ pub struct Http2Figures {
 impl Http2Figures {
     /// The figures of `config`'s run as `record` has them; `None` for HTTP/1.1.
     pub fn of(config: &RunConfig, record: &RunRecord) -> Option<Self> {
+        Self::of_shape(&RunShape::of(config), record)
+    }
+
+    /// The figures of a run of this shape as `record` has them; `None` for HTTP/1.1.
+    pub fn of_shape(config: &RunShape, record: &RunRecord) -> Option<Self> {
         config.http.is_http2().then(|| Http2Figures {
             protocol: config.http.name().to_string(),
             streams_per_connection: config.streams as u64,
@@ -219,7 +226,13 @@ pub struct WebSocketFigures {
 impl WebSocketFigures {
     /// The figures of `config`'s run as `record` has them; `None` unless it ran over WebSocket.
     pub fn of(config: &RunConfig, record: &RunRecord) -> Option<Self> {
-        config.target.websocket.then_some(WebSocketFigures {
+        Self::of_shape(&RunShape::of(config), record)
+    }
+
+    /// The figures of a run of this shape as `record` has them; `None` unless it ran over
+    /// WebSocket.
+    pub fn of_shape(config: &RunShape, record: &RunRecord) -> Option<Self> {
+        config.websocket.then_some(WebSocketFigures {
             in_flight_per_socket: config.in_flight as u64,
             sockets_opened: record.wire.connections_opened,
             stray_not_json: record.wire.stray_not_json,
@@ -482,10 +495,17 @@ impl LatencyReport {
 /// to the stop when it ended early (stopped, or its request count reached), or the time to the
 /// last completion when it had no duration.
 pub fn measured_window(config: &RunConfig, record: &RunRecord) -> Duration {
-    match config.measured_duration() {
-        Some(duration) if record.interrupted || config.length.requests.is_some() => {
-            record.elapsed.min(duration)
-        }
+    window_of(config.measured_duration(), config.length.requests, record)
+}
+
+/// [`measured_window`] of a run of this shape.
+fn shape_window(shape: &RunShape, record: &RunRecord) -> Duration {
+    window_of(shape.measured_duration(), shape.length.requests, record)
+}
+
+fn window_of(measured: Option<Duration>, requests: Option<u64>, record: &RunRecord) -> Duration {
+    match measured {
+        Some(duration) if record.interrupted || requests.is_some() => record.elapsed.min(duration),
         Some(duration) => duration,
         None => record.elapsed,
     }
@@ -633,6 +653,12 @@ impl RunReport {
 
     /// Computes the report of a finished run.
     pub fn new(config: &RunConfig, record: &RunRecord) -> Self {
+        Self::of_shape(&RunShape::of(config), record)
+    }
+
+    /// Computes the report of a run of this shape (a live run's, or a results file's).
+    pub fn of_shape(shape: &RunShape, record: &RunRecord) -> Self {
+        let config = shape;
         let counts = &record.totals.counts;
         let open_loop = matches!(config.load, Load::Open { .. });
         let load = match &config.load {
@@ -650,9 +676,7 @@ impl RunReport {
                 rate: Some(*rate),
                 arrivals: Some(match arrivals {
                     // A replay at its recorded pace: the rate is the recording's mean.
-                    _ if config.replay.as_ref().is_some_and(|replay| replay.schedule.is_some()) => {
-                        "recorded".into()
-                    }
+                    _ if config.recorded_pace => "recorded".into(),
                     Arrivals::Uniform => "uniform".into(),
                     Arrivals::Poisson => "poisson".into(),
                 }),
@@ -660,7 +684,7 @@ impl RunReport {
                 held_connections: config.hold_connections,
             },
         };
-        let window = measured_window(config, record);
+        let window = shape_window(config, record);
         let send_lag_mean_us = match open_loop && !record.totals.send_lag.is_empty() {
             true => record.totals.send_lag.mean().round() as u64,
             false => 0,
@@ -709,8 +733,8 @@ impl RunReport {
         let mut report = Self {
             report_version: REPORT_VERSION,
             tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
-            target: config.target.redacted(),
-            method: config.workload.label(),
+            target: config.target.clone(),
+            method: config.method.clone(),
             load,
             duration_us: config.measured_duration().map(micros),
             requests_limit: config.length.requests,
@@ -840,8 +864,8 @@ impl RunReport {
             heads: None,
             generator,
             protocol: config.protocol_name().to_string(),
-            http2: Http2Figures::of(config, record),
-            websocket: WebSocketFigures::of(config, record),
+            http2: Http2Figures::of_shape(config, record),
+            websocket: WebSocketFigures::of_shape(config, record),
             rate_limit_headers: (!record.rate_headers.is_empty()).then(|| record.rate_headers.clone()),
             rate_limit_pauses: (config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue).then(
                 || crate::rate_pause::RatePauses {
@@ -862,7 +886,7 @@ impl RunReport {
             }),
         };
         // A server's error message may quote the key or the Authorization header it was sent.
-        config.secrets().scrub_outcomes(&mut report.outcomes);
+        config.secrets.scrub_outcomes(&mut report.outcomes);
         report
     }
 

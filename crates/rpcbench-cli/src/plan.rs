@@ -1,33 +1,63 @@
-//! `rpcbench run`: builds a `RunConfig` from the arguments, runs it with a progress bar on a
-//! terminal and Ctrl-C handling, and prints the report.
+//! The one place the command line becomes the library's plan: groups of flags (`args`) ->
+//! validated `RunConfig`s, one per target, and the thresholds they must meet. `run`, `replay`,
+//! `compare`, `capacity` and `k8s-job` all build their runs here, from the groups they flatten.
 
-use std::io::IsTerminal;
-use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use rpcbench::engine::config::{
     Arrivals, ConfigError, HttpVersion, Length, Load, RunConfig, Target, TlsOptions,
 };
-use rpcbench::engine::{EngineError, Progress, Run, Slice};
+use rpcbench::engine::Slice;
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
-use rpcbench::monitor::Monitor;
-use rpcbench::overhead::OverheadReport;
 use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
-use rpcbench::proxy::{Proxy, ProxyOptions};
-use rpcbench::report::{render_text, RunReport};
-use rpcbench::results::{ResultsFile, SavedRun};
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
 use rpcbench::transport::HttpMethod;
 use rpcbench::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
 
-use crate::args::{ArrivalsArg, CheckArg, OnRateLimitArg, OutputFormat, RunArgs};
-use crate::output;
+use crate::args::{
+    ArrivalsArg, CheckArg, HttpArgs, LengthArgs, LoadArgs, OnRateLimitArg, RequestArgs, RunArgs, ScenarioArgs,
+};
+
+/// The flag groups a run is planned from: what `run` gives, and what `compare` and `capacity`
+/// give of it (their own load and length, no thresholds).
+#[derive(Debug, Clone, Default)]
+pub struct RunFlags {
+    /// The endpoint, or a scenario file.
+    pub target: String,
+    /// A scenario's URL, a suite, the pools file.
+    pub scenario: ScenarioArgs,
+    /// What to send when no scenario or suite says it.
+    pub request: RequestArgs,
+    /// How hard to load.
+    pub load: LoadArgs,
+    /// For how long.
+    pub length: LengthArgs,
+    /// How to reach the target.
+    pub http: HttpArgs,
+    /// `--threshold` conditions.
+    pub thresholds: Vec<String>,
+    /// No progress lines (sampling says what it found unless quiet).
+    pub quiet: bool,
+}
+
+impl From<&RunArgs> for RunFlags {
+    fn from(args: &RunArgs) -> Self {
+        RunFlags {
+            target: args.target.clone(),
+            scenario: args.scenario.clone(),
+            request: args.request.clone(),
+            load: args.load.clone(),
+            length: args.length.clone(),
+            http: args.http.clone(),
+            thresholds: args.thresholds.clone(),
+            quiet: args.quiet,
+        }
+    }
+}
 
 /// Whether the run's target is a scenario file rather than a URL.
-fn is_scenario(target: &str) -> bool {
+pub(crate) fn is_scenario(target: &str) -> bool {
     !target.contains("://") && (target.ends_with(".toml") || std::path::Path::new(target).is_file())
 }
 
@@ -44,7 +74,7 @@ pub struct RunPlan {
 
 /// Turns the arguments into the configuration of the first (usually the only) target and the
 /// thresholds the run must meet.
-pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigError> {
+pub fn to_config(args: &RunFlags) -> Result<(RunConfig, Vec<Threshold>), ConfigError> {
     let mut plan = to_plan(args)?;
     let (_, config) = plan.targets.swap_remove(0);
     Ok((config, plan.thresholds))
@@ -52,7 +82,7 @@ pub fn to_config(args: &RunArgs) -> Result<(RunConfig, Vec<Threshold>), ConfigEr
 
 /// Turns the arguments (and the scenario file, if one is given) into validated configurations,
 /// one per target, and the thresholds the runs must meet.
-pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
+pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
     let single = |config: RunConfig| {
         let name = format!("{}:{}", config.target.host, config.target.port);
         vec![(name, config)]
@@ -66,8 +96,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         }
         let targets = rpcbench::targets::read(path).map_err(targets_error)?;
         let (target, workload) = rpcbench::targets::workload(&targets, path).map_err(targets_error)?;
-        let mut config = RunConfig::new(target, workload);
-        config.load = Load::Closed { connections: 50 };
+        let config = RunConfig::new(target, workload);
         (single(config), Vec::new(), Duration::ZERO)
     } else if args.target.is_empty() {
         return Err(ConfigError::new(
@@ -117,8 +146,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
         let target = Target::parse(&args.target)?;
         if let Some(method) = &args.request.http {
             let workload = http_workload(args, method, &target)?;
-            let mut config = RunConfig::new(target, workload);
-            config.load = Load::Closed { connections: 50 };
+            let config = RunConfig::new(target, workload);
             return finish_plan(args, single(config), Vec::new(), Duration::ZERO);
         }
         let request = if let Some(method) = &args.request.method {
@@ -147,8 +175,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
                 "one of --method, --body or --body-file is required (or give a scenario file)",
             ));
         };
-        let mut config = RunConfig::new(target, request);
-        config.load = Load::Closed { connections: 50 };
+        let config = RunConfig::new(target, request);
         (single(config), Vec::new(), Duration::ZERO)
     };
     finish_plan(args, targets, thresholds, cooldown)
@@ -157,7 +184,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
 /// Checks a run's arguments as `run` would, without sampling a node or reading a file that
 /// exists only where the run will happen (a pod's scenario, suite pools, targets or body file):
 /// `k8s-job` checks the run it wraps this way before any pod is started.
-pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
+pub fn check_offline(args: &RunFlags) -> Result<(), ConfigError> {
     let from_files = args.scenario.suite.is_some()
         || args.scenario.pools.is_some()
         || args.request.targets_file.is_some()
@@ -179,7 +206,6 @@ pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
     let stand_in =
         RequestTemplate::from_method("stand_in", None).map_err(|err| ConfigError::new("--method", err.0))?;
     let mut config = RunConfig::new(target, stand_in);
-    config.load = Load::Closed { connections: 50 };
     apply_flags(args, &mut config)?;
     config.validate()?;
     for (index, text) in args.thresholds.iter().enumerate() {
@@ -207,7 +233,7 @@ fn targets_hint(path: &std::path::Path) -> Option<ConfigError> {
 }
 
 /// A plain HTTP request to the URL (`--http METHOD`, with `--body`/`--body-file` as its body).
-fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Workload, ConfigError> {
+fn http_workload(args: &RunFlags, method: &str, target: &Target) -> Result<Workload, ConfigError> {
     let method = HttpMethod::parse(method).ok_or_else(|| {
         let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
         ConfigError::new("--http", format!("'{method}' is not an HTTP method ({})", known.join(", ")))
@@ -236,8 +262,8 @@ fn http_workload(args: &RunArgs, method: &str, target: &Target) -> Result<Worklo
 
 /// Applies the flags to every target's configuration, validates them, and parses the
 /// thresholds.
-pub(crate) fn finish_plan(
-    args: &RunArgs,
+pub fn finish_plan(
+    args: &RunFlags,
     targets: Vec<(String, RunConfig)>,
     mut thresholds: Vec<Threshold>,
     cooldown: Duration,
@@ -286,7 +312,7 @@ pub(crate) fn finish_plan(
 
 /// Where a scenario file sets `key` (`FILE:LINE:COL` of its value), for errors found after
 /// the file was read (the open-file limit, checked when the run starts).
-fn scenario_key_place(path: &std::path::Path, key: &str) -> Option<String> {
+pub(crate) fn scenario_key_place(path: &std::path::Path, key: &str) -> Option<String> {
     let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_SCENARIO).ok()?;
     text.lines().enumerate().find_map(|(index, line)| {
         let rest = line.trim_start().strip_prefix(key)?;
@@ -304,25 +330,8 @@ fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     ConfigError::new(format!("--targets {setting}"), message)
 }
 
-/// Checks, before a run, that `flag` (`--save`, `--output`) can write `path`: its folder exists
-/// and it is not a folder itself (a run of minutes must not end in "cannot save").
-pub(crate) fn check_file_path(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
-    let flag = format!("{flag} {}", path.display());
-    if path.is_dir() {
-        return Err(ConfigError::new(flag, "is a folder"));
-    }
-    let folder = match path.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => std::path::Path::new("."),
-    };
-    if !folder.is_dir() {
-        return Err(ConfigError::new(flag, format!("the folder {} does not exist", folder.display())));
-    }
-    Ok(())
-}
-
 /// The setting named by errors of sampling the target.
-pub(crate) const SAMPLING: &str = "sampling";
+pub const SAMPLING: &str = "sampling";
 
 fn scenario_error(err: ScenarioError) -> ConfigError {
     let location = if err.line == 0 {
@@ -336,15 +345,15 @@ fn scenario_error(err: ScenarioError) -> ConfigError {
 /// Binds a scenario to its URL and fills its pools (from the pools file, or by sampling the
 /// target), saying on standard error what was sampled.
 fn prepare_scenario(
-    args: &RunArgs,
+    args: &RunFlags,
     draft: &ScenarioDraft,
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
     let progress = rpcbench::sample::SampleProgress::new();
     let access = Access {
         headers: parse_headers(&args.http.headers)?,
-        insecure: args.http.insecure,
-        ca_file: args.http.cacert.clone(),
+        insecure: args.http.tls.insecure,
+        ca_file: args.http.tls.cacert.clone(),
         progress: Some(progress.clone()),
         sample_blocks: args.scenario.sample_blocks,
         behind_head: args.scenario.behind_head,
@@ -401,8 +410,8 @@ fn sampling_message(progress: rpcbench::sample::SampleProgress) -> impl FnMut(Du
 }
 
 /// What a run's stages became under -d or --stage-scale, for the user.
-fn stage_scaling_note(args: &RunArgs, scaling: &rpcbench::engine::stages::StageScaling) -> String {
-    let why = match args.duration {
+fn stage_scaling_note(args: &RunFlags, scaling: &rpcbench::engine::stages::StageScaling) -> String {
+    let why = match args.length.duration {
         Some(_) => "-d",
         None => "--stage-scale",
     };
@@ -418,18 +427,18 @@ fn stage_scaling_note(args: &RunArgs, scaling: &rpcbench::engine::stages::StageS
 /// replaces a scenario's stages with a constant load; -d fits the stages to its length, and
 /// --stage-scale multiplies their durations (returned: how they were scaled).
 fn apply_flags(
-    args: &RunArgs,
+    args: &RunFlags,
     config: &mut RunConfig,
 ) -> Result<Option<rpcbench::engine::stages::StageScaling>, ConfigError> {
     let mut scaling = None;
-    if let Some(factor) = args.stage_scale {
-        if config.stages.is_empty() || args.rate.is_some() || args.connections.is_some() {
+    if let Some(factor) = args.length.stage_scale {
+        if config.stages.is_empty() || args.load.rate.is_some() || args.load.connections.is_some() {
             return Err(ConfigError::new(
                 "--stage-scale",
                 "only applies to a run with stages (a scenario's or suite's), without --rate or -c",
             ));
         }
-        if args.duration.is_some() {
+        if args.length.duration.is_some() {
             return Err(ConfigError::new(
                 "--stage-scale",
                 "give -d (the stages fitted to it) or --stage-scale, not both",
@@ -445,25 +454,25 @@ fn apply_flags(
         config.stages = stages;
         scaling = Some(scaled);
     }
-    if args.rate.is_some() || args.connections.is_some() {
+    if args.load.rate.is_some() || args.load.connections.is_some() {
         config.stages.clear();
-    } else if let (Some(duration), false) = (args.duration, config.stages.is_empty()) {
+    } else if let (Some(duration), false) = (args.length.duration, config.stages.is_empty()) {
         // The same shape in the time given, rather than the last stage's level held flat.
         let (stages, scaled) = rpcbench::engine::stages::fit_stages(&config.stages, duration)
             .ok_or_else(|| ConfigError::new("-d", "too short for the stages (each must last 1ms or more)"))?;
         config.stages = stages;
         scaling = Some(scaled);
     }
-    let arrivals = args.arrivals.map(|arrivals| match arrivals {
+    let arrivals = args.load.arrivals.map(|arrivals| match arrivals {
         ArrivalsArg::Uniform => Arrivals::Uniform,
         ArrivalsArg::Poisson => Arrivals::Poisson,
     });
-    if let Some(rate) = args.rate {
+    if let Some(rate) = args.load.rate {
         let (old_arrivals, old_max) = match &config.load {
             Load::Open { arrivals, max_connections, .. } => (*arrivals, *max_connections),
-            Load::Closed { .. } => (Arrivals::Uniform, 1024),
+            Load::Closed { .. } => (Arrivals::Uniform, rpcbench::defaults::MAX_CONNECTIONS),
         };
-        if args.connections.is_some() && args.max_connections.is_some() {
+        if args.load.connections.is_some() && args.load.max_connections.is_some() {
             return Err(ConfigError::new(
                 "--max-connections",
                 "give -c N (N connections held open, the rate paced across them) or --max-connections N (opened as the rate needs), not both",
@@ -471,36 +480,36 @@ fn apply_flags(
         }
         // `--rate R -c N`: N connections opened at the start and held, as wrk2 -c N -R R;
         // `--max-connections N`: opened as the rate needs (a scenario's choice stands otherwise).
-        if args.connections.is_some() {
+        if args.load.connections.is_some() {
             config.hold_connections = true;
-        } else if args.max_connections.is_some() {
+        } else if args.load.max_connections.is_some() {
             config.hold_connections = false;
         }
         config.load = Load::Open {
             rate,
             arrivals: arrivals.unwrap_or(old_arrivals),
-            max_connections: args.connections.or(args.max_connections).unwrap_or(old_max),
+            max_connections: args.load.connections.or(args.load.max_connections).unwrap_or(old_max),
         };
-    } else if let Some(connections) = args.connections {
+    } else if let Some(connections) = args.load.connections {
         config.load = Load::Closed { connections };
     } else if let Load::Open { arrivals: current, max_connections, .. } = &mut config.load {
         if let Some(arrivals) = arrivals {
             *current = arrivals;
         }
-        if let Some(max) = args.max_connections {
+        if let Some(max) = args.load.max_connections {
             *max_connections = max;
         }
-    } else if args.arrivals.is_some() || args.max_connections.is_some() {
-        let flag = if args.arrivals.is_some() { "--arrivals" } else { "--max-connections" };
+    } else if args.load.arrivals.is_some() || args.load.max_connections.is_some() {
+        let flag = if args.load.arrivals.is_some() { "--arrivals" } else { "--max-connections" };
         return Err(ConfigError::new(flag, "only applies to an open-loop run (--rate)"));
     }
-    match (args.duration, args.requests) {
+    match (args.length.duration, args.length.requests) {
         (None, None) => {}
         // Fitted stages set the length themselves.
         (_, requests) if scaling.is_some() => config.length = Length { duration: None, requests },
         (duration, requests) => config.length = Length { duration, requests },
     }
-    if let Some(warmup) = args.warmup {
+    if let Some(warmup) = args.length.warmup {
         config.warmup = warmup;
     }
     config.headers.extend(parse_headers(&args.http.headers)?);
@@ -513,13 +522,13 @@ fn apply_flags(
     if args.http.no_keepalive {
         config.keepalive = false;
     }
-    if args.http.insecure || args.http.cacert.is_some() {
+    if args.http.tls.insecure || args.http.tls.cacert.is_some() {
         config.tls = TlsOptions {
-            insecure: args.http.insecure || config.tls.insecure,
-            ca_file: args.http.cacert.clone().or(config.tls.ca_file.take()),
+            insecure: args.http.tls.insecure || config.tls.insecure,
+            ca_file: args.http.tls.cacert.clone().or(config.tls.ca_file.take()),
         };
     }
-    if let Some(threads) = args.threads {
+    if let Some(threads) = args.load.threads {
         if threads == 0 {
             return Err(ConfigError::new("--threads", "must be at least 1"));
         }
@@ -542,7 +551,7 @@ fn apply_flags(
         OnRateLimitArg::Backoff => rpcbench::rate_pause::OnRateLimit::Backoff,
         OnRateLimitArg::RespectRetryAfter => rpcbench::rate_pause::OnRateLimit::RespectRetryAfter,
     };
-    if let Some(seed) = args.seed {
+    if let Some(seed) = args.load.seed {
         config.seed = seed;
     }
     if args.http.fixed_id.is_some() {
@@ -565,15 +574,15 @@ fn apply_flags(
     if let Some(shard) = shard_of(args)? {
         config.shard = shard;
     }
-    if let Some(text) = &args.start_at {
+    if let Some(text) = &args.load.start_at {
         config.start_at = Some(parse_start_at(text)?);
     }
     Ok(scaling)
 }
 
 /// `--shard I/N` (1-based), or `--shards N` with the index from `JOB_COMPLETION_INDEX`.
-fn shard_of(args: &RunArgs) -> Result<Option<Slice>, ConfigError> {
-    if let Some(text) = &args.shard {
+fn shard_of(args: &RunFlags) -> Result<Option<Slice>, ConfigError> {
+    if let Some(text) = &args.load.shard {
         let parsed = text
             .split_once('/')
             .and_then(|(i, n)| Some((i.trim().parse::<usize>().ok()?, n.trim().parse::<usize>().ok()?)));
@@ -591,7 +600,7 @@ fn shard_of(args: &RunArgs) -> Result<Option<Slice>, ConfigError> {
     // In an Indexed Job the shard count may come from the environment too.
     let from_env =
         || index.as_ref().and(std::env::var("RPCBENCH_SHARDS").ok()).and_then(|n| n.trim().parse().ok());
-    let Some(count) = args.shards.or_else(from_env) else { return Ok(None) };
+    let Some(count) = args.load.shards.or_else(from_env) else { return Ok(None) };
     match (count, index.as_deref().map(str::trim).map(str::parse::<usize>)) {
         (0, _) => Err(ConfigError::new("--shards", "must be at least 1")),
         (_, Some(Ok(index))) if index < count => Ok(Some(Slice { index, count })),
@@ -655,7 +664,7 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
 }
 
 /// The `-H` values as (name, value) pairs. A malformed one is not echoed: it may hold a key.
-pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+pub fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
     raw.iter()
         .enumerate()
         .map(|(index, text)| {
@@ -670,244 +679,4 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, Con
             })
         })
         .collect()
-}
-
-pub fn run(args: RunArgs) -> ExitCode {
-    let plan = match to_plan(&args) {
-        Ok(plan) => plan,
-        // The target did not answer while being sampled: a failure at run time, not bad usage.
-        Err(err) if err.setting == SAMPLING => return output::failure(err),
-        Err(err) => return output::usage_error(err),
-    };
-    run_plan(&args, plan)
-}
-
-/// Runs a validated plan as `run` does (`replay` builds its own plan and runs it here): the
-/// progress bar, Ctrl-C, monitoring, live metrics, thresholds, the report and `--save`.
-pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
-    if plan.targets.len() > 1 {
-        return crate::run_targets::run(args, plan);
-    }
-    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
-        if let Some(Err(err)) = path.as_deref().map(|path| check_file_path(flag, path)) {
-            return output::usage_error(err);
-        }
-    }
-    let (_, mut config) = plan.targets.swap_remove(0);
-    let thresholds = plan.thresholds;
-    let monitor_pids = match args.monitor.resolve() {
-        Ok(pids) => pids,
-        Err(err) => return output::usage_error(err),
-    };
-    // Serves until the command ends.
-    let _metrics_server = match args.metrics.attach(&mut config) {
-        Ok(server) => server,
-        Err(err) => return output::usage_error(err),
-    };
-    let run = match Run::new(config.clone()) {
-        Ok(run) => run,
-        Err(EngineError::Config(err)) => return output::usage_error(err),
-        // Names --connections or --max-connections (or the scenario's key where it was set)
-        // and the open-file limit.
-        Err(EngineError::TooManyConnections(err)) => {
-            let flag_given = match err.setting {
-                "--connections" => args.connections.is_some(),
-                _ => args.max_connections.is_some(),
-            };
-            let key = if err.setting == "--connections" { "connections" } else { "max_connections" };
-            let place = (!flag_given && is_scenario(&args.target))
-                .then(|| scenario_key_place(std::path::Path::new(&args.target), key))
-                .flatten();
-            return match place {
-                Some(place) => {
-                    let message = err.to_string();
-                    let message = message.strip_prefix(&format!("{}: ", err.setting)).unwrap_or(&message);
-                    output::usage_error(ConfigError::new(place, message.to_string()))
-                }
-                None => output::usage_error(err),
-            };
-        }
-        Err(err) => return output::failure(err),
-    };
-    if args.via_proxy {
-        return via_proxy(args, config, run);
-    }
-    crate::signals::stop_on_interrupt(run.stop_handle());
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let finished = Arc::new(AtomicBool::new(false));
-    let progress_thread =
-        show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
-    let started = SystemTime::now();
-    let monitor = (!monitor_pids.is_empty()).then(|| Monitor::start(&monitor_pids));
-    let heads = match args.heads.start(args.heads.heads, &[(config.target.redacted(), &config)]) {
-        Ok(heads) => heads,
-        Err(err) => return output::usage_error(err),
-    };
-    let result = run.execute();
-    let target_resources = monitor.map(Monitor::stop);
-    let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
-    finished.store(true, Ordering::SeqCst);
-    if let Some(thread) = progress_thread {
-        thread.join().ok();
-    }
-    let record = match result {
-        Ok(record) => record,
-        Err(err) => return output::failure(err),
-    };
-    let mut report = RunReport::new(&config, &record);
-    // Why connections failed, one example per kind, before the report (a failed run says
-    // nothing else about it), with what to try.
-    for line in record.connect_causes.describe().lines() {
-        eprintln!("rpcbench: {line}");
-    }
-    report.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
-    let breached = report.thresholds.iter().any(|result| !result.passed);
-    report.target_resources.clone_from(&target_resources);
-    report.heads.clone_from(&heads);
-    let text = match args.format {
-        OutputFormat::Text => render_text(&report),
-        OutputFormat::Json => report.to_json() + "\n",
-        OutputFormat::Markdown => {
-            let mut file = ResultsFile::from_run(&config, &record, started);
-            file.heads.clone_from(&heads);
-            match SavedRun::new(file, "run") {
-                Ok(run) => rpcbench::report::render_markdown(&[run]),
-                Err(err) => return output::failure(format!("cannot render Markdown: {err}")),
-            }
-        }
-    };
-    // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
-    let saved = args.save.as_ref().map(|path| {
-        let mut file = ResultsFile::from_run(&config, &record, started);
-        file.target_resources = target_resources;
-        file.heads = heads;
-        file.thresholds.clone_from(&report.thresholds);
-        file.save(path)
-    });
-    let status = crate::report_cmd::emit(&text, args.output.as_deref(), args.quiet);
-    let status = match (saved, &args.save) {
-        (Some(Err(err)), _) => return output::failure(format!("cannot save the results: {err}")),
-        (Some(Ok(())), Some(path)) if !args.quiet => {
-            eprintln!("rpcbench: results saved to {}", path.display());
-            status
-        }
-        _ => status,
-    };
-    if breached {
-        return ExitCode::from(output::EXIT_FAILURE);
-    }
-    if report.requests.responded == 0 && report.requests.total == 0 && shard_has_nothing_to_do(&config) {
-        // A shard whose share is nothing (-n 1 over 2 shards) did its part: its pod succeeds.
-        if !args.quiet {
-            eprintln!(
-                "rpcbench: note: shard {}/{} has no share of this run's requests or connections: nothing to do",
-                config.shard.index + 1,
-                config.shard.count
-            );
-        }
-        return status;
-    }
-    if report.requests.responded == 0 {
-        // A dead target is not a run: the report says so first, and the exit status too.
-        if !args.quiet {
-            eprintln!("rpcbench: no request got a response from the target");
-        }
-        return ExitCode::from(output::EXIT_FAILURE);
-    }
-    status
-}
-
-/// Whether this shard's share of the run is nothing: of its request count, or of a closed
-/// loop's connections.
-fn shard_has_nothing_to_do(config: &RunConfig) -> bool {
-    let shard = config.shard;
-    let no_requests = config.length.requests.is_some_and(|n| shard.share(n) == 0);
-    let no_connections =
-        matches!(config.load, Load::Closed { connections } if shard.share(connections as u64) == 0);
-    shard.count > 1 && (no_requests || no_connections)
-}
-
-/// `run --via-proxy`: the run as configured, then the same through an in-process proxy in
-/// front of the target, and the overhead table of the two.
-fn via_proxy(args: &RunArgs, config: RunConfig, direct: Run) -> ExitCode {
-    let mut options = ProxyOptions::new(([127, 0, 0, 1], 0).into(), config.target.clone());
-    options.tls = config.tls.clone();
-    options.connect_timeout = config.connect_timeout;
-    options.upstream_timeout = config.timeout;
-    options.max_body_bytes = usize::try_from(config.max_body).unwrap_or(usize::MAX);
-    options.upstream_connections = match config.load {
-        Load::Closed { connections } => connections.max(1),
-        _ => options.upstream_connections,
-    };
-    let proxy = match Proxy::start(options) {
-        Ok(proxy) => proxy,
-        Err(err) => return output::failure(format!("--via-proxy: {err}")),
-    };
-    let mut proxied_config = config.clone();
-    proxied_config.target = match Target::parse(&proxy.url()) {
-        Ok(target) => target,
-        Err(err) => return output::failure(format!("--via-proxy: {err}")),
-    };
-    let proxied = match Run::new(proxied_config.clone()) {
-        Ok(run) => run,
-        Err(err) => return output::failure(format!("--via-proxy: {err}")),
-    };
-    let mut reports = Vec::with_capacity(2);
-    for (label, run, config) in [("direct", direct, &config), ("through the proxy", proxied, &proxied_config)]
-    {
-        crate::signals::stop_on_interrupt(run.stop_handle());
-        if !args.quiet {
-            eprintln!("rpcbench: running {label}");
-        }
-        match run.execute() {
-            Ok(record) => reports.push(RunReport::new(config, &record)),
-            Err(err) => return output::failure(err),
-        }
-    }
-    let stats = proxy.stop();
-    let table = OverheadReport::new(&reports[0], &reports[1], &stats);
-    let text = match args.format {
-        OutputFormat::Text => table.render_text(),
-        OutputFormat::Json => table.to_json() + "\n",
-        OutputFormat::Markdown => table.render_markdown(),
-    };
-    let status = crate::report_cmd::emit(&text, args.output.as_deref(), args.quiet);
-    if reports.iter().any(|report| report.requests.responded == 0) {
-        if !args.quiet {
-            eprintln!("rpcbench: no request got a response from the target");
-        }
-        return ExitCode::from(output::EXIT_FAILURE);
-    }
-    status
-}
-
-fn spawn_progress(
-    progress: Progress,
-    length: Length,
-    warmup: Duration,
-    finished: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let total_ms = length.duration.map(|d| (d + warmup).as_millis() as u64);
-        let bar = match (total_ms, length.requests) {
-            (Some(ms), _) => indicatif::ProgressBar::new(ms),
-            (None, Some(n)) => indicatif::ProgressBar::new(n),
-            (None, None) => indicatif::ProgressBar::new_spinner(),
-        };
-        let style = indicatif::ProgressStyle::with_template("{bar:40} {elapsed_precise} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        bar.set_style(style);
-        let start = Instant::now();
-        while !finished.load(Ordering::SeqCst) {
-            let (done, errors) = progress.totals();
-            match total_ms {
-                Some(_) => bar.set_position(start.elapsed().as_millis() as u64),
-                None => bar.set_position(done),
-            }
-            let rate = done as f64 / start.elapsed().as_secs_f64().max(0.001);
-            bar.set_message(format!("{done} responses, {errors} errors, {rate:.0}/s"));
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        bar.finish_and_clear();
-    })
 }

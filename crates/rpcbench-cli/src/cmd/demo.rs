@@ -16,8 +16,34 @@ use rpcbench::engine::StopHandle;
 use rpcbench::report::render_html;
 use rpcbench::results::{write_atomically, SavedRun};
 
-use crate::args::DemoArgs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::args::{duration, rate};
 use crate::output;
+
+/// Options of `rpcbench demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Measured length of each of the twelve steps.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    pub step_duration: Duration,
+    /// The open-loop step's rate.
+    #[arg(long, value_parser = rate, default_value = "2000")]
+    pub rate: f64,
+    /// Where to write the HTML report and the Markdown summary [default: rpcbench-demo in the
+    /// system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// No progress on standard error (the summary table still goes to standard output).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub metrics: crate::args::metrics::MetricsArgs,
+}
 
 pub fn run(args: DemoArgs) -> ExitCode {
     let mut options =
@@ -162,7 +188,7 @@ impl SearchProgress {
             state.last =
                 Some(format!("{}/s {}", step.level(), if step.verdict.passed() { "pass" } else { "FAIL" }));
         }
-        self.ticker.println(&crate::capacity_cmd::progress_line(step));
+        self.ticker.println(&crate::progress::capacity_step_line(step));
     }
 }
 

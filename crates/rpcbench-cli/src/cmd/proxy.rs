@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use rpcbench::compare::FieldPath;
 use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
-use rpcbench::settings::{Target, TlsOptions};
+use rpcbench::settings::Target;
 
 use crate::args::duration;
 use crate::output;
@@ -77,52 +77,16 @@ pub struct ProxyArgs {
     #[arg(long, value_parser = duration, default_value = "10s", value_name = "DUR")]
     pub queue_timeout: Duration,
     #[command(flatten)]
-    pub caps: ClientCapArgs,
-    /// Accept any certificate from an https upstream.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust this PEM certificate for an https upstream.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    pub caps: crate::args::caps::ClientCapArgs,
+    // TLS to an https upstream.
+    #[command(flatten)]
+    pub tls: crate::args::tls::TlsArgs,
     /// The final table's format.
     #[arg(short = 'f', long, value_enum, default_value = "text")]
     pub format: ProxyFormat,
     /// Write the final table to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-/// The caps on client connections that `proxy`, `record` and `serve` share.
-#[derive(Debug, Clone, Args)]
-pub struct ClientCapArgs {
-    /// Most client connections open at once; one more is closed at once, so idle clients
-    /// cannot take every file descriptor [default: the open-file limit less 64, and less the
-    /// upstream connections for proxy and record].
-    #[arg(long, value_name = "N")]
-    pub max_connections: Option<usize>,
-    /// Close a client connection that has not sent a complete request (head and body) within
-    /// DUR, or that stays idle this long between requests.
-    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DUR")]
-    pub idle_timeout: Duration,
-}
-
-impl Default for ClientCapArgs {
-    fn default() -> Self {
-        Self { max_connections: None, idle_timeout: Duration::from_secs(60) }
-    }
-}
-
-impl ClientCapArgs {
-    /// The caps, or a usage error naming the flag.
-    pub fn checked(&self) -> Result<(Option<usize>, Duration), String> {
-        if self.max_connections == Some(0) {
-            return Err("--max-connections: at least one connection is needed".into());
-        }
-        if self.idle_timeout.is_zero() {
-            return Err("--idle-timeout: must be longer than 0".into());
-        }
-        Ok((self.max_connections, self.idle_timeout))
-    }
 }
 
 #[derive(Debug, Args)]
@@ -142,14 +106,11 @@ pub struct RecordArgs {
     /// Runtime worker threads.
     #[arg(long, default_value = "1")]
     pub threads: usize,
-    /// Accept any certificate from an https upstream.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust this PEM certificate for an https upstream.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    // TLS to an https upstream.
     #[command(flatten)]
-    pub caps: ClientCapArgs,
+    pub tls: crate::args::tls::TlsArgs,
+    #[command(flatten)]
+    pub caps: crate::args::caps::ClientCapArgs,
 }
 
 impl From<RecordArgs> for ProxyArgs {
@@ -171,8 +132,7 @@ impl From<RecordArgs> for ProxyArgs {
             upstream_timeout: Duration::from_secs(30),
             queue_timeout: rpcbench::proxy::DEFAULT_QUEUE_TIMEOUT,
             caps: args.caps,
-            insecure: args.insecure,
-            cacert: args.cacert,
+            tls: args.tls,
             format: ProxyFormat::Text,
             output: None,
         }
@@ -198,7 +158,7 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
         ignore_fields.push(FieldPath::parse(text).map_err(|error| format!("--ignore-field: {error}"))?);
     }
     let mut options = ProxyOptions::new(listen, upstream);
-    options.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    options.tls = args.tls.options();
     options.record = args.record.clone();
     options.ignore_fields = ignore_fields;
     options.latency = args.latency.unwrap_or_default();

@@ -6,38 +6,20 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::ValueEnum;
 use rpcbench::capacity_file::{is_capacity_file, CapacityFile};
-use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::report::subscribe::{is_subscribe_report, SubscribeReport};
 use rpcbench::report::{
     capacity_comparison_json, check_comparable, render_capacity_comparison_csv,
     render_capacity_comparison_html, render_capacity_comparison_markdown, render_capacity_comparison_text,
     LabelledSearch,
 };
-use rpcbench::report::{
-    render_csv, render_html, render_markdown, render_subscribe_html, render_subscribe_markdown, render_text,
-    RunReport,
-};
-use rpcbench::results::{write_atomically, SavedRun};
+use rpcbench::report::{render_subscribe_html, render_subscribe_markdown};
+use rpcbench::results::SavedRun;
 
-use crate::capacity_cmd::{render_capacity, CapacityFormat};
 use crate::output;
-
-/// Formats of `report` and `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// The text report (a comparison table with --compare).
-    Text,
-    /// The JSON report (schema/report.schema.json); with --compare, the comparison.
-    Json,
-    /// GitHub-flavoured Markdown tables.
-    Markdown,
-    /// One self-contained HTML page with charts.
-    Html,
-    /// One row per method of each run.
-    Csv,
-}
+use crate::output::emit;
+use crate::render::{render, unique_labels, ReportFormat};
+use crate::render::{render_capacity, CapacityFormat};
 
 /// Options of `rpcbench report`.
 #[derive(clap::Args, Debug)]
@@ -56,59 +38,6 @@ pub struct ReportArgs {
     /// capacity files: the answers side by side, each search's steps and one chart of both.
     #[arg(long)]
     pub compare: bool,
-}
-
-/// Gives runs with the same label distinct ones (`run`, `run#2`).
-pub fn unique_labels(runs: &mut [SavedRun]) {
-    let mut seen: Vec<String> = Vec::new();
-    for run in runs.iter_mut() {
-        let mut label = run.label.clone();
-        let mut n = 1;
-        while seen.contains(&label) {
-            n += 1;
-            label = format!("{}#{n}", run.label);
-        }
-        seen.push(label.clone());
-        run.label = label;
-    }
-}
-
-/// Renders runs in a format; `compare` lays several out as one comparison.
-pub fn render(runs: &[SavedRun], format: ReportFormat, compare: bool) -> String {
-    match format {
-        ReportFormat::Text if compare => render_comparison_text(runs),
-        ReportFormat::Text => runs.iter().map(|r| render_text(&r.report)).collect::<Vec<_>>().join("\n"),
-        ReportFormat::Json if compare => comparison_json(runs) + "\n",
-        ReportFormat::Json => match runs {
-            [run] => run.report.to_json() + "\n",
-            _ => {
-                let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
-                serde_json::to_string_pretty(&reports).expect("reports serialize") + "\n"
-            }
-        },
-        ReportFormat::Markdown if compare => render_markdown(runs),
-        ReportFormat::Markdown => {
-            runs.iter().map(|r| render_markdown(std::slice::from_ref(r))).collect::<Vec<_>>().join("\n")
-        }
-        ReportFormat::Html => render_html(runs),
-        ReportFormat::Csv => render_csv(runs),
-    }
-}
-
-/// Writes `text` to `out` atomically, or to standard output, control characters escaped.
-pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
-    match out {
-        None => output::print_stdout(text),
-        Some(path) => match write_atomically(path, rpcbench::printable::escape_controls(text).as_bytes()) {
-            Ok(()) => {
-                if !quiet {
-                    eprintln!("rpcbench: wrote {}", path.display());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(err) => output::failure(format!("cannot write {}: {err}", path.display())),
-        },
-    }
 }
 
 /// Renders one capacity file, or compares several (`--compare`); they do not mix with runs.

@@ -14,7 +14,8 @@ use rpcbench::traffic::BadLines;
 
 use crate::args::RunArgs;
 use crate::output;
-use crate::run_cmd::{finish_plan, run_plan};
+use crate::plan::{finish_plan, RunFlags};
+use crate::runner::run_plan;
 
 /// What kind of file is replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,7 +106,7 @@ fn read_replay(args: &ReplayArgs) -> Result<Replay, ConfigError> {
     Ok(read.replay)
 }
 
-fn to_plan(args: &ReplayArgs) -> Result<crate::run_cmd::RunPlan, ConfigError> {
+fn to_plan(args: &ReplayArgs) -> Result<crate::plan::RunPlan, ConfigError> {
     let run = &args.run;
     let request = &run.request;
     let not_with = [
@@ -135,13 +136,13 @@ fn to_plan(args: &ReplayArgs) -> Result<crate::run_cmd::RunPlan, ConfigError> {
     }
     replay.check_responses = args.check_responses;
     replay.set_looped(args.looped);
-    let rate_or_connections = match (run.rate.is_some(), run.connections.is_some()) {
+    let rate_or_connections = match (run.load.rate.is_some(), run.load.connections.is_some()) {
         (true, _) => Some("--rate"),
         (_, true) => Some("--connections"),
         _ => None,
     };
     replay.pace(args.speed, rate_or_connections).map_err(|err| ConfigError::new(err.place, err.message))?;
-    if replay.schedule.is_some() && run.arrivals.is_some() {
+    if replay.schedule.is_some() && run.load.arrivals.is_some() {
         return Err(ConfigError::new(
             "--arrivals",
             "a replay at its recorded pace has the recorded arrivals",
@@ -149,11 +150,11 @@ fn to_plan(args: &ReplayArgs) -> Result<crate::run_cmd::RunPlan, ConfigError> {
     }
     if let Some(schedule) = &replay.schedule {
         let plan = SchedulePlan::of(&schedule.offsets_us, schedule.speed);
-        check_schedule(&plan, schedule.looped, run.duration, run.quiet)?;
+        check_schedule(&plan, schedule.looped, run.length.duration, run.quiet)?;
     }
     let config = rpcbench::engine::config::RunConfig::for_replay(replay, target);
     let name = format!("{}:{}", config.target.host, config.target.port);
-    finish_plan(run, vec![(name, config)], Vec::new(), Duration::ZERO)
+    finish_plan(&RunFlags::from(run), vec![(name, config)], Vec::new(), Duration::ZERO)
 }
 
 /// The longest a replay at its recorded pace may take without `-d`: a longer one is an absurd

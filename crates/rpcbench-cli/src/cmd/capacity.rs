@@ -9,17 +9,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rpcbench::capacity::{
-    search_recorded, CapacityReport, CapacitySettings, SearchBounds, Slo, SloBound, StepResult,
-};
+use rpcbench::capacity::{search_recorded, CapacitySettings, SearchBounds, Slo, SloBound};
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{ConfigError, RunConfig};
 use rpcbench::engine::{EngineError, StopHandle};
-use rpcbench::units::{format_micros, parse_rate};
+use rpcbench::units::parse_rate;
 
-use crate::args::{duration, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
-use crate::monitor_args::MonitorArgs;
+use crate::args::monitor::MonitorArgs;
+use crate::args::{duration, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs};
 use crate::output;
+use crate::plan::RunFlags;
+use crate::render::{render_capacity, CapacityFormat};
 
 fn rate(text: &str) -> Result<f64, String> {
     parse_rate(text).map_err(|err| err.to_string())
@@ -42,7 +42,7 @@ fn precision(text: &str) -> Result<f64, String> {
   rpcbench capacity http://127.0.0.1:8545 -m eth_blockNumber --slo 'p99<100ms' --start-rate 500 --max-rate 50000 --step 10s
   rpcbench capacity http://127.0.0.1:8899 -m getSlot --slo 'p99<20ms' --save search.json -f markdown -o search.md
   rpcbench capacity scenario.toml --url http://127.0.0.1:8899 --slo 'p99.9<1s,errors<1%' --precision 10%
-  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --connections --max-connections 4096 --monitor-cmd geth -f json"
+  rpcbench capacity http://127.0.0.1:8545 -m eth_chainId --slo 'p99<100ms,errors<1%' --search connections --max-connections 4096 --monitor-cmd geth -f json"
 )]
 pub struct CapacityArgs {
     /// The endpoint (http:// or https://), or a scenario file (.toml) whose calls each step
@@ -57,35 +57,55 @@ pub struct CapacityArgs {
     /// errors<PCT%, e.g. 'p99<500ms,errors<0.1%'.
     #[arg(long, help_heading = "Search")]
     pub slo: String,
-    /// Search the most connections that keep the SLO instead of the highest rate: each step is
-    /// a closed loop (every connection sends its next request when the previous one is
-    /// answered) with that many connections, doubled then bisected up to --max-connections.
-    #[arg(long, help_heading = "Search")]
-    pub connections: bool,
-    /// With --connections: connections of the first step; doubled while steps pass.
-    #[arg(long, value_name = "N", default_value_t = 16, requires = "connections", help_heading = "Search")]
-    pub start_connections: usize,
-    /// First rate tried; doubled while steps pass.
-    #[arg(long, value_parser = rate, default_value = "100", conflicts_with = "connections", help_heading = "Search")]
-    pub start_rate: f64,
-    /// Highest rate tried.
-    #[arg(long, value_parser = rate, default_value = "1000000", conflicts_with = "connections", help_heading = "Search")]
-    pub max_rate: f64,
+    /// What the search varies: `rate`, the highest open-loop rate that keeps the SLO, or
+    /// `connections`, the most connections that keep it: each step is then a closed loop (every
+    /// connection sends its next request when the previous one is answered) with that many
+    /// connections, doubled then bisected up to --max-connections.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "rate", help_heading = "Search")]
+    pub search: SearchOver,
+    // The old spelling of `--search connections`, kept working with a note: `--connections`
+    // is a count everywhere else.
+    #[arg(long = "connections", hide = true, conflicts_with = "search", help_heading = "Search")]
+    pub connections_switch: bool,
+    #[arg(
+        long,
+        value_name = "N",
+        help = format!(
+            "With --search connections: connections of the first step; doubled while steps pass [default: {}]",
+            rpcbench::defaults::START_CONNECTIONS
+        ),
+        help_heading = "Search"
+    )]
+    pub start_connections: Option<usize>,
+    #[arg(
+        long,
+        value_parser = rate,
+        help = format!("First rate tried; doubled while steps pass [default: {}]", rpcbench::defaults::START_RATE_TEXT),
+        help_heading = "Search"
+    )]
+    pub start_rate: Option<f64>,
+    #[arg(
+        long,
+        value_parser = rate,
+        help = format!("Highest rate tried [default: {}]", rpcbench::defaults::MAX_RATE_TEXT),
+        help_heading = "Search"
+    )]
+    pub max_rate: Option<f64>,
     /// Stop when the first failing rate is within this much of the highest passing one.
-    #[arg(long, value_parser = precision, default_value = "5%", help_heading = "Search")]
+    #[arg(long, value_parser = precision, default_value = rpcbench::defaults::PRECISION_TEXT, help_heading = "Search")]
     pub precision: f64,
     /// Measured length of each step.
-    #[arg(long, value_parser = duration, default_value = "5s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_TEXT, help_heading = "Search")]
     pub step: Duration,
     /// Warmup of each step: sent at the step's rate, not measured.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_WARMUP_TEXT, help_heading = "Search")]
     pub warmup: Duration,
     /// Pause between steps, so that one step's backlog does not spill into the next.
-    #[arg(long, value_parser = duration, default_value = "1s", help_heading = "Search")]
+    #[arg(long, value_parser = duration, default_value = rpcbench::defaults::STEP_COOLDOWN_TEXT, help_heading = "Search")]
     pub cooldown: Duration,
-    /// The most connections a step opens to keep up with its rate; with --connections, the
-    /// most connections tried (also capped by the open-file limit).
-    #[arg(long, default_value_t = 1024, help_heading = "Load")]
+    /// The most connections a step opens to keep up with its rate; with --search connections,
+    /// the most connections tried (also capped by the open-file limit).
+    #[arg(long, default_value_t = rpcbench::defaults::MAX_CONNECTIONS, help_heading = "Load")]
     pub max_connections: usize,
     /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
@@ -98,7 +118,7 @@ pub struct CapacityArgs {
     pub monitor: MonitorArgs,
 
     #[command(flatten)]
-    pub metrics: crate::metrics_args::MetricsArgs,
+    pub metrics: crate::args::metrics::MetricsArgs,
 
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
@@ -115,72 +135,67 @@ pub struct CapacityArgs {
     pub quiet: bool,
 }
 
-/// Formats of `capacity -f`: `run`'s text and JSON, and what `report` renders a capacity file
-/// as.
+/// What a capacity search varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CapacityFormat {
-    /// The steps table, the answer and the knee.
-    Text,
-    /// The capacity report as JSON.
-    Json,
-    /// GitHub-flavoured Markdown.
-    Markdown,
-    /// One self-contained HTML page with charts against the offered rate.
-    Html,
-    /// One row per step.
-    Csv,
-}
-
-/// Renders a search in a format; text and JSON need only the report, the others the file.
-pub fn render_capacity(report: &CapacityReport, file: &CapacityFile, format: CapacityFormat) -> String {
-    match format {
-        CapacityFormat::Text => report.render_text(),
-        CapacityFormat::Json => report.to_json() + "\n",
-        CapacityFormat::Markdown => rpcbench::report::render_capacity_markdown(file),
-        CapacityFormat::Html => rpcbench::report::render_capacity_html(file),
-        CapacityFormat::Csv => rpcbench::report::render_capacity_csv(file),
-    }
+pub enum SearchOver {
+    /// The offered rate of open-loop steps.
+    Rate,
+    /// The connections of closed-loop steps.
+    Connections,
 }
 
 impl CapacityArgs {
-    /// The `run` arguments that describe the request, the target and how to reach it.
-    fn run_args(&self) -> RunArgs {
-        RunArgs {
-            shard: None,
-            shards: None,
-            start_at: None,
+    /// Whether the search is over connections (`--search connections`, or the old switch
+    /// `--connections`).
+    fn over_connections(&self) -> bool {
+        self.search == SearchOver::Connections || self.connections_switch
+    }
+
+    /// The flags that go only with the other kind of search, refused by name.
+    fn check_search_flags(&self) -> Result<(), ConfigError> {
+        let (kind, misplaced) = match self.over_connections() {
+            true => (
+                "--search connections (--connections)",
+                [("--start-rate", self.start_rate.is_some()), ("--max-rate", self.max_rate.is_some())],
+            ),
+            false => {
+                ("--search rate", [("--start-connections", self.start_connections.is_some()), ("", false)])
+            }
+        };
+        match misplaced.iter().find(|(_, given)| *given) {
+            Some((flag, _)) if self.over_connections() => {
+                Err(ConfigError::new(*flag, format!("a rate search's flag: it goes without {kind}")))
+            }
+            Some((flag, _)) => Err(ConfigError::new(
+                *flag,
+                "only goes with a search over connections: --search connections (formerly --connections)",
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The flag groups that plan the request, the target and how to reach it: no load or length
+    /// of their own (each step sets them), no thresholds (the SLO judges the steps).
+    fn run_flags(&self) -> RunFlags {
+        RunFlags {
             target: self.target.clone(),
             scenario: self.scenario.clone(),
             request: self.request.clone(),
-            connections: None,
-            rate: None,
-            arrivals: None,
-            max_connections: None,
-            threads: self.threads,
-            seed: None,
-            duration: None,
-            requests: None,
-            stage_scale: None,
-            warmup: None,
+            load: LoadArgs { threads: self.threads, ..LoadArgs::default() },
+            length: LengthArgs::default(),
             http: self.http.clone(),
             thresholds: Vec::new(),
-            monitor: MonitorArgs::default(),
-            heads: Default::default(),
-            metrics: Default::default(),
-            format: OutputFormat::Text,
-            output: None,
             quiet: self.quiet,
-            via_proxy: false,
-            save: None,
         }
     }
 }
 
 /// The request every step sends and the search settings, validated.
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
+    args.check_search_flags()?;
     let slo =
         Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
-    let mut plan = crate::run_cmd::to_plan(&args.run_args())?;
+    let mut plan = crate::plan::to_plan(&args.run_flags())?;
     if plan.targets.len() > 1 {
         return Err(ConfigError::new(
             "--url",
@@ -191,12 +206,15 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
         ));
     }
     let (_, config) = plan.targets.swap_remove(0);
-    let mut settings = if args.connections {
-        CapacitySettings::connections(slo, args.start_connections, args.max_connections)
+    let mut settings = if args.over_connections() {
+        let start = args.start_connections.unwrap_or(rpcbench::defaults::START_CONNECTIONS);
+        CapacitySettings::connections(slo, start, args.max_connections)
     } else {
         CapacitySettings::new(slo)
     };
-    settings.bounds = SearchBounds::new(args.start_rate, args.max_rate, args.precision);
+    let start_rate = args.start_rate.unwrap_or(rpcbench::defaults::START_RATE);
+    let max_rate = args.max_rate.unwrap_or(rpcbench::defaults::MAX_RATE);
+    settings.bounds = SearchBounds::new(start_rate, max_rate, args.precision);
     settings.connection_bounds.precision = args.precision;
     settings.step = args.step;
     settings.warmup = args.warmup;
@@ -207,37 +225,11 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
     Ok((config, settings))
 }
 
-/// One line per finished step: its level, what it achieved, its latency and its verdict.
-pub fn progress_line(step: &StepResult) -> String {
-    if let Some(connections) = step.connections {
-        return format!(
-            "  step {:>2}: {:>6} conns -> {:>9.1} req/s, p50 {}, p99 {}, errors {:.2}%: {}",
-            step.step,
-            connections,
-            step.achieved_rate,
-            format_micros(step.p50_us as f64),
-            format_micros(step.p99_us as f64),
-            step.error_percent,
-            step.verdict_text()
-        );
-    }
-    format!(
-        "  step {:>2}: {:>9}/s -> achieved {:>9.1}/s, p50 {}, p99 {}, errors {:.2}%: {}",
-        step.step,
-        step.target_rate,
-        step.achieved_rate,
-        format_micros(step.p50_us as f64),
-        format_micros(step.p99_us as f64),
-        step.error_percent,
-        step.verdict_text()
-    )
-}
-
 pub fn run(args: CapacityArgs) -> ExitCode {
     let (mut config, settings) = match to_settings(&args) {
         Ok(both) => both,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
-        Err(err) if err.setting == crate::run_cmd::SAMPLING => return output::failure(err),
+        Err(err) if err.setting == crate::plan::SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends; counters add up over the steps.
@@ -247,14 +239,17 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     };
     // A search of minutes must not end in "cannot write".
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
-        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::output::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
+    if args.connections_switch {
+        eprintln!("rpcbench: note: --connections of capacity is now spelled --search connections");
+    }
     if !args.quiet {
-        let start = if args.connections {
+        let start = if args.over_connections() {
             format!(
                 "closed-loop steps of {} (+{} warmup) from {} connections up to {}",
                 rpcbench::units::format_duration(settings.step),
@@ -286,7 +281,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     let started = std::time::SystemTime::now();
     let result = search_recorded(&config, &settings, &stop, |step| {
         if !quiet {
-            eprintln!("{}", progress_line(step));
+            eprintln!("{}", crate::progress::capacity_step_line(step));
         }
         // Said even when quiet: a step whose connections failed says nothing else about why.
         for line in step.connect_causes.describe().lines() {
@@ -310,5 +305,5 @@ pub fn run(args: CapacityArgs) -> ExitCode {
             eprintln!("rpcbench: capacity file saved to {}", path.display());
         }
     }
-    crate::report_cmd::emit(&render_capacity(&file.report, &file, args.format), args.output.as_deref(), quiet)
+    crate::output::emit(&render_capacity(&file.report, &file, args.format), args.output.as_deref(), quiet)
 }

@@ -4,14 +4,14 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use std::time::{Duration, SystemTime};
 
 use rpcbench::engine::config::ConfigError;
 use rpcbench::k8s::{is_dns_label, SplitRunJob};
 
-use crate::args::{Cli, Command, RunArgs};
+use crate::args::RunArgs;
 use crate::output;
+use crate::plan::RunFlags;
 
 /// Options of `rpcbench k8s-job`.
 #[derive(clap::Args, Debug)]
@@ -58,11 +58,10 @@ const UNKNOWN_RUN_LENGTH: Duration = Duration::from_secs(3600);
 
 /// Parses the run after `--` with `run`'s own parser and checks it as `run` would (without
 /// sampling the node, which the pods will reach and this machine may not).
-fn check_run(words: &[String]) -> Result<RunArgs, String> {
-    let line = std::iter::once("rpcbench").chain(words.iter().map(String::as_str));
-    let run = match Cli::try_parse_from(line) {
-        Ok(Cli { command: Command::Run(run) }) => *run,
-        Ok(_) => return Err("RUN: give the run after '--': -- run URL ...".to_string()),
+fn check_run(words: &[String], parse: ParseRunWords) -> Result<RunArgs, String> {
+    let run = match parse(words) {
+        Ok(Some(run)) => run,
+        Ok(None) => return Err("RUN: give the run after '--': -- run URL ...".to_string()),
         Err(err) => {
             let rendered = rpcbench::redact::text(&err.render().to_string());
             let first = rendered.lines().next().unwrap_or_default();
@@ -72,33 +71,38 @@ fn check_run(words: &[String]) -> Result<RunArgs, String> {
     };
     let set_here = [
         ("--save", run.save.is_some()),
-        ("--shard", run.shard.is_some()),
-        ("--shards", run.shards.is_some()),
-        ("--start-at", run.start_at.is_some()),
+        ("--shard", run.load.shard.is_some()),
+        ("--shards", run.load.shards.is_some()),
+        ("--start-at", run.load.start_at.is_some()),
     ];
     if let Some((flag, _)) = set_here.iter().find(|(_, given)| *given) {
         return Err(format!("RUN: {flag} is set by k8s-job itself"));
     }
-    crate::run_cmd::check_offline(&run).map_err(|err| format!("RUN (the run after '--'): {err}"))?;
+    crate::plan::check_offline(&RunFlags::from(&run))
+        .map_err(|err| format!("RUN (the run after '--'): {err}"))?;
     Ok(run)
 }
 
 /// The merge Job's deadline when none is given: until the start, then the run, then slack.
 fn merge_deadline(run: &RunArgs, start_at: SystemTime) -> Duration {
     let until_start = start_at.duration_since(SystemTime::now()).unwrap_or_default();
-    let length = match (run.duration, run.requests) {
+    let length = match (run.length.duration, run.length.requests) {
         (Some(duration), _) => duration,
         (None, None) if !run.target.ends_with(".toml") && run.scenario.suite.is_none() => {
             Duration::from_secs(10)
         }
         _ => UNKNOWN_RUN_LENGTH,
     };
-    let seconds = until_start + run.warmup.unwrap_or_default() + length + MERGE_SLACK;
+    let seconds = until_start + run.length.warmup.unwrap_or_default() + length + MERGE_SLACK;
     // Whole seconds, as Kubernetes takes them.
     Duration::from_secs(seconds.as_secs_f64().ceil() as u64)
 }
 
-pub fn run(args: K8sJobArgs) -> ExitCode {
+/// The whole command line's parser, given by `main`: the run a line of words gives (`run URL
+/// ...`), `None` for another command.
+pub type ParseRunWords = fn(&[String]) -> Result<Option<RunArgs>, clap::Error>;
+
+pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
     if args.shards == 0 || args.shards > MAX_SHARDS {
         return output::usage_error(ConfigError::new("--shards", format!("must be from 1 to {MAX_SHARDS}")));
     }
@@ -111,7 +115,7 @@ pub fn run(args: K8sJobArgs) -> ExitCode {
     if args.run.first().map(String::as_str) != Some("run") {
         return output::usage_error(ConfigError::new("RUN", "give the run after '--': -- run URL ..."));
     }
-    let run = match check_run(&args.run) {
+    let run = match check_run(&args.run, parse) {
         Ok(run) => run,
         Err(message) => return output::usage_error(message),
     };

@@ -15,25 +15,23 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::compare::{
-    check_equal, render_equal_markdown, render_equal_text, CompareError, CompareEvent, CompareTarget,
-    EqualOptions, FieldPath,
+    check_equal, render_equal_markdown, render_equal_text, CompareTarget, EqualOptions, FieldPath,
 };
+use rpcbench::defaults::ROUNDS as DEFAULT_ROUNDS;
 use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
-use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::engine::StopHandle;
 use rpcbench::results::SavedRun;
 use rpcbench::rounds::{run_rounds, RoundsPlan};
-use rpcbench::units::format_micros;
-use rpcbench::verdict::{RoundOrder, DEFAULT_ROUNDS};
+use rpcbench::verdict::RoundOrder;
 
-use crate::args::{duration, rate, ArrivalsArg, HttpArgs, OutputFormat, RequestArgs, RunArgs, ScenarioArgs};
+use crate::args::{
+    duration, parse_targets, rate, ArrivalsArg, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs,
+};
+use crate::comparison_output::{comparison_failure, progress_printer, say_what_was_not_run};
 use crate::output;
-use crate::report_cmd::{emit, render, ReportFormat};
-use crate::run_cmd::RunPlan;
-
-/// Each round's warm-up when neither --warmup nor the scenario gives one.
-const DEFAULT_ROUND_WARMUP: Duration = Duration::from_millis(200);
-/// The longest pause between two runs of rounds when --cooldown is not given.
-const DEFAULT_ROUND_COOLDOWN: Duration = Duration::from_millis(200);
+use crate::output::emit;
+use crate::plan::{RunFlags, RunPlan};
+use crate::render::{render, ReportFormat};
 
 /// Options of `rpcbench compare`.
 #[derive(clap::Args, Debug)]
@@ -67,10 +65,7 @@ pub struct CompareArgs {
     /// every target, so that each gets the same parameter sequence.
     #[arg(long, value_name = "FILE", help_heading = "Request")]
     pub pools: Option<PathBuf>,
-    /// With --suite or --scenario: blocks (Solana: slots) back from the head that sampling
-    /// looks at [default: 200, or the scenario's [sample] window]. Sampling stops 5 blocks
-    /// (32 slots) short of the first target's head, so that targets behind it have the values.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
+    #[arg(help = format!("With --suite or --scenario: blocks (Solana: slots) back from the head that sampling looks at [default: {}, or the scenario's [sample] window]. Sampling stops 5 blocks (32 slots) short of the first target's head, so that targets behind it have the values", rpcbench::defaults::SAMPLE_BLOCKS), long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), help_heading = "Request")]
     pub sample_blocks: Option<u64>,
 
     /// Replay this recorded traffic file (or vegeta targets file, or file of bodies) against
@@ -78,8 +73,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["equal", "suite", "scenario"], help_heading = "Request")]
     pub replay: Option<PathBuf>,
 
-    /// Closed loop: connections sending back to back [default: 50].
-    #[arg(short, long, conflicts_with = "rate", help_heading = "Load")]
+    #[arg(help = format!("Closed loop: connections sending back to back [default: {}]", rpcbench::defaults::CONNECTIONS), short, long, conflicts_with = "rate", help_heading = "Load")]
     pub connections: Option<usize>,
     /// Open loop: requests per second.
     #[arg(short, long, value_parser = rate, help_heading = "Load")]
@@ -88,13 +82,12 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = ArrivalsArg::Uniform, requires = "rate", help_heading = "Load")]
     pub arrivals: ArrivalsArg,
     /// Open loop: the most connections opened to keep up with the rate.
-    #[arg(long, default_value_t = 1024, requires = "rate", help_heading = "Load")]
+    #[arg(long, default_value_t = rpcbench::defaults::MAX_CONNECTIONS, requires = "rate", help_heading = "Load")]
     pub max_connections: usize,
     /// Worker threads [default: one per core].
     #[arg(long, help_heading = "Load")]
     pub threads: Option<usize>,
-    /// Measured duration per target [default: 10s, unless --requests is given].
-    #[arg(short, long, value_parser = duration, help_heading = "Length")]
+    #[arg(help = format!("Measured duration per target [default: {}, unless --requests is given]", rpcbench::defaults::DURATION_TEXT), short, long, value_parser = duration, help_heading = "Length")]
     pub duration: Option<Duration>,
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
@@ -108,11 +101,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub cooldown: Option<Duration>,
 
-    /// Rounds: the targets take turns this many times, each round a share of the length
-    /// after its own warm-up, the order rotated every round (A B, then B A); the verdicts'
-    /// intervals come from the spread of the rounds [default: 5; 1 for a load of stages or a
-    /// replay, which run whole in each round].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
+    #[arg(help = format!("Rounds: the targets take turns this many times, each round a share of the length after its own warm-up, the order rotated every round (A B, then B A); the verdicts' intervals come from the spread of the rounds [default: {}; 1 for a load of stages or a replay, which run whole in each round]", rpcbench::defaults::ROUNDS), long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
     pub rounds: Option<u32>,
     /// Shuffle each round's order from the seed instead of rotating it.
     #[arg(long, conflicts_with = "simultaneous", help_heading = "Rounds and verdicts")]
@@ -124,7 +113,7 @@ pub struct CompareArgs {
     pub simultaneous: bool,
     /// The tie band: a figure whose whole 95% interval lies within this of the baseline
     /// either way is "no difference" (e.g. 3% or 0.5%).
-    #[arg(long, value_name = "PCT", default_value = "3%", value_parser = tie_band, help_heading = "Rounds and verdicts")]
+    #[arg(long, value_name = "PCT", default_value = rpcbench::defaults::TIE_TEXT, value_parser = tie_band, help_heading = "Rounds and verdicts")]
     pub tie: f64,
     /// Each round and target draws its own parameter sequence from the same pools (the seed
     /// varied), so that no target gets requests a response cache has just seen.
@@ -132,7 +121,7 @@ pub struct CompareArgs {
     pub vary_params: bool,
 
     #[command(flatten)]
-    pub heads: crate::heads_cmd::HeadsFlags,
+    pub heads: crate::args::heads::HeadsFlags,
     /// No head monitor, even though the targets are chain nodes (it is on by default when the
     /// workload calls a chain's methods).
     #[arg(long, conflicts_with = "heads", help_heading = "Heads")]
@@ -190,33 +179,9 @@ fn tie_band(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `NAME=URL`, checked.
-pub(crate) fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
-    let mut targets: Vec<(String, String)> = Vec::new();
-    for text in texts {
-        let shown = rpcbench::redact::url(text);
-        let Some((name, url)) =
-            text.split_once('=').filter(|(name, _)| !name.is_empty() && !name.contains('/'))
-        else {
-            return Err(format!("target '{shown}': expected NAME=URL, such as fast=http://127.0.0.1:8899"));
-        };
-        if let Err(err) = Target::parse(url) {
-            return Err(format!("target '{name}': {}", err.message));
-        }
-        if targets.iter().any(|(seen, _)| seen == name) {
-            return Err(format!("target '{name}': the name is used twice"));
-        }
-        targets.push((name.to_string(), url.to_string()));
-    }
-    if targets.len() < 2 {
-        return Err("NAME=URL: a comparison needs at least two targets".into());
-    }
-    Ok(targets)
-}
-
 impl CompareArgs {
-    /// The `run` arguments of target `name`.
-    fn run_args(&self, name: &str, url: &str) -> RunArgs {
+    /// The flag groups that plan target `name`'s run.
+    fn run_flags(&self, name: &str, url: &str) -> RunFlags {
         let mut http = self.http.clone();
         if !self.h2_for.is_empty() {
             let secure = url.trim_start().to_ascii_lowercase().starts_with("https:");
@@ -227,10 +192,7 @@ impl CompareArgs {
                 http.streams = None;
             }
         }
-        RunArgs {
-            shard: None,
-            shards: None,
-            start_at: None,
+        RunFlags {
             target: match &self.scenario {
                 Some(path) => path.display().to_string(),
                 None => url.to_string(),
@@ -245,140 +207,37 @@ impl CompareArgs {
                 behind_head: true,
             },
             request: self.request.clone(),
-            connections: self.connections,
-            rate: self.rate,
-            // Open-loop settings only go with a rate.
-            arrivals: self.rate.map(|_| self.arrivals),
-            max_connections: self.rate.map(|_| self.max_connections),
-            threads: self.threads,
-            seed: Some(1),
-            duration: self.duration,
-            requests: self.requests,
-            stage_scale: None,
-            warmup: self.warmup,
+            load: LoadArgs {
+                connections: self.connections,
+                rate: self.rate,
+                // Open-loop settings only go with a rate.
+                arrivals: self.rate.map(|_| self.arrivals),
+                max_connections: self.rate.map(|_| self.max_connections),
+                threads: self.threads,
+                seed: Some(1),
+                ..LoadArgs::default()
+            },
+            length: LengthArgs {
+                duration: self.duration,
+                requests: self.requests,
+                stage_scale: None,
+                warmup: self.warmup,
+            },
             http,
             thresholds: Vec::new(),
-            monitor: crate::monitor_args::MonitorArgs::default(),
-            heads: Default::default(),
-            metrics: Default::default(),
-            format: OutputFormat::Text,
-            output: None,
             // Says what sampling a suite's or scenario's pools found, unless quiet.
             quiet: self.quiet,
-            via_proxy: false,
-            save: None,
         }
-    }
-}
-
-/// Prints a comparison's progress on standard error, a line per target saying which of how
-/// many it is (nothing when quiet).
-pub(crate) fn progress_printer(targets: &[CompareTarget], quiet: bool) -> impl FnMut(CompareEvent<'_>) {
-    let name_width = targets.iter().map(|target| target.name.chars().count()).max().unwrap_or(0);
-    let total = targets.len();
-    let count_width = total.to_string().len();
-    let mut started = 0;
-    let names: Vec<String> = targets.iter().map(|target| target.name.clone()).collect();
-    let mut in_rounds = false;
-    move |event| match event {
-        CompareEvent::Started { name, target } if !quiet => {
-            started += 1;
-            eprint!("  [{started:>count_width$}/{total}] {name:<name_width$}  {target} ... ");
-        }
-        CompareEvent::RoundStarted { round, rounds, name, target } if !quiet => {
-            in_rounds = true;
-            let place = names.iter().position(|n| n == name).map_or(0, |i| i + 1);
-            eprintln!(
-                "  [{place:>count_width$}/{total}] {name:<name_width$}  {target}  round {round}/{rounds}"
-            );
-        }
-        CompareEvent::RoundFinished { name, figures } if !quiet => {
-            eprintln!(
-                "        {name:<name_width$}  round {}: {:.0} req/s, p50 {}, p99 {}, {} error(s)",
-                figures.round,
-                figures.rate,
-                format_micros(figures.p50_us as f64),
-                format_micros(figures.p99_us as f64),
-                figures.errors
-            );
-        }
-        CompareEvent::Finished(run) if !quiet => {
-            let report = &run.report;
-            if in_rounds {
-                eprint!("  {:<name_width$}  all rounds: ", run.label);
-            }
-            eprintln!(
-                "{:.0} req/s, p50 {}, p99 {}, {} error(s){}",
-                report.requests.rate,
-                format_micros(report.latency.percentile("p50") as f64),
-                format_micros(report.latency.percentile("p99") as f64),
-                report.requests.errors,
-                if report.interrupted { " (interrupted)" } else { "" }
-            );
-        }
-        // Said even when quiet: a failed run says nothing else about why.
-        CompareEvent::ConnectFailures { name, causes } => {
-            for line in causes.describe().lines() {
-                eprintln!("rpcbench: {name}: {line}");
-            }
-        }
-        _ => {}
-    }
-}
-
-/// After an interrupt, says on standard error which targets were cut short and which did not
-/// run at all (always, even when quiet: the report is missing them).
-pub(crate) fn say_what_was_not_run(targets: &[CompareTarget], runs: &[SavedRun], stop: &StopHandle) {
-    if !stop.is_stopped() {
-        return;
-    }
-    let not_run: Vec<&str> =
-        targets[runs.len().min(targets.len())..].iter().map(|t| t.name.as_str()).collect();
-    let cut_short: Vec<&str> =
-        runs.iter().filter(|run| run.report.interrupted).map(|run| run.label.as_str()).collect();
-    let mut parts = Vec::new();
-    if !cut_short.is_empty() {
-        parts.push(format!("cut short: {}", cut_short.join(", ")));
-    }
-    if !not_run.is_empty() {
-        parts.push(format!("not run: {}", not_run.join(", ")));
-    }
-    if !parts.is_empty() {
-        eprintln!(
-            "rpcbench: interrupted after {} of {} targets; {}",
-            runs.len(),
-            targets.len(),
-            parts.join("; ")
-        );
-    }
-}
-
-/// The exit of a comparison whose run against one target could not start: bad usage (exit 2,
-/// naming the target) or a failure at run time.
-pub(crate) fn comparison_failure(err: CompareError, quiet: bool) -> ExitCode {
-    if !quiet {
-        // Ends the progress line the run started.
-        eprintln!();
-    }
-    match err.error {
-        EngineError::Config(config) => output::usage_error(ConfigError {
-            setting: format!("target '{}': {}", err.name, config.setting),
-            message: config.message,
-        }),
-        EngineError::TooManyConnections(limit) => {
-            output::usage_error(format!("target '{}': {limit}", err.name))
-        }
-        _ => output::failure(err),
     }
 }
 
 /// Target `run`'s configuration replaying `replay`: paced by its recorded offsets unless the
 /// load flags say otherwise, the flags applied as `run` applies them.
 fn replayed_config(
-    run: &RunArgs,
+    run: &RunFlags,
     mut replay: rpcbench::replay::Replay,
 ) -> Result<rpcbench::engine::config::RunConfig, ConfigError> {
-    let load_flag = match (run.rate.is_some(), run.connections.is_some()) {
+    let load_flag = match (run.load.rate.is_some(), run.load.connections.is_some()) {
         (true, _) => Some("--rate"),
         (_, true) => Some("--connections"),
         _ => None,
@@ -386,7 +245,7 @@ fn replayed_config(
     replay.pace(None, load_flag).map_err(|err| ConfigError::new(err.place, err.message))?;
     let config = rpcbench::engine::config::RunConfig::for_replay(replay, Target::parse(&run.target)?);
     let mut plan =
-        crate::run_cmd::finish_plan(run, vec![(run.target.clone(), config)], Vec::new(), Duration::ZERO)?;
+        crate::plan::finish_plan(run, vec![(run.target.clone(), config)], Vec::new(), Duration::ZERO)?;
     Ok(plan.targets.swap_remove(0).1)
 }
 
@@ -426,9 +285,9 @@ fn target_configs(
     if args.targets.is_empty() {
         // Only with --scenario (clap requires targets otherwise): the file's own targets.
         let path = args.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-        let mut run_args = args.run_args("", "");
+        let mut run_args = args.run_flags("", "");
         run_args.scenario.url = None;
-        let plan = crate::run_cmd::to_plan(&run_args)?;
+        let plan = crate::plan::to_plan(&run_args)?;
         if plan.targets.len() < 2 {
             return Err(ConfigError::new(
                 format!("--scenario {path}"),
@@ -466,8 +325,8 @@ fn target_configs(
             .iter()
             .map(|(name, url)| {
                 let config = match replay {
-                    Some(replay) => replayed_config(&args.run_args(name, url), replay.clone()),
-                    None => crate::run_cmd::to_config(&args.run_args(name, url)).map(|(config, _)| config),
+                    Some(replay) => replayed_config(&args.run_flags(name, url), replay.clone()),
+                    None => crate::plan::to_config(&args.run_flags(name, url)).map(|(config, _)| config),
                 };
                 config.map(|config| (name.clone(), config))
             })
@@ -476,7 +335,7 @@ fn target_configs(
         return Ok(RunPlan { targets: configs, thresholds: Vec::new(), cooldown });
     }
     let (first_name, first_url) = &targets[0];
-    let mut plan = crate::run_cmd::to_plan(&args.run_args(first_name, first_url))?;
+    let mut plan = crate::plan::to_plan(&args.run_flags(first_name, first_url))?;
     let (_, first) = plan.targets.swap_remove(0);
     let mut configs = vec![(first_name.clone(), first.clone())];
     for (name, url) in &targets[1..] {
@@ -500,7 +359,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         return output::usage_error("--pools: only goes with --suite or --scenario");
     }
     if let Some(Err(err)) =
-        args.output.as_deref().map(|path| crate::run_cmd::check_file_path("--output", path))
+        args.output.as_deref().map(|path| crate::output::check_file_path("--output", path))
     {
         return output::usage_error(err);
     }
@@ -536,7 +395,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Err(err) => return output::usage_error(err),
     };
     let names: Vec<&str> = configs.iter().map(|(name, _)| name.as_str()).collect();
-    let monitors = match crate::monitor_args::per_target(&names, &args.monitor_pids, &args.monitor_cmds) {
+    let monitors = match crate::args::monitor::per_target(&names, &args.monitor_pids, &args.monitor_cmds) {
         Ok(monitors) => monitors,
         Err(err) => return output::usage_error(err),
     };
@@ -562,14 +421,14 @@ pub fn run(args: CompareArgs) -> ExitCode {
         .map(|((name, mut config), monitor_pids)| {
             // Each round has its own warm-up: the one given, else a short one.
             if rounds > 1 && !whole && args.warmup.is_none() && config.warmup.is_zero() {
-                config.warmup = DEFAULT_ROUND_WARMUP;
+                config.warmup = rpcbench::defaults::ROUND_WARMUP;
             }
             CompareTarget { name, config, monitor_pids }
         })
         .collect();
     // Runs of rounds are short: the pause between two of them too, unless given.
     let cooldown = match args.cooldown {
-        None if rounds > 1 => cooldown.min(DEFAULT_ROUND_COOLDOWN),
+        None if rounds > 1 => cooldown.min(rpcbench::defaults::ROUND_COOLDOWN),
         _ => cooldown,
     };
     let order = match (args.simultaneous, args.shuffle) {
@@ -691,7 +550,7 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
         }
     }
     // The request, whichever way it was given.
-    let (workload, timeout) = match crate::run_cmd::to_config(&args.run_args(&targets[0].0, &targets[0].1)) {
+    let (workload, timeout) = match crate::plan::to_config(&args.run_flags(&targets[0].0, &targets[0].1)) {
         Ok((config, _)) => (config.workload, config.timeout),
         Err(err) => return output::usage_error(err),
     };
@@ -710,7 +569,7 @@ fn run_equal(args: &CompareArgs, targets: &[(String, String)], stop: &StopHandle
     // Each target with the headers and TLS settings of a load run.
     let mut endpoints = Vec::with_capacity(targets.len());
     for (name, url) in targets {
-        let config = match crate::run_cmd::to_config(&args.run_args(name, url)) {
+        let config = match crate::plan::to_config(&args.run_flags(name, url)) {
             Ok((config, _)) => config,
             Err(err) => return output::usage_error(err),
         };

@@ -4,10 +4,8 @@
 
 use std::process::ExitCode;
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::args::Cli;
 use crate::output;
 
 /// Options of `rpcbench completions`.
@@ -19,8 +17,7 @@ pub struct CompletionsArgs {
 }
 
 /// Prints the completion script of `args.shell`.
-pub fn completions(args: &CompletionsArgs) -> ExitCode {
-    let mut command = Cli::command();
+pub fn completions(args: &CompletionsArgs, mut command: clap::Command) -> ExitCode {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "rpcbench", &mut script);
     output::print_raw(&script)
@@ -36,8 +33,7 @@ pub struct ManArgs {
 
 /// Prints the top man page, or a subcommand's (the pages the top page names, rpcbench-run(1)
 /// and the others).
-pub fn man(args: &ManArgs) -> ExitCode {
-    let mut command = Cli::command();
+pub fn man(args: &ManArgs, mut command: clap::Command) -> ExitCode {
     command.build();
     let page = match &args.subcommand {
         None => clap_mangen::Man::new(command),

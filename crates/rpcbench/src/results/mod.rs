@@ -39,15 +39,19 @@ use serde_json::Value;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::stages::Stage;
 use crate::engine::usage::ThreadUsage;
-use crate::jsonrpc::{CheckMode, RequestTemplate};
+use crate::jsonrpc::CheckMode;
 use crate::monitor::ResourceReport;
 use crate::record::{
     CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint, StageTotals, Totals,
 };
 use crate::redact;
-use crate::report::{Http2Figures, RunReport, WebSocketFigures};
+use crate::report::{Http2Figures, RunReport, RunShape, WebSocketFigures};
 use crate::units::trim_float;
-use crate::workload::Call;
+
+mod convert;
+mod merge;
+
+pub use merge::{merge, merge_shards};
 
 /// The value of `format` in every results file.
 pub const RESULTS_FORMAT: &str = "rpcbench-results";
@@ -666,101 +670,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl ResultsFile {
-    /// The results of a finished (or stopped) run that started at `started`.
-    pub fn from_run(config: &RunConfig, record: &RunRecord, started: SystemTime) -> Self {
-        let mut methods = BTreeMap::new();
-        // A server's error message may quote the key or the Authorization header it was sent.
-        let secrets = config.secrets();
-        for (index, call) in record.calls.iter().enumerate() {
-            let request = config.workload.sample_request(index);
-            let mut entry = MethodResults::new(request, &call.totals);
-            secrets.scrub_outcomes(&mut entry.outcomes);
-            methods.insert(call.name.clone(), entry);
-        }
-        Self {
-            format: RESULTS_FORMAT.into(),
-            version: RESULTS_VERSION,
-            tool: concat!("rpcbench ", env!("CARGO_PKG_VERSION")).into(),
-            label: None,
-            started_at: rfc3339(started),
-            machine: Machine::current(),
-            target: config.target.redacted(),
-            workload: RunSettings {
-                load: LoadSpec::of(&config.load, config.hold_connections),
-                duration_us: config.length.duration.map(micros),
-                requests: config.length.requests,
-                warmup_us: micros(config.warmup),
-                timeout_us: micros(config.timeout),
-                connect_timeout_us: micros(config.connect_timeout),
-                keepalive: config.keepalive,
-                headers: config
-                    .headers
-                    .iter()
-                    .map(|(name, value)| format!("{name}: {}", redact::header_value(name, value)))
-                    .collect(),
-                tls_insecure: config.tls.insecure,
-                check: match config.check {
-                    CheckMode::Scan => "scan".into(),
-                    CheckMode::Full => "full".into(),
-                },
-                threads: config.worker_threads() as u64,
-                max_body: config.max_body,
-                seed: config.seed,
-                batch: config.batch,
-                shard: (config.shard.count > 1).then(|| ShardSpec {
-                    index: config.shard.index as u64,
-                    count: config.shard.count as u64,
-                    late_start_ms: u64::try_from(record.late_start.as_millis()).unwrap_or(u64::MAX),
-                }),
-            },
-            elapsed_ns: u64::try_from(record.elapsed.as_nanos()).unwrap_or(u64::MAX),
-            interrupted: record.interrupted,
-            methods,
-            series: SeriesData {
-                latency: record
-                    .series_latency
-                    .iter()
-                    .map(|bytes| match bytes.is_empty() {
-                        true => String::new(),
-                        false => base64::engine::general_purpose::STANDARD.encode(bytes),
-                    })
-                    .collect(),
-                interval_ms: record.series_interval_ms,
-                points: record
-                    .series
-                    .iter()
-                    .map(|p| [p.start_ms, p.requests, p.errors, p.p50_us, p.p99_us])
-                    .collect(),
-            },
-            generator: Some(GeneratorData::new(&record.generator)),
-            phases: record
-                .phases
-                .iter()
-                .any(|class| !class.send.is_empty())
-                .then(|| [PhaseData::new(&record.phases[0]), PhaseData::new(&record.phases[1])]),
-            merged_from: Vec::new(),
-            target_resources: None,
-            exchanges: record.exchanges,
-            http2: Http2Figures::of(config, record),
-            websocket: WebSocketFigures::of(config, record),
-            rounds: None,
-            rate_headers: record.rate_headers.clone(),
-            heads: None,
-            method_order: record.calls.iter().map(|call| call.name.clone()).collect(),
-            stages: config
-                .stages
-                .iter()
-                .zip(&record.stages)
-                .map(|(stage, totals)| {
-                    let mut data = StageData::new(stage, totals);
-                    secrets.scrub_outcomes(&mut data.outcomes);
-                    data
-                })
-                .collect(),
-            thresholds: Vec::new(),
-        }
-    }
-
     /// The compact JSON text of the file, newline-terminated.
     pub fn to_json(&self) -> String {
         let json = serde_json::to_string(self).expect("a results file always serializes");
@@ -859,423 +768,6 @@ impl ResultsFile {
             })
             .collect()
     }
-
-    /// The run record: every method's totals added up, the series, the elapsed time.
-    pub fn to_record(&self) -> Result<RunRecord, String> {
-        let mut totals = Totals::default();
-        let mut calls = Vec::new();
-        for (name, method) in self.methods_in_order() {
-            let call_totals = method.totals()?;
-            totals.merge(&call_totals);
-            let method_name =
-                method.request.get("method").and_then(Value::as_str).unwrap_or(name).to_string();
-            calls.push(CallTotals { name: name.clone(), method: method_name, totals: call_totals });
-        }
-        Ok(RunRecord {
-            totals,
-            calls,
-            stages: self.stages.iter().map(StageData::totals).collect::<Result<_, _>>()?,
-            generator: self.generator.map(|data| data.usage()).unwrap_or_default(),
-            phases: match &self.phases {
-                Some([ok, error]) => [ok.totals()?, error.totals()?],
-                None => Default::default(),
-            },
-            elapsed: self.elapsed(),
-            series_interval_ms: self.series.interval_ms,
-            series: self
-                .series
-                .points
-                .iter()
-                .map(|p| SeriesPoint {
-                    start_ms: p[0],
-                    requests: p[1],
-                    errors: p[2],
-                    p50_us: p[3],
-                    p99_us: p[4],
-                })
-                .collect(),
-            interrupted: self.interrupted,
-            exchanges: self.exchanges,
-            wire: match (&self.http2, &self.websocket) {
-                (Some(http2), _) => http2.wire(),
-                (None, Some(websocket)) => websocket.wire(),
-                (None, None) => crate::transport::WireStats::default(),
-            },
-            // Not saved: the causes are said when the run ends.
-            connect_causes: Default::default(),
-            rate_headers: self.rate_headers.clone(),
-            // Not saved: the pauses are said in the run's report.
-            rate_pauses: 0,
-            rate_paused: Duration::ZERO,
-            late_start: Duration::from_millis(self.workload.shard.map_or(0, |shard| shard.late_start_ms)),
-            series_latency: self
-                .series
-                .latency
-                .iter()
-                .map(|text| base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default())
-                .collect(),
-        })
-    }
-
-    /// The run configuration as far as a report needs it: target, request, load (of all
-    /// shards together), length, warmup.
-    fn report_config(&self) -> RunConfig {
-        let target = Target::parse(&self.target)
-            .or_else(|_| Target::parse("http://unknown/"))
-            .expect("a fixed URL parses");
-        let calls = self
-            .methods_in_order()
-            .into_iter()
-            .filter_map(|(name, method)| {
-                let method_name = method.request.get("method").and_then(Value::as_str).unwrap_or(name);
-                Call::new(name.clone(), method_name, None, 1).ok()
-            })
-            .collect();
-        let workload = crate::workload::Workload::new(calls).unwrap_or_else(|_| {
-            let unknown =
-                RequestTemplate::from_method("unknown", None).expect("a fixed method name is valid");
-            crate::workload::Workload::single(&unknown)
-        });
-        let mut config = RunConfig::new(target, workload);
-        // Side by side copies of one workload add up their loads; the shards of a split run
-        // each recorded the whole run's load already.
-        let shards = if self.workload.shard.is_some() { 1 } else { self.shards() };
-        config.load = self.workload.load.to_load(shards);
-        config.hold_connections = matches!(self.workload.load, LoadSpec::Open { held: true, .. });
-        config.length = Length {
-            duration: self.workload.duration_us.map(Duration::from_micros),
-            requests: self.workload.requests.map(|n| n * shards),
-        };
-        config.warmup = Duration::from_micros(self.workload.warmup_us);
-        config.batch = self.workload.batch;
-        if let Some(http2) = &self.http2 {
-            config.http = if http2.protocol == "h2" {
-                crate::engine::config::HttpVersion::Http2
-            } else {
-                crate::engine::config::HttpVersion::H2c
-            };
-            config.streams = usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1);
-        }
-        if let Some(websocket) = &self.websocket {
-            config.in_flight = usize::try_from(websocket.in_flight_per_socket).unwrap_or(1).max(1);
-        }
-        if !self.stages.is_empty() {
-            config.stages = self.stages.iter().map(StageData::stage).collect();
-            config.length.duration = None;
-        }
-        config
-    }
-
-    /// The methods in the workload's order when the file says it, else by name.
-    fn methods_in_order(&self) -> Vec<(&String, &MethodResults)> {
-        let ordered: Vec<(&String, &MethodResults)> =
-            self.method_order.iter().filter_map(|name| self.methods.get_key_value(name)).collect();
-        if ordered.len() == self.methods.len() {
-            ordered
-        } else {
-            self.methods.iter().collect()
-        }
-    }
-
-    /// The report of the run, equal to the one the live run printed.
-    pub fn to_report(&self) -> Result<RunReport, String> {
-        let record = self.to_record()?;
-        Ok(self.report_of(&record))
-    }
-
-    fn report_of(&self, record: &RunRecord) -> RunReport {
-        let mut report = RunReport::new(&self.report_config(), record);
-        report.tool.clone_from(&self.tool);
-        report.target.clone_from(&self.target);
-        report.method = self.method_names();
-        report.target_resources.clone_from(&self.target_resources);
-        report.heads.clone_from(&self.heads);
-        report.thresholds.clone_from(&self.thresholds);
-        report
-    }
-
-    /// The shard entry describing this (single-run) file.
-    fn as_shards(&self, source: &Path) -> Vec<Shard> {
-        if !self.merged_from.is_empty() {
-            return self.merged_from.clone();
-        }
-        vec![Shard {
-            source: source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            tool: self.tool.clone(),
-            started_at: self.started_at.clone(),
-            machine: self.machine.clone(),
-            elapsed_ns: self.elapsed_ns,
-            interrupted: self.interrupted,
-            requests: self.total_requests(),
-        }]
-    }
-
-    /// Why `other` is not a shard of the same workload as `self`, if it is not.
-    pub fn mismatch(&self, other: &ResultsFile) -> Option<String> {
-        if self.target != other.target {
-            return Some(format!("target {} instead of {}", other.target, self.target));
-        }
-        let names = |file: &ResultsFile| file.methods.keys().cloned().collect::<Vec<_>>();
-        if names(self) != names(other) {
-            return Some(format!("method {} instead of {}", other.method_names(), self.method_names()));
-        }
-        for (name, method) in &self.methods {
-            if other.methods[name].request != method.request {
-                return Some(format!(
-                    "request {} instead of {}",
-                    other.methods[name].request, method.request
-                ));
-            }
-        }
-        let (a, b) = (&self.workload, &other.workload);
-        if a.load != b.load {
-            return Some(format!("load '{}' instead of '{}'", b.load.describe(), a.load.describe()));
-        }
-        if a.duration_us != b.duration_us || a.requests != b.requests || a.warmup_us != b.warmup_us {
-            return Some("a different length (duration, request count or warmup)".into());
-        }
-        None
-    }
-}
-
-/// Merges the results of shards of one workload (the same target, methods, requests, load
-/// and length, run side by side) into one file. Histograms and counts add up exactly; series
-/// points of the same interval add up (in the widest interval of the files: a shorter shard's
-/// 100 ms points go into the seconds of a longer one's), their p50 and p99 from the union of
-/// the shards' histograms (or the worse of the shards', for files that do not keep them); the
-/// elapsed time is the longest shard's. `files` are `(path, file)`; errors name the path.
-pub fn merge(files: &[(PathBuf, ResultsFile)]) -> Result<ResultsFile, ResultsError> {
-    merge_shards(files, false)
-}
-
-/// [`merge`]; the shards of a run split with `--shard` must all be there, unless `partial`.
-pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<ResultsFile, ResultsError> {
-    let Some(((first_path, first), rest)) = files.split_first() else {
-        return Err(ResultsError::Invalid { path: PathBuf::from("-"), message: "nothing to merge".into() });
-    };
-    if let Some(spec) = first.workload.shard {
-        let mut seen = vec![false; spec.count as usize];
-        for (path, file) in files {
-            let Some(theirs) = file.workload.shard.filter(|theirs| theirs.count == spec.count) else {
-                return Err(ResultsError::Mismatch {
-                    path: path.clone(),
-                    message: format!("not one of the {} shards of {}", spec.count, first_path.display()),
-                });
-            };
-            if !file.merged_from.is_empty() {
-                return Err(ResultsError::Mismatch {
-                    path: path.clone(),
-                    message: "already a merge: merge the shards' own files".into(),
-                });
-            }
-            if theirs.index >= theirs.count {
-                // Its own fault, named as such (a modulo once blamed another file for it).
-                return Err(ResultsError::Mismatch {
-                    path: path.clone(),
-                    message: format!(
-                        "shard index {} is out of range for {} shards (1 to {})",
-                        theirs.index.saturating_add(1),
-                        theirs.count,
-                        theirs.count
-                    ),
-                });
-            }
-            let slot = theirs.index as usize;
-            if std::mem::replace(&mut seen[slot], true) {
-                return Err(ResultsError::Mismatch {
-                    path: path.clone(),
-                    message: format!("shard {}/{} is given twice", theirs.index + 1, theirs.count),
-                });
-            }
-        }
-        let missing: Vec<String> = seen
-            .iter()
-            .enumerate()
-            .filter(|(_, seen)| !**seen)
-            .map(|(index, _)| format!("{}/{}", index + 1, spec.count))
-            .collect();
-        if !missing.is_empty() && !partial {
-            return Err(ResultsError::Mismatch {
-                path: first_path.clone(),
-                message: format!(
-                    "shard(s) {} missing (merge what is there with --partial)",
-                    missing.join(", ")
-                ),
-            });
-        }
-    } else if let Some((path, _)) = rest.iter().find(|(_, file)| file.workload.shard.is_some()) {
-        return Err(ResultsError::Mismatch {
-            path: path.clone(),
-            message: format!("a shard of a split run, and {} is not", first_path.display()),
-        });
-    }
-    for (path, file) in rest {
-        if let Some(message) = first.mismatch(file) {
-            return Err(ResultsError::Mismatch {
-                path: path.clone(),
-                message: format!("{message} (compared with {})", first_path.display()),
-            });
-        }
-    }
-    // The same run twice (one file given twice, or a shard already inside a merged file) would
-    // count its requests twice: refused, by the run's identity rather than the file's name.
-    let mut seen: BTreeMap<(String, String, u64, u64), PathBuf> = BTreeMap::new();
-    for (path, file) in files {
-        for shard in file.as_shards(path) {
-            let identity = (shard.started_at.clone(), shard.tool.clone(), shard.elapsed_ns, shard.requests);
-            if let Some(earlier) = seen.insert(identity, path.clone()) {
-                return Err(ResultsError::Mismatch {
-                    path: path.clone(),
-                    message: format!(
-                        "the run started at {} is already in {}: the same run given twice",
-                        shard.started_at,
-                        earlier.display()
-                    ),
-                });
-            }
-        }
-    }
-    let overflow = |path: &PathBuf| ResultsError::Invalid {
-        path: path.clone(),
-        message: "its counts added to the others' do not fit a 64-bit count".into(),
-    };
-    let mut merged = first.clone();
-    merged.label = None;
-    // One shard's monitor saw the target under the load of all shards; several monitors'
-    // samples cannot be lined up, so then none is kept.
-    let mut monitored = files.iter().filter_map(|(_, f)| f.target_resources.as_ref());
-    merged.target_resources = match (monitored.next(), monitored.next()) {
-        (Some(only), None) => Some(only.clone()),
-        _ => None,
-    };
-    merged.merged_from = files.iter().flat_map(|(path, file)| file.as_shards(path)).collect();
-    merged.started_at = files.iter().map(|(_, f)| f.started_at.clone()).min().unwrap_or_default();
-    merged.elapsed_ns = files.iter().map(|(_, f)| f.elapsed_ns).max().unwrap_or(0);
-    merged.interrupted = files.iter().any(|(_, f)| f.interrupted);
-    for (path, file) in rest {
-        merged.exchanges = merged.exchanges.checked_add(file.exchanges).ok_or_else(|| overflow(path))?;
-        merged.rate_headers.merge(&file.rate_headers);
-        if let (Some(ours), Some(theirs)) = (merged.http2.as_mut(), file.http2.as_ref()) {
-            let mut wire = ours.wire();
-            wire.merge(&theirs.wire());
-            ours.connections_opened = wire.connections_opened;
-            ours.goaways_received = wire.goaways_received;
-            ours.retried_after_goaway = wire.retried_after_goaway;
-            ours.server_max_streams = wire.server_max_streams;
-        }
-        if let (Some(ours), Some(theirs)) = (merged.websocket.as_mut(), file.websocket.as_ref()) {
-            let mut wire = ours.wire();
-            wire.merge(&theirs.wire());
-            ours.sockets_opened = wire.connections_opened;
-            ours.stray_not_json = wire.stray_not_json;
-            ours.stray_unknown_id = wire.stray_unknown_id;
-            ours.stray_notifications = wire.stray_notifications;
-        }
-    }
-    let tools: std::collections::BTreeSet<&str> = files.iter().map(|(_, f)| f.tool.as_str()).collect();
-    if tools.len() > 1 {
-        merged.tool = tools.into_iter().collect::<Vec<_>>().join(", ");
-    }
-    for (name, method) in merged.methods.iter_mut() {
-        let mut totals = Totals::default();
-        for (path, file) in files {
-            let theirs = file.methods[name]
-                .totals()
-                .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
-            // Counts that would wrap are refused, not wrapped.
-            let mut counts = totals.counts.clone();
-            counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
-            for (ours, theirs) in [
-                (totals.bytes_sent, theirs.bytes_sent),
-                (totals.bytes_received, theirs.bytes_received),
-                (totals.late, theirs.late),
-                (totals.unsent, theirs.unsent),
-            ] {
-                ours.checked_add(theirs).ok_or_else(|| overflow(path))?;
-            }
-            for (status, count) in &theirs.status_counts {
-                let ours = totals.status_counts.get(status).copied().unwrap_or(0);
-                ours.checked_add(*count).ok_or_else(|| overflow(path))?;
-            }
-            totals.merge(&theirs);
-        }
-        *method = MethodResults::new(method.request.clone(), &totals);
-    }
-    let interval = files.iter().map(|(_, f)| f.series.interval_ms).max().unwrap_or(1000).max(1);
-    // Every file keeps its intervals' histograms: merged intervals get exact percentiles.
-    let exact = files.iter().all(|(_, f)| f.series.latency.len() == f.series.points.len());
-    let mut slots: BTreeMap<u64, ([u64; 5], Option<Histogram<u64>>)> = BTreeMap::new();
-    for (path, file) in files {
-        for (index, point) in file.series.points.iter().enumerate() {
-            let start_ms = point[0] / interval * interval;
-            let (slot, latency) = slots.entry(start_ms).or_insert(([start_ms, 0, 0, 0, 0], None));
-            slot[1] = slot[1].checked_add(point[1]).ok_or_else(|| overflow(path))?;
-            slot[2] = slot[2].checked_add(point[2]).ok_or_else(|| overflow(path))?;
-            slot[3] = slot[3].max(point[3]);
-            slot[4] = slot[4].max(point[4]);
-            if let (true, Some(theirs)) = (exact, file.series.point_latency(index)) {
-                // (A read-back histogram has fixed bounds: the sum goes into one that grows.)
-                latency.get_or_insert_with(crate::record::new_coarse_histogram).add(&theirs).ok();
-            }
-        }
-    }
-    let mut points = Vec::with_capacity(slots.len());
-    let mut latencies = Vec::with_capacity(slots.len());
-    for (mut point, latency) in slots.into_values() {
-        match latency.filter(|_| exact) {
-            Some(latency) => {
-                point[3] = latency.value_at_quantile(0.5);
-                point[4] = latency.value_at_quantile(0.99);
-                latencies.push(
-                    base64::engine::general_purpose::STANDARD
-                        .encode(crate::record::serialize_histogram(&latency)),
-                );
-            }
-            None => latencies.push(String::new()),
-        }
-        points.push(point);
-    }
-    merged.series =
-        SeriesData { interval_ms: interval, points, latency: if exact { latencies } else { Vec::new() } };
-    let mut phases: [PhaseTotals; 2] = Default::default();
-    for (path, file) in files {
-        if let Some(classes) = &file.phases {
-            for (ours, theirs) in phases.iter_mut().zip(classes) {
-                let theirs = theirs
-                    .totals()
-                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
-                ours.merge(&theirs);
-            }
-        }
-    }
-    merged.phases = phases
-        .iter()
-        .any(|class| !class.send.is_empty())
-        .then(|| [PhaseData::new(&phases[0]), PhaseData::new(&phases[1])]);
-    // Stages of the same layout add up exactly; a shard's threshold verdicts do not hold for
-    // the whole.
-    merged.thresholds.clear();
-    let layout = |file: &ResultsFile| {
-        file.stages.iter().map(|s| (s.level.to_bits(), s.duration_us, s.ramp_us)).collect::<Vec<_>>()
-    };
-    if files.iter().all(|(_, file)| layout(file) == layout(first)) {
-        for (index, stage) in merged.stages.iter_mut().enumerate() {
-            let mut totals = StageTotals::default();
-            for (path, file) in files {
-                let theirs = file.stages[index]
-                    .totals()
-                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
-                let mut counts = totals.counts.clone();
-                counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
-                totals.merge(&theirs);
-            }
-            stage.outcomes = totals.counts;
-            stage.latency = encode_histogram(&totals.latency);
-        }
-    } else {
-        merged.stages.clear();
-    }
-    Ok(merged)
 }
 
 /// A results file read back, with its histograms decoded and its report computed.
@@ -1321,6 +813,27 @@ impl SavedRun {
 mod tests {
     use super::*;
     use crate::record::new_histogram;
+
+    #[test]
+    fn a_saved_run_reports_from_its_own_shape_as_the_live_run_did() {
+        // A WebSocket run, open loop, 4 requests in flight per socket: the report of its results
+        // file is the live one, built from the file's own figures (no stand-in configuration).
+        let target = Target::parse("ws://127.0.0.1:1/").unwrap();
+        let mut config =
+            RunConfig::new(target, crate::jsonrpc::RequestTemplate::from_method("getSlot", None).unwrap());
+        config.load = Load::Open { rate: 100.0, arrivals: Arrivals::Poisson, max_connections: 8 };
+        config.in_flight = 4;
+        config.length = Length { duration: Some(Duration::from_secs(3)), requests: None };
+        let series = std::sync::Arc::new(std::sync::Mutex::new(crate::record::Series::default()));
+        let recorder = crate::record::Recorder::new(1, series);
+        let calls = [("getSlot".to_string(), "getSlot".to_string())];
+        let record = RunRecord::new(recorder, &calls, Duration::from_secs(3), false);
+        let live = RunReport::new(&config, &record);
+        let saved = ResultsFile::from_run(&config, &record, UNIX_EPOCH).to_report().unwrap();
+        assert_eq!(saved.protocol, "websocket");
+        assert_eq!(saved.websocket.as_ref().map(|figures| figures.in_flight_per_socket), Some(4));
+        assert_eq!(saved.to_json(), live.to_json());
+    }
 
     #[test]
     fn rfc3339_dates() {

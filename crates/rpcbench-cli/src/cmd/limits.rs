@@ -14,7 +14,7 @@ use rpcbench::limits::{
 
 use crate::args::duration;
 use crate::output;
-use crate::report_cmd::emit;
+use crate::output::emit;
 
 /// Output formats of `limits`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

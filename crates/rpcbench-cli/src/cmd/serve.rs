@@ -148,7 +148,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_subscriptions: Option<usize>,
     #[command(flatten)]
-    pub caps: crate::proxy_cmd::ClientCapArgs,
+    pub caps: crate::args::caps::ClientCapArgs,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {

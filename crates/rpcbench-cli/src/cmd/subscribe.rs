@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rpcbench::engine::config::{Target, TlsOptions};
+use rpcbench::engine::config::Target;
 use rpcbench::engine::StopHandle;
 use rpcbench::report::subscribe::SubscribeThreshold;
 use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscriptionKind};
@@ -57,12 +57,8 @@ pub struct SubscribeArgs {
     /// Time allowed to connect and upgrade.
     #[arg(long, value_parser = duration, default_value = "3s")]
     pub connect_timeout: Duration,
-    /// Accept any TLS certificate.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust the PEM certificates in this file too.
-    #[arg(long)]
-    pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: crate::args::tls::TlsArgs,
     /// A condition the run must meet (repeatable): 'lag p99 < 500ms', 'produced-lag p50 < 2s',
     /// 'subscribe p99 < 100ms', 'gaps < 1', 'duplicates < 1', 'reorders < 1'. A breach exits 1.
     #[arg(long = "threshold")]
@@ -78,7 +74,7 @@ pub struct SubscribeArgs {
     pub save: Option<PathBuf>,
 
     #[command(flatten)]
-    pub metrics: crate::metrics_args::MetricsArgs,
+    pub metrics: crate::args::metrics::MetricsArgs,
 }
 
 fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
@@ -118,12 +114,12 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     if let Some(message) = thresholds.iter().find_map(|threshold| threshold.not_applicable(&orders)) {
         return output::usage_error(format!("--threshold: {message}"));
     }
-    let headers = match crate::run_cmd::parse_headers(&args.headers) {
+    let headers = match crate::plan::parse_headers(&args.headers) {
         Ok(headers) => headers,
         Err(err) => return output::usage_error(err),
     };
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
-        if let Some(Err(err)) = path.as_deref().map(|path| crate::run_cmd::check_file_path(flag, path)) {
+        if let Some(Err(err)) = path.as_deref().map(|path| crate::output::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
     }
@@ -142,7 +138,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.ramp = args.ramp;
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;
-    config.tls = TlsOptions { insecure: args.insecure, ca_file: args.cacert.clone() };
+    config.tls = args.tls.options();
     // Serves until the command ends.
     let _metrics_server = match args.metrics.start() {
         Ok(Some((server, live))) => {
@@ -171,7 +167,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
         "html" => rpcbench::report::render_subscribe_html(&report),
         _ => report.render_text(),
     };
-    let status = crate::report_cmd::emit(&text, args.output.as_deref(), false);
+    let status = crate::output::emit(&text, args.output.as_deref(), false);
     if !passed {
         return ExitCode::from(1);
     }
