@@ -18,8 +18,10 @@ use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, CompareError, CompareEvent, CompareTarget,
     EqualOptions, FieldPath,
 };
-use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
+use rpcbench::engine::config::{HttpVersion, Scheme, Target};
 use rpcbench::engine::{EngineError, StopHandle};
+
+use crate::fields::ConfigError;
 use rpcbench::results::SavedRun;
 use rpcbench::rounds::{run_rounds, RoundsPlan};
 use rpcbench::units::format_micros;
@@ -201,7 +203,7 @@ pub(crate) fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, S
             return Err(format!("target '{shown}': expected NAME=URL, such as fast=http://127.0.0.1:8899"));
         };
         if let Err(err) = Target::parse(url) {
-            return Err(format!("target '{name}': {}", err.message));
+            return Err(format!("target '{name}': {}", err.message()));
         }
         if targets.iter().any(|(seen, _)| seen == name) {
             return Err(format!("target '{name}': the name is used twice"));
@@ -361,12 +363,15 @@ pub(crate) fn comparison_failure(err: CompareError, quiet: bool) -> ExitCode {
         eprintln!();
     }
     match err.error {
-        EngineError::Config(config) => output::usage_error(ConfigError {
-            setting: format!("target '{}': {}", err.name, config.setting),
-            message: config.message,
-        }),
+        EngineError::Config(config) => {
+            let config = ConfigError::from(config);
+            output::usage_error(ConfigError {
+                setting: format!("target '{}': {}", err.name, config.setting),
+                message: config.message,
+            })
+        }
         EngineError::TooManyConnections(limit) => {
-            output::usage_error(format!("target '{}': {limit}", err.name))
+            output::usage_error(format!("target '{}': {}", err.name, ConfigError::from(limit)))
         }
         _ => output::failure(err),
     }
@@ -447,6 +452,7 @@ fn target_configs(
             choose_protocol(args, &name, &mut config);
             config
                 .validate()
+                .map_err(ConfigError::from)
                 .map_err(|err| ConfigError::new(format!("target '{name}': {}", err.setting), err.message))?;
             targets.push((name, config));
         }
@@ -483,9 +489,9 @@ fn target_configs(
         let named =
             |err: ConfigError| ConfigError::new(format!("target '{name}': {}", err.setting), err.message);
         let mut config = first.clone();
-        config.target = Target::parse(url).map_err(named)?;
+        config.target = Target::parse(url).map_err(|err| named(err.into()))?;
         choose_protocol(args, name, &mut config);
-        config.validate().map_err(named)?;
+        config.validate().map_err(|err| named(err.into()))?;
         configs.push((name.clone(), config));
     }
     Ok(RunPlan {

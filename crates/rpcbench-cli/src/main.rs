@@ -7,6 +7,7 @@ mod capacity_cmd;
 mod compare_cmd;
 mod demo_cmd;
 mod docs_cmd;
+mod fields;
 mod heads_cmd;
 mod k8s_cmd;
 mod limits_cmd;

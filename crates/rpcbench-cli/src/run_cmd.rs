@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use rpcbench::engine::config::{
-    Arrivals, ConfigError, HttpVersion, Length, Load, RunConfig, Target, TlsOptions,
-};
+use rpcbench::engine::config::{Arrivals, Field, HttpVersion, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::{EngineError, Progress, Run, Slice};
+
+use crate::fields::ConfigError;
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::monitor::Monitor;
 use rpcbench::overhead::OverheadReport;
@@ -98,7 +98,7 @@ pub fn to_plan(args: &RunArgs) -> Result<RunPlan, ConfigError> {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
         }
         if let Some(url) = &args.scenario.url {
-            Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
+            Target::parse(url).map_err(|e| ConfigError::new("--url", e.message()))?;
         }
         let path = std::path::Path::new(&args.target);
         let draft = ScenarioDraft::load(path).map_err(|err| match targets_hint(path) {
@@ -173,7 +173,7 @@ pub(crate) fn check_offline(args: &RunArgs) -> Result<(), ConfigError> {
         _ => None,
     };
     let target = match url {
-        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message))?,
+        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message()))?,
         None => Target::parse("http://127.0.0.1:1/")?,
     };
     let stand_in =
@@ -258,7 +258,7 @@ pub(crate) fn finish_plan(
         }
         // A replay without --loop sends each request once, whatever -d says.
         config.bound_to_one_pass();
-        config.validate().map_err(named)?;
+        config.validate().map_err(|err| named(err.into()))?;
         checked.push((name, config));
     }
     for (index, text) in args.thresholds.iter().enumerate() {
@@ -706,25 +706,21 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     };
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
-        Err(EngineError::Config(err)) => return output::usage_error(err),
+        Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
         // Names --connections or --max-connections (or the scenario's key where it was set)
         // and the open-file limit.
         Err(EngineError::TooManyConnections(err)) => {
-            let flag_given = match err.setting {
-                "--connections" => args.connections.is_some(),
+            let flag_given = match err.field {
+                Field::Connections => args.connections.is_some(),
                 _ => args.max_connections.is_some(),
             };
-            let key = if err.setting == "--connections" { "connections" } else { "max_connections" };
+            let key = if err.field == Field::Connections { "connections" } else { "max_connections" };
             let place = (!flag_given && is_scenario(&args.target))
                 .then(|| scenario_key_place(std::path::Path::new(&args.target), key))
                 .flatten();
             return match place {
-                Some(place) => {
-                    let message = err.to_string();
-                    let message = message.strip_prefix(&format!("{}: ", err.setting)).unwrap_or(&message);
-                    output::usage_error(ConfigError::new(place, message.to_string()))
-                }
-                None => output::usage_error(err),
+                Some(place) => output::usage_error(ConfigError::new(place, err.message())),
+                None => output::usage_error(ConfigError::from(err)),
             };
         }
         Err(err) => return output::failure(err),

@@ -55,6 +55,7 @@ pub mod compare;
 pub mod connect_causes;
 pub mod demo;
 pub mod engine;
+pub mod field;
 pub mod files;
 pub mod hdr_codec;
 pub mod heads;

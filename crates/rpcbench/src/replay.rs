@@ -269,7 +269,7 @@ impl Replay {
                 place: format!("{}:{}:1", path.display(), target.line),
                 message,
             };
-            let parsed = Target::parse(&target.url).map_err(|err| at(err.message))?;
+            let parsed = Target::parse(&target.url).map_err(|err| at(err.message()))?;
             let jsonrpc = target.method == HttpMethod::Post
                 && target.headers.iter().all(|(name, _)| name.eq_ignore_ascii_case("content-type"))
                 && !methods_of(&target.body).is_empty();

@@ -843,7 +843,7 @@ impl ScenarioDraft {
             ));
         }
         if let Some(url) = url {
-            let target = Target::parse(url).map_err(|err| whole_file(&format!("URL: {}", err.message)))?;
+            let target = Target::parse(url).map_err(|err| whole_file(&format!("URL: {}", err.message())))?;
             return Ok(vec![ScenarioTarget {
                 name: default_target_name(&target),
                 target,
@@ -851,7 +851,7 @@ impl ScenarioDraft {
             }]);
         }
         if let Some(url) = &file.target.url {
-            let target = Target::parse(url.get_ref()).map_err(|err| self.at(url.span(), err.message))?;
+            let target = Target::parse(url.get_ref()).map_err(|err| self.at(url.span(), err.message()))?;
             return Ok(vec![ScenarioTarget {
                 name: default_target_name(&target),
                 target,
@@ -867,7 +867,7 @@ impl ScenarioDraft {
         for entry in &file.targets {
             let entry_ref = entry.get_ref();
             let target = Target::parse(entry_ref.url.get_ref())
-                .map_err(|err| self.at(entry_ref.url.span(), err.message))?;
+                .map_err(|err| self.at(entry_ref.url.span(), err.message()))?;
             let (name, span) = match &entry_ref.name {
                 Some(name) if name.get_ref().trim().is_empty() => {
                     return Err(self.at(name.span(), "a target's name cannot be empty".into()))
