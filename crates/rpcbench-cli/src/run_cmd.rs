@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use rpcbench::engine::config::{Arrivals, Field, HttpVersion, Length, Load, RunConfig, Target, TlsOptions};
+use rpcbench::engine::config::{
+    Arrivals, Field, HttpVersion, Length, Load, RunConfig, SettingError, Target, TlsOptions,
+};
 use rpcbench::engine::{EngineError, Progress, Run, Slice};
 
 use crate::fields::ConfigError;
@@ -282,18 +284,6 @@ pub(crate) fn finish_plan(
         }
     }
     Ok(RunPlan { targets: checked, thresholds, cooldown })
-}
-
-/// Where a scenario file sets `key` (`FILE:LINE:COL` of its value), for errors found after
-/// the file was read (the open-file limit, checked when the run starts).
-fn scenario_key_place(path: &std::path::Path, key: &str) -> Option<String> {
-    let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_SCENARIO).ok()?;
-    text.lines().enumerate().find_map(|(index, line)| {
-        let rest = line.trim_start().strip_prefix(key)?;
-        let value = rest.trim_start().strip_prefix('=')?;
-        let column = line.len() - value.trim_start().len() + 1;
-        Some(format!("{}:{}:{column}", path.display(), index + 1))
-    })
 }
 
 /// A targets file's error, named by its place (`FILE:LINE:COL`).
@@ -714,12 +704,12 @@ pub(crate) fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
                 Field::Connections => args.connections.is_some(),
                 _ => args.max_connections.is_some(),
             };
-            let key = if err.field == Field::Connections { "connections" } else { "max_connections" };
-            let place = (!flag_given && is_scenario(&args.target))
-                .then(|| scenario_key_place(std::path::Path::new(&args.target), key))
-                .flatten();
-            return match place {
-                Some(place) => output::usage_error(ConfigError::new(place, err.message())),
+            let located = (!flag_given && is_scenario(&args.target))
+                .then(|| ScenarioDraft::load(std::path::Path::new(&args.target)).ok())
+                .flatten()
+                .and_then(|draft| draft.locate(&SettingError::new(err.field, err.message())));
+            return match located {
+                Some(located) => output::usage_error(scenario_error(located)),
                 None => output::usage_error(ConfigError::from(err)),
             };
         }
