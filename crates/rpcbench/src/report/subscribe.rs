@@ -3,6 +3,7 @@
 //! `crate::subscribe`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -543,27 +544,58 @@ pub fn is_subscribe_report(path: &std::path::Path) -> bool {
         .is_some_and(|version| version.subscribe_report_version.is_some())
 }
 
+/// A saved subscription report that cannot be read, with its file.
+#[derive(Debug)]
+pub enum SubscribeReportError {
+    /// The file cannot be read.
+    Read(std::path::PathBuf, std::io::Error),
+    /// The file is not a subscription report's JSON.
+    NotAReport(std::path::PathBuf, serde_json::Error),
+    /// A version this build does not know.
+    Version(std::path::PathBuf, u32),
+    /// One of its histograms does not decode.
+    Histogram(std::path::PathBuf, crate::hdr_codec::HistogramTextError),
+}
+
+impl fmt::Display for SubscribeReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeReportError::Read(path, err) => write!(f, "{}: {err}", path.display()),
+            SubscribeReportError::NotAReport(path, err) => write!(
+                f,
+                "{}:{}:{}: not a subscription report: {err}",
+                path.display(),
+                err.line(),
+                err.column()
+            ),
+            SubscribeReportError::Version(path, version) => {
+                write!(f, "{}: subscription report version {version} is not known", path.display())
+            }
+            SubscribeReportError::Histogram(path, err) => {
+                write!(f, "{}: a histogram does not decode: {err}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SubscribeReportError {}
+
 impl SubscribeReport {
     /// Reads a saved report, checking that its histograms decode.
-    pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let shown = path.display();
+    pub fn load(path: &std::path::Path) -> Result<Self, SubscribeReportError> {
         let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
-            .map_err(|err| format!("{shown}: {err}"))?;
-        let report: SubscribeReport = serde_json::from_str(&text).map_err(|err| {
-            format!("{shown}:{}:{}: not a subscription report: {err}", err.line(), err.column())
-        })?;
+            .map_err(|err| SubscribeReportError::Read(path.to_path_buf(), err))?;
+        let report: SubscribeReport = serde_json::from_str(&text)
+            .map_err(|err| SubscribeReportError::NotAReport(path.to_path_buf(), err))?;
         if report.subscribe_report_version != 1 {
-            return Err(format!(
-                "{shown}: subscription report version {} is not known",
-                report.subscribe_report_version
-            ));
+            return Err(SubscribeReportError::Version(path.to_path_buf(), report.subscribe_report_version));
         }
         for text in [&report.histograms.subscribe, &report.histograms.lag, &report.histograms.produced_lag]
             .into_iter()
             .flatten()
         {
             crate::hdr_codec::decode_histogram(text)
-                .map_err(|err| format!("{shown}: a histogram does not decode: {err}"))?;
+                .map_err(|err| SubscribeReportError::Histogram(path.to_path_buf(), err))?;
         }
         Ok(report)
     }
