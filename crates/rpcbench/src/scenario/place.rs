@@ -62,6 +62,11 @@ impl ScenarioDraft {
     pub fn place_of(&self, field: &Field) -> Option<(usize, usize)> {
         let offset = match field {
             Field::Stage(index) => self.file.stages.get(*index).map(|stage| stage.span().start)?,
+            // A staged load gives its levels in the stages: the first stage's.
+            Field::Connections | Field::Rate => {
+                let (table, key) = key_of(field)?;
+                value_offset(&self.text, table, key).or_else(|| value_offset(&self.text, "stage", key))?
+            }
             _ => {
                 let (table, key) = key_of(field)?;
                 value_offset(&self.text, table, key)?
@@ -140,6 +145,10 @@ duration = "1s"
         assert_eq!(draft.place_of(&Field::Timeout), Some((4, 11)));
         assert_eq!(draft.place_of(&Field::Connections), Some((7, 15)));
         assert_eq!(draft.place_of(&Field::Stage(1)), Some((18, 1)));
+        // Without a [load] level, the level of the first stage.
+        let staged = FILE.replace("connections = 8\n", "");
+        let draft_staged = ScenarioDraft::parse(&staged, Path::new("s.toml")).unwrap();
+        assert_eq!(draft_staged.place_of(&Field::Connections), Some((14, 15)));
         // A setting the file leaves out, or one a scenario has no key for: not located.
         assert_eq!(draft.place_of(&Field::Requests), None);
         assert!(draft.locate(&SettingError::new(Field::Streams, "too many")).is_none());
