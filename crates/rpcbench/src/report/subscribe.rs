@@ -400,6 +400,61 @@ impl SubscribeReport {
     }
 }
 
+/// A condition on a subscription run that cannot be parsed; each names the condition as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscribeThresholdError {
+    /// No `<`.
+    NoComparison {
+        /// The condition.
+        text: String,
+    },
+    /// A percentile that is not one of p50 … p99.99.
+    UnknownPercentile {
+        /// The condition.
+        text: String,
+        /// The percentile given.
+        name: String,
+    },
+    /// A latency limit that is not a duration.
+    Duration {
+        /// The condition.
+        text: String,
+        /// Why the limit is not a duration.
+        error: crate::units::UnitError,
+    },
+    /// A count limit that is not a whole number.
+    NotACount {
+        /// The condition.
+        text: String,
+    },
+    /// A metric subscriptions do not have.
+    UnknownMetric {
+        /// The condition.
+        text: String,
+    },
+}
+
+impl fmt::Display for SubscribeThresholdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeThresholdError::NoComparison { text } => {
+                write!(f, "'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'")
+            }
+            SubscribeThresholdError::UnknownPercentile { text, name } => {
+                write!(f, "'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)")
+            }
+            SubscribeThresholdError::Duration { text, error } => write!(f, "'{text}': {error}"),
+            SubscribeThresholdError::NotACount { text } => write!(f, "'{text}': expected a count after '<'"),
+            SubscribeThresholdError::UnknownMetric { text } => write!(
+                f,
+                "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SubscribeThresholdError {}
+
 /// A condition on a subscription run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscribeThreshold {
@@ -421,30 +476,31 @@ enum SubscribeMetric {
 impl SubscribeThreshold {
     /// Parses `lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`, `gaps < 1`,
     /// `duplicates < 1` or `reorders < 1`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SubscribeThresholdError> {
+        let text_owned = || text.to_string();
         let (left, right) = text
             .split_once('<')
-            .ok_or_else(|| format!("'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'"))?;
+            .ok_or_else(|| SubscribeThresholdError::NoComparison { text: text_owned() })?;
         let words: Vec<&str> = left.split_whitespace().collect();
         let right = right.trim();
-        let percentile = |word: Option<&&str>| -> Result<String, String> {
+        let percentile = |word: Option<&&str>| -> Result<String, SubscribeThresholdError> {
             let name = word.copied().unwrap_or("p99");
             if super::PERCENTILES.iter().any(|(known, _)| *known == name) {
                 Ok(name.to_string())
             } else {
-                Err(format!("'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)"))
+                Err(SubscribeThresholdError::UnknownPercentile { text: text_owned(), name: name.to_string() })
             }
         };
-        let duration = || -> Result<f64, String> {
+        let duration = || -> Result<f64, SubscribeThresholdError> {
             crate::units::parse_duration(right)
                 .map(|limit| limit.as_micros() as f64)
-                .map_err(|err| format!("'{text}': {err}"))
+                .map_err(|error| SubscribeThresholdError::Duration { text: text_owned(), error })
         };
-        let count = || -> Result<f64, String> {
+        let count = || -> Result<f64, SubscribeThresholdError> {
             right
                 .parse::<u64>()
                 .map(|n| n as f64)
-                .map_err(|_| format!("'{text}': expected a count after '<'"))
+                .map_err(|_| SubscribeThresholdError::NotACount { text: text_owned() })
         };
         let (metric, limit) = match words.first().copied() {
             Some("lag") => (SubscribeMetric::Lag(percentile(words.get(1))?), duration()?),
@@ -453,11 +509,7 @@ impl SubscribeThreshold {
             Some("gaps") if words.len() == 1 => (SubscribeMetric::Gaps, count()?),
             Some("duplicates") if words.len() == 1 => (SubscribeMetric::Duplicates, count()?),
             Some("reorders") if words.len() == 1 => (SubscribeMetric::Reorders, count()?),
-            _ => {
-                return Err(format!(
-                    "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
-                ))
-            }
+            _ => return Err(SubscribeThresholdError::UnknownMetric { text: text_owned() }),
         };
         Ok(Self { text: text.trim().to_string(), metric, limit })
     }
@@ -755,8 +807,11 @@ mod tests {
     fn thresholds_parse_and_judge() {
         assert!(SubscribeThreshold::parse("lag p99 < 500ms").is_ok());
         assert!(SubscribeThreshold::parse("gaps < 1").is_ok());
-        assert!(SubscribeThreshold::parse("lag p42 < 1s").unwrap_err().contains("unknown percentile"));
-        assert!(SubscribeThreshold::parse("speed < 1").unwrap_err().contains("unknown metric"));
+        assert!(SubscribeThreshold::parse("lag p42 < 1s")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown percentile"));
+        assert!(SubscribeThreshold::parse("speed < 1").unwrap_err().to_string().contains("unknown metric"));
         assert!(SubscribeThreshold::parse("lag p99").is_err());
     }
 }
