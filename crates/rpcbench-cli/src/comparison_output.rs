@@ -4,8 +4,8 @@
 
 use std::process::ExitCode;
 
+use crate::fields::ConfigError;
 use rpcbench::compare::{CompareError, CompareEvent, CompareTarget};
-use rpcbench::engine::config::ConfigError;
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
 use rpcbench::units::format_micros;
@@ -102,12 +102,15 @@ pub fn comparison_failure(err: CompareError, quiet: bool) -> ExitCode {
         eprintln!();
     }
     match err.error {
-        EngineError::Config(config) => output::usage_error(ConfigError {
-            setting: format!("target '{}': {}", err.name, config.setting),
-            message: config.message,
-        }),
+        EngineError::Config(config) => {
+            let config = ConfigError::from(config);
+            output::usage_error(ConfigError {
+                setting: format!("target '{}': {}", err.name, config.setting),
+                message: config.message,
+            })
+        }
         EngineError::TooManyConnections(limit) => {
-            output::usage_error(format!("target '{}': {limit}", err.name))
+            output::usage_error(format!("target '{}': {}", err.name, ConfigError::from(limit)))
         }
         _ => output::failure(err),
     }

@@ -10,6 +10,7 @@
 mod args;
 mod cmd;
 mod comparison_output;
+mod fields;
 mod output;
 mod plan;
 mod progress;

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use rpcbench::engine::config::ConfigError;
+use crate::fields::ConfigError;
 use rpcbench::printable::escape_controls;
 use rpcbench::results::write_atomically;
 

@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use rpcbench::engine::config::{
-    Arrivals, ConfigError, HttpVersion, Length, Load, RunConfig, Target, TlsOptions,
-};
+use crate::fields::ConfigError;
+use rpcbench::engine::config::{Arrivals, HttpVersion, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::Slice;
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
@@ -127,7 +126,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
             return Err(ConfigError::new("--method", "a scenario file defines its own calls"));
         }
         if let Some(url) = &args.scenario.url {
-            Target::parse(url).map_err(|e| ConfigError::new("--url", e.message))?;
+            Target::parse(url).map_err(|e| ConfigError::new("--url", e.message()))?;
         }
         let path = std::path::Path::new(&args.target);
         let draft = ScenarioDraft::load(path).map_err(|err| match targets_hint(path) {
@@ -200,7 +199,7 @@ pub fn check_offline(args: &RunFlags) -> Result<(), ConfigError> {
         _ => None,
     };
     let target = match url {
-        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message))?,
+        Some((flag, url)) => Target::parse(url).map_err(|err| ConfigError::new(flag, err.message()))?,
         None => Target::parse("http://127.0.0.1:1/")?,
     };
     let stand_in =
@@ -284,7 +283,7 @@ pub fn finish_plan(
         }
         // A replay without --loop sends each request once, whatever -d says.
         config.bound_to_one_pass();
-        config.validate().map_err(named)?;
+        config.validate().map_err(|err| named(err.into()))?;
         checked.push((name, config));
     }
     for (index, text) in args.thresholds.iter().enumerate() {
@@ -310,18 +309,6 @@ pub fn finish_plan(
     Ok(RunPlan { targets: checked, thresholds, cooldown })
 }
 
-/// Where a scenario file sets `key` (`FILE:LINE:COL` of its value), for errors found after
-/// the file was read (the open-file limit, checked when the run starts).
-pub(crate) fn scenario_key_place(path: &std::path::Path, key: &str) -> Option<String> {
-    let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_SCENARIO).ok()?;
-    text.lines().enumerate().find_map(|(index, line)| {
-        let rest = line.trim_start().strip_prefix(key)?;
-        let value = rest.trim_start().strip_prefix('=')?;
-        let column = line.len() - value.trim_start().len() + 1;
-        Some(format!("{}:{}:{column}", path.display(), index + 1))
-    })
-}
-
 /// A targets file's error, named by its place (`FILE:LINE:COL`).
 fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
     let message = err.message.clone();
@@ -333,7 +320,7 @@ fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
 /// The setting named by errors of sampling the target.
 pub const SAMPLING: &str = "sampling";
 
-fn scenario_error(err: ScenarioError) -> ConfigError {
+pub(crate) fn scenario_error(err: ScenarioError) -> ConfigError {
     let location = if err.line == 0 {
         err.path.display().to_string()
     } else {

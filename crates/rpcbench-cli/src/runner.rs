@@ -7,13 +7,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use rpcbench::engine::config::{ConfigError, Length, Load, RunConfig, Target};
+use crate::fields::ConfigError;
+use rpcbench::engine::config::{Length, Load, RunConfig, Target};
 use rpcbench::engine::{EngineError, Progress, Run};
+use rpcbench::field::{Field, SettingError};
 use rpcbench::monitor::Monitor;
 use rpcbench::overhead::OverheadReport;
 use rpcbench::proxy::{Proxy, ProxyOptions};
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::results::{ResultsFile, SavedRun};
+use rpcbench::scenario::ScenarioDraft;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::output;
@@ -43,25 +46,21 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     };
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
-        Err(EngineError::Config(err)) => return output::usage_error(err),
+        Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
         // Names --connections or --max-connections (or the scenario's key where it was set)
         // and the open-file limit.
         Err(EngineError::TooManyConnections(err)) => {
-            let flag_given = match err.setting {
-                "--connections" => args.load.connections.is_some(),
+            let flag_given = match err.field {
+                Field::Connections => args.load.connections.is_some(),
                 _ => args.load.max_connections.is_some(),
             };
-            let key = if err.setting == "--connections" { "connections" } else { "max_connections" };
-            let place = (!flag_given && crate::plan::is_scenario(&args.target))
-                .then(|| crate::plan::scenario_key_place(std::path::Path::new(&args.target), key))
-                .flatten();
-            return match place {
-                Some(place) => {
-                    let message = err.to_string();
-                    let message = message.strip_prefix(&format!("{}: ", err.setting)).unwrap_or(&message);
-                    output::usage_error(ConfigError::new(place, message.to_string()))
-                }
-                None => output::usage_error(err),
+            let located = (!flag_given && crate::plan::is_scenario(&args.target))
+                .then(|| ScenarioDraft::load(std::path::Path::new(&args.target)).ok())
+                .flatten()
+                .and_then(|draft| draft.locate(&SettingError::new(err.field, err.message())));
+            return match located {
+                Some(located) => output::usage_error(crate::plan::scenario_error(located)),
+                None => output::usage_error(ConfigError::from(err)),
             };
         }
         Err(err) => return output::failure(err),

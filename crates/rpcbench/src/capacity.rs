@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{Arrivals, ConfigError, Length, Load, RunConfig};
+use crate::engine::config::{Arrivals, Field, Length, Load, RunConfig, SettingError};
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::{Monitor, ResourceReport};
 use crate::record::RunRecord;
@@ -656,40 +656,44 @@ impl CapacitySettings {
     }
 
     /// Checks the settings, naming the flag at fault.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         let bounds = &self.bounds;
         let rate_ok = |rate: f64| rate.is_finite() && rate > 0.0 && rate <= 10_000_000.0;
         if !rate_ok(bounds.start_rate) {
-            return Err(ConfigError::new("--start-rate", "must be a positive rate of at most 10000000/s"));
+            return Err(SettingError::new(Field::StartRate, "must be a positive rate of at most 10000000/s"));
         }
         if !rate_ok(bounds.max_rate) {
-            return Err(ConfigError::new("--max-rate", "must be a positive rate of at most 10000000/s"));
+            return Err(SettingError::new(Field::MaxRate, "must be a positive rate of at most 10000000/s"));
         }
         if bounds.max_rate < bounds.start_rate {
-            return Err(ConfigError::new("--max-rate", "must be at least --start-rate"));
+            return Err(SettingError::mentioning(Field::MaxRate, "must be at least {}", &[Field::StartRate]));
         }
         if !(bounds.precision > 0.0 && bounds.precision < 1.0) {
-            return Err(ConfigError::new("--precision", "must be above 0% and below 100%"));
+            return Err(SettingError::new(Field::Precision, "must be above 0% and below 100%"));
         }
         if self.step.is_zero() {
-            return Err(ConfigError::new("--step", "must be longer than zero"));
+            return Err(SettingError::new(Field::Step, "must be longer than zero"));
         }
         if self.max_connections == 0 {
-            return Err(ConfigError::new("--max-connections", "must be at least 1"));
+            return Err(SettingError::new(Field::MaxConnections, "must be at least 1"));
         }
         if self.slo.clauses.is_empty() {
-            return Err(ConfigError::new("--slo", "needs at least one clause"));
+            return Err(SettingError::new(Field::Slo, "needs at least one clause"));
         }
         if self.mode == SearchMode::Connections {
             let connections = &self.connection_bounds;
             if connections.start == 0 {
-                return Err(ConfigError::new("--start-connections", "must be at least 1"));
+                return Err(SettingError::new(Field::StartConnections, "must be at least 1"));
             }
             if connections.max < connections.start {
-                return Err(ConfigError::new("--max-connections", "must be at least --start-connections"));
+                return Err(SettingError::mentioning(
+                    Field::MaxConnections,
+                    "must be at least {}",
+                    &[Field::StartConnections],
+                ));
             }
             if !(connections.precision > 0.0 && connections.precision < 1.0) {
-                return Err(ConfigError::new("--precision", "must be above 0% and below 100%"));
+                return Err(SettingError::new(Field::Precision, "must be above 0% and below 100%"));
             }
         }
         Ok(())
@@ -1853,17 +1857,17 @@ mod tests {
         let mut settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
         assert!(settings.validate().is_ok());
         settings.bounds.max_rate = 50.0;
-        assert_eq!(settings.validate().unwrap_err().setting, "--max-rate");
+        assert_eq!(settings.validate().unwrap_err().field, Field::MaxRate);
         settings.bounds.max_rate = 1000.0;
         settings.bounds.precision = 0.0;
-        assert_eq!(settings.validate().unwrap_err().setting, "--precision");
+        assert_eq!(settings.validate().unwrap_err().field, Field::Precision);
         settings.bounds.precision = 0.05;
         settings.step = Duration::ZERO;
-        assert_eq!(settings.validate().unwrap_err().setting, "--step");
+        assert_eq!(settings.validate().unwrap_err().field, Field::Step);
         let mut settings = CapacitySettings::connections(Slo::parse("p99<50ms").unwrap(), 16, 8);
-        assert_eq!(settings.validate().unwrap_err().setting, "--max-connections");
+        assert_eq!(settings.validate().unwrap_err().field, Field::MaxConnections);
         settings.connection_bounds.start = 0;
-        assert_eq!(settings.validate().unwrap_err().setting, "--start-connections");
+        assert_eq!(settings.validate().unwrap_err().field, Field::StartConnections);
         settings.connection_bounds = ConnectionBounds::new(1, 8, 0.05);
         assert!(settings.validate().is_ok());
     }

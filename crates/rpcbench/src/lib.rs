@@ -56,6 +56,7 @@ pub mod connect_causes;
 pub mod defaults;
 pub mod demo;
 pub mod engine;
+pub mod field;
 pub mod heads;
 pub mod jsonrpc;
 pub mod k8s;

@@ -269,7 +269,7 @@ impl Replay {
                 place: format!("{}:{}:1", path.display(), target.line),
                 message,
             };
-            let parsed = Target::parse(&target.url).map_err(|err| at(err.message))?;
+            let parsed = Target::parse(&target.url).map_err(|err| at(err.message()))?;
             let jsonrpc = target.method == HttpMethod::Post
                 && target.headers.iter().all(|(name, _)| name.eq_ignore_ascii_case("content-type"))
                 && !methods_of(&target.body).is_empty();
@@ -452,8 +452,10 @@ pub fn read_file(
                 other => whole(other.to_string()),
             })?;
             for field in ignore_fields {
-                let wanted = FieldPath::parse(field)
-                    .map_err(|message| ReplayError { place: format!("--ignore-field {field}"), message })?;
+                let wanted = FieldPath::parse(field).map_err(|message| ReplayError {
+                    place: format!("--ignore-field {field}"),
+                    message: message.to_string(),
+                })?;
                 if !file.header.ignored_fields.iter().any(|known| known == wanted.as_str()) {
                     let ignored = match file.header.ignored_fields.is_empty() {
                         true => "nothing".to_string(),

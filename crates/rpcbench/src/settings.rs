@@ -1,35 +1,13 @@
 //! The settings the engine and the transports share: the target URL taken apart
-//! ([`Target`]), TLS options, and [`ConfigError`], the error that names the setting at fault
-//! (a CLI flag or a scenario key).
+//! ([`Target`]), TLS options, and [`SettingError`], the error that names the setting at fault
+//! (a [`Field`], which the CLI shows as a flag and a scenario as a key's place).
 
 use std::fmt;
 use std::path::PathBuf;
 
 use crate::redact;
 
-/// A setting that is not usable, with the name of the setting (a CLI flag or scenario key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The setting at fault, e.g. `--rate`.
-    pub setting: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// A new error for `setting`.
-    pub fn new(setting: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { setting: setting.into(), message: message.into() }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.setting, self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+pub use crate::field::{Field, SettingError};
 
 /// HTTP or HTTPS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,23 +43,23 @@ pub struct Target {
 impl Target {
     /// Parses and checks an `http://`, `https://`, `ws://` or `wss://` URL. One without a
     /// scheme (`127.0.0.1:8545`) is refused with "add http:// or https://".
-    pub fn parse(url: &str) -> Result<Self, ConfigError> {
+    pub fn parse(url: &str) -> Result<Self, SettingError> {
         Self::parse_suggesting(url, "http:// or https://")
     }
 
     /// As [`Target::parse`], for a WebSocket endpoint: a URL without a scheme is refused with
     /// "add ws:// or wss://".
-    pub fn parse_websocket(url: &str) -> Result<Self, ConfigError> {
+    pub fn parse_websocket(url: &str) -> Result<Self, SettingError> {
         Self::parse_suggesting(url, "ws:// or wss://")
     }
 
-    fn parse_suggesting(url: &str, schemes: &str) -> Result<Self, ConfigError> {
-        let setting = "URL";
+    fn parse_suggesting(url: &str, schemes: &str) -> Result<Self, SettingError> {
+        let setting = Field::Url;
         if let Some(message) = missing_scheme(url, schemes) {
-            return Err(ConfigError::new(setting, message));
+            return Err(SettingError::new(setting, message));
         }
         let parsed = url::Url::parse(url).map_err(|err| {
-            ConfigError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
+            SettingError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
         })?;
         let (scheme, websocket) = match parsed.scheme() {
             "http" => (Scheme::Http, false),
@@ -89,7 +67,7 @@ impl Target {
             "ws" => (Scheme::Http, true),
             "wss" => (Scheme::Https, true),
             other => {
-                return Err(ConfigError::new(
+                return Err(SettingError::new(
                     setting,
                     format!("scheme '{other}' is not supported (use http://, https://, ws:// or wss://)"),
                 ))
@@ -99,7 +77,7 @@ impl Target {
             Some(url::Host::Domain(domain)) => domain.to_string(),
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(ConfigError::new(setting, "the URL has no host")),
+            None => return Err(SettingError::new(setting, "the URL has no host")),
         };
         let port = parsed.port_or_known_default().unwrap_or(80);
         let mut path_and_query = parsed.path().to_string();
@@ -247,16 +225,16 @@ mod tests {
             ["127.0.0.1:8545", "localhost:8545", "localhost:8545/v3/KEY", "rpc.example.com", "[::1]:8545"]
         {
             let err = Target::parse(url).unwrap_err();
-            assert_eq!(err.setting, "URL");
-            assert!(err.message.contains("add http:// or https://"), "{url}: {err}");
-            assert!(!err.message.contains("relative URL"), "{url}: {err}");
+            assert_eq!(err.field, Field::Url);
+            assert!(err.message().contains("add http:// or https://"), "{url}: {err}");
+            assert!(!err.message().contains("relative URL"), "{url}: {err}");
             let err = Target::parse_websocket(url).unwrap_err();
-            assert!(err.message.contains("add ws:// or wss://"), "{url}: {err}");
+            assert!(err.message().contains("add ws:// or wss://"), "{url}: {err}");
         }
         let err = Target::parse("localhost:8545/v3/0123456789abcdef0123456789abcdef").unwrap_err();
-        assert!(!err.message.contains("0123456789abcdef0123456789abcdef"), "the key is shown: {err}");
+        assert!(!err.message().contains("0123456789abcdef0123456789abcdef"), "the key is shown: {err}");
         assert!(Target::parse("http://127.0.0.1:8545").is_ok());
         assert!(Target::parse_websocket("ws://localhost:8545/").is_ok());
-        assert!(Target::parse("ftp://x/").unwrap_err().message.contains("scheme 'ftp'"));
+        assert!(Target::parse("ftp://x/").unwrap_err().message().contains("scheme 'ftp'"));
     }
 }

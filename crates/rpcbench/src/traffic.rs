@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::json_path::{normalize, FieldPath};
+use crate::json_path::{normalize, FieldPath, FieldPathError};
 
 /// The row of the methods past [`MAX_METHOD_KEYS`] (and of names over 128 bytes) in the
 /// per-method tables of the proxy and of replay.
@@ -63,7 +63,7 @@ impl TrafficHeader {
     }
 
     /// The ignored fields as paths.
-    pub fn ignored_paths(&self) -> Result<Vec<FieldPath>, String> {
+    pub fn ignored_paths(&self) -> Result<Vec<FieldPath>, FieldPathError> {
         self.ignored_fields.iter().map(|text| FieldPath::parse(text)).collect()
     }
 }

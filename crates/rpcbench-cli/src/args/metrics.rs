@@ -3,8 +3,8 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use crate::fields::ConfigError;
 use clap::Args;
-use rpcbench::engine::config::ConfigError;
 use rpcbench::metrics::{LiveMetrics, MetricsServer};
 
 /// The flag, as errors name it.

@@ -75,7 +75,7 @@ pub fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> 
             return Err(format!("target '{shown}': expected NAME=URL, such as fast=http://127.0.0.1:8899"));
         };
         if let Err(err) = rpcbench::engine::config::Target::parse(url) {
-            return Err(format!("target '{name}': {}", err.message));
+            return Err(format!("target '{name}': {}", err.message()));
         }
         if targets.iter().any(|(seen, _)| seen == name) {
             return Err(format!("target '{name}': the name is used twice"));

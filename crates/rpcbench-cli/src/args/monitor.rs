@@ -2,8 +2,8 @@
 //! processes to sample from /proc while the load runs. One target takes `PID` and `COMM`;
 //! several (a comparison, a scenario naming several targets) take `NAME=PID` and `NAME=COMM`.
 
+use crate::fields::ConfigError;
 use clap::Args;
-use rpcbench::engine::config::ConfigError;
 use rpcbench::monitor::{find_pids_by_comm, process_exists};
 
 #[derive(Debug, Clone, Default, Args)]

@@ -11,7 +11,9 @@ use std::time::Duration;
 use clap::Args;
 use rpcbench::capacity::{search_recorded, CapacitySettings, SearchBounds, Slo, SloBound};
 use rpcbench::capacity_file::CapacityFile;
-use rpcbench::engine::config::{ConfigError, RunConfig};
+use rpcbench::engine::config::RunConfig;
+
+use crate::fields::ConfigError;
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::units::parse_rate;
 
@@ -290,9 +292,9 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     });
     let (report, steps) = match result {
         Ok(both) => both,
-        Err(EngineError::Config(err)) => return output::usage_error(err),
+        Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
         // As for `run`: more connections than the open-file limit allows is bad usage.
-        Err(EngineError::TooManyConnections(err)) => return output::usage_error(err),
+        Err(EngineError::TooManyConnections(err)) => return output::usage_error(ConfigError::from(err)),
         Err(err) => return output::failure(err),
     };
     let file = CapacityFile::new(report, steps, config.workload.sample_request(0), started);

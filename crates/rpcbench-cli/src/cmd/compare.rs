@@ -13,12 +13,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::fields::ConfigError;
 use rpcbench::client::Endpoint;
 use rpcbench::compare::{
     check_equal, render_equal_markdown, render_equal_text, CompareTarget, EqualOptions, FieldPath,
 };
 use rpcbench::defaults::ROUNDS as DEFAULT_ROUNDS;
-use rpcbench::engine::config::{ConfigError, HttpVersion, Scheme, Target};
+use rpcbench::engine::config::{HttpVersion, Scheme, Target};
 use rpcbench::engine::StopHandle;
 use rpcbench::results::SavedRun;
 use rpcbench::rounds::{run_rounds, RoundsPlan};
@@ -306,6 +307,7 @@ fn target_configs(
             choose_protocol(args, &name, &mut config);
             config
                 .validate()
+                .map_err(ConfigError::from)
                 .map_err(|err| ConfigError::new(format!("target '{name}': {}", err.setting), err.message))?;
             targets.push((name, config));
         }
@@ -342,9 +344,9 @@ fn target_configs(
         let named =
             |err: ConfigError| ConfigError::new(format!("target '{name}': {}", err.setting), err.message);
         let mut config = first.clone();
-        config.target = Target::parse(url).map_err(named)?;
+        config.target = Target::parse(url).map_err(|err| named(err.into()))?;
         choose_protocol(args, name, &mut config);
-        config.validate().map_err(named)?;
+        config.validate().map_err(|err| named(err.into()))?;
         configs.push((name.clone(), config));
     }
     Ok(RunPlan {

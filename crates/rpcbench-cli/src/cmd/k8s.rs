@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use std::time::{Duration, SystemTime};
 
-use rpcbench::engine::config::ConfigError;
+use crate::fields::ConfigError;
 use rpcbench::k8s::{is_dns_label, SplitRunJob};
 
 use crate::args::RunArgs;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use rpcbench::engine::config::ConfigError;
+use crate::fields::ConfigError;
 use rpcbench::report::subscribe::{
     is_subscribe_report, merge_subscribe_reports, SubscribeReport, SubscribeThreshold,
 };

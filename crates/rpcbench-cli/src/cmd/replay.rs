@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use rpcbench::engine::config::{ConfigError, Target};
+use rpcbench::engine::config::Target;
+
+use crate::fields::ConfigError;
 use rpcbench::replay::{Replay, ReplayFormat};
 use rpcbench::traffic::BadLines;
 

@@ -93,7 +93,7 @@ fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
 pub fn run(args: SubscribeArgs) -> ExitCode {
     let target = match Target::parse_websocket(&args.url) {
         Ok(target) => target,
-        Err(err) => return output::usage_error(err),
+        Err(err) => return output::usage_error(crate::fields::ConfigError::from(err)),
     };
     let mut kinds = Vec::with_capacity(args.subs.len());
     for text in &args.subs {
@@ -152,7 +152,9 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     crate::signals::stop_on_interrupt(stop.clone());
     let mut report = match subscribe::run(&config, &stop) {
         Ok(report) => report,
-        Err(SubscribeError::Config(err)) => return output::usage_error(err),
+        Err(SubscribeError::Config(err)) => {
+            return output::usage_error(crate::fields::ConfigError::from(err))
+        }
         Err(err) => return output::failure(err),
     };
     let passed = report.judge(&thresholds);

@@ -12,7 +12,7 @@ use crate::workload::Workload;
 
 use super::stages::{LevelCurve, Stage};
 use crate::settings::HeaderProblem;
-pub use crate::settings::{ConfigError, Scheme, Target, TlsOptions};
+pub use crate::settings::{Field, Scheme, SettingError, Target, TlsOptions};
 
 /// Request headers as `Debug` shows them: secret values masked.
 struct RedactedHeaders<'a>(&'a [(String, String)]);
@@ -326,61 +326,64 @@ impl RunConfig {
     }
 
     /// Checks the settings that types alone cannot.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         for (index, stage) in self.stages.iter().enumerate() {
-            let setting = format!("stage {}", index + 1);
+            let setting = Field::Stage(index);
             if !stage.level.is_finite() || stage.level < 0.0 {
-                return Err(ConfigError::new(setting, "the level must be zero or more"));
+                return Err(SettingError::new(setting, "the level must be zero or more"));
             }
             if stage.duration.is_zero() {
-                return Err(ConfigError::new(setting, "the duration must be longer than zero"));
+                return Err(SettingError::new(setting, "the duration must be longer than zero"));
             }
             if stage.ramp > stage.duration {
-                return Err(ConfigError::new(setting, "the ramp must fit in the stage's duration"));
+                return Err(SettingError::new(setting, "the ramp must fit in the stage's duration"));
             }
         }
         if !self.stages.is_empty() && self.length.duration.is_some() {
-            return Err(ConfigError::new("--duration", "a run with stages lasts as long as its stages"));
+            return Err(SettingError::new(Field::Duration, "a run with stages lasts as long as its stages"));
         }
         if !self.stages.is_empty() && self.stages.iter().all(|stage| stage.level == 0.0) {
-            return Err(ConfigError::new("stage 1", "every stage has a level of zero"));
+            return Err(SettingError::new(Field::Stage(0), "every stage has a level of zero"));
         }
         match &self.load {
             Load::Closed { connections } => {
                 if *connections == 0 {
-                    return Err(ConfigError::new("--connections", "must be at least 1"));
+                    return Err(SettingError::new(Field::Connections, "must be at least 1"));
                 }
             }
             Load::Open { rate, max_connections, .. } => {
                 if !rate.is_finite() || *rate <= 0.0 {
-                    return Err(ConfigError::new(
-                        "--rate",
+                    return Err(SettingError::new(
+                        Field::Rate,
                         "must be a positive number of requests per second",
                     ));
                 }
                 if *rate > 10_000_000.0 {
-                    return Err(ConfigError::new("--rate", "must be at most 10000000 requests per second"));
+                    return Err(SettingError::new(
+                        Field::Rate,
+                        "must be at most 10000000 requests per second",
+                    ));
                 }
                 if *max_connections == 0 {
-                    return Err(ConfigError::new("--max-connections", "must be at least 1"));
+                    return Err(SettingError::new(Field::MaxConnections, "must be at least 1"));
                 }
             }
         }
         match (self.measured_duration(), self.length.requests) {
             (None, None) => {
-                return Err(ConfigError::new("--duration", "a run needs a duration or a request count"))
+                return Err(SettingError::new(Field::Duration, "a run needs a duration or a request count"))
             }
             (Some(duration), _) if duration.is_zero() => {
-                return Err(ConfigError::new("--duration", "must be longer than zero"))
+                return Err(SettingError::new(Field::Duration, "must be longer than zero"))
             }
-            (_, Some(0)) => return Err(ConfigError::new("--requests", "must be at least 1")),
+            (_, Some(0)) => return Err(SettingError::new(Field::Requests, "must be at least 1")),
             _ => {}
         }
         if self.timeout.is_zero() {
-            return Err(ConfigError::new("--timeout", "must be longer than zero"));
+            return Err(SettingError::new(Field::Timeout, "must be longer than zero"));
         }
         if self.connect_timeout.is_zero() {
-            return Err(ConfigError::new("--connect-timeout", "must be longer than zero"));
+            return Err(SettingError::new(Field::ConnectTimeout, "must be longer than zero"));
         }
         for (index, (name, value)) in self.headers.iter().enumerate() {
             let message = match crate::settings::header_problem(name, value) {
@@ -394,112 +397,123 @@ impl RunConfig {
                 Some(HeaderProblem::LineBreak) => format!("the value of '{name}' contains a line break"),
                 Some(HeaderProblem::SetByRpcbench) => format!("'{name}' is set by rpcbench"),
             };
-            return Err(ConfigError::new("--header", message));
+            return Err(SettingError::new(Field::Headers, message));
         }
         if self.max_body == 0 {
-            return Err(ConfigError::new("--max-body", "must be at least 1 byte"));
+            return Err(SettingError::new(Field::MaxBody, "must be at least 1 byte"));
         }
         let most = crate::protocol::batch::MAX_BATCH;
         if self.batch == 0 || self.batch > most {
-            return Err(ConfigError::new("--batch", format!("must be from 1 to {most} calls")));
+            return Err(SettingError::new(Field::Batch, format!("must be from 1 to {most} calls")));
         }
         if self.batch > 1 && self.workload.has_http_calls() {
-            return Err(ConfigError::new("--batch", "batches carry JSON-RPC calls, not HTTP calls (--http)"));
+            return Err(SettingError::mentioning(
+                Field::Batch,
+                "batches carry JSON-RPC calls, not HTTP calls ({})",
+                &[Field::HttpCalls],
+            ));
         }
         if self.batch > 1 && self.fixed_id.is_some() {
-            return Err(ConfigError::new(
-                "--batch",
-                "the calls of a batch are told apart by their ids: it cannot go with --fixed-id",
+            return Err(SettingError::mentioning(
+                Field::Batch,
+                "the calls of a batch are told apart by their ids: it cannot go with {}",
+                &[Field::FixedId],
             ));
         }
         if self.streams == 0 || self.streams > MAX_STREAMS {
-            return Err(ConfigError::new("--streams", format!("must be from 1 to {MAX_STREAMS}")));
+            return Err(SettingError::new(Field::Streams, format!("must be from 1 to {MAX_STREAMS}")));
         }
         if self.streams > 1 && !self.http.is_http2() && !self.target.websocket {
-            return Err(ConfigError::new(
-                "--streams",
-                "streams are HTTP/2's: use it with --h2c (http://) or --http2 (https://)",
+            return Err(SettingError::mentioning(
+                Field::Streams,
+                "streams are HTTP/2's: use it with {} (http://) or {} (https://)",
+                &[Field::H2c, Field::Http2],
             ));
         }
         match (self.http, self.target.scheme) {
             (HttpVersion::H2c, crate::settings::Scheme::Https) => {
-                return Err(ConfigError::new(
-                    "--h2c",
+                return Err(SettingError::new(
+                    Field::H2c,
                     "is cleartext HTTP/2, for http:// URLs; for https:// use --http2",
                 ))
             }
             (HttpVersion::Http2, crate::settings::Scheme::Http) => {
-                return Err(ConfigError::new(
-                    "--http2",
+                return Err(SettingError::new(
+                    Field::Http2,
                     "is HTTP/2 over TLS, for https:// URLs; for http:// use --h2c",
                 ))
             }
             _ => {}
         }
         if self.in_flight == 0 || self.in_flight > MAX_STREAMS {
-            return Err(ConfigError::new("--in-flight", format!("must be from 1 to {MAX_STREAMS}")));
+            return Err(SettingError::new(Field::InFlight, format!("must be from 1 to {MAX_STREAMS}")));
         }
         if self.target.websocket {
             if self.http.is_http2() {
-                let flag = if self.http == HttpVersion::H2c { "--h2c" } else { "--http2" };
-                return Err(ConfigError::new(flag, "a ws:// or wss:// URL speaks WebSocket, not HTTP/2"));
+                let flag = if self.http == HttpVersion::H2c { Field::H2c } else { Field::Http2 };
+                return Err(SettingError::new(flag, "a ws:// or wss:// URL speaks WebSocket, not HTTP/2"));
             }
             if self.batch > 1 {
-                return Err(ConfigError::new("--batch", "batches are not sent over WebSocket yet"));
+                return Err(SettingError::new(Field::Batch, "batches are not sent over WebSocket yet"));
             }
             if self.workload.has_http_calls() {
-                return Err(ConfigError::new("--http", "plain HTTP calls cannot go over WebSocket"));
+                return Err(SettingError::new(Field::HttpCalls, "plain HTTP calls cannot go over WebSocket"));
             }
             if self.in_flight > 1 && self.fixed_id.is_some() {
-                return Err(ConfigError::new(
-                    "--in-flight",
-                    "answers are matched to requests by id: more than one in flight cannot go with --fixed-id",
+                return Err(SettingError::mentioning(
+                    Field::InFlight,
+                    "answers are matched to requests by id: more than one in flight cannot go with {}",
+                    &[Field::FixedId],
                 ));
             }
             if !self.keepalive {
-                return Err(ConfigError::new("--no-keepalive", "a WebSocket is one long-lived connection"));
+                return Err(SettingError::new(Field::Keepalive, "a WebSocket is one long-lived connection"));
             }
         } else if self.in_flight > 1 {
-            return Err(ConfigError::new("--in-flight", "is for WebSocket (ws:// or wss://) targets"));
+            return Err(SettingError::new(Field::InFlight, "is for WebSocket (ws:// or wss://) targets"));
         }
         if let Some(replay) = &self.replay {
             if self.target.websocket {
-                return Err(ConfigError::new(
-                    "URL",
+                return Err(SettingError::new(
+                    Field::Url,
                     "a replay sends HTTP requests: use an http:// or https:// URL",
                 ));
             }
             if self.batch > 1 {
-                return Err(ConfigError::new("--batch", "a replay sends the recorded bodies as they are"));
+                return Err(SettingError::new(
+                    Field::Batch,
+                    "a replay sends the recorded bodies as they are",
+                ));
             }
             if self.fixed_id.is_some() {
-                return Err(ConfigError::new("--fixed-id", "a replay sends the recorded ids as they are"));
+                return Err(SettingError::new(Field::FixedId, "a replay sends the recorded ids as they are"));
             }
             if !replay.looped && !self.warmup.is_zero() {
-                return Err(ConfigError::new(
-                    "--warmup",
-                    "a replay without --loop sends each request once: warmup would take the first ones",
+                return Err(SettingError::mentioning(
+                    Field::Warmup,
+                    "a replay without {} sends each request once: warmup would take the first ones",
+                    &[Field::Loop],
                 ));
             }
             if let Some(schedule) = &replay.schedule {
                 if !schedule.speed.is_finite() || schedule.speed <= 0.0 {
-                    return Err(ConfigError::new(
-                        "--speed",
+                    return Err(SettingError::new(
+                        Field::Speed,
                         "must be a positive factor such as 0.5x, 1x or 2x",
                     ));
                 }
             }
         }
         if self.shard.count == 0 || self.shard.index >= self.shard.count {
-            return Err(ConfigError::new("--shard", "must be i/N with i from 1 to N"));
+            return Err(SettingError::new(Field::Shard, "must be i/N with i from 1 to N"));
         }
         let connections = match &self.load {
             Load::Closed { connections } => *connections as u64,
             Load::Open { max_connections, .. } => *max_connections as u64,
         };
         if self.shard.share(connections) == 0 {
-            return Err(ConfigError::new(
-                "--shard",
+            return Err(SettingError::new(
+                Field::Shard,
                 format!(
                     "{} shards need at least {} connections, one each",
                     self.shard.count, self.shard.count
@@ -565,16 +579,16 @@ mod tests {
     fn validation_names_the_setting() {
         let mut bad = config();
         bad.load = Load::Closed { connections: 0 };
-        assert_eq!(bad.validate().unwrap_err().setting, "--connections");
+        assert_eq!(bad.validate().unwrap_err().field, Field::Connections);
         let mut bad = config();
         bad.load = Load::Open { rate: -1.0, arrivals: Arrivals::Uniform, max_connections: 10 };
-        assert_eq!(bad.validate().unwrap_err().setting, "--rate");
+        assert_eq!(bad.validate().unwrap_err().field, Field::Rate);
         let mut bad = config();
         bad.headers.push(("Bad Name".into(), "x".into()));
-        assert_eq!(bad.validate().unwrap_err().setting, "--header");
+        assert_eq!(bad.validate().unwrap_err().field, Field::Headers);
         let mut bad = config();
         bad.length = Length { duration: None, requests: None };
-        assert_eq!(bad.validate().unwrap_err().setting, "--duration");
+        assert_eq!(bad.validate().unwrap_err().field, Field::Duration);
         assert!(config().validate().is_ok());
     }
 
@@ -600,8 +614,8 @@ mod tests {
         let mut bad = config();
         bad.headers.push(("Authorization Bearer sk_live_0123456789".into(), "x".into()));
         let err = bad.validate().unwrap_err();
-        assert_eq!(err.setting, "--header");
+        assert_eq!(err.field, Field::Headers);
         assert!(!err.to_string().contains("sk_live"), "{err}");
-        assert!(err.message.contains("header #1"), "{err}");
+        assert!(err.message().contains("header #1"), "{err}");
     }
 }

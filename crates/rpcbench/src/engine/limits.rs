@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::config::{Load, RunConfig};
+use super::config::{Field, Load, RunConfig};
 
 /// Descriptors kept free beyond one per connection: standard streams, the signal thread's
 /// runtime, name resolution, CA files, and a few to spare.
@@ -17,8 +17,8 @@ pub const PER_WORKER: u64 = 2;
 /// A run wants more connections than the open-file limit allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooManyConnections {
-    /// The setting at fault: `--connections` or `--max-connections`.
-    pub setting: &'static str,
+    /// The setting at fault: [`Field::Connections`] or [`Field::MaxConnections`].
+    pub field: Field,
     /// The connections asked for.
     pub connections: u64,
     /// The open files the run needs: the connections plus a margin.
@@ -29,11 +29,17 @@ pub struct TooManyConnections {
 
 impl fmt::Display for TooManyConnections {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} connections need about {} open files, which exceeds the open-file limit \
+        write!(f, "{}: {}", self.field, self.message())
+    }
+}
+
+impl TooManyConnections {
+    /// What is wrong, without the setting's name.
+    pub fn message(&self) -> String {
+        format!(
+            "{} connections need about {} open files, which exceeds the open-file limit \
              (ulimit -n) of {}; raise it or use fewer connections",
-            self.setting, self.connections, self.wanted, self.limit
+            self.connections, self.wanted, self.limit
         )
     }
 }
@@ -41,13 +47,13 @@ impl fmt::Display for TooManyConnections {
 impl std::error::Error for TooManyConnections {}
 
 /// The connections a run may hold at once and the setting that sets them.
-pub fn connections_of(config: &RunConfig) -> (&'static str, u64) {
+pub fn connections_of(config: &RunConfig) -> (Field, u64) {
     match &config.load {
-        Load::Closed { connections } => ("--connections", *connections as u64),
+        Load::Closed { connections } => (Field::Connections, *connections as u64),
         Load::Open { max_connections, .. } if config.hold_connections => {
-            ("--connections", *max_connections as u64)
+            (Field::Connections, *max_connections as u64)
         }
-        Load::Open { max_connections, .. } => ("--max-connections", *max_connections as u64),
+        Load::Open { max_connections, .. } => (Field::MaxConnections, *max_connections as u64),
     }
 }
 
@@ -84,10 +90,10 @@ pub fn raise_open_file_limit(wanted: u64) -> Option<u64> {
 
 /// Checks a run against a given open-file limit.
 pub fn check_against(config: &RunConfig, limit: u64) -> Result<(), TooManyConnections> {
-    let (setting, connections) = connections_of(config);
+    let (field, connections) = connections_of(config);
     let wanted = files_needed(config);
     if wanted > limit {
-        return Err(TooManyConnections { setting, connections, wanted, limit });
+        return Err(TooManyConnections { field, connections, wanted, limit });
     }
     Ok(())
 }
@@ -143,15 +149,15 @@ mod tests {
         let closed = config(Load::Closed { connections: 100 });
         assert!(check_against(&closed, 1000).is_ok());
         let err = check_against(&closed, 64).unwrap_err();
-        assert_eq!(err.setting, "--connections");
+        assert_eq!(err.field, Field::Connections);
         assert_eq!(err.limit, 64);
         let text = err.to_string();
         assert!(text.contains("open-file limit (ulimit -n) of 64"), "{text}");
         assert!(text.contains("raise it or use fewer connections"), "{text}");
         let open = config(Load::Open { rate: 10.0, arrivals: Arrivals::Uniform, max_connections: 5000 });
         let err = check_against(&open, 1024).unwrap_err();
-        assert_eq!(err.setting, "--max-connections");
-        assert!(err.to_string().starts_with("--max-connections: 5000 connections"), "{err}");
+        assert_eq!(err.field, Field::MaxConnections);
+        assert!(err.to_string().starts_with("max_connections: 5000 connections"), "{err}");
     }
 
     #[test]

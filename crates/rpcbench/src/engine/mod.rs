@@ -115,7 +115,7 @@ impl Default for Slice {
 #[derive(Debug)]
 pub enum EngineError {
     /// A setting is not usable.
-    Config(config::ConfigError),
+    Config(config::SettingError),
     /// The target could not be resolved or TLS could not be prepared.
     Setup(SetupError),
     /// A worker thread or runtime could not be started.
@@ -220,15 +220,15 @@ impl Run {
             select::SelectError::Setup(err) => EngineError::Setup(err),
             select::SelectError::Runtime(err) => EngineError::Runtime(err),
             select::SelectError::Headers(err) => {
-                EngineError::Config(config::ConfigError::new("--header", err.to_string()))
+                EngineError::Config(config::SettingError::new(config::Field::Headers, err.to_string()))
             }
             select::SelectError::Refused { chosen_by, reason } => {
                 let setting = match chosen_by {
-                    select::ChosenBy::Url => "URL",
-                    select::ChosenBy::Http2 => "--http2",
-                    select::ChosenBy::H2c => "--h2c",
+                    select::ChosenBy::Url => config::Field::Url,
+                    select::ChosenBy::Http2 => config::Field::Http2,
+                    select::ChosenBy::H2c => config::Field::H2c,
                 };
-                EngineError::Config(config::ConfigError::new(setting, reason))
+                EngineError::Config(config::SettingError::new(setting, reason))
             }
         })?;
         Ok(Self {

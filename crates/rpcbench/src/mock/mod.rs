@@ -100,6 +100,32 @@ const ETHEREUM_METHODS: &[&str] = &[
     "eth_getLogs",
 ];
 
+/// A method a mock node does not answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownMethodError {
+    /// The node has no such method: the nearest it has (or all of them).
+    NotAnswered {
+        /// The node.
+        chain: Chain,
+        /// The method asked for.
+        method: String,
+        /// `did you mean …?` or the node's methods.
+        offer: String,
+    },
+}
+
+impl fmt::Display for UnknownMethodError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnknownMethodError::NotAnswered { chain, method, offer } => {
+                write!(f, "the {chain} node has no method '{method}': {offer}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for UnknownMethodError {}
+
 impl Chain {
     /// Every chain, in the order the command line lists them.
     pub const ALL: [Chain; 3] = [Chain::Static, Chain::Solana, Chain::Ethereum];
@@ -114,7 +140,7 @@ impl Chain {
     }
 
     /// Refuses a method this node does not answer, naming the nearest it does (or all).
-    pub fn check_method(self, method: &str) -> Result<(), String> {
+    pub fn check_method(self, method: &str) -> Result<(), UnknownMethodError> {
         let Some(methods) = self.methods() else { return Ok(()) };
         if methods.contains(&method) {
             return Ok(());
@@ -136,7 +162,7 @@ impl Chain {
         } else {
             format!("did you mean {}?", near.join(", "))
         };
-        Err(format!("the {self} node has no method '{method}': {offer}"))
+        Err(UnknownMethodError::NotAnswered { chain: self, method: method.to_string(), offer })
     }
 
     /// The lowercase name used on the command line.
@@ -366,7 +392,7 @@ impl MockOptions {
         for (name, methods) in named {
             for method in methods {
                 if let Err(reason) = self.chain.check_method(method) {
-                    return invalid(name, reason);
+                    return invalid(name, reason.to_string());
                 }
             }
         }

@@ -106,7 +106,7 @@ pub fn parse(
             })?;
             let url = url.trim();
             let url_column = line.find(url).map_or(indent, |at| at + 1);
-            Target::parse(url).map_err(|err| error(number, url_column, err.message))?;
+            Target::parse(url).map_err(|err| error(number, url_column, err.message()))?;
             current = Some(HttpTarget {
                 method,
                 url: url.to_string(),
@@ -187,11 +187,11 @@ pub fn workload(targets: &[HttpTarget], origin: &Path) -> Result<(Target, Worklo
         column: 0,
         message: "no target in the file".into(),
     })?;
-    let base = Target::parse(&first.url).map_err(|err| at(first, err.message))?;
+    let base = Target::parse(&first.url).map_err(|err| at(first, err.message()))?;
     let mut names: Vec<String> = Vec::new();
     let mut calls: Vec<(String, Vec<(HttpTarget, Target)>)> = Vec::new();
     for target in targets {
-        let parsed = Target::parse(&target.url).map_err(|err| at(target, err.message))?;
+        let parsed = Target::parse(&target.url).map_err(|err| at(target, err.message()))?;
         if (parsed.scheme, &parsed.host, parsed.port) != (base.scheme, &base.host, base.port) {
             return Err(at(
                 target,
@@ -233,7 +233,7 @@ pub fn workload(targets: &[HttpTarget], origin: &Path) -> Result<(Target, Worklo
     let mut order = Vec::with_capacity(targets.len());
     let mut seen = vec![0usize; calls.len()];
     for target in targets {
-        let parsed = Target::parse(&target.url).map_err(|err| at(target, err.message))?;
+        let parsed = Target::parse(&target.url).map_err(|err| at(target, err.message()))?;
         let name = format!("{} {}", target.method, path_label(&parsed.path_and_query));
         let call = names.iter().position(|known| *known == name).unwrap_or(0);
         order.push((call, seen[call]));

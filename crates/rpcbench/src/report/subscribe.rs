@@ -3,6 +3,7 @@
 //! `crate::subscribe`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -399,6 +400,61 @@ impl SubscribeReport {
     }
 }
 
+/// A condition on a subscription run that cannot be parsed; each names the condition as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscribeThresholdError {
+    /// No `<`.
+    NoComparison {
+        /// The condition.
+        text: String,
+    },
+    /// A percentile that is not one of p50 … p99.99.
+    UnknownPercentile {
+        /// The condition.
+        text: String,
+        /// The percentile given.
+        name: String,
+    },
+    /// A latency limit that is not a duration.
+    Duration {
+        /// The condition.
+        text: String,
+        /// Why the limit is not a duration.
+        error: crate::units::UnitError,
+    },
+    /// A count limit that is not a whole number.
+    NotACount {
+        /// The condition.
+        text: String,
+    },
+    /// A metric subscriptions do not have.
+    UnknownMetric {
+        /// The condition.
+        text: String,
+    },
+}
+
+impl fmt::Display for SubscribeThresholdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeThresholdError::NoComparison { text } => {
+                write!(f, "'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'")
+            }
+            SubscribeThresholdError::UnknownPercentile { text, name } => {
+                write!(f, "'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)")
+            }
+            SubscribeThresholdError::Duration { text, error } => write!(f, "'{text}': {error}"),
+            SubscribeThresholdError::NotACount { text } => write!(f, "'{text}': expected a count after '<'"),
+            SubscribeThresholdError::UnknownMetric { text } => write!(
+                f,
+                "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SubscribeThresholdError {}
+
 /// A condition on a subscription run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscribeThreshold {
@@ -420,30 +476,31 @@ enum SubscribeMetric {
 impl SubscribeThreshold {
     /// Parses `lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`, `gaps < 1`,
     /// `duplicates < 1` or `reorders < 1`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SubscribeThresholdError> {
+        let text_owned = || text.to_string();
         let (left, right) = text
             .split_once('<')
-            .ok_or_else(|| format!("'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'"))?;
+            .ok_or_else(|| SubscribeThresholdError::NoComparison { text: text_owned() })?;
         let words: Vec<&str> = left.split_whitespace().collect();
         let right = right.trim();
-        let percentile = |word: Option<&&str>| -> Result<String, String> {
+        let percentile = |word: Option<&&str>| -> Result<String, SubscribeThresholdError> {
             let name = word.copied().unwrap_or("p99");
             if super::PERCENTILES.iter().any(|(known, _)| *known == name) {
                 Ok(name.to_string())
             } else {
-                Err(format!("'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)"))
+                Err(SubscribeThresholdError::UnknownPercentile { text: text_owned(), name: name.to_string() })
             }
         };
-        let duration = || -> Result<f64, String> {
+        let duration = || -> Result<f64, SubscribeThresholdError> {
             crate::units::parse_duration(right)
                 .map(|limit| limit.as_micros() as f64)
-                .map_err(|err| format!("'{text}': {err}"))
+                .map_err(|error| SubscribeThresholdError::Duration { text: text_owned(), error })
         };
-        let count = || -> Result<f64, String> {
+        let count = || -> Result<f64, SubscribeThresholdError> {
             right
                 .parse::<u64>()
                 .map(|n| n as f64)
-                .map_err(|_| format!("'{text}': expected a count after '<'"))
+                .map_err(|_| SubscribeThresholdError::NotACount { text: text_owned() })
         };
         let (metric, limit) = match words.first().copied() {
             Some("lag") => (SubscribeMetric::Lag(percentile(words.get(1))?), duration()?),
@@ -452,11 +509,7 @@ impl SubscribeThreshold {
             Some("gaps") if words.len() == 1 => (SubscribeMetric::Gaps, count()?),
             Some("duplicates") if words.len() == 1 => (SubscribeMetric::Duplicates, count()?),
             Some("reorders") if words.len() == 1 => (SubscribeMetric::Reorders, count()?),
-            _ => {
-                return Err(format!(
-                    "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
-                ))
-            }
+            _ => return Err(SubscribeThresholdError::UnknownMetric { text: text_owned() }),
         };
         Ok(Self { text: text.trim().to_string(), metric, limit })
     }
@@ -543,27 +596,58 @@ pub fn is_subscribe_report(path: &std::path::Path) -> bool {
         .is_some_and(|version| version.subscribe_report_version.is_some())
 }
 
+/// A saved subscription report that cannot be read, with its file.
+#[derive(Debug)]
+pub enum SubscribeReportError {
+    /// The file cannot be read.
+    Read(std::path::PathBuf, std::io::Error),
+    /// The file is not a subscription report's JSON.
+    NotAReport(std::path::PathBuf, serde_json::Error),
+    /// A version this build does not know.
+    Version(std::path::PathBuf, u32),
+    /// One of its histograms does not decode.
+    Histogram(std::path::PathBuf, crate::hdr_codec::HistogramTextError),
+}
+
+impl fmt::Display for SubscribeReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeReportError::Read(path, err) => write!(f, "{}: {err}", path.display()),
+            SubscribeReportError::NotAReport(path, err) => write!(
+                f,
+                "{}:{}:{}: not a subscription report: {err}",
+                path.display(),
+                err.line(),
+                err.column()
+            ),
+            SubscribeReportError::Version(path, version) => {
+                write!(f, "{}: subscription report version {version} is not known", path.display())
+            }
+            SubscribeReportError::Histogram(path, err) => {
+                write!(f, "{}: a histogram does not decode: {err}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SubscribeReportError {}
+
 impl SubscribeReport {
     /// Reads a saved report, checking that its histograms decode.
-    pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let shown = path.display();
+    pub fn load(path: &std::path::Path) -> Result<Self, SubscribeReportError> {
         let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
-            .map_err(|err| format!("{shown}: {err}"))?;
-        let report: SubscribeReport = serde_json::from_str(&text).map_err(|err| {
-            format!("{shown}:{}:{}: not a subscription report: {err}", err.line(), err.column())
-        })?;
+            .map_err(|err| SubscribeReportError::Read(path.to_path_buf(), err))?;
+        let report: SubscribeReport = serde_json::from_str(&text)
+            .map_err(|err| SubscribeReportError::NotAReport(path.to_path_buf(), err))?;
         if report.subscribe_report_version != 1 {
-            return Err(format!(
-                "{shown}: subscription report version {} is not known",
-                report.subscribe_report_version
-            ));
+            return Err(SubscribeReportError::Version(path.to_path_buf(), report.subscribe_report_version));
         }
         for text in [&report.histograms.subscribe, &report.histograms.lag, &report.histograms.produced_lag]
             .into_iter()
             .flatten()
         {
             crate::hdr_codec::decode_histogram(text)
-                .map_err(|err| format!("{shown}: a histogram does not decode: {err}"))?;
+                .map_err(|err| SubscribeReportError::Histogram(path.to_path_buf(), err))?;
         }
         Ok(report)
     }
@@ -723,8 +807,11 @@ mod tests {
     fn thresholds_parse_and_judge() {
         assert!(SubscribeThreshold::parse("lag p99 < 500ms").is_ok());
         assert!(SubscribeThreshold::parse("gaps < 1").is_ok());
-        assert!(SubscribeThreshold::parse("lag p42 < 1s").unwrap_err().contains("unknown percentile"));
-        assert!(SubscribeThreshold::parse("speed < 1").unwrap_err().contains("unknown metric"));
+        assert!(SubscribeThreshold::parse("lag p42 < 1s")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown percentile"));
+        assert!(SubscribeThreshold::parse("speed < 1").unwrap_err().to_string().contains("unknown metric"));
         assert!(SubscribeThreshold::parse("lag p99").is_err());
     }
 }

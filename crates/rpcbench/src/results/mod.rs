@@ -249,10 +249,10 @@ impl PhaseData {
 
     fn totals(&self) -> Result<PhaseTotals, String> {
         Ok(PhaseTotals {
-            connect: decode_histogram(&self.connect)?,
-            send: decode_histogram(&self.send)?,
-            wait: decode_histogram(&self.wait)?,
-            receive: decode_histogram(&self.receive)?,
+            connect: decode_histogram(&self.connect).map_err(|err| err.to_string())?,
+            send: decode_histogram(&self.send).map_err(|err| err.to_string())?,
+            wait: decode_histogram(&self.wait).map_err(|err| err.to_string())?,
+            receive: decode_histogram(&self.receive).map_err(|err| err.to_string())?,
         })
     }
 }

@@ -30,7 +30,7 @@ use crate::engine::stages::{LevelCurve, Stage};
 use crate::engine::StopHandle;
 use crate::record::record_us;
 use crate::report::subscribe::SubscribeReport;
-use crate::settings::{ConfigError, Target, TlsOptions};
+use crate::settings::{Field, SettingError, Target, TlsOptions};
 use crate::transport::feed::{Feed, FeedEnd, FeedEvent, FeedOpener, Stray};
 
 use collector::Collector;
@@ -98,43 +98,54 @@ impl SubscribeConfig {
     }
 
     /// Checks the settings, naming the flag at fault.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if !self.target.websocket {
-            return Err(ConfigError::new("URL", "subscriptions need a ws:// or wss:// URL"));
+            return Err(SettingError::new(Field::Url, "subscriptions need a ws:// or wss:// URL"));
         }
         if self.kinds.is_empty() {
-            return Err(ConfigError::new("--sub", "give at least one subscription, such as --sub newHeads"));
+            return Err(SettingError::mentioning(
+                Field::Subscriptions,
+                "give at least one subscription, such as {} newHeads",
+                &[Field::Subscriptions],
+            ));
         }
         if self.subscribers == 0 {
-            return Err(ConfigError::new("--subscribers", "must be at least 1"));
+            return Err(SettingError::new(Field::Subscribers, "must be at least 1"));
         }
         if self.subs_per_socket == 0 {
-            return Err(ConfigError::new("--subs-per-socket", "must be at least 1"));
+            return Err(SettingError::new(Field::SubscriptionsPerSocket, "must be at least 1"));
         }
         if self.subscribers.saturating_mul(self.kinds.len()) > MAX_SUBSCRIPTIONS {
-            return Err(ConfigError::new(
-                "--subscribers",
+            return Err(SettingError::new(
+                Field::Subscribers,
                 format!("at most {MAX_SUBSCRIPTIONS} subscriptions in all"),
             ));
         }
         if self.duration.is_zero() {
-            return Err(ConfigError::new("--duration", "must be longer than zero"));
+            return Err(SettingError::new(Field::Duration, "must be longer than zero"));
         }
         if self.ramp >= self.duration {
-            return Err(ConfigError::new("--ramp", "must be shorter than the duration"));
+            return Err(SettingError::new(Field::Ramp, "must be shorter than the duration"));
         }
         if !self.stages.is_empty() {
             if !self.ramp.is_zero() {
-                return Err(ConfigError::new("--stage", "give stages or --ramp, not both"));
+                return Err(SettingError::mentioning(
+                    Field::Stages,
+                    "give stages or {}, not both",
+                    &[Field::Ramp],
+                ));
             }
             let total: Duration = self.stages.iter().map(|stage| stage.duration).sum();
             if total != self.duration {
-                return Err(ConfigError::new("--stage", "the stages' durations must add up to the duration"));
+                return Err(SettingError::new(
+                    Field::Stages,
+                    "the stages' durations must add up to the duration",
+                ));
             }
             let highest = self.stages.iter().map(|stage| stage.level).fold(0.0, f64::max);
             if highest < 1.0 || highest.ceil() as usize > self.subscribers {
-                return Err(ConfigError::new(
-                    "--stage",
+                return Err(SettingError::new(
+                    Field::Stages,
                     format!("the highest stage must be between 1 and {} subscribers", self.subscribers),
                 ));
             }
@@ -193,7 +204,7 @@ const SCHEDULE_STEP: Duration = Duration::from_millis(10);
 #[derive(Debug)]
 pub enum SubscribeError {
     /// A setting is not usable.
-    Config(ConfigError),
+    Config(SettingError),
     /// The target could not be resolved or TLS prepared.
     Setup(String),
     /// The runtime could not start.
@@ -628,10 +639,10 @@ mod tests {
         assert_eq!(windows_ms(&config), [vec![(10, 4000)], vec![(510, 2000), (2010, 4000)]]);
         // Stages must add up to the duration and fit the subscribers.
         config.duration = Duration::from_secs(5);
-        assert_eq!(config.validate().unwrap_err().setting, "--stage");
+        assert_eq!(config.validate().unwrap_err().field, Field::Stages);
         config.duration = Duration::from_secs(4);
         config.subscribers = 3;
-        assert_eq!(config.validate().unwrap_err().setting, "--stage");
+        assert_eq!(config.validate().unwrap_err().field, Field::Stages);
     }
 
     #[test]

@@ -4,6 +4,28 @@
 
 use serde_json::Value;
 
+/// A field path that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldPathError {
+    /// The path, or one of its segments, is empty (`result..slot`).
+    EmptySegment {
+        /// The path as given.
+        text: String,
+    },
+}
+
+impl std::fmt::Display for FieldPathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FieldPathError::EmptySegment { text } => {
+                write!(f, "'{text}' is not a field path such as result.context.slot")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FieldPathError {}
+
 /// A path to a field of a response, `result.context.slot`; `*` matches any key or index and
 /// `[n]` is the same as `.n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,11 +36,11 @@ pub struct FieldPath {
 
 impl FieldPath {
     /// Parses a path; an empty path or segment is an error.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, FieldPathError> {
         let normalised = text.trim().replace('[', ".").replace(']', "");
         let segments: Vec<String> = normalised.split('.').map(str::to_string).collect();
         if text.trim().is_empty() || segments.iter().any(String::is_empty) {
-            return Err(format!("'{text}' is not a field path such as result.context.slot"));
+            return Err(FieldPathError::EmptySegment { text: text.to_string() });
         }
         Ok(Self { text: text.trim().to_string(), segments })
     }

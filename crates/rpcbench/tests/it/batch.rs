@@ -3,6 +3,7 @@
 //! single error object or geth's one-item array for a batch over their limit) and REST
 //! endpoints with 404s.
 
+use rpcbench::engine::config::Field;
 use rpcbench::engine::Run;
 use rpcbench::outcome::InvalidKind;
 use rpcbench::report::{render_text, RunReport};
@@ -168,7 +169,7 @@ fn batches_refuse_http_calls_and_fixed_ids_naming_the_flag() {
         config.batch = batch;
         config.fixed_id = fixed_id;
         let err = config.validate().unwrap_err();
-        assert_eq!(err.setting, "--batch", "{err}");
+        assert_eq!(err.field, Field::Batch, "{err}");
     }
     let spec = HttpRequestSpec {
         method: HttpMethod::Get,
@@ -180,5 +181,5 @@ fn batches_refuse_http_calls_and_fixed_ids_naming_the_flag() {
     config.fixed_id = None;
     config.batch = 2;
     config.workload = Workload::new(vec![Call::http(None, &spec, 1).unwrap()]).unwrap();
-    assert_eq!(config.validate().unwrap_err().setting, "--batch");
+    assert_eq!(config.validate().unwrap_err().field, Field::Batch);
 }

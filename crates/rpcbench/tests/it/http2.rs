@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
-use rpcbench::engine::config::{HttpVersion, Load, RunConfig, TlsOptions};
+use rpcbench::engine::config::{Field, HttpVersion, Load, RunConfig, TlsOptions};
 use rpcbench::engine::{EngineError, Run};
 use rpcbench::mock::{Chain, MockOptions, MockServer, MockTls};
 use rpcbench::report::{render_text, RunReport};
@@ -138,8 +138,8 @@ fn a_tls_server_that_offers_only_http1_is_refused_by_name() {
     config.tls = TlsOptions { insecure: true, ca_file: None };
     match Run::new(config) {
         Err(EngineError::Config(err)) => {
-            assert_eq!(err.setting, "--http2");
-            assert!(err.message.contains("does not offer HTTP/2 over TLS"), "{}", err.message);
+            assert_eq!(err.field, Field::Http2);
+            assert!(err.message().contains("does not offer HTTP/2 over TLS"), "{}", err.message());
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -151,8 +151,8 @@ fn an_http1_only_server_is_refused_for_h2c() {
     let config = h2c(&server.url(), 1, 1, 10);
     match Run::new(config) {
         Err(EngineError::Config(err)) => {
-            assert_eq!(err.setting, "--h2c");
-            assert!(err.message.contains("preface"), "{}", err.message);
+            assert_eq!(err.field, Field::H2c);
+            assert!(err.message().contains("preface"), "{}", err.message());
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -188,14 +188,14 @@ fn an_h2c_server_that_answers_with_goaway_is_named_as_refusing_not_as_silent() {
     let addr = h2c_server_that_answers(SETTINGS_THEN_GOAWAY);
     match Run::new(h2c(&format!("http://{addr}/"), 1, 1, 10)) {
         Err(EngineError::Config(err)) => {
-            assert_eq!(err.setting, "--h2c");
+            assert_eq!(err.field, Field::H2c);
             assert!(
-                err.message.contains("speaks HTTP/2 (h2c) but closed the connection with GOAWAY"),
+                err.message().contains("speaks HTTP/2 (h2c) but closed the connection with GOAWAY"),
                 "{}",
-                err.message
+                err.message()
             );
-            assert!(err.message.contains("ENHANCE_YOUR_CALM"), "{}", err.message);
-            assert!(!err.message.contains("did not answer"), "{}", err.message);
+            assert!(err.message().contains("ENHANCE_YOUR_CALM"), "{}", err.message());
+            assert!(!err.message().contains("did not answer"), "{}", err.message());
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -256,17 +256,17 @@ fn streams_and_the_http2_flags_are_checked_naming_the_flag() {
     let mut config = closed_loop(&server.url(), 1, requests(1));
     config.streams = 4;
     let err = RunConfig::validate(&config).unwrap_err();
-    assert_eq!(err.setting, "--streams");
+    assert_eq!(err.field, Field::Streams);
     config.http = HttpVersion::H2c;
     config.streams = 0;
-    assert_eq!(config.validate().unwrap_err().setting, "--streams");
+    assert_eq!(config.validate().unwrap_err().field, Field::Streams);
     config.streams = 65_536;
-    assert_eq!(config.validate().unwrap_err().setting, "--streams");
+    assert_eq!(config.validate().unwrap_err().field, Field::Streams);
     config.streams = 65_535;
     assert!(config.validate().is_ok());
     let mut secure = closed_loop("https://127.0.0.1:1/", 1, requests(1));
     secure.http = HttpVersion::H2c;
-    assert_eq!(secure.validate().unwrap_err().setting, "--h2c");
+    assert_eq!(secure.validate().unwrap_err().field, Field::H2c);
     config.http = HttpVersion::Http2;
-    assert_eq!(config.validate().unwrap_err().setting, "--http2");
+    assert_eq!(config.validate().unwrap_err().field, Field::Http2);
 }

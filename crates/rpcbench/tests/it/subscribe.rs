@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rpcbench::engine::config::Target;
+use rpcbench::engine::config::{Field, Target};
 use rpcbench::engine::StopHandle;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::report::subscribe::{SubscribeReport, SubscribeThreshold};
@@ -226,7 +226,7 @@ fn a_ramp_opens_the_subscriptions_over_time() {
     assert!((3..=7).contains(&first), "{:?}", report.series);
     assert_eq!(report.active_at_end, 10);
     config.ramp = config.duration;
-    assert_eq!(config.validate().unwrap_err().setting, "--ramp");
+    assert_eq!(config.validate().unwrap_err().field, Field::Ramp);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use rpcbench::engine::config::{HttpVersion, Load, RunConfig};
+use rpcbench::engine::config::{Field, HttpVersion, Load, RunConfig};
 use rpcbench::engine::{EngineError, Run};
 use rpcbench::mock::{Chain, Faults, Latency, MockOptions, MockServer};
 use rpcbench::report::{render_text, RunReport};
@@ -218,8 +218,12 @@ fn a_refused_upgrade_is_reported_with_its_status() {
     let config = ws(&plain.url().replace("http://", "ws://"), 1, 1, 5);
     match Run::new(config) {
         Err(EngineError::Config(err)) => {
-            assert_eq!(err.setting, "URL");
-            assert!(err.message.contains("refused the WebSocket upgrade with HTTP 404"), "{}", err.message);
+            assert_eq!(err.field, Field::Url);
+            assert!(
+                err.message().contains("refused the WebSocket upgrade with HTTP 404"),
+                "{}",
+                err.message()
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -229,19 +233,19 @@ fn a_refused_upgrade_is_reported_with_its_status() {
 fn websocket_settings_are_checked_naming_the_flag() {
     let mut config = ws("ws://127.0.0.1:1/", 1, 1, 1);
     config.http = HttpVersion::H2c;
-    assert_eq!(config.validate().unwrap_err().setting, "--h2c");
+    assert_eq!(config.validate().unwrap_err().field, Field::H2c);
     config.http = HttpVersion::Http1;
     config.batch = 5;
-    assert_eq!(config.validate().unwrap_err().setting, "--batch");
+    assert_eq!(config.validate().unwrap_err().field, Field::Batch);
     config.batch = 1;
     config.in_flight = 0;
-    assert_eq!(config.validate().unwrap_err().setting, "--in-flight");
+    assert_eq!(config.validate().unwrap_err().field, Field::InFlight);
     config.in_flight = 4;
     config.fixed_id = Some(1);
-    assert_eq!(config.validate().unwrap_err().setting, "--in-flight");
+    assert_eq!(config.validate().unwrap_err().field, Field::InFlight);
     let mut http = closed_loop("http://127.0.0.1:1/", 1, requests(1));
     http.in_flight = 2;
-    assert_eq!(http.validate().unwrap_err().setting, "--in-flight");
+    assert_eq!(http.validate().unwrap_err().field, Field::InFlight);
 }
 
 #[test]

@@ -87,6 +87,33 @@ type ChainParser = fn(name: &str, argument: Option<&str>) -> Option<Result<Box<d
 const CHAINS: [(ChainParser, &str); 2] =
     [(ethereum::parse, ethereum::SPELLINGS), (solana::parse, solana::SPELLINGS)];
 
+/// A subscription that cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriptionKindError {
+    /// No chain has a subscription of that name.
+    Unknown {
+        /// The name given.
+        name: String,
+        /// Every chain's spellings, for the message.
+        known: String,
+    },
+    /// The kind is known but its argument is not usable: what its chain says.
+    Argument(String),
+}
+
+impl std::fmt::Display for SubscriptionKindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SubscriptionKindError::Unknown { name, known } => {
+                write!(f, "unknown subscription '{name}' ({known})")
+            }
+            SubscriptionKindError::Argument(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SubscriptionKindError {}
+
 /// What a subscription asks for: one [`Kind`], parsed from `--sub`.
 #[derive(Clone)]
 pub struct SubscriptionKind(Arc<dyn Kind>);
@@ -94,18 +121,20 @@ pub struct SubscriptionKind(Arc<dyn Kind>);
 impl SubscriptionKind {
     /// Parses `newHeads`, `logs:{"address":"0x…"}`, `newPendingTransactions`, `slot`,
     /// `account:PUBKEY` or `logs-solana[:FILTER]`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SubscriptionKindError> {
         let (name, argument) = match text.split_once(':') {
             Some((name, argument)) => (name.trim(), Some(argument.trim())),
             None => (text.trim(), None),
         };
         for (parse, _) in CHAINS {
             if let Some(kind) = parse(name, argument) {
-                return kind.map(|kind| SubscriptionKind(Arc::from(kind)));
+                return kind
+                    .map(|kind| SubscriptionKind(Arc::from(kind)))
+                    .map_err(SubscriptionKindError::Argument);
             }
         }
         let known: Vec<&str> = CHAINS.iter().map(|(_, spellings)| *spellings).collect();
-        Err(format!("unknown subscription '{name}' ({})", known.join(", ")))
+        Err(SubscriptionKindError::Unknown { name: name.to_string(), known: known.join(", ") })
     }
 
     /// The name reports use.
@@ -206,8 +235,9 @@ mod tests {
         assert_eq!(account.call().params[0], "Abc");
         assert!(SubscriptionKind::parse("newBlocks")
             .unwrap_err()
+            .to_string()
             .contains("unknown subscription 'newBlocks'"));
-        assert!(SubscriptionKind::parse("logs:{nope").unwrap_err().contains("not JSON"));
+        assert!(SubscriptionKind::parse("logs:{nope").unwrap_err().to_string().contains("not JSON"));
         assert!(SubscriptionKind::parse("account").is_err());
         assert!(SubscriptionKind::parse("slot:3").is_err());
     }
