@@ -11,10 +11,11 @@
 //!
 //! The page is put together here; its parts live beside it: `kit` (colours, escaping, the
 //! chart helpers, legends, the style sheet; shared with the capacity and subscribe pages),
-//! `charts` (the time charts, the spectrum, the histogram), `run_tables` (every table) and
-//! `verdicts` (the verdicts of a comparison in rounds).
+//! `charts` (the time charts, the spectrum, the histogram), `run_tables` (the run tables),
+//! `verdicts` (the verdicts of a comparison in rounds) and `heads` (the heads beside the load).
 
 mod charts;
+mod heads;
 mod kit;
 mod run_tables;
 mod verdicts;
@@ -26,6 +27,7 @@ use charts::{
     throughput_chart, MIN_POINTS_FOR_LINE,
 };
 pub(super) use charts::{percentile_curves, spectrum};
+use heads::heads_section;
 use kit::legend;
 pub(super) use kit::{
     color, esc, house_style, legend_items, nice_max, page_start, seconds_label, svg, Area, DrawResult,
@@ -101,6 +103,9 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     let _ = writeln!(out, "<section><h2>Summary</h2>{}</section>", summary_table(runs));
     if let Some(verdicts) = crate::compare::comparison_verdicts(runs) {
         let _ = writeln!(out, "<section><h2>Verdicts</h2>{}</section>", verdicts_section(&verdicts));
+    }
+    if let Some(heads) = heads_section(runs) {
+        let _ = writeln!(out, "<section><h2>Heads beside the load</h2>{heads}</section>");
     }
     if runs.iter().any(|run| !run.report.stages.is_empty()) {
         let _ = writeln!(out, "<section><h2>Per stage</h2>{}</section>", stages_section(runs));
@@ -441,5 +446,50 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+
+    #[test]
+    fn heads_beside_the_load_get_a_table_with_the_stale_target_marked() {
+        let mut runs = vec![golden("closed.results.json"), golden("closed.results.json")];
+        runs[0].label = "tip".into();
+        runs[1].label = "thirty".into();
+        // No run followed heads: no section.
+        assert!(!render_html(&runs).contains("Heads beside the load"));
+        let row = |name: &str, lag: u64, stale: u64| crate::heads::TargetHeads {
+            name: name.into(),
+            samples: 40,
+            failed: 0,
+            lag_p50: lag,
+            lag_p99: lag,
+            lag_max: lag,
+            at_tip: if lag == 0 { 1.0 } else { 0.0 },
+            stale,
+            first_seen: 1.0,
+            delay_ms_p50: 0.0,
+            delay_ms_p90: 0.0,
+            delay_ms_p99: 0.0,
+            phantom: 0,
+            reorgs: 0,
+            gaps: 0,
+        };
+        for (run, target) in runs.iter_mut().zip([row("tip", 0, 0), row("thirty", 30, 40)]) {
+            run.report.heads = Some(crate::heads::HeadsReport {
+                interval_ms: 200.0,
+                stale_after: 20,
+                targets: vec![target],
+            });
+        }
+        let html = render_html(&runs);
+        let section = first_table(&html, "Heads beside the load");
+        assert!(section.contains("more than 20 behind"), "{section}");
+        let rows: Vec<&str> = section.split("<tr>").skip(2).collect();
+        assert_eq!(rows.len(), 2, "{section}");
+        assert!(rows[0].contains("tip") && !rows[0].contains("#c62828"), "{}", rows[0]);
+        assert!(rows[1].contains("thirty") && rows[1].contains("<td>30</td>"), "{}", rows[1]);
+        assert!(
+            rows[1].contains("color:#c62828;font-weight:bold\">40</td>"),
+            "the stale count is marked: {}",
+            rows[1]
+        );
     }
 }
