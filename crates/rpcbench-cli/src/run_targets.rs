@@ -75,16 +75,36 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
             format_duration(plan.cooldown)
         );
     }
+    // With --heads: every target's head followed through the whole sequence, as in compare.
+    let heads_targets: Vec<(String, &rpcbench::engine::config::RunConfig)> =
+        targets.iter().map(|t| (t.name.clone(), &t.config)).collect();
+    let heads = match args.heads.start(args.heads.heads, &heads_targets) {
+        Ok(heads) => heads,
+        Err(err) => return output::usage_error(err),
+    };
     let result = run_comparison(
         &targets,
         plan.cooldown,
         &stop,
         crate::comparison_output::progress_printer(&targets, quiet),
     );
+    let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,
         Err(err) => return crate::comparison_output::comparison_failure(err, quiet),
     };
+    // Each run keeps its own row of the heads (its lags against every target's heads), found by
+    // name, as a run skipped by a stop has none.
+    if let Some(heads) = &heads {
+        for row in heads.split() {
+            if let Some(run) =
+                runs.iter_mut().find(|run| Some(&run.label) == row.targets.first().map(|t| &t.name))
+            {
+                run.report.heads = Some(row.clone());
+                run.file.heads = Some(row);
+            }
+        }
+    }
     crate::comparison_output::say_what_was_not_run(&targets, &runs, &stop);
     if runs.is_empty() {
         return output::failure("interrupted before the first run finished");

@@ -1753,3 +1753,45 @@ fn limits_reports_the_batch_limit_found_and_what_it_spent() {
     );
     node.stop();
 }
+
+#[test]
+fn a_run_against_several_targets_follows_their_heads_with_heads() {
+    let nodes = [solana_behind(0), solana_behind(30)];
+    let dir = std::env::temp_dir().join(format!("rpcbench-run-targets-heads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("two.toml");
+    let text = format!(
+        "[[targets]]\nname = \"tip\"\nurl = \"{}\"\n[[targets]]\nname = \"thirty\"\nurl = \"{}\"\n[[call]]\nmethod = \"getSlot\"\n",
+        nodes[0].url(),
+        nodes[1].url()
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let path = scenario.to_str().unwrap();
+    let args =
+        ["run", path, "-n", "100", "-c", "2", "--heads", "--heads-interval", "5ms", "-q", "-f", "json"];
+    let output = rpcbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let rows: Vec<&serde_json::Value> =
+        json["runs"].as_array().unwrap().iter().map(|run| &run["report"]["heads"]["targets"][0]).collect();
+    let named: Vec<(&str, u64, u64)> = rows
+        .iter()
+        .map(|row| {
+            (row["name"].as_str().unwrap(), row["lag_max"].as_u64().unwrap(), row["stale"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(named.len(), 2, "{rows:?}");
+    assert_eq!((named[0].0, named[0].1, named[0].2), ("tip", 0, 0), "{rows:?}");
+    assert_eq!((named[1].0, named[1].1), ("thirty", 30), "{rows:?}");
+    assert_eq!(
+        Some(named[1].2),
+        rows[1]["samples"].as_u64(),
+        "every sample of the far one is stale: {rows:?}"
+    );
+    // Without --heads, none.
+    let quiet: Vec<&str> =
+        args.iter().copied().filter(|a| !a.starts_with("--heads") && *a != "5ms").collect();
+    let json: serde_json::Value = serde_json::from_slice(&rpcbench(&quiet).stdout).expect("JSON");
+    assert!(json["runs"][0]["report"].get("heads").is_none(), "{json}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

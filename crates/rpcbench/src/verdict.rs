@@ -15,6 +15,15 @@
 //! are not independent, and treating them as such gives intervals that are too narrow. With
 //! few rounds the percentile bootstrap is itself somewhat narrow, which is why a difference is
 //! only claimed when the whole interval lies beyond the tie band.
+//!
+//! A round's req/s is the responses completed within its measured duration over that
+//! duration ([`crate::rounds::window_rate`]), not over its elapsed time, whose tail (the
+//! requests still in flight coming back) is erratic in short rounds. What is left is the
+//! machine's own drift between two turns: on a shared machine whose load moves by the second,
+//! two identical CPU-bound nodes measured in turn differ from round to round by tens of
+//! percent, and their verdict is then honestly "not enough data", with the rounds it would
+//! take. Identical nodes whose figures are steadier than the band (nodes whose latency is
+//! their own, not the machine's) come out "no difference" at the default 5 rounds and 3%.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -340,3 +340,47 @@ fn a_comparison_in_rounds_keeps_its_methodology_in_json_matching_the_schema_and_
     ];
     assert_eq!(comparison_verdicts(&mixed), None);
 }
+
+#[test]
+fn the_heads_of_a_comparison_match_the_comparison_schema_in_real_output() {
+    use rpcbench::heads::{HeadMonitor, HeadSource, PolledHead};
+    let behind = |lag: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = Duration::from_secs(3600);
+        options.head_lag = lag;
+        MockServer::start(options).expect("the mock node starts")
+    };
+    let (tip, thirty) = (behind(0), behind(30));
+    let sources: Vec<Box<dyn HeadSource>> = [&tip, &thirty]
+        .iter()
+        .map(|node| {
+            let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(2)).expect("a URL");
+            Box::new(PolledHead::new(endpoint)) as Box<dyn HeadSource>
+        })
+        .collect();
+    let names = vec!["tip".to_string(), "thirty".to_string()];
+    let monitor =
+        HeadMonitor::start(names, sources, Duration::from_millis(5), 20).expect("the monitor starts");
+    let mut runs = compare_in_rounds(&[("tip", &tip), ("thirty", &thirty)], 2, 0.1, 2);
+    let heads = monitor.stop();
+    for (run, row) in runs.iter_mut().zip(heads.split()) {
+        run.report.heads = Some(row);
+    }
+    let json: serde_json::Value = serde_json::from_str(&rpcbench::compare::comparison_json(&runs)).unwrap();
+    assert_matches_schema("comparison.schema.json", &json);
+    let rows: Vec<&serde_json::Value> =
+        json["runs"].as_array().unwrap().iter().map(|run| &run["report"]["heads"]["targets"][0]).collect();
+    assert_eq!((rows[0]["name"].as_str(), rows[0]["lag_max"].as_u64()), (Some("tip"), Some(0)), "{rows:?}");
+    assert_eq!(
+        (rows[1]["name"].as_str(), rows[1]["lag_max"].as_u64()),
+        (Some("thirty"), Some(30)),
+        "{rows:?}"
+    );
+    assert_eq!(rows[1]["stale"], rows[1]["samples"], "{rows:?}");
+    // The schema does check the heads: a lag that is not a count is refused.
+    let mut broken = json.clone();
+    broken["runs"][0]["report"]["heads"]["targets"][0]["lag_max"] = json!("far");
+    let path = format!("{}/../../schema/comparison.schema.json", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(!jsonschema::JSONSchema::compile(&schema).unwrap().is_valid(&broken));
+}
