@@ -64,6 +64,7 @@ pub mod jsonrpc;
 pub mod k8s;
 pub mod limits;
 pub mod listen;
+pub mod live_view;
 pub mod metrics;
 pub mod mock;
 pub mod monitor;
