@@ -10,6 +10,7 @@ mod docs_cmd;
 mod heads_cmd;
 mod k8s_cmd;
 mod limits_cmd;
+mod live_dashboard;
 mod merge_cmd;
 mod metrics_args;
 mod monitor_args;
