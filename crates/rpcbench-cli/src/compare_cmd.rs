@@ -627,8 +627,10 @@ pub fn run(args: CompareArgs) -> ExitCode {
     // One live store per target (simultaneous runs must not share one), shown on a terminal.
     let dashboard = crate::live_dashboard::wanted(quiet, args.no_tui)
         .then(|| {
-            let header =
+            let mut header =
                 crate::live_dashboard::DashboardHeader::of_run("compare", &compare_targets[0].config);
+            let names: Vec<&str> = compare_targets.iter().map(|target| target.name.as_str()).collect();
+            (header.title, header.planned) = (format!("compare {}", names.join(", ")), None);
             let sources = compare_targets.iter_mut().map(|target| {
                 let live = rpcbench::metrics::LiveMetrics::new();
                 target.config.publish_to(live.clone());
