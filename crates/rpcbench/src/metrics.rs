@@ -903,7 +903,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod fine_bucket_tests {
+mod live_figure_tests {
     use super::*;
 
     #[test]
@@ -926,5 +926,21 @@ mod fine_bucket_tests {
         assert_eq!(coarse, direct);
         assert!(FINE_BUCKET_BOUNDS_US.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(BUCKET_BOUNDS_US.iter().all(|bound| FINE_BUCKET_BOUNDS_US.contains(bound)));
+    }
+
+    #[test]
+    fn the_endpoint_publishes_send_lag_and_late_requests_per_method() {
+        let mut figures = CallFigures { requests: 10, late: 3, ..CallFigures::default() };
+        figures.send_lag_buckets[5] = 10;
+        figures.send_lag_sum_seconds = 0.04;
+        let mut snapshot = Snapshot::default();
+        snapshot.methods.insert("getSlot".to_string(), figures);
+        let text = render(&snapshot);
+        assert!(text.contains("rpcbench_late_requests_total{method=\"getSlot\"} 3"), "{text}");
+        assert!(text.contains("rpcbench_send_lag_seconds_count{method=\"getSlot\"} 10"), "{text}");
+        assert!(
+            text.contains("rpcbench_send_lag_seconds_bucket{le=\"0.005\",method=\"getSlot\"} 10"),
+            "{text}"
+        );
     }
 }
