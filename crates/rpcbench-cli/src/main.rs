@@ -11,6 +11,7 @@ mod args;
 mod cmd;
 mod comparison_output;
 mod fields;
+mod live_dashboard;
 mod output;
 mod plan;
 mod progress;

@@ -40,10 +40,12 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends.
-    let _metrics_server = match args.metrics.attach(&mut config) {
-        Ok(server) => server,
-        Err(err) => return output::usage_error(err),
-    };
+    let dashboard_wanted = crate::live_dashboard::wanted(args.quiet, args.metrics.no_tui);
+    let (_metrics_server, dashboard_live) =
+        match crate::live_dashboard::attach(&args.metrics, &mut config, dashboard_wanted) {
+            Ok(both) => both,
+            Err(err) => return output::usage_error(err),
+        };
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
@@ -69,7 +71,11 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         return via_proxy(args, config, run);
     }
     crate::signals::stop_on_interrupt(run.stop_handle());
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let header = crate::live_dashboard::DashboardHeader::of_run("run", &config);
+    let dashboard = dashboard_live.and_then(|live| {
+        crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], run.stop_handle())
+    });
+    let show_progress = dashboard.is_none() && !args.quiet && std::io::stderr().is_terminal();
     let finished = Arc::new(AtomicBool::new(false));
     let progress_thread =
         show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
@@ -80,6 +86,9 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         Err(err) => return output::usage_error(err),
     };
     let result = run.execute();
+    if let Some(dashboard) = dashboard {
+        dashboard.finish();
+    }
     let target_resources = monitor.map(Monitor::stop);
     let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     finished.store(true, Ordering::SeqCst);

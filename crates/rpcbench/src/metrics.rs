@@ -20,6 +20,9 @@
 //!   HTTP status, kind of invalid response; absent for the others);
 //! - `latency_seconds{method}`: histogram of latency, corrected (from the intended send time)
 //!   in open loop, buckets [`LATENCY_BUCKETS_SECONDS`];
+//! - `send_lag_seconds{method}`: open loop, how late requests went out after their intended
+//!   send time (the generator's own delay), buckets as `latency_seconds`;
+//! - `late_requests_total{method}`: open loop, requests sent more than 2 ms late;
 //! - `achieved_rate`: responses per second over the last few seconds;
 //! - `target_rate`: open loop only, the rate asked for now (it follows stages);
 //! - `in_flight_requests`: requests sent and not yet answered;
@@ -77,6 +80,16 @@ pub struct CallFigures {
     pub buckets: [u64; LATENCY_BUCKETS_SECONDS.len() + 1],
     /// Sum of the latencies, seconds.
     pub latency_sum_seconds: f64,
+    /// The same latencies per bucket of [`FINE_BUCKET_BOUNDS_US`] (not cumulative), then the
+    /// count above the last bound; empty when none were recorded. `buckets` are sums of these.
+    pub fine_buckets: Vec<u64>,
+    /// Open loop: how late requests went out after their intended send time, per bucket as
+    /// `buckets` (the generator falling behind its schedule shows here first).
+    pub send_lag_buckets: [u64; LATENCY_BUCKETS_SECONDS.len() + 1],
+    /// Sum of the send lags, seconds.
+    pub send_lag_sum_seconds: f64,
+    /// Open loop: requests sent more than 2 ms after their intended time.
+    pub late: u64,
 }
 
 impl CallFigures {
@@ -89,7 +102,10 @@ impl CallFigures {
             errors: error_classes(&totals.counts),
             ..CallFigures::default()
         };
-        (figures.buckets, figures.latency_sum_seconds) = latency_buckets(&totals.latency);
+        (figures.fine_buckets, figures.latency_sum_seconds) = fine_latency_buckets(&totals.latency);
+        figures.buckets = coarse_buckets(&figures.fine_buckets);
+        (figures.send_lag_buckets, figures.send_lag_sum_seconds) = latency_buckets(&totals.send_lag);
+        figures.late = totals.late;
         figures
     }
 
@@ -108,7 +124,8 @@ impl CallFigures {
         self.errors.values().sum()
     }
 
-    fn add(&mut self, other: &CallFigures) {
+    /// Adds `other` (another worker's, run's or call's figures) to these.
+    pub fn add(&mut self, other: &CallFigures) {
         self.requests += other.requests;
         for (class, count) in &other.errors {
             *self.errors.entry(class.clone()).or_default() += count;
@@ -117,11 +134,46 @@ impl CallFigures {
             *ours += theirs;
         }
         self.latency_sum_seconds += other.latency_sum_seconds;
+        if self.fine_buckets.len() < other.fine_buckets.len() {
+            self.fine_buckets.resize(other.fine_buckets.len(), 0);
+        }
+        for (ours, theirs) in self.fine_buckets.iter_mut().zip(&other.fine_buckets) {
+            *ours += theirs;
+        }
+        for (ours, theirs) in self.send_lag_buckets.iter_mut().zip(&other.send_lag_buckets) {
+            *ours += theirs;
+        }
+        self.send_lag_sum_seconds += other.send_lag_sum_seconds;
+        self.late += other.late;
     }
 }
 
 fn error_classes(counts: &OutcomeCounts) -> BTreeMap<(Outcome, Option<String>), u64> {
     counts.failures().into_iter().map(|(outcome, code, count)| ((outcome, code), count)).collect()
+}
+
+/// Upper bounds of the fine latency buckets, microseconds: 1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8
+/// and 9 times each power of ten from 10 µs to 1 s, then 10 s (then the count above). Every
+/// bound of [`LATENCY_BUCKETS_SECONDS`] is one of them, so the endpoint's buckets are sums of
+/// these; the live dashboard reads percentiles from these to within a bucket (about 10-25%).
+pub const FINE_BUCKET_BOUNDS_US: [u64; 67] = fine_bounds();
+
+const fn fine_bounds() -> [u64; 67] {
+    let mantissas = [10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90];
+    let mut bounds = [0; 67];
+    let mut scale = 1;
+    let mut index = 0;
+    while index < 66 {
+        let mut m = 0;
+        while m < mantissas.len() {
+            bounds[index] = mantissas[m] * scale;
+            index += 1;
+            m += 1;
+        }
+        scale *= 10;
+    }
+    bounds[66] = 10_000_000;
+    bounds
 }
 
 /// A histogram of microseconds in the endpoint's buckets ([`LATENCY_BUCKETS_SECONDS`], not
@@ -130,15 +182,23 @@ fn error_classes(counts: &OutcomeCounts) -> BTreeMap<(Outcome, Option<String>), 
 fn latency_buckets(
     histogram: &hdrhistogram::Histogram<u64>,
 ) -> ([u64; LATENCY_BUCKETS_SECONDS.len() + 1], f64) {
-    let mut buckets = [0; LATENCY_BUCKETS_SECONDS.len() + 1];
+    let (fine, sum) = fine_latency_buckets(histogram);
+    (coarse_buckets(&fine), sum)
+}
+
+/// A histogram of microseconds in the fine buckets ([`FINE_BUCKET_BOUNDS_US`], not
+/// cumulative, then the count above the last bound; empty when nothing was recorded) and its
+/// sum in seconds. Sums the histogram's counts bucket by bucket up to its largest value.
+fn fine_latency_buckets(histogram: &hdrhistogram::Histogram<u64>) -> (Vec<u64>, f64) {
     let recorded = histogram.len();
     if recorded == 0 {
-        return (buckets, 0.0);
+        return (Vec::new(), 0.0);
     }
+    let mut buckets = vec![0; FINE_BUCKET_BOUNDS_US.len() + 1];
     let max = histogram.max();
     let mut counted = 0;
     let mut low = 0;
-    for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
+    for (bucket, &bound) in FINE_BUCKET_BOUNDS_US.iter().enumerate() {
         if low > max {
             break;
         }
@@ -148,8 +208,23 @@ fn latency_buckets(
         counted += count;
         low = histogram.highest_equivalent(bound) + 1;
     }
-    buckets[BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
+    buckets[FINE_BUCKET_BOUNDS_US.len()] = recorded.saturating_sub(counted);
     (buckets, histogram.mean() * recorded as f64 / 1e6)
+}
+
+/// The endpoint's buckets as sums of the fine ones.
+fn coarse_buckets(fine: &[u64]) -> [u64; LATENCY_BUCKETS_SECONDS.len() + 1] {
+    let mut coarse = [0; LATENCY_BUCKETS_SECONDS.len() + 1];
+    for (index, &count) in fine.iter().enumerate() {
+        let bucket = match FINE_BUCKET_BOUNDS_US.get(index) {
+            Some(&bound) => {
+                BUCKET_BOUNDS_US.iter().position(|&coarse| bound <= coarse).unwrap_or(BUCKET_BOUNDS_US.len())
+            }
+            None => BUCKET_BOUNDS_US.len(),
+        };
+        coarse[bucket] += count;
+    }
+    coarse
 }
 
 /// What a subscription run (`subscribe --metrics-listen`) received so far.
@@ -441,6 +516,41 @@ impl Collector for SnapshotCollector {
                     &buckets,
                     None,
                 )?;
+            }
+        }
+        {
+            let mut metric = encoder.encode_descriptor(
+                "send_lag",
+                "Open loop: how late requests went out after their intended send time.",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for (method, figures) in &snapshot.methods {
+                let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+                    .iter()
+                    .copied()
+                    .chain([f64::INFINITY])
+                    .zip(figures.send_lag_buckets.iter().copied())
+                    .collect();
+                let labels = [("method", method.as_str())];
+                metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                    figures.send_lag_sum_seconds,
+                    figures.send_lag_buckets.iter().sum(),
+                    &buckets,
+                    None,
+                )?;
+            }
+        }
+        {
+            let mut metric = encoder.encode_descriptor(
+                "late_requests",
+                "Open loop: requests sent more than 2 ms after their intended send time.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (method, figures) in &snapshot.methods {
+                let labels = [("method", method.as_str())];
+                metric.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(&figures.late, None)?;
             }
         }
         gauge(
@@ -789,5 +899,48 @@ mod tests {
         slot.history.push_back((start, 0));
         slot.history.push_back((start + Duration::from_secs(2), 1000));
         assert!((slot.rate() - 500.0).abs() < 1e-9);
+    }
+}
+
+#[cfg(test)]
+mod live_figure_tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_buckets_are_sums_of_the_fine_buckets() {
+        let mut histogram = crate::record::new_histogram();
+        for micros in [7, 99, 100, 101, 240, 260, 4_999, 5_000, 5_001, 5_500, 61_000, 9_999_999, 12_000_000] {
+            histogram.record(micros).unwrap();
+        }
+        let (fine, _) = fine_latency_buckets(&histogram);
+        assert_eq!(fine.iter().sum::<u64>(), 13);
+        let coarse = coarse_buckets(&fine);
+        // Counted directly against the coarse bounds, as the endpoint did before.
+        let mut direct = [0u64; LATENCY_BUCKETS_SECONDS.len() + 1];
+        let mut low = 0;
+        for (bucket, &bound) in BUCKET_BOUNDS_US.iter().enumerate() {
+            direct[bucket] = histogram.count_between(low, bound.min(histogram.max()));
+            low = histogram.highest_equivalent(bound) + 1;
+        }
+        direct[BUCKET_BOUNDS_US.len()] = 13 - direct.iter().sum::<u64>();
+        assert_eq!(coarse, direct);
+        assert!(FINE_BUCKET_BOUNDS_US.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(BUCKET_BOUNDS_US.iter().all(|bound| FINE_BUCKET_BOUNDS_US.contains(bound)));
+    }
+
+    #[test]
+    fn the_endpoint_publishes_send_lag_and_late_requests_per_method() {
+        let mut figures = CallFigures { requests: 10, late: 3, ..CallFigures::default() };
+        figures.send_lag_buckets[5] = 10;
+        figures.send_lag_sum_seconds = 0.04;
+        let mut snapshot = Snapshot::default();
+        snapshot.methods.insert("getSlot".to_string(), figures);
+        let text = render(&snapshot);
+        assert!(text.contains("rpcbench_late_requests_total{method=\"getSlot\"} 3"), "{text}");
+        assert!(text.contains("rpcbench_send_lag_seconds_count{method=\"getSlot\"} 10"), "{text}");
+        assert!(
+            text.contains("rpcbench_send_lag_seconds_bucket{le=\"0.005\",method=\"getSlot\"} 10"),
+            "{text}"
+        );
     }
 }

@@ -16,6 +16,10 @@ pub struct MetricsArgs {
     /// (port 0 picks a free port; the address is printed on standard error).
     #[arg(long = "metrics-listen", value_name = "ADDR", help_heading = "Output")]
     pub listen: Option<String>,
+    /// No live dashboard on a terminal: print the progress lines instead (the dashboard is off
+    /// anyway when standard output is not a terminal, with -q, or when CI is set).
+    #[arg(long = "no-tui", help_heading = "Output")]
+    pub no_tui: bool,
 }
 
 impl MetricsArgs {
@@ -51,17 +55,5 @@ impl MetricsArgs {
             );
         }
         Ok(Some((server, live)))
-    }
-
-    /// Starts the endpoint when the flag was given and points the run at it. The server serves
-    /// until it is dropped, so the caller keeps it for as long as the command runs.
-    pub fn attach(
-        &self,
-        config: &mut rpcbench::engine::config::RunConfig,
-    ) -> Result<Option<MetricsServer>, ConfigError> {
-        Ok(self.start()?.map(|(server, live)| {
-            config.publish_to(live);
-            server
-        }))
     }
 }

@@ -235,10 +235,12 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         Err(err) => return output::usage_error(err),
     };
     // Serves until the command ends; counters add up over the steps.
-    let _metrics_server = match args.metrics.attach(&mut config) {
-        Ok(server) => server,
-        Err(err) => return output::usage_error(err),
-    };
+    let dashboard_wanted = crate::live_dashboard::wanted(args.quiet, args.metrics.no_tui);
+    let (_metrics_server, dashboard_live) =
+        match crate::live_dashboard::attach(&args.metrics, &mut config, dashboard_wanted) {
+            Ok(both) => both,
+            Err(err) => return output::usage_error(err),
+        };
     // A search of minutes must not end in "cannot write".
     for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
         if let Some(Err(err)) = path.as_deref().map(|path| crate::output::check_file_path(flag, path)) {
@@ -281,6 +283,14 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     }
     let quiet = args.quiet;
     let started = std::time::SystemTime::now();
+    let dashboard = dashboard_live.and_then(|live| {
+        let header = crate::live_dashboard::DashboardHeader {
+            title: format!("capacity {}", config.target.redacted()),
+            load: format!("capacity search, {}, SLO {}", config.workload.label(), settings.slo),
+            planned: None,
+        };
+        crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
+    });
     let result = search_recorded(&config, &settings, &stop, |step| {
         if !quiet {
             eprintln!("{}", crate::progress::capacity_step_line(step));
@@ -290,6 +300,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
             eprintln!("rpcbench: step {}: {line}", step.step);
         }
     });
+    drop(dashboard);
     let (report, steps) = match result {
         Ok(both) => both,
         Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),

@@ -169,6 +169,9 @@ pub struct CompareArgs {
     /// No progress lines.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// No live dashboard on a terminal: print the progress lines instead.
+    #[arg(long = "no-tui", help_heading = "Output")]
+    pub no_tui: bool,
 }
 
 /// A tie band, `3%` or `3`, as a share (0.03): at least 0, below 100%.
@@ -417,7 +420,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         _ => rounds,
     };
-    let compare_targets: Vec<CompareTarget> = configs
+    let mut compare_targets: Vec<CompareTarget> = configs
         .into_iter()
         .zip(monitors)
         .map(|((name, mut config), monitor_pids)| {
@@ -482,7 +485,23 @@ pub fn run(args: CompareArgs) -> ExitCode {
         Ok(heads) => heads,
         Err(err) => return output::usage_error(err),
     };
+    // One live store per target (simultaneous runs must not share one), shown on a terminal.
+    let dashboard = crate::live_dashboard::wanted(quiet, args.no_tui)
+        .then(|| {
+            let mut header =
+                crate::live_dashboard::DashboardHeader::of_run("compare", &compare_targets[0].config);
+            let names: Vec<&str> = compare_targets.iter().map(|target| target.name.as_str()).collect();
+            (header.title, header.planned) = (format!("compare {}", names.join(", ")), None);
+            let sources = compare_targets.iter_mut().map(|target| {
+                let live = rpcbench::metrics::LiveMetrics::new();
+                target.config.publish_to(live.clone());
+                (target.name.clone(), live)
+            });
+            crate::live_dashboard::LiveDashboard::start(header, sources.collect(), stop.clone())
+        })
+        .flatten();
     let result = run_rounds(&compare_targets, &plan, &stop, progress_printer(&compare_targets, quiet));
+    drop(dashboard);
     let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,

@@ -150,7 +150,20 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     };
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
-    let mut report = match subscribe::run(&config, &stop) {
+    let dashboard = crate::live_dashboard::wanted(false, args.metrics.no_tui)
+        .then(|| {
+            let live = config.live.get_or_insert_with(rpcbench::metrics::LiveMetrics::new).clone();
+            let header = crate::live_dashboard::DashboardHeader {
+                title: format!("subscribe {}", config.target.redacted()),
+                load: format!("{} subscriber(s), {}", config.subscribers, args.subs.join(", ")),
+                planned: Some(duration),
+            };
+            crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
+        })
+        .flatten();
+    let result = subscribe::run(&config, &stop);
+    drop(dashboard);
+    let mut report = match result {
         Ok(report) => report,
         Err(SubscribeError::Config(err)) => {
             return output::usage_error(crate::fields::ConfigError::from(err))
