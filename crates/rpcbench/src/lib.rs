@@ -63,6 +63,7 @@ pub mod json_path;
 pub mod jsonrpc;
 pub mod k8s;
 pub mod limits;
+pub mod limits_rate;
 pub mod listen;
 pub mod metrics;
 pub mod mock;

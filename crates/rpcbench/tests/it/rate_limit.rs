@@ -174,3 +174,31 @@ fn respect_retry_after_waits_as_the_server_asks_and_the_report_says_so() {
     let text = render_text(&report);
     assert!(text.contains(&format!("on rate limit: respect-retry-after: {limited} pauses")), "{text}");
 }
+
+#[test]
+fn a_mock_announcing_its_limit_tells_the_burst_the_remaining_and_the_reset_in_headers() {
+    // 5 requests per second, a bucket of 20: the run of 60 requests drains it, so the lowest
+    // remaining seen is 0 and a reset is announced (the seconds until the bucket is full).
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(5.0);
+    options.faults.rate_limit_burst = Some(20.0);
+    options.faults.announce_headers = true;
+    for http2 in [false, true] {
+        options.http2 = http2;
+        let node = MockServer::start(options.clone()).unwrap();
+        let mut config = closed_loop(&node.url(), 1, requests(60));
+        if http2 {
+            config.http = rpcbench::engine::config::HttpVersion::H2c;
+        }
+        let record = Run::new(config).unwrap().execute().unwrap();
+        let seen = &record.rate_headers;
+        assert_eq!(seen.answers, 60, "every answer announces (http2 {http2}): {seen:?}");
+        assert_eq!(seen.limit(), Some(20), "the limit announced is the burst: {seen:?}");
+        assert_eq!(seen.remaining_min, Some(0), "{seen:?}");
+        assert!(
+            seen.reset_max.is_some_and(|reset| (1..=4).contains(&reset)),
+            "20 / 5 = 4 s at most: {seen:?}"
+        );
+        node.stop();
+    }
+}
