@@ -27,6 +27,8 @@ pub enum LimitsFormat {
     Markdown,
     /// JSON (schema/limits.schema.json).
     Json,
+    /// An HTML page with the table.
+    Html,
 }
 
 /// Options of `rpcbench limits`.
@@ -173,6 +175,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         LimitsFormat::Text => report.render_text(),
         LimitsFormat::Markdown => report.render_markdown(),
         LimitsFormat::Json => report.render_json(),
+        LimitsFormat::Html => rpcbench::report::render_limits_html(&report),
     };
     emit(&text, args.output.as_deref(), false)
 }

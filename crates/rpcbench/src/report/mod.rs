@@ -11,6 +11,7 @@ mod capacity;
 mod capacity_compare;
 mod csv;
 mod html;
+mod limits_html;
 mod markdown;
 pub mod subscribe;
 mod subscribe_html;
@@ -39,6 +40,7 @@ pub use capacity_compare::{
 };
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
+pub use limits_html::render_limits_html;
 pub use markdown::render_markdown;
 pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};
 pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
