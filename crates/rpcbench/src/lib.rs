@@ -61,6 +61,7 @@ pub mod heads;
 pub mod jsonrpc;
 pub mod k8s;
 pub mod limits;
+pub mod limits_rate;
 pub mod live_view;
 pub mod metrics;
 pub mod mock;

@@ -40,9 +40,15 @@ impl ProbeBudget {
         self.requests < self.max_requests
     }
 
-    fn spend(&mut self, calls: u64) {
+    pub(crate) fn spend(&mut self, calls: u64) {
         self.requests += 1;
         self.calls += calls;
+    }
+
+    /// Spends `requests` single calls at once (an open-loop step's).
+    pub(crate) fn spend_singles(&mut self, requests: u64) {
+        self.requests += requests;
+        self.calls += requests;
     }
 }
 
@@ -58,7 +64,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn from_answer(answer: &RawAnswer) -> Self {
+    pub(crate) fn from_answer(answer: &RawAnswer) -> Self {
         let value: Option<Value> = serde_json::from_slice(&answer.body).ok();
         let error = value.as_ref().and_then(|value| match value {
             Value::Array(items) => items.iter().find_map(|item| item.get("error")),
@@ -72,13 +78,33 @@ impl Refusal {
         Refusal { status: answer.status, code, message: truncate(message, 200) }
     }
 
-    fn from_error(error: &CallError) -> Self {
+    pub(crate) fn from_error(error: &CallError) -> Self {
         match error {
             CallError::Status(status) => Refusal { status: *status, code: None, message: String::new() },
             other => Refusal { status: 0, code: None, message: truncate(other.to_string(), 200) },
         }
     }
 }
+
+impl Refusal {
+    /// Whether this refusal is a rate limit (HTTP 429, or an error the default rules call rate
+    /// limited) rather than the limit a probe looks for: then the probe waits and asks again.
+    pub fn is_rate_limit(&self) -> bool {
+        use crate::outcome::Outcome;
+        if self.status == 429 {
+            return true;
+        }
+        let Some(code) = self.code else { return false };
+        let judged = crate::rate_limit::RateLimitRules::default()
+            .judge(Outcome::RpcError(code), self.message.as_bytes());
+        matches!(judged, Outcome::RateLimited(_))
+    }
+}
+
+/// How long a probe waits after a rate-limited answer before it asks again.
+pub const RATE_LIMIT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+/// How many times a probe asks again after rate-limited answers before it gives up.
+pub const RATE_LIMIT_RETRIES: u32 = 20;
 
 fn truncate(mut text: String, max: usize) -> String {
     if text.len() > max {
@@ -145,6 +171,12 @@ pub fn batch_accepted(answer: &RawAnswer, calls: u64) -> bool {
     }
 }
 
+/// Whether a 2xx answer is a bare rate-limit error (a JSON-RPC error in HTTP 200).
+fn answer_is_rate_limit(answer: &RawAnswer) -> bool {
+    let value: Option<Value> = serde_json::from_slice(&answer.body).ok();
+    value.is_some_and(|value| value.get("error").is_some()) && Refusal::from_answer(answer).is_rate_limit()
+}
+
 /// A batch body of `calls` calls of `method` (no params), ids 1..=calls.
 pub fn batch_body(method: &str, calls: u64) -> Vec<u8> {
     let method = serde_json::to_string(method).unwrap_or_else(|_| "\"\"".to_string());
@@ -181,6 +213,7 @@ pub fn probe_batch(
     let ceiling = ceiling.max(1);
     let (mut accepted, mut refused, mut refusal) = (0u64, None::<u64>, None::<Refusal>);
     let mut steps = Vec::new();
+    let mut retries = 0;
     while let Some(calls) = next_batch_len(accepted, refused, ceiling) {
         if !budget.allows_one_more() {
             break;
@@ -189,7 +222,14 @@ pub fn probe_batch(
         let ok = match endpoint.post(&batch_body(method, calls)) {
             Ok(answer) if batch_accepted(&answer, calls) => true,
             Ok(answer) => {
-                refusal = Some(Refusal::from_answer(&answer));
+                let refused = Refusal::from_answer(&answer);
+                // A rate limit answered for the whole batch says nothing of its length.
+                if refused.is_rate_limit() && retries < RATE_LIMIT_RETRIES {
+                    retries += 1;
+                    std::thread::sleep(RATE_LIMIT_RETRY_PAUSE);
+                    continue;
+                }
+                refusal = Some(refused);
                 false
             }
             Err(error) => {
@@ -244,15 +284,24 @@ pub fn padded_body(method: &str, bytes: u64) -> Vec<u8> {
 pub fn probe_body(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut ProbeBudget) -> BodyFinding {
     let ceiling = ceiling.max(1);
     let (mut accepted, mut refused, mut refusal) = (0u64, None::<u64>, None::<Refusal>);
+    let mut retries = 0;
     while let Some(bytes) = next_batch_len(accepted, refused, ceiling) {
         if !budget.allows_one_more() {
             break;
         }
         budget.spend(1);
         match endpoint.post(&padded_body(method, bytes)) {
-            Ok(answer) if (200..300).contains(&answer.status) => accepted = bytes,
+            Ok(answer) if (200..300).contains(&answer.status) && !answer_is_rate_limit(&answer) => {
+                accepted = bytes
+            }
             Ok(answer) => {
-                refusal = Some(Refusal::from_answer(&answer));
+                let refused_now = Refusal::from_answer(&answer);
+                if refused_now.is_rate_limit() && retries < RATE_LIMIT_RETRIES {
+                    retries += 1;
+                    std::thread::sleep(RATE_LIMIT_RETRY_PAUSE);
+                    continue;
+                }
+                refusal = Some(refused_now);
                 refused = Some(bytes);
             }
             Err(error) => {
@@ -390,10 +439,16 @@ pub fn probe_websocket(
             }
         };
         let (mut subscriptions, mut refusal) = (0, None);
+        let mut retries = 0;
         while subscriptions < probe.max_subscriptions && budget.allows_one_more() {
             budget.spend(1);
-            match subscribe_once(&mut first, probe, subscriptions + 1).await {
+            match subscribe_once(&mut first, probe, budget.requests).await {
                 Ok(()) => subscriptions += 1,
+                // A rate limit is not the cap: wait and ask again.
+                Err(refused) if refused.is_rate_limit() && retries < RATE_LIMIT_RETRIES => {
+                    retries += 1;
+                    tokio::time::sleep(RATE_LIMIT_RETRY_PAUSE).await;
+                }
                 Err(refused) => {
                     refusal = Some(refused);
                     break;
@@ -422,7 +477,7 @@ pub fn probe_websocket(
 }
 
 /// Everything `rpcbench limits` found, with what it spent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LimitsReport {
     /// The URL probed, secrets hidden.
     pub url: String,
@@ -430,6 +485,8 @@ pub struct LimitsReport {
     pub method: String,
     /// What the probe spent of its budget.
     pub budget: ProbeBudget,
+    /// The sustained rate, the burst and its window, and how batches count, when probed.
+    pub rate: Option<crate::limits_rate::RateFinding>,
     /// The batch limit, when probed.
     pub batch: Option<BatchFinding>,
     /// The largest request body, when probed.
@@ -444,6 +501,9 @@ impl LimitsReport {
     /// One line: "batches up to 100 calls (-32000 "batch limit 100 exceeded"); 9 requests spent".
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(rate) = &self.rate {
+            parts.extend(rate.summary_parts());
+        }
         if let Some(batch) = &self.batch {
             parts.push(batch_summary(batch));
         }
@@ -490,7 +550,7 @@ impl LimitsReport {
             markdown(&self.method)
         );
         for (name, value, evidence) in self.rows() {
-            let _ = writeln!(out, "| {} | {} | {} |", markdown(name), markdown(&value), markdown(&evidence));
+            let _ = writeln!(out, "| {} | {} | {} |", markdown(&name), markdown(&value), markdown(&evidence));
         }
         let _ = writeln!(out, "\n{}", markdown(&self.summary()));
         out
@@ -505,8 +565,12 @@ impl LimitsReport {
         serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
     }
 
-    fn rows(&self) -> Vec<(&'static str, String, String)> {
-        let mut rows = Vec::new();
+    /// The table's rows: (limit, found, evidence).
+    pub fn rows(&self) -> Vec<(String, String, String)> {
+        let mut rows: Vec<(String, String, String)> = Vec::new();
+        if let Some(rate) = &self.rate {
+            rows.extend(rate.rows());
+        }
         if let Some(batch) = &self.batch {
             let value = match (batch.smallest_refused, batch.exact) {
                 (Some(_), true) => format!("{} calls", batch.largest_accepted),
@@ -525,7 +589,7 @@ impl LimitsReport {
             if let (Some(refused), Some(refusal)) = (batch.smallest_refused, &batch.refusal) {
                 let _ = write!(evidence, "; {refused} calls got {}", refusal_text(refusal));
             }
-            rows.push(("largest batch", value, evidence));
+            rows.push(("largest batch".into(), value, evidence));
         }
         for (name, found) in [
             ("subscriptions per socket", &self.subscriptions),
@@ -536,10 +600,10 @@ impl LimitsReport {
                 Some(refusal) => format!("number {} got {}", found.accepted + 1, refusal_text(refusal)),
                 None => format!("no refusal up to {} (the ceiling or the budget)", found.accepted),
             };
-            rows.push((name, count_text(found), evidence));
+            rows.push((name.into(), count_text(found), evidence));
         }
         rows.push((
-            "spent",
+            "spent".into(),
             format!("{} of {} requests", self.budget.requests, self.budget.max_requests),
             format!("{} calls", self.budget.calls),
         ));
@@ -547,7 +611,7 @@ impl LimitsReport {
     }
 }
 
-fn refusal_text(refusal: &Refusal) -> String {
+pub(crate) fn refusal_text(refusal: &Refusal) -> String {
     let mut text = format!("HTTP {}", refusal.status);
     if let Some(code) = refusal.code {
         let _ = write!(text, ", {code}");

@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
+use rpcbench::engine::config::Target;
 use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
+use rpcbench::limits_rate::{probe_rate_limits, RateFinding, RateProbe, RateProbeError, RateSearch};
 
 use crate::args::duration;
 use crate::output;
@@ -25,6 +27,8 @@ pub enum LimitsFormat {
     Markdown,
     /// JSON (schema/limits.schema.json).
     Json,
+    /// An HTML page with the table.
+    Html,
 }
 
 /// Options of `rpcbench limits`.
@@ -32,15 +36,36 @@ pub enum LimitsFormat {
 #[command(after_help = "Examples:
   rpcbench limits http://127.0.0.1:8545
   rpcbench limits http://127.0.0.1:8545 --max-requests 50 --max-batch 2000 -f json
+  rpcbench limits http://127.0.0.1:8545 --rate --max-requests 5000 -m eth_blockNumber,eth_getLogs
   rpcbench limits http://127.0.0.1:8545 --ws ws://127.0.0.1:8545 --max-subscriptions 200
   rpcbench limits ws://127.0.0.1:8899 -m getSlot --subscribe slotSubscribe --subscribe-params '[]'")]
 pub struct LimitsArgs {
     /// The endpoint to probe: http:// or https:// (batches), or ws:// (WebSocket limits only).
     #[arg(value_name = "URL")]
     pub url: String,
-    /// The method called in the probes' requests.
-    #[arg(short, long, default_value = "eth_blockNumber")]
-    pub method: String,
+    /// The method called in the probes' requests; with --rate, a comma-separated list gets a
+    /// sustained rate each (heavy methods are often capped lower), the first is used for the
+    /// other probes.
+    #[arg(short, long = "method", default_value = "eth_blockNumber", value_delimiter = ',', num_args = 1..)]
+    pub methods: Vec<String>,
+    /// Also find the rate limit: the burst let through at once, the sustained rate (open-loop
+    /// steps doubled until rate-limited answers appear, then that rate measured from an empty
+    /// budget), the window after which the burst is back, and whether batch calls count one by
+    /// one. Spends most of the budget; run it on a quiet key (the burst needs a full budget).
+    #[arg(long, help_heading = "Rate")]
+    pub rate: bool,
+    /// With --rate: the first rate offered.
+    #[arg(long, value_name = "RATE", default_value = "10", value_parser = rate_value, requires = "rate", help_heading = "Rate")]
+    pub start_rate: f64,
+    /// With --rate: the highest rate offered.
+    #[arg(long, value_name = "RATE", default_value = "100000", value_parser = rate_value, requires = "rate", help_heading = "Rate")]
+    pub max_rate: f64,
+    /// With --rate: the measured length of each step (a 0.5s warm-up comes before it).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration, requires = "rate", help_heading = "Rate")]
+    pub rate_step: Duration,
+    /// With --rate: the longest burst sent.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), requires = "rate", help_heading = "Rate")]
+    pub max_burst: u64,
     /// The most HTTP requests the probe may send (a batch is one); the report says what it spent.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_requests: u64,
@@ -108,11 +133,21 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         },
     };
     let mut budget = ProbeBudget::new(args.max_requests);
+    let method = args.methods.first().cloned().unwrap_or_default();
+    let http = !(args.url.starts_with("ws://") || args.url.starts_with("wss://"));
+    let rate = if args.rate && http {
+        match probe_rate(&args, &endpoint, &mut budget) {
+            Ok(found) => Some(found),
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
     // Batches are probed over HTTP: over WebSocket a batch's answer is not one call's.
-    let batch = if args.url.starts_with("ws://") || args.url.starts_with("wss://") {
+    let batch = if !http {
         None
     } else {
-        let batch = probe_batch(&endpoint, &args.method, args.max_batch, &mut budget);
+        let batch = probe_batch(&endpoint, &method, args.max_batch, &mut budget);
         if batch.largest_accepted == 0 {
             if let Some(refusal) = batch.refusal.as_ref().filter(|refusal| refusal.status == 0) {
                 return output::failure(format!("{}: {}", endpoint.redacted(), refusal.message));
@@ -120,7 +155,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         }
         Some(batch)
     };
-    let body = batch.is_some().then(|| probe_body(&endpoint, &args.method, args.max_body, &mut budget));
+    let body = batch.is_some().then(|| probe_body(&endpoint, &method, args.max_body, &mut budget));
     let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
         None => (None, None),
         Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
@@ -128,8 +163,9 @@ pub fn run(args: LimitsArgs) -> ExitCode {
     };
     let report = LimitsReport {
         url: endpoint.redacted(),
-        method: args.method.clone(),
+        method,
         budget,
+        rate,
         batch,
         body,
         subscriptions,
@@ -139,8 +175,36 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         LimitsFormat::Text => report.render_text(),
         LimitsFormat::Markdown => report.render_markdown(),
         LimitsFormat::Json => report.render_json(),
+        LimitsFormat::Html => rpcbench::report::render_limits_html(&report),
     };
     emit(&text, args.output.as_deref(), false)
+}
+
+fn probe_rate(
+    args: &LimitsArgs,
+    endpoint: &Endpoint,
+    budget: &mut ProbeBudget,
+) -> Result<RateFinding, ExitCode> {
+    let search = RateSearch {
+        start_rate: args.start_rate,
+        max_rate: args.max_rate.max(args.start_rate),
+        step: args.rate_step,
+        ..RateSearch::default()
+    };
+    let target = Target::parse(&args.url).map_err(|err| output::usage_error(err.to_string()))?;
+    let limits = RateProbe { search, max_burst: args.max_burst, max_batch: args.max_batch };
+    probe_rate_limits(endpoint, &target, &args.methods, &limits, budget).map_err(|err| match err {
+        RateProbeError::Method(_) => output::usage_error(format!("--method: {err}")),
+        RateProbeError::Run(_) => output::failure(endpoint.scrub(&err.to_string())),
+    })
+}
+
+fn rate_value(text: &str) -> Result<f64, String> {
+    match rpcbench::units::parse_rate(text) {
+        Ok(rate) if rate > 0.0 && rate <= 10_000_000.0 => Ok(rate),
+        Ok(_) => Err("expected a rate above 0 and at most 10000000/s".to_string()),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 fn body_size(text: &str) -> Result<u64, String> {

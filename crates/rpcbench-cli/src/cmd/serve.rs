@@ -92,6 +92,12 @@ pub struct ServeArgs {
     /// its own id inside a valid array, as QuickNode answers).
     #[arg(long, value_name = "STYLE", default_value = "429", value_parser = ["429", "jsonrpc", "batch-items"], requires = "rate_limit")]
     pub rate_limit_style: String,
+    /// With --rate-limit: every answer announces the limiter's state, as some providers do:
+    /// X-RateLimit-Limit (the burst), X-RateLimit-Remaining (whole requests left now),
+    /// X-RateLimit-Reset (seconds until the budget is full again), and the same as the IETF
+    /// draft's RateLimit-Limit/-Remaining/-Reset.
+    #[arg(long, requires = "rate_limit")]
+    pub announce_headers: bool,
     /// A periodic full pause, pause/period: 2s/10s.
     #[arg(long)]
     pub stall: Option<Stall>,
@@ -229,6 +235,7 @@ impl ServeArgs {
             rate_limit: self.rate_limit,
             rate_limit_burst: self.burst,
             rate_limit_style: self.rate_limit_style.parse().unwrap_or_default(),
+            announce_headers: self.announce_headers,
             stall: self.stall,
         };
         options.max_body_bytes = self.max_body;

@@ -101,15 +101,37 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             tokio::time::sleep(IDLE_CONNECTION_CHECK).await;
             now = Instant::now();
         }
-        let Some(ticket) = worker.next_ticket(now) else {
+        let Some(mut ticket) = worker.next_ticket(now) else {
             break;
         };
         guard.held = Some((ticket, None));
-        if let Some(intended) = ticket.intended {
+        if let Some(mut intended) = ticket.intended {
             if intended > now {
                 worker.behind.set(false);
                 worker.idle.set(worker.idle.get() + 1);
                 worker.pacing.get_or_init(slot_timer::PacingTimer::coarse).sleep_until(intended).await;
+                // A rate-limit pause that began meanwhile moves this ticket too.
+                if config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue {
+                    while let Some(later) = moved_by_pause(&worker.shared, &mut ticket) {
+                        if worker.shared.clock.end.is_some_and(|end| later >= end) {
+                            // Moved past the run's end: never due, so never sent (as a ticket
+                            // the schedule does not reach).
+                            guard.held = None;
+                            break;
+                        }
+                        intended = later;
+                        guard.held = Some((ticket, None));
+                        worker
+                            .pacing
+                            .get_or_init(slot_timer::PacingTimer::coarse)
+                            .sleep_until(intended)
+                            .await;
+                    }
+                    if guard.held.is_none() {
+                        worker.idle.set(worker.idle.get() - 1);
+                        break;
+                    }
+                }
                 worker.idle.set(worker.idle.get() - 1);
             } else if now.saturating_duration_since(intended) > worker.plan.slot_width {
                 worker.behind.set(true);
@@ -314,7 +336,14 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         }
         if config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue {
             if let Some(pause) = backoff.after(config.on_rate_limit, limited, reply.rate.retry_after()) {
-                let paused = pause_for(&worker.shared, pause).await;
+                // Open loop: the whole schedule pauses (other connections must not send the
+                // tickets due meanwhile); the time counted is what this moved it by.
+                let paused = if open_loop {
+                    let shared = &worker.shared;
+                    shared.schedule_pause.pause(shared.clock.start, Instant::now(), pause)
+                } else {
+                    pause_for(&worker.shared, pause).await
+                };
                 if ticket.measured {
                     let mut recorder = worker.recorder.borrow_mut();
                     recorder.rate_pauses += 1;
@@ -323,6 +352,20 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             }
         }
     }
+}
+
+/// Open loop: when a rate-limit pause moved the schedule after `ticket` was taken, moves the
+/// ticket by as much and returns its new intended time.
+fn moved_by_pause(shared: &WorkerShared, ticket: &mut Ticket) -> Option<Instant> {
+    let shift = shared.schedule_pause.shift();
+    let intended = ticket.intended?;
+    if shift <= ticket.shifted || shared.stop.is_stopped() {
+        return None;
+    }
+    let later = intended + (shift - ticket.shifted);
+    ticket.shifted = shift;
+    ticket.intended = Some(later);
+    Some(later)
 }
 
 /// Pauses this connection for `pause` after a rate-limited answer, or until the run ends or is

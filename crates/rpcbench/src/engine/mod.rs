@@ -275,6 +275,7 @@ impl Run {
             live.begin_run(&self.config, workers, clock.start, clock.measure_start);
         }
         let mut handles = Vec::with_capacity(workers);
+        let schedule_pause = Arc::new(crate::rate_pause::SchedulePause::default());
         for index in 0..workers {
             let plan = WorkerPlan::new(&self.config, index, workers);
             let shared = WorkerShared {
@@ -282,6 +283,7 @@ impl Run {
                 stop: self.stop.clone(),
                 series: self.series.clone(),
                 clock,
+                schedule_pause: schedule_pause.clone(),
             };
             let transport = transport.for_worker();
             let protocol = protocol();

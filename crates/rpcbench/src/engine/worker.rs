@@ -145,6 +145,8 @@ pub(super) struct WorkerShared {
     pub(super) stop: StopHandle,
     pub(super) series: Arc<Mutex<Series>>,
     pub(super) clock: Clock,
+    /// Open loop: the pause of the whole schedule after rate-limited answers.
+    pub(super) schedule_pause: Arc<crate::rate_pause::SchedulePause>,
 }
 
 pub(super) fn run_worker<T: Transport + 'static, P: Protocol + 'static>(
@@ -283,6 +285,8 @@ pub(super) struct Ticket {
     pub(super) measured: bool,
     /// The ticket's global index in the whole run (see [`Draw::ticket`]).
     pub(super) index: u64,
+    /// Open loop: how far rate-limit pauses had moved the schedule when it was taken.
+    pub(super) shifted: Duration,
 }
 
 impl<T: Transport + 'static, P: Protocol + 'static> Worker<T, P> {
@@ -364,14 +368,25 @@ impl<T, P> Worker<T, P> {
                 if clock.end.is_some_and(|end| now >= end) {
                     return None;
                 }
-                Ticket { intended: None, measured: now >= clock.measure_start, index: 0 }
+                Ticket {
+                    intended: None,
+                    measured: now >= clock.measure_start,
+                    index: 0,
+                    shifted: Duration::ZERO,
+                }
             }
             Some(pacer) => {
-                let intended = clock.start + pacer.next_offset();
+                let shifted = self.shared.schedule_pause.shift();
+                let intended = clock.start + pacer.next_offset() + shifted;
                 if clock.end.is_some_and(|end| intended >= end) {
                     return None;
                 }
-                Ticket { intended: Some(intended), measured: intended >= clock.measure_start, index: 0 }
+                Ticket {
+                    intended: Some(intended),
+                    measured: intended >= clock.measure_start,
+                    index: 0,
+                    shifted,
+                }
             }
         };
         // Only a replay needs each ticket's global index: other runs skip the count.
@@ -404,11 +419,12 @@ impl<T, P> Worker<T, P> {
         };
         let mut unsent = 0;
         let mut taken = self.measured_taken.get();
+        let shifted = self.shared.schedule_pause.shift();
         loop {
             if self.plan.requests.is_some_and(|limit| taken >= limit) {
                 break;
             }
-            let intended = clock.start + pacer.next_offset();
+            let intended = clock.start + pacer.next_offset() + shifted;
             if intended >= until {
                 break;
             }

@@ -38,6 +38,9 @@ pub struct Faults {
     pub rate_limit_burst: Option<f64>,
     /// How requests over the rate limit are answered.
     pub rate_limit_style: RateLimitStyle,
+    /// Whether answers announce the rate limiter's state in headers (`X-RateLimit-Limit`,
+    /// `-Remaining`, `-Reset` and the IETF draft's `RateLimit-*`), as some providers do.
+    pub announce_headers: bool,
     /// A periodic full pause of the server.
     pub stall: Option<Stall>,
 }
@@ -409,6 +412,51 @@ impl TokenBucket {
             Admission::Limited { retry_after, allowed_rps: self.rate, burst: self.burst }
         }
     }
+
+    /// What the bucket holds at `now`, without taking a token.
+    fn announce(&self, now: Instant) -> RateAnnouncement {
+        let guard = self.state.lock().unwrap_or_else(|poison| poison.into_inner());
+        let (tokens, last) = *guard;
+        let tokens = (tokens + now.saturating_duration_since(last).as_secs_f64() * self.rate).min(self.burst);
+        RateAnnouncement {
+            limit: self.burst as u64,
+            remaining: tokens.floor() as u64,
+            reset_secs: ((self.burst - tokens) / self.rate).ceil() as u64,
+        }
+    }
+}
+
+/// The rate limiter's state as `--announce-headers` tells it: the bucket's size (the burst),
+/// the whole requests it holds now, and the seconds until it is full again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RateAnnouncement {
+    pub(crate) limit: u64,
+    pub(crate) remaining: u64,
+    pub(crate) reset_secs: u64,
+}
+
+impl RateAnnouncement {
+    /// The HTTP/1.1 header lines, each ending in CRLF: `X-RateLimit-*` and `RateLimit-*`.
+    pub(crate) fn header_lines(&self, out: &mut Vec<u8>) {
+        for (name, value) in self.headers() {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// The headers, by name (lower case) and value.
+    pub(crate) fn headers(&self) -> [(&'static str, u64); 6] {
+        [
+            ("x-ratelimit-limit", self.limit),
+            ("x-ratelimit-remaining", self.remaining),
+            ("x-ratelimit-reset", self.reset_secs),
+            ("ratelimit-limit", self.limit),
+            ("ratelimit-remaining", self.remaining),
+            ("ratelimit-reset", self.reset_secs),
+        ]
+    }
 }
 
 /// The live state of a server's faults.
@@ -444,6 +492,12 @@ impl FaultState {
             Some(bucket) => bucket.admit(Instant::now()),
             None => Admission::Allowed,
         }
+    }
+
+    /// The limiter's state for `--announce-headers`; `None` without a limit or the flag.
+    pub(crate) fn announcement(&self) -> Option<RateAnnouncement> {
+        let bucket = self.bucket.as_ref().filter(|_| self.faults.announce_headers)?;
+        Some(bucket.announce(Instant::now()))
     }
 
     /// How long to wait for a stall in progress to end.

@@ -107,7 +107,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         if let Node::Ethereum(node) = &shared.node {
             let path = request.uri().path_and_query().map_or("/", |path| path.as_str());
             let (status, body) = super::rest::answer(node, path);
-            send(&mut reply, status_code(status), None, body);
+            send(&mut reply, status_code(status), Vec::new(), body);
             return;
         }
     }
@@ -115,7 +115,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         error_body(&mut out, INVALID_REQUEST, &not_post_message());
         let allow = ("allow", HeaderValue::from_static("POST"));
         let body = if request.method() == Method::HEAD { Vec::new() } else { out };
-        send(&mut reply, StatusCode::METHOD_NOT_ALLOWED, Some(allow), body);
+        send(&mut reply, StatusCode::METHOD_NOT_ALLOWED, vec![allow], body);
         return;
     }
     let declared = request
@@ -124,17 +124,24 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
         .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok());
     let Some(body) = read_body(request.into_body(), declared, shared.max_body_bytes).await else {
         error_body(&mut out, INVALID_REQUEST, &too_large_message(shared.max_body_bytes));
-        send(&mut reply, StatusCode::PAYLOAD_TOO_LARGE, None, out);
+        send(&mut reply, StatusCode::PAYLOAD_TOO_LARGE, Vec::new(), out);
         return;
     };
-    match gate(&shared, &body, &mut out) {
+    let gated = gate(&shared, &body, &mut out);
+    let mut extra: Vec<(&'static str, HeaderValue)> = match shared.faults.announcement() {
+        Some(announced) => {
+            announced.headers().iter().map(|&(name, value)| (name, HeaderValue::from(value))).collect()
+        }
+        None => Vec::new(),
+    };
+    match gated {
         Gate::Limited { style: RateLimitStyle::JsonRpc, .. } => {
-            send(&mut reply, StatusCode::OK, None, out);
+            send(&mut reply, StatusCode::OK, extra, out);
             return;
         }
         Gate::Limited { retry_after_secs, .. } => {
-            let retry = ("retry-after", HeaderValue::from(retry_after_secs));
-            send(&mut reply, StatusCode::TOO_MANY_REQUESTS, Some(retry), out);
+            extra.push(("retry-after", HeaderValue::from(retry_after_secs)));
+            send(&mut reply, StatusCode::TOO_MANY_REQUESTS, extra, out);
             return;
         }
         Gate::Pass(delays) if !delays.is_none() => delays.wait().await,
@@ -143,9 +150,9 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
     out.clear();
     respond(&shared, &body, &mut out);
     if out.is_empty() {
-        send(&mut reply, StatusCode::NO_CONTENT, None, out);
+        send(&mut reply, StatusCode::NO_CONTENT, extra, out);
     } else {
-        send(&mut reply, StatusCode::OK, None, out);
+        send(&mut reply, StatusCode::OK, extra, out);
     }
 }
 
@@ -174,7 +181,7 @@ async fn read_body(mut body: RecvStream, declared: Option<u64>, limit: usize) ->
 fn send(
     respond: &mut SendResponse<Bytes>,
     status: StatusCode,
-    extra: Option<(&'static str, HeaderValue)>,
+    extra: Vec<(&'static str, HeaderValue)>,
     body: Vec<u8>,
 ) {
     let mut response = Response::builder().status(status);
@@ -183,7 +190,7 @@ fn send(
             .header(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     }
-    if let Some((name, value)) = extra {
+    for (name, value) in extra {
         response = response.header(name, value);
     }
     let Ok(response) = response.body(()) else { return };

@@ -164,13 +164,18 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     close: bool,
     date: &mut DateCache,
 ) {
-    match gate(shared, body, body_out) {
+    let gated = gate(shared, body, body_out);
+    let mut extra = Vec::new();
+    if let Some(announced) = shared.faults.announcement() {
+        announced.header_lines(&mut extra);
+    }
+    match gated {
         Gate::Limited { style: RateLimitStyle::JsonRpc, .. } => {
-            write_json(out, b"200 OK", b"", body_out, Some(request), close, &date.text);
+            write_json(out, b"200 OK", &extra, body_out, Some(request), close, &date.text);
             return;
         }
         Gate::Limited { retry_after_secs, .. } => {
-            let mut extra = b"retry-after: ".to_vec();
+            extra.extend_from_slice(b"retry-after: ");
             extra.extend_from_slice(itoa::Buffer::new().format(retry_after_secs).as_bytes());
             extra.extend_from_slice(b"\r\n");
             write_json(out, b"429 Too Many Requests", &extra, body_out, Some(request), close, &date.text);
@@ -194,8 +199,8 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     body_out.clear();
     respond(shared, body, body_out);
     if body_out.is_empty() {
-        write_head(out, b"204 No Content", JSON, None, b"", Some(request), close, &date.text);
+        write_head(out, b"204 No Content", JSON, None, &extra, Some(request), close, &date.text);
     } else {
-        write_json(out, b"200 OK", b"", body_out, Some(request), close, &date.text);
+        write_json(out, b"200 OK", &extra, body_out, Some(request), close, &date.text);
     }
 }

@@ -11,6 +11,7 @@ mod capacity;
 mod capacity_compare;
 mod csv;
 mod html;
+mod limits_html;
 mod markdown;
 mod shape;
 pub mod subscribe;
@@ -40,6 +41,7 @@ pub use capacity_compare::{
 };
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
+pub use limits_html::render_limits_html;
 pub use markdown::render_markdown;
 pub use shape::RunShape;
 pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};

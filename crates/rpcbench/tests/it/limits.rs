@@ -4,10 +4,12 @@
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
+use rpcbench::engine::config::Target;
 use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_BODY_CEILING,
 };
+use rpcbench::limits_rate::{probe_rate_limits, BatchCounting, RateProbe, RateSearch};
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
 
 fn endpoint(server: &MockServer) -> Endpoint {
@@ -56,6 +58,7 @@ fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
         url: server.url(),
         method: "eth_blockNumber".into(),
         budget,
+        rate: None,
         batch: Some(found),
         body: None,
         subscriptions: None,
@@ -94,6 +97,7 @@ fn the_limits_report_in_json_matches_its_schema() {
         url: server.url(),
         method: "eth_blockNumber".into(),
         budget,
+        rate: None,
         batch: Some(batch),
         body: Some(body),
         subscriptions: Some(subscriptions),
@@ -153,6 +157,7 @@ fn the_websocket_probe_finds_the_subscription_and_connection_caps_exactly() {
         url: server.url(),
         method: "eth_blockNumber".into(),
         budget,
+        rate: None,
         batch: None,
         body: None,
         subscriptions: Some(subscriptions),
@@ -201,4 +206,93 @@ fn the_body_probe_finds_the_largest_request_body_exactly_and_the_413() {
     assert_eq!(found.refusal.as_ref().unwrap().status, 413);
     assert!(budget.requests <= 40, "{budget:?}");
     server.stop();
+}
+
+/// Every probe of `limits` against an Ethereum mock limited to 50 requests per second with a
+/// burst of 100 (a 2 s window), answering the excess in `style`, with geth's batch limit of 100
+/// and 12 subscriptions per socket, within a budget of 2,000 requests.
+fn probe_a_rate_limited_mock(style: RateLimitStyle) -> LimitsReport {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.faults.rate_limit = Some(50.0);
+    options.faults.rate_limit_burst = Some(100.0);
+    options.faults.rate_limit_style = style;
+    options.faults.announce_headers = true;
+    options.max_batch_len = 100;
+    options.ws_max_subscriptions = Some(12);
+    let server = MockServer::start(options).unwrap();
+    let endpoint = endpoint(&server);
+    let mut budget = ProbeBudget::new(2_000);
+    let limits =
+        RateProbe { search: RateSearch::default(), max_burst: 1_000, max_batch: DEFAULT_BATCH_CEILING };
+    let target = Target::parse(&server.url()).unwrap();
+    let rate = probe_rate_limits(&endpoint, &target, &["eth_blockNumber".to_string()], &limits, &mut budget)
+        .expect("the rate probe runs");
+    let batch = probe_batch(&endpoint, "eth_blockNumber", DEFAULT_BATCH_CEILING, &mut budget);
+    let (subscriptions, connections) = probe_websocket(&ws_probe(&server, 1_000, 3), &mut budget).unwrap();
+    let url = server.url();
+    server.stop();
+    LimitsReport {
+        url,
+        method: "eth_blockNumber".into(),
+        budget,
+        rate: Some(rate),
+        batch: Some(batch),
+        body: None,
+        subscriptions: Some(subscriptions),
+        ws_connections: Some(connections),
+    }
+}
+
+fn assert_the_configured_limits(report: &LimitsReport, counting: BatchCounting) {
+    let rate = report.rate.as_ref().unwrap();
+    let sustained = rate.rate().unwrap_or_else(|| panic!("a sustained rate is found: {rate:#?}"));
+    assert!((47.5..=52.5).contains(&sustained), "50/s within 5%: {sustained} ({rate:#?})");
+    assert_eq!(rate.burst, Some(100), "{rate:#?}");
+    assert_eq!(rate.window_ms, Some(2_000), "{rate:#?}");
+    let check = rate.window_check.as_ref().expect("the window is checked");
+    assert!(
+        check.accepted >= 100 && check.refusal.is_some(),
+        "the budget came back after the window: {check:?}"
+    );
+    assert_eq!(rate.batch_counting.as_ref().map(|found| &found.counting), Some(&counting), "{rate:#?}");
+    let batch = report.batch.as_ref().unwrap();
+    assert_eq!((batch.largest_accepted, batch.exact), (100, true), "{batch:?}");
+    let subscriptions = report.subscriptions.as_ref().unwrap();
+    assert_eq!((subscriptions.accepted, subscriptions.exact), (12, true), "{subscriptions:?}");
+    assert!(report.budget.requests <= report.budget.max_requests, "{:?}", report.budget);
+    let summary = report.summary();
+    assert!(summary.contains(" sustained, bursts of 100 per 2 s window, "), "{summary}");
+    assert!(
+        summary.contains("batches up to 100 calls") && summary.contains("12 subscriptions per socket"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn limits_finds_the_rate_burst_window_batch_and_subscription_limits_of_a_429_mock() {
+    let report = probe_a_rate_limited_mock(RateLimitStyle::Http429);
+    assert_the_configured_limits(&report, BatchCounting::OneRequest);
+    let json: serde_json::Value = serde_json::from_str(&report.render_json()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/limits.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    let messages: Vec<String> = match schema.validate(&json) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.map(|e| format!("{}: {e}", e.instance_path)).collect(),
+    };
+    assert!(messages.is_empty(), "does not match limits.schema.json:\n{}\n{json:#}", messages.join("\n"));
+    let text = report.render_text();
+    assert!(text.contains("sustained rate") && text.contains("HTTP 429"), "{text}");
+}
+
+#[test]
+fn limits_finds_the_rate_burst_window_batch_and_subscription_limits_of_a_jsonrpc_error_mock() {
+    let report = probe_a_rate_limited_mock(RateLimitStyle::JsonRpc);
+    assert_the_configured_limits(&report, BatchCounting::OneRequest);
+}
+
+#[test]
+fn limits_finds_that_a_batch_items_mock_counts_batch_calls_one_by_one() {
+    let report = probe_a_rate_limited_mock(RateLimitStyle::BatchItems);
+    assert_the_configured_limits(&report, BatchCounting::CallByCall);
 }

@@ -174,3 +174,70 @@ fn respect_retry_after_waits_as_the_server_asks_and_the_report_says_so() {
     let text = render_text(&report);
     assert!(text.contains(&format!("on rate limit: respect-retry-after: {limited} pauses")), "{text}");
 }
+
+#[test]
+fn a_mock_announcing_its_limit_tells_the_burst_the_remaining_and_the_reset_in_headers() {
+    // 5 requests per second, a bucket of 20: the run of 60 requests drains it, so the lowest
+    // remaining seen is 0 and a reset is announced (the seconds until the bucket is full).
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(5.0);
+    options.faults.rate_limit_burst = Some(20.0);
+    options.faults.announce_headers = true;
+    for http2 in [false, true] {
+        options.http2 = http2;
+        let node = MockServer::start(options.clone()).unwrap();
+        let mut config = closed_loop(&node.url(), 1, requests(60));
+        if http2 {
+            config.http = rpcbench::engine::config::HttpVersion::H2c;
+        }
+        let record = Run::new(config).unwrap().execute().unwrap();
+        let seen = &record.rate_headers;
+        assert_eq!(seen.answers, 60, "every answer announces (http2 {http2}): {seen:?}");
+        assert_eq!(seen.limit(), Some(20), "the limit announced is the burst: {seen:?}");
+        assert_eq!(seen.remaining_min, Some(0), "{seen:?}");
+        assert!(
+            seen.reset_max.is_some_and(|reset| (1..=4).contains(&reset)),
+            "20 / 5 = 4 s at most: {seen:?}"
+        );
+        node.stop();
+    }
+}
+
+#[test]
+fn an_open_loop_pauses_its_whole_load_when_the_server_asks_and_reports_how_long() {
+    // One request per second (burst 1), every refusal a 429 with `Retry-After: 1`, offered 200
+    // requests per second over up to 8 connections for 2.5 s. The load must pause as asked: no
+    // other connection may send the tickets due during a pause (they did, and the run sent
+    // ~500 requests, nearly all refused).
+    let mut options = MockOptions::new(Chain::Solana);
+    options.faults.rate_limit = Some(1.0);
+    options.faults.rate_limit_burst = Some(1.0);
+    options.faults.rate_limit_style = RateLimitStyle::Http429;
+    let node = MockServer::start(options).unwrap();
+    let mut config = closed_loop(&node.url(), 1, requests(10_000));
+    config.load = Load::Open { rate: 200.0, arrivals: Arrivals::Uniform, max_connections: 8 };
+    config.length = Length { duration: Some(Duration::from_millis(2500)), requests: None };
+    config.on_rate_limit = rpcbench::rate_pause::OnRateLimit::RespectRetryAfter;
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    // Each pause is 1 s and pauses start at most ~3 times in 2.5 s; around each, a handful of
+    // requests. Without the run-wide pause it is hundreds.
+    assert!(counts.total() <= 40, "{counts:?}");
+    assert!(counts.class_total(OutcomeClass::RateLimited) >= 1, "{counts:?}");
+    assert!(record.rate_pauses >= 1);
+    assert!(
+        record.rate_paused >= Duration::from_secs(1),
+        "the load paused as asked: {:?}",
+        record.rate_paused
+    );
+    assert!(
+        record.rate_paused <= Duration::from_secs(4),
+        "overlapping pauses count once: {:?}",
+        record.rate_paused
+    );
+    let report = RunReport::new(&config, &record);
+    let pauses = report.rate_limit_pauses.clone().expect("the pauses are reported");
+    assert_eq!(pauses.mode, "respect-retry-after");
+    assert!(pauses.paused_ms >= 1000, "{pauses:?}");
+    node.stop();
+}
