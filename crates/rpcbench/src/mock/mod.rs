@@ -25,6 +25,7 @@ use std::time::Duration;
 
 mod ethereum;
 mod faults;
+mod geyser;
 mod h2;
 mod http;
 pub(crate) mod prng;
@@ -39,6 +40,7 @@ pub use faults::{
     parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
     RateLimitStyle, Stall,
 };
+pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
 pub use server::{Dispatcher, MockServer};
 pub use ws::WsStats;
 
