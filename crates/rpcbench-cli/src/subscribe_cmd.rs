@@ -9,6 +9,7 @@ use rpcbench::engine::config::{Target, TlsOptions};
 use rpcbench::engine::StopHandle;
 use rpcbench::report::subscribe::SubscribeThreshold;
 use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscriptionKind};
+use rpcbench::transport::grpc::XToken;
 
 use crate::args::duration;
 use crate::output;
@@ -20,21 +21,28 @@ use crate::output;
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:SysvarC1ock11111111111111111111111111111111 --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
-  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json")]
+  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json
+  rpcbench subscribe grpc://127.0.0.1:10000 --sub geyser-slot --sub 'geyser-tx:include=PUBKEY;vote=false' --x-token TOKEN
+  rpcbench subscribe grpc://127.0.0.1:10000 --sub geyser-slot:confirmed --subscribers 1000 --subs-per-connection 50 --ramp 20s -d 60s")]
 pub struct SubscribeArgs {
-    /// The ws:// or wss:// endpoint.
+    /// The ws:// or wss:// endpoint, or a grpc:// or grpcs:// Yellowstone Geyser feed.
     pub url: String,
     /// A subscription each subscriber opens (repeatable): newHeads, logs[:FILTER JSON],
-    /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER].
+    /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER]; on a gRPC feed
+    /// geyser-slot[:COMMITMENT], geyser-stages, geyser-tx[:include=K,..;exclude=K;required=K;
+    /// vote=BOOL;failed=BOOL;commitment=C], geyser-account:PUBKEY|owner=PUBKEY, geyser-blocks-meta.
     #[arg(long = "sub", value_name = "KIND", required = true)]
     pub subs: Vec<String>,
     /// Subscribers, each holding one subscription of every --sub (with --stage: the highest
     /// stage's level).
     #[arg(long)]
     pub subscribers: Option<usize>,
-    /// Subscriptions per WebSocket.
-    #[arg(long, default_value_t = 1)]
+    /// Subscriptions per WebSocket (per HTTP/2 connection on a gRPC feed).
+    #[arg(long, visible_alias = "subs-per-connection", default_value_t = 1)]
     pub subs_per_socket: usize,
+    /// The x-token header of a gRPC feed (a secret: never printed).
+    #[arg(long, value_name = "TOKEN", value_parser = x_token)]
+    pub x_token: Option<XToken>,
     /// How long to listen [default: 10s; with --stage: the stages' total].
     #[arg(short, long, value_parser = duration)]
     pub duration: Option<Duration>,
@@ -79,6 +87,10 @@ pub struct SubscribeArgs {
 
     #[command(flatten)]
     pub metrics: crate::metrics_args::MetricsArgs,
+}
+
+fn x_token(text: &str) -> Result<XToken, String> {
+    Ok(XToken::new(text))
 }
 
 fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
@@ -139,6 +151,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.stages = args.stages.clone();
     config.subs_per_socket = args.subs_per_socket;
     config.reconnect = args.reconnect;
+    config.x_token = args.x_token.clone();
     config.ramp = args.ramp;
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;

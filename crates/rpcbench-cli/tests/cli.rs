@@ -1753,3 +1753,51 @@ fn limits_reports_the_batch_limit_found_and_what_it_spent() {
     );
     node.stop();
 }
+
+#[test]
+fn a_geyser_feed_with_a_wrong_x_token_exits_1_unauthenticated_and_the_token_is_never_printed() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(30),
+        x_token: Some("feed-secret-91d2".into()),
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let url = feed.url();
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "geyser-slot",
+        "--x-token",
+        "wrong-secret-5e0b",
+        "-d",
+        "300ms",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(printed.contains("grpc unauthenticated"), "{printed}");
+    assert!(!printed.contains("wrong-secret-5e0b") && !printed.contains("feed-secret"), "{printed}");
+    // The right token: slots without gaps, exit 0.
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "geyser-slot",
+        "--x-token",
+        "feed-secret-91d2",
+        "--subscribers",
+        "4",
+        "--subs-per-connection",
+        "2",
+        "-d",
+        "400ms",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("Subscribed: 4 of 4"), "{text}");
+    assert!(!text.contains("feed-secret-91d2"), "{text}");
+    // A Geyser kind on a ws:// URL, and a JSON-RPC kind on a gRPC feed, are refused by flag.
+    assert_usage_error(&["subscribe", "ws://127.0.0.1:1/", "--sub", "geyser-slot"], "--sub");
+    assert_usage_error(&["subscribe", &url, "--sub", "slot"], "--sub");
+    assert_usage_error(&["subscribe", &url, "--sub", "geyser-tx:signer=A"], "--sub");
+}
