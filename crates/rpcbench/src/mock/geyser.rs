@@ -70,6 +70,10 @@ pub struct GeyserMockOptions {
     pub ping_every: Duration,
     /// The `x-token` a client must send, if any.
     pub x_token: Option<String>,
+    /// More ports serving the same updates, each with its own delay (providers of one chain
+    /// racing: the same slot reaches each mirror that much later than the main port's
+    /// subscribers before its own delay). Their addresses are [`GeyserMock::mirror_url`].
+    pub mirrors: Vec<Duration>,
 }
 
 impl Default for GeyserMockOptions {
@@ -86,6 +90,7 @@ impl Default for GeyserMockOptions {
             queue: 4_096,
             ping_every: Duration::from_secs(10),
             x_token: None,
+            mirrors: Vec::new(),
         }
     }
 }
@@ -165,6 +170,7 @@ fn signature(slot: u64, index: u32) -> Vec<u8> {
 #[derive(Debug)]
 pub struct GeyserMock {
     addr: SocketAddr,
+    mirrors: Vec<SocketAddr>,
     truth: Arc<GeyserTruth>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -203,9 +209,19 @@ impl GeyserMock {
             .enable_all()
             .build()
             .map_err(GeyserMockError::Io)?;
-        let listener = std::net::TcpListener::bind(options.listen).map_err(GeyserMockError::Io)?;
-        listener.set_nonblocking(true).map_err(GeyserMockError::Io)?;
-        let addr = listener.local_addr().map_err(GeyserMockError::Io)?;
+        let bind = |addr: SocketAddr| -> std::io::Result<(std::net::TcpListener, SocketAddr)> {
+            let listener = std::net::TcpListener::bind(addr)?;
+            listener.set_nonblocking(true)?;
+            let bound = listener.local_addr()?;
+            Ok((listener, bound))
+        };
+        let mut listeners = vec![(bind(options.listen).map_err(GeyserMockError::Io)?, options.delay)];
+        for delay in &options.mirrors {
+            let loopback = SocketAddr::new(options.listen.ip(), 0);
+            listeners.push((bind(loopback).map_err(GeyserMockError::Io)?, *delay));
+        }
+        let addr = listeners[0].0 .1;
+        let mirrors = listeners[1..].iter().map(|((_, addr), _)| *addr).collect();
         let truth = Arc::new(GeyserTruth::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let service_truth = truth.clone();
@@ -213,7 +229,6 @@ impl GeyserMock {
             .name("geyser-mock".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
                     let (updates, _) = broadcast::channel(options.queue);
                     let state = Arc::new(Shared {
                         options: options.clone(),
@@ -222,21 +237,35 @@ impl GeyserMock {
                         slot: AtomicU64::new(options.first_slot),
                     });
                     tokio::spawn(produce(state.clone()));
-                    let token = options.x_token.clone();
-                    let service = GeyserServer::with_interceptor(MockGeyser { state }, move |request| {
-                        check_token(token.as_deref(), request)
-                    });
-                    let incoming = tonic::transport::server::TcpIncoming::from(listener);
-                    let _ = tonic::transport::Server::builder()
-                        .add_service(service)
-                        .serve_with_incoming_shutdown(incoming, async {
-                            let _ = stopped.await;
-                        })
-                        .await;
+                    let (stopping, stop_watch) = tokio::sync::watch::channel(false);
+                    let mut servers = Vec::new();
+                    for ((listener, _), delay) in listeners {
+                        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                        let token = options.x_token.clone();
+                        let geyser = MockGeyser { state: state.clone(), delay };
+                        let service = GeyserServer::with_interceptor(geyser, move |request| {
+                            check_token(token.as_deref(), request)
+                        });
+                        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+                        let mut stop_watch = stop_watch.clone();
+                        servers.push(tokio::spawn(async move {
+                            let _ = tonic::transport::Server::builder()
+                                .add_service(service)
+                                .serve_with_incoming_shutdown(incoming, async move {
+                                    let _ = stop_watch.wait_for(|stop| *stop).await;
+                                })
+                                .await;
+                        }));
+                    }
+                    let _ = stopped.await;
+                    let _ = stopping.send(true);
+                    for server in servers {
+                        let _ = server.await;
+                    }
                 });
             })
             .map_err(GeyserMockError::Io)?;
-        Ok(GeyserMock { addr, truth, stop: Some(stop), thread: Some(thread) })
+        Ok(GeyserMock { addr, mirrors, truth, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -247,6 +276,11 @@ impl GeyserMock {
     /// `grpc://ADDR`.
     pub fn url(&self) -> String {
         format!("grpc://{}", self.addr)
+    }
+
+    /// `grpc://ADDR` of mirror `index` (see [`GeyserMockOptions::mirrors`]).
+    pub fn mirror_url(&self, index: usize) -> Option<String> {
+        self.mirrors.get(index).map(|addr| format!("grpc://{addr}"))
     }
 
     /// What it sent so far.
@@ -528,6 +562,8 @@ type UpdateStream = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> +
 
 struct MockGeyser {
     state: Arc<Shared>,
+    /// This port's delay before every update.
+    delay: Duration,
 }
 
 /// Updates queued for one subscriber's HTTP/2 stream: small, so a client that does not read
@@ -566,7 +602,7 @@ impl Geyser for MockGeyser {
         // subscription stand is its to receive (a later registration would open a gap at its
         // start).
         let updates = state.updates.subscribe();
-        tokio::spawn(serve_subscriber(state, filters, requests, updates, out));
+        tokio::spawn(serve_subscriber(state, self.delay, filters, requests, updates, out));
         let stream =
             futures_util::stream::unfold(
                 out_rx,
@@ -650,6 +686,7 @@ impl Geyser for MockGeyser {
 /// pings and the disconnect knob, until it goes away or falls too far behind.
 async fn serve_subscriber(
     state: Arc<Shared>,
+    delay: Duration,
     mut filters: Filters,
     mut requests: Streaming<SubscribeRequest>,
     mut updates: broadcast::Receiver<Arc<Produced>>,
@@ -732,11 +769,8 @@ async fn serve_subscriber(
             truth.dropped.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        if !options.delay.is_zero() {
-            let due = produced.at + options.delay;
-            if let Ok(wait) = due.duration_since(SystemTime::now()) {
-                tokio::time::sleep(wait).await;
-            }
+        if !delay.is_zero() {
+            wait_until(produced.at + delay).await;
         }
         if out.send(Ok(encode(&produced, matched))).await.is_err() {
             return;
@@ -745,8 +779,21 @@ async fn serve_subscriber(
     }
 }
 
-/// The filters of a request, by kind, for tests: which named filters a slot of each status
-/// matches.
+/// Waits until `due` to well within a millisecond: the timer (whole milliseconds, rounding
+/// up) for all but the last two, then yielding until the time (a delay knob that overshot by
+/// half a millisecond on average would skew the race it sets up).
+async fn wait_until(due: SystemTime) {
+    const SPIN: Duration = Duration::from_millis(2);
+    if let Ok(wait) = due.duration_since(SystemTime::now()) {
+        if wait > SPIN {
+            tokio::time::sleep(wait - SPIN).await;
+        }
+    }
+    while SystemTime::now() < due {
+        tokio::task::yield_now().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

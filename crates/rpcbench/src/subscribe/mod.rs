@@ -18,6 +18,7 @@
 
 mod collector;
 pub mod kinds;
+pub mod race;
 
 use std::cell::RefCell;
 use std::fmt;

@@ -118,3 +118,33 @@ fn block_metas_arrive_one_per_slot_without_gaps() {
     assert_eq!(report.subscribed, 1, "{}", report.render_text());
     assert_eq!(report.gaps, 0);
 }
+
+#[test]
+fn a_race_names_the_feed_without_the_5ms_handicap_and_its_interval_holds_5ms() {
+    use rpcbench::subscribe::race::{self, RaceConfig};
+    // One producer, two ports: the mirror sends every update 5 ms after the main port.
+    let mock = feed(|options| {
+        options.transactions_per_slot = 0;
+        options.mirrors = vec![Duration::from_millis(5)];
+    });
+    let endpoints = vec![
+        ("fast".to_string(), Target::parse(&mock.url()).unwrap()),
+        ("slow".to_string(), Target::parse(&mock.mirror_url(0).unwrap()).unwrap()),
+    ];
+    let kinds = vec![SubscriptionKind::parse("geyser-stages").unwrap()];
+    let report =
+        race::run(&RaceConfig::new(endpoints, kinds, Duration::from_millis(1200)), &StopHandle::new())
+            .expect("the race runs");
+    let stages = &report.kinds[0];
+    assert!(stages.seen_by_all >= 60, "{report:?}");
+    let (fast, slow) = (&stages.rows[0], &stages.rows[1]);
+    assert!(fast.first_share > 0.9, "{report:?}");
+    assert_eq!(fast.delay_p50_us, 0, "the winner is 0 behind the first");
+    // Delays within the 1 ms the clocks of one machine and the timer allow.
+    assert!((4_000..=6_000).contains(&slow.delay_p50_us), "{report:?}");
+    let verdict = &stages.verdicts[0];
+    assert_eq!(verdict.endpoint, "slow");
+    assert!(verdict.judgement.starts_with("slower by"), "{verdict:?}");
+    let (low, high) = verdict.interval_us.unwrap();
+    assert!(low - 1_000.0 <= 5_000.0 && 5_000.0 <= high + 1_000.0, "{verdict:?}");
+}

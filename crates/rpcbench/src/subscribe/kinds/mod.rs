@@ -42,7 +42,7 @@ impl Order {
 }
 
 /// What an item is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
     /// Its number (block, slot, block and log index).
     Number(u64),
