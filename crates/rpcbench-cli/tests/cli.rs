@@ -1801,3 +1801,26 @@ fn a_geyser_feed_with_a_wrong_x_token_exits_1_unauthenticated_and_the_token_is_n
     assert_usage_error(&["subscribe", &url, "--sub", "slot"], "--sub");
     assert_usage_error(&["subscribe", &url, "--sub", "geyser-tx:signer=A"], "--sub");
 }
+
+#[test]
+fn subscribe_race_names_the_feed_behind_by_its_handicap() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(30),
+        transactions_per_slot: 0,
+        mirrors: vec![std::time::Duration::from_millis(5)],
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let fast = format!("fast={}", feed.url());
+    let slow = format!("slow={}", feed.mirror_url(0).unwrap());
+    let output = rpcbench(&["subscribe", "--race", &fast, &slow, "--sub", "geyser-stages", "-d", "800ms"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("slow against fast: slower by"), "{text}");
+    // One endpoint is no race; a ws:// endpoint is not a feed to race.
+    assert_usage_error(&["subscribe", "--race", &fast, "--sub", "geyser-stages"], "--race");
+    assert_usage_error(
+        &["subscribe", "--race", &fast, "b=ws://127.0.0.1:1/", "--sub", "geyser-stages"],
+        "--race",
+    );
+}

@@ -12,6 +12,7 @@ mod capacity_compare;
 mod csv;
 mod html;
 mod markdown;
+mod race;
 pub mod subscribe;
 mod subscribe_html;
 pub mod tables;
@@ -40,6 +41,7 @@ pub use capacity_compare::{
 pub use csv::{render_csv, CSV_COLUMNS};
 pub use html::render_html;
 pub use markdown::render_markdown;
+pub use race::render_race_text;
 pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};
 pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
 
