@@ -32,8 +32,7 @@ fn chain_names() -> impl clap::builder::TypedValueParser<Value = Chain> {
   rpcbench serve --chain ethereum --block-time 2s    # http://127.0.0.1:8545
   rpcbench serve --chain ethereum --listen 127.0.0.1:9545 --latency 5ms:2ms --error-rate 1%
   rpcbench serve --chain static --threads 2 --rate-limit 5000/s --stall 2s/30s
-  rpcbench serve --chain solana --tls --tls-dir /tmp/rpcbench-tls   # https://127.0.0.1:8899
-  rpcbench serve --chain solana --grpc --slot-time 100ms --grpc-delay 5ms  # grpc://127.0.0.1:10000")]
+  rpcbench serve --chain solana --tls --tls-dir /tmp/rpcbench-tls   # https://127.0.0.1:8899")]
 pub struct ServeArgs {
     /// The node to run: static (answers "0x1" to everything), solana or ethereum.
     #[arg(long, value_parser = chain_names())]

@@ -18,13 +18,10 @@ use crate::output;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
-  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:SysvarC1ock11111111111111111111111111111111 --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
-  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json
   rpcbench subscribe grpc://127.0.0.1:10000 --sub geyser-slot --sub 'geyser-tx:include=PUBKEY;vote=false' --x-token TOKEN
-  rpcbench subscribe --race a=grpc://127.0.0.1:10000 b=grpc://127.0.0.1:10001 --sub geyser-stages --sub geyser-tx -d 60s
-  rpcbench subscribe grpc://127.0.0.1:10000 --sub geyser-slot:confirmed --subscribers 1000 --subs-per-connection 50 --ramp 20s -d 60s")]
+  rpcbench subscribe --race a=grpc://127.0.0.1:10000 b=grpc://127.0.0.1:10001 --sub geyser-stages --sub geyser-tx -d 60s")]
 pub struct SubscribeArgs {
     /// The ws:// or wss:// endpoint, or a grpc:// or grpcs:// Yellowstone Geyser feed.
     #[arg(required_unless_present = "race")]
