@@ -40,6 +40,7 @@ pub fn flag(field: &Field) -> String {
         Field::Subscriptions => "--sub",
         Field::Subscribers => "--subscribers",
         Field::SubscriptionsPerSocket => "--subs-per-socket",
+        Field::XToken => "--x-token",
         Field::StartRate => "--start-rate",
         Field::MaxRate => "--max-rate",
         Field::Precision => "--precision",

@@ -1795,3 +1795,74 @@ fn a_run_against_several_targets_follows_their_heads_with_heads() {
     assert!(json["runs"][0]["report"].get("heads").is_none(), "{json}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_geyser_feed_with_a_wrong_x_token_exits_1_unauthenticated_and_the_token_is_never_printed() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(30),
+        x_token: Some("feed-secret-91d2".into()),
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let url = feed.url();
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "geyser-slot",
+        "--x-token",
+        "wrong-secret-5e0b",
+        "-d",
+        "300ms",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(printed.contains("grpc unauthenticated"), "{printed}");
+    assert!(!printed.contains("wrong-secret-5e0b") && !printed.contains("feed-secret"), "{printed}");
+    // The right token: slots without gaps, exit 0.
+    let output = rpcbench(&[
+        "subscribe",
+        &url,
+        "--sub",
+        "geyser-slot",
+        "--x-token",
+        "feed-secret-91d2",
+        "--subscribers",
+        "4",
+        "--subs-per-connection",
+        "2",
+        "-d",
+        "400ms",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("Subscribed: 4 of 4"), "{text}");
+    assert!(!text.contains("feed-secret-91d2"), "{text}");
+    // A Geyser kind on a ws:// URL, and a JSON-RPC kind on a gRPC feed, are refused by flag.
+    assert_usage_error(&["subscribe", "ws://127.0.0.1:1/", "--sub", "geyser-slot"], "--sub");
+    assert_usage_error(&["subscribe", &url, "--sub", "slot"], "--sub");
+    assert_usage_error(&["subscribe", &url, "--sub", "geyser-tx:signer=A"], "--sub");
+}
+
+#[test]
+fn subscribe_race_names_the_feed_behind_by_its_handicap() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(30),
+        transactions_per_slot: 0,
+        mirrors: vec![std::time::Duration::from_millis(5)],
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let fast = format!("fast={}", feed.url());
+    let slow = format!("slow={}", feed.mirror_url(0).unwrap());
+    let output = rpcbench(&["subscribe", "--race", &fast, &slow, "--sub", "geyser-stages", "-d", "800ms"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("slow against fast: slower by"), "{text}");
+    // One endpoint is no race; a ws:// endpoint is not a feed to race.
+    assert_usage_error(&["subscribe", "--race", &fast, "--sub", "geyser-stages"], "--race");
+    assert_usage_error(
+        &["subscribe", "--race", &fast, "b=ws://127.0.0.1:1/", "--sub", "geyser-stages"],
+        "--race",
+    );
+}

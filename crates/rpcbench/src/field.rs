@@ -64,6 +64,8 @@ pub enum Field {
     Subscribers,
     /// Subscriptions per WebSocket.
     SubscriptionsPerSocket,
+    /// The x-token sent to a Geyser feed.
+    XToken,
     /// A capacity search's first rate.
     StartRate,
     /// A capacity search's highest rate.
@@ -111,6 +113,7 @@ impl Field {
             Field::Subscriptions => "subscriptions",
             Field::Subscribers => "subscribers",
             Field::SubscriptionsPerSocket => "subs_per_socket",
+            Field::XToken => "x_token",
             Field::StartRate => "start_rate",
             Field::MaxRate => "max_rate",
             Field::Precision => "precision",

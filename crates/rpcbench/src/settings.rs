@@ -35,6 +35,9 @@ pub struct Target {
     pub host_header: String,
     /// A `ws://` or `wss://` URL: JSON-RPC over WebSocket (`scheme` says whether over TLS).
     pub websocket: bool,
+    /// A `grpc://` or `grpcs://` URL: a Solana Yellowstone Geyser feed (`scheme` says whether
+    /// over TLS).
+    pub grpc: bool,
     /// `Basic` credentials from the URL's user name and password, as an Authorization value
     /// (never printed: the `Debug` form leaves it out).
     authorization: Option<String>,
@@ -61,9 +64,10 @@ impl Target {
         let parsed = url::Url::parse(url).map_err(|err| {
             SettingError::new(setting, format!("'{}' is not a valid URL: {err}", redact::url(url)))
         })?;
+        let grpc = matches!(parsed.scheme(), "grpc" | "grpcs");
         let (scheme, websocket) = match parsed.scheme() {
-            "http" => (Scheme::Http, false),
-            "https" => (Scheme::Https, false),
+            "http" | "grpc" => (Scheme::Http, false),
+            "https" | "grpcs" => (Scheme::Https, false),
             "ws" => (Scheme::Http, true),
             "wss" => (Scheme::Https, true),
             other => {
@@ -79,7 +83,10 @@ impl Target {
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             None => return Err(SettingError::new(setting, "the URL has no host")),
         };
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = match parsed.scheme() {
+            "grpcs" => parsed.port().unwrap_or(443),
+            _ => parsed.port_or_known_default().unwrap_or(80),
+        };
         let mut path_and_query = parsed.path().to_string();
         if let Some(query) = parsed.query() {
             path_and_query.push('?');
@@ -98,6 +105,7 @@ impl Target {
             path_and_query,
             host_header,
             websocket,
+            grpc,
             authorization,
         })
     }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rpcbench::mock::BatchLimitStyle;
 use rpcbench::mock::{
-    parse_error_rate, parse_rate_limit, BlockingLatency, Chain, Faults, Latency, MethodLatencies, MockError,
-    MockOptions, MockServer, MockTls, Stall,
+    parse_error_rate, parse_rate_limit, BlockingLatency, Chain, Faults, GeyserMock, GeyserMockOptions,
+    Latency, MethodLatencies, MockError, MockOptions, MockServer, MockTls, Stall,
 };
 use rpcbench::units::{parse_duration, parse_size, UnitError};
 
@@ -41,6 +41,29 @@ pub struct ServeArgs {
     /// ethereum, 127.0.0.1:8899 for solana and static, the nodes' usual ports].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Also serve a Solana Yellowstone gRPC (Geyser) feed (with --chain solana): slots with all
+    /// six stages at --slot-time, transactions, account writes, block metas, `created_at`
+    /// stamps, and Ping/GetSlot/GetBlockHeight/GetLatestBlockhash.
+    #[arg(long)]
+    pub grpc: bool,
+    /// Where the gRPC feed listens.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10000", requires = "grpc")]
+    pub grpc_listen: SocketAddr,
+    /// gRPC feed: delay every update this long (a slower provider).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "grpc")]
+    pub grpc_delay: Option<Duration>,
+    /// gRPC feed: drop one update in N.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "grpc")]
+    pub grpc_drop_one_in: u64,
+    /// gRPC feed: end every subscription this long after it started (status unavailable).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "grpc")]
+    pub grpc_disconnect_every: Option<Duration>,
+    /// gRPC feed: updates a subscriber may fall behind before it is cut off ("client lagged").
+    #[arg(long, value_name = "N", default_value_t = 4096, requires = "grpc")]
+    pub grpc_queue: usize,
+    /// gRPC feed: the x-token clients must send.
+    #[arg(long, value_name = "TOKEN", requires = "grpc")]
+    pub grpc_x_token: Option<String>,
     /// Worker threads of the server (1 = one core).
     #[arg(long, default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
@@ -201,6 +224,20 @@ pub fn default_listen(chain: Chain) -> SocketAddr {
 }
 
 impl ServeArgs {
+    /// The gRPC feed's options these arguments describe.
+    pub fn geyser_options(&self) -> GeyserMockOptions {
+        GeyserMockOptions {
+            listen: self.grpc_listen,
+            slot_time: self.slot_time.unwrap_or(Duration::from_millis(400)),
+            delay: self.grpc_delay.unwrap_or_default(),
+            drop_one_in: self.grpc_drop_one_in,
+            disconnect_every: self.grpc_disconnect_every,
+            queue: self.grpc_queue,
+            x_token: self.grpc_x_token.clone(),
+            ..GeyserMockOptions::default()
+        }
+    }
+
     /// The server options these arguments describe.
     pub fn options(&self) -> MockOptions {
         let mut options = MockOptions::new(self.chain);
@@ -293,6 +330,10 @@ fn flag_of(option: &str) -> &'static str {
 /// Runs the mock node until Ctrl-C. Exit code 2 for bad options, 1 if it cannot start.
 pub fn run(args: ServeArgs) -> ExitCode {
     let chain = args.chain;
+    if args.grpc && chain != Chain::Solana {
+        eprintln!("error: --grpc: the Geyser feed is Solana's: give --chain solana");
+        return ExitCode::from(2);
+    }
     let server = match MockServer::start(args.options()) {
         Ok(server) => server,
         Err(MockError::InvalidOption { name, reason }) => {
@@ -322,6 +363,21 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     eprintln!("rpcbench serve: {chain} node listening on {}", server.url());
+    let geyser = if args.grpc {
+        match GeyserMock::start(args.geyser_options()) {
+            Ok(geyser) => {
+                eprintln!("rpcbench serve: Geyser gRPC feed listening on {}", geyser.url());
+                Some(geyser)
+            }
+            Err(err) => {
+                eprintln!("error: --grpc: {err}");
+                server.stop();
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
     if let Some(certificate) = server.certificate_path() {
         eprintln!("rpcbench serve: TLS certificate (self-signed): {}", certificate.display());
     }
@@ -331,6 +387,23 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     runtime.block_on(interrupt.recv());
     eprintln!("rpcbench serve: stopping");
+    if let Some(geyser) = geyser {
+        let truth = geyser.truth();
+        let count =
+            |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "rpcbench serve: gRPC: {} slots, {} subscriptions ({} refused), {} updates sent, {} dropped, \
+             {} subscribers cut off as lagging, {} disconnected on schedule",
+            count(&truth.slots),
+            count(&truth.subscriptions),
+            count(&truth.refused),
+            count(&truth.sent),
+            count(&truth.dropped),
+            count(&truth.lagged),
+            count(&truth.disconnected)
+        );
+        geyser.stop();
+    }
     let ws = server.ws_stats();
     if ws.subscriptions_opened > 0 {
         eprintln!(

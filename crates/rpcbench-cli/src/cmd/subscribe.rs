@@ -9,6 +9,7 @@ use rpcbench::engine::config::Target;
 use rpcbench::engine::StopHandle;
 use rpcbench::report::subscribe::SubscribeThreshold;
 use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscriptionKind};
+use rpcbench::transport::grpc::XToken;
 
 use crate::args::duration;
 use crate::output;
@@ -17,24 +18,34 @@ use crate::output;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --subscribers 100 -d 60s
-  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --sub 'logs:{\"address\":\"0x00000000000000000000000000000000000000aa\"}' --subscribers 50 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads --stage 30s:1000 --stage 2m:1000 --stage 30s:0 --subs-per-socket 10
   rpcbench subscribe ws://127.0.0.1:8899 --sub slot --sub account:SysvarC1ock11111111111111111111111111111111 --subscribers 1000 --threshold 'lag p99 < 500ms' --threshold 'gaps < 1'
-  rpcbench subscribe ws://127.0.0.1:8545 --sub newHeads -d 10m --reconnect -f json -o heads.json")]
+  rpcbench subscribe grpc://127.0.0.1:10000 --sub geyser-slot --sub 'geyser-tx:include=PUBKEY;vote=false' --x-token TOKEN
+  rpcbench subscribe --race a=grpc://127.0.0.1:10000 b=grpc://127.0.0.1:10001 --sub geyser-stages --sub geyser-tx -d 60s")]
 pub struct SubscribeArgs {
-    /// The ws:// or wss:// endpoint.
-    pub url: String,
+    /// The ws:// or wss:// endpoint, or a grpc:// or grpcs:// Yellowstone Geyser feed.
+    #[arg(required_unless_present = "race")]
+    pub url: Option<String>,
+    /// Race gRPC feeds instead, NAME=URL each (two or more): the same --sub to all, and per
+    /// slot stage, transaction or account write which delivered it first.
+    #[arg(long, value_name = "NAME=URL", num_args = 2.., conflicts_with = "url")]
+    pub race: Vec<String>,
     /// A subscription each subscriber opens (repeatable): newHeads, logs[:FILTER JSON],
-    /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER].
+    /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER]; on a gRPC feed
+    /// geyser-slot[:COMMITMENT], geyser-stages, geyser-tx[:include=K,..;exclude=K;required=K;
+    /// vote=BOOL;failed=BOOL;commitment=C], geyser-account:PUBKEY|owner=PUBKEY, geyser-blocks-meta.
     #[arg(long = "sub", value_name = "KIND", required = true)]
     pub subs: Vec<String>,
     /// Subscribers, each holding one subscription of every --sub (with --stage: the highest
     /// stage's level).
     #[arg(long)]
     pub subscribers: Option<usize>,
-    /// Subscriptions per WebSocket.
-    #[arg(long, default_value_t = 1)]
+    /// Subscriptions per WebSocket (per HTTP/2 connection on a gRPC feed).
+    #[arg(long, visible_alias = "subs-per-connection", default_value_t = 1)]
     pub subs_per_socket: usize,
+    /// The x-token header of a gRPC feed (a secret: never printed).
+    #[arg(long, value_name = "TOKEN", value_parser = x_token)]
+    pub x_token: Option<XToken>,
     /// How long to listen [default: 10s; with --stage: the stages' total].
     #[arg(short, long, value_parser = duration)]
     pub duration: Option<Duration>,
@@ -77,6 +88,10 @@ pub struct SubscribeArgs {
     pub metrics: crate::args::metrics::MetricsArgs,
 }
 
+fn x_token(text: &str) -> Result<XToken, String> {
+    Ok(XToken::new(text))
+}
+
 fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
     let (time, level) = text
         .rsplit_once(':')
@@ -91,7 +106,10 @@ fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
 }
 
 pub fn run(args: SubscribeArgs) -> ExitCode {
-    let target = match Target::parse_websocket(&args.url) {
+    if !args.race.is_empty() {
+        return run_race(&args);
+    }
+    let target = match Target::parse_websocket(args.url.as_deref().unwrap_or_default()) {
         Ok(target) => target,
         Err(err) => return output::usage_error(crate::fields::ConfigError::from(err)),
     };
@@ -135,6 +153,7 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.stages = args.stages.clone();
     config.subs_per_socket = args.subs_per_socket;
     config.reconnect = args.reconnect;
+    config.x_token = args.x_token.clone();
     config.ramp = args.ramp;
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;
@@ -200,4 +219,47 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
         return ExitCode::from(1);
     }
     status
+}
+
+/// `subscribe --race`: the feeds raced, the race's text or JSON on standard output.
+fn run_race(args: &SubscribeArgs) -> ExitCode {
+    let mut endpoints = Vec::with_capacity(args.race.len());
+    for text in &args.race {
+        let Some((name, url)) = text.split_once('=') else {
+            return output::usage_error(format!("--race: '{text}': expected NAME=grpc://HOST:PORT"));
+        };
+        match Target::parse(url) {
+            Ok(target) => endpoints.push((name.trim().to_string(), target)),
+            Err(err) => return output::usage_error(format!("--race: {name}: {}", err.message())),
+        }
+    }
+    let mut kinds = Vec::with_capacity(args.subs.len());
+    for text in &args.subs {
+        match SubscriptionKind::parse(text) {
+            Ok(kind) => kinds.push(kind),
+            Err(message) => return output::usage_error(format!("--sub: {message}")),
+        }
+    }
+    let duration = args.duration.unwrap_or(Duration::from_secs(10));
+    let mut config = rpcbench::subscribe::race::RaceConfig::new(endpoints, kinds, duration);
+    config.x_token = args.x_token.clone();
+    config.connect_timeout = args.connect_timeout;
+    config.tls = args.tls.options();
+    let stop = StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let report = match rpcbench::subscribe::race::run(&config, &stop) {
+        Ok(report) => report,
+        Err(err @ rpcbench::subscribe::race::RaceError::Setting(_)) => return output::usage_error(err),
+        Err(err) => return output::failure(err),
+    };
+    let text = match args.format.as_str() {
+        "json" => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+        _ => rpcbench::report::render_race_text(&report),
+    };
+    print!("{text}");
+    if report.kinds.iter().all(|kind| kind.items == 0) {
+        eprintln!("error: the race saw no items");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

@@ -15,6 +15,7 @@ use super::config::HttpVersion;
 use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::feed::FeedOpener;
+use crate::transport::grpc::{GeyserOpener, XToken};
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
 use crate::transport::websocket::{Upgrade, WebSocket};
@@ -113,6 +114,12 @@ impl Wire {
     /// server that cannot be reached at all is not refused here (the caller counts that).
     pub fn select(settings: &WireSettings<'_>, probe: bool) -> Result<Wire, SelectError> {
         let target = settings.target;
+        if target.grpc {
+            return Err(SelectError::Refused {
+                chosen_by: ChosenBy::Url,
+                reason: "a grpc:// or grpcs:// URL is a Geyser feed: use rpcbench subscribe".into(),
+            });
+        }
         if target.websocket {
             let connector =
                 Connector::new(target, settings.tls, settings.connect_timeout).map_err(SelectError::Setup)?;
@@ -173,6 +180,8 @@ impl Wire {
 pub(crate) enum FeedWire {
     /// JSON-RPC subscriptions over WebSocket (`ws://`, `wss://`).
     WebSocket(Upgrade),
+    /// Solana Yellowstone Geyser streams over gRPC (`grpc://`, `grpcs://`).
+    Geyser(GeyserOpener),
 }
 
 /// Code that runs over whichever feed wire was chosen ([`FeedWire::with`]).
@@ -187,12 +196,31 @@ pub(crate) trait UseFeed {
 impl FeedWire {
     /// Chooses the feed wire for `settings`' target (its URL's scheme). `max_body` bounds a
     /// message.
-    pub(crate) fn select(settings: &WireSettings<'_>) -> Result<FeedWire, SelectError> {
+    pub(crate) fn select(
+        settings: &WireSettings<'_>,
+        x_token: Option<&XToken>,
+    ) -> Result<FeedWire, SelectError> {
         let target = settings.target;
+        if target.grpc {
+            let connector = Connector::with_alpn(target, settings.tls, settings.connect_timeout, Alpn::Http2)
+                .map_err(SelectError::Setup)?;
+            let tls = target.scheme == crate::settings::Scheme::Https;
+            let opener = GeyserOpener::new(
+                connector,
+                tls,
+                &target.host,
+                target.port,
+                x_token,
+                settings.max_body as usize,
+            )
+            .map_err(|err| SelectError::Refused { chosen_by: ChosenBy::Url, reason: err.to_string() })?;
+            return Ok(FeedWire::Geyser(opener));
+        }
         if !target.websocket {
             return Err(SelectError::Refused {
                 chosen_by: ChosenBy::Url,
-                reason: "subscriptions are pushed over WebSocket: give a ws:// or wss:// URL".into(),
+                reason: "subscriptions are pushed over WebSocket or gRPC: give a ws://, wss://, grpc:// or grpcs:// URL"
+                    .into(),
             });
         }
         let connector =
@@ -204,6 +232,7 @@ impl FeedWire {
     pub(crate) fn with<U: UseFeed>(&self, code: U) -> U::Output {
         match self {
             FeedWire::WebSocket(upgrade) => code.use_feed(upgrade),
+            FeedWire::Geyser(opener) => code.use_feed(opener),
         }
     }
 }

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 mod ethereum;
 mod faults;
+mod geyser;
 mod h2;
 mod http;
 mod mempool;
@@ -41,6 +42,7 @@ pub use faults::{
     parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
     RateLimitStyle, Stall,
 };
+pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
 pub use mempool_rpc::TxPoolOptions;
 pub use server::{Dispatcher, MockServer};
 pub use ws::WsStats;

@@ -36,6 +36,7 @@ pub fn key_of(field: &Field) -> Option<(&'static str, &'static str)> {
         | Field::Subscriptions
         | Field::Subscribers
         | Field::SubscriptionsPerSocket
+        | Field::XToken
         | Field::StartRate
         | Field::MaxRate
         | Field::Precision

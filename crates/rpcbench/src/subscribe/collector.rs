@@ -20,6 +20,24 @@ use crate::report::subscribe::{
 };
 use crate::report::LatencyReport;
 
+/// How a server ended a connection, as reports count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum ServerClose {
+    /// A WebSocket close code (1006: without a close frame).
+    WebSocket(u16),
+    /// A gRPC stream's status code.
+    Grpc(u8),
+}
+
+impl std::fmt::Display for ServerClose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerClose::WebSocket(code) => write!(f, "{code}"),
+            ServerClose::Grpc(code) => write!(f, "grpc {}", crate::transport::grpc::status_name(*code)),
+        }
+    }
+}
+
 /// How many items' first arrivals are remembered for the fan-out lag (older ones are
 /// forgotten first; an item arriving after that long counts from its own arrival).
 const FIRST_ARRIVALS: usize = 65_536;
@@ -97,7 +115,7 @@ pub(super) struct Collector {
     pub(super) first_subscribe_error: Option<String>,
     pub(super) unknown_subscription: u64,
     pub(super) not_json: u64,
-    pub(super) closed_by_server: BTreeMap<u16, u64>,
+    pub(super) closed_by_server: BTreeMap<ServerClose, u64>,
     pub(super) closed_not_reading: u64,
     pub(super) reconnects: u64,
     pub(super) sockets_opened: u64,

@@ -18,6 +18,7 @@
 
 mod collector;
 pub mod kinds;
+pub mod race;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -33,7 +34,7 @@ use crate::report::subscribe::SubscribeReport;
 use crate::settings::{Field, SettingError, Target, TlsOptions};
 use crate::transport::feed::{Feed, FeedEnd, FeedEvent, FeedOpener, Stray};
 
-use collector::Collector;
+use collector::{Collector, ServerClose};
 pub use kinds::SubscriptionKind;
 
 /// Everything a subscription run needs.
@@ -71,6 +72,8 @@ pub struct SubscribeConfig {
     /// the last opened first. The duration is then the stages' total, and `subscribers` their
     /// highest level.
     pub stages: Vec<Stage>,
+    /// The `x-token` header of a Geyser feed (a secret: never printed).
+    pub x_token: Option<crate::transport::grpc::XToken>,
 }
 
 /// The most subscriptions one run may hold.
@@ -94,13 +97,31 @@ impl SubscribeConfig {
             live: None,
             ramp: Duration::ZERO,
             stages: Vec::new(),
+            x_token: None,
         }
     }
 
     /// Checks the settings, naming the flag at fault.
     pub fn validate(&self) -> Result<(), SettingError> {
-        if !self.target.websocket {
-            return Err(SettingError::new(Field::Url, "subscriptions need a ws:// or wss:// URL"));
+        if !self.target.websocket && !self.target.grpc {
+            return Err(SettingError::new(
+                Field::Url,
+                "subscriptions need a ws:// or wss:// URL (or grpc:// or grpcs:// for a Geyser feed)",
+            ));
+        }
+        if let Some(kind) = self.kinds.iter().find(|kind| kind.is_geyser() != self.target.grpc) {
+            let wanted =
+                if self.target.grpc { "a Geyser kind (geyser-slot, geyser-tx...)" } else { "a ws:// kind" };
+            return Err(SettingError::new(
+                Field::Subscriptions,
+                format!("'{}' does not fit this URL: give {wanted}", kind.name()),
+            ));
+        }
+        if self.x_token.is_some() && !self.target.grpc {
+            return Err(SettingError::new(
+                Field::XToken,
+                "an x-token goes to grpc:// or grpcs:// feeds only",
+            ));
         }
         if self.kinds.is_empty() {
             return Err(SettingError::mentioning(
@@ -237,7 +258,8 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
         in_flight: 1,
         max_body: config.max_message as u64,
     };
-    let wire = FeedWire::select(&settings).map_err(|err| SubscribeError::Setup(err.to_string()))?;
+    let wire = FeedWire::select(&settings, config.x_token.as_ref())
+        .map_err(|err| SubscribeError::Setup(err.to_string()))?;
     wire.with(Feeds { config, stop })
 }
 
@@ -387,7 +409,12 @@ async fn socket_task<O: FeedOpener>(
                     counts.set_active(index, false);
                 }
                 match ended {
-                    SocketEnd::Closed(code) => *counts.closed_by_server.entry(code).or_default() += 1,
+                    SocketEnd::Closed(code) => {
+                        *counts.closed_by_server.entry(ServerClose::WebSocket(code)).or_default() += 1;
+                    }
+                    SocketEnd::Status(code) => {
+                        *counts.closed_by_server.entry(ServerClose::Grpc(code)).or_default() += 1;
+                    }
                     SocketEnd::NotReading => counts.closed_not_reading += 1,
                     SocketEnd::NotOpened => {}
                     SocketEnd::TimeUp => return,
@@ -423,6 +450,8 @@ enum SocketEnd {
     /// The server closed it, with this close code (1006: without a close frame or on a broken
     /// frame).
     Closed(u16),
+    /// A gRPC stream ended with this status code.
+    Status(u8),
     /// The server stopped reading (its PINGs' answers backed up): rpcbench closed it.
     NotReading,
     /// It could not be opened (connect or upgrade failed; counted as a connect error).
@@ -436,6 +465,7 @@ impl From<FeedEnd> for SocketEnd {
         match end {
             FeedEnd::Closed(code) => SocketEnd::Closed(code),
             FeedEnd::NotReading => SocketEnd::NotReading,
+            FeedEnd::Status(code) => SocketEnd::Status(code),
             // As before the feed seam: a broken or oversized message ends the socket as 1006.
             FeedEnd::Protocol | FeedEnd::TooLarge => SocketEnd::Closed(1006),
         }

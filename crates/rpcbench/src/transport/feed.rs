@@ -22,9 +22,29 @@ use tokio_tungstenite::tungstenite::Bytes;
 /// anything longer is refused as a protocol fault, so memory does not follow its size).
 pub const MAX_SUBSCRIPTION_ID: usize = 256;
 
-/// What one subscription asks the server for, on a JSON-RPC wire.
+/// What one subscription asks the server for: a JSON-RPC subscribe on WebSocket, or a Geyser
+/// `SubscribeRequest` (its filters) on a gRPC stream.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SubscribeCall {
+pub enum SubscribeCall {
+    /// `eth_subscribe`, `slotSubscribe`... over WebSocket.
+    JsonRpc(JsonRpcSubscribe),
+    /// A Yellowstone Geyser `Subscribe` call's first request (its filters and commitment).
+    Geyser(Box<yellowstone_grpc_proto::geyser::SubscribeRequest>),
+}
+
+impl SubscribeCall {
+    /// The JSON-RPC call, if it is one.
+    pub fn json_rpc(&self) -> Option<&JsonRpcSubscribe> {
+        match self {
+            SubscribeCall::JsonRpc(call) => Some(call),
+            SubscribeCall::Geyser(_) => None,
+        }
+    }
+}
+
+/// A JSON-RPC subscription: what to call, with what, and how to end it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonRpcSubscribe {
     /// The subscribe method (`eth_subscribe`, `slotSubscribe`).
     pub method: &'static str,
     /// Its params.
@@ -65,6 +85,9 @@ pub enum FeedEnd {
     Closed(u16),
     /// The server broke the wire's protocol.
     Protocol,
+    /// A gRPC stream ended with this status code (14: unavailable, 8: resource exhausted,
+    /// as a Geyser server cutting off a lagging client says; 0 when it ended without an error).
+    Status(u8),
     /// A message was larger than the limit.
     TooLarge,
     /// The server stopped reading what we must send (the answers to its PINGs backed up past

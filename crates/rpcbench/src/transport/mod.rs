@@ -15,6 +15,7 @@
 
 pub mod connect;
 pub mod feed;
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod quiet_reads;

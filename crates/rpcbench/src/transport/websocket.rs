@@ -705,6 +705,8 @@ impl WsFeed {
 
 impl Feed for WsFeed {
     async fn subscribe(&mut self, position: usize, call: &SubscribeCall) -> Result<(), FeedEnd> {
+        // `SubscribeConfig::validate` pairs Geyser kinds with gRPC URLs only.
+        let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
         if self.positions.len() <= position {
             self.positions.resize_with(position + 1, FeedSlot::default);
         }
@@ -875,11 +877,11 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let mut feed = FeedOpener::open(&upgrade).await.unwrap();
-            let call = SubscribeCall {
+            let call = SubscribeCall::JsonRpc(crate::transport::feed::JsonRpcSubscribe {
                 method: "slotSubscribe",
                 params: serde_json::json!([]),
                 unsubscribe: "slotUnsubscribe",
-            };
+            });
             feed.subscribe(0, &call).await.unwrap();
             was_written.recv_timeout(Duration::from_secs(30)).unwrap();
             // The answers wait in the kernel while this thread is busy.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::engine::config::HttpVersion;
 use crate::engine::select::{FeedWire, UseFeed, WireSettings};
 use crate::settings::{Target, TlsOptions};
-use crate::transport::feed::{Feed, FeedEvent, FeedOpener, SubscribeCall};
+use crate::transport::feed::{Feed, FeedEvent, FeedOpener, JsonRpcSubscribe, SubscribeCall};
 
 /// One head as it arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl HeadWatch {
                     in_flight: 1,
                     max_body: 1 << 20,
                 };
-                match FeedWire::select(&settings) {
+                match FeedWire::select(&settings, None) {
                     Ok(wire) => wire.with(Watch { heads: heads_in, ready: ready_in, stop: stopping }),
                     Err(err) => {
                         let _ = ready_in.send(Err(WatchError::Url(err.to_string())));
@@ -146,11 +146,11 @@ impl UseFeed for Watch {
                     return;
                 }
             };
-            let call = SubscribeCall {
+            let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
                 method: "eth_subscribe",
                 params: serde_json::json!(["newHeads"]),
                 unsubscribe: "eth_unsubscribe",
-            };
+            });
             if feed.subscribe(0, &call).await.is_err() {
                 let _ = self.ready.send(Err(WatchError::Refused("the connection ended".into())));
                 return;

@@ -4,6 +4,7 @@
 mod batch;
 mod compare;
 mod engine;
+mod geyser;
 mod golden;
 mod heads;
 mod hostile;

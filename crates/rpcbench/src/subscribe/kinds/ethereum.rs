@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{exact, fields, fingerprint, json_argument, no_argument, Item, Key, Kind, Order, Produced};
-use crate::transport::feed::SubscribeCall;
+use crate::transport::feed::{JsonRpcSubscribe, SubscribeCall};
 use crate::units::parse_hex_quantity;
 
 /// How these kinds are written, for messages.
@@ -25,7 +25,11 @@ pub(super) fn parse(name: &str, argument: Option<&str>) -> Option<Result<Box<dyn
 }
 
 fn eth_subscribe(params: Value) -> SubscribeCall {
-    SubscribeCall { method: "eth_subscribe", params, unsubscribe: "eth_unsubscribe" }
+    SubscribeCall::JsonRpc(JsonRpcSubscribe {
+        method: "eth_subscribe",
+        params,
+        unsubscribe: "eth_unsubscribe",
+    })
 }
 
 /// `eth_subscribe ["newHeads"]`: one header per block.

@@ -4,6 +4,7 @@
 //! entry in [`CHAINS`].
 
 mod ethereum;
+mod geyser;
 mod solana;
 
 use std::fmt;
@@ -41,7 +42,7 @@ impl Order {
 }
 
 /// What an item is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
     /// Its number (block, slot, block and log index).
     Number(u64),
@@ -84,8 +85,11 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync {
 type ChainParser = fn(name: &str, argument: Option<&str>) -> Option<Result<Box<dyn Kind>, String>>;
 
 /// Every chain's kinds, and their spellings for messages.
-const CHAINS: [(ChainParser, &str); 2] =
-    [(ethereum::parse, ethereum::SPELLINGS), (solana::parse, solana::SPELLINGS)];
+const CHAINS: [(ChainParser, &str); 3] = [
+    (ethereum::parse, ethereum::SPELLINGS),
+    (solana::parse, solana::SPELLINGS),
+    (geyser::parse, geyser::SPELLINGS),
+];
 
 /// A subscription that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +154,11 @@ impl SubscriptionKind {
     /// Whether its reorders are judged (its items are numbered in order).
     pub fn judges_order(&self) -> bool {
         self.0.order().has_order()
+    }
+
+    /// Whether it is a Yellowstone Geyser kind (a gRPC feed's), not a JSON-RPC one.
+    pub fn is_geyser(&self) -> bool {
+        matches!(self.0.call(), SubscribeCall::Geyser(_))
     }
 
     pub(crate) fn call(&self) -> SubscribeCall {
@@ -229,10 +238,10 @@ mod tests {
         assert_eq!(SubscriptionKind::parse("newHeads").unwrap().name(), "newHeads");
         assert_eq!(SubscriptionKind::parse("slot").unwrap().name(), "slot");
         let logs = SubscriptionKind::parse(r#"logs:{"address":"0xaa"}"#).unwrap();
-        assert_eq!(logs.call().params, serde_json::json!(["logs", {"address": "0xaa"}]));
+        assert_eq!(logs.call().json_rpc().unwrap().params, serde_json::json!(["logs", {"address": "0xaa"}]));
         let account = SubscriptionKind::parse("account:Abc").unwrap();
         assert_eq!(account.name(), "account");
-        assert_eq!(account.call().params[0], "Abc");
+        assert_eq!(account.call().json_rpc().unwrap().params[0], "Abc");
         assert!(SubscriptionKind::parse("newBlocks")
             .unwrap_err()
             .to_string()

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{exact, fields, fingerprint, json_argument, no_argument, Item, Key, Kind, Order};
-use crate::transport::feed::SubscribeCall;
+use crate::transport::feed::{JsonRpcSubscribe, SubscribeCall};
 
 /// How these kinds are written, for messages.
 pub(super) const SPELLINGS: &str = "slot, account:PUBKEY, logs-solana[:FILTER]";
@@ -56,7 +56,11 @@ impl Kind for Slot {
     }
 
     fn call(&self) -> SubscribeCall {
-        SubscribeCall { method: "slotSubscribe", params: json!([]), unsubscribe: "slotUnsubscribe" }
+        SubscribeCall::JsonRpc(JsonRpcSubscribe {
+            method: "slotSubscribe",
+            params: json!([]),
+            unsubscribe: "slotUnsubscribe",
+        })
     }
 
     fn order(&self) -> Order {
@@ -81,11 +85,11 @@ impl Kind for Account {
     }
 
     fn call(&self) -> SubscribeCall {
-        SubscribeCall {
+        SubscribeCall::JsonRpc(JsonRpcSubscribe {
             method: "accountSubscribe",
             params: json!([self.key, {"encoding": "base64", "commitment": "confirmed"}]),
             unsubscribe: "accountUnsubscribe",
-        }
+        })
     }
 
     fn order(&self) -> Order {
@@ -111,11 +115,11 @@ impl Kind for SolanaLogs {
     }
 
     fn call(&self) -> SubscribeCall {
-        SubscribeCall {
+        SubscribeCall::JsonRpc(JsonRpcSubscribe {
             method: "logsSubscribe",
             params: json!([self.filter]),
             unsubscribe: "logsUnsubscribe",
-        }
+        })
     }
 
     fn order(&self) -> Order {

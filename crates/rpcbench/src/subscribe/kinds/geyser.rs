@@ -1,0 +1,330 @@
+//! Solana Yellowstone Geyser subscriptions over gRPC (`grpc://`, `grpcs://`): each kind is one
+//! named filter of a `SubscribeRequest`, and its items are protobuf `SubscribeUpdate`s.
+//!
+//! - `geyser-slot[:COMMITMENT]`: one update per slot at that commitment (processed, the default;
+//!   confirmed; finalized): a sequence, so gaps are judged.
+//! - `geyser-stages`: every slot status (first shred, created bank, completed, processed,
+//!   confirmed, finalized): each (slot, status) once, duplicates judged.
+//! - `geyser-tx[:FILTER]`: transactions, FILTER being `;`-separated `include=K1,K2`,
+//!   `exclude=K`, `required=K`, `vote=true|false`, `failed=true|false`, `commitment=C`; no order,
+//!   duplicates judged by signature.
+//! - `geyser-account:PUBKEY[,PUBKEY]` or `geyser-account:owner=PUBKEY`: account writes, ordered
+//!   by write version.
+//! - `geyser-blocks-meta`: one block meta per slot, a sequence.
+
+use prost::Message as _;
+use yellowstone_grpc_proto::geyser::{
+    subscribe_update::UpdateOneof, CommitmentLevel, SubscribeRequest, SubscribeRequestFilterAccounts,
+    SubscribeRequestFilterBlocksMeta, SubscribeRequestFilterSlots, SubscribeRequestFilterTransactions,
+    SubscribeUpdate,
+};
+
+use super::{fingerprint, no_argument, Item, Key, Kind, Order};
+use crate::transport::feed::SubscribeCall;
+
+/// How these kinds are written, for messages.
+pub(super) const SPELLINGS: &str = "geyser-slot[:COMMITMENT], geyser-stages, geyser-tx[:FILTER], \
+                                    geyser-account:PUBKEY|owner=PUBKEY, geyser-blocks-meta";
+
+/// The Geyser kind `name` (with its argument), if it is one.
+pub(super) fn parse(name: &str, argument: Option<&str>) -> Option<Result<Box<dyn Kind>, String>> {
+    Some(match name {
+        "geyser-slot" => commitment(argument.unwrap_or("processed"))
+            .map(|commitment| Box::new(GeyserSlot { commitment }) as Box<dyn Kind>),
+        "geyser-stages" => no_argument(name, argument, Box::new(GeyserStages)),
+        "geyser-tx" => transaction_filter(argument.unwrap_or(""))
+            .map(|(filter, commitment)| Box::new(GeyserTransactions { filter, commitment }) as Box<dyn Kind>),
+        "geyser-account" => account_filter(argument.unwrap_or(""))
+            .map(|filter| Box::new(GeyserAccounts { filter }) as Box<dyn Kind>),
+        "geyser-blocks-meta" => no_argument(name, argument, Box::new(GeyserBlocksMeta)),
+        _ => return None,
+    })
+}
+
+fn commitment(text: &str) -> Result<CommitmentLevel, String> {
+    match text {
+        "processed" => Ok(CommitmentLevel::Processed),
+        "confirmed" => Ok(CommitmentLevel::Confirmed),
+        "finalized" => Ok(CommitmentLevel::Finalized),
+        other => Err(format!("unknown commitment '{other}' (processed, confirmed, finalized)")),
+    }
+}
+
+fn boolean(key: &str, text: &str) -> Result<bool, String> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!("'geyser-tx': {key}={other}: give true or false")),
+    }
+}
+
+fn keys(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|key| !key.is_empty()).map(str::to_string).collect()
+}
+
+/// `include=K1,K2;exclude=K;required=K;vote=false;failed=false;commitment=confirmed`.
+fn transaction_filter(text: &str) -> Result<(SubscribeRequestFilterTransactions, CommitmentLevel), String> {
+    let mut filter = SubscribeRequestFilterTransactions::default();
+    let mut level = CommitmentLevel::Processed;
+    for part in text.split(';').map(str::trim).filter(|part| !part.is_empty()) {
+        let Some((key, value)) = part.split_once('=') else {
+            return Err(format!("'geyser-tx': '{part}' is not KEY=VALUE"));
+        };
+        match key.trim() {
+            "include" => filter.account_include = keys(value),
+            "exclude" => filter.account_exclude = keys(value),
+            "required" => filter.account_required = keys(value),
+            "vote" => filter.vote = Some(boolean(key, value.trim())?),
+            "failed" => filter.failed = Some(boolean(key, value.trim())?),
+            "commitment" => level = commitment(value.trim())?,
+            other => {
+                return Err(format!(
+                    "'geyser-tx': unknown filter '{other}' (include, exclude, required, vote, failed, commitment)"
+                ))
+            }
+        }
+    }
+    Ok((filter, level))
+}
+
+/// `PUBKEY[,PUBKEY]` or `owner=PUBKEY[,PUBKEY]`.
+fn account_filter(text: &str) -> Result<SubscribeRequestFilterAccounts, String> {
+    let mut filter = SubscribeRequestFilterAccounts::default();
+    match text.split_once('=') {
+        Some(("owner", owners)) => filter.owner = keys(owners),
+        Some((other, _)) => return Err(format!("'geyser-account': unknown filter '{other}' (owner)")),
+        None => filter.account = keys(text),
+    }
+    if filter.account.is_empty() && filter.owner.is_empty() {
+        return Err(
+            "'geyser-account' needs accounts or an owner: geyser-account:PUBKEY or owner=PUBKEY".into()
+        );
+    }
+    Ok(filter)
+}
+
+/// The name every kind gives its filter in the request.
+const FILTER_NAME: &str = "rpcbench";
+
+fn request(commitment: CommitmentLevel, fill: impl FnOnce(&mut SubscribeRequest)) -> SubscribeCall {
+    let mut request = SubscribeRequest { commitment: Some(commitment as i32), ..Default::default() };
+    fill(&mut request);
+    SubscribeCall::Geyser(Box::new(request))
+}
+
+/// An update's decoded payload, or `None` when it is not protobuf.
+fn decode(payload: &[u8]) -> Option<UpdateOneof> {
+    SubscribeUpdate::decode(payload).ok().and_then(|update| update.update_oneof)
+}
+
+/// `geyser-slot`: slots at one commitment.
+#[derive(Debug)]
+struct GeyserSlot {
+    commitment: CommitmentLevel,
+}
+
+impl Kind for GeyserSlot {
+    fn name(&self) -> &'static str {
+        "geyser-slot"
+    }
+
+    fn call(&self) -> SubscribeCall {
+        request(self.commitment, |request| {
+            request.slots.insert(
+                FILTER_NAME.into(),
+                SubscribeRequestFilterSlots {
+                    filter_by_commitment: Some(true),
+                    interslot_updates: Some(false),
+                },
+            );
+        })
+    }
+
+    fn order(&self) -> Order {
+        Order::Sequence
+    }
+
+    fn item(&self, payload: &[u8]) -> Item {
+        let key = match decode(payload) {
+            Some(UpdateOneof::Slot(slot)) => Key::Number(slot.slot),
+            _ => Key::Unnumbered,
+        };
+        Item { key, produced: None }
+    }
+}
+
+/// `geyser-stages`: every status of every slot.
+#[derive(Debug)]
+struct GeyserStages;
+
+impl Kind for GeyserStages {
+    fn name(&self) -> &'static str {
+        "geyser-stages"
+    }
+
+    fn call(&self) -> SubscribeCall {
+        request(CommitmentLevel::Processed, |request| {
+            request.slots.insert(
+                FILTER_NAME.into(),
+                SubscribeRequestFilterSlots {
+                    filter_by_commitment: Some(false),
+                    interslot_updates: Some(true),
+                },
+            );
+        })
+    }
+
+    fn order(&self) -> Order {
+        Order::Unordered
+    }
+
+    fn item(&self, payload: &[u8]) -> Item {
+        let key = match decode(payload) {
+            // Each (slot, status) once: the identity is the slot and the status.
+            Some(UpdateOneof::Slot(slot)) => {
+                let mut identity = [0u8; 12];
+                identity[..8].copy_from_slice(&slot.slot.to_le_bytes());
+                identity[8..].copy_from_slice(&slot.status.to_le_bytes());
+                Key::Identity(fingerprint(&identity))
+            }
+            _ => Key::Identity(fingerprint(payload)),
+        };
+        Item { key, produced: None }
+    }
+}
+
+/// `geyser-tx`: transactions matching a filter.
+#[derive(Debug)]
+struct GeyserTransactions {
+    filter: SubscribeRequestFilterTransactions,
+    commitment: CommitmentLevel,
+}
+
+impl Kind for GeyserTransactions {
+    fn name(&self) -> &'static str {
+        "geyser-tx"
+    }
+
+    fn call(&self) -> SubscribeCall {
+        request(self.commitment, |request| {
+            request.transactions.insert(FILTER_NAME.into(), self.filter.clone());
+        })
+    }
+
+    fn order(&self) -> Order {
+        Order::Unordered
+    }
+
+    fn item(&self, payload: &[u8]) -> Item {
+        let key = match decode(payload) {
+            Some(UpdateOneof::Transaction(update)) => match update.transaction {
+                Some(info) => Key::Identity(fingerprint(&info.signature)),
+                None => Key::Identity(fingerprint(payload)),
+            },
+            _ => Key::Identity(fingerprint(payload)),
+        };
+        Item { key, produced: None }
+    }
+}
+
+/// `geyser-account`: writes to accounts by key or owner.
+#[derive(Debug)]
+struct GeyserAccounts {
+    filter: SubscribeRequestFilterAccounts,
+}
+
+impl Kind for GeyserAccounts {
+    fn name(&self) -> &'static str {
+        "geyser-account"
+    }
+
+    fn call(&self) -> SubscribeCall {
+        request(CommitmentLevel::Processed, |request| {
+            request.accounts.insert(FILTER_NAME.into(), self.filter.clone());
+        })
+    }
+
+    fn order(&self) -> Order {
+        Order::Ordered
+    }
+
+    fn item(&self, payload: &[u8]) -> Item {
+        let key = match decode(payload) {
+            Some(UpdateOneof::Account(update)) => {
+                update.account.map_or(Key::Unnumbered, |account| Key::Number(account.write_version))
+            }
+            _ => Key::Unnumbered,
+        };
+        Item { key, produced: None }
+    }
+}
+
+/// `geyser-blocks-meta`: one block meta per slot.
+#[derive(Debug)]
+struct GeyserBlocksMeta;
+
+impl Kind for GeyserBlocksMeta {
+    fn name(&self) -> &'static str {
+        "geyser-blocks-meta"
+    }
+
+    fn call(&self) -> SubscribeCall {
+        request(CommitmentLevel::Processed, |request| {
+            request.blocks_meta.insert(FILTER_NAME.into(), SubscribeRequestFilterBlocksMeta {});
+        })
+    }
+
+    fn order(&self) -> Order {
+        Order::Sequence
+    }
+
+    fn item(&self, payload: &[u8]) -> Item {
+        let key = match decode(payload) {
+            Some(UpdateOneof::BlockMeta(meta)) => Key::Number(meta.slot),
+            _ => Key::Unnumbered,
+        };
+        Item { key, produced: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SubscriptionKind;
+    use super::*;
+
+    fn geyser_request(text: &str) -> SubscribeRequest {
+        match SubscriptionKind::parse(text).unwrap().call() {
+            SubscribeCall::Geyser(request) => *request,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn geyser_kinds_build_their_filters() {
+        let slot = geyser_request("geyser-slot:confirmed");
+        assert_eq!(slot.commitment, Some(CommitmentLevel::Confirmed as i32));
+        assert_eq!(slot.slots[FILTER_NAME].filter_by_commitment, Some(true));
+        let tx = geyser_request("geyser-tx:include=A,B;exclude=C;vote=false;failed=false");
+        let filter = &tx.transactions[FILTER_NAME];
+        assert_eq!(filter.account_include, ["A", "B"]);
+        assert_eq!(filter.account_exclude, ["C"]);
+        assert_eq!((filter.vote, filter.failed), (Some(false), Some(false)));
+        assert_eq!(geyser_request("geyser-account:owner=O").accounts[FILTER_NAME].owner, ["O"]);
+        assert!(geyser_request("geyser-stages").slots[FILTER_NAME].interslot_updates == Some(true));
+    }
+
+    #[test]
+    fn an_unknown_geyser_filter_is_named() {
+        let err = SubscriptionKind::parse("geyser-tx:signer=A").unwrap_err();
+        assert!(err.to_string().contains("unknown filter 'signer'"), "{err}");
+        assert!(SubscriptionKind::parse("geyser-slot:fast")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown commitment 'fast'"));
+        assert!(SubscriptionKind::parse("geyser-account")
+            .unwrap_err()
+            .to_string()
+            .contains("needs accounts"));
+        assert!(SubscriptionKind::parse("geyser-tx:vote=maybe").is_err());
+    }
+}

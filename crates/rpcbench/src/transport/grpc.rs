@@ -1,0 +1,546 @@
+//! The gRPC feed: Solana Yellowstone Geyser `Subscribe` streams (`grpc://`, `grpcs://`), the
+//! second implementation of the feed seam (`super::feed`) beside WebSocket. One connection is
+//! one HTTP/2 connection (our own connector: TCP, and rustls with ALPN `h2` for `grpcs://`);
+//! each subscription on it is one bidirectional `Subscribe` stream whose first request carries
+//! the kind's filters. The `x-token` header goes with every call (a secret: it is never
+//! printed).
+//!
+//! Items are handed to the kinds as the wire's own bytes (one protobuf `SubscribeUpdate`, not
+//! decoded here, so a kind decodes each once); the feed only scans an update's top-level
+//! fields for what the envelope says: a server `Ping` (answered on the same stream with a ping
+//! request, as Yellowstone servers ask to keep a stream alive), a `Pong` (not an item), and
+//! `created_at`, the server's production time. Memory stays bounded by configuration: a
+//! message larger than the limit ends the stream, and a flood the driver does not read backs
+//! up into HTTP/2 flow control, never into a queue here.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{Buf, Bytes};
+use futures_util::stream::{SelectAll, StreamExt};
+use futures_util::Stream;
+use prost::Message as _;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Status, Streaming};
+use yellowstone_grpc_proto::geyser::{SubscribeRequest, SubscribeRequestPing};
+
+use super::connect::{Connector, Stream as WireStream};
+use super::feed::{Delivery, Feed, FeedEnd, FeedEvent, FeedOpener, SubscribeCall};
+
+/// The Geyser service's bidirectional subscribe call.
+const SUBSCRIBE_PATH: &str = "/geyser.Geyser/Subscribe";
+
+/// Requests queued for one stream (pings answered, never more than a few at once).
+const REQUEST_QUEUE: usize = 16;
+
+/// A Geyser feed's `x-token`: a secret, so its `Debug` form says only that there is one.
+#[derive(Clone, PartialEq, Eq)]
+pub struct XToken(String);
+
+impl XToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, for the header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for XToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("XToken(<redacted>)")
+    }
+}
+
+/// Opens gRPC connections to one Geyser endpoint.
+#[derive(Clone)]
+pub struct GeyserOpener {
+    connector: Connector,
+    /// `http://HOST:PORT` (or https): the `:authority` and scheme of every call.
+    origin: String,
+    x_token: Option<MetadataValue<tonic::metadata::Ascii>>,
+    max_message: usize,
+}
+
+impl std::fmt::Debug for GeyserOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: only whether there is one.
+        f.debug_struct("GeyserOpener")
+            .field("origin", &self.origin)
+            .field("x_token", &self.x_token.is_some())
+            .field("max_message", &self.max_message)
+            .finish()
+    }
+}
+
+/// Why a Geyser feed could not be set up.
+#[derive(Debug)]
+pub enum GeyserSetupError {
+    /// The `x-token` is not a valid header value (printable ASCII).
+    Token,
+    /// The origin is not a valid URI.
+    Origin,
+}
+
+impl std::fmt::Display for GeyserSetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GeyserSetupError::Token => f.write_str("--x-token: must be printable ASCII"),
+            GeyserSetupError::Origin => f.write_str("the gRPC URL's host and port do not make a valid URI"),
+        }
+    }
+}
+
+impl std::error::Error for GeyserSetupError {}
+
+/// Why a connection could not be opened.
+#[derive(Debug)]
+pub struct GeyserOpenError(String);
+
+impl std::fmt::Display for GeyserOpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl GeyserOpener {
+    /// An opener over `connector` (which must offer ALPN `h2` for TLS), for `host:port`.
+    pub fn new(
+        connector: Connector,
+        tls: bool,
+        host: &str,
+        port: u16,
+        x_token: Option<&XToken>,
+        max_message: usize,
+    ) -> Result<Self, GeyserSetupError> {
+        let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+        let origin = format!("{}://{host}:{port}", if tls { "https" } else { "http" });
+        origin.parse::<http::Uri>().map_err(|_| GeyserSetupError::Origin)?;
+        let x_token = x_token
+            .map(|token| MetadataValue::try_from(token.expose()).map_err(|_| GeyserSetupError::Token))
+            .transpose()?;
+        Ok(Self { connector, origin, x_token, max_message })
+    }
+}
+
+/// Our connector as the tower service tonic dials with.
+#[derive(Clone)]
+struct Dial(Connector);
+
+impl tower::Service<http::Uri> for Dial {
+    type Response = hyper_util::rt::TokioIo<WireStream>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, std::io::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _uri: http::Uri) -> Self::Future {
+        let connector = self.0.clone();
+        Box::pin(async move { connector.connect().await.map(hyper_util::rt::TokioIo::new) })
+    }
+}
+
+impl FeedOpener for GeyserOpener {
+    type Feed = GeyserFeed;
+    type Error = GeyserOpenError;
+
+    async fn open(&self) -> Result<GeyserFeed, GeyserOpenError> {
+        let endpoint = Endpoint::from_shared(self.origin.clone())
+            .map_err(|err| GeyserOpenError(err.to_string()))?
+            .connect_timeout(self.connector.connect_timeout());
+        let channel = endpoint
+            .connect_with_connector(Dial(self.connector.clone()))
+            .await
+            .map_err(|err| GeyserOpenError(describe_transport_error(&err)))?;
+        Ok(GeyserFeed {
+            channel,
+            x_token: self.x_token.clone(),
+            max_message: self.max_message,
+            streams: SelectAll::new(),
+            requests: Vec::new(),
+        })
+    }
+}
+
+/// A transport error with its causes (tonic's own text is only "transport error").
+fn describe_transport_error(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The codec of a subscribe stream: requests encoded with prost, updates kept as bytes.
+struct RawUpdates;
+
+struct RequestEncoder;
+
+struct BytesDecoder;
+
+impl Encoder for RequestEncoder {
+    type Item = SubscribeRequest;
+    type Error = Status;
+
+    fn encode(&mut self, item: SubscribeRequest, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(dst).map_err(|err| Status::internal(err.to_string()))
+    }
+}
+
+impl Decoder for BytesDecoder {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+impl Codec for RawUpdates {
+    type Encode = SubscribeRequest;
+    type Decode = Bytes;
+    type Encoder = RequestEncoder;
+    type Decoder = BytesDecoder;
+
+    fn encoder(&mut self) -> RequestEncoder {
+        RequestEncoder
+    }
+
+    fn decoder(&mut self) -> BytesDecoder {
+        BytesDecoder
+    }
+}
+
+/// What one subscribe stream produced next.
+enum StreamStep {
+    /// The server answered the call (its response headers): the subscription stands.
+    Answered,
+    /// The server refused the call.
+    Refused(Status),
+    /// One update.
+    Update(Bytes),
+    /// The stream ended: `None` without an error.
+    Ended(Option<Status>),
+}
+
+type CallFuture = Pin<Box<dyn Future<Output = Result<tonic::Response<Streaming<Bytes>>, Status>> + Send>>;
+
+/// A subscribe stream's state: calling, then streaming, then done.
+enum StreamState {
+    Calling(CallFuture),
+    Streaming(Box<Streaming<Bytes>>),
+    Done,
+}
+
+type PositionedStream = Pin<Box<dyn Stream<Item = (usize, StreamStep)>>>;
+
+/// One connection's Geyser subscriptions: a stream each, read together.
+pub struct GeyserFeed {
+    channel: Channel,
+    x_token: Option<MetadataValue<tonic::metadata::Ascii>>,
+    max_message: usize,
+    /// Every subscription's stream, by position (cancel-safe to poll: each keeps its own state).
+    streams: SelectAll<PositionedStream>,
+    /// Each position's request sender (pings and the end of the subscription).
+    requests: Vec<Option<tokio::sync::mpsc::Sender<SubscribeRequest>>>,
+}
+
+impl std::fmt::Debug for GeyserFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeyserFeed").field("streams", &self.streams.len()).finish()
+    }
+}
+
+impl GeyserFeed {
+    /// Starts the subscribe call at `position` with `first` as its first request.
+    fn start(&mut self, position: usize, first: SubscribeRequest) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(REQUEST_QUEUE);
+        // The queue is empty: the first request always fits.
+        let _ = sender.try_send(first);
+        if self.requests.len() <= position {
+            self.requests.resize_with(position + 1, || None);
+        }
+        self.requests[position] = Some(sender);
+        let outgoing = futures_util::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|request| (request, receiver))
+        });
+        let mut request = Request::new(outgoing);
+        if let Some(token) = &self.x_token {
+            request.metadata_mut().insert("x-token", token.clone());
+        }
+        let mut grpc =
+            tonic::client::Grpc::new(self.channel.clone()).max_decoding_message_size(self.max_message);
+        let call: CallFuture = Box::pin(async move {
+            grpc.ready().await.map_err(|err: tonic::transport::Error| {
+                Status::unavailable(describe_transport_error(&err))
+            })?;
+            grpc.streaming(request, http::uri::PathAndQuery::from_static(SUBSCRIBE_PATH), RawUpdates).await
+        });
+        let steps = futures_util::stream::unfold(StreamState::Calling(call), move |state| async move {
+            match state {
+                StreamState::Calling(call) => match call.await {
+                    Ok(response) => {
+                        Some((StreamStep::Answered, StreamState::Streaming(Box::new(response.into_inner()))))
+                    }
+                    Err(status) => Some((StreamStep::Refused(status), StreamState::Done)),
+                },
+                StreamState::Streaming(mut updates) => match updates.message().await {
+                    Ok(Some(update)) => Some((StreamStep::Update(update), StreamState::Streaming(updates))),
+                    Ok(None) => Some((StreamStep::Ended(None), StreamState::Done)),
+                    Err(status) => Some((StreamStep::Ended(Some(status)), StreamState::Done)),
+                },
+                StreamState::Done => None,
+            }
+        });
+        self.streams.push(Box::pin(steps.map(move |step| (position, step))));
+    }
+
+    /// Answers a server ping on `position`'s stream (a full queue: the answer is skipped, the
+    /// server pings again).
+    fn answer_ping(&self, position: usize) {
+        if let Some(Some(sender)) = self.requests.get(position) {
+            let ping = SubscribeRequest { ping: Some(SubscribeRequestPing { id: 1 }), ..Default::default() };
+            let _ = sender.try_send(ping);
+        }
+    }
+}
+
+impl Feed for GeyserFeed {
+    async fn subscribe(&mut self, position: usize, call: &SubscribeCall) -> Result<(), FeedEnd> {
+        // `SubscribeConfig::validate` pairs gRPC URLs with Geyser kinds only.
+        let SubscribeCall::Geyser(request) = call else { return Err(FeedEnd::Protocol) };
+        self.start(position, (**request).clone());
+        Ok(())
+    }
+
+    async fn unsubscribe(&mut self, position: usize) -> Result<bool, FeedEnd> {
+        // A Geyser subscription ends when its client closes the call: dropping the request
+        // sender ends the requests, and the feed's close drops the streams. There is no answer
+        // to wait for.
+        if let Some(sender) = self.requests.get_mut(position) {
+            sender.take();
+        }
+        Ok(false)
+    }
+
+    async fn next(&mut self) -> FeedEvent {
+        loop {
+            let Some((position, step)) = self.streams.next().await else {
+                // No stream left (all refused or ended): nothing more comes on this connection.
+                return FeedEvent::Ended(FeedEnd::Status(0));
+            };
+            let arrived = Instant::now();
+            match step {
+                StreamStep::Answered => return FeedEvent::Confirmed { position, arrived },
+                StreamStep::Refused(status) => {
+                    let class = format!("grpc {}", status_name(status.code() as u8));
+                    let message = format!("{class}: {}", status.message()).chars().take(200).collect();
+                    return FeedEvent::Refused { position, class, message };
+                }
+                StreamStep::Ended(status) => {
+                    let code = status.map_or(0, |status| status.code() as u8);
+                    return FeedEvent::Ended(FeedEnd::Status(code));
+                }
+                StreamStep::Update(message) => {
+                    let envelope = scan_update(&message);
+                    match envelope.kind {
+                        UpdateKind::Ping => {
+                            self.answer_ping(position);
+                            continue;
+                        }
+                        UpdateKind::Pong => continue,
+                        UpdateKind::Malformed => return FeedEvent::Ended(FeedEnd::Protocol),
+                        UpdateKind::Item => {}
+                    }
+                    let payload = 0..message.len();
+                    return FeedEvent::Item(Delivery {
+                        position,
+                        message,
+                        payload,
+                        arrived,
+                        produced: envelope.created_at,
+                    });
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) {
+        self.requests.clear();
+        self.streams = SelectAll::new();
+    }
+}
+
+/// A gRPC status code's name, lower case, for reports.
+pub fn status_name(code: u8) -> &'static str {
+    match code {
+        0 => "ok",
+        1 => "cancelled",
+        2 => "unknown",
+        3 => "invalid argument",
+        4 => "deadline exceeded",
+        5 => "not found",
+        6 => "already exists",
+        7 => "permission denied",
+        8 => "resource exhausted",
+        9 => "failed precondition",
+        10 => "aborted",
+        11 => "out of range",
+        12 => "unimplemented",
+        13 => "internal",
+        14 => "unavailable",
+        15 => "data loss",
+        16 => "unauthenticated",
+        _ => "unknown code",
+    }
+}
+
+/// What an update's envelope says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UpdateKind {
+    /// An update to hand to the kind.
+    Item,
+    /// A server ping (keep-alive).
+    Ping,
+    /// The answer to our ping.
+    Pong,
+    /// Not a protobuf message.
+    Malformed,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Envelope {
+    kind: UpdateKind,
+    created_at: Option<SystemTime>,
+}
+
+/// `SubscribeUpdate`'s field numbers the envelope reads.
+const FIELD_PING: u64 = 6;
+const FIELD_PONG: u64 = 9;
+const FIELD_CREATED_AT: u64 = 11;
+
+/// Scans an update's top-level fields without decoding its payload: ping or pong, and
+/// `created_at` (a `google.protobuf.Timestamp`: seconds 1, nanos 2).
+fn scan_update(mut bytes: &[u8]) -> Envelope {
+    let mut envelope = Envelope { kind: UpdateKind::Item, created_at: None };
+    while !bytes.is_empty() {
+        let Some(key) = varint(&mut bytes) else { return malformed() };
+        let (field, wire_type) = (key >> 3, key & 7);
+        match wire_type {
+            0 => {
+                if varint(&mut bytes).is_none() {
+                    return malformed();
+                }
+            }
+            1 | 5 => {
+                let width = if wire_type == 1 { 8 } else { 4 };
+                if bytes.len() < width {
+                    return malformed();
+                }
+                bytes = &bytes[width..];
+            }
+            2 => {
+                let Some(length) = varint(&mut bytes) else { return malformed() };
+                let Ok(length) = usize::try_from(length) else { return malformed() };
+                if bytes.len() < length {
+                    return malformed();
+                }
+                let (value, rest) = bytes.split_at(length);
+                bytes = rest;
+                match field {
+                    FIELD_PING => envelope.kind = UpdateKind::Ping,
+                    FIELD_PONG => envelope.kind = UpdateKind::Pong,
+                    FIELD_CREATED_AT => envelope.created_at = timestamp(value),
+                    _ => {}
+                }
+            }
+            _ => return malformed(),
+        }
+    }
+    envelope
+}
+
+fn malformed() -> Envelope {
+    Envelope { kind: UpdateKind::Malformed, created_at: None }
+}
+
+/// A `google.protobuf.Timestamp`'s time (none before the epoch or with nanos out of range).
+fn timestamp(mut bytes: &[u8]) -> Option<SystemTime> {
+    let (mut seconds, mut nanos) = (0u64, 0u64);
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        if key & 7 != 0 {
+            return None;
+        }
+        let value = varint(&mut bytes)?;
+        match key >> 3 {
+            1 => seconds = value,
+            2 => nanos = value,
+            _ => {}
+        }
+    }
+    if seconds > i64::MAX as u64 || nanos >= 1_000_000_000 {
+        return None;
+    }
+    UNIX_EPOCH.checked_add(Duration::new(seconds, nanos as u32))
+}
+
+/// Reads one protobuf varint (at most 10 bytes).
+fn varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (index, byte) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(byte & 0x7f) << (7 * index);
+        if byte & 0x80 == 0 {
+            *bytes = &bytes[index + 1..];
+            return Some(value);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yellowstone_grpc_proto::geyser::{
+        subscribe_update::UpdateOneof, SubscribeUpdate, SubscribeUpdatePing, SubscribeUpdateSlot,
+    };
+    use yellowstone_grpc_proto::prost_types::Timestamp;
+
+    #[test]
+    fn the_envelope_scan_finds_pings_and_the_production_time() {
+        let slot = SubscribeUpdate {
+            filters: vec!["s".into()],
+            update_oneof: Some(UpdateOneof::Slot(SubscribeUpdateSlot { slot: 7, ..Default::default() })),
+            created_at: Some(Timestamp { seconds: 1_700_000_000, nanos: 250_000 }),
+        };
+        let envelope = scan_update(&slot.encode_to_vec());
+        assert_eq!(envelope.kind, UpdateKind::Item);
+        assert_eq!(envelope.created_at, Some(UNIX_EPOCH + Duration::new(1_700_000_000, 250_000)));
+        let ping = SubscribeUpdate {
+            update_oneof: Some(UpdateOneof::Ping(SubscribeUpdatePing {})),
+            ..Default::default()
+        };
+        assert_eq!(scan_update(&ping.encode_to_vec()).kind, UpdateKind::Ping);
+    }
+
+    #[test]
+    fn malformed_protobuf_is_named_not_read_past_its_end() {
+        // A length-delimited field longer than the message, a varint that never ends, a
+        // group wire type.
+        for bytes in [&[0x0a, 0x7f, 1][..], &[0x08, 0xff, 0xff], &[0x0b]] {
+            assert_eq!(scan_update(bytes).kind, UpdateKind::Malformed, "{bytes:?}");
+        }
+    }
+}
