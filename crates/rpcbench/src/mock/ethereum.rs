@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::prng::{
     bytes, draw, hex_data, hex_quantity, mix, parse_hex_bytes, parse_hex_quantity, parse_hex_vec, range,
 };
-use super::server::{method_not_found, positional_params, RpcError, INVALID_PARAMS, LIMIT_EXCEEDED};
+use super::rpc::{method_not_found, positional_params, RpcError, INVALID_PARAMS, LIMIT_EXCEEDED};
 
 /// The latest block when the server starts.
 pub(crate) const START_BLOCK: u64 = 1000;
@@ -161,7 +161,7 @@ impl EthereumNode {
 
     /// Keeps a mempool: the dev mnemonic's first accounts funded at genesis, raw transactions
     /// checked and included in the blocks that follow (block time: the slot time).
-    pub(crate) fn with_mempool(mut self, options: Option<&super::mempool_rpc::TxPoolOptions>) -> Self {
+    pub(crate) fn with_mempool(mut self, options: Option<&super::mempool::TxPoolOptions>) -> Self {
         self.mempool = options.map(|options| {
             Mutex::new(super::mempool::Mempool::from_options(
                 options,

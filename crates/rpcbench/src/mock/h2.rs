@@ -29,9 +29,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::dispatch::{gate, respond, Gate, Node, Shared};
 use super::faults::RateLimitStyle;
 use super::http::{error_body, not_post_message, too_large_message};
-use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
+use super::rpc::INVALID_REQUEST;
 
 /// Longest wait for the client's preface and SETTINGS.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

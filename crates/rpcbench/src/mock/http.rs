@@ -20,8 +20,9 @@ use tokio::sync::watch;
 
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
+use super::dispatch::{gate, respond, Gate, Node, Shared};
 use super::faults::RateLimitStyle;
-use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
+use super::rpc::INVALID_REQUEST;
 use super::ws::ConnectionSlot;
 use crate::http_server::{
     self, write_head, write_json, Arrival, DateCache, Handler, Limits, Method, Next, Request, Upgrade, JSON,

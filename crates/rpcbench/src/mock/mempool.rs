@@ -19,7 +19,43 @@ use crate::tx::keys::Address;
 use crate::tx::sign::{decode, DecodedTx};
 
 use super::prng::mix;
-use super::server::RpcError;
+use super::rpc::RpcError;
+
+/// The options of a mock Ethereum node with a mempool and real accounts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxPoolOptions {
+    /// Gas included per block at most (`--block-gas-limit`).
+    pub block_gas_limit: u64,
+    /// Transactions held at most; past it "txpool is full".
+    pub capacity: usize,
+    /// Share of accepted transactions silently dropped from the pool (0.0..=1.0).
+    pub drop_share: f64,
+    /// Whole blocks every transaction waits before inclusion.
+    pub delay_blocks: u64,
+    /// A reorg every this many blocks (0: never)...
+    pub reorg_every: u64,
+    /// ...taking back this many blocks.
+    pub reorg_depth: u64,
+    /// The first accounts of the dev mnemonic funded at genesis.
+    pub dev_accounts: u32,
+    /// Wei each dev account holds at genesis.
+    pub dev_balance: u128,
+}
+
+impl Default for TxPoolOptions {
+    fn default() -> Self {
+        TxPoolOptions {
+            block_gas_limit: 30_000_000,
+            capacity: 65_536,
+            drop_share: 0.0,
+            delay_blocks: 0,
+            reorg_every: 0,
+            reorg_depth: 0,
+            dev_accounts: 10,
+            dev_balance: 10_000 * 1_000_000_000_000_000_000,
+        }
+    }
+}
 
 /// geth's code for refused transactions.
 const TX_REFUSED: i64 = -32000;
@@ -165,12 +201,7 @@ impl Mempool {
 
     /// A pool from a mock node's options: chain `chain_id` at block `head`, the dev
     /// mnemonic's first accounts funded.
-    pub(crate) fn from_options(
-        options: &super::mempool_rpc::TxPoolOptions,
-        chain_id: u64,
-        seed: u64,
-        head: u64,
-    ) -> Self {
+    pub(crate) fn from_options(options: &TxPoolOptions, chain_id: u64, seed: u64, head: u64) -> Self {
         let settings = MempoolSettings {
             chain_id,
             block_gas_limit: options.block_gas_limit,

@@ -12,43 +12,7 @@ use crate::tx::sign::{DecodedTx, Fees};
 
 use super::mempool::{Included, Lookup, Mempool};
 use super::prng::{hex_data, hex_quantity, parse_hex_vec};
-use super::server::RpcError;
-
-/// The options of a mock Ethereum node with a mempool and real accounts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TxPoolOptions {
-    /// Gas included per block at most (`--block-gas-limit`).
-    pub block_gas_limit: u64,
-    /// Transactions held at most; past it "txpool is full".
-    pub capacity: usize,
-    /// Share of accepted transactions silently dropped from the pool (0.0..=1.0).
-    pub drop_share: f64,
-    /// Whole blocks every transaction waits before inclusion.
-    pub delay_blocks: u64,
-    /// A reorg every this many blocks (0: never)...
-    pub reorg_every: u64,
-    /// ...taking back this many blocks.
-    pub reorg_depth: u64,
-    /// The first accounts of the dev mnemonic funded at genesis.
-    pub dev_accounts: u32,
-    /// Wei each dev account holds at genesis.
-    pub dev_balance: u128,
-}
-
-impl Default for TxPoolOptions {
-    fn default() -> Self {
-        TxPoolOptions {
-            block_gas_limit: 30_000_000,
-            capacity: 65_536,
-            drop_share: 0.0,
-            delay_blocks: 0,
-            reorg_every: 0,
-            reorg_depth: 0,
-            dev_accounts: 10,
-            dev_balance: 10_000 * 1_000_000_000_000_000_000,
-        }
-    }
-}
+use super::rpc::RpcError;
 
 fn address_param(params: &[Value], index: usize) -> Result<Address, RpcError> {
     params.get(index).and_then(Value::as_str).and_then(Address::parse).ok_or_else(|| {
@@ -211,7 +175,7 @@ mod tests {
 
     #[test]
     fn a_sent_transfer_is_included_in_a_following_block_and_served_by_receipt_block_and_nonce() {
-        let options = TxPoolOptions::default();
+        let options = crate::mock::mempool::TxPoolOptions::default();
         let node = EthereumNode::new(0, Duration::from_millis(5), 31337, Instant::now(), 1_700_000_000)
             .with_mempool(Some(&options));
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();

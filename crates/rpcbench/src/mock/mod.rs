@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+mod dispatch;
 mod ethereum;
 mod faults;
 mod geyser;
@@ -32,20 +33,23 @@ mod mempool;
 mod mempool_rpc;
 pub(crate) mod prng;
 mod rest;
+mod rpc;
 mod server;
 mod solana;
 mod static_chain;
 mod tls;
 mod ws;
+mod ws_state;
 
+pub use dispatch::Dispatcher;
 pub use faults::{
     parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
     RateLimitStyle, Stall,
 };
 pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
-pub use mempool_rpc::TxPoolOptions;
-pub use server::{Dispatcher, MockServer};
-pub use ws::WsStats;
+pub use mempool::TxPoolOptions;
+pub use server::MockServer;
+pub use ws_state::WsStats;
 
 /// Which kind of node a [`MockServer`] pretends to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -521,7 +525,7 @@ mod tests {
         assert_eq!(dispatched(include_str!("solana.rs")), SOLANA_METHODS);
         assert_eq!(dispatched(include_str!("ethereum.rs")), ETHEREUM_METHODS);
         for chain in [Chain::Solana, Chain::Ethereum] {
-            let node = server::Dispatcher::new(&MockOptions::new(chain)).unwrap();
+            let node = dispatch::Dispatcher::new(&MockOptions::new(chain)).unwrap();
             for method in chain.methods().unwrap() {
                 let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\"}}");
                 let answer = String::from_utf8(node.answer(body.as_bytes()).unwrap()).unwrap();

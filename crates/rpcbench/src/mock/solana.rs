@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::prng::{bytes, draw, mix, range};
-use super::server::{method_not_found, positional_params, RpcError};
+use super::rpc::{method_not_found, positional_params, RpcError};
 
 /// The current slot when the server starts.
 pub(crate) const START_SLOT: u64 = 1000;

@@ -17,9 +17,9 @@
 //! more than `ws_max_queue` of them unsent (or lagging the broadcast) is closed with 1008.
 
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
@@ -32,16 +32,11 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::faults::unit_float;
-use super::server::{
-    gate, positional_params, respond_with, Extension, Gate, Node, RpcError, Shared, SERVER_ERROR,
-};
-use super::{ethereum, prng, solana, MockOptions};
+use super::dispatch::{gate, respond_with, Extension, Gate, Node, Shared};
+use super::rpc::{positional_params, RpcError, SERVER_ERROR};
+use super::ws_state::{Item, ItemData, S_DROP, S_DUPLICATE, S_SUBSCRIPTION_ID};
+use super::{ethereum, prng, solana};
 
-/// Notifications a connection may have queued unsent when `ws_max_queue` is not set.
-const DEFAULT_MAX_QUEUE: usize = 4096;
-/// Items the broadcast channel holds for a connection that has not taken them yet.
-const BROADCAST_CAPACITY: usize = 1024;
 /// Requests a connection may have received and not yet answered (delayed or answers queued
 /// unwritten) before it stops reading more: a client that does not read its answers is not
 /// buffered for without bound.
@@ -50,99 +45,6 @@ const MAX_PENDING_ANSWERS: usize = 1024;
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// The close reason of a slow subscriber, as geth's.
 pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
-
-/// Generator streams of the WebSocket knobs.
-const S_DROP: u64 = 0x7773_6472_6f70;
-const S_DUPLICATE: u64 = 0x0077_7364_7570;
-const S_SUBSCRIPTION_ID: u64 = 0x0077_7373_7562_6964;
-
-/// What a [`super::MockServer`] counted on its WebSocket connections so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WsStats {
-    /// Notifications handed to a connection's writer (each counted once, duplicates apart).
-    pub notifications_sent: u64,
-    /// Notifications not sent because of `ws_drop`.
-    pub notifications_dropped: u64,
-    /// Of those, the ones of a block or slot subscription (newHeads, slot) that fell between
-    /// two notifications sent to the same subscription: what a client sees as gaps in the
-    /// numbers. A subscription's dropped first notifications (nothing sent before them) and
-    /// its dropped last ones (nothing sent after them before it ended) are not among them.
-    pub drops_between_sent: u64,
-    /// Second copies sent because of `ws_duplicate`.
-    pub duplicates_sent: u64,
-    /// Successful subscribe calls.
-    pub subscriptions_opened: u64,
-    /// Connections closed (1008) for having too many notifications queued unsent.
-    pub subscribers_closed_slow: u64,
-}
-
-/// The WebSocket side of a server: knobs, counters, open connections and the item broadcast.
-#[derive(Debug)]
-pub(crate) struct WsState {
-    drop: f64,
-    duplicate: f64,
-    delay: Option<Duration>,
-    max_queue: usize,
-    max_connections: Option<usize>,
-    /// Most subscriptions open at once on one connection; one more is refused.
-    max_subscriptions: Option<usize>,
-    seed: u64,
-    slot_time: Duration,
-    started: Instant,
-    /// Heads sent this many behind the true one.
-    head_lag: u64,
-    open: AtomicUsize,
-    items: broadcast::Sender<Arc<Item>>,
-    next_subscription: AtomicU64,
-    sent: AtomicU64,
-    dropped: AtomicU64,
-    dropped_between: AtomicU64,
-    duplicates: AtomicU64,
-    opened: AtomicU64,
-    closed_slow: AtomicU64,
-}
-
-impl WsState {
-    pub(crate) fn new(options: &MockOptions, started: Instant) -> Self {
-        WsState {
-            drop: options.ws_drop,
-            duplicate: options.ws_duplicate,
-            delay: options.ws_delay.filter(|delay| !delay.is_zero()),
-            max_queue: options.ws_max_queue.unwrap_or(DEFAULT_MAX_QUEUE),
-            max_connections: options.ws_max_connections,
-            max_subscriptions: options.ws_max_subscriptions,
-            seed: options.seed,
-            slot_time: options.slot_time,
-            // A node whose heads show late produces them late.
-            started: started + options.head_delay,
-            head_lag: options.head_lag,
-            open: AtomicUsize::new(0),
-            items: broadcast::channel(BROADCAST_CAPACITY).0,
-            next_subscription: AtomicU64::new(0),
-            sent: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            dropped_between: AtomicU64::new(0),
-            duplicates: AtomicU64::new(0),
-            opened: AtomicU64::new(0),
-            closed_slow: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) fn stats(&self) -> WsStats {
-        WsStats {
-            notifications_sent: self.sent.load(Ordering::Relaxed),
-            notifications_dropped: self.dropped.load(Ordering::Relaxed),
-            drops_between_sent: self.dropped_between.load(Ordering::Relaxed),
-            duplicates_sent: self.duplicates.load(Ordering::Relaxed),
-            subscriptions_opened: self.opened.load(Ordering::Relaxed),
-            subscribers_closed_slow: self.closed_slow.load(Ordering::Relaxed),
-        }
-    }
-
-    fn draw(&self, stream: u64, share: f64, subscription: u64, index: u64) -> bool {
-        share > 0.0 && unit_float(prng::draw(self.seed, stream, subscription, index)) < share
-    }
-}
 
 /// One open WebSocket connection, counted against `ws_max_connections` until dropped.
 #[derive(Debug)]
@@ -164,34 +66,6 @@ pub(crate) fn open_connection(shared: &Arc<Shared>) -> Option<ConnectionSlot> {
         return None; // dropping the slot gives the count back
     }
     Some(slot)
-}
-
-/// One produced block or slot, with everything its notifications carry.
-#[derive(Debug)]
-pub(crate) struct Item {
-    /// The block number or slot.
-    number: u64,
-    /// Unix microseconds when it was produced.
-    produced_at_us: u64,
-    data: ItemData,
-}
-
-#[derive(Debug)]
-enum ItemData {
-    Ethereum {
-        /// The `newHeads` result, serialized.
-        head: String,
-        /// The block's logs, each with `rpcbenchProducedAt`.
-        logs: Vec<Value>,
-        /// The `newPendingTransactions` results.
-        pending: Vec<String>,
-    },
-    Solana {
-        /// The `slotNotification` result, serialized.
-        slot: String,
-        /// The `logsNotification` value.
-        logs: Value,
-    },
 }
 
 fn unix_micros() -> u64 {
