@@ -8,7 +8,7 @@ use crate::fields::ConfigError;
 use rpcbench::compare::{CompareError, CompareEvent, CompareTarget};
 use rpcbench::engine::{EngineError, StopHandle};
 use rpcbench::results::SavedRun;
-use rpcbench::units::format_micros;
+use rpcbench::util::units::format_micros;
 
 use crate::output;
 

@@ -8,7 +8,7 @@ use crate::fields::ConfigError;
 use rpcbench::engine::config::{Arrivals, HttpVersion, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::Slice;
 use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
-use rpcbench::prepare::{prepare, Access, PoolSource, PrepareError};
+use rpcbench::plan::prepare::{prepare, Access, PoolSource, PrepareError};
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
 use rpcbench::transport::HttpMethod;
@@ -93,8 +93,8 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
         if args.scenario.suite.is_some() || args.scenario.url.is_some() || args.scenario.pools.is_some() {
             return Err(ConfigError::new("--targets", "goes without --suite, --url and --pools"));
         }
-        let targets = rpcbench::targets::read(path).map_err(targets_error)?;
-        let (target, workload) = rpcbench::targets::workload(&targets, path).map_err(targets_error)?;
+        let targets = rpcbench::plan::targets::read(path).map_err(targets_error)?;
+        let (target, workload) = rpcbench::plan::targets::workload(&targets, path).map_err(targets_error)?;
         let config = RunConfig::new(target, workload);
         (single(config), Vec::new(), Duration::ZERO)
     } else if args.target.is_empty() {
@@ -110,8 +110,8 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
             return Err(ConfigError::new("--suite", "runs against a URL, not a scenario file"));
         }
         Target::parse(&args.target)?;
-        let suite = rpcbench::suites::find(name).ok_or_else(|| {
-            let names: Vec<&str> = rpcbench::suites::SUITES.iter().map(|suite| suite.name).collect();
+        let suite = rpcbench::plan::suites::find(name).ok_or_else(|| {
+            let names: Vec<&str> = rpcbench::plan::suites::SUITES.iter().map(|suite| suite.name).collect();
             ConfigError::new("--suite", format!("no suite named '{name}' (suites: {})", names.join(", ")))
         })?;
         let draft = suite.draft().map_err(scenario_error)?;
@@ -165,7 +165,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
             RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
         } else if let Some(path) = &args.request.body_file {
             let flag = format!("--body-file {}", path.display());
-            let text = rpcbench::files::read_text_limited(path, rpcbench::files::MAX_BODY)
+            let text = rpcbench::util::files::read_text_limited(path, rpcbench::util::files::MAX_BODY)
                 .map_err(|err| ConfigError::new(&flag, err.to_string()))?;
             RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
         } else {
@@ -220,7 +220,7 @@ fn targets_hint(path: &std::path::Path) -> Option<ConfigError> {
     use std::io::Read;
     let mut head = Vec::new();
     std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
-    rpcbench::targets::looks_like_targets(&String::from_utf8_lossy(&head)).then(|| {
+    rpcbench::plan::targets::looks_like_targets(&String::from_utf8_lossy(&head)).then(|| {
         ConfigError::new(
             "TARGET",
             format!(
@@ -242,7 +242,7 @@ fn http_workload(args: &RunFlags, method: &str, target: &Target) -> Result<Workl
     } else if let Some(path) = &args.request.body_file {
         let flag = format!("--body-file {}", path.display());
         HttpBody::Raw(
-            rpcbench::files::read_limited(path, rpcbench::files::MAX_BODY)
+            rpcbench::util::files::read_limited(path, rpcbench::util::files::MAX_BODY)
                 .map_err(|err| ConfigError::new(&flag, err.to_string()))?,
         )
     } else {
@@ -310,7 +310,7 @@ pub fn finish_plan(
 }
 
 /// A targets file's error, named by its place (`FILE:LINE:COL`).
-fn targets_error(err: rpcbench::targets::TargetsError) -> ConfigError {
+fn targets_error(err: rpcbench::plan::targets::TargetsError) -> ConfigError {
     let message = err.message.clone();
     let place = err.to_string();
     let setting = place.strip_suffix(&format!(": {message}")).unwrap_or(&place).to_string();
@@ -336,7 +336,7 @@ fn prepare_scenario(
     draft: &ScenarioDraft,
     url: Option<&str>,
 ) -> Result<Scenario, ConfigError> {
-    let progress = rpcbench::sample::SampleProgress::new();
+    let progress = rpcbench::plan::sample::SampleProgress::new();
     let access = Access {
         headers: parse_headers(&args.http.headers)?,
         insecure: args.http.tls.insecure,
@@ -362,10 +362,10 @@ fn prepare_scenario(
         };
         let margin = match (pools.head_margin, pools.chain) {
             (0, _) => String::new(),
-            (margin, rpcbench::sample::SampleChain::Solana) => {
+            (margin, rpcbench::plan::sample::SampleChain::Solana) => {
                 format!(", {margin} slots behind the head {}", pools.head + margin)
             }
-            (margin, rpcbench::sample::SampleChain::Ethereum) => {
+            (margin, rpcbench::plan::sample::SampleChain::Ethereum) => {
                 format!(", {margin} blocks behind the head {}", pools.head + margin)
             }
         };
@@ -382,7 +382,9 @@ fn prepare_scenario(
 
 /// The progress line of sampling: blocks looked at out of the window, and the calls per second
 /// over the last reading.
-fn sampling_message(progress: rpcbench::sample::SampleProgress) -> impl FnMut(Duration) -> String + Send {
+fn sampling_message(
+    progress: rpcbench::plan::sample::SampleProgress,
+) -> impl FnMut(Duration) -> String + Send {
     let mut last = (Duration::ZERO, 0);
     move |elapsed| {
         let seen = progress.snapshot();
@@ -404,9 +406,9 @@ fn stage_scaling_note(args: &RunFlags, scaling: &rpcbench::engine::stages::Stage
     };
     format!(
         "{why}: the stages ({} in all) scaled by {} to {}, their levels unchanged",
-        rpcbench::units::format_duration(scaling.from),
+        rpcbench::util::units::format_duration(scaling.from),
         (scaling.factor * 10_000.0).round() / 10_000.0,
-        rpcbench::units::format_duration(scaling.to)
+        rpcbench::util::units::format_duration(scaling.to)
     )
 }
 
@@ -531,12 +533,13 @@ fn apply_flags(
         };
     }
     if !args.http.rate_limit_code.is_empty() {
-        config.rate_limits = rpcbench::rate_limit::RateLimitRules::with_codes(&args.http.rate_limit_code);
+        config.rate_limits =
+            rpcbench::ratelimit::signs::RateLimitRules::with_codes(&args.http.rate_limit_code);
     }
     config.on_rate_limit = match args.http.on_rate_limit {
-        OnRateLimitArg::Continue => rpcbench::rate_pause::OnRateLimit::Continue,
-        OnRateLimitArg::Backoff => rpcbench::rate_pause::OnRateLimit::Backoff,
-        OnRateLimitArg::RespectRetryAfter => rpcbench::rate_pause::OnRateLimit::RespectRetryAfter,
+        OnRateLimitArg::Continue => rpcbench::ratelimit::pause::OnRateLimit::Continue,
+        OnRateLimitArg::Backoff => rpcbench::ratelimit::pause::OnRateLimit::Backoff,
+        OnRateLimitArg::RespectRetryAfter => rpcbench::ratelimit::pause::OnRateLimit::RespectRetryAfter,
     };
     if let Some(seed) = args.load.seed {
         config.seed = seed;
@@ -624,7 +627,9 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
     let at = match text.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => instant(seconds).ok_or_else(invalid)?,
         Ok(_) => return Err(invalid()),
-        Err(_) => instant(rpcbench::units::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?,
+        Err(_) => {
+            instant(rpcbench::util::units::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?
+        }
     };
     let now = std::time::SystemTime::now();
     if let Ok(ahead) = at.duration_since(now) {

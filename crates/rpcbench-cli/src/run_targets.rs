@@ -10,7 +10,7 @@ use rpcbench::compare::{comparison_json, render_comparison_text, run_comparison,
 use rpcbench::engine::StopHandle;
 use rpcbench::report::render_text;
 use rpcbench::results::SavedRun;
-use rpcbench::units::format_duration;
+use rpcbench::util::units::format_duration;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::output;

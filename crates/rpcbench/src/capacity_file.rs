@@ -25,7 +25,7 @@ use crate::capacity::{CapacityReport, StepData};
 use crate::record::Totals;
 use crate::report::LatencyReport;
 use crate::results::{write_atomically, Machine, ResultsError, RESULTS_FORMAT};
-use crate::units::rfc3339;
+use crate::util::units::rfc3339;
 
 /// The value of `format` in every capacity file.
 pub use crate::results::CAPACITY_FORMAT;
@@ -123,7 +123,7 @@ impl CapacityFile {
 
     /// Reads and checks a capacity file.
     pub fn load(path: &Path) -> Result<Self, ResultsError> {
-        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+        let text = crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
             .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })?;
         Self::from_json(&text, path)
     }
@@ -197,7 +197,7 @@ pub fn is_capacity_file(path: &Path) -> bool {
     struct Format {
         format: Option<String>,
     }
-    crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+    crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
         .ok()
         .and_then(|text| serde_json::from_str::<Format>(&text).ok())
         .and_then(|f| f.format)

@@ -15,9 +15,9 @@ use crate::engine::config::{HttpVersion, RunConfig};
 use crate::engine::select::{UseTransport, Wire, WireSettings};
 use crate::jsonrpc::{self, CheckMode, RequestTemplate};
 use crate::outcome::Outcome;
-use crate::redact::Secrets;
 use crate::settings::{Target, TlsOptions};
 use crate::transport::{Lane, Outgoing, Transport};
+use crate::util::redact::Secrets;
 
 /// Why a call failed.
 #[derive(Debug)]

@@ -14,17 +14,17 @@ use serde_json::Value;
 use crate::client::{CallError, Endpoint};
 use crate::engine::config::RunConfig;
 use crate::engine::{EngineError, Run, StopHandle};
-pub use crate::json_path::{normalize, FieldPath};
 use crate::monitor::Monitor;
-use crate::printable::escape_controls;
-use crate::redact::Secrets;
 use crate::report::tables::{
     count_with_share, describe_load, format_ratio, method_groups, outcome_rows, stage_groups, status_rows,
     summary_rows, usage_rows, MetricRow, OutcomeRow, RowGroup,
 };
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
-use crate::units::trim_float;
+pub use crate::util::json_path::{normalize, FieldPath};
+use crate::util::printable::escape_controls;
+use crate::util::redact::Secrets;
+use crate::util::units::trim_float;
 use crate::verdict::{methodology_lines, verdicts, FigureVerdict, Methodology, RoundFigures};
 
 /// Version of the comparison JSON layout.
@@ -718,7 +718,7 @@ pub fn render_equal_text(report: &EqualReport) -> String {
 /// The equality check as Markdown.
 pub fn render_equal_markdown(report: &EqualReport) -> String {
     let mut out = String::new();
-    let cell = crate::printable::markdown;
+    let cell = crate::util::printable::markdown;
     let _ = writeln!(out, "## rpcbench equality check: {}", cell(&report.method));
     let _ = writeln!(out);
     let _ = writeln!(
@@ -726,7 +726,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
         "{} round(s) against {} ({}){}",
         report.rounds,
         cell(&report.baseline),
-        crate::printable::markdown_code(&report.baseline_target),
+        crate::util::printable::markdown_code(&report.baseline_target),
         if report.ignored.is_empty() {
             String::new()
         } else {
@@ -741,7 +741,7 @@ pub fn render_equal_markdown(report: &EqualReport) -> String {
             out,
             "| {} | {} | {} of {} |",
             cell(&target.name),
-            crate::printable::markdown_code(&target.target),
+            crate::util::printable::markdown_code(&target.target),
             target.differing_rounds,
             report.rounds
         );

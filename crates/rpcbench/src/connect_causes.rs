@@ -132,8 +132,8 @@ impl ConnectCauses {
 /// A message as an example: one line, controls escaped, keys masked, at most
 /// [`MAX_EXAMPLE`] bytes.
 fn example(message: &str) -> String {
-    let line = crate::printable::one_line(message);
-    let mut shown = crate::redact::text(&line);
+    let line = crate::util::printable::one_line(message);
+    let mut shown = crate::util::redact::text(&line);
     if shown.len() > MAX_EXAMPLE {
         let mut cut = MAX_EXAMPLE;
         while !shown.is_char_boundary(cut) {

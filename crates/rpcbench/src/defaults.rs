@@ -72,7 +72,7 @@ pub const STEP_COOLDOWN_TEXT: &str = "1s";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::{parse_duration, parse_rate, parse_size};
+    use crate::util::units::{parse_duration, parse_rate, parse_size};
 
     #[test]
     fn every_default_shown_as_text_is_the_value_it_stands_for() {

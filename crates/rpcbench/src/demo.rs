@@ -16,7 +16,7 @@ use crate::jsonrpc::RequestTemplate;
 use crate::mock::{Chain, MockError, MockOptions, MockServer};
 use crate::report::RunReport;
 use crate::results::ResultsFile;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// The account seed 000 asks for.
 pub const SEED_ACCOUNT: &str = "4EVAJ81v9fLjz2wp44SZmxgTbvYB8dBRZ6s1SAqP99eZ";

@@ -320,7 +320,7 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
     let _ = writeln!(
         out,
         "rpcbench heads: polled every {}; lag behind the highest head seen; stale: more than {stale_after} behind",
-        crate::units::format_duration(interval)
+        crate::util::units::format_duration(interval)
     );
     let width = heads.iter().map(|h| h.name.chars().count()).max().unwrap_or(0).max(6);
     // Phantom heads (claimed, not served) get a column when there are any.
@@ -350,7 +350,7 @@ pub fn render_heads_text(heads: &[TargetHeads], interval: Duration, stale_after:
         let _ = write!(
             out,
             "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>5.1}%  {:>7}  {:>8.1}%  {:>7.1}ms  {:>7.1}ms",
-            crate::printable::escape_controls(&h.name),
+            crate::util::printable::escape_controls(&h.name),
             h.samples,
             h.lag_p50,
             h.lag_p99,
@@ -578,7 +578,7 @@ impl HeadsReport {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {:.1}% | {} | {:.1}% | {:.1} ms | {:.1} ms |",
-                crate::printable::one_line(&h.name).replace('|', "\\|"),
+                crate::util::printable::one_line(&h.name).replace('|', "\\|"),
                 h.samples,
                 h.lag_p50,
                 h.lag_p99,

@@ -89,10 +89,3 @@ pub mod tx;
 pub mod util;
 pub mod verdict;
 pub mod workload;
-
-// The rooms' old paths, kept while the crate moves into folders.
-pub use plan::{prepare, sample, suites, targets};
-pub use ratelimit::{headers as rate_headers, pause as rate_pause, signs as rate_limit};
-pub(crate) use server::http1 as http_server;
-pub use server::listen;
-pub use util::{files, hdr_codec, json_path, printable, redact, units};

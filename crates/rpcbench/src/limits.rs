@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::{CallError, Endpoint, RawAnswer};
-use crate::printable::{markdown, one_line};
+use crate::util::printable::{markdown, one_line};
 
 /// The default of `--max-requests`: the most HTTP requests a probe may send.
 pub const DEFAULT_MAX_REQUESTS: u64 = 2_000;
@@ -95,7 +95,7 @@ impl Refusal {
             return true;
         }
         let Some(code) = self.code else { return false };
-        let judged = crate::rate_limit::RateLimitRules::default()
+        let judged = crate::ratelimit::signs::RateLimitRules::default()
             .judge(Outcome::RpcError(code), self.message.as_bytes());
         matches!(judged, Outcome::RateLimited(_))
     }

@@ -20,7 +20,7 @@ use crate::engine::{EngineError, Run};
 use crate::jsonrpc::RequestTemplate;
 use crate::limits::{batch_body, ProbeBudget, Refusal};
 use crate::outcome::{Outcome, OutcomeClass};
-use crate::rate_limit::RateLimitRules;
+use crate::ratelimit::signs::RateLimitRules;
 
 /// How the sustained search climbs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -459,7 +459,7 @@ fn window_text(ms: u64) -> String {
 }
 
 fn burst_evidence(probe: &BurstProbe) -> String {
-    let took = crate::units::format_micros(probe.elapsed_us as f64);
+    let took = crate::util::units::format_micros(probe.elapsed_us as f64);
     match (&probe.refusal, &probe.failure) {
         (Some(refusal), _) => {
             format!("{} answered in {took}, then {}", probe.accepted, crate::limits::refusal_text(refusal))

@@ -45,11 +45,12 @@ use crate::engine::config::{Load, RunConfig};
 use crate::engine::stages::LevelCurve;
 use crate::engine::LiveSink;
 pub use crate::engine::PUBLISH_INTERVAL;
-use crate::http_server::{
-    self, Arrival, DateCache, Handler, Limits, Method as HttpMethod, Next, Request, ServerThread, StartError,
-};
 use crate::outcome::{Outcome, OutcomeCounts};
 use crate::record::Totals;
+use crate::server::http1::{
+    self as http_server, Arrival, DateCache, Handler, Limits, Method as HttpMethod, Next, Request,
+    ServerThread, StartError,
+};
 
 /// Upper bounds of the latency histogram's buckets, seconds (then `+Inf`).
 pub const LATENCY_BUCKETS_SECONDS: [f64; 16] =

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// Time between two samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(250);

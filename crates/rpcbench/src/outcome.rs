@@ -47,7 +47,7 @@ pub enum Outcome {
     /// WebSocket: the server broke the protocol (a bad frame, text that is not UTF-8).
     WsProtocol,
     /// The server refused the call for its rate limit: HTTP 429, or a JSON-RPC error the
-    /// rate-limit rules recognise (`crate::rate_limit`), one by one inside batches.
+    /// rate-limit rules recognise (`crate::ratelimit::signs`), one by one inside batches.
     RateLimited(RateLimitSign),
 }
 

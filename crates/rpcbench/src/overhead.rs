@@ -133,14 +133,14 @@ impl OverheadReport {
     pub fn render_markdown(&self) -> String {
         let mut text = format!(
             "## Proxy overhead for {}\n\nDirect: {} requests, {} errors. Proxied: {} requests, {} errors. Microseconds.\n\n",
-            crate::printable::markdown_code(&self.target), self.direct_requests, self.direct_errors, self.proxied_requests, self.proxied_errors
+            crate::util::printable::markdown_code(&self.target), self.direct_requests, self.direct_errors, self.proxied_requests, self.proxied_errors
         );
         text.push_str("| method | percentile | direct | proxied | difference | proxy overhead |\n");
         text.push_str("|---|---|---:|---:|---:|---:|\n");
         for row in &self.rows {
             text.push_str(&format!(
                 "| {} | {} | {} | {} | {:+} | {} |\n",
-                crate::printable::markdown(&row.method),
+                crate::util::printable::markdown(&row.method),
                 row.percentile,
                 row.direct_us,
                 row.proxied_us,

@@ -548,7 +548,7 @@ pub struct Recorder {
     /// Why connections could not be opened: a count and the first message per kind.
     pub connect_causes: crate::connect_causes::ConnectCauses,
     /// The rate-limit headers the measured answers carried.
-    pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    pub rate_headers: crate::ratelimit::headers::RateHeaderSummary,
     /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
     pub rate_pauses: u64,
     pub rate_paused: Duration,
@@ -774,7 +774,7 @@ pub struct RunRecord {
     /// Why connections could not be opened: a count and the first message per kind.
     pub connect_causes: crate::connect_causes::ConnectCauses,
     /// The rate-limit headers the measured answers carried.
-    pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    pub rate_headers: crate::ratelimit::headers::RateHeaderSummary,
     /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
     pub rate_pauses: u64,
     pub rate_paused: Duration,

@@ -18,11 +18,11 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::json_path::FieldPath;
+use crate::plan::targets::HttpTarget;
 use crate::settings::Target;
-use crate::targets::HttpTarget;
 use crate::traffic::{methods_of, TrafficFile, MAX_METHOD_KEYS, OTHER_METHODS_KEY};
 use crate::transport::HttpMethod;
+use crate::util::json_path::FieldPath;
 use crate::workload::{Call, Workload};
 
 /// A replay that cannot be built.
@@ -285,7 +285,8 @@ impl Replay {
                 }
                 headers.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
             }
-            let name = format!("{} {}", target.method, crate::targets::path_label(&parsed.path_and_query));
+            let name =
+                format!("{} {}", target.method, crate::plan::targets::path_label(&parsed.path_and_query));
             let http =
                 ReplayHttp { method: target.method, path: parsed.path_and_query.into_bytes(), headers };
             requests.push((target.body.clone(), None, Some(http), name));
@@ -432,8 +433,8 @@ pub fn read_file(
     ignore_fields: &[String],
 ) -> Result<ReadReplay, ReplayError> {
     let whole = |message: String| ReplayError { place: path.display().to_string(), message };
-    let bytes =
-        crate::files::read_limited(path, crate::files::MAX_TRAFFIC).map_err(|err| whole(err.to_string()))?;
+    let bytes = crate::util::files::read_limited(path, crate::util::files::MAX_TRAFFIC)
+        .map_err(|err| whole(err.to_string()))?;
     let format = format
         .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
     if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
@@ -496,8 +497,9 @@ pub fn read_file(
         }
         ReplayFormat::Vegeta => {
             let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
-            let targets = crate::targets::parse(&text, path, |body| {
-                crate::files::read_limited(body, crate::targets::MAX_BODY_FILE).map_err(|err| err.to_string())
+            let targets = crate::plan::targets::parse(&text, path, |body| {
+                crate::util::files::read_limited(body, crate::plan::targets::MAX_BODY_FILE)
+                    .map_err(|err| err.to_string())
             })
             .map_err(|err| {
                 let place = if err.line == 0 {
@@ -523,7 +525,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rpcbench-replay-limit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("huge.jsonl");
-        std::fs::File::create(&path).unwrap().set_len(crate::files::MAX_TRAFFIC + 1).unwrap();
+        std::fs::File::create(&path).unwrap().set_len(crate::util::files::MAX_TRAFFIC + 1).unwrap();
         let err = read_file(&path, None, crate::traffic::BadLines::Refuse, &[]).unwrap_err();
         assert_eq!(err.place, path.display().to_string());
         assert!(err.message.contains("larger than 512 MiB"), "{err}");

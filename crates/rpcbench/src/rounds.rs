@@ -95,7 +95,7 @@ fn round_length(config: &RunConfig, rounds: u32, whole: bool) -> String {
     }
     let round = round_config(config, 0, (rounds, whole), 0, 1, false);
     match (round.length.duration, round.length.requests) {
-        (Some(d), _) => crate::units::format_duration(d),
+        (Some(d), _) => crate::util::units::format_duration(d),
         (None, Some(n)) => format!("{n} requests"),
         (None, None) => "the whole run".into(),
     }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::redact;
+use crate::util::redact;
 
 pub use crate::field::{Field, SettingError};
 

@@ -6,7 +6,7 @@ use std::fmt;
 
 pub use crate::report::ThresholdResult;
 use crate::report::{LatencyReport, RunReport};
-use crate::units::{format_micros, parse_duration};
+use crate::util::units::{format_micros, parse_duration};
 
 /// A threshold that cannot be parsed, with the byte offset in its text where it went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::json_path::{normalize, FieldPath, FieldPathError};
+use crate::util::json_path::{normalize, FieldPath, FieldPathError};
 
 /// The row of the methods past [`MAX_METHOD_KEYS`] (and of names over 128 bytes) in the
 /// per-method tables of the proxy and of replay.
@@ -56,8 +56,8 @@ impl TrafficHeader {
         TrafficHeader {
             format: TRAFFIC_FORMAT.into(),
             version: TRAFFIC_VERSION,
-            started_at: crate::units::rfc3339(std::time::SystemTime::now()),
-            upstream: crate::redact::url(upstream),
+            started_at: crate::util::units::rfc3339(std::time::SystemTime::now()),
+            upstream: crate::util::redact::url(upstream),
             ignored_fields: ignored_fields.iter().map(|p| p.as_str().to_string()).collect(),
         }
     }
@@ -260,7 +260,7 @@ pub struct TrafficFile {
 impl TrafficFile {
     /// Reads `path`.
     pub fn read(path: &Path, bad_lines: BadLines) -> Result<Self, TrafficError> {
-        let bytes = crate::files::read_limited(path, crate::files::MAX_TRAFFIC)
+        let bytes = crate::util::files::read_limited(path, crate::util::files::MAX_TRAFFIC)
             .map_err(|error| TrafficError::Io(path.to_path_buf(), error))?;
         Self::parse(&bytes, path, bad_lines)
     }

@@ -436,7 +436,7 @@ pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdi
             "no difference (CI {}..{}, inside the ±{}% tie band)",
             signed_percent(ci_low),
             signed_percent(ci_high),
-            crate::units::trim_float(tie * 100.0)
+            crate::util::units::trim_float(tie * 100.0)
         ),
         Judgement::NotEnoughData => {
             verdict.rounds_needed = rounds_needed(m, std_dev(&logs), edge, verdict.rounds);
@@ -449,7 +449,7 @@ pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdi
                 "not enough data (CI {}..{} reaches across the ±{}% tie band; {more})",
                 signed_percent(ci_low),
                 signed_percent(ci_high),
-                crate::units::trim_float(tie * 100.0)
+                crate::util::units::trim_float(tie * 100.0)
             )
         }
     };
@@ -502,10 +502,10 @@ pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
     ));
     lines.push(format!(
         "{}% CI: {} (seed {:#x}); tie band ±{}%",
-        crate::units::trim_float(methodology.confidence * 100.0),
+        crate::util::units::trim_float(methodology.confidence * 100.0),
         methodology.ci_method,
         methodology.bootstrap_seed,
-        crate::units::trim_float(methodology.tie * 100.0)
+        crate::util::units::trim_float(methodology.tie * 100.0)
     ));
     match methodology.cacheable {
         Some(true) => lines.push(

@@ -9,8 +9,8 @@ use rpcbench::client;
 use rpcbench::client::Endpoint;
 use rpcbench::mock::Dispatcher;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
-use rpcbench::prepare::{prepare, Access, PoolSource};
-use rpcbench::sample::{
+use rpcbench::plan::prepare::{prepare, Access, PoolSource};
+use rpcbench::plan::sample::{
     sample, Pools, SampleChain, SampleOptions, SampleProgress, ETHEREUM_POOLS, SOLANA_POOLS,
 };
 use rpcbench::scenario::ScenarioDraft;

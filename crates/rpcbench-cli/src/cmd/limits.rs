@@ -113,7 +113,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         Some(url) if !url.starts_with("ws://") => {
             return output::usage_error(format!(
                 "--ws: expected a ws:// URL, not '{}'",
-                rpcbench::redact::url(&url)
+                rpcbench::util::redact::url(&url)
             ))
         }
         Some(url) => match serde_json::from_str::<serde_json::Value>(&args.subscribe_params) {
@@ -200,7 +200,7 @@ fn probe_rate(
 }
 
 fn rate_value(text: &str) -> Result<f64, String> {
-    match rpcbench::units::parse_rate(text) {
+    match rpcbench::util::units::parse_rate(text) {
         Ok(rate) if rate > 0.0 && rate <= 10_000_000.0 => Ok(rate),
         Ok(_) => Err("expected a rate above 0 and at most 10000000/s".to_string()),
         Err(err) => Err(err.to_string()),
@@ -208,7 +208,7 @@ fn rate_value(text: &str) -> Result<f64, String> {
 }
 
 fn body_size(text: &str) -> Result<u64, String> {
-    match rpcbench::units::parse_size(text) {
+    match rpcbench::util::units::parse_size(text) {
         Ok(bytes) if (1..=1 << 30).contains(&bytes) => Ok(bytes),
         Ok(_) => Err("expected a size from 1 byte to 1GiB".to_string()),
         Err(err) => Err(err.to_string()),

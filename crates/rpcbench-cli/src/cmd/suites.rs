@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use crate::output;
 
 pub fn run() -> ExitCode {
-    let width = rpcbench::suites::SUITES.iter().map(|suite| suite.name.len()).max().unwrap_or(0);
+    let width = rpcbench::plan::suites::SUITES.iter().map(|suite| suite.name.len()).max().unwrap_or(0);
     let mut text = String::new();
-    for suite in rpcbench::suites::SUITES {
+    for suite in rpcbench::plan::suites::SUITES {
         text.push_str(&format!("{:width$}  {}\n", suite.name, suite.description));
     }
     text.push_str("\nRun one with: rpcbench run URL --suite NAME [flags]\n");

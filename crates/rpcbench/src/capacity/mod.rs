@@ -36,8 +36,8 @@ use crate::monitor::{Monitor, ResourceReport};
 use crate::record::RunRecord;
 use crate::report::{GeneratorReport, LatencyReport, RunReport, PERCENTILES};
 use crate::results::{GeneratorData, MethodResults};
-use crate::units::percent;
-use crate::units::{format_duration, format_micros, parse_duration};
+use crate::util::units::percent;
+use crate::util::units::{format_duration, format_micros, parse_duration};
 
 /// A step that sent less than this share of its target rate did not achieve it.
 pub const ACHIEVED_MIN: f64 = 0.95;

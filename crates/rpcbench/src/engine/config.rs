@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::jsonrpc::CheckMode;
 #[cfg(test)]
 use crate::jsonrpc::RequestTemplate;
-use crate::redact;
+use crate::util::redact;
 use crate::workload::Workload;
 
 use super::stages::{LevelCurve, Stage};
@@ -133,9 +133,9 @@ pub struct RunConfig {
     /// recorded schedule, open loop follows the recorded offsets instead of the rate.
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
     /// Which answers count as rate limited (HTTP 429, JSON-RPC codes and messages).
-    pub rate_limits: crate::rate_limit::RateLimitRules,
+    pub rate_limits: crate::ratelimit::signs::RateLimitRules,
     /// What a connection does after a rate-limited answer (`--on-rate-limit`).
-    pub on_rate_limit: crate::rate_pause::OnRateLimit,
+    pub on_rate_limit: crate::ratelimit::pause::OnRateLimit,
     /// Signed transactions (`rpcbench tx`): every request is an `eth_sendRawTransaction` of
     /// the next one signed ahead, its answer kept in the shared ledger.
     pub tx_sends: Option<std::sync::Arc<crate::protocol::send_raw::TxSends>>,
@@ -237,8 +237,8 @@ impl RunConfig {
             in_flight: crate::defaults::IN_FLIGHT,
             replay: None,
             tx_sends: None,
-            rate_limits: crate::rate_limit::RateLimitRules::default(),
-            on_rate_limit: crate::rate_pause::OnRateLimit::Continue,
+            rate_limits: crate::ratelimit::signs::RateLimitRules::default(),
+            on_rate_limit: crate::ratelimit::pause::OnRateLimit::Continue,
         }
     }
 

@@ -21,7 +21,7 @@ use super::*;
 #[cold]
 #[inline(never)]
 fn judge_failure<'a>(
-    rules: &crate::rate_limit::RateLimitRules,
+    rules: &crate::ratelimit::signs::RateLimitRules,
     outcome: Outcome,
     answer: &'a [u8],
 ) -> (Outcome, &'a [u8]) {
@@ -78,7 +78,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
     let mut lane: Option<T::Lane> = None;
     let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut request = Outgoing::default();
-    let mut backoff = crate::rate_pause::Backoff::default();
+    let mut backoff = crate::ratelimit::pause::Backoff::default();
     let open_loop = matches!(config.load, Load::Open { .. });
     if open_loop && config.hold_connections {
         // Held connections open before the run's start; one that cannot is opened again (and
@@ -111,7 +111,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
                 worker.idle.set(worker.idle.get() + 1);
                 worker.pacing.get_or_init(slot_timer::PacingTimer::coarse).sleep_until(intended).await;
                 // A rate-limit pause that began meanwhile moves this ticket too.
-                if config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue {
+                if config.on_rate_limit != crate::ratelimit::pause::OnRateLimit::Continue {
                     while let Some(later) = moved_by_pause(&worker.shared, &mut ticket) {
                         if worker.shared.clock.end.is_some_and(|end| later >= end) {
                             // Moved past the run's end: never due, so never sent (as a ticket
@@ -334,7 +334,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         if !(reply.reusable && config.keepalive) || desynchronised {
             lane = None;
         }
-        if config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue {
+        if config.on_rate_limit != crate::ratelimit::pause::OnRateLimit::Continue {
             if let Some(pause) = backoff.after(config.on_rate_limit, limited, reply.rate.retry_after()) {
                 // Open loop: the whole schedule pauses (other connections must not send the
                 // tickets due meanwhile); the time counted is what this moved it by.

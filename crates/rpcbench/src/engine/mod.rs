@@ -275,7 +275,7 @@ impl Run {
             live.begin_run(&self.config, workers, clock.start, clock.measure_start);
         }
         let mut handles = Vec::with_capacity(workers);
-        let schedule_pause = Arc::new(crate::rate_pause::SchedulePause::default());
+        let schedule_pause = Arc::new(crate::ratelimit::pause::SchedulePause::default());
         for index in 0..workers {
             let plan = WorkerPlan::new(&self.config, index, workers);
             let shared = WorkerShared {

@@ -146,7 +146,7 @@ pub(super) struct WorkerShared {
     pub(super) series: Arc<Mutex<Series>>,
     pub(super) clock: Clock,
     /// Open loop: the pause of the whole schedule after rate-limited answers.
-    pub(super) schedule_pause: Arc<crate::rate_pause::SchedulePause>,
+    pub(super) schedule_pause: Arc<crate::ratelimit::pause::SchedulePause>,
 }
 
 pub(super) fn run_worker<T: Transport + 'static, P: Protocol + 'static>(

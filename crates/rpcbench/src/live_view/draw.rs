@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::window::{LatencyQuantiles, LiveWindow};
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// The smallest screen the panels fit in; below it, a line saying so.
 const MIN_WIDTH: u16 = 60;

@@ -317,7 +317,7 @@ impl LiveWindow {
             )),
             (_, Some(lag)) if lag > LATE_SEND_P99_SECONDS => Some(format!(
                 "requests leave late (send lag p99 {}): the generator is falling behind its schedule",
-                crate::units::format_micros(lag * 1e6)
+                crate::util::units::format_micros(lag * 1e6)
             )),
             _ => None,
         };

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::units::{parse_duration, parse_rate, UnitError};
+use crate::util::units::{parse_duration, parse_rate, UnitError};
 
 use super::prng::mix;
 

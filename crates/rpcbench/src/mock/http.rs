@@ -24,11 +24,12 @@ use super::dispatch::{gate, respond, Gate, Node, Shared};
 use super::faults::RateLimitStyle;
 use super::rpc::INVALID_REQUEST;
 use super::ws::ConnectionSlot;
-use crate::http_server::{
-    self, write_head, write_json, Arrival, DateCache, Handler, Limits, Method, Next, Request, Upgrade, JSON,
+use crate::server::http1::{
+    self as http_server, write_head, write_json, Arrival, DateCache, Handler, Limits, Method, Next, Request,
+    Upgrade, JSON,
 };
 
-pub(crate) use crate::http_server::{error_body, too_large_message};
+pub(crate) use crate::server::http1::{error_body, too_large_message};
 
 /// Serves one connection until the client closes it, an error, or shutdown while idle.
 /// `live` is held for as long as the connection is served.

@@ -71,7 +71,7 @@ pub(crate) fn parse_hex_vec(text: &str) -> Option<Vec<u8>> {
     (0..digits.len() / 2).map(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).ok()).collect()
 }
 
-pub(crate) use crate::units::parse_hex_quantity;
+pub(crate) use crate::util::units::parse_hex_quantity;
 
 #[cfg(test)]
 mod tests {

@@ -24,7 +24,7 @@ use tokio_rustls::TlsAcceptor;
 use super::dispatch::Shared;
 use super::ws_state::WsStats;
 use super::{h2, http, tls, ws, Chain, MockError, MockOptions};
-use crate::http_server::{connection_cap, OpenConnections, ServerThread, StartError};
+use crate::server::http1::{connection_cap, OpenConnections, ServerThread, StartError};
 
 /// A running mock node. Stops (gracefully, joining its threads) on [`MockServer::stop`] or drop.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::client::Endpoint;
-use crate::sample::{self, Pools, SampleError};
+use crate::plan::sample::{self, Pools, SampleError};
 use crate::scenario::{Scenario, ScenarioDraft, ScenarioError};
 
 /// Where the pools came from.

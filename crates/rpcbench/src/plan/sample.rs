@@ -225,7 +225,7 @@ impl Pools {
 
     /// Reads a pools file.
     pub fn load(path: &Path) -> Result<Self, SampleError> {
-        let text = crate::files::read_text_limited(path, crate::files::MAX_BODY)
+        let text = crate::util::files::read_text_limited(path, crate::util::files::MAX_BODY)
             .map_err(|err| SampleError(format!("cannot read the pools file {}: {err}", path.display())))?;
         serde_json::from_str(&text)
             .map_err(|err| SampleError(format!("{} is not a pools file: {err}", path.display())))

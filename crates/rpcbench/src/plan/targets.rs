@@ -16,9 +16,9 @@ use crate::transport::HttpMethod;
 use crate::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
 
 /// The largest targets file read.
-pub const MAX_TARGETS_FILE: u64 = crate::files::MAX_SCENARIO;
+pub const MAX_TARGETS_FILE: u64 = crate::util::files::MAX_SCENARIO;
 /// The largest body file read.
-pub const MAX_BODY_FILE: u64 = crate::files::MAX_BODY;
+pub const MAX_BODY_FILE: u64 = crate::util::files::MAX_BODY;
 
 /// One target: a whole HTTP request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,9 +166,12 @@ pub fn looks_like_targets(text: &str) -> bool {
 /// [`MAX_BODY_FILE`] bytes).
 pub fn read(path: &Path) -> Result<Vec<HttpTarget>, TargetsError> {
     let whole = |message: String| TargetsError { path: path.to_path_buf(), line: 0, column: 0, message };
-    let bytes = crate::files::read_limited(path, MAX_TARGETS_FILE).map_err(|err| whole(err.to_string()))?;
+    let bytes =
+        crate::util::files::read_limited(path, MAX_TARGETS_FILE).map_err(|err| whole(err.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| whole("not UTF-8 text".into()))?;
-    parse(&text, path, |body| crate::files::read_limited(body, MAX_BODY_FILE).map_err(|err| err.to_string()))
+    parse(&text, path, |body| {
+        crate::util::files::read_limited(body, MAX_BODY_FILE).map_err(|err| err.to_string())
+    })
 }
 
 /// The run's target (scheme, host, port of the first target's URL) and a workload of the

@@ -15,9 +15,9 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 use super::*;
 use crate::compare::FieldPath;
-use crate::http_server::{
-    self, error_body, header_value, write_json, Arrival, DateCache, Handler, Limits, Method, Next,
-    OpenConnections, Request,
+use crate::server::http1::{
+    self as http_server, error_body, header_value, write_json, Arrival, DateCache, Handler, Limits, Method,
+    Next, OpenConnections, Request,
 };
 use crate::traffic::{methods_of, response_digest, TrafficEntry, TrafficWriter};
 use crate::transport::http1::{Connection, Http1};

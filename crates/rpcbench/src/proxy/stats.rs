@@ -132,7 +132,7 @@ impl ProxyStats {
                 // A client's method name on one line: its line feeds cannot forge a row.
                 text.push_str(&format!(
                     "{:<28} {:<9} {:>9} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}\n",
-                    crate::printable::one_line(name),
+                    crate::util::printable::one_line(name),
                     phase,
                     histogram.len(),
                     us(0.5),

@@ -19,7 +19,7 @@ use crate::capacity::{CapacityReport, LatencyStat, Slo, SloBound, StepResult, Ve
 use crate::capacity_file::CapacityFile;
 use crate::monitor::format_bytes;
 use crate::report::tables::trim_float;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<TickedAxis, TickedAxis>>;
 
@@ -470,7 +470,7 @@ fn settings_line(file: &CapacityFile) -> String {
 
 /// Text as literal Markdown (see `printable::markdown`).
 pub(super) fn md_cell(text: &str) -> String {
-    crate::printable::markdown(text)
+    crate::util::printable::markdown(text)
 }
 
 /// The search as Markdown: the settings, a table of the steps and the answer.
@@ -481,7 +481,7 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
         out,
         "## rpcbench capacity: {} against {}",
         md_cell(&report.method),
-        crate::printable::markdown_code(&report.target)
+        crate::util::printable::markdown_code(&report.target)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", md_cell(&settings_line(file)));

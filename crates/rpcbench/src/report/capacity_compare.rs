@@ -17,7 +17,7 @@ use super::html::{color, esc, legend_items, page_start, svg, LatencyScale, FONT}
 use crate::capacity::{CapacityReport, SearchMode};
 use crate::capacity_file::CapacityFile;
 use crate::report::tables::trim_float;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// A capacity search to compare and the label it goes by (its file's name).
 #[derive(Debug, Clone)]

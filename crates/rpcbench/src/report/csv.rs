@@ -64,8 +64,8 @@ pub(crate) fn csv_text(header: &[&str], rows: &[Vec<String>]) -> String {
     let _ = writer.write_record(header);
     for row in rows {
         let _ = writer.write_record(row.iter().map(|cell| {
-            let shown = crate::printable::escape_controls(cell);
-            crate::printable::spreadsheet_cell(&shown).into_owned()
+            let shown = crate::util::printable::escape_controls(cell);
+            crate::util::printable::spreadsheet_cell(&shown).into_owned()
         }));
     }
     let bytes = writer.into_inner().map_err(|err| err.into_error()).unwrap_or_default();

@@ -12,12 +12,12 @@ use super::tables::{
 };
 use super::RunReport;
 use crate::results::SavedRun;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// Text from a server or a file as literal Markdown: nothing in it breaks a table cell or
 /// turns into markup.
 fn cell(text: &str) -> String {
-    crate::printable::markdown(text)
+    crate::util::printable::markdown(text)
 }
 
 fn header(out: &mut String, first: &str, columns: &[String]) {
@@ -122,7 +122,7 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
             out,
             "## rpcbench: {} against {}",
             cell(&report.method),
-            crate::printable::markdown_code(&report.target)
+            crate::util::printable::markdown_code(&report.target)
         );
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", context_line(first));
@@ -186,7 +186,7 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 cell(&run.label),
-                crate::printable::markdown_code(&report.target),
+                crate::util::printable::markdown_code(&report.target),
                 cell(&report.method),
                 cell(&load),
                 report.requests.total,
@@ -277,9 +277,9 @@ fn verdicts_markdown(out: &mut String, verdicts: &crate::compare::ComparisonVerd
         out,
         "Against {}: {}% intervals over {} round(s); no difference within ±{}%.",
         cell(&verdicts.baseline),
-        crate::units::trim_float(m.confidence * 100.0),
+        crate::util::units::trim_float(m.confidence * 100.0),
         m.rounds,
-        crate::units::trim_float(m.tie * 100.0)
+        crate::util::units::trim_float(m.tie * 100.0)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "| target | metric | ratio | 95% CI | verdict |");

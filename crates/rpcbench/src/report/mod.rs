@@ -148,12 +148,12 @@ pub struct RunReport {
     /// `RateLimit-*`): the limit announced, the remaining count at its lowest, the resets, the
     /// Retry-After values. Absent when no answer carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_limit_headers: Option<crate::rate_headers::RateHeaderSummary>,
+    pub rate_limit_headers: Option<crate::ratelimit::headers::RateHeaderSummary>,
     /// With `--on-rate-limit backoff|respect-retry-after`: the pauses connections took after
     /// rate-limited answers and the time spent in them (the rate still counts responses over
     /// the whole measured time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_limit_pauses: Option<crate::rate_pause::RatePauses>,
+    pub rate_limit_pauses: Option<crate::ratelimit::pause::RatePauses>,
     /// With `--heads`: each target's head beside the load (lag behind the highest head seen,
     /// share at the tip, stale samples, visibility delays); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -540,11 +540,11 @@ pub fn window_description(report: &RunReport) -> String {
         _ if report.interrupted => "from the end of warmup to the stop".into(),
         Some(duration) if stretched(duration) && measured >= report.elapsed_us => format!(
             "the {} duration and the time the late sends took, to the last answer",
-            crate::units::format_micros(duration as f64)
+            crate::util::units::format_micros(duration as f64)
         ),
         Some(duration) if stretched(duration) => format!(
             "the {} duration plus twice the mean send lag (the sends fell behind)",
-            crate::units::format_micros(duration as f64)
+            crate::util::units::format_micros(duration as f64)
         ),
         Some(duration) if measured < duration => {
             "from the end of warmup to the last answer (the request count was reached)".into()
@@ -871,8 +871,8 @@ impl RunReport {
             http2: Http2Figures::of_shape(config, record),
             websocket: WebSocketFigures::of_shape(config, record),
             rate_limit_headers: (!record.rate_headers.is_empty()).then(|| record.rate_headers.clone()),
-            rate_limit_pauses: (config.on_rate_limit != crate::rate_pause::OnRateLimit::Continue).then(
-                || crate::rate_pause::RatePauses {
+            rate_limit_pauses: (config.on_rate_limit != crate::ratelimit::pause::OnRateLimit::Continue).then(
+                || crate::ratelimit::pause::RatePauses {
                     mode: config.on_rate_limit.as_str().to_string(),
                     pauses: record.rate_pauses,
                     paused_ms: record.rate_paused.as_millis() as u64,
@@ -903,7 +903,7 @@ impl RunReport {
     pub fn to_json(&self) -> String {
         // serde writes DEL and C1 controls raw; JSON escapes them as well.
         let json = serde_json::to_string_pretty(self).expect("a report always serializes");
-        crate::printable::escape_controls(&json).into_owned()
+        crate::util::printable::escape_controls(&json).into_owned()
     }
 }
 

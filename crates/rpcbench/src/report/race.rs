@@ -35,7 +35,8 @@ pub fn render_race_text(report: &RaceReport) -> String {
                 row.delay_p99_us as f64 / 1e3
             );
             if let Some(failure) = &row.failure {
-                let _ = writeln!(out, "      {}: {}", row.endpoint, crate::printable::one_line(failure));
+                let _ =
+                    writeln!(out, "      {}: {}", row.endpoint, crate::util::printable::one_line(failure));
             }
         }
         for verdict in &kind.verdicts {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::engine::config::{HttpVersion, Length, Load, RunConfig};
 use crate::engine::stages::{LevelCurve, Stage};
-use crate::rate_pause::OnRateLimit;
-use crate::redact::Secrets;
+use crate::ratelimit::pause::OnRateLimit;
+use crate::util::redact::Secrets;
 
 /// The shape of a run, as a report reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -206,7 +206,7 @@ pub(crate) fn micros_or_na(latency: &LatencyReport, value: u64) -> String {
     if latency.count == 0 {
         "n/a".into()
     } else {
-        crate::units::format_micros(value as f64)
+        crate::util::units::format_micros(value as f64)
     }
 }
 
@@ -216,7 +216,7 @@ pub(crate) fn produced_micros(value: u64, precision: &str) -> String {
     if precision == "seconds" {
         format!("{}s", value.saturating_add(500_000) / 1_000_000)
     } else {
-        crate::units::format_micros(value as f64)
+        crate::util::units::format_micros(value as f64)
     }
 }
 
@@ -254,7 +254,7 @@ impl SubscribeReport {
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         let json = serde_json::to_string_pretty(self).expect("a report always serializes");
-        crate::printable::escape_controls(&json).into_owned()
+        crate::util::printable::escape_controls(&json).into_owned()
     }
 
     /// Judges `thresholds` (`lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`,
@@ -266,7 +266,7 @@ impl SubscribeReport {
 
     /// The text report.
     pub fn render_text(&self) -> String {
-        use crate::units::format_micros;
+        use crate::util::units::format_micros;
         use std::fmt::Write as _;
         let mut out = String::new();
         let us = |v: u64| format_micros(v as f64);
@@ -420,7 +420,7 @@ pub enum SubscribeThresholdError {
         /// The condition.
         text: String,
         /// Why the limit is not a duration.
-        error: crate::units::UnitError,
+        error: crate::util::units::UnitError,
     },
     /// A count limit that is not a whole number.
     NotACount {
@@ -492,7 +492,7 @@ impl SubscribeThreshold {
             }
         };
         let duration = || -> Result<f64, SubscribeThresholdError> {
-            crate::units::parse_duration(right)
+            crate::util::units::parse_duration(right)
                 .map(|limit| limit.as_micros() as f64)
                 .map_err(|error| SubscribeThresholdError::Duration { text: text_owned(), error })
         };
@@ -534,7 +534,7 @@ impl SubscribeThreshold {
     }
 
     fn judge(&self, report: &SubscribeReport) -> ThresholdResult {
-        use crate::units::format_micros;
+        use crate::util::units::format_micros;
         let (actual, shown) = match &self.metric {
             SubscribeMetric::Lag(p) => {
                 let v = report.lag.percentile(p) as f64;
@@ -590,7 +590,7 @@ pub fn is_subscribe_report(path: &std::path::Path) -> bool {
     struct Version {
         subscribe_report_version: Option<u32>,
     }
-    crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+    crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
         .ok()
         .and_then(|text| serde_json::from_str::<Version>(&text).ok())
         .is_some_and(|version| version.subscribe_report_version.is_some())
@@ -606,7 +606,7 @@ pub enum SubscribeReportError {
     /// A version this build does not know.
     Version(std::path::PathBuf, u32),
     /// One of its histograms does not decode.
-    Histogram(std::path::PathBuf, crate::hdr_codec::HistogramTextError),
+    Histogram(std::path::PathBuf, crate::util::hdr_codec::HistogramTextError),
 }
 
 impl fmt::Display for SubscribeReportError {
@@ -635,7 +635,7 @@ impl std::error::Error for SubscribeReportError {}
 impl SubscribeReport {
     /// Reads a saved report, checking that its histograms decode.
     pub fn load(path: &std::path::Path) -> Result<Self, SubscribeReportError> {
-        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+        let text = crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
             .map_err(|err| SubscribeReportError::Read(path.to_path_buf(), err))?;
         let report: SubscribeReport = serde_json::from_str(&text)
             .map_err(|err| SubscribeReportError::NotAReport(path.to_path_buf(), err))?;
@@ -646,7 +646,7 @@ impl SubscribeReport {
             .into_iter()
             .flatten()
         {
-            crate::hdr_codec::decode_histogram(text)
+            crate::util::hdr_codec::decode_histogram(text)
                 .map_err(|err| SubscribeReportError::Histogram(path.to_path_buf(), err))?;
         }
         Ok(report)
@@ -766,7 +766,7 @@ pub fn merge_subscribe_reports(
         let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
         for (path, part) in parts {
             if let Some(text) = pick(&part.histograms) {
-                let histogram = crate::hdr_codec::decode_histogram(text)
+                let histogram = crate::util::hdr_codec::decode_histogram(text)
                     .map_err(|err| format!("{}: {err}", path.display()))?;
                 match sum.as_mut() {
                     Some(sum) => sum.add(&histogram).map_err(|err| format!("{}: {err:?}", path.display()))?,
@@ -774,7 +774,7 @@ pub fn merge_subscribe_reports(
                 }
             }
         }
-        Ok(sum.as_ref().map(crate::hdr_codec::encode_histogram))
+        Ok(sum.as_ref().map(crate::util::hdr_codec::encode_histogram))
     };
     merged.histograms = SubscribeHistograms {
         subscribe: combine(|h| &h.subscribe)?,
@@ -782,7 +782,7 @@ pub fn merge_subscribe_reports(
         produced_lag: combine(|h| &h.produced_lag)?,
     };
     let latency = |text: &Option<String>| -> Option<LatencyReport> {
-        let histogram = crate::hdr_codec::decode_histogram(text.as_deref()?).ok()?;
+        let histogram = crate::util::hdr_codec::decode_histogram(text.as_deref()?).ok()?;
         Some(LatencyReport::from_histogram(&histogram))
     };
     let empty = LatencyReport::from_histogram(&crate::record::new_histogram());

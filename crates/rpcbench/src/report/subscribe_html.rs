@@ -10,7 +10,7 @@ use super::html::{
     svg, LatencyScale,
 };
 use super::subscribe::{count_or_na, micros_or_na, produced_micros, SubscribeReport};
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {
     let class = if bad { " bad" } else { "" };
@@ -95,7 +95,7 @@ fn lag_percentile_chart(report: &SubscribeReport) -> String {
             .into_iter()
             .enumerate()
             .filter_map(|(index, text)| {
-                let histogram = crate::hdr_codec::decode_histogram(text?).ok()?;
+                let histogram = crate::util::hdr_codec::decode_histogram(text?).ok()?;
                 Some((index, spectrum(&histogram)))
             })
             .filter(|(_, line)| !line.is_empty())
@@ -329,7 +329,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
 
 /// The report as Markdown: the figures as a table, kinds and thresholds below.
 pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
-    let cell = crate::printable::markdown;
+    let cell = crate::util::printable::markdown;
     let mut out = format!(
         "## rpcbench subscribe: {}\n\n| figure | value |\n|---|---|\n",
         cell(&report.kinds.join(", "))

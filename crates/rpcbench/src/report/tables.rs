@@ -7,8 +7,8 @@ use super::{LatencyReport, RunReport, PERCENTILES};
 use crate::monitor::{format_bytes, ResourceReport};
 use crate::record::Totals;
 use crate::results::SavedRun;
-use crate::units::format_micros;
-pub use crate::units::{percent, trim_float};
+use crate::util::units::format_micros;
+pub use crate::util::units::{percent, trim_float};
 
 /// How a metric's values are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -548,7 +548,7 @@ pub fn describe_load(report: &RunReport) -> String {
 /// The text on one line, cut to `limit` characters, its other control characters escaped
 /// (server text must not reach a terminal raw).
 pub fn shorten(text: &str, limit: usize) -> String {
-    let single_line = crate::printable::escape_controls(&text.replace(['\n', '\r'], " ")).into_owned();
+    let single_line = crate::util::printable::escape_controls(&text.replace(['\n', '\r'], " ")).into_owned();
     if single_line.chars().count() <= limit {
         single_line
     } else {

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::tables::{percent, shorten, stage_levels, trim_float};
 use super::{LatencyReport, RunReport, PERCENTILES};
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 fn us(value: u64) -> String {
     format_micros(value as f64)
@@ -42,7 +42,7 @@ pub fn render_text(report: &RunReport) -> String {
         if report.warmup_us > 0 { format!(" after {} warmup", us(report.warmup_us)) } else { String::new() };
     // Names from a file or a client (a replay's calls) on one line each: a line feed in one
     // cannot forge a line of the report.
-    let line = crate::printable::one_line;
+    let line = crate::util::printable::one_line;
     let _ = writeln!(out, "{} {} against {}", line(&report.tool), line(&report.method), line(&report.target));
     let _ = writeln!(out, "{shape}, {length}{warmup}");
     if let Some(http2) = &report.http2 {
@@ -198,7 +198,7 @@ pub fn render_text(report: &RunReport) -> String {
             let _ = writeln!(
                 out,
                 "    {:<24} {:>9} {:>10.2} {:>8} {:>9} {:>9} {:>9} {:>9}",
-                shorten(&crate::printable::one_line(&method.name), 24),
+                shorten(&crate::util::printable::one_line(&method.name), 24),
                 method.requests,
                 method.rate,
                 method.errors,
@@ -213,7 +213,9 @@ pub fn render_text(report: &RunReport) -> String {
         .methods
         .iter()
         .filter(|method| method.changed_responses > 0)
-        .map(|method| format!("{} {}", crate::printable::one_line(&method.name), method.changed_responses))
+        .map(|method| {
+            format!("{} {}", crate::util::printable::one_line(&method.name), method.changed_responses)
+        })
         .collect();
     if !changed.is_empty() {
         let _ = writeln!(out, "  Changed responses (digest not the recorded one): {}", changed.join(", "));

@@ -192,7 +192,7 @@ impl ResultsFile {
                 .websocket
                 .as_ref()
                 .map_or(1, |websocket| usize::try_from(websocket.in_flight_per_socket).unwrap_or(1).max(1)),
-            on_rate_limit: crate::rate_pause::OnRateLimit::Continue,
+            on_rate_limit: crate::ratelimit::pause::OnRateLimit::Continue,
             batch: self.workload.batch,
             secrets: target.map(|target| target.secrets()).unwrap_or_default(),
         }

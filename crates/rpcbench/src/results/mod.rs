@@ -44,9 +44,9 @@ use crate::monitor::ResourceReport;
 use crate::record::{
     CallTotals, GeneratorUsage, OutcomeCounts, PhaseTotals, RunRecord, SeriesPoint, StageTotals, Totals,
 };
-use crate::redact;
 use crate::report::{Http2Figures, RunReport, RunShape, WebSocketFigures};
-use crate::units::trim_float;
+use crate::util::redact;
+use crate::util::units::trim_float;
 
 mod convert;
 mod merge;
@@ -139,8 +139,8 @@ pub struct ResultsFile {
     pub rounds: Option<crate::verdict::RoundsRecord>,
     /// The rate-limit headers the answers carried (`Retry-After`, `X-RateLimit-*`,
     /// `RateLimit-*`); absent when none did, and in files written before they were kept.
-    #[serde(default, skip_serializing_if = "crate::rate_headers::RateHeaderSummary::is_empty")]
-    pub rate_headers: crate::rate_headers::RateHeaderSummary,
+    #[serde(default, skip_serializing_if = "crate::ratelimit::headers::RateHeaderSummary::is_empty")]
+    pub rate_headers: crate::ratelimit::headers::RateHeaderSummary,
     /// With `--heads`: the heads of the targets followed beside the load; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heads: Option<crate::heads::HeadsReport>,
@@ -552,9 +552,9 @@ impl fmt::Display for ResultsError {
 
 impl std::error::Error for ResultsError {}
 
-pub use crate::units::rfc3339;
+pub use crate::util::units::rfc3339;
 
-pub use crate::hdr_codec::{decode_histogram, encode_histogram};
+pub use crate::util::hdr_codec::{decode_histogram, encode_histogram};
 
 /// Rewrites a version 1 file's series (whole seconds: `interval_s`, points from their second)
 /// in version 2's milliseconds, in place; the rest of the layout is the same in both.
@@ -674,7 +674,7 @@ impl ResultsFile {
     pub fn to_json(&self) -> String {
         let json = serde_json::to_string(self).expect("a results file always serializes");
         // serde writes DEL and C1 controls raw (a server's error message may hold them).
-        let mut text = crate::printable::escape_controls(&json).into_owned();
+        let mut text = crate::util::printable::escape_controls(&json).into_owned();
         text.push('\n');
         text
     }
@@ -728,7 +728,7 @@ impl ResultsFile {
 
     /// Reads and checks a results file.
     pub fn load(path: &Path) -> Result<Self, ResultsError> {
-        let text = crate::files::read_text_limited(path, crate::files::MAX_RESULTS)
+        let text = crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
             .map_err(|source| ResultsError::Io { path: path.to_path_buf(), source })?;
         Self::from_json(&text, path)
     }

@@ -55,11 +55,11 @@ use toml::Spanned;
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target, TlsOptions};
 use crate::engine::stages::Stage;
 use crate::jsonrpc::CheckMode;
-use crate::sample::{Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
+use crate::plan::sample::{Pools, SampleChain, SampleOptions, ETHEREUM_POOLS, SOLANA_POOLS};
 use crate::settings::HeaderProblem;
 use crate::thresholds::Threshold;
 use crate::transport::HttpMethod;
-use crate::units::{parse_duration, parse_rate, parse_size};
+use crate::util::units::{parse_duration, parse_rate, parse_size};
 use crate::workload::{Call, Generator, HttpBody, HttpRequestSpec, ParamValue, TemplatePiece, Workload};
 
 mod calls;
@@ -177,7 +177,7 @@ impl Scenario {
 /// A scenario read and checked but not yet bound to a URL and to sampled pools: it says which
 /// pools it needs ([`ScenarioDraft::pools_needed`]) and how to sample them, and
 /// [`ScenarioDraft::resolve`] turns it into a [`Scenario`]. Reading stays pure: sampling or
-/// reading a pools file is the caller's business (see [`crate::prepare`]).
+/// reading a pools file is the caller's business (see [`crate::plan::prepare`]).
 #[derive(Debug)]
 pub struct ScenarioDraft {
     text: String,
@@ -188,14 +188,15 @@ pub struct ScenarioDraft {
 impl ScenarioDraft {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = crate::files::read_text_limited(path, crate::files::MAX_SCENARIO).map_err(|err| {
-            ScenarioError {
-                path: path.to_path_buf(),
-                line: 0,
-                column: 0,
-                message: format!("cannot read the scenario: {err}"),
-            }
-        })?;
+        let text =
+            crate::util::files::read_text_limited(path, crate::util::files::MAX_SCENARIO).map_err(|err| {
+                ScenarioError {
+                    path: path.to_path_buf(),
+                    line: 0,
+                    column: 0,
+                    message: format!("cannot read the scenario: {err}"),
+                }
+            })?;
         Self::parse(&text, path)
     }
 

@@ -87,8 +87,8 @@ impl ServerThread {
         F: FnOnce(TcpListener, watch::Receiver<bool>) -> Fut + Send + 'static,
         Fut: Future<Output = ()>,
     {
-        let std_listener =
-            crate::listen::bind(listen).map_err(|source| StartError::Bind { addr: listen, source })?;
+        let std_listener = crate::server::listen::bind(listen)
+            .map_err(|source| StartError::Bind { addr: listen, source })?;
         let addr = std_listener.local_addr().map_err(|source| StartError::Bind { addr: listen, source })?;
         std_listener.set_nonblocking(true).map_err(|source| StartError::Bind { addr, source })?;
         let runtime = if threads <= 1 {

@@ -357,7 +357,7 @@ fn remember(recent: &mut VecDeque<u64>, key: u64) {
 
 /// A histogram for the report, `None` when empty.
 fn encoded(histogram: &Histogram<u64>) -> Option<String> {
-    (!histogram.is_empty()).then(|| crate::hdr_codec::encode_histogram(histogram))
+    (!histogram.is_empty()).then(|| crate::util::hdr_codec::encode_histogram(histogram))
 }
 
 /// A subscription's gaps before its first notification and after its last.
@@ -484,7 +484,7 @@ pub(super) fn report(
         first_subscribe_error: collector
             .first_subscribe_error
             .as_deref()
-            .map(|message| crate::redact::text(&crate::printable::escape_controls(message))),
+            .map(|message| crate::util::redact::text(&crate::util::printable::escape_controls(message))),
         subscribe_latency: LatencyReport::from_histogram(&collector.subscribe_latency),
         active_at_end: measured.active,
         notifications: collector.notifications,
@@ -522,7 +522,7 @@ pub(super) fn report(
         first_connect_error: collector
             .first_connect_error
             .as_deref()
-            .map(crate::printable::escape_controls)
+            .map(crate::util::printable::escape_controls)
             .map(String::from),
         reconnects: collector.reconnects,
         per_kind,

@@ -271,7 +271,7 @@ fn tls_client_config(options: &TlsOptions, alpn: Alpn) -> Result<ClientConfig, S
         }
         if let Some(path) = &options.ca_file {
             let shown = path.display().to_string();
-            let pem = crate::files::read_limited(path, crate::files::MAX_BODY)
+            let pem = crate::util::files::read_limited(path, crate::util::files::MAX_BODY)
                 .map_err(|err| SetupError::CaFile { path: shown.clone(), message: err.to_string() })?;
             let mut added = 0;
             for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(&pem) {

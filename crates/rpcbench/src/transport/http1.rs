@@ -30,7 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connect::{Connector, Stream};
 use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
-use crate::rate_headers::RateHeaders;
+use crate::ratelimit::headers::RateHeaders;
 use crate::settings::Target;
 
 /// Why a response could not be read.

@@ -27,7 +27,7 @@ use http::{HeaderMap, Method, Request, Uri};
 
 use super::connect::{Connector, Stream};
 use super::{HttpMethod, Lane, Outgoing, Reply, Transport, WireError, WireStats};
-use crate::rate_headers::RateHeaders;
+use crate::ratelimit::headers::RateHeaders;
 use crate::settings::{Scheme, Target};
 
 /// Each stream's receive window: a 1 MiB reply arrives without waiting for WINDOW_UPDATEs.

@@ -157,7 +157,7 @@ pub struct Reply {
     /// exchange did.
     pub arrived_at: Option<Instant>,
     /// The rate-limit headers the answer carried (none over WebSocket).
-    pub rate: crate::rate_headers::RateHeaders,
+    pub rate: crate::ratelimit::headers::RateHeaders,
 }
 
 /// Why an exchange failed.

@@ -464,7 +464,7 @@ impl Lane for RequestSlot {
             first_byte_at: first_byte_at.max(written_at),
             extra_bytes: false,
             arrived_at: None,
-            rate: crate::rate_headers::RateHeaders::NONE,
+            rate: crate::ratelimit::headers::RateHeaders::NONE,
         })
     }
 

@@ -2,7 +2,7 @@
 //! derived from a BIP-39 mnemonic along BIP-44's Ethereum path (`m/44'/60'/0'/0/i`), each with
 //! its address. Key material never prints: [`SenderKey`]'s `Debug` shows the address only,
 //! errors name the file, line and column of a bad key but never quote it, and
-//! [`SenderKey::secret_hex`] exists only to hand the key to `crate::redact::Secrets`, which
+//! [`SenderKey::secret_hex`] exists only to hand the key to `crate::util::redact::Secrets`, which
 //! scrubs it out of whatever a server sends back.
 
 use std::fmt;
@@ -68,7 +68,7 @@ impl fmt::Debug for SenderKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SenderKey")
             .field("address", &self.address)
-            .field("key", &crate::redact::MASK)
+            .field("key", &crate::util::redact::MASK)
             .finish()
     }
 }
@@ -92,7 +92,7 @@ impl SenderKey {
         &self.signing
     }
 
-    /// The key as 64 hex digits, for `crate::redact::Secrets` only (so that a server quoting it
+    /// The key as 64 hex digits, for `crate::util::redact::Secrets` only (so that a server quoting it
     /// back is scrubbed); never print it.
     pub fn secret_hex(&self) -> String {
         hex_encode(&self.signing.to_bytes())

@@ -16,7 +16,7 @@ use rpcbench::engine::config::{Load, RunConfig, Target};
 use rpcbench::engine::Run;
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::outcome::InvalidKind;
-use rpcbench::prepare::{prepare, Access};
+use rpcbench::plan::prepare::{prepare, Access};
 use rpcbench::record::RunRecord;
 use rpcbench::replay::Replay;
 use rpcbench::traffic::{response_digest, BadLines, TrafficEntry, TrafficFile, TrafficHeader, TrafficWriter};
@@ -64,7 +64,7 @@ fn record_suite(
     gap_us: u64,
     path: &Path,
 ) -> BTreeMap<String, u64> {
-    let draft = rpcbench::suites::find(suite).unwrap().draft().unwrap();
+    let draft = rpcbench::plan::suites::find(suite).unwrap().draft().unwrap();
     let access = Access::default();
     let prepared = prepare(&draft, Some(&node.url()), None, &access).unwrap();
     let (_, config) = prepared.scenario.configs().swap_remove(0);
@@ -251,7 +251,7 @@ fn vegeta_targets_and_body_files_replay_with_their_counts() {
          POST {url}\n@chain.json\n"
     );
     let targets_path = dir.join("targets.txt");
-    let targets = rpcbench::targets::parse(&targets_text, &targets_path, |path| {
+    let targets = rpcbench::plan::targets::parse(&targets_text, &targets_path, |path| {
         std::fs::read(path).map_err(|err| err.to_string())
     })
     .unwrap();

@@ -11,9 +11,9 @@ use rpcbench::client::Endpoint;
 use rpcbench::compare::{check_equal, render_equal_markdown, render_equal_text, EqualOptions};
 use rpcbench::engine::config::RunConfig;
 use rpcbench::engine::{Run, StopHandle};
+use rpcbench::plan::sample::{sample, SampleChain, SampleOptions};
 use rpcbench::report::{render_csv, render_html, render_markdown, render_text, RunReport};
 use rpcbench::results::{ResultsFile, SavedRun};
-use rpcbench::sample::{sample, SampleChain, SampleOptions};
 use serde_json::json;
 
 use crate::util::{closed_loop, json_200, requests, TestServer};

@@ -14,7 +14,7 @@ use super::kit::{
     DrawResult, LatencyScale, TickedAxis, CHART_HEIGHT, CHART_WIDTH,
 };
 use crate::results::SavedRun;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// One point of a run's series, placed at the middle of its interval.
 pub(super) struct SeriesPlot {

@@ -13,7 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::results::SavedRun;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// One colour per run: a qualitative palette of twelve (Tableau 10, then olive and charcoal).
 /// Past twelve runs the colours come round again with another dash pattern ([`dash`]).
@@ -106,7 +106,7 @@ pub(in crate::report) fn clipped(text: &str) -> String {
 /// Escapes text for HTML, control characters included (written as visible escapes).
 pub(in crate::report) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in crate::printable::escape_controls(text).chars() {
+    for c in crate::util::printable::escape_controls(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

@@ -42,7 +42,7 @@ use verdicts::verdicts_section;
 use super::generator_warnings;
 use super::tables::{describe_load, distinct_methods};
 use crate::results::SavedRun;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// Renders the runs as one self-contained HTML page; several runs are overlaid as a
 /// comparison against the first.

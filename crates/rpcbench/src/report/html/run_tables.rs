@@ -12,7 +12,7 @@ use crate::report::tables::{
 };
 use crate::report::RunReport;
 use crate::results::SavedRun;
-use crate::units::format_micros;
+use crate::util::units::format_micros;
 
 /// Whether a larger value of the metric is better (req/s, ok %, MB/s) or worse (latency,
 /// errors); used only to colour the ratios.
@@ -219,7 +219,7 @@ fn short_load(report: &RunReport) -> String {
             format!("closed, {} conns", levels.unwrap_or_else(|| connections.to_string()))
         }
         (None, Some(rate)) => {
-            format!("open, {}/s", levels.unwrap_or_else(|| crate::units::trim_float(rate)))
+            format!("open, {}/s", levels.unwrap_or_else(|| crate::util::units::trim_float(rate)))
         }
         _ => load.mode.clone(),
     }
@@ -577,7 +577,7 @@ fn schedule_table(report: &RunReport) -> String {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             stage.stage,
-            esc(&crate::units::trim_float(stage.level)),
+            esc(&crate::util::units::trim_float(stage.level)),
             esc(&seconds_label(stage.start_s)),
             esc(&seconds_label(stage.duration_s)),
             esc(&seconds_label(stage.ramp_s)),
@@ -606,7 +606,7 @@ fn stages_tables(runs: &[SavedRun]) -> String {
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 stage.stage,
-                esc(&crate::units::trim_float(stage.level)),
+                esc(&crate::util::units::trim_float(stage.level)),
                 esc(&seconds_label(stage.start_s)),
                 esc(&seconds_label(stage.duration_s)),
                 esc(&seconds_label(stage.ramp_s)),

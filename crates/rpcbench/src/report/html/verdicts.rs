@@ -18,9 +18,9 @@ pub(super) fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) ->
         "<p class=\"sub\">Against {}: {}% intervals over {} round(s); no difference within \u{b1}{}% (shaded). \
          Dots: each round's ratio; bar: the interval; tick: the estimate; log scale, 1x in the middle.</p>",
         esc(&verdicts.baseline),
-        crate::units::trim_float(m.confidence * 100.0),
+        crate::util::units::trim_float(m.confidence * 100.0),
         m.rounds,
-        crate::units::trim_float(m.tie * 100.0)
+        crate::util::units::trim_float(m.tie * 100.0)
     );
     out.push_str("<table class=\"verdicts\" style=\"text-align:left\"><tr><th>target</th><th>metric</th><th>ratio</th><th>rounds and interval</th><th>verdict</th></tr>");
     for (index, target) in verdicts.targets.iter().enumerate() {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{exact, fields, fingerprint, json_argument, no_argument, Item, Key, Kind, Order, Produced};
 use crate::transport::feed::{JsonRpcSubscribe, SubscribeCall};
-use crate::units::parse_hex_quantity;
+use crate::util::units::parse_hex_quantity;
 
 /// How these kinds are written, for messages.
 pub(super) const SPELLINGS: &str = "newHeads, logs[:FILTER], newPendingTransactions";
