@@ -48,6 +48,8 @@
 //!   recording and for replay; [`replay::Replay`] sends a recording's requests (or a vegeta
 //!   targets file's, or a file of bodies) in order through the engine, at its recorded pace.
 
+#![deny(missing_docs)]
+
 pub mod capacity;
 pub mod capacity_file;
 pub mod client;

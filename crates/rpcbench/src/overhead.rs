@@ -40,9 +40,11 @@ pub struct OverheadReport {
     pub target: String,
     /// Requests with an outcome, direct and proxied.
     pub direct_requests: u64,
+    /// Requests with an outcome through the proxy.
     pub proxied_requests: u64,
     /// Failed requests, direct and proxied.
     pub direct_errors: u64,
+    /// Failed requests through the proxy.
     pub proxied_errors: u64,
     /// `all` first, then each method the two runs share, by name.
     pub rows: Vec<OverheadRow>,

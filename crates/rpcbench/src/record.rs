@@ -540,6 +540,7 @@ pub struct Recorder {
     /// Open loop: measured requests taken late with every allowed connection busy (added to
     /// the first call's [`Totals::late_at_cap`] when the record is built).
     pub late_at_cap: u64,
+    /// Open loop: measured tickets never sent (the run was cut off first).
     pub unsent: u64,
     /// With batches: HTTP requests that completed (outcomes count calls).
     pub exchanges: u64,
@@ -551,6 +552,7 @@ pub struct Recorder {
     pub rate_headers: crate::ratelimit::headers::RateHeaderSummary,
     /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
     pub rate_pauses: u64,
+    /// The time spent in those pauses.
     pub rate_paused: Duration,
     /// With more than one stage: figures per stage, by the stage a request was due in.
     pub stages: Vec<StageTotals>,
@@ -777,6 +779,7 @@ pub struct RunRecord {
     pub rate_headers: crate::ratelimit::headers::RateHeaderSummary,
     /// Pauses after rate-limited answers (`--on-rate-limit`) and the time spent in them.
     pub rate_pauses: u64,
+    /// The time spent in those pauses.
     pub rate_paused: Duration,
     /// How late the run started after the instant it was asked to start at (`--start-at`).
     pub late_start: Duration,

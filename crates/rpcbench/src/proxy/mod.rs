@@ -172,17 +172,37 @@ impl ProxyOptions {
 #[non_exhaustive]
 pub enum ProxyError {
     /// A setting is out of range.
-    Invalid { setting: &'static str, message: String },
+    Invalid {
+        /// The setting at fault.
+        setting: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The listen address could not be bound.
-    Bind { addr: SocketAddr, source: io::Error },
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why it could not be bound.
+        source: io::Error,
+    },
     /// The metrics address could not be bound.
-    Metrics { addr: SocketAddr, source: io::Error },
+    Metrics {
+        /// The address.
+        addr: SocketAddr,
+        /// Why it could not be bound.
+        source: io::Error,
+    },
     /// The runtime or a thread could not be created.
     Runtime(io::Error),
     /// The upstream could not be resolved or its TLS set up.
     Upstream(SetupError),
     /// The record file could not be created.
-    Record { path: PathBuf, source: io::Error },
+    Record {
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be created.
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for ProxyError {

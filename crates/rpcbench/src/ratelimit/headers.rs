@@ -151,15 +151,19 @@ pub struct RateHeaderSummary {
     /// seconds to go, or a Unix time).
     #[serde(default)]
     pub resets: u64,
+    /// The shortest reset announced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_min: Option<u64>,
+    /// The longest reset announced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_max: Option<u64>,
     /// Answers with a `Retry-After` in seconds, the longest and the sum of the values.
     #[serde(default)]
     pub retry_after: u64,
+    /// The longest `Retry-After`, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_max_s: Option<u64>,
+    /// The sum of the `Retry-After` values, seconds.
     #[serde(default)]
     pub retry_after_total_s: u64,
 }
@@ -167,7 +171,9 @@ pub struct RateHeaderSummary {
 /// One limit value and the answers that announced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LimitSeen {
+    /// The limit announced.
     pub limit: u64,
+    /// The answers that announced it.
     pub answers: u64,
 }
 

@@ -82,9 +82,19 @@ impl AsyncWrite for Stream {
 #[derive(Debug)]
 pub enum SetupError {
     /// The host name did not resolve.
-    Resolve { host: String, source: std::io::Error },
+    Resolve {
+        /// The host name.
+        host: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
     /// The CA file could not be read or holds no certificate.
-    CaFile { path: String, message: String },
+    CaFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// No trusted roots at all.
     NoRoots,
 }

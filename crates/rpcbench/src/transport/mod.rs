@@ -18,7 +18,7 @@ pub mod feed;
 pub mod grpc;
 pub mod http1;
 pub mod http2;
-pub mod quiet_reads;
+pub(crate) mod quiet_reads;
 pub mod websocket;
 
 use std::fmt;
