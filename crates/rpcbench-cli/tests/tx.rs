@@ -117,3 +117,89 @@ fn keys_from_a_key_file_are_never_printed() {
     assert!(!stderr.contains(&secrets[1][..10]), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_unfunded_sender_is_named_before_anything_is_sent() {
+    let node = node(31337);
+    let url = node.url();
+    // The mock funds the dev mnemonic's first 10 accounts: the 11th is not.
+    let output = rpcbench(&["tx", &url, "--dev", "--senders", "11", "--rate", "50", "-n", "20"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let eleventh =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 10, 1).unwrap()[0].address();
+    assert!(stderr.contains("sender 10") && stderr.contains(&eleventh.to_string()), "{stderr}");
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    let nonce =
+        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+            .unwrap();
+    assert_eq!(nonce, "0x0", "nothing was sent");
+}
+
+#[test]
+fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
+    // Every transaction waits 1000 blocks before inclusion: none lands within the grace.
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions { delay_blocks: 1000, ..TxPoolOptions::default() });
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args([
+            "tx",
+            &url,
+            "--dev",
+            "--senders",
+            "2",
+            "--rate",
+            "50",
+            "-d",
+            "60s",
+            "--grace",
+            "300ms",
+            "-f",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Interrupted once the node holds some of its transactions.
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    for _ in 0..600 {
+        let nonce =
+            rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+                .unwrap();
+        if nonce != "0x0" && nonce != "0x1" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    let mut waited = 0;
+    while child.try_wait().expect("the child can be waited for").is_none() {
+        waited += 1;
+        if waited > 1000 {
+            child.kill().ok();
+            panic!("tx did not exit after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(count("sent") >= 2 && count("sent") < 3000, "{report}");
+    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
+    assert_eq!(count("included"), 0, "{report}");
+    assert_eq!(count("dropped"), 0, "{report}");
+    assert_eq!(count("pending"), count("accepted"), "what the node took is pending at the end: {report}");
+}

@@ -38,6 +38,8 @@ const MAINNETS: [(u64, &str); 6] = [
 ];
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
+/// Wei each transfer sends.
+const TRANSFER_VALUE: u128 = 1;
 /// Transactions signed ahead of the pacer.
 const SIGN_AHEAD: usize = 256;
 /// Blocks fetched at most to fill one gap between two heads seen.
@@ -228,8 +230,19 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
     }
     let mut starting = Vec::with_capacity(keys.len());
-    for key in &keys {
-        match ask_quantity("eth_getTransactionCount", json!([key.address().to_string(), "pending"])) {
+    let per_tx = u128::from(TRANSFER_GAS) * fees.max_price() + TRANSFER_VALUE;
+    for (index, key) in keys.iter().enumerate() {
+        let address = key.address().to_string();
+        match ask_quantity("eth_getBalance", json!([address, "latest"])) {
+            Ok(balance) if balance < per_tx => {
+                return output::usage_error(format!(
+                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transfer costs at most ({per_tx} wei); fund it first"
+                ))
+            }
+            Ok(_) => {}
+            Err(message) => return output::failure(message),
+        }
+        match ask_quantity("eth_getTransactionCount", json!([address, "pending"])) {
             Ok(nonce) => starting.push(nonce as u64),
             Err(message) => return output::failure(message),
         }
@@ -258,7 +271,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         fees,
         gas_limit: TRANSFER_GAS,
         to: Address::parse("0x000000000000000000000000000000000000dEaD"),
-        value: 1,
+        value: TRANSFER_VALUE,
         data: Vec::new(),
     };
     let senders = keys.len();
