@@ -203,3 +203,21 @@ fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
     assert_eq!(count("dropped"), 0, "{report}");
     assert_eq!(count("pending"), count("accepted"), "what the node took is pending at the end: {report}");
 }
+
+#[test]
+fn a_chain_id_the_node_does_not_have_is_refused_naming_the_flag() {
+    let node = node(31337);
+    let url = node.url();
+    let output = rpcbench(&["tx", &url, "--dev", "--chain-id", "5", "--rate", "10", "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--chain-id 5") && stderr.contains("31337"), "{stderr}");
+}
+
+#[test]
+fn serve_refuses_a_tx_pool_on_a_chain_other_than_ethereum() {
+    let output = rpcbench(&["serve", "--chain", "solana", "--tx-pool", "--listen", "127.0.0.1:0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--tx-pool"), "{stderr}");
+}

@@ -87,7 +87,8 @@ pub struct TxArgs {
     /// Sender keys: the dev mnemonic anvil and hardhat fund ("test test ... junk").
     #[arg(long)]
     pub dev: bool,
-    /// The chain id to sign for [default: the node's eth_chainId].
+    /// The chain id to sign for [default: the node's eth_chainId; refused if the node answers
+    /// another].
     #[arg(long)]
     pub chain_id: Option<u64>,
     /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
@@ -199,12 +200,15 @@ pub fn run(args: TxArgs) -> ExitCode {
         let answer = ask(method, params)?;
         quantity(&answer).ok_or_else(|| format!("{method}: not a hex quantity: {answer}"))
     };
-    let chain_id = match args.chain_id {
-        Some(id) => id,
-        None => match ask_quantity("eth_chainId", json!([])) {
-            Ok(id) => id as u64,
-            Err(message) => return output::failure(message),
-        },
+    // The node's own chain id, even with --chain-id: a mismatch is refused, and the mainnet
+    // guard cannot be passed by naming another chain.
+    let chain_id = match (args.chain_id, ask_quantity("eth_chainId", json!([]))) {
+        (Some(given), Ok(answered)) if u128::from(given) != answered => {
+            return output::usage_error(format!("--chain-id {given}: the node's eth_chainId is {answered}"))
+        }
+        (Some(given), _) => given,
+        (None, Ok(answered)) => answered as u64,
+        (None, Err(message)) => return output::failure(message),
     };
     let fees = match fees(&args, &ask_quantity) {
         Ok(fees) => fees,
