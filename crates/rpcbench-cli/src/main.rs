@@ -110,6 +110,9 @@ pub enum Command {
     /// Subscribe over WebSocket (newHeads, logs, pending transactions, slots, accounts) from
     /// many subscribers and report delivery lag, gaps, duplicates and reorders.
     Subscribe(Box<cmd::subscribe::SubscribeArgs>),
+    /// Send signed Ethereum transfers at a rate and report how fast they land: sent, accepted,
+    /// rejected by reason, included, dropped and pending, send -> ack and send -> included.
+    Tx(Box<cmd::tx::TxArgs>),
     /// A head race with no load: each target's head polled, and who is behind, stale, or late.
     Heads(Box<cmd::heads::HeadsArgs>),
     /// Probe what a node or a provider's plan allows, within a budget of requests: the largest
@@ -178,6 +181,7 @@ fn main() -> ExitCode {
         Command::K8sJob(args) => cmd::k8s::run(*args, parse_run_words),
         Command::Subscribe(args) => cmd::subscribe::run(*args),
         Command::Heads(args) => cmd::heads::run(*args),
+        Command::Tx(args) => cmd::tx::run(*args),
         Command::Limits(args) => cmd::limits::run(*args),
         Command::Suites => cmd::suites::run(),
         Command::Completions(args) => cmd::docs::completions(&args, Cli::command()),

@@ -54,9 +54,15 @@ fn call(url: &str, method: &str, params: Value) -> Value {
 }
 
 fn start(binary: &PathBuf) -> Anvil {
+    start_with(binary, &[])
+}
+
+/// Starts anvil with `extra` arguments (e.g. `--block-time 1`).
+fn start_with(binary: &PathBuf, extra: &[&str]) -> Anvil {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new(binary)
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--quiet"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -230,4 +236,63 @@ fn new_heads_from_anvil_arrive_for_every_mined_block() {
     assert_eq!(report["gaps"], 0, "{report}");
     assert_eq!(report["duplicates"], 0, "{report}");
     assert_eq!(report["produced_lag_precision"], "seconds", "anvil's timestamps are whole seconds");
+}
+
+#[test]
+fn a_hundred_transfers_from_ten_dev_senders_are_each_included_once_within_a_block_time() {
+    let Some(binary) = anvil_binary() else { return };
+    let anvil = start_with(&binary, &["--block-time", "1"]);
+    let url = anvil.url.clone();
+    let accounts = call(&url, "eth_accounts", json!([]));
+    let accounts: Vec<String> =
+        accounts.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect();
+    assert_eq!(accounts.len(), 10, "anvil funds the dev mnemonic's first 10 accounts");
+    let quantity =
+        |value: Value| u64::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let head_before = quantity(call(&url, "eth_blockNumber", json!([])));
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "10",
+        "--rate",
+        "50",
+        "-n",
+        "100",
+        "--inclusion-timeout",
+        "30s",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(count("sent"), 100, "{report}");
+    assert_eq!(count("included"), 100, "{report}");
+    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
+    // Sends spread over two seconds, a block every second: half land within one block time.
+    let p50 = report["send_to_included_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 <= 1000.0, "inclusion p50 {p50} ms is more than a block time: {report}");
+    // The chain itself: each transfer in exactly one block, each sender's nonces 0..10 without gaps.
+    let head_after = quantity(call(&url, "eth_blockNumber", json!([])));
+    let mut seen = std::collections::HashSet::new();
+    let mut nonces: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
+    for number in head_before + 1..=head_after {
+        let block = call(&url, "eth_getBlockByNumber", json!([format!("0x{number:x}"), true]));
+        for tx in block["transactions"].as_array().unwrap() {
+            assert!(
+                seen.insert(tx["hash"].as_str().unwrap().to_string()),
+                "a transaction in two blocks: {tx}"
+            );
+            let from = tx["from"].as_str().unwrap().to_ascii_lowercase();
+            nonces.entry(from).or_default().push(quantity(tx["nonce"].clone()));
+        }
+    }
+    assert_eq!(seen.len(), 100, "100 transfers on chain");
+    for account in &accounts {
+        let mut sent = nonces.remove(account).unwrap_or_default();
+        sent.sort_unstable();
+        assert_eq!(sent, (0..10).collect::<Vec<u64>>(), "{account}'s nonces");
+    }
 }

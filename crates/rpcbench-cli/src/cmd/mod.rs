@@ -16,3 +16,4 @@ pub mod run;
 pub mod serve;
 pub mod subscribe;
 pub mod suites;
+pub mod tx;

@@ -76,6 +76,11 @@ pub struct ServeArgs {
     /// Chain id answered by the ethereum node.
     #[arg(long, default_value_t = 1337)]
     pub chain_id: u64,
+    /// Ethereum: a mempool that takes eth_sendRawTransaction (checking signature, chain id,
+    /// nonce and balance; the dev mnemonic's first 10 accounts funded) and includes the
+    /// transactions in the next blocks, for `rpcbench tx`.
+    #[arg(long)]
+    pub tx_pool: bool,
     /// Stay N blocks (slots) behind the true head: the head answered, what is served and the
     /// subscriptions' heads, so that a freshness check has known truth.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -251,6 +256,9 @@ impl ServeArgs {
             options.slot_time = Duration::from_secs(12);
         }
         options.chain_id = self.chain_id;
+        if self.tx_pool {
+            options.tx_pool = Some(rpcbench::mock::TxPoolOptions::default());
+        }
         options.faults = Faults {
             latency: self.latency.as_ref().and_then(|latency| latency.default),
             latency_by_method: self
@@ -332,6 +340,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let chain = args.chain;
     if args.grpc && chain != Chain::Solana {
         eprintln!("error: --grpc: the Geyser feed is Solana's: give --chain solana");
+        return ExitCode::from(2);
+    }
+    if args.tx_pool && chain != Chain::Ethereum {
+        eprintln!("error: --tx-pool: the mempool is Ethereum's: give --chain ethereum");
         return ExitCode::from(2);
     }
     let server = match MockServer::start(args.options()) {

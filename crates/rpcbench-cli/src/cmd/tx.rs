@@ -1,0 +1,582 @@
+//! `rpcbench tx URL`: signed Ethereum value transfers sent open loop at a rate through the one
+//! engine (`eth_sendRawTransaction`, signed ahead of the schedule), with `newHeads` watched
+//! over WebSocket from before the first send so each transaction's inclusion time is the
+//! arrival of the head whose block carries it. The report gives every transaction sent exactly
+//! one final outcome: included, rejected (by reason), dropped (not included within
+//! `--inclusion-timeout`) or pending at the end, and states the identity that they add up.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rpcbench::client::Endpoint;
+use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use rpcbench::engine::Run;
+use rpcbench::jsonrpc::RequestTemplate;
+use rpcbench::protocol::send_raw::{TxAck, TxSends};
+use rpcbench::tx::ahead::SignedAhead;
+use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
+use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
+use rpcbench::tx::nonce::NonceBook;
+use rpcbench::tx::sign::{Fees, UnsignedTx};
+use rpcbench::tx::watch::{HeadWatch, SeenHead};
+use serde_json::{json, Value};
+
+use crate::args::{duration, rate};
+use crate::output;
+
+/// Chain ids of public mainnets: sending there spends real money.
+const MAINNETS: [(u64, &str); 6] = [
+    (1, "Ethereum"),
+    (137, "Polygon"),
+    (8453, "Base"),
+    (10, "OP Mainnet"),
+    (42161, "Arbitrum One"),
+    (56, "BNB Smart Chain"),
+];
+/// Gas of a plain value transfer.
+const TRANSFER_GAS: u64 = 21_000;
+/// Wei each transfer sends.
+const TRANSFER_VALUE: u128 = 1;
+/// Transactions signed ahead of the pacer.
+const SIGN_AHEAD: usize = 256;
+/// Blocks fetched at most to fill one gap between two heads seen.
+const MAX_GAP_BLOCKS: u64 = 64;
+
+/// Output formats of `tx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxFormat {
+    /// A readable report.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Options of `rpcbench tx`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  rpcbench tx http://127.0.0.1:8545 --dev --senders 10 --rate 50 -n 500
+  rpcbench tx http://127.0.0.1:8545 --key-file keys.txt --rate 200 -d 30s --ws ws://127.0.0.1:8546
+  rpcbench tx http://127.0.0.1:8545 --dev --rate 100 -d 10s --max-fee 50gwei --priority-fee 2gwei -f json")]
+#[command(group(clap::ArgGroup::new("keys").required(true).args(["key_file", "mnemonic", "dev"])))]
+pub struct TxArgs {
+    /// The node's HTTP JSON-RPC endpoint.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Transactions per second, open loop (50, 50/s, 600/m).
+    #[arg(short, long, value_parser = rate)]
+    pub rate: f64,
+    /// How long to send [default: 10s unless --requests is given].
+    #[arg(short, long, value_parser = duration)]
+    pub duration: Option<Duration>,
+    /// How many transactions to send.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Send from the key source's first N accounts, in turn. They must be funded already:
+    /// funding child accounts is not done by this command.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub senders: usize,
+    /// Sender keys: a file of hex private keys, one a line (never printed).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+    /// Sender keys: a BIP-39 phrase, accounts m/44'/60'/0'/0/i (never printed).
+    #[arg(long, value_name = "PHRASE")]
+    pub mnemonic: Option<String>,
+    /// Sender keys: the dev mnemonic anvil and hardhat fund ("test test ... junk").
+    #[arg(long)]
+    pub dev: bool,
+    /// The chain id to sign for [default: the node's eth_chainId; refused if the node answers
+    /// another].
+    #[arg(long)]
+    pub chain_id: Option<u64>,
+    /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
+    #[arg(long, value_name = "URL")]
+    pub ws: Option<String>,
+    /// A transaction accepted but not in a block this long after its send is dropped.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub inclusion_timeout: Duration,
+    /// After an interrupt, wait this long for inclusions; the rest is reported pending
+    /// [default: 3 block times, or 5s when the block time is not known].
+    #[arg(long, value_parser = duration)]
+    pub grace: Option<Duration>,
+    /// Legacy transactions at this gas price (wei, or e.g. 20gwei).
+    #[arg(long, value_parser = wei, conflicts_with_all = ["max_fee", "priority_fee"])]
+    pub gas_price: Option<u128>,
+    /// EIP-1559 max fee per gas [default: twice eth_gasPrice plus the priority fee].
+    #[arg(long, value_parser = wei)]
+    pub max_fee: Option<u128>,
+    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas].
+    #[arg(long, value_parser = wei)]
+    pub priority_fee: Option<u128>,
+    /// Send even when the chain id is a public mainnet's (spends real money).
+    #[arg(long)]
+    pub mainnet: bool,
+    /// Time allowed for one request.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = TxFormat::Text)]
+    pub format: TxFormat,
+}
+
+/// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
+fn wei(text: &str) -> Result<u128, String> {
+    let trimmed = text.trim().to_ascii_lowercase();
+    let (digits, scale) = match trimmed.strip_suffix("gwei") {
+        Some(digits) => (digits, 1_000_000_000u128),
+        None => (trimmed.strip_suffix("wei").unwrap_or(&trimmed), 1),
+    };
+    digits
+        .trim()
+        .parse::<u128>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("'{text}' is not an amount of wei (e.g. 1000000000 or 1gwei)"))
+}
+
+fn quantity(value: &Value) -> Option<u128> {
+    u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
+}
+
+fn hash_bytes(text: &str) -> Option<[u8; 32]> {
+    let digits = text.strip_prefix("0x")?;
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(bytes)
+}
+
+fn gwei(wei: u128) -> String {
+    format!("{:.3} gwei", wei as f64 / 1e9)
+}
+
+fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
+    if args.senders == 0 {
+        return Err("--senders: must be at least 1".into());
+    }
+    let mut keys = if let Some(path) = &args.key_file {
+        load_key_file(path).map_err(|err| err.to_string())?
+    } else {
+        let phrase = args.mnemonic.as_deref().unwrap_or(DEV_MNEMONIC);
+        let flag = if args.dev { "--dev" } else { "--mnemonic" };
+        keys_from_mnemonic(phrase, 0, args.senders).map_err(|err| format!("{flag}: {err}"))?
+    };
+    if keys.len() < args.senders {
+        return Err(format!("--senders {}: the key file holds {} keys", args.senders, keys.len()));
+    }
+    keys.truncate(args.senders);
+    Ok(keys)
+}
+
+pub fn run(args: TxArgs) -> ExitCode {
+    if !args.rate.is_finite() || args.rate <= 0.0 {
+        return output::usage_error("--rate: must be more than 0");
+    }
+    if args.requests == Some(0) {
+        return output::usage_error("--requests: must be at least 1");
+    }
+    let node = match Endpoint::parse(&args.url, args.timeout) {
+        Ok(node) => node,
+        Err(err) => return output::usage_error(format!("URL: {err}")),
+    };
+    let target = match Target::parse(&args.url) {
+        Ok(target) => target,
+        Err(err) => return output::usage_error(format!("URL: {err}")),
+    };
+    let keys = match sender_keys(&args) {
+        Ok(keys) => keys,
+        Err(message) => return output::usage_error(message),
+    };
+    let ask = |method: &str, params: Value| {
+        node.call(method, Some(&params)).map_err(|err| format!("{method}: {}", node.scrub(&err.to_string())))
+    };
+    let ask_quantity = |method: &str, params: Value| -> Result<u128, String> {
+        let answer = ask(method, params)?;
+        quantity(&answer).ok_or_else(|| format!("{method}: not a hex quantity: {answer}"))
+    };
+    // The node's own chain id, even with --chain-id: a mismatch is refused, and the mainnet
+    // guard cannot be passed by naming another chain.
+    let chain_id = match (args.chain_id, ask_quantity("eth_chainId", json!([]))) {
+        (Some(given), Ok(answered)) if u128::from(given) != answered => {
+            return output::usage_error(format!("--chain-id {given}: the node's eth_chainId is {answered}"))
+        }
+        (Some(given), _) => given,
+        (None, Ok(answered)) => answered as u64,
+        (None, Err(message)) => return output::failure(message),
+    };
+    let fees = match fees(&args, &ask_quantity) {
+        Ok(fees) => fees,
+        Err(message) => return output::failure(message),
+    };
+    let length = match (args.duration, args.requests) {
+        (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
+        (duration, requests) => Length { duration, requests },
+    };
+    let planned = match (length.requests, length.duration) {
+        (Some(n), _) => n,
+        (None, Some(d)) => (args.rate * d.as_secs_f64()).ceil() as u64,
+        (None, None) => 0,
+    };
+    if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
+        if !args.mainnet {
+            let cost = u128::from(TRANSFER_GAS) * fees.max_price() * u128::from(planned);
+            return output::usage_error(format!(
+                "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {TRANSFER_GAS} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
+                gwei(fees.max_price()),
+                cost as f64 / 1e18
+            ));
+        }
+    }
+    let mut starting = Vec::with_capacity(keys.len());
+    let per_tx = u128::from(TRANSFER_GAS) * fees.max_price() + TRANSFER_VALUE;
+    for (index, key) in keys.iter().enumerate() {
+        let address = key.address().to_string();
+        match ask_quantity("eth_getBalance", json!([address, "latest"])) {
+            Ok(balance) if balance < per_tx => {
+                return output::usage_error(format!(
+                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transfer costs at most ({per_tx} wei); fund it first"
+                ))
+            }
+            Ok(_) => {}
+            Err(message) => return output::failure(message),
+        }
+        match ask_quantity("eth_getTransactionCount", json!([address, "pending"])) {
+            Ok(nonce) => starting.push(nonce as u64),
+            Err(message) => return output::failure(message),
+        }
+    }
+    let ws_url = args
+        .ws
+        .clone()
+        .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
+    // Subscribed before the first send, so no inclusion is missed.
+    let watch = match HeadWatch::start(&ws_url, args.timeout) {
+        Ok(watch) => watch,
+        Err(err) => {
+            return output::usage_error(format!(
+                "--ws: cannot watch newHeads at {}: {err}",
+                node.scrub(&ws_url)
+            ))
+        }
+    };
+    let head_at_start = match ask_quantity("eth_blockNumber", json!([])) {
+        Ok(head) => head as u64,
+        Err(message) => return output::failure(message),
+    };
+    let template = UnsignedTx {
+        chain_id,
+        nonce: 0,
+        fees,
+        gas_limit: TRANSFER_GAS,
+        to: Address::parse("0x000000000000000000000000000000000000dEaD"),
+        value: TRANSFER_VALUE,
+        data: Vec::new(),
+    };
+    let senders = keys.len();
+    let signer_count = length.requests.unwrap_or(u64::MAX);
+    let sends =
+        TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, signer_count, SIGN_AHEAD));
+    let template = match RequestTemplate::from_method("eth_sendRawTransaction", None) {
+        Ok(template) => template,
+        Err(err) => return output::failure(err),
+    };
+    let mut config = RunConfig::new(target, template);
+    config.load = Load::Open {
+        rate: args.rate,
+        arrivals: Arrivals::Uniform,
+        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
+    };
+    config.length = length;
+    config.timeout = args.timeout;
+    config.tx_sends = Some(sends.clone());
+    let run = match Run::new(config) {
+        Ok(run) => run,
+        Err(err) => return output::usage_error(err),
+    };
+    let stop = run.stop_handle();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let record = match run.execute() {
+        Ok(record) => record,
+        Err(err) => return output::failure(err),
+    };
+    let sent = sends.ledger().sent().to_vec();
+    let mut heads: Vec<SeenHead> = watch.drain();
+    let mut book = InclusionBook::new();
+    let mut rejected_by: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ack_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    for tx in &sent {
+        let head_at_send = heads
+            .iter()
+            .filter(|head| head.arrived <= tx.sent)
+            .map(|head| head.number)
+            .max()
+            .unwrap_or(head_at_start);
+        let accepted = match tx.ack {
+            TxAck::Accepted(at) => {
+                ack_us.saturating_record(at.saturating_duration_since(tx.sent).as_micros() as u64);
+                true
+            }
+            TxAck::Refused(reason) => {
+                *rejected_by.entry(reason.name()).or_default() += 1;
+                false
+            }
+            TxAck::Failed(outcome) => {
+                *rejected_by.entry(format!("no_answer_{}", outcome.class())).or_default() += 1;
+                false
+            }
+            TxAck::Unanswered => {
+                *rejected_by.entry("unanswered".into()).or_default() += 1;
+                false
+            }
+        };
+        book.sent(tx.hash, tx.sent, head_at_send, accepted);
+    }
+
+    // Wait for inclusions: until nothing is pending, the inclusion timeout of the last send
+    // has passed, or (after an interrupt) the grace is over.
+    let last_send = sent.iter().map(|tx| tx.sent).max().unwrap_or_else(Instant::now);
+    let full_wait = last_send + args.inclusion_timeout;
+    let mut deadline = full_wait;
+    let mut grace_started = false;
+    let mut fetched: HashSet<u64> = HashSet::new();
+    let mut highest_fetched = head_at_start;
+    let mut fetched_upto = 0usize;
+    let mut fetch_failures = 0u64;
+    loop {
+        for head in &heads[fetched_upto..] {
+            let first = if head.number > highest_fetched && head.number - highest_fetched <= MAX_GAP_BLOCKS {
+                highest_fetched + 1
+            } else {
+                head.number
+            };
+            for number in first..=head.number {
+                if !fetched.insert(number) {
+                    continue;
+                }
+                match block_hashes(&node, number) {
+                    Some(hashes) => book.block(number, head.arrived, &hashes),
+                    None => fetch_failures += 1,
+                }
+            }
+            highest_fetched = highest_fetched.max(head.number);
+        }
+        fetched_upto = heads.len();
+        let now = Instant::now();
+        if (stop.is_stopped() || record.interrupted) && !grace_started {
+            grace_started = true;
+            deadline = deadline.min(now + args.grace.unwrap_or_else(|| default_grace(&heads)));
+        }
+        let pending = book
+            .finals(now, args.inclusion_timeout)
+            .iter()
+            .filter(|f| matches!(f, TxFinal::Pending(_)))
+            .count();
+        if pending == 0 || now >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        heads.extend(watch.drain());
+    }
+    heads.extend(watch.stop());
+    let end = Instant::now();
+    let tally = book.tally(end, args.inclusion_timeout);
+    let finals = book.finals(end, args.inclusion_timeout);
+    let first_send = sent.iter().map(|tx| tx.sent).min();
+    let last_inclusion = sent
+        .iter()
+        .zip(&finals)
+        .filter_map(|(tx, outcome)| match outcome {
+            TxFinal::Included { latency, .. } => Some(tx.sent + *latency),
+            _ => None,
+        })
+        .max();
+    let included_window = match (first_send, last_inclusion) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first),
+        _ => Duration::ZERO,
+    };
+    let per_second = |count: u64, window: Duration| {
+        if window.is_zero() {
+            0.0
+        } else {
+            count as f64 / window.as_secs_f64()
+        }
+    };
+    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
+    let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
+    let ms = |hist: &Histogram<u64>, q: f64| {
+        if hist.is_empty() {
+            Value::Null
+        } else {
+            json!(hist.value_at_quantile(q) as f64 / 1000.0)
+        }
+    };
+    let blocks = |q: f64| {
+        if tally.blocks_after.is_empty() {
+            Value::Null
+        } else {
+            json!(tally.blocks_after.value_at_quantile(q))
+        }
+    };
+    let report = json!({
+        "target": node.redacted(),
+        "chain_id": chain_id,
+        "senders": senders,
+        "fees": match fees {
+            Fees::Legacy { gas_price } => json!({"type": "legacy", "gas_price_wei": gas_price.to_string()}),
+            Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => json!({
+                "type": "eip1559",
+                "max_fee_per_gas_wei": max_fee_per_gas.to_string(),
+                "max_priority_fee_per_gas_wei": max_priority_fee_per_gas.to_string(),
+            }),
+        },
+        "interrupted": grace_started,
+        "sent": tally.sent,
+        "accepted": accepted,
+        "rejected": tally.rejected,
+        "rejected_by_reason": rejected_by,
+        "included": tally.included,
+        "dropped": tally.dropped,
+        "pending": tally.pending,
+        "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
+        "identity_holds": identity,
+        "send_to_ack_ms": {"p50": ms(&ack_us, 0.5), "p90": ms(&ack_us, 0.9), "p99": ms(&ack_us, 0.99), "max": ms(&ack_us, 1.0)},
+        "send_to_included_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
+        "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
+        "send_seconds": record.elapsed.as_secs_f64(),
+        "sent_per_second": per_second(tally.sent, record.elapsed),
+        "included_per_second": per_second(tally.included, included_window),
+        "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
+        "heads_seen": heads.len(),
+        "block_fetch_failures": fetch_failures,
+    });
+    let text = match args.format {
+        TxFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
+        TxFormat::Text => render_text(&report),
+    };
+    let code = output::print_stdout(&text);
+    if !identity {
+        return output::failure("included + dropped + rejected + pending does not equal sent");
+    }
+    code
+}
+
+/// The fees to sign with: the overrides, else the node's suggestions.
+fn fees(args: &TxArgs, ask: &dyn Fn(&str, Value) -> Result<u128, String>) -> Result<Fees, String> {
+    if let Some(gas_price) = args.gas_price {
+        return Ok(Fees::Legacy { gas_price });
+    }
+    let priority = match args.priority_fee {
+        Some(fee) => fee,
+        None => ask("eth_maxPriorityFeePerGas", json!([]))?,
+    };
+    let max_fee = match args.max_fee {
+        Some(fee) => fee,
+        None => ask("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+    };
+    if max_fee < priority {
+        return Err(format!("--max-fee {} is below the priority fee {}", gwei(max_fee), gwei(priority)));
+    }
+    Ok(Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority })
+}
+
+/// A block's transaction hashes, `None` when the node does not give them.
+fn block_hashes(node: &Endpoint, number: u64) -> Option<Vec<[u8; 32]>> {
+    let block = node.call("eth_getBlockByNumber", Some(&json!([format!("0x{number:x}"), false]))).ok()?;
+    block["transactions"].as_array()?.iter().map(|hash| hash_bytes(hash.as_str()?)).collect()
+}
+
+/// Three block times as the heads seen show them, else 5 s.
+fn default_grace(heads: &[SeenHead]) -> Duration {
+    match (heads.first(), heads.last()) {
+        (Some(first), Some(last)) if heads.len() >= 2 && last.number > first.number => {
+            let block_time =
+                last.arrived.saturating_duration_since(first.arrived) / (last.number - first.number) as u32;
+            block_time * 3
+        }
+        _ => Duration::from_secs(5),
+    }
+}
+
+fn render_text(report: &Value) -> String {
+    let n = |key: &str| report[key].as_u64().unwrap_or(0);
+    let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut text = String::new();
+    text.push_str(&format!(
+        "rpcbench tx {}  chain {}  {} senders\n\n",
+        report["target"].as_str().unwrap_or(""),
+        n("chain_id"),
+        n("senders")
+    ));
+    text.push_str(&format!(
+        "sent        {:>8}   {:.1}/s\n",
+        n("sent"),
+        report["sent_per_second"].as_f64().unwrap_or(0.0)
+    ));
+    text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
+    text.push_str(&format!(
+        "included    {:>8}   {:.1}/s\n",
+        n("included"),
+        report["included_per_second"].as_f64().unwrap_or(0.0)
+    ));
+    text.push_str(&format!(
+        "dropped     {:>8}   (not included within {} ms)\n",
+        n("dropped"),
+        n("inclusion_timeout_ms")
+    ));
+    text.push_str(&format!("rejected    {:>8}\n", n("rejected")));
+    if let Some(reasons) = report["rejected_by_reason"].as_object() {
+        for (reason, count) in reasons {
+            text.push_str(&format!("  {reason:<22}{}\n", count.as_u64().unwrap_or(0)));
+        }
+    }
+    text.push_str(&format!("pending     {:>8}   (oldest {} ms)\n", n("pending"), n("oldest_pending_ms")));
+    let holds = report["identity_holds"].as_bool().unwrap_or(false);
+    text.push_str(&format!(
+        "included + dropped + rejected + pending = {} {} sent {}\n\n",
+        n("included") + n("dropped") + n("rejected") + n("pending"),
+        if holds { "==" } else { "!=" },
+        n("sent")
+    ));
+    for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
+    {
+        let row = &report[key];
+        text.push_str(&format!(
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}\n",
+            figure(&row["p50"]),
+            figure(&row["p90"]),
+            figure(&row["p99"]),
+            figure(&row["max"])
+        ));
+    }
+    let blocks = &report["blocks_after_head_at_send"];
+    text.push_str(&format!(
+        "blocks after head      p50 {}  p99 {}  max {}\n",
+        blocks["p50"].as_u64().map_or("-".into(), |v| v.to_string()),
+        blocks["p99"].as_u64().map_or("-".into(), |v| v.to_string()),
+        blocks["max"].as_u64().map_or("-".into(), |v| v.to_string())
+    ));
+    if report["interrupted"].as_bool() == Some(true) {
+        text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fee_amounts_read_wei_and_gwei_and_refuse_the_rest() {
+        assert_eq!(wei("1000"), Ok(1000));
+        assert_eq!(wei("2gwei"), Ok(2_000_000_000));
+        assert_eq!(wei("7 wei"), Ok(7));
+        assert!(wei("1.5gwei").is_err());
+        assert!(wei("lots").is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! `rpcbench tx` against the mock Ethereum node with its mempool on, started in-process on
+//! 127.0.0.1:0: the identity of the outcomes, every accepted transaction included, the mainnet
+//! guard, and keys never printed.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
+use serde_json::Value;
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn node(chain_id: u64) -> MockServer {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = chain_id;
+    options.tx_pool = Some(TxPoolOptions::default());
+    MockServer::start(options).expect("the mock node starts")
+}
+
+#[test]
+fn two_hundred_transfers_from_four_dev_senders_are_all_included_and_add_up_to_what_was_sent() {
+    let node = node(31337);
+    let url = node.url();
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "4",
+        "--rate",
+        "200",
+        "-n",
+        "200",
+        "--inclusion-timeout",
+        "20s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(count("sent"), 200, "{report}");
+    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
+    assert_eq!(report["identity_holds"], true);
+    assert_eq!(count("accepted"), 200, "{report}");
+    assert_eq!(count("included"), count("accepted"), "every accepted transaction is included: {report}");
+    // A transaction lands in a block after the head at its send, and its inclusion is the
+    // arrival of that head, after its acknowledgement.
+    assert!(report["blocks_after_head_at_send"]["p50"].as_u64().unwrap() >= 1, "{report}");
+    let included_p50 = report["send_to_included_ms"]["p50"].as_f64().unwrap();
+    let ack_p50 = report["send_to_ack_ms"]["p50"].as_f64().unwrap();
+    assert!(included_p50 > ack_p50, "{report}");
+}
+
+#[test]
+fn a_mainnet_chain_id_is_refused_with_exit_2_and_the_cost_estimate() {
+    let node = node(1);
+    let url = node.url();
+    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "-n", "100", "--gas-price", "20gwei"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("chain id 1") && stderr.contains("--mainnet"), "{stderr}");
+    // 100 x 21000 gas x 20 gwei = 0.042 ETH.
+    assert!(stderr.contains("0.042000 ETH"), "{stderr}");
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    let nonce =
+        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+            .unwrap();
+    assert_eq!(nonce, "0x0", "nothing was sent");
+}
+
+#[test]
+fn keys_from_a_key_file_are_never_printed() {
+    let node = node(31337);
+    let url = node.url();
+    let keys = rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 2).unwrap();
+    let secrets: Vec<String> = keys.iter().map(|key| key.secret_hex()).collect();
+    let dir = std::env::temp_dir().join(format!("rpcbench-tx-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keys.txt");
+    std::fs::write(&path, format!("{}\n0x{}\n", secrets[0], secrets[1])).unwrap();
+    for format in ["text", "json"] {
+        let output = rpcbench(&[
+            "tx",
+            &url,
+            "--key-file",
+            path.to_str().unwrap(),
+            "--senders",
+            "2",
+            "--rate",
+            "50",
+            "-n",
+            "10",
+            "-f",
+            format,
+        ]);
+        let all =
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(0), "{all}");
+        for secret in &secrets {
+            let digits = secret.trim_start_matches("0x");
+            assert!(!all.to_ascii_lowercase().contains(&digits.to_ascii_lowercase()), "a key was printed");
+        }
+    }
+    // A bad line names the file, line and column, without quoting the key.
+    std::fs::write(&path, format!("{}\n{}zz\n", secrets[0], &secrets[1][..10])).unwrap();
+    let output = rpcbench(&["tx", &url, "--key-file", path.to_str().unwrap(), "--rate", "50", "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("keys.txt:2:"), "{stderr}");
+    assert!(!stderr.contains(&secrets[1][..10]), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_unfunded_sender_is_named_before_anything_is_sent() {
+    let node = node(31337);
+    let url = node.url();
+    // The mock funds the dev mnemonic's first 10 accounts: the 11th is not.
+    let output = rpcbench(&["tx", &url, "--dev", "--senders", "11", "--rate", "50", "-n", "20"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let eleventh =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 10, 1).unwrap()[0].address();
+    assert!(stderr.contains("sender 10") && stderr.contains(&eleventh.to_string()), "{stderr}");
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    let nonce =
+        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+            .unwrap();
+    assert_eq!(nonce, "0x0", "nothing was sent");
+}
+
+#[test]
+fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
+    // Every transaction waits 1000 blocks before inclusion: none lands within the grace.
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions { delay_blocks: 1000, ..TxPoolOptions::default() });
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args([
+            "tx",
+            &url,
+            "--dev",
+            "--senders",
+            "2",
+            "--rate",
+            "50",
+            "-d",
+            "60s",
+            "--grace",
+            "300ms",
+            "-f",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Interrupted once the node holds some of its transactions.
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    for _ in 0..600 {
+        let nonce =
+            rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+                .unwrap();
+        if nonce != "0x0" && nonce != "0x1" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    let mut waited = 0;
+    while child.try_wait().expect("the child can be waited for").is_none() {
+        waited += 1;
+        if waited > 1000 {
+            child.kill().ok();
+            panic!("tx did not exit after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(count("sent") >= 2 && count("sent") < 3000, "{report}");
+    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
+    assert_eq!(count("included"), 0, "{report}");
+    assert_eq!(count("dropped"), 0, "{report}");
+    assert_eq!(count("pending"), count("accepted"), "what the node took is pending at the end: {report}");
+}
+
+#[test]
+fn a_chain_id_the_node_does_not_have_is_refused_naming_the_flag() {
+    let node = node(31337);
+    let url = node.url();
+    let output = rpcbench(&["tx", &url, "--dev", "--chain-id", "5", "--rate", "10", "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--chain-id 5") && stderr.contains("31337"), "{stderr}");
+}
+
+#[test]
+fn serve_refuses_a_tx_pool_on_a_chain_other_than_ethereum() {
+    let output = rpcbench(&["serve", "--chain", "solana", "--tx-pool", "--listen", "127.0.0.1:0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--tx-pool"), "{stderr}");
+}
