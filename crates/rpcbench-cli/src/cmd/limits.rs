@@ -13,6 +13,7 @@ use rpcbench::limits::{
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
 use rpcbench::limits_rate::{probe_rate_limits, RateFinding, RateProbe, RateProbeError, RateSearch};
+use rpcbench::limits_response::probe_response;
 
 use crate::args::duration;
 use crate::output;
@@ -75,6 +76,10 @@ pub struct LimitsArgs {
     /// The largest request body the body search tries, in bytes (16MiB, 1MB...).
     #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
     pub max_body: u64,
+    /// The largest response body the response search asks for, in bytes; the answer's size
+    /// grows with the call's id, which the node echoes (bounded by the request body found).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
+    pub max_response: u64,
     /// Probe WebSocket limits at this ws:// URL (subscriptions per connection, connections per
     /// client); a ws:// URL to probe is used without it.
     #[arg(long, value_name = "URL")]
@@ -156,6 +161,10 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         Some(batch)
     };
     let body = batch.is_some().then(|| probe_body(&endpoint, &method, args.max_body, &mut budget));
+    let response = body.as_ref().map(|body| {
+        let max_request = Some(body.largest_accepted).filter(|bytes| *bytes > 0);
+        probe_response(&endpoint, &method, args.max_response, max_request, &mut budget)
+    });
     let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
         None => (None, None),
         Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
@@ -168,6 +177,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         rate,
         batch,
         body,
+        response,
         subscriptions,
         ws_connections,
     };

@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 
 use super::faults::RateLimitStyle;
 use super::http::{error_body, not_post_message, too_large_message};
-use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
+use super::server::{cap_answer, gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 
 /// Longest wait for the client's preface and SETTINGS.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,6 +149,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
     }
     out.clear();
     respond(&shared, &body, &mut out);
+    cap_answer(&shared, &mut out);
     if out.is_empty() {
         send(&mut reply, StatusCode::NO_CONTENT, extra, out);
     } else {

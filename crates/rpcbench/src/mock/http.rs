@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::faults::RateLimitStyle;
-use super::server::{gate, respond, Gate, Node, Shared, INVALID_REQUEST};
+use super::server::{cap_answer, gate, respond, Gate, Node, Shared, INVALID_REQUEST};
 use super::ws::ConnectionSlot;
 use crate::http_server::{
     self, write_head, write_json, Arrival, DateCache, Handler, Limits, Method, Next, Request, Upgrade, JSON,
@@ -198,6 +198,7 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     }
     body_out.clear();
     respond(shared, body, body_out);
+    cap_answer(shared, body_out);
     if body_out.is_empty() {
         write_head(out, b"204 No Content", JSON, None, &extra, Some(request), close, &date.text);
     } else {
