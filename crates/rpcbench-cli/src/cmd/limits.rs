@@ -12,7 +12,10 @@ use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
-use rpcbench::limits_rate::{probe_rate_limits, RateFinding, RateProbe, RateProbeError, RateSearch};
+use rpcbench::limits_rate::{
+    configs_per_call, probe_rate_limits, probe_rate_limits_per_call, RateFinding, RateProbe, RateProbeError,
+    RateSearch,
+};
 use rpcbench::limits_response::probe_response;
 
 use crate::args::duration;
@@ -67,6 +70,11 @@ pub struct LimitsArgs {
     /// With --rate: the longest burst sent.
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), requires = "rate", help_heading = "Rate")]
     pub max_burst: u64,
+    /// With --rate: a sustained rate for each call of this built-in suite (`rpcbench suites`),
+    /// with the params it draws from pools sampled from the node first; --method's first
+    /// method is still used for the burst, the batch counting and the other probes.
+    #[arg(long, value_name = "NAME", requires = "rate", help_heading = "Rate")]
+    pub suite: Option<String>,
     /// The most HTTP requests the probe may send (a batch is one); the report says what it spent.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_requests: u64,
@@ -203,10 +211,42 @@ fn probe_rate(
     };
     let target = Target::parse(&args.url).map_err(|err| output::usage_error(err.to_string()))?;
     let limits = RateProbe { search, max_burst: args.max_burst, max_batch: args.max_batch };
-    probe_rate_limits(endpoint, &target, &args.methods, &limits, budget).map_err(|err| match err {
+    let found = match &args.suite {
+        None => probe_rate_limits(endpoint, &target, &args.methods, &limits, budget),
+        Some(name) => {
+            let per_call = suite_calls(name, &args.url, endpoint)?;
+            let first = args.methods.first().map_or("eth_blockNumber", String::as_str);
+            probe_rate_limits_per_call(endpoint, first, &per_call, &limits, budget)
+        }
+    };
+    found.map_err(|err| match err {
         RateProbeError::Method(_) => output::usage_error(format!("--method: {err}")),
         RateProbeError::Run(_) => output::failure(endpoint.scrub(&err.to_string())),
     })
+}
+
+/// The calls of suite `name` against `url`, each with the params it draws from pools sampled
+/// from the node, one run config each.
+fn suite_calls(
+    name: &str,
+    url: &str,
+    endpoint: &Endpoint,
+) -> Result<Vec<(String, rpcbench::engine::config::RunConfig)>, ExitCode> {
+    let suite = rpcbench::suites::find(name).ok_or_else(|| {
+        let names: Vec<&str> = rpcbench::suites::SUITES.iter().map(|suite| suite.name).collect();
+        output::usage_error(format!("--suite: no suite named '{name}' (suites: {})", names.join(", ")))
+    })?;
+    let draft = suite.draft().map_err(|err| output::usage_error(format!("--suite {name}: {err}")))?;
+    let access = rpcbench::prepare::Access::default();
+    let prepared = rpcbench::prepare::prepare(&draft, Some(url), None, &access).map_err(|err| {
+        let text = match err {
+            rpcbench::prepare::PrepareError::Scenario(err) => err.to_string(),
+            rpcbench::prepare::PrepareError::Sample(err) => err.0,
+            rpcbench::prepare::PrepareError::PoolsFile(err) => err.0,
+        };
+        output::failure(endpoint.scrub(&format!("--suite {name}: {text}")))
+    })?;
+    Ok(configs_per_call(&prepared.scenario.config))
 }
 
 fn rate_value(text: &str) -> Result<f64, String> {
