@@ -1755,6 +1755,25 @@ fn limits_reports_the_batch_limit_found_and_what_it_spent() {
 }
 
 #[test]
+fn limits_reports_the_largest_response_body_a_node_sends_whole() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.max_response_bytes = Some(2_000);
+    let node = MockServer::start(options).expect("the Ethereum node starts");
+    let args = ["limits", &node.url(), "-m", "eth_chainId", "--max-requests", "150"];
+    let output = rpcbench(&[&args[..], &["-f", "json"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["response"]["largest_accepted"], 2_000, "{json}");
+    assert_eq!(json["response"]["exact"], true, "{json}");
+    assert!(json["budget"]["requests"].as_u64().unwrap() <= 150, "{json}");
+    let output = rpcbench(&args);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("largest response body") && text.contains("largest request body"), "{text}");
+    assert!(text.contains("responses up to 2000 bytes"), "{text}");
+    node.stop();
+}
+
+#[test]
 fn a_run_against_several_targets_follows_their_heads_with_heads() {
     let nodes = [solana_behind(0), solana_behind(30)];
     let dir = std::env::temp_dir().join(format!("rpcbench-run-targets-heads-{}", std::process::id()));

@@ -220,3 +220,41 @@ fn compare_samples_a_margin_behind_the_first_targets_head_and_says_so() {
     assert_eq!(head - oldest + 1, 7, "{text}");
     assert!(text.contains(&format!("5 blocks behind the head {}", head + 5)), "{text}");
 }
+
+#[test]
+fn limits_rate_with_a_suite_finds_a_sustained_rate_for_each_of_its_calls() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.faults.rate_limit = Some(50.0);
+    options.faults.rate_limit_burst = Some(10.0);
+    let node = MockServer::start(options).unwrap();
+    let output = rpcbench(&[
+        "limits",
+        &node.url(),
+        "--rate",
+        "--suite",
+        "ethereum-relay",
+        "--start-rate",
+        "40",
+        "--rate-step",
+        "500ms",
+        "--max-burst",
+        "100",
+        "--max-requests",
+        "5000",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let sustained = report["rate"]["sustained"].as_array().expect("a sustained rate per call");
+    assert!(sustained.len() >= 4, "every call of the suite is probed: {sustained:?}");
+    for call in sustained {
+        let rate = call["sustained_rate"].as_f64().unwrap_or_else(|| panic!("a rate is found: {call}"));
+        assert!((35.0..=65.0).contains(&rate), "the node's 50/s: {call}");
+    }
+    assert!(report["budget"]["requests"].as_u64().unwrap() <= 5000, "{}", report["budget"]);
+    let unknown = rpcbench(&["limits", &node.url(), "--rate", "--suite", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(stderr(&unknown).contains("--suite: no suite named 'nope'"), "{}", stderr(&unknown));
+    node.stop();
+}

@@ -64,6 +64,7 @@ pub mod jsonrpc;
 pub mod k8s;
 pub mod limits;
 pub mod limits_rate;
+pub mod limits_response;
 pub mod live_view;
 pub mod metrics;
 pub mod mock;

@@ -267,6 +267,23 @@ pub struct BodyFinding {
     pub exact: bool,
 }
 
+impl BodyFinding {
+    /// The finding as one table row: (limit, found, evidence).
+    pub fn row(&self) -> (String, String, String) {
+        let size = format!("{} bytes", self.largest_accepted);
+        let value = match (self.smallest_refused, self.exact) {
+            (Some(_), true) => size,
+            (None, _) => format!("at least {size} (the ceiling or the budget)"),
+            (Some(refused), false) => format!("{size} to {} bytes (budget spent)", refused - 1),
+        };
+        let evidence = match (self.smallest_refused, &self.refusal) {
+            (Some(refused), Some(refusal)) => format!("{refused} bytes got {}", refusal_text(refusal)),
+            _ => format!("no refusal up to {} bytes", self.largest_accepted),
+        };
+        ("largest request body".into(), value, evidence)
+    }
+}
+
 /// One call of `method` padded with trailing whitespace to `bytes` (at least the call itself).
 pub fn padded_body(method: &str, bytes: u64) -> Vec<u8> {
     let mut body = batch_body(method, 1);
@@ -491,6 +508,8 @@ pub struct LimitsReport {
     pub batch: Option<BatchFinding>,
     /// The largest request body, when probed.
     pub body: Option<BodyFinding>,
+    /// The largest response body, when probed.
+    pub response: Option<crate::limits_response::ResponseFinding>,
     /// Subscriptions per WebSocket connection, when probed.
     pub subscriptions: Option<CountFinding>,
     /// WebSocket connections per client, when probed.
@@ -513,6 +532,9 @@ impl LimitsReport {
                 (Some(_), true) => format!("request bodies up to {size}"),
                 _ => format!("request bodies of at least {size}"),
             });
+        }
+        if let Some(response) = &self.response {
+            parts.push(response.summary());
         }
         if let Some(found) = &self.subscriptions {
             parts.push(format!("{} subscriptions per socket", count_text(found)));
@@ -590,6 +612,12 @@ impl LimitsReport {
                 let _ = write!(evidence, "; {refused} calls got {}", refusal_text(refusal));
             }
             rows.push(("largest batch".into(), value, evidence));
+        }
+        if let Some(body) = &self.body {
+            rows.push(body.row());
+        }
+        if let Some(response) = &self.response {
+            rows.push(response.row());
         }
         for (name, found) in [
             ("subscriptions per socket", &self.subscriptions),

@@ -410,13 +410,43 @@ pub fn probe_rate_limits(
     budget: &mut ProbeBudget,
 ) -> Result<RateFinding, RateProbeError> {
     let first = methods.first().map_or("eth_blockNumber", String::as_str);
-    let burst_probe = probe_burst(endpoint, first, limits.max_burst, budget);
-    let mut sustained = Vec::new();
+    let mut per_method = Vec::new();
     for method in methods {
         let template = RequestTemplate::from_method(method, None).map_err(RateProbeError::Method)?;
-        let config = RunConfig::new(target.clone(), template);
-        sustained
-            .push(probe_sustained(&config, method, &limits.search, budget).map_err(RateProbeError::Run)?);
+        per_method.push((method.clone(), RunConfig::new(target.clone(), template)));
+    }
+    probe_rate_limits_per_call(endpoint, first, &per_method, limits, budget)
+}
+
+/// One run config per call of `base`'s mix (a suite's, with the params it draws from its
+/// sampled pools), each named after its call: what `limits --rate --suite` probes one by one.
+pub fn configs_per_call(base: &RunConfig) -> Vec<(String, RunConfig)> {
+    base.workload
+        .calls()
+        .iter()
+        .filter_map(|call| {
+            let workload = crate::workload::Workload::new(vec![call.clone()]).ok()?;
+            let mut config = base.clone();
+            config.workload = workload;
+            Some((call.name().to_string(), config))
+        })
+        .collect()
+}
+
+/// [`probe_rate_limits`] with the sustained rate found for each named config in turn (a method,
+/// or one call of a suite with its params); `first`, a method called without params, is used
+/// for the burst, the batch counting and the window.
+pub fn probe_rate_limits_per_call(
+    endpoint: &Endpoint,
+    first: &str,
+    per_method: &[(String, RunConfig)],
+    limits: &RateProbe,
+    budget: &mut ProbeBudget,
+) -> Result<RateFinding, RateProbeError> {
+    let burst_probe = probe_burst(endpoint, first, limits.max_burst, budget);
+    let mut sustained = Vec::new();
+    for (name, config) in per_method {
+        sustained.push(probe_sustained(config, name, &limits.search, budget).map_err(RateProbeError::Run)?);
     }
     let mut found = RateFinding {
         burst_probe: Some(burst_probe),

@@ -12,7 +12,11 @@ use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
-use rpcbench::limits_rate::{probe_rate_limits, RateFinding, RateProbe, RateProbeError, RateSearch};
+use rpcbench::limits_rate::{
+    configs_per_call, probe_rate_limits, probe_rate_limits_per_call, RateFinding, RateProbe, RateProbeError,
+    RateSearch,
+};
+use rpcbench::limits_response::probe_response;
 
 use crate::args::duration;
 use crate::output;
@@ -66,6 +70,11 @@ pub struct LimitsArgs {
     /// With --rate: the longest burst sent.
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), requires = "rate", help_heading = "Rate")]
     pub max_burst: u64,
+    /// With --rate: a sustained rate for each call of this built-in suite (`rpcbench suites`),
+    /// with the params it draws from pools sampled from the node first; --method's first
+    /// method is still used for the burst, the batch counting and the other probes.
+    #[arg(long, value_name = "NAME", requires = "rate", help_heading = "Rate")]
+    pub suite: Option<String>,
     /// The most HTTP requests the probe may send (a batch is one); the report says what it spent.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_requests: u64,
@@ -75,6 +84,10 @@ pub struct LimitsArgs {
     /// The largest request body the body search tries, in bytes (16MiB, 1MB...).
     #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
     pub max_body: u64,
+    /// The largest response body the response search asks for, in bytes; the answer's size
+    /// grows with the call's id, which the node echoes (bounded by the request body found).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = body_size)]
+    pub max_response: u64,
     /// Probe WebSocket limits at this ws:// URL (subscriptions per connection, connections per
     /// client); a ws:// URL to probe is used without it.
     #[arg(long, value_name = "URL")]
@@ -156,6 +169,10 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         Some(batch)
     };
     let body = batch.is_some().then(|| probe_body(&endpoint, &method, args.max_body, &mut budget));
+    let response = body.as_ref().map(|body| {
+        let max_request = Some(body.largest_accepted).filter(|bytes| *bytes > 0);
+        probe_response(&endpoint, &method, args.max_response, max_request, &mut budget)
+    });
     let (subscriptions, ws_connections) = match ws_probe.map(|probe| probe_websocket(&probe, &mut budget)) {
         None => (None, None),
         Some(Ok((subscriptions, connections))) => (Some(subscriptions), Some(connections)),
@@ -168,6 +185,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         rate,
         batch,
         body,
+        response,
         subscriptions,
         ws_connections,
     };
@@ -193,10 +211,42 @@ fn probe_rate(
     };
     let target = Target::parse(&args.url).map_err(|err| output::usage_error(err.to_string()))?;
     let limits = RateProbe { search, max_burst: args.max_burst, max_batch: args.max_batch };
-    probe_rate_limits(endpoint, &target, &args.methods, &limits, budget).map_err(|err| match err {
+    let found = match &args.suite {
+        None => probe_rate_limits(endpoint, &target, &args.methods, &limits, budget),
+        Some(name) => {
+            let per_call = suite_calls(name, &args.url, endpoint)?;
+            let first = args.methods.first().map_or("eth_blockNumber", String::as_str);
+            probe_rate_limits_per_call(endpoint, first, &per_call, &limits, budget)
+        }
+    };
+    found.map_err(|err| match err {
         RateProbeError::Method(_) => output::usage_error(format!("--method: {err}")),
         RateProbeError::Run(_) => output::failure(endpoint.scrub(&err.to_string())),
     })
+}
+
+/// The calls of suite `name` against `url`, each with the params it draws from pools sampled
+/// from the node, one run config each.
+fn suite_calls(
+    name: &str,
+    url: &str,
+    endpoint: &Endpoint,
+) -> Result<Vec<(String, rpcbench::engine::config::RunConfig)>, ExitCode> {
+    let suite = rpcbench::plan::suites::find(name).ok_or_else(|| {
+        let names: Vec<&str> = rpcbench::plan::suites::SUITES.iter().map(|suite| suite.name).collect();
+        output::usage_error(format!("--suite: no suite named '{name}' (suites: {})", names.join(", ")))
+    })?;
+    let draft = suite.draft().map_err(|err| output::usage_error(format!("--suite {name}: {err}")))?;
+    let access = rpcbench::plan::prepare::Access::default();
+    let prepared = rpcbench::plan::prepare::prepare(&draft, Some(url), None, &access).map_err(|err| {
+        let text = match err {
+            rpcbench::plan::prepare::PrepareError::Scenario(err) => err.to_string(),
+            rpcbench::plan::prepare::PrepareError::Sample(err) => err.0,
+            rpcbench::plan::prepare::PrepareError::PoolsFile(err) => err.0,
+        };
+        output::failure(endpoint.scrub(&format!("--suite {name}: {text}")))
+    })?;
+    Ok(configs_per_call(&prepared.scenario.config))
 }
 
 fn rate_value(text: &str) -> Result<f64, String> {

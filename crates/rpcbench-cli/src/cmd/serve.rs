@@ -132,6 +132,10 @@ pub struct ServeArgs {
     /// Largest accepted request body; larger ones get HTTP 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_body_size)]
     pub max_body: usize,
+    /// Cut every HTTP answer longer than this to this many bytes (a proxy's bounded response
+    /// buffer): the truth `limits` finds as the largest response body.
+    #[arg(long, value_name = "SIZE", value_parser = parse_body_size)]
+    pub max_response_body: Option<usize>,
     /// Longest accepted batch; a longer one is refused as --batch-limit-style says (default as
     /// geth 1.17 does: an array of one -32600 "batch too large" error with the first call's id).
     #[arg(long, visible_alias = "batch-limit", default_value_t = 100, value_parser = parse_batch_len)]
@@ -284,6 +288,7 @@ impl ServeArgs {
             stall: self.stall,
         };
         options.max_body_bytes = self.max_body;
+        options.max_response_bytes = self.max_response_body;
         options.max_batch_len = self.max_batch;
         options.batch_limit_style = self.batch_limit_style;
         options.http2 = !self.http1_only;
@@ -314,6 +319,7 @@ fn flag_of(option: &str) -> &'static str {
         "threads" => "--threads",
         "slot_time" => "--slot-time",
         "max_body_bytes" => "--max-body",
+        "max_response_bytes" => "--max-response-body",
         "max_batch_len" => "--max-batch",
         "error_rate" => "--error-rate",
         "rate_limit" => "--rate-limit",
@@ -526,6 +532,10 @@ mod tests {
         assert_eq!(options.faults.rate_limit, Some(50.0));
         assert_eq!(options.faults.stall.unwrap().every, Duration::from_secs(10));
         assert_eq!(options.max_body_bytes, 65536);
+        assert_eq!(options.max_response_bytes, None);
+        let capped = parse(&["--chain", "ethereum", "--max-response-body", "1KiB"]).unwrap().options();
+        assert_eq!(capped.max_response_bytes, Some(1024));
+        assert!(parse(&["--chain", "ethereum", "--max-response-body", "0"]).is_err());
         assert_eq!(options.slot_time, Duration::from_millis(100));
         assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().slot_time, Duration::from_secs(12));
         assert_eq!(parse(&["--chain", "solana"]).unwrap().options().slot_time, Duration::from_millis(400));

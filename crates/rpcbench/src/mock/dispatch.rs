@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) node: Node,
     pub(crate) faults: FaultState,
     pub(crate) max_body_bytes: usize,
+    /// Answers longer than this are cut to it (`MockOptions::max_response_bytes`).
+    pub(crate) max_response_bytes: Option<usize>,
     /// HTTP/1.1 connections: the longest wait for a complete request, or idle between them.
     pub(crate) idle_timeout: Option<Duration>,
     max_batch_len: usize,
@@ -98,6 +100,7 @@ impl Shared {
                 && !faults.limits_per_call(),
             faults,
             max_body_bytes: options.max_body_bytes,
+            max_response_bytes: options.max_response_bytes,
             idle_timeout: options.idle_timeout,
             max_batch_len: options.max_batch_len,
             batch_limit_style: options.batch_limit_style,
@@ -275,6 +278,13 @@ fn process(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(96);
     respond(shared, body, &mut out);
     (!out.is_empty()).then_some(out)
+}
+
+/// Cuts an answer body longer than `max_response_bytes` to that many bytes.
+pub(crate) fn cap_answer(shared: &Shared, out: &mut Vec<u8>) {
+    if let Some(max) = shared.max_response_bytes {
+        out.truncate(max);
+    }
 }
 
 /// Appends the answer to a whole HTTP body to `out`, which is left empty when there is

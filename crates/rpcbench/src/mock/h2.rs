@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::dispatch::{gate, respond, Gate, Node, Shared};
+use super::dispatch::{cap_answer, gate, respond, Gate, Node, Shared};
 use super::faults::RateLimitStyle;
 use super::http::{error_body, not_post_message, too_large_message};
 use super::rpc::INVALID_REQUEST;
@@ -150,6 +150,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
     }
     out.clear();
     respond(&shared, &body, &mut out);
+    cap_answer(&shared, &mut out);
     if out.is_empty() {
         send(&mut reply, StatusCode::NO_CONTENT, extra, out);
     } else {

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
-use super::dispatch::{gate, respond, Gate, Node, Shared};
+use super::dispatch::{cap_answer, gate, respond, Gate, Node, Shared};
 use super::faults::RateLimitStyle;
 use super::rpc::INVALID_REQUEST;
 use super::ws::ConnectionSlot;
@@ -200,6 +200,7 @@ async fn answer_post<S: AsyncWrite + Unpin>(
     }
     body_out.clear();
     respond(shared, body, body_out);
+    cap_answer(shared, body_out);
     if body_out.is_empty() {
         write_head(out, b"204 No Content", JSON, None, &extra, Some(request), close, &date.text);
     } else {

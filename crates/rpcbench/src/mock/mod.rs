@@ -271,6 +271,9 @@ pub struct MockOptions {
     pub faults: Faults,
     /// Largest accepted request body; larger bodies get HTTP 413 (default 1 MiB).
     pub max_body_bytes: usize,
+    /// An answer body (HTTP/1.1 or HTTP/2) longer than this is cut to this many bytes, as a
+    /// proxy with a bounded response buffer does: the client gets invalid JSON (default: none).
+    pub max_response_bytes: Option<usize>,
     /// Longest accepted batch; longer ones are refused as [`MockOptions::batch_limit_style`]
     /// says (default 100).
     pub max_batch_len: usize,
@@ -355,6 +358,7 @@ impl MockOptions {
             chain_id: 1337,
             faults: Faults::default(),
             max_body_bytes: 1024 * 1024,
+            max_response_bytes: None,
             max_batch_len: 100,
             batch_limit_style: BatchLimitStyle::Geth,
             http2: true,
@@ -407,6 +411,9 @@ impl MockOptions {
         }
         if self.max_body_bytes == 0 {
             return invalid("max_body_bytes", "must be at least 1".into());
+        }
+        if self.max_response_bytes == Some(0) {
+            return invalid("max_response_bytes", "must be at least 1".into());
         }
         if self.max_batch_len == 0 {
             return invalid("max_batch_len", "must be at least 1".into());

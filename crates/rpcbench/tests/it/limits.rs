@@ -10,6 +10,7 @@ use rpcbench::limits::{
     DEFAULT_BODY_CEILING,
 };
 use rpcbench::limits_rate::{probe_rate_limits, BatchCounting, RateProbe, RateSearch};
+use rpcbench::limits_response::{probe_response, DEFAULT_RESPONSE_CEILING};
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
 
 fn endpoint(server: &MockServer) -> Endpoint {
@@ -61,6 +62,7 @@ fn the_batch_probe_stops_at_its_budget_and_says_what_it_knows() {
         rate: None,
         batch: Some(found),
         body: None,
+        response: None,
         subscriptions: None,
         ws_connections: None,
     };
@@ -100,6 +102,7 @@ fn the_limits_report_in_json_matches_its_schema() {
         rate: None,
         batch: Some(batch),
         body: Some(body),
+        response: None,
         subscriptions: Some(subscriptions),
         ws_connections: Some(connections),
     };
@@ -160,6 +163,7 @@ fn the_websocket_probe_finds_the_subscription_and_connection_caps_exactly() {
         rate: None,
         batch: None,
         body: None,
+        response: None,
         subscriptions: Some(subscriptions),
         ws_connections: Some(connections),
     };
@@ -238,6 +242,7 @@ fn probe_a_rate_limited_mock(style: RateLimitStyle) -> LimitsReport {
         rate: Some(rate),
         batch: Some(batch),
         body: None,
+        response: None,
         subscriptions: Some(subscriptions),
         ws_connections: Some(connections),
     }
@@ -295,4 +300,77 @@ fn limits_finds_the_rate_burst_window_batch_and_subscription_limits_of_a_jsonrpc
 fn limits_finds_that_a_batch_items_mock_counts_batch_calls_one_by_one() {
     let report = probe_a_rate_limited_mock(RateLimitStyle::BatchItems);
     assert_the_configured_limits(&report, BatchCounting::CallByCall);
+}
+
+#[test]
+fn the_response_probe_finds_the_largest_answer_a_node_sends_whole_exactly() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.max_response_bytes = Some(1_000);
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(60);
+    let found =
+        probe_response(&endpoint(&server), "eth_chainId", DEFAULT_RESPONSE_CEILING, None, &mut budget);
+    assert_eq!(
+        (found.largest_accepted, found.smallest_refused, found.exact),
+        (1_000, Some(1_001), true),
+        "{found:?}"
+    );
+    let refusal = found.refusal.as_ref().expect("the cut answer is the evidence");
+    assert!(refusal.message.contains("cut short: 1000 bytes"), "{refusal:?}");
+    assert_eq!(budget.requests, found.steps.len() as u64);
+    assert!(budget.requests <= 25, "{budget:?}");
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_chainId".into(),
+        budget,
+        rate: None,
+        batch: None,
+        body: None,
+        response: Some(found),
+        subscriptions: None,
+        ws_connections: None,
+    };
+    let text = report.render_text();
+    assert!(text.contains("largest response body  1000 bytes"), "{text}");
+    assert!(report.summary().starts_with("responses up to 1000 bytes"), "{}", report.summary());
+    let json: serde_json::Value = serde_json::from_str(&report.render_json()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/limits.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    assert!(schema.is_valid(&json), "the response finding matches limits.schema.json: {json}");
+    let html = rpcbench::report::render_limits_html(&report);
+    assert!(
+        html.contains("largest response body")
+            && report.render_markdown().contains("| largest response body | 1000 bytes |")
+    );
+    server.stop();
+}
+
+#[test]
+fn the_response_probe_says_when_the_request_body_limit_bounds_it() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.max_body_bytes = 5_000;
+    let server = MockServer::start(options).unwrap();
+    let mut budget = ProbeBudget::new(80);
+    let body = probe_body(&endpoint(&server), "eth_chainId", DEFAULT_BODY_CEILING, &mut budget);
+    assert_eq!(body.largest_accepted, 5_000, "{body:?}");
+    let found =
+        probe_response(&endpoint(&server), "eth_chainId", DEFAULT_RESPONSE_CEILING, Some(5_000), &mut budget);
+    assert!(found.bounded_by_request && !found.exact && found.refusal.is_none(), "{found:?}");
+    assert!((4_900..=5_100).contains(&found.largest_accepted), "{found:?}");
+    let report = LimitsReport {
+        url: server.url(),
+        method: "eth_chainId".into(),
+        budget,
+        rate: None,
+        batch: None,
+        body: Some(body),
+        response: Some(found),
+        subscriptions: None,
+        ws_connections: None,
+    };
+    let text = report.render_text();
+    assert!(text.contains("largest request body   5000 bytes"), "{text}");
+    assert!(text.contains("the largest request body bounds the probe"), "{text}");
+    server.stop();
 }
