@@ -63,8 +63,6 @@ pub mod heads;
 pub mod jsonrpc;
 pub mod k8s;
 pub mod limits;
-pub mod limits_rate;
-pub mod limits_response;
 pub mod live_view;
 pub mod metrics;
 pub mod mock;

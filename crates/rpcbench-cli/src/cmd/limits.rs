@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::engine::config::Target;
+use rpcbench::limits::rate::{
+    configs_per_call, probe_rate_limits, probe_rate_limits_per_call, RateFinding, RateProbe, RateProbeError,
+    RateSearch,
+};
+use rpcbench::limits::response::probe_response;
 use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_MAX_REQUESTS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_WS_CONNECTIONS,
 };
-use rpcbench::limits_rate::{
-    configs_per_call, probe_rate_limits, probe_rate_limits_per_call, RateFinding, RateProbe, RateProbeError,
-    RateSearch,
-};
-use rpcbench::limits_response::probe_response;
 
 use crate::args::duration;
 use crate::output;

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use rpcbench::client::Endpoint;
 use rpcbench::engine::config::Target;
+use rpcbench::limits::rate::{probe_rate_limits, BatchCounting, RateProbe, RateSearch};
+use rpcbench::limits::response::{probe_response, DEFAULT_RESPONSE_CEILING};
 use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_BODY_CEILING,
 };
-use rpcbench::limits_rate::{probe_rate_limits, BatchCounting, RateProbe, RateSearch};
-use rpcbench::limits_response::{probe_response, DEFAULT_RESPONSE_CEILING};
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
 
 fn endpoint(server: &MockServer) -> Endpoint {

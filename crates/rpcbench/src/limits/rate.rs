@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::probe::{batch_body, ProbeBudget, Refusal};
 use crate::capacity::{next_step, NextStep, SearchBounds};
 use crate::client::{Endpoint, RawAnswer};
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use crate::engine::{EngineError, Run};
 use crate::jsonrpc::RequestTemplate;
-use crate::limits::{batch_body, ProbeBudget, Refusal};
 use crate::outcome::{Outcome, OutcomeClass};
 use crate::ratelimit::signs::RateLimitRules;
 
@@ -174,7 +174,7 @@ fn item_is_rate_limited(item: &Value, rules: &RateLimitRules) -> bool {
 /// budget, until the first rate-limited answer.
 pub fn probe_burst(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut ProbeBudget) -> BurstProbe {
     let rules = RateLimitRules::default();
-    let body = crate::limits::padded_body(method, 0);
+    let body = super::probe::padded_body(method, 0);
     let mut first_answer: Option<Instant> = None;
     let mut probe = BurstProbe { accepted: 0, elapsed_us: 0, refusal: None, failure: None };
     while probe.accepted < ceiling && budget.allows_one_more() {
@@ -492,10 +492,10 @@ fn burst_evidence(probe: &BurstProbe) -> String {
     let took = crate::util::units::format_micros(probe.elapsed_us as f64);
     match (&probe.refusal, &probe.failure) {
         (Some(refusal), _) => {
-            format!("{} answered in {took}, then {}", probe.accepted, crate::limits::refusal_text(refusal))
+            format!("{} answered in {took}, then {}", probe.accepted, super::probe::refusal_text(refusal))
         }
         (None, Some(failure)) => {
-            format!("{} answered, then a failure: {}", probe.accepted, crate::limits::refusal_text(failure))
+            format!("{} answered, then a failure: {}", probe.accepted, super::probe::refusal_text(failure))
         }
         (None, None) => {
             format!("{} answered in {took} with no refusal (the ceiling or the budget)", probe.accepted)
@@ -620,7 +620,7 @@ impl RateFinding {
                 batch.calls, batch.budget_then, batch.answered, batch.rate_limited
             );
             if let Some(refusal) = &batch.refusal {
-                evidence.push_str(&format!("; {}", crate::limits::refusal_text(refusal)));
+                evidence.push_str(&format!("; {}", super::probe::refusal_text(refusal)));
             }
             rows.push(("batch counting".to_string(), value.to_string(), evidence));
         }

@@ -8,10 +8,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{Endpoint, RawAnswer};
-use crate::limits::{
+use super::probe::{
     next_batch_len, ProbeBudget, Refusal, DEFAULT_BODY_CEILING, RATE_LIMIT_RETRIES, RATE_LIMIT_RETRY_PAUSE,
 };
+use crate::client::{Endpoint, RawAnswer};
 
 /// The default ceiling of the response body search, in bytes.
 pub const DEFAULT_RESPONSE_CEILING: u64 = DEFAULT_BODY_CEILING;
@@ -188,7 +188,7 @@ impl ResponseFinding {
         if let Some(refusal) = &self.refusal {
             let size =
                 self.smallest_refused.map(|bytes| format!("{bytes} bytes")).unwrap_or("the first".into());
-            evidence.push_str(&format!("; {size} came back {}", crate::limits::refusal_text(refusal)));
+            evidence.push_str(&format!("; {size} came back {}", super::probe::refusal_text(refusal)));
         }
         ("largest response body".into(), value, evidence)
     }
