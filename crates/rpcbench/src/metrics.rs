@@ -496,52 +496,26 @@ impl Collector for SnapshotCollector {
                 }
             }
         }
-        {
-            let mut metric = encoder.encode_descriptor(
-                "latency",
-                "Request latency; from the intended send time in open loop (corrected).",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-            )?;
-            for (method, figures) in &snapshot.methods {
-                let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
-                    .iter()
-                    .copied()
-                    .chain([f64::INFINITY])
-                    .zip(figures.buckets.iter().copied())
-                    .collect();
-                let labels = [("method", method.as_str())];
-                metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                    figures.latency_sum_seconds,
-                    figures.latency_count(),
-                    &buckets,
-                    None,
-                )?;
-            }
-        }
-        {
-            let mut metric = encoder.encode_descriptor(
-                "send_lag",
-                "Open loop: how late requests went out after their intended send time.",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-            )?;
-            for (method, figures) in &snapshot.methods {
-                let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
-                    .iter()
-                    .copied()
-                    .chain([f64::INFINITY])
-                    .zip(figures.send_lag_buckets.iter().copied())
-                    .collect();
-                let labels = [("method", method.as_str())];
-                metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+        method_histogram(
+            &mut encoder,
+            "latency",
+            "Request latency; from the intended send time in open loop (corrected).",
+            &snapshot.methods,
+            |figures| (&figures.buckets[..], figures.latency_sum_seconds, figures.latency_count()),
+        )?;
+        method_histogram(
+            &mut encoder,
+            "send_lag",
+            "Open loop: how late requests went out after their intended send time.",
+            &snapshot.methods,
+            |figures| {
+                (
+                    &figures.send_lag_buckets[..],
                     figures.send_lag_sum_seconds,
                     figures.send_lag_buckets.iter().sum(),
-                    &buckets,
-                    None,
-                )?;
-            }
-        }
+                )
+            },
+        )?;
         {
             let mut metric = encoder.encode_descriptor(
                 "late_requests",
@@ -628,6 +602,30 @@ fn encode_subscription(
             MetricType::Histogram,
         )?
         .encode_histogram::<NoLabelSet>(figures.lag_sum_seconds, figures.lag_buckets.iter().sum(), &buckets, None)
+}
+
+/// One histogram per method, in seconds, with the endpoint's buckets: `of` gives a method's
+/// bucket counts (the last one +Inf), its sum and its count.
+fn method_histogram(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    methods: &BTreeMap<String, CallFigures>,
+    of: impl Fn(&CallFigures) -> (&[u64], f64, u64),
+) -> Result<(), fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for (method, figures) in methods {
+        let (counts, sum, count) = of(figures);
+        let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(counts.iter().copied())
+            .collect();
+        let labels = [("method", method.as_str())];
+        metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+    }
+    Ok(())
 }
 
 fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> Result<(), fmt::Error> {

@@ -744,48 +744,15 @@ mod proptests {
         static STATIC: Shared = Shared::new(&MockOptions::new(Chain::Static), Instant::now());
     }
 
-    const METHODS: [&str; 40] = [
-        "getSlot",
-        "getBlockHeight",
-        "getHealth",
-        "getVersion",
-        "getFirstAvailableBlock",
-        "getGenesisHash",
-        "getTransactionCount",
-        "getEpochInfo",
-        "getLatestBlockhash",
-        "getBalance",
-        "getAccountInfo",
-        "getMultipleAccounts",
-        "getBlock",
-        "getBlocks",
-        "getBlocksWithLimit",
-        "getTransaction",
-        "getSignaturesForAddress",
-        "eth_chainId",
-        "net_version",
-        "net_listening",
-        "eth_syncing",
-        "eth_blockNumber",
-        "eth_gasPrice",
-        "eth_maxPriorityFeePerGas",
-        "eth_getBalance",
-        "eth_getTransactionCount",
-        "eth_getCode",
-        "eth_call",
-        "eth_estimateGas",
-        "eth_getBlockByNumber",
-        "eth_getBlockByHash",
-        "eth_getBlockTransactionCountByNumber",
-        "eth_getTransactionByHash",
-        "eth_getTransactionReceipt",
-        "eth_getLogs",
-        "unknown_method",
-        "",
-        "getslot",
-        "eth_",
-        "rpc.discover",
-    ];
+    /// Near misses of real method names, beside the ones the nodes answer.
+    const NEAR_MISSES: [&str; 5] = ["unknown_method", "", "getslot", "eth_", "rpc.discover"];
+
+    /// Every method a mock node answers, and near misses.
+    fn methods() -> Vec<&'static str> {
+        let answered =
+            [Chain::Solana, Chain::Ethereum].into_iter().flat_map(|chain| chain.methods().unwrap_or(&[]));
+        answered.copied().chain(NEAR_MISSES).collect()
+    }
 
     fn param() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
@@ -866,7 +833,7 @@ mod proptests {
         ];
         let version =
             prop_oneof![8 => Just(Some(json!("2.0"))), 1 => Just(None), 1 => Just(Some(json!("1.0")))];
-        (id, prop::sample::select(&METHODS[..]), params, version).prop_map(|(id, method, params, version)| {
+        (id, prop::sample::select(methods()), params, version).prop_map(|(id, method, params, version)| {
             let mut request = serde_json::Map::new();
             if let Some(version) = version {
                 request.insert("jsonrpc".into(), version);
