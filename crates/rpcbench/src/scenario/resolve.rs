@@ -230,6 +230,9 @@ impl ScenarioDraft {
             config.length = replayed.length;
             config.replay = replayed.replay;
         }
+        if !file.rate_limit_codes.is_empty() {
+            config.rate_limits = crate::ratelimit::signs::RateLimitRules::with_codes(&file.rate_limit_codes);
+        }
         let cooldown = load.cooldown.map_or(DEFAULT_COOLDOWN, |cooldown| cooldown.0);
         Ok(Scenario { config, thresholds, targets, cooldown, shared_headers })
     }

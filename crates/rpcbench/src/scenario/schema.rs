@@ -73,6 +73,9 @@ impl<'de> Deserialize<'de> for Positive {
 pub(super) struct File {
     #[serde(default)]
     pub(super) thresholds: Vec<Spanned<String>>,
+    /// JSON-RPC error codes that mean "rate limited" at this provider, beside the built-in ones.
+    #[serde(default)]
+    pub(super) rate_limit_codes: Vec<i64>,
     #[serde(default)]
     pub(super) target: TargetSection,
     /// Several targets, each run in turn with the same load and parameters.

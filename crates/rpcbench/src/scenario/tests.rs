@@ -54,6 +54,17 @@ params = ["{account}"]
         assert_eq!(scenario.thresholds[1].scope(), Some("getBlock"));
     }
 
+    #[test]
+    fn a_scenario_names_the_error_codes_its_provider_rate_limits_with() {
+        let text = "rate_limit_codes = [-32099, 1015]\n[target]\nurl = \"http://127.0.0.1:8899/\"\n[[call]]\nmethod = \"getSlot\"\n";
+        let scenario = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        let codes = scenario.config.rate_limits.codes();
+        assert!(codes.contains(&-32099) && codes.contains(&1015), "{codes:?}");
+        // The built-in ones stay.
+        assert!(codes.contains(&-32029), "{codes:?}");
+        assert!(error_of("rate_limit_codes = \"x\"\n[[call]]\nmethod = \"getSlot\"\n").contains("s.toml:1:"));
+    }
+
     fn error_of(text: &str) -> String {
         Scenario::parse(text, Path::new("s.toml")).unwrap_err().to_string()
     }
