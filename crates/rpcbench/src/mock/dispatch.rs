@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::ethereum::EthereumNode;
-use super::faults::{unit_float, Admission, FaultState};
+use super::faults::{unit_float, Admission, FaultState, HeadView};
 use super::rpc::{
     write_error, RpcError, INTERNAL_ERROR, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR, SERVER_ERROR,
 };
@@ -37,15 +37,11 @@ impl Node {
             Chain::Static => Node::Static,
             Chain::Solana => Node::Solana(Box::new(
                 SolanaNode::new(options.seed, options.slot_time, started, unix_now)
-                    .with_head(options.head_lag, options.head_delay)
-                    .with_phantom(options.head_phantom)
-                    .with_stall(options.head_stall),
+                    .with_head(HeadView::of(options)),
             )),
             Chain::Ethereum => Node::Ethereum(Box::new(
                 EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)
-                    .with_head(options.head_lag, options.head_delay)
-                    .with_phantom(options.head_phantom)
-                    .with_stall(options.head_stall)
+                    .with_head(HeadView::of(options))
                     .with_mempool(options.tx_pool.as_ref()),
             )),
         }

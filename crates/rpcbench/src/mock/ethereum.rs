@@ -121,10 +121,7 @@ pub(crate) struct EthereumNode {
     slot_time: Duration,
     chain_id: u64,
     started: Instant,
-    head_lag: u64,
-    head_delay: Duration,
-    head_phantom: u64,
-    head_stall: Option<super::Stall>,
+    head: super::faults::HeadView,
     genesis_unix_ms: u128,
     accounts: Vec<[u8; 20]>,
     tokens: Vec<[u8; 20]>,
@@ -146,10 +143,7 @@ impl EthereumNode {
             slot_time,
             chain_id,
             started,
-            head_lag: 0,
-            head_delay: Duration::ZERO,
-            head_phantom: 0,
-            head_stall: None,
+            head: super::faults::HeadView::default(),
             genesis_unix_ms: (u128::from(unix_now) * 1000)
                 .saturating_sub(u128::from(START_BLOCK) * slot_time.as_millis()),
             accounts: (0..ACCOUNT_COUNT).map(|i| bytes(seed, S_ACCOUNT, i, 0)).collect(),
@@ -186,30 +180,12 @@ impl EthereumNode {
     // ------------------------------------------------------------ chain
 
     fn latest(&self) -> u64 {
-        let mut shown = self.started.elapsed().saturating_sub(self.head_delay);
-        if let Some(stall) = &self.head_stall {
-            shown = stall.held(shown);
-        }
-        (START_BLOCK + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
+        self.head.shown(START_BLOCK, self.started.elapsed(), self.slot_time)
     }
 
-    /// Keeps the head `lag` blocks (slots) behind the true one, and shows each new one `delay`
-    /// after it is produced.
-    pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
-        self.head_lag = lag;
-        self.head_delay = delay;
-        self
-    }
-
-    /// Answers a head `phantom` blocks (slots) ahead of what is served.
-    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
-        self.head_phantom = phantom;
-        self
-    }
-
-    /// Holds the head still for the pause of every period of `stall`.
-    pub(crate) fn with_stall(mut self, stall: Option<super::Stall>) -> Self {
-        self.head_stall = stall;
+    /// Shows the head as `head` says (behind, late, stalled, phantom).
+    pub(crate) fn with_head(mut self, head: super::faults::HeadView) -> Self {
+        self.head = head;
         self
     }
 
@@ -596,7 +572,7 @@ impl EthereumNode {
             "net_listening" => Ok(json!(true)),
             "web3_clientVersion" => Ok(json!(CLIENT_VERSION)),
             "eth_syncing" => Ok(json!(false)),
-            "eth_blockNumber" => Ok(json!(hex_quantity((self.latest() + self.head_phantom).into()))),
+            "eth_blockNumber" => Ok(json!(hex_quantity((self.latest() + self.head.phantom).into()))),
             "eth_gasPrice" => Ok(json!(hex_quantity((self.base_fee(self.latest()) + GWEI).into()))),
             "eth_maxPriorityFeePerGas" => Ok(json!(hex_quantity(GWEI.into()))),
             "eth_getBalance" => {
@@ -781,7 +757,8 @@ mod tests {
         let started = Instant::now().checked_sub(Duration::from_secs(600)).expect("the clock has run 10 min");
         let minute = Duration::from_secs(60);
         let at = |lag: u64, delay: Duration| {
-            EthereumNode::new(1, minute, 1337, started, 1_700_000_000).with_head(lag, delay)
+            EthereumNode::new(1, minute, 1337, started, 1_700_000_000)
+                .with_head(super::super::faults::HeadView { lag, delay, ..Default::default() })
         };
         let (truth, behind, late) = (at(0, Duration::ZERO), at(3, Duration::ZERO), at(0, minute * 5 / 2));
         assert_eq!(truth.latest(), START_BLOCK + 10);

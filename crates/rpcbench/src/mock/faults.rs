@@ -570,6 +570,38 @@ pub(crate) fn unit_float(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// How a mock node shows its head: `lag` blocks (slots) behind the true one, each new one
+/// `delay` after it is produced, held still by `stall`, and answered `phantom` ahead of what
+/// is served. One for every chain, so Solana and Ethereum lag alike.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeadView {
+    pub(crate) lag: u64,
+    pub(crate) delay: Duration,
+    pub(crate) phantom: u64,
+    pub(crate) stall: Option<Stall>,
+}
+
+impl HeadView {
+    /// The head knobs of `options`.
+    pub(crate) fn of(options: &super::MockOptions) -> Self {
+        HeadView {
+            lag: options.head_lag,
+            delay: options.head_delay,
+            phantom: options.head_phantom,
+            stall: options.head_stall,
+        }
+    }
+
+    /// The head shown `elapsed` after the chain began at `first`, one block (slot) per `slot_time`.
+    pub(crate) fn shown(&self, first: u64, elapsed: Duration, slot_time: Duration) -> u64 {
+        let mut shown = elapsed.saturating_sub(self.delay);
+        if let Some(stall) = &self.stall {
+            shown = stall.held(shown);
+        }
+        (first + (shown.as_nanos() / slot_time.as_nanos()) as u64).saturating_sub(self.lag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,10 +86,7 @@ pub(crate) struct SolanaNode {
     seed: u64,
     slot_time: Duration,
     started: Instant,
-    head_lag: u64,
-    head_delay: Duration,
-    head_phantom: u64,
-    head_stall: Option<super::Stall>,
+    head: super::faults::HeadView,
     /// Unix time of slot 0, in milliseconds.
     genesis_unix_ms: u128,
     accounts: Vec<Account>,
@@ -118,10 +115,7 @@ impl SolanaNode {
             seed,
             slot_time,
             started,
-            head_lag: 0,
-            head_delay: Duration::ZERO,
-            head_phantom: 0,
-            head_stall: None,
+            head: super::faults::HeadView::default(),
             genesis_unix_ms,
             accounts,
             by_key,
@@ -132,30 +126,12 @@ impl SolanaNode {
     // ------------------------------------------------------------ ledger
 
     fn current_slot(&self) -> u64 {
-        let mut shown = self.started.elapsed().saturating_sub(self.head_delay);
-        if let Some(stall) = &self.head_stall {
-            shown = stall.held(shown);
-        }
-        (START_SLOT + (shown.as_nanos() / self.slot_time.as_nanos()) as u64).saturating_sub(self.head_lag)
+        self.head.shown(START_SLOT, self.started.elapsed(), self.slot_time)
     }
 
-    /// Keeps the head `lag` blocks (slots) behind the true one, and shows each new one `delay`
-    /// after it is produced.
-    pub(crate) fn with_head(mut self, lag: u64, delay: Duration) -> Self {
-        self.head_lag = lag;
-        self.head_delay = delay;
-        self
-    }
-
-    /// Answers a head `phantom` blocks (slots) ahead of what is served.
-    pub(crate) fn with_phantom(mut self, phantom: u64) -> Self {
-        self.head_phantom = phantom;
-        self
-    }
-
-    /// Holds the head still for the pause of every period of `stall`.
-    pub(crate) fn with_stall(mut self, stall: Option<super::Stall>) -> Self {
-        self.head_stall = stall;
+    /// Shows the head as `head` says (behind, late, stalled, phantom).
+    pub(crate) fn with_head(mut self, head: super::faults::HeadView) -> Self {
+        self.head = head;
         self
     }
 
@@ -455,7 +431,7 @@ impl SolanaNode {
         match method {
             "getSlot" => {
                 p.commitment_config(0)?;
-                Ok(json!(self.current_slot() + self.head_phantom))
+                Ok(json!(self.current_slot() + self.head.phantom))
             }
             "getBlockHeight" => {
                 p.commitment_config(0)?;
@@ -892,7 +868,11 @@ mod tests {
         let started = Instant::now().checked_sub(Duration::from_secs(600)).expect("the clock has run 10 min");
         let minute = Duration::from_secs(60);
         let at = |lag: u64, delay: Duration| {
-            SolanaNode::new(1, minute, started, 1_700_000_000).with_head(lag, delay)
+            SolanaNode::new(1, minute, started, 1_700_000_000).with_head(super::super::faults::HeadView {
+                lag,
+                delay,
+                ..Default::default()
+            })
         };
         let (truth, behind, late) = (at(0, Duration::ZERO), at(30, Duration::ZERO), at(0, minute * 5 / 2));
         assert_eq!(call(&truth, "getSlot", json!([])).unwrap(), json!(START_SLOT + 10));
