@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use crate::fields::ConfigError;
 use rpcbench::compare::{CompareError, CompareEvent, CompareTarget};
 use rpcbench::engine::{EngineError, StopHandle};
+use rpcbench::format_micros;
 use rpcbench::results::SavedRun;
-use rpcbench::util::units::format_micros;
 
 use crate::output;
 

@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use rpcbench::engine::limits::TooManyConnections;
-use rpcbench::settings::{Field, SettingError};
+use rpcbench::engine::TooManyConnections;
+use rpcbench::field::{Field, SettingError};
 
 /// The flag (or positional argument) that sets `field`.
 pub fn flag(field: &Field) -> String {

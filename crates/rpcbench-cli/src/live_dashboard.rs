@@ -198,7 +198,7 @@ fn show(
     while !done.load(Ordering::SeqCst) {
         let now = Instant::now();
         if now >= next_sample {
-            let cpu = rpcbench::engine::usage::process_cpu_time();
+            let cpu = rpcbench::engine::process_cpu_time();
             for (index, ((_, live), window)) in sources.iter().zip(&mut windows).enumerate() {
                 let snapshot = live.snapshot();
                 if snapshot.running {

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::fields::ConfigError;
+use rpcbench::escape_controls;
 use rpcbench::results::write_atomically;
-use rpcbench::util::printable::escape_controls;
 
 /// Exit status for bad usage (as clap uses).
 pub const EXIT_USAGE: u8 = 2;
@@ -64,7 +64,7 @@ pub fn clap_error(err: clap::Error) -> ExitCode {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => err.exit(),
         _ => {
             let rendered = err.render().to_string();
-            eprint!("{}", rpcbench::util::redact::text(&rendered));
+            eprint!("{}", rpcbench::redact_text(&rendered));
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(EXIT_USAGE))
         }
     }
@@ -74,17 +74,15 @@ pub fn clap_error(err: clap::Error) -> ExitCode {
 pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     match out {
         None => print_stdout(text),
-        Some(path) => {
-            match write_atomically(path, rpcbench::util::printable::escape_controls(text).as_bytes()) {
-                Ok(()) => {
-                    if !quiet {
-                        eprintln!("rpcbench: wrote {}", path.display());
-                    }
-                    ExitCode::SUCCESS
+        Some(path) => match write_atomically(path, rpcbench::escape_controls(text).as_bytes()) {
+            Ok(()) => {
+                if !quiet {
+                    eprintln!("rpcbench: wrote {}", path.display());
                 }
-                Err(err) => failure(format!("cannot write {}: {err}", path.display())),
+                ExitCode::SUCCESS
             }
-        }
+            Err(err) => failure(format!("cannot write {}: {err}", path.display())),
+        },
     }
 }
 

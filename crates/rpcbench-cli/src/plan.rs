@@ -7,12 +7,12 @@ use std::time::Duration;
 use crate::fields::ConfigError;
 use rpcbench::engine::config::{Arrivals, HttpVersion, Length, Load, RunConfig, Target, TlsOptions};
 use rpcbench::engine::Slice;
-use rpcbench::jsonrpc::{CheckMode, RequestTemplate};
 use rpcbench::plan::prepare::{prepare, Access, PoolSource, PrepareError};
 use rpcbench::scenario::{Scenario, ScenarioDraft, ScenarioError};
 use rpcbench::thresholds::Threshold;
-use rpcbench::transport::HttpMethod;
 use rpcbench::workload::{Call, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
+use rpcbench::HttpMethod;
+use rpcbench::{CheckMode, RequestTemplate};
 
 use crate::args::{
     ArrivalsArg, CheckArg, HttpArgs, LengthArgs, LoadArgs, OnRateLimitArg, RequestArgs, RunArgs, ScenarioArgs,
@@ -165,7 +165,7 @@ pub fn to_plan(args: &RunFlags) -> Result<RunPlan, ConfigError> {
             RequestTemplate::from_body(body).map_err(|err| ConfigError::new("--body", err.0))?
         } else if let Some(path) = &args.request.body_file {
             let flag = format!("--body-file {}", path.display());
-            let text = rpcbench::util::files::read_text_limited(path, rpcbench::util::files::MAX_BODY)
+            let text = rpcbench::read_text_limited(path, rpcbench::MAX_BODY)
                 .map_err(|err| ConfigError::new(&flag, err.to_string()))?;
             RequestTemplate::from_body(&text).map_err(|err| ConfigError::new(&flag, err.0))?
         } else {
@@ -242,7 +242,7 @@ fn http_workload(args: &RunFlags, method: &str, target: &Target) -> Result<Workl
     } else if let Some(path) = &args.request.body_file {
         let flag = format!("--body-file {}", path.display());
         HttpBody::Raw(
-            rpcbench::util::files::read_limited(path, rpcbench::util::files::MAX_BODY)
+            rpcbench::read_limited(path, rpcbench::MAX_BODY)
                 .map_err(|err| ConfigError::new(&flag, err.to_string()))?,
         )
     } else {
@@ -406,9 +406,9 @@ fn stage_scaling_note(args: &RunFlags, scaling: &rpcbench::engine::stages::Stage
     };
     format!(
         "{why}: the stages ({} in all) scaled by {} to {}, their levels unchanged",
-        rpcbench::util::units::format_duration(scaling.from),
+        rpcbench::format_duration(scaling.from),
         (scaling.factor * 10_000.0).round() / 10_000.0,
-        rpcbench::util::units::format_duration(scaling.to)
+        rpcbench::format_duration(scaling.to)
     )
 }
 
@@ -533,13 +533,12 @@ fn apply_flags(
         };
     }
     if !args.http.rate_limit_code.is_empty() {
-        config.rate_limits =
-            rpcbench::ratelimit::signs::RateLimitRules::with_codes(&args.http.rate_limit_code);
+        config.rate_limits = rpcbench::RateLimitRules::with_codes(&args.http.rate_limit_code);
     }
     config.on_rate_limit = match args.http.on_rate_limit {
-        OnRateLimitArg::Continue => rpcbench::ratelimit::pause::OnRateLimit::Continue,
-        OnRateLimitArg::Backoff => rpcbench::ratelimit::pause::OnRateLimit::Backoff,
-        OnRateLimitArg::RespectRetryAfter => rpcbench::ratelimit::pause::OnRateLimit::RespectRetryAfter,
+        OnRateLimitArg::Continue => rpcbench::OnRateLimit::Continue,
+        OnRateLimitArg::Backoff => rpcbench::OnRateLimit::Backoff,
+        OnRateLimitArg::RespectRetryAfter => rpcbench::OnRateLimit::RespectRetryAfter,
     };
     if let Some(seed) = args.load.seed {
         config.seed = seed;
@@ -627,9 +626,7 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, ConfigError> {
     let at = match text.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => instant(seconds).ok_or_else(invalid)?,
         Ok(_) => return Err(invalid()),
-        Err(_) => {
-            instant(rpcbench::util::units::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?
-        }
+        Err(_) => instant(rpcbench::parse_rfc3339(text).ok_or_else(invalid)?).ok_or_else(invalid)?,
     };
     let now = std::time::SystemTime::now();
     if let Ok(ahead) = at.duration_since(now) {

@@ -86,8 +86,8 @@ pub fn capacity_step_line(step: &rpcbench::capacity::StepResult) -> String {
             step.step,
             connections,
             step.achieved_rate,
-            rpcbench::util::units::format_micros(step.p50_us as f64),
-            rpcbench::util::units::format_micros(step.p99_us as f64),
+            rpcbench::format_micros(step.p50_us as f64),
+            rpcbench::format_micros(step.p99_us as f64),
             step.error_percent,
             step.verdict_text()
         );
@@ -97,8 +97,8 @@ pub fn capacity_step_line(step: &rpcbench::capacity::StepResult) -> String {
         step.step,
         step.target_rate,
         step.achieved_rate,
-        rpcbench::util::units::format_micros(step.p50_us as f64),
-        rpcbench::util::units::format_micros(step.p99_us as f64),
+        rpcbench::format_micros(step.p50_us as f64),
+        rpcbench::format_micros(step.p99_us as f64),
         step.error_percent,
         step.verdict_text()
     )

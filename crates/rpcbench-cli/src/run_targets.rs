@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use rpcbench::compare::{comparison_json, render_comparison_text, run_comparison, CompareTarget};
 use rpcbench::engine::StopHandle;
+use rpcbench::format_duration;
 use rpcbench::report::render_text;
 use rpcbench::results::SavedRun;
-use rpcbench::util::units::format_duration;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::output;

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::proxy::{Proxy, ProxyOptions};
-use rpcbench::settings::Target;
 use rpcbench::traffic::{BadLines, TrafficFile};
+use rpcbench::Target;
 
 fn rpcbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")

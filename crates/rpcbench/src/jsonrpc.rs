@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use crate::outcome::{InvalidKind, Outcome};
+pub(crate) use crate::outcome::{InvalidKind, Outcome};
 
 /// How much of each response body is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,7 +27,7 @@ pub enum CheckMode {
 /// Classifies one HTTP response to a request sent with id `sent_id`.
 ///
 /// The HTTP status wins over the body: a 429 with a JSON-RPC error inside is `HttpStatus(429)`.
-pub fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Outcome {
+pub(crate) fn classify(status: u16, body: &[u8], sent_id: u64, check: CheckMode) -> Outcome {
     if !(200..300).contains(&status) {
         return Outcome::HttpStatus(status);
     }
@@ -106,13 +106,13 @@ pub(crate) fn first_byte(body: &[u8]) -> Option<u8> {
 
 /// Whether the body is one complete JSON text (`--check full`). JSON is UTF-8: serde_json skips the contents of
 /// strings it ignores without checking them, so the encoding is checked first.
-pub fn is_valid_json(body: &[u8]) -> bool {
+pub(crate) fn is_valid_json(body: &[u8]) -> bool {
     std::str::from_utf8(body).is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
 }
 
 /// The `id` member of a response, as far as classification cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScannedId {
+pub(crate) enum ScannedId {
     /// No `id` member.
     Missing,
     /// `"id": null`.
@@ -125,7 +125,7 @@ pub enum ScannedId {
 
 /// What the scanning parse found at the top level of a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScannedResponse {
+pub(crate) struct ScannedResponse {
     /// `"jsonrpc": "2.0"` was present.
     pub version_ok: bool,
     /// The id.
@@ -138,7 +138,7 @@ pub struct ScannedResponse {
 
 /// Scans the top level of a JSON-RPC response body. Returns `NotJson` when the top-level
 /// structure is not a JSON object, and `NotJsonRpc` for an `error` without an integer code.
-pub fn scan_response(body: &[u8]) -> Result<ScannedResponse, InvalidKind> {
+pub(crate) fn scan_response(body: &[u8]) -> Result<ScannedResponse, InvalidKind> {
     scan_response_with(body, TAIL_SCAN_THRESHOLD)
 }
 
@@ -255,7 +255,7 @@ const TAIL_SCAN_THRESHOLD: usize = 512;
 
 /// Extracts the `error.message` of a response body, for the first response seen with a code.
 /// This is the cold path: it parses the body fully.
-pub fn error_message(body: &[u8]) -> Option<String> {
+pub(crate) fn error_message(body: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let message = value.get("error")?.get("message")?;
     Some(match message {

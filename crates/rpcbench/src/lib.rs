@@ -1,66 +1,44 @@
 //! rpcbench: load testing and benchmarking for the JSON-RPC endpoints of blockchain nodes.
 //!
-//! The main types:
-//! - [`engine::config::RunConfig`] is a validated description of one load run, and
-//!   [`engine::Run`] executes it on one current-thread runtime per core, returning a
-//!   [`record::RunRecord`].
-//! - [`transport`] carries requests to the target ([`transport::http1::Http1`] today): a
-//!   [`transport::Transport`] opens [`transport::Lane`]s, one place a request can go each.
-//! - [`protocol`] turns calls into a request and a reply into one [`outcome::Outcome`] per
-//!   call: one call per request, or JSON-RPC batches; [`jsonrpc`] is the scanning classifier
-//!   (no JSON tree on the hot path) and request templates.
-//! - [`outcome`] is the one outcome taxonomy: [`outcome::Outcome`] per call and
-//!   [`outcome::OutcomeCounts`], which the recorder, live metrics, reports and results files
-//!   all use.
-//! - [`record`] holds the per-worker HDR histograms, outcome counts and the per-second series,
-//!   and merges them.
-//! - [`report`] turns a finished run into a [`report::RunReport`] and renders it as text or
-//!   JSON.
-//! - [`mock`] starts mock Solana and Ethereum nodes and a static baseline server, with fault
-//!   knobs, in-process on any address; [`listen`] binds the listening sockets of the servers
-//!   rpcbench runs with the system's largest accept backlog.
-//! - [`demo`] runs the quick-start Solana tests against the mock node; [`client`] makes one-off
-//!   calls outside a run.
-//! - [`workload::Workload`] is what requests call: one request or a weighted mix of calls with
-//!   generated params.
-//! - [`scenario::Scenario`] reads a TOML scenario file into a run configuration and
-//!   [`thresholds::Threshold`]s that gate CI.
-//! - [`results`] writes and reads results files (HDR histograms kept losslessly) and merges
-//!   shards; [`compare`] runs one workload against several targets and checks that they
-//!   answer alike.
-//! - [`sample`] harvests recent blocks, transactions and accounts of a target into pools that
-//!   generators draw from; [`prepare`] binds a [`scenario::ScenarioDraft`] to a URL and pools.
-//! - [`redact`] keeps API keys and auth headers out of every output, and
-//!   [`redact::Secrets`] scrubs a run's secrets out of what its server sends back;
-//!   [`printable`] escapes the control characters of server text before it is shown.
-//! - [`capacity`] searches for the highest rate that meets an SLO, step by step in open loop;
-//!   [`capacity_file`] keeps every step of a search losslessly so `report` renders it again.
-//! - [`monitor`] samples the target process's CPU, memory, disk and connections from `/proc`
-//!   into a [`monitor::ResourceReport`].
-//! - [`metrics`] serves a run's live figures to Prometheus ([`metrics::MetricsServer`]),
-//!   published by the workers into a [`metrics::LiveMetrics`] store a few times a second.
-//! - [`proxy`] relays JSON-RPC over HTTP/1.1 to an upstream, measuring its own overhead per
-//!   method, injecting faults and recording traffic; its server loop is the crate's one
-//!   HTTP/1.1 loop, which the mock nodes and the metrics endpoint share.
-//! - [`overhead`] is the table of `run --via-proxy`: direct against proxied per percentile and
-//!   method, with the proxy's own overhead.
-//! - [`traffic`] writes and reads recorded traffic files (JSON lines) for the proxy's
-//!   recording and for replay; [`replay::Replay`] sends a recording's requests (or a vegeta
-//!   targets file's, or a file of bodies) in order through the engine, at its recorded pace.
+//! The crate is a facade over private rooms. Public are the modules a caller drives (each a
+//! namespace for one job) and, at the root, the few types and functions of the private rooms a
+//! caller needs; everything else is private, and `unreachable_pub` keeps it so.
+//!
+//! - Plan what to send: [`engine::config::RunConfig`] (a validated load run, built from a
+//!   [`Target`] and [`TlsOptions`]), [`workload::Workload`], [`scenario::Scenario`] (TOML files),
+//!   [`plan`] (suites, sampling, targets files, pools), [`replay`], [`defaults`] (every default
+//!   once) and [`field`] (the setting an error names; the CLI shows it as a flag).
+//! - Run it: [`engine::Run`] paces requests on one current-thread runtime per core through the
+//!   private transports (HTTP/1.1, HTTP/2, WebSocket: one wire selection) and protocols (single
+//!   calls, batches, REST, replay, raw transactions), and returns a [`record::RunRecord`] of
+//!   per-worker HDR histograms and [`outcome`] counts (the one outcome taxonomy).
+//! - Drivers built on the engine: [`capacity`] (the highest rate that meets an SLO),
+//!   [`compare`] and [`rounds`]/[`verdict`] (targets in interleaved rounds with confidence
+//!   intervals), [`heads`] (who is fresh), [`limits`] (what a provider allows), [`subscribe`]
+//!   (WebSocket and Geyser gRPC feeds, races), [`tx`] (signed transactions and their
+//!   inclusion), [`proxy`] and [`overhead`], [`demo`], [`client`] (one-off calls).
+//! - Read and write results: [`report`] renders, [`results`] and [`capacity_file`] save and
+//!   merge losslessly, [`traffic`] reads and writes recorded traffic, [`k8s`] splits a run into
+//!   Kubernetes jobs.
+//! - Watch it: [`metrics`] (the live store and its Prometheus endpoint), [`live_view`] (the
+//!   terminal dashboard's drawing), [`monitor`] (the target's CPU and memory from `/proc`).
+//! - Stand-ins: [`mock`] serves mock Solana and Ethereum nodes (HTTP/1.1, HTTP/2, WebSocket,
+//!   Geyser gRPC) with fault knobs, in-process on any address.
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 pub mod capacity;
 pub mod capacity_file;
 pub mod client;
 pub mod compare;
-pub mod connect_causes;
+mod connect_causes;
 pub mod defaults;
 pub mod demo;
 pub mod engine;
 pub mod field;
 pub mod heads;
-pub mod jsonrpc;
+mod jsonrpc;
 pub mod k8s;
 pub mod limits;
 pub mod live_view;
@@ -70,23 +48,41 @@ pub mod monitor;
 pub mod outcome;
 pub mod overhead;
 pub mod plan;
-pub mod protocol;
+mod protocol;
 pub mod proxy;
-pub mod ratelimit;
+mod ratelimit;
 pub mod record;
 pub mod replay;
 pub mod report;
 pub mod results;
 pub mod rounds;
 pub mod scenario;
-pub mod server;
-pub mod settings;
+mod server;
+mod settings;
 pub(crate) mod slot_timer;
 pub mod subscribe;
 pub mod thresholds;
 pub mod traffic;
-pub mod transport;
+mod transport;
 pub mod tx;
-pub mod util;
+mod util;
 pub mod verdict;
 pub mod workload;
+
+// The facade: what the CLI and a library user need from the crate's private rooms
+// (transports, protocols, the scanner, the server loop, utilities). Everything else in those
+// rooms is `pub(crate)` at most, and `unreachable_pub` keeps it so.
+pub use crate::engine::{process_cpu_time, ThreadUsage, TooManyConnections};
+pub use crate::jsonrpc::{CheckMode, RequestTemplate};
+pub use crate::protocol::send_raw::{TxAck, TxSends};
+pub use crate::ratelimit::pause::OnRateLimit;
+pub use crate::ratelimit::signs::RateLimitRules;
+pub use crate::settings::{Scheme, Target, TlsOptions};
+pub use crate::transport::grpc::XToken;
+pub use crate::transport::HttpMethod;
+pub use crate::util::files::{read_limited, read_text_limited, MAX_BODY};
+pub use crate::util::printable::escape_controls;
+pub use crate::util::redact::{text as redact_text, url as redact_url};
+pub use crate::util::units::{
+    format_duration, format_micros, parse_duration, parse_rate, parse_rfc3339, parse_size, rfc3339, UnitError,
+};

@@ -191,7 +191,7 @@ fn basic_authorization(parsed: &url::Url) -> Option<String> {
 
 /// What is wrong with a request header a user gave (`-H`, a scenario, a targets file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderProblem {
+pub(crate) enum HeaderProblem {
     /// The name is empty or has a character other than visible ASCII without ':' (not to be
     /// echoed: a name with spaces in it may be a whole `Authorization Bearer …`).
     BadName,
@@ -202,7 +202,7 @@ pub enum HeaderProblem {
 }
 
 /// The one check of a user's header, shared by every place headers come from.
-pub fn header_problem(name: &str, value: &str) -> Option<HeaderProblem> {
+pub(crate) fn header_problem(name: &str, value: &str) -> Option<HeaderProblem> {
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
         Some(HeaderProblem::BadName)
     } else if value.bytes().any(|b| b == b'\r' || b == b'\n') {

@@ -36,11 +36,11 @@ use std::time::{Duration, Instant};
 
 /// The narrowest slot: 50 us is Linux's default timer slack for ordinary threads, so a timer
 /// may fire that late anyway.
-pub const WAKE_SLACK: Duration = Duration::from_micros(50);
+pub(crate) const WAKE_SLACK: Duration = Duration::from_micros(50);
 
 /// The widest slot: a ticket is never sent a millisecond or more before its time (the
 /// granularity wrk2 and tokio's timer pace at).
-pub const MAX_EARLY: Duration = Duration::from_millis(1);
+pub(crate) const MAX_EARLY: Duration = Duration::from_millis(1);
 
 /// How many of the worker's gaps one slot holds. Every slot that sends is a wake-up of the
 /// worker and of the target (its requests arrive together), and a wake-up costs a virtual
@@ -50,7 +50,7 @@ const SLOT_GAPS: f64 = 32.0;
 
 /// The slot width for a worker that paces `rate` requests per second: [`SLOT_GAPS`] gaps of
 /// its schedule, within [`WAKE_SLACK`] and [`MAX_EARLY`].
-pub fn slot_width(rate: f64) -> Duration {
+pub(crate) fn slot_width(rate: f64) -> Duration {
     if rate.is_nan() || rate <= 0.0 {
         return MAX_EARLY;
     }
@@ -88,7 +88,7 @@ impl Slots {
 
 /// A per-worker pacing timer. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct PacingTimer {
+pub(crate) struct PacingTimer {
     hires: Option<Rc<timerfd::Timerfd>>,
     /// Names this timer in the [`SlotClock`]s it hands out.
     id: NonZeroU64,
@@ -105,29 +105,29 @@ impl PacingTimer {
     /// A timer for the current worker that releases tickets by slots of `width` counted from
     /// `origin`. Must be called inside the worker's `LocalSet`: the timerfd's driver runs there
     /// as a local task.
-    pub fn start(origin: Instant, width: Duration) -> Self {
+    pub(crate) fn start(origin: Instant, width: Duration) -> Self {
         Self { hires: timerfd::Timerfd::start(Slots { origin, width }), id: next_timer_id() }
     }
 
     /// A timer backed by tokio's 1 ms timer wheel only.
-    pub fn coarse() -> Self {
+    pub(crate) fn coarse() -> Self {
         Self { hires: None, id: next_timer_id() }
     }
 
     /// The handle a lane reading at the slots is given; `None` without a high-resolution timer
     /// (there are no slots to read at).
-    pub fn clock(&self) -> Option<SlotClock> {
+    pub(crate) fn clock(&self) -> Option<SlotClock> {
         self.hires.as_ref().map(|_| SlotClock { id: self.id })
     }
 
     #[cfg(test)]
     /// Whether the high-resolution timer is in use.
-    pub fn is_high_resolution(&self) -> bool {
+    pub(crate) fn is_high_resolution(&self) -> bool {
         self.hires.is_some()
     }
 
     /// Waits until `deadline`, or with the high-resolution timer until the start of its slot.
-    pub async fn sleep_until(&self, deadline: Instant) {
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
         match &self.hires {
             Some(timer) => WaitUntil { timer, deadline, registered: false }.await,
             None => tokio::time::sleep_until(deadline.into()).await,
@@ -135,14 +135,14 @@ impl PacingTimer {
     }
 
     /// Makes this the timer its [`SlotClock`]s find on this thread, until the guard drops.
-    pub fn make_current(&self) -> CurrentTimerGuard {
+    pub(crate) fn make_current(&self) -> CurrentTimerGuard {
         CURRENT.with(|current| *current.borrow_mut() = self.hires.clone().map(|timer| (self.id, timer)));
         CurrentTimerGuard { _not_send: std::marker::PhantomData }
     }
 
     /// The worker is awake anyway (a reply came in): releases the tickets due in the slot of
     /// `now`, so that they go out on this wake-up rather than on an expiry of their own.
-    pub fn release_due(&self, now: Instant) {
+    pub(crate) fn release_due(&self, now: Instant) {
         if let Some(timer) = &self.hires {
             timer.release_due(now);
         }
@@ -156,7 +156,7 @@ thread_local! {
 
 /// While alive, this thread's current timer is set ([`PacingTimer::make_current`]).
 #[derive(Debug)]
-pub struct CurrentTimerGuard {
+pub(crate) struct CurrentTimerGuard {
     _not_send: std::marker::PhantomData<Rc<()>>,
 }
 
@@ -170,14 +170,14 @@ impl Drop for CurrentTimerGuard {
 /// ([`PacingTimer::clock`]). Copy and `Send`; it reaches its timer only on the thread where the
 /// timer is current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotClock {
+pub(crate) struct SlotClock {
     id: NonZeroU64,
 }
 
 impl SlotClock {
     /// Whether its timer is current on this thread: false for a lane that outlived its worker
     /// or moved off the worker's thread, which must then read as bytes come.
-    pub fn is_here(self) -> bool {
+    pub(crate) fn is_here(self) -> bool {
         CURRENT.with(|current| matches!(&*current.borrow(), Some((id, _)) if *id == self.id))
     }
 
@@ -185,14 +185,14 @@ impl SlotClock {
     /// anyway while it paces. Ready at once where the timer is not here ([`Self::is_here`]).
     /// The future holds no reference to the timer, so that a lane's exchange stays `Send`; it
     /// finds the timer when polled.
-    pub fn next_slot(self) -> NextSlot {
+    pub(crate) fn next_slot(self) -> NextSlot {
         NextSlot { clock: self, deadline: None, registered: false }
     }
 }
 
 /// See [`SlotClock::next_slot`].
 #[derive(Debug)]
-pub struct NextSlot {
+pub(crate) struct NextSlot {
     clock: SlotClock,
     deadline: Option<Instant>,
     registered: bool,

@@ -16,8 +16,8 @@ use rpcbench::capacity::{
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::{RunConfig, Target};
 use rpcbench::engine::StopHandle;
-use rpcbench::jsonrpc::RequestTemplate;
 use rpcbench::mock::{Chain, Faults, Latency, MockOptions, MockServer};
+use rpcbench::RequestTemplate;
 
 /// One search at a time: two would share two cores and disturb each other's figures.
 static MACHINE: Mutex<()> = Mutex::new(());

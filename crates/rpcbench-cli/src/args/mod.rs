@@ -23,11 +23,11 @@ pub use request::{RequestArgs, ScenarioArgs};
 pub use run::{OutputFormat, RunArgs};
 
 pub fn duration(text: &str) -> Result<Duration, String> {
-    rpcbench::util::units::parse_duration(text).map_err(|err| err.to_string())
+    rpcbench::parse_duration(text).map_err(|err| err.to_string())
 }
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {
-    rpcbench::util::units::parse_size(text).map_err(|err| err.to_string())
+    rpcbench::parse_size(text).map_err(|err| err.to_string())
 }
 
 /// Report formats: given to `-o`, one is a slip from the days when `-o` chose the format.
@@ -50,7 +50,7 @@ pub fn output_file(text: &str) -> Result<PathBuf, String> {
 }
 
 pub fn rate(text: &str) -> Result<f64, String> {
-    rpcbench::util::units::parse_rate(text).map_err(|err| err.to_string())
+    rpcbench::parse_rate(text).map_err(|err| err.to_string())
 }
 
 /// `Name: value`, or `None`. Parsed after clap rather than by a value parser: clap echoes an
@@ -68,7 +68,7 @@ pub fn header(text: &str) -> Option<(String, String)> {
 pub fn parse_targets(texts: &[String]) -> Result<Vec<(String, String)>, String> {
     let mut targets: Vec<(String, String)> = Vec::new();
     for text in texts {
-        let shown = rpcbench::util::redact::url(text);
+        let shown = rpcbench::redact_url(text);
         let Some((name, url)) =
             text.split_once('=').filter(|(name, _)| !name.is_empty() && !name.contains('/'))
         else {

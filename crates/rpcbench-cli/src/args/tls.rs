@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use rpcbench::settings::TlsOptions;
+use rpcbench::TlsOptions;
 
 /// `--insecure` and `--cacert`.
 #[derive(Debug, Clone, Default, Args)]

@@ -15,7 +15,7 @@ use rpcbench::engine::config::RunConfig;
 
 use crate::fields::ConfigError;
 use rpcbench::engine::{EngineError, StopHandle};
-use rpcbench::util::units::parse_rate;
+use rpcbench::parse_rate;
 
 use crate::args::monitor::MonitorArgs;
 use crate::args::{duration, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs};
@@ -256,16 +256,16 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         let start = if args.over_connections() {
             format!(
                 "closed-loop steps of {} (+{} warmup) from {} connections up to {}",
-                rpcbench::util::units::format_duration(settings.step),
-                rpcbench::util::units::format_duration(settings.warmup),
+                rpcbench::format_duration(settings.step),
+                rpcbench::format_duration(settings.warmup),
                 settings.connection_bounds.start,
                 settings.connection_bounds.max
             )
         } else {
             format!(
                 "steps of {} (+{} warmup) from {}/s",
-                rpcbench::util::units::format_duration(settings.step),
-                rpcbench::util::units::format_duration(settings.warmup),
+                rpcbench::format_duration(settings.step),
+                rpcbench::format_duration(settings.warmup),
                 settings.bounds.start_rate
             )
         };

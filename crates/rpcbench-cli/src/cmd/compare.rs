@@ -457,7 +457,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let first = &compare_targets[0].config;
     if !args.quiet {
         let length = match (first.length.duration, first.length.requests) {
-            (Some(d), _) => rpcbench::util::units::format_duration(d),
+            (Some(d), _) => rpcbench::format_duration(d),
             (None, Some(n)) => format!("{n} requests"),
             (None, None) => String::new(),
         };
@@ -467,8 +467,8 @@ pub fn run(args: CompareArgs) -> ExitCode {
             compare_targets.len(),
             length,
             rounds,
-            rpcbench::util::units::format_duration(first.warmup),
-            rpcbench::util::units::format_duration(cooldown)
+            rpcbench::format_duration(first.warmup),
+            rpcbench::format_duration(cooldown)
         );
         if order == RoundOrder::Simultaneous {
             eprintln!(

@@ -70,7 +70,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
         options.connections[0],
         options.connections[1],
         options.rate,
-        rpcbench::util::units::format_duration(options.step_duration)
+        rpcbench::format_duration(options.step_duration)
     );
     }
     let mut search: Option<SearchProgress> = None;
@@ -80,7 +80,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
             step.method,
             step.load,
             step.report.requests.rate,
-            rpcbench::util::units::format_micros(step.report.latency.percentile("p99") as f64)
+            rpcbench::format_micros(step.report.latency.percentile("p99") as f64)
         ),
         DemoEvent::Step(_) => {}
         DemoEvent::CapacityStarted(settings) => {
@@ -88,7 +88,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
                 eprintln!(
                     "rpcbench demo: capacity search of getBlock within {}: steps of {} from {}/s, doubling then bisecting",
                     settings.slo,
-                    rpcbench::util::units::format_duration(settings.step),
+                    rpcbench::format_duration(settings.step),
                     settings.bounds.start_rate
                 );
             }

@@ -63,7 +63,7 @@ fn check_run(words: &[String], parse: ParseRunWords) -> Result<RunArgs, String> 
         Ok(Some(run)) => run,
         Ok(None) => return Err("RUN: give the run after '--': -- run URL ...".to_string()),
         Err(err) => {
-            let rendered = rpcbench::util::redact::text(&err.render().to_string());
+            let rendered = rpcbench::redact_text(&err.render().to_string());
             let first = rendered.lines().next().unwrap_or_default();
             let reason = first.strip_prefix("error: ").unwrap_or(first);
             return Err(format!("RUN (the run after '--'): {reason}"));
@@ -121,9 +121,9 @@ pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
     };
     let start_at = args.start_at.clone().unwrap_or_else(|| {
         let at = SystemTime::now() + Duration::from_secs(120);
-        rpcbench::util::units::rfc3339(at)
+        rpcbench::rfc3339(at)
     });
-    let unix = rpcbench::util::units::parse_rfc3339(&start_at).or_else(|| start_at.parse::<f64>().ok());
+    let unix = rpcbench::parse_rfc3339(&start_at).or_else(|| start_at.parse::<f64>().ok());
     let Some(start) = unix
         .filter(|seconds| seconds.is_finite())
         .and_then(|seconds| Duration::try_from_secs_f64(seconds.max(0.0)).ok())

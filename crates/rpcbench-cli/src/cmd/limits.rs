@@ -126,7 +126,7 @@ pub fn run(args: LimitsArgs) -> ExitCode {
         Some(url) if !url.starts_with("ws://") => {
             return output::usage_error(format!(
                 "--ws: expected a ws:// URL, not '{}'",
-                rpcbench::util::redact::url(&url)
+                rpcbench::redact_url(&url)
             ))
         }
         Some(url) => match serde_json::from_str::<serde_json::Value>(&args.subscribe_params) {
@@ -250,7 +250,7 @@ fn suite_calls(
 }
 
 fn rate_value(text: &str) -> Result<f64, String> {
-    match rpcbench::util::units::parse_rate(text) {
+    match rpcbench::parse_rate(text) {
         Ok(rate) if rate > 0.0 && rate <= 10_000_000.0 => Ok(rate),
         Ok(_) => Err("expected a rate above 0 and at most 10000000/s".to_string()),
         Err(err) => Err(err.to_string()),
@@ -258,7 +258,7 @@ fn rate_value(text: &str) -> Result<f64, String> {
 }
 
 fn body_size(text: &str) -> Result<u64, String> {
-    match rpcbench::util::units::parse_size(text) {
+    match rpcbench::parse_size(text) {
         Ok(bytes) if (1..=1 << 30).contains(&bytes) => Ok(bytes),
         Ok(_) => Err("expected a size from 1 byte to 1GiB".to_string()),
         Err(err) => Err(err.to_string()),

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use rpcbench::compare::FieldPath;
 use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
-use rpcbench::settings::Target;
+use rpcbench::Target;
 
 use crate::args::duration;
 use crate::output;

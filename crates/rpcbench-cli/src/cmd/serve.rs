@@ -11,7 +11,7 @@ use rpcbench::mock::{
     parse_error_rate, parse_rate_limit, BlockingLatency, Chain, Faults, GeyserMock, GeyserMockOptions,
     Latency, MethodLatencies, MockError, MockOptions, MockServer, MockTls, Stall,
 };
-use rpcbench::util::units::{parse_duration, parse_size, UnitError};
+use rpcbench::{parse_duration, parse_size, UnitError};
 
 /// `--chain`'s values, so that help and shell completion list the chains (with their short
 /// aliases accepted).

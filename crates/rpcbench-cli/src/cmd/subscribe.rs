@@ -9,7 +9,7 @@ use rpcbench::engine::config::Target;
 use rpcbench::engine::StopHandle;
 use rpcbench::report::subscribe::SubscribeThreshold;
 use rpcbench::subscribe::{self, SubscribeConfig, SubscribeError, SubscriptionKind};
-use rpcbench::transport::grpc::XToken;
+use rpcbench::XToken;
 
 use crate::args::duration;
 use crate::output;

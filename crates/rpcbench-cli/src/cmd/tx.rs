@@ -14,14 +14,14 @@ use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
 use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::engine::Run;
-use rpcbench::jsonrpc::RequestTemplate;
-use rpcbench::protocol::send_raw::{TxAck, TxSends};
 use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
+use rpcbench::RequestTemplate;
+use rpcbench::{TxAck, TxSends};
 use serde_json::{json, Value};
 
 use crate::args::{duration, rate};

@@ -9,10 +9,10 @@ use super::config::{Field, Load, RunConfig};
 
 /// Descriptors kept free beyond one per connection: standard streams, the signal thread's
 /// runtime, name resolution, CA files, and a few to spare.
-pub const BASE_MARGIN: u64 = 32;
+pub(crate) const BASE_MARGIN: u64 = 32;
 
 /// Descriptors each worker thread's runtime holds (its epoll instance and waker).
-pub const PER_WORKER: u64 = 2;
+pub(crate) const PER_WORKER: u64 = 2;
 
 /// A run wants more connections than the open-file limit allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl TooManyConnections {
 impl std::error::Error for TooManyConnections {}
 
 /// The connections a run may hold at once and the setting that sets them.
-pub fn connections_of(config: &RunConfig) -> (Field, u64) {
+pub(crate) fn connections_of(config: &RunConfig) -> (Field, u64) {
     match &config.load {
         Load::Closed { connections } => (Field::Connections, *connections as u64),
         Load::Open { max_connections, .. } if config.hold_connections => {
@@ -58,7 +58,7 @@ pub fn connections_of(config: &RunConfig) -> (Field, u64) {
 }
 
 /// The open files a run needs: one per connection, plus the margin.
-pub fn files_needed(config: &RunConfig) -> u64 {
+pub(crate) fn files_needed(config: &RunConfig) -> u64 {
     let (_, connections) = connections_of(config);
     let workers = config.worker_threads() as u64;
     connections.saturating_add(BASE_MARGIN).saturating_add(workers.saturating_mul(PER_WORKER))
@@ -67,7 +67,7 @@ pub fn files_needed(config: &RunConfig) -> u64 {
 /// Raises the soft open-file limit towards the hard limit (at least to `wanted` where the hard
 /// limit allows) and returns the soft limit now in force; `None` where the platform has no
 /// such limit or it cannot be read.
-pub fn raise_open_file_limit(wanted: u64) -> Option<u64> {
+pub(crate) fn raise_open_file_limit(wanted: u64) -> Option<u64> {
     #[cfg(unix)]
     {
         use rlimit::Resource;
@@ -89,7 +89,7 @@ pub fn raise_open_file_limit(wanted: u64) -> Option<u64> {
 }
 
 /// Checks a run against a given open-file limit.
-pub fn check_against(config: &RunConfig, limit: u64) -> Result<(), TooManyConnections> {
+pub(crate) fn check_against(config: &RunConfig, limit: u64) -> Result<(), TooManyConnections> {
     let (field, connections) = connections_of(config);
     let wanted = files_needed(config);
     if wanted > limit {
@@ -100,7 +100,7 @@ pub fn check_against(config: &RunConfig, limit: u64) -> Result<(), TooManyConnec
 
 /// Raises the open-file limit and checks that the run fits under it. Where the limit is
 /// unknown the run goes ahead.
-pub fn check_open_files(config: &RunConfig) -> Result<(), TooManyConnections> {
+pub(crate) fn check_open_files(config: &RunConfig) -> Result<(), TooManyConnections> {
     let wanted = files_needed(config);
     match raise_open_file_limit(wanted) {
         Some(limit) => check_against(config, limit),
@@ -110,7 +110,7 @@ pub fn check_open_files(config: &RunConfig) -> Result<(), TooManyConnections> {
 
 /// The most connections a run like `config` may hold under an open-file limit of `limit`: the
 /// limit less the margin (`config`'s own connections do not count).
-pub fn connections_under(config: &RunConfig, limit: u64) -> u64 {
+pub(crate) fn connections_under(config: &RunConfig, limit: u64) -> u64 {
     let (_, connections) = connections_of(config);
     let margin = files_needed(config).saturating_sub(connections);
     limit.saturating_sub(margin)
@@ -118,7 +118,7 @@ pub fn connections_under(config: &RunConfig, limit: u64) -> u64 {
 
 /// The most connections a run like `config` may hold, after raising the open-file limit as far
 /// as allowed; `None` where the limit is unknown.
-pub fn connections_allowed(config: &RunConfig) -> Option<u64> {
+pub(crate) fn connections_allowed(config: &RunConfig) -> Option<u64> {
     raise_open_file_limit(files_needed(config)).map(|limit| connections_under(config, limit))
 }
 

@@ -21,13 +21,15 @@
 
 pub mod config;
 mod exchange;
-pub mod limits;
+pub(crate) mod limits;
 pub(crate) mod pacer;
-pub mod select;
+pub(crate) mod select;
 pub mod stages;
-pub mod usage;
+pub(crate) mod usage;
 mod worker;
 
+pub use limits::TooManyConnections;
+pub use usage::{peak_rss_bytes, process_cpu_time, ThreadUsage};
 use worker::{run_worker, Clock, WorkerPlan, WorkerShared};
 
 use std::fmt;

@@ -14,7 +14,7 @@ use super::stages::LevelCurve;
 use crate::replay::RecordedSchedule;
 
 /// Produces the intended send time of each successive request, as an offset from the start.
-pub trait Pacer: std::fmt::Debug + Send {
+pub(crate) trait Pacer: std::fmt::Debug + Send {
     /// The offset of the next request. Offsets never decrease.
     fn next_offset(&mut self) -> Duration;
 }
@@ -35,7 +35,7 @@ fn time_at(curve: &LevelCurve, count: f64) -> Duration {
 /// `index, index + workers, index + 2 * workers, …` of a global schedule that follows the rate
 /// curve (`1 / rate` apart at a constant rate).
 #[derive(Debug, Clone)]
-pub struct UniformPacer {
+pub(crate) struct UniformPacer {
     curve: Arc<LevelCurve>,
     next_global: u64,
     stride: u64,
@@ -44,12 +44,12 @@ pub struct UniformPacer {
 impl UniformPacer {
     #[cfg(test)]
     /// Worker `index`'s share of a constant `rate` spread over `workers` workers.
-    pub fn new(rate: f64, index: usize, workers: usize) -> Self {
+    pub(crate) fn new(rate: f64, index: usize, workers: usize) -> Self {
         Self::with_curve(Arc::new(LevelCurve::constant(rate)), index, workers)
     }
 
     /// Worker `index`'s share of a rate that follows `curve`.
-    pub fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize) -> Self {
+    pub(crate) fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize) -> Self {
         Self { curve, next_global: index as u64, stride: workers as u64 }
     }
 }
@@ -66,7 +66,7 @@ impl Pacer for UniformPacer {
 /// the superposition of the workers' processes is a Poisson process whose intensity follows the
 /// rate curve (mean gap `1 / rate` at a constant rate).
 #[derive(Debug, Clone)]
-pub struct PoissonPacer {
+pub(crate) struct PoissonPacer {
     curve: Arc<LevelCurve>,
     mean_gap: f64,
     count: f64,
@@ -77,12 +77,12 @@ impl PoissonPacer {
     #[cfg(test)]
     /// Worker `index`'s share of a constant `rate`, with a random stream seeded from `seed` and
     /// `index`.
-    pub fn new(rate: f64, index: usize, workers: usize, seed: u64) -> Self {
+    pub(crate) fn new(rate: f64, index: usize, workers: usize, seed: u64) -> Self {
         Self::with_curve(Arc::new(LevelCurve::constant(rate)), index, workers, seed)
     }
 
     /// Worker `index`'s share of a rate that follows `curve`.
-    pub fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize, seed: u64) -> Self {
+    pub(crate) fn with_curve(curve: Arc<LevelCurve>, index: usize, workers: usize, seed: u64) -> Self {
         let stream_seed = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Self { curve, mean_gap: workers as f64, count: 0.0, rng: SmallRng::seed_from_u64(stream_seed) }
     }
@@ -102,7 +102,7 @@ impl Pacer for PoissonPacer {
 /// `index, index + workers, …` of the whole run, each at the recorded schedule's offset for
 /// that ticket (past the end of a schedule that does not loop: never).
 #[derive(Debug, Clone)]
-pub struct RecordedPacer {
+pub(crate) struct RecordedPacer {
     schedule: RecordedSchedule,
     next_global: u64,
     stride: u64,
@@ -110,7 +110,7 @@ pub struct RecordedPacer {
 
 impl RecordedPacer {
     /// Worker `index`'s share of `schedule` spread over `workers` workers.
-    pub fn new(schedule: RecordedSchedule, index: usize, workers: usize) -> Self {
+    pub(crate) fn new(schedule: RecordedSchedule, index: usize, workers: usize) -> Self {
         Self { schedule, next_global: index as u64, stride: workers as u64 }
     }
 }
@@ -124,7 +124,7 @@ impl Pacer for RecordedPacer {
 }
 
 /// The pacer for worker `index` of `workers` following `curve`.
-pub fn pacer_for(
+pub(crate) fn pacer_for(
     arrivals: Arrivals,
     curve: Arc<LevelCurve>,
     index: usize,

@@ -23,7 +23,7 @@ use crate::transport::Transport;
 
 /// Everything the wire selection needs to know about one target.
 #[derive(Debug, Clone, Copy)]
-pub struct WireSettings<'a> {
+pub(crate) struct WireSettings<'a> {
     /// Where to connect (its scheme says plain HTTP, TLS or WebSocket).
     pub target: &'a Target,
     /// Headers sent with every request (or the WebSocket upgrade).
@@ -46,7 +46,7 @@ pub struct WireSettings<'a> {
 
 /// The transport chosen for a target, one variant per wire.
 #[derive(Debug, Clone)]
-pub enum Wire {
+pub(crate) enum Wire {
     /// HTTP/1.1 (plain or TLS).
     Http1(Http1),
     /// HTTP/2 (h2c or over TLS with ALPN `h2`).
@@ -57,7 +57,7 @@ pub enum Wire {
 
 /// What [`Wire::select`] refused.
 #[derive(Debug)]
-pub enum SelectError {
+pub(crate) enum SelectError {
     /// The target could not be resolved or TLS could not be prepared.
     Setup(SetupError),
     /// The server answered the probe, but not in the wire asked for (an HTTP/1.1 server behind
@@ -76,7 +76,7 @@ pub enum SelectError {
 
 /// The setting that chose the wire a probe refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChosenBy {
+pub(crate) enum ChosenBy {
     /// The URL's scheme (`ws://`, `wss://`).
     Url,
     /// HTTP/2 over TLS.
@@ -100,7 +100,7 @@ impl std::error::Error for SelectError {}
 
 /// Code that runs over whichever transport was chosen: [`Wire::with`] calls
 /// [`UseTransport::use_transport`] with the concrete transport.
-pub trait UseTransport {
+pub(crate) trait UseTransport {
     /// What the code returns.
     type Output;
 
@@ -112,7 +112,7 @@ impl Wire {
     /// Chooses and builds the transport for `settings`. With `probe`, a server that answers
     /// but not in the wire asked for is refused now, before any load, with the reason; a
     /// server that cannot be reached at all is not refused here (the caller counts that).
-    pub fn select(settings: &WireSettings<'_>, probe: bool) -> Result<Wire, SelectError> {
+    pub(crate) fn select(settings: &WireSettings<'_>, probe: bool) -> Result<Wire, SelectError> {
         let target = settings.target;
         if target.grpc {
             return Err(SelectError::Refused {
@@ -155,7 +155,7 @@ impl Wire {
     }
 
     /// Runs `code` over the chosen transport.
-    pub fn with<U: UseTransport>(&self, code: U) -> U::Output {
+    pub(crate) fn with<U: UseTransport>(&self, code: U) -> U::Output {
         match self {
             Wire::Http1(http1) => code.use_transport(http1.clone()),
             Wire::Http2(http2) => code.use_transport(http2.clone()),
@@ -164,7 +164,8 @@ impl Wire {
     }
 
     /// The wire's name, for messages.
-    pub fn name(&self) -> &'static str {
+    #[cfg(test)]
+    fn name(&self) -> &'static str {
         match self {
             Wire::Http1(_) => "HTTP/1.1",
             Wire::Http2(_) => "HTTP/2",

@@ -48,19 +48,19 @@ impl ThreadUsage {
 /// Measures the calling thread from its creation until [`ThreadMeter::finish`], called on the
 /// same thread.
 #[derive(Debug)]
-pub struct ThreadMeter {
+pub(crate) struct ThreadMeter {
     started: Instant,
     cpu_at_start: Option<Duration>,
 }
 
 impl ThreadMeter {
     /// Starts measuring the calling thread.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self { started: Instant::now(), cpu_at_start: thread_cpu_time() }
     }
 
     /// What the calling thread used since [`ThreadMeter::start`].
-    pub fn finish(self) -> ThreadUsage {
+    pub(crate) fn finish(self) -> ThreadUsage {
         let cpu = match (self.cpu_at_start, thread_cpu_time()) {
             (Some(start), Some(end)) => Some(end.saturating_sub(start)),
             _ => None,
@@ -70,7 +70,7 @@ impl ThreadMeter {
 }
 
 /// User plus system CPU time of the calling thread.
-pub fn thread_cpu_time() -> Option<Duration> {
+pub(crate) fn thread_cpu_time() -> Option<Duration> {
     read_cpu_time("/proc/thread-self/stat")
 }
 
@@ -95,7 +95,7 @@ fn read_cpu_time(path: &str) -> Option<Duration> {
 /// `utime + stime` (fields 14 and 15) of a `/proc/…/stat` line, in clock ticks. The command
 /// name (field 2) is in parentheses and may itself hold spaces and parentheses, so fields are
 /// counted from the last `)`.
-pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+pub(crate) fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
     let after_name = &stat[stat.rfind(')')? + 1..];
     let mut fields = after_name.split_ascii_whitespace();
     // Field 3 (state) is the first after the name; utime is field 14.
@@ -106,7 +106,7 @@ pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
 
 /// `USER_HZ`: the unit of the CPU times in `/proc`. Read from the auxiliary vector
 /// (`AT_CLKTCK`); 100, its value on every mainstream Linux, when that cannot be read.
-pub fn clock_ticks_per_second() -> u64 {
+pub(crate) fn clock_ticks_per_second() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
         std::fs::read("/proc/self/auxv").ok().and_then(|auxv| auxv_value(&auxv, AT_CLKTCK)).unwrap_or(100)
@@ -142,7 +142,8 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// The current resident set size of the process (`VmRSS`), bytes.
-pub fn rss_bytes() -> Option<u64> {
+#[cfg(test)]
+fn rss_bytes() -> Option<u64> {
     status_kib("VmRSS:")
 }
 
@@ -155,7 +156,7 @@ fn status_kib(field: &str) -> Option<u64> {
 }
 
 /// A `Name:   123 kB` line of `/proc/self/status`, in bytes.
-pub fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+pub(crate) fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
     let line = status.lines().find(|line| line.starts_with(field))?;
     let kib: u64 = line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kib * 1024)

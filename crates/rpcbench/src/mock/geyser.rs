@@ -34,7 +34,7 @@ use yellowstone_grpc_proto::geyser::{
 /// The six stages of a slot in the order the mock produces them, each at `index / 6` of the
 /// slot time: download (first shred -> completed) and replay (created bank -> processed) are
 /// both a third of the slot time.
-pub const STAGES: [SlotStatus; 6] = [
+pub(super) const STAGES: [SlotStatus; 6] = [
     SlotStatus::SlotFirstShredReceived,
     SlotStatus::SlotCreatedBank,
     SlotStatus::SlotCompleted,
@@ -555,7 +555,7 @@ fn timestamp(at: SystemTime) -> prost_types_timestamp::Timestamp {
 }
 
 mod prost_types_timestamp {
-    pub use yellowstone_grpc_proto::prost_types::Timestamp;
+    pub(super) use yellowstone_grpc_proto::prost_types::Timestamp;
 }
 
 type UpdateStream = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> + Send + 'static>>;

@@ -27,11 +27,11 @@ use crate::transport::Outgoing;
 use crate::workload::Workload;
 
 /// The largest batch `--batch` accepts.
-pub const MAX_BATCH: usize = 10_000;
+pub(crate) const MAX_BATCH: usize = 10_000;
 
 /// N JSON-RPC calls per request.
 #[derive(Debug)]
-pub struct JsonRpcBatch {
+pub(crate) struct JsonRpcBatch {
     workload: Workload,
     check: CheckMode,
     size: usize,
@@ -69,7 +69,7 @@ fn refused_batch(item: &[u8], first_id: u64) -> Option<i64> {
 impl JsonRpcBatch {
     /// Batches of `size` calls (1 to [`MAX_BATCH`]) drawn from `workload`, which must hold
     /// JSON-RPC calls only.
-    pub fn new(workload: Workload, check: CheckMode, size: usize) -> Self {
+    pub(crate) fn new(workload: Workload, check: CheckMode, size: usize) -> Self {
         Self { workload, check, size: size.clamp(1, MAX_BATCH), scratch: RefCell::new(Scratch::default()) }
     }
 }

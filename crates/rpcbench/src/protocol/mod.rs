@@ -8,11 +8,11 @@
 //! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte;
 //! - [`send_raw::SendRawTx`]: one signed transaction per request (`rpcbench tx`).
 
-pub mod batch;
-pub mod replay;
-pub mod rest;
-pub mod send_raw;
-pub mod single;
+pub(crate) mod batch;
+pub(crate) mod replay;
+pub(crate) mod rest;
+pub(crate) mod send_raw;
+pub(crate) mod single;
 
 use rand::rngs::SmallRng;
 
@@ -22,7 +22,7 @@ use crate::workload::Workload;
 
 /// One call carried by a request: which call of the workload, with which id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallSlot {
+pub(crate) struct CallSlot {
     /// The call's index in the workload.
     pub call: usize,
     /// The JSON-RPC id sent with it (unused for HTTP calls).
@@ -32,7 +32,7 @@ pub struct CallSlot {
 /// What a worker's requests draw from: the random source of the mix and of generated
 /// values, the next fresh id, and the turn of an in-turn workload.
 #[derive(Debug)]
-pub struct Draw {
+pub(crate) struct Draw {
     /// Picks calls and generates params; seeded per worker from the run's seed.
     pub rng: SmallRng,
     /// The next fresh id (ids are unique per run: the worker's index sits in the high bits).
@@ -53,7 +53,7 @@ pub struct Draw {
 
 impl Draw {
     /// The id of the next call.
-    pub fn id(&mut self) -> u64 {
+    pub(crate) fn id(&mut self) -> u64 {
         match self.fixed_id {
             Some(id) => id,
             None => {
@@ -65,13 +65,13 @@ impl Draw {
     }
 
     /// The next call of `workload`.
-    pub fn pick(&mut self, workload: &Workload) -> usize {
+    pub(crate) fn pick(&mut self, workload: &Workload) -> usize {
         self.pick_with_turn(workload).0
     }
 
     /// The next call of `workload` and the turn it was picked at.
     #[inline]
-    pub fn pick_with_turn(&mut self, workload: &Workload) -> (usize, u64) {
+    pub(crate) fn pick_with_turn(&mut self, workload: &Workload) -> (usize, u64) {
         let turn = self.turn;
         let call = workload.pick(&mut self.rng, turn);
         self.turn += self.turn_stride;
@@ -80,7 +80,7 @@ impl Draw {
 }
 
 /// How calls become a request and a reply becomes outcomes.
-pub trait Protocol {
+pub(crate) trait Protocol {
     /// Whether [`Draw::ticket`] must be set before each [`Protocol::encode`] (a replay's); the
     /// other protocols leave the hot path without it.
     const USES_TICKETS: bool = false;

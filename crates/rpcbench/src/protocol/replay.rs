@@ -13,14 +13,14 @@ use crate::transport::Outgoing;
 
 /// The requests of a replay, one per ticket.
 #[derive(Debug, Clone)]
-pub struct Replayed {
+pub(crate) struct Replayed {
     replay: Arc<Replay>,
     check: CheckMode,
 }
 
 impl Replayed {
     /// Sends `replay`'s requests, checked as `check` says.
-    pub fn new(replay: Arc<Replay>, check: CheckMode) -> Self {
+    pub(crate) fn new(replay: Arc<Replay>, check: CheckMode) -> Self {
         Self { replay, check }
     }
 }

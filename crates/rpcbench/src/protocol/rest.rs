@@ -7,7 +7,7 @@ use crate::outcome::{InvalidKind, Outcome};
 
 /// The outcome of an HTTP call's reply. `expect_json`: the body of a 2xx must be JSON (one
 /// complete JSON text, checked fully: there is no JSON-RPC envelope to scan).
-pub fn classify(status: u16, body: &[u8], expect_json: bool) -> Outcome {
+pub(crate) fn classify(status: u16, body: &[u8], expect_json: bool) -> Outcome {
     if !(200..300).contains(&status) {
         return Outcome::HttpStatus(status);
     }

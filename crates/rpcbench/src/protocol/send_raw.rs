@@ -91,14 +91,14 @@ impl TxSends {
 
 /// The protocol: one `eth_sendRawTransaction` per request.
 #[derive(Debug, Clone)]
-pub struct SendRawTx {
+pub(crate) struct SendRawTx {
     sends: Arc<TxSends>,
     check: CheckMode,
 }
 
 impl SendRawTx {
     /// Sends from `sends`, checking answers as `check` says.
-    pub fn new(sends: Arc<TxSends>, check: CheckMode) -> Self {
+    pub(crate) fn new(sends: Arc<TxSends>, check: CheckMode) -> Self {
         SendRawTx { sends, check }
     }
 }

@@ -9,7 +9,7 @@ use crate::workload::Workload;
 
 /// One call of the workload per request.
 #[derive(Debug, Clone)]
-pub struct SingleCall {
+pub(crate) struct SingleCall {
     workload: Workload,
     check: CheckMode,
     /// Every call is a JSON-RPC call (the common case: no per-request kind check).
@@ -18,7 +18,7 @@ pub struct SingleCall {
 
 impl SingleCall {
     /// Requests of one call each, drawn from `workload`, checked as `check` says.
-    pub fn new(workload: Workload, check: CheckMode) -> Self {
+    pub(crate) fn new(workload: Workload, check: CheckMode) -> Self {
         let jsonrpc_only = workload.is_jsonrpc_only();
         Self { workload, check, jsonrpc_only }
     }

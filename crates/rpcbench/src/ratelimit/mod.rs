@@ -2,6 +2,6 @@
 //! limit headers a server announces ([`headers`]), and what a connection does after such an
 //! answer ([`pause`]). The `limits` probe (`crate::limits`) is the driver that finds them.
 
-pub mod headers;
-pub mod pause;
-pub mod signs;
+pub(crate) mod headers;
+pub(crate) mod pause;
+pub(crate) mod signs;

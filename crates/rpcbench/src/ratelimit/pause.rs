@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 /// The first back-off pause.
-pub const BACKOFF_START: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF_START: Duration = Duration::from_millis(100);
 /// The longest back-off pause (the pause doubles up to it).
-pub const BACKOFF_MAX: Duration = Duration::from_secs(10);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// The longest pause a `Retry-After` may ask for.
-pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+pub(crate) const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
 
 /// What a connection does after a rate-limited answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,7 +45,7 @@ impl OnRateLimit {
 
 /// One connection's back-off: the pause the next rate-limited answer would cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
 }
 
@@ -58,7 +58,12 @@ impl Default for Backoff {
 impl Backoff {
     /// The pause after an exchange, if any: `limited` when one of its answers was rate
     /// limited, `retry_after` the seconds the server asked for.
-    pub fn after(&mut self, mode: OnRateLimit, limited: bool, retry_after: Option<u64>) -> Option<Duration> {
+    pub(crate) fn after(
+        &mut self,
+        mode: OnRateLimit,
+        limited: bool,
+        retry_after: Option<u64>,
+    ) -> Option<Duration> {
         if !limited {
             self.next = BACKOFF_START;
             return None;

@@ -13,10 +13,10 @@
 use crate::outcome::{Outcome, RateLimitSign};
 
 /// JSON-RPC codes that mean "rate limited" whatever their message.
-pub const DEFAULT_RATE_LIMIT_CODES: [i64; 2] = [-32029, 429];
+pub(crate) const DEFAULT_RATE_LIMIT_CODES: [i64; 2] = [-32029, 429];
 
 /// Words in an error message that mean "rate limited" (compared in ASCII lower case).
-pub const RATE_LIMIT_WORDS: [&str; 6] =
+pub(crate) const RATE_LIMIT_WORDS: [&str; 6] =
     ["rate limit", "ratelimit", "rate-limit", "too many requests", "request rate", "exceeded the rate"];
 
 /// The rules of one run.

@@ -561,14 +561,17 @@ mod no_latency_as_null {
 
     use super::LatencyReport;
 
-    pub fn serialize<S: Serializer>(latency: &LatencyReport, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        latency: &LatencyReport,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         match latency.count {
             0 => serializer.serialize_none(),
             _ => latency.serialize(serializer),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LatencyReport, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LatencyReport, D::Error> {
         let latency = Option::<LatencyReport>::deserialize(deserializer)?;
         Ok(latency.unwrap_or_else(|| LatencyReport::from_histogram(&crate::record::new_histogram())))
     }

@@ -10,14 +10,14 @@ use std::net::{SocketAddr, TcpListener};
 use socket2::{Domain, Protocol, Socket, Type};
 
 /// The backlog used when the system's largest cannot be read.
-pub const FALLBACK_BACKLOG: i32 = 4096;
+pub(crate) const FALLBACK_BACKLOG: i32 = 4096;
 
 /// Where Linux keeps the largest accept backlog a socket may ask for.
 const SOMAXCONN_PATH: &str = "/proc/sys/net/core/somaxconn";
 
 /// The backlog a listener asks for: the system's largest (`/proc/sys/net/core/somaxconn`),
 /// or [`FALLBACK_BACKLOG`] where that file cannot be read.
-pub fn max_backlog() -> i32 {
+pub(crate) fn max_backlog() -> i32 {
     backlog_from(std::fs::read_to_string(SOMAXCONN_PATH).ok().as_deref())
 }
 
@@ -28,7 +28,7 @@ fn backlog_from(text: Option<&str>) -> i32 {
 
 /// Binds `addr` (port 0 picks a free port) and listens with [`max_backlog`]. Like
 /// `std::net::TcpListener::bind`, the address is reusable at once after a restart on Unix.
-pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     #[cfg(unix)]
     socket.set_reuse_address(true)?;

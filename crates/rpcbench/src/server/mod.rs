@@ -2,4 +2,4 @@
 //! HTTP/1.1 server loop they share and their listening sockets.
 
 pub(crate) mod http1;
-pub mod listen;
+pub(crate) mod listen;

@@ -27,7 +27,7 @@ use crate::slot_timer::SlotClock;
 
 /// A plain or TLS stream.
 #[derive(Debug)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// Plain TCP; with a [`QuietReader`], its replies are read at the worker's pacing slots
     /// ([`Stream::read_at_slots`]).
     Plain(TcpStream, Option<Box<QuietReader>>),
@@ -117,7 +117,7 @@ impl std::error::Error for SetupError {}
 
 /// The application protocol a TLS connection offers in ALPN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alpn {
+pub(crate) enum Alpn {
     /// `http/1.1` only.
     Http1,
     /// `h2` only (`--http2`: a server that does not speak HTTP/2 is refused, not fallen back
@@ -127,7 +127,7 @@ pub enum Alpn {
 
 impl Stream {
     /// The protocol ALPN negotiated on a TLS stream (`None`: plain TCP, or no ALPN).
-    pub fn negotiated_protocol(&self) -> Option<&[u8]> {
+    pub(crate) fn negotiated_protocol(&self) -> Option<&[u8]> {
         match self {
             Stream::Plain(..) => None,
             Stream::Tls(tls) => tls.get_ref().1.alpn_protocol(),
@@ -137,7 +137,7 @@ impl Stream {
     /// Whether replies are read at the pacing slots of `clock`, quietly ([`quiet_reads`]): asks
     /// for it (`Some`) or stops it (`None`), and returns whether it is so now. Only plain TCP
     /// on the thread where the clock's timer is current can.
-    pub fn read_at_slots(&mut self, clock: Option<SlotClock>) -> bool {
+    pub(crate) fn read_at_slots(&mut self, clock: Option<SlotClock>) -> bool {
         let Stream::Plain(tcp, quiet) = self else { return false };
         if clock.is_some() == quiet.is_some() {
             return quiet.is_some();
@@ -159,7 +159,7 @@ impl Stream {
 
     /// When the first and the last bytes read quietly since the last call arrived (by the
     /// kernel's stamps); `(None, None)` when nothing was read quietly.
-    pub fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
+    pub(crate) fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
         match self {
             Stream::Plain(_, Some(reader)) => reader.take_arrivals(),
             _ => (None, None),
@@ -169,7 +169,7 @@ impl Stream {
 
 /// Opens connections to one target.
 #[derive(Clone)]
-pub struct Connector {
+pub(crate) struct Connector {
     addrs: Arc<[SocketAddr]>,
     tls: Option<(TlsConnector, ServerName<'static>)>,
     connect_timeout: Duration,
@@ -187,7 +187,7 @@ impl fmt::Debug for Connector {
 
 impl Connector {
     /// Resolves the target and prepares TLS offering HTTP/1.1. Blocking (name resolution).
-    pub fn new(
+    pub(crate) fn new(
         target: &Target,
         tls_options: &TlsOptions,
         connect_timeout: Duration,
@@ -196,7 +196,7 @@ impl Connector {
     }
 
     /// Like [`Connector::new`], offering `alpn` in the TLS handshake.
-    pub fn with_alpn(
+    pub(crate) fn with_alpn(
         target: &Target,
         tls_options: &TlsOptions,
         connect_timeout: Duration,
@@ -231,12 +231,12 @@ impl Connector {
     }
 
     /// The time allowed to connect.
-    pub fn connect_timeout(&self) -> Duration {
+    pub(crate) fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
 
     /// Opens one connection (TCP, then TLS if needed) within the connect timeout.
-    pub async fn connect(&self) -> std::io::Result<Stream> {
+    pub(crate) async fn connect(&self) -> std::io::Result<Stream> {
         let attempt = async {
             let mut last_error = None;
             for addr in self.addrs.iter() {

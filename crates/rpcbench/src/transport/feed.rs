@@ -20,12 +20,12 @@ use tokio_tungstenite::tungstenite::Bytes;
 
 /// The longest subscription id a feed keeps (a server's id is a short number or hex string;
 /// anything longer is refused as a protocol fault, so memory does not follow its size).
-pub const MAX_SUBSCRIPTION_ID: usize = 256;
+pub(crate) const MAX_SUBSCRIPTION_ID: usize = 256;
 
 /// What one subscription asks the server for: a JSON-RPC subscribe on WebSocket, or a Geyser
 /// `SubscribeRequest` (its filters) on a gRPC stream.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SubscribeCall {
+pub(crate) enum SubscribeCall {
     /// `eth_subscribe`, `slotSubscribe`... over WebSocket.
     JsonRpc(JsonRpcSubscribe),
     /// A Yellowstone Geyser `Subscribe` call's first request (its filters and commitment).
@@ -34,7 +34,8 @@ pub enum SubscribeCall {
 
 impl SubscribeCall {
     /// The JSON-RPC call, if it is one.
-    pub fn json_rpc(&self) -> Option<&JsonRpcSubscribe> {
+    #[cfg(test)]
+    pub(crate) fn json_rpc(&self) -> Option<&JsonRpcSubscribe> {
         match self {
             SubscribeCall::JsonRpc(call) => Some(call),
             SubscribeCall::Geyser(_) => None,
@@ -44,7 +45,7 @@ impl SubscribeCall {
 
 /// A JSON-RPC subscription: what to call, with what, and how to end it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonRpcSubscribe {
+pub(crate) struct JsonRpcSubscribe {
     /// The subscribe method (`eth_subscribe`, `slotSubscribe`).
     pub method: &'static str,
     /// Its params.
@@ -55,7 +56,7 @@ pub struct JsonRpcSubscribe {
 
 /// One item a feed delivered.
 #[derive(Debug, Clone)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     /// The subscription's position on the feed.
     pub position: usize,
     /// The message it came in.
@@ -72,14 +73,14 @@ pub struct Delivery {
 
 impl Delivery {
     /// The item's payload.
-    pub fn payload(&self) -> &[u8] {
+    pub(crate) fn payload(&self) -> &[u8] {
         &self.message[self.payload.clone()]
     }
 }
 
 /// Why a feed's connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FeedEnd {
+pub(crate) enum FeedEnd {
     /// The server closed it, with this close code (1006: without a close frame; 1005: a close
     /// frame without a code).
     Closed(u16),
@@ -97,7 +98,7 @@ pub enum FeedEnd {
 
 /// Messages that belonged to no subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stray {
+pub(crate) enum Stray {
     /// Not JSON (not the wire's format).
     NotJson,
     /// An item for a subscription id nobody holds, or an answer to no request.
@@ -106,7 +107,7 @@ pub enum Stray {
 
 /// What a feed saw next.
 #[derive(Debug, Clone)]
-pub enum FeedEvent {
+pub(crate) enum FeedEvent {
     /// The server confirmed the subscription at `position`.
     Confirmed {
         /// Its position.
@@ -129,8 +130,6 @@ pub enum FeedEvent {
     /// The server answered an unsubscribe request: `confirmed` when it said the subscription
     /// ended.
     Unsubscribed {
-        /// Its position.
-        position: usize,
         /// Whether the server confirmed the end.
         confirmed: bool,
     },
@@ -141,7 +140,7 @@ pub enum FeedEvent {
 }
 
 /// Opens feeds to one target.
-pub trait FeedOpener {
+pub(crate) trait FeedOpener {
     /// The feed one connection carries.
     type Feed: Feed;
     /// Why a connection could not be opened.
@@ -152,7 +151,7 @@ pub trait FeedOpener {
 }
 
 /// One connection's subscriptions.
-pub trait Feed {
+pub(crate) trait Feed {
     /// Asks for the subscription at `position`; its answer comes as an event.
     fn subscribe(
         &mut self,

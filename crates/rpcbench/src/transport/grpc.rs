@@ -61,7 +61,7 @@ impl std::fmt::Debug for XToken {
 
 /// Opens gRPC connections to one Geyser endpoint.
 #[derive(Clone)]
-pub struct GeyserOpener {
+pub(crate) struct GeyserOpener {
     connector: Connector,
     /// `http://HOST:PORT` (or https): the `:authority` and scheme of every call.
     origin: String,
@@ -82,7 +82,7 @@ impl std::fmt::Debug for GeyserOpener {
 
 /// Why a Geyser feed could not be set up.
 #[derive(Debug)]
-pub enum GeyserSetupError {
+pub(crate) enum GeyserSetupError {
     /// The `x-token` is not a valid header value (printable ASCII).
     Token,
     /// The origin is not a valid URI.
@@ -102,7 +102,7 @@ impl std::error::Error for GeyserSetupError {}
 
 /// Why a connection could not be opened.
 #[derive(Debug)]
-pub struct GeyserOpenError(String);
+pub(crate) struct GeyserOpenError(String);
 
 impl std::fmt::Display for GeyserOpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,7 +112,7 @@ impl std::fmt::Display for GeyserOpenError {
 
 impl GeyserOpener {
     /// An opener over `connector` (which must offer ALPN `h2` for TLS), for `host:port`.
-    pub fn new(
+    pub(crate) fn new(
         connector: Connector,
         tls: bool,
         host: &str,
@@ -247,7 +247,7 @@ enum StreamState {
 type PositionedStream = Pin<Box<dyn Stream<Item = (usize, StreamStep)>>>;
 
 /// One connection's Geyser subscriptions: a stream each, read together.
-pub struct GeyserFeed {
+pub(crate) struct GeyserFeed {
     channel: Channel,
     x_token: Option<MetadataValue<tonic::metadata::Ascii>>,
     max_message: usize,
@@ -384,7 +384,7 @@ impl Feed for GeyserFeed {
 }
 
 /// A gRPC status code's name, lower case, for reports.
-pub fn status_name(code: u8) -> &'static str {
+pub(crate) fn status_name(code: u8) -> &'static str {
     match code {
         0 => "ok",
         1 => "cancelled",

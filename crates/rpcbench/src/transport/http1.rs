@@ -34,11 +34,11 @@ use crate::ratelimit::headers::RateHeaders;
 use crate::settings::Target;
 
 /// Why a response could not be read.
-pub type ReadError = WireError;
+pub(crate) type ReadError = WireError;
 
 /// A response that was read completely.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponseMeta {
+pub(crate) struct ResponseMeta {
     /// HTTP status code.
     pub status: u16,
     /// Whether the connection may be reused.
@@ -60,7 +60,7 @@ const BUFFER_STEP: usize = 4 * 1024;
 /// A buffer grows at once to an announced body of up to this size (beyond it, to twice what
 /// was received): typical large replies (a 40 KB block) are read in place in one go, while a
 /// lying `Content-Length` of gigabytes allocates at most this much before its bytes come.
-pub const EAGER_BODY: usize = 256 * 1024;
+pub(crate) const EAGER_BODY: usize = 256 * 1024;
 
 /// The parts of a request head every request of a run shares.
 #[derive(Debug)]
@@ -187,7 +187,7 @@ fn has_header(lines: &[u8], wanted: &[u8]) -> bool {
 
 /// The HTTP/1.1 transport: opens connections to one target.
 #[derive(Debug, Clone)]
-pub struct Http1 {
+pub(crate) struct Http1 {
     connector: Connector,
     heads: Arc<RequestHeads>,
     /// Connections this worker's transport opened (each worker counts its own).
@@ -197,7 +197,12 @@ pub struct Http1 {
 impl Http1 {
     /// A transport to `target`, sending `headers` with every request; without `keepalive`
     /// every request asks for the connection to close.
-    pub fn new(connector: Connector, target: &Target, headers: &[(String, String)], keepalive: bool) -> Self {
+    pub(crate) fn new(
+        connector: Connector,
+        target: &Target,
+        headers: &[(String, String)],
+        keepalive: bool,
+    ) -> Self {
         Self {
             connector,
             heads: Arc::new(RequestHeads::new(target, headers, keepalive)),
@@ -271,7 +276,7 @@ impl Lane for Connection {
 
 /// One HTTP/1.1 connection and its buffers.
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     stream: Stream,
     heads: Arc<RequestHeads>,
     /// The request being written (reused).
@@ -313,7 +318,7 @@ impl Connection {
     }
 
     /// The body of the response last read.
-    pub fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> &[u8] {
         match self.body {
             BodyLocation::InBuffer { start, end } => &self.buf[start..end],
             BodyLocation::Chunked => &self.chunked_body,

@@ -259,7 +259,7 @@ impl Pool {
 
 /// The HTTP/2 transport: connections to one target, each carrying `streams` lanes.
 #[derive(Debug, Clone)]
-pub struct Http2 {
+pub(crate) struct Http2 {
     connector: Connector,
     parts: Arc<RequestParts>,
     streams: usize,
@@ -272,7 +272,7 @@ impl Http2 {
     /// A transport to `target` with `streams` lanes per connection, sending `headers` with
     /// every request. The connector must offer ALPN `h2` for an https target
     /// ([`super::connect::Alpn::Http2`]).
-    pub fn new(
+    pub(crate) fn new(
         connector: Connector,
         target: &Target,
         headers: &[(String, String)],
@@ -291,7 +291,7 @@ impl Http2 {
     /// chose `h2`; in cleartext, that the server answers a PING after the preface. `Ok` when
     /// it does, or when the server could not be reached at all (the run counts that);
     /// `Err` with the reason when it answered but not in HTTP/2.
-    pub async fn check_server(&self) -> Result<(), String> {
+    pub(crate) async fn check_server(&self) -> Result<(), String> {
         let stream = match self.connector.connect().await {
             Ok(stream) => stream,
             // rustls ends a handshake whose ALPN offers have nothing in common.
@@ -474,7 +474,7 @@ impl Transport for Http2 {
 /// One stream slot on an HTTP/2 connection: one request at a time, the connection shared with
 /// the other lanes of the same connection index.
 #[derive(Debug)]
-pub struct StreamSlot {
+pub(crate) struct StreamSlot {
     transport: Http2,
     index: usize,
     open: OpenConnection,

@@ -13,13 +13,13 @@
 //! their arrival time and unsubscribes. A new wire is one file here implementing `Transport`
 //! and `Lane`, `FeedOpener` and `Feed`, or both.
 
-pub mod connect;
-pub mod feed;
-pub mod grpc;
-pub mod http1;
-pub mod http2;
+pub(crate) mod connect;
+pub(crate) mod feed;
+pub(crate) mod grpc;
+pub(crate) mod http1;
+pub(crate) mod http2;
 pub(crate) mod quiet_reads;
-pub mod websocket;
+pub(crate) mod websocket;
 
 use std::fmt;
 use std::future::Future;
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 /// The read buffer of a WebSocket (tungstenite zero-fills its whole read buffer before every
 /// read: its 128 KiB default cost 70,000 instructions per message read, callgrind; a large
 /// message is still read whole, in more reads).
-pub const WEBSOCKET_READ_BUFFER: usize = 4 * 1024;
+pub(crate) const WEBSOCKET_READ_BUFFER: usize = 4 * 1024;
 
 /// An HTTP request method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,7 +136,7 @@ impl Outgoing {
 
 /// A reply that came back complete. The body stays in the lane ([`Lane::body`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// HTTP status code.
     pub status: u16,
     /// Whether the lane may carry another request.
@@ -162,7 +162,7 @@ pub struct Reply {
 
 /// Why an exchange failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireError {
+pub(crate) enum WireError {
     /// The connection closed or was reset before the reply was complete.
     Closed,
     /// The bytes are not a valid reply on this wire.
@@ -221,7 +221,7 @@ impl WireStats {
 }
 
 /// Opens lanes to one target.
-pub trait Transport: Clone {
+pub(crate) trait Transport: Clone {
     /// One place a request can go.
     type Lane: Lane;
 
@@ -242,7 +242,7 @@ pub trait Transport: Clone {
 }
 
 /// One place a request can go, one request at a time.
-pub trait Lane {
+pub(crate) trait Lane {
     /// Writes `request` and reads its reply completely; `max_body` bounds the reply's body.
     fn exchange(
         &mut self,

@@ -26,7 +26,7 @@ use crate::slot_timer::{NextSlot, SlotClock};
 /// largest low-water mark the kernel accepts (half its largest receive buffer), and every read
 /// through [`recv_stamped`] is timestamped; off, it is readable from the first byte again (the
 /// kernel signals readability at once if bytes are waiting).
-pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
+pub(crate) fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
     if quiet {
         keep_kernel_stamps_on();
     }
@@ -36,7 +36,7 @@ pub fn set_quiet(fd: BorrowedFd<'_>, quiet: bool) -> io::Result<()> {
 /// Turns on the kernel's receive timestamps (`SO_TIMESTAMPNS`) for a TCP socket without quiet
 /// mode: it wakes its reader from the first byte as usual, and every read through
 /// [`recv_stamped`] carries when its bytes arrived (subscription feeds).
-pub fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
     keep_kernel_stamps_on();
     imp::set_stamped(fd)
 }
@@ -47,7 +47,7 @@ pub fn set_stamped(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// the first replies of a run come unstamped (and are timed when read). Holding one UDP socket
 /// with `SO_TIMESTAMPNS` makes every later socket's stamps start at once. Called when a
 /// socket is made quiet or stamped; cheap after the first call.
-pub fn keep_kernel_stamps_on() {
+pub(crate) fn keep_kernel_stamps_on() {
     static KEEPER: std::sync::OnceLock<Option<std::net::UdpSocket>> = std::sync::OnceLock::new();
     KEEPER.get_or_init(|| {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
@@ -59,7 +59,7 @@ pub fn keep_kernel_stamps_on() {
 /// Reads what is queued on `fd` into `buf` without blocking. Returns the bytes read and the
 /// instant the last of them arrived (the kernel's receive timestamp, carried over to the
 /// monotonic clock), if the kernel gave one. `WouldBlock` when nothing is queued.
-pub fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+pub(crate) fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
     imp::recv_stamped(fd, buf)
 }
 
@@ -81,7 +81,7 @@ enum QuietPhase {
 /// the same slot; then it tries the socket at each slot of the clock it was given
 /// ([`SlotClock::next_slot`]). It keeps when the bytes it read arrived.
 #[derive(Debug)]
-pub struct QuietReader {
+pub(crate) struct QuietReader {
     clock: SlotClock,
     phase: QuietPhase,
     first_arrival: Option<Instant>,
@@ -90,18 +90,18 @@ pub struct QuietReader {
 
 impl QuietReader {
     /// A reader that waits on the slots of `clock`.
-    pub fn new(clock: SlotClock) -> Self {
+    pub(crate) fn new(clock: SlotClock) -> Self {
         Self { clock, phase: QuietPhase::default(), first_arrival: None, last_arrival: None }
     }
 
     /// The clock whose slots it reads at.
-    pub fn clock(&self) -> SlotClock {
+    pub(crate) fn clock(&self) -> SlotClock {
         self.clock
     }
 
     /// `AsyncRead::poll_read` for `tcp` in quiet mode. Needs its clock's timer on this thread
     /// ([`SlotClock::is_here`]): without it, a slot is always due and this would spin.
-    pub fn poll_read(
+    pub(crate) fn poll_read(
         &mut self,
         tcp: &TcpStream,
         cx: &mut Context<'_>,
@@ -141,7 +141,7 @@ impl QuietReader {
     }
 
     /// When the first and the last bytes read since the last call arrived.
-    pub fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
+    pub(crate) fn take_arrivals(&mut self) -> (Option<Instant>, Option<Instant>) {
         (self.first_arrival.take(), self.last_arrival.take())
     }
 }

@@ -162,7 +162,7 @@ impl Upgrade {
 }
 
 /// The PONG bytes a socket may owe a server that does not read before rpcbench closes it.
-pub const MAX_UNSENT_PONGS: usize = 1024 * 1024;
+pub(crate) const MAX_UNSENT_PONGS: usize = 1024 * 1024;
 /// tungstenite's write buffer (frames are written out past it).
 const WRITE_BUFFER: usize = 128 * 1024;
 /// The largest request queued on a socket at once.
@@ -233,7 +233,7 @@ impl SocketPool {
 
 /// The WebSocket transport: sockets to one target, each carrying `in_flight` lanes.
 #[derive(Debug, Clone)]
-pub struct WebSocket {
+pub(crate) struct WebSocket {
     upgrade: Arc<Upgrade>,
     in_flight: usize,
     pool: Arc<SocketPool>,
@@ -243,7 +243,7 @@ impl WebSocket {
     /// A transport to the `ws://`/`wss://` `target` with `in_flight` requests outstanding per
     /// socket, sending `headers` with the upgrade request; messages larger than `max_body`
     /// end their socket.
-    pub fn new(
+    pub(crate) fn new(
         connector: Connector,
         target: &Target,
         headers: &[(String, String)],
@@ -292,7 +292,7 @@ impl WebSocket {
 
     /// Opens one socket and reports why the server would not upgrade it, if it answered but
     /// refused (its HTTP status); `Ok` when it upgraded or could not be reached at all.
-    pub async fn check_server(&self) -> Result<(), String> {
+    pub(crate) async fn check_server(&self) -> Result<(), String> {
         match self.upgrade.open().await {
             Ok(mut socket) => {
                 let _ = socket.close(None).await;
@@ -394,7 +394,7 @@ impl Transport for WebSocket {
 /// One request slot on a socket: one request at a time, the socket shared with the other
 /// lanes of the same socket index.
 #[derive(Debug)]
-pub struct RequestSlot {
+pub(crate) struct RequestSlot {
     transport: WebSocket,
     index: usize,
     socket: Arc<SharedSocket>,
@@ -586,7 +586,7 @@ struct FeedSlot {
 /// unsubscribe requests (`2 x position + 2`), notifications matched to positions by the
 /// server's subscription id. Ids are kept once and only up to [`MAX_SUBSCRIPTION_ID`] bytes.
 #[derive(Debug)]
-pub struct WsFeed {
+pub(crate) struct WsFeed {
     writer: SplitSink<FeedSocket, Message>,
     reader: SplitStream<FeedSocket>,
     /// When the bytes last read arrived, by the kernel (plain TCP on Linux).
@@ -664,7 +664,7 @@ impl WsFeed {
             let Some(old) = slot.id.take() else { return FeedEvent::Stray(Stray::Unknown) };
             self.by_id.remove(&old);
             let confirmed = envelope.error.is_none() && envelope.result.is_some_and(|r| r.get() == "true");
-            return FeedEvent::Unsubscribed { position, confirmed };
+            return FeedEvent::Unsubscribed { confirmed };
         }
         match (envelope.result, envelope.error) {
             (Some(result), None) if result.get().len() > MAX_SUBSCRIPTION_ID => FeedEvent::Refused {

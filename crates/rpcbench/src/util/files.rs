@@ -7,14 +7,14 @@ use std::io::{self, Read};
 use std::path::Path;
 
 /// The largest scenario or targets file.
-pub const MAX_SCENARIO: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_SCENARIO: u64 = 16 * 1024 * 1024;
 /// The largest request body file, pools file or CA file.
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// The largest results or capacity file (histograms of long runs with many calls included).
-pub const MAX_RESULTS: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_RESULTS: u64 = 256 * 1024 * 1024;
 /// The largest traffic file or file `replay` reads (a vegeta targets file, a file of bodies):
 /// its requests are held in memory for the run.
-pub const MAX_TRAFFIC: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_TRAFFIC: u64 = 512 * 1024 * 1024;
 
 /// The bytes of `path`, or an error of kind `InvalidData` when it holds more than `limit`.
 pub fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {

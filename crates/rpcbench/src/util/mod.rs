@@ -2,9 +2,9 @@
 //! RFC 3339 times, size-limited file reads and atomic saves, redaction of secrets, escaping of
 //! server text for a terminal, JSON paths and normal forms, and the HDR histogram text codec.
 
-pub mod files;
-pub mod hdr_codec;
-pub mod json_path;
-pub mod printable;
-pub mod redact;
-pub mod units;
+pub(crate) mod files;
+pub(crate) mod hdr_codec;
+pub(crate) mod json_path;
+pub(crate) mod printable;
+pub(crate) mod redact;
+pub(crate) mod units;

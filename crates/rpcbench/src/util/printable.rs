@@ -36,7 +36,7 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
 /// The text on one line: control characters escaped as [`escape_controls`] does, and line
 /// feeds too (`\n`), so that a method name or a title from a client or a file cannot start a
 /// line of a report of its own.
-pub fn one_line(text: &str) -> Cow<'_, str> {
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
     match escape_controls(text) {
         Cow::Borrowed(text) if !text.contains('\n') => Cow::Borrowed(text),
         escaped => Cow::Owned(escaped.replace('\n', "\\n")),
@@ -52,7 +52,7 @@ const MARKDOWN_PUNCTUATION: &str = "\\`*[]<>|&!~";
 /// quote), an `_` unless inside a word, control characters as [`escape_controls`] writes them,
 /// and line feeds as spaces. So a server's message or a file's name shows as typed, in a table
 /// cell or a heading, as HTML output escapes it.
-pub fn markdown(text: &str) -> String {
+pub(crate) fn markdown(text: &str) -> String {
     let flat = escape_controls(text).replace(['\n', '\r'], " ");
     let chars: Vec<char> = flat.chars().collect();
     let mut out = String::with_capacity(flat.len() + 8);
@@ -74,7 +74,7 @@ pub fn markdown(text: &str) -> String {
 /// stays `***` rather than emphasis): fenced by more backticks than any run inside, a `|`
 /// escaped for a table cell, control characters as [`escape_controls`] writes them and line
 /// feeds as spaces.
-pub fn markdown_code(text: &str) -> String {
+pub(crate) fn markdown_code(text: &str) -> String {
     let flat = escape_controls(text).replace(['\n', '\r'], " ").replace('|', "\\|");
     let longest = flat.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
@@ -86,7 +86,7 @@ pub fn markdown_code(text: &str) -> String {
 /// A cell for a spreadsheet: text that opens with `=`, `+`, `-`, `@`, a tab or a carriage
 /// return gets a leading `'`, so that a spreadsheet shows it rather than running it as a
 /// formula (OWASP's CSV injection advice). Numbers (`-1.5`) are left alone.
-pub fn spreadsheet_cell(text: &str) -> Cow<'_, str> {
+pub(crate) fn spreadsheet_cell(text: &str) -> Cow<'_, str> {
     let formula = text.starts_with(['=', '+', '-', '@', '\t', '\r']);
     if formula && text.parse::<f64>().is_err() {
         Cow::Owned(format!("'{text}"))

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::outcome::OutcomeCounts;
 
 /// Replacement text for a secret.
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// Words that make a name secret: a query parameter, a `name=value` word, or a path segment
 /// after which the rest of the path is secret (`/key/…`, `/token/…`). Compared
@@ -258,13 +258,13 @@ fn looks_like_key(segment: &str) -> bool {
 
 /// Whether a header's value is a secret: unless the header is known to be harmless
 /// (`Content-Type`, `Accept`, `User-Agent`…), it is.
-pub fn is_secret_header(name: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str) -> bool {
     let lower = name.trim().to_ascii_lowercase();
     !HARMLESS_HEADERS.contains(&lower.as_str())
 }
 
 /// A header's value as it may be shown.
-pub fn header_value<'a>(name: &str, value: &'a str) -> &'a str {
+pub(crate) fn header_value<'a>(name: &str, value: &'a str) -> &'a str {
     if is_secret_header(name) {
         MASK
     } else {
@@ -274,7 +274,7 @@ pub fn header_value<'a>(name: &str, value: &'a str) -> &'a str {
 
 /// The bytes of percent-encoded text (`%41` is `A`); a `%` not followed by two hex digits is
 /// kept as it is.
-pub fn percent_decode(text: &str) -> Vec<u8> {
+pub(crate) fn percent_decode(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;

@@ -154,7 +154,7 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
 }
 
 /// Decodes a `0x`-prefixed hex quantity that fits in a `u64`.
-pub fn parse_hex_quantity(text: &str) -> Option<u64> {
+pub(crate) fn parse_hex_quantity(text: &str) -> Option<u64> {
     let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
     if digits.is_empty() || digits.len() > 16 {
         return None;

@@ -7,8 +7,8 @@ use rpcbench::engine::config::Field;
 use rpcbench::engine::Run;
 use rpcbench::outcome::InvalidKind;
 use rpcbench::report::{render_text, RunReport};
-use rpcbench::transport::HttpMethod;
 use rpcbench::workload::{Call, Generator, HttpBody, HttpRequestSpec, TemplatePiece, Workload};
+use rpcbench::HttpMethod;
 use serde_json::{json, Value};
 
 use crate::util::{closed_loop, json_200, requests, status, Reply, TestServer};

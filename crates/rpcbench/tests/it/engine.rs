@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rpcbench::engine::config::{Arrivals, Length, Load};
 use rpcbench::engine::Run;
-use rpcbench::jsonrpc::InvalidKind;
+use rpcbench::outcome::InvalidKind;
 use rpcbench::report::RunReport;
 
 use crate::util::{closed_loop, json_200, requests, seconds, status, Reply, TestServer};

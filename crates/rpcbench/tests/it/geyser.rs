@@ -10,7 +10,7 @@ use rpcbench::engine::StopHandle;
 use rpcbench::mock::{GeyserMock, GeyserMockOptions};
 use rpcbench::report::subscribe::SubscribeReport;
 use rpcbench::subscribe::{run, SubscribeConfig, SubscriptionKind};
-use rpcbench::transport::grpc::XToken;
+use rpcbench::XToken;
 
 fn feed(options: impl FnOnce(&mut GeyserMockOptions)) -> GeyserMock {
     let mut settings = GeyserMockOptions { slot_time: Duration::from_millis(30), ..Default::default() };

@@ -14,14 +14,15 @@ use rpcbench::capacity::{judge_step, summarize, CapacitySettings, Slo};
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::compare::{comparison_json, render_comparison_text};
 use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
-use rpcbench::jsonrpc::{InvalidKind, Outcome, RequestTemplate};
 use rpcbench::monitor::ResourceReport;
+use rpcbench::outcome::{InvalidKind, Outcome};
 use rpcbench::record::{Recorder, RunRecord, Series, Timing};
 use rpcbench::report::{
     render_capacity_csv, render_capacity_html, render_capacity_markdown, render_csv, render_html,
     render_markdown, render_text,
 };
 use rpcbench::results::{GeneratorData, Machine, ResultsFile, SavedRun};
+use rpcbench::RequestTemplate;
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -367,7 +368,7 @@ fn synthetic_step(rate: f64, seed: u64) -> RunRecord {
     let mut record = RunRecord::new(recorder, &names, Duration::from_millis(2_000), false);
     // What depends on the machine the test runs on, fixed.
     record.generator = rpcbench::record::GeneratorUsage {
-        workers: rpcbench::engine::usage::ThreadUsage {
+        workers: rpcbench::engine::ThreadUsage {
             threads: 1,
             cpu: Some(Duration::from_micros((rate * 900.0) as u64)),
             wall: Duration::from_secs(2),

@@ -6,10 +6,11 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rpcbench::engine::usage;
+use rpcbench::engine::peak_rss_bytes;
 use rpcbench::engine::Run;
-use rpcbench::jsonrpc::{CheckMode, InvalidKind};
+use rpcbench::outcome::InvalidKind;
 use rpcbench::record::RunRecord;
+use rpcbench::CheckMode;
 
 use crate::util::{closed_loop, json_200, requests, seconds, Reply, TestServer};
 
@@ -112,7 +113,7 @@ fn huge_reply(framing: usize) -> Reply {
 
 #[test]
 fn a_100_mb_body_is_too_large_and_never_buffered() {
-    let peak_before = usage::peak_rss_bytes();
+    let peak_before = peak_rss_bytes();
     for (framing, name) in ["content-length", "chunked", "close-delimited"].into_iter().enumerate() {
         let server = TestServer::start(move |_| huge_reply(framing));
         let mut config = closed_loop(&server.url(), 2, requests(6));
@@ -125,7 +126,7 @@ fn a_100_mb_body_is_too_large_and_never_buffered() {
         assert!(took < Duration::from_secs(3), "{name}: the body was not read to its end: {took:?}");
         server.stop();
     }
-    if let (Some(before), Some(after)) = (peak_before, usage::peak_rss_bytes()) {
+    if let (Some(before), Some(after)) = (peak_before, peak_rss_bytes()) {
         let grown = after.saturating_sub(before);
         assert!(grown < 40 * 1024 * 1024, "the process grew by {grown} bytes at its peak");
     }
@@ -394,10 +395,10 @@ fn a_lying_content_length_does_not_grow_memory() {
     let server = TestServer::start(|_| {
         Reply::RawThenClose(b"HTTP/1.1 200 OK\r\nContent-Length: 62914560\r\n\r\n0123456789".to_vec())
     });
-    let before = usage::peak_rss_bytes();
+    let before = peak_rss_bytes();
     let (record, _) = run(closed_loop(&server.url(), 20, requests(200)));
     assert_eq!(record.totals.counts.closed, 200);
-    if let (Some(before), Some(after)) = (before, usage::peak_rss_bytes()) {
+    if let (Some(before), Some(after)) = (before, peak_rss_bytes()) {
         let grown = after.saturating_sub(before);
         assert!(grown < 200 * 1024 * 1024, "peak RSS grew by {grown} bytes");
     }

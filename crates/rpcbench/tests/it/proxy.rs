@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 use rpcbench::proxy::{Proxy, ProxyOptions, UpstreamFailure, BATCH_KEY};
-use rpcbench::settings::Target;
+use rpcbench::Target;
 
 fn options(upstream: &str) -> ProxyOptions {
     ProxyOptions::new("127.0.0.1:0".parse().unwrap(), Target::parse(upstream).unwrap())

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use rpcbench::engine::config::{Arrivals, Length, Load};
 use rpcbench::engine::Run;
-use rpcbench::jsonrpc::RequestTemplate;
 use rpcbench::mock::{Chain, MockOptions, MockServer, RateLimitStyle};
 use rpcbench::outcome::{OutcomeClass, RateLimitSign};
 use rpcbench::report::{render_text, RunReport};
 use rpcbench::thresholds::Threshold;
+use rpcbench::RequestTemplate;
 
 use crate::util::{closed_loop, json_200, requests, TestServer};
 
@@ -70,7 +70,7 @@ fn codes_named_by_the_run_count_as_rate_limited_whatever_their_message() {
     let mut config = closed_loop(&server.url(), 2, requests(20));
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
     assert_eq!(record.totals.counts.rpc_errors[&-32000].count, 20, "'busy' alone is not a rate limit");
-    config.rate_limits = rpcbench::ratelimit::signs::RateLimitRules::with_codes(&[-32000]);
+    config.rate_limits = rpcbench::RateLimitRules::with_codes(&[-32000]);
     let record = Run::new(config).unwrap().execute().unwrap();
     assert_eq!(record.totals.counts.rate_limited.get(&RateLimitSign::Rpc(-32000)), Some(&20));
     assert!(record.totals.counts.rpc_errors.is_empty());
@@ -153,7 +153,7 @@ fn respect_retry_after_waits_as_the_server_asks_and_the_report_says_so() {
     let mut config = closed_loop(&node.url(), connections, requests(10_000));
     config.workload = RequestTemplate::from_method("getSlot", None).unwrap().into();
     config.length = Length { duration: Some(Duration::from_millis(2500)), requests: Some(10_000) };
-    config.on_rate_limit = rpcbench::ratelimit::pause::OnRateLimit::RespectRetryAfter;
+    config.on_rate_limit = rpcbench::OnRateLimit::RespectRetryAfter;
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
     let counts = &record.totals.counts;
     let limited = counts.rate_limited.get(&RateLimitSign::Http(429)).copied().unwrap_or(0);
@@ -217,7 +217,7 @@ fn an_open_loop_pauses_its_whole_load_when_the_server_asks_and_reports_how_long(
     let mut config = closed_loop(&node.url(), 1, requests(10_000));
     config.load = Load::Open { rate: 200.0, arrivals: Arrivals::Uniform, max_connections: 8 };
     config.length = Length { duration: Some(Duration::from_millis(2500)), requests: None };
-    config.on_rate_limit = rpcbench::ratelimit::pause::OnRateLimit::RespectRetryAfter;
+    config.on_rate_limit = rpcbench::OnRateLimit::RespectRetryAfter;
     let record = Run::new(config.clone()).unwrap().execute().unwrap();
     let counts = &record.totals.counts;
     // Each pause is 1 s and pauses start at most ~3 times in 2.5 s; around each, a handful of

@@ -189,11 +189,10 @@ fn shards_merge_into_exactly_the_union() {
     other_load.load = Load::Closed { connections: 3 };
     let (odd, _) = save(&other_load, &dir, "odd-load.json");
     let mut other_method = config.clone();
-    other_method.workload =
-        rpcbench::jsonrpc::RequestTemplate::from_method("getHealth", None).unwrap().into();
+    other_method.workload = rpcbench::RequestTemplate::from_method("getHealth", None).unwrap().into();
     let (odd_method, _) = save(&other_method, &dir, "odd-method.json");
     let mut other_params = config.clone();
-    other_params.workload = rpcbench::jsonrpc::RequestTemplate::from_method(
+    other_params.workload = rpcbench::RequestTemplate::from_method(
         "getSlot",
         Some(&serde_json::json!([{"commitment": "processed"}])),
     )

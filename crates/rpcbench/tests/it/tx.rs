@@ -6,13 +6,13 @@ use rpcbench::client;
 use rpcbench::engine::config::{Arrivals, Load};
 use rpcbench::engine::Run;
 use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
-use rpcbench::protocol::send_raw::{TxAck, TxSends};
 use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::InclusionBook;
 use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
+use rpcbench::{TxAck, TxSends};
 use serde_json::{json, Value};
 
 use crate::util::{closed_loop, requests};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpcbench::engine::config::{Length, Load, RunConfig, Target};
-use rpcbench::jsonrpc::RequestTemplate;
+use rpcbench::RequestTemplate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
