@@ -1,6 +1,6 @@
 //! One-off JSON-RPC calls outside a load run: asking a node for its head before a run, or
 //! choosing parameters from what it really has. Uses the transport the one wire selection
-//! ([`crate::engine::select`]) chooses for the run (HTTP/1.1, HTTP/2 or WebSocket, the same
+//! (`engine::select`) chooses for the run (HTTP/1.1, HTTP/2 or WebSocket, the same
 //! connection code and request framing), one connection per call. The errors of a call
 //! have the endpoint's secrets scrubbed out: a node's error message may quote the key or the
 //! credentials it was sent.

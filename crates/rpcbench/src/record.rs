@@ -182,7 +182,7 @@ impl Series {
         self.interval_ms.min(SECOND_MS)
     }
 
-    /// [`Series::open_ms`] in ticks: how wide the intervals a worker counts before it flushes
+    /// `Series::open_ms` in ticks: how wide the intervals a worker counts before it flushes
     /// may be.
     pub fn open_ticks(&self) -> u64 {
         (self.open_ms() / TICK_MS).max(1)

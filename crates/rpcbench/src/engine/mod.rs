@@ -5,9 +5,9 @@
 //! A connection task loops: take a ticket, wait for its intended time (open loop), have the
 //! protocol write the request's calls, exchange it on a lane of the transport, have the
 //! protocol classify the reply into one outcome per call, record. The loop is generic over the
-//! [`Transport`] (HTTP/1.1 today) and the [`Protocol`] (one call, or a JSON-RPC batch), both
+//! transport (HTTP/1.1, HTTP/2 or WebSocket) and the protocol (one call, or a JSON-RPC batch), both
 //! chosen once per run and monomorphised: no dynamic dispatch per request. Closed loop takes
-//! tickets back to back. Open loop takes them from the worker's [`pacer::Pacer`]; when a
+//! tickets back to back. Open loop takes them from the worker's pacer; when a
 //! ticket is already due and no connection is idle, the worker opens another connection, up to
 //! its share of `max_connections`. A ticket that waits for a connection is sent late, and its
 //! latency still counts from the intended time.

@@ -22,7 +22,7 @@
 //! request that waited longer than the queue timeout for a free upstream connection. Client
 //! connections are capped and closed after an idle timeout (`http_server::OpenConnections`).
 //!
-//! With `record`, one [`TrafficEntry`] per answered request goes to a writer thread through
+//! With `record`, one [`TrafficEntry`](crate::traffic::TrafficEntry) per answered request goes to a writer thread through
 //! a bounded channel; the answer is sent to the client only once its line was written (one
 //! `write` of the whole line), so a proxy killed at any moment has every answered request in
 //! its file. Nothing secret is recorded: the header's upstream URL is redacted and headers
@@ -73,7 +73,7 @@ pub struct ProxyOptions {
     pub upstream: Target,
     /// TLS settings for an `https://` upstream.
     pub tls: TlsOptions,
-    /// Write one [`TrafficEntry`] per answered request here.
+    /// Write one [`TrafficEntry`](crate::traffic::TrafficEntry) per answered request here.
     pub record: Option<PathBuf>,
     /// Field paths left out of the recorded response digests.
     pub ignore_fields: Vec<FieldPath>,

@@ -81,7 +81,7 @@ impl PhaseHistograms {
 /// What a proxy measured and counted.
 #[derive(Debug, Clone, Default)]
 pub struct ProxyStats {
-    /// Per method key (a method name, [`BATCH_KEY`] or [`UNKNOWN_KEY`]): the answered requests'
+    /// Per method key (a method name, [`BATCH_KEY`](super::BATCH_KEY) or [`UNKNOWN_KEY`](super::UNKNOWN_KEY)): the answered requests'
     /// phases (502 answers included, dropped ones not).
     pub methods: BTreeMap<String, PhaseHistograms>,
     /// Requests relayed to the upstream (whatever came back).

@@ -13,7 +13,7 @@
 //! The rooms: this file is the driver (settings, the socket schedule, one thread with a
 //! current-thread runtime running one task per socket); [`kinds`] says what each subscription
 //! asks for and how its items are read, one file per chain; `collector` counts and makes the
-//! report. The wire is a [`Feed`] (`crate::transport::feed`): the driver is generic over it, and
+//! report. The wire is a `Feed` (`crate::transport::feed`): the driver is generic over it, and
 //! WebSocket is the one it opens today.
 
 mod collector;

@@ -1,7 +1,7 @@
 //! Subscription kinds: what a subscription asks for and how its items are read. Each kind is a
-//! [`Kind`]; each chain's kinds live in one file ([`ethereum`], [`solana`]) with its own
+//! `Kind`; each chain's kinds live in one file (`ethereum`, `solana`) with its own
 //! `parse`. A new kind is one type in its chain's file; a new chain is one new file and one
-//! entry in [`CHAINS`].
+//! entry in `CHAINS`.
 
 mod ethereum;
 mod geyser;
@@ -118,7 +118,7 @@ impl std::fmt::Display for SubscriptionKindError {
 
 impl std::error::Error for SubscriptionKindError {}
 
-/// What a subscription asks for: one [`Kind`], parsed from `--sub`.
+/// What a subscription asks for: one `Kind`, parsed from `--sub`.
 #[derive(Clone)]
 pub struct SubscriptionKind(Arc<dyn Kind>);
 
