@@ -377,6 +377,10 @@ fn prepare_scenario(
             pools.summary()
         );
     }
+    // Said even with -q: what is measured is not what the file asks for.
+    for left_out in &prepared.scenario.left_out {
+        eprintln!("rpcbench: warning: {left_out}");
+    }
     Ok(prepared.scenario)
 }
 

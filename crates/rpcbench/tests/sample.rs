@@ -199,6 +199,37 @@ fn an_empty_pool_is_an_error_at_the_generator() {
 }
 
 #[test]
+fn a_call_drawing_on_an_empty_pool_is_left_out_and_the_others_run() {
+    // A young dev chain (anvil at block 0) has blocks but no transactions: the calls that need
+    // a transaction hash are left out, with a note, and the others run.
+    let text = POOLED.replace(
+        "[[call]]",
+        "block = { pool = \"block_hashes\" }\n\n[[call]]\nmethod = \"eth_getBlockByHash\"\nparams = [\"{block}\", false]\n\n[[call]]",
+    );
+    let draft = ScenarioDraft::parse(&text, Path::new("s.toml")).unwrap();
+    let mut pools = Pools {
+        chain: SampleChain::Ethereum,
+        chain_id: Some(31337),
+        head: 0,
+        oldest: 0,
+        head_margin: 0,
+        pools: ETHEREUM_POOLS.iter().map(|name| (name.to_string(), Vec::new())).collect(),
+    };
+    pools.pools.insert("block_hashes".into(), vec![json!("0xabc")]);
+    let scenario = draft.resolve(None, Some(&pools)).unwrap();
+    assert_eq!(scenario.config.workload.sample_request(0)["method"], "eth_getBlockByHash");
+    assert_eq!(scenario.left_out.len(), 1, "{:?}", scenario.left_out);
+    let note = scenario.left_out[0].to_string();
+    assert_eq!(
+        note,
+        "call 'eth_getTransactionByHash' left out: its generator 'tx' draws from pool 'tx_hashes', which is empty: the node had none in ethereum blocks 0..=0"
+    );
+    // With its pool filled, nothing is left out.
+    pools.pools.insert("tx_hashes".into(), vec![json!("0x01")]);
+    assert!(draft.resolve(None, Some(&pools)).unwrap().left_out.is_empty());
+}
+
+#[test]
 fn pool_mistakes_are_reported_where_they_are() {
     let cases = [
         (POOLED.replace("tx_hashes", "txs"), "s.toml:6:6:", "no pool named 'txs'"),

@@ -246,6 +246,9 @@ fn suite_calls(
         };
         output::failure(endpoint.scrub(&format!("--suite {name}: {text}")))
     })?;
+    for left_out in &prepared.scenario.left_out {
+        eprintln!("rpcbench: warning: --suite {name}: {left_out}");
+    }
     Ok(configs_per_call(&prepared.scenario.config))
 }
 

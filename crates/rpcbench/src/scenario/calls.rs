@@ -35,13 +35,14 @@ pub(super) fn head_generator(
     Ok(if hex { Generator::HexQuantityRange { low, high } } else { Generator::IntRange { low, high } })
 }
 
-/// A generator drawing uniformly from a sampled pool.
+/// A generator drawing uniformly from a sampled pool; `None` when the pool is empty (the node
+/// had none of those values in the sampled blocks), so the calls that draw on it are left out.
 pub(super) fn pool_generator(
     name: &str,
     pool: &str,
     spec: &GeneratorSpec,
     pools: Option<&Pools>,
-) -> Result<Generator, String> {
+) -> Result<Option<Generator>, String> {
     if spec.range.is_some()
         || spec.hex_range.is_some()
         || spec.choice.is_some()
@@ -59,11 +60,8 @@ pub(super) fn pool_generator(
             pools.chain,
             pools.chain.pools().join(", ")
         )),
-        Some([]) => Err(format!(
-            "generator '{name}' draws from pool '{pool}', which is empty: the {} node had none in blocks {}..={} (a chain without transactions?)",
-            pools.chain, pools.oldest, pools.head
-        )),
-        Some(values) => Ok(Generator::Choice(values.to_vec())),
+        Some([]) => Ok(None),
+        Some(values) => Ok(Some(Generator::Choice(values.to_vec()))),
     }
 }
 
@@ -207,6 +205,50 @@ impl ScenarioDraft {
             )),
         }
     }
+}
+
+/// The generators a call draws on: `"{name}"` strings in its params or JSON body, and
+/// `{name}` pieces of its HTTP path or text body.
+pub(super) fn generators_drawn(call: &CallSection) -> BTreeSet<String> {
+    fn in_value(value: &toml::Value, names: &mut BTreeSet<String>) {
+        match value {
+            toml::Value::String(text) if text.starts_with('{') && text.ends_with('}') && text.len() > 2 => {
+                names.insert(text[1..text.len() - 1].to_string());
+            }
+            toml::Value::Array(items) => items.iter().for_each(|item| in_value(item, names)),
+            toml::Value::Table(table) => table.values().for_each(|item| in_value(item, names)),
+            _ => {}
+        }
+    }
+    fn in_template(text: &str, names: &mut BTreeSet<String>) {
+        let mut rest = text;
+        while let Some(open) = rest.find(['{', '}']) {
+            if rest[open..].starts_with("{{")
+                || rest[open..].starts_with("}}")
+                || rest.as_bytes()[open] == b'}'
+            {
+                rest = &rest[(open + 2).min(rest.len())..];
+                continue;
+            }
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else { return };
+            names.insert(after[..close].to_string());
+            rest = &after[close + 1..];
+        }
+    }
+    let mut names = BTreeSet::new();
+    if let Some(params) = &call.params {
+        in_value(params.get_ref(), &mut names);
+    }
+    if let Some(http) = &call.http {
+        in_template(http.get_ref(), &mut names);
+    }
+    match call.body.as_ref().map(Spanned::get_ref) {
+        Some(toml::Value::String(text)) => in_template(text, &mut names),
+        Some(value) => in_value(value, &mut names),
+        None => {}
+    }
+    names
 }
 
 /// Splits a template (`/block/{block}`) into text and generated pieces; `{{` and `}}` are

@@ -42,7 +42,7 @@
 //! headers = { "x-api-key" = "..." }
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -116,6 +116,33 @@ pub struct Scenario {
     /// How many of `config.headers` are `[target] headers`, shared by every target (the rest
     /// are the first target's own).
     shared_headers: usize,
+    /// Calls left out because a pool they draw from is empty on this node.
+    pub left_out: Vec<LeftOutCall>,
+}
+
+/// A `[[call]]` left out of the mix because a pool it draws from is empty on the sampled node
+/// (a young dev chain has no transactions, a node without contracts no tokens): the other calls
+/// run, and this is said on stderr and in no figure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOutCall {
+    /// The call's name (`name`, else its method or HTTP request line).
+    pub call: String,
+    /// The generator it draws on.
+    pub generator: String,
+    /// The empty pool.
+    pub pool: String,
+    /// The chain and the blocks (or slots) sampled, e.g. `ethereum blocks 0..=0`.
+    pub sampled: String,
+}
+
+impl fmt::Display for LeftOutCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "call '{}' left out: its generator '{}' draws from pool '{}', which is empty: the node had none in {}",
+            self.call, self.generator, self.pool, self.sampled
+        )
+    }
 }
 
 /// One target of a scenario: a name, the URL and the headers added for it alone.

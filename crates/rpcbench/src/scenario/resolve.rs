@@ -14,9 +14,18 @@ impl ScenarioDraft {
         let targets = self.targets(url)?;
         let target = targets[0].target.clone();
         let mut generators = BTreeMap::new();
+        // Generators whose pool is empty on this node, with the pool's name.
+        let mut empty = BTreeMap::new();
         for (name, spec) in &file.generators {
             let built = match (&spec.get_ref().pool, spec.get_ref().head_range()) {
-                (Some(pool), _) => pool_generator(name, pool, spec.get_ref(), pools),
+                (Some(pool), _) => match pool_generator(name, pool, spec.get_ref(), pools) {
+                    Ok(None) => {
+                        empty.insert(name.clone(), (pool.clone(), spec.span()));
+                        continue;
+                    }
+                    Ok(Some(built)) => Ok(built),
+                    Err(message) => Err(message),
+                },
                 (None, Some((text, hex))) => {
                     let window = self.sample_options().map(|options| options.window).unwrap_or(u64::MAX);
                     head_generator(name, text, hex, spec.get_ref(), pools, window)
@@ -25,6 +34,11 @@ impl ScenarioDraft {
             };
             generators.insert(name.clone(), built.map_err(|message| at(spec.span(), message))?);
         }
+        let sampled = pools.map_or(String::new(), |pools| {
+            let unit = if pools.chain == SampleChain::Solana { "slots" } else { "blocks" };
+            format!("{} {unit} {}..={}", pools.chain, pools.oldest, pools.head)
+        });
+        let mut left_out = Vec::new();
 
         let mut replay = self.replay_source()?;
         let workload = match (&replay, &file.calls) {
@@ -38,7 +52,34 @@ impl ScenarioDraft {
             (None, Some(calls)) if !calls.get_ref().is_empty() => {
                 let mut built = Vec::new();
                 for call in calls.get_ref() {
+                    let drawn = generators_drawn(call);
+                    if let Some((generator, (pool, _))) = empty.iter().find(|(name, _)| drawn.contains(*name))
+                    {
+                        let label = call
+                            .name
+                            .clone()
+                            .or_else(|| call.method.as_ref().map(|method| method.get_ref().clone()))
+                            .or_else(|| call.http.as_ref().map(|http| http.get_ref().clone()))
+                            .unwrap_or_default();
+                        left_out.push(LeftOutCall {
+                            call: label,
+                            generator: generator.clone(),
+                            pool: pool.clone(),
+                            sampled: sampled.clone(),
+                        });
+                        continue;
+                    }
                     built.push(self.build_call(call, &generators)?);
+                }
+                if let (true, Some(first)) = (built.is_empty(), left_out.first()) {
+                    let (pool, span) = &empty[&first.generator];
+                    return Err(at(
+                        span.clone(),
+                        format!(
+                            "generator '{}' draws from pool '{pool}', which is empty: the node had none in {sampled}, and every [[call]] draws on an empty pool (a chain without transactions?)",
+                            first.generator
+                        ),
+                    ));
                 }
                 Workload::new(built).map_err(|err| at(calls.span(), err.0))?
             }
@@ -234,7 +275,7 @@ impl ScenarioDraft {
             config.rate_limits = crate::ratelimit::signs::RateLimitRules::with_codes(&file.rate_limit_codes);
         }
         let cooldown = load.cooldown.map_or(DEFAULT_COOLDOWN, |cooldown| cooldown.0);
-        Ok(Scenario { config, thresholds, targets, cooldown, shared_headers })
+        Ok(Scenario { config, thresholds, targets, cooldown, shared_headers, left_out })
     }
 
     /// The targets: `url` (from the command line) replaces the file's; otherwise `[target] url`
