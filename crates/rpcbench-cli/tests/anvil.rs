@@ -296,3 +296,41 @@ fn a_hundred_transfers_from_ten_dev_senders_are_each_included_once_within_a_bloc
         assert_eq!(sent, (0..10).collect::<Vec<u64>>(), "{account}'s nonces");
     }
 }
+
+#[test]
+fn the_relay_suite_against_a_fresh_anvil_runs_the_calls_it_can_and_says_which_it_left_out() {
+    // A fresh anvil is at block 0: no transactions, no tokens, no funded accounts seen in a
+    // block. The suite's calls on those pools are left out with a warning; the rest run clean.
+    let Some(binary) = anvil_binary() else { return };
+    let anvil = start(&binary);
+    let output = rpcbench(&[
+        "run",
+        &anvil.url,
+        "--suite",
+        "ethereum-relay",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--no-tui",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: call 'eth_getTransactionByHash' left out"), "{stderr}");
+    assert!(
+        stderr.contains("pool 'tx_hashes', which is empty: the node had none in ethereum blocks 0..=0"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let methods: Vec<String> = report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["method"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(report["outcomes"]["ok"], report["requests"]["total"], "{}", report["outcomes"]);
+    assert!(methods.contains(&"eth_blockNumber".to_string()), "{methods:?}");
+    assert!(!methods.contains(&"eth_getTransactionByHash".to_string()), "{methods:?}");
+}
