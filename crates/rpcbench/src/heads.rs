@@ -503,6 +503,11 @@ impl HeadTally {
         }
     }
 
+    /// The highest head seen across targets so far (none before the first reading).
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
+    }
+
     /// What the heads of each target were like, as [`analyse`] reports them.
     pub fn finish(mut self) -> Vec<TargetHeads> {
         for times in std::mem::take(&mut self.pending).into_values() {
@@ -541,6 +546,8 @@ impl HeadTally {
 #[derive(Debug)]
 pub struct HeadMonitor {
     stop: StopHandle,
+    /// The lags since the last [`HeadMonitor::take_window`].
+    windows: std::sync::Arc<std::sync::Mutex<crate::heads_lag::LagWindows>>,
     thread: std::thread::JoinHandle<(HeadTally, Vec<u64>)>,
     interval: Duration,
     stale_after: u64,
@@ -657,6 +664,11 @@ impl HeadMonitor {
     ) -> std::io::Result<Self> {
         let stop = StopHandle::new();
         let stopped = stop.clone();
+        let windows = std::sync::Arc::new(std::sync::Mutex::new(crate::heads_lag::LagWindows::new(
+            names.len(),
+            stale_after,
+        )));
+        let windows_kept = windows.clone();
         let thread = std::thread::Builder::new().name("rpcbench-heads".into()).spawn(move || {
             let mut tally = HeadTally::new(names, stale_after);
             let start = Instant::now();
@@ -665,6 +677,8 @@ impl HeadMonitor {
                 for (target, source) in sources.iter_mut().enumerate() {
                     let head = source.head().ok();
                     tally.add(target, u64::from(tick), start.elapsed().as_micros() as u64, head);
+                    let lag = head.zip(tally.highest()).map(|(head, highest)| highest.saturating_sub(head));
+                    windows_kept.lock().unwrap_or_else(|poison| poison.into_inner()).add(target, lag);
                 }
                 tick = tick.saturating_add(1);
                 let next = start + interval * tick;
@@ -676,7 +690,13 @@ impl HeadMonitor {
             }
             (tally, sources.iter().map(|source| source.phantom()).collect())
         })?;
-        Ok(Self { stop, thread, interval, stale_after })
+        Ok(Self { stop, windows, thread, interval, stale_after })
+    }
+
+    /// Each target's lags since the last call (or the start), in the order given; the next
+    /// window starts now. A capacity search takes one at each step boundary.
+    pub fn take_window(&self) -> Vec<crate::heads_lag::HeadLagWindow> {
+        self.windows.lock().unwrap_or_else(|poison| poison.into_inner()).take()
     }
 
     /// Stops following (after the poll under way) and reports.
