@@ -1885,3 +1885,67 @@ fn subscribe_race_names_the_feed_behind_by_its_handicap() {
         "--race",
     );
 }
+
+#[test]
+fn capacity_heads_gives_every_step_its_lag_and_says_when_there_is_no_reference() {
+    let hour = std::time::Duration::from_secs(3600);
+    let start = |lag: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = hour;
+        options.head_lag = lag;
+        MockServer::start(options).expect("the mock node starts")
+    };
+    let (target, reference) = (start(2), start(0));
+    let (url, reference_url) = (target.url(), reference.url());
+    let search = [
+        "capacity",
+        &url,
+        "-m",
+        "getSlot",
+        "--slo",
+        "p99<1s",
+        "--start-rate",
+        "20",
+        "--max-rate",
+        "40",
+        "--step",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "--cooldown",
+        "100ms",
+        "--heads-interval",
+        "20ms",
+        "-q",
+    ];
+    let with_reference = [&search[..], &["--heads-ref", &reference_url, "-f", "json"]].concat();
+    let output = rpcbench(&with_reference);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let steps = report["steps"].as_array().expect("steps");
+    assert!(!steps.is_empty(), "{report}");
+    for step in steps {
+        // The target stays exactly 2 slots behind the reference.
+        assert_eq!(
+            (step["heads"]["lag_p50"].as_u64(), step["heads"]["lag_max"].as_u64()),
+            (Some(2), Some(2))
+        );
+    }
+    assert_eq!(report["heads"]["targets"].as_array().map(Vec::len), Some(2), "{report}");
+    // Alone, the target is never behind itself: the report says lags cannot show falling behind.
+    let alone = [&search[..], &["--heads"]].concat();
+    let output = rpcbench(&alone);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Lag p50/max") && text.contains("no reference node (--heads-ref URL)"), "{text}");
+    target.stop();
+    reference.stop();
+    assert_usage_error(
+        &["capacity", "http://127.0.0.1:1/", "-m", "getSlot", "--slo", "p99<1s", "--heads-ref", "x"],
+        "--heads-ref",
+    );
+    assert_usage_error(
+        &["serve", "--listen", "127.0.0.1:0", "--head-lag-under-load", "5"],
+        "--head-lag-under-load",
+    );
+}

@@ -5,6 +5,10 @@
 //! highest head seen across targets (p50, p99, max), the share of samples at the tip, the
 //! samples more than `stale_after` behind (OpenChainBench's "stale"), and the block-visibility
 //! delay (when each target first showed a block, against the earliest target, in ms).
+//!
+//! Targets are polled in turn, so within one polling round the order says nothing about who
+//! had a block first: targets that first showed a block in the same round tie, share the
+//! "first" of it (a tie of k gives each 1/k, as the Geyser race does) and have no delay.
 
 use std::time::{Duration, Instant};
 
@@ -160,7 +164,7 @@ pub struct TargetHeads {
     /// Samples more than `stale_after` behind.
     pub stale: u64,
     /// Share of the blocks it showed (of those another target showed too) that it showed
-    /// first (ties count for each).
+    /// first: a tie of k targets in the same polling round gives each 1/k.
     pub first_seen: f64,
     /// Block-visibility delay behind the earliest target to show the same block, ms: median,
     /// 90th and 99th percentile, over the blocks another target showed too.
@@ -216,6 +220,34 @@ impl Jumps {
     }
 }
 
+/// One block as the targets first showed it, each as (polling round, µs from the start):
+/// each target's delay behind the earliest round's first reading (none for those of the
+/// earliest round) and its share of the first (1/k to each of the k targets of that round).
+/// None when fewer than two targets showed it.
+fn race_of_block(times: &[Option<(u64, u64)>]) -> Option<Vec<Option<(u64, f64)>>> {
+    if times.iter().flatten().count() < 2 {
+        return None;
+    }
+    let first_round = times.iter().flatten().map(|(round, _)| *round).min()?;
+    let earliest =
+        times.iter().flatten().filter(|(round, _)| *round == first_round).map(|(_, at)| *at).min()?;
+    let tied = times.iter().flatten().filter(|(round, _)| *round == first_round).count();
+    Some(
+        times
+            .iter()
+            .map(|shown| {
+                shown.map(|(round, at)| {
+                    if round == first_round {
+                        (0, 1.0 / tied as f64)
+                    } else {
+                        (at.saturating_sub(earliest), 0.0)
+                    }
+                })
+            })
+            .collect(),
+    )
+}
+
 /// A nearest-rank percentile of sorted values.
 fn percentile<T: Copy + Default>(sorted: &[T], q: f64) -> T {
     if sorted.is_empty() {
@@ -226,23 +258,29 @@ fn percentile<T: Copy + Default>(sorted: &[T], q: f64) -> T {
 }
 
 /// Analyses the samples of each target (`samples[i]` for `names[i]`, polled in turn each
-/// tick, times in µs from a common start): lags behind the highest head seen by then across
+/// tick, so that the n-th sample of each list is of the n-th round; times in µs from a common
+/// start): lags behind the highest head seen by then across
 /// targets, stale samples more than `stale_after` behind, and block-visibility delays.
 pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) -> Vec<TargetHeads> {
     // Every reading in time order, to know the highest head seen by each moment.
-    let mut readings: Vec<(u64, usize, u64)> = samples
+    let mut readings: Vec<(u64, usize, u64, u64)> = samples
         .iter()
         .enumerate()
-        .flat_map(|(target, list)| list.iter().filter_map(move |(at, head)| head.map(|h| (*at, target, h))))
+        .flat_map(|(target, list)| {
+            list.iter()
+                .enumerate()
+                .filter_map(move |(round, (at, head))| head.map(|h| (*at, target, h, round as u64)))
+        })
         .collect();
-    readings.sort_by_key(|(at, target, _)| (*at, *target));
+    readings.sort_by_key(|(at, target, _, _)| (*at, *target));
     let mut highest = 0u64;
     let mut lags: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
     // When each target first showed each block, for the visibility delays.
-    let mut first_shown: Vec<std::collections::BTreeMap<u64, u64>> = vec![Default::default(); names.len()];
+    let mut first_shown: Vec<std::collections::BTreeMap<u64, (u64, u64)>> =
+        vec![Default::default(); names.len()];
     let mut shown_up_to: Vec<Option<u64>> = vec![None; names.len()];
     let mut jumps = Jumps::new(names.len());
-    for (at, target, head) in readings {
+    for (at, target, head, round) in readings {
         highest = highest.max(head);
         jumps.see(target, head, highest);
         lags[target].push(highest - head);
@@ -253,7 +291,7 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
         if let Some(from) = shown_up_to[target] {
             let first_new = (from + 1).max(head.saturating_sub(PENDING_BLOCKS as u64 - 1));
             for block in first_new..=head {
-                first_shown[target].entry(block).or_insert(at);
+                first_shown[target].entry(block).or_insert((round, at));
             }
         }
         shown_up_to[target] = Some(shown_up_to[target].map_or(head, |h| h.max(head)));
@@ -262,24 +300,16 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
     let mut blocks: std::collections::BTreeSet<u64> = Default::default();
     first_shown.iter().for_each(|shown| blocks.extend(shown.keys().copied()));
     let mut delays: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
-    let mut firsts = vec![0u64; names.len()];
+    let mut firsts = vec![0f64; names.len()];
     let mut raced = vec![0u64; names.len()];
     for block in blocks {
-        let times: Vec<(usize, u64)> = first_shown
-            .iter()
-            .enumerate()
-            .filter_map(|(target, shown)| shown.get(&block).map(|at| (target, *at)))
-            .collect();
-        if times.len() < 2 {
-            continue;
-        }
-        let earliest = times.iter().map(|(_, at)| *at).min().unwrap_or(0);
-        for (target, at) in times {
-            delays[target].push(at - earliest);
+        let times: Vec<Option<(u64, u64)>> =
+            first_shown.iter().map(|shown| shown.get(&block).copied()).collect();
+        let Some(race) = race_of_block(&times) else { continue };
+        for (target, (delay, first)) in race.into_iter().enumerate().filter_map(|(t, r)| r.map(|r| (t, r))) {
+            delays[target].push(delay);
             raced[target] += 1;
-            if at == earliest {
-                firsts[target] += 1;
-            }
+            firsts[target] += first;
         }
     }
     names
@@ -301,7 +331,7 @@ pub fn analyse(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) 
                 lag_max: lag.last().copied().unwrap_or(0),
                 at_tip: lag.iter().filter(|l| **l == 0).count() as f64 / count.max(1) as f64,
                 stale: lag.iter().filter(|l| **l > stale_after).count() as u64,
-                first_seen: firsts[target] as f64 / raced[target].max(1) as f64,
+                first_seen: firsts[target] / raced[target].max(1) as f64,
                 delay_ms_p50: ms(percentile(&delay, 0.5)),
                 delay_ms_p90: ms(percentile(&delay, 0.9)),
                 delay_ms_p99: ms(percentile(&delay, 0.99)),
@@ -390,12 +420,14 @@ pub struct HeadTally {
     failed: Vec<u64>,
     at_tip: Vec<u64>,
     stale: Vec<u64>,
-    firsts: Vec<u64>,
+    /// Blocks shown first, a tie of k counting 1/k.
+    firsts: Vec<f64>,
     raced: Vec<u64>,
     shown_up_to: Vec<Option<u64>>,
     jumps: Jumps,
-    /// Per block not yet timed: when each target first showed it (µs from the start).
-    pending: std::collections::BTreeMap<u64, Vec<Option<u64>>>,
+    /// Per block not yet timed: when each target first showed it (polling round, µs from the
+    /// start).
+    pending: std::collections::BTreeMap<u64, Vec<Option<(u64, u64)>>>,
 }
 
 impl HeadTally {
@@ -414,7 +446,7 @@ impl HeadTally {
             failed: vec![0; n],
             at_tip: vec![0; n],
             stale: vec![0; n],
-            firsts: vec![0; n],
+            firsts: vec![0.0; n],
             raced: vec![0; n],
             shown_up_to: vec![None; n],
             jumps: Jumps::new(n),
@@ -422,9 +454,10 @@ impl HeadTally {
         }
     }
 
-    /// Adds a reading of target `target` at `at` µs from the start (none: the poll failed).
-    /// Readings come in time order.
-    pub fn add(&mut self, target: usize, at: u64, head: Option<u64>) {
+    /// Adds a reading of target `target` in polling round `round` (every target is read once a
+    /// round, in turn), at `at` µs from the start (none: the poll failed). Readings come in
+    /// time order.
+    pub fn add(&mut self, target: usize, round: u64, at: u64, head: Option<u64>) {
         let Some(head) = head else {
             self.failed[target] += 1;
             return;
@@ -443,7 +476,7 @@ impl HeadTally {
             for block in first_new..=head {
                 let targets = self.names.len();
                 let times = self.pending.entry(block).or_insert_with(|| vec![None; targets]);
-                times[target].get_or_insert(at);
+                times[target].get_or_insert((round, at));
             }
         }
         self.shown_up_to[target] = Some(self.shown_up_to[target].map_or(head, |h| h.max(head)));
@@ -461,18 +494,18 @@ impl HeadTally {
 
     /// Times one block: each target's delay behind the earliest to show it, when two or more
     /// did.
-    fn time_block(&mut self, times: &[Option<u64>]) {
-        if times.iter().flatten().count() < 2 {
-            return;
+    fn time_block(&mut self, times: &[Option<(u64, u64)>]) {
+        let Some(race) = race_of_block(times) else { return };
+        for (target, (delay, first)) in race.into_iter().enumerate().filter_map(|(t, r)| r.map(|r| (t, r))) {
+            self.delay[target].saturating_record(delay);
+            self.raced[target] += 1;
+            self.firsts[target] += first;
         }
-        let earliest = times.iter().flatten().min().copied().unwrap_or(0);
-        for (target, at) in times.iter().enumerate() {
-            if let Some(at) = at {
-                self.delay[target].saturating_record(at - earliest);
-                self.raced[target] += 1;
-                self.firsts[target] += u64::from(*at == earliest);
-            }
-        }
+    }
+
+    /// The highest head seen across targets so far (none before the first reading).
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
     }
 
     /// What the heads of each target were like, as [`analyse`] reports them.
@@ -494,7 +527,7 @@ impl HeadTally {
                     lag_max: if count == 0 { 0 } else { lag.max() },
                     at_tip: self.at_tip[t] as f64 / count.max(1) as f64,
                     stale: self.stale[t],
-                    first_seen: self.firsts[t] as f64 / self.raced[t].max(1) as f64,
+                    first_seen: self.firsts[t] / self.raced[t].max(1) as f64,
                     delay_ms_p50: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.5)) },
                     delay_ms_p90: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.9)) },
                     delay_ms_p99: if delay.is_empty() { 0.0 } else { ms(delay.value_at_quantile(0.99)) },
@@ -513,6 +546,8 @@ impl HeadTally {
 #[derive(Debug)]
 pub struct HeadMonitor {
     stop: StopHandle,
+    /// The lags since the last [`HeadMonitor::take_window`].
+    windows: std::sync::Arc<std::sync::Mutex<crate::heads_lag::LagWindows>>,
     thread: std::thread::JoinHandle<(HeadTally, Vec<u64>)>,
     interval: Duration,
     stale_after: u64,
@@ -629,6 +664,11 @@ impl HeadMonitor {
     ) -> std::io::Result<Self> {
         let stop = StopHandle::new();
         let stopped = stop.clone();
+        let windows = std::sync::Arc::new(std::sync::Mutex::new(crate::heads_lag::LagWindows::new(
+            names.len(),
+            stale_after,
+        )));
+        let windows_kept = windows.clone();
         let thread = std::thread::Builder::new().name("rpcbench-heads".into()).spawn(move || {
             let mut tally = HeadTally::new(names, stale_after);
             let start = Instant::now();
@@ -636,7 +676,9 @@ impl HeadMonitor {
             while !stopped.is_stopped() {
                 for (target, source) in sources.iter_mut().enumerate() {
                     let head = source.head().ok();
-                    tally.add(target, start.elapsed().as_micros() as u64, head);
+                    tally.add(target, u64::from(tick), start.elapsed().as_micros() as u64, head);
+                    let lag = head.zip(tally.highest()).map(|(head, highest)| highest.saturating_sub(head));
+                    windows_kept.lock().unwrap_or_else(|poison| poison.into_inner()).add(target, lag);
                 }
                 tick = tick.saturating_add(1);
                 let next = start + interval * tick;
@@ -648,7 +690,13 @@ impl HeadMonitor {
             }
             (tally, sources.iter().map(|source| source.phantom()).collect())
         })?;
-        Ok(Self { stop, thread, interval, stale_after })
+        Ok(Self { stop, windows, thread, interval, stale_after })
+    }
+
+    /// Each target's lags since the last call (or the start), in the order given; the next
+    /// window starts now. A capacity search takes one at each step boundary.
+    pub fn take_window(&self) -> Vec<crate::heads_lag::HeadLagWindow> {
+        self.windows.lock().unwrap_or_else(|poison| poison.into_inner()).take()
     }
 
     /// Stops following (after the poll under way) and reports.
@@ -715,14 +763,16 @@ mod tests {
 
     /// The samples of a race fed to a tally in time order.
     fn tallied(names: &[String], samples: &[Vec<HeadSample>], stale_after: u64) -> Vec<TargetHeads> {
-        let mut readings: Vec<(u64, usize, Option<u64>)> = samples
+        let mut readings: Vec<(u64, usize, Option<u64>, u64)> = samples
             .iter()
             .enumerate()
-            .flat_map(|(target, list)| list.iter().map(move |(at, head)| (*at, target, *head)))
+            .flat_map(|(target, list)| {
+                list.iter().enumerate().map(move |(round, (at, head))| (*at, target, *head, round as u64))
+            })
             .collect();
-        readings.sort_by_key(|(at, target, _)| (*at, *target));
+        readings.sort_by_key(|(at, target, _, _)| (*at, *target));
         let mut tally = HeadTally::new(names.to_vec(), stale_after);
-        readings.into_iter().for_each(|(at, target, head)| tally.add(target, at, head));
+        readings.into_iter().for_each(|(at, target, head, round)| tally.add(target, round, at, head));
         tally.finish()
     }
 
@@ -758,12 +808,36 @@ mod tests {
     }
 
     #[test]
+    fn blocks_shown_in_the_same_polling_round_are_ties_shared_between_the_targets() {
+        // Three targets polled in turn each 100 ms round (1 ms apart): t0 and t1 show every
+        // block in the same round, t2 one round later.
+        let poll = |target: u64, late_rounds: u64| -> Vec<HeadSample> {
+            (0..40u64)
+                .map(|round| (round * 100_000 + target * 1000, Some(round.saturating_sub(late_rounds) / 4)))
+                .collect()
+        };
+        let samples = [poll(0, 0), poll(1, 0), poll(2, 1)];
+        for heads in [analyse(&names(3), &samples, 20), tallied(&names(3), &samples, 20)] {
+            let firsts: Vec<f64> = heads.iter().map(|h| h.first_seen).collect();
+            assert_eq!(firsts, [0.5, 0.5, 0.0], "{heads:?}");
+            // The tied ones have no delay (the order within a round says nothing); the late
+            // one is a round behind the first reading of the round before.
+            assert_eq!((heads[0].delay_ms_p50, heads[1].delay_ms_p99), (0.0, 0.0), "{heads:?}");
+            assert!((102.0..=102.2).contains(&heads[2].delay_ms_p50), "{heads:?}");
+        }
+        // Two targets that always tie: half each, never 0% for both.
+        let samples = [poll(0, 0), poll(1, 0)];
+        let heads = analyse(&names(2), &samples, 20);
+        assert_eq!((heads[0].first_seen, heads[1].first_seen), (0.5, 0.5), "{heads:?}");
+    }
+
+    #[test]
     fn a_head_jumping_by_billions_does_not_make_the_tally_grow() {
         let mut tally = HeadTally::new(names(2), 20);
-        tally.add(0, 0, Some(1));
-        tally.add(1, 1, Some(1));
-        tally.add(0, 2, Some(u64::MAX / 2));
-        tally.add(1, 3, Some(2));
+        tally.add(0, 0, 0, Some(1));
+        tally.add(1, 0, 1, Some(1));
+        tally.add(0, 1, 2, Some(u64::MAX / 2));
+        tally.add(1, 1, 3, Some(2));
         assert!(tally.pending.len() <= PENDING_BLOCKS, "{}", tally.pending.len());
         let heads = tally.finish();
         assert!(heads[1].lag_max >= 1 << 40, "{heads:?}");

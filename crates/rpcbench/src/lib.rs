@@ -38,6 +38,7 @@ pub mod demo;
 pub mod engine;
 pub mod field;
 pub mod heads;
+pub mod heads_lag;
 mod jsonrpc;
 pub mod k8s;
 pub mod limits;

@@ -124,6 +124,12 @@ pub fn bodies_repeat(workload: &Workload, seed: u64, count: u64) -> bool {
 
 /// Adds a later round's record into a target's total: histograms and counts merged, measured
 /// times added, the round's series after the total's (in the wider of the two intervals).
+///
+/// The round's points start where the measured time so far ends (to the ms), not at the next
+/// whole interval: offsets rounded up to intervals add up to more than the measured time, and
+/// a round's last point (the drain of the requests in flight at its end, a sliver of an
+/// interval) then landed at the same start as the next round's first, so a chart's line went
+/// back in time at every round boundary.
 pub fn append_round(total: &mut RunRecord, round: RunRecord) {
     total.totals.merge(&round.totals);
     for (ours, theirs) in total.calls.iter_mut().zip(&round.calls) {
@@ -136,7 +142,8 @@ pub fn append_round(total: &mut RunRecord, round: RunRecord) {
         ours.merge(theirs);
     }
     let width = total.series_interval_ms.max(round.series_interval_ms).max(1);
-    let offset = (total.elapsed.as_millis() as u64).div_ceil(width) * width;
+    let measured_ms = u64::try_from(total.elapsed.as_micros().div_ceil(1000)).unwrap_or(u64::MAX);
+    let offset = measured_ms.max(total.series.last().map_or(0, |last| last.start_ms + 1));
     if total.series_interval_ms == round.series_interval_ms {
         let keep_latency = total.series_latency.len() == total.series.len()
             && round.series_latency.len() == round.series.len();
@@ -541,6 +548,38 @@ mod tests {
 
     fn point(start_ms: u64, requests: u64) -> SeriesPoint {
         SeriesPoint { start_ms, requests, errors: 0, p50_us: 1, p99_us: 1 }
+    }
+
+    /// A round's record measuring `elapsed`, with 100 ms points at `starts`.
+    fn round_record(elapsed: Duration, starts: &[u64]) -> RunRecord {
+        let series = std::sync::Arc::new(std::sync::Mutex::new(crate::record::Series::with_max_points(100)));
+        let mut record = RunRecord::new(
+            crate::record::Recorder::new(1, series),
+            &[("a".into(), "getSlot".into())],
+            elapsed,
+            false,
+        );
+        record.series_interval_ms = 100;
+        record.series = starts.iter().map(|start| point(*start, 10)).collect();
+        record.series_latency.clear();
+        record
+    }
+
+    #[test]
+    fn rounds_appended_give_a_series_whose_times_only_go_forward() {
+        // Rounds of 2,005.5 ms, each with a last point (its drain) starting at 2,000 ms: the
+        // offsets add up to the measured time, so no point starts where another already did.
+        let starts: Vec<u64> = (0..=20).map(|i| i * 100).collect();
+        let round = || round_record(Duration::from_micros(2_005_500), &starts);
+        let mut total = round();
+        (1..5).for_each(|_| append_round(&mut total, round()));
+        let times: Vec<u64> = total.series.iter().map(|p| p.start_ms).collect();
+        assert_eq!(times.len(), 5 * 21);
+        assert!(times.windows(2).all(|pair| pair[0] < pair[1]), "{times:?}");
+        // Each round starts where the measured time so far ends.
+        assert_eq!(&times[21..23], &[2006, 2106]);
+        assert_eq!(total.elapsed, Duration::from_micros(5 * 2_005_500));
+        assert!(*times.last().unwrap() < total.elapsed.as_millis() as u64, "{times:?}");
     }
 
     #[test]

@@ -196,3 +196,71 @@ fn the_connections_search_finds_where_a_serial_node_breaks_the_slo() {
     let csv = rpcbench::report::render_capacity_csv(&back);
     assert!(csv.starts_with("step,connections,achieved_rate"), "{csv}");
 }
+
+#[test]
+fn capacity_heads_reports_each_steps_lag_and_it_grows_with_the_load() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    // Heads an hour apart, so that they do not move: the target and the reference show the
+    // same head, except that the target stays 5 slots behind while it answers more than 150
+    // requests a second (the monitor's own polls, 20 a second, included).
+    let hour = Duration::from_secs(3600);
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = hour;
+    options.head_lag_under_load = Some("5@150".parse().unwrap());
+    let target = MockServer::start(options).expect("the mock node starts");
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = hour;
+    let reference = MockServer::start(options).expect("the reference node starts");
+    let sources: Vec<Box<dyn rpcbench::heads::HeadSource>> = [&target, &reference]
+        .iter()
+        .map(|node| {
+            let endpoint = rpcbench::client::Endpoint::parse(&node.url(), Duration::from_secs(2)).unwrap();
+            Box::new(rpcbench::heads::PolledHead::new(endpoint)) as Box<dyn rpcbench::heads::HeadSource>
+        })
+        .collect();
+    let names = vec!["target".to_string(), "reference".to_string()];
+    let monitor = rpcbench::heads::HeadMonitor::start(names, sources, Duration::from_millis(50), 3).unwrap();
+    // 100, 200 and 400 requests a second, 3 s each.
+    let mut settings = settings("errors<1%", 100.0);
+    settings.bounds = SearchBounds::new(100.0, 400.0, 0.05);
+    settings.step = Duration::from_secs(3);
+    let started = std::time::SystemTime::now();
+    let (mut report, steps) = rpcbench::capacity::search_following_heads(
+        &base(&target),
+        &settings,
+        &StopHandle::new(),
+        Some(&monitor),
+        |_| {},
+    )
+    .expect("the search runs");
+    report.heads = Some(monitor.stop());
+    target.stop();
+    reference.stop();
+    let text = report.render_text();
+    eprintln!("{text}");
+    assert_valid_json(&report.to_json());
+    let lags: Vec<(f64, u64, u64, f64)> = report
+        .steps
+        .iter()
+        .map(|s| {
+            let heads = s.heads.as_ref().expect("every step has its lags");
+            assert!(heads.samples > 0 && heads.failed == 0, "{text}");
+            (s.target_rate, heads.lag_p50, heads.lag_max, heads.stale_share)
+        })
+        .collect();
+    assert_eq!(lags.iter().map(|l| l.0).collect::<Vec<_>>(), [100.0, 200.0, 400.0], "{text}");
+    // Only the known lags: none, or the 5 of a loaded node (stale: more than 3 behind).
+    assert!(lags.iter().all(|l| l.1 == 0 || l.1 == 5), "{lags:?}");
+    assert!(lags.iter().all(|l| l.2 == 0 || l.2 == 5), "{lags:?}");
+    // Unloaded at 100/s; behind at 400/s for most of the step, and the median grows with
+    // the rate.
+    assert_eq!((lags[0].1, lags[0].2, lags[0].3), (0, 0, 0.0), "{text}");
+    assert_eq!((lags[2].1, lags[2].2), (5, 5), "{text}");
+    assert!(lags[2].3 >= 0.5, "{text}");
+    assert!(lags.windows(2).all(|pair| pair[0].1 <= pair[1].1), "{lags:?}");
+    assert!(text.contains("Lag p50/max") && text.contains("across the target and reference"), "{text}");
+    let file = CapacityFile::new(report, steps, serde_json::json!({"method": "getSlot"}), started);
+    let html = rpcbench::report::render_capacity_html(&file);
+    assert!(html.contains("Head lag against offered rate") && html.contains("<th>lag p50/max</th>"));
+    assert!(rpcbench::report::render_capacity_markdown(&file).contains("| 5/5 |"));
+}

@@ -39,6 +39,18 @@ impl HeadsFlags {
         on: bool,
         targets: &[(String, &rpcbench::engine::config::RunConfig)],
     ) -> Result<Option<rpcbench::heads::HeadMonitor>, String> {
+        self.start_with_references(on, targets, &[])
+    }
+
+    /// [`HeadsFlags::start`], also following reference nodes given by URL (`--heads-ref`),
+    /// after the targets: polled plainly (none of the targets' headers go to them), named by
+    /// their URL with secrets redacted, so that the targets' lags are measured against them.
+    pub fn start_with_references(
+        &self,
+        on: bool,
+        targets: &[(String, &rpcbench::engine::config::RunConfig)],
+        references: &[String],
+    ) -> Result<Option<rpcbench::heads::HeadMonitor>, String> {
         if !on {
             return Ok(None);
         }
@@ -55,7 +67,16 @@ impl HeadsFlags {
                 Err(err) => return Err(format!("--heads: target '{name}': {err}")),
             }
         }
-        let names = targets.iter().map(|(name, _)| name.clone()).collect();
+        let mut names: Vec<String> = targets.iter().map(|(name, _)| name.clone()).collect();
+        for url in references {
+            let target = rpcbench::engine::config::Target::parse(url)
+                .map_err(|err| format!("--heads-ref: {}", err.message()))?;
+            let timeout = self.heads_interval.max(Duration::from_millis(100));
+            let endpoint = Endpoint::parse(url, timeout)
+                .map_err(|err| format!("--heads-ref: '{}': {err}", target.redacted()))?;
+            names.push(target.redacted());
+            sources.push(Box::new(PolledHead::new(endpoint)));
+        }
         rpcbench::heads::HeadMonitor::start(names, sources, self.heads_interval, self.stale_after)
             .map(Some)
             .map_err(|err| format!("--heads: cannot start the head monitor: {err}"))

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rpcbench::capacity::{search_recorded, CapacitySettings, SearchBounds, Slo, SloBound};
+use rpcbench::capacity::{search_following_heads, CapacitySettings, SearchBounds, Slo, SloBound};
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::engine::config::RunConfig;
 
@@ -118,6 +118,15 @@ pub struct CapacityArgs {
 
     #[command(flatten)]
     pub monitor: MonitorArgs,
+
+    #[command(flatten)]
+    pub heads: crate::args::heads::HeadsFlags,
+    /// A reference node whose head the target's is measured against (with --heads; implies
+    /// it), repeatable: lag is behind the highest head seen across the target and these, so
+    /// with the target alone falling behind the chain does not show. Polled plainly: none of
+    /// the target's headers are sent to it.
+    #[arg(long, value_name = "URL", help_heading = "Heads")]
+    pub heads_ref: Vec<String>,
 
     #[command(flatten)]
     pub metrics: crate::args::metrics::MetricsArgs,
@@ -291,7 +300,19 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         };
         crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
     });
-    let result = search_recorded(&config, &settings, &stop, |step| {
+    let heads_on = args.heads.heads || !args.heads_ref.is_empty();
+    let heads = match args.heads.start_with_references(
+        heads_on,
+        &[(config.target.redacted(), &config)],
+        &args.heads_ref,
+    ) {
+        Ok(heads) => heads,
+        Err(err) => {
+            drop(dashboard);
+            return output::usage_error(err);
+        }
+    };
+    let result = search_following_heads(&config, &settings, &stop, heads.as_ref(), |step| {
         if !quiet {
             eprintln!("{}", crate::progress::capacity_step_line(step));
         }
@@ -301,13 +322,15 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         }
     });
     drop(dashboard);
-    let (report, steps) = match result {
+    let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
+    let (mut report, steps) = match result {
         Ok(both) => both,
         Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
         // As for `run`: more connections than the open-file limit allows is bad usage.
         Err(EngineError::TooManyConnections(err)) => return output::usage_error(ConfigError::from(err)),
         Err(err) => return output::failure(err),
     };
+    report.heads = heads;
     let file = CapacityFile::new(report, steps, config.workload.sample_request(0), started);
     // Saved before printing, so that a closed pipe loses nothing.
     if let Some(path) = &args.save {

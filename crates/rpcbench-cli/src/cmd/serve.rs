@@ -96,6 +96,11 @@ pub struct ServeArgs {
     /// catches up at once)
     #[arg(long, value_name = "PAUSE/PERIOD")]
     pub head_stall: Option<Stall>,
+    /// Fall N more blocks (slots) behind while answering more than RATE requests a second
+    /// (counted over the last whole second), N@RATE: 5@200; a node that lags under load, for
+    /// capacity --heads
+    #[arg(long, value_name = "N@RATE")]
+    pub head_lag_under_load: Option<rpcbench::mock::HeadLagUnderLoad>,
     /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms; or per
     /// JSON-RPC method, getBlock=50ms,default=1ms (a batch waits for its slowest call).
     #[arg(long, value_name = "LATENCY")]
@@ -298,6 +303,7 @@ impl ServeArgs {
         options.head_delay = self.head_delay.unwrap_or_default();
         options.head_phantom = self.head_phantom;
         options.head_stall = self.head_stall;
+        options.head_lag_under_load = self.head_lag_under_load;
         options.refuse_rate = self.refuse_stream_rate;
         options.tls = self.tls.then(|| MockTls { dir: self.tls_dir.clone() });
         options.ws_drop = self.ws_drop;

@@ -434,6 +434,7 @@ mod tests {
             target_resources: None,
             generator: None,
             connect_causes: Default::default(),
+            heads: None,
         }
     }
 

@@ -23,6 +23,10 @@ impl CapacityReport {
         if monitored {
             let _ = write!(header, " {:>8} {:>10}", "CPU", "RSS");
         }
+        let heads = self.steps.iter().any(|s| s.heads.is_some());
+        if heads {
+            let _ = write!(header, " {:>11} {:>6}", "Lag p50/max", "Stale");
+        }
         let _ = writeln!(out, "{header}  Verdict");
         for step in &self.steps {
             let mut row = format!(
@@ -48,6 +52,10 @@ impl CapacityReport {
                         let _ = write!(row, " {:>8} {:>10}", "", "");
                     }
                 }
+            }
+            if heads {
+                let (lag, stale) = step.heads_cells();
+                let _ = write!(row, " {lag:>11} {stale:>6}");
             }
             let _ = writeln!(out, "{row}  {}", step.verdict_text());
         }
@@ -158,6 +166,7 @@ impl CapacityReport {
                 ));
             }
         }
+        lines.extend(self.heads_lines());
         if let Some(usage) = self.generator_usage_text() {
             lines.push(usage);
         }
@@ -230,7 +239,50 @@ impl CapacityReport {
     }
 }
 
+impl StepResult {
+    /// The step's head lag cells: `p50/max` in blocks (slots) and the stale share; `-` when
+    /// the heads were not followed or no poll answered.
+    pub fn heads_cells(&self) -> (String, String) {
+        match &self.heads {
+            Some(heads) if heads.samples > 0 => {
+                (format!("{}/{}", heads.lag_p50, heads.lag_max), format!("{:.1}%", heads.stale_share * 100.0))
+            }
+            _ => ("-".into(), "-".into()),
+        }
+    }
+}
+
 impl CapacityReport {
+    /// With `--heads`: what the lags are measured against, and the target's lag over the
+    /// whole search; a note when no reference node was followed.
+    pub fn heads_lines(&self) -> Vec<String> {
+        let Some(heads) = &self.heads else { return Vec::new() };
+        let Some(target) = heads.targets.first() else { return Vec::new() };
+        let mut lines = vec![format!(
+            "Heads: polled every {:.0} ms; lag in blocks (slots) behind the highest head seen across {}; stale: more than {} behind. Over the search: lag p50 {}, max {}, {} of {} samples stale",
+            heads.interval_ms,
+            if heads.targets.len() > 1 {
+                let names: Vec<String> =
+                    heads.targets.iter().skip(1).map(|t| crate::util::printable::one_line(&t.name).into_owned()).collect();
+                format!("the target and {}", names.join(", "))
+            } else {
+                "the target alone".to_string()
+            },
+            heads.stale_after,
+            target.lag_p50,
+            target.lag_max,
+            target.stale,
+            target.samples,
+        )];
+        if heads.targets.len() < 2 {
+            lines.push(
+                "  note: no reference node (--heads-ref URL): with the target alone its lag is against its own                  highest head, so falling behind the chain does not show, only stalls and heads going back"
+                    .to_string(),
+            );
+        }
+        lines
+    }
+
     /// `Generator: 2 worker thread(s), CPU up to 41.5% of their capacity (at 800 req/s), peak
     /// memory 9.4MB`: the busiest step's worker CPU and the process's peak memory; `None` when
     /// no step measured the generator.

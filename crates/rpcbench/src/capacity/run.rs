@@ -155,6 +155,10 @@ pub struct StepResult {
     /// kept in capacity files).
     #[serde(skip)]
     pub connect_causes: crate::connect_causes::ConnectCauses,
+    /// With `--heads`: the target's head lag during the step (its warm-up included), behind
+    /// the highest head seen across the followed nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<crate::heads_lag::HeadLagWindow>,
 }
 
 impl StepResult {
@@ -305,6 +309,7 @@ pub fn judge_step(
         target_resources: resources,
         generator: Some(report.generator),
         connect_causes: record.connect_causes.clone(),
+        heads: None,
     };
     (result, data)
 }
@@ -373,6 +378,10 @@ pub struct CapacityReport {
     pub interrupted: bool,
     /// Wall time of the whole search, microseconds.
     pub elapsed_us: u64,
+    /// With `--heads`: the heads of the target (first) and of the reference nodes over the
+    /// whole search; each step has its own lags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<crate::heads::HeadsReport>,
 }
 
 /// Runs the whole search. `on_step` sees every step as it finishes (for progress output).
@@ -392,6 +401,19 @@ pub fn search_recorded(
     base: &RunConfig,
     settings: &CapacitySettings,
     stop: &StopHandle,
+    on_step: impl FnMut(&StepResult),
+) -> Result<(CapacityReport, Vec<StepData>), EngineError> {
+    search_following_heads(base, settings, stop, None, on_step)
+}
+
+/// [`search_recorded`] with the head monitor `heads` (following the target first, then any
+/// reference nodes) snapshotted at every step boundary: each step gets the target's head lag
+/// during it (warm-up included; what the cool-down before it saw is left out).
+pub fn search_following_heads(
+    base: &RunConfig,
+    settings: &CapacitySettings,
+    stop: &StopHandle,
+    heads: Option<&crate::heads::HeadMonitor>,
     mut on_step: impl FnMut(&StepResult),
 ) -> Result<(CapacityReport, Vec<StepData>), EngineError> {
     settings.validate().map_err(EngineError::Config)?;
@@ -414,7 +436,10 @@ pub fn search_recorded(
             interrupted = true;
             break;
         }
-        let (step, data) = run_step_recorded(base, settings, level, steps.len() + 1, stop)?;
+        // The cool-down's lags belong to no step.
+        heads.map(crate::heads::HeadMonitor::take_window);
+        let (mut step, data) = run_step_recorded(base, settings, level, steps.len() + 1, stop)?;
+        step.heads = heads.and_then(|monitor| monitor.take_window().into_iter().next());
         on_step(&step);
         if step.verdict == Verdict::Interrupted {
             interrupted = true;
@@ -524,5 +549,6 @@ pub fn summarize(
         steps,
         interrupted,
         elapsed_us: micros(elapsed),
+        heads: None,
     }
 }

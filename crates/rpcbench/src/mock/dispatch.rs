@@ -436,6 +436,11 @@ fn call<E: Extension>(shared: &Shared, request: &RawRequest, out: &mut Vec<u8>, 
         // A notification: nothing is answered, so nothing needs computing.
         return false;
     };
+    match &shared.node {
+        Node::Solana(node) => node.head_view().count_request(),
+        Node::Ethereum(node) => node.head_view().count_request(),
+        Node::Static => {}
+    }
     if shared.faults.limits_per_call() && shared.faults.admit() != Admission::Allowed {
         write_error(out, id, &RpcError::new(LIMIT_EXCEEDED, "rate limit exceeded"));
         return true;

@@ -183,6 +183,11 @@ impl EthereumNode {
         self.head.shown(START_BLOCK, self.started.elapsed(), self.slot_time)
     }
 
+    /// How the head is shown.
+    pub(crate) fn head_view(&self) -> &super::faults::HeadView {
+        &self.head
+    }
+
     /// Shows the head as `head` says (behind, late, stalled, phantom).
     pub(crate) fn with_head(mut self, head: super::faults::HeadView) -> Self {
         self.head = head;

@@ -579,6 +579,80 @@ pub(crate) struct HeadView {
     pub(crate) delay: Duration,
     pub(crate) phantom: u64,
     pub(crate) stall: Option<Stall>,
+    /// More lag while the node is loaded, with the meter of the requests it answers.
+    pub(crate) under_load: Option<(HeadLagUnderLoad, std::sync::Arc<RequestMeter>)>,
+}
+
+/// A node that falls behind under load (`--head-lag-under-load N@RATE`): while it answered
+/// more than `above` requests in the last whole second, its head is `extra` more blocks
+/// (slots) behind, so that a capacity search's head lag grows with the load, against known
+/// truth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadLagUnderLoad {
+    /// Blocks (slots) further behind while loaded.
+    pub extra: u64,
+    /// Requests a second above which the node counts as loaded.
+    pub above: f64,
+}
+
+const HEAD_LAG_UNDER_LOAD_EXPECTED: &str =
+    "N@RATE: N more blocks behind while answering more than RATE requests a second, such as 5@200";
+
+impl FromStr for HeadLagUnderLoad {
+    type Err = FaultParseError;
+
+    /// Parses `5@200`: 5 blocks more behind above 200 requests a second.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err =
+            || FaultParseError { input: s.to_string(), expected: HEAD_LAG_UNDER_LOAD_EXPECTED.to_string() };
+        let (extra, above) = s.split_once('@').ok_or_else(err)?;
+        let extra: u64 = extra.trim().parse().map_err(|_| err())?;
+        let above: f64 = above.trim().trim_end_matches("/s").parse().map_err(|_| err())?;
+        if extra == 0 || !(above.is_finite() && above >= 0.0) {
+            return Err(err());
+        }
+        Ok(HeadLagUnderLoad { extra, above })
+    }
+}
+
+/// Requests answered per whole second of the node's life: the last whole second's count is
+/// its recent rate.
+#[derive(Debug)]
+pub(crate) struct RequestMeter {
+    started: Instant,
+    /// (the second being counted, its count, the count of the second before).
+    seconds: std::sync::Mutex<(u64, u64, u64)>,
+}
+
+impl RequestMeter {
+    pub(crate) fn new(started: Instant) -> Self {
+        Self { started, seconds: std::sync::Mutex::new((0, 0, 0)) }
+    }
+
+    /// Rolls the counts on to `second`.
+    fn roll(counts: &mut (u64, u64, u64), second: u64) {
+        if second == counts.0 + 1 {
+            *counts = (second, 0, counts.1);
+        } else if second > counts.0 {
+            *counts = (second, 0, 0);
+        }
+    }
+
+    /// Counts one request answered now.
+    pub(crate) fn count(&self) {
+        let second = self.started.elapsed().as_secs();
+        let mut counts = self.seconds.lock().unwrap_or_else(|poison| poison.into_inner());
+        Self::roll(&mut counts, second);
+        counts.1 += 1;
+    }
+
+    /// The requests answered in the last whole second.
+    pub(crate) fn last_second(&self) -> u64 {
+        let second = self.started.elapsed().as_secs();
+        let mut counts = self.seconds.lock().unwrap_or_else(|poison| poison.into_inner());
+        Self::roll(&mut counts, second);
+        counts.2
+    }
 }
 
 impl HeadView {
@@ -589,7 +663,23 @@ impl HeadView {
             delay: options.head_delay,
             phantom: options.head_phantom,
             stall: options.head_stall,
+            under_load: options
+                .head_lag_under_load
+                .map(|knob| (knob, std::sync::Arc::new(RequestMeter::new(Instant::now())))),
         }
+    }
+
+    /// Counts a request answered, for the lag under load.
+    pub(crate) fn count_request(&self) {
+        if let Some((_, meter)) = &self.under_load {
+            meter.count();
+        }
+    }
+
+    /// The blocks behind now: the fixed lag, plus the lag under load while loaded.
+    fn lag_now(&self) -> u64 {
+        let loaded = self.under_load.as_ref().filter(|(knob, meter)| meter.last_second() as f64 > knob.above);
+        self.lag + loaded.map_or(0, |(knob, _)| knob.extra)
     }
 
     /// The head shown `elapsed` after the chain began at `first`, one block (slot) per `slot_time`.
@@ -598,13 +688,35 @@ impl HeadView {
         if let Some(stall) = &self.stall {
             shown = stall.held(shown);
         }
-        (first + (shown.as_nanos() / slot_time.as_nanos()) as u64).saturating_sub(self.lag)
+        (first + (shown.as_nanos() / slot_time.as_nanos()) as u64).saturating_sub(self.lag_now())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_lagging_under_load_counts_the_last_whole_second_and_parses_n_at_rate() {
+        assert_eq!("5@200".parse::<HeadLagUnderLoad>().unwrap(), HeadLagUnderLoad { extra: 5, above: 200.0 });
+        assert_eq!("3@50/s".parse::<HeadLagUnderLoad>().unwrap().above, 50.0);
+        for bad in ["5", "0@200", "x@200", "5@-1", "5@"] {
+            let err = bad.parse::<HeadLagUnderLoad>().unwrap_err();
+            assert!(err.to_string().contains("N@RATE"), "{bad}: {err}");
+        }
+        // (second counted, its count, the count of the second before)
+        let mut counts = (0, 300, 0);
+        RequestMeter::roll(&mut counts, 1);
+        assert_eq!(counts, (1, 0, 300), "the second just ended is the recent rate");
+        RequestMeter::roll(&mut counts, 1);
+        assert_eq!(counts, (1, 0, 300));
+        RequestMeter::roll(&mut counts, 3);
+        assert_eq!(counts, (3, 0, 0), "a silent second in between: no load");
+        // Unloaded, the head is where the chain is.
+        let meter = std::sync::Arc::new(RequestMeter::new(Instant::now()));
+        let view = HeadView { under_load: Some(("2@10".parse().unwrap(), meter)), ..HeadView::default() };
+        assert_eq!(view.shown(100, Duration::ZERO, Duration::from_secs(3600)), 100);
+    }
 
     #[test]
     fn latencies_by_method_apply_to_their_methods_and_a_batch_waits_for_its_slowest() {

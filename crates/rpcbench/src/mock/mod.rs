@@ -43,8 +43,8 @@ mod ws_state;
 
 pub use dispatch::Dispatcher;
 pub use faults::{
-    parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, Latency, MethodLatencies,
-    RateLimitStyle, Stall,
+    parse_error_rate, parse_rate_limit, BlockingLatency, FaultParseError, Faults, HeadLagUnderLoad, Latency,
+    MethodLatencies, RateLimitStyle, Stall,
 };
 pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
 pub use mempool::TxPoolOptions;
@@ -303,6 +303,8 @@ pub struct MockOptions {
     /// The head stops advancing for the pause of every period (it then catches up at once):
     /// a node that stalls now and then (default: never).
     pub head_stall: Option<Stall>,
+    /// The head falls further behind while the node is loaded (default: never).
+    pub head_lag_under_load: Option<HeadLagUnderLoad>,
     /// Serve HTTPS with a self-signed certificate (default: plain HTTP).
     pub tls: Option<MockTls>,
     /// WebSocket: share (0..=1) of subscription notifications not sent, drawn per
@@ -369,6 +371,7 @@ impl MockOptions {
             head_delay: Duration::ZERO,
             head_phantom: 0,
             head_stall: None,
+            head_lag_under_load: None,
             tls: None,
             ws_drop: 0.0,
             ws_duplicate: 0.0,

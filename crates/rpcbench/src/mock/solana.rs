@@ -129,6 +129,11 @@ impl SolanaNode {
         self.head.shown(START_SLOT, self.started.elapsed(), self.slot_time)
     }
 
+    /// How the head is shown.
+    pub(crate) fn head_view(&self) -> &super::faults::HeadView {
+        &self.head
+    }
+
     /// Shows the head as `head` says (behind, late, stalled, phantom).
     pub(crate) fn with_head(mut self, head: super::faults::HeadView) -> Self {
         self.head = head;

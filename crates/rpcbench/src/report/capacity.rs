@@ -125,7 +125,7 @@ pub(super) fn by_rate(report: &CapacityReport) -> Vec<&StepResult> {
 }
 
 /// What the x axis is, for chart titles: `offered rate` or `connections`.
-fn x_name(report: &CapacityReport) -> &'static str {
+pub(super) fn x_name(report: &CapacityReport) -> &'static str {
     if report.connections_mode() {
         "connections"
     } else {
@@ -195,13 +195,13 @@ pub(super) fn linear_ticks(high: f64) -> Vec<f64> {
     (0..).map(|i| i as f64 * step).take_while(|y| *y <= high).collect()
 }
 
-fn linear_axis(high: f64) -> TickedAxis {
+pub(super) fn linear_axis(high: f64) -> TickedAxis {
     let high = nice_max(high);
     TickedAxis::new(0.0..high, linear_ticks(high))
 }
 
 /// The x axis: the levels run (and, for rates, the rates achieved).
-fn rate_axis(report: &CapacityReport) -> RateAxis {
+pub(super) fn rate_axis(report: &CapacityReport) -> RateAxis {
     if report.connections_mode() {
         RateAxis::for_levels(report.steps.iter().map(StepResult::level))
     } else {
@@ -224,7 +224,7 @@ pub(super) fn build<'a, 'b>(
 
 /// The capacity (solid green) and the knee (dashed orange) as vertical lines from `low` to
 /// `high`, each labelled at the top.
-fn mark_rates(
+pub(super) fn mark_rates(
     chart: &mut Chart<'_, '_>,
     report: &CapacityReport,
     rate: &RateAxis,
@@ -490,14 +490,21 @@ pub fn render_capacity_markdown(file: &CapacityFile) -> String {
     let target_columns = if monitored { " target CPU avg | target CPU peak | target RSS peak |" } else { "" };
     let target_align = if monitored { "---:|---:|---:|" } else { "" };
     let level = if report.connections_mode() { "connections" } else { "offered/s" };
+    let heads = super::capacity_heads::followed(report);
+    let (heads_columns, heads_align) =
+        if heads { (" lag p50/max | stale |", "---:|---:|") } else { ("", "") };
     let _ = writeln!(
         out,
-        "| step | {level} | achieved/s | requests | p50 | p90 | p99 | errors |{target_columns} generator CPU | verdict |"
+        "| step | {level} | achieved/s | requests | p50 | p90 | p99 | errors |{target_columns}{heads_columns} generator CPU | verdict |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|{target_align}---:|---|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|{target_align}{heads_align}---:|---|");
     for step in &report.steps {
         let [cpu_avg, cpu_peak, rss, generator] = resource_cells(step);
-        let target = if monitored { format!(" {cpu_avg} | {cpu_peak} | {rss} |") } else { String::new() };
+        let mut target = if monitored { format!(" {cpu_avg} | {cpu_peak} | {rss} |") } else { String::new() };
+        if heads {
+            let (lag, stale) = step.heads_cells();
+            let _ = write!(target, " {lag} | {stale} |");
+        }
         let _ = writeln!(
             out,
             "| {} | {} | {:.1} | {} | {} | {} | {} | {:.2}% |{target} {generator} | {} |",
@@ -625,6 +632,10 @@ pub(super) fn steps_table(report: &CapacityReport) -> String {
     if monitored {
         out.push_str("<th>target CPU avg</th><th>target CPU peak</th><th>target RSS peak</th>");
     }
+    let heads = super::capacity_heads::followed(report);
+    if heads {
+        out.push_str(super::capacity_heads::HTML_HEADER);
+    }
     out.push_str("<th>generator CPU</th><th class=\"text\">verdict</th></tr>");
     for step in &report.steps {
         let class = if step.verdict.passed() { "" } else { " class=\"err\"" };
@@ -644,6 +655,9 @@ pub(super) fn steps_table(report: &CapacityReport) -> String {
         if monitored {
             let _ =
                 write!(out, "<td>{}</td><td>{}</td><td>{}</td>", esc(&cpu_avg), esc(&cpu_peak), esc(&rss));
+        }
+        if heads {
+            out.push_str(&super::capacity_heads::html_cells(step));
         }
         let _ = write!(
             out,
@@ -735,6 +749,9 @@ pub fn render_capacity_html(file: &CapacityFile) -> String {
             legend_items(&[("average", 0), ("peak", 1)], "percent of one core"),
             cpu_chart(report)
         );
+    }
+    if let Some(section) = super::capacity_heads::heads_section(report) {
+        out.push_str(&section);
     }
     let _ = writeln!(out, "<section><h2>Steps</h2>{}</section>", steps_table(report));
     out.push_str("<section><h2>Answer</h2>");

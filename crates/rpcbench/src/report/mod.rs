@@ -9,6 +9,7 @@
 
 mod capacity;
 mod capacity_compare;
+mod capacity_heads;
 mod csv;
 mod html;
 mod limits_html;

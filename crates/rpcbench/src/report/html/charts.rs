@@ -18,7 +18,7 @@ use crate::util::units::format_micros;
 
 /// One point of a run's series, placed at the middle of its interval.
 pub(super) struct SeriesPlot {
-    mid: f64,
+    pub(super) mid: f64,
     rate: f64,
     error_rate: f64,
     p50: f64,
@@ -26,9 +26,10 @@ pub(super) struct SeriesPlot {
     requests: u64,
 }
 
-/// The series of a run as rates: each interval's count over its width (the last interval is
-/// cut at the end of the run; a last sliver shorter than half an interval is left out, as its
-/// rate would be noise).
+/// The series of a run as rates: each interval's count over its width (an interval is cut
+/// where the next point starts or the run ends; a sliver shorter than half an interval, such
+/// as the drain at the end of a run or of each round of a comparison, is left out, as its rate
+/// would be noise).
 pub(super) fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
     let record = &run.record;
     let interval = record.series_interval_ms.max(1) as f64 / 1000.0;
@@ -40,8 +41,9 @@ pub(super) fn series_plot(run: &SavedRun) -> Vec<SeriesPlot> {
         .enumerate()
         .filter_map(|(index, point)| {
             let start = point.start_ms as f64 / 1000.0;
-            let mut width = (start + interval).min(elapsed) - start;
-            if width < interval * 0.5 && count > 1 && index == count - 1 {
+            let next = record.series.get(index + 1).map_or(elapsed, |next| next.start_ms as f64 / 1000.0);
+            let mut width = (start + interval).min(next).min(elapsed) - start;
+            if width < interval * 0.5 && count > 1 {
                 return None;
             }
             if width <= 0.0 {

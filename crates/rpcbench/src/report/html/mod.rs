@@ -401,6 +401,51 @@ mod tests {
             .count()
     }
 
+    /// The x of every point of every drawn line of a chart, line by line.
+    fn line_xs(svg: &str) -> Vec<Vec<f64>> {
+        svg.split("<polyline")
+            .skip(1)
+            .map(|tag| tag.split('>').next().unwrap_or(""))
+            .filter(|tag| !tag.contains("stroke=\"#000000\""))
+            .filter_map(|tag| tag.split("points=\"").nth(1)?.split('"').next())
+            .map(|points| {
+                points
+                    .split_whitespace()
+                    .filter_map(|pair| pair.split(',').next()?.parse::<f64>().ok())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_comparison_in_rounds_draws_its_lines_forward_in_time() {
+        // Three rounds of 10 s, each with the drain of its last requests in a sliver of an
+        // interval after its end, appended as a comparison appends them.
+        let round = || {
+            let mut run = golden("closed.results.json");
+            let last = *run.record.series.last().expect("points");
+            run.record.series.push(crate::record::SeriesPoint { start_ms: 10_000, requests: 3, ..last });
+            run.record.series_latency.clear();
+            run.record.elapsed = std::time::Duration::from_micros(10_002_300);
+            run
+        };
+        let mut total = round();
+        for _ in 0..2 {
+            crate::rounds::append_round(&mut total.record, round().record);
+        }
+        let mids: Vec<f64> = series_plot(&total).iter().map(|p| p.mid).collect();
+        assert!(mids.windows(2).all(|pair| pair[0] < pair[1]), "{mids:?}");
+        // The drains are left out, not drawn as a dip at each boundary.
+        assert_eq!(mids.len(), 30, "{mids:?}");
+        for chart in [throughput_chart(std::slice::from_ref(&total)), latency_over_time_chart(&[total])] {
+            let lines = line_xs(&chart);
+            assert!(!lines.is_empty(), "{chart}");
+            for xs in lines {
+                assert!(xs.windows(2).all(|pair| pair[0] <= pair[1]), "a line goes back: {xs:?}");
+            }
+        }
+    }
+
     #[test]
     fn series_of_one_or_two_points_are_drawn_as_markers_not_lines() {
         // A run of 2 s read from a file of whole seconds (newer runs that short have 100 ms
