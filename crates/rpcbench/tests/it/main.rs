@@ -5,6 +5,7 @@ mod batch;
 mod compare;
 mod engine;
 mod geyser;
+mod geyser_feed;
 mod golden;
 mod heads;
 mod hostile;

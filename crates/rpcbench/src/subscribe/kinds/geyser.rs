@@ -191,6 +191,19 @@ impl Kind for GeyserStages {
         };
         Item { key, produced: None }
     }
+
+    fn slot_stage(&self, payload: &[u8]) -> Option<(u64, usize)> {
+        match decode(payload) {
+            Some(UpdateOneof::Slot(slot)) => {
+                crate::subscribe::slot_stages::stage_index(slot.status).map(|stage| (slot.slot, stage))
+            }
+            _ => None,
+        }
+    }
+
+    fn has_stages(&self) -> bool {
+        true
+    }
 }
 
 /// `geyser-tx`: transactions matching a filter.
