@@ -17,6 +17,7 @@
 //! WebSocket is the one it opens today.
 
 mod collector;
+pub mod filter_file;
 pub mod kinds;
 pub mod race;
 pub mod slot_stages;

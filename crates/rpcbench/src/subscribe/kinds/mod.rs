@@ -4,7 +4,7 @@
 //! entry in [`CHAINS`].
 
 mod ethereum;
-mod geyser;
+pub(crate) mod geyser;
 mod solana;
 
 use std::fmt;
