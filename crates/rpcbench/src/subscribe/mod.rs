@@ -488,6 +488,8 @@ enum SocketEnd {
 pub(crate) enum GrpcFault {
     /// An HTTP/2 GOAWAY ended it.
     GoAway,
+    /// The connection closed or reset under it, without a status.
+    Lost,
     /// A message longer than `--max-message` (refused from its length prefix).
     TooLarge,
     /// Not gRPC framing, or an update that is not protobuf.
@@ -498,6 +500,7 @@ impl fmt::Display for GrpcFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             GrpcFault::GoAway => "grpc goaway",
+            GrpcFault::Lost => "grpc connection lost mid-stream",
             GrpcFault::TooLarge => "grpc message too large",
             GrpcFault::Malformed => "grpc malformed message",
         })
@@ -509,6 +512,7 @@ impl fmt::Display for GrpcFault {
 fn socket_end(end: FeedEnd, grpc: bool) -> SocketEnd {
     match (end, grpc) {
         (FeedEnd::GoAway, _) => SocketEnd::Fault(GrpcFault::GoAway),
+        (FeedEnd::Lost, true) => SocketEnd::Fault(GrpcFault::Lost),
         (FeedEnd::TooLarge, true) => SocketEnd::Fault(GrpcFault::TooLarge),
         (FeedEnd::Protocol, true) => SocketEnd::Fault(GrpcFault::Malformed),
         (end, _) => end.into(),
@@ -524,6 +528,7 @@ impl From<FeedEnd> for SocketEnd {
             // As before the feed seam: a broken or oversized message ends the socket as 1006.
             FeedEnd::Protocol | FeedEnd::TooLarge => SocketEnd::Closed(1006),
             FeedEnd::GoAway => SocketEnd::Fault(GrpcFault::GoAway),
+            FeedEnd::Lost => SocketEnd::Closed(1006),
         }
     }
 }

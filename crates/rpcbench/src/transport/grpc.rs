@@ -382,9 +382,11 @@ impl Feed for GeyserFeed {
     }
 }
 
-/// Why a stream ended with `status`: a GOAWAY from the server, a message over the limit
-/// (tonic refuses it from its length prefix, before reading its bytes), a frame that is not
-/// gRPC's, or the status the server sent.
+/// Why a stream ended with `status`: a GOAWAY from the server that ended it, the connection
+/// lost under it (closed or reset without a status: how a GOAWAY that spared the stream and the
+/// close after it look to HTTP/2's client), a message over the limit (tonic refuses it from
+/// its length prefix, before reading its bytes), a frame that is not gRPC's, or the status the
+/// server sent.
 fn stream_end(status: &Status) -> FeedEnd {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
     while let Some(cause) = source {
@@ -392,6 +394,12 @@ fn stream_end(status: &Status) -> FeedEnd {
             if h2.is_go_away() && h2.is_remote() {
                 return FeedEnd::GoAway;
             }
+            if h2.is_io() {
+                return FeedEnd::Lost;
+            }
+        }
+        if cause.downcast_ref::<std::io::Error>().is_some() {
+            return FeedEnd::Lost;
         }
         source = cause.source();
     }

@@ -6,6 +6,7 @@ mod compare;
 mod engine;
 mod geyser;
 mod geyser_feed;
+mod geyser_hostile;
 mod golden;
 mod heads;
 mod hostile;
