@@ -790,6 +790,41 @@ mod tests {
     }
 
     #[test]
+    fn lag_growth_compares_the_first_whole_seconds_p99_with_the_last() {
+        // Second 0: 2 ms behind production; second 1: 3 ms; second 2: 80 ms (falling behind);
+        // second 3 is cut short by the end and not judged.
+        let mut collector = collector(&["slot"], 1);
+        let start = collector.start;
+        let produced_at = UNIX_EPOCH + Duration::from_secs(1_000);
+        for (second, behind_ms) in [(0u64, 2u64), (1, 3), (2, 80), (3, 500)] {
+            for n in 0..10 {
+                let at = start + Duration::from_millis(second * 1_000 + n * 50);
+                let wall = produced_at + Duration::from_millis(behind_ms);
+                let item = Item {
+                    key: Key::Number(second * 10 + n),
+                    produced: Some(Produced { at: produced_at, seconds: false }),
+                };
+                collector.notification(0, item, 10, at, wall);
+            }
+        }
+        collector.end_measuring(start + Duration::from_millis(3_500));
+        let p99: Vec<Option<u64>> = collector.series.iter().map(|point| point.produced_lag_p99_us).collect();
+        assert_eq!(p99.len(), 4);
+        assert!(p99.iter().all(Option::is_some), "{p99:?}");
+        let report =
+            report(&config_for(&collector), &collector, Duration::from_millis(3_500), false, String::new());
+        let growth = report.lag_growth.clone().expect("three whole seconds with a lag");
+        assert_eq!((growth.first_second, growth.last_second), (0, 2));
+        assert!(growth.first_p99_us.abs_diff(2_000) <= 2 && growth.last_p99_us.abs_diff(80_000) <= 80);
+        assert!(!growth.keeps_up);
+        assert!(report.render_text().contains("the feed falls behind"), "{}", report.render_text());
+        // Flat: it keeps up.
+        let mut flat = report.series.clone();
+        flat[2].produced_lag_p99_us = Some(3_000);
+        assert!(crate::report::subscribe::LagGrowth::from_series(&flat, 3_500_000).unwrap().keeps_up);
+    }
+
+    #[test]
     fn fan_out_lag_counts_from_the_first_arrival() {
         let mut collector = collector(&["newHeads"], 2);
         let (start, wall) = (collector.start, SystemTime::now());

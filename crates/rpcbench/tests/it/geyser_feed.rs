@@ -133,3 +133,27 @@ fn a_race_over_stages_has_rows_for_every_stage() {
         assert!(stage.rows[1].delay_p50_us > 0, "{stage:?}");
     }
 }
+
+#[test]
+fn many_subscribers_report_the_lag_per_second_and_whether_the_feed_keeps_up() {
+    let mock = feed(|_| {});
+    let mut config = config(&mock, &["geyser-slot"], 2_400);
+    config.subscribers = 40;
+    config.subs_per_socket = 10;
+    let report = subscribe(&config);
+    let text = report.render_text();
+    assert_eq!(report.subscribed, 40, "{text}");
+    // The whole seconds 0 and 1 each carry a p99 lag behind production; the growth compares them.
+    let whole: Vec<Option<u64>> = report
+        .series
+        .iter()
+        .filter(|point| point.second < 2)
+        .map(|point| point.produced_lag_p99_us)
+        .collect();
+    assert_eq!(whole.len(), 2, "{:?}", report.series);
+    assert!(whole.iter().all(Option::is_some), "{:?}", report.series);
+    let growth = report.lag_growth.as_ref().expect("a lag growth verdict");
+    assert_eq!((growth.first_second, growth.last_second), (0, 1), "{growth:?}");
+    assert_eq!(Some(growth.first_p99_us), whole[0]);
+    assert!(text.contains("Lag growth:"), "{text}");
+}
