@@ -1949,3 +1949,41 @@ fn capacity_heads_gives_every_step_its_lag_and_says_when_there_is_no_reference()
         "--head-lag-under-load",
     );
 }
+
+#[test]
+fn a_geyser_filter_file_subscribes_its_tables_and_its_mistakes_exit_2_naming_file_line_and_column() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(30),
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let url = feed.url();
+    let dir = std::env::temp_dir().join(format!("rpcbench-geyser-filters-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("filters.toml");
+    std::fs::write(
+        &good,
+        format!(
+            "commitment = \"processed\"\n[slots]\nstages = true\n[transactions]\ninclude = [\"{}\"]\nvote = false\n",
+            rpcbench::mock::mock_account(1)
+        ),
+    )
+    .unwrap();
+    let good = good.to_str().unwrap().to_string();
+    // The file's two tables, and a --sub added beside them.
+    let output =
+        rpcbench(&["subscribe", &url, "--filters", &good, "--sub", "geyser-blocks-meta", "-d", "400ms"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(text.contains("geyser-stages, geyser-tx, geyser-blocks-meta"), "{text}");
+    assert!(text.contains("Subscribed: 3 of 3") && text.contains("Slot stages:"), "{text}");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[slots]\ncommitment = \"fast\"\n").unwrap();
+    let bad = bad.to_str().unwrap().to_string();
+    assert_usage_error(&["subscribe", &url, "--filters", &bad], &format!("{bad}:2:14"));
+    assert_usage_error(
+        &["subscribe", &url, "--filters", &dir.join("none.toml").to_string_lossy()],
+        "--filters",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

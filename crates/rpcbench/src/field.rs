@@ -66,6 +66,8 @@ pub enum Field {
     SubscriptionsPerSocket,
     /// The x-token sent to a Geyser feed.
     XToken,
+    /// How long a subscription's connection may receive nothing before it is a stall.
+    IdleTimeout,
     /// A capacity search's first rate.
     StartRate,
     /// A capacity search's highest rate.
@@ -114,6 +116,7 @@ impl Field {
             Field::Subscribers => "subscribers",
             Field::SubscriptionsPerSocket => "subs_per_socket",
             Field::XToken => "x_token",
+            Field::IdleTimeout => "idle_timeout",
             Field::StartRate => "start_rate",
             Field::MaxRate => "max_rate",
             Field::Precision => "precision",

@@ -64,6 +64,10 @@ pub struct ServeArgs {
     /// gRPC feed: the x-token clients must send.
     #[arg(long, value_name = "TOKEN", requires = "grpc")]
     pub grpc_x_token: Option<String>,
+    /// Updates the gRPC feed keeps for a subscriber that resubscribes from_slot (replayed
+    /// before the live ones); 0 refuses from_slot, as a server without replay does.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "grpc")]
+    pub grpc_from_slot_history: usize,
     /// Worker threads of the server (1 = one core).
     #[arg(long, default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
@@ -248,6 +252,7 @@ impl ServeArgs {
             disconnect_every: self.grpc_disconnect_every,
             queue: self.grpc_queue,
             x_token: self.grpc_x_token.clone(),
+            from_slot_history: self.grpc_from_slot_history,
             ..GeyserMockOptions::default()
         }
     }

@@ -34,8 +34,21 @@ pub struct SubscribeArgs {
     /// newPendingTransactions, slot, account:PUBKEY, logs-solana[:FILTER]; on a gRPC feed
     /// geyser-slot[:COMMITMENT], geyser-stages, geyser-tx[:include=K,..;exclude=K;required=K;
     /// vote=BOOL;failed=BOOL;commitment=C], geyser-account:PUBKEY|owner=PUBKEY, geyser-blocks-meta.
-    #[arg(long = "sub", value_name = "KIND", required = true)]
+    #[arg(long = "sub", value_name = "KIND", required_unless_present = "filters")]
     pub subs: Vec<String>,
+    /// A Geyser filter file (TOML: [slots], [blocks_meta], [transactions], [accounts], a
+    /// commitment), each table one subscription. A --sub of the same kind as a table replaces
+    /// it (flags win); other --sub flags are added.
+    #[arg(long, value_name = "FILE")]
+    pub filters: Option<PathBuf>,
+    /// Close a connection that receives nothing for this long and count it as a stall (with
+    /// --reconnect it is opened again) [default: wait for ever].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub idle_timeout: Option<Duration>,
+    /// The largest message accepted, in bytes: a larger one ends its connection and is counted
+    /// (a gRPC message is refused from its length prefix, before its bytes are read).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_message: usize,
     /// Subscribers, each holding one subscription of every --sub (with --stage: the highest
     /// stage's level).
     #[arg(long)]
@@ -105,6 +118,21 @@ fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
     Ok(rpcbench::engine::stages::Stage { level: level as f64, duration, ramp: duration })
 }
 
+/// The --sub flags' subscriptions merged with the --filters file's (flags win by kind).
+fn subscription_kinds(args: &SubscribeArgs) -> Result<Vec<SubscriptionKind>, String> {
+    let mut flags = Vec::with_capacity(args.subs.len());
+    for text in &args.subs {
+        flags.push(SubscriptionKind::parse(text).map_err(|message| format!("--sub: {message}"))?);
+    }
+    match &args.filters {
+        None => Ok(flags),
+        Some(path) => {
+            let file = subscribe::filter_file::load(path).map_err(|err| format!("--filters: {err}"))?;
+            Ok(subscribe::filter_file::merge(file, flags))
+        }
+    }
+}
+
 pub fn run(args: SubscribeArgs) -> ExitCode {
     if !args.race.is_empty() {
         return run_race(&args);
@@ -113,12 +141,15 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
         Ok(target) => target,
         Err(err) => return output::usage_error(crate::fields::ConfigError::from(err)),
     };
-    let mut kinds = Vec::with_capacity(args.subs.len());
-    for text in &args.subs {
-        match SubscriptionKind::parse(text) {
-            Ok(kind) => kinds.push(kind),
-            Err(message) => return output::usage_error(format!("--sub: {message}")),
-        }
+    let kinds = match subscription_kinds(&args) {
+        Ok(kinds) => kinds,
+        Err(message) => return output::usage_error(message),
+    };
+    if args.idle_timeout.is_some_and(|idle| idle.is_zero()) {
+        return output::usage_error("--idle-timeout: must be longer than 0");
+    }
+    if args.max_message == 0 {
+        return output::usage_error("--max-message: must be at least 1 byte");
     }
     let mut thresholds = Vec::with_capacity(args.thresholds.len());
     for text in &args.thresholds {
@@ -154,6 +185,8 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
     config.subs_per_socket = args.subs_per_socket;
     config.reconnect = args.reconnect;
     config.x_token = args.x_token.clone();
+    config.idle_timeout = args.idle_timeout;
+    config.max_message = args.max_message;
     config.ramp = args.ramp;
     config.headers = headers;
     config.connect_timeout = args.connect_timeout;
@@ -233,17 +266,15 @@ fn run_race(args: &SubscribeArgs) -> ExitCode {
             Err(err) => return output::usage_error(format!("--race: {name}: {}", err.message())),
         }
     }
-    let mut kinds = Vec::with_capacity(args.subs.len());
-    for text in &args.subs {
-        match SubscriptionKind::parse(text) {
-            Ok(kind) => kinds.push(kind),
-            Err(message) => return output::usage_error(format!("--sub: {message}")),
-        }
-    }
+    let kinds = match subscription_kinds(args) {
+        Ok(kinds) => kinds,
+        Err(message) => return output::usage_error(message),
+    };
     let duration = args.duration.unwrap_or(Duration::from_secs(10));
     let mut config = rpcbench::subscribe::race::RaceConfig::new(endpoints, kinds, duration);
     config.x_token = args.x_token.clone();
     config.connect_timeout = args.connect_timeout;
+    config.max_message = args.max_message;
     config.tls = args.tls.options();
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());

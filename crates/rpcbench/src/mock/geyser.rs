@@ -74,6 +74,10 @@ pub struct GeyserMockOptions {
     /// racing: the same slot reaches each mirror that much later than the main port's
     /// subscribers before its own delay). Their addresses are [`GeyserMock::mirror_url`].
     pub mirrors: Vec<Duration>,
+    /// Updates kept for a subscription that asks to start `from_slot` (a reconnecting client):
+    /// the kept ones from that slot on are replayed before the live ones. 0: `from_slot` is
+    /// refused (`invalid argument`), as a server without replay does.
+    pub from_slot_history: usize,
 }
 
 impl Default for GeyserMockOptions {
@@ -91,6 +95,7 @@ impl Default for GeyserMockOptions {
             ping_every: Duration::from_secs(10),
             x_token: None,
             mirrors: Vec::new(),
+            from_slot_history: 0,
         }
     }
 }
@@ -120,6 +125,8 @@ pub struct GeyserTruth {
     pub subscriptions: AtomicU64,
     /// Unary calls answered.
     pub unary: AtomicU64,
+    /// Updates replayed to subscriptions that asked to start `from_slot`.
+    pub replayed: AtomicU64,
 }
 
 /// One update the producer made, before any subscriber's filter.
@@ -127,8 +134,11 @@ pub struct GeyserTruth {
 struct Produced {
     /// Its sequence number (the drop knob's key).
     sequence: u64,
-    /// When it was made (its `created_at`).
+    /// Its `created_at`: the scheduled time of the tick that made it.
     at: SystemTime,
+    /// When it was actually made (the tick may run late): the delay knobs count from here, so
+    /// a port's delay is its own and not the timer's lateness.
+    made: SystemTime,
     what: Made,
 }
 
@@ -138,6 +148,18 @@ enum Made {
     Transaction { slot: u64, index: u32, accounts: [u32; 2], vote: bool, failed: bool },
     Account { slot: u64, account: u32, write_version: u64 },
     BlockMeta { slot: u64 },
+}
+
+impl Made {
+    /// The slot it belongs to.
+    fn slot(&self) -> u64 {
+        match self {
+            Made::Slot { slot, .. }
+            | Made::Transaction { slot, .. }
+            | Made::Account { slot, .. }
+            | Made::BlockMeta { slot } => *slot,
+        }
+    }
 }
 
 /// The mock account `index`'s public key (base58 of 32 bytes made from the index).
@@ -235,6 +257,7 @@ impl GeyserMock {
                         truth: service_truth,
                         updates: updates.clone(),
                         slot: AtomicU64::new(options.first_slot),
+                        history: std::sync::Mutex::new(std::collections::VecDeque::new()),
                     });
                     tokio::spawn(produce(state.clone()));
                     let (stopping, stop_watch) = tokio::sync::watch::channel(false);
@@ -325,6 +348,9 @@ struct Shared {
     updates: broadcast::Sender<Arc<Produced>>,
     /// The newest processed slot.
     slot: AtomicU64,
+    /// The last updates made, oldest first, for `from_slot` (at most
+    /// [`GeyserMockOptions::from_slot_history`]).
+    history: std::sync::Mutex<std::collections::VecDeque<Arc<Produced>>>,
 }
 
 /// Makes the slots, their stages, transactions, account writes and block metas, one stage
@@ -336,17 +362,30 @@ async fn produce(state: Arc<Shared>) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut sequence = 0u64;
     let mut write_version = 0u64;
-    let send = |what: Made, sequence: &mut u64| {
-        let produced = Produced { sequence: *sequence, at: SystemTime::now(), what };
+    // Every update is stamped with its tick's scheduled time, not the time the (possibly late)
+    // tick ran: the stages of a slot are exactly a tick apart by the server's stamps.
+    let (base, base_wall) = (tokio::time::Instant::now(), SystemTime::now());
+    let send = |what: Made, sequence: &mut u64, at: SystemTime| {
+        let produced = Arc::new(Produced { sequence: *sequence, at, made: SystemTime::now(), what });
         *sequence += 1;
         state.truth.produced.fetch_add(1, Ordering::Relaxed);
+        // Kept for `from_slot` and sent under one lock: a subscriber registering takes the
+        // history and its receiver together, so a replay neither skips nor repeats an update.
+        let mut history = state.history.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if options.from_slot_history > 0 {
+            if history.len() == options.from_slot_history {
+                history.pop_front();
+            }
+            history.push_back(produced.clone());
+        }
         // No subscriber is not an error.
-        let _ = state.updates.send(Arc::new(produced));
+        let _ = state.updates.send(produced);
     };
     for slot in options.first_slot.. {
         for status in STAGES {
-            ticker.tick().await;
-            send(Made::Slot { slot, status }, &mut sequence);
+            let scheduled = ticker.tick().await;
+            let at = base_wall + scheduled.saturating_duration_since(base);
+            send(Made::Slot { slot, status }, &mut sequence, at);
             if status == SlotStatus::SlotProcessed {
                 state.slot.store(slot, Ordering::Relaxed);
                 for index in 0..options.transactions_per_slot {
@@ -361,15 +400,16 @@ async fn produce(state: Arc<Shared>) {
                             failed: index % 5 == 4,
                         },
                         &mut sequence,
+                        at,
                     );
                     for account in accounts {
                         write_version += 1;
-                        send(Made::Account { slot, account, write_version }, &mut sequence);
+                        send(Made::Account { slot, account, write_version }, &mut sequence, at);
                     }
                 }
             }
             if status == SlotStatus::SlotCompleted {
-                send(Made::BlockMeta { slot }, &mut sequence);
+                send(Made::BlockMeta { slot }, &mut sequence, at);
             }
         }
         state.truth.slots.fetch_add(1, Ordering::Relaxed);
@@ -596,13 +636,34 @@ impl Geyser for MockGeyser {
                 return Err(status);
             }
         };
-        state.truth.subscriptions.fetch_add(1, Ordering::Relaxed);
         let (out, out_rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
         // Registered before the answer: every update made after the client sees the
         // subscription stand is its to receive (a later registration would open a gap at its
-        // start).
-        let updates = state.updates.subscribe();
-        tokio::spawn(serve_subscriber(state, self.delay, filters, requests, updates, out));
+        // start). With `from_slot`, the kept updates from that slot on come first: taken with
+        // the receiver under the producer's lock, so none is missed or repeated.
+        let (updates, replay) = {
+            let history = state.history.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let replay = match first.from_slot {
+                None => Vec::new(),
+                Some(_) if state.options.from_slot_history == 0 => {
+                    state.truth.refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(Status::invalid_argument("from_slot is not supported"));
+                }
+                Some(from) => {
+                    let oldest = history.front().map(|kept| kept.what.slot());
+                    if oldest.is_none_or(|oldest| from < oldest) {
+                        state.truth.refused.fetch_add(1, Ordering::Relaxed);
+                        return Err(Status::invalid_argument(format!(
+                            "from_slot {from} is older than the oldest slot kept"
+                        )));
+                    }
+                    history.iter().filter(|kept| kept.what.slot() >= from).cloned().collect()
+                }
+            };
+            (state.updates.subscribe(), replay)
+        };
+        state.truth.subscriptions.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(serve_subscriber(state, self.delay, filters, requests, (replay, updates), out));
         let stream =
             futures_util::stream::unfold(
                 out_rx,
@@ -689,11 +750,23 @@ async fn serve_subscriber(
     delay: Duration,
     mut filters: Filters,
     mut requests: Streaming<SubscribeRequest>,
-    mut updates: broadcast::Receiver<Arc<Produced>>,
+    (replay, mut updates): (Vec<Arc<Produced>>, broadcast::Receiver<Arc<Produced>>),
     out: tokio::sync::mpsc::Sender<Result<SubscribeUpdate, Status>>,
 ) {
     let options = &state.options;
     let truth = &state.truth;
+    // The replay first, through the same filters and drop knob as the live updates.
+    for produced in replay {
+        let matched = filters.matches(&produced.what);
+        if matched.is_empty() || dropped(options.drop_one_in, &produced) {
+            continue;
+        }
+        if out.send(Ok(encode(&produced, matched))).await.is_err() {
+            return;
+        }
+        truth.replayed.fetch_add(1, Ordering::Relaxed);
+        truth.sent.fetch_add(1, Ordering::Relaxed);
+    }
     let started = tokio::time::Instant::now();
     let disconnect = async {
         match options.disconnect_every {
@@ -765,18 +838,23 @@ async fn serve_subscriber(
         if matched.is_empty() {
             continue;
         }
-        if options.drop_one_in > 0 && produced.sequence % options.drop_one_in == options.drop_one_in - 1 {
+        if dropped(options.drop_one_in, &produced) {
             truth.dropped.fetch_add(1, Ordering::Relaxed);
             continue;
         }
         if !delay.is_zero() {
-            wait_until(produced.at + delay).await;
+            wait_until(produced.made + delay).await;
         }
         if out.send(Ok(encode(&produced, matched))).await.is_err() {
             return;
         }
         truth.sent.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Whether the drop knob drops `produced` (one in `one_in` by sequence number; 0: none).
+fn dropped(one_in: u64, produced: &Produced) -> bool {
+    one_in > 0 && produced.sequence % one_in == one_in - 1
 }
 
 /// Waits until `due` to well within a millisecond: the timer (whole milliseconds, rounding

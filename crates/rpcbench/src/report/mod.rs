@@ -16,6 +16,7 @@ mod limits_html;
 mod markdown;
 mod race;
 mod shape;
+pub mod slot_stages;
 pub mod subscribe;
 mod subscribe_html;
 pub mod tables;

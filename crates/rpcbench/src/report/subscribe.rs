@@ -22,6 +22,48 @@ pub struct SubscribeSecond {
     pub active: u64,
     /// The largest fan-out lag seen in that second, microseconds.
     pub lag_max_us: u64,
+    /// The p99 lag behind production of the items that arrived in that second, microseconds
+    /// (when they carry a production time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_lag_p99_us: Option<u64>,
+}
+
+/// Whether the feed kept up under the run's load: the p99 lag behind production in the first
+/// whole second that had items, against the last whole second.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LagGrowth {
+    /// The first second's index.
+    pub first_second: u64,
+    /// Its p99 lag behind production, microseconds.
+    pub first_p99_us: u64,
+    /// The last whole second's index.
+    pub last_second: u64,
+    /// Its p99 lag behind production, microseconds.
+    pub last_p99_us: u64,
+    /// The last second's p99 is within [`KEEPS_UP_FACTOR`] times the first's plus
+    /// [`KEEPS_UP_SLACK_US`]: the lag did not grow with time.
+    pub keeps_up: bool,
+}
+
+/// How much a feed's p99 lag may grow from the first second to the last and still keep up.
+pub const KEEPS_UP_FACTOR: u64 = 2;
+/// Growth under this many microseconds is never falling behind (timer and scheduling noise).
+pub const KEEPS_UP_SLACK_US: u64 = 10_000;
+
+impl LagGrowth {
+    /// Judges the per-second p99 lags of `series` over the whole seconds before `elapsed_us`;
+    /// `None` with fewer than two such seconds that have a lag.
+    pub fn from_series(series: &[SubscribeSecond], elapsed_us: u64) -> Option<LagGrowth> {
+        let whole = elapsed_us / 1_000_000;
+        let mut lags = series
+            .iter()
+            .filter(|point| point.second < whole)
+            .filter_map(|point| point.produced_lag_p99_us.map(|p99| (point.second, p99)));
+        let (first_second, first_p99_us) = lags.next()?;
+        let (last_second, last_p99_us) = lags.next_back()?;
+        let keeps_up = last_p99_us <= first_p99_us.saturating_mul(KEEPS_UP_FACTOR) + KEEPS_UP_SLACK_US;
+        Some(LagGrowth { first_second, first_p99_us, last_second, last_p99_us, keeps_up })
+    }
 }
 
 /// Everything a subscription run reports.
@@ -150,6 +192,25 @@ pub struct SubscribeReport {
     pub per_kind: Vec<KindFigures>,
     /// Per second.
     pub series: Vec<SubscribeSecond>,
+    /// Whether the lag behind production grew from the first second to the last (the feed
+    /// fell behind under the load) or stayed (it kept up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_growth: Option<LagGrowth>,
+    /// Per-slot stage timings (`geyser-stages`): download, replay, processed -> confirmed,
+    /// confirmed -> finalized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_stages: Option<super::slot_stages::SlotStagesReport>,
+    /// Items replayed after a reconnect that resubscribed `from_slot` (backfill): judged for
+    /// gaps and duplicates, counted, never in the lags or rates.
+    #[serde(default)]
+    pub backfill: u64,
+    /// Resubscriptions `from_slot` the server refused (then subscribed again without it).
+    #[serde(default)]
+    pub from_slot_refused: u64,
+    /// Connections that received nothing for the idle timeout (`--idle-timeout`): closed by
+    /// rpcbench and counted as stalls.
+    #[serde(default)]
+    pub stalls: u64,
     /// The latency histograms, losslessly (base64 of HdrHistogram's V2 encoding), so that the
     /// HTML page draws the percentile curves and a saved report can be drawn again.
     #[serde(default)]
@@ -374,6 +435,27 @@ impl SubscribeReport {
         );
         if let Some(reason) = &self.first_connect_error {
             let _ = writeln!(out, "  First socket that could not be opened: {reason}");
+        }
+        if self.backfill > 0 || self.from_slot_refused > 0 || self.stalls > 0 {
+            let _ = writeln!(
+                out,
+                "  Feed: {} backfilled item(s) replayed from_slot after reconnects (not in the lags), {} from_slot refusal(s), {} stall(s) (nothing received for the idle timeout)",
+                self.backfill, self.from_slot_refused, self.stalls
+            );
+        }
+        if let Some(growth) = &self.lag_growth {
+            let _ = writeln!(
+                out,
+                "  Lag growth: p99 behind production {} in second {}, {} in second {}: {}",
+                us(growth.first_p99_us),
+                growth.first_second,
+                us(growth.last_p99_us),
+                growth.last_second,
+                if growth.keeps_up { "the feed keeps up" } else { "the feed falls behind" }
+            );
+        }
+        if let Some(stages) = &self.slot_stages {
+            stages.render_text(&mut out);
         }
         if self.per_kind.len() > 1 {
             for kind in &self.per_kind {
@@ -679,6 +761,12 @@ pub fn merge_subscribe_reports(
     }
     let mut merged = first.clone();
     merged.merged_from = identities;
+    // One part's stage timings and lag growth are not the whole's: left out of a merge.
+    merged.slot_stages = None;
+    merged.lag_growth = None;
+    for point in &mut merged.series {
+        point.produced_lag_p99_us = None;
+    }
     for (path, part) in rest {
         if part.target != first.target || part.kinds != first.kinds {
             return Err(format!(
@@ -715,6 +803,9 @@ pub fn merge_subscribe_reports(
             (&mut merged.produced_clock_ahead, part.produced_clock_ahead),
             (&mut merged.unnumbered, part.unnumbered),
             (&mut merged.closed_not_reading, part.closed_not_reading),
+            (&mut merged.backfill, part.backfill),
+            (&mut merged.from_slot_refused, part.from_slot_refused),
+            (&mut merged.stalls, part.stalls),
         ] {
             *ours = ours.checked_add(theirs).ok_or_else(overflow)?;
         }

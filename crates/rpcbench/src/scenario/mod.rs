@@ -180,7 +180,7 @@ impl Scenario {
 pub const HEAD: &str = "head";
 
 /// Turns a byte offset into a 1-based line and column.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;

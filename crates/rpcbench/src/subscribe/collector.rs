@@ -27,6 +27,8 @@ pub(super) enum ServerClose {
     WebSocket(u16),
     /// A gRPC stream's status code.
     Grpc(u8),
+    /// A gRPC server's fault: a GOAWAY, a message over the limit, garbage.
+    Fault(super::GrpcFault),
 }
 
 impl std::fmt::Display for ServerClose {
@@ -34,6 +36,7 @@ impl std::fmt::Display for ServerClose {
         match self {
             ServerClose::WebSocket(code) => write!(f, "{code}"),
             ServerClose::Grpc(code) => write!(f, "grpc {}", crate::transport::grpc::status_name(*code)),
+            ServerClose::Fault(fault) => fault.fmt(f),
         }
     }
 }
@@ -70,6 +73,9 @@ pub(super) struct SubscriptionState {
     pub(super) duplicates: u64,
     pub(super) reorders: u64,
     pub(super) unnumbered: u64,
+    /// The last slot it received (a Geyser feed's), for resubscribing `from_slot` after a
+    /// reconnect.
+    pub(super) last_slot: Option<u64>,
 }
 
 impl SubscriptionState {
@@ -133,6 +139,16 @@ pub(super) struct Collector {
     measuring: bool,
     /// Notifications, bytes and active subscriptions when the measured time ended.
     at_end: MeasuredEnd,
+    /// Per-slot stage timings (`geyser-stages`).
+    pub(super) slot_stages: super::slot_stages::SlotStageTimings,
+    /// The lag behind production of the items of the current second, for its p99.
+    window_lag: Histogram<u64>,
+    /// Items replayed `from_slot` after a reconnect (not in the lags or rates).
+    pub(super) backfill: u64,
+    /// Resubscriptions `from_slot` the server refused.
+    pub(super) from_slot_refused: u64,
+    /// Connections closed because nothing arrived for the idle timeout.
+    pub(super) stalls: u64,
     /// Subscriptions the server confirmed ending at the end of the run.
     pub(super) unsubscribed: u64,
     /// Unsubscribe requests answered with an error or `false`, or not answered in time.
@@ -171,6 +187,11 @@ impl Collector {
             first_connect_error: None,
             measuring: true,
             at_end: MeasuredEnd::default(),
+            slot_stages: super::slot_stages::SlotStageTimings::new(),
+            window_lag: new_histogram(),
+            backfill: 0,
+            from_slot_refused: 0,
+            stalls: 0,
             unsubscribed: 0,
             unsubscribe_failed: 0,
         }
@@ -178,6 +199,9 @@ impl Collector {
 
     fn second(&mut self, at: Instant) -> &mut SubscribeSecond {
         let second = at.saturating_duration_since(self.start).as_secs();
+        if self.series.last().is_some_and(|last| last.second < second) {
+            self.close_window();
+        }
         // Bounded: one point per second of the run (and never past a day's worth of gaps).
         while self.series.last().is_none_or(|last| last.second < second) && self.series.len() < 86_400 {
             let next = self.series.last().map_or(0, |last| last.second + 1);
@@ -186,6 +210,16 @@ impl Collector {
         }
         let index = self.series.len() - 1;
         &mut self.series[index]
+    }
+
+    /// The current second is over: its p99 lag behind production goes into its point.
+    fn close_window(&mut self) {
+        if let Some(last) = self.series.last_mut() {
+            if !self.window_lag.is_empty() {
+                last.produced_lag_p99_us = Some(self.window_lag.value_at_quantile(0.99));
+            }
+        }
+        self.window_lag.reset();
     }
 
     /// A subscribe request refused: counted by class (bounded), the first one's words kept.
@@ -209,13 +243,81 @@ impl Collector {
         arrived: Instant,
         wall: SystemTime,
     ) {
+        let key = self.judge(index, item, bytes);
+        if !self.measuring {
+            return;
+        }
+        let kind = self.subscriptions[index].kind;
+        let mut lag = 0;
+        if let Some(key) = key {
+            let first = match self.first_arrival.get(&(kind, key)) {
+                Some(first) => *first,
+                None => {
+                    if self.arrival_order.len() == FIRST_ARRIVALS {
+                        if let Some(oldest) = self.arrival_order.pop_front() {
+                            self.first_arrival.remove(&oldest);
+                        }
+                    }
+                    self.first_arrival.insert((kind, key), arrived);
+                    self.arrival_order.push_back((kind, key));
+                    arrived
+                }
+            };
+            lag = arrived.saturating_duration_since(first).as_micros() as u64;
+            record_us(&mut self.lag, lag);
+        }
+        let mut behind_us = None;
+        if let Some(produced) = item.produced {
+            match wall.duration_since(produced.at) {
+                Ok(behind) => {
+                    let behind = behind.as_micros() as u64;
+                    record_us(&mut self.produced_lag, behind);
+                    behind_us = Some(behind);
+                    self.produced_lag_seconds |= produced.seconds;
+                }
+                Err(_) => self.clock_ahead = self.clock_ahead.saturating_add(1),
+            }
+        }
+        let point = self.second(arrived);
+        point.notifications += 1;
+        point.bytes += bytes as u64;
+        point.lag_max_us = point.lag_max_us.max(lag);
+        if let Some(behind) = behind_us {
+            record_us(&mut self.window_lag, behind);
+        }
+    }
+
+    /// Stage `stage` of `slot` arrived (a `geyser-stages` item), stamped `stamped` by the
+    /// server: timed while the measured time runs.
+    pub(super) fn slot_stage(
+        &mut self,
+        slot: u64,
+        stage: usize,
+        arrived: Instant,
+        stamped: Option<SystemTime>,
+    ) {
+        if self.measuring {
+            self.slot_stages.arrived(slot, stage, arrived, stamped);
+        }
+    }
+
+    /// An item replayed `from_slot` after a reconnect: judged for gaps, duplicates and
+    /// reorders and counted as backfill, never in the lags or rates (it was produced before
+    /// the subscription asked).
+    pub(super) fn backfill(&mut self, index: usize, item: Item, bytes: usize) {
+        self.judge(index, item, bytes);
+        self.backfill = self.backfill.saturating_add(1);
+    }
+
+    /// Counts an item and judges its order; its key, when it has one.
+    fn judge(&mut self, index: usize, item: Item, bytes: usize) -> Option<u64> {
         let kind = self.subscriptions[index].kind;
         let order = self.kinds[kind].order();
         let state = &mut self.subscriptions[index];
         state.notifications = state.notifications.saturating_add(1);
         self.notifications = self.notifications.saturating_add(1);
         self.bytes = self.bytes.saturating_add(bytes as u64);
-        let key = match item.key {
+        match item.key {
             Key::Unnumbered => {
                 state.unnumbered = state.unnumbered.saturating_add(1);
                 None
@@ -259,41 +361,7 @@ impl Collector {
                 }
                 Some(number)
             }
-        };
-        if !self.measuring {
-            return;
         }
-        let mut lag = 0;
-        if let Some(key) = key {
-            let first = match self.first_arrival.get(&(kind, key)) {
-                Some(first) => *first,
-                None => {
-                    if self.arrival_order.len() == FIRST_ARRIVALS {
-                        if let Some(oldest) = self.arrival_order.pop_front() {
-                            self.first_arrival.remove(&oldest);
-                        }
-                    }
-                    self.first_arrival.insert((kind, key), arrived);
-                    self.arrival_order.push_back((kind, key));
-                    arrived
-                }
-            };
-            lag = arrived.saturating_duration_since(first).as_micros() as u64;
-            record_us(&mut self.lag, lag);
-        }
-        if let Some(produced) = item.produced {
-            match wall.duration_since(produced.at) {
-                Ok(behind) => {
-                    record_us(&mut self.produced_lag, behind.as_micros() as u64);
-                    self.produced_lag_seconds |= produced.seconds;
-                }
-                Err(_) => self.clock_ahead = self.clock_ahead.saturating_add(1),
-            }
-        }
-        let point = self.second(arrived);
-        point.notifications += 1;
-        point.bytes += bytes as u64;
-        point.lag_max_us = point.lag_max_us.max(lag);
     }
 
     pub(super) fn set_active(&mut self, index: usize, active: bool) {
@@ -322,6 +390,7 @@ impl Collector {
     /// end, however far its unsubscribe has got.
     pub(super) fn end_measuring(&mut self, end: Instant) {
         self.measuring = false;
+        self.close_window();
         let mut active = 0;
         for state in &mut self.subscriptions {
             state.active_at_end = state.active && state.planned_leave.is_none_or(|leave| leave > end);
@@ -526,7 +595,15 @@ pub(super) fn report(
             .map(String::from),
         reconnects: collector.reconnects,
         per_kind,
+        lag_growth: crate::report::subscribe::LagGrowth::from_series(
+            &collector.series,
+            elapsed.as_micros() as u64,
+        ),
         series: collector.series.clone(),
+        slot_stages: collector.slot_stages.report(),
+        backfill: collector.backfill,
+        from_slot_refused: collector.from_slot_refused,
+        stalls: collector.stalls,
         histograms: SubscribeHistograms {
             subscribe: encoded(&collector.subscribe_latency),
             lag: encoded(&collector.lag),
@@ -710,6 +787,41 @@ mod tests {
         collector.subscriptions[1].planned_leave = Some(end + Duration::from_secs(1));
         collector.end_measuring(end);
         assert_eq!(collector.at_end.active, 1);
+    }
+
+    #[test]
+    fn lag_growth_compares_the_first_whole_seconds_p99_with_the_last() {
+        // Second 0: 2 ms behind production; second 1: 3 ms; second 2: 80 ms (falling behind);
+        // second 3 is cut short by the end and not judged.
+        let mut collector = collector(&["slot"], 1);
+        let start = collector.start;
+        let produced_at = UNIX_EPOCH + Duration::from_secs(1_000);
+        for (second, behind_ms) in [(0u64, 2u64), (1, 3), (2, 80), (3, 500)] {
+            for n in 0..10 {
+                let at = start + Duration::from_millis(second * 1_000 + n * 50);
+                let wall = produced_at + Duration::from_millis(behind_ms);
+                let item = Item {
+                    key: Key::Number(second * 10 + n),
+                    produced: Some(Produced { at: produced_at, seconds: false }),
+                };
+                collector.notification(0, item, 10, at, wall);
+            }
+        }
+        collector.end_measuring(start + Duration::from_millis(3_500));
+        let p99: Vec<Option<u64>> = collector.series.iter().map(|point| point.produced_lag_p99_us).collect();
+        assert_eq!(p99.len(), 4);
+        assert!(p99.iter().all(Option::is_some), "{p99:?}");
+        let report =
+            report(&config_for(&collector), &collector, Duration::from_millis(3_500), false, String::new());
+        let growth = report.lag_growth.clone().expect("three whole seconds with a lag");
+        assert_eq!((growth.first_second, growth.last_second), (0, 2));
+        assert!(growth.first_p99_us.abs_diff(2_000) <= 2 && growth.last_p99_us.abs_diff(80_000) <= 80);
+        assert!(!growth.keeps_up);
+        assert!(report.render_text().contains("the feed falls behind"), "{}", report.render_text());
+        // Flat: it keeps up.
+        let mut flat = report.series.clone();
+        flat[2].produced_lag_p99_us = Some(3_000);
+        assert!(crate::report::subscribe::LagGrowth::from_series(&flat, 3_500_000).unwrap().keeps_up);
     }
 
     #[test]

@@ -17,8 +17,10 @@
 //! WebSocket is the one it opens today.
 
 mod collector;
+pub mod filter_file;
 pub mod kinds;
 pub mod race;
+pub mod slot_stages;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -32,7 +34,7 @@ use crate::engine::StopHandle;
 use crate::record::record_us;
 use crate::report::subscribe::SubscribeReport;
 use crate::settings::{Field, SettingError, Target, TlsOptions};
-use crate::transport::feed::{Feed, FeedEnd, FeedEvent, FeedOpener, Stray};
+use crate::transport::feed::{Feed, FeedEnd, FeedEvent, FeedOpener, Stray, SubscribeCall};
 
 use collector::{Collector, ServerClose};
 pub use kinds::SubscriptionKind;
@@ -74,6 +76,13 @@ pub struct SubscribeConfig {
     pub stages: Vec<Stage>,
     /// The `x-token` header of a Geyser feed (a secret: never printed).
     pub x_token: Option<crate::transport::grpc::XToken>,
+    /// A connection that receives nothing for this long is a stall: closed, counted, and
+    /// opened again with `reconnect` (`None`: wait for ever).
+    pub idle_timeout: Option<Duration>,
+    /// After a reconnect, resubscribe a Geyser feed from the slot after the last one seen
+    /// (`from_slot`): what the server replays is backfill. A server that refuses it is asked
+    /// again without it.
+    pub from_slot: bool,
 }
 
 /// The most subscriptions one run may hold.
@@ -98,6 +107,8 @@ impl SubscribeConfig {
             ramp: Duration::ZERO,
             stages: Vec::new(),
             x_token: None,
+            idle_timeout: None,
+            from_slot: true,
         }
     }
 
@@ -144,6 +155,9 @@ impl SubscribeConfig {
         }
         if self.duration.is_zero() {
             return Err(SettingError::new(Field::Duration, "must be longer than zero"));
+        }
+        if self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
+            return Err(SettingError::new(Field::IdleTimeout, "must be longer than zero"));
         }
         if self.ramp >= self.duration {
             return Err(SettingError::new(Field::Ramp, "must be shorter than the duration"));
@@ -416,6 +430,10 @@ async fn socket_task<O: FeedOpener>(
                         *counts.closed_by_server.entry(ServerClose::Grpc(code)).or_default() += 1;
                     }
                     SocketEnd::NotReading => counts.closed_not_reading += 1,
+                    SocketEnd::Stalled => counts.stalls += 1,
+                    SocketEnd::Fault(fault) => {
+                        *counts.closed_by_server.entry(ServerClose::Fault(fault)).or_default() += 1;
+                    }
                     SocketEnd::NotOpened => {}
                     SocketEnd::TimeUp => return,
                     SocketEnd::Left => {
@@ -458,6 +476,47 @@ enum SocketEnd {
     NotOpened,
     /// Its window of the stages closed: it unsubscribed and closed.
     Left,
+    /// Nothing arrived for the idle timeout: rpcbench closed it.
+    Stalled,
+    /// A gRPC connection ended by a fault of the server's: a GOAWAY, a message over the
+    /// limit, a frame that is not gRPC's or an update that is not protobuf.
+    Fault(GrpcFault),
+}
+
+/// How a gRPC server broke a stream, as reports count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum GrpcFault {
+    /// An HTTP/2 GOAWAY ended it.
+    GoAway,
+    /// The connection closed or reset under it, without a status.
+    Lost,
+    /// A message longer than `--max-message` (refused from its length prefix).
+    TooLarge,
+    /// Not gRPC framing, or an update that is not protobuf.
+    Malformed,
+}
+
+impl fmt::Display for GrpcFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GrpcFault::GoAway => "grpc goaway",
+            GrpcFault::Lost => "grpc connection lost mid-stream",
+            GrpcFault::TooLarge => "grpc message too large",
+            GrpcFault::Malformed => "grpc malformed message",
+        })
+    }
+}
+
+/// How a feed's end is counted: a gRPC fault by its cause, the rest as before the gRPC feed
+/// (a broken or oversized WebSocket message ends the socket as 1006).
+fn socket_end(end: FeedEnd, grpc: bool) -> SocketEnd {
+    match (end, grpc) {
+        (FeedEnd::GoAway, _) => SocketEnd::Fault(GrpcFault::GoAway),
+        (FeedEnd::Lost, true) => SocketEnd::Fault(GrpcFault::Lost),
+        (FeedEnd::TooLarge, true) => SocketEnd::Fault(GrpcFault::TooLarge),
+        (FeedEnd::Protocol, true) => SocketEnd::Fault(GrpcFault::Malformed),
+        (end, _) => end.into(),
+    }
 }
 
 impl From<FeedEnd> for SocketEnd {
@@ -468,6 +527,8 @@ impl From<FeedEnd> for SocketEnd {
             FeedEnd::Status(code) => SocketEnd::Status(code),
             // As before the feed seam: a broken or oversized message ends the socket as 1006.
             FeedEnd::Protocol | FeedEnd::TooLarge => SocketEnd::Closed(1006),
+            FeedEnd::GoAway => SocketEnd::Fault(GrpcFault::GoAway),
+            FeedEnd::Lost => SocketEnd::Closed(1006),
         }
     }
 }
@@ -511,15 +572,31 @@ async fn serve_socket<O: FeedOpener>(
         // A re-open is counted once it succeeded (attempts that failed are connect errors).
         counts.reconnects += u64::from(reopening);
     }
+    let grpc = config.target.grpc;
     // Position on the feed = position in the share.
     let mut sent_at: Vec<Option<Instant>> = vec![None; share.len()];
+    // Per position, when a resubscription `from_slot` was sent: what was produced before is
+    // the server's replay (backfill).
+    let mut resumed_at: Vec<Option<SystemTime>> = vec![None; share.len()];
     for (position, index) in share.clone().enumerate() {
-        let call = config.kinds[collector.borrow().subscriptions[index].kind].call();
+        let (mut call, last_slot) = {
+            let counts = collector.borrow();
+            let state = &counts.subscriptions[index];
+            (config.kinds[state.kind].call(), state.last_slot)
+        };
+        if let (true, true, Some(last), SubscribeCall::Geyser(request)) =
+            (reopening, config.from_slot, last_slot, &mut call)
+        {
+            request.from_slot = Some(last.saturating_add(1));
+            resumed_at[position] = Some(SystemTime::now());
+        }
         sent_at[position] = Some(Instant::now());
         if let Err(end) = feed.subscribe(position, &call).await {
-            return end.into();
+            return socket_end(end, grpc);
         }
     }
+    let idle = tokio::time::sleep(config.idle_timeout.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(idle);
     // Unsubscribe requests not answered yet, once winding down.
     let mut unanswered = 0usize;
     let mut draining = false;
@@ -568,6 +645,10 @@ async fn serve_socket<O: FeedOpener>(
                 closing_armed = true;
                 continue;
             }
+            () = &mut idle, if config.idle_timeout.is_some() && !draining => {
+                feed.close().await;
+                return SocketEnd::Stalled;
+            }
             () = &mut closing, if closing_armed => {
                 collector.borrow_mut().unsubscribe_failed += unanswered as u64;
                 feed.close().await;
@@ -575,52 +656,89 @@ async fn serve_socket<O: FeedOpener>(
             }
             event = feed.next() => event,
         };
+        if let Some(idle_timeout) = config.idle_timeout {
+            idle.as_mut().reset((Instant::now() + idle_timeout).into());
+        }
         let wall = SystemTime::now();
-        let mut counts = collector.borrow_mut();
-        match event {
-            FeedEvent::Item(delivery) => {
-                let Some(index) = share.clone().nth(delivery.position) else { continue };
-                let kind = &counts.kinds[counts.subscriptions[index].kind];
-                let mut item = kind.item(delivery.payload());
-                if let Some(at) = delivery.produced {
-                    item.produced = Some(kinds::Produced { at, seconds: false });
+        let mut resubscribe = None;
+        {
+            let mut counts = collector.borrow_mut();
+            match event {
+                FeedEvent::Item(delivery) => {
+                    let Some(index) = share.clone().nth(delivery.position) else { continue };
+                    let kind = counts.kinds[counts.subscriptions[index].kind].clone();
+                    let payload = delivery.payload();
+                    let mut item = kind.item(payload);
+                    if let Some(at) = delivery.produced {
+                        item.produced = Some(kinds::Produced { at, seconds: false });
+                    }
+                    if grpc {
+                        if let Some(slot) = crate::transport::grpc::update_slot(payload) {
+                            let last = &mut counts.subscriptions[index].last_slot;
+                            *last = Some(last.map_or(slot, |last| last.max(slot)));
+                        }
+                    }
+                    let resumed = resumed_at[delivery.position];
+                    if resumed
+                        .is_some_and(|resumed| delivery.produced.is_some_and(|produced| produced < resumed))
+                    {
+                        counts.backfill(index, item, delivery.message.len());
+                        continue;
+                    }
+                    if kind.has_stages() {
+                        if let Some((slot, stage)) = kind.slot_stage(payload) {
+                            counts.slot_stage(slot, stage, delivery.arrived, delivery.produced);
+                        }
+                    }
+                    counts.notification(index, item, delivery.message.len(), delivery.arrived, wall);
                 }
-                counts.notification(index, item, delivery.message.len(), delivery.arrived, wall);
+                FeedEvent::Confirmed { position, arrived } => {
+                    let Some(sent) = sent_at.get_mut(position).and_then(Option::take) else {
+                        counts.unknown_subscription += 1;
+                        continue;
+                    };
+                    let latency = arrived.saturating_duration_since(sent).as_micros() as u64;
+                    record_us(&mut counts.subscribe_latency, latency);
+                    counts.set_active(share.start + position, true);
+                }
+                FeedEvent::Refused { position, class, message } => {
+                    if resumed_at.get_mut(position).and_then(Option::take).is_some() {
+                        // A server without replay (or without that slot) refused `from_slot`: asked
+                        // again without it; what it missed meanwhile is gaps.
+                        counts.from_slot_refused += 1;
+                        let call = counts.kinds[counts.subscriptions[share.start + position].kind].call();
+                        resubscribe = Some((position, call));
+                    } else if sent_at.get_mut(position).and_then(Option::take).is_some() {
+                        counts.refused(share.start + position, class, &message);
+                    } else {
+                        counts.unknown_subscription += 1;
+                    }
+                }
+                FeedEvent::Unsubscribed { confirmed, .. } => {
+                    if !draining {
+                        counts.unknown_subscription += 1;
+                        continue;
+                    }
+                    unanswered = unanswered.saturating_sub(1);
+                    if confirmed {
+                        counts.unsubscribed += 1;
+                    } else {
+                        counts.unsubscribe_failed += 1;
+                    }
+                    if unanswered == 0 {
+                        closing.as_mut().reset((Instant::now() + CLOSE_GRACE).into());
+                    }
+                }
+                FeedEvent::Stray(Stray::NotJson) => counts.not_json += 1,
+                FeedEvent::Stray(Stray::Unknown) => counts.unknown_subscription += 1,
+                FeedEvent::Ended(end) => return socket_end(end, grpc),
             }
-            FeedEvent::Confirmed { position, arrived } => {
-                let Some(sent) = sent_at.get_mut(position).and_then(Option::take) else {
-                    counts.unknown_subscription += 1;
-                    continue;
-                };
-                let latency = arrived.saturating_duration_since(sent).as_micros() as u64;
-                record_us(&mut counts.subscribe_latency, latency);
-                counts.set_active(share.start + position, true);
+        }
+        if let Some((position, call)) = resubscribe {
+            sent_at[position] = Some(Instant::now());
+            if let Err(end) = feed.subscribe(position, &call).await {
+                return socket_end(end, grpc);
             }
-            FeedEvent::Refused { position, class, message } => {
-                if sent_at.get_mut(position).and_then(Option::take).is_some() {
-                    counts.refused(share.start + position, class, &message);
-                } else {
-                    counts.unknown_subscription += 1;
-                }
-            }
-            FeedEvent::Unsubscribed { confirmed, .. } => {
-                if !draining {
-                    counts.unknown_subscription += 1;
-                    continue;
-                }
-                unanswered = unanswered.saturating_sub(1);
-                if confirmed {
-                    counts.unsubscribed += 1;
-                } else {
-                    counts.unsubscribe_failed += 1;
-                }
-                if unanswered == 0 {
-                    closing.as_mut().reset((Instant::now() + CLOSE_GRACE).into());
-                }
-            }
-            FeedEvent::Stray(Stray::NotJson) => counts.not_json += 1,
-            FeedEvent::Stray(Stray::Unknown) => counts.unknown_subscription += 1,
-            FeedEvent::Ended(end) => return end.into(),
         }
     }
 }

@@ -7,6 +7,10 @@
 //! with its 95% interval (`crate::verdict`'s bootstrap), and "faster", "slower", "no
 //! difference" (the interval inside the tie band) or "not enough data".
 //!
+//! A kind that follows slots through their stages (`geyser-stages`) is also raced stage by
+//! stage: one more row set per stage (`geyser-stages: first shred received`...), each with its
+//! own first-seen shares, delays behind the first and verdicts.
+//!
 //! Items are matched by the kind's key (`kinds::Key`), in a table bounded to
 //! [`MAX_TRACKED`] items (the oldest leave first and are judged as they leave), so a flood
 //! cannot grow memory.
@@ -326,7 +330,8 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(RaceError::Runtime)?;
     let local = tokio::task::LocalSet::new();
-    let table = Rc::new(RefCell::new(Table::new(config.endpoints.len(), config.kinds.len())));
+    let lanes = Lanes::new(&config.kinds);
+    let table = Rc::new(RefCell::new(Table::new(config.endpoints.len(), lanes.names.len())));
     let start = Instant::now();
     let end = start + config.duration;
     local.block_on(&runtime, async {
@@ -336,6 +341,7 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
                 endpoint,
                 opener,
                 config.kinds.clone(),
+                lanes.first_stage.clone(),
                 table.clone(),
                 end,
             )));
@@ -354,12 +360,12 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
     let table = table.into_inner().finish();
     let tie_us = config.tie.as_micros() as f64;
     let names: Vec<String> = config.endpoints.iter().map(|(name, _)| name.clone()).collect();
-    let kinds = config
-        .kinds
+    let kinds = lanes
+        .names
         .iter()
         .zip(&table.tallies)
-        .map(|(kind, tally)| RaceKind {
-            kind: kind.name().to_string(),
+        .map(|(lane, tally)| RaceKind {
+            kind: lane.clone(),
             items: tally.items,
             seen_by_all: tally.seen_by_all,
             rows: names
@@ -413,11 +419,41 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
     })
 }
 
+/// What is raced: each kind, then each stage of the kinds that follow slots through stages.
+struct Lanes {
+    /// The rows' names, kinds first.
+    names: Vec<String>,
+    /// Per kind, the lane of its first stage (the stages' lanes follow it in order).
+    first_stage: Vec<Option<usize>>,
+}
+
+impl Lanes {
+    fn new(kinds: &[SubscriptionKind]) -> Self {
+        let mut names: Vec<String> = kinds.iter().map(|kind| kind.name().to_string()).collect();
+        let first_stage = kinds
+            .iter()
+            .map(|kind| {
+                kind.has_stages().then(|| {
+                    let first = names.len();
+                    names.extend(
+                        super::slot_stages::STAGE_NAMES
+                            .iter()
+                            .map(|stage| format!("{}: {stage}", kind.name())),
+                    );
+                    first
+                })
+            })
+            .collect();
+        Self { names, first_stage }
+    }
+}
+
 /// One endpoint: subscribe every kind, record each item's arrival until the end.
 async fn race_one(
     endpoint: usize,
     opener: GeyserOpener,
     kinds: Vec<SubscriptionKind>,
+    first_stage: Vec<Option<usize>>,
     table: Rc<RefCell<Table>>,
     end: Instant,
 ) {
@@ -442,7 +478,13 @@ async fn race_one(
             FeedEvent::Item(delivery) => {
                 let Some(kind) = kinds.get(delivery.position) else { continue };
                 let key = kind.item(delivery.payload()).key;
-                table.borrow_mut().arrived(delivery.position, key, endpoint, delivery.arrived);
+                let mut table = table.borrow_mut();
+                table.arrived(delivery.position, key, endpoint, delivery.arrived);
+                if let Some(first) = first_stage.get(delivery.position).copied().flatten() {
+                    if let Some((_, stage)) = kind.slot_stage(delivery.payload()) {
+                        table.arrived(first + stage, key, endpoint, delivery.arrived);
+                    }
+                }
             }
             FeedEvent::Refused { message, .. } => fail(message),
             FeedEvent::Ended(end) => return fail(format!("the feed ended: {end:?}")),

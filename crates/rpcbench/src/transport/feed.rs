@@ -91,6 +91,12 @@ pub(crate) enum FeedEnd {
     Status(u8),
     /// A message was larger than the limit.
     TooLarge,
+    /// The server sent an HTTP/2 GOAWAY that ended the stream (a gRPC server going away or
+    /// shedding load): a disconnect by its own cause.
+    GoAway,
+    /// The connection ended under a stream without a status (closed or reset: a GOAWAY that
+    /// spared the stream followed by the close looks so to an HTTP/2 client).
+    Lost,
     /// The server stopped reading what we must send (the answers to its PINGs backed up past
     /// [`super::websocket::MAX_UNSENT_PONGS`]): rpcbench closed the connection.
     NotReading,

@@ -350,8 +350,7 @@ impl Feed for GeyserFeed {
                     return FeedEvent::Refused { position, class, message };
                 }
                 StreamStep::Ended(status) => {
-                    let code = status.map_or(0, |status| status.code() as u8);
-                    return FeedEvent::Ended(FeedEnd::Status(code));
+                    return FeedEvent::Ended(status.as_ref().map_or(FeedEnd::Status(0), stream_end));
                 }
                 StreamStep::Update(message) => {
                     let envelope = scan_update(&message);
@@ -381,6 +380,88 @@ impl Feed for GeyserFeed {
         self.requests.clear();
         self.streams = SelectAll::new();
     }
+}
+
+/// Why a stream ended with `status`: a GOAWAY from the server that ended it, the connection
+/// lost under it (closed or reset without a status: how a GOAWAY that spared the stream and the
+/// close after it look to HTTP/2's client), a message over the limit (tonic refuses it from
+/// its length prefix, before reading its bytes), a frame that is not gRPC's, or the status the
+/// server sent.
+fn stream_end(status: &Status) -> FeedEnd {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(cause) = source {
+        if let Some(h2) = cause.downcast_ref::<h2::Error>() {
+            if h2.is_go_away() && h2.is_remote() {
+                return FeedEnd::GoAway;
+            }
+            if h2.is_io() {
+                return FeedEnd::Lost;
+            }
+        }
+        if cause.downcast_ref::<std::io::Error>().is_some() {
+            return FeedEnd::Lost;
+        }
+        source = cause.source();
+    }
+    let message = status.message();
+    match status.code() {
+        tonic::Code::OutOfRange if message.contains("too large") => FeedEnd::TooLarge,
+        tonic::Code::Internal if message.starts_with("protocol error") => FeedEnd::Protocol,
+        code => FeedEnd::Status(code as u8),
+    }
+}
+
+/// `SubscribeUpdate`'s fields whose message carries a slot, and that slot's field number in
+/// it: account (2: slot 2), slot (3: slot 1), transaction (4: slot 2), block (5: slot 1),
+/// block meta (7: slot 1), entry (8: slot 1).
+const SLOT_FIELDS: [(u64, u64); 6] = [(2, 2), (3, 1), (4, 2), (5, 1), (7, 1), (8, 1)];
+
+/// The slot an update belongs to, read from its top-level field without decoding the rest
+/// (for resubscribing `from_slot` after a reconnect); `None` for pings, pongs and garbage.
+pub(crate) fn update_slot(mut bytes: &[u8]) -> Option<u64> {
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        let (field, wire_type) = (key >> 3, key & 7);
+        match wire_type {
+            0 => {
+                varint(&mut bytes)?;
+            }
+            1 | 5 => bytes = bytes.get(if wire_type == 1 { 8 } else { 4 }..)?,
+            2 => {
+                let length = usize::try_from(varint(&mut bytes)?).ok()?;
+                let value = bytes.get(..length)?;
+                bytes = &bytes[length..];
+                if let Some(&(_, slot_field)) = SLOT_FIELDS.iter().find(|(outer, _)| *outer == field) {
+                    return varint_field(value, slot_field);
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The varint field `wanted` of a message's top level.
+fn varint_field(mut bytes: &[u8], wanted: u64) -> Option<u64> {
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        match key & 7 {
+            0 => {
+                let value = varint(&mut bytes)?;
+                if key >> 3 == wanted {
+                    return Some(value);
+                }
+            }
+            1 => bytes = bytes.get(8..)?,
+            5 => bytes = bytes.get(4..)?,
+            2 => {
+                let length = usize::try_from(varint(&mut bytes)?).ok()?;
+                bytes = bytes.get(length..)?;
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// A gRPC status code's name, lower case, for reports.
@@ -533,6 +614,32 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(scan_update(&ping.encode_to_vec()).kind, UpdateKind::Ping);
+    }
+
+    #[test]
+    fn the_slot_of_every_kind_of_update_is_read_without_decoding_it() {
+        use yellowstone_grpc_proto::geyser::{
+            SubscribeUpdateAccount, SubscribeUpdateBlockMeta, SubscribeUpdateTransaction,
+        };
+        let update = |oneof| SubscribeUpdate {
+            filters: vec!["f".into()],
+            update_oneof: Some(oneof),
+            created_at: Some(Timestamp { seconds: 5, nanos: 0 }),
+        };
+        let slot =
+            update(UpdateOneof::Slot(SubscribeUpdateSlot { slot: 42, status: 2, ..Default::default() }));
+        assert_eq!(update_slot(&slot.encode_to_vec()), Some(42));
+        let tx =
+            update(UpdateOneof::Transaction(SubscribeUpdateTransaction { slot: 43, ..Default::default() }));
+        assert_eq!(update_slot(&tx.encode_to_vec()), Some(43));
+        let account = update(UpdateOneof::Account(SubscribeUpdateAccount { slot: 44, ..Default::default() }));
+        assert_eq!(update_slot(&account.encode_to_vec()), Some(44));
+        let meta =
+            update(UpdateOneof::BlockMeta(SubscribeUpdateBlockMeta { slot: 45, ..Default::default() }));
+        assert_eq!(update_slot(&meta.encode_to_vec()), Some(45));
+        let ping = update(UpdateOneof::Ping(SubscribeUpdatePing {}));
+        assert_eq!(update_slot(&ping.encode_to_vec()), None);
+        assert_eq!(update_slot(&[0x1a, 0x7f, 1]), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@ mod batch;
 mod compare;
 mod engine;
 mod geyser;
+mod geyser_feed;
+mod geyser_hostile;
 mod golden;
 mod heads;
 mod hostile;

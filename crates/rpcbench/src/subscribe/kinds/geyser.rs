@@ -41,7 +41,8 @@ pub(super) fn parse(name: &str, argument: Option<&str>) -> Option<Result<Box<dyn
     })
 }
 
-fn commitment(text: &str) -> Result<CommitmentLevel, String> {
+/// A commitment's name as a level (`processed`, `confirmed`, `finalized`).
+pub(crate) fn commitment(text: &str) -> Result<CommitmentLevel, String> {
     match text {
         "processed" => Ok(CommitmentLevel::Processed),
         "confirmed" => Ok(CommitmentLevel::Confirmed),
@@ -101,6 +102,35 @@ fn account_filter(text: &str) -> Result<SubscribeRequestFilterAccounts, String> 
         );
     }
     Ok(filter)
+}
+
+/// What a filter file's table (`crate::subscribe::filter_file`) asks for, as a kind.
+#[derive(Debug, Clone)]
+pub(crate) enum GeyserFilter {
+    /// `[slots]`: one update per slot at the commitment, or (`stages`) every status.
+    Slots { stages: bool, commitment: CommitmentLevel },
+    /// `[blocks_meta]`.
+    BlocksMeta,
+    /// `[transactions]`.
+    Transactions { filter: SubscribeRequestFilterTransactions, commitment: CommitmentLevel },
+    /// `[accounts]`: by pubkey and/or owner.
+    Accounts { filter: SubscribeRequestFilterAccounts },
+}
+
+impl GeyserFilter {
+    /// The kind it is.
+    pub(crate) fn kind(self) -> super::SubscriptionKind {
+        let kind: Box<dyn Kind> = match self {
+            GeyserFilter::Slots { stages: true, .. } => Box::new(GeyserStages),
+            GeyserFilter::Slots { stages: false, commitment } => Box::new(GeyserSlot { commitment }),
+            GeyserFilter::BlocksMeta => Box::new(GeyserBlocksMeta),
+            GeyserFilter::Transactions { filter, commitment } => {
+                Box::new(GeyserTransactions { filter, commitment })
+            }
+            GeyserFilter::Accounts { filter } => Box::new(GeyserAccounts { filter }),
+        };
+        super::SubscriptionKind(std::sync::Arc::from(kind))
+    }
 }
 
 /// The name every kind gives its filter in the request.
@@ -190,6 +220,19 @@ impl Kind for GeyserStages {
             _ => Key::Identity(fingerprint(payload)),
         };
         Item { key, produced: None }
+    }
+
+    fn slot_stage(&self, payload: &[u8]) -> Option<(u64, usize)> {
+        match decode(payload) {
+            Some(UpdateOneof::Slot(slot)) => {
+                crate::subscribe::slot_stages::stage_index(slot.status).map(|stage| (slot.slot, stage))
+            }
+            _ => None,
+        }
+    }
+
+    fn has_stages(&self) -> bool {
+        true
     }
 }
 

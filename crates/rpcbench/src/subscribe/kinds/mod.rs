@@ -4,7 +4,7 @@
 //! entry in `CHAINS`.
 
 mod ethereum;
-mod geyser;
+pub(crate) mod geyser;
 mod solana;
 
 use std::fmt;
@@ -79,6 +79,15 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync {
     fn order(&self) -> Order;
     /// The item a notification's payload (its `result`) carries.
     fn item(&self, payload: &[u8]) -> Item;
+    /// The slot and stage (an index into `crate::subscribe::slot_stages::STAGE_NAMES`) a
+    /// payload reports, for kinds that follow slots through their stages.
+    fn slot_stage(&self, _payload: &[u8]) -> Option<(u64, usize)> {
+        None
+    }
+    /// Whether its items are slot stages ([`Kind::slot_stage`] answers).
+    fn has_stages(&self) -> bool {
+        false
+    }
 }
 
 /// A chain's parser: `Some` when `name` is one of its kinds.
@@ -171,6 +180,15 @@ impl SubscriptionKind {
 
     pub(crate) fn item(&self, payload: &[u8]) -> Item {
         self.0.item(payload)
+    }
+
+    pub(crate) fn slot_stage(&self, payload: &[u8]) -> Option<(u64, usize)> {
+        self.0.slot_stage(payload)
+    }
+
+    /// Whether its items are the stages of slots (`geyser-stages`).
+    pub fn has_stages(&self) -> bool {
+        self.0.has_stages()
     }
 }
 

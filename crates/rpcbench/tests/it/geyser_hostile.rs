@@ -1,0 +1,197 @@
+//! Hostile gRPC feeds, each an HTTP/2 server of our own on 127.0.0.1:0: one that accepts and
+//! never sends (a stall after `--idle-timeout`, bounded), one that sends a GOAWAY mid-stream,
+//! one that sends garbage, one whose message claims a gigabyte. Each is counted by its cause
+//! in the subscription report, and none can make rpcbench buffer what it did not receive.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use prost::Message as _;
+use rpcbench::engine::config::Target;
+use rpcbench::engine::StopHandle;
+use rpcbench::report::subscribe::SubscribeReport;
+use rpcbench::subscribe::{run, SubscribeConfig, SubscriptionKind};
+use yellowstone_grpc_proto::geyser::{subscribe_update::UpdateOneof, SubscribeUpdate, SubscribeUpdateSlot};
+
+/// What the hostile feed does once a subscribe call arrives.
+#[derive(Debug, Clone, Copy)]
+enum Hostility {
+    /// Accepts the TCP connection and never sends a byte.
+    Silent,
+    /// Answers, sends three slots, then a GOAWAY (ENHANCE_YOUR_CALM, as a server shedding load).
+    GoAway,
+    /// Answers, then a gRPC frame whose payload is not protobuf.
+    NotProtobuf,
+    /// Answers, then bytes that are not gRPC framing (a compression flag of 0xff).
+    BadFraming,
+    /// Answers, then a frame header claiming a 1 GiB message, and only a few bytes of it.
+    Huge,
+}
+
+struct HostileFeed {
+    addr: SocketAddr,
+    /// Connections accepted.
+    connections: Arc<AtomicU64>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for HostileFeed {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One gRPC message: flag, length, payload.
+fn frame(payload: &[u8]) -> Bytes {
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    framed.extend_from_slice(payload);
+    Bytes::from(framed)
+}
+
+fn slot_update(slot: u64) -> Vec<u8> {
+    SubscribeUpdate {
+        filters: vec!["rpcbench".into()],
+        update_oneof: Some(UpdateOneof::Slot(SubscribeUpdateSlot { slot, status: 0, ..Default::default() })),
+        created_at: None,
+    }
+    .encode_to_vec()
+}
+
+fn hostile_feed(hostility: Hostility) -> HostileFeed {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicU64::new(0));
+    let counted = connections.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let accepting = async {
+                loop {
+                    let Ok((socket, _)) = listener.accept().await else { continue };
+                    counted.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(serve(socket, hostility));
+                }
+            };
+            tokio::select! {
+                () = accepting => {}
+                _ = stopped => {}
+            }
+        });
+    });
+    HostileFeed { addr, connections, stop: Some(stop), thread: Some(thread) }
+}
+
+async fn serve(socket: tokio::net::TcpStream, hostility: Hostility) {
+    if matches!(hostility, Hostility::Silent) {
+        // Hold the connection open, reading nothing and sending nothing (until the client
+        // closes it or the feed stops).
+        let mut socket = socket;
+        let mut byte = [0u8; 1];
+        let _ = tokio::io::AsyncReadExt::read_exact(&mut socket, &mut byte).await;
+        std::future::pending::<()>().await;
+        return;
+    }
+    let Ok(mut connection) = h2::server::handshake(socket).await else { return };
+    let Some(Ok((_request, mut respond))) = connection.accept().await else { return };
+    let response =
+        http::Response::builder().status(200).header("content-type", "application/grpc").body(()).unwrap();
+    let Ok(mut stream) = respond.send_response(response, false) else { return };
+    let data = match hostility {
+        Hostility::GoAway => (1..=3).map(|slot| frame(&slot_update(slot))).collect(),
+        Hostility::NotProtobuf => vec![frame(&[0x0a, 0x7f, 1, 2, 3])],
+        Hostility::BadFraming => vec![Bytes::from_static(&[0xff; 64])],
+        Hostility::Huge => vec![Bytes::from_static(&[0, 0x40, 0, 0, 0, 1, 2, 3, 4])],
+        Hostility::Silent => Vec::new(),
+    };
+    for bytes in data {
+        let _ = stream.send_data(bytes, false);
+    }
+    if matches!(hostility, Hostility::GoAway) {
+        // Let the slots go out first, then go away.
+        let _ = tokio::time::timeout(
+            Duration::from_millis(20),
+            std::future::poll_fn(|cx| connection.poll_closed(cx)),
+        )
+        .await;
+        connection.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
+    }
+    // Drive the connection until the client leaves.
+    let _ = std::future::poll_fn(|cx| connection.poll_closed(cx)).await;
+    drop(stream);
+}
+
+fn subscribe(
+    feed: &HostileFeed,
+    millis: u64,
+    configure: impl FnOnce(&mut SubscribeConfig),
+) -> SubscribeReport {
+    let target = Target::parse(&format!("grpc://{}", feed.addr)).unwrap();
+    let kinds = vec![SubscriptionKind::parse("geyser-slot").unwrap()];
+    let mut config = SubscribeConfig::new(target, kinds, Duration::from_millis(millis));
+    config.reconnect = true;
+    configure(&mut config);
+    run(&config, &StopHandle::new()).expect("the subscriptions run")
+}
+
+#[test]
+fn a_feed_that_accepts_and_never_sends_is_a_stall_after_the_idle_timeout_and_stalls_are_bounded() {
+    let feed = hostile_feed(Hostility::Silent);
+    let report = subscribe(&feed, 700, |config| config.idle_timeout = Some(Duration::from_millis(100)));
+    let text = report.render_text();
+    // Each stall takes at least the idle timeout (and a 50 ms pause before the next attempt).
+    assert!(report.stalls >= 1 && report.stalls <= 7, "{text}");
+    assert_eq!((report.subscribed, report.notifications), (0, 0), "{text}");
+    assert!(feed.connections.load(Ordering::Relaxed) >= report.stalls, "{text}");
+    assert!(text.contains("stall(s)"), "{text}");
+}
+
+#[test]
+fn a_goaway_mid_stream_is_a_disconnect_by_its_cause_and_the_feed_is_reopened() {
+    let feed = hostile_feed(Hostility::GoAway);
+    let report = subscribe(&feed, 600, |_| {});
+    let text = report.render_text();
+    // The GOAWAY names the open stream as processed, then the server closes: to an HTTP/2
+    // client that is the connection lost under the stream, not a status the server sent.
+    let goaways = report.closed_by_server.get("grpc connection lost mid-stream").copied().unwrap_or(0);
+    assert!(goaways >= 2, "{:?}\n{text}", report.closed_by_server);
+    assert!(report.reconnects >= 1, "{text}");
+    // The slots sent before each GOAWAY were received.
+    assert!(report.notifications >= 3 * goaways, "{text}");
+}
+
+#[test]
+fn garbage_from_a_feed_is_counted_as_malformed_and_ends_only_its_connection() {
+    for hostility in [Hostility::NotProtobuf, Hostility::BadFraming] {
+        let feed = hostile_feed(hostility);
+        let report = subscribe(&feed, 400, |_| {});
+        let text = report.render_text();
+        let malformed = report.closed_by_server.get("grpc malformed message").copied().unwrap_or(0);
+        assert!(malformed >= 1, "{hostility:?}: {:?}\n{text}", report.closed_by_server);
+        assert_eq!(report.notifications, 0, "{hostility:?}: {text}");
+    }
+}
+
+#[test]
+fn a_message_claiming_a_gigabyte_is_refused_from_its_length_prefix_not_buffered() {
+    let feed = hostile_feed(Hostility::Huge);
+    // The feed sends 9 bytes of a "1 GiB" message: waiting to buffer it would never end; it is
+    // refused at once from its prefix, over the 1 MiB limit, on every reconnect.
+    let report = subscribe(&feed, 500, |config| config.max_message = 1 << 20);
+    let text = report.render_text();
+    let too_large = report.closed_by_server.get("grpc message too large").copied().unwrap_or(0);
+    assert!(too_large >= 2, "{:?}\n{text}", report.closed_by_server);
+    assert_eq!(report.notifications, 0, "{text}");
+}
