@@ -54,6 +54,7 @@ pub mod capacity;
 pub mod capacity_file;
 pub mod client;
 pub mod compare;
+pub mod conditions;
 pub mod connect_causes;
 pub mod defaults;
 pub mod demo;

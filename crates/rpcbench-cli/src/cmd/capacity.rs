@@ -195,8 +195,7 @@ impl CapacityArgs {
 /// The request every step sends and the search settings, validated.
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
     args.check_search_flags()?;
-    let slo =
-        Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
+    let slo = Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", err.to_string()))?;
     let mut plan = crate::plan::to_plan(&args.run_flags())?;
     if plan.targets.len() > 1 {
         return Err(ConfigError::new(
