@@ -123,7 +123,7 @@ pub struct CapacityArgs {
     pub metrics: crate::args::metrics::MetricsArgs,
 
     /// Report format.
-    #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<CapacityFormat>::new(), default_value = "text", value_name = "FORMAT", help_heading = "Output")]
     pub format: CapacityFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file, help_heading = "Output")]
