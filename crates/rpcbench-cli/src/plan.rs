@@ -209,7 +209,7 @@ pub fn check_offline(args: &RunFlags) -> Result<(), ConfigError> {
     config.validate()?;
     for (index, text) in args.thresholds.iter().enumerate() {
         Threshold::parse(text)
-            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
+            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.to_string()))?;
     }
     Ok(())
 }
@@ -288,7 +288,7 @@ pub fn finish_plan(
     }
     for (index, text) in args.thresholds.iter().enumerate() {
         let threshold = Threshold::parse(text)
-            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.message))?;
+            .map_err(|err| ConfigError::new(format!("--threshold #{}", index + 1), err.to_string()))?;
         thresholds.push(threshold);
     }
     // A threshold on a call the run does not make would be judged on nothing after the whole

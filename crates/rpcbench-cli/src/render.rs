@@ -1,7 +1,7 @@
 //! Rendering saved results and capacity searches in the format asked for: shared by `report`,
 //! `compare` and `capacity`.
 
-use clap::ValueEnum;
+use crate::args::format::command_format;
 use rpcbench::capacity::CapacityReport;
 use rpcbench::capacity_file::CapacityFile;
 use rpcbench::compare::{comparison_json, render_comparison_text};
@@ -9,7 +9,7 @@ use rpcbench::report::{render_csv, render_html, render_markdown, render_text, Ru
 use rpcbench::results::SavedRun;
 
 /// Formats of `report` and `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportFormat {
     /// The text report (a comparison table with --compare).
     Text,
@@ -22,6 +22,9 @@ pub enum ReportFormat {
     /// One row per method of each run.
     Csv,
 }
+
+command_format!(ReportFormat: Text, Json, Markdown, Html, Csv);
+command_format!(CapacityFormat: Text, Json, Markdown, Html, Csv);
 
 /// Gives runs with the same label distinct ones (`run`, `run#2`).
 pub fn unique_labels(runs: &mut [SavedRun]) {
@@ -62,7 +65,7 @@ pub fn render(runs: &[SavedRun], format: ReportFormat, compare: bool) -> String 
 
 /// Formats of `capacity -f`: `run`'s text and JSON, and what `report` renders a capacity file
 /// as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CapacityFormat {
     /// The steps table, the answer and the knee.
     Text,

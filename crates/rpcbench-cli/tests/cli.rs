@@ -486,6 +486,64 @@ fn a_threshold_on_reorders_of_unordered_items_is_refused_naming_the_flag() {
 }
 
 #[test]
+fn a_malformed_condition_gets_one_message_and_column_from_threshold_slo_and_subscribe() {
+    // Refused before any load; the node is there so nothing could reach another address.
+    let node = static_node();
+    let http = node.url();
+    let ws = http.replacen("http://", "ws://", 1);
+    for condition in ["p99 500ms", "p42 < 1s", "   "] {
+        let outputs = [
+            rpcbench(&["run", &http, "-m", "getSlot", "-d", "1s", "--threshold", condition]),
+            rpcbench(&["capacity", &http, "-m", "getSlot", "--slo", condition]),
+            rpcbench(&["subscribe", &ws, "--sub", "slot", "-d", "1s", "--threshold", condition]),
+        ];
+        let messages: Vec<String> = outputs
+            .iter()
+            .map(|output| {
+                assert_eq!(output.status.code(), Some(2), "{condition:?}: {}", stderr(output));
+                let text = stderr(output);
+                let at = text.find("at character").unwrap_or_else(|| panic!("{condition:?}: {text}"));
+                text[at..].trim_end().to_string()
+            })
+            .collect();
+        assert_eq!(messages[0], messages[1], "{condition:?}: --threshold and --slo");
+        assert_eq!(messages[0], messages[2], "{condition:?}: run and subscribe --threshold");
+        let flags = ["--threshold #1", "--slo", "--threshold"];
+        for (output, flag) in outputs.iter().zip(flags) {
+            assert!(stderr(output).contains(&format!("{flag}: at character")), "{flag}: {}", stderr(output));
+        }
+    }
+}
+
+#[test]
+fn a_format_a_command_does_not_write_exits_2_naming_format_and_what_it_writes() {
+    // Refused while parsing, before any connection.
+    let output = rpcbench(&["subscribe", "ws://127.0.0.1:1/", "--sub", "slot", "-f", "csv"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "invalid value 'csv' for '--format <FORMAT>': `subscribe` does not write csv; \
+             `subscribe` writes text, json, markdown or html"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let output = rpcbench(&["heads", "a=http://127.0.0.1:1/", "b=http://127.0.0.1:1/", "--format", "html"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`heads` writes text or json"), "{}", stderr(&output));
+    // Every spelling that worked before still does, in any case.
+    let output = rpcbench(&["report", "--help"]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("csv"));
+    let output = rpcbench(&["run", "http://127.0.0.1:1/", "-m", "getSlot", "-f", "YAML"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("'YAML' is not a format; `run` writes text, json or markdown"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn merge_refuses_the_same_subscription_report_twice() {
     let mut options = MockOptions::new(Chain::Solana);
     options.slot_time = std::time::Duration::from_millis(20);

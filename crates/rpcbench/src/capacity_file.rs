@@ -117,7 +117,7 @@ impl CapacityFile {
             None => return Err(invalid("no version".into())),
         }
         let file: CapacityFile = serde_json::from_value(value).map_err(|err| invalid(err.to_string()))?;
-        file.decode_steps().map_err(invalid)?;
+        file.decode_steps().map_err(|err| invalid(err.to_string()))?;
         Ok(file)
     }
 
@@ -136,36 +136,28 @@ impl CapacityFile {
 
     /// Every step's totals decoded, checked against the figures the report shows for it; the
     /// headline (capacity, first failing rate) checked against the steps' verdicts.
-    pub fn decode_steps(&self) -> Result<Vec<DecodedStep>, String> {
+    pub fn decode_steps(&self) -> Result<Vec<DecodedStep>, StepsError> {
         let history: Vec<(f64, bool)> =
             self.report.steps.iter().map(|step| (step.level(), step.verdict.passed())).collect();
         let (capacity, first_failing) = crate::capacity::bracket(&history);
-        let shown = |rate: Option<f64>| rate.map_or("none".to_string(), |rate| format!("{rate}/s"));
         if capacity != self.report.capacity || first_failing != self.report.first_failing_rate {
-            return Err(format!(
-                "the headline says capacity {} (first failing {}) but its steps give {} (first failing {})",
-                shown(self.report.capacity),
-                shown(self.report.first_failing_rate),
-                shown(capacity),
-                shown(first_failing)
-            ));
+            return Err(StepsError::Headline {
+                said: (self.report.capacity, self.report.first_failing_rate),
+                steps_give: (capacity, first_failing),
+            });
         }
         if self.steps.len() != self.report.steps.len() {
-            return Err(format!(
-                "{} recorded steps for {} reported steps",
-                self.steps.len(),
-                self.report.steps.len()
-            ));
+            return Err(StepsError::Count { recorded: self.steps.len(), reported: self.report.steps.len() });
         }
         self.steps
             .iter()
             .zip(&self.report.steps)
             .map(|(data, shown)| {
-                let at = |message: String| format!("step {}: {message}", shown.step);
+                let at = |fault: StepFault| StepsError::Step { step: shown.step, fault };
                 if data.step != shown.step {
-                    return Err(at(format!("recorded as step {}", data.step)));
+                    return Err(at(StepFault::RecordedAs(data.step)));
                 }
-                let totals = data.results.totals().map_err(at)?;
+                let totals = data.results.totals().map_err(|err| at(StepFault::Decode(err)))?;
                 let latency = LatencyReport::from_histogram(&totals.latency);
                 let uncorrected = LatencyReport::from_histogram(&totals.latency_uncorrected);
                 let checks = [
@@ -179,9 +171,7 @@ impl CapacityFile {
                 ];
                 for (name, reported, recorded) in checks {
                     if reported != recorded {
-                        return Err(at(format!(
-                            "{name} is {reported} in the report but {recorded} in the recorded figures"
-                        )));
+                        return Err(at(StepFault::Mismatch { name, reported, recorded }));
                     }
                 }
                 Ok(DecodedStep { totals, latency })
@@ -189,6 +179,79 @@ impl CapacityFile {
             .collect()
     }
 }
+
+/// Why the steps of a capacity file do not add up to its report.
+#[derive(Debug)]
+pub enum StepsError {
+    /// The headline (capacity, first failing level) is not what the steps' verdicts give.
+    Headline {
+        /// What the report says.
+        said: (Option<f64>, Option<f64>),
+        /// What its steps give.
+        steps_give: (Option<f64>, Option<f64>),
+    },
+    /// Not as many recorded steps as reported ones.
+    Count {
+        /// Steps recorded.
+        recorded: usize,
+        /// Steps reported.
+        reported: usize,
+    },
+    /// One step is at fault.
+    Step {
+        /// The step's number.
+        step: usize,
+        /// What is wrong with it.
+        fault: StepFault,
+    },
+}
+
+/// What is wrong with one step of a capacity file.
+#[derive(Debug)]
+pub enum StepFault {
+    /// Its figures are recorded under another step's number.
+    RecordedAs(usize),
+    /// Its figures do not decode.
+    Decode(crate::results::DecodeError),
+    /// A figure the report shows differs from the recorded one.
+    Mismatch {
+        /// The figure.
+        name: &'static str,
+        /// As reported.
+        reported: u64,
+        /// As recorded.
+        recorded: u64,
+    },
+}
+
+impl std::fmt::Display for StepsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |rate: Option<f64>| rate.map_or("none".to_string(), |rate| format!("{rate}/s"));
+        match self {
+            StepsError::Headline { said, steps_give } => write!(
+                f,
+                "the headline says capacity {} (first failing {}) but its steps give {} (first failing {})",
+                shown(said.0),
+                shown(said.1),
+                shown(steps_give.0),
+                shown(steps_give.1)
+            ),
+            StepsError::Count { recorded, reported } => {
+                write!(f, "{recorded} recorded steps for {reported} reported steps")
+            }
+            StepsError::Step { step, fault } => match fault {
+                StepFault::RecordedAs(other) => write!(f, "step {step}: recorded as step {other}"),
+                StepFault::Decode(err) => write!(f, "step {step}: {err}"),
+                StepFault::Mismatch { name, reported, recorded } => write!(
+                    f,
+                    "step {step}: {name} is {reported} in the report but {recorded} in the recorded figures"
+                ),
+            },
+        }
+    }
+}
+
+impl std::error::Error for StepsError {}
 
 /// Whether the file at `path` says it is a capacity file (its `format`); false if it cannot be
 /// read or parsed (loading it then says why).

@@ -32,6 +32,7 @@ pub mod capacity;
 pub mod capacity_file;
 pub mod client;
 pub mod compare;
+pub mod conditions;
 mod connect_causes;
 pub mod defaults;
 pub mod demo;

@@ -117,20 +117,41 @@ impl TrafficEntry {
     }
 
     /// The request body's bytes.
-    pub fn body_bytes(&self) -> Result<Vec<u8>, String> {
+    pub fn body_bytes(&self) -> Result<Vec<u8>, BodyError> {
         match (&self.body, &self.body_base64) {
             (Some(text), None) => Ok(text.as_bytes().to_vec()),
             (None, Some(encoded)) => {
                 use base64::Engine;
-                base64::engine::general_purpose::STANDARD
-                    .decode(encoded)
-                    .map_err(|error| format!("body_base64 is not base64: {error}"))
+                base64::engine::general_purpose::STANDARD.decode(encoded).map_err(BodyError::NotBase64)
             }
-            (Some(_), Some(_)) => Err("both body and body_base64 are given".into()),
-            (None, None) => Err("the entry has no body (body or body_base64)".into()),
+            (Some(_), Some(_)) => Err(BodyError::Both),
+            (None, None) => Err(BodyError::Missing),
         }
     }
 }
+
+/// Why a traffic entry's request body cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyError {
+    /// `body_base64` is not base64.
+    NotBase64(base64::DecodeError),
+    /// Both `body` and `body_base64` are given.
+    Both,
+    /// Neither is.
+    Missing,
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::NotBase64(error) => write!(f, "body_base64 is not base64: {error}"),
+            BodyError::Both => f.write_str("both body and body_base64 are given"),
+            BodyError::Missing => f.write_str("the entry has no body (body or body_base64)"),
+        }
+    }
+}
+
+impl std::error::Error for BodyError {}
 
 /// The JSON-RPC method names in a request body, in order; empty when it is not JSON-RPC.
 pub fn methods_of(body: &[u8]) -> Vec<String> {
@@ -312,7 +333,7 @@ impl TrafficFile {
             }
             let parsed = serde_json::from_slice::<TrafficEntry>(line)
                 .map_err(|error| (error.column().max(1), error.to_string()))
-                .and_then(|entry| entry.body_bytes().map(|_| entry).map_err(|message| (1, message)));
+                .and_then(|entry| entry.body_bytes().map(|_| entry).map_err(|error| (1, error.to_string())));
             match parsed {
                 Ok(entry) => file.entries.push(entry),
                 Err(_) if number == last && !ends_with_newline => file.cut_last_line = Some(number),
@@ -390,6 +411,15 @@ mod tests {
         let read = TrafficFile::read(&path, BadLines::Refuse).unwrap();
         assert_eq!(read.entries, entries);
         assert_eq!(read.entries[1].body_bytes().unwrap(), [0xff, 0x00, b'\n']);
+        let mut entry = read.entries[1].clone();
+        entry.body = Some("x".into());
+        assert_eq!(entry.body_bytes(), Err(BodyError::Both));
+        entry.body = None;
+        entry.body_base64 = None;
+        assert_eq!(
+            entry.body_bytes().unwrap_err().to_string(),
+            "the entry has no body (body or body_base64)"
+        );
         assert_eq!(read.cut_last_line, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

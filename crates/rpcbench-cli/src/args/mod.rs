@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub mod caps;
+pub mod format;
 pub mod heads;
 pub mod http;
 pub mod load;

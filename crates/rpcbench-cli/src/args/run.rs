@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::{output_file, HttpArgs, LengthArgs, LoadArgs, RequestArgs, ScenarioArgs};
 
 /// Formats of `run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     /// The text report.
     Text,
@@ -17,6 +17,7 @@ pub enum OutputFormat {
     /// Markdown tables.
     Markdown,
 }
+super::format::command_format!(OutputFormat: Text, Json, Markdown);
 
 /// Every flag of a run.
 #[derive(Debug, Args)]
@@ -55,7 +56,7 @@ pub struct RunArgs {
     pub thresholds: Vec<String>,
 
     /// Report format.
-    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text, help_heading = "Output")]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<OutputFormat>::new(), default_value = "text", value_name = "FORMAT", help_heading = "Output")]
     pub format: OutputFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = output_file, help_heading = "Output")]

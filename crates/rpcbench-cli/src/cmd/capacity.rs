@@ -132,7 +132,7 @@ pub struct CapacityArgs {
     pub metrics: crate::args::metrics::MetricsArgs,
 
     /// Report format.
-    #[arg(short, long, value_enum, default_value_t = CapacityFormat::Text, help_heading = "Output")]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<CapacityFormat>::new(), default_value = "text", value_name = "FORMAT", help_heading = "Output")]
     pub format: CapacityFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file, help_heading = "Output")]
@@ -204,8 +204,7 @@ impl CapacityArgs {
 /// The request every step sends and the search settings, validated.
 pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
     args.check_search_flags()?;
-    let slo =
-        Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", format!("{err} in '{}'", args.slo)))?;
+    let slo = Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", err.to_string()))?;
     let mut plan = crate::plan::to_plan(&args.run_flags())?;
     if plan.targets.len() > 1 {
         return Err(ConfigError::new(

@@ -153,7 +153,7 @@ pub struct CompareArgs {
     pub monitor_cmds: Vec<String>,
 
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<ReportFormat>::new(), default_value = "text", value_name = "FORMAT", help_heading = "Output")]
     pub format: ReportFormat,
     /// Write the output to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file, help_heading = "Output")]

@@ -127,7 +127,8 @@ fn write_reports(summary: &DemoSummary, table: &str, dir: &Path) -> Result<(), S
         .steps
         .iter()
         .map(|step| SavedRun::new(step.results.clone(), &step.load))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| err.to_string())?;
     write_atomically(&dir.join("report.html"), render_html(&runs).as_bytes())
         .map_err(|err| err.to_string())?;
     write_atomically(&dir.join("summary.md"), table.as_bytes()).map_err(|err| err.to_string())

@@ -16,13 +16,15 @@ use crate::output;
 use crate::output::emit;
 
 /// Output formats of `heads`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadsFormat {
     /// A table.
     Text,
     /// JSON: one object per target.
     Json,
 }
+
+crate::args::format::command_format!(HeadsFormat: Text, Json);
 
 /// Options of `rpcbench heads`.
 #[derive(clap::Args, Debug)]
@@ -46,8 +48,11 @@ pub struct HeadsArgs {
     #[arg(long, default_value = "2s", value_parser = duration)]
     pub timeout: Duration,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = HeadsFormat::Text)]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<HeadsFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: HeadsFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: HeadsArgs) -> ExitCode {
@@ -78,5 +83,5 @@ pub fn run(args: HeadsArgs) -> ExitCode {
         HeadsFormat::Text => render_heads_text(&heads, args.interval, args.stale_after),
         HeadsFormat::Json => serde_json::to_string_pretty(&heads).expect("heads serialize") + "\n",
     };
-    emit(&text, None, true)
+    emit(&text, args.output.as_deref(), true)
 }

@@ -141,7 +141,7 @@ pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
     let mut merge_args = Vec::new();
     for threshold in &args.thresholds {
         if let Err(err) = rpcbench::thresholds::Threshold::parse(threshold) {
-            return output::usage_error(ConfigError::new("--threshold", err.message));
+            return output::usage_error(ConfigError::new("--threshold", err.to_string()));
         }
         merge_args.extend(["--threshold".to_string(), threshold.clone()]);
     }

@@ -23,7 +23,7 @@ use crate::output;
 use crate::output::emit;
 
 /// Output formats of `limits`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LimitsFormat {
     /// A table.
     Text,
@@ -34,6 +34,8 @@ pub enum LimitsFormat {
     /// An HTML page with the table.
     Html,
 }
+
+crate::args::format::command_format!(LimitsFormat: Text, Markdown, Json, Html);
 
 /// Options of `rpcbench limits`.
 #[derive(clap::Args, Debug)]
@@ -108,7 +110,7 @@ pub struct LimitsArgs {
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub timeout: Duration,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = LimitsFormat::Text)]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<LimitsFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: LimitsFormat,
     /// Write the report to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]

@@ -107,7 +107,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
             Err(err) => {
                 return output::usage_error(ConfigError::new(
                     format!("--threshold #{}", index + 1),
-                    err.message,
+                    err.to_string(),
                 ))
             }
         }

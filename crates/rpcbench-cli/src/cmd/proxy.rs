@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use rpcbench::compare::FieldPath;
 use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
@@ -18,11 +18,14 @@ use crate::args::duration;
 use crate::output;
 
 /// How the final table is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProxyFormat {
+    /// A table.
     Text,
+    /// JSON.
     Json,
 }
+crate::args::format::command_format!(ProxyFormat: Text, Json);
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -82,10 +85,10 @@ pub struct ProxyArgs {
     #[command(flatten)]
     pub tls: crate::args::tls::TlsArgs,
     /// The final table's format.
-    #[arg(short = 'f', long, value_enum, default_value = "text")]
+    #[arg(short = 'f', long, value_parser = crate::args::format::FormatParser::<ProxyFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: ProxyFormat,
     /// Write the final table to FILE instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: Option<PathBuf>,
 }
 

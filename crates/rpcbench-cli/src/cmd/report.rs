@@ -29,7 +29,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format. HTML always puts every file on one page, overlaid.
-    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<ReportFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: ReportFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]

@@ -14,6 +14,20 @@ use rpcbench::XToken;
 use crate::args::duration;
 use crate::output;
 
+/// Formats of `subscribe` (a race, `--race`, writes text or JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscribeFormat {
+    /// The text report.
+    Text,
+    /// The JSON report (histograms kept losslessly).
+    Json,
+    /// Markdown tables.
+    Markdown,
+    /// One HTML page.
+    Html,
+}
+crate::args::format::command_format!(SubscribeFormat: Text, Json, Markdown, Html);
+
 /// Options of `rpcbench subscribe`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -88,8 +102,8 @@ pub struct SubscribeArgs {
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
     /// Report format.
-    #[arg(short, long, default_value = "text", value_parser = ["text", "json", "markdown", "html"])]
-    pub format: String,
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<SubscribeFormat>::new(), default_value = "text", value_name = "FORMAT")]
+    pub format: SubscribeFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: Option<std::path::PathBuf>,
@@ -228,11 +242,11 @@ pub fn run(args: SubscribeArgs) -> ExitCode {
             return output::failure(format!("--save {}: {err}", path.display()));
         }
     }
-    let text = match args.format.as_str() {
-        "json" => report.to_json() + "\n",
-        "markdown" => rpcbench::report::render_subscribe_markdown(&report),
-        "html" => rpcbench::report::render_subscribe_html(&report),
-        _ => report.render_text(),
+    let text = match args.format {
+        SubscribeFormat::Json => report.to_json() + "\n",
+        SubscribeFormat::Markdown => rpcbench::report::render_subscribe_markdown(&report),
+        SubscribeFormat::Html => rpcbench::report::render_subscribe_html(&report),
+        SubscribeFormat::Text => report.render_text(),
     };
     let status = crate::output::emit(&text, args.output.as_deref(), false);
     if !passed {
@@ -283,8 +297,8 @@ fn run_race(args: &SubscribeArgs) -> ExitCode {
         Err(err @ rpcbench::subscribe::race::RaceError::Setting(_)) => return output::usage_error(err),
         Err(err) => return output::failure(err),
     };
-    let text = match args.format.as_str() {
-        "json" => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+    let text = match args.format {
+        SubscribeFormat::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
         _ => rpcbench::report::render_race_text(&report),
     };
     print!("{text}");

@@ -46,13 +46,15 @@ const SIGN_AHEAD: usize = 256;
 const MAX_GAP_BLOCKS: u64 = 64;
 
 /// Output formats of `tx`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxFormat {
     /// A readable report.
     Text,
     /// One JSON object.
     Json,
 }
+
+crate::args::format::command_format!(TxFormat: Text, Json);
 
 /// Options of `rpcbench tx`.
 #[derive(clap::Args, Debug)]
@@ -117,8 +119,11 @@ pub struct TxArgs {
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub timeout: Duration,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = TxFormat::Text)]
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<TxFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: TxFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
@@ -459,7 +464,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         TxFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
         TxFormat::Text => render_text(&report),
     };
-    let code = output::print_stdout(&text);
+    let code = output::emit(&text, args.output.as_deref(), true);
     if !identity {
         return output::failure("included + dropped + rejected + pending does not equal sent");
     }

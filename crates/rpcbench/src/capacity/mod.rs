@@ -34,10 +34,10 @@ use crate::engine::config::{Arrivals, Field, Length, Load, RunConfig, SettingErr
 use crate::engine::{EngineError, Run, StopHandle};
 use crate::monitor::{Monitor, ResourceReport};
 use crate::record::RunRecord;
-use crate::report::{GeneratorReport, LatencyReport, RunReport, PERCENTILES};
+use crate::report::{GeneratorReport, LatencyReport, RunReport};
 use crate::results::{GeneratorData, MethodResults};
 use crate::util::units::percent;
-use crate::util::units::{format_duration, format_micros, parse_duration};
+use crate::util::units::{format_duration, format_micros};
 
 /// A step that sent less than this share of its target rate did not achieve it.
 pub const ACHIEVED_MIN: f64 = 0.95;
@@ -65,10 +65,10 @@ mod tests {
     #[test]
     fn an_slo_with_the_wrong_comparison_points_at_it() {
         let err = Slo::parse("p99>5ms").unwrap_err();
-        assert_eq!(err.position, 4, "{err:?}");
-        assert!(err.message.contains("p99<5ms"), "{err:?}");
+        assert_eq!(err.column(), 4, "{err:?}");
+        assert!(err.kind().to_string().contains("p99<5ms"), "{err:?}");
         let err = Slo::parse("p50<1s, errors>=1%").unwrap_err();
-        assert_eq!(err.position, 15, "{err:?}");
+        assert_eq!(err.column(), 15, "{err:?}");
     }
     use crate::record::new_histogram;
 
@@ -96,22 +96,27 @@ mod tests {
 
     #[test]
     fn bad_slos_name_the_position() {
+        // Messages are those of every condition (crate::conditions); `<=` is pointed at its
+        // start, like any comparison.
         for (text, position, message) in [
-            ("p98<5ms", 1, "unknown figure 'p98'"),
+            ("p98<5ms", 1, "unknown percentile 'p98'"),
             ("p99<500ms,errors<0.1", 18, "expected a percentage"),
             ("p99<5x", 5, "a duration such as"),
-            ("p99 500ms", 10, "expected '<'"),
-            ("p99<500ms,", 11, "an empty clause"),
+            ("p99 500ms", 10, "no comparison"),
+            ("p99<500ms,", 11, "an empty condition"),
             ("p99<500ms, errors<0%", 19, "above 0%"),
-            ("p99<=5ms", 5, "only '<'"),
-            ("<5ms", 1, "expected p50"),
+            ("p99<=5ms", 4, "only '<'"),
+            ("<5ms", 1, "no metric"),
             ("p99<0", 5, "longer than zero"),
-            ("", 1, "an empty clause"),
-            ("p99<1µs,p9<1s", 9, "unknown figure 'p9'"),
+            ("", 1, "an empty condition"),
+            ("p99<1µs,p9<1s", 9, "unknown percentile 'p9'"),
+            ("mean<1s", 1, "unknown metric 'mean'"),
+            ("errors<101%", 8, "from 0% to 100%"),
+            ("getSlot: p99<1s", 1, "the whole run"),
         ] {
             let err = Slo::parse(text).unwrap_err();
-            assert_eq!(err.position, position, "{text:?}: {err}");
-            assert!(err.message.contains(message), "{text:?}: {err}");
+            assert_eq!(err.column(), position, "{text:?}: {err}");
+            assert!(err.kind().to_string().contains(message), "{text:?}: {err}");
         }
     }
 

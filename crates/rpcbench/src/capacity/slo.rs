@@ -2,6 +2,7 @@
 //! `errors<0.1%`), parsed with the position of a mistake, and what a breach is.
 
 use super::*;
+use crate::conditions::{self, ConditionError, Limit, MetricWord, Operator, Quantity, Vocabulary};
 
 /// A latency figure an SLO clause can bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,33 +38,49 @@ pub struct Slo {
     pub clauses: Vec<SloClause>,
 }
 
-/// A bad SLO text: where (1-based character position) and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SloError {
-    /// Character position of the fault in the SLO text, from 1.
-    pub position: usize,
-    /// What is wrong there.
-    pub message: String,
+/// What an SLO clause measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SloMetric {
+    /// A latency statistic.
+    Latency,
+    /// Errors as a percentage of requests.
+    Errors,
 }
 
-impl fmt::Display for SloError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at character {}: {}", self.position, self.message)
-    }
-}
-
-impl std::error::Error for SloError {}
-
-pub(super) const SLO_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, max or errors";
+/// The metrics of `capacity --slo`: only `<`, and a limit of zero is refused (no step could
+/// pass).
+const SLO_WORDS: Vocabulary<SloMetric> = Vocabulary {
+    metrics: &[
+        MetricWord {
+            id: SloMetric::Latency,
+            names: &["latency"],
+            quantity: Quantity::Latency,
+            stats: &["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"],
+            default_stat: None,
+        },
+        MetricWord {
+            id: SloMetric::Errors,
+            names: &["errors"],
+            quantity: Quantity::Percent,
+            stats: &[],
+            default_stat: None,
+        },
+    ],
+    bare_stats: Some(SloMetric::Latency),
+    operators: &[Operator::Below],
+    scopes: false,
+    limits_above_zero: true,
+};
 
 impl Slo {
     /// Parses comma-separated clauses: `p50|p75|p90|p95|p99|p99.9|p99.99|max < DURATION` and
-    /// `errors < PCT%`, for example `p99<500ms, errors<0.1%`.
-    pub fn parse(text: &str) -> Result<Slo, SloError> {
+    /// `errors < PCT%`, for example `p99<500ms, errors<0.1%` (the grammar of
+    /// [`crate::conditions`]).
+    pub fn parse(text: &str) -> Result<Slo, ConditionError> {
         let mut clauses = Vec::new();
         let mut offset = 0;
         for part in text.split(',') {
-            clauses.push(parse_clause(text, part, offset)?);
+            clauses.push(parse_clause(text, offset..offset + part.len())?);
             offset += part.len() + 1;
         }
         Ok(Slo { clauses })
@@ -103,82 +120,19 @@ impl fmt::Display for Slo {
     }
 }
 
-/// Character position (from 1) of byte `offset` in `text`.
-pub(super) fn position(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].chars().count() + 1
-}
-
-pub(super) fn parse_clause(text: &str, part: &str, offset: usize) -> Result<SloClause, SloError> {
-    let error = |at: usize, message: String| SloError { position: position(text, at), message };
-    let leading = part.len() - part.trim_start().len();
-    let body = part.trim();
-    let start = offset + leading;
-    if body.is_empty() {
-        return Err(error(
-            start,
-            format!("an empty clause (expected {SLO_METRICS} followed by '<' and a limit)"),
-        ));
-    }
-    let Some(less) = body.find('<') else {
-        // Point at the comparison that is there (`p99>5ms`, `p99=5ms`), else at the end.
-        return Err(match body.find(['>', '=', '!']) {
-            Some(at) => error(
-                start + at,
-                format!(
-                    "only '<' is supported: write '{}<{}'",
-                    body[..at].trim(),
-                    body[at + 1..].trim_start_matches(['=', '>']).trim()
-                ),
-            ),
-            None => error(start + body.len(), format!("expected '<' and a limit after '{body}'")),
-        });
-    };
-    let metric = body[..less].trim();
-    let value = body[less + 1..].trim();
-    let value_start = start + less + 1 + (body[less + 1..].len() - body[less + 1..].trim_start().len());
-    if value.starts_with('=') {
-        return Err(error(value_start, "only '<' is supported (the limit itself fails)".into()));
-    }
-    let bound = if metric.eq_ignore_ascii_case("errors") {
-        let Some(number) = value.strip_suffix('%') else {
-            return Err(error(
-                value_start,
-                format!("expected a percentage such as 0.1% after 'errors<', got '{value}'"),
-            ));
-        };
-        match number.trim().parse::<f64>() {
-            Ok(limit) if limit.is_finite() && limit > 0.0 && limit <= 100.0 => SloBound::ErrorPercent(limit),
-            _ => {
-                return Err(error(
-                    value_start,
-                    format!("'{value}' is not a percentage above 0% and at most 100%"),
-                ))
-            }
+fn parse_clause(text: &str, part: std::ops::Range<usize>) -> Result<SloClause, ConditionError> {
+    let condition = conditions::parse_part(text, part, &SLO_WORDS)?;
+    let bound = match condition.limit {
+        Limit::Latency(limit) => {
+            let stat = match condition.stat {
+                Some("max") => LatencyStat::Max,
+                stat => LatencyStat::Percentile(stat.unwrap_or("p99")),
+            };
+            SloBound::Latency(stat, limit)
         }
-    } else {
-        let stat = if metric.eq_ignore_ascii_case("max") {
-            LatencyStat::Max
-        } else {
-            let name = metric.to_ascii_lowercase();
-            match PERCENTILES.iter().find(|(known, _)| *known == name) {
-                Some((known, _)) => LatencyStat::Percentile(known),
-                None => {
-                    let message = if metric.is_empty() {
-                        format!("expected {SLO_METRICS} before '<'")
-                    } else {
-                        format!("unknown figure '{metric}' (expected {SLO_METRICS})")
-                    };
-                    return Err(error(start, message));
-                }
-            }
-        };
-        match parse_duration(value) {
-            Ok(limit) if !limit.is_zero() => SloBound::Latency(stat, limit),
-            Ok(_) => return Err(error(value_start, "the latency limit must be longer than zero".into())),
-            Err(err) => return Err(error(value_start, err.to_string())),
-        }
+        limit => SloBound::ErrorPercent(limit.value()),
     };
-    let text: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    let text: String = condition.text.chars().filter(|c| !c.is_whitespace()).collect();
     Ok(SloClause { text, bound })
 }
 

@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{LatencyReport, ThresholdResult};
+use crate::conditions::{self, ConditionError, Limit, MetricWord, Operator, Quantity, Vocabulary};
 
 /// Per-second figures.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -482,61 +483,6 @@ impl SubscribeReport {
     }
 }
 
-/// A condition on a subscription run that cannot be parsed; each names the condition as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SubscribeThresholdError {
-    /// No `<`.
-    NoComparison {
-        /// The condition.
-        text: String,
-    },
-    /// A percentile that is not one of p50 … p99.99.
-    UnknownPercentile {
-        /// The condition.
-        text: String,
-        /// The percentile given.
-        name: String,
-    },
-    /// A latency limit that is not a duration.
-    Duration {
-        /// The condition.
-        text: String,
-        /// Why the limit is not a duration.
-        error: crate::util::units::UnitError,
-    },
-    /// A count limit that is not a whole number.
-    NotACount {
-        /// The condition.
-        text: String,
-    },
-    /// A metric subscriptions do not have.
-    UnknownMetric {
-        /// The condition.
-        text: String,
-    },
-}
-
-impl fmt::Display for SubscribeThresholdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SubscribeThresholdError::NoComparison { text } => {
-                write!(f, "'{text}': expected METRIC [pNN] < LIMIT, such as 'lag p99 < 500ms'")
-            }
-            SubscribeThresholdError::UnknownPercentile { text, name } => {
-                write!(f, "'{text}': unknown percentile '{name}' (p50, p75, p90, p95, p99, p99.9, p99.99)")
-            }
-            SubscribeThresholdError::Duration { text, error } => write!(f, "'{text}': {error}"),
-            SubscribeThresholdError::NotACount { text } => write!(f, "'{text}': expected a count after '<'"),
-            SubscribeThresholdError::UnknownMetric { text } => write!(
-                f,
-                "'{text}': unknown metric (lag, produced-lag, subscribe with a percentile; gaps, duplicates, reorders)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SubscribeThresholdError {}
-
 /// A condition on a subscription run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscribeThreshold {
@@ -555,45 +501,70 @@ enum SubscribeMetric {
     Reorders,
 }
 
+/// What a subscription condition measures, as the grammar names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubscribeWord {
+    Lag,
+    ProducedLag,
+    Subscribe,
+    Gaps,
+    Duplicates,
+    Reorders,
+}
+
+const SUBSCRIBE_PERCENTILES: &[&str] = &["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"];
+
+/// The metrics of `subscribe --threshold`: latencies with a percentile (p99 when none is
+/// written) and counts; only `<`.
+const SUBSCRIBE_WORDS: Vocabulary<SubscribeWord> = {
+    const fn latency(id: SubscribeWord, names: &'static [&'static str]) -> MetricWord<SubscribeWord> {
+        MetricWord {
+            id,
+            names,
+            quantity: Quantity::Latency,
+            stats: SUBSCRIBE_PERCENTILES,
+            default_stat: Some("p99"),
+        }
+    }
+    const fn count(id: SubscribeWord, names: &'static [&'static str]) -> MetricWord<SubscribeWord> {
+        MetricWord { id, names, quantity: Quantity::Count, stats: &[], default_stat: None }
+    }
+    Vocabulary {
+        metrics: &[
+            latency(SubscribeWord::Lag, &["lag"]),
+            latency(SubscribeWord::ProducedLag, &["produced-lag"]),
+            latency(SubscribeWord::Subscribe, &["subscribe"]),
+            count(SubscribeWord::Gaps, &["gaps"]),
+            count(SubscribeWord::Duplicates, &["duplicates"]),
+            count(SubscribeWord::Reorders, &["reorders"]),
+        ],
+        bare_stats: None,
+        operators: &[Operator::Below],
+        scopes: false,
+        limits_above_zero: false,
+    }
+};
+
 impl SubscribeThreshold {
     /// Parses `lag p99 < 500ms`, `produced-lag p50 < 2s`, `subscribe p99 < 100ms`, `gaps < 1`,
-    /// `duplicates < 1` or `reorders < 1`.
-    pub fn parse(text: &str) -> Result<Self, SubscribeThresholdError> {
-        let text_owned = || text.to_string();
-        let (left, right) = text
-            .split_once('<')
-            .ok_or_else(|| SubscribeThresholdError::NoComparison { text: text_owned() })?;
-        let words: Vec<&str> = left.split_whitespace().collect();
-        let right = right.trim();
-        let percentile = |word: Option<&&str>| -> Result<String, SubscribeThresholdError> {
-            let name = word.copied().unwrap_or("p99");
-            if super::PERCENTILES.iter().any(|(known, _)| *known == name) {
-                Ok(name.to_string())
-            } else {
-                Err(SubscribeThresholdError::UnknownPercentile { text: text_owned(), name: name.to_string() })
-            }
+    /// `duplicates < 1` or `reorders < 1` (the grammar of [`crate::conditions`]).
+    pub fn parse(text: &str) -> Result<Self, ConditionError> {
+        let condition = conditions::parse(text, &SUBSCRIBE_WORDS)?;
+        let stat = || condition.stat.unwrap_or("p99").to_string();
+        let metric = match condition.metric {
+            SubscribeWord::Lag => SubscribeMetric::Lag(stat()),
+            SubscribeWord::ProducedLag => SubscribeMetric::ProducedLag(stat()),
+            SubscribeWord::Subscribe => SubscribeMetric::Subscribe(stat()),
+            SubscribeWord::Gaps => SubscribeMetric::Gaps,
+            SubscribeWord::Duplicates => SubscribeMetric::Duplicates,
+            SubscribeWord::Reorders => SubscribeMetric::Reorders,
         };
-        let duration = || -> Result<f64, SubscribeThresholdError> {
-            crate::util::units::parse_duration(right)
-                .map(|limit| limit.as_micros() as f64)
-                .map_err(|error| SubscribeThresholdError::Duration { text: text_owned(), error })
+        // Latencies are judged in whole microseconds, as they are recorded.
+        let limit = match condition.limit {
+            Limit::Latency(limit) => limit.as_micros() as f64,
+            other => other.value(),
         };
-        let count = || -> Result<f64, SubscribeThresholdError> {
-            right
-                .parse::<u64>()
-                .map(|n| n as f64)
-                .map_err(|_| SubscribeThresholdError::NotACount { text: text_owned() })
-        };
-        let (metric, limit) = match words.first().copied() {
-            Some("lag") => (SubscribeMetric::Lag(percentile(words.get(1))?), duration()?),
-            Some("produced-lag") => (SubscribeMetric::ProducedLag(percentile(words.get(1))?), duration()?),
-            Some("subscribe") => (SubscribeMetric::Subscribe(percentile(words.get(1))?), duration()?),
-            Some("gaps") if words.len() == 1 => (SubscribeMetric::Gaps, count()?),
-            Some("duplicates") if words.len() == 1 => (SubscribeMetric::Duplicates, count()?),
-            Some("reorders") if words.len() == 1 => (SubscribeMetric::Reorders, count()?),
-            _ => return Err(SubscribeThresholdError::UnknownMetric { text: text_owned() }),
-        };
-        Ok(Self { text: text.trim().to_string(), metric, limit })
+        Ok(Self { text: condition.text, metric, limit })
     }
 
     /// Why this condition cannot be judged on subscriptions of these kinds' orders

@@ -101,7 +101,7 @@ impl ResultsFile {
     }
 
     /// The run record: every method's totals added up, the series, the elapsed time.
-    pub fn to_record(&self) -> Result<RunRecord, String> {
+    pub fn to_record(&self) -> Result<RunRecord, super::DecodeError> {
         let mut totals = Totals::default();
         let mut calls = Vec::new();
         for (name, method) in self.methods_in_order() {
@@ -210,7 +210,7 @@ impl ResultsFile {
     }
 
     /// The report of the run, equal to the one the live run printed.
-    pub fn to_report(&self) -> Result<RunReport, String> {
+    pub fn to_report(&self) -> Result<RunReport, super::DecodeError> {
         let record = self.to_record()?;
         Ok(self.report_of(&record))
     }

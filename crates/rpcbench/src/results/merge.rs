@@ -191,7 +191,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
         for (path, file) in files {
             let theirs = file.methods[name]
                 .totals()
-                .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+                .map_err(|err| ResultsError::Invalid { path: path.clone(), message: err.to_string() })?;
             // Counts that would wrap are refused, not wrapped.
             let mut counts = totals.counts.clone();
             counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
@@ -253,7 +253,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
             for (ours, theirs) in phases.iter_mut().zip(classes) {
                 let theirs = theirs
                     .totals()
-                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+                    .map_err(|err| ResultsError::Invalid { path: path.clone(), message: err.to_string() })?;
                 ours.merge(&theirs);
             }
         }
@@ -274,7 +274,7 @@ pub fn merge_shards(files: &[(PathBuf, ResultsFile)], partial: bool) -> Result<R
             for (path, file) in files {
                 let theirs = file.stages[index]
                     .totals()
-                    .map_err(|message| ResultsError::Invalid { path: path.clone(), message })?;
+                    .map_err(|err| ResultsError::Invalid { path: path.clone(), message: err.to_string() })?;
                 let mut counts = totals.counts.clone();
                 counts.checked_merge(&theirs.counts).map_err(|_| overflow(path))?;
                 totals.merge(&theirs);

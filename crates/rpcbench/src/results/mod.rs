@@ -49,8 +49,10 @@ use crate::util::redact;
 use crate::util::units::trim_float;
 
 mod convert;
+mod decode_error;
 mod merge;
 
+pub use decode_error::DecodeError;
 pub use merge::{merge, merge_shards};
 
 /// The value of `format` in every results file.
@@ -180,9 +182,9 @@ impl StageData {
         }
     }
 
-    fn totals(&self) -> Result<StageTotals, String> {
-        self.outcomes.checked_total().map_err(|err| err.to_string())?;
-        let latency = decode_histogram(&self.latency).map_err(|err| format!("stage histogram: {err}"))?;
+    fn totals(&self) -> Result<StageTotals, DecodeError> {
+        self.outcomes.checked_total()?;
+        let latency = decode_histogram(&self.latency).map_err(DecodeError::histogram("stage latency"))?;
         Ok(StageTotals { latency, counts: self.outcomes.clone() })
     }
 }
@@ -247,12 +249,12 @@ impl PhaseData {
         }
     }
 
-    fn totals(&self) -> Result<PhaseTotals, String> {
+    fn totals(&self) -> Result<PhaseTotals, DecodeError> {
         Ok(PhaseTotals {
-            connect: decode_histogram(&self.connect).map_err(|err| err.to_string())?,
-            send: decode_histogram(&self.send).map_err(|err| err.to_string())?,
-            wait: decode_histogram(&self.wait).map_err(|err| err.to_string())?,
-            receive: decode_histogram(&self.receive).map_err(|err| err.to_string())?,
+            connect: decode_histogram(&self.connect).map_err(DecodeError::histogram("connect"))?,
+            send: decode_histogram(&self.send).map_err(DecodeError::histogram("send"))?,
+            wait: decode_histogram(&self.wait).map_err(DecodeError::histogram("wait"))?,
+            receive: decode_histogram(&self.receive).map_err(DecodeError::histogram("receive"))?,
         })
     }
 }
@@ -603,17 +605,16 @@ impl MethodResults {
     }
 
     /// Decodes the entry back into totals, exactly as they were recorded.
-    pub fn totals(&self) -> Result<Totals, String> {
+    pub fn totals(&self) -> Result<Totals, DecodeError> {
         let decode =
-            |name: &str, text: &str| decode_histogram(text).map_err(|err| format!("histogram {name}: {err}"));
+            |name: &'static str, text: &str| decode_histogram(text).map_err(DecodeError::histogram(name));
         let mut status_counts = BTreeMap::new();
         for (status, count) in &self.http_status {
-            let status: u16 =
-                status.parse().map_err(|_| format!("HTTP status '{status}' is not a number"))?;
+            let status: u16 = status.parse().map_err(|_| DecodeError::HttpStatus(status.clone()))?;
             status_counts.insert(status, *count);
         }
         // `..Totals::default()` keeps this compiling when the recorder gains figures.
-        self.outcomes.checked_total().map_err(|err| err.to_string())?;
+        self.outcomes.checked_total()?;
         #[allow(clippy::needless_update)]
         let totals = Totals {
             latency: decode("latency", &self.histograms.latency)?,
@@ -760,11 +761,14 @@ impl ResultsFile {
     }
 
     /// Decodes every method's totals, by method name.
-    pub fn method_totals(&self) -> Result<BTreeMap<String, Totals>, String> {
+    pub fn method_totals(&self) -> Result<BTreeMap<String, Totals>, DecodeError> {
         self.methods
             .iter()
             .map(|(name, method)| {
-                Ok((name.clone(), method.totals().map_err(|err| format!("{name}: {err}"))?))
+                let totals = method
+                    .totals()
+                    .map_err(|error| DecodeError::Method { name: name.clone(), error: Box::new(error) })?;
+                Ok((name.clone(), totals))
             })
             .collect()
     }
@@ -787,7 +791,7 @@ pub struct SavedRun {
 
 impl SavedRun {
     /// Decodes a file. The label is the file's own, else `fallback`.
-    pub fn new(file: ResultsFile, fallback: &str) -> Result<Self, String> {
+    pub fn new(file: ResultsFile, fallback: &str) -> Result<Self, DecodeError> {
         let methods = file.method_totals()?;
         let record = file.to_record()?;
         let report = file.report_of(&record);
@@ -805,7 +809,8 @@ impl SavedRun {
             .or_else(|| stem.strip_suffix(".json"))
             .unwrap_or(&stem)
             .to_string();
-        Self::new(file, &stem).map_err(|message| ResultsError::Invalid { path: path.to_path_buf(), message })
+        Self::new(file, &stem)
+            .map_err(|err| ResultsError::Invalid { path: path.to_path_buf(), message: err.to_string() })
     }
 }
 

@@ -179,13 +179,16 @@ impl Scenario {
 /// What [`ScenarioDraft::pools_needed`] lists when a generator is relative to the head.
 pub const HEAD: &str = "head";
 
-/// Turns a byte offset into a 1-based line and column.
+/// Turns a byte offset into a 1-based line and a 1-based column counted in characters.
 pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(offset, |newline| offset - newline - 1) + 1;
-    (line, column)
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    (line, before[line_start..].chars().count() + 1)
 }
 
 impl Scenario {

@@ -228,9 +228,15 @@ impl ScenarioDraft {
             .iter()
             .map(|spanned| {
                 Threshold::parse(spanned.get_ref()).map_err(|err| {
-                    // Point inside the string: past the opening quote, at the offset of the fault.
-                    let start = spanned.span().start + 1 + err.offset;
-                    at(start..start, format!("threshold: {}", err.message))
+                    // Point inside the string, past the opening quote, at the fault; a string
+                    // written with escapes is not the text parsed: point at its start.
+                    let span = spanned.span();
+                    let written = text.get(span.start + 1..span.end.saturating_sub(1));
+                    let start = match written == Some(spanned.get_ref().as_str()) {
+                        true => span.start + 1 + err.offset(),
+                        false => span.start,
+                    };
+                    at(start..start, format!("threshold: {}", err.kind()))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -70,6 +70,17 @@ params = ["{account}"]
     }
 
     #[test]
+    fn a_threshold_fault_in_a_scenario_is_named_by_its_character_column() {
+        let base = "[target]\nurl = \"http://127.0.0.1:1/\"\n[[call]]\nmethod = \"getSlot\"\n";
+        // `µ` is two bytes but one character: the column counts characters, as --threshold does.
+        let error = error_of(&format!("thresholds = [\"µ: p99 < soon\"]\n{base}"));
+        assert!(error.starts_with("s.toml:1:25: threshold: the limit 'soon' is not a duration"), "{error}");
+        // A string written with escapes is not the text parsed: the error names its start.
+        let error = error_of(&format!("thresholds = [\"p99 \\u003c soon\"]\n{base}"));
+        assert!(error.starts_with("s.toml:1:15: threshold: the limit 'soon'"), "{error}");
+    }
+
+    #[test]
     fn mistakes_are_reported_with_file_line_and_column() {
         let base = "[target]\nurl = \"http://127.0.0.1:1/\"\n";
         let call = "[[call]]\nmethod = \"getSlot\"\n";
