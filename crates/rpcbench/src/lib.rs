@@ -50,6 +50,7 @@
 
 #![deny(missing_docs)]
 
+pub mod beside_load;
 pub mod capacity;
 pub mod capacity_file;
 pub mod client;

@@ -32,12 +32,14 @@ impl Default for HeadsFlags {
 }
 
 impl HeadsFlags {
-    /// Starts the monitor over `targets` (name and run settings) when `on`; an error names the
-    /// flag or target at fault.
+    /// Starts the monitor over `targets` (name and run settings) when `on`, publishing each
+    /// target's head lag into every store of `live` (the endpoint's, the dashboard's); an error
+    /// names the flag or target at fault.
     pub fn start(
         &self,
         on: bool,
         targets: &[(String, &rpcbench::engine::config::RunConfig)],
+        live: &[rpcbench::metrics::LiveMetrics],
     ) -> Result<Option<rpcbench::heads::HeadMonitor>, String> {
         if !on {
             return Ok(None);
@@ -56,8 +58,14 @@ impl HeadsFlags {
             }
         }
         let names = targets.iter().map(|(name, _)| name.clone()).collect();
-        rpcbench::heads::HeadMonitor::start(names, sources, self.heads_interval, self.stale_after)
-            .map(Some)
-            .map_err(|err| format!("--heads: cannot start the head monitor: {err}"))
+        rpcbench::heads::HeadMonitor::start_publishing(
+            names,
+            sources,
+            self.heads_interval,
+            self.stale_after,
+            live.to_vec(),
+        )
+        .map(Some)
+        .map_err(|err| format!("--heads: cannot start the head monitor: {err}"))
     }
 }
