@@ -281,3 +281,43 @@ fn a_run_of_several_targets_shows_a_row_per_target_and_their_head_lag() {
     drop((tip, behind));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_compares_progress_lines_show_in_the_log_panel_and_are_printed_after_the_screen_closes() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    let (first, second) = (five_ms_node(Chain::Ethereum), five_ms_node(Chain::Ethereum));
+    let (a, b) = (format!("a={}", first.url()), format!("b={}", second.url()));
+    let command = pane_command(&[
+        "compare",
+        &a,
+        &b,
+        "--method",
+        "eth_blockNumber",
+        "--rate",
+        "50",
+        "-d",
+        "3s",
+        "--rounds",
+        "2",
+        "--cooldown",
+        "0s",
+    ]);
+    let Some(tmux) = Tmux::start("compare", &command) else { return };
+    // A round's line, written on standard error while the dashboard holds the screen, shows in
+    // its log panel.
+    let screen = tmux.wait_for("a round's line in the log panel", |screen| {
+        screen.contains("log (standard error") && screen.contains("round 1: ")
+    });
+    assert!(screen.contains("compare a, b"), "{screen}");
+    println!("{screen}");
+    let screen = tmux.wait_for("the end of the comparison", |screen| screen.contains("RPCBENCH-EXIT="));
+    assert!(screen.contains("RPCBENCH-EXIT=0"), "{screen}");
+    // Written out again once the screen closed: nothing of standard error is lost.
+    let history = String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-S", "-", "-t", "dash"]).stdout)
+        .into_owned();
+    for line in ["a  round 1: ", "b  round 2: "] {
+        assert!(history.contains(line), "{line:?} missing after the screen closed:\n{history}");
+    }
+    assert!(!history.contains("log (standard error"), "{history}");
+    drop((first, second));
+}

@@ -394,8 +394,8 @@ pub struct HeadTally {
     firsts: Vec<u64>,
     raced: Vec<u64>,
     shown_up_to: Vec<Option<u64>>,
-    /// Each target's latest reading.
-    latest: Vec<Option<u64>>,
+    /// Each target's latest reading and its lag then.
+    latest: Vec<Option<(u64, u64)>>,
     jumps: Jumps,
     /// Per block not yet timed: when each target first showed it (µs from the start).
     pending: std::collections::BTreeMap<u64, Vec<Option<u64>>>,
@@ -436,8 +436,8 @@ impl HeadTally {
         let highest = self.highest.map_or(head, |h| h.max(head));
         self.highest = Some(highest);
         self.jumps.see(target, head, highest);
-        self.latest[target] = Some(head);
         let lag = highest - head;
+        self.latest[target] = Some((head, lag));
         self.samples[target] += 1;
         self.lag[target].saturating_record(lag);
         self.at_tip[target] += u64::from(lag == 0);
@@ -480,14 +480,15 @@ impl HeadTally {
         }
     }
 
-    /// Each target's head now: its latest reading and how far that is behind the highest head
-    /// seen, with its largest lag and stale samples so far (what the live figures show).
+    /// Each target's head now: its latest reading and how far it was behind the highest head
+    /// seen when read, with its largest lag and stale samples so far (what the live figures
+    /// show).
     pub fn live(&self) -> Vec<HeadLagFigures> {
         (0..self.names.len())
             .map(|t| HeadLagFigures {
                 name: self.names[t].clone(),
-                head: self.latest[t],
-                lag: self.latest[t].zip(self.highest).map(|(head, highest)| highest.saturating_sub(head)),
+                head: self.latest[t].map(|(head, _)| head),
+                lag: self.latest[t].map(|(_, lag)| lag),
                 lag_max: if self.samples[t] == 0 { 0 } else { self.lag[t].max() },
                 stale: self.stale[t],
                 samples: self.samples[t],
