@@ -10,6 +10,9 @@
 #        CASES="closed large open memory h2 ws" (a subset runs only those; write it to another OUT);
 #        "proxy" (not in the default set) runs bench/proxy_cost.sh: direct vs rpcbench proxy vs nginx
 #        H2_CONNS=4 H2_STREAMS=16
+#        TUI=1: rpcbench's runs with its live dashboard on (on a pseudo-terminal from `script`, the
+#        report written with --output), to set beside a run without it (TUI unset: -q, as before);
+#        GENERATORS="rpcbench" runs only the generators listed
 # Server pinned to core 0, generator to core 1. Only talks to 127.0.0.1 servers it starts itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,6 +72,8 @@ log "cargo build --release"
 cargo build --release -q
 RPCB=$ROOT/target/release/rpcbench
 TOOLS=(rpcbench wrk); [[ -n $OHA ]] && TOOLS+=(oha)
+if [[ -n ${GENERATORS:-} ]]; then read -ra TOOLS <<<"$GENERATORS"; fi
+TUI=${TUI:-0}
 # wrk2 (constant throughput, coordinated-omission-correct) for the open-loop case.
 WRK2=${WRK2:-/work/shared/tools/wrk2}; WRK2_NOTE=""
 if [[ ! -x $WRK2 ]]; then
@@ -145,7 +150,12 @@ gen() {
       if [[ $mode == closed ]]; then cmd+=(-c "$load"); else cmd+=(--rate "$load" --max-connections 64); fi
       # nginx answers id 1 to everything: send id 1 and expect it back, so every response is
       # still classified (and counted ok) rather than flagged as an id mismatch.
-      if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi ;;
+      if [[ $target == nginx ]]; then cmd+=(--fixed-id 1); fi
+      # TUI=1: the dashboard on, on a pseudo-terminal; the report goes to a file of its own.
+      if [[ $TUI == 1 ]]; then
+        local plain=() arg; for arg in "${cmd[@]}"; do [[ $arg == -q ]] || plain+=("$arg"); done
+        cmd=(script -qec "env -u CI $(printf '%q ' "${plain[@]}") --output $WORK/tui-report.json" /dev/null)
+      fi ;;
     wrk)
       printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$body" >"$WORK/wrk-$target.lua"
       cmd=(wrk -t1 -c"$load" -d"$DUR" --latency -s "$WORK/wrk-$target.lua" "$url") ;;
@@ -175,6 +185,7 @@ gen() {
     local srv_before; srv_before=$(server_ticks)
     taskset -c "$GEN_CPU" "${RT[@]}" /usr/bin/time -o "$tf" -f '%U %S %M' "${cmd[@]}" >"$out" 2>"$WORK/run$RUN_N.err" \
       || log "run $RUN_N ($tool) exited with $? (see $WORK/run$RUN_N.err)"
+    if [[ $TUI == 1 && $tool == rpcbench && -f $WORK/tui-report.json ]]; then mv "$WORK/tui-report.json" "$out"; fi
     # The server's own CPU during the run (user + system clock ticks of it and its children).
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$target" "$tool" "$load" "$rep" \
       "$(awk -v a="$srv_before" -v b="$(server_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", (b-a)/hz}')" \

@@ -31,9 +31,10 @@ use ratatui::Terminal;
 use rpcbench::engine::config::{Load, RunConfig};
 
 use crate::fields::ConfigError;
-use rpcbench::engine::StopHandle;
+use rpcbench::engine::{LiveSink, StopHandle};
 use rpcbench::live_view::{draw_dashboard, DashboardText, LiveSample, LiveWindow};
 use rpcbench::metrics::{LiveMetrics, MetricsServer};
+use rpcbench::record::Totals;
 
 /// How often the live figures are sampled (the workers publish once a second).
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -60,6 +61,17 @@ pub fn attach(
     config: &mut RunConfig,
     dashboard: bool,
 ) -> Result<(Option<MetricsServer>, Option<LiveMetrics>), ConfigError> {
+    let (server, live) = attach_store(metrics, config, dashboard)?;
+    Ok((server, live.filter(|_| dashboard)))
+}
+
+/// As [`attach`], but returns the store whenever there is one (the endpoint's or the
+/// dashboard's), so that what publishes beside the load (the head monitor) reaches both.
+pub fn attach_store(
+    metrics: &crate::args::metrics::MetricsArgs,
+    config: &mut RunConfig,
+    dashboard: bool,
+) -> Result<(Option<MetricsServer>, Option<LiveMetrics>), ConfigError> {
     let (server, live) = match metrics.start()? {
         Some((server, live)) => (Some(server), Some(live)),
         None => (None, dashboard.then(LiveMetrics::new)),
@@ -67,7 +79,40 @@ pub fn attach(
     if let Some(live) = &live {
         config.publish_to(live.clone());
     }
-    Ok((server, live.filter(|_| dashboard)))
+    Ok((server, live))
+}
+
+/// A store of its own for one run of several shown side by side (a multi-target run, the two
+/// runs of `--via-proxy`): the run publishes into it and, when there is one, into the
+/// endpoint's shared store too (where the runs add up, as without the dashboard).
+pub fn own_store(config: &mut RunConfig, endpoint: Option<&LiveMetrics>) -> LiveMetrics {
+    let own = LiveMetrics::new();
+    match endpoint {
+        Some(endpoint) => config.publish_to(BothStores(own.clone(), endpoint.clone())),
+        None => config.publish_to(own.clone()),
+    }
+    own
+}
+
+/// Publishes each worker's figures into two stores: the same publications, twice.
+#[derive(Debug)]
+struct BothStores(LiveMetrics, LiveMetrics);
+
+impl LiveSink for BothStores {
+    fn begin_run(&self, config: &RunConfig, workers: usize, start: Instant, measure_start: Instant) {
+        self.0.begin_run(config, workers, start, measure_start);
+        self.1.begin_run(config, workers, start, measure_start);
+    }
+
+    fn publish(&self, worker: usize, calls: &[Totals], in_flight: u64) {
+        self.0.publish(worker, calls, in_flight);
+        self.1.publish(worker, calls, in_flight);
+    }
+
+    fn end_run(&self) {
+        self.0.end_run();
+        self.1.end_run();
+    }
 }
 
 /// What the header says about a run: its title and its load.
@@ -195,6 +240,7 @@ fn show(
     let mut next_sample = start;
     let mut shown = 0;
     let mut stopping = false;
+    let (mut drawn, mut resized) = (None::<ShownState>, false);
     while !done.load(Ordering::SeqCst) {
         let now = Instant::now();
         if now >= next_sample {
@@ -211,9 +257,9 @@ fn show(
                 false => next_sample + SAMPLE_EVERY,
             };
         }
-        let lines: Vec<String> = {
+        let (lines, message_count): (Vec<String>, usize) = {
             let messages = messages.lock().unwrap_or_else(|poison| poison.into_inner());
-            messages.iter().rev().take(4).rev().cloned().collect()
+            (messages.iter().rev().take(4).rev().cloned().collect(), messages.len())
         };
         let sources_line = match sources.len() {
             0 | 1 => String::new(),
@@ -244,14 +290,35 @@ fn show(
             messages: &lines,
             stopping,
         };
-        if let Some(window) = windows.get(shown) {
+        // Drawn only when something shown changed: a new sample, a message, a key or a resize
+        // (between samples, the frame would be the same).
+        let shown_now = ShownState {
+            sample_at: windows.get(shown).and_then(|window| window.latest().map(|sample| sample.at)),
+            shown,
+            window: windows.get(shown).map(LiveWindow::window),
+            messages: message_count,
+            last_message: lines.last().cloned(),
+            stopping,
+        };
+        if let (Some(window), true) = (windows.get(shown), resized || drawn.as_ref() != Some(&shown_now)) {
             // A failed draw (the terminal went away) leaves the run going; the next one retries.
-            terminal.draw(|frame| draw_dashboard(window, &text, frame.area(), frame.buffer_mut())).ok();
+            if terminal.draw(|frame| draw_dashboard(window, &text, frame.area(), frame.buffer_mut())).is_ok()
+            {
+                drawn = Some(shown_now);
+                resized = false;
+            }
         }
         if !event::poll(REDRAW_EVERY).unwrap_or(false) {
             continue;
         }
-        let Ok(Event::Key(key)) = event::read() else { continue };
+        let key = match event::read() {
+            Ok(Event::Key(key)) => key,
+            Ok(Event::Resize(..)) => {
+                resized = true;
+                continue;
+            }
+            _ => continue,
+        };
         if key.kind == KeyEventKind::Release {
             continue;
         }
@@ -268,6 +335,17 @@ fn show(
             stop.stop();
         }
     }
+}
+
+/// What a frame showed: when none of it changed, the frame is not drawn again.
+#[derive(Debug, Clone, PartialEq)]
+struct ShownState {
+    sample_at: Option<Duration>,
+    shown: usize,
+    window: Option<Duration>,
+    messages: usize,
+    last_message: Option<String>,
+    stopping: bool,
 }
 
 /// Standard error sent into a pipe while the dashboard is shown: its lines are kept (the

@@ -56,11 +56,16 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     };
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
+    // On a terminal, each target its own store (the dashboard's rows), the endpoint's too.
+    let dashboard_wanted = crate::live_dashboard::wanted(args.quiet, args.metrics.no_tui);
+    let mut sources = Vec::new();
     let targets: Vec<CompareTarget> = plan
         .targets
         .into_iter()
         .map(|(name, mut config)| {
-            if let Some(live) = &live {
+            if dashboard_wanted {
+                sources.push((name.clone(), crate::live_dashboard::own_store(&mut config, live.as_ref())));
+            } else if let Some(live) = &live {
                 config.publish_to(live.clone());
             }
             CompareTarget { name, config, monitor_pids: monitors.next().unwrap_or_default() }
@@ -78,16 +83,26 @@ pub fn run(args: &RunArgs, plan: RunPlan) -> ExitCode {
     // With --heads: every target's head followed through the whole sequence, as in compare.
     let heads_targets: Vec<(String, &rpcbench::engine::config::RunConfig)> =
         targets.iter().map(|t| (t.name.clone(), &t.config)).collect();
-    let heads = match args.heads.start(args.heads.heads, &heads_targets) {
+    let stores: Vec<_> = sources.iter().map(|(_, store)| store.clone()).chain(live.clone()).collect();
+    let heads = match args.heads.start(args.heads.heads, &heads_targets, &stores) {
         Ok(heads) => heads,
         Err(err) => return output::usage_error(err),
     };
+    let dashboard = (!sources.is_empty())
+        .then(|| {
+            let mut header = crate::live_dashboard::DashboardHeader::of_run("run", &targets[0].config);
+            let names: Vec<&str> = targets.iter().map(|target| target.name.as_str()).collect();
+            (header.title, header.planned) = (format!("run {}", names.join(", ")), None);
+            crate::live_dashboard::LiveDashboard::start(header, sources, stop.clone())
+        })
+        .flatten();
     let result = run_comparison(
         &targets,
         plan.cooldown,
         &stop,
         crate::comparison_output::progress_printer(&targets, quiet),
     );
+    drop(dashboard);
     let heads = heads.map(rpcbench::heads::HeadMonitor::stop);
     let mut runs: Vec<SavedRun> = match result {
         Ok(runs) => runs,

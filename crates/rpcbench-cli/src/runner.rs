@@ -41,11 +41,12 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     };
     // Serves until the command ends.
     let dashboard_wanted = crate::live_dashboard::wanted(args.quiet, args.metrics.no_tui);
-    let (_metrics_server, dashboard_live) =
-        match crate::live_dashboard::attach(&args.metrics, &mut config, dashboard_wanted) {
+    let (_metrics_server, live) =
+        match crate::live_dashboard::attach_store(&args.metrics, &mut config, dashboard_wanted) {
             Ok(both) => both,
             Err(err) => return output::usage_error(err),
         };
+    let dashboard_live = live.clone().filter(|_| dashboard_wanted);
     let run = match Run::new(config.clone()) {
         Ok(run) => run,
         Err(EngineError::Config(err)) => return output::usage_error(ConfigError::from(err)),
@@ -68,7 +69,7 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     if args.via_proxy {
-        return via_proxy(args, config, run);
+        return via_proxy(args, config, run, live, dashboard_wanted);
     }
     crate::signals::stop_on_interrupt(run.stop_handle());
     let header = crate::live_dashboard::DashboardHeader::of_run("run", &config);
@@ -81,10 +82,11 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
         show_progress.then(|| spawn_progress(run.progress(), config.length, config.warmup, finished.clone()));
     let started = SystemTime::now();
     let monitor = (!monitor_pids.is_empty()).then(|| Monitor::start(&monitor_pids));
-    let heads = match args.heads.start(args.heads.heads, &[(config.target.redacted(), &config)]) {
-        Ok(heads) => heads,
-        Err(err) => return output::usage_error(err),
-    };
+    let heads =
+        match args.heads.start(args.heads.heads, &[(config.target.redacted(), &config)], live.as_slice()) {
+            Ok(heads) => heads,
+            Err(err) => return output::usage_error(err),
+        };
     let result = run.execute();
     if let Some(dashboard) = dashboard {
         dashboard.finish();
@@ -174,7 +176,13 @@ fn shard_has_nothing_to_do(config: &RunConfig) -> bool {
 
 /// `run --via-proxy`: the run as configured, then the same through an in-process proxy in
 /// front of the target, and the overhead table of the two.
-fn via_proxy(args: &RunArgs, config: RunConfig, direct: Run) -> ExitCode {
+fn via_proxy(
+    args: &RunArgs,
+    config: RunConfig,
+    direct: Run,
+    live: Option<rpcbench::metrics::LiveMetrics>,
+    dashboard_wanted: bool,
+) -> ExitCode {
     let mut options = ProxyOptions::new(([127, 0, 0, 1], 0).into(), config.target.clone());
     options.tls = config.tls.clone();
     options.connect_timeout = config.connect_timeout;
@@ -193,10 +201,39 @@ fn via_proxy(args: &RunArgs, config: RunConfig, direct: Run) -> ExitCode {
         Ok(target) => target,
         Err(err) => return output::failure(format!("--via-proxy: {err}")),
     };
-    let proxied = match Run::new(proxied_config.clone()) {
+    // On a terminal, each run its own store (the dashboard's rows, the endpoint's too), and
+    // one stop for both (q on the dashboard): the direct run is made again for them.
+    let stop = rpcbench::engine::StopHandle::new();
+    let mut sources = Vec::new();
+    let (mut direct, mut config) = (direct, config);
+    if dashboard_wanted {
+        let endpoint = live.filter(|_| args.metrics.listen.is_some());
+        sources
+            .push(("direct".to_string(), crate::live_dashboard::own_store(&mut config, endpoint.as_ref())));
+        sources.push((
+            "through the proxy".to_string(),
+            crate::live_dashboard::own_store(&mut proxied_config, endpoint.as_ref()),
+        ));
+        direct = match Run::with_stop(config.clone(), stop.clone()) {
+            Ok(run) => run,
+            Err(err) => return output::failure(err),
+        };
+    }
+    let proxied = match dashboard_wanted {
+        true => Run::with_stop(proxied_config.clone(), stop.clone()),
+        false => Run::new(proxied_config.clone()),
+    };
+    let proxied = match proxied {
         Ok(run) => run,
         Err(err) => return output::failure(format!("--via-proxy: {err}")),
     };
+    let dashboard = (!sources.is_empty())
+        .then(|| {
+            let mut header = crate::live_dashboard::DashboardHeader::of_run("run --via-proxy", &config);
+            header.planned = None;
+            crate::live_dashboard::LiveDashboard::start(header, sources, stop.clone())
+        })
+        .flatten();
     let mut reports = Vec::with_capacity(2);
     for (label, run, config) in [("direct", direct, &config), ("through the proxy", proxied, &proxied_config)]
     {
@@ -209,6 +246,7 @@ fn via_proxy(args: &RunArgs, config: RunConfig, direct: Run) -> ExitCode {
             Err(err) => return output::failure(err),
         }
     }
+    drop(dashboard);
     let stats = proxy.stop();
     let table = OverheadReport::new(&reports[0], &reports[1], &stats);
     let text = match args.format {

@@ -156,3 +156,186 @@ fn a_subscription_dashboard_shows_notifications() {
     assert!(!screen.contains("generator"), "{screen}");
     drop(node);
 }
+
+/// A fresh folder of the test's own under the system's temporary folder.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-dashboard-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A JSON report with every figure that differs run to run masked: numbers stay only under
+/// the keys that count requests (the same in every run of a fixed count against a node that
+/// answers every request), the rest (keys, strings, layout, order, line ends) stays byte for
+/// byte.
+fn masked_report(report: &str) -> String {
+    // How many intervals the time series has depends on when the requests fell: its
+    // entries are left out (the lines that open and close it stay).
+    let mut kept = Vec::new();
+    let mut closing: Option<String> = None;
+    for line in report.lines() {
+        if let Some(indent) = &closing {
+            if line.strip_prefix(indent.as_str()).is_some_and(|rest| rest.starts_with(']')) {
+                closing = None;
+                kept.push(line);
+            }
+            continue;
+        }
+        if line.trim_start().starts_with("\"points\": [") && !line.ends_with("],") && !line.ends_with(']') {
+            closing = Some(line[..line.len() - line.trim_start().len()].to_string());
+        }
+        kept.push(line);
+    }
+    let report = kept.join("\n");
+    const COUNTS: [&str; 7] = [
+        "\"total\"",
+        "\"ok\"",
+        "\"errors\"",
+        "\"unsent\"",
+        "\"responded\"",
+        "\"requests_limit\"",
+        "\"report_version\"",
+    ];
+    report
+        .lines()
+        .map(|line| {
+            let (key, value) = match line.split_once(": ") {
+                Some((key, value)) => (key.trim(), value),
+                None => ("", line.trim()),
+            };
+            let number = value.trim_end_matches(',');
+            if number.parse::<f64>().is_ok() && !COUNTS.contains(&key) {
+                line.replacen(number, "#", 1)
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_report_on_stdout_is_the_same_with_and_without_the_dashboard() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    let node = five_ms_node(Chain::Ethereum);
+    let url = node.url();
+    let args = ["run", &url, "--method", "eth_blockNumber", "--rate", "100", "-n", "300", "-f", "json"];
+    let dir = scratch_dir("same");
+    let (go, raw) = (dir.join("go"), dir.join("raw"));
+    // The run waits for the pane's bytes to be logged, so that the log holds the dashboard.
+    let command = format!(
+        "while [ ! -e {go} ]; do sleep 0.05; done; {} 2>{}; echo RPCBENCH-EXIT=$?; sleep 600",
+        pane_command(&args).split("; echo").next().unwrap(),
+        dir.join("stderr").display(),
+        go = go.display(),
+    );
+    let Some(tmux) = Tmux::start("same", &command) else { return };
+    let piped = tmux.run(&["pipe-pane", "-t", "dash", "-o", &format!("cat >> {}", raw.display())]);
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    std::fs::write(&go, "").unwrap();
+    let screen = tmux.wait_for("the report", |screen| screen.contains("RPCBENCH-EXIT="));
+    assert!(screen.contains("RPCBENCH-EXIT=0"), "{screen}");
+    // The dashboard was shown: the alternate screen and its panels went through the pane.
+    let raw = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
+    assert!(
+        raw.contains("\u{1b}[?1049h") && raw.contains("outcomes") && raw.contains("generator"),
+        "no dashboard:\n{raw}"
+    );
+    let history = String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-S", "-", "-t", "dash"]).stdout)
+        .into_owned();
+    let start = history.find('{').expect("a JSON report");
+    let end = history.find("RPCBENCH-EXIT=").unwrap();
+    let with_dashboard = &history[start..end];
+
+    let without = Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).arg("--no-tui").output().unwrap();
+    assert!(without.status.success(), "{}", String::from_utf8_lossy(&without.stderr));
+    let without = String::from_utf8(without.stdout).unwrap();
+    assert_eq!(masked_report(with_dashboard.trim_end()), masked_report(without.trim_end()));
+    // The counts compared are there, and whole.
+    assert!(without.contains("\"total\": 300,") && without.contains("\"responded\": 300"), "{without}");
+    drop(node);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_run_of_several_targets_shows_a_row_per_target_and_their_head_lag() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    let tip = five_ms_node(Chain::Ethereum);
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.head_lag = 30;
+    let behind = MockServer::start(options).expect("the mock node starts");
+    let dir = scratch_dir("targets");
+    let scenario = dir.join("two.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[load]\nrate = 50\nduration = \"60s\"\n[[targets]]\nname = \"tip\"\nurl = \"{}\"\n\
+             [[targets]]\nname = \"behind\"\nurl = \"{}\"\n[[call]]\nmethod = \"eth_blockNumber\"\n",
+            tip.url(),
+            behind.url()
+        ),
+    )
+    .unwrap();
+    let command = pane_command(&["run", scenario.to_str().unwrap(), "--heads"]);
+    let Some(tmux) = Tmux::start("targets", &command) else { return };
+    // The second target is 30 blocks behind the first: its row says so, while the first runs.
+    let screen = tmux.wait_for("both targets' head lag", |screen| {
+        screen.contains("*tip ")
+            && screen.lines().any(|line| {
+                let cells: Vec<&str> = line.split(['│', ' ']).filter(|cell| !cell.is_empty()).collect();
+                cells
+                    .windows(2)
+                    .any(|pair| pair[0] == "behind" && pair[1].parse::<u64>().is_ok_and(|lag| lag >= 25))
+            })
+    });
+    assert!(screen.contains("run tip, behind"), "{screen}");
+    assert!(screen.contains("head lag"), "{screen}");
+    println!("{screen}");
+    tmux.run(&["send-keys", "-t", "dash", "q"]);
+    let screen = tmux.wait_for("the reports after q", |screen| screen.contains("RPCBENCH-EXIT="));
+    assert!(!screen.contains("outcomes (class, code)"), "{screen}");
+    drop((tip, behind));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_compares_progress_lines_show_in_the_log_panel_and_are_printed_after_the_screen_closes() {
+    let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
+    let (first, second) = (five_ms_node(Chain::Ethereum), five_ms_node(Chain::Ethereum));
+    let (a, b) = (format!("a={}", first.url()), format!("b={}", second.url()));
+    let command = pane_command(&[
+        "compare",
+        &a,
+        &b,
+        "--method",
+        "eth_blockNumber",
+        "--rate",
+        "50",
+        "-d",
+        "3s",
+        "--rounds",
+        "2",
+        "--cooldown",
+        "0s",
+    ]);
+    let Some(tmux) = Tmux::start("compare", &command) else { return };
+    // A round's line, written on standard error while the dashboard holds the screen, shows in
+    // its log panel.
+    let screen = tmux.wait_for("a round's line in the log panel", |screen| {
+        screen.contains("log (standard error") && screen.contains("round 1: ")
+    });
+    assert!(screen.contains("compare a, b"), "{screen}");
+    println!("{screen}");
+    let screen = tmux.wait_for("the end of the comparison", |screen| screen.contains("RPCBENCH-EXIT="));
+    assert!(screen.contains("RPCBENCH-EXIT=0"), "{screen}");
+    // Written out again once the screen closed: nothing of standard error is lost.
+    let history = String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-S", "-", "-t", "dash"]).stdout)
+        .into_owned();
+    for line in ["a  round 1: ", "b  round 2: "] {
+        assert!(history.contains(line), "{line:?} missing after the screen closed:\n{history}");
+    }
+    assert!(!history.contains("log (standard error"), "{history}");
+    drop((first, second));
+}

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::client::Endpoint;
 use crate::engine::StopHandle;
+use crate::metrics::{HeadLagFigures, LiveMetrics};
 
 /// Where a target's head comes from.
 pub trait HeadSource: Send {
@@ -424,6 +425,8 @@ pub struct HeadTally {
     firsts: Vec<f64>,
     raced: Vec<u64>,
     shown_up_to: Vec<Option<u64>>,
+    /// Each target's latest reading and its lag then.
+    latest: Vec<Option<(u64, u64)>>,
     jumps: Jumps,
     /// Per block not yet timed: when each target first showed it (polling round, µs from the
     /// start).
@@ -449,6 +452,7 @@ impl HeadTally {
             firsts: vec![0.0; n],
             raced: vec![0; n],
             shown_up_to: vec![None; n],
+            latest: vec![None; n],
             jumps: Jumps::new(n),
             pending: Default::default(),
         }
@@ -466,6 +470,7 @@ impl HeadTally {
         self.highest = Some(highest);
         self.jumps.see(target, head, highest);
         let lag = highest - head;
+        self.latest[target] = Some((head, lag));
         self.samples[target] += 1;
         self.lag[target].saturating_record(lag);
         self.at_tip[target] += u64::from(lag == 0);
@@ -506,6 +511,23 @@ impl HeadTally {
     /// The highest head seen across targets so far (none before the first reading).
     pub fn highest(&self) -> Option<u64> {
         self.highest
+    }
+
+    /// Each target's head now: its latest reading and how far it was behind the highest head
+    /// seen when read, with its largest lag and stale samples so far (what the live figures
+    /// show).
+    pub fn live(&self) -> Vec<HeadLagFigures> {
+        (0..self.names.len())
+            .map(|t| HeadLagFigures {
+                name: self.names[t].clone(),
+                head: self.latest[t].map(|(head, _)| head),
+                lag: self.latest[t].map(|(_, lag)| lag),
+                lag_max: if self.samples[t] == 0 { 0 } else { self.lag[t].max() },
+                stale: self.stale[t],
+                samples: self.samples[t],
+                failed: self.failed[t],
+            })
+            .collect()
     }
 
     /// What the heads of each target were like, as [`analyse`] reports them.
@@ -658,9 +680,22 @@ impl HeadMonitor {
     /// Starts following `sources` (named `names`) every `interval`.
     pub fn start(
         names: Vec<String>,
+        sources: Vec<Box<dyn HeadSource>>,
+        interval: Duration,
+        stale_after: u64,
+    ) -> std::io::Result<Self> {
+        Self::start_publishing(names, sources, interval, stale_after, Vec::new())
+    }
+
+    /// Starts following as [`HeadMonitor::start`] does, and after every round of polls
+    /// publishes each target's head lag into every store of `live` (the endpoint and the
+    /// dashboard read them there).
+    pub fn start_publishing(
+        names: Vec<String>,
         mut sources: Vec<Box<dyn HeadSource>>,
         interval: Duration,
         stale_after: u64,
+        live: Vec<LiveMetrics>,
     ) -> std::io::Result<Self> {
         let stop = StopHandle::new();
         let stopped = stop.clone();
@@ -679,6 +714,10 @@ impl HeadMonitor {
                     tally.add(target, u64::from(tick), start.elapsed().as_micros() as u64, head);
                     let lag = head.zip(tally.highest()).map(|(head, highest)| highest.saturating_sub(head));
                     windows_kept.lock().unwrap_or_else(|poison| poison.into_inner()).add(target, lag);
+                }
+                if !live.is_empty() {
+                    let figures = tally.live();
+                    live.iter().for_each(|store| store.publish_heads(figures.clone()));
                 }
                 tick = tick.saturating_add(1);
                 let next = start + interval * tick;
@@ -842,6 +881,53 @@ mod tests {
         let heads = tally.finish();
         assert!(heads[1].lag_max >= 1 << 40, "{heads:?}");
         assert_eq!((heads[1].stale, heads[1].samples), (1, 2));
+    }
+
+    #[test]
+    fn the_live_head_lag_is_the_latest_reading_behind_the_highest_head() {
+        let mut tally = HeadTally::new(names(3), 2);
+        tally.add(0, 0, 0, Some(100));
+        tally.add(1, 0, 1, Some(96));
+        tally.add(2, 0, 2, None);
+        tally.add(0, 1, 3, Some(101));
+        tally.add(1, 1, 4, Some(100));
+        let live = tally.live();
+        assert_eq!((live[0].head, live[0].lag), (Some(101), Some(0)));
+        // 96 was 4 behind (stale at more than 2), 100 is 1 behind now.
+        assert_eq!((live[1].head, live[1].lag, live[1].lag_max, live[1].stale), (Some(100), Some(1), 4, 1));
+        assert_eq!((live[2].head, live[2].lag, live[2].failed, live[2].samples), (None, None, 1, 0));
+    }
+
+    #[test]
+    fn a_head_monitor_publishes_each_targets_lag_into_the_live_store() {
+        struct Fixed(u64);
+        impl HeadSource for Fixed {
+            fn head(&mut self) -> Result<u64, String> {
+                Ok(self.0)
+            }
+        }
+        let live = LiveMetrics::new();
+        let sources: Vec<Box<dyn HeadSource>> = vec![Box::new(Fixed(50)), Box::new(Fixed(47))];
+        let monitor = HeadMonitor::start_publishing(
+            names(2),
+            sources,
+            Duration::from_millis(5),
+            20,
+            vec![live.clone()],
+        )
+        .unwrap();
+        // Bounded wait for the first round (a count of polls, not a time asserted).
+        let mut heads = Vec::new();
+        for _ in 0..2_000 {
+            heads = live.snapshot().heads;
+            if heads.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        monitor.stop();
+        assert_eq!(heads.iter().map(|row| row.lag).collect::<Vec<_>>(), [Some(0), Some(3)], "{heads:?}");
+        assert!(live.render().contains("rpcbench_head_lag_blocks{target=\"t1\"} 3"), "{}", live.render());
     }
 
     #[test]

@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
 
+pub mod beside_load;
 pub mod capacity;
 pub mod capacity_file;
 pub mod client;

@@ -41,6 +41,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::sync::watch;
 
+use crate::beside_load::encode_beside_load;
+pub use crate::beside_load::{HeadLagFigures, TransactionFigures};
 use crate::engine::config::{Load, RunConfig};
 use crate::engine::stages::LevelCurve;
 use crate::engine::LiveSink;
@@ -274,6 +276,10 @@ pub struct Snapshot {
     pub run: Option<(String, &'static str)>,
     /// A subscription run's figures, when one publishes.
     pub subscription: Option<SubscriptionFigures>,
+    /// Each target's head lag, when a head monitor publishes (`--heads`).
+    pub heads: Vec<HeadLagFigures>,
+    /// The transactions of `rpcbench tx`, when it publishes.
+    pub transactions: Option<TransactionFigures>,
 }
 
 /// The store the workers publish into and the endpoint reads. Cloning it is cheap; every clone
@@ -293,6 +299,8 @@ struct State {
     base: BTreeMap<String, CallFigures>,
     run: Option<RunState>,
     subscription: Option<SubscriptionFigures>,
+    heads: Vec<HeadLagFigures>,
+    transactions: Option<TransactionFigures>,
 }
 
 struct RunState {
@@ -338,6 +346,16 @@ impl LiveMetrics {
     /// A subscription run's figures so far (published about once a second).
     pub fn publish_subscription(&self, figures: SubscriptionFigures) {
         self.state().subscription = Some(figures);
+    }
+
+    /// Every target's head as the head monitor last read it (published once a poll round).
+    pub fn publish_heads(&self, heads: Vec<HeadLagFigures>) {
+        self.state().heads = heads;
+    }
+
+    /// The transactions of `rpcbench tx` so far.
+    pub fn publish_transactions(&self, figures: TransactionFigures) {
+        self.state().transactions = Some(figures);
     }
 }
 
@@ -394,6 +412,8 @@ impl LiveMetrics {
         let mut snapshot = Snapshot {
             methods: state.base.clone(),
             subscription: state.subscription.clone(),
+            heads: state.heads.clone(),
+            transactions: state.transactions.clone(),
             ..Snapshot::default()
         };
         if let Some(run) = &state.run {
@@ -562,6 +582,7 @@ impl Collector for SnapshotCollector {
         if let Some(figures) = &snapshot.subscription {
             encode_subscription(&mut encoder, figures)?;
         }
+        encode_beside_load(&mut encoder, &snapshot.heads, snapshot.transactions.as_ref())?;
         if let Some((target, mode)) = &snapshot.run {
             let labels = [("target", target.as_str()), ("mode", mode)];
             encoder

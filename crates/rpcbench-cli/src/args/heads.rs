@@ -32,14 +32,16 @@ impl Default for HeadsFlags {
 }
 
 impl HeadsFlags {
-    /// Starts the monitor over `targets` (name and run settings) when `on`; an error names the
-    /// flag or target at fault.
+    /// Starts the monitor over `targets` (name and run settings) when `on`, publishing each
+    /// target's head lag into every store of `live` (the endpoint's, the dashboard's); an error
+    /// names the flag or target at fault.
     pub fn start(
         &self,
         on: bool,
         targets: &[(String, &rpcbench::engine::config::RunConfig)],
+        live: &[rpcbench::metrics::LiveMetrics],
     ) -> Result<Option<rpcbench::heads::HeadMonitor>, String> {
-        self.start_with_references(on, targets, &[])
+        self.start_with_references(on, targets, &[], live)
     }
 
     /// [`HeadsFlags::start`], also following reference nodes given by URL (`--heads-ref`),
@@ -50,6 +52,7 @@ impl HeadsFlags {
         on: bool,
         targets: &[(String, &rpcbench::engine::config::RunConfig)],
         references: &[String],
+        live: &[rpcbench::metrics::LiveMetrics],
     ) -> Result<Option<rpcbench::heads::HeadMonitor>, String> {
         if !on {
             return Ok(None);
@@ -77,8 +80,14 @@ impl HeadsFlags {
             names.push(target.redacted());
             sources.push(Box::new(PolledHead::new(endpoint)));
         }
-        rpcbench::heads::HeadMonitor::start(names, sources, self.heads_interval, self.stale_after)
-            .map(Some)
-            .map_err(|err| format!("--heads: cannot start the head monitor: {err}"))
+        rpcbench::heads::HeadMonitor::start_publishing(
+            names,
+            sources,
+            self.heads_interval,
+            self.stale_after,
+            live.to_vec(),
+        )
+        .map(Some)
+        .map_err(|err| format!("--heads: cannot start the head monitor: {err}"))
     }
 }

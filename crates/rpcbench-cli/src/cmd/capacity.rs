@@ -291,6 +291,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
     }
     let quiet = args.quiet;
     let started = std::time::SystemTime::now();
+    let heads_live: Vec<rpcbench::metrics::LiveMetrics> = dashboard_live.iter().cloned().collect();
     let dashboard = dashboard_live.and_then(|live| {
         let header = crate::live_dashboard::DashboardHeader {
             title: format!("capacity {}", config.target.redacted()),
@@ -304,6 +305,7 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         heads_on,
         &[(config.target.redacted(), &config)],
         &args.heads_ref,
+        &heads_live,
     ) {
         Ok(heads) => heads,
         Err(err) => {

@@ -479,27 +479,33 @@ pub fn run(args: CompareArgs) -> ExitCode {
     let quiet = args.quiet;
     let chain = first.workload.calls().iter().any(|call| rpcbench::heads::is_chain_method(call.method()));
     let heads_on = args.heads.heads || (chain && !args.no_heads);
-    let heads_targets: Vec<(String, &rpcbench::engine::config::RunConfig)> =
-        compare_targets.iter().map(|t| (t.name.clone(), &t.config)).collect();
-    let heads = match args.heads.start(heads_on, &heads_targets) {
-        Ok(heads) => heads,
-        Err(err) => return output::usage_error(err),
-    };
     // One live store per target (simultaneous runs must not share one), shown on a terminal.
+    let mut dashboard_stores = Vec::new();
     let dashboard = crate::live_dashboard::wanted(quiet, args.no_tui)
         .then(|| {
             let mut header =
                 crate::live_dashboard::DashboardHeader::of_run("compare", &compare_targets[0].config);
             let names: Vec<&str> = compare_targets.iter().map(|target| target.name.as_str()).collect();
             (header.title, header.planned) = (format!("compare {}", names.join(", ")), None);
-            let sources = compare_targets.iter_mut().map(|target| {
-                let live = rpcbench::metrics::LiveMetrics::new();
-                target.config.publish_to(live.clone());
-                (target.name.clone(), live)
-            });
-            crate::live_dashboard::LiveDashboard::start(header, sources.collect(), stop.clone())
+            let sources: Vec<_> = compare_targets
+                .iter_mut()
+                .map(|target| {
+                    let live = rpcbench::metrics::LiveMetrics::new();
+                    target.config.publish_to(live.clone());
+                    (target.name.clone(), live)
+                })
+                .collect();
+            dashboard_stores = sources.iter().map(|(_, live)| live.clone()).collect();
+            crate::live_dashboard::LiveDashboard::start(header, sources, stop.clone())
         })
         .flatten();
+    // The head monitor publishes each target's lag into the dashboard's stores.
+    let heads_targets: Vec<(String, &rpcbench::engine::config::RunConfig)> =
+        compare_targets.iter().map(|t| (t.name.clone(), &t.config)).collect();
+    let heads = match args.heads.start(heads_on, &heads_targets, &dashboard_stores) {
+        Ok(heads) => heads,
+        Err(err) => return output::usage_error(err),
+    };
     let result = run_rounds(&compare_targets, &plan, &stop, progress_printer(&compare_targets, quiet));
     drop(dashboard);
     let heads = heads.map(rpcbench::heads::HeadMonitor::stop);

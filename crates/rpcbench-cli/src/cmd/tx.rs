@@ -124,6 +124,9 @@ pub struct TxArgs {
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: Option<std::path::PathBuf>,
+    /// No live dashboard on a terminal.
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 /// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
@@ -300,12 +303,28 @@ pub fn run(args: TxArgs) -> ExitCode {
     config.length = length;
     config.timeout = args.timeout;
     config.tx_sends = Some(sends.clone());
+    let live = crate::live_dashboard::wanted(false, args.no_tui).then(|| {
+        let live = rpcbench::metrics::LiveMetrics::new();
+        config.publish_to(live.clone());
+        let mut header = crate::live_dashboard::DashboardHeader::of_run("tx", &config);
+        header.load = format!("open loop, {}/s, {senders} sender(s), value transfers", args.rate);
+        (live, header)
+    });
     let run = match Run::new(config) {
         Ok(run) => run,
         Err(err) => return output::usage_error(err),
     };
     let stop = run.stop_handle();
     crate::signals::stop_on_interrupt(stop.clone());
+    // On a terminal: the dashboard, through sending and the wait for inclusions.
+    let dashboard = live.map(|(live, header)| {
+        let dashboard = crate::live_dashboard::LiveDashboard::start(
+            header,
+            vec![(String::new(), live.clone())],
+            stop.clone(),
+        );
+        (live, dashboard)
+    });
     let record = match run.execute() {
         Ok(record) => record,
         Err(err) => return output::failure(err),
@@ -382,6 +401,17 @@ pub fn run(args: TxArgs) -> ExitCode {
             .iter()
             .filter(|f| matches!(f, TxFinal::Pending(_)))
             .count();
+        if let Some((live, _)) = &dashboard {
+            let tally = book.tally(now, args.inclusion_timeout);
+            live.publish_transactions(rpcbench::metrics::TransactionFigures {
+                sent: tally.sent,
+                accepted: sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64,
+                rejected: tally.rejected,
+                included: tally.included,
+                dropped: tally.dropped,
+                pending: tally.pending,
+            });
+        }
         if pending == 0 || now >= deadline {
             break;
         }
@@ -389,6 +419,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         heads.extend(watch.drain());
     }
     heads.extend(watch.stop());
+    drop(dashboard);
     let end = Instant::now();
     let tally = book.tally(end, args.inclusion_timeout);
     let finals = book.finals(end, args.inclusion_timeout);

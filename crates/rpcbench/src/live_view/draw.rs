@@ -65,11 +65,27 @@ pub fn draw_dashboard(window: &LiveWindow, text: &DashboardText<'_>, area: Rect,
             .areas(bottom);
     draw_outcomes(window, outcomes, buf);
     draw_methods(window, methods, buf);
-    draw_generator(window, generator, buf);
+    let heads = window.heads().len() as u16;
+    let transactions = window.transactions().map_or(0, |_| 2);
+    if heads + transactions == 0 {
+        draw_generator(window, generator, buf);
+    } else {
+        let [generator, heads_area, transactions_area] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(if heads > 0 { heads + 3 } else { 0 }),
+            Constraint::Length(if transactions > 0 { transactions + 2 } else { 0 }),
+        ])
+        .areas(generator);
+        draw_generator(window, generator, buf);
+        draw_heads(window, heads_area, buf);
+        draw_transactions(window, transactions_area, buf);
+    }
     if message_lines > 0 {
         let skip = text.messages.len() - message_lines as usize;
         let lines: Vec<Line> = text.messages[skip..].iter().map(|line| Line::raw(line.as_str())).collect();
-        Paragraph::new(lines).block(Block::bordered().title(" messages ")).render(messages, buf);
+        Paragraph::new(lines)
+            .block(Block::bordered().title(" log (standard error, printed in full after) "))
+            .render(messages, buf);
     }
 }
 
@@ -265,6 +281,60 @@ fn draw_methods(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
     .render(area, buf);
 }
 
+/// Each target's head lag (`--heads`): its latest head, how far behind the highest head seen
+/// it is now, its largest lag and its stale samples.
+fn draw_heads(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let rows = window.heads().iter().map(|row| {
+        let style =
+            if row.lag.unwrap_or(0) > 0 { Style::default().fg(Color::Yellow) } else { Style::default() };
+        let or_dash = |value: Option<u64>| value.map_or_else(|| "-".to_string(), |value| value.to_string());
+        Row::new(vec![
+            row.name.clone(),
+            or_dash(row.lag),
+            row.lag_max.to_string(),
+            row.stale.to_string(),
+            or_dash(row.head),
+        ])
+        .style(style)
+    });
+    Table::new(
+        rows,
+        [
+            Constraint::Fill(3),
+            Constraint::Fill(1),
+            Constraint::Fill(1),
+            Constraint::Fill(1),
+            Constraint::Fill(2),
+        ],
+    )
+    .header(
+        Row::new(vec!["target", "lag", "max", "stale", "head"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+    .block(Block::bordered().title(" head lag (blocks behind the highest) "))
+    .render(area, buf);
+}
+
+/// The transactions of `rpcbench tx`: sent, accepted and rejected, included (and their rate
+/// over the window), pending and dropped.
+fn draw_transactions(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
+    let Some((tx, included_per_second)) = window.transactions().filter(|_| area.height > 0) else { return };
+    let lines = vec![
+        Line::raw(format!("sent {}, accepted {}, rejected {}", tx.sent, tx.accepted, tx.rejected)),
+        Line::raw(format!(
+            "included {} ({}), pending {}, dropped {}",
+            tx.included,
+            rate(included_per_second),
+            tx.pending,
+            tx.dropped
+        )),
+    ];
+    Paragraph::new(lines).block(Block::bordered().title(" transactions ")).render(area, buf);
+}
+
 fn draw_generator(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
     let generator = window.generator();
     let mut lines = vec![
@@ -313,7 +383,9 @@ fn draw_generator(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
 mod tests {
     use super::*;
     use crate::live_view::LiveSample;
-    use crate::metrics::{CallFigures, Snapshot, SubscriptionFigures, FINE_BUCKET_BOUNDS_US};
+    use crate::metrics::{
+        CallFigures, HeadLagFigures, Snapshot, SubscriptionFigures, TransactionFigures, FINE_BUCKET_BOUNDS_US,
+    };
     use crate::outcome::Outcome;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
@@ -400,6 +472,53 @@ mod tests {
             })
             .unwrap();
         assert!(screen(&terminal).contains("latency"));
+    }
+
+    #[test]
+    fn the_head_lag_of_each_target_and_the_transactions_are_shown() {
+        let mut window = window_of_a_run();
+        let mut last = window.latest().unwrap().clone();
+        last.at += Duration::from_secs(1);
+        last.snapshot.heads = vec![
+            HeadLagFigures {
+                name: "fast".into(),
+                head: Some(120),
+                lag: Some(0),
+                samples: 9,
+                ..Default::default()
+            },
+            HeadLagFigures {
+                name: "slow".into(),
+                head: Some(117),
+                lag: Some(3),
+                lag_max: 7,
+                stale: 2,
+                samples: 9,
+                ..Default::default()
+            },
+        ];
+        last.snapshot.transactions = Some(TransactionFigures {
+            sent: 40,
+            accepted: 39,
+            rejected: 1,
+            included: 30,
+            pending: 9,
+            dropped: 0,
+        });
+        window.push(last);
+        let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+        terminal
+            .draw(|frame| {
+                draw_dashboard(&window, &DashboardText::default(), frame.area(), frame.buffer_mut())
+            })
+            .unwrap();
+        let shown = screen(&terminal);
+        assert!(shown.contains("head lag"), "{shown}");
+        let slow = shown.lines().find(|line| line.contains("slow")).unwrap_or_default();
+        let cells: Vec<&str> = slow.split(['│', ' ']).filter(|cell| !cell.is_empty()).collect();
+        assert!(cells.windows(5).any(|w| w == ["slow", "3", "7", "2", "117"]), "{slow}");
+        assert!(shown.contains("sent 40, accepted 39, rejected 1"), "{shown}");
+        assert!(shown.contains("included 30"), "{shown}");
     }
 
     #[test]

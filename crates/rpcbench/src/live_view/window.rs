@@ -6,7 +6,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::metrics::{CallFigures, Snapshot, FINE_BUCKET_BOUNDS_US, LATENCY_BUCKETS_SECONDS};
+use crate::metrics::{
+    CallFigures, HeadLagFigures, Snapshot, TransactionFigures, FINE_BUCKET_BOUNDS_US, LATENCY_BUCKETS_SECONDS,
+};
 
 /// The spans the chart and the "last window" figures can cover; keys step through them.
 pub const WINDOW_CHOICES: [Duration; 6] = [
@@ -346,6 +348,27 @@ impl LiveWindow {
             reorders: now.reorders,
             lag: quantiles(&spread_coarse(&now.lag_buckets), now.lag_sum_seconds),
         })
+    }
+
+    /// Each target's head lag, as the head monitor last published it (empty without
+    /// `--heads`).
+    pub fn heads(&self) -> &[HeadLagFigures] {
+        self.latest().map_or(&[], |latest| latest.snapshot.heads.as_slice())
+    }
+
+    /// The transactions sent and included so far, when the transaction command publishes,
+    /// with the rate of inclusions over the window.
+    pub fn transactions(&self) -> Option<(TransactionFigures, f64)> {
+        let latest = self.latest()?;
+        let now = latest.snapshot.transactions.clone()?;
+        let per_second = self
+            .base()
+            .map(|base| {
+                let then = base.snapshot.transactions.as_ref().map_or(0, |figures| figures.included);
+                now.included.saturating_sub(then) as f64 / (latest.at - base.at).as_secs_f64()
+            })
+            .unwrap_or(0.0);
+        Some((now, per_second))
     }
 
     /// Whether the figures are a subscription's (no requests, notifications instead): the
