@@ -178,8 +178,8 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                 // result's end; members between the result and that container go unseen. Only
                 // an `error` there would change the class, so the tail is not used when one
                 // might hide there (a fast substring search, far cheaper than skipping).
-                let tail_shape = matches!(s.peek(), Some(b'{' | b'['))
-                    && memchr::memmem::find(&body[start..], b"\"error\"").is_none();
+                let tail_shape =
+                    matches!(s.peek(), Some(b'{' | b'[')) && ERROR_KEY.find(&body[start..]).is_none();
                 if tail_shape && remaining > tail_threshold {
                     if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen) {
                         return verdict;
@@ -252,6 +252,11 @@ fn verdict_from_tail(
 
 /// Results longer than this are not skipped byte by byte when the tail can be read instead.
 const TAIL_SCAN_THRESHOLD: usize = 512;
+
+/// The search for an `"error"` member after a large result, built once: building a searcher
+/// per response cost ~400 instructions, 2% of a 40 KB response (callgrind).
+static ERROR_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
 
 /// Extracts the `error.message` of a response body, for the first response seen with a code.
 /// This is the cold path: it parses the body fully.

@@ -42,7 +42,8 @@ use crate::jsonrpc::{self, ScannedId};
 use crate::settings::{Scheme, Target};
 
 pub(crate) type Socket = WebSocketStream<Stream>;
-type Answer = Result<(Vec<u8>, Instant), WireError>;
+/// An answer's bytes are the message tungstenite read, handed over without a copy.
+type Answer = Result<(tungstenite::Bytes, Instant), WireError>;
 /// Where the lanes of one socket index find their socket (re-opened in place).
 type SocketSlot = Arc<tokio::sync::Mutex<Option<Arc<SharedSocket>>>>;
 
@@ -310,9 +311,9 @@ async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>
     let ended_by = loop {
         let Some(message) = reader.next().await else { break WireError::WsClosed(1006) };
         let arrived = Instant::now();
-        let text: Vec<u8> = match message {
-            Ok(Message::Text(text)) => text.as_bytes().to_vec(),
-            Ok(Message::Binary(bytes)) => bytes.to_vec(),
+        let text: tungstenite::Bytes = match message {
+            Ok(Message::Text(text)) => text.into(),
+            Ok(Message::Binary(bytes)) => bytes,
             Ok(Message::Close(frame)) => {
                 break WireError::WsClosed(frame.map_or(1005, |frame| u16::from(frame.code)))
             }
@@ -377,7 +378,13 @@ impl Transport for WebSocket {
 
     async fn open(&self, index: usize) -> io::Result<RequestSlot> {
         let (socket, connect_time) = self.socket(index).await?;
-        Ok(RequestSlot { transport: self.clone(), index, socket, body: Vec::new(), connect_time })
+        Ok(RequestSlot {
+            transport: self.clone(),
+            index,
+            socket,
+            body: tungstenite::Bytes::new(),
+            connect_time,
+        })
     }
 
     fn stats(&self) -> WireStats {
@@ -398,7 +405,7 @@ pub(crate) struct RequestSlot {
     transport: WebSocket,
     index: usize,
     socket: Arc<SharedSocket>,
-    body: Vec<u8>,
+    body: tungstenite::Bytes,
     connect_time: Option<Duration>,
 }
 
@@ -438,9 +445,22 @@ impl Lane for RequestSlot {
         let _guard = WaiterGuard { socket: &self.socket, id };
         let text = Utf8Bytes::try_from(request.body.clone()).map_err(|_| WireError::Malformed)?;
         let request_bytes = request.body.len();
+        // The frame is queued, then written after one yield: the socket's other lanes that
+        // were woken in the same turn (their answers came in one read) queue theirs meanwhile,
+        // and the first flush writes every queued frame in one system call; the others find
+        // nothing left to write.
         {
             let mut writer = self.socket.writer.lock().await;
-            if writer.send(Message::Text(text)).await.is_err() {
+            if writer.feed(Message::Text(text)).await.is_err() {
+                drop(writer);
+                self.socket.end(WireError::Closed);
+                return Err(WireError::Closed);
+            }
+        }
+        tokio::task::yield_now().await;
+        {
+            let mut writer = self.socket.writer.lock().await;
+            if writer.flush().await.is_err() {
                 drop(writer);
                 self.socket.end(WireError::Closed);
                 return Err(WireError::Closed);
@@ -807,7 +827,10 @@ type Waiters = HashMap<u64, oneshot::Sender<Answer>, std::hash::BuildHasherDefau
 
 /// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`).
 fn request_id(body: &[u8]) -> Option<u64> {
-    let at = memchr::memmem::find(body, b"\"id\":")? + 5;
+    // The searcher is built once: building it per request cost more than the search.
+    static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
+    let at = ID_KEY.find(body)? + 5;
     let digits = body[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
     std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
 }
