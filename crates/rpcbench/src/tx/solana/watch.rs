@@ -232,6 +232,11 @@ impl UseFeed for Watch {
             let mut input_open = true;
             let mut feed_open = true;
             while !self.stop.load(Ordering::Relaxed) {
+                // Sending is over (the run closed the queue): the signer must not wait on us.
+                if input_open && self.ready.is_closed() {
+                    self.input.close();
+                    input_open = false;
+                }
                 if !input_open && awaiting.is_empty() && !self.ready.is_closed() {
                     self.ready.close();
                 }
