@@ -438,6 +438,17 @@ impl MockOptions {
                 return invalid(name, format!("must be between 0 and 1, not {share}"));
             }
         }
+        if let Some(solana_tx) = &self.solana_tx {
+            if !(0.0..=1.0).contains(&solana_tx.drop_share) {
+                return invalid(
+                    "solana_tx_drop",
+                    format!("must be between 0 and 1, not {}", solana_tx.drop_share),
+                );
+            }
+            if solana_tx.blockhash_max_age == 0 {
+                return invalid("blockhash_max_age", "must be at least 1".into());
+            }
+        }
         if self.ws_max_queue == Some(0) {
             return invalid("ws_max_queue", "must be at least 1".into());
         }

@@ -417,4 +417,13 @@ mod tests {
         send(&mut pool, &node, slot, &large.wire).unwrap();
         assert!(pool.landed(&large.signature, landing).unwrap().err.is_some());
     }
+
+    #[test]
+    fn a_drop_share_outside_0_to_1_or_a_zero_blockhash_age_is_named() {
+        let mut options = super::super::MockOptions::new(super::super::Chain::Solana);
+        options.solana_tx = Some(SolanaTxOptions { drop_share: 1.5, ..Default::default() });
+        assert!(options.validate().unwrap_err().to_string().contains("solana_tx_drop"));
+        options.solana_tx = Some(SolanaTxOptions { blockhash_max_age: 0, ..Default::default() });
+        assert!(options.validate().unwrap_err().to_string().contains("blockhash_max_age"));
+    }
 }
