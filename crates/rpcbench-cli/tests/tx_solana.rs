@@ -127,3 +127,63 @@ fn a_bad_keypair_file_is_named_with_line_and_column_and_exits_2() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("id.json:2:6:"), "{stderr}");
 }
+
+/// A node on 127.0.0.1:0 that answers every JSON-RPC call with `result`, echoing the id.
+fn answering(result: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let thread = std::thread::spawn(move || {
+        // A bounded number of connections: the command asks a few questions, then exits.
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { return };
+            stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&request);
+                let Some(head_end) = text.find("\r\n\r\n") else { continue };
+                let length = text[..head_end]
+                    .lines()
+                    .find_map(|line| {
+                        line.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().to_string())
+                    })
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if request.len() < head_end + 4 + length {
+                    continue;
+                }
+                let body: Value =
+                    serde_json::from_slice(&request[head_end + 4..head_end + 4 + length]).unwrap();
+                let answer =
+                    serde_json::json!({"jsonrpc": "2.0", "id": body["id"], "result": result}).to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    break;
+                }
+                request.clear();
+            }
+        }
+    });
+    (url, thread)
+}
+
+#[test]
+fn a_solana_mainnet_genesis_hash_is_refused_with_exit_2_and_the_fee_estimate() {
+    let (url, _node) = answering("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d");
+    let output = rpcbench(&["tx", &url, "--rate", "10", "-n", "1000", "--cu-price", "5000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("mainnet-beta") && stderr.contains("--mainnet"), "{stderr}");
+    // 1000 tx x (5000 + 5000 x 200000 / 1e6 = 6000 lamports) = 0.006 SOL.
+    assert!(stderr.contains("6000 lamports") && stderr.contains("0.006000 SOL"), "{stderr}");
+}
