@@ -17,3 +17,4 @@ pub mod serve;
 pub mod subscribe;
 pub mod suites;
 pub mod tx;
+pub mod tx_solana;

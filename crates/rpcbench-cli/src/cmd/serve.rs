@@ -85,6 +85,18 @@ pub struct ServeArgs {
     /// transactions in the next blocks, for `rpcbench tx`.
     #[arg(long)]
     pub tx_pool: bool,
+    /// Solana: take sendTransaction (verifying ed25519 signatures and blockhash age, refusing
+    /// a signature seen before), land each in the next slot with a block, and answer
+    /// signatureSubscribe, getSignatureStatuses, requestAirdrop and getBalance, for `rpcbench tx`.
+    #[arg(long)]
+    pub solana_tx: bool,
+    /// With --solana-tx: share of accepted transactions that never land (0 to 1).
+    #[arg(long, value_name = "P", default_value_t = 0.0, requires = "solana_tx")]
+    pub solana_tx_drop: f64,
+    /// With --solana-tx: block heights a blockhash stays valid (Solana: 150); fewer makes
+    /// transactions expire sooner.
+    #[arg(long, value_name = "N", default_value_t = 150, requires = "solana_tx")]
+    pub blockhash_max_age: u64,
     /// Stay N blocks (slots) behind the true head: the head answered, what is served and the
     /// subscriptions' heads, so that a freshness check has known truth.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -273,6 +285,13 @@ impl ServeArgs {
         if self.tx_pool {
             options.tx_pool = Some(rpcbench::mock::TxPoolOptions::default());
         }
+        if self.solana_tx {
+            options.solana_tx = Some(rpcbench::mock::SolanaTxOptions {
+                drop_share: self.solana_tx_drop,
+                blockhash_max_age: self.blockhash_max_age,
+                ..rpcbench::mock::SolanaTxOptions::default()
+            });
+        }
         options.faults = Faults {
             latency: self.latency.as_ref().and_then(|latency| latency.default),
             latency_by_method: self
@@ -342,6 +361,8 @@ fn flag_of(option: &str) -> &'static str {
         "goaway_after" => "--goaway-after",
         "refuse_rate" => "--refuse-stream-rate",
         "ws_drop" => "--ws-drop",
+        "solana_tx_drop" => "--solana-tx-drop",
+        "blockhash_max_age" => "--blockhash-max-age",
         "ws_duplicate" => "--ws-duplicate",
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
@@ -361,6 +382,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     if args.tx_pool && chain != Chain::Ethereum {
         eprintln!("error: --tx-pool: the mempool is Ethereum's: give --chain ethereum");
+        return ExitCode::from(2);
+    }
+    if args.solana_tx && chain != Chain::Solana {
+        eprintln!("error: --solana-tx: give --chain solana");
         return ExitCode::from(2);
     }
     let server = match MockServer::start(args.options()) {

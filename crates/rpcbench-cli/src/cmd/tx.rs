@@ -61,8 +61,10 @@ crate::args::format::command_format!(TxFormat: Text, Json);
 #[command(after_help = "Examples:
   rpcbench tx http://127.0.0.1:8545 --dev --senders 10 --rate 50 -n 500
   rpcbench tx http://127.0.0.1:8545 --key-file keys.txt --rate 200 -d 30s --ws ws://127.0.0.1:8546
-  rpcbench tx http://127.0.0.1:8545 --dev --rate 100 -d 10s --max-fee 50gwei --priority-fee 2gwei -f json")]
-#[command(group(clap::ArgGroup::new("keys").required(true).args(["key_file", "mnemonic", "dev"])))]
+  rpcbench tx http://127.0.0.1:8545 --dev --rate 100 -d 10s --max-fee 50gwei --priority-fee 2gwei -f json
+  rpcbench tx http://127.0.0.1:8899 --senders 4 --airdrop 1000000000 --rate 200 -n 1000 --commitment confirmed
+  rpcbench tx http://127.0.0.1:8899 --keypair ~/.config/solana/id.json --rate 50 -d 30s --poll 200ms")]
+#[command(group(clap::ArgGroup::new("keys").args(["key_file", "mnemonic", "dev"])))]
 pub struct TxArgs {
     /// The node's HTTP JSON-RPC endpoint.
     #[arg(value_name = "URL")]
@@ -127,6 +129,21 @@ pub struct TxArgs {
     /// No live dashboard on a terminal.
     #[arg(long)]
     pub no_tui: bool,
+    /// The node's chain [default: found from the node: Solana when it answers getGenesisHash].
+    #[arg(long, value_enum)]
+    pub chain: Option<TxChain>,
+    /// Options only Solana reads.
+    #[command(flatten)]
+    pub solana: super::tx_solana::SolanaTxArgs,
+}
+
+/// The chains `tx` sends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxChain {
+    /// EVM chains: `eth_sendRawTransaction`.
+    Ethereum,
+    /// Solana: `sendTransaction`.
+    Solana,
 }
 
 /// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
@@ -197,6 +214,19 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(target) => target,
         Err(err) => return output::usage_error(format!("URL: {err}")),
     };
+    // Solana when asked for, or when the node answers getGenesisHash (an EVM node does not).
+    if args.chain != Some(TxChain::Ethereum) {
+        match super::tx_solana::genesis_hash(&node) {
+            Some(genesis) => return super::tx_solana::run(args, node, genesis),
+            None if args.chain == Some(TxChain::Solana) => {
+                return output::usage_error("--chain solana: the node does not answer getGenesisHash")
+            }
+            None => {}
+        }
+    }
+    if args.key_file.is_none() && args.mnemonic.is_none() && !args.dev {
+        return output::usage_error("one of --key-file, --mnemonic or --dev is required on an EVM chain");
+    }
     let keys = match sender_keys(&args) {
         Ok(keys) => keys,
         Err(message) => return output::usage_error(message),

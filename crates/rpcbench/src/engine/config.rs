@@ -139,6 +139,9 @@ pub struct RunConfig {
     /// Signed transactions (`rpcbench tx`): every request is an `eth_sendRawTransaction` of
     /// the next one signed ahead, its answer kept in the shared ledger.
     pub tx_sends: Option<std::sync::Arc<crate::protocol::send_raw::TxSends>>,
+    /// Signed Solana transactions (`rpcbench tx` on Solana): every request is a
+    /// `sendTransaction` of the next one ready, its answer kept in the shared ledger.
+    pub solana_sends: Option<std::sync::Arc<crate::protocol::send_solana::SolanaSends>>,
 }
 
 /// The HTTP version a run speaks.
@@ -237,6 +240,7 @@ impl RunConfig {
             in_flight: crate::defaults::IN_FLIGHT,
             replay: None,
             tx_sends: None,
+            solana_sends: None,
             rate_limits: crate::ratelimit::signs::RateLimitRules::default(),
             on_rate_limit: crate::ratelimit::pause::OnRateLimit::Continue,
         }

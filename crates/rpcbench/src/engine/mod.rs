@@ -42,6 +42,7 @@ use tokio::sync::watch;
 use crate::protocol::batch::JsonRpcBatch;
 use crate::protocol::replay::Replayed;
 use crate::protocol::send_raw::SendRawTx;
+use crate::protocol::send_solana::SendSolanaTx;
 use crate::protocol::single::SingleCall;
 use crate::protocol::Protocol;
 use crate::record::{Recorder, RunRecord, Series, Totals};
@@ -365,6 +366,9 @@ impl UseTransport for Execute {
         }
         if let Some(sends) = &config.tx_sends {
             return run.execute_with(transport, || SendRawTx::new(sends.clone(), config.check));
+        }
+        if let Some(sends) = &config.solana_sends {
+            return run.execute_with(transport, || SendSolanaTx::new(sends.clone(), config.check));
         }
         if config.batch > 1 {
             // Refused over WebSocket by the configuration's checks.

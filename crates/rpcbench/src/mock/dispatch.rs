@@ -37,7 +37,8 @@ impl Node {
             Chain::Static => Node::Static,
             Chain::Solana => Node::Solana(Box::new(
                 SolanaNode::new(options.seed, options.slot_time, started, unix_now)
-                    .with_head(HeadView::of(options)),
+                    .with_head(HeadView::of(options))
+                    .with_tx_pool(options.solana_tx.as_ref()),
             )),
             Chain::Ethereum => Node::Ethereum(Box::new(
                 EthereumNode::new(options.seed, options.slot_time, options.chain_id, started, unix_now)

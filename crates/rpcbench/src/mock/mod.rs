@@ -36,6 +36,7 @@ mod rest;
 mod rpc;
 mod server;
 mod solana;
+mod solana_tx;
 mod static_chain;
 mod tls;
 mod ws;
@@ -49,6 +50,7 @@ pub use faults::{
 pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
 pub use mempool::TxPoolOptions;
 pub use server::MockServer;
+pub use solana_tx::SolanaTxOptions;
 pub use ws_state::WsStats;
 
 /// Which kind of node a [`MockServer`] pretends to be.
@@ -333,6 +335,9 @@ pub struct MockOptions {
     /// Ethereum: a mempool with real accounts, whose blocks (one per slot time) include the
     /// transactions sent to it (`None`: the synthetic chain only).
     pub tx_pool: Option<TxPoolOptions>,
+    /// Solana: `sendTransaction` verified and landed, airdrops and balances
+    /// (`solana_tx.rs`; `None`: the synthetic ledger only).
+    pub solana_tx: Option<SolanaTxOptions>,
 }
 
 /// HTTPS for a [`MockServer`]: a self-signed certificate for `localhost` and `127.0.0.1`,
@@ -382,6 +387,7 @@ impl MockOptions {
             max_connections: None,
             idle_timeout: Some(Duration::from_secs(60)),
             tx_pool: None,
+            solana_tx: None,
         }
     }
 
@@ -433,6 +439,17 @@ impl MockOptions {
         for (name, share) in [("ws_drop", self.ws_drop), ("ws_duplicate", self.ws_duplicate)] {
             if !(0.0..=1.0).contains(&share) {
                 return invalid(name, format!("must be between 0 and 1, not {share}"));
+            }
+        }
+        if let Some(solana_tx) = &self.solana_tx {
+            if !(0.0..=1.0).contains(&solana_tx.drop_share) {
+                return invalid(
+                    "solana_tx_drop",
+                    format!("must be between 0 and 1, not {}", solana_tx.drop_share),
+                );
+            }
+            if solana_tx.blockhash_max_age == 0 {
+                return invalid("blockhash_max_age", "must be at least 1".into());
             }
         }
         if self.ws_max_queue == Some(0) {

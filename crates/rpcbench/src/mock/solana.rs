@@ -92,6 +92,8 @@ pub(crate) struct SolanaNode {
     accounts: Vec<Account>,
     by_key: HashMap<[u8; 32], usize>,
     signature_mask: u64,
+    /// Transactions sent to it (`solana_tx.rs`), when asked for.
+    tx_pool: Option<std::sync::Mutex<super::solana_tx::SolanaTxPool>>,
 }
 
 impl SolanaNode {
@@ -120,12 +122,26 @@ impl SolanaNode {
             accounts,
             by_key,
             signature_mask: mix(seed, S_SIGNATURE_MASK),
+            tx_pool: None,
         }
     }
 
     // ------------------------------------------------------------ ledger
 
-    fn current_slot(&self) -> u64 {
+    /// Takes transactions (`sendTransaction`) as `options` say.
+    pub(crate) fn with_tx_pool(mut self, options: Option<&super::solana_tx::SolanaTxOptions>) -> Self {
+        self.tx_pool = options.map(|options| {
+            std::sync::Mutex::new(super::solana_tx::SolanaTxPool::new(options.clone(), self.seed))
+        });
+        self
+    }
+
+    /// The transaction pool, locked, when the node has one.
+    pub(crate) fn tx_pool(&self) -> Option<std::sync::MutexGuard<'_, super::solana_tx::SolanaTxPool>> {
+        Some(self.tx_pool.as_ref()?.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    pub(crate) fn current_slot(&self) -> u64 {
         self.head.shown(START_SLOT, self.started.elapsed(), self.slot_time)
     }
 
@@ -145,12 +161,12 @@ impl SolanaNode {
         1 + draw(self.seed, S_SKIP, window, 0) % (SKIP_WINDOW - 1)
     }
 
-    fn is_skipped(&self, slot: u64) -> bool {
+    pub(crate) fn is_skipped(&self, slot: u64) -> bool {
         slot % SKIP_WINDOW == self.skip_position(slot / SKIP_WINDOW)
     }
 
     /// The block height after `slot`: blocks produced in slots `1..=slot`.
-    fn block_height(&self, slot: u64) -> u64 {
+    pub(crate) fn block_height(&self, slot: u64) -> u64 {
         let window = slot / SKIP_WINDOW;
         let skipped_here = u64::from(slot % SKIP_WINDOW >= self.skip_position(window));
         slot - window - skipped_here
@@ -173,7 +189,7 @@ impl SolanaNode {
         }
     }
 
-    fn blockhash_bytes(&self, slot: u64) -> [u8; 32] {
+    pub(crate) fn blockhash_bytes(&self, slot: u64) -> [u8; 32] {
         bytes(self.seed, S_BLOCKHASH, slot, 0)
     }
 
@@ -432,6 +448,11 @@ impl SolanaNode {
 
     pub(crate) fn call(&self, method: &str, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let params = positional_params(params)?;
+        if let Some(mut pool) = self.tx_pool() {
+            if let Some(answer) = pool.answer(self, self.current_slot(), method, &params) {
+                return answer;
+            }
+        }
         let p = Params(&params);
         match method {
             "getSlot" => {

@@ -1,6 +1,7 @@
 //! WebSocket JSON-RPC for the mock nodes, on the same port as HTTP: request/response and
 //! subscriptions (Ethereum `eth_subscribe`, Solana `slotSubscribe`, `accountSubscribe`,
-//! `logsSubscribe`), with fault knobs for the notifications.
+//! `logsSubscribe`, and `signatureSubscribe` when the node takes transactions), with fault
+//! knobs for the notifications.
 //!
 //! `http.rs` answers the upgrade (`101 Switching Protocols`) and hands the connection, with
 //! any bytes read past the head, to [`serve`]; tokio-tungstenite does the framing, pings and
@@ -141,6 +142,9 @@ enum Kind {
     /// The account's serialized value.
     Account(String),
     SolanaLogs,
+    /// A transaction's landing at a commitment (slots after its landing slot); one
+    /// notification, then the subscription ends.
+    Signature([u8; 64], u64),
 }
 
 #[derive(Debug)]
@@ -155,6 +159,8 @@ struct Subscription {
     /// Its notifications dropped since the last one sent (counted between sent ones when the
     /// next is sent).
     dropped_since_sent: u64,
+    /// It ended on its own (a signature's one notification).
+    finished: bool,
 }
 
 /// An `eth_subscribe("logs")` filter: addresses (any of) and topics by position.
@@ -227,7 +233,14 @@ impl Subscriptions<'_> {
         } else {
             (key.to_string(), json!(key))
         };
-        self.list.push(Subscription { id, key, kind, sent_any: false, dropped_since_sent: 0 });
+        self.list.push(Subscription {
+            id,
+            key,
+            kind,
+            sent_any: false,
+            dropped_since_sent: 0,
+            finished: false,
+        });
         ws.opened.fetch_add(1, Ordering::Relaxed);
         result
     }
@@ -261,6 +274,8 @@ impl Subscriptions<'_> {
         let kind = match method {
             "slotSubscribe" => Kind::Slot,
             "logsSubscribe" => Kind::SolanaLogs,
+            "signatureSubscribe" if node.tx_pool().is_some() => signature_kind(params)?,
+            "signatureSubscribe" => return Err(super::rpc::method_not_found(method)),
             _ => {
                 let key = params.first().ok_or_else(|| RpcError::invalid_params("missing pubkey"))?;
                 Kind::Account(node.account_notification_value(key)?.to_string())
@@ -277,8 +292,14 @@ impl Extension for Subscriptions<'_> {
             (Node::Ethereum(_), "eth_subscribe" | "eth_unsubscribe") => (true, None),
             (
                 Node::Solana(node),
-                "slotSubscribe" | "accountSubscribe" | "logsSubscribe" | "slotUnsubscribe"
-                | "accountUnsubscribe" | "logsUnsubscribe",
+                "slotSubscribe"
+                | "accountSubscribe"
+                | "logsSubscribe"
+                | "slotUnsubscribe"
+                | "accountUnsubscribe"
+                | "logsUnsubscribe"
+                | "signatureSubscribe"
+                | "signatureUnsubscribe",
             ) => (false, Some(&**node)),
             _ => return None,
         };
@@ -304,6 +325,24 @@ impl Extension for Subscriptions<'_> {
             self.eth_subscribe(&params)
         })
     }
+}
+
+/// A `signatureSubscribe`'s signature and how many slots after its landing its commitment is.
+fn signature_kind(params: &[Value]) -> Result<Kind, RpcError> {
+    let signature = params
+        .first()
+        .and_then(Value::as_str)
+        .and_then(|text| bs58::decode(text).into_vec().ok())
+        .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
+        .ok_or_else(|| RpcError::invalid_params("Invalid Request: Invalid signature"))?;
+    let commitment = params.get(1).and_then(|config| config.get("commitment")).and_then(Value::as_str);
+    let depth = match commitment {
+        Some("processed") => 0,
+        Some("confirmed") => 1,
+        None | Some("finalized") => super::solana_tx::FINALIZED_DEPTH,
+        Some(other) => return Err(RpcError::invalid_params(format!("unknown commitment `{other}`"))),
+    };
+    Ok(Kind::Signature(signature, depth))
 }
 
 /// One message for the writer.
@@ -422,6 +461,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 match item {
                     Ok(item) => {
                         fan_out(&shared, &mut subscriptions.list, &item, &out_tx, &counts.notifications);
+                        subscriptions.list.retain(|subscription| !subscription.finished);
                         if counts.notifications.load(Ordering::Relaxed) > ws.max_queue {
                             ws.closed_slow.fetch_add(1, Ordering::Relaxed);
                             close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
@@ -519,8 +559,14 @@ fn fan_out(
 ) {
     let ws = &shared.ws;
     let mut messages = Vec::new();
+    let watches_signatures = subscriptions.iter().any(|s| matches!(s.kind, Kind::Signature(..)));
+    let pool = match &shared.node {
+        Node::Solana(node) if watches_signatures => node.tx_pool(),
+        _ => None,
+    };
     for subscription in subscriptions {
         let numbered = matches!(subscription.kind, Kind::NewHeads | Kind::Slot);
+        let mut finished = false;
         let mut emit = |index: u64, method: &str, result: &str| {
             if ws.draw(S_DROP, ws.drop, subscription.key, index) {
                 ws.dropped.fetch_add(1, Ordering::Relaxed);
@@ -574,8 +620,22 @@ fn fan_out(
                 );
                 emit(item.number, "logsNotification", &result);
             }
+            (Kind::Signature(signature, depth), ItemData::Solana { .. }) => {
+                let landed =
+                    pool.as_ref().and_then(|pool| pool.landed(signature, item.number.saturating_sub(*depth)));
+                if let Some(landed) = landed {
+                    let err = landed.err.as_ref().map_or("null".to_string(), Value::to_string);
+                    let result = format!(
+                        r#"{{"context":{{"slot":{}}},"value":{{"err":{err}}},"rpcbenchProducedAt":{}}}"#,
+                        landed.slot, item.produced_at_us
+                    );
+                    emit(item.number, "signatureNotification", &result);
+                    finished = true;
+                }
+            }
             _ => {}
         }
+        subscription.finished |= finished;
     }
     if messages.is_empty() {
         return;

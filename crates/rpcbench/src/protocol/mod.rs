@@ -6,12 +6,14 @@
 //!   `crate::jsonrpc`) or a plain HTTP call ([`rest`]);
 //! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order;
 //! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte;
-//! - [`send_raw::SendRawTx`]: one signed transaction per request (`rpcbench tx`).
+//! - [`send_raw::SendRawTx`]: one signed transaction per request (`rpcbench tx`);
+//! - [`send_solana::SendSolanaTx`]: one signed Solana transaction per request (`rpcbench tx`).
 
 pub(crate) mod batch;
 pub(crate) mod replay;
 pub(crate) mod rest;
 pub(crate) mod send_raw;
+pub(crate) mod send_solana;
 pub(crate) mod single;
 
 use rand::rngs::SmallRng;

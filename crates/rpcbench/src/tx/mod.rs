@@ -3,7 +3,7 @@
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (the one module here that
 //! opens a socket, through the feed seam). The mock node's mempool and the command's driver
-//! use these pieces.
+//! use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
 pub mod inclusion;
@@ -11,4 +11,5 @@ pub mod keys;
 pub mod nonce;
 pub mod refusal;
 pub mod sign;
+pub mod solana;
 pub mod watch;

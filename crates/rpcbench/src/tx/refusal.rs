@@ -1,6 +1,6 @@
-//! Why a node refused `eth_sendRawTransaction`, read from its JSON-RPC error: the messages
-//! geth, anvil, reth, erigon and nethermind answer with, by the reasons a load test acts on
-//! (a nonce refusal resyncs the sender, the others are counted).
+//! Why a node refused `eth_sendRawTransaction` (or Solana's `sendTransaction`), read from its
+//! JSON-RPC error: the messages geth, anvil, reth, erigon, nethermind and Agave answer with, by
+//! the reasons a load test acts on (a nonce refusal resyncs the sender, the others are counted).
 
 use std::fmt;
 
@@ -27,6 +27,10 @@ pub enum TxRefusal {
     Gas,
     /// The node's rate limit.
     RateLimited,
+    /// Solana: the transaction's blockhash is unknown or expired ("Blockhash not found").
+    BlockhashNotFound,
+    /// Solana: the same transaction (signature) was already taken ("already been processed").
+    AlreadyProcessed,
     /// Anything else, by JSON-RPC code.
     Other(i64),
 }
@@ -44,7 +48,14 @@ impl TxRefusal {
             TxRefusal::ReplacementUnderpriced
         } else if has("already known") || has("already imported") || has("alreadyknown") {
             TxRefusal::AlreadyKnown
-        } else if has("insufficient funds") || has("insufficient balance") {
+        } else if has("blockhash not found") {
+            TxRefusal::BlockhashNotFound
+        } else if has("already been processed") || has("alreadyprocessed") {
+            TxRefusal::AlreadyProcessed
+        } else if has("insufficient funds")
+            || has("insufficient balance")
+            || has("no record of a prior credit")
+        {
             TxRefusal::InsufficientFunds
         } else if has("underpriced") || has("less than block base fee") || has("fee cap") {
             TxRefusal::Underpriced
@@ -76,6 +87,8 @@ impl TxRefusal {
             TxRefusal::PoolFull => "pool_full".into(),
             TxRefusal::Gas => "gas".into(),
             TxRefusal::RateLimited => "rate_limited".into(),
+            TxRefusal::BlockhashNotFound => "blockhash_not_found".into(),
+            TxRefusal::AlreadyProcessed => "already_processed".into(),
             TxRefusal::Other(code) => format!("rpc_{code}"),
         }
     }
@@ -106,6 +119,17 @@ mod tests {
             (-32000, "intrinsic gas too low", TxRefusal::Gas),
             (-32005, "limit exceeded", TxRefusal::RateLimited),
             (-32602, "invalid argument 0", TxRefusal::Other(-32602)),
+            (-32002, "Transaction simulation failed: Blockhash not found", TxRefusal::BlockhashNotFound),
+            (
+                -32002,
+                "Transaction simulation failed: This transaction has already been processed",
+                TxRefusal::AlreadyProcessed,
+            ),
+            (
+                -32002,
+                "Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.",
+                TxRefusal::InsufficientFunds,
+            ),
         ];
         for (code, message, reason) in table {
             assert_eq!(TxRefusal::classify(code, message), reason, "{message}");

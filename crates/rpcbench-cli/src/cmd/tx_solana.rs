@@ -1,0 +1,512 @@
+//! `rpcbench tx URL` on a Solana node: SOL transfers with a unique memo each, signed ahead of
+//! the schedule with the newest blockhash (refreshed in the background) and sent open loop as
+//! `sendTransaction` through the one engine. Each signature is subscribed
+//! (`signatureSubscribe`, at `--commitment`) before its transaction may be sent, or, with
+//! `--poll` (or without WebSocket), looked up with `getSignatureStatuses` at that interval,
+//! the resolution printed beside the figures. Every transaction sent gets one final outcome:
+//! landed, failed (landed with an error), expired (its blockhash's validity passed), rejected
+//! (by reason) or pending, and the report states that they add up to what was sent.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use rpcbench::client::Endpoint;
+use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+use rpcbench::engine::Run;
+use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
+use rpcbench::tx::solana::blockhash::BlockhashFeed;
+use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
+use rpcbench::tx::solana::landing::LandingBook;
+use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
+use rpcbench::RequestTemplate;
+use rpcbench::SolanaSends;
+use rpcbench::TxAck;
+use serde_json::{json, Value};
+
+use super::tx::{TxArgs, TxFormat};
+use crate::args::duration;
+use crate::output;
+
+/// Genesis hashes of public Solana clusters where sending costs real SOL.
+const MAINNETS: [(&str, &str); 1] = [("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "Solana mainnet-beta")];
+/// Transactions signed (and subscribed) ahead of the pacer.
+const SIGN_AHEAD: usize = 256;
+/// Lamports per signature, the base fee.
+const BASE_FEE: u64 = 5000;
+/// Compute units a priority price is paid for at most (the default limit of one instruction).
+const PRICED_UNITS: u64 = 200_000;
+/// Polling interval when WebSocket is not there and `--poll` was not given.
+const FALLBACK_POLL: Duration = Duration::from_millis(100);
+
+/// The commitment flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CommitmentArg {
+    /// Landed in a block the node processed.
+    Processed,
+    /// Voted on by a supermajority.
+    Confirmed,
+    /// Rooted.
+    Finalized,
+}
+
+/// Options of `rpcbench tx` that only Solana reads.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Solana")]
+pub struct SolanaTxArgs {
+    /// Payer keypair: a solana-keygen JSON file (repeat for more payers; never printed).
+    #[arg(long, value_name = "FILE")]
+    pub keypair: Vec<PathBuf>,
+    /// Generate --senders payers and fund each with this many lamports by requestAirdrop
+    /// (test validators, the mock) [default: 1000000000 when no --keypair is given].
+    #[arg(long, value_name = "LAMPORTS")]
+    pub airdrop: Option<u64>,
+    /// Lamports each transfer sends (to its own payer, so no account needs rent).
+    #[arg(long, default_value_t = 1)]
+    pub lamports: u64,
+    /// ComputeBudget SetComputeUnitPrice, micro-lamports per compute unit.
+    #[arg(long, value_name = "MICROLAMPORTS")]
+    pub cu_price: Option<u64>,
+    /// Send with skipPreflight (no simulation before the transaction is forwarded).
+    #[arg(long)]
+    pub skip_preflight: bool,
+    /// The commitment a transaction must reach to count as landed.
+    #[arg(long, value_enum, default_value_t = CommitmentArg::Confirmed)]
+    pub commitment: CommitmentArg,
+    /// Look landings up with getSignatureStatuses at this interval instead of subscribing
+    /// (the figures' resolution).
+    #[arg(long, value_parser = duration)]
+    pub poll: Option<Duration>,
+    /// How often the recent blockhash is fetched again.
+    #[arg(long, default_value = "400ms", value_parser = duration)]
+    pub blockhash_refresh: Duration,
+}
+
+impl CommitmentArg {
+    fn commitment(self) -> Commitment {
+        match self {
+            CommitmentArg::Processed => Commitment::Processed,
+            CommitmentArg::Confirmed => Commitment::Confirmed,
+            CommitmentArg::Finalized => Commitment::Finalized,
+        }
+    }
+}
+
+/// Whether the node is a Solana node: its `getGenesisHash`, if it answers one.
+pub fn genesis_hash(node: &Endpoint) -> Option<String> {
+    let answer = node.call("getGenesisHash", None).ok()?;
+    let text = answer.as_str()?;
+    // A 32-byte hash in base58: 32 to 44 characters of its alphabet.
+    let base58 = |c: char| c.is_ascii_alphanumeric() && !matches!(c, '0' | 'O' | 'I' | 'l');
+    ((32..=44).contains(&text.len()) && text.chars().all(base58)).then(|| text.to_string())
+}
+
+/// The payers: keypair files, or generated ones funded by airdrop.
+fn payers(args: &TxArgs, node: &Endpoint) -> Result<Vec<SolanaKeypair>, ExitCode> {
+    let solana = &args.solana;
+    if !solana.keypair.is_empty() {
+        if solana.airdrop.is_some() {
+            return Err(output::usage_error("--airdrop: funds generated payers; not with --keypair"));
+        }
+        return solana
+            .keypair
+            .iter()
+            .map(|path| load_keypair_file(path).map_err(output::usage_error))
+            .collect();
+    }
+    if args.senders == 0 {
+        return Err(output::usage_error("--senders: must be at least 1"));
+    }
+    let lamports = solana.airdrop.unwrap_or(1_000_000_000);
+    let keypairs: Vec<SolanaKeypair> = (0..args.senders).map(|_| SolanaKeypair::generate()).collect();
+    for keypair in &keypairs {
+        let params = json!([keypair.pubkey_text(), lamports]);
+        if let Err(err) = node.call("requestAirdrop", Some(&params)) {
+            return Err(output::usage_error(format!(
+                "--airdrop: the node refused requestAirdrop ({err}); give funded payers with --keypair"
+            )));
+        }
+    }
+    Ok(keypairs)
+}
+
+/// A payer's balance in lamports.
+fn balance(node: &Endpoint, keypair: &SolanaKeypair) -> Result<u64, String> {
+    let answer = node
+        .call("getBalance", Some(&json!([keypair.pubkey_text(), {"commitment": "processed"}])))
+        .map_err(|err| format!("getBalance: {err}"))?;
+    answer["value"].as_u64().ok_or_else(|| format!("getBalance: not a balance: {answer}"))
+}
+
+pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
+    let solana = &args.solana;
+    let target = match Target::parse(&args.url) {
+        Ok(target) => target,
+        Err(err) => return output::usage_error(format!("URL: {err}")),
+    };
+    let length = match (args.duration, args.requests) {
+        (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
+        (duration, requests) => Length { duration, requests },
+    };
+    let planned = match (length.requests, length.duration) {
+        (Some(n), _) => n,
+        (None, Some(d)) => (args.rate * d.as_secs_f64()).ceil() as u64,
+        (None, None) => 0,
+    };
+    let fee = BASE_FEE
+        + solana.cu_price.map_or(0, |price| (price.saturating_mul(PRICED_UNITS)).div_ceil(1_000_000));
+    if let Some((_, name)) = MAINNETS.iter().find(|(hash, _)| *hash == genesis) {
+        if !args.mainnet {
+            let cost = u128::from(fee) * u128::from(planned);
+            return output::usage_error(format!(
+                "genesis hash {genesis} is {name}: sending spends real SOL; up to {planned} tx x {fee} lamports = {:.6} SOL in fees. Pass --mainnet to send anyway",
+                cost as f64 / 1e9
+            ));
+        }
+    }
+    let keypairs = match payers(&args, &node) {
+        Ok(keypairs) => keypairs,
+        Err(code) => return code,
+    };
+    // Funded before load starts: an airdrop may take a few slots to show.
+    let needed = fee + solana.lamports;
+    let funded_by = Instant::now() + args.timeout.max(Duration::from_secs(5));
+    for (index, keypair) in keypairs.iter().enumerate() {
+        loop {
+            match balance(&node, keypair) {
+                Ok(lamports) if lamports >= needed => break,
+                Ok(lamports) if Instant::now() >= funded_by => {
+                    return output::usage_error(format!(
+                        "payer {index} ({}) holds {lamports} lamports, less than one transfer costs ({needed}); fund it first",
+                        keypair.pubkey_text()
+                    ))
+                }
+                Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+                Err(message) => return output::failure(message),
+            }
+        }
+    }
+    let commitment = solana.commitment.commitment();
+    let blockhash = match BlockhashFeed::start(node.clone(), "confirmed", solana.blockhash_refresh) {
+        Ok(feed) => feed,
+        Err(err) => return output::failure(err),
+    };
+    let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let plan = TransferPlan {
+        to: None,
+        lamports: solana.lamports,
+        cu_price: solana.cu_price,
+        memo_prefix: format!("rpcbench {unix_ms}"),
+    };
+    let count = length.requests.unwrap_or(u64::MAX);
+    let ready = ReadyQueue::new(SIGN_AHEAD);
+    let ws_url = args
+        .ws
+        .clone()
+        .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
+    let payer_count = keypairs.len();
+    // Subscribe-before-send: the watch stands between the signer and the pacer.
+    let (watch, signer, poll_every) = if solana.poll.is_none() {
+        let (to_watch, from_signer) = tokio::sync::mpsc::channel(SIGN_AHEAD);
+        match SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone()) {
+            Ok(watch) => {
+                let signer =
+                    SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Watch(to_watch));
+                (Some(watch), signer, None)
+            }
+            Err(err) => {
+                eprintln!(
+                    "note: no signatureSubscribe at {} ({err}); polling getSignatureStatuses every {} ms instead",
+                    node.scrub(&ws_url),
+                    FALLBACK_POLL.as_millis()
+                );
+                let signer = SolanaSigner::start(
+                    keypairs,
+                    plan,
+                    blockhash.reader(),
+                    count,
+                    SignedTo::Ready(ready.clone()),
+                );
+                (None, signer, Some(FALLBACK_POLL))
+            }
+        }
+    } else {
+        let signer =
+            SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Ready(ready.clone()));
+        (None, signer, solana.poll)
+    };
+    let sends = SolanaSends::new(ready.clone(), solana.skip_preflight, commitment.name());
+    let poll = match poll_every {
+        Some(every) => {
+            let ledger = sends.clone();
+            let mut cursor = 0usize;
+            let sent_since = Box::new(move || {
+                let ledger = ledger.ledger();
+                let new: Vec<(u64, [u8; 64])> =
+                    ledger.sent()[cursor..].iter().map(|tx| (tx.index, tx.signature)).collect();
+                cursor = ledger.sent().len();
+                new
+            });
+            match SignaturePoll::start(node.clone(), commitment, every, sent_since) {
+                Ok(poll) => Some(poll),
+                Err(err) => return output::failure(err),
+            }
+        }
+        None => None,
+    };
+    let template = match RequestTemplate::from_method("sendTransaction", None) {
+        Ok(template) => template,
+        Err(err) => return output::failure(err),
+    };
+    let mut config = RunConfig::new(target, template);
+    config.load = Load::Open {
+        rate: args.rate,
+        arrivals: Arrivals::Uniform,
+        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
+    };
+    config.length = length;
+    config.timeout = args.timeout;
+    config.solana_sends = Some(sends.clone());
+    let run = match Run::new(config) {
+        Ok(run) => run,
+        Err(err) => return output::usage_error(err),
+    };
+    let stop = run.stop_handle();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let record = match run.execute() {
+        Ok(record) => record,
+        Err(err) => return output::failure(err),
+    };
+    // Sending is over: the signer stops, nothing more is subscribed.
+    ready.close();
+    signer.finish();
+
+    let sent = sends.ledger().sent().to_vec();
+    let mut book = LandingBook::new();
+    let mut position: HashMap<u64, usize> = HashMap::with_capacity(sent.len());
+    let mut rejected_by: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ack_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    for (at, tx) in sent.iter().enumerate() {
+        let accepted = match tx.ack {
+            TxAck::Accepted(when) => {
+                ack_us.saturating_record(when.saturating_duration_since(tx.sent).as_micros() as u64);
+                true
+            }
+            TxAck::Refused(reason) => {
+                *rejected_by.entry(reason.name()).or_default() += 1;
+                false
+            }
+            TxAck::Failed(outcome) => {
+                *rejected_by.entry(format!("no_answer_{}", outcome.class())).or_default() += 1;
+                false
+            }
+            TxAck::Unanswered => {
+                *rejected_by.entry("unanswered".into()).or_default() += 1;
+                false
+            }
+        };
+        book.sent(&tx.signature, tx.sent, blockhash.slot_at(tx.sent), accepted, tx.last_valid_block_height);
+        position.insert(tx.index, at);
+    }
+    let note = |book: &mut LandingBook, landings: Vec<Landing>| {
+        for landing in landings {
+            if let Some(&at) = position.get(&landing.index) {
+                book.landed(at as u64, landing.slot, landing.arrived, landing.failed);
+            }
+        }
+    };
+    // Wait for landings: until nothing is pending, the inclusion timeout after the last send,
+    // or (after an interrupt) the grace.
+    let last_send = sent.iter().map(|tx| tx.sent).max().unwrap_or_else(Instant::now);
+    let mut deadline = last_send + args.inclusion_timeout;
+    let mut grace_started = false;
+    loop {
+        if let Some(watch) = &watch {
+            note(&mut book, watch.drain());
+        }
+        if let Some(poll) = &poll {
+            note(&mut book, poll.drain());
+        }
+        let now = Instant::now();
+        if (stop.is_stopped() || record.interrupted) && !grace_started {
+            grace_started = true;
+            deadline = deadline.min(now + args.grace.unwrap_or(Duration::from_secs(5)));
+        }
+        if book.tally(now, blockhash.head().block_height).pending == 0 || now >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
+    if let Some(watch) = watch {
+        let counts = watch.counts();
+        subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
+        refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
+        unwatched = counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
+        note(&mut book, watch.stop());
+    }
+    let mut poll_failures = 0;
+    if let Some(poll) = poll {
+        poll_failures = poll.failures();
+        note(&mut book, poll.stop());
+    }
+    let end = Instant::now();
+    let head = blockhash.head();
+    let tally = book.tally(end, head.block_height);
+    let finals = book.finals(end, head.block_height);
+    let first_send = sent.iter().map(|tx| tx.sent).min();
+    let last_landing = sent
+        .iter()
+        .zip(&finals)
+        .filter_map(|(tx, outcome)| match outcome {
+            rpcbench::tx::solana::landing::SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
+            _ => None,
+        })
+        .max();
+    let landed_window = match (first_send, last_landing) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first),
+        _ => Duration::ZERO,
+    };
+    let per_second = |count: u64, window: Duration| {
+        if window.is_zero() {
+            0.0
+        } else {
+            count as f64 / window.as_secs_f64()
+        }
+    };
+    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
+    let identity = tally.adds_up();
+    let ms = |hist: &Histogram<u64>, q: f64| {
+        if hist.is_empty() {
+            Value::Null
+        } else {
+            json!(hist.value_at_quantile(q) as f64 / 1000.0)
+        }
+    };
+    let slots = |q: f64| {
+        if tally.slots_after.is_empty() {
+            Value::Null
+        } else {
+            json!(tally.slots_after.value_at_quantile(q))
+        }
+    };
+    let (seen_by, resolution_ms) = match poll_every {
+        Some(every) => {
+            (format!("getSignatureStatuses every {} ms", every.as_millis()), json!(every.as_millis() as u64))
+        }
+        None => ("signatureSubscribe".to_string(), Value::Null),
+    };
+    let report = json!({
+        "chain": "solana",
+        "target": node.redacted(),
+        "genesis_hash": genesis,
+        "senders": payer_count,
+        "commitment": commitment.name(),
+        "skip_preflight": solana.skip_preflight,
+        "cu_price_micro_lamports": solana.cu_price,
+        "landing_seen_by": seen_by,
+        "resolution_ms": resolution_ms,
+        "interrupted": grace_started,
+        "sent": tally.sent,
+        "accepted": accepted,
+        "rejected": tally.rejected,
+        "rejected_by_reason": rejected_by,
+        "landed": tally.landed,
+        "failed": tally.failed,
+        "expired": tally.expired,
+        "pending": tally.pending,
+        "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
+        "identity_holds": identity,
+        "send_to_ack_ms": {"p50": ms(&ack_us, 0.5), "p90": ms(&ack_us, 0.9), "p99": ms(&ack_us, 0.99), "max": ms(&ack_us, 1.0)},
+        "send_to_landed_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
+        "slots_after_send": {"p50": slots(0.5), "p99": slots(0.99), "max": slots(1.0)},
+        "send_seconds": record.elapsed.as_secs_f64(),
+        "sent_per_second": per_second(tally.sent, record.elapsed),
+        "landed_per_second": per_second(tally.landed, landed_window),
+        "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
+        "subscriptions": subscribed,
+        "subscriptions_refused": refused,
+        "sent_unwatched": unwatched,
+        "status_poll_failures": poll_failures,
+        "blockhash_refresh_failures": blockhash.failures(),
+    });
+    let text = match args.format {
+        TxFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
+        TxFormat::Text => render_text(&report),
+    };
+    let code = output::print_stdout(&text);
+    if !identity {
+        return output::failure("landed + failed + expired + rejected + pending does not equal sent");
+    }
+    code
+}
+
+fn render_text(report: &Value) -> String {
+    let n = |key: &str| report[key].as_u64().unwrap_or(0);
+    let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
+    let resolution = match report["resolution_ms"].as_u64() {
+        Some(ms) => format!("  (resolution {ms} ms: polled)"),
+        None => String::new(),
+    };
+    let mut text = format!(
+        "rpcbench tx {}  solana  {} payers  commitment {}  landings by {}\n\n",
+        report["target"].as_str().unwrap_or(""),
+        n("senders"),
+        report["commitment"].as_str().unwrap_or(""),
+        report["landing_seen_by"].as_str().unwrap_or("")
+    );
+    text.push_str(&format!(
+        "sent        {:>8}   {:.1}/s\n",
+        n("sent"),
+        report["sent_per_second"].as_f64().unwrap_or(0.0)
+    ));
+    text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
+    text.push_str(&format!(
+        "landed      {:>8}   {:.1}/s\n",
+        n("landed"),
+        report["landed_per_second"].as_f64().unwrap_or(0.0)
+    ));
+    text.push_str(&format!("failed      {:>8}   (landed with an error)\n", n("failed")));
+    text.push_str(&format!("expired     {:>8}   (blockhash no longer valid, never landed)\n", n("expired")));
+    text.push_str(&format!("rejected    {:>8}\n", n("rejected")));
+    if let Some(reasons) = report["rejected_by_reason"].as_object() {
+        for (reason, count) in reasons {
+            text.push_str(&format!("  {reason:<22}{}\n", count.as_u64().unwrap_or(0)));
+        }
+    }
+    text.push_str(&format!("pending     {:>8}   (oldest {} ms)\n", n("pending"), n("oldest_pending_ms")));
+    let holds = report["identity_holds"].as_bool().unwrap_or(false);
+    text.push_str(&format!(
+        "landed + failed + expired + rejected + pending = {} {} sent {}\n\n",
+        n("landed") + n("failed") + n("expired") + n("rejected") + n("pending"),
+        if holds { "==" } else { "!=" },
+        n("sent")
+    ));
+    for (label, key, note) in [
+        ("send -> ack ms", "send_to_ack_ms", ""),
+        ("send -> landed ms", "send_to_landed_ms", resolution.as_str()),
+    ] {
+        let row = &report[key];
+        text.push_str(&format!(
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{note}\n",
+            figure(&row["p50"]),
+            figure(&row["p90"]),
+            figure(&row["p99"]),
+            figure(&row["max"])
+        ));
+    }
+    let slots = &report["slots_after_send"];
+    let number = |value: &Value| value.as_u64().map_or("-".into(), |v| v.to_string());
+    text.push_str(&format!(
+        "slots after send       p50 {}  p99 {}  max {}{resolution}\n",
+        number(&slots["p50"]),
+        number(&slots["p99"]),
+        number(&slots["max"])
+    ));
+    if report["interrupted"].as_bool() == Some(true) {
+        text.push_str("interrupted: sending stopped; what did not land within the grace is pending\n");
+    }
+    text
+}

@@ -1,0 +1,189 @@
+//! `rpcbench tx` against the mock Solana node with its transactions on, started in-process on
+//! 127.0.0.1:0: the identity of the outcomes holds exactly, landings come about a slot time
+//! after the send, and a bad keypair file is named with line and column.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions};
+use serde_json::Value;
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+const SLOT_MS: u64 = 100;
+
+fn node(options: SolanaTxOptions) -> MockServer {
+    let mut mock = MockOptions::new(Chain::Solana);
+    mock.slot_time = Duration::from_millis(SLOT_MS);
+    mock.solana_tx = Some(options);
+    MockServer::start(mock).expect("the mock node starts")
+}
+
+fn count(report: &Value, key: &str) -> u64 {
+    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+fn adds_up(report: &Value) {
+    let sum = ["landed", "failed", "expired", "rejected", "pending"]
+        .iter()
+        .map(|key| count(report, key))
+        .sum::<u64>();
+    assert_eq!(sum, count(report, "sent"), "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+#[test]
+fn three_hundred_solana_transfers_at_300_per_second_all_land_about_a_slot_after_their_send() {
+    let node = node(SolanaTxOptions::default());
+    let url = node.url();
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--senders",
+        "3",
+        "--rate",
+        "300",
+        "-n",
+        "300",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "--cu-price",
+        "10",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["chain"], "solana");
+    assert_eq!(report["landing_seen_by"], "signatureSubscribe");
+    assert_eq!(count(&report, "sent"), 300, "{report}");
+    adds_up(&report);
+    assert_eq!(count(&report, "landed"), 300, "every transaction lands: {report}");
+    assert_eq!(count(&report, "subscriptions"), 300, "each was subscribed before its send: {report}");
+    // The mock lands a transaction in the next slot with a block: its notification comes with
+    // that slot, at most two slot times (one skipped slot) after the send, however busy the
+    // machine, and never before the send was acknowledged... in slots, 1 or 2 after.
+    let p50 = report["send_to_landed_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 <= (2 * SLOT_MS) as f64 * 1.5, "{report}");
+    assert!(report["slots_after_send"]["p50"].as_u64().unwrap() >= 1, "{report}");
+}
+
+#[test]
+fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
+    // A tenth never lands; blockhashes are valid 5 blocks, so they expire within a second.
+    let node = node(SolanaTxOptions { drop_share: 0.1, blockhash_max_age: 5, ..SolanaTxOptions::default() });
+    let url = node.url();
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--chain",
+        "solana",
+        "--rate",
+        "200",
+        "-n",
+        "200",
+        "--poll",
+        "50ms",
+        "--blockhash-refresh",
+        "50ms",
+        "--commitment",
+        "confirmed",
+        "--inclusion-timeout",
+        "20s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    adds_up(&report);
+    assert_eq!(report["resolution_ms"], 50, "{report}");
+    let truth =
+        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
+    let dropped = truth["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{truth}");
+    // What the mock dropped and nothing else expired; the rest landed or was refused (a
+    // blockhash that aged out between signing and sending).
+    assert_eq!(count(&report, "expired"), dropped, "{report} {truth}");
+    assert_eq!(count(&report, "pending"), 0, "{report}");
+    assert_eq!(count(&report, "landed") + count(&report, "rejected") + dropped, 200, "{report}");
+}
+
+#[test]
+fn a_bad_keypair_file_is_named_with_line_and_column_and_exits_2() {
+    let node = node(SolanaTxOptions::default());
+    let url = node.url();
+    let dir = std::env::temp_dir().join(format!("rpcbench-keypair-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("id.json");
+    std::fs::write(&path, "[1, 2, 3,\n  4, x]").unwrap();
+    let output = rpcbench(&["tx", &url, "--keypair", path.to_str().unwrap(), "--rate", "10", "-n", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("id.json:2:6:"), "{stderr}");
+}
+
+/// A node on 127.0.0.1:0 that answers every JSON-RPC call with `result`, echoing the id.
+fn answering(result: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let thread = std::thread::spawn(move || {
+        // A bounded number of connections: the command asks a few questions, then exits.
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { return };
+            stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&request);
+                let Some(head_end) = text.find("\r\n\r\n") else { continue };
+                let length = text[..head_end]
+                    .lines()
+                    .find_map(|line| {
+                        line.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().to_string())
+                    })
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if request.len() < head_end + 4 + length {
+                    continue;
+                }
+                let body: Value =
+                    serde_json::from_slice(&request[head_end + 4..head_end + 4 + length]).unwrap();
+                let answer =
+                    serde_json::json!({"jsonrpc": "2.0", "id": body["id"], "result": result}).to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    break;
+                }
+                request.clear();
+            }
+        }
+    });
+    (url, thread)
+}
+
+#[test]
+fn a_solana_mainnet_genesis_hash_is_refused_with_exit_2_and_the_fee_estimate() {
+    let (url, _node) = answering("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d");
+    let output = rpcbench(&["tx", &url, "--rate", "10", "-n", "1000", "--cu-price", "5000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("mainnet-beta") && stderr.contains("--mainnet"), "{stderr}");
+    // 1000 tx x (5000 + 5000 x 200000 / 1e6 = 6000 lamports) = 0.006 SOL.
+    assert!(stderr.contains("6000 lamports") && stderr.contains("0.006000 SOL"), "{stderr}");
+}

@@ -1,0 +1,223 @@
+//! Solana's `sendTransaction` as a protocol of the one engine: each request takes the next
+//! transaction of the Solana signed-ahead pipeline (`crate::tx::solana::ahead`; with a
+//! signature watch, already subscribed), base64 encoded, `skipPreflight` as asked; the answer
+//! (accepted, refused with a reason, or the wire's failure) goes into a shared
+//! [`SolanaLedger`] keyed by the request's id, which the landing figures read afterwards.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::send_raw::TxAck;
+use super::{CallSlot, Draw, Protocol};
+use crate::jsonrpc::{self, CheckMode};
+use crate::outcome::Outcome;
+use crate::transport::Outgoing;
+use crate::tx::refusal::TxRefusal;
+use crate::tx::solana::ahead::ReadyQueue;
+
+/// One Solana transaction sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SolanaSent {
+    /// Its index in send order (the signer's).
+    pub index: u64,
+    /// Its signature.
+    pub signature: [u8; 64],
+    /// Index of its payer.
+    pub payer: usize,
+    /// Its blockhash's last valid block height.
+    pub last_valid_block_height: u64,
+    /// When its request was written.
+    pub sent: Instant,
+    /// What the node said.
+    pub ack: TxAck,
+}
+
+/// Every Solana transaction a run sent, by request id.
+#[derive(Debug, Default)]
+pub struct SolanaLedger {
+    by_id: HashMap<u64, usize>,
+    sent: Vec<SolanaSent>,
+}
+
+impl SolanaLedger {
+    /// The transactions sent, in send order.
+    pub fn sent(&self) -> &[SolanaSent] {
+        &self.sent
+    }
+}
+
+/// What the workers of one Solana run share: the ready queue and the ledger.
+#[derive(Debug)]
+pub struct SolanaSends {
+    ready: Arc<ReadyQueue>,
+    ledger: Mutex<SolanaLedger>,
+    skip_preflight: bool,
+    preflight_commitment: &'static str,
+}
+
+impl SolanaSends {
+    /// Sends what `ready` gives, with `skipPreflight` as `skip_preflight` says (and the
+    /// preflight at `preflight_commitment` otherwise).
+    pub fn new(
+        ready: Arc<ReadyQueue>,
+        skip_preflight: bool,
+        preflight_commitment: &'static str,
+    ) -> Arc<Self> {
+        Arc::new(SolanaSends {
+            ready,
+            ledger: Mutex::new(SolanaLedger::default()),
+            skip_preflight,
+            preflight_commitment,
+        })
+    }
+
+    /// The ledger as it stands.
+    pub fn ledger(&self) -> MutexGuard<'_, SolanaLedger> {
+        self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The protocol: one `sendTransaction` per request.
+#[derive(Debug, Clone)]
+pub(crate) struct SendSolanaTx {
+    sends: Arc<SolanaSends>,
+    check: CheckMode,
+}
+
+impl SendSolanaTx {
+    /// Sends from `sends`, checking answers as `check` says.
+    pub(crate) fn new(sends: Arc<SolanaSends>, check: CheckMode) -> Self {
+        SendSolanaTx { sends, check }
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorAnswer<'a> {
+    #[serde(borrow)]
+    error: ErrorObject<'a>,
+}
+
+#[derive(Deserialize)]
+struct ErrorObject<'a> {
+    code: i64,
+    #[serde(borrow, default)]
+    message: std::borrow::Cow<'a, str>,
+}
+
+impl Protocol for SendSolanaTx {
+    fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
+        let id = draw.id();
+        slots.push(CallSlot { call: 0, id });
+        // The pipeline ends only when the run stops taking (or a count was reached); were it
+        // empty, an empty transaction is sent and refused, so the request still has its outcome.
+        let next = self.sends.ready.pop();
+        out.body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.body.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        out.body.extend_from_slice(b",\"method\":\"sendTransaction\",\"params\":[\"");
+        if let Some(prepared) = &next {
+            out.body.extend_from_slice(prepared.base64.as_bytes());
+        }
+        out.body.extend_from_slice(b"\",{\"encoding\":\"base64\",\"skipPreflight\":");
+        out.body.extend_from_slice(if self.sends.skip_preflight { b"true" } else { b"false" });
+        out.body.extend_from_slice(b",\"preflightCommitment\":\"");
+        out.body.extend_from_slice(self.sends.preflight_commitment.as_bytes());
+        out.body.extend_from_slice(b"\"}]}");
+        if let Some(prepared) = next {
+            let sent = SolanaSent {
+                index: prepared.index,
+                signature: prepared.signature,
+                payer: prepared.payer,
+                last_valid_block_height: prepared.last_valid_block_height,
+                sent: Instant::now(),
+                ack: TxAck::Unanswered,
+            };
+            let mut ledger = self.sends.ledger();
+            let at = ledger.sent.len();
+            ledger.by_id.insert(id, at);
+            ledger.sent.push(sent);
+        }
+    }
+
+    fn classify(
+        &self,
+        status: u16,
+        body: &[u8],
+        slots: &[CallSlot],
+        mut each: impl FnMut(usize, Outcome, &[u8]),
+    ) {
+        let Some(slot) = slots.first() else { return };
+        let outcome = jsonrpc::classify(status, body, slot.id, self.check);
+        let ack = match outcome {
+            Outcome::Ok => TxAck::Accepted(Instant::now()),
+            Outcome::RpcError(code) => {
+                let (code, message) = serde_json::from_slice::<ErrorAnswer<'_>>(body)
+                    .map(|answer| (answer.error.code, answer.error.message.into_owned()))
+                    .unwrap_or((code, String::new()));
+                TxAck::Refused(TxRefusal::classify(code, &message))
+            }
+            other => TxAck::Failed(other),
+        };
+        let mut ledger = self.sends.ledger();
+        if let Some(&index) = ledger.by_id.get(&slot.id) {
+            ledger.sent[index].ack = ack;
+        }
+        drop(ledger);
+        each(0, outcome, body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tx::solana::ahead::PreparedSolanaTx;
+    use rand::SeedableRng;
+
+    #[test]
+    fn each_solana_send_is_one_request_and_its_answer_lands_in_the_ledger_by_reason() {
+        let ready = ReadyQueue::new(4);
+        for index in 0..3 {
+            ready.push(PreparedSolanaTx {
+                index,
+                payer: 0,
+                signature: [index as u8; 64],
+                base64: format!("AQ{index}"),
+                last_valid_block_height: 150,
+            });
+        }
+        let sends = SolanaSends::new(ready, true, "processed");
+        let protocol = SendSolanaTx::new(sends.clone(), CheckMode::Full);
+        let mut draw = Draw {
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+            next_id: 7,
+            fixed_id: None,
+            turn: 0,
+            turn_stride: 1,
+            ticket: 0,
+        };
+        let answers: [&[u8]; 3] = [
+            br#"{"jsonrpc":"2.0","id":7,"result":"5Vf"}"#,
+            br#"{"jsonrpc":"2.0","id":8,"error":{"code":-32002,"message":"Transaction simulation failed: Blockhash not found"}}"#,
+            br#"{"jsonrpc":"2.0","id":9,"error":{"code":-32002,"message":"Transaction simulation failed: This transaction has already been processed"}}"#,
+        ];
+        for (n, answer) in answers.into_iter().enumerate() {
+            let (mut slots, mut out) = (Vec::new(), Outgoing::default());
+            protocol.encode(&mut draw, &mut slots, &mut out);
+            let body: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+            assert_eq!(body["method"], "sendTransaction");
+            assert_eq!(body["params"][0], format!("AQ{n}"));
+            assert_eq!(body["params"][1]["encoding"], "base64");
+            assert_eq!(body["params"][1]["skipPreflight"], true);
+            protocol.classify(200, answer, &slots, |_, _, _| {});
+        }
+        let ledger = sends.ledger();
+        let acks: Vec<TxAck> = ledger.sent().iter().map(|tx| tx.ack).collect();
+        assert!(matches!(acks[0], TxAck::Accepted(_)));
+        assert_eq!(
+            acks[1..],
+            [TxAck::Refused(TxRefusal::BlockhashNotFound), TxAck::Refused(TxRefusal::AlreadyProcessed)]
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! The Solana signed-ahead pipeline: a signer thread builds and signs transfers in send order
+//! (payers round robin, each with the newest blockhash and a memo unique to the run and the
+//! transaction) ahead of the pacer. With a signature watch, each signed transaction goes to the
+//! watch first and becomes ready only once the node confirmed its `signatureSubscribe`, so no
+//! transaction is sent before its landing can be seen; without one (polling) it is ready at
+//! once. The [`ReadyQueue`] is bounded: memory stays flat and the signer waits when far ahead.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use base64::Engine as _;
+
+use super::blockhash::BlockhashReader;
+use super::keys::SolanaKeypair;
+use super::wire::{transfer, TransferSpec};
+
+/// One transaction ready to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedSolanaTx {
+    /// Its place in send order (from 0).
+    pub index: u64,
+    /// Index of its payer in the run's keypairs.
+    pub payer: usize,
+    /// Its signature.
+    pub signature: [u8; 64],
+    /// The wire bytes in base64, ready for `sendTransaction`'s params.
+    pub base64: String,
+    /// Valid until this block height (its blockhash's).
+    pub last_valid_block_height: u64,
+}
+
+/// What the signer makes: transfers of `lamports` to `to` (`None`: each payer to itself),
+/// optionally at a compute unit price, with memos `"<memo_prefix> <index>"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferPlan {
+    /// The recipient, or each payer itself.
+    pub to: Option<[u8; 32]>,
+    /// Lamports per transfer.
+    pub lamports: u64,
+    /// SetComputeUnitPrice in micro-lamports.
+    pub cu_price: Option<u64>,
+    /// What every memo starts with (unique to the run).
+    pub memo_prefix: String,
+}
+
+#[derive(Debug, Default)]
+struct Items {
+    queue: VecDeque<PreparedSolanaTx>,
+    /// No more will come.
+    closed: bool,
+}
+
+/// A bounded queue of ready transactions between threads.
+#[derive(Debug)]
+pub struct ReadyQueue {
+    items: Mutex<Items>,
+    not_empty: Condvar,
+    not_full: Condvar,
+    capacity: usize,
+}
+
+impl ReadyQueue {
+    /// A queue holding at most `capacity`.
+    pub fn new(capacity: usize) -> Arc<Self> {
+        Arc::new(ReadyQueue {
+            items: Mutex::new(Items::default()),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            capacity: capacity.max(1),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Items> {
+        self.items.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Adds one, waiting while full; `false` once the queue is closed.
+    pub fn push_waiting(&self, tx: PreparedSolanaTx) -> bool {
+        let mut items = self.lock();
+        while items.queue.len() >= self.capacity && !items.closed {
+            items = self.not_full.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        if items.closed {
+            return false;
+        }
+        items.queue.push_back(tx);
+        self.not_empty.notify_one();
+        true
+    }
+
+    /// Adds one whatever the length (the caller keeps it bounded with [`ReadyQueue::room`]).
+    pub fn push(&self, tx: PreparedSolanaTx) {
+        let mut items = self.lock();
+        items.queue.push_back(tx);
+        self.not_empty.notify_one();
+    }
+
+    /// How many more fit.
+    pub fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.lock().queue.len())
+    }
+
+    /// The next one, waiting while empty; `None` once closed and empty.
+    pub fn pop(&self) -> Option<PreparedSolanaTx> {
+        let mut items = self.lock();
+        loop {
+            if let Some(tx) = items.queue.pop_front() {
+                self.not_full.notify_one();
+                return Some(tx);
+            }
+            if items.closed {
+                return None;
+            }
+            items = self.not_empty.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// No more will be added (waiters wake).
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+
+    /// Whether [`ReadyQueue::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+/// Where the signer puts what it signed.
+#[derive(Debug)]
+pub enum SignedTo {
+    /// Straight into the ready queue (polling: nothing to subscribe first).
+    Ready(Arc<ReadyQueue>),
+    /// To the signature watch, which makes each ready once subscribed.
+    Watch(tokio::sync::mpsc::Sender<PreparedSolanaTx>),
+}
+
+/// The signer thread.
+#[derive(Debug)]
+pub struct SolanaSigner {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SolanaSigner {
+    /// Signs `count` transfers of `plan` paid by `payers` in turn, with the newest blockhash of
+    /// `blockhash`, into `out`.
+    pub fn start(
+        payers: Vec<SolanaKeypair>,
+        plan: TransferPlan,
+        blockhash: BlockhashReader,
+        count: u64,
+        out: SignedTo,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("rpcbench-signer".into())
+            .spawn(move || {
+                let mut memo = Vec::with_capacity(plan.memo_prefix.len() + 21);
+                for index in 0..count {
+                    if stopping.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let payer = (index % payers.len().max(1) as u64) as usize;
+                    let Some(keypair) = payers.get(payer) else { break };
+                    let recent = blockhash.latest();
+                    memo.clear();
+                    memo.extend_from_slice(plan.memo_prefix.as_bytes());
+                    memo.push(b' ');
+                    memo.extend_from_slice(itoa::Buffer::new().format(index).as_bytes());
+                    let spec = TransferSpec {
+                        to: plan.to.unwrap_or_else(|| keypair.pubkey()),
+                        lamports: plan.lamports,
+                        memo: memo.clone(),
+                        cu_price: plan.cu_price,
+                        blockhash: recent.blockhash,
+                    };
+                    let signed = transfer(keypair, &spec);
+                    let prepared = PreparedSolanaTx {
+                        index,
+                        payer,
+                        signature: signed.signature,
+                        base64: base64::engine::general_purpose::STANDARD.encode(&signed.wire),
+                        last_valid_block_height: recent.last_valid_block_height,
+                    };
+                    let delivered = match &out {
+                        SignedTo::Ready(queue) => queue.push_waiting(prepared),
+                        SignedTo::Watch(watch) => watch.blocking_send(prepared).is_ok(),
+                    };
+                    if !delivered {
+                        break;
+                    }
+                }
+                if let SignedTo::Ready(queue) = &out {
+                    queue.close();
+                }
+            })
+            .ok();
+        SolanaSigner { stop, thread }
+    }
+
+    /// Stops signing (after the transaction in hand).
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ready_queue_is_bounded_and_ends_when_closed() {
+        let queue = ReadyQueue::new(2);
+        let tx = |index| PreparedSolanaTx {
+            index,
+            payer: 0,
+            signature: [0; 64],
+            base64: String::new(),
+            last_valid_block_height: 0,
+        };
+        assert!(queue.push_waiting(tx(0)));
+        queue.push(tx(1));
+        assert_eq!(queue.room(), 0);
+        assert_eq!(queue.pop().map(|t| t.index), Some(0));
+        assert_eq!(queue.room(), 1);
+        queue.close();
+        assert!(!queue.push_waiting(tx(2)));
+        assert_eq!(queue.pop().map(|t| t.index), Some(1));
+        assert_eq!(queue.pop(), None);
+    }
+}

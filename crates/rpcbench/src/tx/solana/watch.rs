@@ -1,0 +1,428 @@
+//! How a Solana run sees its transactions land, at the commitment asked for:
+//! - [`SignatureWatch`]: one WebSocket over the feed seam, a `signatureSubscribe` per
+//!   transaction sent (position = the transaction's index) BEFORE it is handed to the pacer;
+//!   the notification's arrival (the kernel's receive stamp where the feed has one) is the
+//!   landing time, its `err` says whether it failed;
+//! - [`SignaturePoll`]: without WebSocket, `getSignatureStatuses` in batches at a stated
+//!   interval; the landing time is the answer's arrival, so it is known to that resolution.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::ahead::{PreparedSolanaTx, ReadyQueue};
+use crate::client::Endpoint;
+use crate::engine::config::HttpVersion;
+use crate::engine::select::{FeedWire, UseFeed, WireSettings};
+use crate::settings::{Target, TlsOptions};
+use crate::transport::feed::{Feed, FeedEvent, FeedOpener, JsonRpcSubscribe, SubscribeCall};
+
+/// Signatures per `getSignatureStatuses` call (the node's limit).
+pub const STATUS_BATCH: usize = 256;
+
+/// The commitment a transaction must reach to count as landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Commitment {
+    /// In a block the node processed.
+    Processed,
+    /// Voted on by a supermajority.
+    Confirmed,
+    /// Rooted.
+    Finalized,
+}
+
+impl Commitment {
+    /// The name the RPC API uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Commitment::Processed => "processed",
+            Commitment::Confirmed => "confirmed",
+            Commitment::Finalized => "finalized",
+        }
+    }
+
+    /// Reads a `confirmationStatus`.
+    pub fn parse(text: &str) -> Option<Commitment> {
+        match text {
+            "processed" => Some(Commitment::Processed),
+            "confirmed" => Some(Commitment::Confirmed),
+            "finalized" => Some(Commitment::Finalized),
+            _ => None,
+        }
+    }
+}
+
+/// One transaction seen landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Landing {
+    /// The transaction's index in send order.
+    pub index: u64,
+    /// The slot it landed in.
+    pub slot: u64,
+    /// When it was seen.
+    pub arrived: Instant,
+    /// It landed with an error (fee paid, instructions failed).
+    pub failed: bool,
+}
+
+/// Why the signature watch could not start.
+#[derive(Debug)]
+pub enum SignatureWatchError {
+    /// The URL is not a WebSocket URL this build can open.
+    Url(String),
+    /// The connection could not be opened.
+    Connect(String),
+    /// The watch's thread could not start.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for SignatureWatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureWatchError::Url(reason) => write!(f, "cannot watch signatures: {reason}"),
+            SignatureWatchError::Connect(reason) => write!(f, "cannot connect to watch signatures: {reason}"),
+            SignatureWatchError::Thread(err) => write!(f, "cannot start the signature watch: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for SignatureWatchError {}
+
+/// Counts of a watch, for the report.
+#[derive(Debug, Default)]
+pub struct WatchCounts {
+    /// Subscriptions the node confirmed.
+    pub subscribed: AtomicU64,
+    /// Subscriptions the node refused (their transactions are sent unwatched).
+    pub refused: AtomicU64,
+    /// Transactions sent unwatched because the connection had ended.
+    pub unwatched: AtomicU64,
+}
+
+/// A running signature watch.
+#[derive(Debug)]
+pub struct SignatureWatch {
+    landings: Receiver<Landing>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    counts: Arc<WatchCounts>,
+}
+
+impl SignatureWatch {
+    /// Opens `ws_url` and returns once connected; then subscribes each transaction coming
+    /// from `input` at `commitment` and puts it into `ready` once the node confirmed, keeping
+    /// `ready` and the subscriptions awaiting an answer within its capacity.
+    pub fn start(
+        ws_url: &str,
+        commitment: Commitment,
+        connect_timeout: Duration,
+        input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
+        ready: Arc<ReadyQueue>,
+    ) -> Result<SignatureWatch, SignatureWatchError> {
+        let target = Target::parse(ws_url).map_err(|err| SignatureWatchError::Url(err.to_string()))?;
+        let (landings_in, landings) = channel();
+        let (ready_in, started) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let counts = Arc::new(WatchCounts::default());
+        let watch = Watch {
+            commitment,
+            input,
+            ready,
+            landings: landings_in,
+            started: ready_in,
+            stop: stop.clone(),
+            counts: counts.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("rpcbench-signatures".into())
+            .spawn(move || {
+                let tls = TlsOptions::default();
+                let settings = WireSettings {
+                    target: &target,
+                    headers: &[],
+                    tls: &tls,
+                    connect_timeout,
+                    http: HttpVersion::Http1,
+                    keepalive: true,
+                    streams: 1,
+                    in_flight: 1,
+                    max_body: 1 << 20,
+                };
+                match FeedWire::select(&settings, None) {
+                    Ok(wire) => wire.with(watch),
+                    Err(err) => {
+                        let _ = watch.started.send(Err(SignatureWatchError::Url(err.to_string())));
+                    }
+                }
+            })
+            .map_err(SignatureWatchError::Thread)?;
+        match started.recv() {
+            Ok(Ok(())) => Ok(SignatureWatch { landings, stop, thread: Some(thread), counts }),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(SignatureWatchError::Connect("the watch ended before connecting".into())),
+        }
+    }
+
+    /// The landings seen since the last call.
+    pub fn drain(&self) -> Vec<Landing> {
+        self.landings.try_iter().collect()
+    }
+
+    /// The watch's counts.
+    pub fn counts(&self) -> &WatchCounts {
+        &self.counts
+    }
+
+    /// Stops watching and returns the landings not yet drained.
+    pub fn stop(mut self) -> Vec<Landing> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.drain()
+    }
+}
+
+struct Watch {
+    commitment: Commitment,
+    input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
+    ready: Arc<ReadyQueue>,
+    landings: Sender<Landing>,
+    started: Sender<Result<(), SignatureWatchError>>,
+    stop: Arc<AtomicBool>,
+    counts: Arc<WatchCounts>,
+}
+
+/// A `signatureNotification`'s result: its slot and whether `err` is set.
+fn notification(payload: &[u8]) -> Option<(u64, bool)> {
+    let value: Value = serde_json::from_slice(payload).ok()?;
+    let slot = value["context"]["slot"].as_u64()?;
+    let result = value.get("value")?;
+    // A "receivedSignature" notification (not asked for) is not a landing.
+    if result.is_string() {
+        return None;
+    }
+    Some((slot, !result.get("err").is_none_or(Value::is_null)))
+}
+
+impl UseFeed for Watch {
+    type Output = ();
+
+    fn use_feed<O: FeedOpener + Clone + 'static>(mut self, opener: &O) {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let _ = self.started.send(Err(SignatureWatchError::Connect("no runtime".into())));
+            return;
+        };
+        runtime.block_on(async {
+            let mut feed = match opener.open().await {
+                Ok(feed) => feed,
+                Err(err) => {
+                    let _ = self.started.send(Err(SignatureWatchError::Connect(err.to_string())));
+                    return;
+                }
+            };
+            let _ = self.started.send(Ok(()));
+            let mut awaiting: HashMap<usize, PreparedSolanaTx> = HashMap::new();
+            let mut input_open = true;
+            let mut feed_open = true;
+            while !self.stop.load(Ordering::Relaxed) {
+                // Sending is over (the run closed the queue): the signer must not wait on us.
+                if input_open && self.ready.is_closed() {
+                    self.input.close();
+                    input_open = false;
+                }
+                if !input_open && awaiting.is_empty() && !self.ready.is_closed() {
+                    self.ready.close();
+                }
+                let room = input_open && self.ready.room() > awaiting.len();
+                tokio::select! {
+                    prepared = self.input.recv(), if room => match prepared {
+                        Some(prepared) if feed_open => {
+                            let position = prepared.index as usize;
+                            let signature = bs58::encode(prepared.signature).into_string();
+                            let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
+                                method: "signatureSubscribe",
+                                params: json!([signature, {"commitment": self.commitment.name()}]),
+                                unsubscribe: "signatureUnsubscribe",
+                            });
+                            awaiting.insert(position, prepared);
+                            if feed.subscribe(position, &call).await.is_err() {
+                                feed_open = false;
+                                self.release_all(&mut awaiting);
+                            }
+                        }
+                        Some(prepared) => {
+                            self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+                            self.ready.push(prepared);
+                        }
+                        None => input_open = false,
+                    },
+                    event = feed.next(), if feed_open => match event {
+                        FeedEvent::Confirmed { position, .. } => {
+                            if let Some(prepared) = awaiting.remove(&position) {
+                                self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
+                                self.ready.push(prepared);
+                            }
+                        }
+                        FeedEvent::Refused { position, .. } => {
+                            if let Some(prepared) = awaiting.remove(&position) {
+                                self.counts.refused.fetch_add(1, Ordering::Relaxed);
+                                self.ready.push(prepared);
+                            }
+                        }
+                        FeedEvent::Item(delivery) => {
+                            if let Some((slot, failed)) = notification(delivery.payload()) {
+                                let landing = Landing {
+                                    index: delivery.position as u64,
+                                    slot,
+                                    arrived: delivery.arrived,
+                                    failed,
+                                };
+                                let _ = self.landings.send(landing);
+                            }
+                        }
+                        FeedEvent::Ended(_) => {
+                            feed_open = false;
+                            self.release_all(&mut awaiting);
+                        }
+                        FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
+                    },
+                    _ = tokio::time::sleep(Duration::from_millis(if room { 20 } else { 1 })) => {}
+                }
+            }
+            self.ready.close();
+            if feed_open {
+                feed.close().await;
+            }
+        });
+    }
+}
+
+impl Watch {
+    /// The connection ended: what waits for a subscription is sent unwatched.
+    fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx>) {
+        let mut left: Vec<PreparedSolanaTx> = awaiting.drain().map(|(_, tx)| tx).collect();
+        left.sort_by_key(|tx| tx.index);
+        self.counts.unwatched.fetch_add(left.len() as u64, Ordering::Relaxed);
+        for tx in left {
+            self.ready.push(tx);
+        }
+    }
+}
+
+/// Signatures sent since the last call: (index, signature).
+pub type SentSince = Box<dyn FnMut() -> Vec<(u64, [u8; 64])> + Send>;
+
+/// A running `getSignatureStatuses` poll.
+#[derive(Debug)]
+pub struct SignaturePoll {
+    landings: Receiver<Landing>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    failures: Arc<AtomicU64>,
+}
+
+impl SignaturePoll {
+    /// Every `every`, asks `node` about each signature `sent` gave and that has not landed at
+    /// `commitment` yet, [`STATUS_BATCH`] at a time.
+    pub fn start(
+        node: Endpoint,
+        commitment: Commitment,
+        every: Duration,
+        mut sent: SentSince,
+    ) -> Result<SignaturePoll, SignatureWatchError> {
+        let (landings_in, landings) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let failures = Arc::new(AtomicU64::new(0));
+        let (stopping, failing) = (stop.clone(), failures.clone());
+        let thread = std::thread::Builder::new()
+            .name("rpcbench-status-poll".into())
+            .spawn(move || {
+                let mut open: Vec<(u64, [u8; 64])> = Vec::new();
+                while !stopping.load(Ordering::Relaxed) {
+                    let round = Instant::now();
+                    open.extend(sent());
+                    let mut landed = Vec::new();
+                    for chunk in open.chunks(STATUS_BATCH) {
+                        let names: Vec<String> = chunk
+                            .iter()
+                            .map(|(_, signature)| bs58::encode(signature).into_string())
+                            .collect();
+                        let answer = node.call("getSignatureStatuses", Some(&json!([names])));
+                        let arrived = Instant::now();
+                        let Ok(answer) = answer else {
+                            failing.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        };
+                        let Some(statuses) = answer["value"].as_array() else {
+                            failing.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        };
+                        for ((index, _), status) in chunk.iter().zip(statuses) {
+                            let reached = status["confirmationStatus"].as_str().and_then(Commitment::parse);
+                            let Some(slot) = status["slot"].as_u64() else { continue };
+                            if reached.is_some_and(|reached| reached >= commitment) {
+                                let failed = !status.get("err").is_none_or(Value::is_null);
+                                landed.push(*index);
+                                let _ = landings_in.send(Landing { index: *index, slot, arrived, failed });
+                            }
+                        }
+                    }
+                    if !landed.is_empty() {
+                        let landed: std::collections::HashSet<u64> = landed.into_iter().collect();
+                        open.retain(|(index, _)| !landed.contains(index));
+                    }
+                    let next = round + every;
+                    while Instant::now() < next && !stopping.load(Ordering::Relaxed) {
+                        std::thread::sleep((next - Instant::now()).min(Duration::from_millis(10)));
+                    }
+                }
+            })
+            .map_err(SignatureWatchError::Thread)?;
+        Ok(SignaturePoll { landings, stop, thread: Some(thread), failures })
+    }
+
+    /// The landings seen since the last call.
+    pub fn drain(&self) -> Vec<Landing> {
+        self.landings.try_iter().collect()
+    }
+
+    /// Calls that failed.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Stops polling and returns the landings not yet drained.
+    pub fn stop(mut self) -> Vec<Landing> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.drain()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signature_notification_says_its_slot_and_whether_it_failed() {
+        assert_eq!(notification(br#"{"context":{"slot":5},"value":{"err":null}}"#), Some((5, false)));
+        assert_eq!(
+            notification(br#"{"context":{"slot":6},"value":{"err":{"InstructionError":[0,"Custom"]}}}"#),
+            Some((6, true))
+        );
+        assert_eq!(notification(br#"{"context":{"slot":6},"value":"receivedSignature"}"#), None);
+        assert_eq!(notification(b"garbage"), None);
+        assert!(
+            Commitment::Finalized > Commitment::Confirmed && Commitment::Confirmed > Commitment::Processed
+        );
+    }
+}
