@@ -20,6 +20,7 @@ use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
+use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
 use serde_json::{json, Value};
@@ -280,8 +281,16 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     let senders = keys.len();
     let signer_count = length.requests.unwrap_or(u64::MAX);
-    let sends =
-        TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, signer_count, SIGN_AHEAD));
+    let addresses = keys.iter().map(|key| key.address().to_string()).collect();
+    let pending = Box::new(NodeNonces { node: node.clone(), addresses });
+    let sends = TxSends::new(SignedAhead::start_with_resync(
+        keys,
+        NonceBook::new(starting),
+        template,
+        signer_count,
+        SIGN_AHEAD,
+        pending,
+    ));
     let template = match RequestTemplate::from_method("eth_sendRawTransaction", None) {
         Ok(template) => template,
         Err(err) => return output::failure(err),
@@ -407,6 +416,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             count as f64 / window.as_secs_f64()
         }
     };
+    let resyncs = sends.resync_tally();
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
     let ms = |hist: &Histogram<u64>, q: f64| {
@@ -452,6 +462,12 @@ pub fn run(args: TxArgs) -> ExitCode {
         "sent_per_second": per_second(tally.sent, record.elapsed),
         "included_per_second": per_second(tally.included, included_window),
         "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
+        "nonce_resyncs": {
+            "refusals_handed_back": resyncs.requested,
+            "resynced": resyncs.resynced,
+            "lookup_failures": resyncs.lookup_failures,
+            "stale_dropped_unsent": resyncs.stale_dropped,
+        },
         "heads_seen": heads.len(),
         "block_fetch_failures": fetch_failures,
     });
@@ -464,6 +480,28 @@ pub fn run(args: TxArgs) -> ExitCode {
         return output::failure("included + dropped + rejected + pending does not equal sent");
     }
     code
+}
+
+/// The node's pending nonces, asked by the signer when a nonce refusal comes back.
+struct NodeNonces {
+    node: Endpoint,
+    addresses: Vec<String>,
+}
+
+impl NonceSource for NodeNonces {
+    fn pending_nonce(&mut self, sender: usize) -> Result<u64, NonceLookupError> {
+        let address = self
+            .addresses
+            .get(sender)
+            .ok_or_else(|| NonceLookupError { reason: format!("no sender {sender}") })?;
+        let answer = self
+            .node
+            .call("eth_getTransactionCount", Some(&json!([address, "pending"])))
+            .map_err(|err| NonceLookupError { reason: self.node.scrub(&err.to_string()).into_owned() })?;
+        quantity(&answer)
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| NonceLookupError { reason: format!("not a hex quantity: {answer}") })
+    }
 }
 
 /// The fees to sign with: the overrides, else the node's suggestions.
@@ -561,6 +599,16 @@ fn render_text(report: &Value) -> String {
         blocks["p99"].as_u64().map_or("-".into(), |v| v.to_string()),
         blocks["max"].as_u64().map_or("-".into(), |v| v.to_string())
     ));
+    let resync = &report["nonce_resyncs"];
+    if resync["refusals_handed_back"].as_u64().unwrap_or(0) > 0 {
+        text.push_str(&format!(
+            "nonce resyncs          {} from {} refusals ({} lookups failed, {} signed ahead dropped unsent)\n",
+            resync["resynced"].as_u64().unwrap_or(0),
+            resync["refusals_handed_back"].as_u64().unwrap_or(0),
+            resync["lookup_failures"].as_u64().unwrap_or(0),
+            resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
+        ));
+    }
     if report["interrupted"].as_bool() == Some(true) {
         text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
     }

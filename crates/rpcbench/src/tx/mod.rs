@@ -10,5 +10,6 @@ pub mod inclusion;
 pub mod keys;
 pub mod nonce;
 pub mod refusal;
+pub mod resync;
 pub mod sign;
 pub mod watch;
