@@ -37,8 +37,8 @@ const MAINNETS: [(u64, &str); 6] = [
     (42161, "Arbitrum One"),
     (56, "BNB Smart Chain"),
 ];
-/// Gas of a plain value transfer.
-const TRANSFER_GAS: u64 = 21_000;
+/// Where each transfer goes.
+const TRANSFER_TO: &str = "0x000000000000000000000000000000000000dEaD";
 /// Wei each transfer sends.
 const TRANSFER_VALUE: u128 = 1;
 /// Transactions signed ahead of the pacer.
@@ -105,12 +105,26 @@ pub struct TxArgs {
     /// Legacy transactions at this gas price (wei, or e.g. 20gwei).
     #[arg(long, value_parser = wei, conflicts_with_all = ["max_fee", "priority_fee"])]
     pub gas_price: Option<u128>,
-    /// EIP-1559 max fee per gas [default: twice eth_gasPrice plus the priority fee].
+    /// EIP-1559 max fee per gas [default: twice the next base fee (eth_feeHistory) plus the
+    /// priority fee].
     #[arg(long, value_parser = wei)]
     pub max_fee: Option<u128>,
-    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas].
+    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas, else eth_feeHistory's
+    /// median reward].
     #[arg(long, value_parser = wei)]
     pub priority_fee: Option<u128>,
+    /// Gas limit of every transaction [default: one eth_estimateGas for the kind sent].
+    #[arg(long, value_name = "GAS")]
+    pub gas_limit: Option<u64>,
+    /// Call this contract instead of sending value transfers (with --data).
+    #[arg(long, value_name = "ADDR", conflicts_with = "deploy")]
+    pub to: Option<String>,
+    /// Call data (hex) of the --to contract call.
+    #[arg(long, value_name = "HEX", requires = "to")]
+    pub data: Option<String>,
+    /// Deploy this contract creation code (hex) in every transaction instead.
+    #[arg(long, value_name = "HEX")]
+    pub deploy: Option<String>,
     /// Send even when the chain id is a public mainnet's (spends real money).
     #[arg(long)]
     pub mainnet: bool,
@@ -157,6 +171,46 @@ fn gwei(wei: u128) -> String {
     format!("{:.3} gwei", wei as f64 / 1e9)
 }
 
+/// What each transaction does: a value transfer, a contract call or a deploy.
+struct TxKind {
+    name: &'static str,
+    to: Option<Address>,
+    value: u128,
+    data: Vec<u8>,
+}
+
+fn hex_flag(flag: &str, text: &str) -> Result<Vec<u8>, String> {
+    let digits = text.trim().strip_prefix("0x").unwrap_or(text.trim());
+    if digits.len() % 2 != 0 {
+        return Err(format!("{flag}: an odd number of hex digits"));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(digits.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| format!("{flag}: not hex (digits 0-9 a-f, optionally after 0x)"))
+}
+
+fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
+    if let Some(code) = &args.deploy {
+        let data = hex_flag("--deploy", code)?;
+        if data.is_empty() {
+            return Err("--deploy: the creation code is empty".into());
+        }
+        return Ok(TxKind { name: "deploy", to: None, value: 0, data });
+    }
+    if let Some(to) = &args.to {
+        let address =
+            Address::parse(to).ok_or_else(|| format!("--to: '{to}' is not a 20-byte hex address"))?;
+        let data = match &args.data {
+            Some(data) => hex_flag("--data", data)?,
+            None => Vec::new(),
+        };
+        return Ok(TxKind { name: "call", to: Some(address), value: 0, data });
+    }
+    Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
+}
+
 fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
     if args.senders == 0 {
         return Err("--senders: must be at least 1".into());
@@ -194,6 +248,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(keys) => keys,
         Err(message) => return output::usage_error(message),
     };
+    let kind = match tx_kind(&args) {
+        Ok(kind) => kind,
+        Err(message) => return output::usage_error(message),
+    };
     let ask = |method: &str, params: Value| {
         node.call(method, Some(&params)).map_err(|err| format!("{method}: {}", node.scrub(&err.to_string())))
     };
@@ -211,9 +269,31 @@ pub fn run(args: TxArgs) -> ExitCode {
         (None, Ok(answered)) => answered as u64,
         (None, Err(message)) => return output::failure(message),
     };
-    let fees = match fees(&args, &ask_quantity) {
+    let (fees, fee_source) = match fees(&args, &ask, &ask_quantity) {
         Ok(fees) => fees,
         Err(message) => return output::failure(message),
+    };
+    // One eth_estimateGas for the kind sent, from the first sender.
+    let gas_limit = match args.gas_limit {
+        Some(0) => return output::usage_error("--gas-limit: must be more than 0"),
+        Some(gas) => gas,
+        None => {
+            let mut call =
+                json!({"from": keys[0].address().to_string(), "value": format!("0x{:x}", kind.value)});
+            if let Some(to) = kind.to {
+                call["to"] = json!(to.to_string());
+            }
+            if !kind.data.is_empty() {
+                call["data"] =
+                    json!(format!("0x{}", kind.data.iter().map(|b| format!("{b:02x}")).collect::<String>()));
+            }
+            match ask_quantity("eth_estimateGas", json!([call])) {
+                Ok(gas) => gas.min(u128::from(u64::MAX)) as u64,
+                Err(message) => {
+                    return output::failure(format!("{message} (pass --gas-limit to skip the estimate)"))
+                }
+            }
+        }
     };
     let length = match (args.duration, args.requests) {
         (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
@@ -226,22 +306,22 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
         if !args.mainnet {
-            let cost = u128::from(TRANSFER_GAS) * fees.max_price() * u128::from(planned);
+            let cost = u128::from(gas_limit) * fees.max_price() * u128::from(planned);
             return output::usage_error(format!(
-                "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {TRANSFER_GAS} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
+                "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {gas_limit} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
                 gwei(fees.max_price()),
                 cost as f64 / 1e18
             ));
         }
     }
     let mut starting = Vec::with_capacity(keys.len());
-    let per_tx = u128::from(TRANSFER_GAS) * fees.max_price() + TRANSFER_VALUE;
+    let per_tx = u128::from(gas_limit) * fees.max_price() + kind.value;
     for (index, key) in keys.iter().enumerate() {
         let address = key.address().to_string();
         match ask_quantity("eth_getBalance", json!([address, "latest"])) {
             Ok(balance) if balance < per_tx => {
                 return output::usage_error(format!(
-                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transfer costs at most ({per_tx} wei); fund it first"
+                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transaction costs at most ({per_tx} wei); fund it first"
                 ))
             }
             Ok(_) => {}
@@ -274,10 +354,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         chain_id,
         nonce: 0,
         fees,
-        gas_limit: TRANSFER_GAS,
-        to: Address::parse("0x000000000000000000000000000000000000dEaD"),
-        value: TRANSFER_VALUE,
-        data: Vec::new(),
+        gas_limit,
+        to: kind.to,
+        value: kind.value,
+        data: kind.data.clone(),
     };
     let senders = keys.len();
     let signer_count = length.requests.unwrap_or(u64::MAX);
@@ -437,10 +517,13 @@ pub fn run(args: TxArgs) -> ExitCode {
         "target": node.redacted(),
         "chain_id": chain_id,
         "senders": senders,
+        "kind": kind.name,
+        "gas_limit": gas_limit,
         "fees": match fees {
-            Fees::Legacy { gas_price } => json!({"type": "legacy", "gas_price_wei": gas_price.to_string()}),
+            Fees::Legacy { gas_price } => json!({"type": "legacy", "source": fee_source, "gas_price_wei": gas_price.to_string()}),
             Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => json!({
                 "type": "eip1559",
+                "source": fee_source,
                 "max_fee_per_gas_wei": max_fee_per_gas.to_string(),
                 "max_priority_fee_per_gas_wei": max_priority_fee_per_gas.to_string(),
             }),
@@ -504,23 +587,53 @@ impl NonceSource for NodeNonces {
     }
 }
 
-/// The fees to sign with: the overrides, else the node's suggestions.
-fn fees(args: &TxArgs, ask: &dyn Fn(&str, Value) -> Result<u128, String>) -> Result<Fees, String> {
+/// The fees to sign with and where they came from: the overrides, else the node's suggestions
+/// (priority fee from eth_maxPriorityFeePerGas, else the median reward of eth_feeHistory;
+/// max fee twice the next block's base fee from eth_feeHistory plus the priority fee, else
+/// twice eth_gasPrice plus it when the node has no fee history).
+fn fees(
+    args: &TxArgs,
+    ask: &dyn Fn(&str, Value) -> Result<Value, String>,
+    ask_quantity: &dyn Fn(&str, Value) -> Result<u128, String>,
+) -> Result<(Fees, String), String> {
     if let Some(gas_price) = args.gas_price {
-        return Ok(Fees::Legacy { gas_price });
+        return Ok((Fees::Legacy { gas_price }, "--gas-price".into()));
     }
-    let priority = match args.priority_fee {
-        Some(fee) => fee,
-        None => ask("eth_maxPriorityFeePerGas", json!([]))?,
+    let history = if args.max_fee.is_some() && args.priority_fee.is_some() {
+        None
+    } else {
+        ask("eth_feeHistory", json!(["0x4", "latest", [50]])).ok()
     };
-    let max_fee = match args.max_fee {
-        Some(fee) => fee,
-        None => ask("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+    let next_base = history.as_ref().and_then(|h| h["baseFeePerGas"].as_array()?.last().and_then(quantity));
+    let median_reward = history.as_ref().and_then(|h| {
+        let rewards: Vec<u128> = h["reward"].as_array()?.iter().filter_map(|r| quantity(r.get(0)?)).collect();
+        let mut sorted = rewards;
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied()
+    });
+    let (priority, priority_from) = match args.priority_fee {
+        Some(fee) => (fee, "--priority-fee"),
+        None => match (ask_quantity("eth_maxPriorityFeePerGas", json!([])), median_reward) {
+            (Ok(fee), _) => (fee, "eth_maxPriorityFeePerGas"),
+            (Err(_), Some(reward)) => (reward, "eth_feeHistory reward p50"),
+            (Err(message), None) => return Err(message),
+        },
     };
+    let (max_fee, max_from) = match (args.max_fee, next_base) {
+        (Some(fee), _) => (fee, "--max-fee"),
+        (None, Some(base)) => {
+            (base.saturating_mul(2).saturating_add(priority), "2 x eth_feeHistory next base fee + priority")
+        }
+        (None, None) => (
+            ask_quantity("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+            "2 x eth_gasPrice + priority",
+        ),
+    };
+    let source = format!("max fee: {max_from}; priority: {priority_from}");
     if max_fee < priority {
         return Err(format!("--max-fee {} is below the priority fee {}", gwei(max_fee), gwei(priority)));
     }
-    Ok(Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority })
+    Ok((Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority }, source))
 }
 
 /// A block's transaction hashes, `None` when the node does not give them.
@@ -546,10 +659,16 @@ fn render_text(report: &Value) -> String {
     let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
     let mut text = String::new();
     text.push_str(&format!(
-        "rpcbench tx {}  chain {}  {} senders\n\n",
+        "rpcbench tx {}  chain {}  {} senders\n",
         report["target"].as_str().unwrap_or(""),
         n("chain_id"),
         n("senders")
+    ));
+    text.push_str(&format!(
+        "{}  gas limit {}  fees {}\n\n",
+        report["kind"].as_str().unwrap_or(""),
+        n("gas_limit"),
+        report["fees"]["source"].as_str().unwrap_or("")
     ));
     text.push_str(&format!(
         "sent        {:>8}   {:.1}/s\n",

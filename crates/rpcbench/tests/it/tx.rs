@@ -239,3 +239,44 @@ fn a_sender_whose_nonce_another_client_advanced_is_resynced_from_the_node_and_ke
     let count = call("eth_getTransactionCount", json!([addresses[0], "latest"]));
     assert_eq!(count, json!(format!("0x{:x}", last.nonce + 1)), "and every nonce before it");
 }
+
+#[test]
+fn a_deploy_is_included_charged_gas_and_its_receipt_names_the_contract_address() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(50);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let server = MockServer::start(options).expect("the mock node starts");
+    let url = server.url();
+    let call = |method: &str, params: Value| {
+        client::call(&url, method, Some(&params), Duration::from_secs(5)).unwrap()
+    };
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+    let deploy = UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees: Fees::Legacy { gas_price: 30_000_000_000 },
+        gas_limit: 60_000,
+        to: None,
+        value: 0,
+        data: vec![0x60, 0x80, 0x60, 0x00],
+    };
+    let signed = rpcbench::tx::sign::sign(&deploy, &keys[0]);
+    let hash = call("eth_sendRawTransaction", json!([format!("0x{}", hex(&signed.raw))]));
+    let receipt = (0..200)
+        .map(|_| {
+            let receipt = call("eth_getTransactionReceipt", json!([hash]));
+            if receipt.is_null() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            receipt
+        })
+        .find(|receipt| !receipt.is_null())
+        .expect("the deploy is included");
+    let expected = rpcbench::tx::sign::contract_address(keys[0].address(), 0);
+    assert_eq!(receipt["contractAddress"], json!(expected.to_string()));
+    assert_eq!(receipt["to"], Value::Null);
+    let gas_used =
+        u64::from_str_radix(receipt["gasUsed"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(gas_used, 21_000 + 32_000 + 3 * 16 + 4, "a deploy is charged creation and its code");
+}
