@@ -285,3 +285,47 @@ fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
         assert!(String::from_utf8_lossy(&output.stderr).contains(named), "{named}");
     }
 }
+
+#[test]
+fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_refuses() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    // The watch is pointed at the node's HTTP URL: no WebSocket there.
+    let base = [
+        "tx",
+        &url,
+        "--ws",
+        &url,
+        "--dev",
+        "--senders",
+        "2",
+        "--rate",
+        "100",
+        "-n",
+        "40",
+        "--inclusion-timeout",
+        "20s",
+    ];
+    let refused = rpcbench(&[&base[..], &["--require-ws"]].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--ws"));
+
+    let output = rpcbench(&[&base[..], &["-f", "json"]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("polling eth_blockNumber every 100 ms"), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["heads_from"], "poll");
+    assert_eq!(report["inclusion_resolution_ms"], 100);
+    assert_eq!(report["included"].as_u64(), Some(40), "{report}");
+
+    let text = rpcbench(&[&base[..], &["--poll", "50ms"]].concat());
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = text.lines().find(|line| line.starts_with("send -> included")).unwrap();
+    assert!(line.ends_with("(polled: resolution 50 ms)"), "{text}");
+}

@@ -20,6 +20,7 @@ use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
+use rpcbench::tx::poll::{HeadPoll, HeadSource};
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
@@ -43,6 +44,8 @@ const TRANSFER_TO: &str = "0x000000000000000000000000000000000000dEaD";
 const TRANSFER_VALUE: u128 = 1;
 /// Transactions signed ahead of the pacer.
 const SIGN_AHEAD: usize = 256;
+/// The polling interval when the node has no WebSocket and --poll is not given.
+const DEFAULT_POLL: Duration = Duration::from_millis(100);
 /// Blocks fetched at most to fill one gap between two heads seen.
 const MAX_GAP_BLOCKS: u64 = 64;
 
@@ -95,6 +98,14 @@ pub struct TxArgs {
     /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
     #[arg(long, value_name = "URL")]
     pub ws: Option<String>,
+    /// Poll eth_blockNumber at this interval instead of subscribing newHeads (inclusion times
+    /// are then late by up to one interval, printed beside them) [default without WebSocket:
+    /// 100ms].
+    #[arg(long, value_name = "INTERVAL", value_parser = duration, conflicts_with = "require_ws")]
+    pub poll: Option<Duration>,
+    /// Exit 2 when the node has no WebSocket newHeads instead of falling back to polling.
+    #[arg(long)]
+    pub require_ws: bool,
     /// A transaction accepted but not in a block this long after its send is dropped.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub inclusion_timeout: Duration,
@@ -336,20 +347,40 @@ pub fn run(args: TxArgs) -> ExitCode {
         .ws
         .clone()
         .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
-    // Subscribed before the first send, so no inclusion is missed.
-    let watch = match HeadWatch::start(&ws_url, args.timeout) {
-        Ok(watch) => watch,
-        Err(err) => {
-            return output::usage_error(format!(
-                "--ws: cannot watch newHeads at {}: {err}",
-                node.scrub(&ws_url)
-            ))
-        }
+    // Subscribed before the first send, so no inclusion is missed; without WebSocket (or with
+    // --poll) the head is polled from before the first send instead, at a stated resolution.
+    let subscribed = match args.poll {
+        Some(_) => None,
+        None => match HeadWatch::start(&ws_url, args.timeout) {
+            Ok(watch) => Some(watch),
+            Err(err) if args.require_ws => {
+                return output::usage_error(format!(
+                    "--ws: cannot watch newHeads at {}: {err}",
+                    node.scrub(&ws_url)
+                ))
+            }
+            Err(err) => {
+                eprintln!(
+                    "rpcbench: no newHeads at {} ({err}); polling eth_blockNumber every {} ms instead (--require-ws to refuse)",
+                    node.scrub(&ws_url),
+                    args.poll.unwrap_or(DEFAULT_POLL).as_millis()
+                );
+                None
+            }
+        },
     };
     let head_at_start = match ask_quantity("eth_blockNumber", json!([])) {
         Ok(head) => head as u64,
         Err(message) => return output::failure(message),
     };
+    let watch = match subscribed {
+        Some(watch) => HeadSource::Subscribed(watch),
+        None => match HeadPoll::start(node.clone(), args.poll.unwrap_or(DEFAULT_POLL), head_at_start) {
+            Ok(poll) => HeadSource::Polled(poll),
+            Err(err) => return output::failure(format!("cannot start the head poll: {err}")),
+        },
+    };
+    let resolution = watch.resolution();
     let template = UnsignedTx {
         chain_id,
         nonce: 0,
@@ -552,6 +583,8 @@ pub fn run(args: TxArgs) -> ExitCode {
             "stale_dropped_unsent": resyncs.stale_dropped,
         },
         "heads_seen": heads.len(),
+        "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
+        "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": fetch_failures,
     });
     let text = match args.format {
@@ -677,9 +710,12 @@ fn render_text(report: &Value) -> String {
     ));
     text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
     text.push_str(&format!(
-        "included    {:>8}   {:.1}/s\n",
+        "included    {:>8}   {:.1}/s{}\n",
         n("included"),
-        report["included_per_second"].as_f64().unwrap_or(0.0)
+        report["included_per_second"].as_f64().unwrap_or(0.0),
+        report["inclusion_resolution_ms"]
+            .as_u64()
+            .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"))
     ));
     text.push_str(&format!(
         "dropped     {:>8}   (not included within {} ms)\n",
@@ -703,8 +739,13 @@ fn render_text(report: &Value) -> String {
     for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
     {
         let row = &report[key];
+        // Inclusion read from a poll is late by up to one interval: said beside the figures.
+        let resolution = match (key, report["inclusion_resolution_ms"].as_u64()) {
+            ("send_to_included_ms", Some(poll)) => format!("  (polled: resolution {poll} ms)"),
+            _ => String::new(),
+        };
         text.push_str(&format!(
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}\n",
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{resolution}\n",
             figure(&row["p50"]),
             figure(&row["p90"]),
             figure(&row["p99"]),
