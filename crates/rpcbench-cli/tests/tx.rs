@@ -221,3 +221,111 @@ fn serve_refuses_a_tx_pool_on_a_chain_other_than_ethereum() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--tx-pool"), "{stderr}");
 }
+
+fn tx_json(url: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "tx",
+        url,
+        "--dev",
+        "--senders",
+        "2",
+        "--rate",
+        "100",
+        "-n",
+        "40",
+        "--inclusion-timeout",
+        "20s",
+        "-f",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("a JSON report")
+}
+
+#[test]
+fn deploys_and_contract_calls_take_their_gas_limit_from_one_estimate_and_all_land() {
+    let node = node(31337);
+    let url = node.url();
+    // Creation code of 4 bytes (3 non-zero, 1 zero): 21000 + 32000 + 3 x 16 + 4.
+    let deploy = tx_json(&url, &["--deploy", "0x60806000"]);
+    assert_eq!(deploy["kind"], "deploy");
+    assert_eq!(deploy["gas_limit"], 53_052, "{deploy}");
+    assert_eq!((deploy["included"].as_u64(), deploy["accepted"].as_u64()), (Some(40), Some(40)), "{deploy}");
+    let call = tx_json(&url, &["--to", "0x3535353535353535353535353535353535353535", "--data", "a9059cbb00"]);
+    assert_eq!(call["kind"], "call");
+    assert_eq!(call["gas_limit"], 21_000 + 4 * 16 + 4, "{call}");
+    assert_eq!(call["included"].as_u64(), Some(40), "{call}");
+    // The fees: the mock's base fee from eth_feeHistory, doubled, plus its 1 gwei priority.
+    let fees = &call["fees"];
+    assert_eq!(fees["max_priority_fee_per_gas_wei"], "1000000000", "{fees}");
+    assert!(fees["source"].as_str().unwrap().contains("eth_feeHistory"), "{fees}");
+    let overridden =
+        tx_json(&url, &["--gas-limit", "30000", "--max-fee", "50gwei", "--priority-fee", "2gwei"]);
+    assert_eq!(overridden["gas_limit"], 30_000);
+    assert_eq!(overridden["fees"]["max_fee_per_gas_wei"], "50000000000");
+    assert_eq!(overridden["fees"]["source"], "max fee: --max-fee; priority: --priority-fee");
+    assert_eq!(overridden["included"].as_u64(), Some(40), "{overridden}");
+}
+
+#[test]
+fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
+    let node = node(31337);
+    let url = node.url();
+    for (flags, named) in [
+        (vec!["--deploy", "0x6080z0"], "--deploy"),
+        (vec!["--to", "0x35", "--data", "00"], "--to"),
+        (vec!["--to", "0x3535353535353535353535353535353535353535", "--data", "abc"], "--data"),
+    ] {
+        let mut args = vec!["tx", &url, "--dev", "--rate", "10", "-n", "1"];
+        args.extend(flags);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&output.stderr).contains(named), "{named}");
+    }
+}
+
+#[test]
+fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_refuses() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    // The watch is pointed at the node's HTTP URL: no WebSocket there.
+    let base = [
+        "tx",
+        &url,
+        "--ws",
+        &url,
+        "--dev",
+        "--senders",
+        "2",
+        "--rate",
+        "100",
+        "-n",
+        "40",
+        "--inclusion-timeout",
+        "20s",
+    ];
+    let refused = rpcbench(&[&base[..], &["--require-ws"]].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--ws"));
+
+    let output = rpcbench(&[&base[..], &["-f", "json"]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("polling eth_blockNumber every 100 ms"), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["heads_from"], "poll");
+    assert_eq!(report["inclusion_resolution_ms"], 100);
+    assert_eq!(report["included"].as_u64(), Some(40), "{report}");
+
+    let text = rpcbench(&[&base[..], &["--poll", "50ms"]].concat());
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = text.lines().find(|line| line.starts_with("send -> included")).unwrap();
+    assert!(line.ends_with("(polled: resolution 50 ms)"), "{text}");
+}

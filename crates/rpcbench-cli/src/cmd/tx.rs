@@ -18,6 +18,8 @@ use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
+use rpcbench::tx::poll::{HeadPoll, HeadSource};
+use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
 use rpcbench::RequestTemplate;
@@ -36,12 +38,14 @@ const MAINNETS: [(u64, &str); 6] = [
     (42161, "Arbitrum One"),
     (56, "BNB Smart Chain"),
 ];
-/// Gas of a plain value transfer.
-const TRANSFER_GAS: u64 = 21_000;
+/// Where each transfer goes.
+const TRANSFER_TO: &str = "0x000000000000000000000000000000000000dEaD";
 /// Wei each transfer sends.
 const TRANSFER_VALUE: u128 = 1;
 /// Transactions signed ahead of the pacer.
 const SIGN_AHEAD: usize = 256;
+/// The polling interval when the node has no WebSocket and --poll is not given.
+const DEFAULT_POLL: Duration = Duration::from_millis(100);
 /// Blocks fetched at most to fill one gap between two heads seen.
 const MAX_GAP_BLOCKS: u64 = 64;
 
@@ -98,6 +102,14 @@ pub struct TxArgs {
     /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
     #[arg(long, value_name = "URL")]
     pub ws: Option<String>,
+    /// Poll eth_blockNumber at this interval instead of subscribing newHeads (inclusion times
+    /// are then late by up to one interval, printed beside them) [default without WebSocket:
+    /// 100ms].
+    #[arg(long, value_name = "INTERVAL", value_parser = duration, conflicts_with = "require_ws")]
+    pub poll: Option<Duration>,
+    /// Exit 2 when the node has no WebSocket newHeads instead of falling back to polling.
+    #[arg(long)]
+    pub require_ws: bool,
     /// A transaction accepted but not in a block this long after its send is dropped.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub inclusion_timeout: Duration,
@@ -108,12 +120,26 @@ pub struct TxArgs {
     /// Legacy transactions at this gas price (wei, or e.g. 20gwei).
     #[arg(long, value_parser = wei, conflicts_with_all = ["max_fee", "priority_fee"])]
     pub gas_price: Option<u128>,
-    /// EIP-1559 max fee per gas [default: twice eth_gasPrice plus the priority fee].
+    /// EIP-1559 max fee per gas [default: twice the next base fee (eth_feeHistory) plus the
+    /// priority fee].
     #[arg(long, value_parser = wei)]
     pub max_fee: Option<u128>,
-    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas].
+    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas, else eth_feeHistory's
+    /// median reward].
     #[arg(long, value_parser = wei)]
     pub priority_fee: Option<u128>,
+    /// Gas limit of every transaction [default: one eth_estimateGas for the kind sent].
+    #[arg(long, value_name = "GAS")]
+    pub gas_limit: Option<u64>,
+    /// Call this contract instead of sending value transfers (with --data).
+    #[arg(long, value_name = "ADDR", conflicts_with = "deploy")]
+    pub to: Option<String>,
+    /// Call data (hex) of the --to contract call.
+    #[arg(long, value_name = "HEX", requires = "to")]
+    pub data: Option<String>,
+    /// Deploy this contract creation code (hex) in every transaction instead.
+    #[arg(long, value_name = "HEX")]
+    pub deploy: Option<String>,
     /// Send even when the chain id is a public mainnet's (spends real money).
     #[arg(long)]
     pub mainnet: bool,
@@ -181,6 +207,46 @@ fn gwei(wei: u128) -> String {
     format!("{:.3} gwei", wei as f64 / 1e9)
 }
 
+/// What each transaction does: a value transfer, a contract call or a deploy.
+struct TxKind {
+    name: &'static str,
+    to: Option<Address>,
+    value: u128,
+    data: Vec<u8>,
+}
+
+fn hex_flag(flag: &str, text: &str) -> Result<Vec<u8>, String> {
+    let digits = text.trim().strip_prefix("0x").unwrap_or(text.trim());
+    if digits.len() % 2 != 0 {
+        return Err(format!("{flag}: an odd number of hex digits"));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(digits.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| format!("{flag}: not hex (digits 0-9 a-f, optionally after 0x)"))
+}
+
+fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
+    if let Some(code) = &args.deploy {
+        let data = hex_flag("--deploy", code)?;
+        if data.is_empty() {
+            return Err("--deploy: the creation code is empty".into());
+        }
+        return Ok(TxKind { name: "deploy", to: None, value: 0, data });
+    }
+    if let Some(to) = &args.to {
+        let address =
+            Address::parse(to).ok_or_else(|| format!("--to: '{to}' is not a 20-byte hex address"))?;
+        let data = match &args.data {
+            Some(data) => hex_flag("--data", data)?,
+            None => Vec::new(),
+        };
+        return Ok(TxKind { name: "call", to: Some(address), value: 0, data });
+    }
+    Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
+}
+
 fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
     if args.senders == 0 {
         return Err("--senders: must be at least 1".into());
@@ -231,6 +297,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(keys) => keys,
         Err(message) => return output::usage_error(message),
     };
+    let kind = match tx_kind(&args) {
+        Ok(kind) => kind,
+        Err(message) => return output::usage_error(message),
+    };
     let ask = |method: &str, params: Value| {
         node.call(method, Some(&params)).map_err(|err| format!("{method}: {}", node.scrub(&err.to_string())))
     };
@@ -248,9 +318,31 @@ pub fn run(args: TxArgs) -> ExitCode {
         (None, Ok(answered)) => answered as u64,
         (None, Err(message)) => return output::failure(message),
     };
-    let fees = match fees(&args, &ask_quantity) {
+    let (fees, fee_source) = match fees(&args, &ask, &ask_quantity) {
         Ok(fees) => fees,
         Err(message) => return output::failure(message),
+    };
+    // One eth_estimateGas for the kind sent, from the first sender.
+    let gas_limit = match args.gas_limit {
+        Some(0) => return output::usage_error("--gas-limit: must be more than 0"),
+        Some(gas) => gas,
+        None => {
+            let mut call =
+                json!({"from": keys[0].address().to_string(), "value": format!("0x{:x}", kind.value)});
+            if let Some(to) = kind.to {
+                call["to"] = json!(to.to_string());
+            }
+            if !kind.data.is_empty() {
+                call["data"] =
+                    json!(format!("0x{}", kind.data.iter().map(|b| format!("{b:02x}")).collect::<String>()));
+            }
+            match ask_quantity("eth_estimateGas", json!([call])) {
+                Ok(gas) => gas.min(u128::from(u64::MAX)) as u64,
+                Err(message) => {
+                    return output::failure(format!("{message} (pass --gas-limit to skip the estimate)"))
+                }
+            }
+        }
     };
     let length = match (args.duration, args.requests) {
         (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
@@ -263,22 +355,22 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
         if !args.mainnet {
-            let cost = u128::from(TRANSFER_GAS) * fees.max_price() * u128::from(planned);
+            let cost = u128::from(gas_limit) * fees.max_price() * u128::from(planned);
             return output::usage_error(format!(
-                "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {TRANSFER_GAS} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
+                "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {gas_limit} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
                 gwei(fees.max_price()),
                 cost as f64 / 1e18
             ));
         }
     }
     let mut starting = Vec::with_capacity(keys.len());
-    let per_tx = u128::from(TRANSFER_GAS) * fees.max_price() + TRANSFER_VALUE;
+    let per_tx = u128::from(gas_limit) * fees.max_price() + kind.value;
     for (index, key) in keys.iter().enumerate() {
         let address = key.address().to_string();
         match ask_quantity("eth_getBalance", json!([address, "latest"])) {
             Ok(balance) if balance < per_tx => {
                 return output::usage_error(format!(
-                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transfer costs at most ({per_tx} wei); fund it first"
+                    "--senders: sender {index} ({address}) holds {balance} wei, less than one transaction costs at most ({per_tx} wei); fund it first"
                 ))
             }
             Ok(_) => {}
@@ -293,33 +385,61 @@ pub fn run(args: TxArgs) -> ExitCode {
         .ws
         .clone()
         .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
-    // Subscribed before the first send, so no inclusion is missed.
-    let watch = match HeadWatch::start(&ws_url, args.timeout) {
-        Ok(watch) => watch,
-        Err(err) => {
-            return output::usage_error(format!(
-                "--ws: cannot watch newHeads at {}: {err}",
-                node.scrub(&ws_url)
-            ))
-        }
+    // Subscribed before the first send, so no inclusion is missed; without WebSocket (or with
+    // --poll) the head is polled from before the first send instead, at a stated resolution.
+    let subscribed = match args.poll {
+        Some(_) => None,
+        None => match HeadWatch::start(&ws_url, args.timeout) {
+            Ok(watch) => Some(watch),
+            Err(err) if args.require_ws => {
+                return output::usage_error(format!(
+                    "--ws: cannot watch newHeads at {}: {err}",
+                    node.scrub(&ws_url)
+                ))
+            }
+            Err(err) => {
+                eprintln!(
+                    "rpcbench: no newHeads at {} ({err}); polling eth_blockNumber every {} ms instead (--require-ws to refuse)",
+                    node.scrub(&ws_url),
+                    args.poll.unwrap_or(DEFAULT_POLL).as_millis()
+                );
+                None
+            }
+        },
     };
     let head_at_start = match ask_quantity("eth_blockNumber", json!([])) {
         Ok(head) => head as u64,
         Err(message) => return output::failure(message),
     };
+    let watch = match subscribed {
+        Some(watch) => HeadSource::Subscribed(watch),
+        None => match HeadPoll::start(node.clone(), args.poll.unwrap_or(DEFAULT_POLL), head_at_start) {
+            Ok(poll) => HeadSource::Polled(poll),
+            Err(err) => return output::failure(format!("cannot start the head poll: {err}")),
+        },
+    };
+    let resolution = watch.resolution();
     let template = UnsignedTx {
         chain_id,
         nonce: 0,
         fees,
-        gas_limit: TRANSFER_GAS,
-        to: Address::parse("0x000000000000000000000000000000000000dEaD"),
-        value: TRANSFER_VALUE,
-        data: Vec::new(),
+        gas_limit,
+        to: kind.to,
+        value: kind.value,
+        data: kind.data.clone(),
     };
     let senders = keys.len();
     let signer_count = length.requests.unwrap_or(u64::MAX);
-    let sends =
-        TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, signer_count, SIGN_AHEAD));
+    let addresses = keys.iter().map(|key| key.address().to_string()).collect();
+    let pending = Box::new(NodeNonces { node: node.clone(), addresses });
+    let sends = TxSends::new(SignedAhead::start_with_resync(
+        keys,
+        NonceBook::new(starting),
+        template,
+        signer_count,
+        SIGN_AHEAD,
+        pending,
+    ));
     let template = match RequestTemplate::from_method("eth_sendRawTransaction", None) {
         Ok(template) => template,
         Err(err) => return output::failure(err),
@@ -473,6 +593,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             count as f64 / window.as_secs_f64()
         }
     };
+    let resyncs = sends.resync_tally();
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
     let ms = |hist: &Histogram<u64>, q: f64| {
@@ -493,10 +614,13 @@ pub fn run(args: TxArgs) -> ExitCode {
         "target": node.redacted(),
         "chain_id": chain_id,
         "senders": senders,
+        "kind": kind.name,
+        "gas_limit": gas_limit,
         "fees": match fees {
-            Fees::Legacy { gas_price } => json!({"type": "legacy", "gas_price_wei": gas_price.to_string()}),
+            Fees::Legacy { gas_price } => json!({"type": "legacy", "source": fee_source, "gas_price_wei": gas_price.to_string()}),
             Fees::Eip1559 { max_fee_per_gas, max_priority_fee_per_gas } => json!({
                 "type": "eip1559",
+                "source": fee_source,
                 "max_fee_per_gas_wei": max_fee_per_gas.to_string(),
                 "max_priority_fee_per_gas_wei": max_priority_fee_per_gas.to_string(),
             }),
@@ -518,7 +642,15 @@ pub fn run(args: TxArgs) -> ExitCode {
         "sent_per_second": per_second(tally.sent, record.elapsed),
         "included_per_second": per_second(tally.included, included_window),
         "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
+        "nonce_resyncs": {
+            "refusals_handed_back": resyncs.requested,
+            "resynced": resyncs.resynced,
+            "lookup_failures": resyncs.lookup_failures,
+            "stale_dropped_unsent": resyncs.stale_dropped,
+        },
         "heads_seen": heads.len(),
+        "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
+        "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": fetch_failures,
     });
     let text = match args.format {
@@ -532,23 +664,75 @@ pub fn run(args: TxArgs) -> ExitCode {
     code
 }
 
-/// The fees to sign with: the overrides, else the node's suggestions.
-fn fees(args: &TxArgs, ask: &dyn Fn(&str, Value) -> Result<u128, String>) -> Result<Fees, String> {
-    if let Some(gas_price) = args.gas_price {
-        return Ok(Fees::Legacy { gas_price });
+/// The node's pending nonces, asked by the signer when a nonce refusal comes back.
+struct NodeNonces {
+    node: Endpoint,
+    addresses: Vec<String>,
+}
+
+impl NonceSource for NodeNonces {
+    fn pending_nonce(&mut self, sender: usize) -> Result<u64, NonceLookupError> {
+        let address = self
+            .addresses
+            .get(sender)
+            .ok_or_else(|| NonceLookupError { reason: format!("no sender {sender}") })?;
+        let answer = self
+            .node
+            .call("eth_getTransactionCount", Some(&json!([address, "pending"])))
+            .map_err(|err| NonceLookupError { reason: self.node.scrub(&err.to_string()).into_owned() })?;
+        quantity(&answer)
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| NonceLookupError { reason: format!("not a hex quantity: {answer}") })
     }
-    let priority = match args.priority_fee {
-        Some(fee) => fee,
-        None => ask("eth_maxPriorityFeePerGas", json!([]))?,
+}
+
+/// The fees to sign with and where they came from: the overrides, else the node's suggestions
+/// (priority fee from eth_maxPriorityFeePerGas, else the median reward of eth_feeHistory;
+/// max fee twice the next block's base fee from eth_feeHistory plus the priority fee, else
+/// twice eth_gasPrice plus it when the node has no fee history).
+fn fees(
+    args: &TxArgs,
+    ask: &dyn Fn(&str, Value) -> Result<Value, String>,
+    ask_quantity: &dyn Fn(&str, Value) -> Result<u128, String>,
+) -> Result<(Fees, String), String> {
+    if let Some(gas_price) = args.gas_price {
+        return Ok((Fees::Legacy { gas_price }, "--gas-price".into()));
+    }
+    let history = if args.max_fee.is_some() && args.priority_fee.is_some() {
+        None
+    } else {
+        ask("eth_feeHistory", json!(["0x4", "latest", [50]])).ok()
     };
-    let max_fee = match args.max_fee {
-        Some(fee) => fee,
-        None => ask("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+    let next_base = history.as_ref().and_then(|h| h["baseFeePerGas"].as_array()?.last().and_then(quantity));
+    let median_reward = history.as_ref().and_then(|h| {
+        let rewards: Vec<u128> = h["reward"].as_array()?.iter().filter_map(|r| quantity(r.get(0)?)).collect();
+        let mut sorted = rewards;
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied()
+    });
+    let (priority, priority_from) = match args.priority_fee {
+        Some(fee) => (fee, "--priority-fee"),
+        None => match (ask_quantity("eth_maxPriorityFeePerGas", json!([])), median_reward) {
+            (Ok(fee), _) => (fee, "eth_maxPriorityFeePerGas"),
+            (Err(_), Some(reward)) => (reward, "eth_feeHistory reward p50"),
+            (Err(message), None) => return Err(message),
+        },
     };
+    let (max_fee, max_from) = match (args.max_fee, next_base) {
+        (Some(fee), _) => (fee, "--max-fee"),
+        (None, Some(base)) => {
+            (base.saturating_mul(2).saturating_add(priority), "2 x eth_feeHistory next base fee + priority")
+        }
+        (None, None) => (
+            ask_quantity("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+            "2 x eth_gasPrice + priority",
+        ),
+    };
+    let source = format!("max fee: {max_from}; priority: {priority_from}");
     if max_fee < priority {
         return Err(format!("--max-fee {} is below the priority fee {}", gwei(max_fee), gwei(priority)));
     }
-    Ok(Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority })
+    Ok((Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority }, source))
 }
 
 /// A block's transaction hashes, `None` when the node does not give them.
@@ -574,10 +758,16 @@ fn render_text(report: &Value) -> String {
     let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
     let mut text = String::new();
     text.push_str(&format!(
-        "rpcbench tx {}  chain {}  {} senders\n\n",
+        "rpcbench tx {}  chain {}  {} senders\n",
         report["target"].as_str().unwrap_or(""),
         n("chain_id"),
         n("senders")
+    ));
+    text.push_str(&format!(
+        "{}  gas limit {}  fees {}\n\n",
+        report["kind"].as_str().unwrap_or(""),
+        n("gas_limit"),
+        report["fees"]["source"].as_str().unwrap_or("")
     ));
     text.push_str(&format!(
         "sent        {:>8}   {:.1}/s\n",
@@ -586,9 +776,12 @@ fn render_text(report: &Value) -> String {
     ));
     text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
     text.push_str(&format!(
-        "included    {:>8}   {:.1}/s\n",
+        "included    {:>8}   {:.1}/s{}\n",
         n("included"),
-        report["included_per_second"].as_f64().unwrap_or(0.0)
+        report["included_per_second"].as_f64().unwrap_or(0.0),
+        report["inclusion_resolution_ms"]
+            .as_u64()
+            .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"))
     ));
     text.push_str(&format!(
         "dropped     {:>8}   (not included within {} ms)\n",
@@ -612,8 +805,13 @@ fn render_text(report: &Value) -> String {
     for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
     {
         let row = &report[key];
+        // Inclusion read from a poll is late by up to one interval: said beside the figures.
+        let resolution = match (key, report["inclusion_resolution_ms"].as_u64()) {
+            ("send_to_included_ms", Some(poll)) => format!("  (polled: resolution {poll} ms)"),
+            _ => String::new(),
+        };
         text.push_str(&format!(
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}\n",
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{resolution}\n",
             figure(&row["p50"]),
             figure(&row["p90"]),
             figure(&row["p99"]),
@@ -627,6 +825,16 @@ fn render_text(report: &Value) -> String {
         blocks["p99"].as_u64().map_or("-".into(), |v| v.to_string()),
         blocks["max"].as_u64().map_or("-".into(), |v| v.to_string())
     ));
+    let resync = &report["nonce_resyncs"];
+    if resync["refusals_handed_back"].as_u64().unwrap_or(0) > 0 {
+        text.push_str(&format!(
+            "nonce resyncs          {} from {} refusals ({} lookups failed, {} signed ahead dropped unsent)\n",
+            resync["resynced"].as_u64().unwrap_or(0),
+            resync["refusals_handed_back"].as_u64().unwrap_or(0),
+            resync["lookup_failures"].as_u64().unwrap_or(0),
+            resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
+        ));
+    }
     if report["interrupted"].as_bool() == Some(true) {
         text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
     }

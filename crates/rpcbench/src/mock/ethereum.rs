@@ -255,6 +255,37 @@ impl EthereumNode {
         }
     }
 
+    /// `eth_feeHistory(count, newest, percentiles)`: the base fees of the blocks asked and the
+    /// next one, half-full blocks, and the priority fee `eth_maxPriorityFeePerGas` answers at
+    /// every percentile.
+    fn fee_history(&self, p: &[Value]) -> Result<Value, RpcError> {
+        let count = match p.first() {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.strip_prefix("0x").and_then(|d| u64::from_str_radix(d, 16).ok()),
+            _ => None,
+        }
+        .ok_or_else(|| RpcError::invalid_params("invalid argument 0: block count expected"))?
+        .clamp(1, 1024);
+        let newest = match self.block_ref(p.get(1).ok_or_else(|| missing(1))?, 1)? {
+            BlockRef::Number(number) => number,
+            BlockRef::Missing => return Err(RpcError::new(SERVER_ERROR, "header not found")),
+        };
+        let oldest = newest.saturating_sub(count - 1);
+        let percentiles = p.get(2).and_then(Value::as_array).map_or(0, Vec::len);
+        let base: Vec<Value> =
+            (oldest..=newest + 1).map(|n| json!(hex_quantity(self.base_fee(n).into()))).collect();
+        let blocks = (newest + 1 - oldest) as usize;
+        let mut answer = json!({
+            "oldestBlock": hex_quantity(oldest.into()),
+            "baseFeePerGas": base,
+            "gasUsedRatio": vec![0.5; blocks],
+        });
+        if percentiles > 0 {
+            answer["reward"] = json!(vec![vec![hex_quantity(GWEI.into()); percentiles]; blocks]);
+        }
+        Ok(answer)
+    }
+
     fn base_fee(&self, number: u64) -> u64 {
         range(draw(self.seed, S_BLOCK, number, 1), GWEI, 20 * GWEI)
     }
@@ -580,6 +611,7 @@ impl EthereumNode {
             "eth_blockNumber" => Ok(json!(hex_quantity((self.latest() + self.head.phantom).into()))),
             "eth_gasPrice" => Ok(json!(hex_quantity((self.base_fee(self.latest()) + GWEI).into()))),
             "eth_maxPriorityFeePerGas" => Ok(json!(hex_quantity(GWEI.into()))),
+            "eth_feeHistory" => self.fee_history(p),
             "eth_getBalance" => {
                 let address = address(p.first().ok_or_else(|| missing(0))?, 0)?;
                 let number = self.state_block(p, 1)?;
@@ -624,8 +656,11 @@ impl EthereumNode {
                 Ok(json!(hex_data(&bytes::<32>(seed, S_CALL, 0, 0))))
             }
             "eth_estimateGas" => {
-                let (_, data) = call_object(p.first().ok_or_else(|| missing(0))?)?;
-                let gas: u64 = 21_000 + data.iter().map(|b| if *b == 0 { 4 } else { 16 }).sum::<u64>();
+                let (to, data) = call_object(p.first().ok_or_else(|| missing(0))?)?;
+                // A deploy (no `to`) pays contract creation as the mempool charges it.
+                let create: u64 = if to.is_empty() { 32_000 } else { 0 };
+                let gas: u64 =
+                    21_000 + create + data.iter().map(|b| if *b == 0 { 4 } else { 16 }).sum::<u64>();
                 Ok(json!(hex_quantity(gas.into())))
             }
             "eth_getBlockByNumber" => {

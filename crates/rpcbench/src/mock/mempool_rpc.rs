@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use crate::tx::keys::Address;
-use crate::tx::sign::{DecodedTx, Fees};
+use crate::tx::sign::{contract_address, DecodedTx, Fees};
 
 use super::mempool::{Included, Lookup, Mempool};
 use super::prng::{hex_data, hex_quantity, parse_hex_vec};
@@ -150,7 +150,11 @@ fn receipt_json(included: &Included, block_hash: &impl Fn(u64) -> [u8; 32]) -> V
         "cumulativeGasUsed": hex_quantity(included.gas_used.into()),
         "gasUsed": hex_quantity(included.gas_used.into()),
         "effectiveGasPrice": hex_quantity(decoded.tx.fees.max_price()),
-        "contractAddress": Value::Null,
+        // A deploy's contract gets the address its sender and nonce give it (nothing runs).
+        "contractAddress": match decoded.tx.to {
+            None => json!(contract_address(decoded.sender, decoded.tx.nonce).to_string()),
+            Some(_) => Value::Null,
+        },
         "logs": [],
         "logsBloom": hex_data(&[0u8; 256]),
         "status": hex_quantity(included.status.into()),

@@ -95,6 +95,7 @@ const ETHEREUM_METHODS: &[&str] = &[
     "eth_blockNumber",
     "eth_gasPrice",
     "eth_maxPriorityFeePerGas",
+    "eth_feeHistory",
     "eth_getBalance",
     "eth_getTransactionCount",
     "eth_getCode",

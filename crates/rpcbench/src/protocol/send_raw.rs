@@ -2,7 +2,8 @@
 //! transaction of the signed-ahead queue (`crate::tx::ahead`), so the pacer, the recorder and
 //! every report treat sends like any other call; the acknowledgement of each send (accepted,
 //! or refused with a reason, or the wire's failure) goes into a shared [`TxLedger`] keyed by
-//! the request's id, which the inclusion figures read afterwards.
+//! the request's id, which the inclusion figures read afterwards. A nonce refusal is handed
+//! back to the signer (`crate::tx::resync`) to restart that sender from the node.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,8 +15,9 @@ use super::{CallSlot, Draw, Protocol};
 use crate::jsonrpc::{self, CheckMode};
 use crate::outcome::Outcome;
 use crate::transport::Outgoing;
-use crate::tx::ahead::SignedAhead;
+use crate::tx::ahead::{ResyncLine, SignedAhead};
 use crate::tx::refusal::TxRefusal;
+use crate::tx::resync::ResyncTally;
 
 /// How the node answered one send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,8 @@ pub struct SentTx {
     pub sender: usize,
     /// Its nonce.
     pub nonce: u64,
+    /// The nonce book's generation it was signed in.
+    pub generation: u32,
     /// When its request was written.
     pub sent: Instant,
     /// What the node said.
@@ -63,10 +67,12 @@ impl TxLedger {
         self.sent.push(tx);
     }
 
-    fn record_ack(&mut self, id: u64, ack: TxAck) {
-        if let Some(&index) = self.by_id.get(&id) {
-            self.sent[index].ack = ack;
-        }
+    /// Records the answer to request `id`; the sender and generation of its transaction.
+    fn record_ack(&mut self, id: u64, ack: TxAck) -> Option<(usize, u32)> {
+        let &index = self.by_id.get(&id)?;
+        let tx = &mut self.sent[index];
+        tx.ack = ack;
+        Some((tx.sender, tx.generation))
     }
 }
 
@@ -75,12 +81,19 @@ impl TxLedger {
 pub struct TxSends {
     queue: Mutex<SignedAhead>,
     ledger: Mutex<TxLedger>,
+    resync: ResyncLine,
 }
 
 impl TxSends {
-    /// Sends the transactions of `queue`.
+    /// Sends the transactions of `queue`; nonce refusals go back to its signer.
     pub fn new(queue: SignedAhead) -> Arc<Self> {
-        Arc::new(TxSends { queue: Mutex::new(queue), ledger: Mutex::new(TxLedger::default()) })
+        let resync = queue.resync_line();
+        Arc::new(TxSends { queue: Mutex::new(queue), ledger: Mutex::new(TxLedger::default()), resync })
+    }
+
+    /// What the nonce resyncs did so far.
+    pub fn resync_tally(&self) -> ResyncTally {
+        self.resync.tally()
     }
 
     /// The ledger as it stands (the run's sends once it has finished).
@@ -129,6 +142,7 @@ impl Protocol for SendRawTx {
                     hash: prepared.hash,
                     sender: prepared.sender,
                     nonce: prepared.nonce,
+                    generation: prepared.generation,
                     sent: Instant::now(),
                     ack: TxAck::Unanswered,
                 };
@@ -165,7 +179,14 @@ impl Protocol for SendRawTx {
             }
             other => TxAck::Failed(other),
         };
-        self.sends.ledger().record_ack(slot.id, ack);
+        let signed_by = self.sends.ledger().record_ack(slot.id, ack);
+        // A nonce refusal goes back to the signer, which restarts the sender from the node;
+        // posting never waits.
+        if let (TxAck::Refused(reason), Some((sender, generation))) = (ack, signed_by) {
+            if reason.needs_resync() {
+                self.sends.resync.request(sender, generation);
+            }
+        }
         each(0, outcome, body);
     }
 }

@@ -2,12 +2,16 @@
 //! robin, each sender's nonces from its [`NonceBook`]) into a bounded channel, so the pacer
 //! takes a ready raw transaction and never waits for the CPU to sign. The channel's bound keeps
 //! memory flat; the thread ends when the count is reached or the receiving side is dropped.
+//! Nonce refusals come back to the thread through a [`ResyncLine`] (see [`super::resync`]).
 
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::keys::{hex_encode, SenderKey};
 use super::nonce::NonceBook;
+use super::resync::{Generations, NonceSource, ResyncCounts, ResyncRequest, ResyncTally};
 use super::sign::{sign, UnsignedTx};
 
 /// One transaction ready to send.
@@ -30,25 +34,75 @@ pub struct PreparedTx {
 pub struct SignedAhead {
     ready: Receiver<PreparedTx>,
     signer: Option<JoinHandle<NonceBook>>,
+    resync: Sender<ResyncRequest>,
+    generations: Arc<Generations>,
+    counts: Arc<ResyncCounts>,
 }
 
 impl SignedAhead {
     /// Starts signing `count` transactions made from `template` (its nonce replaced) by
-    /// `keys` in turn, keeping at most `depth` ready.
+    /// `keys` in turn, keeping at most `depth` ready. Nonce refusals handed back are counted
+    /// but not acted on (no node to ask); see [`SignedAhead::start_with_resync`].
     pub fn start(
+        keys: Vec<SenderKey>,
+        book: NonceBook,
+        template: UnsignedTx,
+        count: u64,
+        depth: usize,
+    ) -> Self {
+        Self::start_inner(keys, book, template, count, depth, None)
+    }
+
+    /// As [`SignedAhead::start`], and a nonce refusal handed back with
+    /// [`SignedAhead::resync_line`] restarts that sender from `source`'s pending nonce.
+    pub fn start_with_resync(
+        keys: Vec<SenderKey>,
+        book: NonceBook,
+        template: UnsignedTx,
+        count: u64,
+        depth: usize,
+        source: Box<dyn NonceSource>,
+    ) -> Self {
+        Self::start_inner(keys, book, template, count, depth, Some(source))
+    }
+
+    fn start_inner(
         keys: Vec<SenderKey>,
         mut book: NonceBook,
         template: UnsignedTx,
         count: u64,
         depth: usize,
+        mut source: Option<Box<dyn NonceSource>>,
     ) -> Self {
         let (sender, ready) = sync_channel(depth.max(1));
+        let (resync, requests) = channel::<ResyncRequest>();
+        let generations = Arc::new(Generations::new(keys.len()));
+        let counts = Arc::new(ResyncCounts::default());
+        let (published, counted) = (generations.clone(), counts.clone());
         let signer = std::thread::Builder::new()
             .name("rpcbench-signer".into())
             .spawn(move || {
                 let senders = keys.len();
                 let mut tx = template;
-                for turn in 0..count {
+                let mut apply = |book: &mut NonceBook, request: ResyncRequest| {
+                    let Some(source) = source.as_mut() else { return };
+                    if request.sender >= senders || !book.is_current(request.sender, request.generation) {
+                        return;
+                    }
+                    match source.pending_nonce(request.sender) {
+                        Ok(pending) => {
+                            book.resync(request.sender, pending);
+                            published.set(request.sender, book.generation(request.sender));
+                            counted.resynced();
+                        }
+                        Err(_) => counted.lookup_failed(),
+                    }
+                };
+                let mut turn = 0u64;
+                'signing: while turn < count {
+                    while let Ok(request) = requests.try_recv() {
+                        apply(&mut book, request);
+                    }
                     let index = (turn % senders as u64) as usize;
                     let (nonce, generation) = book.take(index);
                     tx.nonce = nonce;
@@ -56,29 +110,85 @@ impl SignedAhead {
                     let mut raw_hex = String::with_capacity(2 + signed.raw.len() * 2);
                     raw_hex.push_str("0x");
                     raw_hex.push_str(&hex_encode(&signed.raw));
-                    let prepared =
+                    let mut prepared =
                         PreparedTx { sender: index, nonce, generation, hash: signed.hash, raw_hex };
-                    if sender.send(prepared).is_err() {
-                        break;
+                    // While the queue is full, keep serving resyncs: a transaction in hand that a
+                    // resync made stale is signed again with the new nonce instead.
+                    loop {
+                        match sender.try_send(prepared) {
+                            Ok(()) => break,
+                            Err(TrySendError::Disconnected(_)) => break 'signing,
+                            Err(TrySendError::Full(back)) => prepared = back,
+                        }
+                        if let Ok(request) = requests.recv_timeout(RESYNC_POLL) {
+                            apply(&mut book, request);
+                            if !book.is_current(index, generation) {
+                                continue 'signing;
+                            }
+                        }
                     }
+                    turn += 1;
                 }
                 book
             })
             .ok();
-        SignedAhead { ready, signer }
+        SignedAhead { ready, signer, resync, generations, counts }
     }
 
     /// The next transaction, waiting for the signer only when it is behind; `None` once all
-    /// were taken.
+    /// were taken. A transaction signed with a nonce a resync has since replaced is dropped
+    /// (counted) and the next one taken.
     pub fn next(&self) -> Option<PreparedTx> {
-        self.ready.recv().ok()
+        loop {
+            let prepared = self.ready.recv().ok()?;
+            if self.generations.is_current(prepared.sender, prepared.generation) {
+                return Some(prepared);
+            }
+            self.counts.stale_dropped();
+        }
+    }
+
+    /// Where the sending side hands back nonce refusals (cloned into the protocol, so it never
+    /// waits on the queue's lock).
+    pub fn resync_line(&self) -> ResyncLine {
+        ResyncLine { requests: self.resync.clone(), counts: self.counts.clone() }
+    }
+
+    /// What the resync hand-back did so far.
+    pub fn resync_tally(&self) -> ResyncTally {
+        self.counts.tally()
     }
 
     /// Stops the signer (after the transaction it is signing) and returns its nonce book.
     pub fn finish(self) -> Option<NonceBook> {
-        let SignedAhead { ready, signer } = self;
+        let SignedAhead { ready, signer, .. } = self;
         drop(ready);
         signer?.join().ok()
+    }
+}
+
+/// How long a signer blocked on a full queue waits for a resync request before trying the
+/// queue again.
+const RESYNC_POLL: Duration = Duration::from_millis(1);
+
+/// The sending side's end of the resync channel.
+#[derive(Debug, Clone)]
+pub struct ResyncLine {
+    requests: Sender<ResyncRequest>,
+    counts: Arc<ResyncCounts>,
+}
+
+impl ResyncLine {
+    /// Hands back a nonce refusal of `sender`'s transaction signed in `generation`; never
+    /// waits (a signer already gone is ignored).
+    pub fn request(&self, sender: usize, generation: u32) {
+        self.counts.requested();
+        let _ = self.requests.send(ResyncRequest { sender, generation });
+    }
+
+    /// What the resync hand-back did so far.
+    pub fn tally(&self) -> ResyncTally {
+        self.counts.tally()
     }
 }
 
@@ -131,5 +241,63 @@ mod tests {
         assert_eq!(ahead.next().map(|p| p.nonce), Some(0));
         let book = ahead.finish().unwrap();
         assert!(book.peek(0) <= 7, "at most the depth and one in hand were signed past what was taken");
+    }
+
+    /// Answers a fixed pending nonce per sender, counting the lookups.
+    struct FixedPending(Vec<u64>, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl NonceSource for FixedPending {
+        fn pending_nonce(&mut self, sender: usize) -> Result<u64, crate::tx::resync::NonceLookupError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(self.0[sender])
+        }
+    }
+
+    #[test]
+    fn a_nonce_refusal_handed_back_restarts_the_sender_from_the_node_and_drops_what_was_signed_stale() {
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 2).unwrap();
+        let template = UnsignedTx {
+            chain_id: 1,
+            nonce: 0,
+            fees: Fees::Legacy { gas_price: 1 },
+            gas_limit: 21_000,
+            to: None,
+            value: 0,
+            data: Vec::new(),
+        };
+        let lookups = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let source = Box::new(FixedPending(vec![100, 0], lookups.clone()));
+        let ahead =
+            SignedAhead::start_with_resync(keys, NonceBook::new(vec![0, 0]), template, 2_000, 4, source);
+        let first = ahead.next().unwrap();
+        assert_eq!((first.sender, first.nonce, first.generation), (0, 0, 0));
+        let line = ahead.resync_line();
+        // The same refusal burst handed back three times: one lookup.
+        line.request(0, 0);
+        line.request(0, 0);
+        line.request(0, 0);
+        let mut sender0 = Vec::new();
+        while let Some(prepared) = ahead.next() {
+            if prepared.sender == 0 {
+                sender0.push((prepared.nonce, prepared.generation));
+                if prepared.generation == 1 {
+                    break;
+                }
+            }
+        }
+        let (resumed, before) = sender0.split_last().unwrap();
+        assert_eq!(*resumed, (100, 1), "the sender restarts at the node's pending nonce");
+        assert!(before
+            .iter()
+            .enumerate()
+            .all(|(i, &(nonce, generation))| (nonce, generation) == (i as u64 + 1, 0)));
+        let next0 = std::iter::from_fn(|| ahead.next()).find(|p| p.sender == 0).unwrap();
+        assert_eq!((next0.nonce, next0.generation), (101, 1), "and counts up from there");
+        let tally = ahead.resync_tally();
+        assert_eq!((tally.requested, tally.resynced, tally.lookup_failures), (3, 1, 0));
+        assert_eq!(lookups.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert!(tally.stale_dropped <= 5, "at most the depth and one in hand: {tally:?}");
+        let book = ahead.finish().unwrap();
+        assert_eq!(book.resyncs(), 1);
     }
 }

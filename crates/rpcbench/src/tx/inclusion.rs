@@ -79,8 +79,15 @@ impl InclusionBook {
     }
 
     /// Notes a send: its hash, instant, the head number then, and whether the node accepted it.
+    /// The same transaction sent twice (signed again with the same nonce after a nonce resync)
+    /// is looked up by its accepted send: a refused copy ("already known") stays rejected and
+    /// the accepted one is the one a block includes.
     pub fn sent(&mut self, hash: [u8; 32], sent: Instant, head_at_send: u64, accepted: bool) {
-        self.by_hash.insert(hash, self.tracked.len());
+        let shadowed =
+            self.by_hash.get(&hash).is_some_and(|&index| self.tracked[index].accepted || !accepted);
+        if !shadowed {
+            self.by_hash.insert(hash, self.tracked.len());
+        }
         self.tracked.push(Tracked { sent, head_at_send, accepted, included: None });
     }
 
@@ -161,6 +168,22 @@ impl InclusionBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_resend_of_the_same_transaction_does_not_hide_the_accepted_one() {
+        let start = Instant::now();
+        let mut book = InclusionBook::new();
+        book.sent([1; 32], start, 0, true);
+        book.sent([1; 32], start, 0, false);
+        book.sent([2; 32], start, 0, false);
+        book.sent([2; 32], start, 0, true);
+        book.block(1, start + Duration::from_millis(5), &[[1; 32], [2; 32]]);
+        let finals = book.finals(start, Duration::from_secs(60));
+        assert!(matches!(finals[0], TxFinal::Included { .. }));
+        assert_eq!(finals[1], TxFinal::Rejected);
+        assert_eq!(finals[2], TxFinal::Rejected);
+        assert!(matches!(finals[3], TxFinal::Included { .. }));
+    }
 
     fn hash(n: u8) -> [u8; 32] {
         [n; 32]

@@ -1,15 +1,18 @@
 //! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
-//! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (the one module here that
-//! opens a socket, through the feed seam). The mock node's mempool and the command's driver
-//! use these pieces. Solana's pieces are in [`solana`].
+//! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (through the feed seam) or
+//! [`poll`] polls without WebSocket (the two modules here that open sockets); a nonce refusal
+//! goes back to the signer through [`resync`]. The mock node's mempool and the command's
+//! driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
 pub mod inclusion;
 pub mod keys;
 pub mod nonce;
+pub mod poll;
 pub mod refusal;
+pub mod resync;
 pub mod sign;
 pub mod solana;
 pub mod watch;

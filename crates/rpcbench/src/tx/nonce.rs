@@ -37,6 +37,11 @@ impl NonceBook {
         self.next[sender]
     }
 
+    /// The generation of `sender`'s nonces (bumped by each resync).
+    pub fn generation(&self, sender: usize) -> u32 {
+        self.generation[sender]
+    }
+
     /// Whether a transaction of `sender` stamped with `generation` still fits the book.
     pub fn is_current(&self, sender: usize, generation: u32) -> bool {
         self.generation[sender] == generation

@@ -84,6 +84,18 @@ fn append_to(stream: &mut RlpStream, to: Option<Address>) {
     };
 }
 
+/// The address a contract created by `sender`'s transaction with `nonce` gets: the last 20
+/// bytes of the Keccak-256 of `rlp([sender, nonce])`.
+pub fn contract_address(sender: Address, nonce: u64) -> Address {
+    let mut stream = RlpStream::new_list(2);
+    stream.append(&sender.0.as_slice());
+    stream.append(&nonce);
+    let digest = Keccak256::digest(stream.out());
+    let mut address = [0u8; 20];
+    address.copy_from_slice(&digest[12..]);
+    Address(address)
+}
+
 /// An integer as RLP wants it: big-endian bytes without leading zeros.
 fn append_uint_bytes(stream: &mut RlpStream, bytes: &[u8]) {
     let first = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
@@ -302,6 +314,20 @@ pub fn decode(raw: &[u8]) -> Result<DecodedTx, DecodeError> {
 mod tests {
     use super::super::keys::{hex_decode, hex_encode, keys_from_mnemonic, DEV_MNEMONIC};
     use super::*;
+
+    #[test]
+    fn a_created_contracts_address_is_the_known_one_for_its_sender_and_nonce() {
+        // The first contract of the dev mnemonic's first account, as anvil and hardhat give it.
+        let sender = Address::parse("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266").unwrap();
+        assert_eq!(
+            contract_address(sender, 0).to_string().to_ascii_lowercase(),
+            "0x5fbdb2315678afecb367f032d93f642f64180aa3"
+        );
+        assert_eq!(
+            contract_address(sender, 1).to_string().to_ascii_lowercase(),
+            "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512"
+        );
+    }
 
     fn eip155_example() -> (UnsignedTx, SenderKey) {
         let tx = UnsignedTx {

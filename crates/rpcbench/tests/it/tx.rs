@@ -139,3 +139,144 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
         "1% of 500 dropped: {included} included, {gone} gone, {pending} pending"
     );
 }
+
+/// The mock node's pending nonce of each sender, over HTTP, as the command's source does.
+struct MockPending {
+    url: String,
+    addresses: Vec<String>,
+}
+
+impl rpcbench::tx::resync::NonceSource for MockPending {
+    fn pending_nonce(&mut self, sender: usize) -> Result<u64, rpcbench::tx::resync::NonceLookupError> {
+        let answer = client::call(
+            &self.url,
+            "eth_getTransactionCount",
+            Some(&json!([self.addresses[sender], "pending"])),
+            Duration::from_secs(5),
+        )
+        .map_err(|err| rpcbench::tx::resync::NonceLookupError { reason: err.to_string() })?;
+        Ok(u64::from_str_radix(answer.as_str().unwrap_or("").trim_start_matches("0x"), 16).unwrap_or(0))
+    }
+}
+
+#[test]
+fn a_sender_whose_nonce_another_client_advanced_is_resynced_from_the_node_and_keeps_landing() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let server = MockServer::start(options).expect("the mock node starts");
+    let url = server.url();
+    let timeout = Duration::from_secs(5);
+    let call = |method: &str, params: Value| client::call(&url, method, Some(&params), timeout).unwrap();
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 2).unwrap();
+    let template = UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+        gas_limit: 21_000,
+        to: Address::parse("0x3535353535353535353535353535353535353535"),
+        value: 1,
+        data: Vec::new(),
+    };
+    // Another client sends 5 transactions with sender 0's key behind our back: the book still
+    // says nonce 0.
+    let mut other = template.clone();
+    other.value = 7;
+    for nonce in 0..5 {
+        other.nonce = nonce;
+        let signed = rpcbench::tx::sign::sign(&other, &keys[0]);
+        call("eth_sendRawTransaction", json!([format!("0x{}", hex(&signed.raw))]));
+    }
+    let addresses: Vec<String> = keys.iter().map(|key| key.address().to_string()).collect();
+    let source = Box::new(MockPending { url: url.clone(), addresses: addresses.clone() });
+    let sends = TxSends::new(SignedAhead::start_with_resync(
+        keys,
+        NonceBook::new(vec![0, 0]),
+        template,
+        u64::MAX,
+        64,
+        source,
+    ));
+    let mut config = closed_loop(&url, 1, requests(300));
+    config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Uniform, max_connections: 8 };
+    config.tx_sends = Some(sends.clone());
+    let record = Run::new(config).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.total() + record.totals.unsent, 300);
+
+    let resyncs = sends.resync_tally();
+    assert!(resyncs.resynced >= 1 && resyncs.lookup_failures == 0, "{resyncs:?}");
+    let ledger = sends.ledger();
+    let sent = ledger.sent();
+    assert_eq!(sent.len() as u64, record.totals.counts.total(), "a dropped stale transaction is never sent");
+    let of_0: Vec<_> = sent.iter().filter(|tx| tx.sender == 0).collect();
+    let too_low = of_0
+        .iter()
+        .filter(|tx| tx.ack == TxAck::Refused(rpcbench::tx::refusal::TxRefusal::NonceTooLow))
+        .count();
+    assert!((1..=5).contains(&too_low), "only the nonces the other client took are refused: {too_low}");
+    let mut accepted: Vec<u64> =
+        of_0.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).map(|tx| tx.nonce).collect();
+    accepted.sort_unstable();
+    assert!(accepted.len() >= 100, "sender 0 keeps landing after the resync: {} accepted", accepted.len());
+    assert_eq!(
+        accepted,
+        (5..5 + accepted.len() as u64).collect::<Vec<_>>(),
+        "nonces from the node's on, without gaps"
+    );
+    // Every one accepted lands: a bounded number of 100 ms blocks.
+    let last =
+        of_0.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).max_by_key(|tx| tx.nonce).unwrap();
+    let hash = format!("0x{}", hex(&last.hash));
+    let landed = (0..100).any(|_| {
+        let found = !call("eth_getTransactionReceipt", json!([hash])).is_null();
+        if !found {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        found
+    });
+    assert!(landed, "sender 0's last transaction is included");
+    let count = call("eth_getTransactionCount", json!([addresses[0], "latest"]));
+    assert_eq!(count, json!(format!("0x{:x}", last.nonce + 1)), "and every nonce before it");
+}
+
+#[test]
+fn a_deploy_is_included_charged_gas_and_its_receipt_names_the_contract_address() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(50);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let server = MockServer::start(options).expect("the mock node starts");
+    let url = server.url();
+    let call = |method: &str, params: Value| {
+        client::call(&url, method, Some(&params), Duration::from_secs(5)).unwrap()
+    };
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+    let deploy = UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees: Fees::Legacy { gas_price: 30_000_000_000 },
+        gas_limit: 60_000,
+        to: None,
+        value: 0,
+        data: vec![0x60, 0x80, 0x60, 0x00],
+    };
+    let signed = rpcbench::tx::sign::sign(&deploy, &keys[0]);
+    let hash = call("eth_sendRawTransaction", json!([format!("0x{}", hex(&signed.raw))]));
+    let receipt = (0..200)
+        .map(|_| {
+            let receipt = call("eth_getTransactionReceipt", json!([hash]));
+            if receipt.is_null() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            receipt
+        })
+        .find(|receipt| !receipt.is_null())
+        .expect("the deploy is included");
+    let expected = rpcbench::tx::sign::contract_address(keys[0].address(), 0);
+    assert_eq!(receipt["contractAddress"], json!(expected.to_string()));
+    assert_eq!(receipt["to"], Value::Null);
+    let gas_used =
+        u64::from_str_radix(receipt["gasUsed"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(gas_used, 21_000 + 32_000 + 3 * 16 + 4, "a deploy is charged creation and its code");
+}
