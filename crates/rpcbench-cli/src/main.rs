@@ -112,7 +112,7 @@ pub enum Command {
     Subscribe(Box<cmd::subscribe::SubscribeArgs>),
     /// Send signed Ethereum transfers at a rate and report how fast they land: sent, accepted,
     /// rejected by reason, included, dropped and pending, send -> ack and send -> included.
-    Tx(Box<cmd::tx::TxArgs>),
+    Tx(Box<args::tx::TxArgs>),
     /// A head race with no load: each target's head polled, and who is behind, stale, or late.
     Heads(Box<cmd::heads::HeadsArgs>),
     /// Probe what a node or a provider's plan allows, within a budget of requests: the largest

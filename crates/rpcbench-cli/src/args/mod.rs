@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod request;
 pub mod run;
 pub mod tls;
+pub mod tx;
 
 pub use http::{CheckArg, HttpArgs, OnRateLimitArg};
 pub use load::{ArrivalsArg, LengthArgs, LoadArgs};

@@ -8,7 +8,6 @@
 //! (by reason) or pending, and the report states that they add up to what was sent.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -26,8 +25,7 @@ use rpcbench::SolanaSends;
 use rpcbench::TxAck;
 use serde_json::{json, Value};
 
-use super::tx::{TxArgs, TxFormat};
-use crate::args::duration;
+use crate::args::tx::{CommitmentArg, TxArgs, TxFormat};
 use crate::output;
 
 /// Genesis hashes of public Solana clusters where sending costs real SOL.
@@ -40,49 +38,6 @@ const BASE_FEE: u64 = 5000;
 const PRICED_UNITS: u64 = 200_000;
 /// Polling interval when WebSocket is not there and `--poll` was not given.
 const FALLBACK_POLL: Duration = Duration::from_millis(100);
-
-/// The commitment flag's values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CommitmentArg {
-    /// Landed in a block the node processed.
-    Processed,
-    /// Voted on by a supermajority.
-    Confirmed,
-    /// Rooted.
-    Finalized,
-}
-
-/// Options of `rpcbench tx` that only Solana reads.
-#[derive(clap::Args, Debug)]
-#[command(next_help_heading = "Solana")]
-pub struct SolanaTxArgs {
-    /// Payer keypair: a solana-keygen JSON file (repeat for more payers; never printed).
-    #[arg(long, value_name = "FILE")]
-    pub keypair: Vec<PathBuf>,
-    /// Generate --senders payers and fund each with this many lamports by requestAirdrop
-    /// (test validators, the mock) [default: 1000000000 when no --keypair is given].
-    #[arg(long, value_name = "LAMPORTS")]
-    pub airdrop: Option<u64>,
-    /// Lamports each transfer sends (to its own payer, so no account needs rent).
-    #[arg(long, default_value_t = 1)]
-    pub lamports: u64,
-    /// ComputeBudget SetComputeUnitPrice, micro-lamports per compute unit.
-    #[arg(long, value_name = "MICROLAMPORTS")]
-    pub cu_price: Option<u64>,
-    /// Send with skipPreflight (no simulation before the transaction is forwarded).
-    #[arg(long)]
-    pub skip_preflight: bool,
-    /// The commitment a transaction must reach to count as landed.
-    #[arg(long, value_enum, default_value_t = CommitmentArg::Confirmed)]
-    pub commitment: CommitmentArg,
-    /// Look landings up with getSignatureStatuses at this interval instead of subscribing
-    /// (the figures' resolution).
-    #[arg(long, value_parser = duration)]
-    pub poll: Option<Duration>,
-    /// How often the recent blockhash is fetched again.
-    #[arg(long, default_value = "400ms", value_parser = duration)]
-    pub blockhash_refresh: Duration,
-}
 
 impl CommitmentArg {
     fn commitment(self) -> Commitment {

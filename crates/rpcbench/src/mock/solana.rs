@@ -96,6 +96,20 @@ pub(crate) struct SolanaNode {
     tx_pool: Option<std::sync::Mutex<super::solana_tx::SolanaTxPool>>,
 }
 
+impl super::solana_tx::SlotChain for SolanaNode {
+    fn is_skipped(&self, slot: u64) -> bool {
+        SolanaNode::is_skipped(self, slot)
+    }
+
+    fn block_height(&self, slot: u64) -> u64 {
+        SolanaNode::block_height(self, slot)
+    }
+
+    fn blockhash_bytes(&self, slot: u64) -> [u8; 32] {
+        SolanaNode::blockhash_bytes(self, slot)
+    }
+}
+
 impl SolanaNode {
     pub(crate) fn new(seed: u64, slot_time: Duration, started: Instant, unix_now: u64) -> Self {
         let mut accounts: Vec<Account> = (0..ACCOUNT_COUNT)

@@ -18,8 +18,18 @@ use serde_json::{json, Value};
 
 use super::prng::{bytes, draw};
 use super::rpc::{RpcError, INVALID_PARAMS};
-use super::solana::SolanaNode;
 use crate::tx::solana::wire::{decode, DecodedSolanaTx};
+
+/// What the transaction pool reads of the node's chain: which slots were skipped, each slot's
+/// block height and blockhash. The Solana mock node implements it; the pool never names it.
+pub(crate) trait SlotChain {
+    /// Whether `slot` has no block.
+    fn is_skipped(&self, slot: u64) -> bool;
+    /// The block height at `slot`.
+    fn block_height(&self, slot: u64) -> u64;
+    /// The blockhash of `slot`'s block.
+    fn blockhash_bytes(&self, slot: u64) -> [u8; 32];
+}
 
 /// Slots after its landing at which a transaction is finalized.
 pub(crate) const FINALIZED_DEPTH: u64 = 31;
@@ -96,7 +106,7 @@ impl SolanaTxPool {
     }
 
     /// Learns the blockhashes of the slots produced since the last call, forgetting expired ones.
-    fn sync(&mut self, node: &SolanaNode, slot: u64) {
+    fn sync(&mut self, node: &impl SlotChain, slot: u64) {
         let keep = self.options.blockhash_max_age.saturating_mul(2).saturating_add(2);
         let first = match self.synced {
             Some(synced) if synced >= slot => return,
@@ -117,7 +127,7 @@ impl SolanaTxPool {
     }
 
     /// The first slot with a block after `slot`.
-    fn next_block_slot(node: &SolanaNode, slot: u64) -> u64 {
+    fn next_block_slot(node: &impl SlotChain, slot: u64) -> u64 {
         let mut next = slot + 1;
         while node.is_skipped(next) {
             next += 1;
@@ -136,7 +146,7 @@ impl SolanaTxPool {
         }
     }
 
-    fn submit(&mut self, node: &SolanaNode, slot: u64, params: &[Value]) -> Result<Value, RpcError> {
+    fn submit(&mut self, node: &impl SlotChain, slot: u64, params: &[Value]) -> Result<Value, RpcError> {
         let text = params
             .first()
             .and_then(Value::as_str)
@@ -260,7 +270,7 @@ impl SolanaTxPool {
         Ok(json!({"context": {"slot": slot, "apiVersion": "2.2.16"}, "value": values}))
     }
 
-    fn airdrop(&mut self, node: &SolanaNode, slot: u64, params: &[Value]) -> Result<Value, RpcError> {
+    fn airdrop(&mut self, node: &impl SlotChain, slot: u64, params: &[Value]) -> Result<Value, RpcError> {
         let key = params
             .first()
             .and_then(Value::as_str)
@@ -285,7 +295,7 @@ impl SolanaTxPool {
     /// Answers `method` when the pool owns it; `None` leaves it to the synthetic ledger.
     pub(crate) fn answer(
         &mut self,
-        node: &SolanaNode,
+        node: &impl SlotChain,
         slot: u64,
         method: &str,
         params: &[Value],
@@ -355,6 +365,7 @@ fn preflight(message: &str, err: &str) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::solana::SolanaNode;
     use crate::tx::solana::keys::SolanaKeypair;
     use crate::tx::solana::wire::{transfer, TransferSpec};
     use std::time::{Duration, Instant};

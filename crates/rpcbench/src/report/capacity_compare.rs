@@ -9,10 +9,8 @@ use std::fmt::Write;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::capacity::{
-    bound_line, build, by_rate, capacity_csv_columns, capacity_csv_rows, latency_bounds, md_cell, mesh,
-    short_amount, steps_table, RED,
-};
+use super::capacity::{capacity_csv_columns, capacity_csv_rows, md_cell, steps_table};
+use super::capacity_axes::{bound_line, build, by_rate, latency_bounds, mesh, short_amount, RED};
 use super::html::{color, esc, legend_items, page_start, svg, LatencyScale, FONT};
 use crate::capacity::{CapacityReport, SearchMode};
 use crate::capacity_file::CapacityFile;
@@ -265,12 +263,14 @@ fn p99_chart(searches: &[LabelledSearch]) -> String {
     let lowest = curves.iter().flatten().map(|p| p.1).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let highest = curves.iter().flatten().map(|p| p.1).chain(bounds.iter().map(|b| b.1)).fold(1.0, f64::max);
     let scale = LatencyScale::log(if lowest.is_finite() { lowest } else { 1.0 }, highest * 1.3);
-    let rate = super::capacity::RateAxis::for_levels(
+    let rate = super::capacity_axes::RateAxis::for_levels(
         searches.iter().flat_map(|s| s.file.report.steps.iter().map(|step| step.level())),
     );
     svg(|root| {
         let mut chart = build(root, &rate, scale.axis())?;
-        mesh(&mut chart, &rate, super::capacity::x_desc(first), scale.description(), &|y| scale.label(*y))?;
+        mesh(&mut chart, &rate, super::capacity_axes::x_desc(first), scale.description(), &|y| {
+            scale.label(*y)
+        })?;
         let (low, high) = (scale.axis().range().start, scale.axis().range().end);
         for (index, (search, curve)) in searches.iter().zip(&curves).enumerate() {
             let points: Vec<(f64, f64)> = curve.iter().map(|&(x, y)| (rate.x(x), scale.y(y))).collect();

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use plotters::prelude::*;
 
-use super::capacity::{build, by_rate, linear_axis, mark_rates, mesh, rate_axis, x_desc, x_name};
+use super::capacity_axes::{build, by_rate, linear_axis, mark_rates, mesh, rate_axis, x_desc, x_name};
 use super::html::{color, esc, legend_items, svg};
 use crate::capacity::CapacityReport;
 

@@ -8,6 +8,7 @@
 //! searches side by side ([`LabelledSearch`]).
 
 mod capacity;
+mod capacity_axes;
 mod capacity_compare;
 mod capacity_heads;
 mod csv;

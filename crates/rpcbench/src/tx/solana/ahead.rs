@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 
 use base64::Engine as _;
 
-use super::blockhash::BlockhashReader;
 use super::keys::SolanaKeypair;
+use super::recent::BlockhashReader;
 use super::wire::{transfer, TransferSpec};
 
 /// One transaction ready to send.

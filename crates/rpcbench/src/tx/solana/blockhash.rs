@@ -6,35 +6,15 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::recent::{lock, State};
+pub use super::recent::{BlockhashReader, HeadSeen, RecentBlockhash};
 use crate::client::Endpoint;
-
-/// A blockhash the node gave, and until which block height it is valid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecentBlockhash {
-    /// The blockhash.
-    pub blockhash: [u8; 32],
-    /// The last block height at which a transaction using it can land.
-    pub last_valid_block_height: u64,
-    /// The slot of the answer's context.
-    pub slot: u64,
-}
-
-/// One look at the node's head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeadSeen {
-    /// When the answer came.
-    pub at: Instant,
-    /// The slot.
-    pub slot: u64,
-    /// The block height.
-    pub block_height: u64,
-}
 
 /// Why the node's blockhash could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,13 +27,6 @@ impl fmt::Display for BlockhashError {
 }
 
 impl std::error::Error for BlockhashError {}
-
-#[derive(Debug)]
-struct State {
-    latest: RecentBlockhash,
-    seen: Vec<HeadSeen>,
-    failures: u64,
-}
 
 /// The background refresher.
 #[derive(Debug)]
@@ -121,7 +94,7 @@ impl BlockhashFeed {
 
     /// A handle the signer thread reads the newest blockhash through.
     pub fn reader(&self) -> BlockhashReader {
-        BlockhashReader { state: self.state.clone() }
+        BlockhashReader::new(self.state.clone())
     }
 
     /// The slot last seen at or before `at` (the first one seen when none was).
@@ -151,21 +124,4 @@ impl Drop for BlockhashFeed {
             let _ = thread.join();
         }
     }
-}
-
-/// Reads the newest blockhash of a [`BlockhashFeed`].
-#[derive(Debug, Clone)]
-pub struct BlockhashReader {
-    state: Arc<Mutex<State>>,
-}
-
-impl BlockhashReader {
-    /// The newest blockhash.
-    pub fn latest(&self) -> RecentBlockhash {
-        lock(&self.state).latest
-    }
-}
-
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

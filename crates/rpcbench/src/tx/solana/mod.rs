@@ -10,5 +10,6 @@ pub mod ahead;
 pub mod blockhash;
 pub mod keys;
 pub mod landing;
+mod recent;
 pub mod watch;
 pub mod wire;

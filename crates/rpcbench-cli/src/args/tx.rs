@@ -1,0 +1,203 @@
+//! The flags of `rpcbench tx`: what every chain reads ([`TxArgs`]), what only Solana reads
+//! ([`SolanaTxArgs`]), and the report formats. The command's chains (`cmd/tx.rs` for Ethereum,
+//! `cmd/tx_solana.rs` for Solana) both read them from here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::args::{duration, rate};
+
+/// Output formats of `tx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxFormat {
+    /// A readable report.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+crate::args::format::command_format!(TxFormat: Text, Json);
+
+/// Options of `rpcbench tx`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  rpcbench tx http://127.0.0.1:8545 --dev --senders 10 --rate 50 -n 500
+  rpcbench tx http://127.0.0.1:8545 --key-file keys.txt --rate 200 -d 30s --ws ws://127.0.0.1:8546
+  rpcbench tx http://127.0.0.1:8545 --dev --rate 100 -d 10s --max-fee 50gwei --priority-fee 2gwei -f json
+  rpcbench tx http://127.0.0.1:8899 --senders 4 --airdrop 1000000000 --rate 200 -n 1000 --commitment confirmed
+  rpcbench tx http://127.0.0.1:8899 --keypair ~/.config/solana/id.json --rate 50 -d 30s --poll 200ms")]
+#[command(group(clap::ArgGroup::new("keys").args(["key_file", "mnemonic", "dev"])))]
+pub struct TxArgs {
+    /// The node's HTTP JSON-RPC endpoint.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Transactions per second, open loop (50, 50/s, 600/m).
+    #[arg(short, long, value_parser = rate)]
+    pub rate: f64,
+    /// How long to send [default: 10s unless --requests is given].
+    #[arg(short, long, value_parser = duration)]
+    pub duration: Option<Duration>,
+    /// How many transactions to send.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Send from the key source's first N accounts, in turn. They must be funded already:
+    /// funding child accounts is not done by this command.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub senders: usize,
+    /// Sender keys: a file of hex private keys, one a line (never printed).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+    /// Sender keys: a BIP-39 phrase, accounts m/44'/60'/0'/0/i (never printed).
+    #[arg(long, value_name = "PHRASE")]
+    pub mnemonic: Option<String>,
+    /// Sender keys: the dev mnemonic anvil and hardhat fund ("test test ... junk").
+    #[arg(long)]
+    pub dev: bool,
+    /// The chain id to sign for [default: the node's eth_chainId; refused if the node answers
+    /// another].
+    #[arg(long)]
+    pub chain_id: Option<u64>,
+    /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
+    #[arg(long, value_name = "URL")]
+    pub ws: Option<String>,
+    /// Poll eth_blockNumber at this interval instead of subscribing newHeads (inclusion times
+    /// are then late by up to one interval, printed beside them) [default without WebSocket:
+    /// 100ms].
+    #[arg(long, value_name = "INTERVAL", value_parser = duration, conflicts_with = "require_ws")]
+    pub poll: Option<Duration>,
+    /// Exit 2 when the node has no WebSocket newHeads instead of falling back to polling.
+    #[arg(long)]
+    pub require_ws: bool,
+    /// A transaction accepted but not in a block this long after its send is dropped.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub inclusion_timeout: Duration,
+    /// After an interrupt, wait this long for inclusions; the rest is reported pending
+    /// [default: 3 block times, or 5s when the block time is not known].
+    #[arg(long, value_parser = duration)]
+    pub grace: Option<Duration>,
+    /// Legacy transactions at this gas price (wei, or e.g. 20gwei).
+    #[arg(long, value_parser = wei, conflicts_with_all = ["max_fee", "priority_fee"])]
+    pub gas_price: Option<u128>,
+    /// EIP-1559 max fee per gas [default: twice the next base fee (eth_feeHistory) plus the
+    /// priority fee].
+    #[arg(long, value_parser = wei)]
+    pub max_fee: Option<u128>,
+    /// EIP-1559 priority fee per gas [default: eth_maxPriorityFeePerGas, else eth_feeHistory's
+    /// median reward].
+    #[arg(long, value_parser = wei)]
+    pub priority_fee: Option<u128>,
+    /// Gas limit of every transaction [default: one eth_estimateGas for the kind sent].
+    #[arg(long, value_name = "GAS")]
+    pub gas_limit: Option<u64>,
+    /// Call this contract instead of sending value transfers (with --data).
+    #[arg(long, value_name = "ADDR", conflicts_with = "deploy")]
+    pub to: Option<String>,
+    /// Call data (hex) of the --to contract call.
+    #[arg(long, value_name = "HEX", requires = "to")]
+    pub data: Option<String>,
+    /// Deploy this contract creation code (hex) in every transaction instead.
+    #[arg(long, value_name = "HEX")]
+    pub deploy: Option<String>,
+    /// Send even when the chain id is a public mainnet's (spends real money).
+    #[arg(long)]
+    pub mainnet: bool,
+    /// Time allowed for one request.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(short, long, value_parser = crate::args::format::FormatParser::<TxFormat>::new(), default_value = "text", value_name = "FORMAT")]
+    pub format: TxFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
+    pub output: Option<std::path::PathBuf>,
+    /// No live dashboard on a terminal.
+    #[arg(long)]
+    pub no_tui: bool,
+    /// The node's chain [default: found from the node: Solana when it answers getGenesisHash].
+    #[arg(long, value_enum)]
+    pub chain: Option<TxChain>,
+    /// Options only Solana reads.
+    #[command(flatten)]
+    pub solana: SolanaTxArgs,
+}
+
+/// The chains `tx` sends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxChain {
+    /// EVM chains: `eth_sendRawTransaction`.
+    Ethereum,
+    /// Solana: `sendTransaction`.
+    Solana,
+}
+
+/// The commitment flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CommitmentArg {
+    /// Landed in a block the node processed.
+    Processed,
+    /// Voted on by a supermajority.
+    Confirmed,
+    /// Rooted.
+    Finalized,
+}
+
+/// Options of `rpcbench tx` that only Solana reads.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Solana")]
+pub struct SolanaTxArgs {
+    /// Payer keypair: a solana-keygen JSON file (repeat for more payers; never printed).
+    #[arg(long, value_name = "FILE")]
+    pub keypair: Vec<PathBuf>,
+    /// Generate --senders payers and fund each with this many lamports by requestAirdrop
+    /// (test validators, the mock) [default: 1000000000 when no --keypair is given].
+    #[arg(long, value_name = "LAMPORTS")]
+    pub airdrop: Option<u64>,
+    /// Lamports each transfer sends (to its own payer, so no account needs rent).
+    #[arg(long, default_value_t = 1)]
+    pub lamports: u64,
+    /// ComputeBudget SetComputeUnitPrice, micro-lamports per compute unit.
+    #[arg(long, value_name = "MICROLAMPORTS")]
+    pub cu_price: Option<u64>,
+    /// Send with skipPreflight (no simulation before the transaction is forwarded).
+    #[arg(long)]
+    pub skip_preflight: bool,
+    /// The commitment a transaction must reach to count as landed.
+    #[arg(long, value_enum, default_value_t = CommitmentArg::Confirmed)]
+    pub commitment: CommitmentArg,
+    /// Look landings up with getSignatureStatuses at this interval instead of subscribing
+    /// (the figures' resolution).
+    #[arg(long, value_parser = duration)]
+    pub poll: Option<Duration>,
+    /// How often the recent blockhash is fetched again.
+    #[arg(long, default_value = "400ms", value_parser = duration)]
+    pub blockhash_refresh: Duration,
+}
+
+/// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
+pub(crate) fn wei(text: &str) -> Result<u128, String> {
+    let trimmed = text.trim().to_ascii_lowercase();
+    let (digits, scale) = match trimmed.strip_suffix("gwei") {
+        Some(digits) => (digits, 1_000_000_000u128),
+        None => (trimmed.strip_suffix("wei").unwrap_or(&trimmed), 1),
+    };
+    digits
+        .trim()
+        .parse::<u128>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("'{text}' is not an amount of wei (e.g. 1000000000 or 1gwei)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fee_amounts_read_wei_and_gwei_and_refuse_the_rest() {
+        assert_eq!(wei("1000"), Ok(1000));
+        assert_eq!(wei("2gwei"), Ok(2_000_000_000));
+        assert_eq!(wei("7 wei"), Ok(7));
+        assert!(wei("1.5gwei").is_err());
+        assert!(wei("lots").is_err());
+    }
+}
