@@ -60,9 +60,9 @@ pub struct TxArgs {
     /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
     #[arg(long, value_name = "URL")]
     pub ws: Option<String>,
-    /// Poll eth_blockNumber at this interval instead of subscribing newHeads (inclusion times
-    /// are then late by up to one interval, printed beside them) [default without WebSocket:
-    /// 100ms].
+    /// Poll at this interval instead of subscribing (Ethereum: eth_blockNumber instead of
+    /// newHeads; Solana: getSignatureStatuses instead of signatureSubscribe); the figures are
+    /// then late by up to one interval, printed beside them [default without WebSocket: 100ms].
     #[arg(long, value_name = "INTERVAL", value_parser = duration, conflicts_with = "require_ws")]
     pub poll: Option<Duration>,
     /// Exit 2 when the node has no WebSocket newHeads instead of falling back to polling.
@@ -164,10 +164,6 @@ pub struct SolanaTxArgs {
     /// The commitment a transaction must reach to count as landed.
     #[arg(long, value_enum, default_value_t = CommitmentArg::Confirmed)]
     pub commitment: CommitmentArg,
-    /// Look landings up with getSignatureStatuses at this interval instead of subscribing
-    /// (the figures' resolution).
-    #[arg(long, value_parser = duration)]
-    pub poll: Option<Duration>,
     /// How often the recent blockhash is fetched again.
     #[arg(long, default_value = "400ms", value_parser = duration)]
     pub blockhash_refresh: Duration,

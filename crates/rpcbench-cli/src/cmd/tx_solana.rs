@@ -163,13 +163,19 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
     let payer_count = keypairs.len();
     // Subscribe-before-send: the watch stands between the signer and the pacer.
-    let (watch, signer, poll_every) = if solana.poll.is_none() {
+    let (watch, signer, poll_every) = if args.poll.is_none() {
         let (to_watch, from_signer) = tokio::sync::mpsc::channel(SIGN_AHEAD);
         match SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone()) {
             Ok(watch) => {
                 let signer =
                     SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Watch(to_watch));
                 (Some(watch), signer, None)
+            }
+            Err(err) if args.require_ws => {
+                return output::usage_error(format!(
+                    "--require-ws: no signatureSubscribe at {} ({err})",
+                    node.scrub(&ws_url)
+                ));
             }
             Err(err) => {
                 eprintln!(
@@ -190,7 +196,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
     } else {
         let signer =
             SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Ready(ready.clone()));
-        (None, signer, solana.poll)
+        (None, signer, args.poll)
     };
     let sends = SolanaSends::new(ready.clone(), solana.skip_preflight, commitment.name());
     let poll = match poll_every {
