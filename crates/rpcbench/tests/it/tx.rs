@@ -189,6 +189,17 @@ fn a_sender_whose_nonce_another_client_advanced_is_resynced_from_the_node_and_ke
         call("eth_sendRawTransaction", json!([format!("0x{}", hex(&signed.raw))]));
     }
     let addresses: Vec<String> = keys.iter().map(|key| key.address().to_string()).collect();
+    // Until a block includes them, our nonce 0 would meet the other client's in the pool (a
+    // replacement, not a nonce refusal): wait for the node's latest count to reach 5.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let count = call("eth_getTransactionCount", json!([addresses[0], "latest"]));
+        if u64::from_str_radix(count.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16) == Ok(5) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the mock did not include the 5 transactions: {count}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let source = Box::new(MockPending { url: url.clone(), addresses: addresses.clone() });
     let sends = TxSends::new(SignedAhead::start_with_resync(
         keys,
