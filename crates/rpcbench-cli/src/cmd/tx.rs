@@ -5,7 +5,7 @@
 //! one final outcome: included, rejected (by reason), dropped (not included within
 //! `--inclusion-timeout`) or pending at the end, and states the identity that they add up.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
 use rpcbench::RequestTemplate;
-use rpcbench::{TxAck, TxSends};
+use rpcbench::{AckTally, TxAck, TxSends};
 use serde_json::{json, Value};
 
 use crate::args::tx::{TxArgs, TxChain, TxFormat};
@@ -343,8 +343,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     let sent = sends.ledger().sent().to_vec();
     let mut heads: Vec<SeenHead> = watch.drain();
     let mut book = InclusionBook::new();
-    let mut rejected_by: BTreeMap<String, u64> = BTreeMap::new();
-    let mut ack_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    let mut acks = AckTally::default();
     for tx in &sent {
         let head_at_send = heads
             .iter()
@@ -352,24 +351,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             .map(|head| head.number)
             .max()
             .unwrap_or(head_at_start);
-        let accepted = match tx.ack {
-            TxAck::Accepted(at) => {
-                ack_us.saturating_record(at.saturating_duration_since(tx.sent).as_micros() as u64);
-                true
-            }
-            TxAck::Refused(reason) => {
-                *rejected_by.entry(reason.name()).or_default() += 1;
-                false
-            }
-            TxAck::Failed(outcome) => {
-                *rejected_by.entry(format!("no_answer_{}", outcome.class())).or_default() += 1;
-                false
-            }
-            TxAck::Unanswered => {
-                *rejected_by.entry("unanswered".into()).or_default() += 1;
-                false
-            }
-        };
+        let accepted = acks.add(tx.sent, tx.ack);
         book.sent(tx.hash, tx.sent, head_at_send, accepted);
     }
 
@@ -490,13 +472,13 @@ pub fn run(args: TxArgs) -> ExitCode {
         "sent": tally.sent,
         "accepted": accepted,
         "rejected": tally.rejected,
-        "rejected_by_reason": rejected_by,
+        "rejected_by_reason": acks.rejected_by,
         "included": tally.included,
         "dropped": tally.dropped,
         "pending": tally.pending,
         "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
         "identity_holds": identity,
-        "send_to_ack_ms": {"p50": ms(&ack_us, 0.5), "p90": ms(&ack_us, 0.9), "p99": ms(&ack_us, 0.99), "max": ms(&ack_us, 1.0)},
+        "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_included_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
         "send_seconds": record.elapsed.as_secs_f64(),

@@ -7,7 +7,7 @@
 //! landed, failed (landed with an error), expired (its blockhash's validity passed), rejected
 //! (by reason) or pending, and the report states that they add up to what was sent.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,7 +22,7 @@ use rpcbench::tx::solana::landing::LandingBook;
 use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
 use rpcbench::RequestTemplate;
 use rpcbench::SolanaSends;
-use rpcbench::TxAck;
+use rpcbench::{AckTally, TxAck};
 use serde_json::{json, Value};
 
 use crate::args::tx::{CommitmentArg, TxArgs, TxFormat};
@@ -247,27 +247,9 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
     let sent = sends.ledger().sent().to_vec();
     let mut book = LandingBook::new();
     let mut position: HashMap<u64, usize> = HashMap::with_capacity(sent.len());
-    let mut rejected_by: BTreeMap<String, u64> = BTreeMap::new();
-    let mut ack_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    let mut acks = AckTally::default();
     for (at, tx) in sent.iter().enumerate() {
-        let accepted = match tx.ack {
-            TxAck::Accepted(when) => {
-                ack_us.saturating_record(when.saturating_duration_since(tx.sent).as_micros() as u64);
-                true
-            }
-            TxAck::Refused(reason) => {
-                *rejected_by.entry(reason.name()).or_default() += 1;
-                false
-            }
-            TxAck::Failed(outcome) => {
-                *rejected_by.entry(format!("no_answer_{}", outcome.class())).or_default() += 1;
-                false
-            }
-            TxAck::Unanswered => {
-                *rejected_by.entry("unanswered".into()).or_default() += 1;
-                false
-            }
-        };
+        let accepted = acks.add(tx.sent, tx.ack);
         book.sent(&tx.signature, tx.sent, blockhash.slot_at(tx.sent), accepted, tx.last_valid_block_height);
         position.insert(tx.index, at);
     }
@@ -373,14 +355,14 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         "sent": tally.sent,
         "accepted": accepted,
         "rejected": tally.rejected,
-        "rejected_by_reason": rejected_by,
+        "rejected_by_reason": acks.rejected_by,
         "landed": tally.landed,
         "failed": tally.failed,
         "expired": tally.expired,
         "pending": tally.pending,
         "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
         "identity_holds": identity,
-        "send_to_ack_ms": {"p50": ms(&ack_us, 0.5), "p90": ms(&ack_us, 0.9), "p99": ms(&ack_us, 0.99), "max": ms(&ack_us, 1.0)},
+        "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_landed_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "slots_after_send": {"p50": slots(0.5), "p99": slots(0.99), "max": slots(1.0)},
         "send_seconds": record.elapsed.as_secs_f64(),

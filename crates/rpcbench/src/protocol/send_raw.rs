@@ -32,6 +32,43 @@ pub enum TxAck {
     Failed(Outcome),
 }
 
+/// The answers to a run's sends, on any chain: how long each accepted one took to be answered
+/// (µs, HDR), and the others by reason (the node's refusal, `no_answer_<class>` when no JSON-RPC
+/// answer came, `unanswered` when the run ended first).
+#[derive(Debug, Clone)]
+pub struct AckTally {
+    /// Send -> answer of the accepted sends, µs.
+    pub ack_us: hdrhistogram::Histogram<u64>,
+    /// The sends not accepted, by reason.
+    pub rejected_by: std::collections::BTreeMap<String, u64>,
+}
+
+impl Default for AckTally {
+    fn default() -> Self {
+        AckTally {
+            ack_us: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            rejected_by: Default::default(),
+        }
+    }
+}
+
+impl AckTally {
+    /// Counts the answer `ack` to a send at `sent`; true when the node accepted it.
+    pub fn add(&mut self, sent: Instant, ack: TxAck) -> bool {
+        let reason = match ack {
+            TxAck::Accepted(at) => {
+                self.ack_us.saturating_record(at.saturating_duration_since(sent).as_micros() as u64);
+                return true;
+            }
+            TxAck::Refused(reason) => reason.name(),
+            TxAck::Failed(outcome) => format!("no_answer_{}", outcome.class()),
+            TxAck::Unanswered => "unanswered".to_string(),
+        };
+        *self.rejected_by.entry(reason).or_default() += 1;
+        false
+    }
+}
+
 /// One transaction sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SentTx {
@@ -194,6 +231,30 @@ impl Protocol for SendRawTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_answer_to_a_send_is_counted_once_accepted_timed_or_rejected_by_reason() {
+        let mut tally = AckTally::default();
+        let sent = Instant::now();
+        let answered = sent + std::time::Duration::from_millis(3);
+        assert!(tally.add(sent, TxAck::Accepted(answered)));
+        assert!(!tally.add(sent, TxAck::Refused(TxRefusal::NonceTooLow)));
+        assert!(!tally.add(sent, TxAck::Refused(TxRefusal::NonceTooLow)));
+        assert!(!tally.add(sent, TxAck::Failed(Outcome::Timeout)));
+        assert!(!tally.add(sent, TxAck::Unanswered));
+        assert_eq!(tally.ack_us.len(), 1);
+        assert!(
+            (2_990..=3_010).contains(&tally.ack_us.value_at_quantile(0.5)),
+            "{}",
+            tally.ack_us.value_at_quantile(0.5)
+        );
+        let reasons: Vec<(&str, u64)> =
+            tally.rejected_by.iter().map(|(reason, n)| (reason.as_str(), *n)).collect();
+        assert_eq!(
+            reasons,
+            [("no_answer_timeout", 1), (TxRefusal::NonceTooLow.name().as_str(), 2), ("unanswered", 1)]
+        );
+    }
     use crate::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
     use crate::tx::nonce::NonceBook;
     use crate::tx::sign::{Fees, UnsignedTx};
