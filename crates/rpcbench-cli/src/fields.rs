@@ -7,6 +7,7 @@ use std::fmt;
 
 use rpcbench::engine::TooManyConnections;
 use rpcbench::field::{Field, SettingError};
+use rpcbench::replay::ReplayError;
 
 /// The flag (or positional argument) that sets `field`.
 pub fn flag(field: &Field) -> String {
@@ -32,9 +33,10 @@ pub fn flag(field: &Field) -> String {
         Field::Warmup => "--warmup",
         Field::Speed => "--speed",
         Field::Loop => "--loop",
+        Field::IgnoredFields => "--ignore-field",
         Field::Shard => "--shard",
         // Stages come from a scenario's [[stage]] tables, or from `--stage` on `subscribe`.
-        Field::Stage(_) => return field.name(),
+        Field::Stage(_) | Field::FeedAccounts => return field.name(),
         Field::Stages => "--stage",
         Field::Ramp => "--ramp",
         Field::Subscriptions => "--sub",
@@ -48,6 +50,20 @@ pub fn flag(field: &Field) -> String {
         Field::Step => "--step",
         Field::Slo => "--slo",
         Field::StartConnections => "--start-connections",
+        Field::CaFile => "--cacert",
+        Field::Insecure => "--insecure",
+        Field::Upstream => "--upstream",
+        Field::Listen => "--listen",
+        Field::MetricsListen => "--metrics-listen",
+        Field::RecordFile => "--record",
+        Field::ErrorRate => "--error-rate",
+        Field::DropRate => "--drop-rate",
+        Field::Threads => "--threads",
+        Field::UpstreamConnections => "--upstream-connections",
+        Field::QueueTimeout => "--queue-timeout",
+        Field::Race => "--race",
+        Field::SlotTime => "--slot-time",
+        Field::FeedQueue => "--grpc-queue",
     };
     flag.to_string()
 }
@@ -86,6 +102,18 @@ impl From<SettingError> for ConfigError {
 impl From<TooManyConnections> for ConfigError {
     fn from(err: TooManyConnections) -> Self {
         Self { setting: flag(&err.field), message: err.message() }
+    }
+}
+
+impl From<ReplayError> for ConfigError {
+    fn from(err: ReplayError) -> Self {
+        match err {
+            ReplayError::Setting(err) => err.into(),
+            ReplayError::File { path, message } => Self::new(path.display().to_string(), message),
+            ReplayError::Line { path, line, column, message } => {
+                Self::new(format!("{}:{line}:{column}", path.display()), message)
+            }
+        }
     }
 }
 

@@ -337,6 +337,61 @@ fn an_output_file_in_a_missing_folder_is_refused_before_any_load() {
 }
 
 #[test]
+fn a_setting_refused_while_setting_up_is_bad_usage_naming_its_flag() {
+    let dir = temp_dir("setup-settings");
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let not_pem = not_pem.to_str().unwrap();
+    let traffic_less = dir.join("bodies.jsonl");
+    std::fs::write(&traffic_less, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSlot\"}\n").unwrap();
+    let traffic_less = traffic_less.to_str().unwrap();
+    let node = static_node();
+    let url = node.url();
+    let control = "a\u{1}b";
+    for (args, says) in [
+        // A CA file that holds no certificate: found when the engine prepares TLS, and bad usage
+        // (it exited 1 as a run-time failure before).
+        (
+            vec!["run", "https://127.0.0.1:1/", "-m", "getSlot", "--cacert", not_pem, "-n", "1"],
+            format!("--cacert: {not_pem}: "),
+        ),
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "https://127.0.0.1:1/",
+                "--cacert",
+                not_pem,
+            ],
+            format!("--cacert: {not_pem}: "),
+        ),
+        // A mock feed's slot time out of range (it exited 1 before).
+        (
+            vec!["serve", "--chain", "solana", "--grpc", "--slot-time", "1ms", "--listen", "127.0.0.1:0"],
+            "--slot-time: must be at least 6ms".to_string(),
+        ),
+        (
+            vec!["subscribe", "grpc://127.0.0.1:1", "--sub", "geyser-slot", "--x-token", control, "-d", "1s"],
+            "--x-token: must be printable ASCII".to_string(),
+        ),
+        (
+            vec!["replay", traffic_less, &url, "--speed", "2x"],
+            "--speed: this file has no recorded offsets (vegeta targets, bodies): use --rate R".to_string(),
+        ),
+        (
+            vec!["replay", traffic_less, &url, "--ignore-field", "result.slot"],
+            "--ignore-field: goes with a traffic file's recorded digests".to_string(),
+        ),
+    ] {
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&says), "{args:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
 fn messages_point_at_what_is_wrong_and_usage_errors_exit_2() {
     let dir = temp_dir("messages");
     let node = static_node();

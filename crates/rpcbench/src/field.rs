@@ -1,4 +1,4 @@
-//! The settings a run, a capacity search or a subscription run is made of, named as settings
+//! The settings a run, a capacity search, a subscription run or a proxy is made of, named as settings
 //! ([`Field`]) rather than as the CLI flags or scenario keys that set them, and [`SettingError`],
 //! the error that says which setting is at fault. The CLI maps a [`Field`] to its flag, the
 //! scenario loader to the `file:line:col` of its key: the library names neither.
@@ -50,6 +50,8 @@ pub enum Field {
     Speed,
     /// A replay that loops over its file.
     Loop,
+    /// The response fields a replay leaves out of its digests.
+    IgnoredFields,
     /// This run's share of a sharded load.
     Shard,
     /// One stage of a staged load, from 0.
@@ -66,7 +68,7 @@ pub enum Field {
     SubscriptionsPerSocket,
     /// The x-token sent to a Geyser feed.
     XToken,
-    /// How long a subscription's connection may receive nothing before it is a stall.
+    /// How long a connection may receive nothing: a subscription's stall, a proxy's idle client.
     IdleTimeout,
     /// A capacity search's first rate.
     StartRate,
@@ -80,6 +82,36 @@ pub enum Field {
     Slo,
     /// A connection search's first count.
     StartConnections,
+    /// The file of CA certificates trusted for TLS.
+    CaFile,
+    /// Skipping the TLS certificate check.
+    Insecure,
+    /// The upstream a proxy relays to.
+    Upstream,
+    /// The address a proxy or mock listens on.
+    Listen,
+    /// The address the Prometheus endpoint listens on.
+    MetricsListen,
+    /// The traffic file a proxy records to.
+    RecordFile,
+    /// The share of requests a proxy answers with an injected error.
+    ErrorRate,
+    /// The share of requests a proxy drops.
+    DropRate,
+    /// Threads a proxy serves on.
+    Threads,
+    /// Connections a proxy holds to its upstream.
+    UpstreamConnections,
+    /// How long a proxy's request may wait for an upstream connection.
+    QueueTimeout,
+    /// The endpoints of a feed race.
+    Race,
+    /// A mock chain's slot (block) time.
+    SlotTime,
+    /// Updates a mock gRPC feed queues per subscriber.
+    FeedQueue,
+    /// The accounts a mock gRPC feed's transactions touch.
+    FeedAccounts,
 }
 
 impl Field {
@@ -108,6 +140,7 @@ impl Field {
             Field::Warmup => "warmup",
             Field::Speed => "speed",
             Field::Loop => "loop",
+            Field::IgnoredFields => "ignore_fields",
             Field::Shard => "shard",
             Field::Stage(index) => return format!("stage {}", index + 1),
             Field::Stages => "stages",
@@ -123,6 +156,21 @@ impl Field {
             Field::Step => "step",
             Field::Slo => "slo",
             Field::StartConnections => "start_connections",
+            Field::CaFile => "ca_file",
+            Field::Insecure => "insecure",
+            Field::Upstream => "upstream",
+            Field::Listen => "listen",
+            Field::MetricsListen => "metrics_listen",
+            Field::RecordFile => "record",
+            Field::ErrorRate => "error_rate",
+            Field::DropRate => "drop_rate",
+            Field::Threads => "threads",
+            Field::UpstreamConnections => "upstream_connections",
+            Field::QueueTimeout => "queue_timeout",
+            Field::Race => "race",
+            Field::SlotTime => "slot_time",
+            Field::FeedQueue => "feed_queue",
+            Field::FeedAccounts => "feed_accounts",
         };
         name.to_string()
     }

@@ -82,6 +82,7 @@ pub use crate::protocol::send_solana::{SolanaLedger, SolanaSends, SolanaSent};
 pub use crate::ratelimit::pause::OnRateLimit;
 pub use crate::ratelimit::signs::RateLimitRules;
 pub use crate::settings::{Scheme, Target, TlsOptions};
+pub use crate::transport::connect::SetupError;
 pub use crate::transport::grpc::XToken;
 pub use crate::transport::HttpMethod;
 pub use crate::util::files::{read_limited, read_text_limited, MAX_BODY};

@@ -15,9 +15,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::field::{Field, SettingError};
 use crate::plan::targets::HttpTarget;
 use crate::settings::Target;
 use crate::traffic::{methods_of, TrafficFile, MAX_METHOD_KEYS, OTHER_METHODS_KEY};
@@ -25,18 +26,56 @@ use crate::transport::HttpMethod;
 use crate::util::json_path::FieldPath;
 use crate::workload::{Call, Workload};
 
-/// A replay that cannot be built.
+/// A replay that cannot be built: a file (or one of its lines) at fault, or a setting.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayError {
-    /// The file, with `:line:column` when one line is at fault.
-    pub place: String,
-    /// What is wrong.
-    pub message: String,
+pub enum ReplayError {
+    /// The file as a whole.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// One line of the file.
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A setting of the replay (its speed, the fields left out of digests).
+    Setting(SettingError),
+}
+
+impl ReplayError {
+    fn file(path: &Path, message: impl Into<String>) -> Self {
+        Self::File { path: path.to_path_buf(), message: message.into() }
+    }
+
+    fn line(path: &Path, line: usize, column: usize, message: impl Into<String>) -> Self {
+        Self::Line { path: path.to_path_buf(), line, column, message: message.into() }
+    }
 }
 
 impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.place, self.message)
+        match self {
+            ReplayError::File { path, message } => write!(f, "{}: {message}", path.display()),
+            ReplayError::Line { path, line, column, message } => {
+                write!(f, "{}:{line}:{column}: {message}", path.display())
+            }
+            ReplayError::Setting(err) => err.fmt(f),
+        }
+    }
+}
+
+impl From<SettingError> for ReplayError {
+    fn from(err: SettingError) -> Self {
+        Self::Setting(err)
     }
 }
 
@@ -207,10 +246,7 @@ impl Replay {
         place: &Path,
     ) -> Result<Self, ReplayError> {
         if requests.is_empty() {
-            return Err(ReplayError {
-                place: place.display().to_string(),
-                message: "no request in the file: nothing to replay".into(),
-            });
+            return Err(ReplayError::file(place, "no request in the file: nothing to replay"));
         }
         let mut names = CallNames::default();
         let entries = requests
@@ -223,10 +259,10 @@ impl Replay {
 
     /// The requests of a traffic file, with their offsets and recorded digests.
     pub fn from_traffic(file: &TrafficFile, path: &Path) -> Result<Self, ReplayError> {
-        let ignore = file.header.ignored_paths().map_err(|message| ReplayError {
-            place: format!("{}:1:1", path.display()),
-            message: format!("ignored_fields: {message}"),
-        })?;
+        let ignore = file
+            .header
+            .ignored_paths()
+            .map_err(|message| ReplayError::line(path, 1, 1, format!("ignored_fields: {message}")))?;
         let mut requests = Vec::with_capacity(file.entries.len());
         for entry in &file.entries {
             // Checked when the file was read.
@@ -247,10 +283,12 @@ impl Replay {
                 continue;
             }
             if let Err(error) = serde_json::from_str::<&serde_json::value::RawValue>(line) {
-                return Err(ReplayError {
-                    place: format!("{}:{}:{}", path.display(), index + 1, error.column().max(1)),
-                    message: format!("not a JSON-RPC body: {error}"),
-                });
+                return Err(ReplayError::line(
+                    path,
+                    index + 1,
+                    error.column().max(1),
+                    format!("not a JSON-RPC body: {error}"),
+                ));
             }
             let body = line.trim().as_bytes().to_vec();
             let name = call_name(&body);
@@ -265,10 +303,7 @@ impl Replay {
     pub fn from_targets(targets: &[HttpTarget], path: &Path) -> Result<Self, ReplayError> {
         let mut requests = Vec::with_capacity(targets.len());
         for target in targets {
-            let at = |message: String| ReplayError {
-                place: format!("{}:{}:1", path.display(), target.line),
-                message,
-            };
+            let at = |message: String| ReplayError::line(path, target.line, 1, message);
             let parsed = Target::parse(&target.url).map_err(|err| at(err.message()))?;
             let jsonrpc = target.method == HttpMethod::Post
                 && target.headers.iter().all(|(name, _)| name.eq_ignore_ascii_case("content-type"))
@@ -321,10 +356,7 @@ impl Replay {
 
     /// Paces the replay by its recorded offsets at `speed` (open loop).
     pub fn pace_at_speed(&mut self, speed: f64) -> Result<(), ReplayError> {
-        let offsets = self.offsets_us.as_ref().ok_or_else(|| ReplayError {
-            place: "--speed".into(),
-            message: "this file has no recorded offsets: use --rate R or closed loop (-c N)".into(),
-        })?;
+        let offsets = self.offsets_us.as_ref().ok_or_else(|| no_offsets(""))?;
         self.schedule = Some(RecordedSchedule::new(offsets, speed, self.looped));
         Ok(())
     }
@@ -353,22 +385,25 @@ impl Replay {
         Workload::new(calls).expect("names are unique and at least one")
     }
 
-    /// Paces the replay as its flags say: a speed scales the recorded offsets (a traffic
-    /// file's default, 1x); a fixed rate or a closed loop (`rate_or_connections`) leaves the
-    /// pacing to the run. A speed with either, or on a file without offsets, is refused.
-    pub fn pace(&mut self, speed: Option<f64>, rate_or_connections: Option<&str>) -> Result<(), ReplayError> {
-        let refuse = |message: String| Err(ReplayError { place: "--speed".into(), message });
+    /// Paces the replay as its settings say: a speed scales the recorded offsets (a traffic
+    /// file's default, 1x); a fixed rate or a closed loop (`rate_or_connections`: the
+    /// [`Field::Rate`] or [`Field::Connections`] the run was given) leaves the pacing to the
+    /// run. A speed with either, or on a file without offsets, is refused.
+    pub fn pace(
+        &mut self,
+        speed: Option<f64>,
+        rate_or_connections: Option<Field>,
+    ) -> Result<(), ReplayError> {
         match (speed, rate_or_connections) {
-            (Some(_), Some(flag)) => {
-                return refuse(format!("paces by the recorded offsets: it goes without {flag}"));
-            }
-            (Some(_), None) if !self.has_offsets() => {
-                return refuse(
-                    "this file has no recorded offsets (vegeta targets, bodies): use --rate R or closed \
-                     loop (-c N)"
-                        .into(),
+            (Some(_), Some(load)) => {
+                let err = SettingError::mentioning(
+                    Field::Speed,
+                    "paces by the recorded offsets: it goes without {}",
+                    &[load],
                 );
+                return Err(err.into());
             }
+            (Some(_), None) if !self.has_offsets() => return Err(no_offsets(" (vegeta targets, bodies)")),
             _ => {}
         }
         match speed.or((rate_or_connections.is_none() && self.has_offsets()).then_some(1.0)) {
@@ -432,43 +467,46 @@ pub fn read_file(
     bad_lines: crate::traffic::BadLines,
     ignore_fields: &[String],
 ) -> Result<ReadReplay, ReplayError> {
-    let whole = |message: String| ReplayError { place: path.display().to_string(), message };
+    let whole = |message: String| ReplayError::file(path, message);
     let bytes = crate::util::files::read_limited(path, crate::util::files::MAX_TRAFFIC)
         .map_err(|err| whole(err.to_string()))?;
     let format = format
         .unwrap_or_else(|| ReplayFormat::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])));
     if format != ReplayFormat::Traffic && !ignore_fields.is_empty() {
-        return Err(ReplayError {
-            place: "--ignore-field".into(),
-            message: "goes with a traffic file's recorded digests".into(),
-        });
+        return Err(
+            SettingError::new(Field::IgnoredFields, "goes with a traffic file's recorded digests").into()
+        );
     }
     let mut notes = Vec::new();
     let replay = match format {
         ReplayFormat::Traffic => {
             let file = TrafficFile::parse(&bytes, path, bad_lines).map_err(|err| match err {
                 crate::traffic::TrafficError::Line { path, line, column, message } => {
-                    ReplayError { place: format!("{}:{line}:{column}", path.display()), message }
+                    ReplayError::Line { path, line, column, message }
                 }
                 other => whole(other.to_string()),
             })?;
             for field in ignore_fields {
-                let wanted = FieldPath::parse(field).map_err(|message| ReplayError {
-                    place: format!("--ignore-field {field}"),
-                    message: message.to_string(),
+                let wanted = FieldPath::parse(field).map_err(|message| {
+                    SettingError::new(Field::IgnoredFields, format!("'{field}': {message}"))
                 })?;
                 if !file.header.ignored_fields.iter().any(|known| known == wanted.as_str()) {
                     let ignored = match file.header.ignored_fields.is_empty() {
                         true => "nothing".to_string(),
                         false => file.header.ignored_fields.join(", "),
                     };
-                    return Err(ReplayError {
-                        place: format!("--ignore-field {field}"),
-                        message: format!(
-                            "the recorded digests include it (the recording ignored: {ignored}): record with \
-                             --ignore-field {field} to leave it out"
-                        ),
-                    });
+                    let escaped = field.replace('{', "{{").replace('}', "}}");
+                    let template = format!(
+                        "'{escaped}': the recorded digests include it (the recording ignored: {}): record with {{}} \
+                         {escaped} to leave it out",
+                        ignored.replace('{', "{{").replace('}', "}}")
+                    );
+                    return Err(SettingError::mentioning(
+                        Field::IgnoredFields,
+                        &template,
+                        &[Field::IgnoredFields],
+                    )
+                    .into());
                 }
             }
             if let Some(line) = file.cut_last_line {
@@ -501,18 +539,20 @@ pub fn read_file(
                 crate::util::files::read_limited(body, crate::plan::targets::MAX_BODY_FILE)
                     .map_err(|err| err.to_string())
             })
-            .map_err(|err| {
-                let place = if err.line == 0 {
-                    err.path.display().to_string()
-                } else {
-                    format!("{}:{}:{}", err.path.display(), err.line, err.column)
-                };
-                ReplayError { place, message: err.message }
+            .map_err(|err| match err.line {
+                0 => ReplayError::File { path: err.path, message: err.message },
+                line => ReplayError::Line { path: err.path, line, column: err.column, message: err.message },
             })?;
             Replay::from_targets(&targets, path)?
         }
     };
     Ok(ReadReplay { replay, notes })
+}
+
+/// The refusal of a speed for a file without recorded offsets (`which` says what such files are).
+fn no_offsets(which: &str) -> ReplayError {
+    let template = format!("this file has no recorded offsets{which}: use {{}} R or closed loop ({{}} N)");
+    SettingError::mentioning(Field::Speed, &template, &[Field::Rate, Field::Connections]).into()
 }
 
 #[cfg(test)]
@@ -527,8 +567,9 @@ mod tests {
         let path = dir.join("huge.jsonl");
         std::fs::File::create(&path).unwrap().set_len(crate::util::files::MAX_TRAFFIC + 1).unwrap();
         let err = read_file(&path, None, crate::traffic::BadLines::Refuse, &[]).unwrap_err();
-        assert_eq!(err.place, path.display().to_string());
-        assert!(err.message.contains("larger than 512 MiB"), "{err}");
+        let ReplayError::File { path: at, message } = &err else { panic!("not the file at fault: {err}") };
+        assert_eq!(at, &path);
+        assert!(message.contains("larger than 512 MiB"), "{err}");
         let err = crate::traffic::TrafficFile::read(&path, crate::traffic::BadLines::Refuse).unwrap_err();
         let text = err.to_string();
         assert!(

@@ -25,16 +25,3 @@ impl Default for ClientCapArgs {
         Self { max_connections: None, idle_timeout: Duration::from_secs(60) }
     }
 }
-
-impl ClientCapArgs {
-    /// The caps, or a usage error naming the flag.
-    pub fn checked(&self) -> Result<(Option<usize>, Duration), String> {
-        if self.max_connections == Some(0) {
-            return Err("--max-connections: at least one connection is needed".into());
-        }
-        if self.idle_timeout.is_zero() {
-            return Err("--idle-timeout: must be longer than 0".into());
-        }
-        Ok((self.max_connections, self.idle_timeout))
-    }
-}

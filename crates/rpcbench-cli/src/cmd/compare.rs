@@ -21,6 +21,7 @@ use rpcbench::compare::{
 use rpcbench::defaults::ROUNDS as DEFAULT_ROUNDS;
 use rpcbench::engine::config::{HttpVersion, Scheme, Target};
 use rpcbench::engine::StopHandle;
+use rpcbench::field::Field;
 use rpcbench::results::SavedRun;
 use rpcbench::rounds::{run_rounds, RoundsPlan};
 use rpcbench::verdict::RoundOrder;
@@ -242,11 +243,11 @@ fn replayed_config(
     mut replay: rpcbench::replay::Replay,
 ) -> Result<rpcbench::engine::config::RunConfig, ConfigError> {
     let load_flag = match (run.load.rate.is_some(), run.load.connections.is_some()) {
-        (true, _) => Some("--rate"),
-        (_, true) => Some("--connections"),
+        (true, _) => Some(Field::Rate),
+        (_, true) => Some(Field::Connections),
         _ => None,
     };
-    replay.pace(None, load_flag).map_err(|err| ConfigError::new(err.place, err.message))?;
+    replay.pace(None, load_flag)?;
     let config = rpcbench::engine::config::RunConfig::for_replay(replay, Target::parse(&run.target)?);
     let mut plan =
         crate::plan::finish_plan(run, vec![(run.target.clone(), config)], Vec::new(), Duration::ZERO)?;

@@ -15,6 +15,7 @@ use rpcbench::proxy::{Proxy, ProxyError, ProxyOptions};
 use rpcbench::Target;
 
 use crate::args::duration;
+use crate::fields::{flag, ConfigError};
 use crate::output;
 
 /// How the final table is written.
@@ -116,59 +117,64 @@ pub struct RecordArgs {
     pub caps: crate::args::caps::ClientCapArgs,
 }
 
-impl From<RecordArgs> for ProxyArgs {
-    fn from(args: RecordArgs) -> Self {
-        ProxyArgs {
-            listen: args.listen,
-            upstream: args.upstream,
-            record: Some(args.output),
-            ignore_field: args.ignore_field,
-            metrics_listen: None,
-            latency: None,
-            error_rate: 0.0,
-            drop_rate: 0.0,
-            seed: 0,
-            threads: args.threads,
-            upstream_connections: 64,
-            upstream_h2c: false,
-            upstream_http2: false,
-            upstream_timeout: Duration::from_secs(30),
-            queue_timeout: rpcbench::proxy::DEFAULT_QUEUE_TIMEOUT,
-            caps: args.caps,
-            tls: args.tls,
-            format: ProxyFormat::Text,
-            output: None,
-        }
-    }
+/// What `serve` starts and writes: the proxy's options, its metrics address, the final table's
+/// format and file, and how the command names its record file in messages (`record -o FILE`
+/// is `proxy --record FILE` under another name).
+struct ServePlan {
+    options: ProxyOptions,
+    metrics: Option<SocketAddr>,
+    format: ProxyFormat,
+    output: Option<PathBuf>,
+    record_flag: &'static str,
 }
 
-/// The validated options, or a usage error naming the flag.
-fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), String> {
-    let listen: SocketAddr = args
-        .listen
-        .parse()
-        .map_err(|_| format!("--listen: '{}' is not an address like 127.0.0.1:8546", args.listen))?;
-    let upstream = Target::parse(&args.upstream).map_err(|error| format!("--upstream: {error}"))?;
+/// The options both commands have: where to listen, the upstream and how to reach it, the
+/// recorded digests' ignored fields, the threads and the client caps.
+fn relay_options(
+    listen: &str,
+    upstream: &str,
+    ignore_field: &[String],
+    threads: usize,
+    tls: &crate::args::tls::TlsArgs,
+    caps: &crate::args::caps::ClientCapArgs,
+) -> Result<ProxyOptions, ConfigError> {
+    let listen: SocketAddr = listen.parse().map_err(|_| {
+        ConfigError::new("--listen", format!("'{listen}' is not an address like 127.0.0.1:8546"))
+    })?;
+    let upstream =
+        Target::parse(upstream).map_err(|error| ConfigError::new("--upstream", error.to_string()))?;
+    let mut ignore_fields = Vec::new();
+    for text in ignore_field {
+        ignore_fields.push(
+            FieldPath::parse(text).map_err(|error| ConfigError::new("--ignore-field", error.to_string()))?,
+        );
+    }
+    let mut options = ProxyOptions::new(listen, upstream);
+    options.tls = tls.options();
+    options.ignore_fields = ignore_fields;
+    options.threads = threads;
+    options.max_connections = caps.max_connections;
+    options.idle_timeout = Some(caps.idle_timeout);
+    Ok(options)
+}
+
+/// `proxy`'s validated plan, or a usage error naming the flag.
+fn proxy_plan(args: &ProxyArgs) -> Result<ServePlan, ConfigError> {
+    let mut options =
+        relay_options(&args.listen, &args.upstream, &args.ignore_field, args.threads, &args.tls, &args.caps)?;
     let metrics = args
         .metrics_listen
         .as_deref()
         .map(|text| {
-            text.parse::<SocketAddr>().map_err(|_| format!("--metrics-listen: '{text}' is not an address"))
+            text.parse::<SocketAddr>()
+                .map_err(|_| ConfigError::new("--metrics-listen", format!("'{text}' is not an address")))
         })
         .transpose()?;
-    let mut ignore_fields = Vec::new();
-    for text in &args.ignore_field {
-        ignore_fields.push(FieldPath::parse(text).map_err(|error| format!("--ignore-field: {error}"))?);
-    }
-    let mut options = ProxyOptions::new(listen, upstream);
-    options.tls = args.tls.options();
     options.record = args.record.clone();
-    options.ignore_fields = ignore_fields;
     options.latency = args.latency.unwrap_or_default();
     options.error_rate = args.error_rate;
     options.drop_rate = args.drop_rate;
     options.seed = args.seed;
-    options.threads = args.threads;
     options.upstream_connections = args.upstream_connections;
     options.upstream_http = match (args.upstream_h2c, args.upstream_http2) {
         (true, _) => rpcbench::engine::config::HttpVersion::H2c,
@@ -176,54 +182,88 @@ fn options(args: &ProxyArgs) -> Result<(ProxyOptions, Option<SocketAddr>), Strin
         _ => rpcbench::engine::config::HttpVersion::Http1,
     };
     options.upstream_timeout = args.upstream_timeout;
-    if args.queue_timeout.is_zero() {
-        return Err("--queue-timeout: must be longer than 0".into());
-    }
     options.queue_timeout = args.queue_timeout;
-    let (max_connections, idle_timeout) = args.caps.checked()?;
-    options.max_connections = max_connections;
-    options.idle_timeout = Some(idle_timeout);
-    options.validate().map_err(|error| error.to_string())?;
-    Ok((options, metrics))
+    options.validate()?;
+    Ok(ServePlan {
+        options,
+        metrics,
+        format: args.format,
+        output: args.output.clone(),
+        record_flag: "--record",
+    })
+}
+
+/// `record`'s validated plan: a proxy with no faults, recording to `-o FILE`, its table as text
+/// on standard output.
+fn record_plan(args: &RecordArgs) -> Result<ServePlan, ConfigError> {
+    let mut options =
+        relay_options(&args.listen, &args.upstream, &args.ignore_field, args.threads, &args.tls, &args.caps)?;
+    options.record = Some(args.output.clone());
+    options.validate()?;
+    Ok(ServePlan {
+        options,
+        metrics: None,
+        format: ProxyFormat::Text,
+        output: None,
+        record_flag: "-o/--output",
+    })
+}
+
+/// A proxy error that is bad usage, named by the flag at fault (`record_flag` for the record
+/// file); any other error back as it is.
+fn usage_of(err: ProxyError, record_flag: &str) -> Result<ConfigError, ProxyError> {
+    match err {
+        ProxyError::Invalid(err) => Ok(ConfigError::from(err)),
+        ProxyError::Bind { field, addr, source } => {
+            Ok(ConfigError::new(flag(&field), format!("cannot listen on {addr}: {source}")))
+        }
+        ProxyError::Upstream(setup) => Ok(match setup.as_setting() {
+            Some(setting) => ConfigError::from(setting),
+            None => ConfigError::new("--upstream", setup.to_string()),
+        }),
+        ProxyError::Record { path, source } => {
+            Ok(ConfigError::new(record_flag, format!("cannot create {}: {source}", path.display())))
+        }
+        other => Err(other),
+    }
 }
 
 /// Runs `record`: the proxy, recording to `-o FILE`.
 pub fn run_record(args: RecordArgs) -> ExitCode {
-    serve(args.into(), "-o/--output")
+    match record_plan(&args) {
+        Ok(plan) => serve(plan),
+        Err(err) => output::usage_error(err),
+    }
 }
 
 /// Runs the proxy until Ctrl-C or SIGTERM, then writes the table. Exit 2 for bad flags
 /// (a listen address in use included), 1 when it cannot start otherwise.
 pub fn run(args: ProxyArgs) -> ExitCode {
-    serve(args, "--record")
+    match proxy_plan(&args) {
+        Ok(plan) => serve(plan),
+        Err(err) => output::usage_error(err),
+    }
 }
 
-/// Runs the proxy; `record_flag` is how the command names its record file in messages
-/// (`record -o FILE` is `proxy --record FILE` under another name).
-fn serve(args: ProxyArgs, record_flag: &str) -> ExitCode {
-    let (options, metrics) = match options(&args) {
-        Ok(options) => options,
-        Err(message) => return output::usage_error(message),
-    };
+/// Runs the proxy of `plan` until Ctrl-C or SIGTERM, then writes its table.
+fn serve(plan: ServePlan) -> ExitCode {
+    let ServePlan { options, metrics, format, output: table_file, record_flag } = plan;
+    let recording = options.record.clone();
     let upstream = options.upstream.redacted();
     let proxy = match Proxy::start_with_metrics(options, metrics) {
         Ok(proxy) => proxy,
-        Err(
-            error @ (ProxyError::Invalid { .. }
-            | ProxyError::Bind { .. }
-            | ProxyError::Metrics { .. }
-            | ProxyError::Upstream(_)),
-        ) => return output::usage_error(error),
-        Err(ProxyError::Record { path, source }) => {
-            return output::usage_error(format!("{record_flag}: cannot create {}: {source}", path.display()))
+        Err(err) => {
+            return match usage_of(err, record_flag) {
+                Ok(usage) => output::usage_error(usage),
+                Err(err) => output::failure(err),
+            }
         }
-        Err(error) => return output::failure(error),
     };
     eprintln!("rpcbench proxy: listening on {} in front of {upstream}", proxy.url());
     if let Some(url) = proxy.metrics_url() {
         eprintln!("rpcbench proxy: metrics on {url}");
     }
-    if let Some(path) = &args.record {
+    if let Some(path) = &recording {
         eprintln!("rpcbench proxy: recording to {}", path.display());
     }
     let waited = tokio::runtime::Builder::new_current_thread().enable_all().build().and_then(|runtime| {
@@ -246,11 +286,11 @@ fn serve(args: ProxyArgs, record_flag: &str) -> ExitCode {
     }
     eprintln!("rpcbench proxy: stopping");
     let stats = proxy.stop();
-    let text = match args.format {
+    let text = match format {
         ProxyFormat::Text => stats.render_text(),
         ProxyFormat::Json => format!("{:#}\n", stats.to_json()),
     };
-    match &args.output {
+    match &table_file {
         Some(path) => match std::fs::write(path, text) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => output::failure(format!("-o {}: {error}", path.display())),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use rpcbench::engine::config::Target;
+use rpcbench::field::Field;
 
 use crate::fields::ConfigError;
 use rpcbench::replay::{Replay, ReplayFormat};
@@ -98,8 +99,7 @@ fn read_replay(args: &ReplayArgs) -> Result<Replay, ConfigError> {
              targets file or a file of JSON-RPC bodies)",
         ));
     }
-    let read = rpcbench::replay::read_file(&args.file, format, bad_lines, &args.ignore_fields)
-        .map_err(|err| ConfigError::new(err.place, err.message))?;
+    let read = rpcbench::replay::read_file(&args.file, format, bad_lines, &args.ignore_fields)?;
     if !args.run.quiet {
         for note in &read.notes {
             eprintln!("rpcbench: {note}");
@@ -139,11 +139,11 @@ fn to_plan(args: &ReplayArgs) -> Result<crate::plan::RunPlan, ConfigError> {
     replay.check_responses = args.check_responses;
     replay.set_looped(args.looped);
     let rate_or_connections = match (run.load.rate.is_some(), run.load.connections.is_some()) {
-        (true, _) => Some("--rate"),
-        (_, true) => Some("--connections"),
+        (true, _) => Some(Field::Rate),
+        (_, true) => Some(Field::Connections),
         _ => None,
     };
-    replay.pace(args.speed, rate_or_connections).map_err(|err| ConfigError::new(err.place, err.message))?;
+    replay.pace(args.speed, rate_or_connections)?;
     if replay.schedule.is_some() && run.load.arrivals.is_some() {
         return Err(ConfigError::new(
             "--arrivals",

@@ -423,6 +423,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 eprintln!("rpcbench serve: Geyser gRPC feed listening on {}", geyser.url());
                 Some(geyser)
             }
+            Err(rpcbench::mock::GeyserMockError::Setting(err)) => {
+                server.stop();
+                return crate::output::usage_error(crate::fields::ConfigError::from(err));
+            }
             Err(err) => {
                 eprintln!("error: --grpc: {err}");
                 server.stop();

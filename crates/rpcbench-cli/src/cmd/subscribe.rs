@@ -294,7 +294,9 @@ fn run_race(args: &SubscribeArgs) -> ExitCode {
     crate::signals::stop_on_interrupt(stop.clone());
     let report = match rpcbench::subscribe::race::run(&config, &stop) {
         Ok(report) => report,
-        Err(err @ rpcbench::subscribe::race::RaceError::Setting(_)) => return output::usage_error(err),
+        Err(rpcbench::subscribe::race::RaceError::Config(err)) => {
+            return output::usage_error(crate::fields::ConfigError::from(err))
+        }
         Err(err) => return output::failure(err),
     };
     let text = match args.format {

@@ -220,8 +220,12 @@ impl Run {
             max_body: config.max_body,
         };
         let transport = Wire::select(&settings, true).map_err(|err| match err {
-            select::SelectError::Setup(err) => EngineError::Setup(err),
+            select::SelectError::Setup(err) => match err.as_setting() {
+                Some(setting) => EngineError::Config(setting),
+                None => EngineError::Setup(err),
+            },
             select::SelectError::Runtime(err) => EngineError::Runtime(err),
+            select::SelectError::Setting(err) => EngineError::Config(err),
             select::SelectError::Headers(err) => {
                 EngineError::Config(config::SettingError::new(config::Field::Headers, err.to_string()))
             }

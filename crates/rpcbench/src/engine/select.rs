@@ -68,6 +68,8 @@ pub(crate) enum SelectError {
         /// What the server did.
         reason: String,
     },
+    /// A setting that chose or shapes the wire is not usable (a gRPC feed's x-token).
+    Setting(crate::field::SettingError),
     /// The HTTP/2 settings (headers) cannot be sent on that wire.
     Headers(std::io::Error),
     /// The probe's runtime could not be started.
@@ -90,6 +92,7 @@ impl fmt::Display for SelectError {
         match self {
             SelectError::Setup(err) => err.fmt(f),
             SelectError::Refused { reason, .. } => f.write_str(reason),
+            SelectError::Setting(err) => err.fmt(f),
             SelectError::Headers(err) => write!(f, "{err}"),
             SelectError::Runtime(err) => write!(f, "cannot start a runtime: {err}"),
         }
@@ -214,7 +217,7 @@ impl FeedWire {
                 x_token,
                 settings.max_body as usize,
             )
-            .map_err(|err| SelectError::Refused { chosen_by: ChosenBy::Url, reason: err.to_string() })?;
+            .map_err(|err| SelectError::Setting(err.as_setting()))?;
             return Ok(FeedWire::Geyser(opener));
         }
         if !target.websocket {

@@ -204,14 +204,14 @@ pub enum GeyserMockError {
     /// The address could not be bound, or the runtime not started.
     Io(std::io::Error),
     /// A setting is out of range.
-    Setting(&'static str),
+    Setting(crate::field::SettingError),
 }
 
 impl std::fmt::Display for GeyserMockError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GeyserMockError::Io(err) => write!(f, "cannot start the gRPC feed: {err}"),
-            GeyserMockError::Setting(message) => f.write_str(message),
+            GeyserMockError::Setting(err) => err.fmt(f),
         }
     }
 }
@@ -221,11 +221,17 @@ impl std::error::Error for GeyserMockError {}
 impl GeyserMock {
     /// Binds and starts serving on a thread of its own.
     pub fn start(options: GeyserMockOptions) -> Result<GeyserMock, GeyserMockError> {
+        use crate::field::{Field, SettingError};
+        let refuse =
+            |field: Field, message: &str| Err(GeyserMockError::Setting(SettingError::new(field, message)));
         if options.slot_time < Duration::from_millis(6) {
-            return Err(GeyserMockError::Setting("--slot-time must be at least 6ms for a gRPC feed"));
+            return refuse(Field::SlotTime, "must be at least 6ms for a gRPC feed");
         }
-        if options.queue == 0 || options.accounts == 0 {
-            return Err(GeyserMockError::Setting("the gRPC feed's queue and accounts must be at least 1"));
+        if options.queue == 0 {
+            return refuse(Field::FeedQueue, "must be at least 1");
+        }
+        if options.accounts == 0 {
+            return refuse(Field::FeedAccounts, "must be at least 1");
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -48,6 +48,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::compare::FieldPath;
 use crate::engine::config::HttpVersion;
 use crate::engine::select::{SelectError, Wire, WireSettings};
+use crate::field::{Field, SettingError};
 use crate::metrics::MetricsServer;
 use crate::server::http1::{self as http_server, OpenConnections, ServerThread, StartError};
 use crate::settings::{Target, TlsOptions};
@@ -140,27 +141,27 @@ impl ProxyOptions {
     }
 
     /// Checks the settings; the error names the setting.
-    pub fn validate(&self) -> Result<(), ProxyError> {
-        let invalid = |setting: &'static str, message: String| Err(ProxyError::Invalid { setting, message });
-        for (setting, rate) in [("error-rate", self.error_rate), ("drop-rate", self.drop_rate)] {
+    pub fn validate(&self) -> Result<(), SettingError> {
+        let invalid = |field: Field, message: String| Err(SettingError::new(field, message));
+        for (setting, rate) in [(Field::ErrorRate, self.error_rate), (Field::DropRate, self.drop_rate)] {
             if !(0.0..=1.0).contains(&rate) {
                 return invalid(setting, format!("{rate} is not a share between 0 and 1"));
             }
         }
         if self.upstream.websocket {
-            return invalid("upstream", "the proxy relays HTTP(S) only, not WebSocket".into());
+            return invalid(Field::Upstream, "the proxy relays HTTP(S) only, not WebSocket".into());
         }
         if self.threads == 0 {
-            return invalid("threads", "at least one thread is needed".into());
+            return invalid(Field::Threads, "at least one thread is needed".into());
         }
         if self.upstream_connections == 0 {
-            return invalid("upstream-connections", "at least one connection is needed".into());
+            return invalid(Field::UpstreamConnections, "at least one connection is needed".into());
         }
         if self.max_connections == Some(0) {
-            return invalid("max-connections", "at least one connection is needed".into());
+            return invalid(Field::MaxConnections, "at least one connection is needed".into());
         }
         if self.queue_timeout.is_zero() || self.idle_timeout.is_some_and(|idle| idle.is_zero()) {
-            let setting = if self.queue_timeout.is_zero() { "queue-timeout" } else { "idle-timeout" };
+            let setting = if self.queue_timeout.is_zero() { Field::QueueTimeout } else { Field::IdleTimeout };
             return invalid(setting, "must be longer than 0".into());
         }
         Ok(())
@@ -171,22 +172,12 @@ impl ProxyOptions {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ProxyError {
-    /// A setting is out of range.
-    Invalid {
-        /// The setting at fault.
-        setting: &'static str,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The listen address could not be bound.
+    /// A setting is out of range (or the upstream is not one the proxy can relay to).
+    Invalid(SettingError),
+    /// An address could not be bound.
     Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why it could not be bound.
-        source: io::Error,
-    },
-    /// The metrics address could not be bound.
-    Metrics {
+        /// Which address: the proxy's ([`Field::Listen`]) or its metrics' ([`Field::MetricsListen`]).
+        field: Field,
         /// The address.
         addr: SocketAddr,
         /// Why it could not be bound.
@@ -208,15 +199,14 @@ pub enum ProxyError {
 impl fmt::Display for ProxyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProxyError::Invalid { setting, message } => write!(f, "--{setting}: {message}"),
-            ProxyError::Bind { addr, source } => write!(f, "--listen: cannot listen on {addr}: {source}"),
-            ProxyError::Metrics { addr, source } => {
-                write!(f, "--metrics-listen: cannot listen on {addr}: {source}")
+            ProxyError::Invalid(err) => err.fmt(f),
+            ProxyError::Bind { field, addr, source } => {
+                write!(f, "{field}: cannot listen on {addr}: {source}")
             }
             ProxyError::Runtime(source) => write!(f, "cannot start the proxy's runtime: {source}"),
-            ProxyError::Upstream(source) => write!(f, "--upstream: {source}"),
+            ProxyError::Upstream(source) => write!(f, "{}: {source}", Field::Upstream),
             ProxyError::Record { path, source } => {
-                write!(f, "--record: cannot create {}: {source}", path.display())
+                write!(f, "{}: cannot create {}: {source}", Field::RecordFile, path.display())
             }
         }
     }
@@ -245,7 +235,7 @@ impl Proxy {
         options: ProxyOptions,
         metrics: Option<SocketAddr>,
     ) -> Result<Proxy, ProxyError> {
-        options.validate()?;
+        options.validate().map_err(ProxyError::Invalid)?;
         let settings = WireSettings {
             target: &options.upstream,
             headers: &[],
@@ -263,13 +253,13 @@ impl Proxy {
             Ok(Wire::Http2(http2)) => Upstream::Http2(http2),
             // Refused by the options' checks.
             Ok(Wire::WebSocket(_)) => {
-                return Err(ProxyError::Invalid {
-                    setting: "upstream",
-                    message: "the proxy relays HTTP(S) only, not WebSocket".into(),
-                })
+                return Err(ProxyError::Invalid(SettingError::new(
+                    Field::Upstream,
+                    "the proxy relays HTTP(S) only, not WebSocket",
+                )))
             }
             Err(SelectError::Setup(err)) => return Err(ProxyError::Upstream(err)),
-            Err(err) => return Err(ProxyError::Invalid { setting: "upstream", message: err.to_string() }),
+            Err(err) => return Err(ProxyError::Invalid(SettingError::new(Field::Upstream, err.to_string()))),
         };
         let (record, writer) = match &options.record {
             Some(path) => {
@@ -313,7 +303,7 @@ impl Proxy {
                 let render = Arc::new(move || live.snapshot().render_prometheus());
                 Some(
                     MetricsServer::serve(addr, "rpcbench-proxy-metrics", render)
-                        .map_err(|source| ProxyError::Metrics { addr, source })?,
+                        .map_err(|source| ProxyError::Bind { field: Field::MetricsListen, addr, source })?,
                 )
             }
             None => None,
@@ -329,7 +319,7 @@ impl Proxy {
             },
         )
         .map_err(|error| match error {
-            StartError::Bind { addr, source } => ProxyError::Bind { addr, source },
+            StartError::Bind { addr, source } => ProxyError::Bind { field: Field::Listen, addr, source },
             StartError::Runtime(source) => ProxyError::Runtime(source),
         })?;
         Ok(Proxy { server: Some(server), metrics, state, writer })

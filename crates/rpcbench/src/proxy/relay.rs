@@ -489,14 +489,17 @@ mod tests {
     }
 
     #[test]
-    fn rates_out_of_range_name_the_flag() {
+    fn rates_out_of_range_name_the_setting() {
+        use crate::field::Field;
         let mut options =
             ProxyOptions::new("127.0.0.1:0".parse().unwrap(), Target::parse("http://127.0.0.1:1/").unwrap());
+        let field_at_fault = |options: &ProxyOptions| options.validate().err().map(|err| err.field);
         options.error_rate = 2.0;
-        assert!(options.validate().unwrap_err().to_string().starts_with("--error-rate"));
+        assert_eq!(field_at_fault(&options), Some(Field::ErrorRate));
+        assert!(options.validate().unwrap_err().to_string().starts_with("error_rate: 2 is not a share"));
         options.error_rate = 0.0;
         options.drop_rate = -1.0;
-        assert!(options.validate().unwrap_err().to_string().starts_with("--drop-rate"));
+        assert_eq!(field_at_fault(&options), Some(Field::DropRate));
     }
 
     #[test]

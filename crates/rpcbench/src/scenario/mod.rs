@@ -287,16 +287,11 @@ impl ScenarioDraft {
             true => crate::traffic::BadLines::Skip,
             false => crate::traffic::BadLines::Refuse,
         };
-        crate::replay::read_file(&path, format, bad_lines, &[]).map(Some).map_err(|err| {
-            match err.place.rsplit_once(':').and_then(|(rest, column)| {
-                let (file, line) = rest.rsplit_once(':')?;
-                Some((file.to_string(), line.parse::<usize>().ok()?, column.parse::<usize>().ok()?))
-            }) {
-                Some((file, line, column)) => {
-                    ScenarioError { path: PathBuf::from(file), line, column, message: err.message }
-                }
-                None => self.at(source.replay.span(), format!("replay: {}: {}", err.place, err.message)),
+        crate::replay::read_file(&path, format, bad_lines, &[]).map(Some).map_err(|err| match err {
+            crate::replay::ReplayError::Line { path, line, column, message } => {
+                ScenarioError { path, line, column, message }
             }
+            other => self.at(source.replay.span(), format!("replay: {other}")),
         })
     }
 

@@ -16,6 +16,7 @@ pub fn key_of(field: &Field) -> Option<(&'static str, &'static str)> {
         Field::Keepalive => ("target", "keepalive"),
         Field::MaxBody => ("target", "max_body"),
         Field::FixedId => ("target", "fixed_id"),
+        Field::CaFile => ("target", "cacert"),
         Field::Connections => ("load", "connections"),
         Field::MaxConnections => ("load", "max_connections"),
         Field::Rate => ("load", "rate"),
@@ -43,9 +44,32 @@ pub fn key_of(field: &Field) -> Option<(&'static str, &'static str)> {
         | Field::Precision
         | Field::Step
         | Field::Slo
-        | Field::StartConnections => return None,
+        | Field::StartConnections
+        | Field::IgnoredFields
+        | Field::Insecure
+        | Field::Upstream
+        | Field::Listen
+        | Field::MetricsListen
+        | Field::RecordFile
+        | Field::ErrorRate
+        | Field::DropRate
+        | Field::Threads
+        | Field::UpstreamConnections
+        | Field::QueueTimeout
+        | Field::Race
+        | Field::SlotTime
+        | Field::FeedQueue
+        | Field::FeedAccounts => return None,
     };
     Some(key)
+}
+
+/// What is wrong with a replay, the settings it names named by their keys (`[load] rate`).
+pub(crate) fn replay_message(err: &crate::replay::ReplayError) -> String {
+    match err {
+        crate::replay::ReplayError::Setting(err) => err.message_naming(key_name),
+        other => other.to_string(),
+    }
 }
 
 /// How a scenario names `field` in a message: `[load] max_connections`, or the setting's plain

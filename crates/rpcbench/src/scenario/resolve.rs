@@ -2,6 +2,7 @@
 //! thresholds and a replay source, every mistake named by the file's `file:line:col`.
 
 use super::*;
+use crate::field::Field;
 
 impl ScenarioDraft {
     /// Builds the scenario: `url` replaces the file's (one of them is needed), `pools` feeds
@@ -252,14 +253,14 @@ impl ScenarioDraft {
             }
             replay.set_looped(source.looped);
             let load_key = match (&load.rate, &load.connections) {
-                (Some(_), _) => Some("[load] rate"),
-                (_, Some(_)) => Some("[load] connections"),
+                (Some(_), _) => Some(Field::Rate),
+                (_, Some(_)) => Some(Field::Connections),
                 _ => None,
             };
             let speed_span = source.speed.as_ref().map_or(source.replay.span(), Spanned::span);
             replay
                 .pace(source.speed.as_ref().map(|speed| speed.get_ref().0), load_key)
-                .map_err(|err| at(speed_span, format!("speed: {}", err.message)))?;
+                .map_err(|err| at(speed_span, format!("speed: {}", super::place::replay_message(&err))))?;
             if !file.stages.is_empty() {
                 return Err(at(file.stages[0].span(), "a replay has no [[stage]] tables".into()));
             }

@@ -28,7 +28,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::engine::select::{FeedWire, UseFeed, WireSettings};
+use crate::engine::select::{FeedWire, SelectError, UseFeed, WireSettings};
 use crate::engine::stages::{LevelCurve, Stage};
 use crate::engine::StopHandle;
 use crate::record::record_us;
@@ -272,8 +272,14 @@ pub fn run(config: &SubscribeConfig, stop: &StopHandle) -> Result<SubscribeRepor
         in_flight: 1,
         max_body: config.max_message as u64,
     };
-    let wire = FeedWire::select(&settings, config.x_token.as_ref())
-        .map_err(|err| SubscribeError::Setup(err.to_string()))?;
+    let wire = FeedWire::select(&settings, config.x_token.as_ref()).map_err(|err| match err {
+        SelectError::Setting(err) => SubscribeError::Config(err),
+        SelectError::Setup(err) => match err.as_setting() {
+            Some(setting) => SubscribeError::Config(setting),
+            None => SubscribeError::Setup(err.to_string()),
+        },
+        other => SubscribeError::Setup(other.to_string()),
+    })?;
     wire.with(Feeds { config, stop })
 }
 

@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use super::kinds::{Key, SubscriptionKind};
 use crate::engine::StopHandle;
+use crate::field::{Field, SettingError};
 use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::{Alpn, Connector};
 use crate::transport::feed::{Feed, FeedEvent, FeedOpener};
@@ -78,9 +79,9 @@ impl RaceConfig {
 /// Why a race could not run.
 #[derive(Debug)]
 pub enum RaceError {
-    /// Fewer than two endpoints, a name used twice, a URL that is not a gRPC feed, or a kind
-    /// that is not a Geyser kind.
-    Setting(String),
+    /// Fewer than two endpoints, a name used twice, a URL that is not a gRPC feed, a kind
+    /// that is not a Geyser kind, an x-token that cannot be sent, a CA file not usable.
+    Config(SettingError),
     /// An endpoint could not be resolved or its TLS prepared.
     Setup(String),
     /// The runtime could not start.
@@ -90,7 +91,7 @@ pub enum RaceError {
 impl std::fmt::Display for RaceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RaceError::Setting(message) => write!(f, "--race: {message}"),
+            RaceError::Config(err) => err.fmt(f),
             RaceError::Setup(message) => f.write_str(message),
             RaceError::Runtime(err) => write!(f, "cannot start: {err}"),
         }
@@ -295,26 +296,34 @@ fn judgement(interval: Option<(f64, f64)>, tie_us: f64) -> String {
     }
 }
 
+/// A race's endpoints or kinds that are not usable.
+fn race_setting(message: String) -> RaceError {
+    RaceError::Config(SettingError::new(Field::Race, message))
+}
+
 /// Races the endpoints until the duration is over (or `stop`), then reports.
 pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceError> {
     if config.endpoints.len() < 2 {
-        return Err(RaceError::Setting("give at least two endpoints, NAME=grpc://HOST:PORT".into()));
+        return Err(race_setting("give at least two endpoints, NAME=grpc://HOST:PORT".into()));
     }
     for (index, (name, target)) in config.endpoints.iter().enumerate() {
         if config.endpoints[..index].iter().any(|(other, _)| other == name) {
-            return Err(RaceError::Setting(format!("the name '{name}' is given twice")));
+            return Err(race_setting(format!("the name '{name}' is given twice")));
         }
         if !target.grpc {
-            return Err(RaceError::Setting(format!("'{name}': a race takes grpc:// or grpcs:// feeds")));
+            return Err(race_setting(format!("'{name}': a race takes grpc:// or grpcs:// feeds")));
         }
     }
     if let Some(kind) = config.kinds.iter().find(|kind| !kind.is_geyser()) {
-        return Err(RaceError::Setting(format!("'{}' is not a Geyser kind", kind.name())));
+        return Err(race_setting(format!("'{}' is not a Geyser kind", kind.name())));
     }
     let mut openers = Vec::with_capacity(config.endpoints.len());
     for (name, target) in &config.endpoints {
         let connector = Connector::with_alpn(target, &config.tls, config.connect_timeout, Alpn::Http2)
-            .map_err(|err| RaceError::Setup(format!("{name}: {err}")))?;
+            .map_err(|err| match err.as_setting() {
+                Some(setting) => RaceError::Config(setting),
+                None => RaceError::Setup(format!("{name}: {err}")),
+            })?;
         let tls = target.scheme == crate::settings::Scheme::Https;
         let opener = GeyserOpener::new(
             connector,
@@ -324,7 +333,7 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
             config.x_token.as_ref(),
             config.max_message,
         )
-        .map_err(|err| RaceError::Setup(format!("{name}: {err}")))?;
+        .map_err(|err| RaceError::Config(err.as_setting()))?;
         openers.push(opener);
     }
     let runtime =
@@ -356,7 +365,7 @@ pub fn run(config: &RaceConfig, stop: &StopHandle) -> Result<RaceReport, RaceErr
     });
     drop(local);
     let table =
-        Rc::try_unwrap(table).map_err(|_| RaceError::Setting("internal: the race is still held".into()))?;
+        Rc::try_unwrap(table).map_err(|_| RaceError::Setup("internal: the race is still held".into()))?;
     let table = table.into_inner().finish();
     let tie_us = config.tie.as_micros() as f64;
     let names: Vec<String> = config.endpoints.iter().map(|(name, _)| name.clone()).collect();

@@ -22,6 +22,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::quiet_reads::{self, QuietReader};
+use crate::field::{Field, SettingError};
 use crate::settings::{Scheme, Target, TlsOptions};
 use crate::slot_timer::SlotClock;
 
@@ -105,10 +106,32 @@ impl fmt::Display for SetupError {
             SetupError::Resolve { host, source } => {
                 write!(f, "cannot resolve host '{host}': {source}")
             }
-            SetupError::CaFile { path, message } => write!(f, "--cacert {path}: {message}"),
+            SetupError::CaFile { path, message } => write!(f, "the CA file {path}: {message}"),
             SetupError::NoRoots => {
-                write!(f, "no trusted root certificates found (use --cacert or --insecure)")
+                write!(
+                    f,
+                    "no trusted root certificates found (trust a CA file, or skip the certificate check)"
+                )
             }
+        }
+    }
+}
+
+impl SetupError {
+    /// The setting at fault when it is one (a CA file that is not usable, no roots to trust
+    /// without one), so that it is reported as bad usage naming that setting; `None` for a
+    /// host that does not resolve.
+    pub fn as_setting(&self) -> Option<SettingError> {
+        match self {
+            SetupError::Resolve { .. } => None,
+            SetupError::CaFile { path, message } => {
+                Some(SettingError::new(Field::CaFile, format!("{path}: {message}")))
+            }
+            SetupError::NoRoots => Some(SettingError::mentioning(
+                Field::CaFile,
+                "no trusted root certificates found: give {} FILE, or {} to skip the check",
+                &[Field::CaFile, Field::Insecure],
+            )),
         }
     }
 }

@@ -89,12 +89,22 @@ pub(crate) enum GeyserSetupError {
     Origin,
 }
 
+impl GeyserSetupError {
+    /// The setting at fault: the token, or the URL.
+    pub(crate) fn as_setting(&self) -> crate::field::SettingError {
+        use crate::field::{Field, SettingError};
+        match self {
+            GeyserSetupError::Token => SettingError::new(Field::XToken, "must be printable ASCII"),
+            GeyserSetupError::Origin => {
+                SettingError::new(Field::Url, "the gRPC URL's host and port do not make a valid URI")
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for GeyserSetupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GeyserSetupError::Token => f.write_str("--x-token: must be printable ASCII"),
-            GeyserSetupError::Origin => f.write_str("the gRPC URL's host and port do not make a valid URI"),
-        }
+        self.as_setting().fmt(f)
     }
 }
 

@@ -172,7 +172,7 @@ fn changed_answers_are_counted_per_method_exactly() {
     let run = |check: bool| {
         let mut replay = Replay::from_traffic(&file, &path).unwrap();
         replay.check_responses = check;
-        replay.pace(None, Some("--connections")).unwrap();
+        replay.pace(None, Some(rpcbench::field::Field::Connections)).unwrap();
         let mut config = replay_config(&node, replay);
         config.load = Load::Closed { connections: 2 };
         Run::new(config).unwrap().execute().unwrap()
@@ -195,7 +195,7 @@ fn changed_answers_are_counted_per_method_exactly() {
     let other = MockServer::start(options).unwrap();
     let mut replay = Replay::from_traffic(&file, &path).unwrap();
     replay.check_responses = true;
-    replay.pace(None, Some("--connections")).unwrap();
+    replay.pace(None, Some(rpcbench::field::Field::Connections)).unwrap();
     let mut config = replay_config(&other, replay);
     config.load = Load::Closed { connections: 1 };
     let record = Run::new(config).unwrap().execute().unwrap();
@@ -270,7 +270,7 @@ fn vegeta_targets_and_body_files_replay_with_their_counts() {
     for (mut replay, expected) in cases {
         assert!(!replay.has_offsets());
         assert!(replay.pace(Some(1.0), None).is_err(), "no offsets to scale");
-        replay.pace(None, Some("--rate")).unwrap();
+        replay.pace(None, Some(rpcbench::field::Field::Rate)).unwrap();
         let mut config = replay_config(&node, replay);
         config.load = Load::Open { rate: 200.0, arrivals: Default::default(), max_connections: 4 };
         let record = Run::new(config).unwrap().execute().unwrap();
