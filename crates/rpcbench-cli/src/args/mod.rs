@@ -32,9 +32,6 @@ pub(crate) fn size(text: &str) -> Result<u64, String> {
     rpcbench::parse_size(text).map_err(|err| err.to_string())
 }
 
-/// Report formats: given to `-o`, one is a slip from the days when `-o` chose the format.
-const FORMAT_NAMES: [&str; 5] = ["text", "json", "markdown", "html", "csv"];
-
 /// The value of `-o/--output FILE`: a file name, but not a bare format name (`-o json`), which
 /// is refused with the flag to use instead.
 pub fn output_file(text: &str) -> Result<PathBuf, String> {
@@ -42,7 +39,9 @@ pub fn output_file(text: &str) -> Result<PathBuf, String> {
     if trimmed.is_empty() {
         return Err("expected a file name".to_string());
     }
-    if FORMAT_NAMES.contains(&trimmed.to_ascii_lowercase().as_str()) {
+    // A report format given to `-o` is a slip from the days when `-o` chose the format.
+    let lowercase = trimmed.to_ascii_lowercase();
+    if <format::Format as clap::ValueEnum>::value_variants().iter().any(|format| format.name() == lowercase) {
         return Err(format!(
             "'{trimmed}' is a format, and -o/--output names the file to write: use -f {trimmed} \
              for the format (or -o ./{trimmed} for a file of that name)"
