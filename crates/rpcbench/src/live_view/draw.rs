@@ -121,7 +121,13 @@ fn draw_header(window: &LiveWindow, text: &DashboardText<'_>, area: Rect, buf: &
         time.push_str(&format!(", remaining {}", format_duration(left)));
     }
     let mut load = format!("load: {}", text.load);
-    if let Some(snapshot) = latest.map(|sample| &sample.snapshot) {
+    if let Some(subscription) = window.subscription().filter(|_| window.counts_notifications()) {
+        load.push_str(&format!(
+            ", received {}, active {}",
+            rate(subscription.per_second),
+            subscription.active
+        ));
+    } else if let Some(snapshot) = latest.map(|sample| &sample.snapshot) {
         if let Some(target) = snapshot.target_rate {
             load.push_str(&format!(", now asked {}", rate(target)));
         }
@@ -229,7 +235,11 @@ fn draw_latency(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
             ])
             .style(Style::default().add_modifier(Modifier::BOLD)),
         )
-        .block(Block::bordered().title(" latency "))
+        .block(Block::bordered().title(if window.counts_notifications() {
+            " delivery lag "
+        } else {
+            " latency "
+        }))
         .render(area, buf);
 }
 
@@ -239,7 +249,8 @@ fn draw_outcomes(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
             Some(code) => format!("{} {code}", row.class),
             None => row.class.clone(),
         };
-        let style = if row.class == "ok" { Style::default() } else { Style::default().fg(Color::Red) };
+        let failed = row.class != "ok" && row.class != "received" && row.run > 0;
+        let style = if failed { Style::default().fg(Color::Red) } else { Style::default() };
         Row::new(vec![name, row.window.to_string(), row.run.to_string()]).style(style)
     });
     Table::new(rows, [Constraint::Fill(2), Constraint::Fill(1), Constraint::Fill(1)])

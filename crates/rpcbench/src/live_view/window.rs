@@ -215,8 +215,21 @@ impl LiveWindow {
         points
     }
 
-    /// Latency percentiles of the requests completed within the window, all methods.
+    /// Latency percentiles of the requests completed within the window, all methods (of a
+    /// subscription run: the delivery lag of the notifications received within the window).
     pub fn window_latency(&self) -> LatencyQuantiles {
+        if self.counts_notifications() {
+            // A sample from before the subscriptions published counts as none received.
+            let then = self.base().map(|base| base.snapshot.subscription.clone().unwrap_or_default());
+            let now = self.latest().and_then(|latest| latest.snapshot.subscription.as_ref());
+            return match (now, then) {
+                (Some(now), Some(then)) => quantiles(
+                    &spread_coarse(&difference(&now.lag_buckets, &then.lag_buckets)),
+                    now.lag_sum_seconds - then.lag_sum_seconds,
+                ),
+                _ => LatencyQuantiles::default(),
+            };
+        }
         match (self.latest(), self.base()) {
             (Some(latest), Some(base)) => {
                 let (now, then) = (total(&latest.snapshot), total(&base.snapshot));
@@ -229,17 +242,37 @@ impl LiveWindow {
         }
     }
 
-    /// Latency percentiles of the whole run (every measured request so far), all methods.
+    /// Latency percentiles of the whole run (every measured request so far), all methods (of a
+    /// subscription run: the delivery lag of every notification so far).
     pub fn run_latency(&self) -> LatencyQuantiles {
+        if self.counts_notifications() {
+            return self.subscription().map(|view| view.lag).unwrap_or_default();
+        }
         self.latest().map_or_else(LatencyQuantiles::default, |latest| {
             let totals = total(&latest.snapshot);
             quantiles(&totals.fine_buckets, totals.latency_sum_seconds)
         })
     }
 
-    /// Outcomes by class and code: `ok` first, then the failures, most frequent first.
+    /// Outcomes by class and code: `ok` first, then the failures, most frequent first (of a
+    /// subscription run: notifications received, then gaps, duplicates and reorders).
     pub fn outcomes(&self) -> Vec<OutcomeRow> {
         let Some(latest) = self.latest() else { return Vec::new() };
+        if let (true, Some(now)) = (self.counts_notifications(), latest.snapshot.subscription.as_ref()) {
+            let then = self.base().and_then(|base| base.snapshot.subscription.clone()).unwrap_or_default();
+            let row = |class: &str, now: u64, then: u64| OutcomeRow {
+                class: class.to_string(),
+                code: None,
+                run: now,
+                window: now.saturating_sub(then),
+            };
+            return vec![
+                row("received", now.notifications, then.notifications),
+                row("gap", now.gaps, then.gaps),
+                row("duplicate", now.duplicates, then.duplicates),
+                row("reorder", now.reorders, then.reorders),
+            ];
+        }
         let now = total(&latest.snapshot);
         let then = self.base().map(|base| total(&base.snapshot)).unwrap_or_default();
         let mut rows = vec![OutcomeRow {
@@ -491,6 +524,40 @@ mod tests {
             snapshot,
             cpu: Some(Duration::from_millis(at_secs * 500)),
         }
+    }
+
+    /// A subscription run's sample: `notifications` received (and `gaps`), each with a delivery
+    /// lag in the coarse bucket `lag_bucket`.
+    fn subscription_sample(at_secs: u64, notifications: u64, gaps: u64, lag_bucket: usize) -> LiveSample {
+        let mut figures =
+            crate::metrics::SubscriptionFigures { notifications, gaps, active: 2, ..Default::default() };
+        figures.lag_buckets[lag_bucket] = notifications;
+        figures.lag_sum_seconds = notifications as f64 * LATENCY_BUCKETS_SECONDS[lag_bucket];
+        let snapshot = Snapshot { subscription: Some(figures), ..Snapshot::default() };
+        LiveSample { at: Duration::from_secs(at_secs), snapshot, cpu: None }
+    }
+
+    #[test]
+    fn a_subscription_run_shows_its_delivery_lag_and_its_own_classes_not_request_figures() {
+        let mut window = LiveWindow::new(2);
+        // Published before the subscriptions: no subscription figures yet.
+        window.push(LiveSample { at: Duration::ZERO, snapshot: Snapshot::default(), cpu: None });
+        window.push(subscription_sample(1, 10, 0, 0));
+        window.push(subscription_sample(2, 30, 1, 0));
+        assert!(window.counts_notifications());
+        // Every notification so far is in the window: a sample from before the subscriptions
+        // counts as none received.
+        let recent = window.window_latency();
+        assert_eq!(recent.count, 30);
+        assert!(recent.p50.is_some_and(|p50| p50 > 0.0 && p50 <= LATENCY_BUCKETS_SECONDS[0]), "{recent:?}");
+        assert_eq!(window.run_latency().count, 30);
+        let rows: Vec<(String, u64, u64)> =
+            window.outcomes().into_iter().map(|row| (row.class, row.window, row.run)).collect();
+        assert_eq!(
+            rows,
+            [("received", 30, 30), ("gap", 1, 1), ("duplicate", 0, 0), ("reorder", 0, 0)]
+                .map(|(class, window, run)| (class.to_string(), window, run))
+        );
     }
 
     #[test]
