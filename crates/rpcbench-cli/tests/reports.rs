@@ -484,6 +484,56 @@ fn compare_states_its_rounds_order_and_tie_band_and_refuses_a_bad_band() {
 }
 
 #[test]
+fn compare_by_duration_runs_adaptive_rounds_up_to_max_rounds_and_refuses_them_with_a_request_count() {
+    let (one, two) = (node(Chain::Static, 0), node(Chain::Static, 0));
+    let (a, b) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "-m",
+        "getSlot",
+        "-c",
+        "1",
+        "-d",
+        "200ms",
+        "--rounds",
+        "2",
+        "--max-rounds",
+        "4",
+        "--warmup",
+        "20ms",
+        "-f",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("(more, up to 4, while a verdict is undecided)"), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let methodology = &json["methodology"];
+    assert!(methodology["rounds"] == 2 || methodology["rounds"] == 4, "{methodology}");
+    assert_eq!(
+        (&methodology["max_rounds"], &methodology["look_every"], &methodology["looks"]),
+        (&4.into(), &2.into(), &2.into())
+    );
+    // --warmup given: every round has it.
+    assert_eq!(methodology.get("later_warmup_ms"), None, "{methodology}");
+    for (args, says) in [
+        (&["-n", "100", "--max-rounds", "10"][..], "goes with a duration"),
+        (&["-d", "1s", "--rounds", "5", "--max-rounds", "4"][..], "at least --rounds (5)"),
+    ] {
+        let mut line = vec!["compare", &a, &b, "-m", "getSlot"];
+        line.extend_from_slice(args);
+        let output = rpcbench(&line);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&output).contains("--max-rounds") && stderr(&output).contains(says),
+            "{}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
 fn heads_reports_each_targets_lag_and_refuses_a_zero_interval() {
     let behind = |lag: u64| {
         let mut options = MockOptions::new(Chain::Solana);

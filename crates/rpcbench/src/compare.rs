@@ -25,7 +25,7 @@ pub use crate::util::json_path::{normalize, FieldPath};
 use crate::util::printable::escape_controls;
 use crate::util::redact::Secrets;
 use crate::util::units::trim_float;
-use crate::verdict::{methodology_lines, verdicts, FigureVerdict, Methodology, RoundFigures};
+use crate::verdict::{methodology_lines, verdicts_at, FigureVerdict, Methodology, RoundFigures};
 
 /// Version of the comparison JSON layout.
 pub const COMPARISON_VERSION: u32 = 1;
@@ -301,7 +301,12 @@ pub fn comparison_verdicts(runs: &[SavedRun]) -> Option<ComparisonVerdicts> {
         let theirs = run.file.rounds.as_ref()?;
         targets.push(TargetVerdicts {
             name: run.label.clone(),
-            verdicts: verdicts(&baseline.rounds, &theirs.rounds, baseline.methodology.tie),
+            verdicts: verdicts_at(
+                &baseline.rounds,
+                &theirs.rounds,
+                baseline.methodology.tie,
+                baseline.methodology.looks,
+            ),
         });
     }
     Some(ComparisonVerdicts {

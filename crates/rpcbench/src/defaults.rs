@@ -40,11 +40,17 @@ pub const SAMPLE_BLOCKS: u64 = 200;
 /// Rounds of a comparison unless `--rounds` says otherwise (a load of stages runs whole in
 /// each round, so there it is one).
 pub const ROUNDS: u32 = 5;
+/// Adaptive rounds: unless `--max-rounds` says otherwise, a comparison measured by duration
+/// may run up to this many times its rounds, looking at its verdicts after every `--rounds`
+/// rounds and stopping once each is decided.
+pub const ROUND_BUDGET_FACTOR: u32 = 4;
 /// The tie band of a comparison's verdicts: a ratio within 3% of 1 either way is no difference.
 pub const TIE: f64 = 0.03;
 /// [`TIE`] as `--help` shows it.
 pub const TIE_TEXT: &str = "3%";
-/// A comparison round's warm-up when neither `--warmup` nor the scenario gives one.
+/// A comparison round's warm-up when neither `--warmup` nor the scenario gives one, and the
+/// warm-up of each target's later rounds unless `--warmup` is given (its first round has the
+/// scenario's own).
 pub const ROUND_WARMUP: Duration = Duration::from_millis(200);
 /// The longest pause between two runs of a comparison's rounds when `--cooldown` is not given.
 pub const ROUND_COOLDOWN: Duration = Duration::from_millis(200);

@@ -41,6 +41,44 @@ pub struct RoundsPlan {
     /// Each round runs the whole length rather than a share of it (a replay of a file once
     /// through; a load of stages always runs whole).
     pub whole_rounds: bool,
+    /// Adaptive rounds: after `rounds` rounds, and after every `rounds` more, the verdicts are
+    /// looked at, and the comparison goes on while any of them is "not enough data", up to
+    /// this many rounds (rounded down to a multiple of `rounds`; each further round as long as
+    /// the first ones). Every interval is then read at `1 - 0.05 / looks`, so that the one
+    /// reported is a 95% interval although the comparison chose when to stop. 0, or no more
+    /// than `rounds`: exactly `rounds` rounds.
+    pub max_rounds: u32,
+    /// The warm-up of each target's rounds after its first, when shorter than the run's own:
+    /// the targets have been warmed and loaded by then, and a short warm-up only opens the
+    /// connections again, so that the targets' turns lie close together in time (the machine's
+    /// drift between them is what makes the per-round ratios spread). `None`: every round
+    /// the run's own warm-up.
+    pub later_warmup: Option<Duration>,
+}
+
+impl RoundsPlan {
+    /// Looks at the verdicts the comparison may take (1: fixed rounds).
+    pub fn looks(&self) -> u32 {
+        let rounds = self.rounds.max(1);
+        (self.max_rounds / rounds).max(1)
+    }
+
+    /// The most rounds the comparison runs.
+    pub fn budget(&self) -> u32 {
+        self.rounds.max(1) * self.looks()
+    }
+}
+
+/// Whether every verdict of every target against the first (the baseline) is decided
+/// (faster, slower or no difference, none "not enough data"), from the rounds gathered so far,
+/// with intervals at the looks' confidence.
+pub fn all_decided(rounds: &[&[RoundFigures]], tie: f64, looks: u32) -> bool {
+    let Some((baseline, rest)) = rounds.split_first() else { return true };
+    rest.iter().all(|target| {
+        crate::verdict::verdicts_at(baseline, target, tie, looks)
+            .iter()
+            .all(|verdict| verdict.judgement != crate::verdict::Judgement::NotEnoughData)
+    })
 }
 
 /// Round `round`'s order of `targets` targets (indices): rotated by the round, or shuffled
@@ -305,6 +343,7 @@ pub fn run_rounds(
 ) -> Result<Vec<SavedRun>, CompareError> {
     let count = targets.len();
     let rounds = plan.rounds.max(1);
+    let budget = plan.budget();
     let seed = targets.first().map_or(0, |t| t.config.seed);
     let mut gathered: Vec<Gathered> = targets
         .iter()
@@ -317,9 +356,22 @@ pub fn run_rounds(
         .collect();
     let mut orders: Vec<Vec<String>> = Vec::new();
     let mut runs_done = 0usize;
-    'rounds: for round in 0..rounds {
+    // A target's later rounds: the short warm-up, when it is shorter.
+    let later_warmup = |config: &mut RunConfig, round: u32| {
+        if let Some(later) = plan.later_warmup.filter(|_| round > 0) {
+            config.warmup = config.warmup.min(later);
+        }
+    };
+    'rounds: for round in 0..budget {
         if stop.is_stopped() {
             break;
+        }
+        if round >= rounds && round % rounds == 0 {
+            let gathered_rounds: Vec<&[RoundFigures]> =
+                gathered.iter().map(|g| g.rounds.as_slice()).collect();
+            if all_decided(&gathered_rounds, plan.tie, plan.looks()) {
+                break;
+            }
         }
         let order = round_order(plan.order, round, count, seed);
         let names: Vec<String> = order.iter().map(|&i| targets[i].name.clone()).collect();
@@ -334,7 +386,7 @@ pub fn run_rounds(
             for target in targets {
                 on_event(CompareEvent::RoundStarted {
                     round: round + 1,
-                    rounds,
+                    rounds: budget,
                     name: &target.name,
                     target: target.config.target.redacted(),
                 });
@@ -359,6 +411,7 @@ pub fn run_rounds(
                     );
                     // Disjoint worker threads: the generator's threads shared out.
                     config.threads = (threads / count).max(1);
+                    later_warmup(&mut config, round);
                     config
                 })
                 .collect();
@@ -401,11 +454,11 @@ pub fn run_rounds(
                 let target = &targets[index];
                 on_event(CompareEvent::RoundStarted {
                     round: round + 1,
-                    rounds,
+                    rounds: budget,
                     name: &target.name,
                     target: target.config.target.redacted(),
                 });
-                let config = round_config(
+                let mut config = round_config(
                     &target.config,
                     round,
                     (rounds, plan.whole_rounds),
@@ -413,6 +466,7 @@ pub fn run_rounds(
                     count,
                     plan.vary_params,
                 );
+                later_warmup(&mut config, round);
                 let started = SystemTime::now();
                 let (record, resources) = run_one(config.clone(), &target.monitor_pids, stop)
                     .map_err(|error| CompareError { name: target.name.clone(), error })?;
@@ -457,6 +511,12 @@ pub fn run_rounds(
         seed,
         varied_params: plan.vary_params,
         cacheable,
+        max_rounds: (plan.looks() > 1).then_some(budget),
+        look_every: (plan.looks() > 1).then_some(rounds),
+        looks: plan.looks(),
+        later_warmup_ms: first.and_then(|c| {
+            plan.later_warmup.filter(|later| *later < c.warmup).map(|later| later.as_millis() as u64)
+        }),
     };
     let mut runs = Vec::new();
     for (target, gathered) in targets.iter().zip(gathered) {
@@ -615,6 +675,56 @@ mod tests {
         let few = ParamValue::Array(vec![ParamValue::Generated(Generator::IntRange { low: 1, high: 10 })]);
         let few = Workload::new(vec![Call::new("getBlock", "getBlock", Some(&few), 1).unwrap()]).unwrap();
         assert!(bodies_repeat(&few, 1, 100));
+    }
+
+    fn figures(round: u32, rate: f64) -> RoundFigures {
+        RoundFigures {
+            round,
+            position: 1,
+            elapsed_us: 1_000_000,
+            requests: 1000,
+            errors: 0,
+            rate,
+            p50_us: 1000,
+            p95_us: 2000,
+            p99_us: 3000,
+            cpu_percent: None,
+            rss_bytes: None,
+        }
+    }
+
+    #[test]
+    fn adaptive_rounds_go_on_while_a_verdict_is_not_enough_data() {
+        let plan = |rounds, max_rounds| RoundsPlan {
+            rounds,
+            order: RoundOrder::Rotated,
+            cooldown: Duration::ZERO,
+            tie: 0.03,
+            vary_params: false,
+            whole_rounds: false,
+            max_rounds,
+            later_warmup: None,
+        };
+        // Up to 20 in steps of 5: four looks; a budget not a multiple of the step rounds down.
+        assert_eq!((plan(5, 20).looks(), plan(5, 20).budget()), (4, 20));
+        assert_eq!((plan(5, 23).looks(), plan(5, 23).budget()), (4, 20));
+        assert_eq!((plan(5, 0).looks(), plan(5, 0).budget()), (1, 5));
+        assert_eq!((plan(5, 3).looks(), plan(5, 3).budget()), (1, 5));
+        let baseline: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 1000.0)).collect();
+        // Steady and equal: every verdict decided (no difference).
+        let same: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 1000.0)).collect();
+        assert!(all_decided(&[&baseline, &same], 0.03, 4));
+        // Steady and half as fast: decided (slower).
+        let half: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 500.0)).collect();
+        assert!(all_decided(&[&baseline, &half], 0.03, 4));
+        // Rates that spread across the band: go on.
+        let spread: Vec<RoundFigures> = [800.0, 1250.0, 900.0, 1100.0, 1000.0]
+            .iter()
+            .zip(1..)
+            .map(|(rate, r)| figures(r, *rate))
+            .collect();
+        assert!(!all_decided(&[&baseline, &same, &spread], 0.03, 4));
+        assert!(all_decided(&[&baseline], 0.03, 4), "a baseline alone has nothing to decide");
     }
 
     #[test]

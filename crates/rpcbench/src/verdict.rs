@@ -104,6 +104,30 @@ pub struct Methodology {
     /// answer them; absent when it could not be told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cacheable: Option<bool>,
+    /// Adaptive rounds: the most rounds the comparison could run; it looked at its verdicts
+    /// after every [`Methodology::look_every`] rounds and stopped once none was "not enough
+    /// data". Absent: the rounds were fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<u32>,
+    /// Adaptive rounds: rounds between two looks (the least rounds run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look_every: Option<u32>,
+    /// Looks the comparison could take at its rounds (1: fixed rounds); each interval is at
+    /// `1 - 0.05 / looks` ([`look_alpha`]), so that the one reported is a 95% interval.
+    #[serde(default = "one_look", skip_serializing_if = "is_one_look")]
+    pub looks: u32,
+    /// Warm-up before each target's later rounds, when shorter than its first round's
+    /// ([`Methodology::warmup_ms`]), milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub later_warmup_ms: Option<u64>,
+}
+
+fn one_look() -> u32 {
+    1
+}
+
+fn is_one_look(looks: &u32) -> bool {
+    *looks == 1
 }
 
 /// What one target measured in one round.
@@ -302,19 +326,73 @@ fn normal_cdf(x: f64) -> f64 {
     }
 }
 
-/// Student's t quantile for a two-sided 95% interval with `df` degrees of freedom.
-fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        // Beyond the table: the normal quantile plus the first correction term.
-        _ => Z_95 + (Z_95.powi(3) + Z_95) / (4.0 * df as f64),
+/// The share of Student's t distribution with `df` degrees of freedom within `-t..t`
+/// (Abramowitz and Stegun 26.7.3 and 26.7.4: closed sums for whole degrees of freedom).
+fn t_within(t: f64, df: usize) -> f64 {
+    let theta = (t / (df as f64).sqrt()).atan();
+    let (sin, cos) = theta.sin_cos();
+    if df % 2 == 1 {
+        // (2/pi) (theta + sin (cos + 2/3 cos^3 + (2*4)/(3*5) cos^5 + ... up to cos^(df-2)))
+        let mut sum = 0.0;
+        let (mut term, mut power) = (cos, 1);
+        while df > 1 && power <= df - 2 {
+            sum += term;
+            term *= cos * cos * (power + 1) as f64 / (power + 2) as f64;
+            power += 2;
+        }
+        2.0 / std::f64::consts::PI * (theta + sin * sum)
+    } else {
+        // sin (1 + 1/2 cos^2 + (1*3)/(2*4) cos^4 + ... up to cos^(df-2))
+        let mut sum = 0.0;
+        let (mut term, mut power) = (1.0, 0);
+        while power <= df - 2 {
+            sum += term;
+            term *= cos * cos * (power + 1) as f64 / (power + 2) as f64;
+            power += 2;
+        }
+        sin * sum
     }
+}
+
+/// Student's t quantile for a two-sided interval that leaves out `alpha` (0.05: 95%) with
+/// `df` degrees of freedom, by bisection of [`t_within`]; beyond 400 degrees the normal
+/// quantile's first correction.
+fn t_quantile(alpha: f64, df: usize) -> f64 {
+    if df == 0 {
+        return f64::INFINITY;
+    }
+    let within = 1.0 - alpha;
+    if df > 400 {
+        let z = normal_quantile(1.0 - alpha / 2.0);
+        return z + (z.powi(3) + z) / (4.0 * df as f64);
+    }
+    let (mut low, mut high) = (0.0f64, 1.0f64);
+    while t_within(high, df) < within && high < 1e12 {
+        high *= 2.0;
+    }
+    for _ in 0..200 {
+        let middle = (low + high) / 2.0;
+        if t_within(middle, df) < within {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low + high) / 2.0
+}
+
+/// The standard normal quantile of `p`, by bisection of [`normal_cdf`].
+fn normal_quantile(p: f64) -> f64 {
+    let (mut low, mut high) = (-40.0f64, 40.0f64);
+    for _ in 0..200 {
+        let middle = (low + high) / 2.0;
+        if normal_cdf(middle) < p {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low + high) / 2.0
 }
 
 /// The lower tail share the expanded percentile bootstrap reads for `n` values at 95%:
@@ -322,17 +400,43 @@ fn t_975(df: usize) -> f64 {
 /// interval's narrowness with few values (Hesterberg, "What teachers should know about the
 /// bootstrap", 2015). With 5 rounds it is about 0.1%; with many it tends to 2.5%.
 pub fn expanded_tail(n: usize) -> f64 {
+    expanded_tail_at(n, 1.0 - CONFIDENCE)
+}
+
+/// [`expanded_tail`] for an interval that leaves out `alpha` (both tails together): an
+/// interval of a comparison that looked at its rounds `looks` times is read at
+/// `alpha = 0.05 / looks` ([`look_alpha`]).
+pub fn expanded_tail_at(n: usize, alpha: f64) -> f64 {
     if n < 2 {
         return 0.0;
     }
-    let factor = (n as f64 / (n - 1) as f64).sqrt() * t_975(n - 1);
+    let factor = (n as f64 / (n - 1) as f64).sqrt() * t_quantile(alpha, n - 1);
     normal_cdf(-factor)
+}
+
+/// The share left out of each look's interval when a comparison may stop at any of `looks`
+/// looks at its rounds (Bonferroni): each interval at `1 - 0.05 / looks`, so that the chance
+/// that the interval reported (whichever look it came from) misses the true ratio stays at
+/// most 5%: the reported interval is a 95% interval even though the rounds were looked at
+/// before the comparison stopped.
+pub fn look_alpha(looks: u32) -> f64 {
+    (1.0 - CONFIDENCE) / f64::from(looks.max(1))
 }
 
 /// The expanded percentile bootstrap interval (95%) of the mean of `values`: `resamples`
 /// draws with replacement from a generator seeded with `seed`, and the [`expanded_tail`]
 /// quantiles of their means at either end. `None` for no values.
 pub fn bootstrap_mean_interval(values: &[f64], resamples: u32, seed: u64) -> Option<(f64, f64)> {
+    bootstrap_mean_interval_at(values, resamples, seed, 1.0 - CONFIDENCE)
+}
+
+/// [`bootstrap_mean_interval`] leaving out `alpha` (both tails together) rather than 5%.
+pub fn bootstrap_mean_interval_at(
+    values: &[f64],
+    resamples: u32,
+    seed: u64,
+    alpha: f64,
+) -> Option<(f64, f64)> {
     if values.is_empty() {
         return None;
     }
@@ -352,7 +456,7 @@ pub fn bootstrap_mean_interval(values: &[f64], resamples: u32, seed: u64) -> Opt
         let index = (q * (means.len() - 1) as f64).round() as usize;
         means[index.min(means.len() - 1)]
     };
-    let tail = expanded_tail(values.len());
+    let tail = expanded_tail_at(values.len(), alpha);
     Some((at(tail), at(1.0 - tail)))
 }
 
@@ -378,6 +482,12 @@ fn signed_percent(ratio: f64) -> String {
 
 /// Judges a figure from its per-round ratios (each round's target against the baseline's).
 pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdict {
+    judge_at(figure, ratios, tie, seed, 1)
+}
+
+/// [`judge`] for a comparison that may have stopped at any of `looks` looks at its rounds:
+/// the interval at `1 - 0.05 / looks` ([`look_alpha`]).
+pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32) -> FigureVerdict {
     let ratios: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite() && *r > 0.0).collect();
     let mut verdict = FigureVerdict {
         metric: figure.name().to_string(),
@@ -403,7 +513,7 @@ pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdi
     }
     let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
     let m = mean(&logs);
-    let (low, high) = bootstrap_mean_interval(&logs, RESAMPLES, seed).unwrap_or((m, m));
+    let (low, high) = bootstrap_mean_interval_at(&logs, RESAMPLES, seed, look_alpha(looks)).unwrap_or((m, m));
     let edge = (1.0 + tie).ln();
     let (ratio, ci_low, ci_high) = (m.exp(), low.exp(), high.exp());
     verdict.ratio = Some(ratio);
@@ -460,6 +570,17 @@ pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdi
 /// the same number. Figures not measured in every paired round (a target not monitored) are
 /// left out.
 pub fn verdicts(baseline: &[RoundFigures], target: &[RoundFigures], tie: f64) -> Vec<FigureVerdict> {
+    verdicts_at(baseline, target, tie, 1)
+}
+
+/// [`verdicts`] of a comparison that may have stopped at any of `looks` looks at its rounds
+/// (each interval at `1 - 0.05 / looks`, [`look_alpha`]).
+pub fn verdicts_at(
+    baseline: &[RoundFigures],
+    target: &[RoundFigures],
+    tie: f64,
+    looks: u32,
+) -> Vec<FigureVerdict> {
     let pairs: Vec<(&RoundFigures, &RoundFigures)> =
         baseline.iter().filter_map(|b| target.iter().find(|t| t.round == b.round).map(|t| (b, t))).collect();
     Figure::ALL
@@ -470,7 +591,7 @@ pub fn verdicts(baseline: &[RoundFigures], target: &[RoundFigures], tie: f64) ->
                 return None;
             }
             let ratios: Vec<f64> = pairs.iter().filter_map(|(b, t)| figure.round_ratio(b, t)).collect();
-            Some(judge(*figure, &ratios, tie, BOOTSTRAP_SEED))
+            Some(judge_at(*figure, &ratios, tie, BOOTSTRAP_SEED, looks))
         })
         .collect()
 }
@@ -489,9 +610,25 @@ pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
         "{} round(s) of {} per target, order {order}",
         methodology.rounds, methodology.round_length
     ));
+    if let (Some(most), Some(every)) = (methodology.max_rounds, methodology.look_every) {
+        lines.push(format!(
+            "adaptive: the verdicts looked at after every {every} rounds, up to {most}; {}",
+            if methodology.rounds < most {
+                format!("stopped after {}: no verdict was left at not enough data", methodology.rounds)
+            } else {
+                "the round budget was spent".to_string()
+            }
+        ));
+    }
+    let warmup = match methodology.later_warmup_ms {
+        Some(later) => format!(
+            "warm-up {} ms before each target's first round, {later} ms before its later ones",
+            methodology.warmup_ms
+        ),
+        None => format!("warm-up {} ms before each round", methodology.warmup_ms),
+    };
     lines.push(format!(
-        "warm-up {} ms before each round, cool-down {} ms between runs; request seed {}{}",
-        methodology.warmup_ms,
+        "{warmup}, cool-down {} ms between runs; request seed {}{}",
         methodology.cooldown_ms,
         methodology.seed,
         if methodology.varied_params {
@@ -507,6 +644,13 @@ pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
         methodology.bootstrap_seed,
         crate::util::units::trim_float(methodology.tie * 100.0)
     ));
+    if methodology.looks > 1 {
+        lines.push(format!(
+            "  each look's interval at {}% ({} looks, Bonferroni), so the one reported, whichever look stopped the comparison, is a 95% interval",
+            crate::util::units::trim_float((1.0 - look_alpha(methodology.looks)) * 100.0),
+            methodology.looks
+        ));
+    }
     match methodology.cacheable {
         Some(true) => lines.push(
             "answers were cacheable: request bodies repeated (apart from the id); a response cache could favour a target"
@@ -609,6 +753,58 @@ mod tests {
         // either way (the plain percentile interval called this "faster by 26%").
         let noisy = judge(Figure::P50, &[0.55, 0.51, 1.0, 0.75, 1.04], 0.03, BOOTSTRAP_SEED);
         assert_eq!(noisy.judgement, Judgement::NotEnoughData, "{}", noisy.text);
+    }
+
+    #[test]
+    fn students_t_quantiles_match_the_table_at_any_confidence() {
+        // (alpha, degrees of freedom, the table's quantile)
+        for (alpha, df, table) in [
+            (0.05, 1, 12.706),
+            (0.05, 2, 4.303),
+            (0.05, 4, 2.776),
+            (0.05, 9, 2.262),
+            (0.05, 30, 2.042),
+            (0.01, 4, 4.604),
+            (0.01, 10, 3.169),
+            (0.0125, 19, 2.759),
+        ] {
+            let t = t_quantile(alpha, df);
+            assert!((t - table).abs() < 0.002, "t({alpha}, {df}) = {t}, not {table}");
+        }
+        assert!((t_quantile(0.05, 1000) - 1.962).abs() < 0.002);
+        assert!((normal_quantile(0.975) - Z_95).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_comparison_that_may_stop_at_any_of_four_looks_reads_each_interval_at_98_75_percent() {
+        assert!((look_alpha(4) - 0.0125).abs() < 1e-12);
+        assert_eq!(look_alpha(1), look_alpha(0));
+        let ratios = [1.01, 0.97, 1.04, 0.99, 1.02, 0.98, 1.03, 1.0, 0.96, 1.01];
+        let once = judge_at(Figure::Rate, &ratios, 0.03, BOOTSTRAP_SEED, 1);
+        let four = judge_at(Figure::Rate, &ratios, 0.03, BOOTSTRAP_SEED, 4);
+        assert_eq!(once.ratio, four.ratio);
+        assert!(four.ci_low.unwrap() < once.ci_low.unwrap() && four.ci_high.unwrap() > once.ci_high.unwrap());
+        assert!(expanded_tail_at(10, look_alpha(4)) < expanded_tail(10));
+        // Kept in the methodology, old files without it are one look.
+        let text = r#"{"rounds":5,"order":"rotated","orders":[],"warmup_ms":0,"cooldown_ms":0,"round_length":"1s","tie":0.03,"ci_method":"","confidence":0.95,"bootstrap_seed":1,"seed":1,"varied_params":false}"#;
+        let old: Methodology = serde_json::from_str(text).unwrap();
+        assert_eq!((old.looks, old.max_rounds, old.later_warmup_ms), (1, None, None));
+        let lines = methodology_lines(&Methodology {
+            rounds: 10,
+            max_rounds: Some(20),
+            look_every: Some(5),
+            looks: 4,
+            later_warmup_ms: Some(200),
+            warmup_ms: 2000,
+            ..old
+        });
+        let text = lines.join("\n");
+        assert!(text.contains("up to 20; stopped after 10"), "{text}");
+        assert!(text.contains("98.75% (4 looks, Bonferroni)"), "{text}");
+        assert!(
+            text.contains("2000 ms before each target's first round, 200 ms before its later ones"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -94,8 +94,9 @@ pub struct CompareArgs {
     /// Number of measured requests per target.
     #[arg(short = 'n', long, help_heading = "Length")]
     pub requests: Option<u64>,
-    /// Time before measurement, before every round of every target [default: the scenario's,
-    /// else 200ms with rounds, 0 with one].
+    /// Time before measurement, before every round of every target [default: the scenario's
+    /// before each target's first round and 200ms before its later ones (warm by then), else
+    /// 200ms with rounds, 0 with one].
     #[arg(long, value_parser = duration, help_heading = "Length")]
     pub warmup: Option<Duration>,
     /// Pause between two runs [default: 1s, or the scenario's `[load] cooldown`; with rounds at
@@ -105,6 +106,8 @@ pub struct CompareArgs {
 
     #[arg(help = format!("Rounds: the targets take turns this many times, each round a share of the length after its own warm-up, the order rotated every round (A B, then B A); the verdicts' intervals come from the spread of the rounds [default: {}; 1 for a load of stages or a replay, which run whole in each round]", rpcbench::defaults::ROUNDS), long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
     pub rounds: Option<u32>,
+    #[arg(help = format!("Adaptive rounds: look at the verdicts after every --rounds rounds and go on while any is \"not enough data\", up to N rounds (each as long as the first; every interval then at 1 - 5%/looks, so the one reported stays a 95% interval) [default: {} times --rounds with a duration; --rounds with -n, a load of stages or a replay]", rpcbench::defaults::ROUND_BUDGET_FACTOR), long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4000), help_heading = "Rounds and verdicts")]
+    pub max_rounds: Option<u32>,
     /// Shuffle each round's order from the seed instead of rotating it.
     #[arg(long, conflicts_with = "simultaneous", help_heading = "Rounds and verdicts")]
     pub shuffle: bool,
@@ -421,6 +424,24 @@ pub fn run(args: CompareArgs) -> ExitCode {
         }
         _ => rounds,
     };
+    // Adaptive rounds need rounds of a duration: a request count is split exactly.
+    let adaptive = !whole && fewest.is_none();
+    let max_rounds =
+        match args.max_rounds {
+            Some(_) if !adaptive => return output::usage_error(ConfigError::new(
+                "--max-rounds",
+                "goes with a duration (-d): a request count, a load of stages and a replay run fixed rounds",
+            )),
+            Some(most) if most < rounds => {
+                return output::usage_error(ConfigError::new(
+                    "--max-rounds",
+                    format!("must be at least --rounds ({rounds})"),
+                ))
+            }
+            Some(most) => most,
+            None if adaptive => rounds.saturating_mul(rpcbench::defaults::ROUND_BUDGET_FACTOR),
+            None => rounds,
+        };
     let mut compare_targets: Vec<CompareTarget> = configs
         .into_iter()
         .zip(monitors)
@@ -449,6 +470,9 @@ pub fn run(args: CompareArgs) -> ExitCode {
         tie: args.tie,
         vary_params: args.vary_params,
         whole_rounds: whole,
+        max_rounds,
+        // A --warmup given holds for every round; the scenario's, for each target's first.
+        later_warmup: (args.warmup.is_none() && !whole).then_some(rpcbench::defaults::ROUND_WARMUP),
     };
     if let Some(dir) = &args.save_dir {
         if let Err(err) = std::fs::create_dir_all(dir) {
@@ -463,12 +487,17 @@ pub fn run(args: CompareArgs) -> ExitCode {
             (None, None) => String::new(),
         };
         eprintln!(
-            "rpcbench compare: {} against {} targets, {} each in {} round(s), {} warm-up per round, {} cool-down",
+            "rpcbench compare: {} against {} targets, {} each in {} round(s){}, {} warm-up per round{}, {} cool-down",
             first.workload.label(),
             compare_targets.len(),
             length,
             rounds,
+            if plan.looks() > 1 { format!(" (more, up to {}, while a verdict is undecided)", plan.budget()) } else { String::new() },
             rpcbench::format_duration(first.warmup),
+            match plan.later_warmup.filter(|later| *later < first.warmup) {
+                Some(later) => format!(" ({} after a target's first)", rpcbench::format_duration(later)),
+                None => String::new(),
+            },
             rpcbench::format_duration(cooldown)
         );
         if order == RoundOrder::Simultaneous {

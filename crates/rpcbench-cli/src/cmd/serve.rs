@@ -113,8 +113,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PAUSE/PERIOD")]
     pub head_stall: Option<Stall>,
     /// Fall N more blocks (slots) behind while answering more than RATE requests a second
-    /// (counted over the last whole second), N@RATE: 5@200; a node that lags under load, for
-    /// capacity --heads
+    /// (counted over the last 250 ms, a window sliding by 50 ms, so steps shorter than a second
+    /// count too), N@RATE: 5@200; a node that lags under load, for capacity --heads
     #[arg(long, value_name = "N@RATE")]
     pub head_lag_under_load: Option<rpcbench::mock::HeadLagUnderLoad>,
     /// Asynchronous latency added to every request: 5ms, or base:jitter such as 5ms:2ms; or per

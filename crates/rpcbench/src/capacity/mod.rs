@@ -451,6 +451,42 @@ mod tests {
     }
 
     #[test]
+    fn the_heads_line_names_the_reference_followed_and_the_note_without_one_is_one_clean_sentence() {
+        let settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
+        let heads = |name: &str| -> crate::heads::TargetHeads {
+            serde_json::from_value(serde_json::json!({
+                "name": name, "samples": 10, "failed": 0, "lag_p50": 0, "lag_p99": 0, "lag_max": 0,
+                "at_tip": 1.0, "stale": 0, "first_seen": 0.5, "delay_ms_p50": 0.0, "delay_ms_p90": 0.0,
+                "delay_ms_p99": 0.0
+            }))
+            .unwrap()
+        };
+        let mut report = summarize(
+            &base(),
+            &settings,
+            vec![step(1, 100.0, Verdict::Pass, 2_000)],
+            false,
+            Duration::from_secs(5),
+        );
+        let with = |names: &[&str]| crate::heads::HeadsReport {
+            interval_ms: 200.0,
+            stale_after: 20,
+            targets: names.iter().map(|name| heads(name)).collect(),
+        };
+        report.heads = Some(with(&["target", "http://127.0.0.1:8902/"]));
+        let lines = report.heads_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("across the target and http://127.0.0.1:8902/;"), "{lines:?}");
+        report.heads = Some(with(&["target"]));
+        let lines = report.heads_lines();
+        assert!(lines[0].contains("across the target alone;"), "{lines:?}");
+        assert!(lines[1].contains("its own highest head, so falling behind"), "{lines:?}");
+        assert!(!lines[1].trim().contains("  "), "no run of spaces inside the note: {lines:?}");
+        // Every format prints the answer's lines, the reference with them.
+        assert!(report.summary_lines().iter().any(|line| line.contains("across the target alone")));
+    }
+
+    #[test]
     fn the_summary_has_the_answer_margin_and_knee() {
         let settings = CapacitySettings::new(Slo::parse("p99<50ms").unwrap());
         let steps = vec![

@@ -276,7 +276,7 @@ impl CapacityReport {
         )];
         if heads.targets.len() < 2 {
             lines.push(
-                "  note: no reference node (--heads-ref URL): with the target alone its lag is against its own                  highest head, so falling behind the chain does not show, only stalls and heads going back"
+                "  note: no reference node (--heads-ref URL): with the target alone its lag is against its own highest head, so falling behind the chain does not show, only stalls and heads going back"
                     .to_string(),
             );
         }

@@ -584,9 +584,10 @@ pub(crate) struct HeadView {
 }
 
 /// A node that falls behind under load (`--head-lag-under-load N@RATE`): while it answered
-/// more than `above` requests in the last whole second, its head is `extra` more blocks
-/// (slots) behind, so that a capacity search's head lag grows with the load, against known
-/// truth.
+/// more than `above` requests a second over the last 250 ms (a window sliding by 50 ms), its
+/// head is `extra` more blocks (slots) behind, so that a capacity
+/// search's head lag grows with the load, against known truth. A load shorter than the window
+/// (a capacity step of less than 250 ms, warm-up included) is diluted by the quiet before it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HeadLagUnderLoad {
     /// Blocks (slots) further behind while loaded.
@@ -615,43 +616,83 @@ impl FromStr for HeadLagUnderLoad {
     }
 }
 
-/// Requests answered per whole second of the node's life: the last whole second's count is
-/// its recent rate.
+/// The window over which a node's recent rate is counted for `--head-lag-under-load`.
+pub(crate) const LOAD_WINDOW: Duration = Duration::from_millis(250);
+/// The buckets the window slides by: the rate is that of the last whole buckets.
+pub(crate) const LOAD_BUCKETS: usize = 5;
+
+/// Requests answered per bucket of [`LOAD_WINDOW`] / [`LOAD_BUCKETS`] of the node's life: the
+/// last [`LOAD_BUCKETS`] whole buckets give its recent rate, so that steps of a fraction of a
+/// second (not only whole seconds) count as load.
 #[derive(Debug)]
 pub(crate) struct RequestMeter {
     started: Instant,
-    /// (the second being counted, its count, the count of the second before).
-    seconds: std::sync::Mutex<(u64, u64, u64)>,
+    buckets: std::sync::Mutex<MeterBuckets>,
+}
+
+/// The bucket being counted and the counts of the ones before it, in a ring.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MeterBuckets {
+    /// The bucket being counted (its number since the node started).
+    current: u64,
+    /// Counts by bucket number modulo the ring's length: the current one and the whole ones
+    /// before it.
+    counts: [u64; LOAD_BUCKETS + 1],
+}
+
+impl MeterBuckets {
+    fn new() -> Self {
+        Self { current: 0, counts: [0; LOAD_BUCKETS + 1] }
+    }
+
+    /// Rolls on to `bucket`: the buckets passed over are emptied (no requests in them).
+    fn roll(&mut self, bucket: u64) {
+        let ring = self.counts.len() as u64;
+        if bucket <= self.current {
+            return;
+        }
+        for passed in (self.current + 1)..=bucket.min(self.current + ring) {
+            self.counts[(passed % ring) as usize] = 0;
+        }
+        self.current = bucket;
+    }
+
+    /// Requests in the last [`LOAD_BUCKETS`] whole buckets (the current one left out).
+    fn recent(&self) -> u64 {
+        let ring = self.counts.len() as u64;
+        (1..=LOAD_BUCKETS as u64)
+            .filter(|back| *back <= self.current)
+            .map(|back| self.counts[((self.current - back) % ring) as usize])
+            .sum()
+    }
 }
 
 impl RequestMeter {
     pub(crate) fn new(started: Instant) -> Self {
-        Self { started, seconds: std::sync::Mutex::new((0, 0, 0)) }
+        Self { started, buckets: std::sync::Mutex::new(MeterBuckets::new()) }
     }
 
-    /// Rolls the counts on to `second`.
-    fn roll(counts: &mut (u64, u64, u64), second: u64) {
-        if second == counts.0 + 1 {
-            *counts = (second, 0, counts.1);
-        } else if second > counts.0 {
-            *counts = (second, 0, 0);
-        }
+    /// The bucket `now` falls in.
+    fn bucket(&self) -> u64 {
+        let width = (LOAD_WINDOW / LOAD_BUCKETS as u32).as_nanos().max(1);
+        (self.started.elapsed().as_nanos() / width) as u64
     }
 
     /// Counts one request answered now.
     pub(crate) fn count(&self) {
-        let second = self.started.elapsed().as_secs();
-        let mut counts = self.seconds.lock().unwrap_or_else(|poison| poison.into_inner());
-        Self::roll(&mut counts, second);
-        counts.1 += 1;
+        let bucket = self.bucket();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|poison| poison.into_inner());
+        buckets.roll(bucket);
+        let at = (bucket % buckets.counts.len() as u64) as usize;
+        buckets.counts[at] += 1;
     }
 
-    /// The requests answered in the last whole second.
-    pub(crate) fn last_second(&self) -> u64 {
-        let second = self.started.elapsed().as_secs();
-        let mut counts = self.seconds.lock().unwrap_or_else(|poison| poison.into_inner());
-        Self::roll(&mut counts, second);
-        counts.2
+    /// Requests a second over the last [`LOAD_WINDOW`].
+    pub(crate) fn recent_rate(&self) -> f64 {
+        let bucket = self.bucket();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|poison| poison.into_inner());
+        buckets.roll(bucket);
+        buckets.recent() as f64 / LOAD_WINDOW.as_secs_f64()
     }
 }
 
@@ -678,7 +719,7 @@ impl HeadView {
 
     /// The blocks behind now: the fixed lag, plus the lag under load while loaded.
     fn lag_now(&self) -> u64 {
-        let loaded = self.under_load.as_ref().filter(|(knob, meter)| meter.last_second() as f64 > knob.above);
+        let loaded = self.under_load.as_ref().filter(|(knob, meter)| meter.recent_rate() > knob.above);
         self.lag + loaded.map_or(0, |(knob, _)| knob.extra)
     }
 
@@ -697,23 +738,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_node_lagging_under_load_counts_the_last_whole_second_and_parses_n_at_rate() {
+    fn a_node_lagging_under_load_counts_a_sliding_window_shorter_than_a_second_and_parses_n_at_rate() {
         assert_eq!("5@200".parse::<HeadLagUnderLoad>().unwrap(), HeadLagUnderLoad { extra: 5, above: 200.0 });
         assert_eq!("3@50/s".parse::<HeadLagUnderLoad>().unwrap().above, 50.0);
         for bad in ["5", "0@200", "x@200", "5@-1", "5@"] {
             let err = bad.parse::<HeadLagUnderLoad>().unwrap_err();
             assert!(err.to_string().contains("N@RATE"), "{bad}: {err}");
         }
-        // (second counted, its count, the count of the second before)
-        let mut counts = (0, 300, 0);
-        RequestMeter::roll(&mut counts, 1);
-        assert_eq!(counts, (1, 0, 300), "the second just ended is the recent rate");
-        RequestMeter::roll(&mut counts, 1);
-        assert_eq!(counts, (1, 0, 300));
-        RequestMeter::roll(&mut counts, 3);
-        assert_eq!(counts, (3, 0, 0), "a silent second in between: no load");
+        // 100 requests in each of five 50 ms buckets: 500 in the last 250 ms, 2,000/s, seen
+        // as soon as the fifth bucket has ended (a step of 300 ms is load, not only a whole
+        // second of it).
+        let mut buckets = MeterBuckets::new();
+        for bucket in 0..5u64 {
+            buckets.roll(bucket);
+            buckets.counts[(bucket % 6) as usize] += 100;
+        }
+        assert_eq!(buckets.recent(), 400, "the bucket being counted is left out");
+        buckets.roll(5);
+        assert_eq!(buckets.recent(), 500);
+        assert!((buckets.recent() as f64 / LOAD_WINDOW.as_secs_f64() - 2000.0).abs() < 1e-9);
+        // The window slides: a bucket later, the first one has left it.
+        buckets.roll(6);
+        assert_eq!(buckets.recent(), 400);
+        // A silent stretch longer than the window: no load, whatever came before.
+        buckets.roll(100);
+        assert_eq!(buckets.recent(), 0);
+        assert_eq!(LOAD_WINDOW / LOAD_BUCKETS as u32, Duration::from_millis(50));
         // Unloaded, the head is where the chain is.
         let meter = std::sync::Arc::new(RequestMeter::new(Instant::now()));
+        assert_eq!(meter.recent_rate(), 0.0);
         let view = HeadView { under_load: Some(("2@10".parse().unwrap(), meter)), ..HeadView::default() };
         assert_eq!(view.shown(100, Duration::ZERO, Duration::from_secs(3600)), 100);
     }

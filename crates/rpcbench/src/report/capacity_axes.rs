@@ -24,7 +24,14 @@ pub(super) struct RateAxis {
     log: bool,
     low: f64,
     high: f64,
+    /// On a log axis, the lowest and highest levels run, labelled whether or not they fall on
+    /// a 1-2-5 tick (a search from 50/s to 400/s ends between 200 and 500).
+    ends: Option<(f64, f64)>,
 }
+
+/// On a log axis, a 1-2-5 tick closer than this (in decades) to a labelled end level is left
+/// out, so that the two labels do not run into each other.
+const END_TICK_GAP: f64 = 0.12;
 
 impl RateAxis {
     /// The axis for these levels (rates or connections; the positive ones count).
@@ -35,10 +42,22 @@ impl RateAxis {
             .fold((f64::INFINITY, 0.0f64), |(low, high), level| (low.min(level), high.max(level)));
         let highest = highest.max(1.0);
         if lowest.is_finite() && highest / lowest > LOG_RATE_SPREAD {
-            Self { log: true, low: lowest.log10() - 0.08, high: highest.log10() + 0.08 }
+            Self { log: true, low: lowest.log10() - 0.08, high: highest.log10() + 0.08, ends: None }
         } else {
-            Self { log: false, low: 0.0, high: nice_max(highest) }
+            Self { log: false, low: 0.0, high: nice_max(highest), ends: None }
         }
+    }
+
+    /// The axis with the lowest and highest of `levels` (the steps run) labelled too, when it
+    /// is logarithmic: the step where a search ended (where the capacity marker often stands)
+    /// then always has its number under it.
+    pub(super) fn with_end_labels(self, levels: impl IntoIterator<Item = f64>) -> Self {
+        let (lowest, highest) = levels
+            .into_iter()
+            .filter(|level| level.is_finite() && *level > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(low, high), level| (low.min(level), high.max(level)));
+        let ends = (self.log && lowest.is_finite()).then_some((lowest, highest));
+        Self { ends, ..self }
     }
 
     /// Where a level goes on the axis.
@@ -62,10 +81,19 @@ impl RateAxis {
     pub(super) fn axis(&self) -> TickedAxis {
         let ticks = if self.log {
             let steps: &[f64] = if self.high - self.low > 4.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
-            (self.low.floor() as i64..=self.high.ceil() as i64)
+            let mut ticks: Vec<f64> = (self.low.floor() as i64..=self.high.ceil() as i64)
                 .flat_map(|decade| steps.iter().map(move |m| m.log10() + decade as f64))
                 .filter(|x| (self.low..=self.high).contains(x))
-                .collect()
+                .collect();
+            if let Some((lowest, highest)) = self.ends {
+                for end in [lowest.log10(), highest.log10()] {
+                    ticks.retain(|tick| (tick - end).abs() >= END_TICK_GAP);
+                    ticks.push(end);
+                }
+                ticks.sort_by(f64::total_cmp);
+                ticks.dedup();
+            }
+            ticks
         } else {
             linear_ticks(self.high)
         };
@@ -184,6 +212,16 @@ pub(super) fn linear_ticks(high: f64) -> Vec<f64> {
     (0..).map(|i| i as f64 * step).take_while(|y| *y <= high).collect()
 }
 
+/// An axis of whole counts (blocks, slots) from 0 to at least `highest`: ticks at whole
+/// steps of 1, 2 or 5 times a power of ten, never fractions (which `{:.0}` would label "0, 0,
+/// 1"), and 0 to 4 when every count is 0, so that a line at 0 lies on a labelled floor.
+pub(super) fn count_axis(highest: u64) -> TickedAxis {
+    let wanted = ((highest as f64) * 1.15).ceil().max(4.0);
+    let step = linear_ticks(wanted).get(1).copied().unwrap_or(1.0).max(1.0).round();
+    let top = (wanted / step).ceil() * step;
+    TickedAxis::new(0.0..top, (0..).map(|i| i as f64 * step).take_while(|y| *y <= top).collect())
+}
+
 pub(super) fn linear_axis(high: f64) -> TickedAxis {
     let high = nice_max(high);
     TickedAxis::new(0.0..high, linear_ticks(high))
@@ -191,11 +229,12 @@ pub(super) fn linear_axis(high: f64) -> TickedAxis {
 
 /// The x axis: the levels run (and, for rates, the rates achieved).
 pub(super) fn rate_axis(report: &CapacityReport) -> RateAxis {
-    if report.connections_mode() {
+    let axis = if report.connections_mode() {
         RateAxis::for_levels(report.steps.iter().map(StepResult::level))
     } else {
         RateAxis::for_levels(report.steps.iter().flat_map(|s| [s.target_rate, s.achieved_rate]))
-    }
+    };
+    axis.with_end_labels(report.steps.iter().map(StepResult::level))
 }
 
 pub(super) fn build<'a, 'b>(

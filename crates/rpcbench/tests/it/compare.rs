@@ -202,6 +202,8 @@ fn compare_in_rounds(
         tie: DEFAULT_TIE,
         vary_params: false,
         whole_rounds: false,
+        max_rounds: 0,
+        later_warmup: None,
     };
     run_rounds(&targets, &plan, &StopHandle::new(), |_| {}).unwrap()
 }
@@ -267,6 +269,56 @@ fn a_node_twice_as_slow_comes_out_slower_with_an_interval_around_the_ratio() {
     );
     let rate = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "req/s").unwrap();
     assert_eq!(rate.judgement, Judgement::Lower, "{}\n{table}", rate.text);
+}
+
+#[test]
+fn an_adaptive_comparison_runs_whole_looks_and_its_widened_interval_still_holds_the_true_ratio() {
+    let node = |delay_ms: u64| {
+        let mut options = MockOptions::new(Chain::Solana);
+        options.faults.blocking_latency = Some(Duration::from_millis(delay_ms));
+        MockServer::start(options).expect("the mock node starts")
+    };
+    let (fast, slow) = (node(1), node(2));
+    let targets: Vec<CompareTarget> = [("fast", &fast), ("slow", &slow)]
+        .iter()
+        .map(|(name, node)| {
+            let mut config = closed_loop(&node.url(), 1, seconds(0.3 * 3.0));
+            config.threads = 1;
+            config.warmup = Duration::from_millis(300);
+            CompareTarget { name: name.to_string(), config, monitor_pids: Vec::new() }
+        })
+        .collect();
+    let plan = RoundsPlan {
+        rounds: 3,
+        order: RoundOrder::Rotated,
+        cooldown: Duration::from_millis(20),
+        tie: DEFAULT_TIE,
+        vary_params: false,
+        whole_rounds: false,
+        max_rounds: 9,
+        later_warmup: Some(Duration::from_millis(50)),
+    };
+    let runs = run_rounds(&targets, &plan, &StopHandle::new(), |_| {}).unwrap();
+    let table = render_comparison_text(&runs);
+    let verdicts = comparison_verdicts(&runs).expect("rounds give verdicts");
+    let methodology = &verdicts.methodology;
+    // Stopped at a look: after 3, 6 or 9 rounds, each round as long as the first ones.
+    assert!([3, 6, 9].contains(&methodology.rounds), "{table}");
+    assert_eq!((methodology.looks, methodology.max_rounds, methodology.look_every), (3, Some(9), Some(3)));
+    assert_eq!(methodology.round_length, "300.00ms");
+    assert_eq!((methodology.warmup_ms, methodology.later_warmup_ms), (300, Some(50)));
+    assert!(table.contains("(3 looks, Bonferroni)"), "{table}");
+    let p50 = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "p50").unwrap();
+    assert_eq!(p50.judgement, Judgement::Higher, "{}\n{table}", p50.text);
+    assert_eq!(p50.rounds, methodology.rounds);
+    let fast_p50 = runs[0].report.latency.percentile("p50") as f64;
+    let truth = (1000.0 + fast_p50) / fast_p50;
+    let (low, high) = (p50.ci_low.unwrap(), p50.ci_high.unwrap());
+    assert!(
+        low / (1.0 + DEFAULT_TIE) <= truth && truth <= high * (1.0 + DEFAULT_TIE),
+        "true ratio {truth:.3} against {}\n{table}",
+        p50.text
+    );
 }
 
 /// Validates `value` against the committed schema `name`.
