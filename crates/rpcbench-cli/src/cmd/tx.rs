@@ -224,6 +224,12 @@ pub fn run(args: TxArgs) -> ExitCode {
             ));
         }
     }
+    let cost = super::tx_fund::RunCost { chain_id, fees, gas_limit, value: kind.value, planned };
+    match super::tx_fund::fund(&args, &node, &keys, &cost) {
+        Ok(()) => {}
+        Err((true, message)) => return output::usage_error(message),
+        Err((false, message)) => return output::failure(message),
+    }
     let mut starting = Vec::with_capacity(keys.len());
     let per_tx = u128::from(gas_limit) * fees.max_price() + kind.value;
     for (index, key) in keys.iter().enumerate() {

@@ -1,4 +1,5 @@
-//! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]), signing and
+//! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]) and funding them
+//! from the first before load ([`fund`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (through the feed seam) or
@@ -7,6 +8,7 @@
 //! driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
+pub mod fund;
 pub mod inclusion;
 pub mod keys;
 pub mod nonce;
