@@ -439,3 +439,49 @@ fn a_funder_that_cannot_pay_for_the_funding_is_named_before_anything_is_sent() {
             .unwrap();
     assert_eq!(nonce, "0x0", "nothing was sent");
 }
+
+#[test]
+fn a_sender_that_runs_dry_mid_run_is_topped_up_from_the_funder_and_lands_again() {
+    let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
+    let url = node.url();
+    // 100,000 gwei pays four transfers of 21,000 gwei: each child runs dry after its fourth.
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "3",
+        "--rate",
+        "40",
+        "-n",
+        "120",
+        "--gas-price",
+        "1gwei",
+        "--fund-amount",
+        "100000gwei",
+        "--inclusion-timeout",
+        "3s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(report["identity_holds"], true, "{report}");
+    assert_eq!(count("sent"), 120, "what resyncs dropped stale was signed again: {report}");
+    let top_ups = &report["top_ups"];
+    let refusals = top_ups["insufficient_funds_refusals"].as_u64().unwrap();
+    let sent = top_ups["sent"].as_u64().unwrap();
+    assert!(refusals >= 2 && sent >= 2, "both children ran dry and were topped up: {report}");
+    assert_eq!(report["rejected_by_reason"]["insufficient_funds"].as_u64(), Some(refusals), "{report}");
+    assert_eq!(
+        refusals,
+        sent + top_ups["not_sent_within_cooldown"].as_u64().unwrap()
+            + top_ups["not_sent_same_dry_spell"].as_u64().unwrap(),
+        "every refusal was topped up or held back by the cooldown: {report}"
+    );
+    // Without top-ups the children land at most 4 transfers each; the funder sends a third of
+    // the run and the top-ups. More landed: the children sent again on the top-ups' funds.
+    assert!(count("included") > 40 + 2 * 4 + sent, "{report}");
+}

@@ -8,6 +8,8 @@ use rpcbench::client::Endpoint;
 use rpcbench::tx::fund::{amount_per_sender, fund_senders, FundError, FundPlan, FundProgress};
 use rpcbench::tx::keys::SenderKey;
 use rpcbench::tx::sign::Fees;
+use rpcbench::tx::top_up::{TopUpPlan, TopUpTally};
+use serde_json::{json, Value};
 
 use crate::args::tx::TxArgs;
 
@@ -17,6 +19,8 @@ const FUND_BATCH: usize = 50;
 const FUND_RATE: f64 = 500.0;
 /// How often the funder's mined nonce is asked while waiting.
 const FUND_POLL: Duration = Duration::from_millis(100);
+/// A dry sender is topped up at most once within this long.
+const TOP_UP_COOLDOWN: Duration = Duration::from_secs(2);
 
 /// What the cost estimate needs: one transaction's gas limit, fees and value, and the count.
 pub(crate) struct RunCost {
@@ -76,4 +80,55 @@ pub(crate) fn fund(
         Err(err @ FundError::FunderShort { .. }) => Err((true, err.to_string())),
         Err(err) => Err((false, err.to_string())),
     }
+}
+
+/// How dry senders are refilled during the run: from the funder, with the funding amount,
+/// unless `--no-fund` (or a single sender, who is the funder).
+pub(crate) fn top_up_plan(args: &TxArgs, cost: &RunCost, senders: usize) -> Option<TopUpPlan> {
+    (!args.no_fund && senders >= 2)
+        .then(|| TopUpPlan { amount: fund_amount(args, cost, senders), cooldown: TOP_UP_COOLDOWN })
+}
+
+/// The report's `top_ups` object.
+pub(crate) fn top_up_report(tally: &TopUpTally) -> Value {
+    json!({
+        "insufficient_funds_refusals": tally.requested,
+        "sent": tally.sent,
+        "not_sent_no_funder": tally.no_funder,
+        "not_sent_funder_itself_dry": tally.funder_dry,
+        "not_sent_within_cooldown": tally.recent,
+        "not_sent_same_dry_spell": tally.same_burst,
+    })
+}
+
+/// The text report's line on top-ups, empty when no sender ran dry.
+pub(crate) fn top_up_line(top_ups: &Value) -> String {
+    let n = |key: &str| top_ups[key].as_u64().unwrap_or(0);
+    if n("insufficient_funds_refusals") == 0 {
+        return String::new();
+    }
+    let mut why_not = Vec::new();
+    if n("not_sent_no_funder") > 0 {
+        why_not.push(format!("{} not: --no-fund", n("not_sent_no_funder")));
+    }
+    if n("not_sent_funder_itself_dry") > 0 {
+        why_not.push(format!("{} not: the funder itself is dry", n("not_sent_funder_itself_dry")));
+    }
+    if n("not_sent_same_dry_spell") > 0 {
+        why_not.push(format!("{} not: signed before the sender's last top-up", n("not_sent_same_dry_spell")));
+    }
+    if n("not_sent_within_cooldown") > 0 {
+        why_not.push(format!(
+            "{} not: topped up within {} s",
+            n("not_sent_within_cooldown"),
+            TOP_UP_COOLDOWN.as_secs()
+        ));
+    }
+    format!(
+        "top-ups from sender 0   {} sent for {} insufficient-funds refusals{}{}\n",
+        n("sent"),
+        n("insufficient_funds_refusals"),
+        if why_not.is_empty() { "" } else { "; " },
+        why_not.join(", ")
+    )
 }
