@@ -298,6 +298,46 @@ fn a_hundred_transfers_from_ten_dev_senders_are_each_included_once_within_a_bloc
 }
 
 #[test]
+fn senders_past_anvils_ten_funded_accounts_are_funded_from_the_first_and_every_transfer_lands() {
+    let Some(binary) = anvil_binary() else { return };
+    let anvil = start_with(&binary, &["--block-time", "1"]);
+    let url = anvil.url.clone();
+    let children = rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 10, 2).unwrap();
+    let balance = |address: String| call(&url, "eth_getBalance", json!([address, "latest"]));
+    for child in &children {
+        assert_eq!(balance(child.address().to_string()), json!("0x0"), "anvil funds only the first 10");
+    }
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "12",
+        "--rate",
+        "60",
+        "-n",
+        "120",
+        "--inclusion-timeout",
+        "30s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // The nine other prefunded accounts hold enough: only the two fresh ones get a transfer.
+    assert!(stderr.contains("funding senders: 2/2 transfers sent"), "{stderr}");
+    assert!(stderr.contains("funding senders: 2/2 included"), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(count("sent"), 120, "{report}");
+    assert_eq!(count("included"), 120, "{report}");
+    for child in &children {
+        let nonce = call(&url, "eth_getTransactionCount", json!([child.address().to_string(), "latest"]));
+        assert_eq!(nonce, json!("0xa"), "each fresh sender sent its 10 transfers");
+    }
+}
+
+#[test]
 fn the_relay_suite_against_a_fresh_anvil_runs_the_calls_it_can_and_says_which_it_left_out() {
     // A fresh anvil is at block 0: no transactions, no tokens, no funded accounts seen in a
     // block. The suite's calls on those pools are left out with a warning; the rest run clean.

@@ -123,7 +123,7 @@ fn an_unfunded_sender_is_named_before_anything_is_sent() {
     let node = node(31337);
     let url = node.url();
     // The mock funds the dev mnemonic's first 10 accounts: the 11th is not.
-    let output = rpcbench(&["tx", &url, "--dev", "--senders", "11", "--rate", "50", "-n", "20"]);
+    let output = rpcbench(&["tx", &url, "--dev", "--senders", "11", "--rate", "50", "-n", "20", "--no-fund"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     let eleventh =
@@ -328,4 +328,160 @@ fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_re
     let text = String::from_utf8_lossy(&text.stdout);
     let line = text.lines().find(|line| line.starts_with("send -> included")).unwrap();
     assert!(line.ends_with("(polled: resolution 50 ms)"), "{text}");
+}
+
+/// A mock node funding only the dev mnemonic's first account, with `balance` wei.
+fn node_funding_one(balance: u128) -> MockServer {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool =
+        Some(TxPoolOptions { dev_accounts: 1, dev_balance: balance, ..TxPoolOptions::default() });
+    MockServer::start(options).expect("the mock node starts")
+}
+
+fn balance_of(url: &str, address: &str) -> u128 {
+    let params = serde_json::json!([address, "latest"]);
+    let answer =
+        rpcbench::client::call(url, "eth_getBalance", Some(&params), Duration::from_secs(5)).unwrap();
+    u128::from_str_radix(answer.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn fresh_child_senders_are_funded_from_the_first_before_load_and_every_transaction_lands() {
+    let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
+    let url = node.url();
+    let keys = rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 5).unwrap();
+    for key in &keys[1..] {
+        assert_eq!(balance_of(&url, &key.address().to_string()), 0, "the children start empty");
+    }
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "5",
+        "--rate",
+        "200",
+        "-n",
+        "200",
+        "--gas-price",
+        "1gwei",
+        "--inclusion-timeout",
+        "20s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("funding senders: 4/4 transfers sent"), "{stderr}");
+    assert!(stderr.contains("funding senders: 4/4 included"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for key in &keys {
+        assert!(
+            !stderr.contains(&key.secret_hex()) && !stdout.contains(&key.secret_hex()),
+            "a key was printed"
+        );
+    }
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(count("sent"), 200, "{report}");
+    assert_eq!(count("included"), 200, "every transaction of every funded sender lands: {report}");
+    // Each child got its share of the run's cost twice over: 40 transfers of 21,000 gas at 1 gwei
+    // plus 1 wei each, x 2; it spent what it sent.
+    let funded = (21_000u128 * 1_000_000_000 + 1) * 40 * 2;
+    let spent = (21_000u128 * 1_000_000_000 + 1) * 40;
+    for key in &keys[1..] {
+        assert_eq!(balance_of(&url, &key.address().to_string()), funded - spent, "{}", key.address());
+    }
+}
+
+#[test]
+fn children_already_holding_enough_are_not_funded_again() {
+    let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
+    let url = node.url();
+    let args = ["tx", &url, "--dev", "--senders", "3", "--rate", "100", "-n", "6", "--gas-price", "1gwei"];
+    let first = rpcbench(&[&args[..], &["--fund-amount", "1000000gwei"]].concat());
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("2/2 transfers sent"));
+    // Each child spent two transfers' cost (42,000 gwei and 2 wei): it holds more than half.
+    let second = rpcbench(&[&args[..], &["--fund-amount", "500000gwei"]].concat());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("transfers sent"), "{stderr}");
+}
+
+#[test]
+fn a_funder_that_cannot_pay_for_the_funding_is_named_before_anything_is_sent() {
+    let node = node_funding_one(1_000_000);
+    let url = node.url();
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "3",
+        "--rate",
+        "50",
+        "-n",
+        "20",
+        "--gas-price",
+        "1gwei",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let funder =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    assert!(stderr.contains("funder (sender 0") && stderr.contains(&funder.to_string()), "{stderr}");
+    let params = serde_json::json!([funder.to_string(), "pending"]);
+    let nonce =
+        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+            .unwrap();
+    assert_eq!(nonce, "0x0", "nothing was sent");
+}
+
+#[test]
+fn a_sender_that_runs_dry_mid_run_is_topped_up_from_the_funder_and_lands_again() {
+    let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
+    let url = node.url();
+    // 100,000 gwei pays four transfers of 21,000 gwei: each child runs dry after its fourth.
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "3",
+        "--rate",
+        "40",
+        "-n",
+        "120",
+        "--gas-price",
+        "1gwei",
+        "--fund-amount",
+        "100000gwei",
+        "--inclusion-timeout",
+        "3s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(report["identity_holds"], true, "{report}");
+    assert_eq!(count("sent"), 120, "what resyncs dropped stale was signed again: {report}");
+    let top_ups = &report["top_ups"];
+    let refusals = top_ups["insufficient_funds_refusals"].as_u64().unwrap();
+    let sent = top_ups["sent"].as_u64().unwrap();
+    assert!(refusals >= 2 && sent >= 2, "both children ran dry and were topped up: {report}");
+    assert_eq!(report["rejected_by_reason"]["insufficient_funds"].as_u64(), Some(refusals), "{report}");
+    assert_eq!(
+        refusals,
+        sent + top_ups["not_sent_within_cooldown"].as_u64().unwrap()
+            + top_ups["not_sent_same_dry_spell"].as_u64().unwrap(),
+        "every refusal was topped up or held back by the cooldown: {report}"
+    );
+    // Without top-ups the children land at most 4 transfers each; the funder sends a third of
+    // the run and the top-ups. More landed: the children sent again on the top-ups' funds.
+    assert!(count("included") > 40 + 2 * 4 + sent, "{report}");
 }

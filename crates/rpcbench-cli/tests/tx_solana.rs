@@ -187,3 +187,35 @@ fn a_solana_mainnet_genesis_hash_is_refused_with_exit_2_and_the_fee_estimate() {
     // 1000 tx x (5000 + 5000 x 200000 / 1e6 = 6000 lamports) = 0.006 SOL.
     assert!(stderr.contains("6000 lamports") && stderr.contains("0.006000 SOL"), "{stderr}");
 }
+
+#[test]
+fn slots_after_the_send_count_from_the_nodes_slot_at_the_send_not_the_last_refresh() {
+    // Slots of 100 ms and the blockhash refreshed every 400 ms (the default): the slot last
+    // refreshed lags a send by up to four slots. The mock lands each transaction in the next
+    // slot with a block: one slot after the send, two when that slot is skipped.
+    let node = node(SolanaTxOptions::default());
+    let url = node.url();
+    let output = rpcbench(&[
+        "tx",
+        &url,
+        "--senders",
+        "2",
+        "--rate",
+        "100",
+        "-n",
+        "200",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    adds_up(&report);
+    assert_eq!(count(&report, "landed"), 200, "{report}");
+    let slots = &report["slots_after_send"];
+    let p50 = slots["p50"].as_u64().unwrap();
+    assert!((1..=2).contains(&p50), "{report}");
+}

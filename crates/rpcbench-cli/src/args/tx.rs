@@ -40,10 +40,22 @@ pub struct TxArgs {
     /// How many transactions to send.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
-    /// Send from the key source's first N accounts, in turn. They must be funded already:
-    /// funding child accounts is not done by this command.
+    /// Send from the key source's first N accounts, in turn. Before load, the accounts after
+    /// the first that hold less than the run will spend are funded from the first (the
+    /// funder), in batched transfers; a sender refused for insufficient funds during the run
+    /// is topped up from the funder again.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub senders: usize,
+    /// Wei each sender after the first should hold before load [default: its share of the
+    /// run's cost: gas limit x max fee x its transactions, twice over].
+    #[arg(long, value_name = "WEI", value_parser = wei, conflicts_with = "no_fund")]
+    pub fund_amount: Option<u128>,
+    /// Fund nobody: every sender must hold enough already (one that does not is named).
+    #[arg(long)]
+    pub no_fund: bool,
+    /// How long to wait for the funding transfers to be included.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    pub fund_timeout: Duration,
     /// Sender keys: a file of hex private keys, one a line (never printed).
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,

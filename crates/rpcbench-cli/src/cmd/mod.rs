@@ -17,4 +17,5 @@ pub mod serve;
 pub mod subscribe;
 pub mod suites;
 pub mod tx;
+pub mod tx_fund;
 pub mod tx_solana;

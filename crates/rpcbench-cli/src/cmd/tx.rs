@@ -224,6 +224,12 @@ pub fn run(args: TxArgs) -> ExitCode {
             ));
         }
     }
+    let cost = super::tx_fund::RunCost { chain_id, fees, gas_limit, value: kind.value, planned };
+    match super::tx_fund::fund(&args, &node, &keys, &cost) {
+        Ok(()) => {}
+        Err((true, message)) => return output::usage_error(message),
+        Err((false, message)) => return output::failure(message),
+    }
     let mut starting = Vec::with_capacity(keys.len());
     let per_tx = u128::from(gas_limit) * fees.max_price() + kind.value;
     for (index, key) in keys.iter().enumerate() {
@@ -290,17 +296,18 @@ pub fn run(args: TxArgs) -> ExitCode {
         data: kind.data.clone(),
     };
     let senders = keys.len();
-    let signer_count = length.requests.unwrap_or(u64::MAX);
+    // The signer does not stop at -n: what a nonce resync drops stale is signed again, and the
+    // engine's count bounds the sends (a signer that stopped at -n left the last requests empty).
+    let signer_count = u64::MAX;
     let addresses = keys.iter().map(|key| key.address().to_string()).collect();
     let pending = Box::new(NodeNonces { node: node.clone(), addresses });
-    let sends = TxSends::new(SignedAhead::start_with_resync(
-        keys,
-        NonceBook::new(starting),
-        template,
-        signer_count,
-        SIGN_AHEAD,
-        pending,
-    ));
+    let book = NonceBook::new(starting);
+    let sends = TxSends::new(match super::tx_fund::top_up_plan(&args, &cost, senders) {
+        Some(plan) => {
+            SignedAhead::start_with_top_ups(keys, book, template, signer_count, SIGN_AHEAD, pending, plan)
+        }
+        None => SignedAhead::start_with_resync(keys, book, template, signer_count, SIGN_AHEAD, pending),
+    });
     let template = match RequestTemplate::from_method("eth_sendRawTransaction", None) {
         Ok(template) => template,
         Err(err) => return output::failure(err),
@@ -491,6 +498,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             "lookup_failures": resyncs.lookup_failures,
             "stale_dropped_unsent": resyncs.stale_dropped,
         },
+        "top_ups": super::tx_fund::top_up_report(&sends.top_up_tally()),
         "heads_seen": heads.len(),
         "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
@@ -678,6 +686,7 @@ fn render_text(report: &Value) -> String {
             resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
         ));
     }
+    text.push_str(&super::tx_fund::top_up_line(&report["top_ups"]));
     if report["interrupted"].as_bool() == Some(true) {
         text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
     }

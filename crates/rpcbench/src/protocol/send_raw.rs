@@ -133,6 +133,11 @@ impl TxSends {
         self.resync.tally()
     }
 
+    /// What the top-ups of dry senders did so far.
+    pub fn top_up_tally(&self) -> crate::tx::top_up::TopUpTally {
+        self.resync.top_up_tally()
+    }
+
     /// The ledger as it stands (the run's sends once it has finished).
     pub fn ledger(&self) -> std::sync::MutexGuard<'_, TxLedger> {
         self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -222,6 +227,8 @@ impl Protocol for SendRawTx {
         if let (TxAck::Refused(reason), Some((sender, generation))) = (ack, signed_by) {
             if reason.needs_resync() {
                 self.sends.resync.request(sender, generation);
+            } else if reason == TxRefusal::InsufficientFunds {
+                self.sends.resync.request_top_up(sender, generation);
             }
         }
         each(0, outcome, body);

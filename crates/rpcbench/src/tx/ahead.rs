@@ -4,15 +4,17 @@
 //! memory flat; the thread ends when the count is reached or the receiving side is dropped.
 //! Nonce refusals come back to the thread through a [`ResyncLine`] (see [`super::resync`]).
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::keys::{hex_encode, SenderKey};
 use super::nonce::NonceBook;
 use super::resync::{Generations, NonceSource, ResyncCounts, ResyncRequest, ResyncTally};
 use super::sign::{sign, UnsignedTx};
+use super::top_up::{TopUpCounts, TopUpDecision, TopUpGate, TopUpPlan, TopUpTally};
 
 /// One transaction ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,7 @@ pub struct SignedAhead {
     resync: Sender<ResyncRequest>,
     generations: Arc<Generations>,
     counts: Arc<ResyncCounts>,
+    top_ups: Arc<TopUpCounts>,
 }
 
 impl SignedAhead {
@@ -50,7 +53,7 @@ impl SignedAhead {
         count: u64,
         depth: usize,
     ) -> Self {
-        Self::start_inner(keys, book, template, count, depth, None)
+        Self::start_inner(keys, book, template, count, depth, None, None)
     }
 
     /// As [`SignedAhead::start`], and a nonce refusal handed back with
@@ -63,7 +66,22 @@ impl SignedAhead {
         depth: usize,
         source: Box<dyn NonceSource>,
     ) -> Self {
-        Self::start_inner(keys, book, template, count, depth, Some(source))
+        Self::start_inner(keys, book, template, count, depth, Some(source), None)
+    }
+
+    /// As [`SignedAhead::start_with_resync`], and a sender refused for its funds is topped up
+    /// from the first sender (the funder) as `top_up` says, the transfer signed with the
+    /// funder's next nonce and queued before the next load transaction.
+    pub fn start_with_top_ups(
+        keys: Vec<SenderKey>,
+        book: NonceBook,
+        template: UnsignedTx,
+        count: u64,
+        depth: usize,
+        source: Box<dyn NonceSource>,
+        top_up: TopUpPlan,
+    ) -> Self {
+        Self::start_inner(keys, book, template, count, depth, Some(source), Some(top_up))
     }
 
     fn start_inner(
@@ -73,35 +91,85 @@ impl SignedAhead {
         count: u64,
         depth: usize,
         mut source: Option<Box<dyn NonceSource>>,
+        top_up: Option<TopUpPlan>,
     ) -> Self {
         let (sender, ready) = sync_channel(depth.max(1));
         let (resync, requests) = channel::<ResyncRequest>();
         let generations = Arc::new(Generations::new(keys.len()));
         let counts = Arc::new(ResyncCounts::default());
-        let (published, counted) = (generations.clone(), counts.clone());
+        let top_ups = Arc::new(TopUpCounts::default());
+        let (published, counted, topped) = (generations.clone(), counts.clone(), top_ups.clone());
         let signer = std::thread::Builder::new()
             .name("rpcbench-signer".into())
             .spawn(move || {
                 let senders = keys.len();
                 let mut tx = template;
-                let mut apply = |book: &mut NonceBook, request: ResyncRequest| {
-                    let Some(source) = source.as_mut() else { return };
-                    if request.sender >= senders || !book.is_current(request.sender, request.generation) {
-                        return;
-                    }
-                    match source.pending_nonce(request.sender) {
-                        Ok(pending) => {
-                            book.resync(request.sender, pending);
-                            published.set(request.sender, book.generation(request.sender));
-                            counted.resynced();
+                let transfer =
+                    UnsignedTx { gas_limit: super::fund::TRANSFER_GAS, data: Vec::new(), ..tx.clone() };
+                let mut gate = TopUpGate::new(top_up, senders);
+                // Top-ups signed, sent before the next load transaction.
+                let mut extra: VecDeque<PreparedTx> = VecDeque::new();
+                let mut apply =
+                    |book: &mut NonceBook, request: ResyncRequest, extra: &mut VecDeque<PreparedTx>| {
+                        if request.sender >= senders {
+                            return;
                         }
-                        Err(_) => counted.lookup_failed(),
-                    }
-                };
+                        if !book.is_current(request.sender, request.generation) {
+                            if request.funds {
+                                topped.same_burst();
+                            }
+                            return;
+                        }
+                        if request.funds {
+                            let decision = gate.decide(request.sender, Instant::now());
+                            topped.decided(decision);
+                            if let (TopUpDecision::Send, Some(plan)) = (decision, gate.plan()) {
+                                let (nonce, generation) = book.take(0);
+                                let top_up = UnsignedTx {
+                                    nonce,
+                                    to: Some(keys[request.sender].address()),
+                                    value: plan.amount,
+                                    ..transfer.clone()
+                                };
+                                let signed = sign(&top_up, &keys[0]);
+                                let raw_hex = format!("0x{}", hex_encode(&signed.raw));
+                                extra.push_back(PreparedTx {
+                                    sender: 0,
+                                    nonce,
+                                    generation,
+                                    hash: signed.hash,
+                                    raw_hex,
+                                });
+                            }
+                        }
+                        let Some(source) = source.as_mut() else { return };
+                        match source.pending_nonce(request.sender) {
+                            Ok(pending) => {
+                                book.resync(request.sender, pending);
+                                published.set(request.sender, book.generation(request.sender));
+                                counted.resynced();
+                            }
+                            Err(_) => counted.lookup_failed(),
+                        }
+                    };
                 let mut turn = 0u64;
                 'signing: while turn < count {
                     while let Ok(request) = requests.try_recv() {
-                        apply(&mut book, request);
+                        apply(&mut book, request, &mut extra);
+                    }
+                    if let Some(mut prepared) = extra.pop_front() {
+                        // A top-up goes out before the next load transaction.
+                        loop {
+                            match sender.try_send(prepared) {
+                                Ok(()) => break,
+                                Err(TrySendError::Disconnected(_)) => break 'signing,
+                                Err(TrySendError::Full(back)) => prepared = back,
+                            }
+                            if let Ok(request) = requests.recv_timeout(RESYNC_POLL) {
+                                apply(&mut book, request, &mut extra);
+                            }
+                        }
+                        continue 'signing;
                     }
                     let index = (turn % senders as u64) as usize;
                     let (nonce, generation) = book.take(index);
@@ -121,7 +189,7 @@ impl SignedAhead {
                             Err(TrySendError::Full(back)) => prepared = back,
                         }
                         if let Ok(request) = requests.recv_timeout(RESYNC_POLL) {
-                            apply(&mut book, request);
+                            apply(&mut book, request, &mut extra);
                             if !book.is_current(index, generation) {
                                 continue 'signing;
                             }
@@ -132,7 +200,7 @@ impl SignedAhead {
                 book
             })
             .ok();
-        SignedAhead { ready, signer, resync, generations, counts }
+        SignedAhead { ready, signer, resync, generations, counts, top_ups }
     }
 
     /// The next transaction, waiting for the signer only when it is behind; `None` once all
@@ -151,7 +219,11 @@ impl SignedAhead {
     /// Where the sending side hands back nonce refusals (cloned into the protocol, so it never
     /// waits on the queue's lock).
     pub fn resync_line(&self) -> ResyncLine {
-        ResyncLine { requests: self.resync.clone(), counts: self.counts.clone() }
+        ResyncLine {
+            requests: self.resync.clone(),
+            counts: self.counts.clone(),
+            top_ups: self.top_ups.clone(),
+        }
     }
 
     /// What the resync hand-back did so far.
@@ -176,6 +248,7 @@ const RESYNC_POLL: Duration = Duration::from_millis(1);
 pub struct ResyncLine {
     requests: Sender<ResyncRequest>,
     counts: Arc<ResyncCounts>,
+    top_ups: Arc<TopUpCounts>,
 }
 
 impl ResyncLine {
@@ -183,7 +256,20 @@ impl ResyncLine {
     /// waits (a signer already gone is ignored).
     pub fn request(&self, sender: usize, generation: u32) {
         self.counts.requested();
-        let _ = self.requests.send(ResyncRequest { sender, generation });
+        let _ = self.requests.send(ResyncRequest { sender, generation, funds: false });
+    }
+
+    /// Hands back a refusal of `sender`'s transaction signed in `generation` for its funds: a
+    /// top-up from the funder when the run has one, and a restart from the node's nonce (the
+    /// refused nonce was not used). Never waits.
+    pub fn request_top_up(&self, sender: usize, generation: u32) {
+        self.top_ups.requested();
+        let _ = self.requests.send(ResyncRequest { sender, generation, funds: true });
+    }
+
+    /// What the top-ups did so far.
+    pub fn top_up_tally(&self) -> TopUpTally {
+        self.top_ups.tally()
     }
 
     /// What the resync hand-back did so far.

@@ -1,12 +1,15 @@
-//! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]), signing and
+//! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]) and funding them
+//! from the first before load ([`fund`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (through the feed seam) or
 //! [`poll`] polls without WebSocket (the two modules here that open sockets); a nonce refusal
-//! goes back to the signer through [`resync`]. The mock node's mempool and the command's
+//! goes back to the signer through [`resync`], an "insufficient funds" one
+//! refills the sender from the funder ([`top_up`]). The mock node's mempool and the command's
 //! driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
+pub mod fund;
 pub mod inclusion;
 pub mod keys;
 pub mod nonce;
@@ -15,4 +18,5 @@ pub mod refusal;
 pub mod resync;
 pub mod sign;
 pub mod solana;
+pub mod top_up;
 pub mod watch;

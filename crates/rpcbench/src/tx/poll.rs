@@ -47,7 +47,7 @@ impl HeadPoll {
                     if number > last {
                         let first = (last + 1).max(number.saturating_sub(MAX_HEADS_PER_POLL - 1));
                         for number in first..=number {
-                            if heads_in.send(SeenHead { number, arrived }).is_err() {
+                            if heads_in.send(SeenHead { number, arrived, produced_at_us: None }).is_err() {
                                 return;
                             }
                         }

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// A sender whose transaction was refused for its nonce.
+/// A sender whose transaction was refused for its nonce (or its funds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResyncRequest {
     /// Index of the sender.
@@ -18,6 +18,9 @@ pub struct ResyncRequest {
     /// The generation the refused transaction was signed in: a request for a generation that
     /// was already resynchronised is ignored (one refusal burst, one lookup).
     pub generation: u32,
+    /// The refusal was for the sender's funds, not its nonce: the sender is topped up from
+    /// the funder when the run has one (`super::top_up`), and restarted from the node.
+    pub funds: bool,
 }
 
 /// Why the node's pending nonce of a sender could not be read.

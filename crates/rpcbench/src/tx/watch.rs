@@ -24,6 +24,9 @@ pub struct SeenHead {
     pub number: u64,
     /// When it arrived.
     pub arrived: Instant,
+    /// When the node says it produced the block, unix microseconds, where it says so exactly
+    /// (the mock nodes' `rpcbenchProducedAt`; a real node's header has seconds only).
+    pub produced_at_us: Option<u64>,
 }
 
 /// Why the watch could not start.
@@ -119,15 +122,18 @@ struct Watch {
     stop: Arc<AtomicBool>,
 }
 
-/// The number of a `newHeads` item's header.
-fn head_number(payload: &[u8]) -> Option<u64> {
+/// The number of a `newHeads` item's header, and its exact production stamp if it has one.
+fn head_number(payload: &[u8]) -> Option<(u64, Option<u64>)> {
     #[derive(serde::Deserialize)]
     struct Header<'a> {
         #[serde(borrow)]
         number: &'a str,
+        #[serde(default, rename = "rpcbenchProducedAt")]
+        produced_at_us: Option<u64>,
     }
     let header: Header<'_> = serde_json::from_slice(payload).ok()?;
-    u64::from_str_radix(header.number.strip_prefix("0x")?, 16).ok()
+    let number = u64::from_str_radix(header.number.strip_prefix("0x")?, 16).ok()?;
+    Some((number, header.produced_at_us))
 }
 
 impl UseFeed for Watch {
@@ -170,8 +176,9 @@ impl UseFeed for Watch {
                         return;
                     }
                     FeedEvent::Item(delivery) => {
-                        if let Some(number) = head_number(delivery.payload()) {
-                            let _ = self.heads.send(SeenHead { number, arrived: delivery.arrived });
+                        if let Some((number, produced_at_us)) = head_number(delivery.payload()) {
+                            let seen = SeenHead { number, arrived: delivery.arrived, produced_at_us };
+                            let _ = self.heads.send(seen);
                         }
                     }
                     FeedEvent::Ended(end) => {

@@ -291,3 +291,130 @@ fn a_deploy_is_included_charged_gas_and_its_receipt_names_the_contract_address()
         u64::from_str_radix(receipt["gasUsed"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     assert_eq!(gas_used, 21_000 + 32_000 + 3 * 16 + 4, "a deploy is charged creation and its code");
 }
+
+/// Microseconds of a `Duration`, for the HDR histograms.
+fn micros(duration: Duration) -> u64 {
+    duration.as_micros() as u64
+}
+
+#[test]
+fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_and_inclusion_matches_the_true_block_times(
+) {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_secs(1);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions { drop_share: 0.01, ..TxPoolOptions::default() });
+    let server = MockServer::start(options).expect("the mock node starts");
+    let url = server.url();
+    let timeout = Duration::from_secs(5);
+    let call = |method: &str, params: Value| client::call(&url, method, Some(&params), timeout).unwrap();
+    let quantity =
+        |value: Value| u64::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    // The mock stamps each head with its production time in unix µs; one reading of both
+    // clocks maps those stamps onto the send instants.
+    let (anchor_instant, anchor_unix) = (std::time::Instant::now(), std::time::SystemTime::now());
+    let anchor_unix_us = micros(anchor_unix.duration_since(std::time::UNIX_EPOCH).unwrap());
+    let produced_instant = |unix_us: u64| {
+        if unix_us >= anchor_unix_us {
+            anchor_instant + Duration::from_micros(unix_us - anchor_unix_us)
+        } else {
+            anchor_instant - Duration::from_micros(anchor_unix_us - unix_us)
+        }
+    };
+
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 10).unwrap();
+    let template = UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees: Fees::Legacy { gas_price: 30_000_000_000 },
+        gas_limit: 21_000,
+        to: Address::parse("0x3535353535353535353535353535353535353535"),
+        value: 1,
+        data: Vec::new(),
+    };
+    let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0; 10]), template, u64::MAX, 1024));
+    let watch = HeadWatch::start(&url.replacen("http://", "ws://", 1), timeout).expect("newHeads subscribed");
+    let head_at_start = quantity(call("eth_blockNumber", json!([])));
+    // Three seconds of sends at 1,000 a second.
+    let mut config = closed_loop(&url, 1, requests(3_000));
+    config.load = Load::Open { rate: 1000.0, arrivals: Arrivals::Uniform, max_connections: 32 };
+    config.tx_sends = Some(sends.clone());
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let ledger = sends.ledger();
+    let sent = ledger.sent();
+    assert_eq!(record.totals.counts.total() + record.totals.unsent, 3_000);
+    assert_eq!(sent.len() as u64, record.totals.counts.total(), "every request carried a transaction");
+
+    // Heads until two blocks after the last send, each block fetched once.
+    let last_send = sent.iter().map(|tx| tx.sent).max().unwrap();
+    let mut heads = Vec::new();
+    while heads.iter().filter(|head: &&rpcbench::tx::watch::SeenHead| head.arrived > last_send).count() < 2 {
+        std::thread::sleep(Duration::from_millis(50));
+        heads.extend(watch.drain());
+        assert!(heads.len() < 100, "the heads keep coming");
+    }
+    heads.extend(watch.stop());
+    let mut book = InclusionBook::new();
+    let mut acks = rpcbench::AckTally::default();
+    for tx in sent {
+        let head_at_send = heads.iter().filter(|head| head.arrived <= tx.sent).map(|head| head.number).max();
+        book.sent(tx.hash, tx.sent, head_at_send.unwrap_or(head_at_start), acks.add(tx.sent, tx.ack));
+    }
+    let mut produced = std::collections::HashMap::new();
+    let mut block_of = std::collections::HashMap::new();
+    for head in &heads {
+        if produced.insert(head.number, head.produced_at_us.expect("the mock stamps its heads")).is_some() {
+            continue;
+        }
+        let block = call("eth_getBlockByNumber", json!([format!("0x{:x}", head.number), false]));
+        let hashes: Vec<[u8; 32]> = block["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hash| {
+                let digits = hash.as_str().unwrap().trim_start_matches("0x");
+                std::array::from_fn(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).unwrap())
+            })
+            .collect();
+        block_of.extend(hashes.iter().map(|hash| (*hash, head.number)));
+        book.block(head.number, head.arrived, &hashes);
+    }
+    let end = std::time::Instant::now();
+    let inclusion_timeout = Duration::from_secs(30);
+    let tally = book.tally(end, inclusion_timeout);
+    assert_eq!(tally.sent, 3_000);
+    assert_eq!(tally.included + tally.dropped + tally.rejected + tally.pending, tally.sent, "{tally:?}");
+    let status = call("rpcbench_mempoolStatus", json!([]));
+    let dropped_by_the_pool = status["dropped"].as_u64().unwrap();
+    assert!(dropped_by_the_pool > 0, "1% of 3,000 dropped: {status}");
+    assert_eq!(tally.rejected, 0, "{:?}", acks.rejected_by);
+    assert!(tally.included > 0 && tally.included + dropped_by_the_pool <= tally.sent, "{tally:?} {status}");
+
+    // The true inclusion latency of each included transaction: its block's production stamp
+    // minus its send. What the watch measured (the head's arrival) is never earlier, and the
+    // medians are a few ms apart (the head's delivery over the WebSocket).
+    let mut measured = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+    let mut truth = measured.clone();
+    let finals = book.finals(end, inclusion_timeout);
+    for (tx, outcome) in sent.iter().zip(&finals) {
+        let rpcbench::tx::inclusion::TxFinal::Included { latency, .. } = outcome else { continue };
+        let block = block_of[&tx.hash];
+        let true_latency = produced_instant(produced[&block]).saturating_duration_since(tx.sent);
+        assert!(
+            *latency + Duration::from_millis(2) >= true_latency,
+            "a head arrived before its block was produced: {latency:?} < {true_latency:?}"
+        );
+        measured.record(micros(*latency).max(1)).unwrap();
+        truth.record(micros(true_latency).max(1)).unwrap();
+    }
+    assert_eq!(measured.len(), tally.included);
+    let (measured_p50, true_p50) = (measured.value_at_quantile(0.5), truth.value_at_quantile(0.5));
+    assert!(
+        measured_p50.abs_diff(true_p50) <= 50_000,
+        "inclusion p50 {measured_p50} µs, the mock's true p50 {true_p50} µs"
+    );
+    eprintln!(
+        "sent {} in {:?}; inclusion p50 {measured_p50} µs measured, {true_p50} µs by the mock's block stamps",
+        tally.sent, record.elapsed
+    );
+}

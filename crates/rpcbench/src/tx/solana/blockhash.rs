@@ -97,12 +97,12 @@ impl BlockhashFeed {
         BlockhashReader::new(self.state.clone())
     }
 
-    /// The slot last seen at or before `at` (the first one seen when none was).
+    /// The node's slot at `at`: the slot last seen at or before it, moved on by the slots
+    /// that passed since at the slot time the observations show (the refresh interval is
+    /// several slots; without this the slot at send lagged by up to that many), never past
+    /// the next slot seen. The first slot seen when none was seen before `at`.
     pub fn slot_at(&self, at: Instant) -> u64 {
-        let state = lock(&self.state);
-        let seen = &state.seen;
-        let after = seen.partition_point(|head| head.at <= at);
-        seen[after.saturating_sub(1)].slot
+        slot_estimate(&lock(&self.state).seen, at)
     }
 
     /// The newest head seen.
@@ -117,11 +117,53 @@ impl BlockhashFeed {
     }
 }
 
+/// [`BlockhashFeed::slot_at`] over the heads `seen` (in the order they came, at least one).
+fn slot_estimate(seen: &[HeadSeen], at: Instant) -> u64 {
+    let after = seen.partition_point(|head| head.at <= at);
+    let Some(base) = after.checked_sub(1).and_then(|i| seen.get(i)) else {
+        return seen.first().map_or(0, |head| head.slot);
+    };
+    let (first, last) = (seen[0], seen[seen.len() - 1]);
+    if last.slot <= first.slot || last.at <= first.at {
+        return base.slot;
+    }
+    let slot_time = last.at.duration_since(first.at).as_secs_f64() / (last.slot - first.slot) as f64;
+    let passed = (at.duration_since(base.at).as_secs_f64() / slot_time).floor() as u64;
+    let estimate = base.slot.saturating_add(passed);
+    match seen.get(after) {
+        Some(next) => estimate.min(next.slot.max(base.slot)),
+        None => estimate,
+    }
+}
+
 impl Drop for BlockhashFeed {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slot_at_a_send_between_two_refreshes_counts_the_slots_passed_since_the_last() {
+        // Slots of 100 ms, a refresh every 400 ms.
+        let start = Instant::now();
+        let head =
+            |ms: u64, slot: u64| HeadSeen { at: start + Duration::from_millis(ms), slot, block_height: slot };
+        let seen = [head(0, 1000), head(400, 1004), head(800, 1008)];
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        assert_eq!(slot_estimate(&seen, at(0)), 1000);
+        assert_eq!(slot_estimate(&seen, at(250)), 1002, "two slots after the refresh at 0");
+        assert_eq!(slot_estimate(&seen, at(399)), 1003);
+        assert_eq!(slot_estimate(&seen, at(1050)), 1010, "past the last refresh, at the same pace");
+        // A late refresh: the estimate never passes the next slot seen.
+        let late = [head(0, 1000), head(100, 1001), head(900, 1003)];
+        assert_eq!(slot_estimate(&late, at(800)), 1003);
+        assert_eq!(slot_estimate(&[head(100, 7)], at(0)), 7, "before the first: the first");
     }
 }
