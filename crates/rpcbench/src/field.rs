@@ -66,6 +66,8 @@ pub enum Field {
     SubscriptionsPerSocket,
     /// The x-token sent to a Geyser feed.
     XToken,
+    /// The method a run calls (`--method`).
+    Method,
     /// How long a subscription's connection may receive nothing before it is a stall.
     IdleTimeout,
     /// A capacity search's first rate.
@@ -116,6 +118,7 @@ impl Field {
             Field::Subscribers => "subscribers",
             Field::SubscriptionsPerSocket => "subs_per_socket",
             Field::XToken => "x_token",
+            Field::Method => "method",
             Field::IdleTimeout => "idle_timeout",
             Field::StartRate => "start_rate",
             Field::MaxRate => "max_rate",

@@ -268,6 +268,12 @@ impl Proxy {
                     message: "the proxy relays HTTP(S) only, not WebSocket".into(),
                 })
             }
+            Ok(Wire::Grpc(_)) => {
+                return Err(ProxyError::Invalid {
+                    setting: "upstream",
+                    message: "the proxy relays HTTP(S) only, not gRPC".into(),
+                })
+            }
             Err(SelectError::Setup(err)) => return Err(ProxyError::Upstream(err)),
             Err(err) => return Err(ProxyError::Invalid { setting: "upstream", message: err.to_string() }),
         };
