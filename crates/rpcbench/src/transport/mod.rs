@@ -15,6 +15,7 @@
 
 pub(crate) mod connect;
 pub(crate) mod feed;
+pub(crate) mod goaway_watch;
 pub(crate) mod grpc;
 pub(crate) mod grpc_unary;
 pub(crate) mod http1;
