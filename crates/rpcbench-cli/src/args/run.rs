@@ -28,7 +28,6 @@ super::format::command_format!(OutputFormat: Text, Json, Markdown);
   rpcbench run http://127.0.0.1:8545 -m eth_blockNumber --rate 2000 -d 1m --threshold 'p99 < 50ms'
   rpcbench run http://127.0.0.1:8545 -m eth_getBlockByNumber -p '[\"latest\",false]' -n 10000 -f json -o run.json
   rpcbench run http://127.0.0.1:8899 --suite solana-rpc -d 1m --save results.json
-  rpcbench run grpc://127.0.0.1:10000 -m GetSlot --rate 5000 -d 30s --x-token TOKEN
   rpcbench run scenario.toml --url http://127.0.0.1:8899 -q -f json"
 )]
 pub struct RunArgs {
