@@ -4,13 +4,20 @@
 # subscriber on core 1): updates received, CPU seconds, CPU per update, and the subscribers one
 # core would hold at this feed's rate; with the report's lag growth (does the feed keep up),
 # stalls, gaps and disconnects by cause. Bounded: SECS seconds, SUBS subscriptions per kind.
-# Usage: bench/geyser.sh [BINARY]   (SUBS=200 PER_CONN=50 SECS=20 SLOT_TIME=24ms
+# Memory: the subscriber's RSS once every subscription is open (RSS_AT seconds in) and at the
+# end (flat memory holds many subscriptions without growth). The floor: with FLOOR (default
+# target/release/geyser-decode-floor, built with `cargo build --release -p rpcbench --features
+# bench-floor --bin geyser-decode-floor`), the same subscriptions by a plain tonic consumer of
+# the same proto crate doing nothing but decode, on the same core, against the same feed.
+# Usage: bench/geyser.sh [BINARY]   (SUBS=200 PER_CONN=50 SECS=20 SLOT_TIME=24ms RSS_AT=3
 #                                    KINDS="geyser-stages geyser-tx")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-target/release/rpcbench}")
 SUBS=${SUBS:-200}; PER_CONN=${PER_CONN:-50}; SECS=${SECS:-20}; SLOT_TIME=${SLOT_TIME:-24ms}
 KINDS=${KINDS:-"geyser-stages geyser-tx"}
+RSS_AT=${RSS_AT:-3}
+FLOOR=${FLOOR:-target/release/geyser-decode-floor}
 WORK=$(mktemp -d /tmp/rpcbench-geyser-bench.XXXXXX)
 taskset -c 0 "$BIN" serve --chain solana --listen 127.0.0.1:0 --grpc --grpc-listen 127.0.0.1:0 \
   --slot-time "$SLOT_TIME" --grpc-queue 65536 >"$WORK/serve.out" 2>&1 &
@@ -23,13 +30,20 @@ for kind in $KINDS; do SUB_FLAGS+=(--sub "$kind"); done
 taskset -c 1 "$BIN" subscribe "$URL" "${SUB_FLAGS[@]}" --subscribers "$SUBS" --subs-per-connection "$PER_CONN" \
   -d "${SECS}s" -f json --no-tui >"$WORK/report.json" 2>"$WORK/subscribe.err" &
 SUB=$!
-ticks() { awk '{print $14 + $15}' "/proc/$SUB/stat" 2>/dev/null || echo 0; }
-T=0
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+T=0; RSS_START=0; RSS_END=0; STARTED=$(date +%s.%N)
 while kill -0 "$SUB" 2>/dev/null; do
-  T2=$(ticks); [[ $T2 != 0 ]] && T=$T2
+  T2=$(ticks "$SUB"); [[ $T2 != 0 ]] && T=$T2
+  R=$(rss "$SUB"); [[ -n $R && $R != 0 ]] && RSS_END=$R
+  if [[ $RSS_START == 0 ]] && awk -v s="$STARTED" -v at="$RSS_AT" -v now="$(date +%s.%N)" 'BEGIN{exit !(now - s >= at)}'; then
+    RSS_START=$RSS_END
+  fi
   sleep 0.5
 done
 wait "$SUB" || true
+echo "subscriber rss kB: at ${RSS_AT}s $RSS_START, at end $RSS_END"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: taskset -c 1 $BIN subscribe $URL ${SUB_FLAGS[*]} --subscribers $SUBS --subs-per-connection $PER_CONN -d ${SECS}s -f json"
 echo "feed: serve --chain solana --grpc --slot-time $SLOT_TIME (binary $BIN)"
 python3 - "$WORK/report.json" "$T" "$(getconf CLK_TCK)" "$SECS" <<'PY'
@@ -48,3 +62,7 @@ print("lag behind created_at p50/p99 us", lag["percentiles"].get("p50"), lag["pe
 print("lag growth", r.get("lag_growth"))
 print("gaps", r["gaps"], "duplicates", r["duplicates"], "stalls", r.get("stalls", 0), "closed by server", r["closed_by_server"])
 PY
+if [[ -x $FLOOR ]]; then
+  echo "floor: taskset -c 1 $FLOOR $URL $SECS $SUBS $PER_CONN"
+  taskset -c 1 "$FLOOR" "$URL" "$SECS" "$SUBS" "$PER_CONN"
+fi

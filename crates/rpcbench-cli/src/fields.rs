@@ -43,6 +43,7 @@ pub fn flag(field: &Field) -> String {
         Field::Subscribers => "--subscribers",
         Field::SubscriptionsPerSocket => "--subs-per-socket",
         Field::XToken => "--x-token",
+        Field::Method => "--method",
         Field::IdleTimeout => "--idle-timeout",
         Field::StartRate => "--start-rate",
         Field::MaxRate => "--max-rate",

@@ -506,6 +506,9 @@ fn apply_flags(
         config.warmup = warmup;
     }
     config.headers.extend(parse_headers(&args.http.headers)?);
+    if let Some(token) = &args.http.x_token {
+        config.x_token = Some(token.clone());
+    }
     if let Some(timeout) = args.http.timeout {
         config.timeout = timeout;
     }

@@ -68,6 +68,8 @@ pub enum Field {
     SubscriptionsPerSocket,
     /// The x-token sent to a Geyser feed.
     XToken,
+    /// The method a run calls (`--method`).
+    Method,
     /// How long a connection may receive nothing: a subscription's stall, a proxy's idle client.
     IdleTimeout,
     /// A capacity search's first rate.
@@ -149,6 +151,7 @@ impl Field {
             Field::Subscribers => "subscribers",
             Field::SubscriptionsPerSocket => "subs_per_socket",
             Field::XToken => "x_token",
+            Field::Method => "method",
             Field::IdleTimeout => "idle_timeout",
             Field::StartRate => "start_rate",
             Field::MaxRate => "max_rate",

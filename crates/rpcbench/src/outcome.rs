@@ -49,6 +49,9 @@ pub enum Outcome {
     /// The server refused the call for its rate limit: HTTP 429, or a JSON-RPC error the
     /// rate-limit rules recognise (`crate::ratelimit::signs`), one by one inside batches.
     RateLimited(RateLimitSign),
+    /// gRPC: the call ended with a `grpc-status` other than OK (0), by status code (the codes
+    /// gRPC does not define are counted as [`UNKNOWN_GRPC_STATUS`]).
+    GrpcStatus(u32),
 }
 
 /// How a server said that a call went over its rate limit.
@@ -120,6 +123,7 @@ impl Outcome {
             Outcome::WsClosed(_) => OutcomeClass::WsClosed,
             Outcome::WsProtocol => OutcomeClass::WsProtocol,
             Outcome::RateLimited(_) => OutcomeClass::RateLimited,
+            Outcome::GrpcStatus(_) => OutcomeClass::GrpcStatus,
         }
     }
 
@@ -137,6 +141,7 @@ impl Outcome {
             Outcome::StreamReset(code) => Some(reset_code_name(code).to_string()),
             Outcome::WsClosed(code) => Some(code.to_string()),
             Outcome::RateLimited(sign) => Some(sign.text()),
+            Outcome::GrpcStatus(code) => Some(grpc_status_name(code).to_string()),
             _ => None,
         }
     }
@@ -165,11 +170,15 @@ pub enum InvalidKind {
     /// A replay with response checks: the answer's digest is not the recorded one (the node
     /// answered the recorded request differently).
     ChangedResponse,
+    /// gRPC: a reply that is not one well-framed message of the method's type (a length
+    /// prefix that does not match the bytes, a compressed message nobody asked for, no
+    /// `grpc-status`, a message that is not the method's protobuf).
+    BadGrpc,
 }
 
 impl InvalidKind {
     /// All kinds, in report order.
-    pub const ALL: [InvalidKind; 8] = [
+    pub const ALL: [InvalidKind; 9] = [
         InvalidKind::NotJson,
         InvalidKind::NotJsonRpc,
         InvalidKind::IdMismatch,
@@ -178,6 +187,7 @@ impl InvalidKind {
         InvalidKind::Missing,
         InvalidKind::ExtraBytes,
         InvalidKind::ChangedResponse,
+        InvalidKind::BadGrpc,
     ];
 
     /// The stable name used in reports and JSON keys.
@@ -191,6 +201,7 @@ impl InvalidKind {
             InvalidKind::Missing => "missing",
             InvalidKind::ExtraBytes => "extra_bytes",
             InvalidKind::ChangedResponse => "changed_response",
+            InvalidKind::BadGrpc => "bad_grpc",
         }
     }
 
@@ -242,6 +253,48 @@ pub fn reset_code_bucket(code: u32) -> u32 {
         code
     } else {
         UNKNOWN_RESET_CODE
+    }
+}
+
+/// The gRPC status codes (grpc/doc/statuscodes.md), by number; any other number is counted as
+/// [`UNKNOWN_GRPC_STATUS`].
+const GRPC_STATUSES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// Where `grpc-status` codes gRPC does not define are counted (one bucket: a hostile server's
+/// codes cannot grow the table).
+pub const UNKNOWN_GRPC_STATUS: u32 = u32::MAX;
+
+/// The name of a gRPC status code (`"UNAUTHENTICATED"`), `"unknown"` for codes gRPC does not
+/// define.
+pub fn grpc_status_name(code: u32) -> &'static str {
+    GRPC_STATUSES.get(code as usize).copied().unwrap_or("unknown")
+}
+
+/// The code a gRPC status is counted under: itself when gRPC defines it, else
+/// [`UNKNOWN_GRPC_STATUS`].
+pub fn grpc_status_bucket(code: u32) -> u32 {
+    if (code as usize) < GRPC_STATUSES.len() {
+        code
+    } else {
+        UNKNOWN_GRPC_STATUS
     }
 }
 
@@ -348,11 +401,23 @@ pub struct OutcomeCounts {
         deserialize_with = "parse_keys"
     )]
     pub rate_limited: BTreeMap<RateLimitSign, u64>,
+    /// gRPC: calls that ended with a status other than OK, by status name.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "by_key_text",
+        deserialize_with = "parse_keys"
+    )]
+    pub grpc_status: BTreeMap<GrpcStatusCode, u64>,
 }
 
 /// An RST_STREAM error code as counted: one the RFC defines, or [`UNKNOWN_RESET_CODE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResetCode(pub u32);
+
+/// A gRPC status code as counted: one gRPC defines, or [`UNKNOWN_GRPC_STATUS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrpcStatusCode(pub u32);
 
 fn is_zero(count: &u64) -> bool {
     *count == 0
@@ -391,6 +456,18 @@ impl KeyText for ResetCode {
             return Some(ResetCode(UNKNOWN_RESET_CODE));
         }
         RESET_CODES.iter().position(|name| *name == text).map(|code| ResetCode(code as u32))
+    }
+}
+
+impl KeyText for GrpcStatusCode {
+    fn text(&self) -> String {
+        grpc_status_name(self.0).to_string()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        if text == "unknown" {
+            return Some(GrpcStatusCode(UNKNOWN_GRPC_STATUS));
+        }
+        GRPC_STATUSES.iter().position(|name| *name == text).map(|code| GrpcStatusCode(code as u32))
     }
 }
 
@@ -589,6 +666,11 @@ impl OutcomeCounts {
                     visit(Outcome::RateLimited(*sign), false, *count);
                 }
             }
+            OutcomeClass::GrpcStatus => {
+                for (code, count) in &self.grpc_status {
+                    visit(Outcome::GrpcStatus(code.0), false, *count);
+                }
+            }
         }
     }
 
@@ -696,6 +778,9 @@ impl OutcomeCounts {
                 };
                 self.rate_limited.entry(key).or_default()
             }
+            Outcome::GrpcStatus(code) => {
+                self.grpc_status.entry(GrpcStatusCode(grpc_status_bucket(code))).or_default()
+            }
         }
     }
 
@@ -740,6 +825,8 @@ pub enum OutcomeClass {
     WsProtocol,
     /// [`Outcome::RateLimited`].
     RateLimited,
+    /// [`Outcome::GrpcStatus`].
+    GrpcStatus,
 }
 
 impl OutcomeClass {
@@ -770,7 +857,7 @@ pub struct ClassSpec {
 }
 
 /// The one table of outcome classes, in [`OutcomeClass`]'s order.
-pub const CLASSES: [ClassSpec; 14] = [
+pub const CLASSES: [ClassSpec; 15] = [
     ClassSpec { class: OutcomeClass::Ok, name: "ok", label: None, answered: true, wire_failure: false },
     ClassSpec {
         class: OutcomeClass::RpcError,
@@ -863,11 +950,18 @@ pub const CLASSES: [ClassSpec; 14] = [
         answered: true,
         wire_failure: false,
     },
+    ClassSpec {
+        class: OutcomeClass::GrpcStatus,
+        name: "grpc_status",
+        label: None,
+        answered: true,
+        wire_failure: false,
+    },
 ];
 
 /// The order in which [`OutcomeCounts::failures`] lists the failure classes (the order the
 /// live metrics have always had).
-const FAILURE_ORDER: [OutcomeClass; 13] = [
+const FAILURE_ORDER: [OutcomeClass; 14] = [
     OutcomeClass::RpcError,
     OutcomeClass::HttpError,
     OutcomeClass::Invalid,
@@ -881,6 +975,7 @@ const FAILURE_ORDER: [OutcomeClass; 13] = [
     OutcomeClass::StreamReset,
     OutcomeClass::WsClosed,
     OutcomeClass::RateLimited,
+    OutcomeClass::GrpcStatus,
 ];
 
 /// The classes with one count and a report label, in report order, with their labels: the

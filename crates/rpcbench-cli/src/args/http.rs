@@ -19,6 +19,10 @@ pub enum OnRateLimitArg {
     RespectRetryAfter,
 }
 
+fn x_token(text: &str) -> Result<rpcbench::XToken, String> {
+    Ok(rpcbench::XToken::new(text))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CheckArg {
     /// Top-level scan: jsonrpc, id, result or error code (fast).
@@ -34,6 +38,10 @@ pub struct HttpArgs {
     /// Extra header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", help_heading = "HTTP")]
     pub headers: Vec<String>,
+    /// gRPC (grpc:// or grpcs://): the x-token every Geyser call carries (a secret: never
+    /// printed).
+    #[arg(long, value_name = "TOKEN", value_parser = x_token, help_heading = "HTTP")]
+    pub x_token: Option<rpcbench::XToken>,
     #[arg(help = format!("Time allowed for one request [default: {}]", rpcbench::defaults::TIMEOUT_TEXT), long, value_parser = duration, help_heading = "HTTP")]
     pub timeout: Option<Duration>,
     #[arg(help = format!("Time allowed to connect [default: {}]", rpcbench::defaults::CONNECT_TIMEOUT_TEXT), long, value_parser = duration, help_heading = "HTTP")]

@@ -31,7 +31,8 @@ super::format::command_format!(OutputFormat: Text, Json, Markdown);
   rpcbench run scenario.toml --url http://127.0.0.1:8899 -q -f json"
 )]
 pub struct RunArgs {
-    /// The endpoint (http:// or https://), or a scenario file (.toml) describing the run (not
+    /// The endpoint (http://, https://, ws://, wss://, or grpc:// and grpcs:// for unary
+    /// Yellowstone Geyser calls), or a scenario file (.toml) describing the run (not
     /// with --targets, whose file names the URLs).
     #[arg(required_unless_present = "targets_file", default_value = "")]
     pub target: String,

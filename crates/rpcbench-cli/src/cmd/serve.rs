@@ -68,6 +68,10 @@ pub struct ServeArgs {
     /// before the live ones); 0 refuses from_slot, as a server without replay does.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "grpc")]
     pub grpc_from_slot_history: usize,
+    /// The gRPC feed answers one unary call (GetSlot, Ping...) in N with status unavailable
+    /// (0: none): a server failing mid-run.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "grpc")]
+    pub grpc_unary_fail_one_in: u64,
     /// Worker threads of the server (1 = one core).
     #[arg(long, default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
@@ -265,6 +269,7 @@ impl ServeArgs {
             queue: self.grpc_queue,
             x_token: self.grpc_x_token.clone(),
             from_slot_history: self.grpc_from_slot_history,
+            unary_fail_one_in: self.grpc_unary_fail_one_in,
             ..GeyserMockOptions::default()
         }
     }

@@ -568,3 +568,43 @@ fn an_interrupt_while_sampling_a_slow_node_exits_at_once_saying_so() {
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert!(stderr(&output).contains("rpcbench: interrupted"), "{}", stderr(&output));
 }
+
+#[test]
+fn run_grpc_sends_unary_geyser_calls_at_a_rate_and_an_unknown_method_exits_2() {
+    let options = rpcbench::mock::GeyserMockOptions {
+        slot_time: std::time::Duration::from_millis(50),
+        x_token: Some("unary-secret-7c1a".into()),
+        ..Default::default()
+    };
+    let feed = rpcbench::mock::GeyserMock::start(options).expect("the gRPC feed starts");
+    let url = feed.url();
+    let output = rpcbench(&[
+        "run",
+        &url,
+        "--method",
+        "GetSlot",
+        "--rate",
+        "500",
+        "-n",
+        "100",
+        "--x-token",
+        "unary-secret-7c1a",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["protocol"], "grpc", "{json}");
+    assert_eq!(json["outcomes"]["ok"], 100, "{json}");
+    assert_eq!(feed.truth().unary.load(std::sync::atomic::Ordering::Relaxed), 100);
+    // A wrong token: every call fails as UNAUTHENTICATED, and no token is printed.
+    let output =
+        rpcbench(&["run", &url, "-m", "Ping", "-n", "20", "-c", "2", "--x-token", "wrong-secret-3f9e"]);
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(printed.contains("grpc status: UNAUTHENTICATED"), "{printed}");
+    assert!(!printed.contains("wrong-secret-3f9e") && !printed.contains("unary-secret-7c1a"), "{printed}");
+    // A JSON-RPC method is no unary Geyser call: exit 2 naming --method, before any load.
+    assert_usage_error(&["run", &url, "-m", "getSlot", "-n", "5"], "--method");
+    assert_usage_error(&["run", "grpc://127.0.0.1:1", "-m", "GetBlock", "-n", "5"], "--method");
+}

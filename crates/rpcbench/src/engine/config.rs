@@ -142,6 +142,8 @@ pub struct RunConfig {
     /// Signed Solana transactions (`rpcbench tx` on Solana): every request is a
     /// `sendTransaction` of the next one ready, its answer kept in the shared ledger.
     pub solana_sends: Option<std::sync::Arc<crate::protocol::send_solana::SolanaSends>>,
+    /// The `x-token` a `grpc://` target's calls carry (a secret: never shown).
+    pub x_token: Option<crate::transport::grpc::XToken>,
 }
 
 /// The HTTP version a run speaks.
@@ -205,6 +207,7 @@ impl fmt::Debug for RunConfig {
             .field("replay", &self.replay.as_ref().map(|replay| replay.len()))
             .field("rate_limits", &self.rate_limits)
             .field("on_rate_limit", &self.on_rate_limit)
+            .field("x_token", &self.x_token.is_some())
             .finish()
     }
 }
@@ -241,6 +244,7 @@ impl RunConfig {
             replay: None,
             tx_sends: None,
             solana_sends: None,
+            x_token: None,
             rate_limits: crate::ratelimit::signs::RateLimitRules::default(),
             on_rate_limit: crate::ratelimit::pause::OnRateLimit::Continue,
         }
@@ -308,17 +312,20 @@ impl RunConfig {
     pub fn lanes_per_connection(&self) -> usize {
         if self.target.websocket {
             self.in_flight
-        } else if self.http.is_http2() {
+        } else if self.http.is_http2() || self.target.grpc {
             self.streams
         } else {
             1
         }
     }
 
-    /// The protocol's name as reports give it: `http/1.1`, `h2c`, `h2` or `websocket`.
+    /// The protocol's name as reports give it: `http/1.1`, `h2c`, `h2`, `websocket` or `grpc`
+    /// (unary gRPC calls over HTTP/2).
     pub fn protocol_name(&self) -> &'static str {
         if self.target.websocket {
             "websocket"
+        } else if self.target.grpc {
+            "grpc"
         } else {
             self.http.name()
         }
@@ -329,8 +336,29 @@ impl RunConfig {
         (!self.stages.is_empty()).then(|| LevelCurve::from_stages(&self.stages, self.warmup))
     }
 
+    /// A `grpc://` target takes unary Geyser calls one per request: each call of the workload
+    /// must name one, and what only JSON-RPC has (batches, replays, signed transactions) is
+    /// refused.
+    fn validate_grpc(&self) -> Result<(), SettingError> {
+        crate::protocol::geyser_unary::GeyserCalls::new(&self.workload)
+            .map_err(|err| SettingError::new(Field::Method, err.to_string()))?;
+        if self.batch > 1 {
+            return Err(SettingError::new(Field::Batch, "a grpc:// target's calls are unary: no batches"));
+        }
+        if self.replay.is_some() || self.tx_sends.is_some() || self.solana_sends.is_some() {
+            return Err(SettingError::new(
+                Field::Url,
+                "a grpc:// target takes unary Geyser calls (--method GetSlot), not JSON-RPC requests",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the settings that types alone cannot.
     pub fn validate(&self) -> Result<(), SettingError> {
+        if self.target.grpc {
+            self.validate_grpc()?;
+        }
         for (index, stage) in self.stages.iter().enumerate() {
             let setting = Field::Stage(index);
             if !stage.level.is_finite() || stage.level < 0.0 {
@@ -427,7 +455,7 @@ impl RunConfig {
         if self.streams == 0 || self.streams > MAX_STREAMS {
             return Err(SettingError::new(Field::Streams, format!("must be from 1 to {MAX_STREAMS}")));
         }
-        if self.streams > 1 && !self.http.is_http2() && !self.target.websocket {
+        if self.streams > 1 && !self.http.is_http2() && !self.target.websocket && !self.target.grpc {
             return Err(SettingError::mentioning(
                 Field::Streams,
                 "streams are HTTP/2's: use it with {} (http://) or {} (https://)",

@@ -253,6 +253,8 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
             Some(Err(WireError::StreamReset(code))) => Some(Outcome::StreamReset(code)),
             Some(Err(WireError::WsClosed(code))) => Some(Outcome::WsClosed(code)),
             Some(Err(WireError::WsProtocol)) => Some(Outcome::WsProtocol),
+            Some(Err(WireError::GrpcStatus(code))) => Some(Outcome::GrpcStatus(code)),
+            Some(Err(WireError::BadGrpc)) => Some(Outcome::Invalid(InvalidKind::BadGrpc)),
             Some(Ok(_)) => None,
         };
         if T::Lane::MEASURES_CONNECT {

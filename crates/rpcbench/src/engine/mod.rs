@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::protocol::batch::JsonRpcBatch;
+use crate::protocol::geyser_unary::{GeyserCalls, GeyserUnary};
 use crate::protocol::replay::Replayed;
 use crate::protocol::send_raw::SendRawTx;
 use crate::protocol::send_solana::SendSolanaTx;
@@ -219,25 +220,26 @@ impl Run {
             in_flight: config.in_flight,
             max_body: config.max_body,
         };
-        let transport = Wire::select(&settings, true).map_err(|err| match err {
-            select::SelectError::Setup(err) => match err.as_setting() {
-                Some(setting) => EngineError::Config(setting),
-                None => EngineError::Setup(err),
-            },
-            select::SelectError::Runtime(err) => EngineError::Runtime(err),
-            select::SelectError::Setting(err) => EngineError::Config(err),
-            select::SelectError::Headers(err) => {
-                EngineError::Config(config::SettingError::new(config::Field::Headers, err.to_string()))
-            }
-            select::SelectError::Refused { chosen_by, reason } => {
-                let setting = match chosen_by {
-                    select::ChosenBy::Url => config::Field::Url,
-                    select::ChosenBy::Http2 => config::Field::Http2,
-                    select::ChosenBy::H2c => config::Field::H2c,
-                };
-                EngineError::Config(config::SettingError::new(setting, reason))
-            }
-        })?;
+        let transport =
+            Wire::select_with_token(&settings, true, config.x_token.as_ref()).map_err(|err| match err {
+                select::SelectError::Setup(err) => match err.as_setting() {
+                    Some(setting) => EngineError::Config(setting),
+                    None => EngineError::Setup(err),
+                },
+                select::SelectError::Runtime(err) => EngineError::Runtime(err),
+                select::SelectError::Setting(err) => EngineError::Config(err),
+                select::SelectError::Headers(err) => {
+                    EngineError::Config(config::SettingError::new(config::Field::Headers, err.to_string()))
+                }
+                select::SelectError::Refused { chosen_by, reason } => {
+                    let setting = match chosen_by {
+                        select::ChosenBy::Url => config::Field::Url,
+                        select::ChosenBy::Http2 => config::Field::Http2,
+                        select::ChosenBy::H2c => config::Field::H2c,
+                    };
+                    EngineError::Config(config::SettingError::new(setting, reason))
+                }
+            })?;
         Ok(Self {
             config: Arc::new(config),
             transport,
@@ -373,6 +375,13 @@ impl UseTransport for Execute {
         }
         if let Some(sends) = &config.solana_sends {
             return run.execute_with(transport, || SendSolanaTx::new(sends.clone(), config.check));
+        }
+        if config.target.grpc {
+            // Checked by the configuration's validation (every call names a unary call).
+            let calls = GeyserCalls::new(&config.workload).map_err(|err| {
+                EngineError::Config(config::SettingError::new(config::Field::Method, err.to_string()))
+            })?;
+            return run.execute_with(transport, || GeyserUnary::new(config.workload.clone(), calls.clone()));
         }
         if config.batch > 1 {
             // Refused over WebSocket by the configuration's checks.

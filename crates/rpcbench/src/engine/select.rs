@@ -16,6 +16,7 @@ use crate::settings::{Target, TlsOptions};
 use crate::transport::connect::{Alpn, Connector, SetupError};
 use crate::transport::feed::FeedOpener;
 use crate::transport::grpc::{GeyserOpener, XToken};
+use crate::transport::grpc_unary::GrpcUnary;
 use crate::transport::http1::Http1;
 use crate::transport::http2::Http2;
 use crate::transport::websocket::{Upgrade, WebSocket};
@@ -53,6 +54,8 @@ pub(crate) enum Wire {
     Http2(Http2),
     /// JSON-RPC over WebSocket.
     WebSocket(WebSocket),
+    /// Unary gRPC calls over HTTP/2 (`grpc://`, `grpcs://`: Yellowstone Geyser's `GetSlot`...).
+    Grpc(GrpcUnary),
 }
 
 /// What [`Wire::select`] refused.
@@ -116,12 +119,26 @@ impl Wire {
     /// but not in the wire asked for is refused now, before any load, with the reason; a
     /// server that cannot be reached at all is not refused here (the caller counts that).
     pub(crate) fn select(settings: &WireSettings<'_>, probe: bool) -> Result<Wire, SelectError> {
+        Self::select_with_token(settings, probe, None)
+    }
+
+    /// [`Wire::select`], with the `x-token` a `grpc://` target's calls carry.
+    pub(crate) fn select_with_token(
+        settings: &WireSettings<'_>,
+        probe: bool,
+        x_token: Option<&XToken>,
+    ) -> Result<Wire, SelectError> {
         let target = settings.target;
         if target.grpc {
-            return Err(SelectError::Refused {
-                chosen_by: ChosenBy::Url,
-                reason: "a grpc:// or grpcs:// URL is a Geyser feed: use rpcbench subscribe".into(),
-            });
+            let connector = Connector::with_alpn(target, settings.tls, settings.connect_timeout, Alpn::Http2)
+                .map_err(SelectError::Setup)?;
+            let grpc = GrpcUnary::new(connector, target, settings.headers, x_token, settings.streams)
+                .map_err(SelectError::Headers)?;
+            if probe {
+                block_on(grpc.check_server())?
+                    .map_err(|reason| SelectError::Refused { chosen_by: ChosenBy::Url, reason })?;
+            }
+            return Ok(Wire::Grpc(grpc));
         }
         if target.websocket {
             let connector =
@@ -163,6 +180,7 @@ impl Wire {
             Wire::Http1(http1) => code.use_transport(http1.clone()),
             Wire::Http2(http2) => code.use_transport(http2.clone()),
             Wire::WebSocket(websocket) => code.use_transport(websocket.clone()),
+            Wire::Grpc(grpc) => code.use_transport(grpc.clone()),
         }
     }
 
@@ -173,6 +191,7 @@ impl Wire {
             Wire::Http1(_) => "HTTP/1.1",
             Wire::Http2(_) => "HTTP/2",
             Wire::WebSocket(_) => "WebSocket",
+            Wire::Grpc(_) => "gRPC",
         }
     }
 }
@@ -284,6 +303,8 @@ mod tests {
             ("https://127.0.0.1:1/", HttpVersion::Http2, "HTTP/2", "::Http2"),
             ("ws://127.0.0.1:1/", HttpVersion::Http1, "WebSocket", "::WebSocket"),
             ("wss://127.0.0.1:1/", HttpVersion::Http2, "WebSocket", "::WebSocket"),
+            ("grpc://127.0.0.1:1", HttpVersion::Http1, "gRPC", "::GrpcUnary"),
+            ("grpcs://127.0.0.1:1", HttpVersion::Http1, "gRPC", "::GrpcUnary"),
         ] {
             let target = Target::parse(url).unwrap();
             let chosen = Wire::select(&settings(&target, &tls, http), false).unwrap();

@@ -74,6 +74,9 @@ pub struct GeyserMockOptions {
     /// racing: the same slot reaches each mirror that much later than the main port's
     /// subscribers before its own delay). Their addresses are [`GeyserMock::mirror_url`].
     pub mirrors: Vec<Duration>,
+    /// Answer one unary call (`GetSlot`, `Ping`...) in this many with status `unavailable`
+    /// (0: none), by the calls' order of arrival: a server failing mid-run.
+    pub unary_fail_one_in: u64,
     /// Updates kept for a subscription that asks to start `from_slot` (a reconnecting client):
     /// the kept ones from that slot on are replayed before the live ones. 0: `from_slot` is
     /// refused (`invalid argument`), as a server without replay does.
@@ -94,6 +97,7 @@ impl Default for GeyserMockOptions {
             queue: 4_096,
             ping_every: Duration::from_secs(10),
             x_token: None,
+            unary_fail_one_in: 0,
             mirrors: Vec::new(),
             from_slot_history: 0,
         }
@@ -123,8 +127,11 @@ pub struct GeyserTruth {
     pub refused: AtomicU64,
     /// Subscriptions started.
     pub subscriptions: AtomicU64,
-    /// Unary calls answered.
+    /// Unary calls answered (those failed by [`GeyserMockOptions::unary_fail_one_in`]
+    /// included).
     pub unary: AtomicU64,
+    /// Unary calls failed with `unavailable` by [`GeyserMockOptions::unary_fail_one_in`].
+    pub unary_failed: AtomicU64,
     /// Updates replayed to subscriptions that asked to start `from_slot`.
     pub replayed: AtomicU64,
 }
@@ -616,6 +623,20 @@ struct MockGeyser {
 /// backs up into the broadcast queue and is cut off there.
 const STREAM_QUEUE: usize = 64;
 
+impl MockGeyser {
+    /// Counts a unary call; every [`GeyserMockOptions::unary_fail_one_in`]th fails.
+    fn unary_call(&self) -> Result<(), Status> {
+        let truth = &self.state.truth;
+        let number = truth.unary.fetch_add(1, Ordering::Relaxed) + 1;
+        let every = self.state.options.unary_fail_one_in;
+        if every > 0 && number % every == 0 {
+            truth.unary_failed.fetch_add(1, Ordering::Relaxed);
+            return Err(Status::unavailable("the mock fails this call (--grpc-unary-fail-one-in)"));
+        }
+        Ok(())
+    }
+}
+
 #[tonic::async_trait]
 impl Geyser for MockGeyser {
     type SubscribeStream = UpdateStream;
@@ -703,7 +724,7 @@ impl Geyser for MockGeyser {
     }
 
     async fn ping(&self, request: Request<PingRequest>) -> Result<Response<PongResponse>, Status> {
-        self.state.truth.unary.fetch_add(1, Ordering::Relaxed);
+        self.unary_call()?;
         Ok(Response::new(PongResponse { count: request.into_inner().count }))
     }
 
@@ -711,7 +732,7 @@ impl Geyser for MockGeyser {
         &self,
         _request: Request<GetLatestBlockhashRequest>,
     ) -> Result<Response<GetLatestBlockhashResponse>, Status> {
-        self.state.truth.unary.fetch_add(1, Ordering::Relaxed);
+        self.unary_call()?;
         let slot = self.state.slot.load(Ordering::Relaxed);
         Ok(Response::new(GetLatestBlockhashResponse {
             slot,
@@ -724,12 +745,12 @@ impl Geyser for MockGeyser {
         &self,
         _request: Request<GetBlockHeightRequest>,
     ) -> Result<Response<GetBlockHeightResponse>, Status> {
-        self.state.truth.unary.fetch_add(1, Ordering::Relaxed);
+        self.unary_call()?;
         Ok(Response::new(GetBlockHeightResponse { block_height: self.state.slot.load(Ordering::Relaxed) }))
     }
 
     async fn get_slot(&self, _request: Request<GetSlotRequest>) -> Result<Response<GetSlotResponse>, Status> {
-        self.state.truth.unary.fetch_add(1, Ordering::Relaxed);
+        self.unary_call()?;
         Ok(Response::new(GetSlotResponse { slot: self.state.slot.load(Ordering::Relaxed) }))
     }
 
@@ -744,7 +765,7 @@ impl Geyser for MockGeyser {
         &self,
         _request: Request<GetVersionRequest>,
     ) -> Result<Response<GetVersionResponse>, Status> {
-        self.state.truth.unary.fetch_add(1, Ordering::Relaxed);
+        self.unary_call()?;
         Ok(Response::new(GetVersionResponse { version: "rpcbench-mock-geyser".into() }))
     }
 }

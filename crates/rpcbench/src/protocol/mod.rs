@@ -7,9 +7,11 @@
 //! - [`batch::JsonRpcBatch`]: N JSON-RPC calls per request, answered as an array in any order;
 //! - [`replay::Replayed`]: the recorded requests of a replay, one per ticket, byte for byte;
 //! - [`send_raw::SendRawTx`]: one signed transaction per request (`rpcbench tx`);
-//! - [`send_solana::SendSolanaTx`]: one signed Solana transaction per request (`rpcbench tx`).
+//! - [`send_solana::SendSolanaTx`]: one signed Solana transaction per request (`rpcbench tx`);
+//! - [`geyser_unary::GeyserUnary`]: one unary Yellowstone Geyser call per request (gRPC).
 
 pub(crate) mod batch;
+pub(crate) mod geyser_unary;
 pub(crate) mod replay;
 pub(crate) mod rest;
 pub(crate) mod send_raw;

@@ -258,6 +258,12 @@ impl Proxy {
                     "the proxy relays HTTP(S) only, not WebSocket",
                 )))
             }
+            Ok(Wire::Grpc(_)) => {
+                return Err(ProxyError::Invalid(SettingError::new(
+                    Field::Upstream,
+                    "the proxy relays HTTP(S) only, not gRPC",
+                )))
+            }
             Err(SelectError::Setup(err)) => return Err(ProxyError::Upstream(err)),
             Err(err) => return Err(ProxyError::Invalid(SettingError::new(Field::Upstream, err.to_string()))),
         };

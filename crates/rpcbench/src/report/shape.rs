@@ -36,6 +36,8 @@ pub struct RunShape {
     pub streams: usize,
     /// Whether the run spoke WebSocket.
     pub websocket: bool,
+    /// Whether the run made unary gRPC calls (`grpc://`, `grpcs://`).
+    pub grpc: bool,
     /// WebSocket requests in flight per socket.
     pub in_flight: usize,
     /// What a connection did after a rate-limited answer.
@@ -61,6 +63,7 @@ impl RunShape {
             http: config.http,
             streams: config.streams,
             websocket: config.target.websocket,
+            grpc: config.target.grpc,
             in_flight: config.in_flight,
             on_rate_limit: config.on_rate_limit,
             batch: config.batch,
@@ -81,11 +84,14 @@ impl RunShape {
         (!self.stages.is_empty()).then(|| LevelCurve::from_stages(&self.stages, self.warmup))
     }
 
-    /// The protocol's name as reports give it: `http/1.1`, `h2c`, `h2` or `websocket`.
+    /// The protocol's name as reports give it: `http/1.1`, `h2c`, `h2`, `websocket` or `grpc`.
     pub fn protocol_name(&self) -> &'static str {
-        match self.websocket {
-            true => "websocket",
-            false => self.http.name(),
+        if self.websocket {
+            "websocket"
+        } else if self.grpc {
+            "grpc"
+        } else {
+            self.http.name()
         }
     }
 }

@@ -302,6 +302,17 @@ pub fn outcome_rows(reports: &[&RunReport]) -> Vec<OutcomeRow> {
             counts: reports.iter().map(|r| r.outcomes.ws_closed.get(&code).copied().unwrap_or(0)).collect(),
         });
     }
+    let mut grpc_codes: Vec<crate::outcome::GrpcStatusCode> =
+        reports.iter().flat_map(|r| r.outcomes.grpc_status.keys().copied()).collect();
+    grpc_codes.sort_unstable();
+    grpc_codes.dedup();
+    for code in grpc_codes {
+        rows.push(OutcomeRow {
+            outcome: format!("grpc status: {}", crate::outcome::grpc_status_name(code.0)),
+            ok: false,
+            counts: reports.iter().map(|r| r.outcomes.grpc_status.get(&code).copied().unwrap_or(0)).collect(),
+        });
+    }
     let mut signs: Vec<crate::outcome::RateLimitSign> =
         reports.iter().flat_map(|r| r.outcomes.rate_limited.keys().copied()).collect();
     signs.sort_unstable();

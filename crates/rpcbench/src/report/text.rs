@@ -311,6 +311,9 @@ pub fn render_text(report: &RunReport) -> String {
     for (sign, count) in &outcomes.rate_limited {
         other_errors.push((format!("rate limited: {}", sign.label()), *count));
     }
+    for (code, count) in &outcomes.grpc_status {
+        other_errors.push((format!("grpc status: {}", crate::outcome::grpc_status_name(code.0)), *count));
+    }
     if !other_errors.is_empty() {
         let _ = writeln!(out, "  Errors:");
         for (name, count) in other_errors {

@@ -188,6 +188,7 @@ impl ResultsFile {
                 .as_ref()
                 .map_or(1, |http2| usize::try_from(http2.streams_per_connection).unwrap_or(1).max(1)),
             websocket: target.as_ref().is_some_and(|target| target.websocket),
+            grpc: target.as_ref().is_some_and(|target| target.grpc),
             in_flight: self
                 .websocket
                 .as_ref()

@@ -38,6 +38,7 @@ pub fn key_of(field: &Field) -> Option<(&'static str, &'static str)> {
         | Field::Subscribers
         | Field::SubscriptionsPerSocket
         | Field::XToken
+        | Field::Method
         | Field::IdleTimeout
         | Field::StartRate
         | Field::MaxRate

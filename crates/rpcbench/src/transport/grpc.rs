@@ -30,6 +30,7 @@ use yellowstone_grpc_proto::geyser::{SubscribeRequest, SubscribeRequestPing};
 
 use super::connect::{Connector, Stream as WireStream};
 use super::feed::{Delivery, Feed, FeedEnd, FeedEvent, FeedOpener, SubscribeCall};
+use super::goaway_watch::{GoAwaySeen, GoAwayWatch};
 
 /// The Geyser service's bidirectional subscribe call.
 const SUBSCRIBE_PATH: &str = "/geyser.Geyser/Subscribe";
@@ -140,12 +141,13 @@ impl GeyserOpener {
     }
 }
 
-/// Our connector as the tower service tonic dials with.
+/// Our connector as the tower service tonic dials with; the server's frames are watched for
+/// a GOAWAY (`super::goaway_watch`), noted in the feed's [`GoAwaySeen`].
 #[derive(Clone)]
-struct Dial(Connector);
+struct Dial(Connector, GoAwaySeen);
 
 impl tower::Service<http::Uri> for Dial {
-    type Response = hyper_util::rt::TokioIo<WireStream>;
+    type Response = hyper_util::rt::TokioIo<GoAwayWatch<WireStream>>;
     type Error = std::io::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, std::io::Error>> + Send>>;
 
@@ -155,7 +157,13 @@ impl tower::Service<http::Uri> for Dial {
 
     fn call(&mut self, _uri: http::Uri) -> Self::Future {
         let connector = self.0.clone();
-        Box::pin(async move { connector.connect().await.map(hyper_util::rt::TokioIo::new) })
+        let seen = self.1.clone();
+        Box::pin(async move {
+            connector
+                .connect()
+                .await
+                .map(|stream| hyper_util::rt::TokioIo::new(GoAwayWatch::new(stream, seen)))
+        })
     }
 }
 
@@ -167,8 +175,9 @@ impl FeedOpener for GeyserOpener {
         let endpoint = Endpoint::from_shared(self.origin.clone())
             .map_err(|err| GeyserOpenError(err.to_string()))?
             .connect_timeout(self.connector.connect_timeout());
+        let goaway = GoAwaySeen::default();
         let channel = endpoint
-            .connect_with_connector(Dial(self.connector.clone()))
+            .connect_with_connector(Dial(self.connector.clone(), goaway.clone()))
             .await
             .map_err(|err| GeyserOpenError(describe_transport_error(&err)))?;
         Ok(GeyserFeed {
@@ -177,6 +186,7 @@ impl FeedOpener for GeyserOpener {
             max_message: self.max_message,
             streams: SelectAll::new(),
             requests: Vec::new(),
+            goaway,
         })
     }
 }
@@ -265,6 +275,8 @@ pub(crate) struct GeyserFeed {
     streams: SelectAll<PositionedStream>,
     /// Each position's request sender (pings and the end of the subscription).
     requests: Vec<Option<tokio::sync::mpsc::Sender<SubscribeRequest>>>,
+    /// Whether the server sent this connection a GOAWAY.
+    goaway: GoAwaySeen,
 }
 
 impl std::fmt::Debug for GeyserFeed {
@@ -360,7 +372,13 @@ impl Feed for GeyserFeed {
                     return FeedEvent::Refused { position, class, message };
                 }
                 StreamStep::Ended(status) => {
-                    return FeedEvent::Ended(status.as_ref().map_or(FeedEnd::Status(0), stream_end));
+                    let end = status.as_ref().map_or(FeedEnd::Status(0), stream_end);
+                    // A GOAWAY that spared the stream, then the close: HTTP/2's client sees the
+                    // connection lost under the stream, but the server said why.
+                    if end == FeedEnd::Lost && self.goaway.code().is_some() {
+                        return FeedEvent::Ended(FeedEnd::GoAway);
+                    }
+                    return FeedEvent::Ended(end);
                 }
                 StreamStep::Update(message) => {
                     let envelope = scan_update(&message);

@@ -37,6 +37,9 @@ const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 /// Largest header list a server may send (as HTTP/1.1's head limit).
 const MAX_HEADER_LIST: u32 = 64 * 1024;
 
+/// The trailer (or, in a reply without a body, the header) that ends a gRPC call.
+const GRPC_STATUS: &str = "grpc-status";
+
 /// Headers HTTP/2 forbids (connection-specific, RFC 9113 section 8.2.2): dropped from the
 /// run's headers rather than sent and refused.
 const CONNECTION_HEADERS: [&str; 6] =
@@ -266,6 +269,9 @@ pub(crate) struct Http2 {
     /// TLS: ALPN must agree on `h2`.
     tls: bool,
     pool: Arc<Pool>,
+    /// gRPC calls (`super::grpc_unary`): each reply's `grpc-status` is kept, from its trailers
+    /// or from its head (a trailers-only reply); other runs never look for one.
+    keeps_grpc_status: bool,
 }
 
 impl Http2 {
@@ -284,7 +290,13 @@ impl Http2 {
             streams: streams.max(1),
             tls: target.scheme == Scheme::Https,
             pool: Arc::new(Pool::new()),
+            keeps_grpc_status: false,
         })
+    }
+
+    /// The same transport keeping each reply's `grpc-status` ([`StreamSlot::grpc_status`]).
+    pub(crate) fn keeping_grpc_status(self) -> Self {
+        Self { keeps_grpc_status: true, ..self }
     }
 
     /// Opens one connection and checks that the server speaks HTTP/2: over TLS, that ALPN
@@ -456,6 +468,7 @@ impl Transport for Http2 {
             body: Vec::new(),
             connect_time,
             unprocessed: false,
+            grpc_status: None,
         })
     }
 
@@ -486,6 +499,8 @@ pub(crate) struct StreamSlot {
     /// The last exchange's stream was above the last stream id of a graceful GOAWAY (NO_ERROR):
     /// the server never processed it, so it may be sent again (RFC 9113 section 6.8).
     unprocessed: bool,
+    /// The last reply's `grpc-status`, when the transport keeps it.
+    grpc_status: Option<HeaderValue>,
 }
 
 /// How an `h2` error ends an exchange, and whether the connection is done for.
@@ -596,9 +611,16 @@ impl Lane for StreamSlot {
 }
 
 impl StreamSlot {
+    /// The last reply's `grpc-status` (from its trailers, or its head when it had no body),
+    /// when the transport keeps it ([`Http2::keeping_grpc_status`]).
+    pub(crate) fn grpc_status(&self) -> Option<&HeaderValue> {
+        self.grpc_status.as_ref()
+    }
+
     /// One attempt of an exchange on the lane's connection.
     async fn exchange_once(&mut self, request: &Outgoing, max_body: u64) -> Result<Reply, WireError> {
         self.body.clear();
+        self.grpc_status = None;
         let (head, header_bytes) = self.transport.parts.request(request)?;
         self.ready().await?;
         let end_of_stream = request.body.is_empty();
@@ -631,6 +653,11 @@ impl StreamSlot {
             wire_bytes += name.as_str().len() + value.len();
             rate.add(name.as_str().as_bytes(), value.as_bytes());
         }
+        let response_head_status = if self.transport.keeps_grpc_status {
+            response.headers().get(GRPC_STATUS).cloned()
+        } else {
+            None
+        };
         let mut incoming = response.into_body();
         // Stops at the frame that ends the stream, without one more poll to learn that.
         while !incoming.is_end_stream() {
@@ -646,6 +673,24 @@ impl StreamSlot {
                 return Err(WireError::TooLarge);
             }
             self.body.extend_from_slice(&chunk);
+        }
+        if self.transport.keeps_grpc_status {
+            self.grpc_status = response_head_status;
+            if !incoming.is_end_stream() {
+                // The data ended without END_STREAM: trailers follow.
+                match incoming.trailers().await {
+                    Ok(Some(trailers)) => {
+                        for (name, value) in &trailers {
+                            wire_bytes += name.as_str().len() + value.len();
+                        }
+                        if let Some(status) = trailers.get(GRPC_STATUS) {
+                            self.grpc_status = Some(status.clone());
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(err) => return Err(self.failed(&err)),
+                }
+            }
         }
         Ok(Reply {
             status,

@@ -15,7 +15,9 @@
 
 pub(crate) mod connect;
 pub(crate) mod feed;
+pub(crate) mod goaway_watch;
 pub(crate) mod grpc;
+pub(crate) mod grpc_unary;
 pub(crate) mod http1;
 pub(crate) mod http2;
 pub(crate) mod quiet_reads;
@@ -180,6 +182,10 @@ pub(crate) enum WireError {
     WsClosed(u16),
     /// WebSocket: the server broke the protocol (a bad frame, text that is not UTF-8).
     WsProtocol,
+    /// gRPC: the call ended with this `grpc-status`, not OK.
+    GrpcStatus(u32),
+    /// gRPC: the reply is not one well-framed message, or has no `grpc-status`.
+    BadGrpc,
 }
 
 /// What a transport saw of its connections in one worker, beside the requests' outcomes.

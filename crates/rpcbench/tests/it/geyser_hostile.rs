@@ -163,10 +163,12 @@ fn a_goaway_mid_stream_is_a_disconnect_by_its_cause_and_the_feed_is_reopened() {
     let feed = hostile_feed(Hostility::GoAway);
     let report = subscribe(&feed, 600, |_| {});
     let text = report.render_text();
-    // The GOAWAY names the open stream as processed, then the server closes: to an HTTP/2
-    // client that is the connection lost under the stream, not a status the server sent.
-    let goaways = report.closed_by_server.get("grpc connection lost mid-stream").copied().unwrap_or(0);
+    // The GOAWAY names the open stream as processed, then the server closes: HTTP/2's client
+    // sees the connection lost under the stream, but the server said GOAWAY, and so does the
+    // report.
+    let goaways = report.closed_by_server.get("grpc goaway").copied().unwrap_or(0);
     assert!(goaways >= 2, "{:?}\n{text}", report.closed_by_server);
+    assert!(!report.closed_by_server.contains_key("grpc connection lost mid-stream"), "{text}");
     assert!(report.reconnects >= 1, "{text}");
     // The slots sent before each GOAWAY were received.
     assert!(report.notifications >= 3 * goaways, "{text}");
@@ -194,4 +196,104 @@ fn a_message_claiming_a_gigabyte_is_refused_from_its_length_prefix_not_buffered(
     let too_large = report.closed_by_server.get("grpc message too large").copied().unwrap_or(0);
     assert!(too_large >= 2, "{:?}\n{text}", report.closed_by_server);
     assert_eq!(report.notifications, 0, "{text}");
+}
+
+/// One HTTP/2 frame: length, type, flags, stream, payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A feed written frame by frame (HTTP/2 preface, SETTINGS, HEADERS, DATA, then GOAWAY: bytes
+/// of our own, as a Geyser server going away): it answers the first subscribe call with three
+/// slots, then sends GOAWAY (ENHANCE_YOUR_CALM) naming that call's stream as the last it
+/// processed, and closes the connection `close_after` later. Returns its address and how many
+/// GOAWAYs it sent.
+fn hand_written_goaway_feed(close_after: Duration) -> (SocketAddr, Arc<AtomicU64>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sent = Arc::new(AtomicU64::new(0));
+    let counted = sent.clone();
+    std::thread::spawn(move || {
+        // Bounded: a few connections (the client reconnects after each GOAWAY), then it stops.
+        for _ in 0..8 {
+            let Ok((mut socket, _)) = listener.accept() else { return };
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if socket.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+                    return;
+                }
+                if socket.write_all(&h2_frame(4, 0, 0, &[])).is_err() {
+                    return;
+                }
+                loop {
+                    let mut head = [0u8; 9];
+                    if socket.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let len =
+                        (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+                    let (kind, flags) = (head[3], head[4]);
+                    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+                    let mut payload = vec![0u8; len];
+                    if socket.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let reply = match kind {
+                        // SETTINGS (acknowledged) and PING (answered).
+                        4 if flags & 0x1 == 0 => h2_frame(4, 0x1, 0, &[]),
+                        6 if flags & 0x1 == 0 => h2_frame(6, 0x1, 0, &payload),
+                        // The subscribe call's HEADERS: answer it, send three slots, go away.
+                        1 => {
+                            // `:status 200` (HPACK static index 8) and `content-type:
+                            // application/grpc` (literal value, static name index 31).
+                            let mut head = vec![0x88, 0x0f, 0x10, 16];
+                            head.extend_from_slice(b"application/grpc");
+                            let mut out = h2_frame(1, 0x4, stream, &head);
+                            for slot in 1..=3 {
+                                out.extend(h2_frame(0, 0, stream, &frame(&slot_update(slot))));
+                            }
+                            let mut goaway = stream.to_be_bytes().to_vec();
+                            goaway.extend_from_slice(&11u32.to_be_bytes()); // ENHANCE_YOUR_CALM
+                            out.extend(h2_frame(7, 0, 0, &goaway));
+                            if socket.write_all(&out).is_err() {
+                                return;
+                            }
+                            counted.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(close_after);
+                            return;
+                        }
+                        _ => continue,
+                    };
+                    if socket.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, sent)
+}
+
+#[test]
+fn a_goaway_written_by_hand_mid_stream_is_reported_as_a_goaway_not_as_the_connection_lost() {
+    let (addr, sent) = hand_written_goaway_feed(Duration::from_millis(30));
+    let target = Target::parse(&format!("grpc://{addr}")).unwrap();
+    let kinds = vec![SubscriptionKind::parse("geyser-slot").unwrap()];
+    let mut config = SubscribeConfig::new(target, kinds, Duration::from_millis(400));
+    config.reconnect = true;
+    let report = run(&config, &StopHandle::new()).expect("the subscriptions run");
+    let text = report.render_text();
+    let goaways = report.closed_by_server.get("grpc goaway").copied().unwrap_or(0);
+    assert!(goaways >= 1, "{:?}\n{text}", report.closed_by_server);
+    assert!(goaways <= sent.load(Ordering::Relaxed), "no more GOAWAYs than the feed sent: {text}");
+    assert!(!report.closed_by_server.contains_key("grpc connection lost mid-stream"), "{text}");
+    // The three slots before each GOAWAY were received.
+    assert!(report.notifications >= 3 * goaways, "{text}");
+    assert!(text.contains("grpc goaway"), "{text}");
 }

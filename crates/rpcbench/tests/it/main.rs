@@ -7,6 +7,7 @@ mod engine;
 mod geyser;
 mod geyser_feed;
 mod geyser_hostile;
+mod geyser_unary;
 mod golden;
 mod heads;
 mod hostile;
