@@ -17,4 +17,5 @@ pub mod serve;
 pub mod subscribe;
 pub mod suites;
 pub mod tx;
+mod tx_report;
 pub mod tx_solana;
