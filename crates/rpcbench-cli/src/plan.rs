@@ -706,15 +706,26 @@ pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConf
         (duration, requests, _) => Length { duration, requests },
     };
     config.timeout = args.timeout;
+    let shard = RunFlags {
+        load: LoadArgs { shard: args.shard.clone(), shards: args.shards, ..LoadArgs::default() },
+        ..RunFlags::default()
+    };
+    if let Some(slice) = shard_of(&shard)? {
+        config.shard = slice;
+    }
+    if let Some(text) = &args.start_at {
+        config.start_at = Some(parse_start_at(text)?);
+    }
     config.validate()?;
     Ok(config)
 }
 
-/// How many transactions a `tx` run sends at most: its count, else its rate (or the stages'
-/// rates) over its length. The mainnet guard's cost estimate is for this many.
+/// How many transactions this shard of a `tx` run sends at most: its share of the count, else
+/// of the rate (or the stages' rates) over its length. The mainnet guard's cost estimate and
+/// the signers' counts are for this many.
 pub fn tx_planned_sends(config: &RunConfig) -> u64 {
     if let Some(requests) = config.length.requests {
-        return requests;
+        return config.shard.share(requests);
     }
     let seconds = config.measured_duration().map_or(0.0, |d| d.as_secs_f64());
     let sends = match (config.level_curve(), &config.load) {
@@ -722,5 +733,5 @@ pub fn tx_planned_sends(config: &RunConfig) -> u64 {
         (None, Load::Open { rate, .. }) => rate * seconds,
         (None, Load::Closed { .. }) => 0.0,
     };
-    sends.ceil() as u64
+    (sends / config.shard.count as f64).ceil() as u64
 }

@@ -156,3 +156,51 @@ fn a_solana_tx_run_that_meets_its_thresholds_exits_0_with_a_report_matching_the_
     seconds_add_up(&report, "landed");
     assert!(report["thresholds"].as_array().unwrap().iter().all(|v| v["passed"] == true), "{report}");
 }
+
+#[test]
+fn two_shards_of_a_tx_run_send_disjoint_halves_from_their_own_senders_and_merge_into_the_whole() {
+    let node = ethereum();
+    let url = node.url();
+    let dir = scratch("shards");
+    let shard = |which: &str| {
+        let path = dir.join(format!("shard-{}.json", &which[..1]));
+        let child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+            .args(["tx", &url, "--dev", "--senders", "2", "--rate", "100", "-n", "80", "--shard", which])
+            .args(["--inclusion-timeout", "20s", "--save", path.to_str().unwrap(), "-f", "json"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary runs");
+        (child, path)
+    };
+    // Side by side against one node: a sender shared by the shards would see its nonces
+    // refused (too low, or replacement underpriced).
+    let (mut one, one_path) = shard("1/2");
+    let (mut two, two_path) = shard("2/2");
+    assert!(one.wait().unwrap().success() && two.wait().unwrap().success());
+    for path in [&one_path, &two_path] {
+        let part: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!((count(&part, "sent"), count(&part, "rejected")), (40, 0), "{part}");
+        assert_eq!(part["shard"]["count"], 2);
+    }
+    let merged_path = dir.join("merged.json");
+    let output = rpcbench(&[
+        "merge",
+        one_path.to_str().unwrap(),
+        two_path.to_str().unwrap(),
+        "-o",
+        merged_path.to_str().unwrap(),
+        "--threshold",
+        "included > 99%",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
+    assert_matches_schema(&merged);
+    assert_eq!((count(&merged, "sent"), count(&merged, "included")), (80, 80), "{merged}");
+    assert_eq!(count(&merged, "senders"), 4);
+    assert_eq!(merged["shard"]["merged_from"], 2);
+    seconds_add_up(&merged, "included");
+    let missing = rpcbench(&["merge", one_path.to_str().unwrap(), "-o", merged_path.to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2), "a missing shard is refused");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("2/2 missing"));
+    std::fs::remove_dir_all(dir).ok();
+}

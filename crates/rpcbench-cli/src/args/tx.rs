@@ -49,6 +49,20 @@ pub struct TxArgs {
     /// How many transactions to send.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
+    /// Send shard I of N of the run (1-based): an exact share of the rate and count, the
+    /// pacing of N processes interleaved, and senders of its own (Ethereum: the key source's
+    /// accounts (I-1)*senders .. I*senders; Solana: payers generated or given per shard).
+    /// `rpcbench merge` puts the shards' saved reports together.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Split into N shards, this one's index from JOB_COMPLETION_INDEX (0-based, as a
+    /// Kubernetes Indexed Job sets it).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Wait until this wall-clock time to start sending (RFC 3339 or unix seconds), so that
+    /// shards on several machines start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Send from the key source's first N accounts, in turn. They must be funded already:
     /// funding child accounts is not done by this command.
     #[arg(long, value_name = "N", default_value_t = 1)]

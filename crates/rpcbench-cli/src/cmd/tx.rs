@@ -106,7 +106,9 @@ fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
     Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
 }
 
-fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
+/// The senders of this shard: the key source's accounts `offset .. offset + --senders` (shard
+/// I of N starts at (I-1) x --senders, so that no two shards share a nonce sequence).
+fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
     if args.senders == 0 {
         return Err("--senders: must be at least 1".into());
     }
@@ -115,10 +117,19 @@ fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
     } else {
         let phrase = args.mnemonic.as_deref().unwrap_or(DEV_MNEMONIC);
         let flag = if args.dev { "--dev" } else { "--mnemonic" };
-        keys_from_mnemonic(phrase, 0, args.senders).map_err(|err| format!("{flag}: {err}"))?
+        keys_from_mnemonic(phrase, offset as u32, args.senders).map_err(|err| format!("{flag}: {err}"))?
     };
-    if keys.len() < args.senders {
-        return Err(format!("--senders {}: the key file holds {} keys", args.senders, keys.len()));
+    if args.key_file.is_some() {
+        if keys.len() < offset + args.senders {
+            return Err(format!(
+                "--senders {}: the key file holds {} keys, this shard needs keys {} to {}",
+                args.senders,
+                keys.len(),
+                offset + 1,
+                offset + args.senders
+            ));
+        }
+        keys.drain(..offset);
     }
     keys.truncate(args.senders);
     Ok(keys)
@@ -146,7 +157,12 @@ pub fn run(args: TxArgs) -> ExitCode {
     if args.key_file.is_none() && args.mnemonic.is_none() && !args.dev {
         return output::usage_error("one of --key-file, --mnemonic or --dev is required on an EVM chain");
     }
-    let keys = match sender_keys(&args) {
+    let mut config = match crate::plan::tx_config(&args, "eth_sendRawTransaction") {
+        Ok(config) => config,
+        Err(err) => return output::usage_error(err),
+    };
+    let planned = crate::plan::tx_planned_sends(&config);
+    let keys = match sender_keys(&args, config.shard.index * args.senders) {
         Ok(keys) => keys,
         Err(message) => return output::usage_error(message),
     };
@@ -197,11 +213,6 @@ pub fn run(args: TxArgs) -> ExitCode {
             }
         }
     };
-    let mut config = match crate::plan::tx_config(&args, "eth_sendRawTransaction") {
-        Ok(config) => config,
-        Err(err) => return output::usage_error(err),
-    };
-    let planned = crate::plan::tx_planned_sends(&config);
     if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
         if !args.mainnet {
             let cost = u128::from(gas_limit) * fees.max_price() * u128::from(planned);
@@ -278,7 +289,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         data: kind.data.clone(),
     };
     let senders = keys.len();
-    let signer_count = config.length.requests.unwrap_or(u64::MAX);
+    let signer_count = config.length.requests.map_or(u64::MAX, |n| config.shard.share(n));
     let addresses = keys.iter().map(|key| key.address().to_string()).collect();
     let pending = Box::new(NodeNonces { node: node.clone(), addresses });
     let sends = TxSends::new(SignedAhead::start_with_resync(
@@ -290,6 +301,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         pending,
     ));
     config.tx_sends = Some(sends.clone());
+    let shard = config.shard;
     let dashboard_wanted = crate::live_dashboard::wanted(false, args.metrics.no_tui);
     let (_metrics_server, store) =
         match crate::live_dashboard::attach_store(&args.metrics, &mut config, dashboard_wanted) {
@@ -487,12 +499,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         ack_us: &acks.ack_us,
         inclusion_us: &tally.latency_us,
         send_lag_us: &record.totals.send_lag,
+        after: &tally.blocks_after,
     };
     super::tx_report::finish(
         &args,
         report,
         figures,
         &thresholds,
+        shard,
         identity,
         "included + dropped + rejected + pending does not equal sent",
     )

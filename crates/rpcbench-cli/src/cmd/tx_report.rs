@@ -49,6 +49,8 @@ pub(super) struct TxRunFigures<'a> {
     pub inclusion_us: &'a Histogram<u64>,
     /// How late each send left against its schedule, microseconds.
     pub send_lag_us: &'a Histogram<u64>,
+    /// Blocks (Ethereum) or slots (Solana) from the head at send to the one that carried it.
+    pub after: &'a Histogram<u64>,
 }
 
 /// Completes the chain's report, judges it, saves it and prints it in the format asked for.
@@ -58,6 +60,7 @@ pub(super) fn finish(
     mut report: Value,
     figures: TxRunFigures<'_>,
     thresholds: &[TxThreshold],
+    shard: rpcbench::engine::Slice,
     outcomes_add_up: bool,
     identity: &str,
 ) -> ExitCode {
@@ -68,6 +71,8 @@ pub(super) fn finish(
         .map(|stage| json!({"duration_ms": stage.duration.as_millis() as u64, "rate": stage.level}))
         .collect::<Vec<_>>());
     report["per_second"] = json!(figures.timeline.seconds());
+    // 1-based, as --shard says it; one of one when the run is whole.
+    report["shard"] = json!({"index": shard.index + 1, "count": shard.count});
     let lag_ms = |q: f64| {
         if figures.send_lag_us.is_empty() {
             Value::Null
@@ -79,6 +84,8 @@ pub(super) fn finish(
     report["histograms"] = json!({
         "ack": encode_histogram(figures.ack_us),
         "inclusion": encode_histogram(figures.inclusion_us),
+        "send_lag": encode_histogram(figures.send_lag_us),
+        "after": encode_histogram(figures.after),
     });
     let verdicts: Vec<_> = thresholds.iter().map(|threshold| threshold.judge(&report)).collect();
     let passed = verdicts.iter().all(|verdict| verdict.passed);

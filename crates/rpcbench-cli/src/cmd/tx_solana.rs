@@ -144,9 +144,9 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         to: None,
         lamports: solana.lamports,
         cu_price: solana.cu_price,
-        memo_prefix: format!("rpcbench {unix_ms}"),
+        memo_prefix: format!("rpcbench {unix_ms} {}", config.shard.index),
     };
-    let count = config.length.requests.unwrap_or(u64::MAX);
+    let count = config.length.requests.map_or(u64::MAX, |n| config.shard.share(n));
     let ready = ReadyQueue::new(SIGN_AHEAD);
     let ws_url = args
         .ws
@@ -209,6 +209,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         None => None,
     };
     config.solana_sends = Some(sends.clone());
+    let shard = config.shard;
     let dashboard_wanted = crate::live_dashboard::wanted(false, args.metrics.no_tui);
     let (_metrics_server, store) =
         match crate::live_dashboard::attach_store(&args.metrics, &mut config, dashboard_wanted) {
@@ -392,12 +393,14 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         ack_us: &acks.ack_us,
         inclusion_us: &tally.latency_us,
         send_lag_us: &record.totals.send_lag,
+        after: &tally.slots_after,
     };
     super::tx_report::finish(
         &args,
         report,
         figures,
         &thresholds,
+        shard,
         identity,
         "landed + failed + expired + rejected + pending does not equal sent",
     )

@@ -24,6 +24,7 @@ pub mod tables;
 mod text;
 pub mod tx;
 mod tx_html;
+pub mod tx_merge;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -329,7 +329,7 @@ pub fn read_tx_report(path: &Path) -> Result<Value, TxReportError> {
         Some(TX_REPORT_VERSION) => {}
         other => return Err(TxReportError::Version(path.to_path_buf(), other)),
     }
-    for which in ["ack", "inclusion"] {
+    for which in ["ack", "inclusion", "send_lag", "after"] {
         if let Some(text) = report["histograms"][which].as_str() {
             crate::util::hdr_codec::decode_histogram(text)
                 .map_err(|err| TxReportError::Histogram(path.to_path_buf(), err))?;
@@ -366,6 +366,19 @@ pub(super) fn stages_text(report: &Value) -> Option<String> {
     Some(parts.join(" "))
 }
 
+/// Which shard the report is of (`2 of 4`) or how many it merges (`merged from 4 shards`);
+/// `None` for a whole run.
+pub(super) fn shard_text(report: &Value) -> Option<String> {
+    let shard = &report["shard"];
+    if let Some(from) = shard["merged_from"].as_u64() {
+        return Some(format!("merged from {from} shards"));
+    }
+    match (shard["index"].as_u64(), shard["count"].as_u64()) {
+        (Some(index), Some(count)) if count > 1 => Some(format!("{index} of {count}")),
+        _ => None,
+    }
+}
+
 /// The verdicts the report holds.
 pub(super) fn verdicts(report: &Value) -> Vec<ThresholdResult> {
     report["thresholds"]
@@ -380,6 +393,9 @@ pub fn render_tx_text(report: &Value) -> String {
         if TxChainWords::of(report) == SOLANA_WORDS { solana_text(report) } else { ethereum_text(report) };
     if let Some(stages) = stages_text(report) {
         let _ = writeln!(text, "stages                 {stages}");
+    }
+    if let Some(shard) = shard_text(report) {
+        let _ = writeln!(text, "shard                  {shard}");
     }
     let verdicts = verdicts(report);
     if !verdicts.is_empty() {

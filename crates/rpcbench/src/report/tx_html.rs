@@ -11,7 +11,9 @@ use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
-use super::tx::{count, figure, number, stages_text, tx_histogram, verdicts, TxChainWords, SOLANA_WORDS};
+use super::tx::{
+    count, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords, SOLANA_WORDS,
+};
 
 fn card(label: &str, value: &str, bad: bool) -> String {
     let class = if bad { " bad" } else { "" };
@@ -128,6 +130,9 @@ fn details(report: &Value) -> Vec<(&'static str, String)> {
     }
     if let Some(stages) = stages_text(report) {
         rows.push(("stages", stages));
+    }
+    if let Some(shard) = shard_text(report) {
+        rows.push(("shard", shard));
     }
     rows.push((
         "sending",
