@@ -676,3 +676,65 @@ pub fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigErro
         })
         .collect()
 }
+
+/// The engine run of `rpcbench tx` on either chain: `method` (the chain's send call) open loop
+/// at `--rate` or through the `--stage` rates, over at most 64 connections, for `-d`/`-n`
+/// (10 s when neither is given; the stages' total with stages), each request allowed
+/// `--timeout`. The chain's command adds its sends (`tx_sends` or `solana_sends`).
+pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConfig, ConfigError> {
+    let target = Target::parse(&args.url).map_err(|err| ConfigError::new("URL", err.message()))?;
+    let template =
+        RequestTemplate::from_method(method, None).map_err(|err| ConfigError::new("URL", err.0))?;
+    let mut config = RunConfig::new(target, template);
+    let rate = match (args.rate, args.stages.is_empty()) {
+        (Some(_), false) => return Err(ConfigError::new("--stage", "give stages or --rate, not both")),
+        (Some(rate), true) => rate,
+        (None, false) => args.stages.iter().map(|stage| stage.level).fold(0.0, f64::max),
+        (None, true) => return Err(ConfigError::new("--rate", "give a rate (or --stage DURATION:RATE)")),
+    };
+    if !args.stages.is_empty() && args.duration.is_some() {
+        return Err(ConfigError::new("--stage", "give stages or --duration, not both"));
+    }
+    if args.requests == Some(0) {
+        return Err(ConfigError::new("--requests", "must be at least 1"));
+    }
+    config.load = Load::Open {
+        rate,
+        arrivals: Arrivals::Uniform,
+        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
+    };
+    config.stages = args.stages.clone();
+    config.length = match (args.duration, args.requests, args.stages.is_empty()) {
+        (None, None, true) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
+        (duration, requests, _) => Length { duration, requests },
+    };
+    config.timeout = args.timeout;
+    let shard = RunFlags {
+        load: LoadArgs { shard: args.shard.clone(), shards: args.shards, ..LoadArgs::default() },
+        ..RunFlags::default()
+    };
+    if let Some(slice) = shard_of(&shard)? {
+        config.shard = slice;
+    }
+    if let Some(text) = &args.start_at {
+        config.start_at = Some(parse_start_at(text)?);
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// How many transactions this shard of a `tx` run sends at most: its share of the count, else
+/// of the rate (or the stages' rates) over its length. The mainnet guard's cost estimate and
+/// the signers' counts are for this many.
+pub fn tx_planned_sends(config: &RunConfig) -> u64 {
+    if let Some(requests) = config.length.requests {
+        return config.shard.share(requests);
+    }
+    let seconds = config.measured_duration().map_or(0.0, |d| d.as_secs_f64());
+    let sends = match (config.level_curve(), &config.load) {
+        (Some(curve), _) => curve.count_at(seconds + config.warmup.as_secs_f64()),
+        (None, Load::Open { rate, .. }) => rate * seconds,
+        (None, Load::Closed { .. }) => 0.0,
+    };
+    (sends / config.shard.count as f64).ceil() as u64
+}

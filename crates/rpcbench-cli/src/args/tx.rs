@@ -12,11 +12,15 @@ use crate::args::{duration, rate};
 pub enum TxFormat {
     /// A readable report.
     Text,
-    /// One JSON object.
+    /// One JSON object (schema/tx.schema.json), which `rpcbench report` reads back.
     Json,
+    /// Markdown tables.
+    Markdown,
+    /// A self-contained HTML page: sent vs included per second, the inclusion latency.
+    Html,
 }
 
-crate::args::format::command_format!(TxFormat: Text, Json);
+crate::args::format::command_format!(TxFormat: Text, Json, Markdown, Html);
 
 /// Options of `rpcbench tx`.
 #[derive(clap::Args, Debug)]
@@ -32,14 +36,33 @@ pub struct TxArgs {
     #[arg(value_name = "URL")]
     pub url: String,
     /// Transactions per second, open loop (50, 50/s, 600/m).
-    #[arg(short, long, value_parser = rate)]
-    pub rate: f64,
+    #[arg(short, long, value_parser = rate, required_unless_present = "stages")]
+    pub rate: Option<f64>,
+    /// A stage of the send rate, DURATION:RATE (repeatable or comma-separated, in order): a
+    /// linear ramp from the previous rate to this one over the duration ('30s:100,1m:100,30s:0':
+    /// up, hold, down). Instead of --rate and -d.
+    #[arg(long = "stage", visible_alias = "stages", value_name = "DURATION:RATE", value_parser = stage, value_delimiter = ',', conflicts_with_all = ["rate", "duration"])]
+    pub stages: Vec<rpcbench::engine::stages::Stage>,
     /// How long to send [default: 10s unless --requests is given].
     #[arg(short, long, value_parser = duration)]
     pub duration: Option<Duration>,
     /// How many transactions to send.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
+    /// Send shard I of N of the run (1-based): an exact share of the rate and count, the
+    /// pacing of N processes interleaved, and senders of its own (Ethereum: the key source's
+    /// accounts (I-1)*senders .. I*senders; Solana: payers generated or given per shard).
+    /// `rpcbench merge` puts the shards' saved reports together.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Split into N shards, this one's index from JOB_COMPLETION_INDEX (0-based, as a
+    /// Kubernetes Indexed Job sets it).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Wait until this wall-clock time to start sending (RFC 3339 or unix seconds), so that
+    /// shards on several machines start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Send from the key source's first N accounts, in turn. Before load, the accounts after
     /// the first that hold less than the run will spend are funded from the first (the
     /// funder), in batched transfers; a sender refused for insufficient funds during the run
@@ -116,15 +139,24 @@ pub struct TxArgs {
     /// Time allowed for one request.
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub timeout: Duration,
+    /// A condition the run must meet (repeatable): 'inclusion p99 < 3s', 'included > 99%',
+    /// 'ack p99 < 50ms', 'rejected < 1%', 'dropped < 1%', 'pending < 1',
+    /// 'included-rate >= 100/s'. A breach exits 1.
+    #[arg(long = "threshold")]
+    pub thresholds: Vec<String>,
+    /// Also write the JSON report (histograms kept losslessly) to this file, for
+    /// `rpcbench report FILE` in any format; written even when the run is interrupted.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
     /// Output format.
     #[arg(short, long, value_parser = crate::args::format::FormatParser::<TxFormat>::new(), default_value = "text", value_name = "FORMAT")]
     pub format: TxFormat,
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: Option<std::path::PathBuf>,
-    /// No live dashboard on a terminal.
-    #[arg(long)]
-    pub no_tui: bool,
+    /// Live Prometheus metrics (--metrics-listen) and the dashboard switch (--no-tui).
+    #[command(flatten)]
+    pub metrics: crate::args::metrics::MetricsArgs,
     /// The node's chain [default: found from the node: Solana when it answers getGenesisHash].
     #[arg(long, value_enum)]
     pub chain: Option<TxChain>,
@@ -181,6 +213,20 @@ pub struct SolanaTxArgs {
     pub blockhash_refresh: Duration,
 }
 
+/// Parses a stage of the send rate, `DURATION:RATE` (`30s:100`, `1m:50/s`): a linear ramp
+/// from the previous rate over the whole duration, as `subscribe --stage` reads its stages.
+pub(crate) fn stage(text: &str) -> Result<rpcbench::engine::stages::Stage, String> {
+    let (time, level) =
+        text.rsplit_once(':').ok_or_else(|| format!("'{text}': expected DURATION:RATE, such as 30s:100"))?;
+    let duration = duration(time)?;
+    if duration.is_zero() {
+        return Err(format!("'{text}': a stage lasts longer than zero"));
+    }
+    let level =
+        if level.trim() == "0" { 0.0 } else { rate(level).map_err(|err| format!("'{text}': {err}"))? };
+    Ok(rpcbench::engine::stages::Stage { level, duration, ramp: duration })
+}
+
 /// Parses an amount of wei: digits, optionally followed by `wei` or `gwei`.
 pub(crate) fn wei(text: &str) -> Result<u128, String> {
     let trimmed = text.trim().to_ascii_lowercase();
@@ -207,5 +253,18 @@ mod tests {
         assert_eq!(wei("7 wei"), Ok(7));
         assert!(wei("1.5gwei").is_err());
         assert!(wei("lots").is_err());
+    }
+
+    #[test]
+    fn a_send_rate_stage_reads_duration_and_rate_and_ramps_over_its_whole_length() {
+        let up = stage("30s:100").unwrap();
+        assert_eq!(
+            (up.duration, up.ramp, up.level),
+            (Duration::from_secs(30), Duration::from_secs(30), 100.0)
+        );
+        assert_eq!(stage("10s:0").unwrap().level, 0.0);
+        assert!(stage("100").is_err());
+        assert!(stage("0s:100").is_err());
+        assert!(stage("5s:fast").is_err());
     }
 }

@@ -96,7 +96,55 @@ fn run_subscribe(args: &MergeArgs) -> ExitCode {
     }
 }
 
+/// The saved reports of a sharded `tx` run (`tx --shard I/N --save`) merged into one.
+fn run_tx(args: &MergeArgs) -> ExitCode {
+    use rpcbench::report::tx::{read_tx_report, TxThreshold};
+    let mut thresholds = Vec::new();
+    for (index, text) in args.thresholds.iter().enumerate() {
+        match TxThreshold::parse(text) {
+            Ok(threshold) => thresholds.push(threshold),
+            Err(message) => return output::usage_error(format!("--threshold #{}: {message}", index + 1)),
+        }
+    }
+    let mut parts = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match read_tx_report(path) {
+            Ok(report) => parts.push((path.clone(), report)),
+            Err(err) => return output::usage_error(err),
+        }
+    }
+    let mut merged = match rpcbench::report::tx_merge::merge_tx_reports(&parts) {
+        Ok(merged) => merged,
+        Err(err) => return output::usage_error(err),
+    };
+    let verdicts: Vec<_> = thresholds.iter().map(|threshold| threshold.judge(&merged)).collect();
+    let passed = verdicts.iter().all(|verdict| verdict.passed);
+    merged["thresholds"] = serde_json::json!(verdicts);
+    let text = serde_json::to_string_pretty(&merged).expect("the report serializes") + "\n";
+    if let Err(err) = rpcbench::results::write_atomically(&args.output, text.as_bytes()) {
+        return output::failure(format!("{}: {err}", args.output.display()));
+    }
+    eprintln!(
+        "rpcbench: merged {} tx report(s), {} transactions sent, into {}",
+        parts.len(),
+        merged["sent"],
+        args.output.display()
+    );
+    for verdict in &verdicts {
+        let mark = if verdict.passed { "pass" } else { "FAIL" };
+        eprintln!("rpcbench: {mark} {} (actual {})", verdict.threshold, verdict.actual);
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 pub fn run(args: MergeArgs) -> ExitCode {
+    if args.files.iter().any(|path| rpcbench::report::tx::is_tx_report(path)) {
+        return run_tx(&args);
+    }
     if args.files.iter().any(|path| is_subscribe_report(path)) {
         return run_subscribe(&args);
     }

@@ -18,4 +18,5 @@ pub mod subscribe;
 pub mod suites;
 pub mod tx;
 pub mod tx_fund;
+mod tx_report;
 pub mod tx_solana;

@@ -137,7 +137,29 @@ fn run_subscribe(args: &ReportArgs) -> ExitCode {
     emit(&text, args.output.as_deref(), false)
 }
 
+/// A tx report (`tx --save` or `tx -f json`) rendered again, in any format.
+fn run_tx(args: &ReportArgs) -> ExitCode {
+    if args.files.len() > 1 || args.compare {
+        return output::usage_error("FILE: a tx report renders on its own");
+    }
+    let report = match rpcbench::report::tx::read_tx_report(&args.files[0]) {
+        Ok(report) => report,
+        Err(err) => return output::usage_error(err),
+    };
+    let text = match args.format {
+        ReportFormat::Text => rpcbench::report::tx::render_tx_text(&report),
+        ReportFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
+        ReportFormat::Markdown => rpcbench::report::render_tx_markdown(&report),
+        ReportFormat::Html => rpcbench::report::render_tx_html(&report),
+        ReportFormat::Csv => return output::usage_error("--format csv: not for a tx report"),
+    };
+    emit(&text, args.output.as_deref(), false)
+}
+
 pub fn run(args: ReportArgs) -> ExitCode {
+    if args.files.iter().any(|path| rpcbench::report::tx::is_tx_report(path)) {
+        return run_tx(&args);
+    }
     if args.files.iter().any(|path| is_capacity_file(path)) {
         return run_capacity(&args);
     }

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
-use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::engine::Run;
 use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
@@ -21,11 +20,10 @@ use rpcbench::tx::poll::{HeadPoll, HeadSource};
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::{HeadWatch, SeenHead};
-use rpcbench::RequestTemplate;
 use rpcbench::{AckTally, TxAck, TxSends};
 use serde_json::{json, Value};
 
-use crate::args::tx::{TxArgs, TxChain, TxFormat};
+use crate::args::tx::{TxArgs, TxChain};
 use crate::output;
 
 /// Chain ids of public mainnets: sending there spends real money.
@@ -108,7 +106,9 @@ fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
     Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
 }
 
-fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
+/// The senders of this shard: the key source's accounts `offset .. offset + --senders` (shard
+/// I of N starts at (I-1) x --senders, so that no two shards share a nonce sequence).
+fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
     if args.senders == 0 {
         return Err("--senders: must be at least 1".into());
     }
@@ -117,34 +117,37 @@ fn sender_keys(args: &TxArgs) -> Result<Vec<SenderKey>, String> {
     } else {
         let phrase = args.mnemonic.as_deref().unwrap_or(DEV_MNEMONIC);
         let flag = if args.dev { "--dev" } else { "--mnemonic" };
-        keys_from_mnemonic(phrase, 0, args.senders).map_err(|err| format!("{flag}: {err}"))?
+        keys_from_mnemonic(phrase, offset as u32, args.senders).map_err(|err| format!("{flag}: {err}"))?
     };
-    if keys.len() < args.senders {
-        return Err(format!("--senders {}: the key file holds {} keys", args.senders, keys.len()));
+    if args.key_file.is_some() {
+        if keys.len() < offset + args.senders {
+            return Err(format!(
+                "--senders {}: the key file holds {} keys, this shard needs keys {} to {}",
+                args.senders,
+                keys.len(),
+                offset + 1,
+                offset + args.senders
+            ));
+        }
+        keys.drain(..offset);
     }
     keys.truncate(args.senders);
     Ok(keys)
 }
 
 pub fn run(args: TxArgs) -> ExitCode {
-    if !args.rate.is_finite() || args.rate <= 0.0 {
-        return output::usage_error("--rate: must be more than 0");
-    }
-    if args.requests == Some(0) {
-        return output::usage_error("--requests: must be at least 1");
-    }
     let node = match Endpoint::parse(&args.url, args.timeout) {
         Ok(node) => node,
         Err(err) => return output::usage_error(format!("URL: {err}")),
     };
-    let target = match Target::parse(&args.url) {
-        Ok(target) => target,
-        Err(err) => return output::usage_error(format!("URL: {err}")),
+    let thresholds = match super::tx_report::thresholds(&args) {
+        Ok(thresholds) => thresholds,
+        Err(code) => return code,
     };
     // Solana when asked for, or when the node answers getGenesisHash (an EVM node does not).
     if args.chain != Some(TxChain::Ethereum) {
         match super::tx_solana::genesis_hash(&node) {
-            Some(genesis) => return super::tx_solana::run(args, node, genesis),
+            Some(genesis) => return super::tx_solana::run(args, node, genesis, thresholds),
             None if args.chain == Some(TxChain::Solana) => {
                 return output::usage_error("--chain solana: the node does not answer getGenesisHash")
             }
@@ -154,7 +157,12 @@ pub fn run(args: TxArgs) -> ExitCode {
     if args.key_file.is_none() && args.mnemonic.is_none() && !args.dev {
         return output::usage_error("one of --key-file, --mnemonic or --dev is required on an EVM chain");
     }
-    let keys = match sender_keys(&args) {
+    let mut config = match crate::plan::tx_config(&args, "eth_sendRawTransaction") {
+        Ok(config) => config,
+        Err(err) => return output::usage_error(err),
+    };
+    let planned = crate::plan::tx_planned_sends(&config);
+    let keys = match sender_keys(&args, config.shard.index * args.senders) {
         Ok(keys) => keys,
         Err(message) => return output::usage_error(message),
     };
@@ -204,15 +212,6 @@ pub fn run(args: TxArgs) -> ExitCode {
                 }
             }
         }
-    };
-    let length = match (args.duration, args.requests) {
-        (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
-        (duration, requests) => Length { duration, requests },
-    };
-    let planned = match (length.requests, length.duration) {
-        (Some(n), _) => n,
-        (None, Some(d)) => (args.rate * d.as_secs_f64()).ceil() as u64,
-        (None, None) => 0,
     };
     if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
         if !args.mainnet {
@@ -308,24 +307,17 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
         None => SignedAhead::start_with_resync(keys, book, template, signer_count, SIGN_AHEAD, pending),
     });
-    let template = match RequestTemplate::from_method("eth_sendRawTransaction", None) {
-        Ok(template) => template,
-        Err(err) => return output::failure(err),
-    };
-    let mut config = RunConfig::new(target, template);
-    config.load = Load::Open {
-        rate: args.rate,
-        arrivals: Arrivals::Uniform,
-        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
-    };
-    config.length = length;
-    config.timeout = args.timeout;
     config.tx_sends = Some(sends.clone());
-    let live = crate::live_dashboard::wanted(false, args.no_tui).then(|| {
-        let live = rpcbench::metrics::LiveMetrics::new();
-        config.publish_to(live.clone());
+    let shard = config.shard;
+    let dashboard_wanted = crate::live_dashboard::wanted(false, args.metrics.no_tui);
+    let (_metrics_server, store) =
+        match crate::live_dashboard::attach_store(&args.metrics, &mut config, dashboard_wanted) {
+            Ok(attached) => attached,
+            Err(err) => return output::usage_error(err),
+        };
+    let live = store.clone().filter(|_| dashboard_wanted).map(|live| {
         let mut header = crate::live_dashboard::DashboardHeader::of_run("tx", &config);
-        header.load = format!("open loop, {}/s, {senders} sender(s), value transfers", args.rate);
+        header.load = format!("open loop, {}, {senders} sender(s), {}", rate_text(&args), kind.name);
         (live, header)
     });
     let run = match Run::new(config) {
@@ -401,7 +393,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             .iter()
             .filter(|f| matches!(f, TxFinal::Pending(_)))
             .count();
-        if let Some((live, _)) = &dashboard {
+        if let Some(live) = &store {
             let tally = book.tally(now, args.inclusion_timeout);
             live.publish_transactions(rpcbench::metrics::TransactionFigures {
                 sent: tally.sent,
@@ -461,6 +453,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
     };
     let report = json!({
+        "chain": "ethereum",
         "target": node.redacted(),
         "chain_id": chain_id,
         "senders": senders,
@@ -504,15 +497,39 @@ pub fn run(args: TxArgs) -> ExitCode {
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": fetch_failures,
     });
-    let text = match args.format {
-        TxFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
-        TxFormat::Text => render_text(&report),
+    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
+    let included_at = sent.iter().zip(&finals).filter_map(|(tx, outcome)| match outcome {
+        TxFinal::Included { latency, .. } => Some(tx.sent + *latency),
+        _ => None,
+    });
+    let figures = super::tx_report::TxRunFigures {
+        timeline: super::tx_report::timeline(&sent_at, included_at),
+        ack_us: &acks.ack_us,
+        inclusion_us: &tally.latency_us,
+        send_lag_us: &record.totals.send_lag,
+        after: &tally.blocks_after,
     };
-    let code = output::emit(&text, args.output.as_deref(), true);
-    if !identity {
-        return output::failure("included + dropped + rejected + pending does not equal sent");
+    super::tx_report::finish(
+        &args,
+        report,
+        figures,
+        &thresholds,
+        shard,
+        identity,
+        "included + dropped + rejected + pending does not equal sent",
+    )
+}
+
+/// The send rate as the dashboard shows it: `100/s`, or the stages' peak.
+pub(super) fn rate_text(args: &TxArgs) -> String {
+    match args.rate {
+        Some(rate) => format!("{rate}/s"),
+        None => format!(
+            "{} stages up to {}/s",
+            args.stages.len(),
+            args.stages.iter().map(|stage| stage.level).fold(0.0, f64::max)
+        ),
     }
-    code
 }
 
 /// The node's pending nonces, asked by the signer when a nonce refusal comes back.
@@ -602,93 +619,4 @@ fn default_grace(heads: &[SeenHead]) -> Duration {
         }
         _ => Duration::from_secs(5),
     }
-}
-
-fn render_text(report: &Value) -> String {
-    let n = |key: &str| report[key].as_u64().unwrap_or(0);
-    let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
-    let mut text = String::new();
-    text.push_str(&format!(
-        "rpcbench tx {}  chain {}  {} senders\n",
-        report["target"].as_str().unwrap_or(""),
-        n("chain_id"),
-        n("senders")
-    ));
-    text.push_str(&format!(
-        "{}  gas limit {}  fees {}\n\n",
-        report["kind"].as_str().unwrap_or(""),
-        n("gas_limit"),
-        report["fees"]["source"].as_str().unwrap_or("")
-    ));
-    text.push_str(&format!(
-        "sent        {:>8}   {:.1}/s\n",
-        n("sent"),
-        report["sent_per_second"].as_f64().unwrap_or(0.0)
-    ));
-    text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
-    text.push_str(&format!(
-        "included    {:>8}   {:.1}/s{}\n",
-        n("included"),
-        report["included_per_second"].as_f64().unwrap_or(0.0),
-        report["inclusion_resolution_ms"]
-            .as_u64()
-            .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"))
-    ));
-    text.push_str(&format!(
-        "dropped     {:>8}   (not included within {} ms)\n",
-        n("dropped"),
-        n("inclusion_timeout_ms")
-    ));
-    text.push_str(&format!("rejected    {:>8}\n", n("rejected")));
-    if let Some(reasons) = report["rejected_by_reason"].as_object() {
-        for (reason, count) in reasons {
-            text.push_str(&format!("  {reason:<22}{}\n", count.as_u64().unwrap_or(0)));
-        }
-    }
-    text.push_str(&format!("pending     {:>8}   (oldest {} ms)\n", n("pending"), n("oldest_pending_ms")));
-    let holds = report["identity_holds"].as_bool().unwrap_or(false);
-    text.push_str(&format!(
-        "included + dropped + rejected + pending = {} {} sent {}\n\n",
-        n("included") + n("dropped") + n("rejected") + n("pending"),
-        if holds { "==" } else { "!=" },
-        n("sent")
-    ));
-    for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
-    {
-        let row = &report[key];
-        // Inclusion read from a poll is late by up to one interval: said beside the figures.
-        let resolution = match (key, report["inclusion_resolution_ms"].as_u64()) {
-            ("send_to_included_ms", Some(poll)) => format!("  (polled: resolution {poll} ms)"),
-            _ => String::new(),
-        };
-        text.push_str(&format!(
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{resolution}\n",
-            figure(&row["p50"]),
-            figure(&row["p90"]),
-            figure(&row["p99"]),
-            figure(&row["max"])
-        ));
-    }
-    let blocks = &report["blocks_after_head_at_send"];
-    text.push_str(&format!(
-        "blocks after head      p50 {}  p99 {}  max {}\n",
-        blocks["p50"].as_u64().map_or("-".into(), |v| v.to_string()),
-        blocks["p99"].as_u64().map_or("-".into(), |v| v.to_string()),
-        blocks["max"].as_u64().map_or("-".into(), |v| v.to_string())
-    ));
-    let resync = &report["nonce_resyncs"];
-    if resync["refusals_handed_back"].as_u64().unwrap_or(0) > 0 {
-        text.push_str(&format!(
-            "nonce resyncs          {} from {} refusals ({} lookups failed, {} signed ahead dropped unsent)\n",
-            resync["resynced"].as_u64().unwrap_or(0),
-            resync["refusals_handed_back"].as_u64().unwrap_or(0),
-            resync["lookup_failures"].as_u64().unwrap_or(0),
-            resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
-        ));
-    }
-    text.push_str(&super::tx_fund::top_up_line(&report["top_ups"]));
-    if report["interrupted"].as_bool() == Some(true) {
-        text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
-    }
-    text
 }

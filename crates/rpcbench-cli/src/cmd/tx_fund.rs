@@ -100,35 +100,3 @@ pub(crate) fn top_up_report(tally: &TopUpTally) -> Value {
         "not_sent_same_dry_spell": tally.same_burst,
     })
 }
-
-/// The text report's line on top-ups, empty when no sender ran dry.
-pub(crate) fn top_up_line(top_ups: &Value) -> String {
-    let n = |key: &str| top_ups[key].as_u64().unwrap_or(0);
-    if n("insufficient_funds_refusals") == 0 {
-        return String::new();
-    }
-    let mut why_not = Vec::new();
-    if n("not_sent_no_funder") > 0 {
-        why_not.push(format!("{} not: --no-fund", n("not_sent_no_funder")));
-    }
-    if n("not_sent_funder_itself_dry") > 0 {
-        why_not.push(format!("{} not: the funder itself is dry", n("not_sent_funder_itself_dry")));
-    }
-    if n("not_sent_same_dry_spell") > 0 {
-        why_not.push(format!("{} not: signed before the sender's last top-up", n("not_sent_same_dry_spell")));
-    }
-    if n("not_sent_within_cooldown") > 0 {
-        why_not.push(format!(
-            "{} not: topped up within {} s",
-            n("not_sent_within_cooldown"),
-            TOP_UP_COOLDOWN.as_secs()
-        ));
-    }
-    format!(
-        "top-ups from sender 0   {} sent for {} insufficient-funds refusals{}{}\n",
-        n("sent"),
-        n("insufficient_funds_refusals"),
-        if why_not.is_empty() { "" } else { "; " },
-        why_not.join(", ")
-    )
-}

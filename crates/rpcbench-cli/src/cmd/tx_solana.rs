@@ -13,19 +13,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
-use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
 use rpcbench::engine::Run;
+use rpcbench::report::tx::TxThreshold;
 use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
-use rpcbench::tx::solana::landing::LandingBook;
+use rpcbench::tx::solana::landing::{LandingBook, SolanaFinal};
 use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
-use rpcbench::RequestTemplate;
 use rpcbench::SolanaSends;
 use rpcbench::{AckTally, TxAck};
 use serde_json::{json, Value};
 
-use crate::args::tx::{CommitmentArg, TxArgs, TxFormat};
+use crate::args::tx::{CommitmentArg, TxArgs};
 use crate::output;
 
 /// Genesis hashes of public Solana clusters where sending costs real SOL.
@@ -95,21 +94,13 @@ fn balance(node: &Endpoint, keypair: &SolanaKeypair) -> Result<u64, String> {
     answer["value"].as_u64().ok_or_else(|| format!("getBalance: not a balance: {answer}"))
 }
 
-pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
+pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThreshold>) -> ExitCode {
     let solana = &args.solana;
-    let target = match Target::parse(&args.url) {
-        Ok(target) => target,
-        Err(err) => return output::usage_error(format!("URL: {err}")),
+    let mut config = match crate::plan::tx_config(&args, "sendTransaction") {
+        Ok(config) => config,
+        Err(err) => return output::usage_error(err),
     };
-    let length = match (args.duration, args.requests) {
-        (None, None) => Length { duration: Some(rpcbench::defaults::DURATION), requests: None },
-        (duration, requests) => Length { duration, requests },
-    };
-    let planned = match (length.requests, length.duration) {
-        (Some(n), _) => n,
-        (None, Some(d)) => (args.rate * d.as_secs_f64()).ceil() as u64,
-        (None, None) => 0,
-    };
+    let planned = crate::plan::tx_planned_sends(&config);
     let fee = BASE_FEE
         + solana.cu_price.map_or(0, |price| (price.saturating_mul(PRICED_UNITS)).div_ceil(1_000_000));
     if let Some((_, name)) = MAINNETS.iter().find(|(hash, _)| *hash == genesis) {
@@ -153,9 +144,9 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         to: None,
         lamports: solana.lamports,
         cu_price: solana.cu_price,
-        memo_prefix: format!("rpcbench {unix_ms}"),
+        memo_prefix: format!("rpcbench {unix_ms} {}", config.shard.index),
     };
-    let count = length.requests.unwrap_or(u64::MAX);
+    let count = config.length.requests.map_or(u64::MAX, |n| config.shard.share(n));
     let ready = ReadyQueue::new(SIGN_AHEAD);
     let ws_url = args
         .ws
@@ -217,25 +208,30 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         }
         None => None,
     };
-    let template = match RequestTemplate::from_method("sendTransaction", None) {
-        Ok(template) => template,
-        Err(err) => return output::failure(err),
-    };
-    let mut config = RunConfig::new(target, template);
-    config.load = Load::Open {
-        rate: args.rate,
-        arrivals: Arrivals::Uniform,
-        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
-    };
-    config.length = length;
-    config.timeout = args.timeout;
     config.solana_sends = Some(sends.clone());
+    let shard = config.shard;
+    let dashboard_wanted = crate::live_dashboard::wanted(false, args.metrics.no_tui);
+    let (_metrics_server, store) =
+        match crate::live_dashboard::attach_store(&args.metrics, &mut config, dashboard_wanted) {
+            Ok(attached) => attached,
+            Err(err) => return output::usage_error(err),
+        };
+    let live = store.clone().filter(|_| dashboard_wanted).map(|live| {
+        let mut header = crate::live_dashboard::DashboardHeader::of_run("tx", &config);
+        header.load =
+            format!("open loop, {}, {payer_count} payer(s), SOL transfers", super::tx::rate_text(&args));
+        (live, header)
+    });
     let run = match Run::new(config) {
         Ok(run) => run,
         Err(err) => return output::usage_error(err),
     };
     let stop = run.stop_handle();
     crate::signals::stop_on_interrupt(stop.clone());
+    // On a terminal: the dashboard, through sending and the wait for landings.
+    let dashboard = live.map(|(live, header)| {
+        crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
+    });
     let record = match run.execute() {
         Ok(record) => record,
         Err(err) => return output::failure(err),
@@ -277,7 +273,18 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
             grace_started = true;
             deadline = deadline.min(now + args.grace.unwrap_or(Duration::from_secs(5)));
         }
-        if book.tally(now, blockhash.head().block_height).pending == 0 || now >= deadline {
+        let tally = book.tally(now, blockhash.head().block_height);
+        if let Some(live) = &store {
+            live.publish_transactions(rpcbench::metrics::TransactionFigures {
+                sent: tally.sent,
+                accepted: sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64,
+                rejected: tally.rejected,
+                included: tally.landed,
+                dropped: tally.expired,
+                pending: tally.pending,
+            });
+        }
+        if tally.pending == 0 || now >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -295,6 +302,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         poll_failures = poll.failures();
         note(&mut book, poll.stop());
     }
+    drop(dashboard);
     let end = Instant::now();
     let head = blockhash.head();
     let tally = book.tally(end, head.block_height);
@@ -304,7 +312,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         .iter()
         .zip(&finals)
         .filter_map(|(tx, outcome)| match outcome {
-            rpcbench::tx::solana::landing::SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
+            SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
             _ => None,
         })
         .max();
@@ -375,81 +383,25 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String) -> ExitCode {
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });
-    let text = match args.format {
-        TxFormat::Json => serde_json::to_string_pretty(&report).expect("the report serializes") + "\n",
-        TxFormat::Text => render_text(&report),
+    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
+    let landed_at = sent.iter().zip(&finals).filter_map(|(tx, outcome)| match outcome {
+        SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
+        _ => None,
+    });
+    let figures = super::tx_report::TxRunFigures {
+        timeline: super::tx_report::timeline(&sent_at, landed_at),
+        ack_us: &acks.ack_us,
+        inclusion_us: &tally.latency_us,
+        send_lag_us: &record.totals.send_lag,
+        after: &tally.slots_after,
     };
-    let code = output::print_stdout(&text);
-    if !identity {
-        return output::failure("landed + failed + expired + rejected + pending does not equal sent");
-    }
-    code
-}
-
-fn render_text(report: &Value) -> String {
-    let n = |key: &str| report[key].as_u64().unwrap_or(0);
-    let figure = |value: &Value| value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
-    let resolution = match report["resolution_ms"].as_u64() {
-        Some(ms) => format!("  (resolution {ms} ms: polled)"),
-        None => String::new(),
-    };
-    let mut text = format!(
-        "rpcbench tx {}  solana  {} payers  commitment {}  landings by {}\n\n",
-        report["target"].as_str().unwrap_or(""),
-        n("senders"),
-        report["commitment"].as_str().unwrap_or(""),
-        report["landing_seen_by"].as_str().unwrap_or("")
-    );
-    text.push_str(&format!(
-        "sent        {:>8}   {:.1}/s\n",
-        n("sent"),
-        report["sent_per_second"].as_f64().unwrap_or(0.0)
-    ));
-    text.push_str(&format!("accepted    {:>8}\n", n("accepted")));
-    text.push_str(&format!(
-        "landed      {:>8}   {:.1}/s\n",
-        n("landed"),
-        report["landed_per_second"].as_f64().unwrap_or(0.0)
-    ));
-    text.push_str(&format!("failed      {:>8}   (landed with an error)\n", n("failed")));
-    text.push_str(&format!("expired     {:>8}   (blockhash no longer valid, never landed)\n", n("expired")));
-    text.push_str(&format!("rejected    {:>8}\n", n("rejected")));
-    if let Some(reasons) = report["rejected_by_reason"].as_object() {
-        for (reason, count) in reasons {
-            text.push_str(&format!("  {reason:<22}{}\n", count.as_u64().unwrap_or(0)));
-        }
-    }
-    text.push_str(&format!("pending     {:>8}   (oldest {} ms)\n", n("pending"), n("oldest_pending_ms")));
-    let holds = report["identity_holds"].as_bool().unwrap_or(false);
-    text.push_str(&format!(
-        "landed + failed + expired + rejected + pending = {} {} sent {}\n\n",
-        n("landed") + n("failed") + n("expired") + n("rejected") + n("pending"),
-        if holds { "==" } else { "!=" },
-        n("sent")
-    ));
-    for (label, key, note) in [
-        ("send -> ack ms", "send_to_ack_ms", ""),
-        ("send -> landed ms", "send_to_landed_ms", resolution.as_str()),
-    ] {
-        let row = &report[key];
-        text.push_str(&format!(
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{note}\n",
-            figure(&row["p50"]),
-            figure(&row["p90"]),
-            figure(&row["p99"]),
-            figure(&row["max"])
-        ));
-    }
-    let slots = &report["slots_after_send"];
-    let number = |value: &Value| value.as_u64().map_or("-".into(), |v| v.to_string());
-    text.push_str(&format!(
-        "slots after send       p50 {}  p99 {}  max {}{resolution}\n",
-        number(&slots["p50"]),
-        number(&slots["p99"]),
-        number(&slots["max"])
-    ));
-    if report["interrupted"].as_bool() == Some(true) {
-        text.push_str("interrupted: sending stopped; what did not land within the grace is pending\n");
-    }
-    text
+    super::tx_report::finish(
+        &args,
+        report,
+        figures,
+        &thresholds,
+        shard,
+        identity,
+        "landed + failed + expired + rejected + pending does not equal sent",
+    )
 }

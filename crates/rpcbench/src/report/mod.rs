@@ -22,6 +22,9 @@ pub mod subscribe;
 mod subscribe_html;
 pub mod tables;
 mod text;
+pub mod tx;
+mod tx_html;
+pub mod tx_merge;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,6 +54,7 @@ pub use race::render_race_text;
 pub use shape::RunShape;
 pub use subscribe_html::{render_subscribe_html, render_subscribe_markdown};
 pub use text::{generator_warnings, render_text, SATURATED_CPU_PERCENT};
+pub use tx_html::{render_tx_html, render_tx_markdown};
 
 /// Version of the JSON report layout; bumped when a field changes meaning or goes away.
 pub const REPORT_VERSION: u32 = 1;

@@ -578,3 +578,30 @@ fn names_from_files_cannot_forge_report_lines_markup_or_formulas() {
     let csv = render_csv(std::slice::from_ref(&formula));
     assert!(csv.contains(",\"'=HYPERLINK(\"\"http://x\"\")\","), "{csv}");
 }
+
+/// A committed `tx --save` report of each chain (real output of the command against the mock
+/// nodes, the port set to the chain's usual one).
+fn tx_report(chain: &str) -> serde_json::Value {
+    let path = golden_dir().join(format!("tx-{chain}.report.json"));
+    rpcbench::report::tx::read_tx_report(&path).unwrap_or_else(|err| panic!("{err}"))
+}
+
+#[test]
+fn tx_reports_of_both_chains_render_from_the_committed_reports_and_match_their_schema() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/tx.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    for chain in ["ethereum", "solana"] {
+        let report = tx_report(chain);
+        if let Err(errors) = schema.validate(&report) {
+            let messages: Vec<String> = errors.map(|e| format!("{}: {e}", e.instance_path)).collect();
+            panic!("tx-{chain}.report.json does not match tx.schema.json:\n{}", messages.join("\n"));
+        }
+        check_golden(&format!("tx-{chain}.txt"), &rpcbench::report::tx::render_tx_text(&report));
+        check_golden(&format!("tx-{chain}.md"), &rpcbench::report::render_tx_markdown(&report));
+        let html = rpcbench::report::render_tx_html(&report);
+        assert!(html.contains("Sent vs included per second") && html.contains("Latency by percentile"));
+        assert_eq!(html.matches("<svg").count(), 2, "{chain}: both charts are drawn");
+        assert!(!html.contains("http://") || html.contains("127.0.0.1"), "no request leaves the page");
+    }
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `rpcbench tx` at speed: the generator pinned to one core (GEN_CORE), the mock node with its
+# mempool (Ethereum) or transactions (Solana) pinned to another (MOCK_CORE, one server thread),
+# both on 127.0.0.1 (port 0). Each run is bounded: RATE x SECS transactions, then the wait for
+# inclusions (at most --inclusion-timeout 20s). Prints, per chain: sent, included, the send
+# rate reached, the send lag (how late each send left against its schedule) p50/p99/max, the
+# ack p99, the generator's CPU (user + system, the whole process: signer, engine, head watch,
+# the inclusion bookkeeping) per transaction, the mock's CPU, and the load average.
+# Then the sign-only cost of each chain's transaction from the tx_sign_cost example (no
+# network), to set beside the signing crates' own benchmark figures.
+# Usage: bench/tx.sh [BINARY]   (default target/release/rpcbench)
+#   RATE_ETH=20000 RATE_SOL=40000 SECS=3 GEN_CORE=0 MOCK_CORE=1 CHAINS="ethereum solana"
+#   SIGN_COST=target/release/examples/tx_sign_cost (cargo build --release --example tx_sign_cost)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-target/release/rpcbench}")
+SIGN_COST=${SIGN_COST:-target/release/examples/tx_sign_cost}
+RATE_ETH=${RATE_ETH:-20000}; RATE_SOL=${RATE_SOL:-40000}; SECS=${SECS:-3}
+GEN_CORE=${GEN_CORE:-0}; MOCK_CORE=${MOCK_CORE:-1}; CHAINS=${CHAINS:-"ethereum solana"}
+WORK=$(mktemp -d /tmp/rpcbench-tx-bench.XXXXXX)
+SERVER=""
+trap '[[ -n $SERVER ]] && kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+
+# CPU seconds (user + system) a process has used so far, from /proc/PID/stat.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+
+for chain in $CHAINS; do
+  case $chain in
+    ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms)
+              send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000) ;;
+    solana)   rate=$RATE_SOL; serve=(--chain solana --solana-tx --slot-time 100ms)
+              send=(--senders 8 --commitment processed --skip-preflight) ;;
+    *) echo "unknown chain $chain" >&2; exit 2 ;;
+  esac
+  count=$((rate * SECS))
+  taskset -c "$MOCK_CORE" "$BIN" serve "${serve[@]}" --threads 1 --listen 127.0.0.1:0 >"$WORK/serve.out" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.05; done
+  url=$(grep -o 'http://[0-9.:]*/' "$WORK/serve.out")
+  mock_before=$(cpu_of "$SERVER")
+  echo "# $chain: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# taskset -c $MOCK_CORE $BIN serve ${serve[*]} --threads 1 --listen 127.0.0.1:0"
+  echo "# taskset -c $GEN_CORE $BIN tx URL ${send[*]} --rate $rate -n $count --inclusion-timeout 20s --no-tui -f json"
+  /usr/bin/time -f "%U %S %e" -o "$WORK/time" taskset -c "$GEN_CORE" "$BIN" tx "$url" "${send[@]}" \
+    --rate "$rate" -n "$count" --inclusion-timeout 20s --no-tui -f json -o "$WORK/$chain.json" 2>"$WORK/tx.err" \
+    || { echo "tx exited $?:"; tail -5 "$WORK/tx.err"; }
+  mock_cpu=$(awk -v a="$mock_before" -v b="$(cpu_of "$SERVER")" 'BEGIN {print b - a}')
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
+  python3 - "$WORK/$chain.json" "$WORK/time" "$mock_cpu" "$rate" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+user, system, wall = (float(x) for x in open(sys.argv[2]).read().split()[-3:])
+mock_cpu, rate = float(sys.argv[3]), float(sys.argv[4])
+included = report.get("included", report.get("landed", 0))
+sent = report["sent"]
+lag = report["send_lag_ms"]
+print(f"sent {sent} at {report['sent_per_second']:.0f}/s (asked {rate:.0f}/s) over {report['send_seconds']:.2f} s; "
+      f"included {included}; rejected {report['rejected']} {report['rejected_by_reason']}; pending {report['pending']}")
+print(f"send lag ms p50 {lag['p50']} p99 {lag['p99']} max {lag['max']}; ack ms p99 {report['send_to_ack_ms']['p99']}")
+print(f"generator CPU {user + system:.2f} s (user {user:.2f}, sys {system:.2f}) over {wall:.2f} s wall: "
+      f"{(user + system) * 1e6 / max(sent, 1):.1f} us per transaction; mock CPU {mock_cpu:.2f} s: "
+      f"{mock_cpu * 1e6 / max(sent, 1):.1f} us per transaction")
+PY
+done
+
+if [[ -x $SIGN_COST ]]; then
+  echo "# sign-only, one thread: taskset -c $GEN_CORE $SIGN_COST 20000"
+  taskset -c "$GEN_CORE" "$SIGN_COST" 20000
+else
+  echo "# ($SIGN_COST not built: cargo build --release --example tx_sign_cost)"
+fi

@@ -1,0 +1,697 @@
+//! The report of `rpcbench tx` as a results kind of its own: the JSON object the command
+//! writes (`-f json`, `--save`; schema/tx.schema.json, marked by `tx_report_version`), read
+//! back by `rpcbench report FILE` and rendered as text here, as Markdown and HTML in
+//! `tx_html`. Also what the command builds it from: the per-second counts of sent and
+//! included transactions ([`TxTimeline`]) and the thresholds judged on it ([`TxThreshold`]:
+//! `inclusion p99 < 3s`, `included > 99%`, `ack p99 < 50ms`, in the one condition grammar).
+//!
+//! The report holds either chain's figures: Ethereum's `included`/`dropped` and
+//! `send_to_included_ms`, Solana's `landed`/`failed`/`expired` and `send_to_landed_ms`.
+//! [`TxChainWords`] names them once for every renderer and the thresholds.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ThresholdResult;
+use crate::conditions::{
+    self, ConditionError, Limit, MetricWord, Operator, Quantity, Vocabulary, ALL_OPERATORS,
+};
+use crate::util::units::format_micros;
+
+/// The version of the tx report's JSON this build writes and reads.
+pub const TX_REPORT_VERSION: u64 = 1;
+
+/// The most seconds the timeline holds; a send or inclusion later than this lands in the last.
+pub const MAX_TIMELINE_SECONDS: usize = 86_400;
+
+/// One second of a tx run: transactions sent and included (Solana: landed) in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TxSecond {
+    /// Seconds since the first send.
+    pub second: u64,
+    /// Transactions sent in this second.
+    pub sent: u64,
+    /// Transactions whose inclusion was seen in this second.
+    pub included: u64,
+}
+
+/// Counts of sends and inclusions per second since the first send, bounded by
+/// [`MAX_TIMELINE_SECONDS`].
+#[derive(Debug, Default, Clone)]
+pub struct TxTimeline {
+    seconds: Vec<TxSecond>,
+}
+
+impl TxTimeline {
+    /// An empty timeline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn at(&mut self, since_first_send: Duration) -> &mut TxSecond {
+        let index = (since_first_send.as_secs() as usize).min(MAX_TIMELINE_SECONDS - 1);
+        while self.seconds.len() <= index {
+            let second = self.seconds.len() as u64;
+            self.seconds.push(TxSecond { second, sent: 0, included: 0 });
+        }
+        &mut self.seconds[index]
+    }
+
+    /// A send this long after the first.
+    pub fn sent(&mut self, since_first_send: Duration) {
+        self.at(since_first_send).sent += 1;
+    }
+
+    /// An inclusion seen this long after the first send.
+    pub fn included(&mut self, since_first_send: Duration) {
+        self.at(since_first_send).included += 1;
+    }
+
+    /// The seconds, from the first send's.
+    pub fn seconds(&self) -> &[TxSecond] {
+        &self.seconds
+    }
+}
+
+/// The names under which a chain's report holds its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxChainWords {
+    /// The chain, as the report's `chain` says it.
+    pub chain: &'static str,
+    /// The count of transactions included (Ethereum) or landed (Solana).
+    pub included: &'static str,
+    /// The count of those never included in time: dropped (Ethereum), expired (Solana).
+    pub lost: &'static str,
+    /// The send -> inclusion latency table, in ms.
+    pub latency: &'static str,
+    /// The inclusion rate over the time inclusions were seen.
+    pub per_second: &'static str,
+    /// The polling resolution in ms, when inclusions were polled.
+    pub resolution: &'static str,
+}
+
+/// Ethereum's names.
+pub const ETHEREUM_WORDS: TxChainWords = TxChainWords {
+    chain: "ethereum",
+    included: "included",
+    lost: "dropped",
+    latency: "send_to_included_ms",
+    per_second: "included_per_second",
+    resolution: "inclusion_resolution_ms",
+};
+
+/// Solana's names.
+pub const SOLANA_WORDS: TxChainWords = TxChainWords {
+    chain: "solana",
+    included: "landed",
+    lost: "expired",
+    latency: "send_to_landed_ms",
+    per_second: "landed_per_second",
+    resolution: "resolution_ms",
+};
+
+impl TxChainWords {
+    /// The names of the report's chain.
+    pub fn of(report: &Value) -> Self {
+        if report["chain"].as_str() == Some("solana") {
+            SOLANA_WORDS
+        } else {
+            ETHEREUM_WORDS
+        }
+    }
+}
+
+/// A count of the report, 0 when absent.
+pub(super) fn count(report: &Value, key: &str) -> u64 {
+    report[key].as_u64().unwrap_or(0)
+}
+
+/// A histogram the report keeps losslessly (`histograms.ack` or `histograms.inclusion`), in
+/// microseconds; `None` when absent or empty.
+pub fn tx_histogram(report: &Value, which: &str) -> Option<Histogram<u64>> {
+    let text = report["histograms"][which].as_str()?;
+    crate::util::hdr_codec::decode_histogram(text).ok().filter(|histogram| !histogram.is_empty())
+}
+
+/// What a tx condition measures, as the grammar names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxWord {
+    Inclusion,
+    Ack,
+    Included,
+    Rejected,
+    Dropped,
+    Pending,
+    SentRate,
+    IncludedRate,
+}
+
+const TX_STATS: &[&str] = &["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"];
+
+/// The metrics of `tx --threshold`: the two latencies with a percentile (p99 when none is
+/// written), shares of the sent, the pending count and the two rates.
+const TX_WORDS: Vocabulary<TxWord> = {
+    const fn latency(id: TxWord, names: &'static [&'static str]) -> MetricWord<TxWord> {
+        MetricWord { id, names, quantity: Quantity::Latency, stats: TX_STATS, default_stat: Some("p99") }
+    }
+    const fn share(id: TxWord, names: &'static [&'static str]) -> MetricWord<TxWord> {
+        MetricWord { id, names, quantity: Quantity::Percent, stats: &[], default_stat: None }
+    }
+    const fn rate(id: TxWord, names: &'static [&'static str]) -> MetricWord<TxWord> {
+        MetricWord { id, names, quantity: Quantity::Rate, stats: &[], default_stat: None }
+    }
+    Vocabulary {
+        metrics: &[
+            latency(TxWord::Inclusion, &["inclusion", "landing"]),
+            latency(TxWord::Ack, &["ack"]),
+            share(TxWord::Included, &["included", "landed"]),
+            share(TxWord::Rejected, &["rejected"]),
+            share(TxWord::Dropped, &["dropped", "expired"]),
+            MetricWord {
+                id: TxWord::Pending,
+                names: &["pending"],
+                quantity: Quantity::Count,
+                stats: &[],
+                default_stat: None,
+            },
+            rate(TxWord::SentRate, &["sent-rate"]),
+            rate(TxWord::IncludedRate, &["included-rate", "landed-rate"]),
+        ],
+        bare_stats: None,
+        operators: ALL_OPERATORS,
+        scopes: false,
+        limits_above_zero: false,
+    }
+};
+
+/// A condition on a tx run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxThreshold {
+    text: String,
+    word: TxWord,
+    stat: Option<&'static str>,
+    operator: Operator,
+    limit: Limit,
+}
+
+impl TxThreshold {
+    /// Parses `inclusion p99 < 3s`, `ack p99 < 50ms`, `included > 99%`, `rejected < 1%`,
+    /// `dropped < 1%`, `pending < 1`, `sent-rate >= 100/s` or `included-rate >= 100/s` (the
+    /// grammar of [`crate::conditions`]; Solana's `landing`, `landed`, `expired` and
+    /// `landed-rate` are the same metrics).
+    pub fn parse(text: &str) -> Result<Self, ConditionError> {
+        let condition = conditions::parse(text, &TX_WORDS)?;
+        Ok(Self {
+            text: condition.text,
+            word: condition.metric,
+            stat: condition.stat,
+            operator: condition.operator,
+            limit: condition.limit,
+        })
+    }
+
+    /// The condition as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The verdict on a tx report.
+    pub fn judge(&self, report: &Value) -> ThresholdResult {
+        let words = TxChainWords::of(report);
+        let sent = count(report, "sent");
+        let share = |key: &str| {
+            let part = count(report, key);
+            (sent > 0).then(|| part as f64 * 100.0 / sent as f64)
+        };
+        let latency = |which: &str| {
+            let histogram = tx_histogram(report, which)?;
+            let stat = self.stat.unwrap_or("p99");
+            Some(match stat {
+                "max" => histogram.max() as f64,
+                _ => {
+                    let quantile = stat.trim_start_matches('p').parse::<f64>().unwrap_or(99.0) / 100.0;
+                    histogram.value_at_quantile(quantile) as f64
+                }
+            })
+        };
+        let actual = match self.word {
+            TxWord::Inclusion => latency("inclusion"),
+            TxWord::Ack => latency("ack"),
+            TxWord::Included => share(words.included),
+            TxWord::Rejected => share("rejected"),
+            TxWord::Dropped => share(words.lost),
+            TxWord::Pending => Some(count(report, "pending") as f64),
+            TxWord::SentRate => report["sent_per_second"].as_f64(),
+            TxWord::IncludedRate => report[words.per_second].as_f64(),
+        };
+        // Latencies are judged in whole microseconds, as they are recorded.
+        let limit = match self.limit {
+            Limit::Latency(limit) => limit.as_micros() as f64,
+            other => other.value(),
+        };
+        let shown = |value: f64| match self.limit {
+            Limit::Latency(_) => format_micros(value),
+            Limit::Percent(_) => format!("{value:.2}%"),
+            Limit::Rate(_) => format!("{value:.1}/s"),
+            Limit::Count(_) => format!("{value:.0}"),
+        };
+        let Some(actual) = actual else {
+            let why =
+                if sent == 0 { "no value (nothing was sent)" } else { "no value (nothing was measured)" };
+            return ThresholdResult {
+                threshold: self.text.clone(),
+                passed: false,
+                actual: why.into(),
+                exceeded_by: "no value".into(),
+            };
+        };
+        let passed = self.operator.holds(actual, limit);
+        let exceeded_by = if passed { String::new() } else { shown((actual - limit).abs()) };
+        ThresholdResult { threshold: self.text.clone(), passed, actual: shown(actual), exceeded_by }
+    }
+}
+
+/// Whether the file at `path` is a tx report (`tx -f json` or `tx --save`).
+pub fn is_tx_report(path: &Path) -> bool {
+    crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|report| report["tx_report_version"].is_u64())
+}
+
+/// A saved tx report that cannot be read, with its file.
+#[derive(Debug)]
+pub enum TxReportError {
+    /// The file cannot be read.
+    Read(PathBuf, std::io::Error),
+    /// The file is not JSON.
+    NotJson(PathBuf, serde_json::Error),
+    /// The JSON is not a tx report of a version this build knows.
+    Version(PathBuf, Option<u64>),
+    /// One of its histograms does not decode.
+    Histogram(PathBuf, crate::util::hdr_codec::HistogramTextError),
+}
+
+impl std::fmt::Display for TxReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxReportError::Read(path, err) => write!(f, "{}: {err}", path.display()),
+            TxReportError::NotJson(path, err) => write!(f, "{}: not a tx report: {err}", path.display()),
+            TxReportError::Version(path, None) => {
+                write!(f, "{}: not a tx report (no tx_report_version)", path.display())
+            }
+            TxReportError::Version(path, Some(version)) => write!(
+                f,
+                "{}: tx report version {version}; this build reads version {TX_REPORT_VERSION}",
+                path.display()
+            ),
+            TxReportError::Histogram(path, err) => {
+                write!(f, "{}: a histogram does not decode: {err}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for TxReportError {}
+
+/// Reads a saved tx report, checking its version and that its histograms decode.
+pub fn read_tx_report(path: &Path) -> Result<Value, TxReportError> {
+    let text = crate::util::files::read_text_limited(path, crate::util::files::MAX_RESULTS)
+        .map_err(|err| TxReportError::Read(path.to_path_buf(), err))?;
+    let report: Value =
+        serde_json::from_str(&text).map_err(|err| TxReportError::NotJson(path.to_path_buf(), err))?;
+    match report["tx_report_version"].as_u64() {
+        Some(TX_REPORT_VERSION) => {}
+        other => return Err(TxReportError::Version(path.to_path_buf(), other)),
+    }
+    for which in ["ack", "inclusion", "send_lag", "after"] {
+        if let Some(text) = report["histograms"][which].as_str() {
+            crate::util::hdr_codec::decode_histogram(text)
+                .map_err(|err| TxReportError::Histogram(path.to_path_buf(), err))?;
+        }
+    }
+    Ok(report)
+}
+
+/// A figure in ms with three decimals, `-` when there is none.
+pub(super) fn figure(value: &Value) -> String {
+    value.as_f64().map_or("-".to_string(), |v| format!("{v:.3}"))
+}
+
+/// A whole number, `-` when there is none.
+pub(super) fn number(value: &Value) -> String {
+    value.as_u64().map_or("-".into(), |v| v.to_string())
+}
+
+/// The stages line: `stages 10s:100/s 20s:500/s`, empty without stages.
+pub(super) fn stages_text(report: &Value) -> Option<String> {
+    let stages = report["stages"].as_array().filter(|stages| !stages.is_empty())?;
+    let parts: Vec<String> = stages
+        .iter()
+        .map(|stage| {
+            format!(
+                "{}:{}/s",
+                crate::util::units::format_duration(Duration::from_millis(
+                    stage["duration_ms"].as_u64().unwrap_or(0)
+                )),
+                stage["rate"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect();
+    Some(parts.join(" "))
+}
+
+/// Which shard the report is of (`2 of 4`) or how many it merges (`merged from 4 shards`);
+/// `None` for a whole run.
+pub(super) fn shard_text(report: &Value) -> Option<String> {
+    let shard = &report["shard"];
+    if let Some(from) = shard["merged_from"].as_u64() {
+        return Some(format!("merged from {from} shards"));
+    }
+    match (shard["index"].as_u64(), shard["count"].as_u64()) {
+        (Some(index), Some(count)) if count > 1 => Some(format!("{index} of {count}")),
+        _ => None,
+    }
+}
+
+/// The verdicts the report holds.
+pub(super) fn verdicts(report: &Value) -> Vec<ThresholdResult> {
+    report["thresholds"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|v| serde_json::from_value(v.clone()).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// The report as text, for either chain.
+pub fn render_tx_text(report: &Value) -> String {
+    let mut text =
+        if TxChainWords::of(report) == SOLANA_WORDS { solana_text(report) } else { ethereum_text(report) };
+    if let Some(stages) = stages_text(report) {
+        let _ = writeln!(text, "stages                 {stages}");
+    }
+    if let Some(shard) = shard_text(report) {
+        let _ = writeln!(text, "shard                  {shard}");
+    }
+    let verdicts = verdicts(report);
+    if !verdicts.is_empty() {
+        text.push('\n');
+        for verdict in &verdicts {
+            let _ = write!(
+                text,
+                "threshold {:<28} {}  ({})",
+                format!("'{}'", verdict.threshold),
+                if verdict.passed { "passed" } else { "FAILED" },
+                verdict.actual
+            );
+            if !verdict.passed {
+                let _ = write!(text, "  exceeded by {}", verdict.exceeded_by);
+            }
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn ethereum_text(report: &Value) -> String {
+    let n = |key: &str| count(report, key);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "rpcbench tx {}  chain {}  {} senders",
+        report["target"].as_str().unwrap_or(""),
+        n("chain_id"),
+        n("senders")
+    );
+    let _ = writeln!(
+        text,
+        "{}  gas limit {}  fees {}\n",
+        report["kind"].as_str().unwrap_or(""),
+        n("gas_limit"),
+        report["fees"]["source"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(
+        text,
+        "sent        {:>8}   {:.1}/s",
+        n("sent"),
+        report["sent_per_second"].as_f64().unwrap_or(0.0)
+    );
+    let _ = writeln!(text, "accepted    {:>8}", n("accepted"));
+    let _ = writeln!(
+        text,
+        "included    {:>8}   {:.1}/s{}",
+        n("included"),
+        report["included_per_second"].as_f64().unwrap_or(0.0),
+        report["inclusion_resolution_ms"]
+            .as_u64()
+            .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"))
+    );
+    let _ = writeln!(
+        text,
+        "dropped     {:>8}   (not included within {} ms)",
+        n("dropped"),
+        n("inclusion_timeout_ms")
+    );
+    let _ = writeln!(text, "rejected    {:>8}", n("rejected"));
+    if let Some(reasons) = report["rejected_by_reason"].as_object() {
+        for (reason, count) in reasons {
+            let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
+        }
+    }
+    let _ = writeln!(text, "pending     {:>8}   (oldest {} ms)", n("pending"), n("oldest_pending_ms"));
+    let holds = report["identity_holds"].as_bool().unwrap_or(false);
+    let _ = writeln!(
+        text,
+        "included + dropped + rejected + pending = {} {} sent {}\n",
+        n("included") + n("dropped") + n("rejected") + n("pending"),
+        if holds { "==" } else { "!=" },
+        n("sent")
+    );
+    for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
+    {
+        let row = &report[key];
+        // Inclusion read from a poll is late by up to one interval: said beside the figures.
+        let resolution = match (key, report["inclusion_resolution_ms"].as_u64()) {
+            ("send_to_included_ms", Some(poll)) => format!("  (polled: resolution {poll} ms)"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            text,
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{resolution}",
+            figure(&row["p50"]),
+            figure(&row["p90"]),
+            figure(&row["p99"]),
+            figure(&row["max"])
+        );
+    }
+    let blocks = &report["blocks_after_head_at_send"];
+    let _ = writeln!(
+        text,
+        "blocks after head      p50 {}  p99 {}  max {}",
+        number(&blocks["p50"]),
+        number(&blocks["p99"]),
+        number(&blocks["max"])
+    );
+    let resync = &report["nonce_resyncs"];
+    if resync["refusals_handed_back"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(
+            text,
+            "nonce resyncs          {} from {} refusals ({} lookups failed, {} signed ahead dropped unsent)",
+            resync["resynced"].as_u64().unwrap_or(0),
+            resync["refusals_handed_back"].as_u64().unwrap_or(0),
+            resync["lookup_failures"].as_u64().unwrap_or(0),
+            resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
+        );
+    }
+    text.push_str(&top_up_line(&report["top_ups"]));
+    if report["interrupted"].as_bool() == Some(true) {
+        text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
+    }
+    text
+}
+
+/// The text report's line on top-ups, empty when no sender ran dry.
+fn top_up_line(top_ups: &Value) -> String {
+    let n = |key: &str| top_ups[key].as_u64().unwrap_or(0);
+    if n("insufficient_funds_refusals") == 0 {
+        return String::new();
+    }
+    let mut why_not = Vec::new();
+    if n("not_sent_no_funder") > 0 {
+        why_not.push(format!("{} not: funding is off", n("not_sent_no_funder")));
+    }
+    if n("not_sent_funder_itself_dry") > 0 {
+        why_not.push(format!("{} not: the funder itself is dry", n("not_sent_funder_itself_dry")));
+    }
+    if n("not_sent_same_dry_spell") > 0 {
+        why_not.push(format!("{} not: signed before the sender's last top-up", n("not_sent_same_dry_spell")));
+    }
+    if n("not_sent_within_cooldown") > 0 {
+        why_not.push(format!("{} not: topped up within the cooldown", n("not_sent_within_cooldown")));
+    }
+    format!(
+        "top-ups from sender 0   {} sent for {} insufficient-funds refusals{}{}\n",
+        n("sent"),
+        n("insufficient_funds_refusals"),
+        if why_not.is_empty() { "" } else { "; " },
+        why_not.join(", ")
+    )
+}
+
+fn solana_text(report: &Value) -> String {
+    let n = |key: &str| count(report, key);
+    let resolution = match report["resolution_ms"].as_u64() {
+        Some(ms) => format!("  (resolution {ms} ms: polled)"),
+        None => String::new(),
+    };
+    let mut text = format!(
+        "rpcbench tx {}  solana  {} payers  commitment {}  landings by {}\n\n",
+        report["target"].as_str().unwrap_or(""),
+        n("senders"),
+        report["commitment"].as_str().unwrap_or(""),
+        report["landing_seen_by"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(
+        text,
+        "sent        {:>8}   {:.1}/s",
+        n("sent"),
+        report["sent_per_second"].as_f64().unwrap_or(0.0)
+    );
+    let _ = writeln!(text, "accepted    {:>8}", n("accepted"));
+    let _ = writeln!(
+        text,
+        "landed      {:>8}   {:.1}/s",
+        n("landed"),
+        report["landed_per_second"].as_f64().unwrap_or(0.0)
+    );
+    let _ = writeln!(text, "failed      {:>8}   (landed with an error)", n("failed"));
+    let _ = writeln!(text, "expired     {:>8}   (blockhash no longer valid, never landed)", n("expired"));
+    let _ = writeln!(text, "rejected    {:>8}", n("rejected"));
+    if let Some(reasons) = report["rejected_by_reason"].as_object() {
+        for (reason, count) in reasons {
+            let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
+        }
+    }
+    let _ = writeln!(text, "pending     {:>8}   (oldest {} ms)", n("pending"), n("oldest_pending_ms"));
+    let holds = report["identity_holds"].as_bool().unwrap_or(false);
+    let _ = writeln!(
+        text,
+        "landed + failed + expired + rejected + pending = {} {} sent {}\n",
+        n("landed") + n("failed") + n("expired") + n("rejected") + n("pending"),
+        if holds { "==" } else { "!=" },
+        n("sent")
+    );
+    for (label, key, note) in [
+        ("send -> ack ms", "send_to_ack_ms", ""),
+        ("send -> landed ms", "send_to_landed_ms", resolution.as_str()),
+    ] {
+        let row = &report[key];
+        let _ = writeln!(
+            text,
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{note}",
+            figure(&row["p50"]),
+            figure(&row["p90"]),
+            figure(&row["p99"]),
+            figure(&row["max"])
+        );
+    }
+    let slots = &report["slots_after_send"];
+    let _ = writeln!(
+        text,
+        "slots after send       p50 {}  p99 {}  max {}{resolution}",
+        number(&slots["p50"]),
+        number(&slots["p99"]),
+        number(&slots["max"])
+    );
+    if report["interrupted"].as_bool() == Some(true) {
+        text.push_str("interrupted: sending stopped; what did not land within the grace is pending\n");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn histogram(values: &[u64]) -> String {
+        let mut histogram = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for &value in values {
+            histogram.record(value).unwrap();
+        }
+        crate::util::hdr_codec::encode_histogram(&histogram)
+    }
+
+    fn report(chain: &str, included: u64) -> Value {
+        let mut report = json!({
+            "tx_report_version": TX_REPORT_VERSION,
+            "chain": chain,
+            "sent": 200,
+            "rejected": 2,
+            "pending": 0,
+            "sent_per_second": 100.0,
+            "histograms": {
+                "ack": histogram(&[1_000; 100]),
+                "inclusion": histogram(&[[900_000u64; 99].as_slice(), &[2_500_000]].concat()),
+            },
+        });
+        let words = TxChainWords::of(&report);
+        report[words.included] = json!(included);
+        report[words.lost] = json!(200 - included - 2);
+        report[words.per_second] = json!(99.0);
+        report
+    }
+
+    #[test]
+    fn the_brief_s_three_conditions_are_judged_on_either_chain_s_report() {
+        for chain in ["ethereum", "solana"] {
+            let report = report(chain, 197);
+            let judge = |text: &str| TxThreshold::parse(text).unwrap().judge(&report);
+            assert!(judge("inclusion p99 < 3s").passed, "{chain}");
+            assert!(!judge("inclusion max < 2s").passed, "{chain}");
+            assert!(judge("included > 98%").passed, "{chain}: 197 of 200 is 98.5%");
+            let breach = judge("included > 99%");
+            assert!(!breach.passed);
+            assert_eq!(breach.actual, "98.50%");
+            assert!(judge("ack p99 < 50ms").passed);
+            assert!(!judge("dropped < 0.5%").passed, "{chain}: 1 of 200 lost is 0.5%");
+            assert!(judge("pending < 1").passed);
+            assert!(judge("included-rate >= 99/s").passed);
+            assert!(judge("landed > 98%").passed, "Solana's words mean the same on {chain}");
+        }
+    }
+
+    #[test]
+    fn a_latency_condition_on_a_run_that_included_nothing_fails_with_no_value() {
+        let mut report = report("ethereum", 0);
+        report["histograms"]["inclusion"] = json!(histogram(&[]));
+        let verdict = TxThreshold::parse("inclusion p50 < 10s").unwrap().judge(&report);
+        assert!(!verdict.passed);
+        assert!(verdict.actual.starts_with("no value"), "{verdict:?}");
+    }
+
+    #[test]
+    fn a_tx_condition_outside_the_vocabulary_is_refused_at_its_column() {
+        let err = TxThreshold::parse("blocks p99 < 3").unwrap_err();
+        assert_eq!(err.column(), 1, "{err}");
+        assert!(TxThreshold::parse("included > 99ms").is_err());
+    }
+
+    #[test]
+    fn the_timeline_counts_per_second_and_holds_a_bounded_number_of_seconds() {
+        let mut timeline = TxTimeline::new();
+        timeline.sent(Duration::from_millis(100));
+        timeline.sent(Duration::from_millis(900));
+        timeline.sent(Duration::from_millis(1_100));
+        timeline.included(Duration::from_millis(2_050));
+        timeline.included(Duration::from_secs(10 * MAX_TIMELINE_SECONDS as u64));
+        let seconds = timeline.seconds();
+        assert_eq!(seconds.len(), MAX_TIMELINE_SECONDS);
+        assert_eq!((seconds[0].sent, seconds[1].sent, seconds[2].included), (2, 1, 1));
+        assert_eq!(seconds[MAX_TIMELINE_SECONDS - 1].included, 1);
+    }
+}

@@ -1,0 +1,258 @@
+//! The saved reports of a sharded `rpcbench tx` run (`tx --shard I/N --save`) put together
+//! into one report of the whole fleet: counts and per-second counts added, the histograms
+//! (ack, inclusion, send lag, blocks or slots after the send) merged losslessly and their
+//! figures computed again from the merged histograms, so that nothing is averaged.
+
+use std::path::{Path, PathBuf};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+use super::tx::TxChainWords;
+use crate::util::hdr_codec::{decode_histogram, encode_histogram};
+
+/// Top-level counts added across shards (those a chain does not have are left out).
+const SUMMED: &[&str] = &[
+    "senders",
+    "sent",
+    "accepted",
+    "rejected",
+    "pending",
+    "included",
+    "dropped",
+    "landed",
+    "failed",
+    "expired",
+    "heads_seen",
+    "block_fetch_failures",
+    "subscriptions",
+    "subscriptions_refused",
+    "sent_unwatched",
+    "status_poll_failures",
+    "blockhash_refresh_failures",
+];
+
+/// Per-second rates added across shards (the shards send side by side).
+const RATES: &[&str] = &["sent_per_second", "included_per_second", "landed_per_second"];
+
+/// Why the shards' reports cannot be merged.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TxMergeError {
+    /// The reports are not of one chain.
+    Chains(PathBuf, String, String),
+    /// A report says no shard, or shards of a different split than the first.
+    Shard(PathBuf, String),
+    /// A shard is missing or given twice.
+    Coverage(String),
+    /// A report lacks one of the histograms a merge needs.
+    Histogram(PathBuf, &'static str),
+}
+
+impl std::fmt::Display for TxMergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxMergeError::Chains(path, first, this) => {
+                write!(f, "{}: a {this} report, the first is {first}", path.display())
+            }
+            TxMergeError::Shard(path, why) => write!(f, "{}: {why}", path.display()),
+            TxMergeError::Coverage(why) => write!(f, "{why}"),
+            TxMergeError::Histogram(path, which) => {
+                write!(f, "{}: no {which} histogram to merge (saved by an older build?)", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for TxMergeError {}
+
+fn shard_of(path: &Path, report: &Value) -> Result<(u64, u64), TxMergeError> {
+    let shard = &report["shard"];
+    match (shard["index"].as_u64(), shard["count"].as_u64()) {
+        (Some(index), Some(count)) if count >= 1 && (1..=count).contains(&index) => Ok((index, count)),
+        _ => Err(TxMergeError::Shard(path.to_path_buf(), "no shard I/N in the report".into())),
+    }
+}
+
+fn merged_histogram(parts: &[(PathBuf, Value)], which: &'static str) -> Result<Histogram<u64>, TxMergeError> {
+    let mut sum: Option<Histogram<u64>> = None;
+    for (path, report) in parts {
+        let text = report["histograms"][which]
+            .as_str()
+            .ok_or_else(|| TxMergeError::Histogram(path.clone(), which))?;
+        let histogram = decode_histogram(text).map_err(|_| TxMergeError::Histogram(path.clone(), which))?;
+        match &mut sum {
+            Some(sum) => sum.add(&histogram).map_err(|_| TxMergeError::Histogram(path.clone(), which))?,
+            None => sum = Some(histogram),
+        }
+    }
+    sum.ok_or_else(|| TxMergeError::Coverage("no report to merge".into()))
+}
+
+/// A percentile table in ms (`keys` of p50, p90, p99, max), nulls when empty.
+fn ms_table(histogram: &Histogram<u64>, keys: &[&str]) -> Value {
+    table(histogram, keys, |value| json!(value as f64 / 1000.0))
+}
+
+fn table(histogram: &Histogram<u64>, keys: &[&str], shown: impl Fn(u64) -> Value) -> Value {
+    let mut out = Map::new();
+    for key in keys {
+        let value = if histogram.is_empty() {
+            Value::Null
+        } else if *key == "max" {
+            shown(histogram.max())
+        } else {
+            let quantile = key.trim_start_matches('p').parse::<f64>().unwrap_or(99.0) / 100.0;
+            shown(histogram.value_at_quantile(quantile))
+        };
+        out.insert(key.to_string(), value);
+    }
+    Value::Object(out)
+}
+
+/// Merges the reports of every shard of one run (each `1/N` .. `N/N` exactly once) into the
+/// fleet's report, marked as shard 1 of 1 with the shards it came from.
+pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeError> {
+    let (first_path, first) =
+        parts.first().ok_or_else(|| TxMergeError::Coverage("no report to merge".into()))?;
+    let words = TxChainWords::of(first);
+    let (_, count) = shard_of(first_path, first)?;
+    let mut seen = vec![false; count as usize];
+    for (path, report) in parts {
+        let chain = TxChainWords::of(report).chain;
+        if chain != words.chain {
+            return Err(TxMergeError::Chains(path.clone(), words.chain.into(), chain.into()));
+        }
+        let (index, this_count) = shard_of(path, report)?;
+        if this_count != count {
+            return Err(TxMergeError::Shard(
+                path.clone(),
+                format!("shard {index}/{this_count}, the first report is of {count} shards"),
+            ));
+        }
+        if std::mem::replace(&mut seen[index as usize - 1], true) {
+            return Err(TxMergeError::Coverage(format!("shard {index}/{count} is given twice")));
+        }
+    }
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, seen)| !**seen)
+        .map(|(i, _)| format!("{}/{count}", i + 1))
+        .collect();
+    if !missing.is_empty() {
+        return Err(TxMergeError::Coverage(format!("shard(s) {} missing", missing.join(", "))));
+    }
+    let mut merged = first.clone();
+    let sum = |key: &str| parts.iter().map(|(_, report)| report[key].as_u64().unwrap_or(0)).sum::<u64>();
+    for key in SUMMED.iter().filter(|key| first[**key].is_u64()) {
+        merged[*key] = json!(sum(key));
+    }
+    for key in RATES.iter().filter(|key| first[**key].is_number()) {
+        let rate: f64 = parts.iter().map(|(_, report)| report[*key].as_f64().unwrap_or(0.0)).sum();
+        merged[*key] = json!(rate);
+    }
+    let max = |key: &str| parts.iter().filter_map(|(_, report)| report[key].as_f64()).fold(0.0, f64::max);
+    merged["send_seconds"] = json!(max("send_seconds"));
+    merged["oldest_pending_ms"] = json!(max("oldest_pending_ms") as u64);
+    merged["interrupted"] = json!(parts.iter().any(|(_, report)| report["interrupted"] == true));
+    merged["identity_holds"] = json!(parts.iter().all(|(_, report)| report["identity_holds"] == true));
+    let mut reasons: Map<String, Value> = Map::new();
+    for (_, report) in parts {
+        for (reason, n) in report["rejected_by_reason"].as_object().into_iter().flatten() {
+            let before = reasons.get(reason).and_then(Value::as_u64).unwrap_or(0);
+            reasons.insert(reason.clone(), json!(before + n.as_u64().unwrap_or(0)));
+        }
+    }
+    merged["rejected_by_reason"] = Value::Object(reasons);
+    if first["nonce_resyncs"].is_object() {
+        let mut resyncs = Map::new();
+        for key in first["nonce_resyncs"].as_object().into_iter().flatten().map(|(key, _)| key) {
+            let total: u64 =
+                parts.iter().map(|(_, report)| report["nonce_resyncs"][key].as_u64().unwrap_or(0)).sum();
+            resyncs.insert(key.clone(), json!(total));
+        }
+        merged["nonce_resyncs"] = Value::Object(resyncs);
+    }
+    let mut seconds: Vec<(u64, u64)> = Vec::new();
+    for (_, report) in parts {
+        for (i, second) in report["per_second"].as_array().into_iter().flatten().enumerate() {
+            if seconds.len() <= i {
+                seconds.resize(i + 1, (0, 0));
+            }
+            seconds[i].0 += second["sent"].as_u64().unwrap_or(0);
+            seconds[i].1 += second["included"].as_u64().unwrap_or(0);
+        }
+    }
+    merged["per_second"] = json!(seconds
+        .iter()
+        .enumerate()
+        .map(|(i, (sent, included))| json!({"second": i, "sent": sent, "included": included}))
+        .collect::<Vec<_>>());
+    let ack = merged_histogram(parts, "ack")?;
+    let inclusion = merged_histogram(parts, "inclusion")?;
+    let send_lag = merged_histogram(parts, "send_lag")?;
+    let after = merged_histogram(parts, "after")?;
+    let full = ["p50", "p90", "p99", "max"];
+    merged["send_to_ack_ms"] = ms_table(&ack, &full);
+    merged[words.latency] = ms_table(&inclusion, &full);
+    merged["send_lag_ms"] = ms_table(&send_lag, &["p50", "p99", "max"]);
+    let after_key = if words.chain == "solana" { "slots_after_send" } else { "blocks_after_head_at_send" };
+    merged[after_key] = table(&after, &["p50", "p99", "max"], |value| json!(value));
+    merged["histograms"] = json!({
+        "ack": encode_histogram(&ack),
+        "inclusion": encode_histogram(&inclusion),
+        "send_lag": encode_histogram(&send_lag),
+        "after": encode_histogram(&after),
+    });
+    merged["shard"] = json!({"index": 1, "count": 1, "merged_from": count});
+    // The shards' verdicts judged a part; the merge judges the whole again when asked.
+    merged["thresholds"] = json!([]);
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(index: u64, count: u64, sent: u64) -> (PathBuf, Value) {
+        let mut histogram = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for value in 1..=sent {
+            histogram.record(value * 1000).unwrap();
+        }
+        let text = encode_histogram(&histogram);
+        let report = json!({
+            "tx_report_version": 1, "chain": "ethereum", "sent": sent, "included": sent, "dropped": 0,
+            "rejected": 0, "pending": 0, "accepted": sent, "senders": 2, "identity_holds": true,
+            "rejected_by_reason": {}, "per_second": [{"second": 0, "sent": sent, "included": sent}],
+            "shard": {"index": index, "count": count},
+            "histograms": {"ack": text, "inclusion": text, "send_lag": text, "after": text},
+        });
+        (PathBuf::from(format!("shard{index}.json")), report)
+    }
+
+    #[test]
+    fn shards_merge_into_sums_and_percentiles_of_the_merged_histograms() {
+        let merged = merge_tx_reports(&[shard(2, 2, 100), shard(1, 2, 300)]).unwrap();
+        assert_eq!(merged["sent"], 400);
+        assert_eq!(merged["senders"], 4);
+        assert_eq!(merged["per_second"][0]["included"], 400);
+        // 1..=100 ms and 1..=300 ms together: 200 values up to 100 ms, so the median is
+        // 100 ms (the mean of the shards' medians would say 100.5; their max, 150).
+        let p50 = merged["send_to_included_ms"]["p50"].as_f64().unwrap();
+        assert!((99.5..=100.5).contains(&p50), "{p50}");
+        let p99 = merged["send_to_included_ms"]["p99"].as_f64().unwrap();
+        assert!((295.0..=298.0).contains(&p99), "the 396th of 400: {p99}");
+        assert_eq!(merged["shard"]["merged_from"], 2);
+    }
+
+    #[test]
+    fn a_missing_or_repeated_shard_is_refused_by_name() {
+        let err = merge_tx_reports(&[shard(1, 3, 10), shard(3, 3, 10)]).unwrap_err();
+        assert!(err.to_string().contains("2/3 missing"), "{err}");
+        let err = merge_tx_reports(&[shard(1, 2, 10), shard(1, 2, 10)]).unwrap_err();
+        assert!(err.to_string().contains("1/2 is given twice"), "{err}");
+        let err = merge_tx_reports(&[shard(1, 2, 10), shard(2, 3, 10)]).unwrap_err();
+        assert!(err.to_string().contains("of 2 shards"), "{err}");
+    }
+}
