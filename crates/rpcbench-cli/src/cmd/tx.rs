@@ -317,7 +317,8 @@ pub fn run(args: TxArgs) -> ExitCode {
         };
     let live = store.clone().filter(|_| dashboard_wanted).map(|live| {
         let mut header = crate::live_dashboard::DashboardHeader::of_run("tx", &config);
-        header.load = format!("open loop, {}, {senders} sender(s), {}", rate_text(&args), kind.name);
+        header.load =
+            format!("open loop, {}, {senders} sender(s), {}", super::tx_report::rate_text(&args), kind.name);
         (live, header)
     });
     let run = match Run::new(config) {
@@ -518,18 +519,6 @@ pub fn run(args: TxArgs) -> ExitCode {
         identity,
         "included + dropped + rejected + pending does not equal sent",
     )
-}
-
-/// The send rate as the dashboard shows it: `100/s`, or the stages' peak.
-pub(super) fn rate_text(args: &TxArgs) -> String {
-    match args.rate {
-        Some(rate) => format!("{rate}/s"),
-        None => format!(
-            "{} stages up to {}/s",
-            args.stages.len(),
-            args.stages.iter().map(|stage| stage.level).fold(0.0, f64::max)
-        ),
-    }
 }
 
 /// The node's pending nonces, asked by the signer when a nonce refusal comes back.

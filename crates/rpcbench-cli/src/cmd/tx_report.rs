@@ -111,3 +111,15 @@ pub(super) fn finish(
     }
     code
 }
+
+/// The send rate as the dashboard shows it: `100/s`, or the stages' peak.
+pub(super) fn rate_text(args: &TxArgs) -> String {
+    match args.rate {
+        Some(rate) => format!("{rate}/s"),
+        None => format!(
+            "{} stages up to {}/s",
+            args.stages.len(),
+            args.stages.iter().map(|stage| stage.level).fold(0.0, f64::max)
+        ),
+    }
+}

@@ -218,8 +218,10 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         };
     let live = store.clone().filter(|_| dashboard_wanted).map(|live| {
         let mut header = crate::live_dashboard::DashboardHeader::of_run("tx", &config);
-        header.load =
-            format!("open loop, {}, {payer_count} payer(s), SOL transfers", super::tx::rate_text(&args));
+        header.load = format!(
+            "open loop, {}, {payer_count} payer(s), SOL transfers",
+            super::tx_report::rate_text(&args)
+        );
         (live, header)
     });
     let run = match Run::new(config) {

@@ -105,7 +105,7 @@ impl SignedAhead {
                 let senders = keys.len();
                 let mut tx = template;
                 let transfer =
-                    UnsignedTx { gas_limit: super::fund::TRANSFER_GAS, data: Vec::new(), ..tx.clone() };
+                    UnsignedTx { gas_limit: super::sign::TRANSFER_GAS, data: Vec::new(), ..tx.clone() };
                 let mut gate = TopUpGate::new(top_up, senders);
                 // Top-ups signed, sent before the next load transaction.
                 let mut extra: VecDeque<PreparedTx> = VecDeque::new();

@@ -14,8 +14,7 @@ use super::keys::{hex_encode, Address, SenderKey};
 use super::sign::{sign, Fees, UnsignedTx};
 use crate::client::{CallError, Endpoint};
 
-/// Gas of a plain value transfer (what every funding transfer uses).
-pub const TRANSFER_GAS: u64 = 21_000;
+use super::sign::TRANSFER_GAS;
 
 /// The margin on the estimated cost per sender: twice what the run is expected to spend.
 pub const FUND_MARGIN: u128 = 2;

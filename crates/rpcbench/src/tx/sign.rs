@@ -13,6 +13,9 @@ use sha3::{Digest, Keccak256};
 
 use super::keys::{Address, SenderKey};
 
+/// Gas of a plain value transfer (what every funding transfer and top-up uses).
+pub const TRANSFER_GAS: u64 = 21_000;
+
 /// How a transaction pays for gas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fees {
