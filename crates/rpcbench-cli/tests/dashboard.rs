@@ -200,19 +200,29 @@ fn masked_report(report: &str) -> String {
     report
         .lines()
         .map(|line| {
-            let (key, value) = match line.split_once(": ") {
-                Some((key, value)) => (key.trim(), value),
-                None => ("", line.trim()),
+            let (head, key, value) = match line.split_once(": ") {
+                Some((key, value)) => (format!("{key}: "), key.trim(), value),
+                None => (line[..line.len() - line.trim_start().len()].to_string(), "", line.trim()),
             };
             let number = value.trim_end_matches(',');
             if number.parse::<f64>().is_ok() && !COUNTS.contains(&key) {
-                line.replacen(number, "#", 1)
+                // Only the value is masked: `"p75": 75,` is `"p75": #,`, not `"p#": 75,`.
+                format!("{head}#{}", &value[number.len()..])
             } else {
                 line.to_string()
             }
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[test]
+fn masking_a_figure_that_its_key_also_spells_masks_the_value_not_the_key() {
+    // A p75 of exactly 75 µs was masked as `"p#": 75` in one report and `"p75": #` in the other,
+    // and the reports compared unequal.
+    let report = "{\n  \"p75\": 75,\n  \"total\": 300,\n  \"p99\": 75\n}";
+    assert_eq!(masked_report(report), "{\n  \"p75\": #,\n  \"total\": 300,\n  \"p99\": #\n}");
+    assert_eq!(masked_report("    12,"), "    #,");
 }
 
 #[test]
