@@ -416,26 +416,17 @@ pub fn run(args: TxArgs) -> ExitCode {
     let end = Instant::now();
     let tally = book.tally(end, args.inclusion_timeout);
     let finals = book.finals(end, args.inclusion_timeout);
-    let first_send = sent.iter().map(|tx| tx.sent).min();
-    let last_inclusion = sent
+    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
+    let included_at: Vec<Instant> = sent
         .iter()
         .zip(&finals)
         .filter_map(|(tx, outcome)| match outcome {
             TxFinal::Included { latency, .. } => Some(tx.sent + *latency),
             _ => None,
         })
-        .max();
-    let included_window = match (first_send, last_inclusion) {
-        (Some(first), Some(last)) => last.saturating_duration_since(first),
-        _ => Duration::ZERO,
-    };
-    let per_second = |count: u64, window: Duration| {
-        if window.is_zero() {
-            0.0
-        } else {
-            count as f64 / window.as_secs_f64()
-        }
-    };
+        .collect();
+    let included_window = super::tx_report::inclusion_window(&sent_at, &included_at);
+    let per_second = super::tx_report::per_second;
     let resyncs = sends.resync_tally();
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
@@ -498,13 +489,8 @@ pub fn run(args: TxArgs) -> ExitCode {
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": fetch_failures,
     });
-    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
-    let included_at = sent.iter().zip(&finals).filter_map(|(tx, outcome)| match outcome {
-        TxFinal::Included { latency, .. } => Some(tx.sent + *latency),
-        _ => None,
-    });
     let figures = super::tx_report::TxRunFigures {
-        timeline: super::tx_report::timeline(&sent_at, included_at),
+        timeline: super::tx_report::timeline(&sent_at, included_at.iter().copied()),
         ack_us: &acks.ack_us,
         inclusion_us: &tally.latency_us,
         send_lag_us: &record.totals.send_lag,

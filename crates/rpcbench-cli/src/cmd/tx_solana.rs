@@ -309,26 +309,17 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let head = blockhash.head();
     let tally = book.tally(end, head.block_height);
     let finals = book.finals(end, head.block_height);
-    let first_send = sent.iter().map(|tx| tx.sent).min();
-    let last_landing = sent
+    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
+    let landed_at: Vec<Instant> = sent
         .iter()
         .zip(&finals)
         .filter_map(|(tx, outcome)| match outcome {
             SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
             _ => None,
         })
-        .max();
-    let landed_window = match (first_send, last_landing) {
-        (Some(first), Some(last)) => last.saturating_duration_since(first),
-        _ => Duration::ZERO,
-    };
-    let per_second = |count: u64, window: Duration| {
-        if window.is_zero() {
-            0.0
-        } else {
-            count as f64 / window.as_secs_f64()
-        }
-    };
+        .collect();
+    let landed_window = super::tx_report::inclusion_window(&sent_at, &landed_at);
+    let per_second = super::tx_report::per_second;
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.adds_up();
     let ms = |hist: &Histogram<u64>, q: f64| {
@@ -385,13 +376,8 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });
-    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
-    let landed_at = sent.iter().zip(&finals).filter_map(|(tx, outcome)| match outcome {
-        SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
-        _ => None,
-    });
     let figures = super::tx_report::TxRunFigures {
-        timeline: super::tx_report::timeline(&sent_at, landed_at),
+        timeline: super::tx_report::timeline(&sent_at, landed_at.iter().copied()),
         ack_us: &acks.ack_us,
         inclusion_us: &tally.latency_us,
         send_lag_us: &record.totals.send_lag,
