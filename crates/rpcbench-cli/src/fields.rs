@@ -44,6 +44,7 @@ pub fn flag(field: &Field) -> String {
         Field::SubscriptionsPerSocket => "--subs-per-socket",
         Field::XToken => "--x-token",
         Field::Method => "--method",
+        Field::Params => "--params",
         Field::IdleTimeout => "--idle-timeout",
         Field::StartRate => "--start-rate",
         Field::MaxRate => "--max-rate",

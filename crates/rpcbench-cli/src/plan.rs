@@ -351,6 +351,10 @@ fn prepare_scenario(
         PrepareError::Sample(err) => ConfigError::new(SAMPLING, err.0),
         // A bad pools file is bad usage (exit 2), not a failure of the target.
         PrepareError::PoolsFile(err) => ConfigError::new("--pools", err.0),
+        err @ PrepareError::GrpcTarget { .. } => match &args.scenario.suite {
+            Some(_) => ConfigError::new("--suite", err.to_string()),
+            None => ConfigError::new(draft.path().display().to_string(), err.to_string()),
+        },
     });
     drop(ticker);
     let prepared = prepared?;

@@ -16,6 +16,7 @@ use crate::engine::select::{UseTransport, Wire, WireSettings};
 use crate::jsonrpc::{self, CheckMode, RequestTemplate};
 use crate::outcome::Outcome;
 use crate::settings::{Target, TlsOptions};
+use crate::transport::grpc::XToken;
 use crate::transport::{Lane, Outgoing, Transport};
 use crate::util::redact::Secrets;
 
@@ -60,6 +61,8 @@ pub struct Endpoint {
     tls: TlsOptions,
     max_body: u64,
     http: HttpVersion,
+    /// The `x-token` of a `grpc://` endpoint (a secret: in `secrets` too).
+    x_token: Option<XToken>,
     wire: Wire,
     timeout: Duration,
     secrets: Secrets,
@@ -74,6 +77,7 @@ impl Endpoint {
             config.tls.clone(),
             config.max_body,
             config.http,
+            config.x_token.clone(),
             timeout,
         )
     }
@@ -81,7 +85,15 @@ impl Endpoint {
     /// A plain endpoint: no extra headers, default TLS settings.
     pub fn parse(url: &str, timeout: Duration) -> Result<Self, CallError> {
         let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
-        Self::new(target, Vec::new(), TlsOptions::default(), 64 * 1024 * 1024, HttpVersion::Http1, timeout)
+        Self::new(
+            target,
+            Vec::new(),
+            TlsOptions::default(),
+            64 * 1024 * 1024,
+            HttpVersion::Http1,
+            None,
+            timeout,
+        )
     }
 
     fn new(
@@ -90,6 +102,7 @@ impl Endpoint {
         tls: TlsOptions,
         max_body: u64,
         http: HttpVersion,
+        x_token: Option<XToken>,
         timeout: Duration,
     ) -> Result<Self, CallError> {
         let settings = WireSettings {
@@ -103,12 +116,16 @@ impl Endpoint {
             in_flight: 1,
             max_body,
         };
-        let wire = Wire::select(&settings, false).map_err(|err| CallError::Transport(err.to_string()))?;
+        let wire = Wire::select_with_token(&settings, false, x_token.as_ref())
+            .map_err(|err| CallError::Transport(err.to_string()))?;
         let mut secrets = target.secrets();
         for (name, value) in &headers {
             secrets.add_header(name, value);
         }
-        Ok(Self { target, headers, tls, max_body, http, wire, timeout, secrets })
+        if let Some(token) = &x_token {
+            secrets.add_header("x-token", token.expose());
+        }
+        Ok(Self { target, headers, tls, max_body, http, x_token, wire, timeout, secrets })
     }
 
     /// The same node with another time allowed per call (to connect, too).
@@ -119,6 +136,7 @@ impl Endpoint {
             self.tls.clone(),
             self.max_body,
             self.http,
+            self.x_token.clone(),
             timeout,
         ) {
             Ok(rebuilt) => rebuilt,
@@ -148,6 +166,24 @@ impl Endpoint {
     /// secrets scrubbed out of its text. Blocking.
     pub fn call(&self, method: &str, params: Option<&Value>) -> Result<Value, CallError> {
         self.call_unscrubbed(method, params).map_err(|err| self.scrub_error(err))
+    }
+
+    /// Whether the endpoint is a Geyser endpoint (`grpc://`, `grpcs://`): it answers unary
+    /// Geyser calls ([`Endpoint::geyser_slot`]), not JSON-RPC.
+    pub fn is_grpc(&self) -> bool {
+        self.target.grpc
+    }
+
+    /// The slot a Geyser endpoint (`grpc://`, `grpcs://`) is at, from its unary `GetSlot`
+    /// call, with the endpoint's `x-token`. Blocking.
+    pub fn geyser_slot(&self) -> Result<u64, CallError> {
+        let (path, framed) = crate::protocol::geyser_unary::get_slot_call();
+        let answer = self.exchange(&path, &framed).map_err(|err| self.scrub_error(err))?;
+        if answer.status != 200 {
+            return Err(CallError::Status(answer.status));
+        }
+        crate::protocol::geyser_unary::slot_of(&answer.body)
+            .ok_or_else(|| CallError::Invalid("not a GetSlotResponse".into()))
     }
 
     /// Sends `body` as it is (a batch, an oversized request) on a connection of its own and
@@ -199,11 +235,22 @@ impl Endpoint {
     /// Each exchange runs on a runtime of its own, as a worker does: connections shared within
     /// a worker (HTTP/2, WebSocket) are never carried over from a runtime that is gone.
     fn post_unscrubbed(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
+        self.exchange(b"", body)
+    }
+
+    /// Sends `body` to `path` (empty: the URL's own) and returns the answer.
+    fn exchange(&self, path: &[u8], body: &[u8]) -> Result<RawAnswer, CallError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|err| CallError::Transport(err.to_string()))?;
-        self.wire.with(OnePost { runtime: &runtime, body, max_body: self.max_body, timeout: self.timeout })
+        self.wire.with(OnePost {
+            runtime: &runtime,
+            path,
+            body,
+            max_body: self.max_body,
+            timeout: self.timeout,
+        })
     }
 }
 
@@ -219,6 +266,8 @@ pub struct RawAnswer {
 /// One body sent as it is over whichever transport the endpoint's wire is.
 struct OnePost<'a> {
     runtime: &'a tokio::runtime::Runtime,
+    /// Path and query; empty: the target URL's own.
+    path: &'a [u8],
     body: &'a [u8],
     max_body: u64,
     timeout: Duration,
@@ -228,13 +277,14 @@ impl UseTransport for OnePost<'_> {
     type Output = Result<RawAnswer, CallError>;
 
     fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
-        let OnePost { runtime, body, max_body, timeout } = self;
+        let OnePost { runtime, path, body, max_body, timeout } = self;
         let transport = transport.for_worker();
         runtime.block_on(async {
             let exchange = async {
                 let mut lane =
                     transport.open(0).await.map_err(|err| CallError::Transport(err.to_string()))?;
                 let mut request = Outgoing::default();
+                request.path.extend_from_slice(path);
                 request.body.extend_from_slice(body);
                 let reply = lane
                     .exchange(&request, max_body)

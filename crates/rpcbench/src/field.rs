@@ -70,6 +70,8 @@ pub enum Field {
     XToken,
     /// The method a run calls (`--method`).
     Method,
+    /// The params of the method a run calls (`--params`).
+    Params,
     /// How long a connection may receive nothing: a subscription's stall, a proxy's idle client.
     IdleTimeout,
     /// A capacity search's first rate.
@@ -152,6 +154,7 @@ impl Field {
             Field::SubscriptionsPerSocket => "subs_per_socket",
             Field::XToken => "x_token",
             Field::Method => "method",
+            Field::Params => "params",
             Field::IdleTimeout => "idle_timeout",
             Field::StartRate => "start_rate",
             Field::MaxRate => "max_rate",

@@ -1,6 +1,7 @@
 //! Who is fresh: a head race between targets with no load. Each target's chain head is
-//! followed through a [`HeadSource`] (today by polling `eth_blockNumber` or `getSlot` at a
-//! stated interval; a subscription-based source can plug in behind the same seam), and
+//! followed through a [`HeadSource`] (today by polling `eth_blockNumber`, `getSlot` or a Geyser
+//! endpoint's `GetSlot` at a stated interval; a subscription-based source can plug in behind
+//! the same seam), and
 //! [`analyse`] reports per target, from the samples alone (no clock): the lag behind the
 //! highest head seen across targets (p50, p99, max), the share of samples at the tip, the
 //! samples more than `stale_after` behind (OpenChainBench's "stale"), and the block-visibility
@@ -32,7 +33,7 @@ pub trait HeadSource: Send {
 }
 
 /// A head read by polling: `eth_blockNumber` (hex) or `getSlot` (a number), whichever the
-/// target answers first.
+/// target answers first; a Geyser endpoint (`grpc://`) by its unary `GetSlot` call.
 #[derive(Debug)]
 pub struct PolledHead {
     endpoint: Endpoint,
@@ -84,6 +85,10 @@ pub fn head_of(value: &Value) -> Option<u64> {
 
 impl HeadSource for PolledHead {
     fn head(&mut self) -> Result<u64, String> {
+        if self.endpoint.is_grpc() {
+            // Geyser has no call to fetch a block by: its heads are not checked for phantoms.
+            return self.endpoint.geyser_slot().map_err(|err| format!("GetSlot: {err}"));
+        }
         let chosen: [&'static str; 1];
         let methods: &[&'static str] = match self.method {
             Some(method) => {
@@ -651,8 +656,8 @@ impl HeadsReport {
     }
 }
 
-/// Whether a JSON-RPC method is a chain node's (Ethereum's `eth_*`, or a Solana read), so that
-/// its targets have a head to follow.
+/// Whether a method is a chain node's (Ethereum's `eth_*`, a Solana read, or a Geyser
+/// endpoint's unary call about the chain), so that its targets have a head to follow.
 pub fn is_chain_method(method: &str) -> bool {
     const SOLANA: &[&str] = &[
         "getSlot",
@@ -672,6 +677,9 @@ pub fn is_chain_method(method: &str) -> bool {
         "getEpochInfo",
         "sendTransaction",
         "simulateTransaction",
+        "GetSlot",
+        "GetBlockHeight",
+        "GetLatestBlockhash",
     ];
     method.starts_with("eth_") || SOLANA.contains(&method)
 }

@@ -83,7 +83,7 @@ pub use crate::ratelimit::pause::OnRateLimit;
 pub use crate::ratelimit::signs::RateLimitRules;
 pub use crate::settings::{Scheme, Target, TlsOptions};
 pub use crate::transport::connect::SetupError;
-pub use crate::transport::grpc::XToken;
+pub use crate::transport::grpc::{XToken, XTokenError};
 pub use crate::transport::HttpMethod;
 pub use crate::util::files::{read_limited, read_text_limited, MAX_BODY};
 pub use crate::util::printable::escape_controls;

@@ -12,8 +12,8 @@ use super::duration;
 /// load.
 #[derive(clap::Args, Debug, Clone)]
 pub struct HeadsFlags {
-    /// Follow each target's head (`eth_blockNumber` or `getSlot` polls, on a thread of its own)
-    /// while the load runs, and report its lag behind the highest head seen, its share at the
+    /// Follow each target's head (`eth_blockNumber`, `getSlot` or, on grpc://, `GetSlot` polls,
+    /// on a thread of its own) while the load runs, and report its lag behind the highest head seen, its share at the
     /// tip, its stale samples and its block-visibility delay.
     #[arg(long, help_heading = "Heads")]
     pub heads: bool,

@@ -1,5 +1,6 @@
 //! `rpcbench heads NAME=URL NAME=URL ...`: a head race with no load. Each target's head is
-//! polled (`eth_blockNumber`, or `getSlot` for Solana) every `--interval` for `--duration`, and
+//! polled (`eth_blockNumber`, `getSlot` for Solana, `GetSlot` for a grpc:// Geyser endpoint)
+//! every `--interval` for `--duration`, and
 //! each target's lag behind the highest head seen, its share at the tip, its stale samples
 //! (more than `--stale-after` behind), the share of blocks it showed first and its delay
 //! behind the first are reported.
@@ -77,7 +78,7 @@ pub fn run(args: HeadsArgs) -> ExitCode {
     let mut heads = analyse(&names, &samples, args.stale_after);
     heads.iter_mut().zip(&sources).for_each(|(row, source)| row.phantom = source.phantom());
     if heads.iter().all(|h| h.samples == 0) {
-        return output::failure("no target answered eth_blockNumber or getSlot");
+        return output::failure("no target answered eth_blockNumber, getSlot or (grpc://) GetSlot");
     }
     let text = match args.format {
         HeadsFormat::Text => render_heads_text(&heads, args.interval, args.stale_after),

@@ -245,6 +245,7 @@ fn suite_calls(
             rpcbench::plan::prepare::PrepareError::Scenario(err) => err.to_string(),
             rpcbench::plan::prepare::PrepareError::Sample(err) => err.0,
             rpcbench::plan::prepare::PrepareError::PoolsFile(err) => err.0,
+            err @ rpcbench::plan::prepare::PrepareError::GrpcTarget { .. } => err.to_string(),
         };
         output::failure(endpoint.scrub(&format!("--suite {name}: {text}")))
     })?;

@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use rpcbench::mock::{Chain, MockOptions, MockServer};
 
 mod chains;
+mod grpc_targets;
 mod open_files;
 mod runs;
 mod scenarios;

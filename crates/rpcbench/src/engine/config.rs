@@ -342,6 +342,34 @@ impl RunConfig {
     fn validate_grpc(&self) -> Result<(), SettingError> {
         crate::protocol::geyser_unary::GeyserCalls::new(&self.workload)
             .map_err(|err| SettingError::new(Field::Method, err.to_string()))?;
+        if self.workload.calls().iter().enumerate().any(|(index, _)| {
+            self.workload.sample_request(index).get("params").is_some_and(|params| !params.is_null())
+        }) {
+            return Err(SettingError::new(
+                Field::Params,
+                "a unary Geyser call is sent with its request's default fields: it takes no params",
+            ));
+        }
+        if let Some(token) = &self.x_token {
+            token.check().map_err(|err| SettingError::new(Field::XToken, err.to_string()))?;
+        }
+        // gRPC is HTTP/2 always: cleartext for grpc://, TLS for grpcs://. A flag that says the
+        // same is no error; one that says otherwise is.
+        match (self.http, self.target.scheme) {
+            (HttpVersion::H2c, crate::settings::Scheme::Https) => {
+                return Err(SettingError::new(
+                    Field::H2c,
+                    "is cleartext HTTP/2, but a grpcs:// URL is gRPC over TLS (HTTP/2 already): leave it out",
+                ))
+            }
+            (HttpVersion::Http2, crate::settings::Scheme::Http) => {
+                return Err(SettingError::new(
+                    Field::Http2,
+                    "is HTTP/2 over TLS, but a grpc:// URL is gRPC over cleartext HTTP/2: leave it out, or give grpcs:// for TLS",
+                ))
+            }
+            _ => {}
+        }
         if self.batch > 1 {
             return Err(SettingError::new(Field::Batch, "a grpc:// target's calls are unary: no batches"));
         }

@@ -41,6 +41,12 @@ pub enum PrepareError {
     /// The pools file given (`--pools`, `[sample] cache`) exists but cannot be read or is not
     /// a pools file: the user's to fix, not the target's.
     PoolsFile(SampleError),
+    /// A target is a `grpc://` Geyser endpoint, which answers unary Geyser calls only, and the
+    /// workload's calls draw their params from pools sampled over JSON-RPC: nothing is sent.
+    GrpcTarget {
+        /// The target's URL, secrets redacted.
+        url: String,
+    },
 }
 
 impl fmt::Display for PrepareError {
@@ -48,6 +54,11 @@ impl fmt::Display for PrepareError {
         match self {
             PrepareError::Scenario(err) => err.fmt(f),
             PrepareError::Sample(err) | PrepareError::PoolsFile(err) => err.fmt(f),
+            PrepareError::GrpcTarget { url } => write!(
+                f,
+                "{url} is a gRPC Geyser endpoint, which answers unary Geyser calls only (--method GetSlot): \
+                 these calls are JSON-RPC's, with params sampled over JSON-RPC"
+            ),
         }
     }
 }
@@ -88,6 +99,10 @@ pub fn prepare(
     }
     // The URL is checked before anything is sampled.
     let unsampled = draft.resolve(url, Some(&placeholder_pools(draft))).map_err(PrepareError::Scenario)?;
+    // Sampling speaks JSON-RPC, which a Geyser endpoint does not: refused before any call.
+    if let Some(grpc) = unsampled.targets.iter().find(|target| target.target.grpc) {
+        return Err(PrepareError::GrpcTarget { url: grpc.target.redacted() });
+    }
     let cache = pools_file.map(Path::to_path_buf).or_else(|| draft.cache());
     let (pools, source) = match &cache {
         Some(path) if path.exists() => {

@@ -85,6 +85,27 @@ impl GeyserMethod {
     }
 }
 
+/// A `GetSlot` call outside a load run (a head monitor's poll): its path and its request
+/// message behind the gRPC prefix.
+pub(crate) fn get_slot_call() -> (Vec<u8>, Vec<u8>) {
+    let method = GeyserMethod::GetSlot;
+    (format!("/geyser.Geyser/{}", method.name()).into_bytes(), framed(&method.request()))
+}
+
+/// The slot of a `GetSlot` reply's message (none: not a `GetSlotResponse`).
+pub(crate) fn slot_of(message: &[u8]) -> Option<u64> {
+    GetSlotResponse::decode(message).ok().map(|reply| reply.slot)
+}
+
+/// `message` behind gRPC's 5-byte prefix (not compressed, its big-endian length).
+fn framed(message: &[u8]) -> Vec<u8> {
+    let mut framed = Vec::with_capacity(5 + message.len());
+    framed.push(0);
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(message);
+    framed
+}
+
 /// A workload call that names no unary Geyser method.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnknownGeyserMethod {
@@ -132,11 +153,7 @@ impl GeyserCalls {
                 let method = GeyserMethod::parse(call.method())
                     .filter(|_| !call.is_http())
                     .ok_or_else(|| UnknownGeyserMethod { name: call.method().to_string() })?;
-                let message = method.request();
-                let mut framed = Vec::with_capacity(5 + message.len());
-                framed.push(0);
-                framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
-                framed.extend_from_slice(&message);
+                let framed = framed(&method.request());
                 let path = format!("/geyser.Geyser/{}", method.name()).into_bytes();
                 Ok(PreparedCall { method, path, framed })
             })

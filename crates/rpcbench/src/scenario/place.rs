@@ -39,6 +39,7 @@ pub fn key_of(field: &Field) -> Option<(&'static str, &'static str)> {
         | Field::SubscriptionsPerSocket
         | Field::XToken
         | Field::Method
+        | Field::Params
         | Field::IdleTimeout
         | Field::StartRate
         | Field::MaxRate

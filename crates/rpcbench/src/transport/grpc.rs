@@ -48,11 +48,46 @@ impl XToken {
         Self(token.into())
     }
 
+    /// Whether a header can carry the token (not empty, printable ASCII): checked with the
+    /// run's settings, so the flag is named before anything connects, and the token is never
+    /// quoted in the error.
+    pub fn check(&self) -> Result<(), XTokenError> {
+        if self.0.is_empty() {
+            return Err(XTokenError::Empty);
+        }
+        if !self.0.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
+            return Err(XTokenError::NotPrintable);
+        }
+        Ok(())
+    }
+
     /// The token itself, for the header only.
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
+
+/// Why an `x-token` cannot be sent (the token itself is never quoted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XTokenError {
+    /// The token is empty.
+    Empty,
+    /// The token holds a byte a header value cannot (a control character, non-ASCII).
+    NotPrintable,
+}
+
+impl std::fmt::Display for XTokenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            XTokenError::Empty => f.write_str("the token is empty"),
+            XTokenError::NotPrintable => f.write_str(
+                "must be printable ASCII (a header cannot carry a control character or non-ASCII)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for XTokenError {}
 
 impl std::fmt::Debug for XToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

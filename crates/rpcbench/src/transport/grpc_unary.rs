@@ -64,7 +64,7 @@ impl GrpcUnary {
         }
         let http2 = Http2::new(connector, target, &all, streams)
             .map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidInput, "a header gRPC cannot carry (--x-token or -H)")
+                io::Error::new(io::ErrorKind::InvalidInput, "a header gRPC cannot carry")
             })?
             .keeping_grpc_status();
         Ok(Self { http2, has_x_token: x_token.is_some() })
