@@ -295,6 +295,7 @@ fn figures_of(
         p99_us: report.latency.percentile("p99"),
         cpu_percent: resources.map(|r| r.cpu_percent_avg),
         rss_bytes: resources.map(|r| r.rss_bytes_peak),
+        latency: Some(crate::pooled::round_histogram_text(&record.totals.latency)),
     }
 }
 
@@ -690,6 +691,7 @@ mod tests {
             p99_us: 3000,
             cpu_percent: None,
             rss_bytes: None,
+            latency: None,
         }
     }
 
