@@ -124,7 +124,8 @@ pub struct CapacityArgs {
     /// A reference node whose head the target's is measured against (with --heads; implies
     /// it), repeatable: lag is behind the highest head seen across the target and these, so
     /// with the target alone falling behind the chain does not show. Polled plainly: none of
-    /// the target's headers are sent to it.
+    /// the target's headers are sent to it. Without it, a scenario's other [[targets]] are the
+    /// references.
     #[arg(long, value_name = "URL", help_heading = "Heads")]
     pub heads_ref: Vec<String>,
 
