@@ -51,6 +51,7 @@ pub mod monitor;
 pub mod outcome;
 pub mod overhead;
 pub mod plan;
+mod pooled;
 mod protocol;
 pub mod proxy;
 mod ratelimit;

@@ -126,6 +126,23 @@ pub fn round_config(
     config
 }
 
+/// The configuration a target's rounds add up to, for its total's report and results file:
+/// rounds that each ran a share of a duration measured that share times the rounds run, more
+/// than the duration asked for when adaptive rounds went on (20 rounds of a 3 s comparison's
+/// 600 ms share measured 12 s, and their responses over the 3 s asked for read four times the
+/// rate), fewer when stopped. Other lengths are unchanged: a request count is split exactly,
+/// and whole rounds have no duration to share.
+pub fn total_config(config: &RunConfig, (rounds, whole): (u32, bool), rounds_run: u32) -> RunConfig {
+    let mut total = config.clone();
+    if config.stages.is_empty() && !whole && rounds_run > 0 {
+        let round = round_config(config, 0, (rounds, whole), 0, 1, false);
+        if let (Some(share), Some(_)) = (round.length.duration, config.length.duration) {
+            total.length.duration = Some(share * rounds_run);
+        }
+    }
+    total
+}
+
 /// One round's length as the methodology states it.
 fn round_length(config: &RunConfig, rounds: u32, whole: bool) -> String {
     if !config.stages.is_empty() {
@@ -295,6 +312,7 @@ fn figures_of(
         p99_us: report.latency.percentile("p99"),
         cpu_percent: resources.map(|r| r.cpu_percent_avg),
         rss_bytes: resources.map(|r| r.rss_bytes_peak),
+        latency: Some(crate::pooled::round_histogram_text(&record.totals.latency)),
     }
 }
 
@@ -523,7 +541,8 @@ pub fn run_rounds(
         let Some(record) = gathered.record else { continue };
         let error = |error| CompareError { name: target.name.clone(), error };
         let target_resources = combine_resources(&gathered.resources);
-        let mut file = ResultsFile::from_run(&target.config, &record, gathered.started);
+        let config = total_config(&target.config, (rounds, plan.whole_rounds), gathered.rounds.len() as u32);
+        let mut file = ResultsFile::from_run(&config, &record, gathered.started);
         file.label = Some(target.name.clone());
         file.target_resources = target_resources.clone();
         file.rounds = Some(RoundsRecord { methodology: methodology.clone(), rounds: gathered.rounds });
@@ -531,7 +550,7 @@ pub fn run_rounds(
             error(EngineError::Runtime(std::io::Error::other(format!("results do not decode: {message}"))))
         })?;
         // The live report: it has everything the file keeps and the per-stage figures too.
-        saved.report = RunReport::new(&target.config, &record);
+        saved.report = RunReport::new(&config, &record);
         saved.report.target_resources = target_resources;
         on_event(CompareEvent::Finished(&saved));
         if !record.connect_causes.is_empty() {
@@ -604,6 +623,24 @@ mod tests {
         seeds.sort();
         seeds.dedup();
         assert_eq!(seeds.len(), 15);
+    }
+
+    #[test]
+    fn a_total_of_adaptive_rounds_measures_every_round_run_not_the_duration_asked() {
+        let by_time = config(Length { duration: Some(Duration::from_secs(3)), requests: None });
+        // 5 rounds of 600 ms asked, 20 run: 12 s measured.
+        let total = total_config(&by_time, (5, false), 20);
+        assert_eq!(total.length.duration, Some(Duration::from_secs(12)));
+        assert_eq!(total_config(&by_time, (5, false), 5).length.duration, Some(Duration::from_secs(3)));
+        // A report over the total: 290,000 responses in 20 rounds of 600 ms are 24,167/s.
+        let mut record = round_record(Duration::from_secs(12), &[]);
+        record.totals.counts.add_many(crate::outcome::Outcome::Ok, 290_000, || None);
+        let rate = RunReport::new(&total, &record).requests.rate;
+        assert!((rate - 290_000.0 / 12.0).abs() < 1.0, "{rate}");
+        // Whole rounds and request counts are not shares of a duration.
+        assert_eq!(total_config(&by_time, (5, true), 20).length.duration, Some(Duration::from_secs(3)));
+        let by_count = config(Length { duration: None, requests: Some(100) });
+        assert_eq!(total_config(&by_count, (5, false), 5).length, by_count.length);
     }
 
     fn point(start_ms: u64, requests: u64) -> SeriesPoint {
@@ -690,6 +727,7 @@ mod tests {
             p99_us: 3000,
             cpu_percent: None,
             rss_bytes: None,
+            latency: None,
         }
     }
 

@@ -4,17 +4,32 @@
 //! by X%, no difference (the whole interval inside the tie band), or not enough data (with
 //! about how many rounds it would take). Pure functions of the per-round figures: no clock.
 //!
-//! The method: each round gives one ratio per figure (the target's round against the
-//! baseline's round of the same number, so drift of the machine or network that hits both
-//! cancels out). The estimate is the geometric mean of those ratios (the mean of their
-//! logarithms, so 2x and 0.5x are equally far from 1x), and the interval is a percentile
-//! bootstrap over rounds: rounds are drawn with replacement [`RESAMPLES`] times from a fixed
-//! seed, and the 2.5th and 97.5th percentiles of the resampled means are the bounds. Rounds
-//! rather than per-second windows: seconds within one round share that round's conditions
-//! (the other processes of a busy machine, the connection pool, the server's caches), so they
-//! are not independent, and treating them as such gives intervals that are too narrow. With
-//! few rounds the percentile bootstrap is itself somewhat narrow, which is why a difference is
-//! only claimed when the whole interval lies beyond the tie band.
+//! The method, two statistics, each with a percentile bootstrap over rounds (rounds drawn with
+//! replacement [`RESAMPLES`] times from a fixed seed; a target's round r always drawn with the
+//! baseline's round r, so that drift of the machine or network that hits both cancels out):
+//!
+//! - **req/s, error share, target CPU and memory**: each round gives one ratio (the target's
+//!   round against the baseline's round of the same number); the estimate is the geometric
+//!   mean of those ratios (the mean of their logarithms, so 2x and 0.5x are equally far from
+//!   1x), and the interval the percentiles of the resampled means.
+//! - **p50, p95, p99** (when the rounds keep their latency histograms, as every comparison
+//!   since they were kept does): the ratio of the target's **pooled** percentile to the
+//!   baseline's, where a pooled percentile is that of every round's histogram merged (the
+//!   table's p99 is that figure), and the interval the percentiles of the same ratio over
+//!   resampled rounds ([`crate::pooled`]). A per-round p99 is the 99th percentile of a few
+//!   hundred milliseconds: one scheduler hiccup on a busy machine doubles it, and the mean of
+//!   per-round ratios then moves by that round's whole log-ratio over the rounds run, so the
+//!   interval spans the hiccup. Pooled, a hiccup round adds its samples to the tail as one
+//!   round among many, weighed by its samples, so its slow few move the pooled p99 by what
+//!   they are: a share of all the samples. Files written before rounds kept histograms are
+//!   judged per round, as before, and each verdict says which statistic it used.
+//!
+//! Rounds rather than per-second windows: seconds within one round share that round's
+//! conditions (the other processes of a busy machine, the connection pool, the server's
+//! caches), so they are not independent, and treating them as such gives intervals that are
+//! too narrow. With few rounds the percentile bootstrap is itself somewhat narrow, hence the
+//! expanded percentiles ([`expanded_tail`]), and a difference is only claimed when the whole
+//! interval lies beyond the tie band.
 //!
 //! A round's req/s is the responses completed within its measured duration over that
 //! duration ([`crate::rounds::window_rate`]), not over its elapsed time, whose tail (the
@@ -42,8 +57,7 @@ pub const BOOTSTRAP_SEED: u64 = 0x7e57_ab1e;
 /// The confidence of the intervals.
 pub const CONFIDENCE: f64 = 0.95;
 /// The method, as the methodology states it.
-pub const CI_METHOD: &str =
-    "expanded percentile bootstrap over rounds of the per-round ratio (geometric mean), 2000 resamples";
+pub const CI_METHOD: &str = "expanded percentile bootstrap over rounds drawn in pairs, 2000 resamples, of the ratio of pooled percentiles for p50, p95 and p99 (each target's round histograms merged) and of the geometric mean of per-round ratios for req/s, error share, CPU and memory";
 /// The most rounds an estimate names; beyond, "more than" this.
 const MAX_ROUNDS_NEEDED: u32 = 10_000;
 /// The normal quantile of a two-sided 95% interval, for the rounds-needed estimate.
@@ -157,6 +171,11 @@ pub struct RoundFigures {
     /// The monitored target's peak resident memory, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// The round's latency histogram at 2 significant digits (HdrHistogram V2, base64; about
+    /// 1 to 2 KB), for the pooled percentiles of the verdicts; absent in files written before
+    /// rounds kept it (their percentiles are then judged per round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
 }
 
 /// What a comparison in rounds keeps in each target's results file.
@@ -222,6 +241,16 @@ impl Figure {
         }
     }
 
+    /// The latency quantile this figure is (0.99 for p99); `None` for the others.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Figure::P50 => Some(0.5),
+            Figure::P95 => Some(0.95),
+            Figure::P99 => Some(0.99),
+            _ => None,
+        }
+    }
+
     /// The round's value of this figure; `None` when it was not measured.
     pub fn value(self, round: &RoundFigures) -> Option<f64> {
         match self {
@@ -273,6 +302,18 @@ pub enum Judgement {
     NotEnoughData,
 }
 
+/// How a verdict's ratio and interval were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Statistic {
+    /// The geometric mean of per-round ratios, bootstrapped over rounds.
+    #[default]
+    RoundRatioMean,
+    /// The ratio of the pooled percentiles (every round's latency histogram merged per
+    /// target), bootstrapped over rounds drawn in pairs.
+    PooledPercentile,
+}
+
 /// The verdict on one figure of one target against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FigureVerdict {
@@ -280,13 +321,18 @@ pub struct FigureVerdict {
     pub metric: String,
     /// Rounds that gave a ratio.
     pub rounds: u32,
-    /// The estimated ratio (geometric mean of the per-round ratios); null without rounds.
+    /// How the ratio and its interval were computed (files before it: per-round ratios).
+    #[serde(default)]
+    pub statistic: Statistic,
+    /// The estimated ratio (the geometric mean of the per-round ratios, or the ratio of the
+    /// pooled percentiles, as `statistic` says); null without rounds.
     pub ratio: Option<f64>,
     /// The interval's lower bound.
     pub ci_low: Option<f64>,
     /// Its upper bound.
     pub ci_high: Option<f64>,
-    /// The per-round ratios, in round order.
+    /// The per-round ratios, in round order (each round's own figures, also with pooled
+    /// percentiles: they show the rounds' spread).
     pub round_ratios: Vec<f64>,
     /// What can be said.
     pub judgement: Judgement,
@@ -492,6 +538,7 @@ pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32)
     let mut verdict = FigureVerdict {
         metric: figure.name().to_string(),
         rounds: ratios.len() as u32,
+        statistic: Statistic::RoundRatioMean,
         ratio: None,
         ci_low: None,
         ci_high: None,
@@ -513,7 +560,22 @@ pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32)
     }
     let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
     let m = mean(&logs);
-    let (low, high) = bootstrap_mean_interval_at(&logs, RESAMPLES, seed, look_alpha(looks)).unwrap_or((m, m));
+    let interval = bootstrap_mean_interval_at(&logs, RESAMPLES, seed, look_alpha(looks)).unwrap_or((m, m));
+    settle(&mut verdict, figure, m, interval, std_dev(&logs), tie);
+    verdict
+}
+
+/// Fills in a verdict from its estimate and interval (natural logarithms of ratios) and the
+/// spread of one round's log-ratio (for the rounds that would tell): the ratio, the bounds,
+/// the judgement against the tie band and the text.
+fn settle(
+    verdict: &mut FigureVerdict,
+    figure: Figure,
+    m: f64,
+    (low, high): (f64, f64),
+    spread: f64,
+    tie: f64,
+) {
     let edge = (1.0 + tie).ln();
     let (ratio, ci_low, ci_high) = (m.exp(), low.exp(), high.exp());
     verdict.ratio = Some(ratio);
@@ -549,7 +611,7 @@ pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32)
             crate::util::units::trim_float(tie * 100.0)
         ),
         Judgement::NotEnoughData => {
-            verdict.rounds_needed = rounds_needed(m, std_dev(&logs), edge, verdict.rounds);
+            verdict.rounds_needed = rounds_needed(m, spread, edge, verdict.rounds);
             let more = match verdict.rounds_needed {
                 Some(MAX_ROUNDS_NEEDED) => format!("more than {MAX_ROUNDS_NEEDED} rounds would be needed"),
                 Some(n) => format!("about {n} rounds would tell"),
@@ -563,7 +625,99 @@ pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32)
             )
         }
     };
-    verdict
+}
+
+/// The pooled-percentile interval of `quantile`: the log of the target's pooled percentile
+/// over the baseline's, for the rounds as run (the estimate) and over [`RESAMPLES`] resamples
+/// of the round pairs drawn with replacement from `seed` (round i of both drawn together),
+/// whose [`expanded_tail_at`] percentiles are the bounds, widened if need be to hold the
+/// estimate. Returns the estimate, the bounds, and the resampled spread scaled to one round
+/// (for the rounds that would tell); `None` when the rounds hold no sample.
+fn pooled_interval(
+    baseline: &crate::pooled::PooledRounds,
+    target: &crate::pooled::PooledRounds,
+    quantile: f64,
+    seed: u64,
+    alpha: f64,
+) -> Option<(f64, (f64, f64), f64)> {
+    let n = baseline.len().min(target.len());
+    let log_ratio = |weights: &[u32]| -> Option<f64> {
+        let (b, t) = (baseline.quantile(weights, quantile)?, target.quantile(weights, quantile)?);
+        (b > 0 && t > 0).then(|| (t as f64).ln() - (b as f64).ln())
+    };
+    let estimate = log_ratio(&vec![1; n])?;
+    if n < 2 {
+        return Some((estimate, (estimate, estimate), 0.0));
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut weights = vec![0u32; n];
+    let mut resampled: Vec<f64> = Vec::with_capacity(RESAMPLES as usize);
+    for _ in 0..RESAMPLES {
+        weights.iter_mut().for_each(|w| *w = 0);
+        (0..n).for_each(|_| weights[rng.gen_range(0..n)] += 1);
+        resampled.extend(log_ratio(&weights));
+    }
+    if resampled.is_empty() {
+        return Some((estimate, (estimate, estimate), 0.0));
+    }
+    let spread = std_dev(&resampled) * (n as f64).sqrt();
+    resampled.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| resampled[((q * (resampled.len() - 1) as f64).round() as usize).min(resampled.len() - 1)];
+    let tail = expanded_tail_at(n, alpha);
+    Some((estimate, (at(tail).min(estimate), at(1.0 - tail).max(estimate)), spread))
+}
+
+/// [`judge_at`] of a latency percentile from the rounds' histograms: the ratio of pooled
+/// percentiles ([`pooled_interval`]); `ratios` are the per-round ratios, kept to show the
+/// rounds' spread. `None` when the rounds hold no sample.
+fn judge_pooled(
+    figure: Figure,
+    quantile: f64,
+    (baseline, target): (&crate::pooled::PooledRounds, &crate::pooled::PooledRounds),
+    ratios: &[f64],
+    tie: f64,
+    looks: u32,
+) -> Option<FigureVerdict> {
+    let (m, interval, spread) =
+        pooled_interval(baseline, target, quantile, BOOTSTRAP_SEED, look_alpha(looks))?;
+    let rounds = baseline.len().min(target.len()) as u32;
+    let mut verdict = FigureVerdict {
+        metric: figure.name().to_string(),
+        rounds,
+        statistic: Statistic::PooledPercentile,
+        ratio: None,
+        ci_low: None,
+        ci_high: None,
+        round_ratios: ratios.iter().copied().filter(|r| r.is_finite() && *r > 0.0).collect(),
+        judgement: Judgement::NotEnoughData,
+        rounds_needed: None,
+        text: String::new(),
+    };
+    if rounds < 2 {
+        verdict.ratio = Some(m.exp());
+        verdict.text = format!(
+            "not enough data ({rounds} round: the spread needs 2 or more; --rounds {DEFAULT_ROUNDS})"
+        );
+        return Some(verdict);
+    }
+    settle(&mut verdict, figure, m, interval, spread, tie);
+    Some(verdict)
+}
+
+/// Each target's rounds as pooled latencies, when every paired round keeps a histogram that
+/// decodes; `None` otherwise (the percentiles are then judged per round).
+fn pooled_pairs(
+    pairs: &[(&RoundFigures, &RoundFigures)],
+) -> Option<(crate::pooled::PooledRounds, crate::pooled::PooledRounds)> {
+    let decode = |round: &RoundFigures| crate::pooled::RoundLatency::from_text(round.latency.as_deref()?);
+    let mut baseline = Vec::with_capacity(pairs.len());
+    let mut target = Vec::with_capacity(pairs.len());
+    for (b, t) in pairs {
+        baseline.push(decode(b)?);
+        target.push(decode(t)?);
+    }
+    Some((crate::pooled::PooledRounds::new(baseline), crate::pooled::PooledRounds::new(target)))
 }
 
 /// The verdicts on every figure measured in both: `target`'s rounds against `baseline`'s of
@@ -583,6 +737,7 @@ pub fn verdicts_at(
 ) -> Vec<FigureVerdict> {
     let pairs: Vec<(&RoundFigures, &RoundFigures)> =
         baseline.iter().filter_map(|b| target.iter().find(|t| t.round == b.round).map(|t| (b, t))).collect();
+    let pooled = if pairs.is_empty() { None } else { pooled_pairs(&pairs) };
     Figure::ALL
         .iter()
         .filter_map(|figure| {
@@ -591,7 +746,11 @@ pub fn verdicts_at(
                 return None;
             }
             let ratios: Vec<f64> = pairs.iter().filter_map(|(b, t)| figure.round_ratio(b, t)).collect();
-            Some(judge_at(*figure, &ratios, tie, BOOTSTRAP_SEED, looks))
+            let by_pooling = figure
+                .quantile()
+                .zip(pooled.as_ref())
+                .and_then(|(quantile, (b, t))| judge_pooled(*figure, quantile, (b, t), &ratios, tie, looks));
+            Some(by_pooling.unwrap_or_else(|| judge_at(*figure, &ratios, tie, BOOTSTRAP_SEED, looks)))
         })
         .collect()
 }
@@ -688,6 +847,7 @@ mod tests {
             p99_us: p50_us * 3,
             cpu_percent: None,
             rss_bytes: None,
+            latency: None,
         }
     }
 
@@ -849,6 +1009,103 @@ mod tests {
         assert_eq!(errors.judgement, Judgement::Higher);
         assert!(errors.text.starts_with("more errors by"), "{}", errors.text);
         assert!((errors.ratio.unwrap() - 100.0).abs() < 1e-9, "{errors:?}");
+    }
+
+    /// Rounds of `samples` latencies each, 500 us plus an exponential of mean 300 us drawn from
+    /// `seed`; in round `hiccup` (if any) every latency from the round's own p99 up doubled, as
+    /// a scheduler hiccup stretches a round's tail. Each round keeps its histogram.
+    fn synthetic_rounds(seed: u64, rounds: u32, samples: u32, hiccup: Option<u32>) -> Vec<RoundFigures> {
+        let draw = |rng: &mut SmallRng| 500 + (-300.0 * (1.0 - rng.gen::<f64>()).ln()) as u64;
+        (1..=rounds)
+            .map(|r| {
+                let round_seed = seed ^ u64::from(r).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let mut plain = crate::record::new_histogram();
+                let mut rng = SmallRng::seed_from_u64(round_seed);
+                (0..samples).for_each(|_| plain.record(draw(&mut rng)).unwrap());
+                let mut latency = plain.clone();
+                if hiccup == Some(r) {
+                    let p99 = plain.value_at_quantile(0.99);
+                    latency.reset();
+                    let mut rng = SmallRng::seed_from_u64(round_seed);
+                    for _ in 0..samples {
+                        let us = draw(&mut rng);
+                        latency.record(if us >= p99 { 2 * us } else { us }).unwrap();
+                    }
+                }
+                RoundFigures {
+                    p50_us: latency.value_at_quantile(0.5),
+                    p95_us: latency.value_at_quantile(0.95),
+                    p99_us: latency.value_at_quantile(0.99),
+                    requests: u64::from(samples),
+                    latency: Some(crate::pooled::round_histogram_text(&latency)),
+                    ..round(r, 1000.0, 0, 0)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_rounds_doubled_p99_leaves_identical_targets_inside_the_tie_band_when_pooled() {
+        // Two identical targets, 20 rounds of 20,000 requests, the baseline's round 7 with its
+        // p99 doubled; read as after four looks (the adaptive default's 98.75% intervals).
+        let baseline = synthetic_rounds(1, 20, 20_000, Some(7));
+        let target = synthetic_rounds(2, 20, 20_000, None);
+        assert!(baseline[6].p99_us >= 2 * target[6].p99_us * 9 / 10, "{:?} {:?}", baseline[6], target[6]);
+        let pooled = verdicts_at(&baseline, &target, DEFAULT_TIE, 4);
+        let p99 = pooled.iter().find(|v| v.metric == "p99").unwrap();
+        assert_eq!(p99.statistic, Statistic::PooledPercentile);
+        assert_eq!(p99.judgement, Judgement::NoDifference, "{}", p99.text);
+        // The per-round ratios are still kept, the hiccup among them.
+        assert_eq!(p99.round_ratios.len(), 20);
+        assert!(p99.round_ratios.iter().any(|r| *r < 0.6), "{:?}", p99.round_ratios);
+        for name in ["p50", "p95"] {
+            let verdict = pooled.iter().find(|v| v.metric == name).unwrap();
+            assert_eq!(verdict.judgement, Judgement::NoDifference, "{name}: {}", verdict.text);
+        }
+        // The same rounds without their histograms: the mean of per-round ratios, which the
+        // one round moves by its whole log-ratio over 20, leaves the band.
+        let strip = |rounds: &[RoundFigures]| -> Vec<RoundFigures> {
+            rounds.iter().map(|r| RoundFigures { latency: None, ..r.clone() }).collect()
+        };
+        let per_round = verdicts_at(&strip(&baseline), &strip(&target), DEFAULT_TIE, 4);
+        let old = per_round.iter().find(|v| v.metric == "p99").unwrap();
+        assert_eq!(old.statistic, Statistic::RoundRatioMean);
+        assert_ne!(old.judgement, Judgement::NoDifference, "{}", old.text);
+        // Pooled, the estimate is the ratio of the merged histograms' p99 (the table's figure).
+        let merged = |rounds: &[RoundFigures]| {
+            let mut all = crate::record::new_coarse_histogram();
+            for round in rounds {
+                all.add(crate::util::hdr_codec::decode_histogram(round.latency.as_deref().unwrap()).unwrap())
+                    .unwrap();
+            }
+            all.value_at_quantile(0.99) as f64
+        };
+        let expected = merged(&target) / merged(&baseline);
+        assert!((p99.ratio.unwrap() - expected).abs() < 1e-9, "{p99:?} against {expected}");
+    }
+
+    #[test]
+    fn a_pooled_percentile_finds_a_real_difference_and_holds_the_true_ratio() {
+        // The target's every latency doubled: slower by 100%, the interval around 2x.
+        let baseline = synthetic_rounds(3, 5, 5_000, None);
+        let target: Vec<RoundFigures> = synthetic_rounds(3, 5, 5_000, None)
+            .into_iter()
+            .map(|round| {
+                let histogram =
+                    crate::util::hdr_codec::decode_histogram(round.latency.as_deref().unwrap()).unwrap();
+                let mut doubled = crate::record::new_histogram();
+                for bucket in histogram.iter_recorded() {
+                    doubled.record_n(2 * bucket.value_iterated_to(), bucket.count_at_value()).unwrap();
+                }
+                RoundFigures { latency: Some(crate::pooled::round_histogram_text(&doubled)), ..round }
+            })
+            .collect();
+        for verdict in verdicts(&baseline, &target, DEFAULT_TIE).iter().filter(|v| v.metric.starts_with('p'))
+        {
+            assert_eq!(verdict.judgement, Judgement::Higher, "{}", verdict.text);
+            let (low, high) = (verdict.ci_low.unwrap(), verdict.ci_high.unwrap());
+            assert!(low <= 2.0 * 1.02 && 2.0 * 0.98 <= high, "{verdict:?}");
+        }
     }
 
     #[test]

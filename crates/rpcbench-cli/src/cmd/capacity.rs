@@ -124,7 +124,8 @@ pub struct CapacityArgs {
     /// A reference node whose head the target's is measured against (with --heads; implies
     /// it), repeatable: lag is behind the highest head seen across the target and these, so
     /// with the target alone falling behind the chain does not show. Polled plainly: none of
-    /// the target's headers are sent to it.
+    /// the target's headers are sent to it. Without it, a scenario's other [[targets]] are the
+    /// references.
     #[arg(long, value_name = "URL", help_heading = "Heads")]
     pub heads_ref: Vec<String>,
 
@@ -201,21 +202,32 @@ impl CapacityArgs {
     }
 }
 
-/// The request every step sends and the search settings, validated.
-pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings), ConfigError> {
+/// The nodes whose heads the target's is measured against with `--heads`, besides any
+/// `--heads-ref`: a scenario's other `[[targets]]`, each with its own settings and headers.
+pub type HeadReferences = Vec<(String, RunConfig)>;
+
+/// The request every step sends, the search settings, validated, and the scenario's other
+/// targets as head references ([`scenario_references`]).
+pub fn to_settings(
+    args: &CapacityArgs,
+) -> Result<(RunConfig, CapacitySettings, HeadReferences), ConfigError> {
     args.check_search_flags()?;
     let slo = Slo::parse(&args.slo).map_err(|err| ConfigError::new("--slo", err.to_string()))?;
-    let mut plan = crate::plan::to_plan(&args.run_flags())?;
-    if plan.targets.len() > 1 {
+    let plan = crate::plan::to_plan(&args.run_flags())?;
+    let heads_on = args.heads.heads || !args.heads_ref.is_empty();
+    if plan.targets.len() > 1 && !heads_on {
         return Err(ConfigError::new(
             "--url",
             format!(
-                "the scenario names {} targets; a search runs against one: give it with --url",
-                plan.targets.len()
+                "the scenario names {} targets; a search runs against one: give it with --url, or add --heads to search the first ('{}') and follow the others' heads as its reference nodes",
+                plan.targets.len(),
+                plan.targets[0].0
             ),
         ));
     }
-    let (_, config) = plan.targets.swap_remove(0);
+    let mut targets = plan.targets.into_iter();
+    let (_, config) = targets.next().expect("a plan has a target");
+    let references = scenario_references(args, &config, targets.collect())?;
     let mut settings = if args.over_connections() {
         let start = args.start_connections.unwrap_or(rpcbench::defaults::START_CONNECTIONS);
         CapacitySettings::connections(slo, start, args.max_connections)
@@ -232,12 +244,45 @@ pub fn to_settings(args: &CapacityArgs) -> Result<(RunConfig, CapacitySettings),
     settings.max_connections = args.max_connections;
     settings.monitor_pids = args.monitor.resolve()?;
     settings.validate()?;
-    Ok((config, settings))
+    Ok((config, settings, references))
+}
+
+/// The reference nodes a scenario gives the head monitor: its targets after the first when
+/// the search runs against the first (`others`, each with the settings and headers the
+/// scenario gives it), or, when `--url` replaced the scenario's targets, those of its
+/// `[[targets]]` whose URL is not the one searched (each with its own headers only: the
+/// shared ones and `-H` go to the URL given). None with `--heads-ref` (the references given
+/// replace them) or without a scenario.
+fn scenario_references(
+    args: &CapacityArgs,
+    searched: &RunConfig,
+    others: HeadReferences,
+) -> Result<HeadReferences, ConfigError> {
+    if !args.heads_ref.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !others.is_empty() || args.scenario.url.is_none() || !crate::plan::is_scenario(&args.target) {
+        return Ok(others);
+    }
+    let path = std::path::Path::new(&args.target);
+    let listed = rpcbench::scenario::ScenarioDraft::load(path)
+        .and_then(|draft| draft.listed_targets())
+        .map_err(|err| ConfigError::new(path.display().to_string(), err.to_string()))?;
+    Ok(listed
+        .into_iter()
+        .filter(|listed| listed.target != searched.target)
+        .map(|listed| {
+            let mut config = searched.clone();
+            config.target = listed.target;
+            config.headers = listed.headers;
+            (listed.name, config)
+        })
+        .collect())
 }
 
 pub fn run(args: CapacityArgs) -> ExitCode {
-    let (mut config, settings) = match to_settings(&args) {
-        Ok(both) => both,
+    let (mut config, settings, references) = match to_settings(&args) {
+        Ok(all) => all,
         // The target did not answer while being sampled: a failure at run time, not bad usage.
         Err(err) if err.setting == crate::plan::SAMPLING => return output::failure(err),
         Err(err) => return output::usage_error(err),
@@ -301,12 +346,16 @@ pub fn run(args: CapacityArgs) -> ExitCode {
         crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
     });
     let heads_on = args.heads.heads || !args.heads_ref.is_empty();
-    let heads = match args.heads.start_with_references(
-        heads_on,
-        &[(config.target.redacted(), &config)],
-        &args.heads_ref,
-        &heads_live,
-    ) {
+    if heads_on && !references.is_empty() && !quiet {
+        let names: Vec<&str> = references.iter().map(|(name, _)| name.as_str()).collect();
+        eprintln!(
+            "  heads: lag behind the highest head across the target and the scenario's other target(s) {} (followed, no load)",
+            names.join(", ")
+        );
+    }
+    let mut followed: Vec<(String, &RunConfig)> = vec![(config.target.redacted(), &config)];
+    followed.extend(references.iter().map(|(name, reference)| (name.clone(), reference)));
+    let heads = match args.heads.start_with_references(heads_on, &followed, &args.heads_ref, &heads_live) {
         Ok(heads) => heads,
         Err(err) => {
             drop(dashboard);

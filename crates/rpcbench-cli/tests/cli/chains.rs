@@ -185,6 +185,85 @@ fn a_run_against_several_targets_follows_their_heads_with_heads() {
 }
 
 #[test]
+fn capacity_of_a_scenario_follows_its_other_targets_as_head_references() {
+    // The searched node 2 slots behind, the scenario's other target at the tip.
+    let (target, reference) = (solana_behind(2), solana_behind(0));
+    let dir = std::env::temp_dir().join(format!("rpcbench-capacity-references-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("two.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[[targets]]\nname = \"behind\"\nurl = \"{}\"\n[[targets]]\nname = \"tip\"\nurl = \"{}\"\n[[call]]\nmethod = \"getSlot\"\n",
+            target.url(),
+            reference.url()
+        ),
+    )
+    .unwrap();
+    let path = scenario.to_str().unwrap();
+    let search = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "capacity",
+            path,
+            "--slo",
+            "p99<1s",
+            "--start-rate",
+            "20",
+            "--max-rate",
+            "40",
+            "--step",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--cooldown",
+            "100ms",
+            "--heads-interval",
+            "20ms",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
+    let lags = |json: &serde_json::Value| -> Vec<(Option<u64>, Option<u64>)> {
+        let steps = json["steps"].as_array().expect("steps");
+        steps.iter().map(|s| (s["heads"]["lag_p50"].as_u64(), s["heads"]["lag_max"].as_u64())).collect()
+    };
+    // Several targets and --heads: the first searched, the other followed as its reference.
+    let args = search(&["--heads", "-f", "json"]);
+    let output = rpcbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("the scenario's other target(s) tip"), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let followed = json["heads"]["targets"].as_array().expect("heads");
+    assert_eq!(followed.len(), 2, "{json}");
+    assert_eq!(followed[1]["name"], "tip", "{json}");
+    let steps = lags(&json);
+    assert!(!steps.is_empty() && steps.iter().all(|lag| *lag == (Some(2), Some(2))), "{steps:?}");
+    // The text names the reference, and says nothing of a missing one.
+    let args = search(&["--heads", "-q"]);
+    let output = rpcbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("across the target and tip"), "{text}");
+    assert!(!text.contains("no reference node"), "{text}");
+    // --url replaces the targets: the scenario's other one is still the reference.
+    let url = target.url();
+    let args = search(&["--url", &url, "--heads", "-q", "-f", "json"]);
+    let output = rpcbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["heads"]["targets"].as_array().map(Vec::len), Some(2), "{json}");
+    assert!(lags(&json).iter().all(|lag| *lag == (Some(2), Some(2))), "{json}");
+    // Without --heads, several targets are still one too many for a search.
+    let args = search(&["-q"]);
+    assert_usage_error(&args.iter().map(String::as_str).collect::<Vec<_>>(), "--heads to search the first");
+    target.stop();
+    reference.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn capacity_heads_gives_every_step_its_lag_and_says_when_there_is_no_reference() {
     let hour = std::time::Duration::from_secs(3600);
     let start = |lag: u64| {

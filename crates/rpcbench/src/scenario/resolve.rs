@@ -285,6 +285,13 @@ impl ScenarioDraft {
         Ok(Scenario { config, thresholds, targets, cooldown, shared_headers, left_out })
     }
 
+    /// The targets the file itself names (`[target] url` or the `[[targets]]` list), read
+    /// without sampling any pool: for a command that runs against a URL of its own and
+    /// follows the file's targets beside it (`capacity --url URL --heads`).
+    pub fn listed_targets(&self) -> Result<Vec<ScenarioTarget>, ScenarioError> {
+        self.targets(None)
+    }
+
     /// The targets: `url` (from the command line) replaces the file's; otherwise `[target] url`
     /// or the `[[targets]]` list, one of which is needed.
     fn targets(&self, url: Option<&str>) -> Result<Vec<ScenarioTarget>, ScenarioError> {
