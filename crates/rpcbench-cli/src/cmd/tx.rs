@@ -595,3 +595,53 @@ fn default_grace(heads: &[SeenHead]) -> Duration {
         _ => Duration::from_secs(5),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn tx_args(words: &[&str]) -> TxArgs {
+        let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);
+        match crate::Cli::try_parse_from(line).unwrap().command {
+            crate::Command::Tx(args) => *args,
+            _ => unreachable!("a tx command line"),
+        }
+    }
+
+    /// Funding with `--senders` under shards: each shard funds (and tops up) its senders from
+    /// the first of its own accounts, so no two shards ever sign with one funder's nonces.
+    #[test]
+    fn each_shard_funds_from_its_own_first_account_and_no_two_shards_share_an_account() {
+        let args = tx_args(&["--dev", "--senders", "3"]);
+        let shards = 4;
+        let mut seen = HashSet::new();
+        let mut funders = Vec::new();
+        for index in 0..shards {
+            let keys = sender_keys(&args, index * args.senders).unwrap();
+            assert_eq!(keys.len(), 3);
+            funders.push(keys[0].address().to_string());
+            for key in &keys {
+                assert!(seen.insert(key.address().to_string()), "shard {index} shares an account");
+            }
+        }
+        assert_eq!(seen.len(), shards * 3);
+        let whole = sender_keys(&tx_args(&["--dev", "--senders", "12"]), 0).unwrap();
+        let expected: Vec<String> = (0..shards).map(|index| whole[index * 3].address().to_string()).collect();
+        assert_eq!(funders, expected, "shard i's funder is account i x --senders of the key source");
+
+        // A key file splits the same way, and one too short for a shard is refused by name.
+        let dir = std::env::temp_dir().join(format!("rpcbench-shard-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys.txt");
+        let lines: Vec<String> = (1..=5).map(|n| format!("0x{n:064x}")).collect();
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        let args = tx_args(&["--key-file", file.to_str().unwrap(), "--senders", "2"]);
+        let first = sender_keys(&args, 0).unwrap();
+        let second = sender_keys(&args, 2).unwrap();
+        assert!(first.iter().all(|a| second.iter().all(|b| a.address() != b.address())));
+        let err = sender_keys(&args, 4).err().unwrap();
+        assert!(err.contains("holds 5 keys, this shard needs keys 5 to 6"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
