@@ -430,6 +430,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     let resyncs = sends.resync_tally();
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
+    // Every transaction of a run is signed with the one gas limit; a transfer uses all of it.
+    let included_gas = tally.included.saturating_mul(gas_limit);
     let ms = |hist: &Histogram<u64>, q: f64| {
         if hist.is_empty() {
             Value::Null
@@ -473,6 +475,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_included_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
+        "included_gas": included_gas,
+        "gas_per_second": per_second(included_gas, included_window),
+        "blocks_with_ours": tally.shares.len(),
+        "share_of_block_ours": block_share(&tally.shares),
         "send_seconds": record.elapsed.as_secs_f64(),
         "sent_per_second": per_second(tally.sent, record.elapsed),
         "included_per_second": per_second(tally.included, included_window),
@@ -505,6 +511,21 @@ pub fn run(args: TxArgs) -> ExitCode {
         identity,
         "included + dropped + rejected + pending does not equal sent",
     )
+}
+
+/// Of the blocks that carried any of the run's transactions, the share of each block's
+/// transactions that were the run's: min, p50 and max (`null` when no block carried any).
+fn block_share(shares: &[(u64, u64, u64)]) -> Value {
+    let mut fractions: Vec<f64> = shares
+        .iter()
+        .filter(|(_, _, all)| *all > 0)
+        .map(|(_, ours, all)| *ours as f64 / *all as f64)
+        .collect();
+    if fractions.is_empty() {
+        return json!({"min": null, "p50": null, "max": null});
+    }
+    fractions.sort_by(f64::total_cmp);
+    json!({"min": fractions[0], "p50": fractions[(fractions.len() - 1) / 2], "max": fractions[fractions.len() - 1]})
 }
 
 /// The node's pending nonces, asked by the signer when a nonce refusal comes back.

@@ -518,6 +518,28 @@ fn ethereum_text(report: &Value) -> String {
             resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
         );
     }
+    // Reports written before these figures have none: no line.
+    if let Some(gas_per_second) = report["gas_per_second"].as_f64() {
+        let share = &report["share_of_block_ours"];
+        let share_of =
+            |key: &str| share[key].as_f64().map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
+        let _ = writeln!(
+            extra,
+            "gas/s                  {gas_per_second:.0}   ({} gas included, by the gas limit)",
+            n("included_gas")
+        );
+        // A merged report has none: shards share blocks.
+        if share.is_object() {
+            let _ = writeln!(
+                extra,
+                "share of block ours    min {}  p50 {}  max {}   ({} blocks)",
+                share_of("min"),
+                share_of("p50"),
+                share_of("max"),
+                n("blocks_with_ours")
+            );
+        }
+    }
     extra.push_str(&top_up_line(&report["top_ups"]));
     chain_text(
         report,
@@ -697,6 +719,25 @@ mod tests {
             );
             assert!(text.contains(interrupted), "{text}");
         }
+    }
+
+    #[test]
+    fn the_gas_line_is_shown_when_the_report_has_the_figures() {
+        let mut report = report("ethereum", 197);
+        assert!(!render_tx_text(&report).contains("gas/s"), "older reports have no gas figures");
+        report["included_gas"] = json!(197 * 21_000);
+        report["gas_per_second"] = json!(99.0 * 21_000.0);
+        report["blocks_with_ours"] = json!(40);
+        report["share_of_block_ours"] = json!({"min": 0.125, "p50": 0.5, "max": 1.0});
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("gas/s                  2079000   (4137000 gas included, by the gas limit)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("share of block ours    min 12.5%  p50 50.0%  max 100.0%   (40 blocks)"),
+            "{text}"
+        );
     }
 
     #[test]
