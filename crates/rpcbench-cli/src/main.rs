@@ -192,11 +192,12 @@ fn main() -> ExitCode {
 }
 
 /// Parses the words of a command line after `rpcbench` with the whole parser: the run
-/// (`run URL ...`) they give, `None` for another command. `k8s-job` checks its wrapped run so.
-fn parse_run_words(words: &[String]) -> Result<Option<args::RunArgs>, clap::Error> {
+/// (`run URL ...` or `tx URL ...`) they give, `None` for another command. `k8s-job` checks its wrapped run so.
+fn parse_run_words(words: &[String]) -> Result<Option<cmd::k8s::WrappedRun>, clap::Error> {
     let line = std::iter::once("rpcbench").chain(words.iter().map(String::as_str));
     Ok(match Cli::try_parse_from(line)?.command {
-        Command::Run(run) => Some(*run),
+        Command::Run(run) => Some(cmd::k8s::WrappedRun::Run(run)),
+        Command::Tx(tx) => Some(cmd::k8s::WrappedRun::Tx(tx)),
         _ => None,
     })
 }

@@ -403,3 +403,126 @@ fn merged_totals_count_every_outcome_class_of_http2_and_websocket_runs() {
     assert_eq!(report["outcomes"]["goaway"], 7);
     assert_eq!(report["outcomes"]["ws_closed"]["1006"], 5);
 }
+
+/// A split `tx` run: its keys come from a Secret mounted in the shards' pods, by reference;
+/// no key, phrase or local key path is ever written into the manifests.
+#[test]
+fn k8s_job_splits_a_tx_run_with_its_keys_from_a_secret_never_in_the_manifests() {
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "3",
+        "--image",
+        "rpcbench:0.1.0",
+        "--name",
+        "transfers",
+        "--key-secret",
+        "tx-keys",
+        "--start-at",
+        "2026-11-23T10:00:00Z",
+        "--threshold",
+        "included > 99%",
+        "--",
+        "tx",
+        "http://node.default.svc:8545",
+        "--key-file",
+        "/keys/senders.txt",
+        "--senders",
+        "10",
+        "--rate",
+        "300",
+        "-d",
+        "60s",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let manifests: Vec<serde_json::Value> = printed
+        .split("---\n")
+        .filter(|doc| !doc.trim().is_empty())
+        .map(|doc| serde_json::from_str(doc).unwrap())
+        .collect();
+    assert_eq!(manifests.len(), 3);
+    let pod = &manifests[1]["spec"]["template"]["spec"];
+    let command = pod["containers"][0]["command"][2].as_str().unwrap();
+    assert!(
+        command.starts_with("exec rpcbench tx http://node.default.svc:8545 --key-file /keys/senders.txt"),
+        "{command}"
+    );
+    assert!(
+        command.ends_with(
+            "--shards 3 --start-at 2026-11-23T10:00:00Z --save /results/shard-${JOB_COMPLETION_INDEX}.json"
+        ),
+        "{command}"
+    );
+    assert_eq!(pod["volumes"][1]["secret"]["secretName"], "tx-keys");
+    assert_eq!(pod["containers"][0]["volumeMounts"][1]["mountPath"], "/keys");
+    let merge = manifests[2]["spec"]["template"]["spec"]["containers"][0]["command"][2].as_str().unwrap();
+    assert!(merge.contains("--threshold 'included > 99%'"), "{merge}");
+    // 60 s of sends, the 30 s inclusion timeout and the 600 s of slack after the start.
+    let deadline = manifests[2]["spec"]["activeDeadlineSeconds"].as_u64().unwrap();
+    assert!(deadline >= 690, "{deadline}");
+
+    let tx = ["tx", "http://node:8545", "--rate", "10", "-d", "10s"];
+    for (extra, secret, named) in [
+        (
+            &["--mnemonic", "test test test test test test test test test test test junk"][..],
+            true,
+            "--mnemonic would write the phrase",
+        ),
+        (&["--key-file", "/home/me/keys.txt"], true, "--key-file /home/me/keys.txt"),
+        (&["--key-file", "/keys/senders.txt"], false, "--key-secret"),
+        (&["--dev", "--save", "/tmp/x.json"], false, "--save is set by k8s-job"),
+        (&["--dev", "--shard", "1/2"], false, "--shard is set by k8s-job"),
+    ] {
+        let mut args = vec!["k8s-job", "--shards", "2", "--image", "x"];
+        if secret {
+            args.extend(["--key-secret", "tx-keys"]);
+        }
+        args.push("--");
+        args.extend(tx);
+        args.extend(extra);
+        let output = rpcbench(&args);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(named), "{extra:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty(), "{extra:?}: manifests printed");
+        assert!(!stderr(&output).contains("test test test"), "the phrase is never echoed");
+    }
+    // The merge judges thresholds in the grammar of the run it merges.
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "2",
+        "--image",
+        "x",
+        "--threshold",
+        "included > 99%",
+        "--",
+        "run",
+        "http://n:1/",
+        "-m",
+        "getSlot",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "a tx threshold on a run: {}", stderr(&output));
+    let mut args = vec!["k8s-job", "--shards", "2", "--image", "x", "--threshold", "included > 99ms", "--"];
+    args.extend(tx);
+    args.push("--dev");
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--threshold"), "{}", stderr(&output));
+    let output = rpcbench(&[
+        "k8s-job",
+        "--shards",
+        "2",
+        "--image",
+        "x",
+        "--key-secret",
+        "k",
+        "--",
+        "run",
+        "http://n:1/",
+        "-m",
+        "getSlot",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--key-secret: only a tx run has keys"), "{}", stderr(&output));
+}

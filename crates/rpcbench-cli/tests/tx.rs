@@ -485,3 +485,76 @@ fn a_sender_that_runs_dry_mid_run_is_topped_up_from_the_funder_and_lands_again()
     // the run and the top-ups. More landed: the children sent again on the top-ups' funds.
     assert!(count("included") > 40 + 2 * 4 + sent, "{report}");
 }
+
+/// `--block-gas-limit` on the mock: blocks carry at most that much of the pool's gas, the rest
+/// waits. Sent faster than five transfers a block, the blocks fill, and the report's gas and
+/// share of each block that was ours are what the mock's blocks hold.
+#[test]
+fn full_blocks_give_the_gas_and_block_share_the_mock_s_blocks_hold() {
+    const PER_BLOCK: u64 = 5;
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    options.tx_pool = Some(TxPoolOptions { block_gas_limit: PER_BLOCK * 21_000, ..TxPoolOptions::default() });
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    // 100 a second, 10 a block offered: twice what a block takes.
+    let report = tx_json(&url, &["--no-fund"]);
+    assert_eq!(report["included"].as_u64(), Some(40), "{report}");
+
+    // The mock's truth: each block's transactions, ours by their sender.
+    let senders: Vec<String> = rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 2)
+        .unwrap()
+        .iter()
+        .map(|key| key.address().to_string().to_ascii_lowercase())
+        .collect();
+    let call = |method: &str, params: Value| {
+        rpcbench::client::call(&url, method, Some(&params), Duration::from_secs(5)).expect("the mock answers")
+    };
+    let head = call("eth_blockNumber", serde_json::json!([]));
+    let head = u64::from_str_radix(head.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let mut ours_per_block = Vec::new();
+    let mut shares = Vec::new();
+    for number in 1..=head {
+        let block = call("eth_getBlockByNumber", serde_json::json!([format!("0x{number:x}"), true]));
+        let transactions = block["transactions"].as_array().unwrap();
+        let ours = transactions
+            .iter()
+            .filter(|tx| senders.contains(&tx["from"].as_str().unwrap_or("").to_ascii_lowercase()))
+            .count() as u64;
+        if ours > 0 {
+            ours_per_block.push(ours);
+            shares.push(ours as f64 / transactions.len() as f64);
+        }
+    }
+    assert_eq!(ours_per_block.iter().sum::<u64>(), 40, "{ours_per_block:?}");
+    assert!(ours_per_block.iter().all(|&ours| ours <= PER_BLOCK), "over the gas limit: {ours_per_block:?}");
+    assert_eq!(ours_per_block.iter().max(), Some(&PER_BLOCK), "blocks filled: {ours_per_block:?}");
+    assert!(ours_per_block.len() >= 8, "{ours_per_block:?}");
+
+    assert_eq!(report["blocks_with_ours"].as_u64(), Some(ours_per_block.len() as u64), "{report}");
+    assert_eq!(report["included_gas"].as_u64(), Some(40 * 21_000), "{report}");
+    shares.sort_by(f64::total_cmp);
+    let share = &report["share_of_block_ours"];
+    // The report's JSON keeps a float to its shortest digits; the same share to 1e-12.
+    for (key, truth) in
+        [("min", shares[0]), ("p50", shares[(shares.len() - 1) / 2]), ("max", shares[shares.len() - 1])]
+    {
+        let reported = share[key].as_f64().unwrap_or_else(|| panic!("{key} in {report}"));
+        assert!((reported - truth).abs() < 1e-12, "{key}: {reported} against the mock's {truth}: {report}");
+    }
+    // Gas over the same window as the inclusions: 21000 per included transfer.
+    let gas_per_second = report["gas_per_second"].as_f64().unwrap();
+    let included_per_second = report["included_per_second"].as_f64().unwrap();
+    assert!((gas_per_second - included_per_second * 21_000.0).abs() <= gas_per_second * 1e-9, "{report}");
+}
+
+#[test]
+fn serve_takes_a_block_gas_limit_only_with_its_mempool() {
+    let output = rpcbench(&["serve", "--chain", "ethereum", "--block-gas-limit", "105000"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--tx-pool"));
+    let output = rpcbench(&["serve", "--chain", "ethereum", "--tx-pool", "--block-gas-limit", "20999"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--block-gas-limit"));
+}

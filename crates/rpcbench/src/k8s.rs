@@ -4,6 +4,10 @@
 //! `/results/shard-i.json`), and a Job that waits for the N files and merges them. Kubernetes
 //! is the coordinator; rpcbench adds none of its own. The manifests are JSON documents, which
 //! are YAML too, so no quoting can go wrong.
+//!
+//! A `tx` run is split the same way; its keys are secrets, so the manifests never hold one:
+//! a Kubernetes Secret named by [`SplitRunJob::key_secret`] is mounted read-only at
+//! [`KEY_MOUNT`] in every shard's pod, and the run reads its key file from there.
 
 use serde_json::{json, Value};
 
@@ -18,8 +22,12 @@ pub struct SplitRunJob {
     pub shards: u32,
     /// The start instant every shard waits for, as `--start-at` takes it.
     pub start_at: String,
-    /// `rpcbench run` and its arguments, without `--shards`, `--start-at` and `--save`.
+    /// `rpcbench run` (or `rpcbench tx`) and its arguments, without `--shards`, `--start-at`
+    /// and `--save`.
     pub run_args: Vec<String>,
+    /// The Secret holding a `tx` run's keys, mounted read-only at [`KEY_MOUNT`] in every
+    /// shard's pod (`None`: no keys to mount, as for `run` or `tx --dev`).
+    pub key_secret: Option<String>,
     /// Extra arguments of `rpcbench merge` (thresholds on the whole fleet's figures).
     pub merge_args: Vec<String>,
     /// The results volume's size request (`1Gi`).
@@ -28,6 +36,9 @@ pub struct SplitRunJob {
     /// fails it (`activeDeadlineSeconds`): a shard that never writes its file ends the wait.
     pub merge_deadline_seconds: u64,
 }
+
+/// Where the shards' pods find the key Secret's files (`--key-file /keys/senders.txt`).
+pub const KEY_MOUNT: &str = "/keys";
 
 /// Whether `name` is a DNS label Kubernetes accepts for Jobs and claims.
 pub fn is_dns_label(name: &str) -> bool {
@@ -54,6 +65,18 @@ impl SplitRunJob {
         let claim = format!("{}-results", self.name);
         let volume = json!([{ "name": "results", "persistentVolumeClaim": { "claimName": claim } }]);
         let mount = json!([{ "name": "results", "mountPath": "/results" }]);
+        // The shards' pods also mount the key Secret, by reference: the keys stay in the Secret.
+        let (mut shard_volumes, mut shard_mounts) = (volume.clone(), mount.clone());
+        if let Some(secret) = &self.key_secret {
+            shard_volumes
+                .as_array_mut()
+                .expect("an array")
+                .push(json!({ "name": "keys", "secret": { "secretName": secret, "defaultMode": 0o400 } }));
+            shard_mounts
+                .as_array_mut()
+                .expect("an array")
+                .push(json!({ "name": "keys", "mountPath": KEY_MOUNT, "readOnly": true }));
+        }
         let mut run: Vec<String> = vec!["exec".into(), "rpcbench".into()];
         run.extend(self.run_args.iter().map(|arg| shell_quote(arg)));
         run.push(format!("--shards {}", self.shards));
@@ -69,6 +92,7 @@ impl SplitRunJob {
             extra = merge_args.join(" ")
         );
         let job = |suffix: &str, container: &str, command: String, indexed: bool| {
+            let (volume, mount) = if indexed { (&shard_volumes, &shard_mounts) } else { (&volume, &mount) };
             let mut spec = json!({
                 "backoffLimit": 0,
                 "template": {
@@ -151,6 +175,7 @@ mod tests {
             .map(String::from)
             .to_vec(),
             merge_args: vec!["--threshold".into(), "p99 < 5ms".into()],
+            key_secret: None,
             storage: "1Gi".into(),
             merge_deadline_seconds: 660,
         }
@@ -175,6 +200,37 @@ mod tests {
             "{merge}"
         );
         assert!(job().render().starts_with("---\n{"));
+    }
+
+    #[test]
+    fn a_tx_run_s_keys_are_a_secret_mounted_by_reference_never_in_the_manifests() {
+        let tx = SplitRunJob {
+            run_args: ["tx", "http://node:8545", "--key-file", "/keys/senders.txt", "--senders", "10"]
+                .map(String::from)
+                .to_vec(),
+            key_secret: Some("tx-keys".into()),
+            ..job()
+        };
+        let manifests = tx.manifests();
+        let pod = &manifests[1]["spec"]["template"]["spec"];
+        let command = pod["containers"][0]["command"][2].as_str().unwrap();
+        assert!(
+            command.starts_with("exec rpcbench tx http://node:8545 --key-file /keys/senders.txt"),
+            "{command}"
+        );
+        assert!(command.contains("--shards 4 --start-at"), "{command}");
+        let volumes = pod["volumes"].as_array().unwrap();
+        assert_eq!(volumes[1]["secret"]["secretName"], "tx-keys");
+        assert_eq!(volumes[1]["secret"]["defaultMode"], 0o400);
+        let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+        assert_eq!(mounts[1], json!({"name": "keys", "mountPath": "/keys", "readOnly": true}));
+        // The merge Job reads results only: no keys there.
+        let merge = &manifests[2]["spec"]["template"]["spec"];
+        assert_eq!(merge["volumes"].as_array().unwrap().len(), 1);
+        assert!(!tx.render().contains("\"Secret\""), "a Secret reference, not a Secret");
+        // Without a key Secret, the pods mount the results only.
+        let plain = job().manifests();
+        assert_eq!(plain[1]["spec"]["template"]["spec"]["volumes"].as_array().unwrap().len(), 1);
     }
 
     #[test]

@@ -52,6 +52,124 @@ pub enum Outcome {
     /// gRPC: the call ended with a `grpc-status` other than OK (0), by status code (the codes
     /// gRPC does not define are counted as [`UNKNOWN_GRPC_STATUS`]).
     GrpcStatus(u32),
+    /// A transaction send (`eth_sendRawTransaction`, Solana's `sendTransaction`) the node
+    /// refused, by its reason. The reasons with a row of their own in [`CLASSES`] are counted
+    /// here; a refusal for the rate limit is [`Outcome::RateLimited`] and one of no known reason
+    /// [`Outcome::RpcError`] by code ([`TxRefusal::outcome`] says which).
+    TxRefused(TxRefusal),
+}
+
+/// Why a node refused a transaction, read from its JSON-RPC error (`crate::tx::refusal` reads
+/// the messages). Each reason is a row of [`CLASSES`] ([`TxRefusal::class`]): its own, or the
+/// rate-limit row, or the JSON-RPC error row by code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TxRefusal {
+    /// The nonce was already used ("nonce too low").
+    NonceTooLow,
+    /// The nonce leaves a gap the node will not queue ("nonce too high", "nonce gap").
+    NonceGap,
+    /// Same sender and nonce as a pending transaction, without enough fee bump.
+    ReplacementUnderpriced,
+    /// The node already has this exact transaction ("already known").
+    AlreadyKnown,
+    /// The sender cannot pay gas x price + value.
+    InsufficientFunds,
+    /// The fee is below what the pool takes ("transaction underpriced", "max fee per gas less
+    /// than block base fee").
+    Underpriced,
+    /// The pool is full.
+    PoolFull,
+    /// The gas limit is wrong for the transaction or the block ("intrinsic gas too low",
+    /// "exceeds block gas limit").
+    Gas,
+    /// The node's rate limit.
+    RateLimited,
+    /// Solana: the transaction's blockhash is unknown or expired ("Blockhash not found").
+    BlockhashNotFound,
+    /// Solana: the same transaction (signature) was already taken ("already been processed").
+    AlreadyProcessed,
+    /// Anything else, by JSON-RPC code.
+    Other(i64),
+}
+
+impl TxRefusal {
+    /// The reasons that have a row of their own in [`CLASSES`], in the table's order.
+    pub const WITH_OWN_ROW: [TxRefusal; 10] = [
+        TxRefusal::NonceTooLow,
+        TxRefusal::NonceGap,
+        TxRefusal::ReplacementUnderpriced,
+        TxRefusal::AlreadyKnown,
+        TxRefusal::InsufficientFunds,
+        TxRefusal::Underpriced,
+        TxRefusal::PoolFull,
+        TxRefusal::Gas,
+        TxRefusal::BlockhashNotFound,
+        TxRefusal::AlreadyProcessed,
+    ];
+
+    /// The reason's row of [`CLASSES`]: a rate-limit refusal is [`OutcomeClass::RateLimited`],
+    /// one of no known reason [`OutcomeClass::RpcError`].
+    pub fn class(self) -> OutcomeClass {
+        match self {
+            TxRefusal::NonceTooLow => OutcomeClass::TxNonceTooLow,
+            TxRefusal::NonceGap => OutcomeClass::TxNonceGap,
+            TxRefusal::ReplacementUnderpriced => OutcomeClass::TxReplacementUnderpriced,
+            TxRefusal::AlreadyKnown => OutcomeClass::TxAlreadyKnown,
+            TxRefusal::InsufficientFunds => OutcomeClass::TxInsufficientFunds,
+            TxRefusal::Underpriced => OutcomeClass::TxUnderpriced,
+            TxRefusal::PoolFull => OutcomeClass::TxPoolFull,
+            TxRefusal::Gas => OutcomeClass::TxGas,
+            TxRefusal::RateLimited => OutcomeClass::RateLimited,
+            TxRefusal::BlockhashNotFound => OutcomeClass::TxBlockhashNotFound,
+            TxRefusal::AlreadyProcessed => OutcomeClass::TxAlreadyProcessed,
+            TxRefusal::Other(_) => OutcomeClass::RpcError,
+        }
+    }
+
+    /// The reason as reports and files key it: its row's name (`nonce_too_low`,
+    /// `rate_limited`), and `rpc_CODE` for the refusals of no known reason.
+    pub fn name(self) -> String {
+        match self {
+            TxRefusal::Other(code) => format!("rpc_{code}"),
+            reason => reason.class().spec().name.to_string(),
+        }
+    }
+
+    /// How reports name it: its row's label (`nonce too low`), `rate limited`, `JSON-RPC CODE`.
+    pub fn label(self) -> String {
+        match self {
+            TxRefusal::Other(code) => format!("JSON-RPC {code}"),
+            TxRefusal::RateLimited => "rate limited".to_string(),
+            reason => reason.class().spec().label.unwrap_or(reason.class().spec().name).to_string(),
+        }
+    }
+
+    /// Reads [`TxRefusal::name`]'s form back.
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name == OutcomeClass::RateLimited.spec().name {
+            return Some(TxRefusal::RateLimited);
+        }
+        if let Some(code) = name.strip_prefix("rpc_") {
+            return code.parse().ok().map(TxRefusal::Other);
+        }
+        TxRefusal::WITH_OWN_ROW.into_iter().find(|reason| reason.class().spec().name == name)
+    }
+
+    /// The outcome of the call the node refused this way, answered with JSON-RPC error `code`:
+    /// [`Outcome::TxRefused`] for the reasons with a row of their own; else the JSON-RPC error,
+    /// which the engine's rate-limit rules judge as for every other call.
+    pub fn outcome(self, code: i64) -> Outcome {
+        match self {
+            TxRefusal::RateLimited | TxRefusal::Other(_) => Outcome::RpcError(code),
+            reason => Outcome::TxRefused(reason),
+        }
+    }
+}
+
+impl fmt::Display for TxRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
 }
 
 /// How a server said that a call went over its rate limit.
@@ -124,6 +242,7 @@ impl Outcome {
             Outcome::WsProtocol => OutcomeClass::WsProtocol,
             Outcome::RateLimited(_) => OutcomeClass::RateLimited,
             Outcome::GrpcStatus(_) => OutcomeClass::GrpcStatus,
+            Outcome::TxRefused(reason) => reason.class(),
         }
     }
 
@@ -409,6 +528,15 @@ pub struct OutcomeCounts {
         deserialize_with = "parse_keys"
     )]
     pub grpc_status: BTreeMap<GrpcStatusCode, u64>,
+    /// Transaction sends the node refused, by the reasons that have a row of their own in
+    /// [`CLASSES`] (at most [`TxRefusal::WITH_OWN_ROW`]'s ten keys).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "by_key_text",
+        deserialize_with = "parse_tx_refusals"
+    )]
+    pub tx_refused: BTreeMap<TxRefusal, u64>,
 }
 
 /// An RST_STREAM error code as counted: one the RFC defines, or [`UNKNOWN_RESET_CODE`].
@@ -480,6 +608,26 @@ impl KeyText for RateLimitSign {
     }
 }
 
+/// Reads `tx_refused`: only the reasons that have a row of their own are its keys.
+fn parse_tx_refusals<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<TxRefusal, u64>, D::Error> {
+    let map: BTreeMap<TxRefusal, u64> = parse_keys(deserializer)?;
+    match map.keys().find(|reason| !TxRefusal::WITH_OWN_ROW.contains(reason)) {
+        Some(reason) => Err(D::Error::custom(format!("'{reason}' is not counted under tx_refused"))),
+        None => Ok(map),
+    }
+}
+
+impl KeyText for TxRefusal {
+    fn text(&self) -> String {
+        self.name()
+    }
+    fn parse(text: &str) -> Option<Self> {
+        TxRefusal::from_name(text)
+    }
+}
+
 impl KeyText for InvalidKind {
     fn text(&self) -> String {
         self.name().to_string()
@@ -546,6 +694,12 @@ impl OutcomeCounts {
     /// Counts `count` calls of one outcome.
     #[inline]
     pub fn add_many(&mut self, outcome: Outcome, count: u64, message: impl FnOnce() -> Option<String>) {
+        let outcome = match outcome {
+            // The refusals counted in another row are counted there.
+            Outcome::TxRefused(TxRefusal::Other(code)) => Outcome::RpcError(code),
+            Outcome::TxRefused(TxRefusal::RateLimited) => Outcome::RateLimited(RateLimitSign::Other),
+            outcome => outcome,
+        };
         match outcome {
             Outcome::Ok => self.ok += count,
             Outcome::RpcError(code) => {
@@ -671,6 +825,20 @@ impl OutcomeCounts {
                     visit(Outcome::GrpcStatus(code.0), false, *count);
                 }
             }
+            OutcomeClass::TxNonceTooLow
+            | OutcomeClass::TxNonceGap
+            | OutcomeClass::TxReplacementUnderpriced
+            | OutcomeClass::TxAlreadyKnown
+            | OutcomeClass::TxInsufficientFunds
+            | OutcomeClass::TxUnderpriced
+            | OutcomeClass::TxPoolFull
+            | OutcomeClass::TxGas
+            | OutcomeClass::TxBlockhashNotFound
+            | OutcomeClass::TxAlreadyProcessed => {
+                for (reason, count) in self.tx_refused.iter().filter(|(reason, _)| reason.class() == class) {
+                    visit(Outcome::TxRefused(*reason), false, *count);
+                }
+            }
         }
     }
 
@@ -781,6 +949,7 @@ impl OutcomeCounts {
             Outcome::GrpcStatus(code) => {
                 self.grpc_status.entry(GrpcStatusCode(grpc_status_bucket(code))).or_default()
             }
+            Outcome::TxRefused(reason) => self.tx_refused.entry(reason).or_default(),
         }
     }
 
@@ -827,6 +996,26 @@ pub enum OutcomeClass {
     RateLimited,
     /// [`Outcome::GrpcStatus`].
     GrpcStatus,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::NonceTooLow`].
+    TxNonceTooLow,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::NonceGap`].
+    TxNonceGap,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::ReplacementUnderpriced`].
+    TxReplacementUnderpriced,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::AlreadyKnown`].
+    TxAlreadyKnown,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::InsufficientFunds`].
+    TxInsufficientFunds,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::Underpriced`].
+    TxUnderpriced,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::PoolFull`].
+    TxPoolFull,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::Gas`].
+    TxGas,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::BlockhashNotFound`].
+    TxBlockhashNotFound,
+    /// [`Outcome::TxRefused`] for [`TxRefusal::AlreadyProcessed`].
+    TxAlreadyProcessed,
 }
 
 impl OutcomeClass {
@@ -857,7 +1046,7 @@ pub struct ClassSpec {
 }
 
 /// The one table of outcome classes, in [`OutcomeClass`]'s order.
-pub const CLASSES: [ClassSpec; 15] = [
+pub const CLASSES: [ClassSpec; 25] = [
     ClassSpec { class: OutcomeClass::Ok, name: "ok", label: None, answered: true, wire_failure: false },
     ClassSpec {
         class: OutcomeClass::RpcError,
@@ -957,11 +1146,30 @@ pub const CLASSES: [ClassSpec; 15] = [
         answered: true,
         wire_failure: false,
     },
+    tx_refusal(OutcomeClass::TxNonceTooLow, "nonce_too_low", "tx refused: nonce too low"),
+    tx_refusal(OutcomeClass::TxNonceGap, "nonce_gap", "tx refused: nonce gap"),
+    tx_refusal(
+        OutcomeClass::TxReplacementUnderpriced,
+        "replacement_underpriced",
+        "tx refused: replacement underpriced",
+    ),
+    tx_refusal(OutcomeClass::TxAlreadyKnown, "already_known", "tx refused: already known"),
+    tx_refusal(OutcomeClass::TxInsufficientFunds, "insufficient_funds", "tx refused: insufficient funds"),
+    tx_refusal(OutcomeClass::TxUnderpriced, "underpriced", "tx refused: underpriced"),
+    tx_refusal(OutcomeClass::TxPoolFull, "pool_full", "tx refused: pool full"),
+    tx_refusal(OutcomeClass::TxGas, "gas", "tx refused: gas limit"),
+    tx_refusal(OutcomeClass::TxBlockhashNotFound, "blockhash_not_found", "tx refused: blockhash not found"),
+    tx_refusal(OutcomeClass::TxAlreadyProcessed, "already_processed", "tx refused: already processed"),
 ];
+
+/// The row of a transaction refusal: answered by the node, one count.
+const fn tx_refusal(class: OutcomeClass, name: &'static str, label: &'static str) -> ClassSpec {
+    ClassSpec { class, name, label: Some(label), answered: true, wire_failure: false }
+}
 
 /// The order in which [`OutcomeCounts::failures`] lists the failure classes (the order the
 /// live metrics have always had).
-const FAILURE_ORDER: [OutcomeClass; 14] = [
+const FAILURE_ORDER: [OutcomeClass; 24] = [
     OutcomeClass::RpcError,
     OutcomeClass::HttpError,
     OutcomeClass::Invalid,
@@ -976,6 +1184,16 @@ const FAILURE_ORDER: [OutcomeClass; 14] = [
     OutcomeClass::WsClosed,
     OutcomeClass::RateLimited,
     OutcomeClass::GrpcStatus,
+    OutcomeClass::TxNonceTooLow,
+    OutcomeClass::TxNonceGap,
+    OutcomeClass::TxReplacementUnderpriced,
+    OutcomeClass::TxAlreadyKnown,
+    OutcomeClass::TxInsufficientFunds,
+    OutcomeClass::TxUnderpriced,
+    OutcomeClass::TxPoolFull,
+    OutcomeClass::TxGas,
+    OutcomeClass::TxBlockhashNotFound,
+    OutcomeClass::TxAlreadyProcessed,
 ];
 
 /// The classes with one count and a report label, in report order, with their labels: the
@@ -985,7 +1203,7 @@ pub fn labelled_classes() -> impl Iterator<Item = (OutcomeClass, &'static str)> 
 }
 
 /// The order in which reports list the classes that have one count.
-const REPORT_ORDER: [OutcomeClass; 7] = [
+const REPORT_ORDER: [OutcomeClass; 17] = [
     OutcomeClass::Timeout,
     OutcomeClass::Connect,
     OutcomeClass::Closed,
@@ -993,6 +1211,16 @@ const REPORT_ORDER: [OutcomeClass; 7] = [
     OutcomeClass::GoAway,
     OutcomeClass::RefusedStream,
     OutcomeClass::WsProtocol,
+    OutcomeClass::TxNonceTooLow,
+    OutcomeClass::TxNonceGap,
+    OutcomeClass::TxReplacementUnderpriced,
+    OutcomeClass::TxAlreadyKnown,
+    OutcomeClass::TxInsufficientFunds,
+    OutcomeClass::TxUnderpriced,
+    OutcomeClass::TxPoolFull,
+    OutcomeClass::TxGas,
+    OutcomeClass::TxBlockhashNotFound,
+    OutcomeClass::TxAlreadyProcessed,
 ];
 
 /// The `code` label of the JSON-RPC errors counted past [`MAX_RPC_CODES`].
@@ -1112,6 +1340,55 @@ mod tests {
         for spec in &CLASSES {
             assert_eq!(merged.class_total(spec.class), 2 * counts.class_total(spec.class), "{}", spec.name);
         }
+    }
+
+    #[test]
+    fn every_tx_refusal_reason_is_a_row_of_the_one_outcome_table() {
+        let report_schema = include_str!("../../../schema/report.schema.json");
+        let tx_schema = include_str!("../../../schema/tx.schema.json");
+        for reason in TxRefusal::WITH_OWN_ROW {
+            let spec = reason.class().spec();
+            assert_eq!(reason.name(), spec.name);
+            assert_eq!(TxRefusal::from_name(spec.name), Some(reason));
+            assert_eq!(Outcome::TxRefused(reason).class(), spec.name);
+            assert_eq!(reason.outcome(-32000), Outcome::TxRefused(reason));
+            assert!(labelled_classes().any(|(class, _)| class == spec.class), "{}", spec.name);
+            assert!(
+                report_schema.contains(&format!("\"{}\"", spec.name)),
+                "{} in report.schema.json",
+                spec.name
+            );
+            assert!(tx_schema.contains(spec.name), "{} in tx.schema.json", spec.name);
+        }
+        // The two reasons counted in rows the calls of every run have: the rate limit, and the
+        // JSON-RPC error by code (which the engine's rate-limit rules judge).
+        assert_eq!(TxRefusal::RateLimited.name(), OutcomeClass::RateLimited.spec().name);
+        assert_eq!(TxRefusal::RateLimited.outcome(-32005), Outcome::RpcError(-32005));
+        assert_eq!(TxRefusal::Other(-32602).class(), OutcomeClass::RpcError);
+        assert_eq!(TxRefusal::from_name("rpc_-32602"), Some(TxRefusal::Other(-32602)));
+        assert_eq!(TxRefusal::from_name("rate_limited"), Some(TxRefusal::RateLimited));
+        // Counted, summed, merged, listed and read back like every class.
+        let mut counts = OutcomeCounts::default();
+        counts.add_many(Outcome::TxRefused(TxRefusal::NonceTooLow), 3, || None);
+        counts.add(Outcome::TxRefused(TxRefusal::PoolFull), || None);
+        counts.add(Outcome::TxRefused(TxRefusal::Other(-32602)), || None);
+        assert_eq!(counts.total(), 5);
+        assert_eq!(counts.errors(), 5);
+        assert_eq!(counts.unanswered(), 0, "the node answered");
+        assert_eq!(counts.class_total(OutcomeClass::TxNonceTooLow), 3);
+        assert_eq!(counts.class_total(OutcomeClass::RpcError), 1);
+        let failures: Vec<&str> = counts.failures().iter().map(|(outcome, _, _)| outcome.class()).collect();
+        assert_eq!(failures, ["rpc_error", "nonce_too_low", "pool_full"]);
+        let text = serde_json::to_string(&counts).unwrap();
+        assert!(text.ends_with(r#""tx_refused":{"nonce_too_low":3,"pool_full":1}}"#), "{text}");
+        let back: OutcomeCounts = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, counts);
+        assert!(serde_json::from_str::<OutcomeCounts>(&text.replace("pool_full", "rate_limited")).is_err());
+        let mut merged = OutcomeCounts::default();
+        merged.checked_merge(&counts).unwrap();
+        merged.merge(&counts);
+        assert_eq!(merged.class_total(OutcomeClass::TxNonceTooLow), 6);
+        assert_eq!(merged.total(), 10);
     }
 
     #[test]

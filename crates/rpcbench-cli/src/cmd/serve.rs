@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// transactions in the next blocks, for `rpcbench tx`.
     #[arg(long)]
     pub tx_pool: bool,
+    /// With --tx-pool: gas included per block at most; the rest waits in the pool for the
+    /// next blocks (a transfer is 21000 gas).
+    #[arg(long, value_name = "GAS", default_value_t = 30_000_000, requires = "tx_pool", value_parser = clap::value_parser!(u64).range(21_000..))]
+    pub block_gas_limit: u64,
     /// Solana: take sendTransaction (verifying ed25519 signatures and blockhash age, refusing
     /// a signature seen before), land each in the next slot with a block, and answer
     /// signatureSubscribe, getSignatureStatuses, requestAirdrop and getBalance, for `rpcbench tx`.
@@ -288,7 +292,10 @@ impl ServeArgs {
         }
         options.chain_id = self.chain_id;
         if self.tx_pool {
-            options.tx_pool = Some(rpcbench::mock::TxPoolOptions::default());
+            options.tx_pool = Some(rpcbench::mock::TxPoolOptions {
+                block_gas_limit: self.block_gas_limit,
+                ..rpcbench::mock::TxPoolOptions::default()
+            });
         }
         if self.solana_tx {
             options.solana_tx = Some(rpcbench::mock::SolanaTxOptions {

@@ -430,6 +430,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     let resyncs = sends.resync_tally();
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
     let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
+    // Every transaction of a run is signed with the one gas limit; a transfer uses all of it.
+    let included_gas = tally.included.saturating_mul(gas_limit);
     let ms = |hist: &Histogram<u64>, q: f64| {
         if hist.is_empty() {
             Value::Null
@@ -473,6 +475,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_included_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
+        "included_gas": included_gas,
+        "gas_per_second": per_second(included_gas, included_window),
+        "blocks_with_ours": tally.shares.len(),
+        "share_of_block_ours": block_share(&tally.shares),
         "send_seconds": record.elapsed.as_secs_f64(),
         "sent_per_second": per_second(tally.sent, record.elapsed),
         "included_per_second": per_second(tally.included, included_window),
@@ -505,6 +511,21 @@ pub fn run(args: TxArgs) -> ExitCode {
         identity,
         "included + dropped + rejected + pending does not equal sent",
     )
+}
+
+/// Of the blocks that carried any of the run's transactions, the share of each block's
+/// transactions that were the run's: min, p50 and max (`null` when no block carried any).
+fn block_share(shares: &[(u64, u64, u64)]) -> Value {
+    let mut fractions: Vec<f64> = shares
+        .iter()
+        .filter(|(_, _, all)| *all > 0)
+        .map(|(_, ours, all)| *ours as f64 / *all as f64)
+        .collect();
+    if fractions.is_empty() {
+        return json!({"min": null, "p50": null, "max": null});
+    }
+    fractions.sort_by(f64::total_cmp);
+    json!({"min": fractions[0], "p50": fractions[(fractions.len() - 1) / 2], "max": fractions[fractions.len() - 1]})
 }
 
 /// The node's pending nonces, asked by the signer when a nonce refusal comes back.
@@ -593,5 +614,55 @@ fn default_grace(heads: &[SeenHead]) -> Duration {
             block_time * 3
         }
         _ => Duration::from_secs(5),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn tx_args(words: &[&str]) -> TxArgs {
+        let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);
+        match crate::Cli::try_parse_from(line).unwrap().command {
+            crate::Command::Tx(args) => *args,
+            _ => unreachable!("a tx command line"),
+        }
+    }
+
+    /// Funding with `--senders` under shards: each shard funds (and tops up) its senders from
+    /// the first of its own accounts, so no two shards ever sign with one funder's nonces.
+    #[test]
+    fn each_shard_funds_from_its_own_first_account_and_no_two_shards_share_an_account() {
+        let args = tx_args(&["--dev", "--senders", "3"]);
+        let shards = 4;
+        let mut seen = HashSet::new();
+        let mut funders = Vec::new();
+        for index in 0..shards {
+            let keys = sender_keys(&args, index * args.senders).unwrap();
+            assert_eq!(keys.len(), 3);
+            funders.push(keys[0].address().to_string());
+            for key in &keys {
+                assert!(seen.insert(key.address().to_string()), "shard {index} shares an account");
+            }
+        }
+        assert_eq!(seen.len(), shards * 3);
+        let whole = sender_keys(&tx_args(&["--dev", "--senders", "12"]), 0).unwrap();
+        let expected: Vec<String> = (0..shards).map(|index| whole[index * 3].address().to_string()).collect();
+        assert_eq!(funders, expected, "shard i's funder is account i x --senders of the key source");
+
+        // A key file splits the same way, and one too short for a shard is refused by name.
+        let dir = std::env::temp_dir().join(format!("rpcbench-shard-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys.txt");
+        let lines: Vec<String> = (1..=5).map(|n| format!("0x{n:064x}")).collect();
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        let args = tx_args(&["--key-file", file.to_str().unwrap(), "--senders", "2"]);
+        let first = sender_keys(&args, 0).unwrap();
+        let second = sender_keys(&args, 2).unwrap();
+        assert!(first.iter().all(|a| second.iter().all(|b| a.address() != b.address())));
+        let err = sender_keys(&args, 4).err().unwrap();
+        assert!(err.contains("holds 5 keys, this shard needs keys 5 to 6"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

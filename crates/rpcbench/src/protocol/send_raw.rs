@@ -231,7 +231,7 @@ impl Protocol for SendRawTx {
                 self.sends.resync.request_top_up(sender, generation);
             }
         }
-        each(0, outcome, body);
+        each(0, if let TxAck::Refused(reason) = ack { reason.counted(outcome) } else { outcome }, body);
     }
 }
 
@@ -311,7 +311,14 @@ mod tests {
             assert!(body["params"][0].as_str().unwrap().starts_with("0xf8"), "{body}");
             protocol.classify(200, answer, &slots, |_, outcome, _| outcomes.push(outcome));
         }
-        assert_eq!(outcomes, [Outcome::Ok, Outcome::RpcError(-32000), Outcome::RpcError(-32000)]);
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Ok,
+                Outcome::TxRefused(TxRefusal::NonceTooLow),
+                Outcome::TxRefused(TxRefusal::PoolFull)
+            ]
+        );
         let ledger = sends.ledger();
         let acks: Vec<TxAck> = ledger.sent().iter().map(|tx| tx.ack).collect();
         assert!(matches!(acks[0], TxAck::Accepted(_)));

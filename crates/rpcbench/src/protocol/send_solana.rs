@@ -165,7 +165,7 @@ impl Protocol for SendSolanaTx {
             ledger.sent[index].ack = ack;
         }
         drop(ledger);
-        each(0, outcome, body);
+        each(0, if let TxAck::Refused(reason) = ack { reason.counted(outcome) } else { outcome }, body);
     }
 }
 

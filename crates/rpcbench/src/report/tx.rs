@@ -417,89 +417,100 @@ pub fn render_tx_text(report: &Value) -> String {
     text
 }
 
-fn ethereum_text(report: &Value) -> String {
+/// What a chain's text report has of its own; [`chain_text`] writes the lines both share.
+struct ChainText<'a> {
+    /// The heading, with its blank line.
+    heading: String,
+    /// The count lines between `accepted` and `rejected`: name, report key, what follows the
+    /// count. Their names, `rejected` and `pending` make the identity line's sum.
+    landings: Vec<(&'a str, &'a str, String)>,
+    /// The two latency lines: label, report key, note.
+    latencies: [(&'a str, &'a str, String); 2],
+    /// The blocks or slots line: label, report key, note.
+    after: (&'a str, &'a str, String),
+    /// The lines after it, before the interruption's line.
+    extra: String,
+    /// The line said when the run was interrupted.
+    interrupted: &'a str,
+}
+
+/// The text both chains' reports share, around what `chain` has of its own.
+fn chain_text(report: &Value, chain: ChainText<'_>) -> String {
     let n = |key: &str| count(report, key);
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "rpcbench tx {}  chain {}  {} senders",
-        report["target"].as_str().unwrap_or(""),
-        n("chain_id"),
-        n("senders")
-    );
-    let _ = writeln!(
-        text,
-        "{}  gas limit {}  fees {}\n",
-        report["kind"].as_str().unwrap_or(""),
-        n("gas_limit"),
-        report["fees"]["source"].as_str().unwrap_or("")
-    );
-    let _ = writeln!(
-        text,
-        "sent        {:>8}   {:.1}/s",
-        n("sent"),
-        report["sent_per_second"].as_f64().unwrap_or(0.0)
-    );
-    let _ = writeln!(text, "accepted    {:>8}", n("accepted"));
-    let _ = writeln!(
-        text,
-        "included    {:>8}   {:.1}/s{}",
-        n("included"),
-        report["included_per_second"].as_f64().unwrap_or(0.0),
-        report["inclusion_resolution_ms"]
-            .as_u64()
-            .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"))
-    );
-    let _ = writeln!(
-        text,
-        "dropped     {:>8}   (not included within {} ms)",
-        n("dropped"),
-        n("inclusion_timeout_ms")
-    );
-    let _ = writeln!(text, "rejected    {:>8}", n("rejected"));
+    let mut text = chain.heading;
+    let mut line = |name: &str, key: &str, note: &str| {
+        let _ = writeln!(text, "{name:<12}{:>8}{note}", n(key));
+    };
+    line("sent", "sent", &format!("   {:.1}/s", report["sent_per_second"].as_f64().unwrap_or(0.0)));
+    line("accepted", "accepted", "");
+    for (name, key, note) in &chain.landings {
+        line(name, key, note);
+    }
+    line("rejected", "rejected", "");
     if let Some(reasons) = report["rejected_by_reason"].as_object() {
         for (reason, count) in reasons {
             let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
         }
     }
     let _ = writeln!(text, "pending     {:>8}   (oldest {} ms)", n("pending"), n("oldest_pending_ms"));
+    let summed: Vec<&str> =
+        chain.landings.iter().map(|(_, key, _)| *key).chain(["rejected", "pending"]).collect();
     let holds = report["identity_holds"].as_bool().unwrap_or(false);
     let _ = writeln!(
         text,
-        "included + dropped + rejected + pending = {} {} sent {}\n",
-        n("included") + n("dropped") + n("rejected") + n("pending"),
+        "{} = {} {} sent {}\n",
+        summed.join(" + "),
+        summed.iter().map(|key| n(key)).sum::<u64>(),
         if holds { "==" } else { "!=" },
         n("sent")
     );
-    for (label, key) in [("send -> ack ms", "send_to_ack_ms"), ("send -> included ms", "send_to_included_ms")]
-    {
-        let row = &report[key];
-        // Inclusion read from a poll is late by up to one interval: said beside the figures.
-        let resolution = match (key, report["inclusion_resolution_ms"].as_u64()) {
-            ("send_to_included_ms", Some(poll)) => format!("  (polled: resolution {poll} ms)"),
-            _ => String::new(),
-        };
+    for (label, key, note) in &chain.latencies {
+        let row = &report[*key];
         let _ = writeln!(
             text,
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{resolution}",
+            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{note}",
             figure(&row["p50"]),
             figure(&row["p90"]),
             figure(&row["p99"]),
             figure(&row["max"])
         );
     }
-    let blocks = &report["blocks_after_head_at_send"];
+    let (label, key, note) = &chain.after;
+    let after = &report[*key];
     let _ = writeln!(
         text,
-        "blocks after head      p50 {}  p99 {}  max {}",
-        number(&blocks["p50"]),
-        number(&blocks["p99"]),
-        number(&blocks["max"])
+        "{label:<22} p50 {}  p99 {}  max {}{note}",
+        number(&after["p50"]),
+        number(&after["p99"]),
+        number(&after["max"])
+    );
+    text.push_str(&chain.extra);
+    if report["interrupted"].as_bool() == Some(true) {
+        let _ = writeln!(text, "interrupted: sending stopped; {}", chain.interrupted);
+    }
+    text
+}
+
+fn ethereum_text(report: &Value) -> String {
+    let n = |key: &str| count(report, key);
+    // Inclusion read from a poll is late by up to one interval: said beside the figures.
+    let polled = report["inclusion_resolution_ms"]
+        .as_u64()
+        .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"));
+    let heading = format!(
+        "rpcbench tx {}  chain {}  {} senders\n{}  gas limit {}  fees {}\n\n",
+        report["target"].as_str().unwrap_or(""),
+        n("chain_id"),
+        n("senders"),
+        report["kind"].as_str().unwrap_or(""),
+        n("gas_limit"),
+        report["fees"]["source"].as_str().unwrap_or("")
     );
     let resync = &report["nonce_resyncs"];
+    let mut extra = String::new();
     if resync["refusals_handed_back"].as_u64().unwrap_or(0) > 0 {
         let _ = writeln!(
-            text,
+            extra,
             "nonce resyncs          {} from {} refusals ({} lookups failed, {} signed ahead dropped unsent)",
             resync["resynced"].as_u64().unwrap_or(0),
             resync["refusals_handed_back"].as_u64().unwrap_or(0),
@@ -507,11 +518,50 @@ fn ethereum_text(report: &Value) -> String {
             resync["stale_dropped_unsent"].as_u64().unwrap_or(0)
         );
     }
-    text.push_str(&top_up_line(&report["top_ups"]));
-    if report["interrupted"].as_bool() == Some(true) {
-        text.push_str("interrupted: sending stopped; what was not included within the grace is pending\n");
+    // Reports written before these figures have none: no line.
+    if let Some(gas_per_second) = report["gas_per_second"].as_f64() {
+        let share = &report["share_of_block_ours"];
+        let share_of =
+            |key: &str| share[key].as_f64().map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
+        let _ = writeln!(
+            extra,
+            "gas/s                  {gas_per_second:.0}   ({} gas included, by the gas limit)",
+            n("included_gas")
+        );
+        // A merged report has none: shards share blocks.
+        if share.is_object() {
+            let _ = writeln!(
+                extra,
+                "share of block ours    min {}  p50 {}  max {}   ({} blocks)",
+                share_of("min"),
+                share_of("p50"),
+                share_of("max"),
+                n("blocks_with_ours")
+            );
+        }
     }
-    text
+    extra.push_str(&top_up_line(&report["top_ups"]));
+    chain_text(
+        report,
+        ChainText {
+            heading,
+            landings: vec![
+                (
+                    "included",
+                    "included",
+                    format!("   {:.1}/s{polled}", report["included_per_second"].as_f64().unwrap_or(0.0)),
+                ),
+                ("dropped", "dropped", format!("   (not included within {} ms)", n("inclusion_timeout_ms"))),
+            ],
+            latencies: [
+                ("send -> ack ms", "send_to_ack_ms", String::new()),
+                ("send -> included ms", "send_to_included_ms", polled.replacen("   ", "  ", 1)),
+            ],
+            after: ("blocks after head", "blocks_after_head_at_send", String::new()),
+            extra,
+            interrupted: "what was not included within the grace is pending",
+        },
+    )
 }
 
 /// The text report's line on top-ups, empty when no sender ran dry.
@@ -548,69 +598,35 @@ fn solana_text(report: &Value) -> String {
         Some(ms) => format!("  (resolution {ms} ms: polled)"),
         None => String::new(),
     };
-    let mut text = format!(
+    let heading = format!(
         "rpcbench tx {}  solana  {} payers  commitment {}  landings by {}\n\n",
         report["target"].as_str().unwrap_or(""),
         n("senders"),
         report["commitment"].as_str().unwrap_or(""),
         report["landing_seen_by"].as_str().unwrap_or("")
     );
-    let _ = writeln!(
-        text,
-        "sent        {:>8}   {:.1}/s",
-        n("sent"),
-        report["sent_per_second"].as_f64().unwrap_or(0.0)
-    );
-    let _ = writeln!(text, "accepted    {:>8}", n("accepted"));
-    let _ = writeln!(
-        text,
-        "landed      {:>8}   {:.1}/s",
-        n("landed"),
-        report["landed_per_second"].as_f64().unwrap_or(0.0)
-    );
-    let _ = writeln!(text, "failed      {:>8}   (landed with an error)", n("failed"));
-    let _ = writeln!(text, "expired     {:>8}   (blockhash no longer valid, never landed)", n("expired"));
-    let _ = writeln!(text, "rejected    {:>8}", n("rejected"));
-    if let Some(reasons) = report["rejected_by_reason"].as_object() {
-        for (reason, count) in reasons {
-            let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
-        }
-    }
-    let _ = writeln!(text, "pending     {:>8}   (oldest {} ms)", n("pending"), n("oldest_pending_ms"));
-    let holds = report["identity_holds"].as_bool().unwrap_or(false);
-    let _ = writeln!(
-        text,
-        "landed + failed + expired + rejected + pending = {} {} sent {}\n",
-        n("landed") + n("failed") + n("expired") + n("rejected") + n("pending"),
-        if holds { "==" } else { "!=" },
-        n("sent")
-    );
-    for (label, key, note) in [
-        ("send -> ack ms", "send_to_ack_ms", ""),
-        ("send -> landed ms", "send_to_landed_ms", resolution.as_str()),
-    ] {
-        let row = &report[key];
-        let _ = writeln!(
-            text,
-            "{label:<22} p50 {}  p90 {}  p99 {}  max {}{note}",
-            figure(&row["p50"]),
-            figure(&row["p90"]),
-            figure(&row["p99"]),
-            figure(&row["max"])
-        );
-    }
-    let slots = &report["slots_after_send"];
-    let _ = writeln!(
-        text,
-        "slots after send       p50 {}  p99 {}  max {}{resolution}",
-        number(&slots["p50"]),
-        number(&slots["p99"]),
-        number(&slots["max"])
-    );
-    if report["interrupted"].as_bool() == Some(true) {
-        text.push_str("interrupted: sending stopped; what did not land within the grace is pending\n");
-    }
-    text
+    chain_text(
+        report,
+        ChainText {
+            heading,
+            landings: vec![
+                (
+                    "landed",
+                    "landed",
+                    format!("   {:.1}/s", report["landed_per_second"].as_f64().unwrap_or(0.0)),
+                ),
+                ("failed", "failed", "   (landed with an error)".to_string()),
+                ("expired", "expired", "   (blockhash no longer valid, never landed)".to_string()),
+            ],
+            latencies: [
+                ("send -> ack ms", "send_to_ack_ms", String::new()),
+                ("send -> landed ms", "send_to_landed_ms", resolution.clone()),
+            ],
+            after: ("slots after send", "slots_after_send", resolution),
+            extra: String::new(),
+            interrupted: "what did not land within the grace is pending",
+        },
+    )
 }
 
 #[cfg(test)]
@@ -679,6 +695,49 @@ mod tests {
         let err = TxThreshold::parse("blocks p99 < 3").unwrap_err();
         assert_eq!(err.column(), 1, "{err}");
         assert!(TxThreshold::parse("included > 99ms").is_err());
+    }
+
+    #[test]
+    fn both_chains_text_reports_list_refusals_by_reason_and_sum_their_own_landings() {
+        for (chain, identity, interrupted) in [
+            ("ethereum", "included + dropped + rejected + pending = 200 == sent 200", "not included within"),
+            (
+                "solana",
+                "landed + failed + expired + rejected + pending = 200 == sent 200",
+                "did not land within",
+            ),
+        ] {
+            let mut report = report(chain, 197);
+            report["identity_holds"] = json!(true);
+            report["interrupted"] = json!(true);
+            report["rejected_by_reason"] = json!({"nonce_too_low": 1, "rpc_-32602": 1});
+            let text = render_tx_text(&report);
+            assert!(text.contains(identity), "{text}");
+            assert!(
+                text.contains("rejected           2\n  nonce_too_low         1\n  rpc_-32602            1\n"),
+                "{text}"
+            );
+            assert!(text.contains(interrupted), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_gas_line_is_shown_when_the_report_has_the_figures() {
+        let mut report = report("ethereum", 197);
+        assert!(!render_tx_text(&report).contains("gas/s"), "older reports have no gas figures");
+        report["included_gas"] = json!(197 * 21_000);
+        report["gas_per_second"] = json!(99.0 * 21_000.0);
+        report["blocks_with_ours"] = json!(40);
+        report["share_of_block_ours"] = json!({"min": 0.125, "p50": 0.5, "max": 1.0});
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("gas/s                  2079000   (4137000 gas included, by the gas limit)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("share of block ours    min 12.5%  p50 50.0%  max 100.0%   (40 blocks)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::util::hdr_codec::{decode_histogram, encode_histogram};
 
 /// Top-level counts added across shards (those a chain does not have are left out).
 const SUMMED: &[&str] = &[
+    "included_gas",
     "senders",
     "sent",
     "accepted",
@@ -33,7 +34,11 @@ const SUMMED: &[&str] = &[
 ];
 
 /// Per-second rates added across shards (the shards send side by side).
-const RATES: &[&str] = &["sent_per_second", "included_per_second", "landed_per_second"];
+const RATES: &[&str] = &["sent_per_second", "included_per_second", "landed_per_second", "gas_per_second"];
+
+/// Figures of one shard's view of the blocks that no sum of the shards gives (shards share
+/// blocks): left out of the merged report.
+const PER_SHARD_ONLY: &[&str] = &["blocks_with_ours", "share_of_block_ours"];
 
 /// Why the shards' reports cannot be merged.
 #[derive(Debug)]
@@ -152,6 +157,11 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
         let rate: f64 = parts.iter().map(|(_, report)| report[*key].as_f64().unwrap_or(0.0)).sum();
         merged[*key] = json!(rate);
     }
+    if let Some(merged) = merged.as_object_mut() {
+        for key in PER_SHARD_ONLY {
+            merged.remove(*key);
+        }
+    }
     let max = |key: &str| parts.iter().filter_map(|(_, report)| report[key].as_f64()).fold(0.0, f64::max);
     merged["send_seconds"] = json!(max("send_seconds"));
     merged["oldest_pending_ms"] = json!(max("oldest_pending_ms") as u64);
@@ -244,6 +254,26 @@ mod tests {
         let p99 = merged["send_to_included_ms"]["p99"].as_f64().unwrap();
         assert!((295.0..=298.0).contains(&p99), "the 396th of 400: {p99}");
         assert_eq!(merged["shard"]["merged_from"], 2);
+    }
+
+    #[test]
+    fn shards_gas_is_summed_and_their_views_of_shared_blocks_are_left_out() {
+        let with_gas = |(path, mut report): (PathBuf, Value), gas: u64| {
+            report["included_gas"] = json!(gas);
+            report["gas_per_second"] = json!(gas as f64 / 2.0);
+            report["blocks_with_ours"] = json!(3);
+            report["share_of_block_ours"] = json!({"min": 0.5, "p50": 0.5, "max": 0.5});
+            (path, report)
+        };
+        let merged =
+            merge_tx_reports(&[with_gas(shard(1, 2, 10), 210_000), with_gas(shard(2, 2, 10), 420_000)])
+                .unwrap();
+        assert_eq!(merged["included_gas"], 630_000);
+        assert_eq!(merged["gas_per_second"], 315_000.0);
+        assert!(
+            merged.get("share_of_block_ours").is_none() && merged.get("blocks_with_ours").is_none(),
+            "{merged}"
+        );
     }
 
     #[test]

@@ -1,39 +1,10 @@
 //! Why a node refused `eth_sendRawTransaction` (or Solana's `sendTransaction`), read from its
 //! JSON-RPC error: the messages geth, anvil, reth, erigon, nethermind and Agave answer with, by
 //! the reasons a load test acts on (a nonce refusal resyncs the sender, the others are counted).
+//! The reasons themselves are rows of the one outcome table (`crate::outcome::CLASSES`).
 
-use std::fmt;
-
-/// Why a transaction was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TxRefusal {
-    /// The nonce was already used ("nonce too low").
-    NonceTooLow,
-    /// The nonce leaves a gap the node will not queue ("nonce too high", "nonce gap").
-    NonceGap,
-    /// Same sender and nonce as a pending transaction, without enough fee bump.
-    ReplacementUnderpriced,
-    /// The node already has this exact transaction ("already known").
-    AlreadyKnown,
-    /// The sender cannot pay gas x price + value.
-    InsufficientFunds,
-    /// The fee is below what the pool takes ("transaction underpriced", "max fee per gas less
-    /// than block base fee").
-    Underpriced,
-    /// The pool is full.
-    PoolFull,
-    /// The gas limit is wrong for the transaction or the block ("intrinsic gas too low",
-    /// "exceeds block gas limit").
-    Gas,
-    /// The node's rate limit.
-    RateLimited,
-    /// Solana: the transaction's blockhash is unknown or expired ("Blockhash not found").
-    BlockhashNotFound,
-    /// Solana: the same transaction (signature) was already taken ("already been processed").
-    AlreadyProcessed,
-    /// Anything else, by JSON-RPC code.
-    Other(i64),
-}
+use crate::outcome::Outcome;
+pub use crate::outcome::TxRefusal;
 
 impl TxRefusal {
     /// Reads a JSON-RPC error's `code` and `message`.
@@ -70,33 +41,18 @@ impl TxRefusal {
         }
     }
 
+    /// The outcome a send refused this way is counted under, from the one it was classified
+    /// as on the wire (a JSON-RPC error): its reason's row of the one outcome table.
+    pub(crate) fn counted(self, answered: Outcome) -> Outcome {
+        match answered {
+            Outcome::RpcError(code) => self.outcome(code),
+            other => other,
+        }
+    }
+
     /// Whether the sender's nonce must be fetched from the node again.
     pub fn needs_resync(self) -> bool {
         matches!(self, TxRefusal::NonceTooLow | TxRefusal::NonceGap)
-    }
-
-    /// The reason as reports and files key it.
-    pub fn name(self) -> String {
-        match self {
-            TxRefusal::NonceTooLow => "nonce_too_low".into(),
-            TxRefusal::NonceGap => "nonce_gap".into(),
-            TxRefusal::ReplacementUnderpriced => "replacement_underpriced".into(),
-            TxRefusal::AlreadyKnown => "already_known".into(),
-            TxRefusal::InsufficientFunds => "insufficient_funds".into(),
-            TxRefusal::Underpriced => "underpriced".into(),
-            TxRefusal::PoolFull => "pool_full".into(),
-            TxRefusal::Gas => "gas".into(),
-            TxRefusal::RateLimited => "rate_limited".into(),
-            TxRefusal::BlockhashNotFound => "blockhash_not_found".into(),
-            TxRefusal::AlreadyProcessed => "already_processed".into(),
-            TxRefusal::Other(code) => format!("rpc_{code}"),
-        }
-    }
-}
-
-impl fmt::Display for TxRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
     }
 }
 
