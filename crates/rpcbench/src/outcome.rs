@@ -13,6 +13,9 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod tx_refusal;
+mod wire_codes;
+
 /// The class of one call's outcome. Every call that was attempted gets exactly one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
@@ -59,118 +62,7 @@ pub enum Outcome {
     TxRefused(TxRefusal),
 }
 
-/// Why a node refused a transaction, read from its JSON-RPC error (`crate::tx::refusal` reads
-/// the messages). Each reason is a row of [`CLASSES`] ([`TxRefusal::class`]): its own, or the
-/// rate-limit row, or the JSON-RPC error row by code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TxRefusal {
-    /// The nonce was already used ("nonce too low").
-    NonceTooLow,
-    /// The nonce leaves a gap the node will not queue ("nonce too high", "nonce gap").
-    NonceGap,
-    /// Same sender and nonce as a pending transaction, without enough fee bump.
-    ReplacementUnderpriced,
-    /// The node already has this exact transaction ("already known").
-    AlreadyKnown,
-    /// The sender cannot pay gas x price + value.
-    InsufficientFunds,
-    /// The fee is below what the pool takes ("transaction underpriced", "max fee per gas less
-    /// than block base fee").
-    Underpriced,
-    /// The pool is full.
-    PoolFull,
-    /// The gas limit is wrong for the transaction or the block ("intrinsic gas too low",
-    /// "exceeds block gas limit").
-    Gas,
-    /// The node's rate limit.
-    RateLimited,
-    /// Solana: the transaction's blockhash is unknown or expired ("Blockhash not found").
-    BlockhashNotFound,
-    /// Solana: the same transaction (signature) was already taken ("already been processed").
-    AlreadyProcessed,
-    /// Anything else, by JSON-RPC code.
-    Other(i64),
-}
-
-impl TxRefusal {
-    /// The reasons that have a row of their own in [`CLASSES`], in the table's order.
-    pub const WITH_OWN_ROW: [TxRefusal; 10] = [
-        TxRefusal::NonceTooLow,
-        TxRefusal::NonceGap,
-        TxRefusal::ReplacementUnderpriced,
-        TxRefusal::AlreadyKnown,
-        TxRefusal::InsufficientFunds,
-        TxRefusal::Underpriced,
-        TxRefusal::PoolFull,
-        TxRefusal::Gas,
-        TxRefusal::BlockhashNotFound,
-        TxRefusal::AlreadyProcessed,
-    ];
-
-    /// The reason's row of [`CLASSES`]: a rate-limit refusal is [`OutcomeClass::RateLimited`],
-    /// one of no known reason [`OutcomeClass::RpcError`].
-    pub fn class(self) -> OutcomeClass {
-        match self {
-            TxRefusal::NonceTooLow => OutcomeClass::TxNonceTooLow,
-            TxRefusal::NonceGap => OutcomeClass::TxNonceGap,
-            TxRefusal::ReplacementUnderpriced => OutcomeClass::TxReplacementUnderpriced,
-            TxRefusal::AlreadyKnown => OutcomeClass::TxAlreadyKnown,
-            TxRefusal::InsufficientFunds => OutcomeClass::TxInsufficientFunds,
-            TxRefusal::Underpriced => OutcomeClass::TxUnderpriced,
-            TxRefusal::PoolFull => OutcomeClass::TxPoolFull,
-            TxRefusal::Gas => OutcomeClass::TxGas,
-            TxRefusal::RateLimited => OutcomeClass::RateLimited,
-            TxRefusal::BlockhashNotFound => OutcomeClass::TxBlockhashNotFound,
-            TxRefusal::AlreadyProcessed => OutcomeClass::TxAlreadyProcessed,
-            TxRefusal::Other(_) => OutcomeClass::RpcError,
-        }
-    }
-
-    /// The reason as reports and files key it: its row's name (`nonce_too_low`,
-    /// `rate_limited`), and `rpc_CODE` for the refusals of no known reason.
-    pub fn name(self) -> String {
-        match self {
-            TxRefusal::Other(code) => format!("rpc_{code}"),
-            reason => reason.class().spec().name.to_string(),
-        }
-    }
-
-    /// How reports name it: its row's label (`nonce too low`), `rate limited`, `JSON-RPC CODE`.
-    pub fn label(self) -> String {
-        match self {
-            TxRefusal::Other(code) => format!("JSON-RPC {code}"),
-            TxRefusal::RateLimited => "rate limited".to_string(),
-            reason => reason.class().spec().label.unwrap_or(reason.class().spec().name).to_string(),
-        }
-    }
-
-    /// Reads [`TxRefusal::name`]'s form back.
-    pub fn from_name(name: &str) -> Option<Self> {
-        if name == OutcomeClass::RateLimited.spec().name {
-            return Some(TxRefusal::RateLimited);
-        }
-        if let Some(code) = name.strip_prefix("rpc_") {
-            return code.parse().ok().map(TxRefusal::Other);
-        }
-        TxRefusal::WITH_OWN_ROW.into_iter().find(|reason| reason.class().spec().name == name)
-    }
-
-    /// The outcome of the call the node refused this way, answered with JSON-RPC error `code`:
-    /// [`Outcome::TxRefused`] for the reasons with a row of their own; else the JSON-RPC error,
-    /// which the engine's rate-limit rules judge as for every other call.
-    pub fn outcome(self, code: i64) -> Outcome {
-        match self {
-            TxRefusal::RateLimited | TxRefusal::Other(_) => Outcome::RpcError(code),
-            reason => Outcome::TxRefused(reason),
-        }
-    }
-}
-
-impl fmt::Display for TxRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
+pub use tx_refusal::TxRefusal;
 
 /// How a server said that a call went over its rate limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -336,104 +228,11 @@ impl fmt::Display for InvalidKind {
     }
 }
 
-/// The HTTP/2 error codes RST_STREAM may carry (RFC 9113, section 7), by number; any other
-/// number is counted as [`UNKNOWN_RESET_CODE`].
-const RESET_CODES: [&str; 14] = [
-    "NO_ERROR",
-    "PROTOCOL_ERROR",
-    "INTERNAL_ERROR",
-    "FLOW_CONTROL_ERROR",
-    "SETTINGS_TIMEOUT",
-    "STREAM_CLOSED",
-    "FRAME_SIZE_ERROR",
-    "REFUSED_STREAM",
-    "CANCEL",
-    "COMPRESSION_ERROR",
-    "CONNECT_ERROR",
-    "ENHANCE_YOUR_CALM",
-    "INADEQUATE_SECURITY",
-    "HTTP_1_1_REQUIRED",
-];
-
-/// Where RST_STREAM codes the RFC does not define are counted (one bucket: a hostile server's
-/// codes cannot grow the table).
-pub const UNKNOWN_RESET_CODE: u32 = u32::MAX;
-
-/// The name of an RST_STREAM error code (`"CANCEL"`), `"unknown"` for codes the RFC does not
-/// define.
-pub fn reset_code_name(code: u32) -> &'static str {
-    RESET_CODES.get(code as usize).copied().unwrap_or("unknown")
-}
-
-/// The code a reset is counted under: itself when the RFC defines it, else
-/// [`UNKNOWN_RESET_CODE`].
-pub fn reset_code_bucket(code: u32) -> u32 {
-    if (code as usize) < RESET_CODES.len() {
-        code
-    } else {
-        UNKNOWN_RESET_CODE
-    }
-}
-
-/// The gRPC status codes (grpc/doc/statuscodes.md), by number; any other number is counted as
-/// [`UNKNOWN_GRPC_STATUS`].
-const GRPC_STATUSES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
-/// Where `grpc-status` codes gRPC does not define are counted (one bucket: a hostile server's
-/// codes cannot grow the table).
-pub const UNKNOWN_GRPC_STATUS: u32 = u32::MAX;
-
-/// The name of a gRPC status code (`"UNAUTHENTICATED"`), `"unknown"` for codes gRPC does not
-/// define.
-pub fn grpc_status_name(code: u32) -> &'static str {
-    GRPC_STATUSES.get(code as usize).copied().unwrap_or("unknown")
-}
-
-/// The code a gRPC status is counted under: itself when gRPC defines it, else
-/// [`UNKNOWN_GRPC_STATUS`].
-pub fn grpc_status_bucket(code: u32) -> u32 {
-    if (code as usize) < GRPC_STATUSES.len() {
-        code
-    } else {
-        UNKNOWN_GRPC_STATUS
-    }
-}
-
-/// The most distinct WebSocket close codes counted one by one; further codes are counted
-/// under [`OTHER_CLOSE_CODE`].
-pub const MAX_CLOSE_CODES: usize = 32;
-
-/// The key of the WebSocket close codes counted past [`MAX_CLOSE_CODES`] (0 is no close code a
-/// server can send).
-pub const OTHER_CLOSE_CODE: u16 = 0;
-
-/// A WebSocket close code as reports show it (`other` for the codes past the first
-/// [`MAX_CLOSE_CODES`]).
-pub fn close_code_text(code: u16) -> String {
-    if code == OTHER_CLOSE_CODE {
-        "other".to_string()
-    } else {
-        code.to_string()
-    }
-}
+pub use wire_codes::{
+    close_code_text, grpc_status_bucket, grpc_status_name, reset_code_bucket, reset_code_name,
+    MAX_CLOSE_CODES, OTHER_CLOSE_CODE, UNKNOWN_GRPC_STATUS, UNKNOWN_RESET_CODE,
+};
+use wire_codes::{GRPC_STATUSES, RESET_CODES};
 
 /// The most distinct JSON-RPC error codes counted one by one; further codes are counted in
 /// [`OutcomeCounts::rpc_errors_other`].

@@ -63,9 +63,7 @@ impl GrpcUnary {
             all.push(("x-token".into(), token.expose().to_string()));
         }
         let http2 = Http2::new(connector, target, &all, streams)
-            .map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidInput, "a header gRPC cannot carry")
-            })?
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a header gRPC cannot carry"))?
             .keeping_grpc_status();
         Ok(Self { http2, has_x_token: x_token.is_some() })
     }
