@@ -14,6 +14,7 @@ pub(crate) mod batch;
 pub(crate) mod geyser_unary;
 pub(crate) mod replay;
 pub(crate) mod rest;
+pub(crate) mod send_ledger;
 pub(crate) mod send_raw;
 pub(crate) mod send_solana;
 pub(crate) mod single;

@@ -5,14 +5,12 @@
 //! the request's id, which the inclusion figures read afterwards. A nonce refusal is handed
 //! back to the signer (`crate::tx::resync`) to restart that sender from the node.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde::Deserialize;
-
+use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger};
 use super::{CallSlot, Draw, Protocol};
-use crate::jsonrpc::{self, CheckMode};
+use crate::jsonrpc::CheckMode;
 use crate::outcome::Outcome;
 use crate::transport::Outgoing;
 use crate::tx::ahead::{ResyncLine, SignedAhead};
@@ -86,32 +84,14 @@ pub struct SentTx {
     pub ack: TxAck,
 }
 
+impl AckedSend for SentTx {
+    fn set_ack(&mut self, ack: TxAck) {
+        self.ack = ack;
+    }
+}
+
 /// Every transaction a run sent, by request id.
-#[derive(Debug, Default)]
-pub struct TxLedger {
-    by_id: HashMap<u64, usize>,
-    sent: Vec<SentTx>,
-}
-
-impl TxLedger {
-    /// The transactions sent, in send order.
-    pub fn sent(&self) -> &[SentTx] {
-        &self.sent
-    }
-
-    fn record_send(&mut self, id: u64, tx: SentTx) {
-        self.by_id.insert(id, self.sent.len());
-        self.sent.push(tx);
-    }
-
-    /// Records the answer to request `id`; the sender and generation of its transaction.
-    fn record_ack(&mut self, id: u64, ack: TxAck) -> Option<(usize, u32)> {
-        let &index = self.by_id.get(&id)?;
-        let tx = &mut self.sent[index];
-        tx.ack = ack;
-        Some((tx.sender, tx.generation))
-    }
-}
+pub(crate) type TxLedger = SendLedger<SentTx>;
 
 /// What the workers of one run share: the signed-ahead queue and the ledger.
 #[derive(Debug)]
@@ -158,19 +138,6 @@ impl SendRawTx {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorAnswer<'a> {
-    #[serde(borrow)]
-    error: ErrorObject<'a>,
-}
-
-#[derive(Deserialize)]
-struct ErrorObject<'a> {
-    code: i64,
-    #[serde(borrow, default)]
-    message: std::borrow::Cow<'a, str>,
-}
-
 impl Protocol for SendRawTx {
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
         let id = draw.id();
@@ -192,9 +159,7 @@ impl Protocol for SendRawTx {
             }
             None => ("0x".to_string(), None),
         };
-        out.body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.body.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-        out.body.extend_from_slice(b",\"method\":\"eth_sendRawTransaction\",\"params\":[\"");
+        open_send_body(out, id, "eth_sendRawTransaction");
         out.body.extend_from_slice(raw.as_bytes());
         out.body.extend_from_slice(b"\"]}");
         if let Some(sent) = sent {
@@ -210,18 +175,8 @@ impl Protocol for SendRawTx {
         mut each: impl FnMut(usize, Outcome, &[u8]),
     ) {
         let Some(slot) = slots.first() else { return };
-        let outcome = jsonrpc::classify(status, body, slot.id, self.check);
-        let ack = match outcome {
-            Outcome::Ok => TxAck::Accepted(Instant::now()),
-            Outcome::RpcError(code) => {
-                let message = serde_json::from_slice::<ErrorAnswer<'_>>(body)
-                    .map(|answer| (answer.error.code, answer.error.message.into_owned()))
-                    .unwrap_or((code, String::new()));
-                TxAck::Refused(TxRefusal::classify(message.0, &message.1))
-            }
-            other => TxAck::Failed(other),
-        };
-        let signed_by = self.sends.ledger().record_ack(slot.id, ack);
+        let (outcome, ack) = read_ack(status, body, slot.id, self.check);
+        let signed_by = self.sends.ledger().record_ack(slot.id, ack).map(|tx| (tx.sender, tx.generation));
         // A nonce refusal goes back to the signer, which restarts the sender from the node;
         // posting never waits.
         if let (TxAck::Refused(reason), Some((sender, generation))) = (ack, signed_by) {
@@ -231,7 +186,7 @@ impl Protocol for SendRawTx {
                 self.sends.resync.request_top_up(sender, generation);
             }
         }
-        each(0, if let TxAck::Refused(reason) = ack { reason.counted(outcome) } else { outcome }, body);
+        each(0, outcome, body);
     }
 }
 

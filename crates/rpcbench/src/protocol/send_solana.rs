@@ -4,18 +4,15 @@
 //! (accepted, refused with a reason, or the wire's failure) goes into a shared
 //! [`SolanaLedger`] keyed by the request's id, which the landing figures read afterwards.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use serde::Deserialize;
-
+use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger};
 use super::send_raw::TxAck;
 use super::{CallSlot, Draw, Protocol};
-use crate::jsonrpc::{self, CheckMode};
+use crate::jsonrpc::CheckMode;
 use crate::outcome::Outcome;
 use crate::transport::Outgoing;
-use crate::tx::refusal::TxRefusal;
 use crate::tx::solana::ahead::ReadyQueue;
 
 /// One Solana transaction sent.
@@ -35,19 +32,14 @@ pub struct SolanaSent {
     pub ack: TxAck,
 }
 
-/// Every Solana transaction a run sent, by request id.
-#[derive(Debug, Default)]
-pub struct SolanaLedger {
-    by_id: HashMap<u64, usize>,
-    sent: Vec<SolanaSent>,
-}
-
-impl SolanaLedger {
-    /// The transactions sent, in send order.
-    pub fn sent(&self) -> &[SolanaSent] {
-        &self.sent
+impl AckedSend for SolanaSent {
+    fn set_ack(&mut self, ack: TxAck) {
+        self.ack = ack;
     }
 }
+
+/// Every Solana transaction a run sent, by request id.
+pub type SolanaLedger = SendLedger<SolanaSent>;
 
 /// What the workers of one Solana run share: the ready queue and the ledger.
 #[derive(Debug)]
@@ -94,19 +86,6 @@ impl SendSolanaTx {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorAnswer<'a> {
-    #[serde(borrow)]
-    error: ErrorObject<'a>,
-}
-
-#[derive(Deserialize)]
-struct ErrorObject<'a> {
-    code: i64,
-    #[serde(borrow, default)]
-    message: std::borrow::Cow<'a, str>,
-}
-
 impl Protocol for SendSolanaTx {
     fn encode(&self, draw: &mut Draw, slots: &mut Vec<CallSlot>, out: &mut Outgoing) {
         let id = draw.id();
@@ -114,9 +93,7 @@ impl Protocol for SendSolanaTx {
         // The pipeline ends only when the run stops taking (or a count was reached); were it
         // empty, an empty transaction is sent and refused, so the request still has its outcome.
         let next = self.sends.ready.pop();
-        out.body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.body.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-        out.body.extend_from_slice(b",\"method\":\"sendTransaction\",\"params\":[\"");
+        open_send_body(out, id, "sendTransaction");
         if let Some(prepared) = &next {
             out.body.extend_from_slice(prepared.base64.as_bytes());
         }
@@ -134,10 +111,7 @@ impl Protocol for SendSolanaTx {
                 sent: Instant::now(),
                 ack: TxAck::Unanswered,
             };
-            let mut ledger = self.sends.ledger();
-            let at = ledger.sent.len();
-            ledger.by_id.insert(id, at);
-            ledger.sent.push(sent);
+            self.sends.ledger().record_send(id, sent);
         }
     }
 
@@ -149,29 +123,16 @@ impl Protocol for SendSolanaTx {
         mut each: impl FnMut(usize, Outcome, &[u8]),
     ) {
         let Some(slot) = slots.first() else { return };
-        let outcome = jsonrpc::classify(status, body, slot.id, self.check);
-        let ack = match outcome {
-            Outcome::Ok => TxAck::Accepted(Instant::now()),
-            Outcome::RpcError(code) => {
-                let (code, message) = serde_json::from_slice::<ErrorAnswer<'_>>(body)
-                    .map(|answer| (answer.error.code, answer.error.message.into_owned()))
-                    .unwrap_or((code, String::new()));
-                TxAck::Refused(TxRefusal::classify(code, &message))
-            }
-            other => TxAck::Failed(other),
-        };
-        let mut ledger = self.sends.ledger();
-        if let Some(&index) = ledger.by_id.get(&slot.id) {
-            ledger.sent[index].ack = ack;
-        }
-        drop(ledger);
-        each(0, if let TxAck::Refused(reason) = ack { reason.counted(outcome) } else { outcome }, body);
+        let (outcome, ack) = read_ack(status, body, slot.id, self.check);
+        self.sends.ledger().record_ack(slot.id, ack);
+        each(0, outcome, body);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tx::refusal::TxRefusal;
     use crate::tx::solana::ahead::PreparedSolanaTx;
     use rand::SeedableRng;
 

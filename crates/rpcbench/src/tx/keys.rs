@@ -61,6 +61,8 @@ impl fmt::Debug for Address {
 #[derive(Clone)]
 pub struct SenderKey {
     signing: SigningKey,
+    /// The same scalar for libsecp256k1, which signs (`super::sign::sign`).
+    secret: secp256k1::SecretKey,
     address: Address,
 }
 
@@ -78,8 +80,9 @@ impl SenderKey {
     /// order.
     pub fn from_bytes(bytes: &[u8; 32]) -> Option<SenderKey> {
         let signing = SigningKey::from_bytes(bytes.into()).ok()?;
+        let secret = secp256k1::SecretKey::from_slice(bytes).ok()?;
         let address = Address::of_key(signing.verifying_key());
-        Some(SenderKey { signing, address })
+        Some(SenderKey { signing, secret, address })
     }
 
     /// This sender's address.
@@ -88,8 +91,8 @@ impl SenderKey {
     }
 
     /// The key for signing.
-    pub(crate) fn signing_key(&self) -> &SigningKey {
-        &self.signing
+    pub(crate) fn secret_key(&self) -> &secp256k1::SecretKey {
+        &self.secret
     }
 
     /// The key as 64 hex digits, for `crate::util::redact::Secrets` only (so that a server quoting it

@@ -3,12 +3,14 @@
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (through the feed seam) or
-//! [`poll`] polls without WebSocket (the two modules here that open sockets); a nonce refusal
+//! [`poll`] polls without WebSocket (the two modules here that open sockets; `feed_watch` is
+//! the watch's thread and handshake, shared with Solana's signature watch); a nonce refusal
 //! goes back to the signer through [`resync`], an "insufficient funds" one
 //! refills the sender from the funder ([`top_up`]). The mock node's mempool and the command's
 //! driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
+pub(crate) mod feed_watch;
 pub mod fund;
 pub mod inclusion;
 pub mod keys;

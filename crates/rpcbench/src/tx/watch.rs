@@ -6,16 +6,10 @@
 //! `super::inclusion::InclusionBook`.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::engine::config::HttpVersion;
-use crate::engine::select::{FeedWire, UseFeed, WireSettings};
-use crate::settings::{Target, TlsOptions};
-use crate::transport::feed::{Feed, FeedEvent, FeedOpener, JsonRpcSubscribe, SubscribeCall};
+use super::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 
 /// One head as it arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,72 +49,47 @@ impl fmt::Display for WatchError {
 
 impl std::error::Error for WatchError {}
 
+impl WatchStartError for WatchError {
+    fn url(reason: String) -> Self {
+        WatchError::Url(reason)
+    }
+    fn connect(reason: String) -> Self {
+        WatchError::Connect(reason)
+    }
+    fn thread(err: std::io::Error) -> Self {
+        WatchError::Thread(err)
+    }
+    fn ended_early() -> Self {
+        WatchError::Refused("the watch ended before the answer".into())
+    }
+}
+
 /// A running head watch.
 #[derive(Debug)]
 pub struct HeadWatch {
-    heads: Receiver<SeenHead>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    heads: FeedWatch<SeenHead>,
 }
 
 impl HeadWatch {
     /// Subscribes `newHeads` at `ws_url` and returns once the node confirmed it.
     pub fn start(ws_url: &str, connect_timeout: Duration) -> Result<HeadWatch, WatchError> {
-        let target = Target::parse(ws_url).map_err(|err| WatchError::Url(err.to_string()))?;
-        let (heads_in, heads) = channel();
-        let (ready_in, ready) = channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("rpcbench-heads".into())
-            .spawn(move || {
-                let tls = TlsOptions::default();
-                let settings = WireSettings {
-                    target: &target,
-                    headers: &[],
-                    tls: &tls,
-                    connect_timeout,
-                    http: HttpVersion::Http1,
-                    keepalive: true,
-                    streams: 1,
-                    in_flight: 1,
-                    max_body: 1 << 20,
-                };
-                match FeedWire::select(&settings, None) {
-                    Ok(wire) => wire.with(Watch { heads: heads_in, ready: ready_in, stop: stopping }),
-                    Err(err) => {
-                        let _ = ready_in.send(Err(WatchError::Url(err.to_string())));
-                    }
-                }
-            })
-            .map_err(WatchError::Thread)?;
-        match ready.recv() {
-            Ok(Ok(())) => Ok(HeadWatch { heads, stop, thread: Some(thread) }),
-            Ok(Err(err)) => Err(err),
-            Err(_) => Err(WatchError::Refused("the watch ended before the answer".into())),
-        }
+        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, NewHeads)?;
+        Ok(HeadWatch { heads })
     }
 
     /// The heads that arrived since the last call.
     pub fn drain(&self) -> Vec<SeenHead> {
-        self.heads.try_iter().collect()
+        self.heads.drain()
     }
 
     /// Stops watching and returns the heads not yet drained.
-    pub fn stop(mut self) -> Vec<SeenHead> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        self.drain()
+    pub fn stop(self) -> Vec<SeenHead> {
+        self.heads.stop()
     }
 }
 
-struct Watch {
-    heads: Sender<SeenHead>,
-    ready: Sender<Result<(), WatchError>>,
-    stop: Arc<AtomicBool>,
-}
+/// The `newHeads` subscription: started once the node confirmed it.
+struct NewHeads;
 
 /// The number of a `newHeads` item's header, and its exact production stamp if it has one.
 fn head_number(payload: &[u8]) -> Option<(u64, Option<u64>)> {
@@ -136,61 +105,49 @@ fn head_number(payload: &[u8]) -> Option<(u64, Option<u64>)> {
     Some((number, header.produced_at_us))
 }
 
-impl UseFeed for Watch {
-    type Output = ();
+impl WatchOnFeed for NewHeads {
+    type Seen = SeenHead;
+    type Error = WatchError;
 
-    fn use_feed<O: FeedOpener + Clone + 'static>(self, opener: &O) {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            let _ = self.ready.send(Err(WatchError::Connect("no runtime".into())));
+    async fn watch<F: Feed>(self, mut feed: F, ends: WatchEnds<SeenHead, WatchError>) {
+        let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
+            method: "eth_subscribe",
+            params: serde_json::json!(["newHeads"]),
+            unsubscribe: "eth_unsubscribe",
+        });
+        if feed.subscribe(0, &call).await.is_err() {
+            let _ = ends.started.send(Err(WatchError::Refused("the connection ended".into())));
             return;
-        };
-        runtime.block_on(async {
-            let mut feed = match opener.open().await {
-                Ok(feed) => feed,
-                Err(err) => {
-                    let _ = self.ready.send(Err(WatchError::Connect(err.to_string())));
+        }
+        let mut confirmed = false;
+        while !ends.stopped() {
+            let Ok(event) = tokio::time::timeout(Duration::from_millis(20), feed.next()).await else {
+                continue;
+            };
+            match event {
+                FeedEvent::Confirmed { .. } => {
+                    confirmed = true;
+                    let _ = ends.started.send(Ok(()));
+                }
+                FeedEvent::Refused { message, .. } => {
+                    let _ = ends.started.send(Err(WatchError::Refused(message)));
                     return;
                 }
-            };
-            let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
-                method: "eth_subscribe",
-                params: serde_json::json!(["newHeads"]),
-                unsubscribe: "eth_unsubscribe",
-            });
-            if feed.subscribe(0, &call).await.is_err() {
-                let _ = self.ready.send(Err(WatchError::Refused("the connection ended".into())));
-                return;
-            }
-            let mut confirmed = false;
-            while !self.stop.load(Ordering::Relaxed) {
-                let Ok(event) = tokio::time::timeout(Duration::from_millis(20), feed.next()).await else {
-                    continue;
-                };
-                match event {
-                    FeedEvent::Confirmed { .. } => {
-                        confirmed = true;
-                        let _ = self.ready.send(Ok(()));
+                FeedEvent::Item(delivery) => {
+                    if let Some((number, produced_at_us)) = head_number(delivery.payload()) {
+                        let seen = SeenHead { number, arrived: delivery.arrived, produced_at_us };
+                        let _ = ends.seen.send(seen);
                     }
-                    FeedEvent::Refused { message, .. } => {
-                        let _ = self.ready.send(Err(WatchError::Refused(message)));
-                        return;
-                    }
-                    FeedEvent::Item(delivery) => {
-                        if let Some((number, produced_at_us)) = head_number(delivery.payload()) {
-                            let seen = SeenHead { number, arrived: delivery.arrived, produced_at_us };
-                            let _ = self.heads.send(seen);
-                        }
-                    }
-                    FeedEvent::Ended(end) => {
-                        if !confirmed {
-                            let _ = self.ready.send(Err(WatchError::Refused(format!("{end:?}"))));
-                        }
-                        return;
-                    }
-                    FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
                 }
+                FeedEvent::Ended(end) => {
+                    if !confirmed {
+                        let _ = ends.started.send(Err(WatchError::Refused(format!("{end:?}"))));
+                    }
+                    return;
+                }
+                FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
             }
-            feed.close().await;
-        });
+        }
+        feed.close().await;
     }
 }

@@ -2,11 +2,12 @@
 //! legacy wire format built and read by hand ([`wire`]), the recent blockhash kept fresh in
 //! the background ([`blockhash`]), the signed-ahead pipeline that subscribes each signature
 //! before it may be sent ([`ahead`]), the `signatureSubscribe` watch and the
-//! `getSignatureStatuses` poll ([`watch`]), and each transaction's one final outcome
+//! `getSignatureStatuses` poll ([`watch`], signatures written as base58 by `base58`), and each transaction's one final outcome
 //! ([`landing`], on top of `crate::tx::inclusion`). The mock node's `sendTransaction` reads
 //! transactions with [`wire`] too.
 
 pub mod ahead;
+mod base58;
 pub mod blockhash;
 pub mod keys;
 pub mod landing;

@@ -1,5 +1,6 @@
 //! How a Solana run sees its transactions land, at the commitment asked for:
-//! - [`SignatureWatch`]: one WebSocket over the feed seam, a `signatureSubscribe` per
+//! - [`SignatureWatch`]: one WebSocket over the feed seam (its thread and handshake shared
+//!   with the head watch: `crate::tx::feed_watch`), a `signatureSubscribe` per
 //!   transaction sent (position = the transaction's index) BEFORE it is handed to the pacer;
 //!   the notification's arrival (the kernel's receive stamp where the feed has one) is the
 //!   landing time, its `err` says whether it failed;
@@ -9,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,10 +19,8 @@ use serde_json::{json, Value};
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue};
 use crate::client::Endpoint;
-use crate::engine::config::HttpVersion;
-use crate::engine::select::{FeedWire, UseFeed, WireSettings};
-use crate::settings::{Target, TlsOptions};
-use crate::transport::feed::{Feed, FeedEvent, FeedOpener, JsonRpcSubscribe, SubscribeCall};
+use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
 
 /// Signatures per `getSignatureStatuses` call (the node's limit).
 pub const STATUS_BATCH: usize = 256;
@@ -94,6 +93,21 @@ impl fmt::Display for SignatureWatchError {
 
 impl std::error::Error for SignatureWatchError {}
 
+impl WatchStartError for SignatureWatchError {
+    fn url(reason: String) -> Self {
+        SignatureWatchError::Url(reason)
+    }
+    fn connect(reason: String) -> Self {
+        SignatureWatchError::Connect(reason)
+    }
+    fn thread(err: std::io::Error) -> Self {
+        SignatureWatchError::Thread(err)
+    }
+    fn ended_early() -> Self {
+        SignatureWatchError::Connect("the watch ended before connecting".into())
+    }
+}
+
 /// Counts of a watch, for the report.
 #[derive(Debug, Default)]
 pub struct WatchCounts {
@@ -108,9 +122,7 @@ pub struct WatchCounts {
 /// A running signature watch.
 #[derive(Debug)]
 pub struct SignatureWatch {
-    landings: Receiver<Landing>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    landings: FeedWatch<Landing>,
     counts: Arc<WatchCounts>,
 }
 
@@ -125,53 +137,15 @@ impl SignatureWatch {
         input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
         ready: Arc<ReadyQueue>,
     ) -> Result<SignatureWatch, SignatureWatchError> {
-        let target = Target::parse(ws_url).map_err(|err| SignatureWatchError::Url(err.to_string()))?;
-        let (landings_in, landings) = channel();
-        let (ready_in, started) = channel();
-        let stop = Arc::new(AtomicBool::new(false));
         let counts = Arc::new(WatchCounts::default());
-        let watch = Watch {
-            commitment,
-            input,
-            ready,
-            landings: landings_in,
-            started: ready_in,
-            stop: stop.clone(),
-            counts: counts.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name("rpcbench-signatures".into())
-            .spawn(move || {
-                let tls = TlsOptions::default();
-                let settings = WireSettings {
-                    target: &target,
-                    headers: &[],
-                    tls: &tls,
-                    connect_timeout,
-                    http: HttpVersion::Http1,
-                    keepalive: true,
-                    streams: 1,
-                    in_flight: 1,
-                    max_body: 1 << 20,
-                };
-                match FeedWire::select(&settings, None) {
-                    Ok(wire) => wire.with(watch),
-                    Err(err) => {
-                        let _ = watch.started.send(Err(SignatureWatchError::Url(err.to_string())));
-                    }
-                }
-            })
-            .map_err(SignatureWatchError::Thread)?;
-        match started.recv() {
-            Ok(Ok(())) => Ok(SignatureWatch { landings, stop, thread: Some(thread), counts }),
-            Ok(Err(err)) => Err(err),
-            Err(_) => Err(SignatureWatchError::Connect("the watch ended before connecting".into())),
-        }
+        let watch = Watch { commitment, input, ready, counts: counts.clone() };
+        let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
+        Ok(SignatureWatch { landings, counts })
     }
 
     /// The landings seen since the last call.
     pub fn drain(&self) -> Vec<Landing> {
-        self.landings.try_iter().collect()
+        self.landings.drain()
     }
 
     /// The watch's counts.
@@ -180,12 +154,8 @@ impl SignatureWatch {
     }
 
     /// Stops watching and returns the landings not yet drained.
-    pub fn stop(mut self) -> Vec<Landing> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        self.drain()
+    pub fn stop(self) -> Vec<Landing> {
+        self.landings.stop()
     }
 }
 
@@ -193,9 +163,6 @@ struct Watch {
     commitment: Commitment,
     input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
     ready: Arc<ReadyQueue>,
-    landings: Sender<Landing>,
-    started: Sender<Result<(), SignatureWatchError>>,
-    stop: Arc<AtomicBool>,
     counts: Arc<WatchCounts>,
 }
 
@@ -211,96 +178,89 @@ fn notification(payload: &[u8]) -> Option<(u64, bool)> {
     Some((slot, !result.get("err").is_none_or(Value::is_null)))
 }
 
-impl UseFeed for Watch {
-    type Output = ();
+impl WatchOnFeed for Watch {
+    type Seen = Landing;
+    type Error = SignatureWatchError;
 
-    fn use_feed<O: FeedOpener + Clone + 'static>(mut self, opener: &O) {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            let _ = self.started.send(Err(SignatureWatchError::Connect("no runtime".into())));
-            return;
-        };
-        runtime.block_on(async {
-            let mut feed = match opener.open().await {
-                Ok(feed) => feed,
-                Err(err) => {
-                    let _ = self.started.send(Err(SignatureWatchError::Connect(err.to_string())));
-                    return;
-                }
-            };
-            let _ = self.started.send(Ok(()));
-            let mut awaiting: HashMap<usize, PreparedSolanaTx> = HashMap::new();
-            let mut input_open = true;
-            let mut feed_open = true;
-            while !self.stop.load(Ordering::Relaxed) {
-                // Sending is over (the run closed the queue): the signer must not wait on us.
-                if input_open && self.ready.is_closed() {
-                    self.input.close();
-                    input_open = false;
-                }
-                if !input_open && awaiting.is_empty() && !self.ready.is_closed() {
-                    self.ready.close();
-                }
-                let room = input_open && self.ready.room() > awaiting.len();
-                tokio::select! {
-                    prepared = self.input.recv(), if room => match prepared {
-                        Some(prepared) if feed_open => {
-                            let position = prepared.index as usize;
-                            let signature = bs58::encode(prepared.signature).into_string();
-                            let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
-                                method: "signatureSubscribe",
-                                params: json!([signature, {"commitment": self.commitment.name()}]),
-                                unsubscribe: "signatureUnsubscribe",
-                            });
-                            awaiting.insert(position, prepared);
-                            if feed.subscribe(position, &call).await.is_err() {
-                                feed_open = false;
-                                self.release_all(&mut awaiting);
-                            }
-                        }
-                        Some(prepared) => {
+    async fn watch<F: Feed>(mut self, mut feed: F, ends: WatchEnds<Landing, SignatureWatchError>) {
+        let _ = ends.started.send(Ok(()));
+        let mut awaiting: HashMap<usize, PreparedSolanaTx> = HashMap::new();
+        let mut batch: Vec<PreparedSolanaTx> = Vec::new();
+        let mut input_open = true;
+        let mut feed_open = true;
+        while !ends.stopped() {
+            // Sending is over (the run closed the queue): the signer must not wait on us.
+            if input_open && self.ready.is_closed() {
+                self.input.close();
+                input_open = false;
+            }
+            if !input_open && awaiting.is_empty() && !self.ready.is_closed() {
+                self.ready.close();
+            }
+            // Taken in batches: one wake of the signer per batch, not per transaction.
+            let room = if input_open { self.ready.room().saturating_sub(awaiting.len()) } else { 0 };
+            tokio::select! {
+                taken = self.input.recv_many(&mut batch, room), if room > 0 => {
+                    if taken == 0 {
+                        input_open = false;
+                    }
+                    for prepared in batch.drain(..) {
+                        if !feed_open {
                             self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
                             self.ready.push(prepared);
+                            continue;
                         }
-                        None => input_open = false,
-                    },
-                    event = feed.next(), if feed_open => match event {
-                        FeedEvent::Confirmed { position, .. } => {
-                            if let Some(prepared) = awaiting.remove(&position) {
-                                self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
-                                self.ready.push(prepared);
-                            }
-                        }
-                        FeedEvent::Refused { position, .. } => {
-                            if let Some(prepared) = awaiting.remove(&position) {
-                                self.counts.refused.fetch_add(1, Ordering::Relaxed);
-                                self.ready.push(prepared);
-                            }
-                        }
-                        FeedEvent::Item(delivery) => {
-                            if let Some((slot, failed)) = notification(delivery.payload()) {
-                                let landing = Landing {
-                                    index: delivery.position as u64,
-                                    slot,
-                                    arrived: delivery.arrived,
-                                    failed,
-                                };
-                                let _ = self.landings.send(landing);
-                            }
-                        }
-                        FeedEvent::Ended(_) => {
+                        let position = prepared.index as usize;
+                        let signature = super::base58::signature_text(&prepared.signature);
+                        let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
+                            method: "signatureSubscribe",
+                            params: json!([signature, {"commitment": self.commitment.name()}]),
+                            unsubscribe: "signatureUnsubscribe",
+                        });
+                        awaiting.insert(position, prepared);
+                        if feed.subscribe(position, &call).await.is_err() {
                             feed_open = false;
                             self.release_all(&mut awaiting);
                         }
-                        FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
-                    },
-                    _ = tokio::time::sleep(Duration::from_millis(if room { 20 } else { 1 })) => {}
-                }
+                    }
+                },
+                event = feed.next(), if feed_open => match event {
+                    FeedEvent::Confirmed { position, .. } => {
+                        if let Some(prepared) = awaiting.remove(&position) {
+                            self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
+                            self.ready.push(prepared);
+                        }
+                    }
+                    FeedEvent::Refused { position, .. } => {
+                        if let Some(prepared) = awaiting.remove(&position) {
+                            self.counts.refused.fetch_add(1, Ordering::Relaxed);
+                            self.ready.push(prepared);
+                        }
+                    }
+                    FeedEvent::Item(delivery) => {
+                        if let Some((slot, failed)) = notification(delivery.payload()) {
+                            let landing = Landing {
+                                index: delivery.position as u64,
+                                slot,
+                                arrived: delivery.arrived,
+                                failed,
+                            };
+                            let _ = ends.seen.send(landing);
+                        }
+                    }
+                    FeedEvent::Ended(_) => {
+                        feed_open = false;
+                        self.release_all(&mut awaiting);
+                    }
+                    FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
+                },
+                _ = tokio::time::sleep(Duration::from_millis(if room > 0 { 20 } else { 1 })) => {}
             }
-            self.ready.close();
-            if feed_open {
-                feed.close().await;
-            }
-        });
+        }
+        self.ready.close();
+        if feed_open {
+            feed.close().await;
+        }
     }
 }
 
@@ -352,7 +312,7 @@ impl SignaturePoll {
                     for chunk in open.chunks(STATUS_BATCH) {
                         let names: Vec<String> = chunk
                             .iter()
-                            .map(|(_, signature)| bs58::encode(signature).into_string())
+                            .map(|(_, signature)| super::base58::signature_text(signature))
                             .collect();
                         let answer = node.call("getSignatureStatuses", Some(&json!([names])));
                         let arrived = Instant::now();
