@@ -1,5 +1,7 @@
-//! JSON-RPC over WebSocket (`ws://`, `wss://`), the third transport: framing by
-//! `tokio-tungstenite`, TLS by the same rustls connector as HTTP. A lane is one request slot on
+//! JSON-RPC over WebSocket (`ws://`, `wss://`), the third transport: the upgrade request by
+//! `tokio-tungstenite`, the frames of requests and answers by rpcbench itself ([`ws_frames`]:
+//! written into the socket's outgoing bytes, read in place from its receive buffer), TLS by the
+//! same rustls connector as HTTP. A lane is one request slot on
 //! a socket: `-c N --in-flight K` opens N sockets and K lanes on each, so N x K requests are
 //! outstanding, and answers are matched to requests by id in any order.
 //!
@@ -16,7 +18,10 @@
 //! past [`MAX_UNSENT_PONGS`] rpcbench closes the socket itself (requests: closed with code
 //! 1008, policy; subscriptions: [`FeedEnd::NotReading`]).
 //!
-//! [`WsFeed`] is the same socket as a [`Feed`] of subscriptions (`rpcbench subscribe`).
+//! [`WsFeed`] is the same socket as a [`Feed`] of subscriptions (`rpcbench subscribe`), framed by
+//! tungstenite.
+//!
+//! [`ws_frames`]: super::ws_frames
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,18 +30,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, BytesMut};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{FutureExt, SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
+use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use super::connect::{Connector, Stream};
 use super::feed::{
     Delivery, Feed, FeedEnd, FeedEvent, FeedOpener, Stray, SubscribeCall, MAX_SUBSCRIPTION_ID,
 };
+use super::ws_frames::{self, FrameError, MaskKeys, UpgradeAnswer};
 use super::{Lane, Outgoing, Reply, Transport, WireError, WireStats};
 use crate::jsonrpc::{self, ScannedId};
 use crate::settings::{Scheme, Target};
@@ -56,6 +64,8 @@ pub(crate) struct Upgrade {
     url: String,
     headers: Vec<(String, String)>,
     config: WebSocketConfig,
+    /// The largest frame or message a server may send (the run's body limit).
+    max_message: usize,
 }
 
 /// Why a socket could not be opened.
@@ -109,7 +119,7 @@ impl Upgrade {
             .max_frame_size(Some(limit))
             // A backstop behind the PONG count: what we queue to send never grows past this.
             .max_write_buffer_size(WRITE_BUFFER + limit.clamp(MAX_UNSENT_PONGS, MAX_QUEUED_REQUEST) + 1);
-        Self { connector, url, headers, config }
+        Self { connector, url, headers, config, max_message: limit }
     }
 
     fn request(&self) -> Result<tungstenite::handshake::client::Request, tungstenite::Error> {
@@ -128,6 +138,44 @@ impl Upgrade {
     pub(crate) async fn open(&self) -> Result<Socket, OpenError> {
         let stream = self.connector.connect().await.map_err(OpenError::Connect)?;
         self.upgrade(stream).await
+    }
+
+    /// Opens one socket for requests and answers framed by rpcbench: the upgrade request
+    /// written by tungstenite, its answer checked here, within the connect timeout. Returns the
+    /// stream and what the server sent past the answer's head (frames already).
+    async fn open_framed(&self) -> Result<(Stream, BytesMut), OpenError> {
+        let mut stream = self.connector.connect().await.map_err(OpenError::Connect)?;
+        let request = self.request().map_err(|err| OpenError::Failed(err.to_string()))?;
+        let (head, key) = tungstenite::handshake::client::generate_request(request)
+            .map_err(|err| OpenError::Failed(err.to_string()))?;
+        let answer = async {
+            stream.write_all(&head).await.map_err(|err| OpenError::Failed(err.to_string()))?;
+            let mut received = BytesMut::with_capacity(super::WEBSOCKET_READ_BUFFER);
+            loop {
+                if received.len() >= MAX_UPGRADE_ANSWER {
+                    return Err(OpenError::Failed("an answer head over 64 KiB".into()));
+                }
+                received.reserve(super::WEBSOCKET_READ_BUFFER);
+                match stream.read_buf(&mut received).await {
+                    Ok(0) => return Err(OpenError::Failed("the server closed the connection".into())),
+                    Ok(_) => {}
+                    Err(err) => return Err(OpenError::Failed(err.to_string())),
+                }
+                match ws_frames::check_upgrade_answer(&received, &key) {
+                    UpgradeAnswer::Partial => continue,
+                    UpgradeAnswer::Upgraded(head_len) => {
+                        received.advance(head_len);
+                        return Ok(received);
+                    }
+                    UpgradeAnswer::Refused(status) => return Err(OpenError::Refused(status)),
+                    UpgradeAnswer::Broken(why) => return Err(OpenError::Failed(why.into())),
+                }
+            }
+        };
+        let received = tokio::time::timeout(self.connector.connect_timeout(), answer)
+            .await
+            .map_err(|_| OpenError::Failed("no answer within the connect timeout".into()))??;
+        Ok((stream, received))
     }
 
     /// Opens one socket whose plain TCP reads carry the kernel's receive stamps.
@@ -168,6 +216,8 @@ pub(crate) const MAX_UNSENT_PONGS: usize = 1024 * 1024;
 const WRITE_BUFFER: usize = 128 * 1024;
 /// The largest request queued on a socket at once.
 const MAX_QUEUED_REQUEST: usize = 64 * 1024 * 1024;
+/// The longest answer head to an upgrade request.
+const MAX_UPGRADE_ANSWER: usize = 64 * 1024;
 
 /// The answers a socket owes to its server's PINGs and could not hand to the kernel yet.
 #[derive(Debug, Default)]
@@ -189,16 +239,78 @@ impl PongBacklog {
     }
 }
 
-/// One open socket: its writer, the requests waiting for answers, and whether it ended.
+/// The frames a socket's lanes (and its reader, for PONGs and the close reply) queued and the
+/// kernel has not taken yet, with the half of the stream they go out on.
+#[derive(Debug)]
+struct Outbox {
+    half: WriteHalf<Stream>,
+    bytes: Vec<u8>,
+    keys: MaskKeys,
+}
+
+/// One open socket: its outgoing frames, the requests waiting for answers, and whether it ended.
 #[derive(Debug)]
 struct SharedSocket {
-    writer: tokio::sync::Mutex<SplitSink<Socket, Message>>,
+    outbox: Mutex<Outbox>,
+    /// One task writes the outbox at a time (the kernel wakes one writer); the others find
+    /// their frames written.
+    write_turn: tokio::sync::Mutex<()>,
     waiting: Mutex<Waiters>,
     /// The socket can take no new request (closed, failed).
     ended: AtomicBool,
 }
 
 impl SharedSocket {
+    fn new(half: WriteHalf<Stream>, in_flight: usize) -> Self {
+        Self {
+            outbox: Mutex::new(Outbox { half, bytes: Vec::new(), keys: MaskKeys::new() }),
+            write_turn: tokio::sync::Mutex::new(()),
+            waiting: Mutex::new(Waiters::with_capacity_and_hasher(in_flight, Default::default())),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Queues a frame of `payload`, masked with a fresh key.
+    fn queue(&self, opcode: u8, payload: &[u8]) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = outbox.keys.next_key();
+        ws_frames::write_frame(&mut outbox.bytes, opcode, payload, key);
+    }
+
+    /// Hands the queued bytes to the kernel as far as it takes them; what it took leaves the
+    /// outbox at once, so a write cut off (a timed-out request) loses and repeats nothing.
+    fn poll_write_out(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        let mut outbox = self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Outbox { half, bytes, .. } = &mut *outbox;
+        while !bytes.is_empty() {
+            match std::pin::Pin::new(&mut *half).poll_write(cx, bytes) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(written)) if written == bytes.len() => bytes.clear(),
+                Poll::Ready(Ok(written)) => {
+                    bytes.drain(..written);
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        std::pin::Pin::new(half).poll_flush(cx)
+    }
+
+    /// Writes everything queued (the frames other lanes queued meanwhile too).
+    async fn write_out(&self) -> io::Result<()> {
+        let _turn = self.write_turn.lock().await;
+        std::future::poll_fn(|cx| self.poll_write_out(cx)).await
+    }
+
+    /// Writes what the kernel takes now, without waiting: whether everything queued went out
+    /// (`None`: a lane is writing, not known).
+    fn try_write_out(&self) -> Option<bool> {
+        let _turn = self.write_turn.try_lock().ok()?;
+        let mut cx = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+        Some(matches!(self.poll_write_out(&mut cx), std::task::Poll::Ready(Ok(()))))
+    }
+
     /// Ends every request waiting on the socket with `error`.
     fn end(&self, error: WireError) {
         self.ended.store(true, Ordering::Relaxed);
@@ -260,18 +372,15 @@ impl WebSocket {
 
     /// Connects and upgrades, then starts the socket's reader task.
     async fn connect(&self) -> io::Result<Arc<SharedSocket>> {
-        let socket = self.upgrade.open().await.map_err(|err| match err {
+        let (stream, received) = self.upgrade.open_framed().await.map_err(|err| match err {
             OpenError::Connect(err) => err,
             other => io::Error::other(other.to_string()),
         })?;
         self.pool.opened.fetch_add(1, Ordering::Relaxed);
-        let (writer, reader) = socket.split();
-        let shared = Arc::new(SharedSocket {
-            writer: tokio::sync::Mutex::new(writer),
-            waiting: Mutex::new(Waiters::with_capacity_and_hasher(self.in_flight, Default::default())),
-            ended: AtomicBool::new(false),
-        });
-        tokio::spawn(read_answers(reader, shared.clone(), self.pool.clone()));
+        let (reader, writer) = tokio::io::split(stream);
+        let shared = Arc::new(SharedSocket::new(writer, self.in_flight));
+        let frames = FrameReader { reader, received, max_message: self.upgrade.max_message };
+        tokio::spawn(read_answers(frames, shared.clone(), self.pool.clone()));
         Ok(shared)
     }
 
@@ -305,68 +414,146 @@ impl WebSocket {
     }
 }
 
-/// Reads a socket's messages and hands each to the request waiting for its id.
-async fn read_answers(mut reader: SplitStream<Socket>, socket: Arc<SharedSocket>, pool: Arc<SocketPool>) {
+/// A socket's read half and what was received and not yet read as frames.
+struct FrameReader {
+    reader: ReadHalf<Stream>,
+    received: BytesMut,
+    max_message: usize,
+}
+
+/// Reads a socket's frames and hands each message to the request waiting for its id.
+async fn read_answers(mut frames: FrameReader, socket: Arc<SharedSocket>, pool: Arc<SocketPool>) {
     let mut pongs = PongBacklog::default();
-    let ended_by = loop {
-        let Some(message) = reader.next().await else { break WireError::WsClosed(1006) };
-        let arrived = Instant::now();
-        let text: tungstenite::Bytes = match message {
-            Ok(Message::Text(text)) => text.into(),
-            Ok(Message::Binary(bytes)) => bytes,
-            Ok(Message::Close(frame)) => {
-                break WireError::WsClosed(frame.map_or(1005, |frame| u16::from(frame.code)))
+    // A fragmented message being put together: its opcode and the payload so far.
+    let mut fragmented: Option<(u8, Vec<u8>)> = None;
+    // The answers of one read arrived when it returned.
+    let mut arrived = Instant::now();
+    let received = &mut frames.received;
+    let ended_by = 'socket: loop {
+        loop {
+            let head = match ws_frames::parse_head(received, frames.max_message) {
+                Ok(Some(head)) => head,
+                Ok(None) => break,
+                Err(FrameError::TooLarge) => break 'socket WireError::TooLarge,
+                Err(FrameError::Protocol) => break 'socket WireError::WsProtocol,
+            };
+            let whole = head.head_len + head.payload_len;
+            if received.len() < whole {
+                // Room for what is missing, grown at most twofold per read: memory follows the
+                // bytes that arrive, not the length a frame declares.
+                let missing = whole - received.len();
+                received.reserve(missing.min(received.len().max(super::WEBSOCKET_READ_BUFFER)));
+                break;
             }
-            Ok(Message::Ping(payload)) => {
-                let flushed = socket
-                    .writer
-                    .try_lock()
-                    .ok()
-                    .and_then(|mut writer| writer.flush().now_or_never())
-                    .map(|flushed| flushed.is_ok());
-                if pongs.ping(payload.len(), flushed) {
-                    continue;
+            let payload = &received[head.head_len..whole];
+            // A whole message in one frame is split off the buffer as it is; every other frame
+            // is passed over once read.
+            let mut split_off = false;
+            let message = match (head.opcode, fragmented.as_mut()) {
+                (ws_frames::OP_TEXT | ws_frames::OP_BINARY, Some(_)) => break 'socket WireError::WsProtocol,
+                (ws_frames::OP_TEXT | ws_frames::OP_BINARY, None) if head.fin => {
+                    if head.opcode == ws_frames::OP_TEXT && !is_utf8(payload) {
+                        break 'socket WireError::WsProtocol;
+                    }
+                    let mut message = received.split_to(whole).freeze();
+                    message.advance(head.head_len);
+                    split_off = true;
+                    Some(message)
                 }
-                // The server does not read: closed by us, as a policy violation (1008).
-                break WireError::WsClosed(1008);
-            }
-            Ok(_) => continue,
-            Err(tungstenite::Error::Capacity(_)) => break WireError::TooLarge,
-            Err(tungstenite::Error::Protocol(_) | tungstenite::Error::Utf8(_)) => {
-                break WireError::WsProtocol
-            }
-            Err(_) => break WireError::Closed,
-        };
-        let id = match leading_id(&text) {
-            Some(id) => Some(id),
-            None => match jsonrpc::scan_response(&text) {
-                Ok(scanned) => match scanned.id {
-                    ScannedId::Number(id) => Some(id),
-                    _ => None,
+                (ws_frames::OP_TEXT | ws_frames::OP_BINARY, None) => {
+                    fragmented = Some((head.opcode, payload.to_vec()));
+                    None
+                }
+                (ws_frames::OP_CONTINUATION, None) => break 'socket WireError::WsProtocol,
+                (ws_frames::OP_CONTINUATION, Some((_, so_far))) => {
+                    if so_far.len() + payload.len() > frames.max_message {
+                        break 'socket WireError::TooLarge;
+                    }
+                    so_far.extend_from_slice(payload);
+                    match fragmented.take() {
+                        Some((opcode, whole_message)) if head.fin => {
+                            if opcode == ws_frames::OP_TEXT && !is_utf8(&whole_message) {
+                                break 'socket WireError::WsProtocol;
+                            }
+                            Some(tungstenite::Bytes::from(whole_message))
+                        }
+                        unfinished => {
+                            fragmented = unfinished;
+                            None
+                        }
+                    }
+                }
+                (ws_frames::OP_PING, _) => {
+                    socket.queue(ws_frames::OP_PONG, payload);
+                    let flushed = socket.try_write_out();
+                    if !pongs.ping(payload.len(), flushed) {
+                        // The server does not read: closed by us, as a policy violation (1008).
+                        break 'socket WireError::WsClosed(1008);
+                    }
+                    None
+                }
+                (ws_frames::OP_CLOSE, _) => match ws_frames::close_code(payload) {
+                    Ok(code) => {
+                        // The closing handshake's answer, as far as the kernel takes it now.
+                        let reply = if code == 1005 { Vec::new() } else { code.to_be_bytes().to_vec() };
+                        socket.queue(ws_frames::OP_CLOSE, &reply);
+                        let _ = socket.try_write_out();
+                        break 'socket WireError::WsClosed(code);
+                    }
+                    Err(_) => break 'socket WireError::WsProtocol,
                 },
-                Err(_) => {
-                    pool.stray_not_json.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-            },
-        };
-        let waiter = id.and_then(|id| {
-            let mut waiting = socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            waiting.remove(&id)
-        });
-        match waiter {
-            Some(waiter) => {
-                let _ = waiter.send(Ok((text, arrived)));
+                _ => None, // a PONG
+            };
+            if !split_off {
+                received.advance(whole);
             }
-            None if id.is_none() && memchr::memmem::find(&text, b"\"method\"").is_some() => {
-                pool.stray_notifications.fetch_add(1, Ordering::Relaxed);
+            if let Some(message) = message {
+                deliver(message, arrived, &socket, &pool);
             }
-            None => {
-                pool.stray_unknown_id.fetch_add(1, Ordering::Relaxed);
-            }
+        }
+        if received.capacity() - received.len() < super::WEBSOCKET_READ_BUFFER / 4 {
+            received.reserve(super::WEBSOCKET_READ_BUFFER);
+        }
+        match frames.reader.read_buf(received).await {
+            // Closed without the closing handshake (tungstenite: a reset without closing).
+            Ok(0) => break WireError::WsProtocol,
+            Ok(_) => arrived = Instant::now(),
+            Err(_) => break WireError::Closed,
         }
     };
     socket.end(ended_by);
+}
+
+/// Hands one message to the request waiting for its id, or counts it as a stray.
+fn deliver(text: tungstenite::Bytes, arrived: Instant, socket: &SharedSocket, pool: &SocketPool) {
+    let id = match leading_id(&text) {
+        Some(id) => Some(id),
+        None => match jsonrpc::scan_response(&text) {
+            Ok(scanned) => match scanned.id {
+                ScannedId::Number(id) => Some(id),
+                _ => None,
+            },
+            Err(_) => {
+                pool.stray_not_json.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        },
+    };
+    let waiter = id.and_then(|id| {
+        let mut waiting = socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        waiting.remove(&id)
+    });
+    match waiter {
+        Some(waiter) => {
+            let _ = waiter.send(Ok((text, arrived)));
+        }
+        None if id.is_none() && memchr::memmem::find(&text, b"\"method\"").is_some() => {
+            pool.stray_notifications.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            pool.stray_unknown_id.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Transport for WebSocket {
@@ -443,28 +630,19 @@ impl Lane for RequestSlot {
             waiting.insert(id, sender);
         }
         let _guard = WaiterGuard { socket: &self.socket, id };
-        let text = Utf8Bytes::try_from(request.body.clone()).map_err(|_| WireError::Malformed)?;
+        if !is_utf8(&request.body) {
+            return Err(WireError::Malformed);
+        }
         let request_bytes = request.body.len();
         // The frame is queued, then written after one yield: the socket's other lanes that
         // were woken in the same turn (their answers came in one read) queue theirs meanwhile,
-        // and the first flush writes every queued frame in one system call; the others find
+        // and the first write takes every queued frame in one system call; the others find
         // nothing left to write.
-        {
-            let mut writer = self.socket.writer.lock().await;
-            if writer.feed(Message::Text(text)).await.is_err() {
-                drop(writer);
-                self.socket.end(WireError::Closed);
-                return Err(WireError::Closed);
-            }
-        }
+        self.socket.queue(ws_frames::OP_TEXT, &request.body);
         tokio::task::yield_now().await;
-        {
-            let mut writer = self.socket.writer.lock().await;
-            if writer.flush().await.is_err() {
-                drop(writer);
-                self.socket.end(WireError::Closed);
-                return Err(WireError::Closed);
-            }
+        if self.socket.write_out().await.is_err() {
+            self.socket.end(WireError::Closed);
+            return Err(WireError::Closed);
         }
         let written_at = Instant::now();
         let answer = receiver.await;
@@ -825,14 +1003,26 @@ impl std::hash::Hasher for IdHasher {
 
 type Waiters = HashMap<u64, oneshot::Sender<Answer>, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`).
+/// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`), read without a
+/// search when the body opens as the protocols write it.
 fn request_id(body: &[u8]) -> Option<u64> {
     // The searcher is built once: building it per request cost more than the search.
     static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
-    let at = ID_KEY.find(body)? + 5;
+    const VERSION_THEN_ID: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    let at = if body.starts_with(VERSION_THEN_ID) { VERSION_THEN_ID.len() } else { ID_KEY.find(body)? + 5 };
     let digits = body[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
-    std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
+    if digits == 0 || digits > 19 {
+        return None;
+    }
+    body[at..at + digits]
+        .iter()
+        .try_fold(0u64, |id, digit| id.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
+}
+
+/// Whether `bytes` are UTF-8, the common all-ASCII case checked a word at a time first.
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }
 
 #[cfg(test)]
@@ -934,5 +1124,8 @@ mod tests {
             Some(1099511627777)
         );
         assert_eq!(request_id(br#"{"jsonrpc":"2.0","method":"getSlot"}"#), None);
+        assert_eq!(request_id(br#"{"method":"getSlot","id":17,"jsonrpc":"2.0"}"#), Some(17));
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"m"}"#), None);
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":"7","method":"m"}"#), None);
     }
 }

@@ -332,3 +332,142 @@ fn a_server_that_floods_pings_and_never_reads_ends_its_requests_classified_with_
         assert!(sent < CAP / 2, "the client read {sent} bytes of PINGs before it closed");
     }
 }
+
+/// A server-to-client frame with the first byte `first` (FIN, reserved bits, opcode) and
+/// `payload` unmasked, its length in the shortest form.
+fn frame(first: u8, payload: &[u8], out: &mut Vec<u8>) {
+    out.push(first);
+    match payload.len() {
+        len @ 0..=125 => out.push(len as u8),
+        len @ 126..=0xFFFF => {
+            out.push(126);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        len => {
+            out.push(127);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(payload);
+}
+
+#[test]
+fn an_answer_in_fragments_with_a_ping_between_them_is_put_together_and_answered() {
+    let url = raw_ws_server(|id, out| {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1234"}}"#);
+        let (first, rest) = text.as_bytes().split_at(9);
+        let (middle, last) = rest.split_at(9);
+        frame(0x01, first, out); // text, more to come
+        frame(0x89, b"are you there", out); // a PING between the fragments
+        frame(0x00, middle, out); // continuation
+        frame(0x8A, b"", out); // an unasked PONG
+        frame(0x80, last, out); // the last continuation
+    });
+    let record = Run::new(ws(&url, 1, 1, 30)).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 30, "{:?}", record.totals.counts);
+    assert_eq!(record.wire.connections_opened, 1, "{:?}", record.wire);
+}
+
+#[test]
+fn answers_in_all_three_length_forms_are_read_whole() {
+    // 7-bit, 16-bit and 64-bit lengths, several answers of a socket in one write.
+    let url = raw_ws_server(|id, out| {
+        let padding = match id % 3 {
+            0 => 10,
+            1 => 300,
+            _ => 70_000,
+        };
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"{}"}}"#, "a".repeat(padding));
+        frame(0x81, text.as_bytes(), out);
+    });
+    let record = Run::new(ws(&url, 1, 1, 30)).unwrap().execute().unwrap();
+    assert_eq!(record.totals.counts.ok, 30, "{:?}", record.totals.counts);
+}
+
+#[test]
+fn frames_that_break_the_protocol_end_their_requests_as_protocol_errors() {
+    type Shape = fn(&mut Vec<u8>);
+    let shapes: [(&str, Shape); 10] = [
+        ("a masked frame", |out| out.extend_from_slice(&[0x81, 0x82, 1, 2, 3, 4, b'{' ^ 1, b'}' ^ 2])),
+        ("reserved bits", |out| frame(0xC1, b"{}", out)),
+        ("an unknown data opcode", |out| frame(0x83, b"{}", out)),
+        ("an unknown control opcode", |out| frame(0x8B, b"", out)),
+        ("a continuation without a start", |out| frame(0x80, b"{}", out)),
+        ("a new message inside a fragmented one", |out| {
+            frame(0x01, b"{", out);
+            frame(0x81, b"{}", out);
+        }),
+        ("text that is not UTF-8", |out| frame(0x81, b"{\"x\":\"\xff\xfe\"}", out)),
+        ("a fragmented PING", |out| frame(0x09, b"", out)),
+        ("a PING over 125 bytes", |out| frame(0x89, &[b'p'; 126], out)),
+        ("a close frame of one byte", |out| frame(0x88, &[3], out)),
+    ];
+    for (name, shape) in shapes {
+        let url = raw_ws_server(move |_, out| shape(out));
+        let record = Run::new(ws(&url, 1, 1, 3)).unwrap().execute().unwrap();
+        let counts = &record.totals.counts;
+        assert_eq!(counts.ws_protocol, 3, "{name}: {counts:?}");
+        assert_eq!(counts.total(), 3, "{name}: {counts:?}");
+    }
+}
+
+#[test]
+fn close_codes_no_endpoint_may_send_are_reported_as_protocol_closes() {
+    // 1005 and 1006 only describe a close; 999 is below the range. A reason rides along.
+    for (payload, reported) in
+        [(&[0x03, 0xED][..], 1002), (&[0x03, 0xE7], 1002), (&[0x0F, 0xA1, b'b', b'y', b'e'], 4001)]
+    {
+        let url = raw_ws_server(move |_, out| frame(0x88, payload, out));
+        let record = Run::new(ws(&url, 1, 1, 3)).unwrap().execute().unwrap();
+        let counts = &record.totals.counts;
+        assert_eq!(counts.ws_closed.get(&reported).copied(), Some(3), "{payload:?}: {counts:?}");
+    }
+}
+
+#[test]
+fn a_frame_declaring_more_than_the_body_limit_is_too_large_before_its_bytes_arrive() {
+    // The head claims a terabyte and 16 bytes follow: nothing is allocated for the claim.
+    let url = raw_ws_server(|_, out| {
+        out.extend_from_slice(&[0x81, 127, 0, 0, 1, 0, 0, 0, 0, 0]);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    });
+    let record = Run::new(ws(&url, 1, 1, 3)).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.invalid.get(&rpcbench::outcome::InvalidKind::BodyTooLarge), Some(&3), "{counts:?}");
+}
+
+#[test]
+fn a_message_whose_fragments_add_up_past_the_body_limit_is_too_large() {
+    let url = raw_ws_server(|id, out| {
+        frame(0x01, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":""#).as_bytes(), out);
+        for _ in 0..4 {
+            frame(0x00, &[b'a'; 400], out);
+        }
+        frame(0x80, b"\"}", out);
+    });
+    let mut config = ws(&url, 1, 1, 3);
+    config.max_body = 1000;
+    let record = Run::new(config).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!(counts.invalid.get(&rpcbench::outcome::InvalidKind::BodyTooLarge), Some(&3), "{counts:?}");
+}
+
+#[test]
+fn a_second_answer_to_the_same_id_is_a_stray_and_never_a_second_outcome() {
+    // Every request answered twice, the copy once right behind it and once with a large result
+    // (read from its tail): the first answer settles the request, the copy finds no one waiting.
+    let url = raw_ws_server(|id, out| {
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#);
+        frame(0x81, answer.as_bytes(), out);
+        let large = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"data":"{}"}}}}"#, "b".repeat(2000));
+        frame(0x81, large.as_bytes(), out);
+    });
+    let config = ws(&url, 1, 1, 40);
+    let record = Run::new(config.clone()).unwrap().execute().unwrap();
+    let counts = &record.totals.counts;
+    assert_eq!((counts.ok, counts.total()), (40, 40), "{counts:?}");
+    // The last copy may still be on its way when the run ends.
+    assert!((39..=40).contains(&record.wire.stray_unknown_id), "{:?}", record.wire);
+    let report = RunReport::new(&config, &record);
+    crate::report::assert_valid(&report);
+}
