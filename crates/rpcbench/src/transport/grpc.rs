@@ -482,6 +482,97 @@ pub(crate) fn update_slot(mut bytes: &[u8]) -> Option<u64> {
     None
 }
 
+/// A protobuf field's value as the wire gives it.
+#[derive(Debug, Clone, Copy)]
+enum WireValue<'a> {
+    Varint(u64),
+    /// A length-delimited value (a message, bytes or a string).
+    Bytes(&'a [u8]),
+    /// A fixed 32- or 64-bit value.
+    Fixed,
+}
+
+/// Visits a message's top-level fields in order; `None` when it is not protobuf.
+fn walk_fields<'a>(mut bytes: &'a [u8], mut visit: impl FnMut(u64, WireValue<'a>)) -> Option<()> {
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        let value = match key & 7 {
+            0 => WireValue::Varint(varint(&mut bytes)?),
+            1 | 5 => {
+                bytes = bytes.get(if key & 7 == 1 { 8 } else { 4 }..)?;
+                WireValue::Fixed
+            }
+            2 => {
+                let length = usize::try_from(varint(&mut bytes)?).ok()?;
+                let value = bytes.get(..length)?;
+                bytes = &bytes[length..];
+                WireValue::Bytes(value)
+            }
+            _ => return None,
+        };
+        visit(key >> 3, value);
+    }
+    Some(())
+}
+
+/// `SubscribeUpdate`'s `update_oneof` fields (the last one on the wire is the update).
+const ONEOF_FIELDS: [u64; 9] = [2, 3, 4, 5, 6, 7, 8, 9, 10];
+
+/// An update's payload: its `update_oneof` field number and message, read without decoding
+/// the message (`None` when the update is not protobuf or carries none).
+fn update_payload(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut payload = None;
+    walk_fields(bytes, |field, value| {
+        if let (true, WireValue::Bytes(message)) = (ONEOF_FIELDS.contains(&field), value) {
+            payload = Some((field, message));
+        }
+    })?;
+    payload
+}
+
+/// A slot update's slot and status (`SubscribeUpdateSlot`: slot 1, status 3), read from the
+/// wire without decoding the update; `None` for other updates and for what is not protobuf.
+pub(crate) fn slot_update(bytes: &[u8]) -> Option<(u64, i32)> {
+    let (3, message) = update_payload(bytes)? else { return None };
+    let (mut slot, mut status) = (0, 0);
+    walk_fields(message, |field, value| match (field, value) {
+        (1, WireValue::Varint(value)) => slot = value,
+        // An int32 goes on the wire sign-extended to 64 bits.
+        (3, WireValue::Varint(value)) => status = value as i32,
+        _ => {}
+    })?;
+    Some((slot, status))
+}
+
+/// What a transaction update carries: its signature (`SubscribeUpdateTransaction.transaction`
+/// 1, then `signature` 1), read from the wire without decoding the transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransactionUpdate<'a> {
+    /// A transaction with its signature (empty when the info has none).
+    Signed(&'a [u8]),
+    /// A transaction update without the transaction's info.
+    NoInfo,
+}
+
+/// A transaction update's signature; `None` for other updates and for what is not protobuf.
+pub(crate) fn transaction_update(bytes: &[u8]) -> Option<TransactionUpdate<'_>> {
+    let (4, message) = update_payload(bytes)? else { return None };
+    let mut info = None;
+    walk_fields(message, |field, value| {
+        if let (1, WireValue::Bytes(value)) = (field, value) {
+            info = Some(value);
+        }
+    })?;
+    let Some(info) = info else { return Some(TransactionUpdate::NoInfo) };
+    let mut signature: &[u8] = &[];
+    walk_fields(info, |field, value| {
+        if let (1, WireValue::Bytes(value)) = (field, value) {
+            signature = value;
+        }
+    })?;
+    Some(TransactionUpdate::Signed(signature))
+}
+
 /// The varint field `wanted` of a message's top level.
 fn varint_field(mut bytes: &[u8], wanted: u64) -> Option<u64> {
     while !bytes.is_empty() {
