@@ -5,7 +5,8 @@
 # core would hold at this feed's rate; with the report's lag growth (does the feed keep up),
 # stalls, gaps and disconnects by cause. Bounded: SECS seconds, SUBS subscriptions per kind.
 # Memory: the subscriber's RSS once every subscription is open (RSS_AT seconds in) and at the
-# end (flat memory holds many subscriptions without growth). The floor: with FLOOR (default
+# end (flat memory holds many subscriptions without growth), and every RSS_EVERY seconds
+# (default 10) between, to show whether it is flat. The floor: with FLOOR (default
 # target/release/geyser-decode-floor, built with `cargo build --release -p rpcbench --features
 # bench-floor --bin geyser-decode-floor`), the same subscriptions by a plain tonic consumer of
 # the same proto crate doing nothing but decode, on the same core, against the same feed.
@@ -17,6 +18,7 @@ BIN=$(realpath "${1:-target/release/rpcbench}")
 SUBS=${SUBS:-200}; PER_CONN=${PER_CONN:-50}; SECS=${SECS:-20}; SLOT_TIME=${SLOT_TIME:-24ms}
 KINDS=${KINDS:-"geyser-stages geyser-tx"}
 RSS_AT=${RSS_AT:-3}
+RSS_EVERY=${RSS_EVERY:-10}
 FLOOR=${FLOOR:-target/release/geyser-decode-floor}
 WORK=$(mktemp -d /tmp/rpcbench-geyser-bench.XXXXXX)
 taskset -c 0 "$BIN" serve --chain solana --listen 127.0.0.1:0 --grpc --grpc-listen 127.0.0.1:0 \
@@ -32,10 +34,13 @@ taskset -c 1 "$BIN" subscribe "$URL" "${SUB_FLAGS[@]}" --subscribers "$SUBS" --s
 SUB=$!
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-T=0; RSS_START=0; RSS_END=0; STARTED=$(date +%s.%N)
+T=0; RSS_START=0; RSS_END=0; STARTED=$(date +%s.%N); SAMPLES=(); NEXT_SAMPLE=$RSS_EVERY
 while kill -0 "$SUB" 2>/dev/null; do
   T2=$(ticks "$SUB"); [[ $T2 != 0 ]] && T=$T2
   R=$(rss "$SUB"); [[ -n $R && $R != 0 ]] && RSS_END=$R
+  if awk -v s="$STARTED" -v at="$NEXT_SAMPLE" -v now="$(date +%s.%N)" 'BEGIN{exit !(now - s >= at)}'; then
+    SAMPLES+=("${NEXT_SAMPLE}s:$RSS_END"); NEXT_SAMPLE=$((NEXT_SAMPLE + RSS_EVERY))
+  fi
   if [[ $RSS_START == 0 ]] && awk -v s="$STARTED" -v at="$RSS_AT" -v now="$(date +%s.%N)" 'BEGIN{exit !(now - s >= at)}'; then
     RSS_START=$RSS_END
   fi
@@ -43,6 +48,7 @@ while kill -0 "$SUB" 2>/dev/null; do
 done
 wait "$SUB" || true
 echo "subscriber rss kB: at ${RSS_AT}s $RSS_START, at end $RSS_END"
+echo "subscriber rss kB every ${RSS_EVERY}s: ${SAMPLES[*]}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: taskset -c 1 $BIN subscribe $URL ${SUB_FLAGS[*]} --subscribers $SUBS --subs-per-connection $PER_CONN -d ${SECS}s -f json"
 echo "feed: serve --chain solana --grpc --slot-time $SLOT_TIME (binary $BIN)"

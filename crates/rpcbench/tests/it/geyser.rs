@@ -51,6 +51,23 @@ fn geyser_slots_arrive_at_every_subscriber_without_gaps_with_exact_lag_behind_cr
 }
 
 #[test]
+fn server_pings_are_answered_on_their_stream_and_are_not_items() {
+    let mock = feed(|options| options.ping_every = Duration::from_millis(40));
+    let report = subscribe(&config(&mock, &["geyser-slot"], 2, 600));
+    let text = report.render_text();
+    let truth = mock.truth();
+    let (pings, pongs) = (truth.pings.load(Ordering::Relaxed), truth.pongs.load(Ordering::Relaxed));
+    assert!(pings >= 2, "pings {pings}");
+    // Each answer is a ping request on a stream the mock pinged (at most one per ping).
+    assert!(pongs >= 1 && pongs <= pings, "pings {pings} pongs {pongs}");
+    assert_eq!(report.subscribed, 2, "{text}");
+    assert!(report.closed_by_server.is_empty(), "{text}");
+    // Pings and pongs are not counted as updates.
+    assert!(report.notifications <= truth.sent.load(Ordering::Relaxed), "{text}");
+    assert_eq!((report.gaps, report.duplicates), (0, 0), "{text}");
+}
+
+#[test]
 fn a_feed_delayed_by_its_knob_lags_at_least_that_behind_created_at() {
     let mock = feed(|options| options.delay = Duration::from_millis(25));
     let report = subscribe(&config(&mock, &["geyser-slot"], 2, 500));

@@ -21,6 +21,7 @@ use yellowstone_grpc_proto::geyser::{
 
 use super::{fingerprint, no_argument, Item, Key, Kind, Order};
 use crate::transport::feed::SubscribeCall;
+use crate::transport::grpc::{slot_update, transaction_update, TransactionUpdate};
 
 /// How these kinds are written, for messages.
 pub(super) const SPELLINGS: &str = "geyser-slot[:COMMITMENT], geyser-stages, geyser-tx[:FILTER], \
@@ -209,26 +210,24 @@ impl Kind for GeyserStages {
     }
 
     fn item(&self, payload: &[u8]) -> Item {
-        let key = match decode(payload) {
+        // The slot and status read from the wire (this kind's every update is one: decoding it
+        // whole, twice with the stage, was most of its cost).
+        let key = match slot_update(payload) {
             // Each (slot, status) once: the identity is the slot and the status.
-            Some(UpdateOneof::Slot(slot)) => {
+            Some((slot, status)) => {
                 let mut identity = [0u8; 12];
-                identity[..8].copy_from_slice(&slot.slot.to_le_bytes());
-                identity[8..].copy_from_slice(&slot.status.to_le_bytes());
+                identity[..8].copy_from_slice(&slot.to_le_bytes());
+                identity[8..].copy_from_slice(&status.to_le_bytes());
                 Key::Identity(fingerprint(&identity))
             }
-            _ => Key::Identity(fingerprint(payload)),
+            None => Key::Identity(fingerprint(payload)),
         };
         Item { key, produced: None }
     }
 
     fn slot_stage(&self, payload: &[u8]) -> Option<(u64, usize)> {
-        match decode(payload) {
-            Some(UpdateOneof::Slot(slot)) => {
-                crate::subscribe::slot_stages::stage_index(slot.status).map(|stage| (slot.slot, stage))
-            }
-            _ => None,
-        }
+        let (slot, status) = slot_update(payload)?;
+        crate::subscribe::slot_stages::stage_index(status).map(|stage| (slot, stage))
     }
 
     fn has_stages(&self) -> bool {
@@ -259,12 +258,11 @@ impl Kind for GeyserTransactions {
     }
 
     fn item(&self, payload: &[u8]) -> Item {
-        let key = match decode(payload) {
-            Some(UpdateOneof::Transaction(update)) => match update.transaction {
-                Some(info) => Key::Identity(fingerprint(&info.signature)),
-                None => Key::Identity(fingerprint(payload)),
-            },
-            _ => Key::Identity(fingerprint(payload)),
+        // The signature read from the wire: the transaction's message and meta are not
+        // decoded (nothing here counts them).
+        let key = match transaction_update(payload) {
+            Some(TransactionUpdate::Signed(signature)) => Key::Identity(fingerprint(signature)),
+            Some(TransactionUpdate::NoInfo) | None => Key::Identity(fingerprint(payload)),
         };
         Item { key, produced: None }
     }
@@ -354,6 +352,66 @@ mod tests {
         assert_eq!((filter.vote, filter.failed), (Some(false), Some(false)));
         assert_eq!(geyser_request("geyser-account:owner=O").accounts[FILTER_NAME].owner, ["O"]);
         assert!(geyser_request("geyser-stages").slots[FILTER_NAME].interslot_updates == Some(true));
+    }
+
+    #[test]
+    fn keys_read_from_the_wire_are_the_keys_a_whole_decode_gives() {
+        use yellowstone_grpc_proto::geyser::{
+            SubscribeUpdateSlot, SubscribeUpdateTransaction, SubscribeUpdateTransactionInfo,
+        };
+        use yellowstone_grpc_proto::prost_types::Timestamp;
+        let update = |oneof| SubscribeUpdate {
+            filters: vec![FILTER_NAME.into()],
+            update_oneof: Some(oneof),
+            created_at: Some(Timestamp { seconds: 1_700_000_000, nanos: 5 }),
+        };
+        let stages = SubscriptionKind::parse("geyser-stages").unwrap();
+        for (slot, status) in [(0u64, 0i32), (1, 1), (u64::MAX, 5), (7, -1), (9, 6)] {
+            let bytes = update(UpdateOneof::Slot(SubscribeUpdateSlot {
+                slot,
+                parent: Some(slot.saturating_sub(1)),
+                status,
+                dead_error: Some("dead".into()),
+                ..Default::default()
+            }))
+            .encode_to_vec();
+            let mut identity = [0u8; 12];
+            identity[..8].copy_from_slice(&slot.to_le_bytes());
+            identity[8..].copy_from_slice(&status.to_le_bytes());
+            assert_eq!(stages.item(&bytes).key, Key::Identity(fingerprint(&identity)), "{slot} {status}");
+            let stage = crate::subscribe::slot_stages::stage_index(status).map(|stage| (slot, stage));
+            assert_eq!(stages.slot_stage(&bytes), stage, "{slot} {status}");
+        }
+        let transactions = SubscriptionKind::parse("geyser-tx").unwrap();
+        let signed = update(UpdateOneof::Transaction(SubscribeUpdateTransaction {
+            transaction: Some(SubscribeUpdateTransactionInfo {
+                signature: vec![7; 64],
+                is_vote: true,
+                index: 3,
+                ..Default::default()
+            }),
+            slot: 12,
+            ..Default::default()
+        }))
+        .encode_to_vec();
+        assert_eq!(transactions.item(&signed).key, Key::Identity(fingerprint(&[7; 64])));
+        let no_info = update(UpdateOneof::Transaction(SubscribeUpdateTransaction {
+            transaction: None,
+            slot: 12,
+            ..Default::default()
+        }))
+        .encode_to_vec();
+        assert_eq!(transactions.item(&no_info).key, Key::Identity(fingerprint(&no_info)));
+        // Another kind of update, and bytes that are not protobuf: the payload's fingerprint,
+        // and no stage.
+        let slot =
+            update(UpdateOneof::Slot(SubscribeUpdateSlot { slot: 3, ..Default::default() })).encode_to_vec();
+        assert_eq!(transactions.item(&slot).key, Key::Identity(fingerprint(&slot)));
+        for garbage in [&[0x1a, 0x7f, 1][..], &[0x0b], &[0x22, 0x02, 0x0a, 0x7f]] {
+            assert_eq!(stages.item(garbage).key, Key::Identity(fingerprint(garbage)));
+            assert_eq!(stages.slot_stage(garbage), None);
+            assert_eq!(transactions.item(garbage).key, Key::Identity(fingerprint(garbage)));
+        }
     }
 
     #[test]
