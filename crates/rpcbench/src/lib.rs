@@ -78,7 +78,8 @@ pub mod workload;
 // rooms is `pub(crate)` at most, and `unreachable_pub` keeps it so.
 pub use crate::engine::{process_cpu_time, ThreadUsage, TooManyConnections};
 pub use crate::jsonrpc::{CheckMode, RequestTemplate};
-pub use crate::protocol::send_raw::{AckTally, TxAck, TxSends};
+pub use crate::protocol::send_ledger::{AckTally, TxAck};
+pub use crate::protocol::send_raw::TxSends;
 pub use crate::protocol::send_solana::{SolanaLedger, SolanaSends, SolanaSent};
 pub use crate::ratelimit::pause::OnRateLimit;
 pub use crate::ratelimit::signs::RateLimitRules;

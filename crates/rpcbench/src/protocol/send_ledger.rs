@@ -10,11 +10,60 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::send_raw::TxAck;
 use crate::jsonrpc::{self, CheckMode};
 use crate::outcome::Outcome;
 use crate::transport::Outgoing;
 use crate::tx::refusal::TxRefusal;
+
+/// How the node answered one send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxAck {
+    /// Sent, no answer yet (or the run ended before it).
+    Unanswered,
+    /// Taken into the node's pool: the instant the answer came.
+    Accepted(Instant),
+    /// Refused by the node, with its reason.
+    Refused(TxRefusal),
+    /// Not answered as JSON-RPC (a timeout, a closed connection, an HTTP error...).
+    Failed(Outcome),
+}
+
+/// The answers to a run's sends, on any chain: how long each accepted one took to be answered
+/// (µs, HDR), and the others by reason (the node's refusal, `no_answer_<class>` when no JSON-RPC
+/// answer came, `unanswered` when the run ended first).
+#[derive(Debug, Clone)]
+pub struct AckTally {
+    /// Send -> answer of the accepted sends, µs.
+    pub ack_us: hdrhistogram::Histogram<u64>,
+    /// The sends not accepted, by reason.
+    pub rejected_by: std::collections::BTreeMap<String, u64>,
+}
+
+impl Default for AckTally {
+    fn default() -> Self {
+        AckTally {
+            ack_us: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            rejected_by: Default::default(),
+        }
+    }
+}
+
+impl AckTally {
+    /// Counts the answer `ack` to a send at `sent`; true when the node accepted it.
+    pub fn add(&mut self, sent: Instant, ack: TxAck) -> bool {
+        let reason = match ack {
+            TxAck::Accepted(at) => {
+                self.ack_us.saturating_record(at.saturating_duration_since(sent).as_micros() as u64);
+                return true;
+            }
+            TxAck::Refused(reason) => reason.name(),
+            TxAck::Failed(outcome) => format!("no_answer_{}", outcome.class()),
+            TxAck::Unanswered => "unanswered".to_string(),
+        };
+        *self.rejected_by.entry(reason).or_default() += 1;
+        false
+    }
+}
 
 /// A transaction a ledger keeps: it takes the node's answer.
 pub trait AckedSend {

@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use super::send_ledger::TxAck;
 use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger};
-use super::send_raw::TxAck;
 use super::{CallSlot, Draw, Protocol};
 use crate::jsonrpc::CheckMode;
 use crate::outcome::Outcome;
