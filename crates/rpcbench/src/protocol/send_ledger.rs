@@ -5,7 +5,6 @@
 //! each protocol.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -14,6 +13,7 @@ use crate::jsonrpc::{self, CheckMode};
 use crate::outcome::Outcome;
 use crate::transport::Outgoing;
 use crate::tx::refusal::TxRefusal;
+use crate::util::fast_hash::MultiplyHasherBuilder;
 
 /// How the node answered one send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,29 +71,12 @@ pub trait AckedSend {
     fn set_ack(&mut self, ack: TxAck);
 }
 
-/// Hashes request ids (unique numbers the engine hands out) with one multiplication: the
-/// ledger is touched twice per transaction, SipHash cost more than the rest of the lookup.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct RequestIdHasher(u64);
-
-impl Hasher for RequestIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Every transaction a run sent, in send order, found again by its request's id.
 #[derive(Debug)]
 pub struct SendLedger<T> {
-    by_id: HashMap<u64, usize, BuildHasherDefault<RequestIdHasher>>,
+    /// Touched twice per transaction: hashed with one multiplication, not SipHash (the ids are
+    /// the engine's own, and the ledger holds one entry per send).
+    by_id: HashMap<u64, usize, MultiplyHasherBuilder>,
     sent: Vec<T>,
 }
 

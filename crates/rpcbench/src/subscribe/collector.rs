@@ -45,34 +45,11 @@ impl std::fmt::Display for ServerClose {
 /// forgotten first; an item arriving after that long counts from its own arrival).
 const FIRST_ARRIVALS: usize = 65_536;
 
-/// Hashes the first-arrival table's keys (a kind's index and an item's number or fingerprint)
-/// with one multiply each instead of SipHash, which cost about 3% of a Geyser update's time.
-/// The table is bounded (`FIRST_ARRIVALS`), so a server that picks colliding keys costs CPU,
-/// never memory.
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.write_u64(u64::from(*byte));
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.write_u64(value as u64);
-    }
-}
-
-type KeyHasherBuilder = std::hash::BuildHasherDefault<KeyHasher>;
+/// The first-arrival table's keys (a kind's index and an item's number or fingerprint) are
+/// hashed with one multiply each instead of SipHash, which cost about 3% of a Geyser update's
+/// time. The table is bounded (`FIRST_ARRIVALS`), so a server that picks colliding keys costs
+/// CPU, never memory.
+type KeyHasherBuilder = crate::util::fast_hash::MultiplyHasherBuilder;
 
 /// The last keys each subscription remembers, to tell a duplicate from a reorder.
 const RECENT_KEYS: usize = 64;

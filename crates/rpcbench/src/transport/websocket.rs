@@ -983,25 +983,9 @@ fn leading_id(text: &[u8]) -> Option<u64> {
     rest[..digits].iter().try_fold(0u64, |id, digit| id.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
 }
 
-/// Hashes request ids (unique numbers) with one multiplication instead of SipHash.
-#[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type Waiters = HashMap<u64, oneshot::Sender<Answer>, std::hash::BuildHasherDefault<IdHasher>>;
+/// The answers a socket's lanes wait for, by request id (at most the requests in flight; the ids
+/// are the engine's own, so one multiplication hashes them, not SipHash).
+type Waiters = HashMap<u64, oneshot::Sender<Answer>, crate::util::fast_hash::MultiplyHasherBuilder>;
 
 /// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`), read without a
 /// search when the body opens as the protocols write it.
