@@ -22,6 +22,7 @@ pub(crate) mod http1;
 pub(crate) mod http2;
 pub(crate) mod quiet_reads;
 pub(crate) mod websocket;
+pub(crate) mod ws_feed;
 pub(crate) mod ws_frames;
 
 use std::fmt;
