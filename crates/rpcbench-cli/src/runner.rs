@@ -111,24 +111,26 @@ pub fn run_plan(args: &RunArgs, mut plan: RunPlan) -> ExitCode {
     let breached = report.thresholds.iter().any(|result| !result.passed);
     report.target_resources.clone_from(&target_resources);
     report.heads.clone_from(&heads);
+    // The results file: what --save writes and what the Markdown report is drawn from, so both
+    // hold the same thresholds, target resources and heads as the text and JSON reports.
+    let results_file = || {
+        let mut file = ResultsFile::from_run(&config, &record, started);
+        file.target_resources.clone_from(&target_resources);
+        file.heads.clone_from(&heads);
+        file.thresholds.clone_from(&report.thresholds);
+        file
+    };
     let text = match args.format {
         OutputFormat::Text => render_text(&report),
         OutputFormat::Json => report.to_json() + "\n",
-        OutputFormat::Markdown => {
-            let mut file = ResultsFile::from_run(&config, &record, started);
-            file.heads.clone_from(&heads);
-            match SavedRun::new(file, "run") {
-                Ok(run) => rpcbench::report::render_markdown(&[run]),
-                Err(err) => return output::failure(format!("cannot render Markdown: {err}")),
-            }
-        }
+        OutputFormat::Markdown => match SavedRun::new(results_file(), "run") {
+            Ok(run) => rpcbench::report::render_markdown(&[run]),
+            Err(err) => return output::failure(format!("cannot render Markdown: {err}")),
+        },
     };
     // Saved before printing, so that a closed pipe or a second Ctrl-C loses nothing.
     let saved = args.save.as_ref().map(|path| {
-        let mut file = ResultsFile::from_run(&config, &record, started);
-        file.target_resources = target_resources;
-        file.heads = heads;
-        file.thresholds.clone_from(&report.thresholds);
+        let file = results_file();
         file.save(path)
     });
     let status = output::emit(&text, args.output.as_deref(), args.quiet);

@@ -353,6 +353,39 @@ fn a_breached_threshold_exits_1_and_says_by_how_much() {
     assert!(text.contains("ok      p99 < 10s"), "{text}");
 }
 
+#[test]
+fn a_markdown_run_report_shows_the_thresholds_and_their_verdicts() {
+    let mut options = MockOptions::new(Chain::Static);
+    options.faults.error_rate = 1.0;
+    let node = MockServer::start(options).unwrap();
+    let output = rpcbench(&[
+        "run",
+        &node.url(),
+        "--method",
+        "getSlot",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "-f",
+        "markdown",
+        "--threshold",
+        "errors < 1%",
+        "--threshold",
+        "p99 < 10s",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let markdown = String::from_utf8_lossy(&output.stdout);
+    assert!(markdown.contains("### Thresholds"), "{markdown}");
+    assert!(
+        markdown.contains(
+            "| `errors < 1%` | **FAILED** | 100.000% (past the limit by 99.000 percentage points) |"
+        ),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| `p99 < 10s` | ok |"), "{markdown}");
+}
+
 /// Starts the binary with `args`, sends `signal` after a second, and returns what the process
 /// printed once it exited, with how long it took to exit after the signal.
 fn interrupt(args: &[&str], signal: &str) -> (Output, std::time::Duration) {

@@ -264,6 +264,15 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
         let _ = writeln!(out);
         out.push_str(&heads.render_markdown());
     }
+    for run in runs.iter().filter(|run| !run.report.thresholds.is_empty()) {
+        let _ = writeln!(out);
+        match runs.len() > 1 {
+            true => writeln!(out, "### Thresholds: {}", cell(&run.label)),
+            false => writeln!(out, "### Thresholds"),
+        }
+        .ok();
+        super::threshold_tables::thresholds_markdown(&mut out, &run.report.thresholds);
+    }
     out
 }
 

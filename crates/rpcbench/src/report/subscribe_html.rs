@@ -10,6 +10,7 @@ use super::html::{
     svg, LatencyScale,
 };
 use super::subscribe::{count_or_na, micros_or_na, produced_micros, SubscribeReport};
+use super::threshold_tables::{thresholds_html, thresholds_markdown};
 use crate::util::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -304,25 +305,7 @@ pub fn render_subscribe_html(report: &SubscribeReport) -> String {
         }
         out.push_str("</table></section>");
     }
-    if !report.thresholds.is_empty() {
-        out.push_str(
-            "<section><h2>Thresholds</h2><table><tr><th>threshold</th><th>verdict</th><th>measured</th></tr>",
-        );
-        for result in &report.thresholds {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&result.threshold),
-                if result.passed {
-                    "<span class=\"verdict-ok\">ok</span>"
-                } else {
-                    "<span class=\"verdict-fail\">FAILED</span>"
-                },
-                esc(&result.actual)
-            );
-        }
-        out.push_str("</table></section>");
-    }
+    out.push_str(&thresholds_html(&report.thresholds, None));
     out.push_str("</main>\n</body>\n</html>\n");
     out
 }
@@ -352,18 +335,7 @@ pub fn render_subscribe_markdown(report: &SubscribeReport) -> String {
             );
         }
     }
-    if !report.thresholds.is_empty() {
-        out.push_str("\n| threshold | verdict | measured |\n|---|---|---|\n");
-        for result in &report.thresholds {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                cell(&result.threshold),
-                if result.passed { "ok" } else { "**FAILED**" },
-                cell(&result.actual)
-            );
-        }
-    }
+    thresholds_markdown(&mut out, &report.thresholds);
     out
 }
 

@@ -11,6 +11,7 @@ use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
+use super::threshold_tables::{thresholds_html, thresholds_markdown};
 use super::tx::{
     count, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords, SOLANA_WORDS,
 };
@@ -218,26 +219,7 @@ pub fn render_tx_html(report: &Value) -> String {
         );
     }
     out.push_str("</table></section>");
-    let verdicts = verdicts(report);
-    if !verdicts.is_empty() {
-        out.push_str(
-            "<section><h2>Thresholds</h2><table><tr><th>threshold</th><th>verdict</th><th>measured</th></tr>",
-        );
-        for result in &verdicts {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&result.threshold),
-                if result.passed {
-                    "<span class=\"verdict-ok\">ok</span>"
-                } else {
-                    "<span class=\"verdict-fail\">FAILED</span>"
-                },
-                esc(&result.actual)
-            );
-        }
-        out.push_str("</table></section>");
-    }
+    out.push_str(&thresholds_html(&verdicts(report), None));
     out.push_str("<section><h2>Run</h2><table class=\"kv\">");
     for (name, value) in details(report) {
         let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(&value));
@@ -308,19 +290,7 @@ pub fn render_tx_markdown(report: &Value) -> String {
         number(&row["p99"]),
         number(&row["max"])
     );
-    let verdicts = verdicts(report);
-    if !verdicts.is_empty() {
-        out.push_str("\n| threshold | verdict | measured |\n|---|---|---|\n");
-        for result in &verdicts {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} |",
-                result.threshold,
-                if result.passed { "ok" } else { "**FAILED**" },
-                result.actual
-            );
-        }
-    }
+    thresholds_markdown(&mut out, &verdicts(report));
     out.push_str("\n| setting | value |\n|---|---|\n");
     for (name, value) in details(report) {
         let _ = writeln!(out, "| {name} | {value} |");

@@ -605,3 +605,44 @@ fn tx_reports_of_both_chains_render_from_the_committed_reports_and_match_their_s
         assert!(!html.contains("http://") || html.contains("127.0.0.1"), "no request leaves the page");
     }
 }
+
+#[test]
+fn a_run_s_thresholds_show_in_its_html_and_markdown_reports_as_in_its_text() {
+    let mut run = golden_run("closed");
+    run.report.thresholds = vec![
+        rpcbench::report::ThresholdResult {
+            threshold: "p99<5ms".into(),
+            passed: true,
+            actual: "3.20ms".into(),
+            exceeded_by: String::new(),
+        },
+        rpcbench::report::ThresholdResult {
+            threshold: "errors<0.1%".into(),
+            passed: false,
+            actual: "2.00%".into(),
+            exceeded_by: "1.90%".into(),
+        },
+    ];
+    let text = render_text(&run.report);
+    assert!(text.contains("FAILED  errors<0.1% (measured 2.00%, past the limit by 1.90%)"), "{text}");
+    let markdown = render_markdown(std::slice::from_ref(&run));
+    assert!(markdown.contains("### Thresholds\n"), "{markdown}");
+    assert!(markdown.contains("| `p99<5ms` | ok | 3.20ms |"), "{markdown}");
+    assert!(
+        markdown.contains("| `errors<0.1%` | **FAILED** | 2.00% (past the limit by 1.90%) |"),
+        "{markdown}"
+    );
+    let html = render_html(std::slice::from_ref(&run));
+    assert!(
+        html.contains("<h2>Thresholds</h2>") && html.contains("verdict-fail"),
+        "the HTML page shows them"
+    );
+    // In a comparison each run's thresholds are named after the run.
+    let mut other = golden_run("closed");
+    other.label = "other".into();
+    let both = [run, other];
+    let markdown = render_markdown(&both);
+    assert!(markdown.contains(&format!("### Thresholds: {}", both[0].label)), "{markdown}");
+    assert_eq!(markdown.matches("### Thresholds").count(), 1, "only the run that has thresholds: {markdown}");
+    assert!(render_html(&both).contains(&format!("<h2>Thresholds: {}</h2>", both[0].label)));
+}

@@ -104,6 +104,10 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     if let Some(verdicts) = crate::compare::comparison_verdicts(runs) {
         let _ = writeln!(out, "<section><h2>Verdicts</h2>{}</section>", verdicts_section(&verdicts));
     }
+    for run in runs {
+        let heading = (runs.len() > 1).then_some(run.label.as_str());
+        out.push_str(&super::threshold_tables::thresholds_html(&run.report.thresholds, heading));
+    }
     if let Some(heads) = heads_section(runs) {
         let _ = writeln!(out, "<section><h2>Heads beside the load</h2>{heads}</section>");
     }
