@@ -271,7 +271,7 @@ pub fn render_markdown(runs: &[SavedRun]) -> String {
             false => writeln!(out, "### Thresholds"),
         }
         .ok();
-        super::threshold_tables::thresholds_markdown(&mut out, &run.report.thresholds);
+        thresholds_markdown(&mut out, &run.report.thresholds);
     }
     out
 }
@@ -314,5 +314,23 @@ fn verdicts_markdown(out: &mut String, verdicts: &crate::compare::ComparisonVerd
     let _ = writeln!(out);
     for line in crate::verdict::methodology_lines(m) {
         let _ = writeln!(out, "- {}", cell(&line));
+    }
+}
+
+/// The thresholds as a Markdown table (after a blank line; each threshold as code), or nothing
+/// when there are none.
+pub(super) fn thresholds_markdown(out: &mut String, results: &[super::ThresholdResult]) {
+    if results.is_empty() {
+        return;
+    }
+    out.push_str("\n| threshold | verdict | measured |\n|---|---|---|\n");
+    for result in results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            crate::util::printable::markdown_code(&result.threshold),
+            if result.passed { "ok" } else { "**FAILED**" },
+            cell(&super::html::measured(result))
+        );
     }
 }

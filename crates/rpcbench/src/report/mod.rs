@@ -22,7 +22,6 @@ pub mod subscribe;
 mod subscribe_html;
 pub mod tables;
 mod text;
-mod threshold_tables;
 pub mod tx;
 mod tx_html;
 pub mod tx_merge;

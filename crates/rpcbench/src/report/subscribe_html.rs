@@ -5,12 +5,13 @@ use std::fmt::Write;
 
 use plotters::prelude::*;
 
+use super::html::thresholds_html;
 use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
+use super::markdown::thresholds_markdown;
 use super::subscribe::{count_or_na, micros_or_na, produced_micros, SubscribeReport};
-use super::threshold_tables::{thresholds_html, thresholds_markdown};
 use crate::util::units::format_micros;
 
 fn card(label: &str, value: &str, bad: bool) -> String {

@@ -7,11 +7,12 @@ use std::fmt::Write;
 use plotters::prelude::*;
 use serde_json::Value;
 
+use super::html::thresholds_html;
 use super::html::{
     color, esc, house_style, legend_items, nice_max, page_start, percentile_curves, seconds_label, spectrum,
     svg, LatencyScale,
 };
-use super::threshold_tables::{thresholds_html, thresholds_markdown};
+use super::markdown::thresholds_markdown;
 use super::tx::{
     count, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords, SOLANA_WORDS,
 };

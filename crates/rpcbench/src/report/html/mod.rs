@@ -12,12 +12,13 @@
 //! The page is put together here; its parts live beside it: `kit` (colours, escaping, the
 //! chart helpers, legends, the style sheet; shared with the capacity and subscribe pages),
 //! `charts` (the time charts, the spectrum, the histogram), `run_tables` (the run tables),
-//! `verdicts` (the verdicts of a comparison in rounds) and `heads` (the heads beside the load).
+//! `thresholds` (the thresholds' verdicts, on every page), `verdicts` (the verdicts of a comparison in rounds) and `heads` (the heads beside the load).
 
 mod charts;
 mod heads;
 mod kit;
 mod run_tables;
+mod thresholds;
 mod verdicts;
 
 use std::fmt::Write;
@@ -37,6 +38,7 @@ use run_tables::{
     cards, details_table, distribution_table, errors_table, methods_table, resources_table, same_target,
     stages_section, summary_table,
 };
+pub(super) use thresholds::{measured, thresholds_html};
 use verdicts::verdicts_section;
 
 use super::generator_warnings;
@@ -106,7 +108,7 @@ pub fn render_html(runs: &[SavedRun]) -> String {
     }
     for run in runs {
         let heading = (runs.len() > 1).then_some(run.label.as_str());
-        out.push_str(&super::threshold_tables::thresholds_html(&run.report.thresholds, heading));
+        out.push_str(&thresholds_html(&run.report.thresholds, heading));
     }
     if let Some(heads) = heads_section(runs) {
         let _ = writeln!(out, "<section><h2>Heads beside the load</h2>{heads}</section>");

@@ -1,15 +1,16 @@
-//! The thresholds' verdicts as an HTML section and as a Markdown table: one rendering for every
-//! report that has thresholds (a run, a comparison's runs, a subscription run, a tx run), so a
-//! verdict reads the same in each and a server's text in a threshold or a figure is escaped the
-//! same way everywhere.
+//! The thresholds' verdicts as an HTML section, for every page that has thresholds (a run, a
+//! comparison's runs, a subscription run, a tx run), so a verdict reads the same on each and a
+//! server's text in a threshold or a figure is escaped the same way everywhere. The Markdown
+//! table is `report::markdown::thresholds_markdown`; both show a failed threshold's measured
+//! value with how far past its limit it went (`measured`).
 
 use std::fmt::Write;
 
-use super::html::esc;
-use super::ThresholdResult;
+use super::kit::esc;
+use crate::report::ThresholdResult;
 
 /// The measured value, and for a failed threshold how far past its limit it went.
-fn measured(result: &ThresholdResult) -> String {
+pub(in crate::report) fn measured(result: &ThresholdResult) -> String {
     if result.passed || result.exceeded_by.is_empty() {
         result.actual.clone()
     } else {
@@ -19,7 +20,7 @@ fn measured(result: &ThresholdResult) -> String {
 
 /// The "Thresholds" section of an HTML page (`heading` after the word, e.g. a run's name), or
 /// nothing when there are none.
-pub(super) fn thresholds_html(results: &[ThresholdResult], heading: Option<&str>) -> String {
+pub(in crate::report) fn thresholds_html(results: &[ThresholdResult], heading: Option<&str>) -> String {
     let mut out = String::new();
     if results.is_empty() {
         return out;
@@ -46,28 +47,10 @@ pub(super) fn thresholds_html(results: &[ThresholdResult], heading: Option<&str>
     out
 }
 
-/// The thresholds as a Markdown table (after a blank line; each threshold as code), or nothing
-/// when there are none.
-pub(super) fn thresholds_markdown(out: &mut String, results: &[ThresholdResult]) {
-    if results.is_empty() {
-        return;
-    }
-    let cell = crate::util::printable::markdown;
-    out.push_str("\n| threshold | verdict | measured |\n|---|---|---|\n");
-    for result in results {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} |",
-            crate::util::printable::markdown_code(&result.threshold),
-            if result.passed { "ok" } else { "**FAILED**" },
-            cell(&measured(result))
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::markdown::thresholds_markdown;
 
     fn result(threshold: &str, passed: bool, actual: &str) -> ThresholdResult {
         ThresholdResult {
