@@ -103,7 +103,7 @@ fn a_staged_tx_run_judges_its_thresholds_exits_1_on_a_breach_and_saves_a_report_
         String::from_utf8(output.stdout).unwrap()
     };
     let text = render("text");
-    assert!(text.contains("included + dropped + rejected + pending = 80 == sent 80"), "{text}");
+    assert!(text.contains("included + reverted + dropped + rejected + pending = 80 == sent 80"), "{text}");
     assert!(text.contains("'ack p99 < 1us'") && text.contains("FAILED"), "{text}");
     assert!(render("markdown").contains("| included | 80 |"));
     let html = render("html");

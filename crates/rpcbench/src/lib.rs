@@ -79,7 +79,7 @@ pub mod workload;
 pub use crate::engine::{process_cpu_time, ThreadUsage, TooManyConnections};
 pub use crate::jsonrpc::{CheckMode, RequestTemplate};
 pub use crate::protocol::send_ledger::{AckTally, TxAck};
-pub use crate::protocol::send_raw::TxSends;
+pub use crate::protocol::send_raw::{SentTx, TxSends};
 pub use crate::protocol::send_solana::{SolanaLedger, SolanaSends, SolanaSent};
 pub use crate::ratelimit::pause::OnRateLimit;
 pub use crate::ratelimit::signs::RateLimitRules;

@@ -1001,8 +1001,8 @@ pub fn labelled_classes() -> impl Iterator<Item = (OutcomeClass, &'static str)> 
     REPORT_ORDER.iter().filter_map(|class| class.spec().label.map(|label| (*class, label)))
 }
 
-/// The order in which reports list the classes that have one count.
-const REPORT_ORDER: [OutcomeClass; 17] = [
+/// The classes of one count that are not a transaction refusal, in the order reports list them.
+const TRANSPORT_ORDER: [OutcomeClass; 7] = [
     OutcomeClass::Timeout,
     OutcomeClass::Connect,
     OutcomeClass::Closed,
@@ -1010,17 +1010,25 @@ const REPORT_ORDER: [OutcomeClass; 17] = [
     OutcomeClass::GoAway,
     OutcomeClass::RefusedStream,
     OutcomeClass::WsProtocol,
-    OutcomeClass::TxNonceTooLow,
-    OutcomeClass::TxNonceGap,
-    OutcomeClass::TxReplacementUnderpriced,
-    OutcomeClass::TxAlreadyKnown,
-    OutcomeClass::TxInsufficientFunds,
-    OutcomeClass::TxUnderpriced,
-    OutcomeClass::TxPoolFull,
-    OutcomeClass::TxGas,
-    OutcomeClass::TxBlockhashNotFound,
-    OutcomeClass::TxAlreadyProcessed,
 ];
+
+/// The order in which reports list the classes that have one count: the transport's, then the
+/// transaction refusals with a row of their own as [`TxRefusal::WITH_OWN_ROW`] orders them
+/// (derived, so a new reason is listed once).
+const REPORT_ORDER: [OutcomeClass; TRANSPORT_ORDER.len() + TxRefusal::WITH_OWN_ROW.len()] = {
+    let mut order = [OutcomeClass::Timeout; TRANSPORT_ORDER.len() + TxRefusal::WITH_OWN_ROW.len()];
+    let mut at = 0;
+    while at < TRANSPORT_ORDER.len() {
+        order[at] = TRANSPORT_ORDER[at];
+        at += 1;
+    }
+    let mut reason = 0;
+    while reason < TxRefusal::WITH_OWN_ROW.len() {
+        order[at + reason] = TxRefusal::WITH_OWN_ROW[reason].class();
+        reason += 1;
+    }
+    order
+};
 
 /// The `code` label of the JSON-RPC errors counted past [`MAX_RPC_CODES`].
 pub const OTHER_CODE: &str = "other";
@@ -1028,6 +1036,15 @@ pub const OTHER_CODE: &str = "other";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_order_lists_each_refusal_with_a_row_once_after_the_transport_classes() {
+        assert_eq!(REPORT_ORDER[..TRANSPORT_ORDER.len()], TRANSPORT_ORDER);
+        for reason in TxRefusal::WITH_OWN_ROW {
+            assert_eq!(REPORT_ORDER.iter().filter(|class| **class == reason.class()).count(), 1, "{reason}");
+        }
+        assert_eq!(REPORT_ORDER.len(), TRANSPORT_ORDER.len() + TxRefusal::WITH_OWN_ROW.len());
+    }
 
     #[test]
     fn distinct_error_codes_are_bounded_and_the_rest_counted_exactly() {

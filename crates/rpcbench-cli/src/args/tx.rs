@@ -106,6 +106,11 @@ pub struct TxArgs {
     /// A transaction accepted but not in a block this long after its send is dropped.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub inclusion_timeout: Duration,
+    /// Ethereum: blocks an inclusion stays open to a reorg before it is final (a reorg that
+    /// replaces a kept block sends its transactions back to waiting and counts them
+    /// reorged_out).
+    #[arg(long, default_value_t = rpcbench::tx::inclusion::DEFAULT_CONFIRM_DEPTH, value_name = "BLOCKS")]
+    pub confirm_depth: u64,
     /// After an interrupt, wait this long for inclusions; the rest is reported pending
     /// [default: 3 block times, or 5s when the block time is not known].
     #[arg(long, value_parser = duration)]

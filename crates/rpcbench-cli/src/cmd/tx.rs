@@ -5,7 +5,6 @@
 //! one final outcome: included, rejected (by reason), dropped (not included within
 //! `--inclusion-timeout`) or pending at the end, and states the identity that they add up.
 
-use std::collections::HashSet;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -13,14 +12,16 @@ use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
 use rpcbench::engine::Run;
 use rpcbench::tx::ahead::SignedAhead;
-use rpcbench::tx::inclusion::{InclusionBook, TxFinal};
+use rpcbench::tx::inclusion::DropCause;
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::poll::{HeadPoll, HeadSource};
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
-use rpcbench::tx::watch::{HeadWatch, SeenHead};
-use rpcbench::{AckTally, TxAck, TxSends};
+use rpcbench::tx::watch::HeadWatch;
+use rpcbench::{TxAck, TxSends};
+
+use super::tx_landing::{Landing, LandingThread};
 use serde_json::{json, Value};
 
 use crate::args::tx::{TxArgs, TxChain};
@@ -43,14 +44,12 @@ const TRANSFER_VALUE: u128 = 1;
 const SIGN_AHEAD: usize = 256;
 /// The polling interval when the node has no WebSocket and --poll is not given.
 const DEFAULT_POLL: Duration = Duration::from_millis(100);
-/// Blocks fetched at most to fill one gap between two heads seen.
-const MAX_GAP_BLOCKS: u64 = 64;
 
-fn quantity(value: &Value) -> Option<u128> {
+pub(super) fn quantity(value: &Value) -> Option<u128> {
     u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
 }
 
-fn hash_bytes(text: &str) -> Option<[u8; 32]> {
+pub(super) fn hash_bytes(text: &str) -> Option<[u8; 32]> {
     let digits = text.strip_prefix("0x")?;
     if digits.len() != 64 {
         return None;
@@ -298,8 +297,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     // The signer does not stop at -n: what a nonce resync drops stale is signed again, and the
     // engine's count bounds the sends (a signer that stopped at -n left the last requests empty).
     let signer_count = u64::MAX;
-    let addresses = keys.iter().map(|key| key.address().to_string()).collect();
-    let pending = Box::new(NodeNonces { node: node.clone(), addresses });
+    let addresses: Vec<String> = keys.iter().map(|key| key.address().to_string()).collect();
+    let pending = Box::new(NodeNonces { node: node.clone(), addresses: addresses.clone() });
     let book = NonceBook::new(starting);
     let sends = TxSends::new(match super::tx_fund::top_up_plan(&args, &cost, senders) {
         Some(plan) => {
@@ -336,102 +335,61 @@ pub fn run(args: TxArgs) -> ExitCode {
         );
         (live, dashboard)
     });
-    let record = match run.execute() {
+    // While sending, the landing watch feeds the book: each send (once answered) and each
+    // head's block, so a reorg is seen as it happens and the book holds only what is open.
+    let mut landing = Landing::new(node.clone(), args.inclusion_timeout, args.confirm_depth, head_at_start);
+    let sending = LandingThread::start(landing, sends.clone(), watch, store.clone());
+    let record = run.execute();
+    let (landing_back, watch) = sending.finish();
+    landing = landing_back;
+    let record = match record {
         Ok(record) => record,
         Err(err) => return output::failure(err),
     };
     let sent = sends.ledger().sent().to_vec();
-    let mut heads: Vec<SeenHead> = watch.drain();
-    let mut book = InclusionBook::new();
-    let mut acks = AckTally::default();
-    for tx in &sent {
-        let head_at_send = heads
-            .iter()
-            .filter(|head| head.arrived <= tx.sent)
-            .map(|head| head.number)
-            .max()
-            .unwrap_or(head_at_start);
-        let accepted = acks.add(tx.sent, tx.ack);
-        book.sent(tx.hash, tx.sent, head_at_send, accepted);
-    }
+    landing.feed(landing.unfed(&sent), true);
+    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
 
-    // Wait for inclusions: until nothing is pending, the inclusion timeout of the last send
-    // has passed, or (after an interrupt) the grace is over.
+    // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send
+    // has passed, or (after an interrupt) the grace is over. Each tick costs the heads that
+    // came and the transactions that timed out, never the number sent.
     let last_send = sent.iter().map(|tx| tx.sent).max().unwrap_or_else(Instant::now);
     let full_wait = last_send + args.inclusion_timeout;
     let mut deadline = full_wait;
     let mut grace_started = false;
-    let mut fetched: HashSet<u64> = HashSet::new();
-    let mut highest_fetched = head_at_start;
-    let mut fetched_upto = 0usize;
-    let mut fetch_failures = 0u64;
     loop {
-        for head in &heads[fetched_upto..] {
-            let first = if head.number > highest_fetched && head.number - highest_fetched <= MAX_GAP_BLOCKS {
-                highest_fetched + 1
-            } else {
-                head.number
-            };
-            for number in first..=head.number {
-                if !fetched.insert(number) {
-                    continue;
-                }
-                match block_hashes(&node, number) {
-                    Some(hashes) => book.block(number, head.arrived, &hashes),
-                    None => fetch_failures += 1,
-                }
-            }
-            highest_fetched = highest_fetched.max(head.number);
-        }
-        fetched_upto = heads.len();
         let now = Instant::now();
+        landing.receive(watch.drain());
+        landing.process(None);
+        landing.expire(now);
         if (stop.is_stopped() || record.interrupted) && !grace_started {
             grace_started = true;
-            deadline = deadline.min(now + args.grace.unwrap_or_else(|| default_grace(&heads)));
+            deadline = deadline.min(now + args.grace.unwrap_or_else(|| default_grace(landing.block_time())));
         }
-        let pending = book
-            .finals(now, args.inclusion_timeout)
-            .iter()
-            .filter(|f| matches!(f, TxFinal::Pending(_)))
-            .count();
+        let counts = landing.book.counts();
         if let Some(live) = &store {
-            let tally = book.tally(now, args.inclusion_timeout);
-            live.publish_transactions(rpcbench::metrics::TransactionFigures {
-                sent: tally.sent,
-                accepted: sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64,
-                rejected: tally.rejected,
-                included: tally.included,
-                dropped: tally.dropped,
-                pending: tally.pending,
-            });
+            live.publish_transactions(landing.live_figures(accepted));
         }
-        if pending == 0 || now >= deadline {
+        if counts.pending == 0 || now >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
-        heads.extend(watch.drain());
     }
-    heads.extend(watch.stop());
+    landing.receive(watch.stop());
+    landing.process(None);
     drop(dashboard);
     let end = Instant::now();
-    let tally = book.tally(end, args.inclusion_timeout);
-    let finals = book.finals(end, args.inclusion_timeout);
-    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
-    let included_at: Vec<Instant> = sent
-        .iter()
-        .zip(&finals)
-        .filter_map(|(tx, outcome)| match outcome {
-            TxFinal::Included { latency, .. } => Some(tx.sent + *latency),
-            _ => None,
-        })
-        .collect();
-    let included_window = super::tx_report::inclusion_window(&sent_at, &included_at);
+    let (tally, acks) = landing.finish(end, &sent, &addresses);
+    let included_window = match (landing.first_send, landing.last_included) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first),
+        _ => Duration::ZERO,
+    };
     let per_second = super::tx_report::per_second;
     let resyncs = sends.resync_tally();
-    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
-    let identity = tally.included + tally.dropped + tally.rejected + tally.pending == tally.sent;
-    // Every transaction of a run is signed with the one gas limit; a transfer uses all of it.
-    let included_gas = tally.included.saturating_mul(gas_limit);
+    let identity = tally.adds_up();
+    // Every transaction of a run is signed with the one gas limit; a transfer uses all of it
+    // (a reverted one used gas too).
+    let included_gas = (tally.included + tally.reverted).saturating_mul(gas_limit);
     let ms = |hist: &Histogram<u64>, q: f64| {
         if hist.is_empty() {
             Value::Null
@@ -468,7 +426,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         "rejected": tally.rejected,
         "rejected_by_reason": acks.rejected_by,
         "included": tally.included,
+        "reverted": tally.reverted,
+        "receipts_read": tally.receipts_read,
+        "receipt_failures": landing.receipt_failures,
         "dropped": tally.dropped,
+        "dropped_by_cause": DropCause::ALL.iter().map(|cause| (cause.name().to_string(), json!(tally.dropped_by.get(cause).copied().unwrap_or(0)))).collect::<serde_json::Map<String, Value>>(),
+        "reorged_out": tally.reorged_out,
+        "reorgs": tally.reorgs,
+        "confirm_depth": args.confirm_depth,
         "pending": tally.pending,
         "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
         "identity_holds": identity,
@@ -481,7 +446,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         "share_of_block_ours": block_share(&tally.shares),
         "send_seconds": record.elapsed.as_secs_f64(),
         "sent_per_second": per_second(tally.sent, record.elapsed),
-        "included_per_second": per_second(tally.included, included_window),
+        "included_per_second": per_second(tally.included + tally.reverted, included_window),
         "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
         "nonce_resyncs": {
             "refusals_handed_back": resyncs.requested,
@@ -490,18 +455,18 @@ pub fn run(args: TxArgs) -> ExitCode {
             "stale_dropped_unsent": resyncs.stale_dropped,
         },
         "top_ups": super::tx_fund::top_up_report(&sends.top_up_tally()),
-        "heads_seen": heads.len(),
+        "heads_seen": landing.heads_seen,
         "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
-        "block_fetch_failures": fetch_failures,
+        "block_fetch_failures": landing.fetch_failures,
     });
-    let figures = super::tx_report::TxRunFigures {
-        timeline: super::tx_report::timeline(&sent_at, included_at.iter().copied()),
-        ack_us: &acks.ack_us,
-        inclusion_us: &tally.latency_us,
-        send_lag_us: &record.totals.send_lag,
-        after: &tally.blocks_after,
-    };
+    let figures = super::tx_report::TxRunFigures::new(
+        landing.timeline,
+        &acks.ack_us,
+        &tally.latency_us,
+        &record.totals.send_lag,
+        &tally.blocks_after,
+    );
     super::tx_report::finish(
         &args,
         report,
@@ -509,7 +474,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         &thresholds,
         shard,
         identity,
-        "included + dropped + rejected + pending does not equal sent",
+        "included + reverted + dropped + rejected + pending does not equal sent",
     )
 }
 
@@ -599,28 +564,16 @@ fn fees(
     Ok((Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority }, source))
 }
 
-/// A block's transaction hashes, `None` when the node does not give them.
-fn block_hashes(node: &Endpoint, number: u64) -> Option<Vec<[u8; 32]>> {
-    let block = node.call("eth_getBlockByNumber", Some(&json!([format!("0x{number:x}"), false]))).ok()?;
-    block["transactions"].as_array()?.iter().map(|hash| hash_bytes(hash.as_str()?)).collect()
-}
-
 /// Three block times as the heads seen show them, else 5 s.
-fn default_grace(heads: &[SeenHead]) -> Duration {
-    match (heads.first(), heads.last()) {
-        (Some(first), Some(last)) if heads.len() >= 2 && last.number > first.number => {
-            let block_time =
-                last.arrived.saturating_duration_since(first.arrived) / (last.number - first.number) as u32;
-            block_time * 3
-        }
-        _ => Duration::from_secs(5),
-    }
+fn default_grace(block_time: Option<Duration>) -> Duration {
+    block_time.map_or(Duration::from_secs(5), |block_time| block_time * 3)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::collections::HashSet;
 
     fn tx_args(words: &[&str]) -> TxArgs {
         let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);

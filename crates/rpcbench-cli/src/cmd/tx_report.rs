@@ -71,6 +71,19 @@ pub(super) struct TxRunFigures<'a> {
     pub after: &'a Histogram<u64>,
 }
 
+impl<'a> TxRunFigures<'a> {
+    /// The figures of a run: its timeline and its four histograms.
+    pub fn new(
+        timeline: TxTimeline,
+        ack_us: &'a Histogram<u64>,
+        inclusion_us: &'a Histogram<u64>,
+        send_lag_us: &'a Histogram<u64>,
+        after: &'a Histogram<u64>,
+    ) -> Self {
+        TxRunFigures { timeline, ack_us, inclusion_us, send_lag_us, after }
+    }
+}
+
 /// Completes the chain's report, judges it, saves it and prints it in the format asked for.
 /// `outcomes_add_up` false (a defect) exits 1 with `identity` as the message.
 pub(super) fn finish(

@@ -376,13 +376,13 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });
-    let figures = super::tx_report::TxRunFigures {
-        timeline: super::tx_report::timeline(&sent_at, landed_at.iter().copied()),
-        ack_us: &acks.ack_us,
-        inclusion_us: &tally.latency_us,
-        send_lag_us: &record.totals.send_lag,
-        after: &tally.slots_after,
-    };
+    let figures = super::tx_report::TxRunFigures::new(
+        super::tx_report::timeline(&sent_at, landed_at.iter().copied()),
+        &acks.ack_us,
+        &tally.latency_us,
+        &record.totals.send_lag,
+        &tally.slots_after,
+    );
     super::tx_report::finish(
         &args,
         report,

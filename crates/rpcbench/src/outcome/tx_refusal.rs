@@ -55,7 +55,7 @@ impl TxRefusal {
 
     /// The reason's row of [`CLASSES`]: a rate-limit refusal is [`OutcomeClass::RateLimited`],
     /// one of no known reason [`OutcomeClass::RpcError`].
-    pub fn class(self) -> OutcomeClass {
+    pub const fn class(self) -> OutcomeClass {
         match self {
             TxRefusal::NonceTooLow => OutcomeClass::TxNonceTooLow,
             TxRefusal::NonceGap => OutcomeClass::TxNonceGap,

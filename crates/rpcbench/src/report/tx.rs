@@ -541,18 +541,48 @@ fn ethereum_text(report: &Value) -> String {
         }
     }
     extra.push_str(&top_up_line(&report["top_ups"]));
+    if n("reorged_out") > 0 || n("reorgs") > 0 {
+        let _ = writeln!(
+            extra,
+            "reorged out            {}   ({} reorgs seen; back to waiting, counted once each time; final {} blocks deep)",
+            n("reorged_out"),
+            n("reorgs"),
+            n("confirm_depth")
+        );
+    }
+    if report["receipts_read"].is_u64() {
+        let _ = writeln!(
+            extra,
+            "receipts read          {}   (every included transaction's; {} failed)",
+            n("receipts_read"),
+            n("receipt_failures")
+        );
+    }
+    // Reports written before receipts were read have no reverted count: no line.
+    let mut landings = vec![(
+        "included",
+        "included",
+        format!("   {:.1}/s{polled}", report["included_per_second"].as_f64().unwrap_or(0.0)),
+    )];
+    if report["reverted"].is_u64() {
+        landings.push(("reverted", "reverted", "   (in a block, receipt status 0)".to_string()));
+    }
     chain_text(
         report,
         ChainText {
             heading,
-            landings: vec![
-                (
-                    "included",
-                    "included",
-                    format!("   {:.1}/s{polled}", report["included_per_second"].as_f64().unwrap_or(0.0)),
-                ),
-                ("dropped", "dropped", format!("   (not included within {} ms)", n("inclusion_timeout_ms"))),
-            ],
+            landings: landings
+                .into_iter()
+                .chain([(
+                    "dropped",
+                    "dropped",
+                    format!(
+                        "   (not included within {} ms{})",
+                        n("inclusion_timeout_ms"),
+                        super::tx_html::drop_causes(report)
+                    ),
+                )])
+                .collect(),
             latencies: [
                 ("send -> ack ms", "send_to_ack_ms", String::new()),
                 ("send -> included ms", "send_to_included_ms", polled.replacen("   ", "  ", 1)),
@@ -719,6 +749,29 @@ mod tests {
             );
             assert!(text.contains(interrupted), "{text}");
         }
+    }
+
+    #[test]
+    fn reverted_reorged_out_and_the_causes_of_the_dropped_are_shown_and_reverted_is_in_the_sum() {
+        let mut report = report("ethereum", 190);
+        report["reverted"] = json!(7);
+        report["dropped"] = json!(1);
+        report["dropped_by_cause"] = json!({"replaced": 0, "gone": 1, "still_pooled": 0});
+        report["reorged_out"] = json!(3);
+        report["reorgs"] = json!(2);
+        report["confirm_depth"] = json!(8);
+        report["receipts_read"] = json!(197);
+        report["identity_holds"] = json!(true);
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("included + reverted + dropped + rejected + pending = 200 == sent 200"),
+            "{text}"
+        );
+        assert!(text.contains("reverted           7"), "{text}");
+        assert!(text.contains("ms; 1 gone)"), "{text}");
+        assert!(text.contains("reorged out            3   (2 reorgs seen"), "{text}");
+        let markdown = super::super::render_tx_markdown(&report);
+        assert!(markdown.contains("reverted") && markdown.contains("1 gone"), "{markdown}");
     }
 
     #[test]

@@ -31,10 +31,18 @@ fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
         rows.push(("failed", count(report, "failed"), "landed with an error".into()));
         rows.push(("expired", count(report, "expired"), "blockhash no longer valid, never landed".into()));
     } else {
+        // Reports written before receipts were read have no reverted count: no row.
+        if report["reverted"].is_u64() {
+            rows.push(("reverted", count(report, "reverted"), "in a block, receipt status 0".into()));
+        }
         rows.push((
             "dropped",
             count(report, "dropped"),
-            format!("not included within {} ms", count(report, "inclusion_timeout_ms")),
+            format!(
+                "not included within {} ms{}",
+                count(report, "inclusion_timeout_ms"),
+                drop_causes(report)
+            ),
         ));
     }
     rows.push(("rejected", count(report, "rejected"), "refused by the node".into()));
@@ -44,6 +52,23 @@ fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
         format!("unfinished at the end (oldest {} ms)", count(report, "oldest_pending_ms")),
     ));
     rows
+}
+
+/// The dropped transactions by what the lookup after the timeout found, `; 2 gone, 1
+/// replaced` (empty when none were dropped or the report has no causes).
+pub(super) fn drop_causes(report: &Value) -> String {
+    let causes: Vec<String> = report["dropped_by_cause"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(cause, n)| format!("{} {}", n.as_u64().unwrap_or(0), cause.replace('_', " ")))
+        .collect();
+    if causes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", causes.join(", "))
+    }
 }
 
 /// The latency rows: (label, table key).

@@ -20,7 +20,12 @@ const SUMMED: &[&str] = &[
     "rejected",
     "pending",
     "included",
+    "reverted",
     "dropped",
+    "reorged_out",
+    "reorgs",
+    "receipts_read",
+    "receipt_failures",
     "landed",
     "failed",
     "expired",
@@ -175,6 +180,16 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
         }
     }
     merged["rejected_by_reason"] = Value::Object(reasons);
+    if first["dropped_by_cause"].is_object() {
+        let mut causes: Map<String, Value> = Map::new();
+        for (_, report) in parts {
+            for (cause, n) in report["dropped_by_cause"].as_object().into_iter().flatten() {
+                let before = causes.get(cause).and_then(Value::as_u64).unwrap_or(0);
+                causes.insert(cause.clone(), json!(before + n.as_u64().unwrap_or(0)));
+            }
+        }
+        merged["dropped_by_cause"] = Value::Object(causes);
+    }
     if first["nonce_resyncs"].is_object() {
         let mut resyncs = Map::new();
         for key in first["nonce_resyncs"].as_object().into_iter().flatten().map(|(key, _)| key) {

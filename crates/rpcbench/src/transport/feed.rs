@@ -174,4 +174,10 @@ pub(crate) trait Feed {
 
     /// Closes the connection politely.
     fn close(&mut self) -> impl Future<Output = ()>;
+
+    /// Forgets the subscription at `position` without a request: for subscriptions the server
+    /// ends by itself after their one notification (Solana's `signatureSubscribe`), so a feed's
+    /// tables follow the open subscriptions, not all there were. A later message for it is a
+    /// stray.
+    fn forget(&mut self, _position: usize) {}
 }

@@ -119,7 +119,7 @@ impl FeedOpener for Upgrade {
             writer,
             reader,
             stamp,
-            positions: Vec::new(),
+            positions: HashMap::new(),
             by_id: HashMap::new(),
             pongs: PongBacklog::default(),
         })
@@ -144,7 +144,9 @@ pub(crate) struct WsFeed {
     reader: SplitStream<FeedSocket>,
     /// When the bytes last read arrived, by the kernel (plain TCP on Linux).
     stamp: ReceiveStamp,
-    positions: Vec<FeedSlot>,
+    /// The open subscriptions by position (a map: positions may be sparse and are forgotten
+    /// once over).
+    positions: HashMap<usize, FeedSlot>,
     by_id: HashMap<Arc<str>, usize>,
     pongs: PongBacklog,
 }
@@ -211,7 +213,7 @@ impl WsFeed {
             return FeedEvent::Stray(Stray::Unknown);
         };
         let position = (id - 1) / 2;
-        let Some(slot) = self.positions.get_mut(position) else { return FeedEvent::Stray(Stray::Unknown) };
+        let Some(slot) = self.positions.get_mut(&position) else { return FeedEvent::Stray(Stray::Unknown) };
         if id % 2 == 0 {
             // An unsubscribe answer: the subscription is over either way.
             let Some(old) = slot.id.take() else { return FeedEvent::Stray(Stray::Unknown) };
@@ -257,13 +259,16 @@ impl WsFeed {
 }
 
 impl Feed for WsFeed {
+    fn forget(&mut self, position: usize) {
+        if let Some(FeedSlot { id: Some(id), .. }) = self.positions.remove(&position) {
+            self.by_id.remove(&id);
+        }
+    }
+
     async fn subscribe(&mut self, position: usize, call: &SubscribeCall) -> Result<(), FeedEnd> {
         // `SubscribeConfig::validate` pairs Geyser kinds with gRPC URLs only.
         let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
-        if self.positions.len() <= position {
-            self.positions.resize_with(position + 1, FeedSlot::default);
-        }
-        self.positions[position].unsubscribe = call.unsubscribe;
+        self.positions.entry(position).or_default().unsubscribe = call.unsubscribe;
         let request = serde_json::json!({
             "jsonrpc": "2.0",
             "id": 2 * position + 1,
@@ -274,7 +279,7 @@ impl Feed for WsFeed {
     }
 
     async fn unsubscribe(&mut self, position: usize) -> Result<bool, FeedEnd> {
-        let Some(slot) = self.positions.get(position) else { return Ok(false) };
+        let Some(slot) = self.positions.get(&position) else { return Ok(false) };
         let Some(id) = &slot.id else { return Ok(false) };
         let request = format!(
             r#"{{"jsonrpc":"2.0","id":{},"method":"{}","params":[{id}]}}"#,
@@ -335,6 +340,18 @@ mod tests {
     /// A server that upgrades one connection, reads one frame, answers it with a subscription
     /// id and one notification, says so on `written`, and keeps the socket open a while.
     fn one_notification_server(written: std::sync::mpsc::Sender<()>) -> String {
+        answering_server(
+            &[
+                r#"{"jsonrpc":"2.0","id":1,"result":7}"#,
+                r#"{"jsonrpc":"2.0","method":"slotNotification","params":{"subscription":7,"result":{"slot":5}}}"#,
+            ],
+            written,
+        )
+    }
+
+    /// A server that upgrades one connection, reads one frame, answers it with `texts` (each
+    /// under 126 bytes), says so on `written`, and keeps the socket open a while.
+    fn answering_server(texts: &'static [&'static str], written: std::sync::mpsc::Sender<()>) -> String {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -366,10 +383,7 @@ mod tests {
             let mut rest = vec![0u8; 4 + usize::from(frame[1] & 0x7f)];
             let _ = stream.read_exact(&mut rest);
             let mut out = Vec::new();
-            for text in [
-                r#"{"jsonrpc":"2.0","id":1,"result":7}"#,
-                r#"{"jsonrpc":"2.0","method":"slotNotification","params":{"subscription":7,"result":{"slot":5}}}"#,
-            ] {
+            for text in texts {
                 out.push(0x81);
                 out.push(text.len() as u8);
                 out.extend_from_slice(text.as_bytes());
@@ -407,6 +421,38 @@ mod tests {
             assert_eq!(item.payload(), br#"{"slot":5}"#);
             let waited = Instant::now().duration_since(item.arrived);
             assert!(waited >= Duration::from_millis(50), "stamped when read: {waited:?} after arrival");
+        });
+    }
+
+    #[test]
+    fn a_forgotten_subscription_frees_its_entries_and_a_later_notification_for_it_is_a_stray() {
+        let (written, was_written) = std::sync::mpsc::channel();
+        // Confirmed as subscription 7, then two notifications for it.
+        const TEXTS: &[&str] = &[
+            r#"{"jsonrpc":"2.0","id":5,"result":7}"#,
+            r#"{"jsonrpc":"2.0","method":"signatureNotification","params":{"subscription":7,"result":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"signatureNotification","params":{"subscription":7,"result":{}}}"#,
+        ];
+        let target = Target::parse(&answering_server(TEXTS, written)).unwrap();
+        let connector =
+            Connector::new(&target, &crate::settings::TlsOptions::default(), Duration::from_secs(5)).unwrap();
+        let upgrade = Upgrade::new(connector, &target, &[], 1 << 20);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut feed = FeedOpener::open(&upgrade).await.unwrap();
+            let call = SubscribeCall::JsonRpc(crate::transport::feed::JsonRpcSubscribe {
+                method: "signatureSubscribe",
+                params: serde_json::json!([]),
+                unsubscribe: "signatureUnsubscribe",
+            });
+            feed.subscribe(2, &call).await.unwrap();
+            was_written.recv_timeout(Duration::from_secs(30)).unwrap();
+            let FeedEvent::Confirmed { position: 2, .. } = feed.next().await else { panic!("not confirmed") };
+            let FeedEvent::Item(item) = feed.next().await else { panic!("no item") };
+            assert_eq!((item.position, feed.positions.len(), feed.by_id.len()), (2, 1, 1));
+            feed.forget(2);
+            assert_eq!((feed.positions.len(), feed.by_id.len()), (0, 0));
+            assert!(matches!(feed.next().await, FeedEvent::Stray(Stray::Unknown)));
         });
     }
 }

@@ -101,9 +101,9 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
     // matched to ours, the head's arrival is the inclusion time.
     let heads = watch.stop();
     let mut book = InclusionBook::new();
-    for tx in sent {
+    for (tag, tx) in sent.iter().enumerate() {
         let head_at_send = heads.iter().filter(|head| head.arrived <= tx.sent).map(|head| head.number).max();
-        book.sent(tx.hash, tx.sent, head_at_send.unwrap_or(head_at_start), true);
+        book.sent(tx.hash, tag as u64, tx.sent, head_at_send.unwrap_or(head_at_start), true);
     }
     let mut fetched = std::collections::HashSet::new();
     for head in &heads {
@@ -126,7 +126,7 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
             .collect();
         book.block(head.number, head.arrived, &hashes);
     }
-    let tally = book.tally(std::time::Instant::now(), Duration::from_secs(3600));
+    let (tally, _, _) = book.finish(std::time::Instant::now(), Duration::from_secs(3600));
     assert_eq!(tally.included + tally.rejected + tally.dropped + tally.pending, tally.sent);
     assert_eq!(tally.sent, sent.len() as u64);
     assert_eq!(tally.included, included as u64, "every receipt's transaction was seen in a head's block");
@@ -354,11 +354,12 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
         assert!(heads.len() < 100, "the heads keep coming");
     }
     heads.extend(watch.stop());
-    let mut book = InclusionBook::new();
+    let mut book = InclusionBook::new().log_settled();
     let mut acks = rpcbench::AckTally::default();
-    for tx in sent {
+    for (tag, tx) in sent.iter().enumerate() {
         let head_at_send = heads.iter().filter(|head| head.arrived <= tx.sent).map(|head| head.number).max();
-        book.sent(tx.hash, tx.sent, head_at_send.unwrap_or(head_at_start), acks.add(tx.sent, tx.ack));
+        let accepted = acks.add(tx.sent, tx.ack);
+        book.sent(tx.hash, tag as u64, tx.sent, head_at_send.unwrap_or(head_at_start), accepted);
     }
     let mut produced = std::collections::HashMap::new();
     let mut block_of = std::collections::HashMap::new();
@@ -381,7 +382,7 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     }
     let end = std::time::Instant::now();
     let inclusion_timeout = Duration::from_secs(30);
-    let tally = book.tally(end, inclusion_timeout);
+    let (tally, _, settled) = book.finish(end, inclusion_timeout);
     assert_eq!(tally.sent, 3_000);
     assert_eq!(tally.included + tally.dropped + tally.rejected + tally.pending, tally.sent, "{tally:?}");
     let status = call("rpcbench_mempoolStatus", json!([]));
@@ -395,9 +396,12 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     // medians are a few ms apart (the head's delivery over the WebSocket).
     let mut measured = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
     let mut truth = measured.clone();
-    let finals = book.finals(end, inclusion_timeout);
+    let mut finals = vec![None; sent.len()];
+    for s in &settled {
+        assert!(finals[s.tag as usize].replace(s.outcome).is_none(), "one final outcome each");
+    }
     for (tx, outcome) in sent.iter().zip(&finals) {
-        let rpcbench::tx::inclusion::TxFinal::Included { latency, .. } = outcome else { continue };
+        let Some(rpcbench::tx::inclusion::TxFinal::Included { latency, .. }) = outcome else { continue };
         let block = block_of[&tx.hash];
         let true_latency = produced_instant(produced[&block]).saturating_duration_since(tx.sent);
         assert!(

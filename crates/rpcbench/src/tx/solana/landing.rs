@@ -1,6 +1,5 @@
-//! Each Solana transaction's one final outcome, on top of the chain-neutral
-//! `crate::tx::inclusion::InclusionBook` (a signature's first 32 bytes, unique per message,
-//! key it there; a landing slot is the book's block): landed, failed (landed with `err`: fee
+//! Each Solana transaction's one final outcome, by its index in send order (the landing watch
+//! names it so): landed, failed (landed with `err`: fee
 //! paid, instructions failed), expired (its blockhash's last valid block height passed before
 //! it landed: it never can), rejected (refused by the node or never answered) or pending.
 //! `landed + failed + expired + rejected + pending == sent`.
@@ -8,8 +7,6 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-
-use crate::tx::inclusion::{InclusionBook, TxFinal};
 
 /// The final outcome of one Solana transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,19 +58,22 @@ impl SolanaTally {
     }
 }
 
-/// The book of a run's Solana transactions, in send order.
-#[derive(Debug, Default)]
-pub struct LandingBook {
-    book: InclusionBook,
-    keys: Vec<[u8; 32]>,
-    failed: Vec<bool>,
-    last_valid: Vec<u64>,
+/// One Solana transaction as the book keeps it.
+#[derive(Debug, Clone, Copy)]
+struct SolanaEntry {
+    sent: Instant,
+    slot_at_send: u64,
+    accepted: bool,
+    last_valid: u64,
+    /// Its slot, when its landing was seen, and whether it landed with an error.
+    landed: Option<(u64, Instant, bool)>,
 }
 
-fn key(signature: &[u8; 64]) -> [u8; 32] {
-    let mut key = [0u8; 32];
-    key.copy_from_slice(&signature[..32]);
-    key
+/// The book of a run's Solana transactions, in send order (the landing watch names a
+/// transaction by its index).
+#[derive(Debug, Default)]
+pub struct LandingBook {
+    entries: Vec<SolanaEntry>,
 }
 
 impl LandingBook {
@@ -86,48 +86,39 @@ impl LandingBook {
     /// then, whether the node accepted it and its blockhash's last valid block height.
     pub fn sent(
         &mut self,
-        signature: &[u8; 64],
+        _signature: &[u8; 64],
         sent: Instant,
         slot_at_send: u64,
         accepted: bool,
         last_valid: u64,
     ) {
-        let key = key(signature);
-        self.book.sent(key, sent, slot_at_send, accepted);
-        self.keys.push(key);
-        self.failed.push(false);
-        self.last_valid.push(last_valid);
+        self.entries.push(SolanaEntry { sent, slot_at_send, accepted, last_valid, landed: None });
     }
 
     /// Notes that transaction `index` landed in `slot`, seen at `arrived` (the first sighting
     /// counts).
     pub fn landed(&mut self, index: u64, slot: u64, arrived: Instant, failed: bool) {
-        let Some(&key) = self.keys.get(index as usize) else { return };
-        self.book.block(slot, arrived, &[key]);
-        if failed {
-            self.failed[index as usize] = true;
+        let Some(entry) = self.entries.get_mut(index as usize) else { return };
+        if entry.landed.is_none() {
+            entry.landed = Some((slot, arrived, failed));
         }
     }
 
     /// The final outcome of each transaction at `now`, the node's block height being
     /// `block_height`.
     pub fn finals(&self, now: Instant, block_height: u64) -> Vec<SolanaFinal> {
-        self.book
-            .finals(now, Duration::MAX)
-            .into_iter()
-            .enumerate()
-            .map(|(index, outcome)| match outcome {
-                TxFinal::Included { .. } if self.failed[index] => SolanaFinal::Failed,
-                TxFinal::Included { latency, blocks_after } => {
-                    SolanaFinal::Landed { latency, slots_after: blocks_after }
-                }
-                TxFinal::Rejected => SolanaFinal::Rejected,
-                TxFinal::Pending(_) | TxFinal::Dropped if block_height > self.last_valid[index] => {
-                    SolanaFinal::Expired
-                }
-                TxFinal::Pending(age) => SolanaFinal::Pending(age),
-                // No timeout is given to the book, so nothing is dropped; were it, it is open.
-                TxFinal::Dropped => SolanaFinal::Pending(Duration::MAX),
+        self.entries
+            .iter()
+            // A send never answered that landed anyway is landed: the chain says so.
+            .map(|entry| match (entry.accepted, entry.landed) {
+                (_, Some((_, _, true))) => SolanaFinal::Failed,
+                (_, Some((slot, arrived, false))) => SolanaFinal::Landed {
+                    latency: arrived.saturating_duration_since(entry.sent),
+                    slots_after: slot.saturating_sub(entry.slot_at_send),
+                },
+                (false, None) => SolanaFinal::Rejected,
+                (true, None) if block_height > entry.last_valid => SolanaFinal::Expired,
+                (true, None) => SolanaFinal::Pending(now.saturating_duration_since(entry.sent)),
             })
             .collect()
     }
@@ -135,7 +126,7 @@ impl LandingBook {
     /// The tally at `now` with the node at `block_height`.
     pub fn tally(&self, now: Instant, block_height: u64) -> SolanaTally {
         let mut tally = SolanaTally {
-            sent: self.keys.len() as u64,
+            sent: self.entries.len() as u64,
             landed: 0,
             failed: 0,
             expired: 0,

@@ -232,12 +232,16 @@ impl WatchOnFeed for Watch {
                         }
                     }
                     FeedEvent::Refused { position, .. } => {
+                        feed.forget(position);
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.refused.fetch_add(1, Ordering::Relaxed);
                             self.ready.push(prepared);
                         }
                     }
                     FeedEvent::Item(delivery) => {
+                        // A signature subscription ends with its one notification: its
+                        // entries in the feed's tables go with it.
+                        feed.forget(delivery.position);
                         if let Some((slot, failed)) = notification(delivery.payload()) {
                             let landing = Landing {
                                 index: delivery.position as u64,

@@ -1,0 +1,410 @@
+//! What happens to `rpcbench tx`'s Ethereum transactions after their send: the sends (once
+//! answered) and each head's block fed to the `InclusionBook` in time order, from the start of
+//! sending (on a thread of its own while the engine sends, then on the command's thread while
+//! it waits for inclusions); the receipts of what each block included read in batches
+//! (reverted: status 0); what times out settled as dropped and looked up at the end (replaced,
+//! gone, still pooled); and the timeline drawn from what becomes final. Each step costs what
+//! it is handed (new sends, new heads, the timed out), never the number sent so far.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rpcbench::client::Endpoint;
+use rpcbench::metrics::{LiveMetrics, TransactionFigures};
+use rpcbench::report::tx::TxTimeline;
+use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
+use rpcbench::tx::poll::HeadSource;
+use rpcbench::tx::watch::SeenHead;
+use rpcbench::{AckTally, SentTx, TxAck, TxSends};
+use serde_json::{json, Value};
+
+use super::tx::{hash_bytes, quantity};
+
+/// Blocks fetched at most to fill one gap between two heads seen (or to fetch again below a
+/// reorg).
+const MAX_GAP_BLOCKS: u64 = 64;
+/// Requests per JSON-RPC batch of receipt and transaction lookups.
+const LOOKUP_BATCH: usize = 200;
+/// Dropped transactions looked up at most per run (the rest are counted not looked up): a
+/// node that lost everything is not asked about each of a million transactions.
+const MAX_DROP_LOOKUPS: usize = 10_000;
+/// Heads remembered to find the head at each send.
+const RECENT_HEADS: usize = 256;
+
+/// What `eth_getBlockByNumber` says of a block: its hash, its parent's, its transactions.
+struct FetchedBlock {
+    hash: Option<[u8; 32]>,
+    parent: Option<[u8; 32]>,
+    transactions: Vec<[u8; 32]>,
+}
+
+/// A block, `None` when the node does not give it.
+fn fetch_block(node: &Endpoint, number: u64) -> Option<FetchedBlock> {
+    let block = node.call("eth_getBlockByNumber", Some(&json!([format!("0x{number:x}"), false]))).ok()?;
+    let transactions = block["transactions"]
+        .as_array()?
+        .iter()
+        .map(|hash| hash_bytes(hash.as_str()?))
+        .collect::<Option<_>>()?;
+    Some(FetchedBlock {
+        hash: block["hash"].as_str().and_then(hash_bytes),
+        parent: block["parentHash"].as_str().and_then(hash_bytes),
+        transactions,
+    })
+}
+
+fn hex_hash(hash: &[u8; 32]) -> String {
+    let mut text = String::with_capacity(66);
+    text.push_str("0x");
+    for byte in hash {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
+/// One JSON-RPC batch of `method` with each of `params`: the results in order, `None` for each
+/// one that failed or is missing (the whole batch `None` when the batch failed).
+fn batch_call(node: &Endpoint, method: &str, params: &[Value]) -> Option<Vec<Option<Value>>> {
+    let calls: Vec<Value> = params
+        .iter()
+        .enumerate()
+        .map(|(id, params)| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .collect();
+    let body = serde_json::to_vec(&calls).ok()?;
+    let answer = node.post(&body).ok()?;
+    if !(200..300).contains(&answer.status) {
+        return None;
+    }
+    let answers: Vec<Value> = serde_json::from_slice(&answer.body).ok()?;
+    let mut results = vec![None; params.len()];
+    for answer in answers {
+        let Some(id) = answer["id"].as_u64().map(|id| id as usize) else { continue };
+        if let (Some(slot), Some(result)) = (results.get_mut(id), answer.get("result")) {
+            *slot = Some(result.clone());
+        }
+    }
+    Some(results)
+}
+
+/// The book and everything fed to it.
+pub(super) struct Landing {
+    node: Endpoint,
+    pub(super) book: InclusionBook,
+    timeout: Duration,
+    acks: AckTally,
+    pub(super) timeline: TxTimeline,
+    pub(super) first_send: Option<Instant>,
+    pub(super) last_included: Option<Instant>,
+    /// Sends fed so far (ledger positions below it).
+    fed: usize,
+    /// Heads received, not yet fed: each waits until every send before its arrival is fed.
+    deferred: VecDeque<SeenHead>,
+    /// The last heads received (number, arrival), to find the head at a send.
+    recent: VecDeque<(u64, Instant)>,
+    /// The head before the oldest in `recent`.
+    head_before_recent: u64,
+    highest_fetched: u64,
+    pub(super) heads_seen: u64,
+    first_head: Option<(u64, Instant)>,
+    last_head: Option<(u64, Instant)>,
+    pub(super) fetch_failures: u64,
+    pub(super) receipt_failures: u64,
+    /// Dropped transactions to look up at the end: hash and ledger position.
+    lookups: Vec<([u8; 32], u64)>,
+}
+
+impl Landing {
+    /// A landing watch for a run that starts with the node's head at `head_at_start`.
+    pub(super) fn new(node: Endpoint, timeout: Duration, confirm_depth: u64, head_at_start: u64) -> Self {
+        Landing {
+            node,
+            book: InclusionBook::with_confirm_depth(confirm_depth).log_settled(),
+            timeout,
+            acks: AckTally::default(),
+            timeline: TxTimeline::new(),
+            first_send: None,
+            last_included: None,
+            fed: 0,
+            deferred: VecDeque::new(),
+            recent: VecDeque::new(),
+            head_before_recent: head_at_start,
+            highest_fetched: head_at_start,
+            heads_seen: 0,
+            first_head: None,
+            last_head: None,
+            fetch_failures: 0,
+            receipt_failures: 0,
+            lookups: Vec::new(),
+        }
+    }
+
+    /// The head number at `at`, as the heads received show it.
+    fn head_at(&self, at: Instant) -> u64 {
+        self.recent
+            .iter()
+            .rev()
+            .find(|(_, arrived)| *arrived <= at)
+            .map_or(self.head_before_recent, |(number, _)| *number)
+    }
+
+    /// Feeds `tail`, the sends of the ledger from the first not yet fed: while sending, only up
+    /// to the first one not yet answered (its answer says whether it is waited for); once
+    /// sending is over (`all`), every one. Returns how many of those fed were accepted.
+    pub(super) fn feed(&mut self, tail: &[SentTx], all: bool) -> u64 {
+        let mut accepted = 0;
+        for tx in tail {
+            if !all && tx.ack == TxAck::Unanswered {
+                break;
+            }
+            let first = *self.first_send.get_or_insert(tx.sent);
+            self.timeline.sent(tx.sent.saturating_duration_since(first));
+            let took = self.acks.add(tx.sent, tx.ack);
+            accepted += u64::from(took);
+            let head = self.head_at(tx.sent);
+            self.book.sent(tx.hash, self.fed as u64, tx.sent, head, took);
+            self.fed += 1;
+        }
+        accepted
+    }
+
+    /// The part of `ledger` not yet fed.
+    pub(super) fn unfed<'a>(&self, ledger: &'a [SentTx]) -> &'a [SentTx] {
+        ledger.get(self.fed..).unwrap_or_default()
+    }
+
+    /// Takes heads as they arrived; they are fed by [`Landing::process`].
+    pub(super) fn receive(&mut self, heads: Vec<SeenHead>) {
+        for head in heads {
+            if self.recent.len() == RECENT_HEADS {
+                if let Some((number, _)) = self.recent.pop_front() {
+                    self.head_before_recent = number;
+                }
+            }
+            self.recent.push_back((head.number, head.arrived));
+            self.deferred.push_back(head);
+        }
+    }
+
+    /// Feeds each received head whose arrival no unfed send precedes (`next_unfed`: the send
+    /// instant of the first one not fed, `None` when all are).
+    pub(super) fn process(&mut self, next_unfed: Option<Instant>) {
+        while let Some(head) = self.deferred.front().copied() {
+            if next_unfed.is_some_and(|next| next < head.arrived) {
+                break;
+            }
+            self.deferred.pop_front();
+            self.head(&head);
+        }
+    }
+
+    /// Fetches the blocks up to `head` (a gap of at most [`MAX_GAP_BLOCKS`] filled), feeds
+    /// them and reads the receipts of what they included; then times out against its arrival.
+    fn head(&mut self, head: &SeenHead) {
+        self.heads_seen += 1;
+        self.first_head.get_or_insert((head.number, head.arrived));
+        self.last_head = Some((head.number, head.arrived));
+        let first =
+            if head.number > self.highest_fetched && head.number - self.highest_fetched <= MAX_GAP_BLOCKS {
+                self.highest_fetched + 1
+            } else {
+                head.number
+            };
+        let mut numbers: Vec<u64> = (first..=head.number).rev().collect();
+        while let Some(number) = numbers.pop() {
+            let Some(block) = fetch_block(&self.node, number) else {
+                self.fetch_failures += 1;
+                continue;
+            };
+            let news = self.book.block_with_hash(
+                number,
+                block.hash,
+                block.parent,
+                head.arrived,
+                &block.transactions,
+            );
+            if let Some(from) = news.replaced_from {
+                // A reorg replaced blocks below: fetch them again (at most the gap limit).
+                numbers.extend((from.max(number.saturating_sub(MAX_GAP_BLOCKS))..number).rev());
+            }
+            self.read_receipts(&news.included);
+        }
+        self.highest_fetched = self.highest_fetched.max(head.number);
+        self.expire(head.arrived);
+    }
+
+    /// Reads the receipts of `included` in batches: status 0 is reverted.
+    fn read_receipts(&mut self, included: &[[u8; 32]]) {
+        for chunk in included.chunks(LOOKUP_BATCH) {
+            let params: Vec<Value> = chunk.iter().map(|hash| json!([hex_hash(hash)])).collect();
+            let Some(receipts) = batch_call(&self.node, "eth_getTransactionReceipt", &params) else {
+                self.receipt_failures += chunk.len() as u64;
+                continue;
+            };
+            for (hash, receipt) in chunk.iter().zip(receipts) {
+                match receipt.as_ref().and_then(|receipt| receipt["status"].as_str()) {
+                    Some("0x1") => self.book.receipt(hash, true),
+                    Some("0x0") => self.book.receipt(hash, false),
+                    _ => self.receipt_failures += 1,
+                }
+            }
+        }
+        let settled = self.book.take_settled();
+        self.note_settled(settled);
+    }
+
+    /// Settles what timed out by `now` (no later than the first head not yet fed), to be
+    /// looked up at the end.
+    pub(super) fn expire(&mut self, now: Instant) {
+        let now = self.deferred.front().map_or(now, |head| head.arrived.min(now));
+        let expired = self.book.expire(now, self.timeout);
+        self.lookups.extend(expired);
+        let settled = self.book.take_settled();
+        self.note_settled(settled);
+    }
+
+    fn note_settled(&mut self, settled: Vec<Settled>) {
+        let Some(first) = self.first_send else { return };
+        for settled in settled {
+            if let TxFinal::Included { latency, .. } | TxFinal::Reverted { latency, .. } = settled.outcome {
+                let at = settled.sent + latency;
+                self.timeline.included(at.saturating_duration_since(first));
+                self.last_included = Some(self.last_included.map_or(at, |last| last.max(at)));
+            }
+        }
+    }
+
+    /// The dashboard's and Prometheus's figures now.
+    pub(super) fn live_figures(&self, accepted: u64) -> TransactionFigures {
+        let counts = self.book.counts();
+        TransactionFigures {
+            sent: counts.sent,
+            accepted,
+            rejected: counts.rejected,
+            included: counts.included,
+            dropped: counts.dropped,
+            pending: counts.pending,
+        }
+    }
+
+    /// The block time as the heads seen show it (first to last), if two differ.
+    pub(super) fn block_time(&self) -> Option<Duration> {
+        let ((first_number, first_at), (last_number, last_at)) = (self.first_head?, self.last_head?);
+        let blocks = u32::try_from(last_number.checked_sub(first_number)?).ok().filter(|n| *n > 0)?;
+        Some(last_at.saturating_duration_since(first_at) / blocks)
+    }
+
+    /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
+    /// ones looked up (`ledger` and `addresses` name their senders), and the answers' tally.
+    pub(super) fn finish(
+        &mut self,
+        end: Instant,
+        ledger: &[SentTx],
+        addresses: &[String],
+    ) -> (InclusionTally, AckTally) {
+        let book = std::mem::replace(&mut self.book, InclusionBook::new());
+        let (mut tally, expired, settled) = book.finish(end, self.timeout);
+        self.note_settled(settled);
+        self.lookups.extend(expired);
+        for cause in self.look_up_dropped(ledger, addresses) {
+            *tally.dropped_by.entry(cause).or_default() += 1;
+        }
+        (tally, std::mem::take(&mut self.acks))
+    }
+
+    /// Why each dropped transaction was not included: `eth_getTransactionByHash` (in a block,
+    /// still pooled, or unknown), and for the unknown its sender's mined nonce (past its own:
+    /// another transaction took the nonce, replaced; else gone).
+    fn look_up_dropped(&self, ledger: &[SentTx], addresses: &[String]) -> Vec<DropCause> {
+        let mut causes = Vec::with_capacity(self.lookups.len());
+        let (asked, unasked) = self.lookups.split_at(self.lookups.len().min(MAX_DROP_LOOKUPS));
+        causes.extend(unasked.iter().map(|_| DropCause::NotLookedUp));
+        for chunk in asked.chunks(LOOKUP_BATCH) {
+            let params: Vec<Value> = chunk.iter().map(|(hash, _)| json!([hex_hash(hash)])).collect();
+            let Some(found) = batch_call(&self.node, "eth_getTransactionByHash", &params) else {
+                causes.extend(chunk.iter().map(|_| DropCause::NotLookedUp));
+                continue;
+            };
+            let mut unknown = Vec::new();
+            for ((_, position), found) in chunk.iter().zip(found) {
+                match found {
+                    Some(Value::Null) => unknown.push(*position as usize),
+                    Some(tx) if tx["blockNumber"].is_null() => causes.push(DropCause::StillPooled),
+                    Some(_) => causes.push(DropCause::IncludedUnseen),
+                    None => causes.push(DropCause::NotLookedUp),
+                }
+            }
+            let mut senders: Vec<usize> =
+                unknown.iter().filter_map(|at| ledger.get(*at)).map(|tx| tx.sender).collect();
+            senders.sort_unstable();
+            senders.dedup();
+            let params: Vec<Value> =
+                senders.iter().map(|sender| json!([addresses.get(*sender), "latest"])).collect();
+            let nonces = batch_call(&self.node, "eth_getTransactionCount", &params).unwrap_or_default();
+            for at in unknown {
+                let mined = ledger.get(at).and_then(|tx| {
+                    let index = senders.binary_search(&tx.sender).ok()?;
+                    let mined = quantity(nonces.get(index)?.as_ref()?)?;
+                    Some((mined, tx.nonce))
+                });
+                causes.push(match mined {
+                    Some((mined, nonce)) if mined > u128::from(nonce) => DropCause::Replaced,
+                    Some(_) => DropCause::Gone,
+                    None => DropCause::NotLookedUp,
+                });
+            }
+        }
+        causes
+    }
+}
+
+/// The landing watch on a thread of its own while the engine sends.
+pub(super) struct LandingThread {
+    over: Arc<AtomicBool>,
+    thread: JoinHandle<(Landing, HeadSource)>,
+}
+
+impl LandingThread {
+    /// Starts feeding `landing` from `sends`' ledger and `heads` every 20 ms.
+    pub(super) fn start(
+        mut landing: Landing,
+        sends: Arc<TxSends>,
+        heads: HeadSource,
+        live: Option<LiveMetrics>,
+    ) -> Self {
+        let over = Arc::new(AtomicBool::new(false));
+        let sending_over = over.clone();
+        let thread = std::thread::spawn(move || {
+            let mut accepted = 0;
+            while !sending_over.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                // Only the new part of the ledger is copied, under its lock.
+                let fresh: Vec<SentTx> = landing.unfed(sends.ledger().sent()).to_vec();
+                let fed_before = landing.fed;
+                accepted += landing.feed(&fresh, false);
+                landing.receive(heads.drain());
+                // A head waits for the sends before it that have no answer yet; a send not yet
+                // in the ledger is later than now, so later than every head received.
+                landing.process(fresh.get(landing.fed - fed_before).map(|tx| tx.sent));
+                landing.expire(now);
+                if let Some(live) = &live {
+                    live.publish_transactions(landing.live_figures(accepted));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (landing, heads)
+        });
+        LandingThread { over, thread }
+    }
+
+    /// Sending is over: stops the thread and gives the watch back.
+    pub(super) fn finish(self) -> (Landing, HeadSource) {
+        self.over.store(true, Ordering::Relaxed);
+        match self.thread.join() {
+            Ok(back) => back,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
