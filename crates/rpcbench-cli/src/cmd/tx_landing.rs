@@ -164,7 +164,12 @@ impl Landing {
             let took = self.acks.add(tx.sent, tx.ack);
             accepted += u64::from(took);
             let head = self.head_at(tx.sent);
-            self.book.sent(tx.hash, self.fed as u64, tx.sent, head, took);
+            if tx.ack == TxAck::Unanswered {
+                // It may have landed all the same: waited for, rejected if no block carries it.
+                self.book.sent_unanswered(tx.hash, self.fed as u64, tx.sent, head);
+            } else {
+                self.book.sent(tx.hash, self.fed as u64, tx.sent, head, took);
+            }
             self.fed += 1;
         }
         accepted

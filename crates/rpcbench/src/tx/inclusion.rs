@@ -213,6 +213,10 @@ struct Waiting {
     tag: u64,
     sent: Instant,
     head_at_send: u64,
+    /// The node answered the send (accepted it). A send never answered (a timeout, a lost
+    /// connection) is waited for too, since the node may have taken it: included if a block
+    /// carries it, rejected (never acknowledged) if none does.
+    answered: bool,
 }
 
 /// Whether an included transaction's receipt was read, and what it said.
@@ -329,7 +333,20 @@ impl InclusionBook {
             self.settle(hash, tag, sent, TxFinal::Rejected);
             return;
         }
-        self.waiting.insert(hash, Waiting { tag, sent, head_at_send });
+        self.waiting.insert(hash, Waiting { tag, sent, head_at_send, answered: true });
+        self.by_send.insert((sent, hash));
+    }
+
+    /// Notes a send the node never answered: waited for like an accepted one, since it may
+    /// have landed; included if a block carries it, otherwise rejected (never acknowledged)
+    /// when it times out or the run ends, never dropped or pending.
+    pub fn sent_unanswered(&mut self, hash: [u8; 32], tag: u64, sent: Instant, head_at_send: u64) {
+        self.tally.sent += 1;
+        if self.waiting.contains_key(&hash) || self.carried.contains_key(&hash) {
+            self.settle(hash, tag, sent, TxFinal::Rejected);
+            return;
+        }
+        self.waiting.insert(hash, Waiting { tag, sent, head_at_send, answered: false });
         self.by_send.insert((sent, hash));
     }
 
@@ -476,8 +493,12 @@ impl InclusionBook {
             }
             self.by_send.pop_first();
             if let Some(waiting) = self.waiting.remove(&tx) {
-                self.settle(tx, waiting.tag, waiting.sent, TxFinal::Dropped);
-                expired.push((tx, waiting.tag));
+                if waiting.answered {
+                    self.settle(tx, waiting.tag, waiting.sent, TxFinal::Dropped);
+                    expired.push((tx, waiting.tag));
+                } else {
+                    self.settle(tx, waiting.tag, waiting.sent, TxFinal::Rejected);
+                }
             }
         }
         expired
@@ -516,7 +537,8 @@ impl InclusionBook {
         let waiting: Vec<([u8; 32], Waiting)> = self.waiting.drain().collect();
         for (tx, waiting) in waiting {
             let age = now.saturating_duration_since(waiting.sent);
-            self.settle(tx, waiting.tag, waiting.sent, TxFinal::Pending(age));
+            let outcome = if waiting.answered { TxFinal::Pending(age) } else { TxFinal::Rejected };
+            self.settle(tx, waiting.tag, waiting.sent, outcome);
         }
         self.by_send.clear();
         let settled = self.take_settled();
@@ -560,6 +582,27 @@ mod tests {
         assert_eq!(finals[&1], TxFinal::Rejected);
         assert_eq!(finals[&2], TxFinal::Rejected);
         assert!(matches!(finals[&3], TxFinal::Included { .. }));
+        assert!(tally.adds_up());
+    }
+
+    #[test]
+    fn a_send_never_answered_that_a_block_carries_is_included_and_one_none_carries_is_rejected() {
+        let start = Instant::now();
+        let mut book = InclusionBook::new().log_settled();
+        book.sent_unanswered(hash(1), 0, start, 0);
+        book.sent_unanswered(hash(2), 1, start, 0);
+        book.sent_unanswered(hash(3), 2, start + Duration::from_secs(30), 0);
+        book.block(1, start + Duration::from_millis(50), &[hash(1)]);
+        // hash(2) times out: rejected (never acknowledged), not dropped, and not looked up.
+        let expired = book.expire(start + Duration::from_secs(20), Duration::from_secs(20));
+        assert!(expired.is_empty(), "{expired:?}");
+        // hash(3) is still young at the end: rejected too, never pending.
+        let (tally, _, settled) = book.finish(start + Duration::from_secs(31), Duration::from_secs(20));
+        let finals = finals_by_tag(&settled);
+        assert!(matches!(finals[&0], TxFinal::Included { .. }), "{finals:?}");
+        assert_eq!(finals[&1], TxFinal::Rejected);
+        assert_eq!(finals[&2], TxFinal::Rejected);
+        assert_eq!((tally.included, tally.rejected, tally.dropped, tally.pending), (1, 2, 0, 0));
         assert!(tally.adds_up());
     }
 
