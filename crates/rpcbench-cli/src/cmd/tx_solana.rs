@@ -155,7 +155,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let payer_count = keypairs.len();
     // Subscribe-before-send: the watch stands between the signer and the pacer.
     let (watch, signer, poll_every) = if args.poll.is_none() {
-        let (to_watch, from_signer) = tokio::sync::mpsc::channel(SIGN_AHEAD);
+        let (to_watch, from_signer) = rpcbench::tx::solana::ahead::signed_channel(SIGN_AHEAD);
         match SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone()) {
             Ok(watch) => {
                 let signer =

@@ -165,6 +165,21 @@ pub(crate) trait Feed {
         call: &SubscribeCall,
     ) -> impl Future<Output = Result<(), FeedEnd>>;
 
+    /// Asks for the subscriptions of `calls` (position, call) in their order; their answers
+    /// come as events. A wire that can writes them together (one flush for all: a run that
+    /// subscribes per transaction pays one write per batch, not per transaction).
+    fn subscribe_all(
+        &mut self,
+        calls: &[(usize, SubscribeCall)],
+    ) -> impl Future<Output = Result<(), FeedEnd>> {
+        async move {
+            for (position, call) in calls {
+                self.subscribe(*position, call).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// Ends the subscription at `position`, if the server confirmed it; whether a request went
     /// out (its answer comes as [`FeedEvent::Unsubscribed`]).
     fn unsubscribe(&mut self, position: usize) -> impl Future<Output = Result<bool, FeedEnd>>;

@@ -181,13 +181,17 @@ struct ErrorObject {
     message: Option<String>,
 }
 
+/// Why writing to a feed's socket ended it.
+fn write_end(error: tungstenite::Error) -> FeedEnd {
+    match error {
+        tungstenite::Error::WriteBufferFull(_) => FeedEnd::NotReading,
+        _ => FeedEnd::Closed(1006),
+    }
+}
+
 impl WsFeed {
     async fn send(&mut self, text: String) -> Result<(), FeedEnd> {
-        match self.writer.send(Message::Text(text.into())).await {
-            Ok(()) => Ok(()),
-            Err(tungstenite::Error::WriteBufferFull(_)) => Err(FeedEnd::NotReading),
-            Err(_) => Err(FeedEnd::Closed(1006)),
-        }
+        self.writer.send(Message::Text(text.into())).await.map_err(write_end)
     }
 
     /// What one message says.
@@ -276,6 +280,28 @@ impl Feed for WsFeed {
             "params": call.params,
         });
         self.send(request.to_string()).await
+    }
+
+    async fn subscribe_all(&mut self, calls: &[(usize, SubscribeCall)]) -> Result<(), FeedEnd> {
+        // Each request framed into the writer's buffer, then one flush (one write) for all.
+        for (position, call) in calls {
+            let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
+            if self.positions.len() <= *position {
+                self.positions.resize_with(position + 1, FeedSlot::default);
+            }
+            self.positions[*position].unsubscribe = call.unsubscribe;
+            let mut request = Vec::with_capacity(160);
+            request.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            request.extend_from_slice(itoa::Buffer::new().format(2 * position + 1).as_bytes());
+            request.extend_from_slice(b",\"method\":\"");
+            request.extend_from_slice(call.method.as_bytes());
+            request.extend_from_slice(b"\",\"params\":");
+            serde_json::to_writer(&mut request, &call.params).map_err(|_| FeedEnd::Protocol)?;
+            request.push(b'}');
+            let text = String::from_utf8(request).map_err(|_| FeedEnd::Protocol)?;
+            self.writer.feed(Message::Text(text.into())).await.map_err(write_end)?;
+        }
+        self.writer.flush().await.map_err(write_end)
     }
 
     async fn unsubscribe(&mut self, position: usize) -> Result<bool, FeedEnd> {

@@ -50,9 +50,15 @@ struct Items {
     queue: VecDeque<PreparedSolanaTx>,
     /// No more will come.
     closed: bool,
+    /// Threads waiting in [`ReadyQueue::pop`] (a push wakes one only when there is one: the
+    /// standard condition variable makes a system call for every notification otherwise).
+    poppers_waiting: u32,
+    /// Threads waiting in [`ReadyQueue::push_waiting`].
+    pushers_waiting: u32,
 }
 
-/// A bounded queue of ready transactions between threads.
+/// A bounded queue of ready transactions between threads. A side that finds the other
+/// waiting wakes it; one that finds no one waiting makes no system call.
 #[derive(Debug)]
 pub struct ReadyQueue {
     items: Mutex<Items>,
@@ -80,13 +86,15 @@ impl ReadyQueue {
     pub fn push_waiting(&self, tx: PreparedSolanaTx) -> bool {
         let mut items = self.lock();
         while items.queue.len() >= self.capacity && !items.closed {
+            items.pushers_waiting += 1;
             items = self.not_full.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
+            items.pushers_waiting -= 1;
         }
         if items.closed {
             return false;
         }
         items.queue.push_back(tx);
-        self.not_empty.notify_one();
+        self.wake_popper(&items);
         true
     }
 
@@ -94,7 +102,24 @@ impl ReadyQueue {
     pub fn push(&self, tx: PreparedSolanaTx) {
         let mut items = self.lock();
         items.queue.push_back(tx);
-        self.not_empty.notify_one();
+        self.wake_popper(&items);
+    }
+
+    /// Adds all of `txs` in their order under one lock, whatever the length (the caller keeps
+    /// it bounded with [`ReadyQueue::room`]); one wake for the batch.
+    pub fn push_all(&self, txs: impl IntoIterator<Item = PreparedSolanaTx>) {
+        let mut items = self.lock();
+        let before = items.queue.len();
+        items.queue.extend(txs);
+        if items.queue.len() > before {
+            self.wake_popper(&items);
+        }
+    }
+
+    fn wake_popper(&self, items: &Items) {
+        if items.poppers_waiting > 0 {
+            self.not_empty.notify_one();
+        }
     }
 
     /// How many more fit.
@@ -109,7 +134,7 @@ impl ReadyQueue {
             if let Some(tx) = items.queue.pop_front() {
                 // A signer waiting for room wakes once half the queue is free and refills it
                 // in one go, instead of once per transaction taken.
-                if items.queue.len() <= self.capacity / 2 {
+                if items.pushers_waiting > 0 && items.queue.len() <= self.capacity / 2 {
                     self.not_full.notify_one();
                 }
                 return Some(tx);
@@ -117,7 +142,9 @@ impl ReadyQueue {
             if items.closed {
                 return None;
             }
+            items.poppers_waiting += 1;
             items = self.not_empty.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
+            items.poppers_waiting -= 1;
         }
     }
 
@@ -134,13 +161,27 @@ impl ReadyQueue {
     }
 }
 
+/// Transactions the signer hands to the signature watch at once: the watch wakes once per
+/// batch and the signer once per batch taken, not each per transaction.
+pub const HANDOFF_BATCH: usize = 16;
+
+/// The signer's sending end towards the signature watch (batches of [`HANDOFF_BATCH`]).
+pub type SignedSender = tokio::sync::mpsc::Sender<Vec<PreparedSolanaTx>>;
+/// The signature watch's receiving end from the signer.
+pub type SignedReceiver = tokio::sync::mpsc::Receiver<Vec<PreparedSolanaTx>>;
+
+/// The channel from the signer to the signature watch, holding about `depth` transactions.
+pub fn signed_channel(depth: usize) -> (SignedSender, SignedReceiver) {
+    tokio::sync::mpsc::channel(depth.div_ceil(HANDOFF_BATCH).max(1))
+}
+
 /// Where the signer puts what it signed.
 #[derive(Debug)]
 pub enum SignedTo {
     /// Straight into the ready queue (polling: nothing to subscribe first).
     Ready(Arc<ReadyQueue>),
     /// To the signature watch, which makes each ready once subscribed.
-    Watch(tokio::sync::mpsc::Sender<PreparedSolanaTx>),
+    Watch(SignedSender),
 }
 
 /// The signer thread.
@@ -166,6 +207,7 @@ impl SolanaSigner {
             .name("rpcbench-signer".into())
             .spawn(move || {
                 let mut memo = Vec::with_capacity(plan.memo_prefix.len() + 21);
+                let mut handoff: Vec<PreparedSolanaTx> = Vec::with_capacity(HANDOFF_BATCH);
                 for index in 0..count {
                     if stopping.load(Ordering::Relaxed) {
                         break;
@@ -194,7 +236,15 @@ impl SolanaSigner {
                     };
                     let delivered = match &out {
                         SignedTo::Ready(queue) => queue.push_waiting(prepared),
-                        SignedTo::Watch(watch) => watch.blocking_send(prepared).is_ok(),
+                        SignedTo::Watch(watch) => {
+                            handoff.push(prepared);
+                            // The last one goes at once: nothing else will fill its batch.
+                            if handoff.len() < HANDOFF_BATCH && index + 1 < count {
+                                continue;
+                            }
+                            let full = std::mem::replace(&mut handoff, Vec::with_capacity(HANDOFF_BATCH));
+                            watch.blocking_send(full).is_ok()
+                        }
                     };
                     if !delivered {
                         break;
@@ -202,6 +252,10 @@ impl SolanaSigner {
                 }
                 if let SignedTo::Ready(queue) = &out {
                     queue.close();
+                }
+                // Stopped mid-batch: what was signed still goes (the watch may take it or not).
+                if let (SignedTo::Watch(watch), false) = (&out, handoff.is_empty()) {
+                    let _ = watch.try_send(handoff);
                 }
             })
             .ok();
@@ -240,5 +294,72 @@ mod tests {
         assert!(!queue.push_waiting(tx(2)));
         assert_eq!(queue.pop().map(|t| t.index), Some(1));
         assert_eq!(queue.pop(), None);
+    }
+
+    fn tx(index: u64) -> PreparedSolanaTx {
+        PreparedSolanaTx {
+            index,
+            payer: 0,
+            signature: [0; 64],
+            base64: String::new(),
+            last_valid_block_height: 0,
+        }
+    }
+
+    #[test]
+    fn a_batch_pushed_at_once_keeps_its_order_and_wakes_a_waiting_taker() {
+        let queue = ReadyQueue::new(8);
+        let taker = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                std::iter::from_fn(|| queue.pop()).map(|t| t.index).collect::<Vec<_>>()
+            })
+        };
+        queue.push_all((0..5).map(tx));
+        queue.push_all(Vec::new());
+        queue.push_all((5..7).map(tx));
+        queue.close();
+        assert_eq!(taker.join().unwrap(), [0, 1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn a_signer_waiting_for_room_is_woken_once_half_the_queue_is_free() {
+        let queue = ReadyQueue::new(4);
+        let signer = {
+            let queue = queue.clone();
+            std::thread::spawn(move || (0..8).all(|index| queue.push_waiting(tx(index))))
+        };
+        let taken: Vec<u64> = (0..8).filter_map(|_| queue.pop()).map(|t| t.index).collect();
+        assert!(signer.join().unwrap());
+        assert_eq!(taken, [0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn the_signer_hands_the_watch_whole_batches_and_the_last_short_one_still_arrives() {
+        let state = super::super::recent::State {
+            latest: super::super::recent::RecentBlockhash {
+                blockhash: [7; 32],
+                last_valid_block_height: 150,
+                slot: 1,
+            },
+            seen: Vec::new(),
+            failures: 0,
+        };
+        let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
+        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        let count = 2 * HANDOFF_BATCH as u64 + 3;
+        let (to_watch, mut from_signer) = signed_channel(64);
+        let payers = vec![SolanaKeypair::from_seed(&[1; 32]), SolanaKeypair::from_seed(&[2; 32])];
+        let signer = SolanaSigner::start(payers, plan, reader, count, SignedTo::Watch(to_watch));
+        let mut sizes = Vec::new();
+        let mut indexes = Vec::new();
+        while let Some(batch) = from_signer.blocking_recv() {
+            sizes.push(batch.len());
+            indexes.extend(batch.iter().map(|t| (t.index, t.payer)));
+        }
+        signer.finish();
+        assert_eq!(sizes, [HANDOFF_BATCH, HANDOFF_BATCH, 3]);
+        let expected: Vec<(u64, usize)> = (0..count).map(|index| (index, (index % 2) as usize)).collect();
+        assert_eq!(indexes, expected);
     }
 }

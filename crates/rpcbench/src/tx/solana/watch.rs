@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::ahead::{PreparedSolanaTx, ReadyQueue};
+use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
 use crate::client::Endpoint;
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+use crate::util::fast_hash::MultiplyHasherBuilder;
 
 /// Signatures per `getSignatureStatuses` call (the node's limit).
 pub const STATUS_BATCH: usize = 256;
@@ -134,7 +135,7 @@ impl SignatureWatch {
         ws_url: &str,
         commitment: Commitment,
         connect_timeout: Duration,
-        input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
+        input: SignedReceiver,
         ready: Arc<ReadyQueue>,
     ) -> Result<SignatureWatch, SignatureWatchError> {
         let counts = Arc::new(WatchCounts::default());
@@ -161,7 +162,7 @@ impl SignatureWatch {
 
 struct Watch {
     commitment: Commitment,
-    input: tokio::sync::mpsc::Receiver<PreparedSolanaTx>,
+    input: SignedReceiver,
     ready: Arc<ReadyQueue>,
     counts: Arc<WatchCounts>,
 }
@@ -184,10 +185,16 @@ impl WatchOnFeed for Watch {
 
     async fn watch<F: Feed>(mut self, mut feed: F, ends: WatchEnds<Landing, SignatureWatchError>) {
         let _ = ends.started.send(Ok(()));
-        let mut awaiting: HashMap<usize, PreparedSolanaTx> = HashMap::new();
-        let mut batch: Vec<PreparedSolanaTx> = Vec::new();
+        // Keyed by the run's own transaction indexes, bounded by the ready queue's capacity.
+        let mut awaiting: HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder> = HashMap::default();
+        let mut batches: Vec<Vec<PreparedSolanaTx>> = Vec::new();
+        let mut calls: Vec<(usize, SubscribeCall)> = Vec::new();
         let mut input_open = true;
         let mut feed_open = true;
+        // One timer for the loop (armed again when it fires or must fire sooner), not one
+        // registered and dropped per event.
+        let tick = tokio::time::sleep(IDLE_CHECK);
+        tokio::pin!(tick);
         while !ends.stopped() {
             // Sending is over (the run closed the queue): the signer must not wait on us.
             if input_open && self.ready.is_closed() {
@@ -199,29 +206,40 @@ impl WatchOnFeed for Watch {
             }
             // Taken in batches: one wake of the signer per batch, not per transaction.
             let room = if input_open { self.ready.room().saturating_sub(awaiting.len()) } else { 0 };
+            // No room: look again soon (the pacer takes from the ready queue without telling us).
+            if room == 0 {
+                let soon = tokio::time::Instant::now() + FULL_CHECK;
+                if tick.deadline() > soon {
+                    tick.as_mut().reset(soon);
+                }
+            }
             tokio::select! {
-                taken = self.input.recv_many(&mut batch, room), if room > 0 => {
+                // Batches of the signer's (at most one batch past the room).
+                taken = self.input.recv_many(&mut batches, room.div_ceil(HANDOFF_BATCH)), if room > 0 => {
                     if taken == 0 {
                         input_open = false;
                     }
-                    for prepared in batch.drain(..) {
-                        if !feed_open {
-                            self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
-                            self.ready.push(prepared);
-                            continue;
-                        }
+                    if !feed_open {
+                        let unwatched: usize = batches.iter().map(Vec::len).sum();
+                        self.counts.unwatched.fetch_add(unwatched as u64, Ordering::Relaxed);
+                        self.ready.push_all(batches.drain(..).flatten());
+                        continue;
+                    }
+                    // What was taken is subscribed in one write.
+                    calls.clear();
+                    for prepared in batches.drain(..).flatten() {
                         let position = prepared.index as usize;
                         let signature = super::base58::signature_text(&prepared.signature);
-                        let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
+                        calls.push((position, SubscribeCall::JsonRpc(JsonRpcSubscribe {
                             method: "signatureSubscribe",
                             params: json!([signature, {"commitment": self.commitment.name()}]),
                             unsubscribe: "signatureUnsubscribe",
-                        });
+                        })));
                         awaiting.insert(position, prepared);
-                        if feed.subscribe(position, &call).await.is_err() {
-                            feed_open = false;
-                            self.release_all(&mut awaiting);
-                        }
+                    }
+                    if feed.subscribe_all(&calls).await.is_err() {
+                        feed_open = false;
+                        self.release_all(&mut awaiting);
                     }
                 },
                 event = feed.next(), if feed_open => match event {
@@ -258,7 +276,9 @@ impl WatchOnFeed for Watch {
                     }
                     FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
                 },
-                _ = tokio::time::sleep(Duration::from_millis(if room > 0 { 20 } else { 1 })) => {}
+                () = &mut tick => {
+                    tick.as_mut().reset(tokio::time::Instant::now() + IDLE_CHECK);
+                }
             }
         }
         self.ready.close();
@@ -268,15 +288,18 @@ impl WatchOnFeed for Watch {
     }
 }
 
+/// How often an idle signature watch looks at the stop flag and the ready queue.
+const IDLE_CHECK: Duration = Duration::from_millis(20);
+/// How soon a watch whose ready queue is full looks again for room.
+const FULL_CHECK: Duration = Duration::from_millis(1);
+
 impl Watch {
     /// The connection ended: what waits for a subscription is sent unwatched.
-    fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx>) {
+    fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder>) {
         let mut left: Vec<PreparedSolanaTx> = awaiting.drain().map(|(_, tx)| tx).collect();
         left.sort_by_key(|tx| tx.index);
         self.counts.unwatched.fetch_add(left.len() as u64, Ordering::Relaxed);
-        for tx in left {
-            self.ready.push(tx);
-        }
+        self.ready.push_all(left);
     }
 }
 

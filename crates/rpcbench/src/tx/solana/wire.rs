@@ -90,6 +90,18 @@ pub struct SignedSolanaTx {
     pub wire: Vec<u8>,
 }
 
+/// The Memo program's id, decoded once (base58 per transaction cost more than its hash).
+fn memo_program() -> &'static [u8; 32] {
+    static ID: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    ID.get_or_init(|| program_id(MEMO_PROGRAM))
+}
+
+/// The ComputeBudget program's id, decoded once.
+fn compute_budget_program() -> &'static [u8; 32] {
+    static ID: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    ID.get_or_init(|| program_id(COMPUTE_BUDGET_PROGRAM))
+}
+
 /// Builds and signs the transfer `spec` paid by `payer`.
 pub fn transfer(payer: &SolanaKeypair, spec: &TransferSpec) -> SignedSolanaTx {
     let payer_key = payer.pubkey();
@@ -101,9 +113,9 @@ pub fn transfer(payer: &SolanaKeypair, spec: &TransferSpec) -> SignedSolanaTx {
     let system = keys.len() as u8;
     keys.push(SYSTEM_PROGRAM);
     let memo = keys.len() as u8;
-    keys.push(program_id(MEMO_PROGRAM));
+    keys.push(*memo_program());
     let budget = spec.cu_price.map(|_| {
-        keys.push(program_id(COMPUTE_BUDGET_PROGRAM));
+        keys.push(*compute_budget_program());
         keys.len() as u8 - 1
     });
     let readonly_unsigned = keys.len() as u8 - if self_transfer { 1 } else { 2 };
