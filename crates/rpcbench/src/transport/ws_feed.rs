@@ -286,16 +286,14 @@ impl Feed for WsFeed {
         // Each request framed into the writer's buffer, then one flush (one write) for all.
         for (position, call) in calls {
             let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
-            if self.positions.len() <= *position {
-                self.positions.resize_with(position + 1, FeedSlot::default);
-            }
-            self.positions[*position].unsubscribe = call.unsubscribe;
+            self.positions.entry(*position).or_default().unsubscribe = call.unsubscribe;
             let mut request = Vec::with_capacity(160);
             request.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
             request.extend_from_slice(itoa::Buffer::new().format(2 * position + 1).as_bytes());
-            request.extend_from_slice(b",\"method\":\"");
-            request.extend_from_slice(call.method.as_bytes());
-            request.extend_from_slice(b"\",\"params\":");
+            request.extend_from_slice(b",\"method\":");
+            // A JSON string whatever the name holds.
+            serde_json::to_writer(&mut request, &call.method).map_err(|_| FeedEnd::Protocol)?;
+            request.extend_from_slice(b",\"params\":");
             serde_json::to_writer(&mut request, &call.params).map_err(|_| FeedEnd::Protocol)?;
             request.push(b'}');
             let text = String::from_utf8(request).map_err(|_| FeedEnd::Protocol)?;
