@@ -474,9 +474,12 @@ fn compare_states_its_rounds_order_and_tie_band_and_refuses_a_bad_band() {
         "--shuffle",
         "-q",
     ]));
-    assert!(text.contains("Verdicts against a (95% CI over 3 round(s), tie band ±3%)"), "{text}");
+    assert!(
+        text.contains("Verdicts against a (95% CI over 3 round(s), tie band ±3%, p95 and p99 ±10%)"),
+        "{text}"
+    );
     assert!(text.contains("3 round(s) of 20 requests per target, order shuffled"), "{text}");
-    for (flag, value) in [("--tie", "100%"), ("--tie", "x"), ("--rounds", "0")] {
+    for (flag, value) in [("--tie", "100%"), ("--tie", "x"), ("--tail-tie", "x"), ("--rounds", "0")] {
         let output = rpcbench(&["compare", &a, &b, "-m", "getSlot", flag, value]);
         assert_eq!(output.status.code(), Some(2), "{flag} {value}");
         assert!(stderr(&output).contains(flag), "{flag} {value}: {}", stderr(&output));

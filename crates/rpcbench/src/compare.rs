@@ -25,7 +25,9 @@ pub use crate::util::json_path::{normalize, FieldPath};
 use crate::util::printable::escape_controls;
 use crate::util::redact::Secrets;
 use crate::util::units::trim_float;
-use crate::verdict::{methodology_lines, verdicts_at, FigureVerdict, Methodology, RoundFigures};
+use crate::verdict::{
+    methodology_lines, tie_bands_text, verdicts_by, FigureVerdict, Methodology, RoundFigures, VerdictRule,
+};
 
 /// Version of the comparison JSON layout.
 pub const COMPARISON_VERSION: u32 = 1;
@@ -257,11 +259,11 @@ impl ComparisonVerdicts {
         let m = &self.methodology;
         let _ = writeln!(
             out,
-            "Verdicts against {} ({}% CI over {} round(s), tie band ±{}%)",
+            "Verdicts against {} ({}% CI over {} round(s), {})",
             escape_controls(&self.baseline),
             trim_float(m.confidence * 100.0),
             m.rounds,
-            trim_float(m.tie * 100.0)
+            tie_bands_text(m)
         );
         let name_width = self.targets.iter().map(|t| t.name.chars().count()).max().unwrap_or(0);
         let metric_width = self
@@ -301,12 +303,7 @@ pub fn comparison_verdicts(runs: &[SavedRun]) -> Option<ComparisonVerdicts> {
         let theirs = run.file.rounds.as_ref()?;
         targets.push(TargetVerdicts {
             name: run.label.clone(),
-            verdicts: verdicts_at(
-                &baseline.rounds,
-                &theirs.rounds,
-                baseline.methodology.tie,
-                baseline.methodology.looks,
-            ),
+            verdicts: verdicts_by(&baseline.rounds, &theirs.rounds, &VerdictRule::of(&baseline.methodology)),
         });
     }
     Some(ComparisonVerdicts {

@@ -61,6 +61,7 @@ pub mod report;
 pub mod results;
 pub mod rounds;
 pub mod scenario;
+pub mod sequential;
 mod server;
 mod settings;
 pub(crate) mod slot_timer;
@@ -71,6 +72,8 @@ mod transport;
 pub mod tx;
 mod util;
 pub mod verdict;
+#[cfg(test)]
+mod verdict_defaults_tests;
 pub mod workload;
 
 // The facade: what the CLI and a library user need from the crate's private rooms

@@ -21,7 +21,8 @@ use crate::record::{RunRecord, SeriesPoint};
 use crate::report::RunReport;
 use crate::results::{ResultsFile, SavedRun};
 use crate::verdict::{
-    Methodology, RoundFigures, RoundOrder, RoundsRecord, BOOTSTRAP_SEED, CI_METHOD, CONFIDENCE,
+    LookBoundary, Methodology, RoundFigures, RoundOrder, RoundsRecord, VerdictRule, BOOTSTRAP_SEED,
+    CI_METHOD, CONFIDENCE,
 };
 use crate::workload::Workload;
 
@@ -36,6 +37,8 @@ pub struct RoundsPlan {
     pub cooldown: Duration,
     /// The tie band of the verdicts.
     pub tie: f64,
+    /// The tie band of the p95 and p99 verdicts.
+    pub tail_tie: f64,
     /// Each round and target draws its own parameter sequence (its seed varied).
     pub vary_params: bool,
     /// Each round runs the whole length rather than a share of it (a replay of a file once
@@ -44,9 +47,9 @@ pub struct RoundsPlan {
     /// Adaptive rounds: after `rounds` rounds, and after every `rounds` more, the verdicts are
     /// looked at, and the comparison goes on while any of them is "not enough data", up to
     /// this many rounds (rounded down to a multiple of `rounds`; each further round as long as
-    /// the first ones). Every interval is then read at `1 - 0.05 / looks`, so that the one
-    /// reported is a 95% interval although the comparison chose when to stop. 0, or no more
-    /// than `rounds`: exactly `rounds` rounds.
+    /// the first ones). Every interval is then widened for the looks (O'Brien-Fleming,
+    /// [`crate::sequential`]), so that the one reported is a 95% interval although the
+    /// comparison chose when to stop. 0, or no more than `rounds`: exactly `rounds` rounds.
     pub max_rounds: u32,
     /// The warm-up of each target's rounds after its first, when shorter than the run's own:
     /// the targets have been warmed and loaded by then, and a short warm-up only opens the
@@ -67,15 +70,27 @@ impl RoundsPlan {
     pub fn budget(&self) -> u32 {
         self.rounds.max(1) * self.looks()
     }
+
+    /// What the verdicts are judged by: the tie bands, and the looks with the O'Brien-Fleming
+    /// boundary.
+    pub fn rule(&self) -> VerdictRule {
+        VerdictRule {
+            tie: self.tie,
+            tail_tie: self.tail_tie,
+            looks: self.looks(),
+            budget: self.budget(),
+            boundary: LookBoundary::ObrienFleming,
+        }
+    }
 }
 
 /// Whether every verdict of every target against the first (the baseline) is decided
 /// (faster, slower or no difference, none "not enough data"), from the rounds gathered so far,
-/// with intervals at the looks' confidence.
-pub fn all_decided(rounds: &[&[RoundFigures]], tie: f64, looks: u32) -> bool {
+/// with intervals at the look's confidence.
+pub fn all_decided(rounds: &[&[RoundFigures]], rule: &VerdictRule) -> bool {
     let Some((baseline, rest)) = rounds.split_first() else { return true };
     rest.iter().all(|target| {
-        crate::verdict::verdicts_at(baseline, target, tie, looks)
+        crate::verdict::verdicts_by(baseline, target, rule)
             .iter()
             .all(|verdict| verdict.judgement != crate::verdict::Judgement::NotEnoughData)
     })
@@ -387,7 +402,7 @@ pub fn run_rounds(
         if round >= rounds && round % rounds == 0 {
             let gathered_rounds: Vec<&[RoundFigures]> =
                 gathered.iter().map(|g| g.rounds.as_slice()).collect();
-            if all_decided(&gathered_rounds, plan.tie, plan.looks()) {
+            if all_decided(&gathered_rounds, &plan.rule()) {
                 break;
             }
         }
@@ -532,6 +547,8 @@ pub fn run_rounds(
         max_rounds: (plan.looks() > 1).then_some(budget),
         look_every: (plan.looks() > 1).then_some(rounds),
         looks: plan.looks(),
+        boundary: LookBoundary::ObrienFleming,
+        tail_tie: (plan.tail_tie != plan.tie).then_some(plan.tail_tie),
         later_warmup_ms: first.and_then(|c| {
             plan.later_warmup.filter(|later| *later < c.warmup).map(|later| later.as_millis() as u64)
         }),
@@ -738,6 +755,7 @@ mod tests {
             order: RoundOrder::Rotated,
             cooldown: Duration::ZERO,
             tie: 0.03,
+            tail_tie: 0.03,
             vary_params: false,
             whole_rounds: false,
             max_rounds,
@@ -751,18 +769,18 @@ mod tests {
         let baseline: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 1000.0)).collect();
         // Steady and equal: every verdict decided (no difference).
         let same: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 1000.0)).collect();
-        assert!(all_decided(&[&baseline, &same], 0.03, 4));
+        assert!(all_decided(&[&baseline, &same], &plan(5, 20).rule()));
         // Steady and half as fast: decided (slower).
         let half: Vec<RoundFigures> = (1..=5).map(|r| figures(r, 500.0)).collect();
-        assert!(all_decided(&[&baseline, &half], 0.03, 4));
+        assert!(all_decided(&[&baseline, &half], &plan(5, 20).rule()));
         // Rates that spread across the band: go on.
         let spread: Vec<RoundFigures> = [800.0, 1250.0, 900.0, 1100.0, 1000.0]
             .iter()
             .zip(1..)
             .map(|(rate, r)| figures(r, *rate))
             .collect();
-        assert!(!all_decided(&[&baseline, &same, &spread], 0.03, 4));
-        assert!(all_decided(&[&baseline], 0.03, 4), "a baseline alone has nothing to decide");
+        assert!(!all_decided(&[&baseline, &same, &spread], &plan(5, 20).rule()));
+        assert!(all_decided(&[&baseline], &plan(5, 20).rule()), "a baseline alone has nothing to decide");
     }
 
     #[test]

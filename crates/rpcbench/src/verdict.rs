@@ -39,10 +39,16 @@
 //! percent, and their verdict is then honestly "not enough data", with the rounds it would
 //! take. Identical nodes whose figures are steadier than the band (nodes whose latency is
 //! their own, not the machine's) come out "no difference" at the default 5 rounds and 3%.
+//!
+//! Each figure is judged against its own tie band ([`VerdictRule`]): `--tie` for req/s, p50,
+//! error share, CPU and memory, `--tail-tie` for p95 and p99, whose rounds spread more; and the
+//! intervals of an adaptive comparison are widened for its looks ([`crate::sequential`]).
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+
+pub use crate::sequential::LookBoundary;
 
 /// Rounds of a comparison unless `--rounds` says otherwise (a load of stages runs whole in
 /// each round, so there it is one).
@@ -50,6 +56,8 @@ pub const DEFAULT_ROUNDS: u32 = crate::defaults::ROUNDS;
 /// The tie band unless `--tie` says otherwise: a ratio within 3% of 1 either way is no
 /// difference.
 pub const DEFAULT_TIE: f64 = crate::defaults::TIE;
+/// The tie band of p95 and p99 unless `--tail-tie` says otherwise.
+pub const DEFAULT_TAIL_TIE: f64 = crate::defaults::TAIL_TIE;
 /// Bootstrap resamples.
 pub const RESAMPLES: u32 = 2000;
 /// The bootstrap's seed, fixed so that the same rounds always give the same interval.
@@ -127,9 +135,19 @@ pub struct Methodology {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub look_every: Option<u32>,
     /// Looks the comparison could take at its rounds (1: fixed rounds); each interval is at
-    /// `1 - 0.05 / looks` ([`look_alpha`]), so that the one reported is a 95% interval.
+    /// widened for them as [`Methodology::boundary`] says, so that the one reported is a 95%
+    /// interval.
     #[serde(default = "one_look", skip_serializing_if = "is_one_look")]
     pub looks: u32,
+    /// How each look's interval was widened for the looks ([`LookBoundary`]); files written
+    /// before it was kept used Bonferroni.
+    #[serde(default)]
+    pub boundary: LookBoundary,
+    /// The tie band of p95 and p99 (`--tail-tie`), when it is not [`Methodology::tie`]: a
+    /// loaded node's tail moves more from round to round than its throughput or median, and
+    /// what difference in it matters is a band of its own. Absent: the tie band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_tie: Option<f64>,
     /// Warm-up before each target's later rounds, when shorter than its first round's
     /// ([`Methodology::warmup_ms`]), milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,6 +362,67 @@ pub struct FigureVerdict {
     pub text: String,
 }
 
+/// What a comparison's verdicts are judged by: the tie bands, and the looks the comparison
+/// could take at its rounds with the boundary that widens each look's interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VerdictRule {
+    /// The tie band of req/s, p50, error share, CPU and memory.
+    pub tie: f64,
+    /// The tie band of p95 and p99.
+    pub tail_tie: f64,
+    /// Looks the comparison could take (1: fixed rounds).
+    pub looks: u32,
+    /// The most rounds it could run (the last look's).
+    pub budget: u32,
+    /// How each look's interval is widened.
+    pub boundary: LookBoundary,
+}
+
+impl VerdictRule {
+    /// The rule a comparison was run with, as its methodology keeps it.
+    pub fn of(methodology: &Methodology) -> VerdictRule {
+        VerdictRule {
+            tie: methodology.tie,
+            tail_tie: methodology.tail_tie.unwrap_or(methodology.tie),
+            looks: methodology.looks,
+            budget: methodology.max_rounds.unwrap_or(methodology.rounds),
+            boundary: methodology.boundary,
+        }
+    }
+
+    /// The share an interval from `rounds` rounds leaves out (both tails together): 5% for
+    /// fixed rounds, less at each look of adaptive ones ([`LookBoundary::look_alpha`]).
+    pub fn alpha(&self, rounds: u32) -> f64 {
+        self.boundary.look_alpha(1.0 - CONFIDENCE, self.looks, rounds, self.budget)
+    }
+}
+
+/// The tie band a figure is judged against, and whether it is the tail's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TieBand {
+    /// Ratios within this share of 1 either way are no difference.
+    share: f64,
+    /// The band of p95 and p99, when it is not the tie band.
+    tail: bool,
+}
+
+impl TieBand {
+    /// `figure`'s band: `tail_tie` for p95 and p99, `tie` for the others.
+    fn of(figure: Figure, tie: f64, tail_tie: f64) -> TieBand {
+        let tail = matches!(figure, Figure::P95 | Figure::P99) && tail_tie != tie;
+        TieBand { share: if tail { tail_tie } else { tie }, tail }
+    }
+
+    /// The band as a verdict names it: `±3% tie band`, `±10% tail tie band`.
+    fn name(self) -> String {
+        format!(
+            "±{}% {}tie band",
+            crate::util::units::trim_float(self.share * 100.0),
+            if self.tail { "tail " } else { "" }
+        )
+    }
+}
+
 /// The mean of `values`.
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
@@ -534,6 +613,19 @@ pub fn judge(figure: Figure, ratios: &[f64], tie: f64, seed: u64) -> FigureVerdi
 /// [`judge`] for a comparison that may have stopped at any of `looks` looks at its rounds:
 /// the interval at `1 - 0.05 / looks` ([`look_alpha`]).
 pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32) -> FigureVerdict {
+    judge_in_band(figure, ratios, TieBand::of(figure, tie, tie), seed, look_alpha(looks))
+}
+
+/// [`judge`] by `rule`: the figure's tie band, the interval at the confidence of the look its
+/// rounds are.
+#[cfg(test)]
+pub(crate) fn judge_for_rule(figure: Figure, ratios: &[f64], rule: &VerdictRule) -> FigureVerdict {
+    let band = TieBand::of(figure, rule.tie, rule.tail_tie);
+    judge_in_band(figure, ratios, band, BOOTSTRAP_SEED, rule.alpha(ratios.len() as u32))
+}
+
+/// [`judge`] against `band`, the interval leaving out `alpha` (both tails together).
+fn judge_in_band(figure: Figure, ratios: &[f64], band: TieBand, seed: u64, alpha: f64) -> FigureVerdict {
     let ratios: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite() && *r > 0.0).collect();
     let mut verdict = FigureVerdict {
         metric: figure.name().to_string(),
@@ -560,8 +652,8 @@ pub fn judge_at(figure: Figure, ratios: &[f64], tie: f64, seed: u64, looks: u32)
     }
     let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
     let m = mean(&logs);
-    let interval = bootstrap_mean_interval_at(&logs, RESAMPLES, seed, look_alpha(looks)).unwrap_or((m, m));
-    settle(&mut verdict, figure, m, interval, std_dev(&logs), tie);
+    let interval = bootstrap_mean_interval_at(&logs, RESAMPLES, seed, alpha).unwrap_or((m, m));
+    settle(&mut verdict, figure, m, interval, std_dev(&logs), band);
     verdict
 }
 
@@ -574,8 +666,9 @@ fn settle(
     m: f64,
     (low, high): (f64, f64),
     spread: f64,
-    tie: f64,
+    band: TieBand,
 ) {
+    let tie = band.share;
     let edge = (1.0 + tie).ln();
     let (ratio, ci_low, ci_high) = (m.exp(), low.exp(), high.exp());
     verdict.ratio = Some(ratio);
@@ -605,10 +698,10 @@ fn settle(
             (1.0 - ci_low) * 100.0
         ),
         Judgement::NoDifference => format!(
-            "no difference (CI {}..{}, inside the ±{}% tie band)",
+            "no difference (CI {}..{}, inside the {})",
             signed_percent(ci_low),
             signed_percent(ci_high),
-            crate::util::units::trim_float(tie * 100.0)
+            band.name()
         ),
         Judgement::NotEnoughData => {
             verdict.rounds_needed = rounds_needed(m, spread, edge, verdict.rounds);
@@ -618,10 +711,10 @@ fn settle(
                 None => "the estimate sits on the tie band's edge".into(),
             };
             format!(
-                "not enough data (CI {}..{} reaches across the ±{}% tie band; {more})",
+                "not enough data (CI {}..{} reaches across the {}; {more})",
                 signed_percent(ci_low),
                 signed_percent(ci_high),
-                crate::util::units::trim_float(tie * 100.0)
+                band.name()
             )
         }
     };
@@ -676,11 +769,10 @@ fn judge_pooled(
     quantile: f64,
     (baseline, target): (&crate::pooled::PooledRounds, &crate::pooled::PooledRounds),
     ratios: &[f64],
-    tie: f64,
-    looks: u32,
+    band: TieBand,
+    alpha: f64,
 ) -> Option<FigureVerdict> {
-    let (m, interval, spread) =
-        pooled_interval(baseline, target, quantile, BOOTSTRAP_SEED, look_alpha(looks))?;
+    let (m, interval, spread) = pooled_interval(baseline, target, quantile, BOOTSTRAP_SEED, alpha)?;
     let rounds = baseline.len().min(target.len()) as u32;
     let mut verdict = FigureVerdict {
         metric: figure.name().to_string(),
@@ -701,7 +793,7 @@ fn judge_pooled(
         );
         return Some(verdict);
     }
-    settle(&mut verdict, figure, m, interval, spread, tie);
+    settle(&mut verdict, figure, m, interval, spread, band);
     Some(verdict)
 }
 
@@ -728,16 +820,30 @@ pub fn verdicts(baseline: &[RoundFigures], target: &[RoundFigures], tie: f64) ->
 }
 
 /// [`verdicts`] of a comparison that may have stopped at any of `looks` looks at its rounds
-/// (each interval at `1 - 0.05 / looks`, [`look_alpha`]).
+/// (each interval at `1 - 0.05 / looks`, [`look_alpha`]: Bonferroni, one tie band for every
+/// figure, as comparisons were judged before [`verdicts_by`]).
 pub fn verdicts_at(
     baseline: &[RoundFigures],
     target: &[RoundFigures],
     tie: f64,
     looks: u32,
 ) -> Vec<FigureVerdict> {
+    let rule = VerdictRule { tie, tail_tie: tie, looks, budget: looks, boundary: LookBoundary::Bonferroni };
+    verdicts_by(baseline, target, &rule)
+}
+
+/// The verdicts on every figure measured in both, judged by `rule`: each figure against its
+/// own tie band, every interval at the confidence of the look the rounds gathered so far are
+/// ([`VerdictRule::alpha`]).
+pub fn verdicts_by(
+    baseline: &[RoundFigures],
+    target: &[RoundFigures],
+    rule: &VerdictRule,
+) -> Vec<FigureVerdict> {
     let pairs: Vec<(&RoundFigures, &RoundFigures)> =
         baseline.iter().filter_map(|b| target.iter().find(|t| t.round == b.round).map(|t| (b, t))).collect();
     let pooled = if pairs.is_empty() { None } else { pooled_pairs(&pairs) };
+    let alpha = rule.alpha(pairs.len() as u32);
     Figure::ALL
         .iter()
         .filter_map(|figure| {
@@ -746,11 +852,12 @@ pub fn verdicts_at(
                 return None;
             }
             let ratios: Vec<f64> = pairs.iter().filter_map(|(b, t)| figure.round_ratio(b, t)).collect();
+            let band = TieBand::of(*figure, rule.tie, rule.tail_tie);
             let by_pooling = figure
                 .quantile()
                 .zip(pooled.as_ref())
-                .and_then(|(quantile, (b, t))| judge_pooled(*figure, quantile, (b, t), &ratios, tie, looks));
-            Some(by_pooling.unwrap_or_else(|| judge_at(*figure, &ratios, tie, BOOTSTRAP_SEED, looks)))
+                .and_then(|(quantile, (b, t))| judge_pooled(*figure, quantile, (b, t), &ratios, band, alpha));
+            Some(by_pooling.unwrap_or_else(|| judge_in_band(*figure, &ratios, band, BOOTSTRAP_SEED, alpha)))
         })
         .collect()
 }
@@ -797,17 +904,33 @@ pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
         }
     ));
     lines.push(format!(
-        "{}% CI: {} (seed {:#x}); tie band ±{}%",
+        "{}% CI: {} (seed {:#x}); {}",
         crate::util::units::trim_float(methodology.confidence * 100.0),
         methodology.ci_method,
         methodology.bootstrap_seed,
-        crate::util::units::trim_float(methodology.tie * 100.0)
+        tie_bands_text(methodology)
     ));
+    let rule = VerdictRule::of(methodology);
     if methodology.looks > 1 {
+        let percent = |alpha: f64| format!("{:.2}%", (1.0 - alpha) * 100.0).replace(".00%", "%");
+        let at = match (methodology.boundary, methodology.look_every) {
+            (LookBoundary::ObrienFleming, Some(every)) => {
+                let each: Vec<String> =
+                    (1..=methodology.looks).map(|look| percent(rule.alpha(look * every))).collect();
+                format!(
+                    "each look's interval at {} after {every}, {}, ... rounds; these after {}: {}",
+                    each.join(", "),
+                    2 * every,
+                    methodology.rounds,
+                    percent(rule.alpha(methodology.rounds))
+                )
+            }
+            _ => format!("each look's interval at {}", percent(rule.alpha(methodology.rounds))),
+        };
         lines.push(format!(
-            "  each look's interval at {}% ({} looks, Bonferroni), so the one reported, whichever look stopped the comparison, is a 95% interval",
-            crate::util::units::trim_float((1.0 - look_alpha(methodology.looks)) * 100.0),
-            methodology.looks
+            "  {at} ({} looks, {}), so the one reported, whichever look stopped the comparison, is a 95% interval",
+            methodology.looks,
+            methodology.boundary.name()
         ));
     }
     match methodology.cacheable {
@@ -819,6 +942,26 @@ pub fn methodology_lines(methodology: &Methodology) -> Vec<String> {
         None => {}
     }
     lines
+}
+
+/// The tie bands as the methodology and the verdicts' heading name them: `tie band ±3%`, and
+/// the tail's when it differs (`tie band ±3%, p95 and p99 ±10%`).
+pub fn tie_bands_text(methodology: &Methodology) -> String {
+    let percent = |share: f64| crate::util::units::trim_float(share * 100.0);
+    match methodology.tail_tie.filter(|tail| *tail != methodology.tie) {
+        Some(tail) => format!("tie band ±{}%, p95 and p99 ±{}%", percent(methodology.tie), percent(tail)),
+        None => format!("tie band ±{}%", percent(methodology.tie)),
+    }
+}
+
+/// The tie band a verdict on `metric` (a figure's name, `p99`) was judged against.
+pub fn metric_tie(methodology: &Methodology, metric: &str) -> f64 {
+    match Figure::ALL.iter().find(|figure| figure.name() == metric) {
+        Some(figure) => {
+            TieBand::of(*figure, methodology.tie, methodology.tail_tie.unwrap_or(methodology.tie)).share
+        }
+        None => methodology.tie,
+    }
 }
 
 /// Round orders as `A B | B A | ...`, the first four.

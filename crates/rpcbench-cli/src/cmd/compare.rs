@@ -106,7 +106,7 @@ pub struct CompareArgs {
 
     #[arg(help = format!("Rounds: the targets take turns this many times, each round a share of the length after its own warm-up, the order rotated every round (A B, then B A); the verdicts' intervals come from the spread of the rounds [default: {}; 1 for a load of stages or a replay, which run whole in each round]", rpcbench::defaults::ROUNDS), long, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Rounds and verdicts")]
     pub rounds: Option<u32>,
-    #[arg(help = format!("Adaptive rounds: look at the verdicts after every --rounds rounds and go on while any is \"not enough data\", up to N rounds (each as long as the first; every interval then at 1 - 5%/looks, so the one reported stays a 95% interval) [default: {} times --rounds with a duration; --rounds with -n, a load of stages or a replay]", rpcbench::defaults::ROUND_BUDGET_FACTOR), long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4000), help_heading = "Rounds and verdicts")]
+    #[arg(help = format!("Adaptive rounds: look at the verdicts after every --rounds rounds and go on while any is \"not enough data\", up to N rounds (each as long as the first; every interval then widened for the looks, O'Brien-Fleming, so the one reported stays a 95% interval) [default: {} times --rounds with a duration; --rounds with -n, a load of stages or a replay]", rpcbench::defaults::ROUND_BUDGET_FACTOR), long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4000), help_heading = "Rounds and verdicts")]
     pub max_rounds: Option<u32>,
     /// Shuffle each round's order from the seed instead of rotating it.
     #[arg(long, conflicts_with = "simultaneous", help_heading = "Rounds and verdicts")]
@@ -120,6 +120,11 @@ pub struct CompareArgs {
     /// either way is "no difference" (e.g. 3% or 0.5%).
     #[arg(long, value_name = "PCT", default_value = rpcbench::defaults::TIE_TEXT, value_parser = tie_band, help_heading = "Rounds and verdicts")]
     pub tie: f64,
+    /// The tie band of p95 and p99: a loaded node's tail moves more from round to round than
+    /// its throughput or median, so it gets a band of its own (e.g. 10%, or 3% to hold the
+    /// tail to --tie's band).
+    #[arg(long, value_name = "PCT", default_value = rpcbench::defaults::TAIL_TIE_TEXT, value_parser = tie_band, help_heading = "Rounds and verdicts")]
+    pub tail_tie: f64,
     /// Each round and target draws its own parameter sequence from the same pools (the seed
     /// varied), so that no target gets requests a response cache has just seen.
     #[arg(long, help_heading = "Rounds and verdicts")]
@@ -468,6 +473,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         order,
         cooldown,
         tie: args.tie,
+        tail_tie: args.tail_tie,
         vary_params: args.vary_params,
         whole_rounds: whole,
         max_rounds,

@@ -284,11 +284,11 @@ fn verdicts_markdown(out: &mut String, verdicts: &crate::compare::ComparisonVerd
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Against {}: {}% intervals over {} round(s); no difference within ±{}%.",
+        "Against {}: {}% intervals over {} round(s); no difference within the {}.",
         cell(&verdicts.baseline),
         crate::util::units::trim_float(m.confidence * 100.0),
         m.rounds,
-        crate::util::units::trim_float(m.tie * 100.0)
+        crate::verdict::tie_bands_text(m)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "| target | metric | ratio | 95% CI | verdict |");

@@ -13,7 +13,7 @@ use rpcbench::demo::SEED_ACCOUNT;
 use rpcbench::engine::StopHandle;
 use rpcbench::mock::{Chain, Latency, MockOptions, MockServer};
 use rpcbench::rounds::{run_rounds, RoundsPlan};
-use rpcbench::verdict::{Judgement, RoundOrder, DEFAULT_ROUNDS, DEFAULT_TIE};
+use rpcbench::verdict::{Judgement, RoundOrder, DEFAULT_ROUNDS, DEFAULT_TAIL_TIE, DEFAULT_TIE};
 use serde_json::json;
 
 use crate::util::{closed_loop, seconds};
@@ -200,6 +200,7 @@ fn compare_in_rounds(
         order: RoundOrder::Rotated,
         cooldown: Duration::from_millis(50),
         tie: DEFAULT_TIE,
+        tail_tie: DEFAULT_TAIL_TIE,
         vary_params: false,
         whole_rounds: false,
         max_rounds: 0,
@@ -293,6 +294,7 @@ fn an_adaptive_comparison_runs_whole_looks_and_its_widened_interval_still_holds_
         order: RoundOrder::Rotated,
         cooldown: Duration::from_millis(20),
         tie: DEFAULT_TIE,
+        tail_tie: DEFAULT_TAIL_TIE,
         vary_params: false,
         whole_rounds: false,
         max_rounds: 9,
@@ -307,7 +309,7 @@ fn an_adaptive_comparison_runs_whole_looks_and_its_widened_interval_still_holds_
     assert_eq!((methodology.looks, methodology.max_rounds, methodology.look_every), (3, Some(9), Some(3)));
     assert_eq!(methodology.round_length, "300.00ms");
     assert_eq!((methodology.warmup_ms, methodology.later_warmup_ms), (300, Some(50)));
-    assert!(table.contains("(3 looks, Bonferroni)"), "{table}");
+    assert!(table.contains("(3 looks, O'Brien-Fleming)"), "{table}");
     let p50 = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "p50").unwrap();
     assert_eq!(p50.judgement, Judgement::Higher, "{}\n{table}", p50.text);
     assert_eq!(p50.rounds, methodology.rounds);

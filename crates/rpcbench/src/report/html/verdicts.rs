@@ -15,12 +15,12 @@ pub(super) fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) ->
     let mut out = String::new();
     let _ = write!(
         out,
-        "<p class=\"sub\">Against {}: {}% intervals over {} round(s); no difference within \u{b1}{}% (shaded). \
+        "<p class=\"sub\">Against {}: {}% intervals over {} round(s); no difference within the {} (shaded). \
          Dots: each round's ratio; bar: the interval; tick: the estimate; log scale, 1x in the middle.</p>",
         esc(&verdicts.baseline),
         crate::util::units::trim_float(m.confidence * 100.0),
         m.rounds,
-        crate::util::units::trim_float(m.tie * 100.0)
+        esc(&crate::verdict::tie_bands_text(m))
     );
     out.push_str("<table class=\"verdicts\" style=\"text-align:left\"><tr><th>target</th><th>metric</th><th>ratio</th><th>rounds and interval</th><th>verdict</th></tr>");
     for (index, target) in verdicts.targets.iter().enumerate() {
@@ -28,6 +28,7 @@ pub(super) fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) ->
         for verdict in &target.verdicts {
             // Each strip its own log scale around 1x, wide enough for its points, its
             // interval and twice the tie band; its ends labelled.
+            let tie = crate::verdict::metric_tie(m, &verdict.metric);
             let extent = verdict
                 .round_ratios
                 .iter()
@@ -36,13 +37,13 @@ pub(super) fn verdicts_section(verdicts: &crate::compare::ComparisonVerdicts) ->
                 .chain(verdict.ci_high)
                 .filter(|r| r.is_finite() && *r > 0.0)
                 .map(|r| r.ln().abs())
-                .fold((1.0 + m.tie).ln() * 2.0, f64::max)
+                .fold((1.0 + tie).ln() * 2.0, f64::max)
                 * 1.15;
             let x = |ratio: f64| WIDTH / 2.0 + ratio.ln() / extent * (WIDTH / 2.0 - 30.0);
             let mut svg = format!(
                 "<svg width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\"><rect x=\"{:.1}\" y=\"0\" width=\"{:.1}\" height=\"{HEIGHT}\" fill=\"#ddd\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"0\" y2=\"{HEIGHT}\" stroke=\"#888\"/>",
-                x(1.0 / (1.0 + m.tie)),
-                x(1.0 + m.tie) - x(1.0 / (1.0 + m.tie)),
+                x(1.0 / (1.0 + tie)),
+                x(1.0 + tie) - x(1.0 / (1.0 + tie)),
                 x(1.0),
                 x(1.0)
             );
