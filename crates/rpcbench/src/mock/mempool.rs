@@ -507,6 +507,35 @@ mod tests {
     }
 
     #[test]
+    fn a_transaction_whose_signature_is_broken_is_refused_and_never_pooled() {
+        let (mut pool, keys) = funded_pool(MempoolSettings::new(31337));
+        let raw = transfer(&keys[0], 0, 31337);
+        // The last 32 bytes are `s` (a 0xa0 string header before them): its high twin
+        // n - s, and a zero `s`.
+        let order: [u8; 32] = [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+            0xba, 0xae, 0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b, 0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41,
+        ];
+        let s_at = raw.len() - 32;
+        assert_eq!(raw[s_at - 1], 0xa0, "a 32-byte s");
+        let mut high = raw.clone();
+        let mut borrow = 0i16;
+        for i in (0..32).rev() {
+            let difference = i16::from(order[i]) - i16::from(raw[s_at + i]) - borrow;
+            high[s_at + i] = difference.rem_euclid(256) as u8;
+            borrow = i16::from(difference < 0);
+        }
+        let mut zero = raw.clone();
+        zero[s_at..].fill(0);
+        for broken in [high, zero] {
+            let err = pool.submit(&broken).unwrap_err();
+            assert_eq!((err.code, err.message.as_str()), (-32000, "invalid transaction signature"));
+        }
+        assert_eq!(pool.nonce(&keys[0].address(), true), 0, "nothing pooled");
+        pool.submit(&raw).unwrap();
+    }
+
+    #[test]
     fn a_block_includes_no_more_than_its_gas_limit_and_the_rest_waits_for_the_next() {
         let mut settings = MempoolSettings::new(31337);
         settings.block_gas_limit = 50_000;

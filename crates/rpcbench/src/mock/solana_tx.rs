@@ -10,10 +10,16 @@
 //! `requestAirdrop` credits lamports, `getBalance` answers the accounts it knows,
 //! `getLatestBlockhash` states the validity the knob gives. Memory is bounded: statuses are
 //! kept for the newest `capacity` signatures.
+//!
+//! Cost per transaction (the mock must keep up with a generator on its own core): signers'
+//! public keys are decompressed once and kept ([`VerifyingKeys`]), and the signature named in
+//! the answer is written by the crate's own base58 (`crate::tx::solana::base58`).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::OnceLock;
 
 use base64::Engine as _;
+use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::{json, Value};
 
 use super::prng::{bytes, draw};
@@ -43,6 +49,8 @@ const FEE_PER_SIGNATURE: u64 = 5000;
 const COMPUTE_UNITS: u64 = 200_000;
 /// Most signatures one `getSignatureStatuses` takes.
 const MAX_STATUS_SIGNATURES: usize = 256;
+/// Signers' public keys kept decompressed at most (past it the table starts afresh).
+const VERIFYING_KEYS_KEPT: usize = 4096;
 const S_DROP: u64 = 40;
 const S_AIRDROP: u64 = 41;
 
@@ -85,6 +93,7 @@ pub(crate) struct SolanaTxPool {
     /// `None`: dropped (answered, never lands).
     statuses: HashMap<[u8; 64], Option<Landed>>,
     order: VecDeque<[u8; 64]>,
+    keys: VerifyingKeys,
     taken: u64,
     dropped: u64,
     seed: u64,
@@ -99,6 +108,7 @@ impl SolanaTxPool {
             synced: None,
             statuses: HashMap::new(),
             order: VecDeque::new(),
+            keys: VerifyingKeys::default(),
             taken: 0,
             dropped: 0,
             seed,
@@ -171,14 +181,14 @@ impl SolanaTxPool {
                 format!("failed to deserialize solana_transaction::versioned::VersionedTransaction: {err}"),
             )
         })?;
-        if tx.verify().is_err() {
+        if !self.keys.verify(&tx) {
             return Err(RpcError::new(
                 SIGNATURE_VERIFICATION_FAILURE,
                 "Transaction signature verification failure",
             ));
         }
         let signature = tx.signatures[0];
-        let name = bs58::encode(signature).into_string();
+        let name = crate::tx::solana::base58::signature_text(&signature);
         if self.statuses.contains_key(&signature) {
             return Err(preflight("This transaction has already been processed", "AlreadyProcessed"));
         }
@@ -330,14 +340,51 @@ impl SolanaTxPool {
     }
 }
 
+/// Signers' public keys, decompressed once (decompression is a square root on the curve:
+/// about a third of a verification); bounded by [`VERIFYING_KEYS_KEPT`].
+#[derive(Debug, Default)]
+struct VerifyingKeys {
+    keys: HashMap<[u8; 32], VerifyingKey>,
+}
+
+impl VerifyingKeys {
+    /// Whether every signature of `tx` verifies (strictly, as `DecodedSolanaTx::verify` does)
+    /// against the account key in its position.
+    fn verify(&mut self, tx: &DecodedSolanaTx) -> bool {
+        tx.signatures.iter().zip(&tx.account_keys).all(|(signature, key)| {
+            let Some(key) = self.key(key) else { return false };
+            key.verify_strict(&tx.message, &Signature::from_bytes(signature)).is_ok()
+        })
+    }
+
+    fn key(&mut self, bytes: &[u8; 32]) -> Option<VerifyingKey> {
+        if let Some(key) = self.keys.get(bytes) {
+            return Some(*key);
+        }
+        let key = VerifyingKey::from_bytes(bytes).ok()?;
+        if self.keys.len() >= VERIFYING_KEYS_KEPT {
+            self.keys.clear();
+        }
+        self.keys.insert(*bytes, key);
+        Some(key)
+    }
+}
+
+/// The Compute Budget program's id.
+fn compute_budget_program() -> &'static [u8; 32] {
+    static PROGRAM: OnceLock<[u8; 32]> = OnceLock::new();
+    PROGRAM
+        .get_or_init(|| crate::tx::solana::wire::program_id(crate::tx::solana::wire::COMPUTE_BUDGET_PROGRAM))
+}
+
 /// The fee of `tx`: per signature, plus the priority price of its SetComputeUnitPrice.
 fn fee(tx: &DecodedSolanaTx) -> u64 {
-    let budget = crate::tx::solana::wire::program_id(crate::tx::solana::wire::COMPUTE_BUDGET_PROGRAM);
+    let budget = compute_budget_program();
     let price = tx
         .instructions
         .iter()
         .filter(|ix| {
-            tx.account_keys[usize::from(ix.program)] == budget && ix.data.len() == 9 && ix.data[0] == 3
+            &tx.account_keys[usize::from(ix.program)] == budget && ix.data.len() == 9 && ix.data[0] == 3
         })
         .map(|ix| {
             let mut le = [0u8; 8];
@@ -427,6 +474,63 @@ mod tests {
         let large = transfer(&payer, &TransferSpec { memo: b"c".to_vec(), lamports: 10_000_000, ..spec });
         send(&mut pool, &node, slot, &large.wire).unwrap();
         assert!(pool.landed(&large.signature, landing).unwrap().err.is_some());
+    }
+
+    #[test]
+    fn a_bad_signature_is_refused_on_its_own_transaction_though_its_signers_key_is_kept() {
+        let node = node();
+        let mut pool = SolanaTxPool::new(SolanaTxOptions::default(), 1);
+        let slot = 1000;
+        let block = if node.is_skipped(slot) { slot - 1 } else { slot };
+        let payer = SolanaKeypair::from_seed(&[2; 32]);
+        pool.answer(&node, slot, "requestAirdrop", &[json!(payer.pubkey_text()), json!(1_000_000_000)])
+            .unwrap()
+            .unwrap();
+        let signed = |memo: &[u8]| {
+            let spec = TransferSpec {
+                to: [7; 32],
+                lamports: 1,
+                memo: memo.to_vec(),
+                cu_price: None,
+                blockhash: node.blockhash_bytes(block),
+            };
+            transfer(&payer, &spec)
+        };
+        // Good, bad (a signature bit flipped, the payer's key already kept), good, bad: each
+        // answered on its own, and only the good ones are taken.
+        for round in 0..4u8 {
+            let good = signed(&[b'g', round]);
+            assert!(good.wire[0] == 1, "one signature first");
+            let mut bad = signed(&[b'b', round]).wire;
+            bad[1 + usize::from(round) * 9] ^= 1 << (round % 8);
+            let decoded = decode(&bad).unwrap();
+            assert!(decoded.verify().is_err());
+            assert_eq!(send(&mut pool, &node, slot, &bad).unwrap_err().code, SIGNATURE_VERIFICATION_FAILURE);
+            assert_eq!(
+                send(&mut pool, &node, slot, &good.wire).unwrap(),
+                json!(bs58::encode(good.signature).into_string())
+            );
+        }
+        let taken = pool.answer(&node, slot, "rpcbench_solanaTxStatus", &[]).unwrap().unwrap();
+        // The airdrop counts as one taken.
+        assert_eq!(taken["taken"], json!(5));
+        // A payer key that is not a point of the curve is refused too, and never kept.
+        let not_a_point = (0..=255u8)
+            .map(|y| {
+                let mut key = [0u8; 32];
+                key[0] = y;
+                key
+            })
+            .find(|key| VerifyingKey::from_bytes(key).is_err())
+            .unwrap();
+        let mut off_curve = signed(b"x").wire;
+        let key_at = 1 + 64 + 3 + 1;
+        off_curve[key_at..key_at + 32].copy_from_slice(&not_a_point);
+        assert_eq!(
+            send(&mut pool, &node, slot, &off_curve).unwrap_err().code,
+            SIGNATURE_VERIFICATION_FAILURE
+        );
+        assert!(!pool.keys.keys.contains_key(&not_a_point));
     }
 
     #[test]

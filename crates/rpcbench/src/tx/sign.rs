@@ -4,12 +4,14 @@
 //!
 //! RLP from the `rlp` crate, Keccak-256 from `sha3`; ECDSA signing from libsecp256k1 (the
 //! `secp256k1` crate: a third of k256's cost here, the same bytes: deterministic RFC 6979
-//! nonces, low-s signatures as Ethereum requires), public-key recovery from `k256`.
+//! nonces, low-s signatures as Ethereum requires) and public-key recovery from libsecp256k1
+//! too (a mock node recovers the sender of every transaction it is sent; the same sender as
+//! k256 recovers, high-s signatures refused as k256 refuses them, at a fraction of its cost:
+//! bench/RESULTS.md, tx).
 
 use std::fmt;
 use std::sync::OnceLock;
 
-use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
 use rlp::{Rlp, RlpStream};
 use sha3::{Digest, Keccak256};
 
@@ -245,7 +247,16 @@ fn read_to(item: &Rlp<'_>) -> Result<Option<Address>, DecodeError> {
     }
 }
 
-fn read_signature(r: &Rlp<'_>, s: &Rlp<'_>) -> Result<Signature, DecodeError> {
+/// Half the order of secp256k1's group, big-endian: a signature's `s` above it is the "high"
+/// twin of a valid one, which Ethereum (EIP-2) refuses.
+const HALF_ORDER: [u8; 32] = [
+    0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x5d,
+    0x57, 0x6e, 0x73, 0x57, 0xa4, 0x50, 0x1d, 0xdf, 0xe9, 0x2f, 0x46, 0x68, 0x1b, 0x20, 0xa0,
+];
+
+/// `r || s` (32 big-endian bytes each) from the RLP items of a transaction's signature. Zero,
+/// out-of-range and high `s` are refused here; libsecp256k1 refuses the rest on recovery.
+fn read_signature(r: &Rlp<'_>, s: &Rlp<'_>) -> Result<[u8; 64], DecodeError> {
     let mut bytes = [0u8; 64];
     let (r_half, s_half) = bytes.split_at_mut(32);
     for (item, half) in [(r, r_half), (s, s_half)] {
@@ -255,14 +266,36 @@ fn read_signature(r: &Rlp<'_>, s: &Rlp<'_>) -> Result<Signature, DecodeError> {
         }
         half[32 - data.len()..].copy_from_slice(data);
     }
-    Signature::from_slice(&bytes).map_err(|_| DecodeError::Signature)
+    let (r_half, s_half) = bytes.split_at(32);
+    if r_half.iter().all(|&b| b == 0) || s_half.iter().all(|&b| b == 0) || s_half > &HALF_ORDER[..] {
+        return Err(DecodeError::Signature);
+    }
+    Ok(bytes)
 }
 
-fn recover(tx: &UnsignedTx, signature: &Signature, parity: u8) -> Result<Address, DecodeError> {
-    let recovery = RecoveryId::from_byte(parity).ok_or(DecodeError::Signature)?;
-    let key = VerifyingKey::recover_from_prehash(&signing_hash(tx), signature, recovery)
-        .map_err(|_| DecodeError::Signature)?;
-    Ok(Address::of_key(&key))
+/// The libsecp256k1 context that recovers senders (one per process; it only verifies).
+fn verifier() -> &'static secp256k1::Secp256k1<secp256k1::VerifyOnly> {
+    static VERIFIER: OnceLock<secp256k1::Secp256k1<secp256k1::VerifyOnly>> = OnceLock::new();
+    VERIFIER.get_or_init(secp256k1::Secp256k1::verification_only)
+}
+
+/// The address that signed `prehash` with `signature` (`r || s`) and R's y parity.
+fn recover_address(prehash: &[u8; 32], signature: &[u8; 64], parity: u8) -> Result<Address, DecodeError> {
+    use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
+    let recovery = RecoveryId::from_i32(i32::from(parity)).map_err(|_| DecodeError::Signature)?;
+    let signature =
+        RecoverableSignature::from_compact(signature, recovery).map_err(|_| DecodeError::Signature)?;
+    let message = secp256k1::Message::from_slice(prehash).map_err(|_| DecodeError::Signature)?;
+    let key = verifier().recover_ecdsa(&message, &signature).map_err(|_| DecodeError::Signature)?;
+    // The address: the last 20 bytes of the Keccak-256 of the key's x || y.
+    let digest = Keccak256::digest(&key.serialize_uncompressed()[1..]);
+    let mut address = [0u8; 20];
+    address.copy_from_slice(&digest[12..]);
+    Ok(Address(address))
+}
+
+fn recover(tx: &UnsignedTx, signature: &[u8; 64], parity: u8) -> Result<Address, DecodeError> {
+    recover_address(&signing_hash(tx), signature, parity)
 }
 
 /// Reads raw transaction bytes (legacy or type 2) and recovers the sender.
@@ -407,6 +440,95 @@ mod tests {
             assert_eq!(decoded.tx, tx);
             assert_eq!(decoded.sender, key.address());
             assert_eq!(decoded.hash, signed.hash);
+        }
+    }
+
+    /// The sender k256 recovers from `prehash`, `r || s` and the parity; `None` where k256
+    /// refuses the signature.
+    fn k256_sender(prehash: &[u8; 32], signature: &[u8; 64], parity: u8) -> Option<Address> {
+        use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
+        let signature = Signature::from_slice(signature).ok()?;
+        let recovery = RecoveryId::from_byte(parity)?;
+        VerifyingKey::recover_from_prehash(prehash, &signature, recovery)
+            .ok()
+            .map(|key| Address::of_key(&key))
+    }
+
+    /// `r || s` and R's y parity of a signed raw transaction.
+    fn signature_of(raw: &[u8]) -> ([u8; 64], u8) {
+        if raw[0] >= 0xc0 {
+            let list = Rlp::new(raw);
+            let v: u64 = list.val_at(6).unwrap();
+            (read_signature(&list.at(7).unwrap(), &list.at(8).unwrap()).unwrap(), ((v - 35) % 2) as u8)
+        } else {
+            let list = Rlp::new(&raw[1..]);
+            (read_signature(&list.at(10).unwrap(), &list.at(11).unwrap()).unwrap(), list.val_at(9).unwrap())
+        }
+    }
+
+    #[test]
+    fn the_sender_recovered_is_the_one_k256_recovers_from_the_same_signed_bytes() {
+        // Real transactions of several keys and both forms: the same sender as k256's.
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 4).unwrap();
+        let (legacy, _) = eip155_example();
+        for (n, key) in keys.iter().enumerate() {
+            for nonce in 0..16u64 {
+                let dynamic = UnsignedTx {
+                    chain_id: 31337,
+                    nonce,
+                    fees: Fees::Eip1559 { max_fee_per_gas: 7 + nonce as u128, max_priority_fee_per_gas: 1 },
+                    gas_limit: 21_000,
+                    to: Address::parse("0x3535353535353535353535353535353535353535"),
+                    value: n as u128,
+                    data: vec![nonce as u8; n],
+                };
+                for tx in [UnsignedTx { nonce, ..legacy.clone() }, dynamic] {
+                    let decoded = decode(&sign(&tx, key).raw).unwrap();
+                    assert_eq!(decoded.sender, key.address());
+                    let (signature, parity) = signature_of(&sign(&tx, key).raw);
+                    assert_eq!(k256_sender(&signing_hash(&tx), &signature, parity), Some(decoded.sender));
+                }
+            }
+        }
+        // Arbitrary signatures over arbitrary hashes: where k256 recovers a key, the same
+        // address; where it refuses (high s, zero, out of range), refused too.
+        let mut refused = 0;
+        for i in 0u32..256 {
+            let prehash: [u8; 32] = Keccak256::digest(i.to_be_bytes()).into();
+            let mut signature = [0u8; 64];
+            let r = Keccak256::digest(prehash);
+            signature[..32].copy_from_slice(&r);
+            signature[32..].copy_from_slice(&Keccak256::digest(r));
+            let parity = (i % 2) as u8;
+            let ours = read_signature(
+                &Rlp::new(&rlp::encode(&&signature[..32])),
+                &Rlp::new(&rlp::encode(&&signature[32..])),
+            )
+            .and_then(|signature| recover_address(&prehash, &signature, parity))
+            .ok();
+            assert_eq!(ours, k256_sender(&prehash, &signature, parity), "signature {i}");
+            refused += usize::from(ours.is_none());
+        }
+        // About half of random `s` are high; both refuse them.
+        assert!((64..192).contains(&refused), "{refused}");
+        let order: [u8; 32] = [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+            0xba, 0xae, 0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b, 0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41,
+        ];
+        let one = {
+            let mut one = [0u8; 32];
+            one[31] = 1;
+            one
+        };
+        for (r, s) in [([0u8; 32], one), (one, [0u8; 32]), (order, one), ([0xff; 32], one), (one, HALF_ORDER)]
+        {
+            let mut signature = [0u8; 64];
+            signature[..32].copy_from_slice(&r);
+            signature[32..].copy_from_slice(&s);
+            let ours = read_signature(&Rlp::new(&rlp::encode(&&r[..])), &Rlp::new(&rlp::encode(&&s[..])))
+                .and_then(|signature| recover_address(&[7; 32], &signature, 0))
+                .ok();
+            assert_eq!(ours, k256_sender(&[7; 32], &signature, 0), "r {r:?} s {s:?}");
         }
     }
 

@@ -7,7 +7,7 @@
 //! transactions with [`wire`] too.
 
 pub mod ahead;
-mod base58;
+pub(crate) mod base58;
 pub mod blockhash;
 pub mod keys;
 pub mod landing;
