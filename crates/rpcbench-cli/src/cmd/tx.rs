@@ -21,7 +21,7 @@ use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
 use rpcbench::{TxAck, TxSends};
 
-use super::tx_landing::{Landing, LandingThread};
+use super::tx_landing::{quantity, Landing, LandingThread};
 use serde_json::{json, Value};
 
 use crate::args::tx::{TxArgs, TxChain};
@@ -44,22 +44,6 @@ const TRANSFER_VALUE: u128 = 1;
 const SIGN_AHEAD: usize = 256;
 /// The polling interval when the node has no WebSocket and --poll is not given.
 const DEFAULT_POLL: Duration = Duration::from_millis(100);
-
-pub(super) fn quantity(value: &Value) -> Option<u128> {
-    u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
-}
-
-pub(super) fn hash_bytes(text: &str) -> Option<[u8; 32]> {
-    let digits = text.strip_prefix("0x")?;
-    if digits.len() != 64 {
-        return None;
-    }
-    let mut bytes = [0u8; 32];
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
-    Some(bytes)
-}
 
 fn gwei(wei: u128) -> String {
     format!("{:.3} gwei", wei as f64 / 1e9)

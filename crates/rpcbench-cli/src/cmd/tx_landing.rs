@@ -21,8 +21,6 @@ use rpcbench::tx::watch::SeenHead;
 use rpcbench::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
 
-use super::tx::{hash_bytes, quantity};
-
 /// Blocks fetched at most to fill one gap between two heads seen (or to fetch again below a
 /// reorg).
 const MAX_GAP_BLOCKS: u64 = 64;
@@ -412,4 +410,22 @@ impl LandingThread {
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
+}
+
+/// A hex quantity (`"0x1a"`) as a number.
+pub(super) fn quantity(value: &Value) -> Option<u128> {
+    u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
+}
+
+/// A 32-byte hash written as `0x` and 64 hex digits.
+fn hash_bytes(text: &str) -> Option<[u8; 32]> {
+    let digits = text.strip_prefix("0x")?;
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(bytes)
 }

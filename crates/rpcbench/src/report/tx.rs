@@ -379,6 +379,23 @@ pub(super) fn shard_text(report: &Value) -> Option<String> {
     }
 }
 
+/// The dropped transactions by what the lookup after the timeout found, `; 2 gone, 1
+/// replaced` (empty when none were dropped or the report has no causes).
+pub(super) fn drop_causes(report: &Value) -> String {
+    let causes: Vec<String> = report["dropped_by_cause"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(cause, n)| format!("{} {}", n.as_u64().unwrap_or(0), cause.replace('_', " ")))
+        .collect();
+    if causes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", causes.join(", "))
+    }
+}
+
 /// The verdicts the report holds.
 pub(super) fn verdicts(report: &Value) -> Vec<ThresholdResult> {
     report["thresholds"]
@@ -579,7 +596,7 @@ fn ethereum_text(report: &Value) -> String {
                     format!(
                         "   (not included within {} ms{})",
                         n("inclusion_timeout_ms"),
-                        super::tx_html::drop_causes(report)
+                        drop_causes(report)
                     ),
                 )])
                 .collect(),

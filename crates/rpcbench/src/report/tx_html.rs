@@ -14,7 +14,8 @@ use super::html::{
 };
 use super::markdown::thresholds_markdown;
 use super::tx::{
-    count, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords, SOLANA_WORDS,
+    count, drop_causes, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords,
+    SOLANA_WORDS,
 };
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -52,23 +53,6 @@ fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
         format!("unfinished at the end (oldest {} ms)", count(report, "oldest_pending_ms")),
     ));
     rows
-}
-
-/// The dropped transactions by what the lookup after the timeout found, `; 2 gone, 1
-/// replaced` (empty when none were dropped or the report has no causes).
-pub(super) fn drop_causes(report: &Value) -> String {
-    let causes: Vec<String> = report["dropped_by_cause"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
-        .map(|(cause, n)| format!("{} {}", n.as_u64().unwrap_or(0), cause.replace('_', " ")))
-        .collect();
-    if causes.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", causes.join(", "))
-    }
 }
 
 /// The latency rows: (label, table key).
