@@ -292,15 +292,6 @@ impl SharedSocket {
         std::pin::Pin::new(half).poll_flush(cx)
     }
 
-    /// With the write turn: writes everything queued (the frames other lanes queue meanwhile
-    /// too), and gives the turn up when it is all written or cut off.
-    async fn write_out(&self) -> io::Result<()> {
-        let turn = WriteTurn { socket: self };
-        let written = std::future::poll_fn(|cx| self.poll_write_out(cx)).await;
-        drop(turn);
-        written
-    }
-
     /// Writes what the kernel takes now, without waiting: whether everything queued went out
     /// (`None`: a lane has the write turn, not known).
     fn try_write_out(&self) -> Option<bool> {
@@ -649,8 +640,13 @@ impl Lane for RequestSlot {
         // came in one read) queue theirs meanwhile and go straight to waiting, and the one write
         // takes every queued frame in one system call.
         if self.socket.queue_request(&request.body) {
+            // Held from here: a lane cut off by its timeout during the yield or the write gives
+            // the turn up, and the next lane to queue writes what is left.
+            let turn = WriteTurn { socket: &self.socket };
             tokio::task::yield_now().await;
-            if self.socket.write_out().await.is_err() {
+            let written = std::future::poll_fn(|cx| self.socket.poll_write_out(cx)).await;
+            drop(turn);
+            if written.is_err() {
                 self.socket.end(WireError::Closed);
                 return Err(WireError::Closed);
             }
