@@ -147,10 +147,14 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
     let mut scanned =
         ScannedResponse { version_ok: false, id: ScannedId::Missing, has_result: false, error_code: None };
     let mut error_seen = false;
+    // A duplicate `id` or `jsonrpc` member: what was read when the result starts is final, and
+    // a member only after the result counts by its last occurrence (see [`EnvelopeRead`]).
+    let mut read = EnvelopeRead::default();
     let mut s = Scanner { bytes: body, pos: 0 };
     if body.starts_with(VERSION_FIRST) {
         // Where the loop below would be after reading this first member and its comma.
         scanned.version_ok = true;
+        read.version_seen = true;
         s.pos = VERSION_FIRST.len();
     } else {
         s.skip_ws();
@@ -170,14 +174,25 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
         match key {
             b"jsonrpc" => {
                 let value = s.value_span()?;
-                scanned.version_ok = value == b"\"2.0\"";
+                if !read.version_final {
+                    scanned.version_ok = value == b"\"2.0\"";
+                    read.version_seen = true;
+                }
             }
             b"id" => {
                 let value = s.value_span()?;
-                scanned.id = parse_id(value);
+                if !read.id_final {
+                    scanned.id = parse_id(value);
+                    read.id_seen = true;
+                }
             }
             b"result" => {
                 scanned.has_result = true;
+                if !read.result_read {
+                    read.result_read = true;
+                    read.id_final = read.id_seen;
+                    read.version_final = read.version_seen;
+                }
                 let start = s.pos;
                 let remaining = body.len() - start;
                 // The tail scan stops at the first container that closes, taking it for the
@@ -191,7 +206,7 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                     container && *no_error_key.get_or_insert_with(|| ERROR_KEY.find(&body[start..]).is_none())
                 };
                 if remaining > tail_threshold && tail_shape() {
-                    if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen) {
+                    if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, read) {
                         return verdict;
                     }
                 }
@@ -205,7 +220,7 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                 };
                 if !skipped {
                     if tail_shape() {
-                        if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen) {
+                        if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, read) {
                             return verdict;
                         }
                     }
@@ -239,13 +254,31 @@ fn verdict_from_tail(
     start: usize,
     scanned: &ScannedResponse,
     error_seen: bool,
+    read: EnvelopeRead,
 ) -> Option<Result<ScannedResponse, InvalidKind>> {
     let tail = scan_tail(body, start)?;
     let mut from_tail = scanned.clone();
+    // The tail's members come last first: the first of each name read here is its last
+    // occurrence, which counts unless the member was final before the result. A member that is
+    // not final is settled by the tail alone (the part between an earlier result and this one
+    // may hold a later occurrence than the one the forward part read).
+    let (mut version_final, mut id_final) = (read.version_final, read.id_final);
+    if !version_final {
+        from_tail.version_ok = false;
+    }
+    if !id_final {
+        from_tail.id = ScannedId::Missing;
+    }
     for &(key, value) in &tail {
         match key {
-            b"jsonrpc" => from_tail.version_ok = value == b"\"2.0\"",
-            b"id" => from_tail.id = parse_id(value),
+            b"jsonrpc" if !version_final => {
+                from_tail.version_ok = value == b"\"2.0\"";
+                version_final = true;
+            }
+            b"id" if !id_final => {
+                from_tail.id = parse_id(value);
+                id_final = true;
+            }
             b"error" => return Some(Err(InvalidKind::NotJsonRpc)),
             _ => {}
         }
@@ -258,6 +291,23 @@ fn verdict_from_tail(
         return Some(Err(InvalidKind::NotJsonRpc));
     }
     Some(Ok(from_tail))
+}
+
+/// Which envelope members a scan has settled. JSON leaves duplicate names to the reader; here
+/// the `id` and `jsonrpc` members read when the (first) result starts are final (before it the
+/// last occurrence counts, as JSON parsers read objects), and a member that only follows the
+/// result counts by its last occurrence. Both scans then agree at any result size without
+/// another pass: the forward part of a large answer is read as a small one is, and the tail's
+/// members are the last ones; a member between a large result and a later container, which
+/// the tail does not see, never decides (a duplicate of a final member is passed over; a first
+/// occurrence leaves the tail unsettled and the result is skipped forward).
+#[derive(Debug, Clone, Copy, Default)]
+struct EnvelopeRead {
+    result_read: bool,
+    id_seen: bool,
+    version_seen: bool,
+    id_final: bool,
+    version_final: bool,
 }
 
 /// How most servers open a response (geth, nginx's fixed answer, Solana, our mocks): compared
@@ -857,6 +907,70 @@ mod tests {
         ] {
             assert_eq!(class(&body, 3), expected, "{body}");
             assert_eq!(scan_response(body.as_bytes()), scan_response_with(body.as_bytes(), usize::MAX));
+        }
+    }
+
+    #[test]
+    fn a_duplicate_id_or_version_reads_the_same_from_the_tail_as_from_the_forward_scan() {
+        // Noticed in the large-body work: `"id":3` before a large result and `"id":4` between
+        // it and a later container read as IdMismatch forward (the last id won) and as Ok from
+        // the tail (which stops at that container and never sees the second id). Now what was
+        // read when the result starts is final, and after the result the last one counts.
+        for size in [2_000, 100] {
+            let result = large_result(size);
+            for (body, sent, expected) in [
+                (format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result},"id":4,"x":{{}}}}"#), 3, Outcome::Ok),
+                (format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result},"id":4}}"#), 3, Outcome::Ok),
+                (
+                    format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result},"id":4,"x":{{}}}}"#),
+                    4,
+                    Outcome::Invalid(InvalidKind::IdMismatch),
+                ),
+                (
+                    format!(r#"{{"jsonrpc":"2.0","result":{result},"id":41,"x":{{}},"id":42}}"#),
+                    42,
+                    Outcome::Ok,
+                ),
+                (
+                    format!(r#"{{"jsonrpc":"2.0","result":{result},"id":41,"x":{{}},"id":42}}"#),
+                    41,
+                    Outcome::Invalid(InvalidKind::IdMismatch),
+                ),
+                (format!(r#"{{"jsonrpc":"2.0","result":{result},"id":41,"x":{{}}}}"#), 41, Outcome::Ok),
+                (
+                    format!(r#"{{"jsonrpc":"2.0","result":{result},"jsonrpc":"1.0","x":{{}},"id":3}}"#),
+                    3,
+                    Outcome::Ok,
+                ),
+                (
+                    format!(r#"{{"jsonrpc":"1.0","result":{result},"jsonrpc":"2.0","id":3}}"#),
+                    3,
+                    Outcome::Invalid(InvalidKind::NotJsonRpc),
+                ),
+                (
+                    format!(r#"{{"id":3,"result":{result},"jsonrpc":"1.0","x":{{}},"jsonrpc":"2.0"}}"#),
+                    3,
+                    Outcome::Ok,
+                ),
+                (
+                    r#"{"id":3,"jsonrpc":"2.0","id":4,"result":1}"#.to_string(),
+                    3,
+                    Outcome::Invalid(InvalidKind::IdMismatch),
+                ),
+                (
+                    format!(r#"{{"jsonrpc":"2.0","result":1,"id":3,"result":{result},"id":4,"x":{{}}}}"#),
+                    4,
+                    Outcome::Ok,
+                ),
+            ] {
+                assert_eq!(class(&body, sent), expected, "{body}");
+                assert_eq!(
+                    scan_response(body.as_bytes()),
+                    scan_response_with(body.as_bytes(), usize::MAX),
+                    "{body}"
+                );
+                assert_eq!(scan_response(body.as_bytes()), scan_response_with(body.as_bytes(), 0), "{body}");
+            }
         }
     }
 

@@ -6,10 +6,11 @@
 //! outstanding, and answers are matched to requests by id in any order.
 //!
 //! Each socket has one reader task that hands every text message to the lane waiting for its
-//! id. A message that matches no request waiting on the socket (not JSON, no id, an id nobody
-//! waits for: a late answer to a request that timed out, a notification) is not charged to
-//! any request: it is counted by kind in [`WireStats`], and the request it failed to answer
-//! times out. A socket the server closes ends the requests waiting on it as
+//! id: each lane has a slot on its socket where the reader puts the answer and wakes the lane's
+//! task (no channel per request). A message that matches no request waiting on the socket (not
+//! JSON, no id, an id nobody waits for: a late answer to a request that timed out, a
+//! notification) is not charged to any request: it is counted by kind in [`WireStats`], and
+//! the request it failed to answer times out. A socket the server closes ends the requests waiting on it as
 //! [`WireError::WsClosed`] with the close code; a frame that breaks the protocol ends them as
 //! [`WireError::WsProtocol`]; either way the lanes re-open a socket for their next request.
 //! Nothing here grows with what a server sends: at most K waiters per socket, and messages
@@ -28,11 +29,11 @@ use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
-use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -229,16 +230,16 @@ struct Outbox {
     half: WriteHalf<Stream>,
     bytes: Vec<u8>,
     keys: MaskKeys,
+    /// A task has the write turn: it writes everything queued, frames queued while it writes
+    /// too, and gives the turn up when the outbox is empty (or when it is cut off).
+    writer: bool,
 }
 
 /// One open socket: its outgoing frames, the requests waiting for answers, and whether it ended.
 #[derive(Debug)]
 struct SharedSocket {
     outbox: Mutex<Outbox>,
-    /// One task writes the outbox at a time (the kernel wakes one writer); the others find
-    /// their frames written.
-    write_turn: tokio::sync::Mutex<()>,
-    waiting: Mutex<Waiters>,
+    waiting: Mutex<AnswerSlots>,
     /// The socket can take no new request (closed, failed).
     ended: AtomicBool,
 }
@@ -246,25 +247,36 @@ struct SharedSocket {
 impl SharedSocket {
     fn new(half: WriteHalf<Stream>, in_flight: usize) -> Self {
         Self {
-            outbox: Mutex::new(Outbox { half, bytes: Vec::new(), keys: MaskKeys::new() }),
-            write_turn: tokio::sync::Mutex::new(()),
-            waiting: Mutex::new(Waiters::with_capacity_and_hasher(in_flight, Default::default())),
+            outbox: Mutex::new(Outbox { half, bytes: Vec::new(), keys: MaskKeys::new(), writer: false }),
+            waiting: Mutex::new(AnswerSlots::new(in_flight)),
             ended: AtomicBool::new(false),
         }
     }
 
+    fn lock_outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
+        self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Queues a frame of `payload`, masked with a fresh key.
     fn queue(&self, opcode: u8, payload: &[u8]) {
-        let mut outbox = self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut outbox = self.lock_outbox();
         let key = outbox.keys.next_key();
         ws_frames::write_frame(&mut outbox.bytes, opcode, payload, key);
     }
 
+    /// Queues a request's frame; true when no task has the write turn and the caller took it
+    /// (it must then write the outbox out), false when the task writing will take this frame.
+    fn queue_request(&self, payload: &[u8]) -> bool {
+        let mut outbox = self.lock_outbox();
+        let key = outbox.keys.next_key();
+        ws_frames::write_frame(&mut outbox.bytes, ws_frames::OP_TEXT, payload, key);
+        !std::mem::replace(&mut outbox.writer, true)
+    }
+
     /// Hands the queued bytes to the kernel as far as it takes them; what it took leaves the
     /// outbox at once, so a write cut off (a timed-out request) loses and repeats nothing.
-    fn poll_write_out(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
-        let mut outbox = self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn poll_write_out(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut outbox = self.lock_outbox();
         let Outbox { half, bytes, .. } = &mut *outbox;
         while !bytes.is_empty() {
             match std::pin::Pin::new(&mut *half).poll_write(cx, bytes) {
@@ -280,30 +292,43 @@ impl SharedSocket {
         std::pin::Pin::new(half).poll_flush(cx)
     }
 
-    /// Writes everything queued (the frames other lanes queued meanwhile too).
-    async fn write_out(&self) -> io::Result<()> {
-        let _turn = self.write_turn.lock().await;
-        std::future::poll_fn(|cx| self.poll_write_out(cx)).await
-    }
-
     /// Writes what the kernel takes now, without waiting: whether everything queued went out
-    /// (`None`: a lane is writing, not known).
+    /// (`None`: a lane has the write turn, not known).
     fn try_write_out(&self) -> Option<bool> {
-        let _turn = self.write_turn.try_lock().ok()?;
-        let mut cx = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
-        Some(matches!(self.poll_write_out(&mut cx), std::task::Poll::Ready(Ok(()))))
+        {
+            let mut outbox = self.lock_outbox();
+            if outbox.writer {
+                return None;
+            }
+            outbox.writer = true;
+        }
+        let turn = WriteTurn { socket: self };
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        let written = matches!(self.poll_write_out(&mut cx), Poll::Ready(Ok(())));
+        drop(turn);
+        Some(written)
     }
 
     /// Ends every request waiting on the socket with `error`.
     fn end(&self, error: WireError) {
         self.ended.store(true, Ordering::Relaxed);
-        let waiting: Vec<_> = match self.waiting.lock() {
-            Ok(mut waiting) => waiting.drain().collect(),
-            Err(poisoned) => poisoned.into_inner().drain().collect(),
-        };
-        for (_, waiter) in waiting {
-            let _ = waiter.send(Err(error));
-        }
+        self.lock_waiting().end_all(error);
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, AnswerSlots> {
+        self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The write turn held: given up however the write ends (done, failed, cut off with the
+/// request's timeout). Frames still queued then go out with the next write.
+struct WriteTurn<'a> {
+    socket: &'a SharedSocket,
+}
+
+impl Drop for WriteTurn<'_> {
+    fn drop(&mut self) {
+        self.socket.lock_outbox().writer = false;
     }
 }
 
@@ -522,15 +547,13 @@ fn deliver(text: tungstenite::Bytes, arrived: Instant, socket: &SharedSocket, po
             }
         },
     };
-    let waiter = id.and_then(|id| {
-        let mut waiting = socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        waiting.remove(&id)
-    });
-    match waiter {
-        Some(waiter) => {
-            let _ = waiter.send(Ok((text, arrived)));
+    match id {
+        Some(id) => {
+            if !socket.lock_waiting().answer(id, Ok((text, arrived))) {
+                pool.stray_unknown_id.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        None if id.is_none() && memchr::memmem::find(&text, b"\"method\"").is_some() => {
+        None if memchr::memmem::find(&text, b"\"method\"").is_some() => {
             pool.stray_notifications.fetch_add(1, Ordering::Relaxed);
         }
         None => {
@@ -579,18 +602,16 @@ pub(crate) struct RequestSlot {
     connect_time: Option<Duration>,
 }
 
-/// Removes a request's waiter however the exchange ends (answered, timed out, cut off), so a
+/// Empties a lane's answer slot however the exchange ends (answered, timed out, cut off), so a
 /// socket's table holds only requests still waiting.
 struct WaiterGuard<'a> {
     socket: &'a SharedSocket,
-    id: u64,
+    slot: usize,
 }
 
 impl Drop for WaiterGuard<'_> {
     fn drop(&mut self) {
-        if let Ok(mut waiting) = self.socket.waiting.lock() {
-            waiting.remove(&self.id);
-        }
+        self.socket.lock_waiting().forget(self.slot);
     }
 }
 
@@ -607,33 +628,32 @@ impl Lane for RequestSlot {
             }
         }
         let Some(id) = request_id(&request.body) else { return Err(WireError::Malformed) };
-        let (sender, receiver) = oneshot::channel();
-        {
-            let mut waiting = self.socket.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            waiting.insert(id, sender);
-        }
-        let _guard = WaiterGuard { socket: &self.socket, id };
+        let slot = self.index % self.transport.in_flight;
+        self.socket.lock_waiting().wait_for(slot, id);
+        let _guard = WaiterGuard { socket: &self.socket, slot };
         if !is_utf8(&request.body) {
             return Err(WireError::Malformed);
         }
         let request_bytes = request.body.len();
-        // The frame is queued, then written after one yield: the socket's other lanes that
-        // were woken in the same turn (their answers came in one read) queue theirs meanwhile,
-        // and the first write takes every queued frame in one system call; the others find
-        // nothing left to write.
-        self.socket.queue(ws_frames::OP_TEXT, &request.body);
-        tokio::task::yield_now().await;
-        if self.socket.write_out().await.is_err() {
-            self.socket.end(WireError::Closed);
-            return Err(WireError::Closed);
+        // The frame is queued. The lane that finds no one with the write turn takes it and
+        // writes after one yield: the socket's other lanes woken in the same turn (their answers
+        // came in one read) queue theirs meanwhile and go straight to waiting, and the one write
+        // takes every queued frame in one system call.
+        if self.socket.queue_request(&request.body) {
+            // Held from here: a lane cut off by its timeout during the yield or the write gives
+            // the turn up, and the next lane to queue writes what is left.
+            let turn = WriteTurn { socket: &self.socket };
+            tokio::task::yield_now().await;
+            let written = std::future::poll_fn(|cx| self.socket.poll_write_out(cx)).await;
+            drop(turn);
+            if written.is_err() {
+                self.socket.end(WireError::Closed);
+                return Err(WireError::Closed);
+            }
         }
         let written_at = Instant::now();
-        let answer = receiver.await;
-        let (body, first_byte_at) = match answer {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(error)) => return Err(error),
-            Err(_) => return Err(WireError::Closed),
-        };
+        let (body, first_byte_at) =
+            std::future::poll_fn(|cx| self.socket.lock_waiting().poll_answer(slot, cx)).await?;
         self.body = body;
         Ok(Reply {
             // A message in a 2xx HTTP response's place: the protocol classifies the body.
@@ -673,9 +693,100 @@ fn leading_id(text: &[u8]) -> Option<u64> {
     rest[..digits].iter().try_fold(0u64, |id, digit| id.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
 }
 
-/// The answers a socket's lanes wait for, by request id (at most the requests in flight; the ids
-/// are the engine's own, so one multiplication hashes them, not SipHash).
-type Waiters = HashMap<u64, oneshot::Sender<Answer>, crate::util::fast_hash::MultiplyHasherBuilder>;
+/// Where a socket's answers meet the lanes waiting for them: one slot per lane of the socket
+/// (its index among them), found by request id. The reader puts an answer in its slot and wakes
+/// only that lane's task; nothing is allocated per request. At most the socket's lanes wait.
+#[derive(Debug)]
+struct AnswerSlots {
+    slots: Vec<AnswerSlot>,
+    /// The slot waiting for each request id (the ids are the engine's own, so one
+    /// multiplication hashes them, not SipHash).
+    by_id: HashMap<u64, usize, crate::util::fast_hash::MultiplyHasherBuilder>,
+}
+
+/// One lane's place on its socket.
+#[derive(Debug, Default)]
+struct AnswerSlot {
+    /// The request the lane waits for, until its answer (or the socket's end) arrives.
+    waiting_for: Option<u64>,
+    answer: Option<Answer>,
+    /// The lane's task, kept across requests (woken by reference, so not cloned per request).
+    waker: Option<Waker>,
+}
+
+impl AnswerSlots {
+    fn new(lanes: usize) -> Self {
+        Self {
+            slots: (0..lanes).map(|_| AnswerSlot::default()).collect(),
+            by_id: HashMap::with_capacity_and_hasher(lanes, Default::default()),
+        }
+    }
+
+    /// Lane `slot` waits for the answer to request `id`. A lane already waiting for the same id
+    /// on this socket (two requests cannot both be answered by one message) ends as closed.
+    fn wait_for(&mut self, slot: usize, id: u64) {
+        self.forget(slot);
+        if let Some(previous) = self.by_id.insert(id, slot) {
+            if previous != slot {
+                self.settle(previous, Err(WireError::Closed));
+            }
+        }
+        self.slots[slot].waiting_for = Some(id);
+    }
+
+    /// Puts an answer to request `id` in the slot waiting for it and wakes its lane; false when
+    /// no lane waits for `id` (a stray: late, duplicate or unknown).
+    fn answer(&mut self, id: u64, answer: Answer) -> bool {
+        match self.by_id.remove(&id) {
+            Some(slot) => {
+                self.settle(slot, answer);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn settle(&mut self, slot: usize, answer: Answer) {
+        let place = &mut self.slots[slot];
+        place.waiting_for = None;
+        place.answer = Some(answer);
+        if let Some(waker) = &place.waker {
+            waker.wake_by_ref();
+        }
+    }
+
+    /// Ends every lane still waiting with `error`.
+    fn end_all(&mut self, error: WireError) {
+        self.by_id.clear();
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].waiting_for.is_some() {
+                self.settle(slot, Err(error));
+            }
+        }
+    }
+
+    /// Lane `slot` no longer waits (answered, timed out, cut off): its id and any answer left
+    /// in the slot go, so a later answer to that id is a stray.
+    fn forget(&mut self, slot: usize) {
+        let place = &mut self.slots[slot];
+        if let Some(id) = place.waiting_for.take() {
+            self.by_id.remove(&id);
+        }
+        place.answer = None;
+    }
+
+    /// The answer in lane `slot`'s place, or the lane's task kept to be woken when it comes.
+    fn poll_answer(&mut self, slot: usize, cx: &mut Context<'_>) -> Poll<Answer> {
+        let place = &mut self.slots[slot];
+        if let Some(answer) = place.answer.take() {
+            return Poll::Ready(answer);
+        }
+        if !place.waker.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+            place.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
 
 /// The id of the JSON-RPC request in `body` (the protocol wrote it: `"id":N`), read without a
 /// search when the body opens as the protocols write it.
