@@ -190,6 +190,24 @@ fn write_end(error: tungstenite::Error) -> FeedEnd {
 }
 
 impl WsFeed {
+    /// The `*Subscribe` request for `position` (id `2 x position + 1`), noting the method that
+    /// ends it; one framing for a single subscription and a batch.
+    fn subscribe_request(&mut self, position: usize, call: &SubscribeCall) -> Result<String, FeedEnd> {
+        // `SubscribeConfig::validate` pairs Geyser kinds with gRPC URLs only.
+        let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
+        self.positions.entry(position).or_default().unsubscribe = call.unsubscribe;
+        let mut request = Vec::with_capacity(160);
+        request.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        request.extend_from_slice(itoa::Buffer::new().format(2 * position + 1).as_bytes());
+        request.extend_from_slice(b",\"method\":");
+        // A JSON string whatever the name holds.
+        serde_json::to_writer(&mut request, &call.method).map_err(|_| FeedEnd::Protocol)?;
+        request.extend_from_slice(b",\"params\":");
+        serde_json::to_writer(&mut request, &call.params).map_err(|_| FeedEnd::Protocol)?;
+        request.push(b'}');
+        String::from_utf8(request).map_err(|_| FeedEnd::Protocol)
+    }
+
     async fn send(&mut self, text: String) -> Result<(), FeedEnd> {
         self.writer.send(Message::Text(text.into())).await.map_err(write_end)
     }
@@ -270,34 +288,15 @@ impl Feed for WsFeed {
     }
 
     async fn subscribe(&mut self, position: usize, call: &SubscribeCall) -> Result<(), FeedEnd> {
-        // `SubscribeConfig::validate` pairs Geyser kinds with gRPC URLs only.
-        let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
-        self.positions.entry(position).or_default().unsubscribe = call.unsubscribe;
-        let request = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 2 * position + 1,
-            "method": call.method,
-            "params": call.params,
-        });
-        self.send(request.to_string()).await
+        let request = self.subscribe_request(position, call)?;
+        self.send(request).await
     }
 
     async fn subscribe_all(&mut self, calls: &[(usize, SubscribeCall)]) -> Result<(), FeedEnd> {
         // Each request framed into the writer's buffer, then one flush (one write) for all.
         for (position, call) in calls {
-            let SubscribeCall::JsonRpc(call) = call else { return Err(FeedEnd::Protocol) };
-            self.positions.entry(*position).or_default().unsubscribe = call.unsubscribe;
-            let mut request = Vec::with_capacity(160);
-            request.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            request.extend_from_slice(itoa::Buffer::new().format(2 * position + 1).as_bytes());
-            request.extend_from_slice(b",\"method\":");
-            // A JSON string whatever the name holds.
-            serde_json::to_writer(&mut request, &call.method).map_err(|_| FeedEnd::Protocol)?;
-            request.extend_from_slice(b",\"params\":");
-            serde_json::to_writer(&mut request, &call.params).map_err(|_| FeedEnd::Protocol)?;
-            request.push(b'}');
-            let text = String::from_utf8(request).map_err(|_| FeedEnd::Protocol)?;
-            self.writer.feed(Message::Text(text.into())).await.map_err(write_end)?;
+            let request = self.subscribe_request(*position, call)?;
+            self.writer.feed(Message::Text(request.into())).await.map_err(write_end)?;
         }
         self.writer.flush().await.map_err(write_end)
     }
