@@ -16,6 +16,8 @@
 //! `ws_drop` and `ws_duplicate` per (subscription, item) from the seeded generator and
 //! `ws_delay`. Notifications wait in the connection's queue until written; a connection with
 //! more than `ws_max_queue` of them unsent (or lagging the broadcast) is closed with 1008.
+//! The frames one read brings are all answered before the writer runs, and their answers leave
+//! in one write (a client with several requests in flight is not answered one write each).
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,6 +46,9 @@ use super::{ethereum, prng, solana};
 const MAX_PENDING_ANSWERS: usize = 1024;
 /// Longest wait for the close handshake (and the notifications before it) to be written.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// What the writer gathers before it writes without being flushed: the answers to the frames
+/// of one read (a client with several requests in flight) leave in one write.
+const ANSWER_BATCH_BYTES: usize = 16 * 1024;
 /// The close reason of a slow subscriber, as geth's.
 pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
 
@@ -422,8 +427,11 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
         .max_message_size(Some(shared.max_body_bytes))
         .max_frame_size(Some(shared.max_body_bytes))
-        // Each message goes to the socket at once, so unsent notifications stay in our queue.
-        .write_buffer_size(0);
+        // The writer feeds what is queued and flushes when the queue is empty, so the answers
+        // to the frames of one read leave in one write; past ANSWER_BATCH_BYTES a message goes
+        // to the socket at once, so unsent notifications stay in our queue (the slow-consumer
+        // limit counts them there).
+        .write_buffer_size(ANSWER_BATCH_BYTES);
     let socket = WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
     let (sink, mut incoming) = socket.split();
     let counts = Queues::default();
@@ -443,19 +451,21 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 close = Some(CloseFrame { code: CloseCode::Away, reason: "server shutting down".into() });
                 break;
             }
-            _ = &mut writer => {
-                writer_done = true;
-                break;
-            }
             _ = counts.answer_written.notified(), if counts.answers.load(Ordering::Relaxed) >= MAX_PENDING_ANSWERS => {
                 continue;
             }
+            // Before the writer: the frames already read are answered first, and the writer
+            // then sends all their answers in one write.
             message = incoming.next(), if counts.answers.load(Ordering::Relaxed) < MAX_PENDING_ANSWERS => match message {
                 Some(Ok(Message::Text(text))) => Body::Now(text.as_bytes().to_vec()),
                 Some(Ok(Message::Binary(bytes))) => Body::Now(bytes.to_vec()),
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
                 Some(Ok(_)) => continue,
             },
+            _ = &mut writer => {
+                writer_done = true;
+                break;
+            }
             Some(body) = delayed_rx.recv() => Body::Delayed(body),
             item = next_item(&mut items) => {
                 match item {
@@ -655,5 +665,87 @@ fn fan_out(
                 send(&out, messages);
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::Instant;
+
+    use tokio::io::{DuplexStream, ReadBuf};
+
+    use super::*;
+    use crate::mock::{Chain, MockOptions};
+
+    /// The server's end of an in-memory pipe, counting the writes that reach it.
+    struct CountedWrites {
+        pipe: DuplexStream,
+        writes: Arc<AtomicUsize>,
+    }
+
+    impl AsyncRead for CountedWrites {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.pipe).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for CountedWrites {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let written = Pin::new(&mut self.pipe).poll_write(cx, buf);
+            if matches!(written, Poll::Ready(Ok(_))) {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            written
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.pipe).poll_flush(cx)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.pipe).poll_shutdown(cx)
+        }
+    }
+
+    #[test]
+    fn the_answers_to_frames_read_together_leave_in_one_write() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let shared = Arc::new(Shared::new(&MockOptions::new(Chain::Static), Instant::now()));
+            let slot = open_connection(&shared).expect("a connection slot");
+            let (client_end, server_end) = tokio::io::duplex(1 << 16);
+            let writes = Arc::new(AtomicUsize::new(0));
+            let (_stop, shutdown) = watch::channel(false);
+            let mut client = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
+            // Eight requests in one write, all in the pipe before the server reads.
+            for id in 0..8 {
+                let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot","params":[]}}"#);
+                client.feed(Message::text(request)).await.unwrap();
+            }
+            client.flush().await.unwrap();
+            let server = CountedWrites { pipe: server_end, writes: writes.clone() };
+            let served =
+                tokio::spawn(serve(server, Vec::new(), shared.clone(), shutdown, Arc::new(()), slot));
+            let mut ids = Vec::new();
+            for _ in 0..8 {
+                let answer = client.next().await.expect("an answer").expect("a frame");
+                let answer: Value = serde_json::from_str(answer.to_text().unwrap()).unwrap();
+                ids.push(answer["id"].as_u64().expect("an id"));
+            }
+            ids.sort_unstable();
+            assert_eq!(ids, (0..8).collect::<Vec<u64>>(), "every request answered once");
+            assert_eq!(writes.load(Ordering::Relaxed), 1, "eight answers, one write");
+            served.abort();
+        });
     }
 }
