@@ -300,10 +300,10 @@ impl TxThreshold {
         let actual = match self.word {
             TxWord::Inclusion => latency("inclusion"),
             TxWord::Ack => latency("ack"),
-            TxWord::Included => share(words.included),
-            TxWord::Rejected => share("rejected"),
-            TxWord::Dropped => share(words.lost),
-            TxWord::Pending => Some(count(report, "pending") as f64),
+            TxWord::Included => share(words.final_key(TxFinalOutcome::Included)),
+            TxWord::Rejected => share(words.final_key(TxFinalOutcome::Rejected)),
+            TxWord::Dropped => share(words.final_key(TxFinalOutcome::Dropped)),
+            TxWord::Pending => Some(count(report, words.final_key(TxFinalOutcome::Pending)) as f64),
             TxWord::SentRate => report["sent_per_second"].as_f64(),
             TxWord::IncludedRate => report[words.per_second].as_f64(),
         };

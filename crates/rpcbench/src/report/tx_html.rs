@@ -169,7 +169,7 @@ pub fn render_tx_html(report: &Value) -> String {
     let _ = write!(
         out,
         "<tr><th>sum</th><th>{}</th><th>{}</th></tr></table>",
-        outcomes(report).iter().map(|row| row.1).sum::<u64>(),
+        final_rows(report).iter().filter(|(spec, _, _)| spec.in_identity).map(|(_, _, n)| n).sum::<u64>(),
         if holds { "equals sent" } else { "does NOT equal sent" }
     );
     if let Some(reasons) = report["rejected_by_reason"].as_object().filter(|r| !r.is_empty()) {
@@ -242,7 +242,12 @@ pub fn render_tx_markdown(report: &Value) -> String {
     let _ = writeln!(
         out,
         "\n{} {} sent.\n",
-        outcomes(report).iter().map(|row| row.0).collect::<Vec<_>>().join(" + "),
+        final_rows(report)
+            .iter()
+            .filter(|(spec, _, _)| spec.in_identity)
+            .map(|(_, key, _)| *key)
+            .collect::<Vec<_>>()
+            .join(" + "),
         if holds { "equals" } else { "does **not** equal" }
     );
     if let Some(reasons) = report["rejected_by_reason"].as_object().filter(|r| !r.is_empty()) {
