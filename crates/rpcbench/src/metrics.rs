@@ -27,7 +27,11 @@
 //! - `target_rate`: open loop only, the rate asked for now (it follows stages);
 //! - `in_flight_requests`: requests sent and not yet answered;
 //! - `running`: 1 while a run is going on, 0 after;
-//! - `run_info{target,mode}`: the target URL (redacted) and `open` or `closed`.
+//! - `run_info{target,mode}`: the target URL (redacted) and `open` or `closed`;
+//! - `rpcbench tx`: `tx_outcomes_total{outcome}` (a row of [`crate::outcome::TX_FINALS`]
+//!   each), `tx_pending`, `tx_reorged_out_total`, `tx_sent_total`, `tx_accepted_total` and the
+//!   older `tx_included_total`, `tx_rejected_total`, `tx_dropped_total`
+//!   ([`crate::beside_load`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;

@@ -13,6 +13,7 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod tx_final;
 mod tx_refusal;
 mod wire_codes;
 
@@ -62,6 +63,10 @@ pub enum Outcome {
     TxRefused(TxRefusal),
 }
 
+pub use tx_final::{
+    drop_cause_label, drop_causes_of, DropCause, DropCauseSpec, TxFinalCounts, TxFinalOutcome, TxFinalSpec,
+    DROP_CAUSES, REORGED_OUT_KEY, TX_FINALS,
+};
 pub use tx_refusal::TxRefusal;
 
 /// How a server said that a call went over its rate limit.

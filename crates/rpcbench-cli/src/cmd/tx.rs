@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
 use rpcbench::engine::Run;
+use rpcbench::report::tx::ETHEREUM_WORDS;
+use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures, TxReorgFigures};
 use rpcbench::tx::ahead::SignedAhead;
-use rpcbench::tx::inclusion::DropCause;
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::poll::{HeadPoll, HeadSource};
@@ -370,7 +371,16 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     let per_second = super::tx_report::per_second;
     let resyncs = sends.resync_tally();
-    let identity = tally.adds_up();
+    let outcomes = TxOutcomeFigures {
+        sent: tally.sent,
+        accepted,
+        finals: tally.finals(),
+        rejected_by_reason: &acks.rejected_by,
+        oldest_pending: tally.oldest_pending,
+        dropped_by: Some(&tally.dropped_by),
+        reorgs: Some(TxReorgFigures { reorged_out: tally.reorged_out, reorgs: tally.reorgs }),
+    };
+    let identity = outcomes.adds_up();
     // Every transaction of a run is signed with the one gas limit; a transfer uses all of it
     // (a reverted one used gas too).
     let included_gas = (tally.included + tally.reverted).saturating_mul(gas_limit);
@@ -388,8 +398,8 @@ pub fn run(args: TxArgs) -> ExitCode {
             json!(tally.blocks_after.value_at_quantile(q))
         }
     };
-    let report = json!({
-        "chain": "ethereum",
+    let mut report = json!({
+        "chain": ETHEREUM_WORDS.chain,
         "target": node.redacted(),
         "chain_id": chain_id,
         "senders": senders,
@@ -405,22 +415,9 @@ pub fn run(args: TxArgs) -> ExitCode {
             }),
         },
         "interrupted": grace_started,
-        "sent": tally.sent,
-        "accepted": accepted,
-        "rejected": tally.rejected,
-        "rejected_by_reason": acks.rejected_by,
-        "included": tally.included,
-        "reverted": tally.reverted,
         "receipts_read": tally.receipts_read,
         "receipt_failures": landing.receipt_failures,
-        "dropped": tally.dropped,
-        "dropped_by_cause": DropCause::ALL.iter().map(|cause| (cause.name().to_string(), json!(tally.dropped_by.get(cause).copied().unwrap_or(0)))).collect::<serde_json::Map<String, Value>>(),
-        "reorged_out": tally.reorged_out,
-        "reorgs": tally.reorgs,
         "confirm_depth": args.confirm_depth,
-        "pending": tally.pending,
-        "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
-        "identity_holds": identity,
         "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_included_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
@@ -444,6 +441,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": landing.fetch_failures,
     });
+    outcomes.write_into(ETHEREUM_WORDS, &mut report);
     let figures = super::tx_report::TxRunFigures::new(
         landing.timeline,
         &acks.ack_us,
@@ -458,7 +456,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         &thresholds,
         shard,
         identity,
-        "included + reverted + dropped + rejected + pending does not equal sent",
+        &identity_broken_text(ETHEREUM_WORDS),
     )
 }
 

@@ -286,9 +286,13 @@ impl Landing {
             sent: counts.sent,
             accepted,
             rejected: counts.rejected,
-            included: counts.included,
+            // The book counts the final reverted among the included (kept inclusions' receipts
+            // are read when they are final).
+            included: counts.included.saturating_sub(counts.reverted),
+            reverted: counts.reverted,
             dropped: counts.dropped,
             pending: counts.pending,
+            reorged_out: counts.reorged_out,
         }
     }
 

@@ -14,11 +14,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
 use rpcbench::engine::Run;
-use rpcbench::report::tx::TxThreshold;
+use rpcbench::outcome::{TxFinalCounts, TxFinalOutcome};
+use rpcbench::report::tx::{TxThreshold, SOLANA_WORDS};
+use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
 use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
-use rpcbench::tx::solana::landing::{LandingBook, SolanaFinal};
+use rpcbench::tx::solana::landing::{LandingBook, SolanaFinal, SolanaTally};
 use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
 use rpcbench::SolanaSends;
 use rpcbench::{AckTally, TxAck};
@@ -282,8 +284,10 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
                 accepted: sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64,
                 rejected: tally.rejected,
                 included: tally.landed,
+                reverted: tally.failed,
                 dropped: tally.expired,
                 pending: tally.pending,
+                reorged_out: 0,
             });
         }
         if tally.pending == 0 || now >= deadline {
@@ -321,7 +325,16 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let landed_window = super::tx_report::inclusion_window(&sent_at, &landed_at);
     let per_second = super::tx_report::per_second;
     let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
-    let identity = tally.adds_up();
+    let outcomes = TxOutcomeFigures {
+        sent: tally.sent,
+        accepted,
+        finals: solana_finals(&tally),
+        rejected_by_reason: &acks.rejected_by,
+        oldest_pending: tally.oldest_pending,
+        dropped_by: None,
+        reorgs: None,
+    };
+    let identity = outcomes.adds_up();
     let ms = |hist: &Histogram<u64>, q: f64| {
         if hist.is_empty() {
             Value::Null
@@ -342,8 +355,8 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         }
         None => ("signatureSubscribe".to_string(), Value::Null),
     };
-    let report = json!({
-        "chain": "solana",
+    let mut report = json!({
+        "chain": SOLANA_WORDS.chain,
         "target": node.redacted(),
         "genesis_hash": genesis,
         "senders": payer_count,
@@ -353,16 +366,6 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "landing_seen_by": seen_by,
         "resolution_ms": resolution_ms,
         "interrupted": grace_started,
-        "sent": tally.sent,
-        "accepted": accepted,
-        "rejected": tally.rejected,
-        "rejected_by_reason": acks.rejected_by,
-        "landed": tally.landed,
-        "failed": tally.failed,
-        "expired": tally.expired,
-        "pending": tally.pending,
-        "oldest_pending_ms": tally.oldest_pending.as_millis() as u64,
-        "identity_holds": identity,
         "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_landed_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "slots_after_send": {"p50": slots(0.5), "p99": slots(0.99), "max": slots(1.0)},
@@ -376,6 +379,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });
+    outcomes.write_into(SOLANA_WORDS, &mut report);
     let figures = super::tx_report::TxRunFigures::new(
         super::tx_report::timeline(&sent_at, landed_at.iter().copied()),
         &acks.ack_us,
@@ -390,6 +394,19 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         &thresholds,
         shard,
         identity,
-        "landed + failed + expired + rejected + pending does not equal sent",
+        &identity_broken_text(SOLANA_WORDS),
     )
+}
+
+/// The Solana tally as rows of the table of final outcomes: landed is included, failed
+/// (landed with an error) reverted, expired dropped.
+fn solana_finals(tally: &SolanaTally) -> TxFinalCounts {
+    let mut finals = TxFinalCounts::new();
+    finals
+        .set(TxFinalOutcome::Included, tally.landed)
+        .set(TxFinalOutcome::Reverted, tally.failed)
+        .set(TxFinalOutcome::Dropped, tally.expired)
+        .set(TxFinalOutcome::Rejected, tally.rejected)
+        .set(TxFinalOutcome::Pending, tally.pending);
+    finals
 }

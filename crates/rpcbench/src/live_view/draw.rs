@@ -13,6 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::window::{LatencyQuantiles, LiveWindow};
+use crate::metrics::TransactionFigures;
 use crate::util::units::format_micros;
 
 /// The smallest screen the panels fit in; below it, a line saying so.
@@ -66,7 +67,8 @@ pub fn draw_dashboard(window: &LiveWindow, text: &DashboardText<'_>, area: Rect,
     draw_outcomes(window, outcomes, buf);
     draw_methods(window, methods, buf);
     let heads = window.heads().len() as u16;
-    let transactions = window.transactions().map_or(0, |_| 2);
+    let transactions =
+        window.transactions().map_or(0, |(tx, _)| if rare_transaction_line(&tx).is_some() { 3 } else { 2 });
     if heads + transactions == 0 {
         draw_generator(window, generator, buf);
     } else {
@@ -330,10 +332,10 @@ fn draw_heads(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
 }
 
 /// The transactions of `rpcbench tx`: sent, accepted and rejected, included (and their rate
-/// over the window), pending and dropped.
+/// over the window), reverted when any, pending and dropped, reorged out when any.
 fn draw_transactions(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
     let Some((tx, included_per_second)) = window.transactions().filter(|_| area.height > 0) else { return };
-    let lines = vec![
+    let mut lines = vec![
         Line::raw(format!("sent {}, accepted {}, rejected {}", tx.sent, tx.accepted, tx.rejected)),
         Line::raw(format!(
             "included {} ({}), pending {}, dropped {}",
@@ -343,7 +345,21 @@ fn draw_transactions(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
             tx.dropped
         )),
     ];
+    if let Some(line) = rare_transaction_line(&tx) {
+        lines.push(Line::raw(line));
+    }
     Paragraph::new(lines).block(Block::bordered().title(" transactions ")).render(area, buf);
+}
+
+/// The reverted and the reorged-out transactions, those of the two that are non-zero (most
+/// runs have neither: no line).
+fn rare_transaction_line(tx: &TransactionFigures) -> Option<String> {
+    let parts: Vec<String> = [("reverted", tx.reverted), ("reorged out", tx.reorged_out)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 fn draw_generator(window: &LiveWindow, area: Rect, buf: &mut Buffer) {
@@ -515,6 +531,7 @@ mod tests {
             included: 30,
             pending: 9,
             dropped: 0,
+            ..TransactionFigures::default()
         });
         window.push(last);
         let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
@@ -530,6 +547,31 @@ mod tests {
         assert!(cells.windows(5).any(|w| w == ["slow", "3", "7", "2", "117"]), "{slow}");
         assert!(shown.contains("sent 40, accepted 39, rejected 1"), "{shown}");
         assert!(shown.contains("included 30"), "{shown}");
+    }
+
+    #[test]
+    fn the_transactions_line_shows_reverted_and_reorged_out_only_when_there_are_any() {
+        let shown = |figures: TransactionFigures| {
+            let mut window = window_of_a_run();
+            let mut last = window.latest().unwrap().clone();
+            last.at += Duration::from_secs(1);
+            last.snapshot.transactions = Some(figures);
+            window.push(last);
+            let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+            terminal
+                .draw(|frame| {
+                    draw_dashboard(&window, &DashboardText::default(), frame.area(), frame.buffer_mut())
+                })
+                .unwrap();
+            screen(&terminal)
+        };
+        let figures =
+            TransactionFigures { sent: 40, accepted: 40, included: 30, pending: 10, ..Default::default() };
+        let quiet = shown(figures.clone());
+        assert!(!quiet.contains("reverted") && !quiet.contains("reorged out"), "{quiet}");
+        let busy = shown(TransactionFigures { reverted: 3, reorged_out: 2, ..figures });
+        assert!(busy.contains("pending 10, dropped 0"), "{busy}");
+        assert!(busy.contains("reverted 3, reorged out 2"), "{busy}");
     }
 
     #[test]

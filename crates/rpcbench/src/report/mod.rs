@@ -25,6 +25,7 @@ mod text;
 pub mod tx;
 mod tx_html;
 pub mod tx_merge;
+pub mod tx_outcomes;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -21,6 +21,7 @@ use super::ThresholdResult;
 use crate::conditions::{
     self, ConditionError, Limit, MetricWord, Operator, Quantity, Vocabulary, ALL_OPERATORS,
 };
+use crate::outcome::{drop_cause_label, TxFinalOutcome, TxFinalSpec, TX_FINALS};
 use crate::util::units::format_micros;
 
 /// The version of the tx report's JSON this build writes and reads.
@@ -98,8 +99,8 @@ pub struct TxChainWords {
 /// Ethereum's names.
 pub const ETHEREUM_WORDS: TxChainWords = TxChainWords {
     chain: "ethereum",
-    included: "included",
-    lost: "dropped",
+    included: TxFinalOutcome::Included.spec().ethereum_key,
+    lost: TxFinalOutcome::Dropped.spec().ethereum_key,
     latency: "send_to_included_ms",
     per_second: "included_per_second",
     resolution: "inclusion_resolution_ms",
@@ -108,8 +109,8 @@ pub const ETHEREUM_WORDS: TxChainWords = TxChainWords {
 /// Solana's names.
 pub const SOLANA_WORDS: TxChainWords = TxChainWords {
     chain: "solana",
-    included: "landed",
-    lost: "expired",
+    included: TxFinalOutcome::Included.spec().solana_key,
+    lost: TxFinalOutcome::Dropped.spec().solana_key,
     latency: "send_to_landed_ms",
     per_second: "landed_per_second",
     resolution: "resolution_ms",
@@ -124,6 +125,63 @@ impl TxChainWords {
             ETHEREUM_WORDS
         }
     }
+
+    /// The key of a final outcome's count in this chain's reports (its row of
+    /// [`crate::outcome::TX_FINALS`]).
+    pub fn final_key(&self, outcome: TxFinalOutcome) -> &'static str {
+        if self.is_solana() {
+            outcome.spec().solana_key
+        } else {
+            outcome.spec().ethereum_key
+        }
+    }
+
+    /// What a final outcome's count means in this chain's reports.
+    pub fn final_meaning(&self, outcome: TxFinalOutcome) -> &'static str {
+        if self.is_solana() {
+            outcome.spec().solana_meaning
+        } else {
+            outcome.spec().ethereum_meaning
+        }
+    }
+
+    fn is_solana(&self) -> bool {
+        self.chain == SOLANA_WORDS.chain
+    }
+}
+
+/// What a final outcome's count means in `report`, with the report's own figures: the
+/// commitment landed at, the inclusion timeout and the causes of the dropped, the age of the
+/// oldest pending (the Markdown and HTML rows' meaning; the text report's note).
+pub(super) fn final_meaning(report: &Value, outcome: TxFinalOutcome) -> String {
+    let words = TxChainWords::of(report);
+    let meaning = words.final_meaning(outcome);
+    match outcome {
+        TxFinalOutcome::Included if words == SOLANA_WORDS => match report["commitment"].as_str() {
+            Some(commitment) => format!("reached {commitment} commitment"),
+            None => meaning.to_string(),
+        },
+        TxFinalOutcome::Dropped if words == ETHEREUM_WORDS => {
+            format!("not included within {} ms{}", count(report, "inclusion_timeout_ms"), drop_causes(report))
+        }
+        TxFinalOutcome::Dropped => format!("{meaning}{}", drop_causes(report)),
+        TxFinalOutcome::Pending => format!("{meaning} (oldest {} ms)", count(report, "oldest_pending_ms")),
+        _ => meaning.to_string(),
+    }
+}
+
+/// The rows of the final outcomes `report` holds, in the table's order, with their counts: a
+/// row newer than the report (no key in it) is left out.
+pub(super) fn final_rows(report: &Value) -> Vec<(&'static TxFinalSpec, &'static str, u64)> {
+    let words = TxChainWords::of(report);
+    TX_FINALS
+        .iter()
+        .map(|spec| (spec, words.final_key(spec.outcome)))
+        .filter(|(spec, key)| {
+            !spec.missing_from_older_reports_of.contains(&words.chain) || report[*key].is_u64()
+        })
+        .map(|(spec, key)| (spec, key, count(report, key)))
+        .collect()
 }
 
 /// A count of the report, 0 when absent.
@@ -242,10 +300,10 @@ impl TxThreshold {
         let actual = match self.word {
             TxWord::Inclusion => latency("inclusion"),
             TxWord::Ack => latency("ack"),
-            TxWord::Included => share(words.included),
-            TxWord::Rejected => share("rejected"),
-            TxWord::Dropped => share(words.lost),
-            TxWord::Pending => Some(count(report, "pending") as f64),
+            TxWord::Included => share(words.final_key(TxFinalOutcome::Included)),
+            TxWord::Rejected => share(words.final_key(TxFinalOutcome::Rejected)),
+            TxWord::Dropped => share(words.final_key(TxFinalOutcome::Dropped)),
+            TxWord::Pending => Some(count(report, words.final_key(TxFinalOutcome::Pending)) as f64),
             TxWord::SentRate => report["sent_per_second"].as_f64(),
             TxWord::IncludedRate => report[words.per_second].as_f64(),
         };
@@ -387,7 +445,7 @@ pub(super) fn drop_causes(report: &Value) -> String {
         .into_iter()
         .flatten()
         .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
-        .map(|(cause, n)| format!("{} {}", n.as_u64().unwrap_or(0), cause.replace('_', " ")))
+        .map(|(cause, n)| format!("{} {}", n.as_u64().unwrap_or(0), drop_cause_label(cause)))
         .collect();
     if causes.is_empty() {
         String::new()
@@ -438,9 +496,8 @@ pub fn render_tx_text(report: &Value) -> String {
 struct ChainText<'a> {
     /// The heading, with its blank line.
     heading: String,
-    /// The count lines between `accepted` and `rejected`: name, report key, what follows the
-    /// count. Their names, `rejected` and `pending` make the identity line's sum.
-    landings: Vec<(&'a str, &'a str, String)>,
+    /// What follows the included (landed) count: its rate, and the polling resolution.
+    included_note: String,
     /// The two latency lines: label, report key, note.
     latencies: [(&'a str, &'a str, String); 2],
     /// The blocks or slots line: label, report key, note.
@@ -455,23 +512,36 @@ struct ChainText<'a> {
 fn chain_text(report: &Value, chain: ChainText<'_>) -> String {
     let n = |key: &str| count(report, key);
     let mut text = chain.heading;
-    let mut line = |name: &str, key: &str, note: &str| {
+    let line = |text: &mut String, name: &str, key: &str, note: &str| {
         let _ = writeln!(text, "{name:<12}{:>8}{note}", n(key));
     };
-    line("sent", "sent", &format!("   {:.1}/s", report["sent_per_second"].as_f64().unwrap_or(0.0)));
-    line("accepted", "accepted", "");
-    for (name, key, note) in &chain.landings {
-        line(name, key, note);
-    }
-    line("rejected", "rejected", "");
-    if let Some(reasons) = report["rejected_by_reason"].as_object() {
-        for (reason, count) in reasons {
-            let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
+    line(
+        &mut text,
+        "sent",
+        "sent",
+        &format!("   {:.1}/s", report["sent_per_second"].as_f64().unwrap_or(0.0)),
+    );
+    line(&mut text, "accepted", "accepted", "");
+    // One line per final outcome, in the table's order; their sum is the identity's.
+    let rows = final_rows(report);
+    for (spec, key, _) in &rows {
+        let note = match spec.outcome {
+            TxFinalOutcome::Included => chain.included_note.clone(),
+            TxFinalOutcome::Rejected => String::new(),
+            TxFinalOutcome::Pending => format!("   (oldest {} ms)", n("oldest_pending_ms")),
+            outcome => format!("   ({})", final_meaning(report, outcome)),
+        };
+        line(&mut text, key, key, &note);
+        if spec.outcome == TxFinalOutcome::Rejected {
+            if let Some(reasons) = report["rejected_by_reason"].as_object() {
+                for (reason, count) in reasons {
+                    let _ = writeln!(text, "  {reason:<22}{}", count.as_u64().unwrap_or(0));
+                }
+            }
         }
     }
-    let _ = writeln!(text, "pending     {:>8}   (oldest {} ms)", n("pending"), n("oldest_pending_ms"));
     let summed: Vec<&str> =
-        chain.landings.iter().map(|(_, key, _)| *key).chain(["rejected", "pending"]).collect();
+        rows.iter().filter(|(spec, _, _)| spec.in_identity).map(|(_, key, _)| *key).collect();
     let holds = report["identity_holds"].as_bool().unwrap_or(false);
     let _ = writeln!(
         text,
@@ -575,31 +645,14 @@ fn ethereum_text(report: &Value) -> String {
             n("receipt_failures")
         );
     }
-    // Reports written before receipts were read have no reverted count: no line.
-    let mut landings = vec![(
-        "included",
-        "included",
-        format!("   {:.1}/s{polled}", report["included_per_second"].as_f64().unwrap_or(0.0)),
-    )];
-    if report["reverted"].is_u64() {
-        landings.push(("reverted", "reverted", "   (in a block, receipt status 0)".to_string()));
-    }
     chain_text(
         report,
         ChainText {
             heading,
-            landings: landings
-                .into_iter()
-                .chain([(
-                    "dropped",
-                    "dropped",
-                    format!(
-                        "   (not included within {} ms{})",
-                        n("inclusion_timeout_ms"),
-                        drop_causes(report)
-                    ),
-                )])
-                .collect(),
+            included_note: format!(
+                "   {:.1}/s{polled}",
+                report["included_per_second"].as_f64().unwrap_or(0.0)
+            ),
             latencies: [
                 ("send -> ack ms", "send_to_ack_ms", String::new()),
                 ("send -> included ms", "send_to_included_ms", polled.replacen("   ", "  ", 1)),
@@ -656,15 +709,7 @@ fn solana_text(report: &Value) -> String {
         report,
         ChainText {
             heading,
-            landings: vec![
-                (
-                    "landed",
-                    "landed",
-                    format!("   {:.1}/s", report["landed_per_second"].as_f64().unwrap_or(0.0)),
-                ),
-                ("failed", "failed", "   (landed with an error)".to_string()),
-                ("expired", "expired", "   (blockhash no longer valid, never landed)".to_string()),
-            ],
+            included_note: format!("   {:.1}/s", report["landed_per_second"].as_f64().unwrap_or(0.0)),
             latencies: [
                 ("send -> ack ms", "send_to_ack_ms", String::new()),
                 ("send -> landed ms", "send_to_landed_ms", resolution.clone()),

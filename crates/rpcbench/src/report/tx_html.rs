@@ -14,8 +14,8 @@ use super::html::{
 };
 use super::markdown::thresholds_markdown;
 use super::tx::{
-    count, drop_causes, figure, number, shard_text, stages_text, tx_histogram, verdicts, TxChainWords,
-    SOLANA_WORDS,
+    count, figure, final_meaning, final_rows, number, shard_text, stages_text, tx_histogram, verdicts,
+    TxChainWords, SOLANA_WORDS,
 };
 
 fn card(label: &str, value: &str, bad: bool) -> String {
@@ -23,36 +23,13 @@ fn card(label: &str, value: &str, bad: bool) -> String {
     format!("<div class=\"card{class}\"><span>{}</span><b>{}</b></div>", esc(label), esc(value))
 }
 
-/// The outcome rows: (outcome, count, what it means), in the order they add up to sent.
+/// The outcome rows: (outcome, count, what it means), one per final outcome the report holds,
+/// in the table's order (the order they add up to sent).
 fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
-    let words = TxChainWords::of(report);
-    let mut rows = vec![(words.included, count(report, words.included), "seen in a block".to_string())];
-    if words == SOLANA_WORDS {
-        rows[0].2 = format!("reached {} commitment", report["commitment"].as_str().unwrap_or("its"));
-        rows.push(("failed", count(report, "failed"), "landed with an error".into()));
-        rows.push(("expired", count(report, "expired"), "blockhash no longer valid, never landed".into()));
-    } else {
-        // Reports written before receipts were read have no reverted count: no row.
-        if report["reverted"].is_u64() {
-            rows.push(("reverted", count(report, "reverted"), "in a block, receipt status 0".into()));
-        }
-        rows.push((
-            "dropped",
-            count(report, "dropped"),
-            format!(
-                "not included within {} ms{}",
-                count(report, "inclusion_timeout_ms"),
-                drop_causes(report)
-            ),
-        ));
-    }
-    rows.push(("rejected", count(report, "rejected"), "refused by the node".into()));
-    rows.push((
-        "pending",
-        count(report, "pending"),
-        format!("unfinished at the end (oldest {} ms)", count(report, "oldest_pending_ms")),
-    ));
-    rows
+    final_rows(report)
+        .into_iter()
+        .map(|(spec, key, n)| (key, n, final_meaning(report, spec.outcome)))
+        .collect()
 }
 
 /// The latency rows: (label, table key).
@@ -192,7 +169,7 @@ pub fn render_tx_html(report: &Value) -> String {
     let _ = write!(
         out,
         "<tr><th>sum</th><th>{}</th><th>{}</th></tr></table>",
-        outcomes(report).iter().map(|row| row.1).sum::<u64>(),
+        final_rows(report).iter().filter(|(spec, _, _)| spec.in_identity).map(|(_, _, n)| n).sum::<u64>(),
         if holds { "equals sent" } else { "does NOT equal sent" }
     );
     if let Some(reasons) = report["rejected_by_reason"].as_object().filter(|r| !r.is_empty()) {
@@ -265,7 +242,12 @@ pub fn render_tx_markdown(report: &Value) -> String {
     let _ = writeln!(
         out,
         "\n{} {} sent.\n",
-        outcomes(report).iter().map(|row| row.0).collect::<Vec<_>>().join(" + "),
+        final_rows(report)
+            .iter()
+            .filter(|(spec, _, _)| spec.in_identity)
+            .map(|(_, key, _)| *key)
+            .collect::<Vec<_>>()
+            .join(" + "),
         if holds { "equals" } else { "does **not** equal" }
     );
     if let Some(reasons) = report["rejected_by_reason"].as_object().filter(|r| !r.is_empty()) {

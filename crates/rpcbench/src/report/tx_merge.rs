@@ -9,26 +9,21 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use super::tx::TxChainWords;
+use super::tx_outcomes::report_adds_up;
+use crate::outcome::{REORGED_OUT_KEY, TX_FINALS};
 use crate::util::hdr_codec::{decode_histogram, encode_histogram};
 
-/// Top-level counts added across shards (those a chain does not have are left out).
-const SUMMED: &[&str] = &[
+/// Top-level counts added across shards besides the final outcomes (each row of
+/// [`TX_FINALS`] is added under its chain's key) and [`REORGED_OUT_KEY`]; those a chain does
+/// not have are left out.
+const SUMMED_BESIDE_FINALS: &[&str] = &[
     "included_gas",
     "senders",
     "sent",
     "accepted",
-    "rejected",
-    "pending",
-    "included",
-    "reverted",
-    "dropped",
-    "reorged_out",
     "reorgs",
     "receipts_read",
     "receipt_failures",
-    "landed",
-    "failed",
-    "expired",
     "heads_seen",
     "block_fetch_failures",
     "subscriptions",
@@ -37,6 +32,16 @@ const SUMMED: &[&str] = &[
     "status_poll_failures",
     "blockhash_refresh_failures",
 ];
+
+/// Every count the merge adds: the final outcomes' keys of the report's chain, the reorged
+/// out, and [`SUMMED_BESIDE_FINALS`].
+fn summed_keys(words: TxChainWords) -> impl Iterator<Item = &'static str> {
+    TX_FINALS
+        .iter()
+        .map(move |spec| words.final_key(spec.outcome))
+        .chain([REORGED_OUT_KEY])
+        .chain(SUMMED_BESIDE_FINALS.iter().copied())
+}
 
 /// Per-second rates added across shards (the shards send side by side).
 const RATES: &[&str] = &["sent_per_second", "included_per_second", "landed_per_second", "gas_per_second"];
@@ -155,8 +160,9 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
     }
     let mut merged = first.clone();
     let sum = |key: &str| parts.iter().map(|(_, report)| report[key].as_u64().unwrap_or(0)).sum::<u64>();
-    for key in SUMMED.iter().filter(|key| first[**key].is_u64()) {
-        merged[*key] = json!(sum(key));
+    // A count any shard has (a shard of a newer build may have a row the first lacks).
+    for key in summed_keys(words).filter(|key| parts.iter().any(|(_, report)| report[*key].is_u64())) {
+        merged[key] = json!(sum(key));
     }
     for key in RATES.iter().filter(|key| first[**key].is_number()) {
         let rate: f64 = parts.iter().map(|(_, report)| report[*key].as_f64().unwrap_or(0.0)).sum();
@@ -171,7 +177,10 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
     merged["send_seconds"] = json!(max("send_seconds"));
     merged["oldest_pending_ms"] = json!(max("oldest_pending_ms") as u64);
     merged["interrupted"] = json!(parts.iter().any(|(_, report)| report["interrupted"] == true));
-    merged["identity_holds"] = json!(parts.iter().all(|(_, report)| report["identity_holds"] == true));
+    // Each shard's own verdict, and the identity over the merged counts (a shard that added up
+    // but is summed without one of its rows would not).
+    merged["identity_holds"] =
+        json!(parts.iter().all(|(_, report)| report["identity_holds"] == true) && report_adds_up(&merged));
     let mut reasons: Map<String, Value> = Map::new();
     for (_, report) in parts {
         for (reason, n) in report["rejected_by_reason"].as_object().into_iter().flatten() {
@@ -289,6 +298,42 @@ mod tests {
             merged.get("share_of_block_ours").is_none() && merged.get("blocks_with_ours").is_none(),
             "{merged}"
         );
+    }
+
+    #[test]
+    fn a_merged_tx_report_keeps_the_identity_over_every_final_outcome() {
+        use crate::report::tx::{ETHEREUM_WORDS, SOLANA_WORDS};
+        for words in [ETHEREUM_WORDS, SOLANA_WORDS] {
+            // Each shard has a count in every row of the table (1, 2, 3, 4 and 5: 15 sent).
+            let with_every_row = |(path, mut report): (PathBuf, Value)| {
+                report["chain"] = json!(words.chain);
+                for (index, spec) in TX_FINALS.iter().enumerate() {
+                    report[words.final_key(spec.outcome)] = json!(index as u64 + 1);
+                }
+                report["sent"] = json!(15);
+                (path, report)
+            };
+            let parts = [with_every_row(shard(1, 2, 15)), with_every_row(shard(2, 2, 15))];
+            let merged = merge_tx_reports(&parts).unwrap();
+            for (index, spec) in TX_FINALS.iter().enumerate() {
+                assert_eq!(merged[words.final_key(spec.outcome)], 2 * (index as u64 + 1), "{spec:?}");
+            }
+            assert_eq!(merged["sent"], 30);
+            assert_eq!(merged["identity_holds"], true, "{} {merged}", words.chain);
+            // A shard that says it adds up but does not: the merge's own count says so.
+            let mut broken = parts.clone();
+            broken[1].1["sent"] = json!(16);
+            assert_eq!(merge_tx_reports(&broken).unwrap()["identity_holds"], false);
+        }
+        // A row the first shard's (older) report lacks is summed from the shards that have it.
+        let mut older = shard(1, 2, 10);
+        older.1.as_object_mut().unwrap().remove("reverted");
+        let mut newer = shard(2, 2, 10);
+        newer.1["included"] = json!(8);
+        newer.1["reverted"] = json!(2);
+        let merged = merge_tx_reports(&[older, newer]).unwrap();
+        assert_eq!((merged["included"].as_u64(), merged["reverted"].as_u64()), (Some(18), Some(2)));
+        assert_eq!(merged["identity_holds"], true, "{merged}");
     }
 
     #[test]

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::outcome::{TxFinalCounts, TxFinalOutcome};
+
 /// Blocks an inclusion is kept (and can be taken back by a reorg) before it is final: 8, more
 /// than the reorgs of Ethereum's proof of stake (1-2 blocks) and the mock's usual knob values.
 pub const DEFAULT_CONFIRM_DEPTH: u64 = 8;
@@ -73,42 +75,7 @@ pub struct Settled {
 /// A transaction that timed out (now dropped), to look up: its hash and its tag.
 pub type TimedOut = ([u8; 32], u64);
 
-/// Why a dropped transaction was not included, as a lookup after the timeout found it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DropCause {
-    /// Another transaction took its nonce (the sender's mined nonce is past it).
-    Replaced,
-    /// The node no longer knows it and its nonce is still free.
-    Gone,
-    /// The node still holds it in its pool, unincluded.
-    StillPooled,
-    /// The node has it in a block the watch never saw carry it (after the timeout).
-    IncludedUnseen,
-    /// The lookup failed.
-    NotLookedUp,
-}
-
-impl DropCause {
-    /// Every cause, in the order reports list them.
-    pub const ALL: [DropCause; 5] = [
-        DropCause::Replaced,
-        DropCause::Gone,
-        DropCause::StillPooled,
-        DropCause::IncludedUnseen,
-        DropCause::NotLookedUp,
-    ];
-
-    /// How reports and files key it.
-    pub fn name(self) -> &'static str {
-        match self {
-            DropCause::Replaced => "replaced",
-            DropCause::Gone => "gone",
-            DropCause::StillPooled => "still_pooled",
-            DropCause::IncludedUnseen => "included_unseen",
-            DropCause::NotLookedUp => "not_looked_up",
-        }
-    }
-}
+pub use crate::outcome::DropCause;
 
 /// What happened to a run's transactions;
 /// `included + reverted + rejected + dropped + pending == sent`.
@@ -166,9 +133,22 @@ impl InclusionTally {
         }
     }
 
-    /// Whether `included + reverted + rejected + dropped + pending == sent`.
+    /// The count of each final outcome, as the one table of them lists it.
+    pub fn finals(&self) -> TxFinalCounts {
+        let mut finals = TxFinalCounts::new();
+        finals
+            .set(TxFinalOutcome::Included, self.included)
+            .set(TxFinalOutcome::Reverted, self.reverted)
+            .set(TxFinalOutcome::Dropped, self.dropped)
+            .set(TxFinalOutcome::Rejected, self.rejected)
+            .set(TxFinalOutcome::Pending, self.pending);
+        finals
+    }
+
+    /// Whether `included + reverted + rejected + dropped + pending == sent` (the identity
+    /// over every row of the table of final outcomes).
     pub fn adds_up(&self) -> bool {
-        self.included + self.reverted + self.rejected + self.dropped + self.pending == self.sent
+        self.finals().adds_up(self.sent)
     }
 
     fn fold(&mut self, outcome: TxFinal) {
@@ -205,6 +185,10 @@ pub struct InclusionCounts {
     pub dropped: u64,
     /// Accepted and waiting.
     pub pending: u64,
+    /// Of the included, those final with receipt status 0.
+    pub reverted: u64,
+    /// Inclusions a reorg took back so far.
+    pub reorged_out: u64,
 }
 
 /// An accepted transaction not in any kept block.
@@ -518,6 +502,8 @@ impl InclusionBook {
             rejected: t.rejected,
             dropped: t.dropped,
             pending: self.waiting.len() as u64,
+            reverted: t.reverted,
+            reorged_out: t.reorged_out,
         }
     }
 
