@@ -244,6 +244,11 @@ impl TxThreshold {
             TxWord::Ack => latency("ack"),
             TxWord::Included => share(words.included),
             TxWord::Rejected => share("rejected"),
+            // Solana's lost are the expired and, in reports that look them up, the dropped.
+            TxWord::Dropped if words == SOLANA_WORDS => {
+                let lost = count(report, "expired") + count(report, "dropped");
+                (sent > 0).then(|| lost as f64 * 100.0 / sent as f64)
+            }
             TxWord::Dropped => share(words.lost),
             TxWord::Pending => Some(count(report, "pending") as f64),
             TxWord::SentRate => report["sent_per_second"].as_f64(),
@@ -652,19 +657,32 @@ fn solana_text(report: &Value) -> String {
         report["commitment"].as_str().unwrap_or(""),
         report["landing_seen_by"].as_str().unwrap_or("")
     );
+    let unseen = match count(report, "landed_unseen") {
+        0 => String::new(),
+        n => format!("   ({n} found by lookup: no latency)"),
+    };
+    let mut landings = vec![
+        (
+            "landed",
+            "landed",
+            format!("   {:.1}/s{unseen}", report["landed_per_second"].as_f64().unwrap_or(0.0)),
+        ),
+        ("failed", "failed", "   (landed with an error)".to_string()),
+        ("expired", "expired", "   (blockhash no longer valid, never landed)".to_string()),
+    ];
+    // Reports written before the dropped were looked up have no dropped count: no row.
+    if report["dropped"].is_u64() {
+        landings.push((
+            "dropped",
+            "dropped",
+            format!("   (not landed within {} ms{})", n("inclusion_timeout_ms"), drop_causes(report)),
+        ));
+    }
     chain_text(
         report,
         ChainText {
             heading,
-            landings: vec![
-                (
-                    "landed",
-                    "landed",
-                    format!("   {:.1}/s", report["landed_per_second"].as_f64().unwrap_or(0.0)),
-                ),
-                ("failed", "failed", "   (landed with an error)".to_string()),
-                ("expired", "expired", "   (blockhash no longer valid, never landed)".to_string()),
-            ],
+            landings,
             latencies: [
                 ("send -> ack ms", "send_to_ack_ms", String::new()),
                 ("send -> landed ms", "send_to_landed_ms", resolution.clone()),
@@ -789,6 +807,39 @@ mod tests {
         assert!(text.contains("reorged out            3   (2 reorgs seen"), "{text}");
         let markdown = super::super::render_tx_markdown(&report);
         assert!(markdown.contains("reverted") && markdown.contains("1 gone"), "{markdown}");
+    }
+
+    #[test]
+    fn a_solana_report_shows_its_dropped_by_cause_and_its_landings_found_by_lookup_in_every_format() {
+        let mut report = report("solana", 190);
+        report["failed"] = json!(1);
+        report["expired"] = json!(4);
+        report["dropped"] = json!(3);
+        report["dropped_by_cause"] = json!({"gone": 2, "below_commitment": 0, "not_looked_up": 1});
+        report["landed_unseen"] = json!(5);
+        report["inclusion_timeout_ms"] = json!(30_000);
+        report["identity_holds"] = json!(true);
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("landed + failed + expired + dropped + rejected + pending = 200 == sent 200"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dropped            3   (not landed within 30000 ms; 2 gone, 1 not looked up)"),
+            "{text}"
+        );
+        assert!(text.contains("(5 found by lookup: no latency)"), "{text}");
+        let markdown = super::super::render_tx_markdown(&report);
+        assert!(
+            markdown.contains("| dropped | 3 | not landed within 30000 ms; 2 gone, 1 not looked up |"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("5 found by lookup"), "{markdown}");
+        let html = super::super::render_tx_html(&report);
+        assert!(html.contains("2 gone, 1 not looked up"), "{html}");
+        // The lost share of a Solana run counts the expired and the dropped.
+        let verdict = TxThreshold::parse("dropped < 3.5%").unwrap().judge(&report);
+        assert!(!verdict.passed, "7 of 200 lost is 3.5%: {verdict:?}");
     }
 
     #[test]

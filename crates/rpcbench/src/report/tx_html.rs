@@ -30,7 +30,25 @@ fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
     if words == SOLANA_WORDS {
         rows[0].2 = format!("reached {} commitment", report["commitment"].as_str().unwrap_or("its"));
         rows.push(("failed", count(report, "failed"), "landed with an error".into()));
+        if count(report, "landed_unseen") > 0 {
+            rows[0].2.push_str(&format!(
+                " ({} found by lookup, not in the latency)",
+                count(report, "landed_unseen")
+            ));
+        }
         rows.push(("expired", count(report, "expired"), "blockhash no longer valid, never landed".into()));
+        // Reports written before the dropped were looked up have no dropped count: no row.
+        if report["dropped"].is_u64() {
+            rows.push((
+                "dropped",
+                count(report, "dropped"),
+                format!(
+                    "not landed within {} ms{}",
+                    count(report, "inclusion_timeout_ms"),
+                    drop_causes(report)
+                ),
+            ));
+        }
     } else {
         // Reports written before receipts were read have no reverted count: no row.
         if report["reverted"].is_u64() {
