@@ -102,10 +102,12 @@ impl SolanaLanding {
             self.timeline.sent(tx.sent.saturating_duration_since(first));
             let accepted = self.acks.add(tx.sent, tx.ack);
             self.accepted += u64::from(accepted);
+            // A send without an answer (a timeout, a lost connection) may have reached the node:
+            // waited for, rejected unless it lands.
             let answer = match tx.ack {
                 TxAck::Accepted(_) => SendAnswer::Accepted,
-                TxAck::Unanswered => SendAnswer::Unanswered,
-                TxAck::Refused(_) | TxAck::Failed(_) => SendAnswer::Refused,
+                TxAck::Refused(_) => SendAnswer::Refused,
+                TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
             };
             let slot = self.blockhash.slot_at(tx.sent);
             self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);

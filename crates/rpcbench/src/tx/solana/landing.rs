@@ -77,7 +77,8 @@ pub enum SendAnswer {
     Accepted,
     /// Refused.
     Refused,
-    /// Never answered (it may have landed all the same).
+    /// Never answered, or the answer was lost (a timeout, a closed connection): it may have
+    /// landed all the same, so it is waited for; rejected unless it lands.
     Unanswered,
 }
 
@@ -561,6 +562,19 @@ mod tests {
         book.landed(0, 1001, start + Duration::from_secs(2), false);
         let tally = book.finish(start + Duration::from_secs(2));
         assert_eq!((tally.landed, tally.dropped, tally.expired), (1, 0, 0));
+        assert!(tally.adds_up());
+    }
+
+    #[test]
+    fn a_send_whose_answer_was_lost_counts_landed_if_it_lands_and_rejected_if_not() {
+        let start = Instant::now();
+        let mut book = LandingBook::new(TIMEOUT, HOLD);
+        book.sent(0, &signature(0), start, 1000, SendAnswer::Unanswered, 300);
+        book.sent(1, &signature(1), start, 1000, SendAnswer::Unanswered, 300);
+        book.landed(0, 1001, start + Duration::from_millis(500), false);
+        assert!(book.take_due(start + TIMEOUT, 200).is_empty(), "never answered: not looked up");
+        let tally = book.finish(start + TIMEOUT);
+        assert_eq!((tally.landed, tally.rejected, tally.looked_up), (1, 1, 0));
         assert!(tally.adds_up());
     }
 
