@@ -230,8 +230,9 @@ fn all_outcomes_add_up(report: &Value) {
     assert_eq!(report["identity_holds"], true, "{report}");
 }
 
-/// A run of 200 transfers at 200/s watched by `signatureSubscribe`, looked up 1 s after the send.
-fn run_looking_up_after_one_second(url: &str) -> Value {
+/// A run of 200 transfers at 200/s watched by `signatureSubscribe`, looked up 2 s after the send
+/// (landings come a slot, 100 ms, after it).
+fn run_looking_up_after_two_seconds(url: &str) -> Value {
     let output = rpcbench(&[
         "tx",
         url,
@@ -245,7 +246,7 @@ fn run_looking_up_after_one_second(url: &str) -> Value {
         "processed",
         "--skip-preflight",
         "--inclusion-timeout",
-        "1s",
+        "2s",
         "-f",
         "json",
     ]);
@@ -259,7 +260,7 @@ fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed(
     // A fifth lands without its notification: the node's statuses still say it landed.
     let node = node(SolanaTxOptions { unnotified_share: 0.2, ..SolanaTxOptions::default() });
     let url = node.url();
-    let report = run_looking_up_after_one_second(&url);
+    let report = run_looking_up_after_two_seconds(&url);
     all_outcomes_add_up(&report);
     let truth =
         rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
@@ -276,10 +277,10 @@ fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed(
 
 #[test]
 fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
-    // A tenth never lands; blockhashes stay valid 150 blocks (15 s), well past the 1 s timeout.
+    // A tenth never lands; blockhashes stay valid 150 blocks (15 s), well past the 2 s timeout.
     let node = node(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
     let url = node.url();
-    let report = run_looking_up_after_one_second(&url);
+    let report = run_looking_up_after_two_seconds(&url);
     all_outcomes_add_up(&report);
     let truth =
         rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
