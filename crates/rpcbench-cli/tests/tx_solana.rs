@@ -219,3 +219,78 @@ fn slots_after_the_send_count_from_the_nodes_slot_at_the_send_not_the_last_refre
     let p50 = slots["p50"].as_u64().unwrap();
     assert!((1..=2).contains(&p50), "{report}");
 }
+
+/// Every outcome of a report that looks its unseen transactions up adds up to sent.
+fn all_outcomes_add_up(report: &Value) {
+    let sum = ["landed", "failed", "expired", "dropped", "rejected", "pending"]
+        .iter()
+        .map(|key| count(report, key))
+        .sum::<u64>();
+    assert_eq!(sum, count(report, "sent"), "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+/// A run of 200 transfers at 200/s watched by `signatureSubscribe`, looked up 2 s after the send
+/// (landings come a slot, 100 ms, after it).
+fn run_looking_up_after_two_seconds(url: &str) -> Value {
+    let output = rpcbench(&[
+        "tx",
+        url,
+        "--chain",
+        "solana",
+        "--rate",
+        "200",
+        "-n",
+        "200",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "--inclusion-timeout",
+        "2s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    serde_json::from_slice(&output.stdout).expect("a JSON report")
+}
+
+#[test]
+fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed() {
+    // A fifth lands without its notification: the node's statuses still say it landed.
+    let node = node(SolanaTxOptions { unnotified_share: 0.2, ..SolanaTxOptions::default() });
+    let url = node.url();
+    let report = run_looking_up_after_two_seconds(&url);
+    all_outcomes_add_up(&report);
+    let truth =
+        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
+    let unnotified = truth["unnotified"].as_u64().unwrap();
+    assert!(unnotified > 0, "{truth}");
+    assert_eq!(count(&report, "landed"), 200, "every one landed: {report}");
+    assert_eq!(count(&report, "landed_unseen"), unnotified, "{report} {truth}");
+    assert_eq!(count(&report, "looked_up"), unnotified, "only the unseen are looked up: {report}");
+    assert_eq!(count(&report, "dropped"), 0, "{report}");
+    // Their latency is not known: the histogram holds the seen ones only.
+    let seen = rpcbench::report::tx::tx_histogram(&report, "inclusion").expect("the seen landings");
+    assert_eq!(seen.len(), 200 - unnotified, "{report}");
+}
+
+#[test]
+fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
+    // A tenth never lands; blockhashes stay valid 150 blocks (15 s), well past the 2 s timeout.
+    let node = node(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
+    let url = node.url();
+    let report = run_looking_up_after_two_seconds(&url);
+    all_outcomes_add_up(&report);
+    let truth =
+        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
+    let dropped = truth["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{truth}");
+    assert_eq!(count(&report, "dropped"), dropped, "{report} {truth}");
+    assert_eq!(report["dropped_by_cause"]["gone"], dropped, "{report}");
+    assert_eq!(report["dropped_by_cause"]["not_looked_up"], 0, "{report}");
+    assert_eq!(count(&report, "expired"), 0, "{report}");
+    assert_eq!(count(&report, "pending"), 0, "{report}");
+    assert_eq!(count(&report, "landed") + count(&report, "rejected") + dropped, 200, "{report}");
+    assert_eq!(count(&report, "landed_unseen"), 0, "{report}");
+}

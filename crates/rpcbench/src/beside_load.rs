@@ -30,8 +30,8 @@ pub struct HeadLagFigures {
     pub failed: u64,
 }
 
-/// The transactions of `rpcbench tx` so far (Solana's landed, failed and expired are the rows
-/// included, reverted and dropped of the table of final outcomes).
+/// The transactions of `rpcbench tx` so far (Solana's landed and failed are the rows included
+/// and reverted of the table of final outcomes).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TransactionFigures {
     /// Transactions sent.
@@ -44,6 +44,8 @@ pub struct TransactionFigures {
     pub included: u64,
     /// In a block, execution failed (Ethereum: receipt status 0; Solana: landed with an error).
     pub reverted: u64,
+    /// Accepted, its blockhash expired before it landed (Solana).
+    pub expired: u64,
     /// Accepted, not included within the inclusion timeout.
     pub dropped: u64,
     /// Accepted, neither included nor dropped yet.
@@ -58,6 +60,7 @@ impl TransactionFigures {
         match outcome {
             TxFinalOutcome::Included => self.included,
             TxFinalOutcome::Reverted => self.reverted,
+            TxFinalOutcome::Expired => self.expired,
             TxFinalOutcome::Dropped => self.dropped,
             TxFinalOutcome::Rejected => self.rejected,
             TxFinalOutcome::Pending => self.pending,
@@ -101,7 +104,7 @@ fn encode_transactions(encoder: &mut DescriptorEncoder, tx: &TransactionFigures)
     {
         let mut family = encoder.encode_descriptor(
             "tx_outcomes",
-            "Transactions by final outcome so far (included, reverted, dropped, rejected).",
+            "Transactions by final outcome so far (included, reverted, expired, dropped, rejected).",
             None,
             MetricType::Counter,
         )?;

@@ -63,6 +63,7 @@ pub enum Outcome {
     TxRefused(TxRefusal),
 }
 
+pub use tx_final::tx_finals_of;
 pub use tx_final::{
     drop_cause_label, drop_causes_of, DropCause, DropCauseSpec, TxFinalCounts, TxFinalOutcome, TxFinalSpec,
     DROP_CAUSES, REORGED_OUT_KEY, TX_FINALS,

@@ -21,3 +21,4 @@ pub mod tx_fund;
 mod tx_landing;
 mod tx_report;
 pub mod tx_solana;
+mod tx_solana_landing;

@@ -290,6 +290,7 @@ impl Landing {
             // are read when they are final).
             included: counts.included.saturating_sub(counts.reverted),
             reverted: counts.reverted,
+            expired: 0,
             dropped: counts.dropped,
             pending: counts.pending,
             reorged_out: counts.reorged_out,

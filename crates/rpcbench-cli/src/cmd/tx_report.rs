@@ -5,7 +5,7 @@
 //! that do not add up, as `run` exits on its thresholds).
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use rpcbench::report::tx::{TxThreshold, TxTimeline, TX_REPORT_VERSION};
@@ -25,15 +25,6 @@ pub(super) fn thresholds(args: &TxArgs) -> Result<Vec<TxThreshold>, ExitCode> {
         .collect()
 }
 
-/// From the first send to the last inclusion (landing): the window the inclusion rate is over,
-/// zero when nothing was included.
-pub(super) fn inclusion_window(sent: &[Instant], included: &[Instant]) -> Duration {
-    match (sent.iter().min(), included.iter().max()) {
-        (Some(first), Some(last)) => last.saturating_duration_since(*first),
-        _ => Duration::ZERO,
-    }
-}
-
 /// `count` a second over `window`; 0 over an empty window.
 pub(super) fn per_second(count: u64, window: Duration) -> f64 {
     if window.is_zero() {
@@ -41,20 +32,6 @@ pub(super) fn per_second(count: u64, window: Duration) -> f64 {
     } else {
         count as f64 / window.as_secs_f64()
     }
-}
-
-/// Sends and inclusions per second since the first send: `sent` each send's time, `included`
-/// each inclusion's (send time plus its latency).
-pub(super) fn timeline(sent: &[Instant], included: impl Iterator<Item = Instant>) -> TxTimeline {
-    let mut timeline = TxTimeline::new();
-    let Some(first) = sent.iter().min().copied() else { return timeline };
-    for at in sent {
-        timeline.sent(at.saturating_duration_since(first));
-    }
-    for at in included {
-        timeline.included(at.saturating_duration_since(first));
-    }
-    timeline
 }
 
 /// The figures of the run beside the chain's own.

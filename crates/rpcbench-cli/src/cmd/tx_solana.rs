@@ -4,11 +4,14 @@
 //! (`signatureSubscribe`, at `--commitment`) before its transaction may be sent, or, with
 //! `--poll` (or without WebSocket), looked up with `getSignatureStatuses` at that interval,
 //! the resolution printed beside the figures. Every transaction sent gets one final outcome:
-//! landed, failed (landed with an error), expired (its blockhash's validity passed), rejected
-//! (by reason) or pending, and the report states that they add up to what was sent.
+//! landed, failed (landed with an error), expired (its blockhash's validity passed), dropped
+//! (not landed within `--inclusion-timeout`), rejected (by reason) or pending, and the report
+//! states that they add up to what was sent. One not seen landed in time is looked up with
+//! `getSignatureStatuses` first (`tx_solana_landing`): landed after all, failed, expired, or
+//! dropped by cause (gone, below the commitment, not looked up).
 
-use std::collections::HashMap;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
@@ -20,12 +23,12 @@ use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
 use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
-use rpcbench::tx::solana::landing::{LandingBook, SolanaFinal, SolanaTally};
-use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
+use rpcbench::tx::solana::landing::SolanaTally;
+use rpcbench::tx::solana::watch::{Commitment, SignaturePoll, SignatureWatch};
 use rpcbench::SolanaSends;
-use rpcbench::{AckTally, TxAck};
 use serde_json::{json, Value};
 
+use super::tx_solana_landing::{LandingSources, SolanaLanding, SolanaLandingThread};
 use crate::args::tx::{CommitmentArg, TxArgs};
 use crate::output;
 
@@ -236,7 +239,15 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let dashboard = live.map(|(live, header)| {
         crate::live_dashboard::LiveDashboard::start(header, vec![(String::new(), live)], stop.clone())
     });
-    let record = match run.execute() {
+    // Sends and landings go into the bounded book from the start of sending.
+    let blockhash = Arc::new(blockhash);
+    let landing =
+        SolanaLanding::new(node.clone(), commitment, blockhash.clone(), args.inclusion_timeout, args.timeout);
+    let sending =
+        SolanaLandingThread::start(landing, sends.clone(), LandingSources { watch, poll }, store.clone());
+    let record = run.execute();
+    let (mut landing, sources) = sending.finish();
+    let record = match record {
         Ok(record) => record,
         Err(err) => return output::failure(err),
     };
@@ -244,94 +255,57 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     ready.close();
     signer.finish();
 
-    let sent = sends.ledger().sent().to_vec();
-    let mut book = LandingBook::new();
-    let mut position: HashMap<u64, usize> = HashMap::with_capacity(sent.len());
-    let mut acks = AckTally::default();
-    for (at, tx) in sent.iter().enumerate() {
-        let accepted = acks.add(tx.sent, tx.ack);
-        book.sent(&tx.signature, tx.sent, blockhash.slot_at(tx.sent), accepted, tx.last_valid_block_height);
-        position.insert(tx.index, at);
-    }
-    let note = |book: &mut LandingBook, landings: Vec<Landing>| {
-        for landing in landings {
-            if let Some(&at) = position.get(&landing.index) {
-                book.landed(at as u64, landing.slot, landing.arrived, landing.failed);
-            }
-        }
-    };
-    // Wait for landings: until nothing is pending, the inclusion timeout after the last send,
-    // or (after an interrupt) the grace.
-    let last_send = sent.iter().map(|tx| tx.sent).max().unwrap_or_else(Instant::now);
-    let mut deadline = last_send + args.inclusion_timeout;
+    // Wait for landings: until nothing is unfinished (what was not seen within the inclusion
+    // timeout is looked up and settled), or (after an interrupt) the grace.
+    landing.step(&sends, &sources, true, Instant::now());
+    let mut deadline = landing.last_send.unwrap_or_else(Instant::now) + args.inclusion_timeout;
     let mut grace_started = false;
     loop {
-        if let Some(watch) = &watch {
-            note(&mut book, watch.drain());
-        }
-        if let Some(poll) = &poll {
-            note(&mut book, poll.drain());
-        }
         let now = Instant::now();
+        landing.step(&sends, &sources, true, now);
         if (stop.is_stopped() || record.interrupted) && !grace_started {
             grace_started = true;
             deadline = deadline.min(now + args.grace.unwrap_or(Duration::from_secs(5)));
         }
-        let tally = book.tally(now, blockhash.head().block_height);
         if let Some(live) = &store {
-            live.publish_transactions(rpcbench::metrics::TransactionFigures {
-                sent: tally.sent,
-                accepted: sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64,
-                rejected: tally.rejected,
-                included: tally.landed,
-                reverted: tally.failed,
-                dropped: tally.expired,
-                pending: tally.pending,
-                reorged_out: 0,
-            });
+            live.publish_transactions(landing.live_figures());
         }
-        if tally.pending == 0 || now >= deadline {
+        if landing.book.unfinished() == 0 || now >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
-    if let Some(watch) = watch {
+    let mut last_landings = Vec::new();
+    if let Some(watch) = sources.watch {
         let counts = watch.counts();
         subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
         refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
         unwatched = counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
-        note(&mut book, watch.stop());
+        last_landings.extend(watch.stop());
     }
     let mut poll_failures = 0;
-    if let Some(poll) = poll {
+    if let Some(poll) = sources.poll {
         poll_failures = poll.failures();
-        note(&mut book, poll.stop());
+        last_landings.extend(poll.stop());
     }
     drop(dashboard);
-    let end = Instant::now();
-    let head = blockhash.head();
-    let tally = book.tally(end, head.block_height);
-    let finals = book.finals(end, head.block_height);
-    let sent_at: Vec<Instant> = sent.iter().map(|tx| tx.sent).collect();
-    let landed_at: Vec<Instant> = sent
-        .iter()
-        .zip(&finals)
-        .filter_map(|(tx, outcome)| match outcome {
-            SolanaFinal::Landed { latency, .. } => Some(tx.sent + *latency),
-            _ => None,
-        })
-        .collect();
-    let landed_window = super::tx_report::inclusion_window(&sent_at, &landed_at);
+    let tally = landing.finish(&sends, last_landings, Instant::now());
+    let acks = std::mem::take(&mut landing.acks);
+    // Landings the lookup found have no time: the rate is over the ones seen.
+    let landed_window = match (landing.first_send, landing.last_landed) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first),
+        _ => Duration::ZERO,
+    };
     let per_second = super::tx_report::per_second;
-    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
+    let accepted = landing.accepted;
     let outcomes = TxOutcomeFigures {
         sent: tally.sent,
         accepted,
         finals: solana_finals(&tally),
         rejected_by_reason: &acks.rejected_by,
         oldest_pending: tally.oldest_pending,
-        dropped_by: None,
+        dropped_by: Some(&tally.dropped_by),
         reorgs: None,
     };
     let identity = outcomes.adds_up();
@@ -366,12 +340,15 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "landing_seen_by": seen_by,
         "resolution_ms": resolution_ms,
         "interrupted": grace_started,
+        "landed_unseen": tally.landed_unseen,
+        "looked_up": tally.looked_up,
+        "status_lookup_failures": landing.lookup_failures,
         "send_to_ack_ms": {"p50": ms(&acks.ack_us, 0.5), "p90": ms(&acks.ack_us, 0.9), "p99": ms(&acks.ack_us, 0.99), "max": ms(&acks.ack_us, 1.0)},
         "send_to_landed_ms": {"p50": ms(&tally.latency_us, 0.5), "p90": ms(&tally.latency_us, 0.9), "p99": ms(&tally.latency_us, 0.99), "max": ms(&tally.latency_us, 1.0)},
         "slots_after_send": {"p50": slots(0.5), "p99": slots(0.99), "max": slots(1.0)},
         "send_seconds": record.elapsed.as_secs_f64(),
         "sent_per_second": per_second(tally.sent, record.elapsed),
-        "landed_per_second": per_second(tally.landed, landed_window),
+        "landed_per_second": per_second(tally.landed - tally.landed_unseen, landed_window),
         "inclusion_timeout_ms": args.inclusion_timeout.as_millis() as u64,
         "subscriptions": subscribed,
         "subscriptions_refused": refused,
@@ -381,7 +358,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     });
     outcomes.write_into(SOLANA_WORDS, &mut report);
     let figures = super::tx_report::TxRunFigures::new(
-        super::tx_report::timeline(&sent_at, landed_at.iter().copied()),
+        std::mem::take(&mut landing.timeline),
         &acks.ack_us,
         &tally.latency_us,
         &record.totals.send_lag,
@@ -405,7 +382,8 @@ fn solana_finals(tally: &SolanaTally) -> TxFinalCounts {
     finals
         .set(TxFinalOutcome::Included, tally.landed)
         .set(TxFinalOutcome::Reverted, tally.failed)
-        .set(TxFinalOutcome::Dropped, tally.expired)
+        .set(TxFinalOutcome::Expired, tally.expired)
+        .set(TxFinalOutcome::Dropped, tally.dropped)
         .set(TxFinalOutcome::Rejected, tally.rejected)
         .set(TxFinalOutcome::Pending, tally.pending);
     finals

@@ -449,6 +449,12 @@ impl MockOptions {
                     format!("must be between 0 and 1, not {}", solana_tx.drop_share),
                 );
             }
+            if !(0.0..=1.0).contains(&solana_tx.unnotified_share) {
+                return invalid(
+                    "solana_tx_unnotified",
+                    format!("must be between 0 and 1, not {}", solana_tx.unnotified_share),
+                );
+            }
             if solana_tx.blockhash_max_age == 0 {
                 return invalid("blockhash_max_age", "must be at least 1".into());
             }

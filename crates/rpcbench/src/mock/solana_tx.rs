@@ -4,7 +4,8 @@
 //! the "expire" knob) and refuses a signature already seen with Agave's error; the fee payer
 //! pays the fee at once, and the transaction lands in the next slot with a block (failed, with
 //! the System Program's error, when the payer cannot pay the transfer). A `drop_share` of the
-//! accepted ones is answered but never lands. `getSignatureStatuses` and the
+//! accepted ones is answered but never lands; an `unnotified_share` of the landed ones lands
+//! without its `signatureSubscribe` notification. `getSignatureStatuses` and the
 //! `signatureSubscribe` notifications (`ws.rs`) tell the landing at each commitment
 //! (processed: its slot; confirmed: one slot later; finalized: [`FINALIZED_DEPTH`] later);
 //! `requestAirdrop` credits lamports, `getBalance` answers the accounts it knows,
@@ -53,12 +54,16 @@ const MAX_STATUS_SIGNATURES: usize = 256;
 const VERIFYING_KEYS_KEPT: usize = 4096;
 const S_DROP: u64 = 40;
 const S_AIRDROP: u64 = 41;
+const S_UNNOTIFIED: u64 = 42;
 
 /// Knobs of the Solana mock's transactions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SolanaTxOptions {
     /// Share of accepted transactions answered but never landed (0.0..=1.0).
     pub drop_share: f64,
+    /// Share of landed transactions whose `signatureSubscribe` notification is never sent
+    /// (0.0..=1.0): `getSignatureStatuses` still tells their landing.
+    pub unnotified_share: f64,
     /// Block heights a blockhash stays valid after its block (Solana: 150).
     pub blockhash_max_age: u64,
     /// Signatures whose status is kept at most.
@@ -69,7 +74,13 @@ pub struct SolanaTxOptions {
 
 impl Default for SolanaTxOptions {
     fn default() -> Self {
-        SolanaTxOptions { drop_share: 0.0, blockhash_max_age: 150, capacity: 262_144, airdrop: true }
+        SolanaTxOptions {
+            drop_share: 0.0,
+            unnotified_share: 0.0,
+            blockhash_max_age: 150,
+            capacity: 262_144,
+            airdrop: true,
+        }
     }
 }
 
@@ -80,6 +91,8 @@ pub(crate) struct Landed {
     pub slot: u64,
     /// Its error, as Agave writes it (`None`: succeeded).
     pub err: Option<Value>,
+    /// Its `signatureSubscribe` notification is never sent (`unnotified_share`).
+    pub unnotified: bool,
 }
 
 /// The pool: balances, recent blockhashes and the statuses of the signatures taken.
@@ -96,6 +109,7 @@ pub(crate) struct SolanaTxPool {
     keys: VerifyingKeys,
     taken: u64,
     dropped: u64,
+    unnotified: u64,
     seed: u64,
 }
 
@@ -111,6 +125,7 @@ impl SolanaTxPool {
             keys: VerifyingKeys::default(),
             taken: 0,
             dropped: 0,
+            unnotified: 0,
             seed,
         }
     }
@@ -224,7 +239,10 @@ impl SolanaTxPool {
             self.dropped += 1;
             None
         } else {
-            Some(Landed { slot: Self::next_block_slot(node, slot), err })
+            let silent = draw(self.seed ^ S_UNNOTIFIED, S_UNNOTIFIED, self.taken, 0) as f64 / u64::MAX as f64;
+            let unnotified = silent < self.options.unnotified_share;
+            self.unnotified += u64::from(unnotified);
+            Some(Landed { slot: Self::next_block_slot(node, slot), err, unnotified })
         };
         self.remember(signature, landed);
         Ok(json!(name))
@@ -298,7 +316,10 @@ impl SolanaTxPool {
         *balance = balance.saturating_add(lamports);
         self.taken += 1;
         let signature: [u8; 64] = bytes(self.seed, S_AIRDROP, self.taken, 0);
-        self.remember(signature, Some(Landed { slot: Self::next_block_slot(node, slot), err: None }));
+        self.remember(
+            signature,
+            Some(Landed { slot: Self::next_block_slot(node, slot), err: None, unnotified: false }),
+        );
         Ok(json!(bs58::encode(signature).into_string()))
     }
 
@@ -334,7 +355,9 @@ impl SolanaTxPool {
                 }))
             }
             // The mock's own truth, for tests.
-            "rpcbench_solanaTxStatus" => Ok(json!({"taken": self.taken, "dropped": self.dropped})),
+            "rpcbench_solanaTxStatus" => {
+                Ok(json!({"taken": self.taken, "dropped": self.dropped, "unnotified": self.unnotified}))
+            }
             _ => return None,
         })
     }

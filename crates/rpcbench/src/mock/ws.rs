@@ -633,7 +633,7 @@ fn fan_out(
             (Kind::Signature(signature, depth), ItemData::Solana { .. }) => {
                 let landed =
                     pool.as_ref().and_then(|pool| pool.landed(signature, item.number.saturating_sub(*depth)));
-                if let Some(landed) = landed {
+                if let Some(landed) = landed.filter(|landed| !landed.unnotified) {
                     let err = landed.err.as_ref().map_or("null".to_string(), Value::to_string);
                     let result = format!(
                         r#"{{"context":{{"slot":{}}},"value":{{"err":{err}}},"rpcbenchProducedAt":{}}}"#,

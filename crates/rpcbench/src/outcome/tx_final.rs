@@ -19,8 +19,10 @@ pub enum TxFinalOutcome {
     /// In a block, but its execution failed (Ethereum: receipt status 0; Solana: landed with
     /// an error). It paid its fee.
     Reverted,
-    /// Accepted, but never included in time (Ethereum: within the inclusion timeout; Solana:
-    /// before its blockhash expired).
+    /// Accepted, its blockhash no longer valid and never landed (Solana only).
+    Expired,
+    /// Accepted, but never included in time (within the inclusion timeout), and a lookup did
+    /// not find it included.
     Dropped,
     /// Refused by the node, or never answered.
     Rejected,
@@ -51,6 +53,8 @@ pub struct TxFinalSpec {
     pub ethereum_meaning: &'static str,
     /// What the count means on Solana.
     pub solana_meaning: &'static str,
+    /// The chains (as a report's `chain` says them) that have the outcome.
+    pub chains: &'static [&'static str],
     /// Whether the count is a term of the identity `sum of the rows == sent`.
     pub in_identity: bool,
     /// Whether the count only grows during a run: exported in the counter family
@@ -64,7 +68,7 @@ pub struct TxFinalSpec {
 
 /// The one table of a transaction's final outcomes, in [`TxFinalOutcome`]'s order, which is
 /// the order reports list them and the identity's terms.
-pub const TX_FINALS: [TxFinalSpec; 5] = [
+pub const TX_FINALS: [TxFinalSpec; 6] = [
     TxFinalSpec {
         outcome: TxFinalOutcome::Included,
         ethereum_key: "included",
@@ -72,6 +76,7 @@ pub const TX_FINALS: [TxFinalSpec; 5] = [
         metric_label: "included",
         ethereum_meaning: "seen in a block",
         solana_meaning: "reached the commitment asked for",
+        chains: BOTH_CHAINS,
         in_identity: true,
         only_grows: true,
         missing_from_older_reports_of: &[],
@@ -83,20 +88,34 @@ pub const TX_FINALS: [TxFinalSpec; 5] = [
         metric_label: "reverted",
         ethereum_meaning: "in a block, receipt status 0",
         solana_meaning: "landed with an error",
+        chains: BOTH_CHAINS,
         in_identity: true,
         only_grows: true,
         missing_from_older_reports_of: &["ethereum"],
     },
     TxFinalSpec {
-        outcome: TxFinalOutcome::Dropped,
-        ethereum_key: "dropped",
+        outcome: TxFinalOutcome::Expired,
+        ethereum_key: "expired",
         solana_key: "expired",
-        metric_label: "dropped",
-        ethereum_meaning: "not included within the inclusion timeout",
+        metric_label: "expired",
+        ethereum_meaning: "",
         solana_meaning: "blockhash no longer valid, never landed",
+        chains: &["solana"],
         in_identity: true,
         only_grows: true,
         missing_from_older_reports_of: &[],
+    },
+    TxFinalSpec {
+        outcome: TxFinalOutcome::Dropped,
+        ethereum_key: "dropped",
+        solana_key: "dropped",
+        metric_label: "dropped",
+        ethereum_meaning: "not included within the inclusion timeout",
+        solana_meaning: "not landed within the inclusion timeout",
+        chains: BOTH_CHAINS,
+        in_identity: true,
+        only_grows: true,
+        missing_from_older_reports_of: &["solana"],
     },
     TxFinalSpec {
         outcome: TxFinalOutcome::Rejected,
@@ -105,6 +124,7 @@ pub const TX_FINALS: [TxFinalSpec; 5] = [
         metric_label: "rejected",
         ethereum_meaning: "refused by the node",
         solana_meaning: "refused by the node",
+        chains: BOTH_CHAINS,
         in_identity: true,
         only_grows: true,
         missing_from_older_reports_of: &[],
@@ -116,11 +136,20 @@ pub const TX_FINALS: [TxFinalSpec; 5] = [
         metric_label: "pending",
         ethereum_meaning: "unfinished at the end",
         solana_meaning: "unfinished at the end",
+        chains: BOTH_CHAINS,
         in_identity: true,
         only_grows: false,
         missing_from_older_reports_of: &[],
     },
 ];
+
+/// The chains every chain-independent row belongs to.
+const BOTH_CHAINS: &[&str] = &["ethereum", "solana"];
+
+/// The rows a chain's reports have, in the table's order.
+pub fn tx_finals_of(chain: &str) -> impl Iterator<Item = &'static TxFinalSpec> + '_ {
+    TX_FINALS.iter().filter(move |spec| spec.chains.contains(&chain))
+}
 
 /// The report key (and the live metrics' counter) of the inclusions a reorg took back: not a
 /// final outcome (the transaction went back to waiting), counted beside them.
@@ -177,7 +206,9 @@ pub enum DropCause {
     StillPooled,
     /// The node has it in a block the watch never saw carry it (after the timeout).
     IncludedUnseen,
-    /// The lookup failed.
+    /// The node has it, but not yet at the commitment asked for (Solana).
+    BelowCommitment,
+    /// The lookup failed (or the run's lookups were used up).
     NotLookedUp,
 }
 
@@ -209,9 +240,9 @@ pub struct DropCauseSpec {
 }
 
 /// The one table of the causes of a drop, in [`DropCause`]'s order.
-pub const DROP_CAUSES: [DropCauseSpec; 5] = [
+pub const DROP_CAUSES: [DropCauseSpec; 6] = [
     DropCauseSpec { cause: DropCause::Replaced, key: "replaced", label: "replaced", chains: &["ethereum"] },
-    DropCauseSpec { cause: DropCause::Gone, key: "gone", label: "gone", chains: &["ethereum"] },
+    DropCauseSpec { cause: DropCause::Gone, key: "gone", label: "gone", chains: BOTH_CHAINS },
     DropCauseSpec {
         cause: DropCause::StillPooled,
         key: "still_pooled",
@@ -225,10 +256,16 @@ pub const DROP_CAUSES: [DropCauseSpec; 5] = [
         chains: &["ethereum"],
     },
     DropCauseSpec {
+        cause: DropCause::BelowCommitment,
+        key: "below_commitment",
+        label: "below commitment",
+        chains: &["solana"],
+    },
+    DropCauseSpec {
         cause: DropCause::NotLookedUp,
         key: "not_looked_up",
         label: "not looked up",
-        chains: &["ethereum"],
+        chains: BOTH_CHAINS,
     },
 ];
 
@@ -275,8 +312,9 @@ mod tests {
     fn the_identity_is_the_sum_of_every_row_against_sent() {
         let mut counts = TxFinalCounts::new();
         counts
-            .set(TxFinalOutcome::Included, 90)
+            .set(TxFinalOutcome::Included, 80)
             .set(TxFinalOutcome::Reverted, 4)
+            .set(TxFinalOutcome::Expired, 10)
             .set(TxFinalOutcome::Dropped, 3)
             .set(TxFinalOutcome::Rejected, 2)
             .set(TxFinalOutcome::Pending, 1);
@@ -295,6 +333,6 @@ mod tests {
         assert_eq!(drop_cause_label("still_pooled"), "still pooled");
         assert_eq!(drop_cause_label("blockhash_expired"), "blockhash expired");
         assert_eq!(drop_causes_of("ethereum").count(), 5);
-        assert_eq!(drop_causes_of("solana").count(), 0);
+        assert_eq!(drop_causes_of("solana").count(), 3);
     }
 }

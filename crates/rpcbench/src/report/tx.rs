@@ -21,7 +21,7 @@ use super::ThresholdResult;
 use crate::conditions::{
     self, ConditionError, Limit, MetricWord, Operator, Quantity, Vocabulary, ALL_OPERATORS,
 };
-use crate::outcome::{drop_cause_label, TxFinalOutcome, TxFinalSpec, TX_FINALS};
+use crate::outcome::{drop_cause_label, tx_finals_of, TxFinalOutcome, TxFinalSpec};
 use crate::util::units::format_micros;
 
 /// The version of the tx report's JSON this build writes and reads.
@@ -110,7 +110,7 @@ pub const ETHEREUM_WORDS: TxChainWords = TxChainWords {
 pub const SOLANA_WORDS: TxChainWords = TxChainWords {
     chain: "solana",
     included: TxFinalOutcome::Included.spec().solana_key,
-    lost: TxFinalOutcome::Dropped.spec().solana_key,
+    lost: TxFinalOutcome::Expired.spec().solana_key,
     latency: "send_to_landed_ms",
     per_second: "landed_per_second",
     resolution: "resolution_ms",
@@ -157,14 +157,20 @@ pub(super) fn final_meaning(report: &Value, outcome: TxFinalOutcome) -> String {
     let words = TxChainWords::of(report);
     let meaning = words.final_meaning(outcome);
     match outcome {
-        TxFinalOutcome::Included if words == SOLANA_WORDS => match report["commitment"].as_str() {
-            Some(commitment) => format!("reached {commitment} commitment"),
-            None => meaning.to_string(),
-        },
-        TxFinalOutcome::Dropped if words == ETHEREUM_WORDS => {
-            format!("not included within {} ms{}", count(report, "inclusion_timeout_ms"), drop_causes(report))
+        TxFinalOutcome::Included if words == SOLANA_WORDS => {
+            let reached = match report["commitment"].as_str() {
+                Some(commitment) => format!("reached {commitment} commitment"),
+                None => meaning.to_string(),
+            };
+            match count(report, "landed_unseen") {
+                0 => reached,
+                unseen => format!("{reached} ({unseen} found by lookup, not in the latency)"),
+            }
         }
-        TxFinalOutcome::Dropped => format!("{meaning}{}", drop_causes(report)),
+        TxFinalOutcome::Dropped => {
+            let verb = if words == SOLANA_WORDS { "landed" } else { "included" };
+            format!("not {verb} within {} ms{}", count(report, "inclusion_timeout_ms"), drop_causes(report))
+        }
         TxFinalOutcome::Pending => format!("{meaning} (oldest {} ms)", count(report, "oldest_pending_ms")),
         _ => meaning.to_string(),
     }
@@ -174,8 +180,7 @@ pub(super) fn final_meaning(report: &Value, outcome: TxFinalOutcome) -> String {
 /// row newer than the report (no key in it) is left out.
 pub(super) fn final_rows(report: &Value) -> Vec<(&'static TxFinalSpec, &'static str, u64)> {
     let words = TxChainWords::of(report);
-    TX_FINALS
-        .iter()
+    tx_finals_of(words.chain)
         .map(|spec| (spec, words.final_key(spec.outcome)))
         .filter(|(spec, key)| {
             !spec.missing_from_older_reports_of.contains(&words.chain) || report[*key].is_u64()
@@ -302,7 +307,15 @@ impl TxThreshold {
             TxWord::Ack => latency("ack"),
             TxWord::Included => share(words.final_key(TxFinalOutcome::Included)),
             TxWord::Rejected => share(words.final_key(TxFinalOutcome::Rejected)),
-            TxWord::Dropped => share(words.final_key(TxFinalOutcome::Dropped)),
+            // Solana's lost are the expired and, in reports that look them up, the dropped.
+            TxWord::Dropped => {
+                let lost = [TxFinalOutcome::Expired, TxFinalOutcome::Dropped]
+                    .into_iter()
+                    .filter(|outcome| outcome.spec().chains.contains(&words.chain))
+                    .map(|outcome| count(report, words.final_key(outcome)))
+                    .sum::<u64>();
+                (sent > 0).then(|| lost as f64 * 100.0 / sent as f64)
+            }
             TxWord::Pending => Some(count(report, words.final_key(TxFinalOutcome::Pending)) as f64),
             TxWord::SentRate => report["sent_per_second"].as_f64(),
             TxWord::IncludedRate => report[words.per_second].as_f64(),
@@ -705,11 +718,15 @@ fn solana_text(report: &Value) -> String {
         report["commitment"].as_str().unwrap_or(""),
         report["landing_seen_by"].as_str().unwrap_or("")
     );
+    let unseen = match count(report, "landed_unseen") {
+        0 => String::new(),
+        n => format!("   ({n} found by lookup: no latency)"),
+    };
     chain_text(
         report,
         ChainText {
             heading,
-            included_note: format!("   {:.1}/s", report["landed_per_second"].as_f64().unwrap_or(0.0)),
+            included_note: format!("   {:.1}/s{unseen}", report["landed_per_second"].as_f64().unwrap_or(0.0)),
             latencies: [
                 ("send -> ack ms", "send_to_ack_ms", String::new()),
                 ("send -> landed ms", "send_to_landed_ms", resolution.clone()),
@@ -834,6 +851,39 @@ mod tests {
         assert!(text.contains("reorged out            3   (2 reorgs seen"), "{text}");
         let markdown = super::super::render_tx_markdown(&report);
         assert!(markdown.contains("reverted") && markdown.contains("1 gone"), "{markdown}");
+    }
+
+    #[test]
+    fn a_solana_report_shows_its_dropped_by_cause_and_its_landings_found_by_lookup_in_every_format() {
+        let mut report = report("solana", 190);
+        report["failed"] = json!(1);
+        report["expired"] = json!(4);
+        report["dropped"] = json!(3);
+        report["dropped_by_cause"] = json!({"gone": 2, "below_commitment": 0, "not_looked_up": 1});
+        report["landed_unseen"] = json!(5);
+        report["inclusion_timeout_ms"] = json!(30_000);
+        report["identity_holds"] = json!(true);
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("landed + failed + expired + dropped + rejected + pending = 200 == sent 200"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dropped            3   (not landed within 30000 ms; 2 gone, 1 not looked up)"),
+            "{text}"
+        );
+        assert!(text.contains("(5 found by lookup: no latency)"), "{text}");
+        let markdown = super::super::render_tx_markdown(&report);
+        assert!(
+            markdown.contains("| dropped | 3 | not landed within 30000 ms; 2 gone, 1 not looked up |"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("5 found by lookup"), "{markdown}");
+        let html = super::super::render_tx_html(&report);
+        assert!(html.contains("2 gone, 1 not looked up"), "{html}");
+        // The lost share of a Solana run counts the expired and the dropped.
+        let verdict = TxThreshold::parse("dropped < 3.5%").unwrap().judge(&report);
+        assert!(!verdict.passed, "7 of 200 lost is 3.5%: {verdict:?}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::tx::{count, TxChainWords};
-use crate::outcome::{drop_causes_of, DropCause, TxFinalCounts, REORGED_OUT_KEY, TX_FINALS};
+use crate::outcome::{drop_causes_of, tx_finals_of, DropCause, TxFinalCounts, REORGED_OUT_KEY};
 
 /// Reorgs seen while watching for inclusions (Ethereum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,7 +52,7 @@ impl TxOutcomeFigures<'_> {
     pub fn write_into(&self, words: TxChainWords, report: &mut Value) {
         report["sent"] = json!(self.sent);
         report["accepted"] = json!(self.accepted);
-        for (spec, n) in self.finals.rows() {
+        for (spec, n) in self.finals.rows().filter(|(spec, _)| spec.chains.contains(&words.chain)) {
             report[words.final_key(spec.outcome)] = json!(n);
         }
         report["rejected_by_reason"] = json!(self.rejected_by_reason);
@@ -75,7 +75,7 @@ impl TxOutcomeFigures<'_> {
 pub fn report_finals(report: &Value) -> TxFinalCounts {
     let words = TxChainWords::of(report);
     let mut finals = TxFinalCounts::new();
-    for spec in &TX_FINALS {
+    for spec in tx_finals_of(words.chain) {
         finals.set(spec.outcome, count(report, words.final_key(spec.outcome)));
     }
     finals
@@ -89,44 +89,50 @@ pub fn report_adds_up(report: &Value) -> bool {
 /// The identity in a chain's words, for the message of a run whose outcomes do not add up:
 /// `included + reverted + dropped + rejected + pending does not equal sent`.
 pub fn identity_broken_text(words: TxChainWords) -> String {
-    let terms: Vec<&str> =
-        TX_FINALS.iter().filter(|spec| spec.in_identity).map(|spec| words.final_key(spec.outcome)).collect();
+    let terms: Vec<&str> = tx_finals_of(words.chain)
+        .filter(|spec| spec.in_identity)
+        .map(|spec| words.final_key(spec.outcome))
+        .collect();
     format!("{} does not equal sent", terms.join(" + "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::TxFinalOutcome;
+    use crate::outcome::{TxFinalOutcome, TX_FINALS};
     use crate::report::tx::{ETHEREUM_WORDS, SOLANA_WORDS};
 
     #[test]
     fn both_chains_write_every_row_under_their_own_keys_and_read_them_back() {
-        let mut finals = TxFinalCounts::new();
-        finals
-            .set(TxFinalOutcome::Included, 5)
-            .set(TxFinalOutcome::Reverted, 4)
-            .set(TxFinalOutcome::Dropped, 3)
-            .set(TxFinalOutcome::Rejected, 2)
-            .set(TxFinalOutcome::Pending, 1);
         let reasons = BTreeMap::from([("nonce_too_low".to_string(), 2)]);
-        let figures = TxOutcomeFigures {
-            sent: 15,
-            accepted: 13,
-            finals,
-            rejected_by_reason: &reasons,
-            oldest_pending: Duration::from_millis(7),
-            dropped_by: None,
-            reorgs: None,
-        };
-        for (words, keys) in [
-            (ETHEREUM_WORDS, ["included", "reverted", "dropped", "rejected", "pending"]),
-            (SOLANA_WORDS, ["landed", "failed", "expired", "rejected", "pending"]),
+        for (words, keys, expired) in [
+            (ETHEREUM_WORDS, &["included", "reverted", "dropped", "rejected", "pending"][..], 0),
+            (SOLANA_WORDS, &["landed", "failed", "expired", "dropped", "rejected", "pending"][..], 6),
         ] {
+            let mut finals = TxFinalCounts::new();
+            finals
+                .set(TxFinalOutcome::Included, 5)
+                .set(TxFinalOutcome::Reverted, 4)
+                .set(TxFinalOutcome::Expired, expired)
+                .set(TxFinalOutcome::Dropped, 3)
+                .set(TxFinalOutcome::Rejected, 2)
+                .set(TxFinalOutcome::Pending, 1);
+            let figures = TxOutcomeFigures {
+                sent: 15 + expired,
+                accepted: 13 + expired,
+                finals,
+                rejected_by_reason: &reasons,
+                oldest_pending: Duration::from_millis(7),
+                dropped_by: None,
+                reorgs: None,
+            };
             let mut report = json!({"chain": words.chain});
             figures.write_into(words, &mut report);
             let written: Vec<u64> = keys.iter().map(|key| report[*key].as_u64().unwrap()).collect();
-            assert_eq!(written, [5, 4, 3, 2, 1], "{report}");
+            let expected: Vec<u64> =
+                if expired > 0 { vec![5, 4, expired, 3, 2, 1] } else { vec![5, 4, 3, 2, 1] };
+            assert_eq!(written, expected, "{report}");
+            assert!(words.chain == "solana" || report.get("expired").is_none(), "{report}");
             assert_eq!(report["identity_holds"], true);
             assert_eq!(report_finals(&report), finals);
             assert!(report_adds_up(&report));
@@ -144,17 +150,22 @@ mod tests {
 
     #[test]
     fn every_final_outcome_of_a_transaction_is_a_row_of_one_table_read_by_report_merge_and_metrics() {
-        // A distinct count per row (10, 20, 30, ...), so a row read under another's key shows.
-        let mut finals = TxFinalCounts::new();
-        for (index, spec) in TX_FINALS.iter().enumerate() {
-            finals.set(spec.outcome, 10 * (index as u64 + 1));
-        }
-        let sent = finals.identity_sum();
+        // A distinct count per row (10, 20, 30, ...), so a row read under another's key shows;
+        // the rows of one chain, or every row.
+        let finals_of = |chain: Option<&str>| {
+            let mut finals = TxFinalCounts::new();
+            for (index, spec) in TX_FINALS.iter().enumerate() {
+                if chain.is_none_or(|chain| spec.chains.contains(&chain)) {
+                    finals.set(spec.outcome, 10 * (index as u64 + 1));
+                }
+            }
+            finals
+        };
         let reasons = BTreeMap::new();
-        let dropped_by = BTreeMap::from([(DropCause::Gone, finals.get(TxFinalOutcome::Dropped))]);
-        let figures = TxOutcomeFigures {
-            sent,
-            accepted: sent - finals.get(TxFinalOutcome::Rejected),
+        let dropped_by = BTreeMap::from([(DropCause::Gone, finals_of(None).get(TxFinalOutcome::Dropped))]);
+        let figures_of = |finals: TxFinalCounts| TxOutcomeFigures {
+            sent: finals.identity_sum(),
+            accepted: finals.identity_sum() - finals.get(TxFinalOutcome::Rejected),
             finals,
             rejected_by_reason: &reasons,
             oldest_pending: Duration::ZERO,
@@ -162,6 +173,9 @@ mod tests {
             reorgs: Some(TxReorgFigures { reorged_out: 7, reorgs: 2 }),
         };
         for words in [ETHEREUM_WORDS, SOLANA_WORDS] {
+            let finals = finals_of(Some(words.chain));
+            let figures = figures_of(finals);
+            let sent = figures.sent;
             let histogram = encoded_histogram();
             let shard = |index: u64| {
                 let mut report = json!({
@@ -178,7 +192,7 @@ mod tests {
             let text = crate::report::tx::render_tx_text(&report);
             let markdown = crate::report::render_tx_markdown(&report);
             let mut identity_terms = Vec::new();
-            for (spec, n) in finals.rows() {
+            for (spec, n) in finals.rows().filter(|(spec, _)| spec.chains.contains(&words.chain)) {
                 let key = words.final_key(spec.outcome);
                 assert_eq!(report[key], n, "{} {key}: the report's key", words.chain);
                 assert_eq!(merged[key], 2 * n, "{} {key}: the merge's sum", words.chain);
@@ -203,6 +217,9 @@ mod tests {
             );
             assert_eq!(merged[REORGED_OUT_KEY], 14, "{merged}");
         }
+        let finals = finals_of(None);
+        let figures = figures_of(finals);
+        let sent = figures.sent;
         let ethereum = json!({"chain": "ethereum"});
         let mut written = ethereum.clone();
         figures.write_into(ETHEREUM_WORDS, &mut written);
@@ -217,6 +234,7 @@ mod tests {
             accepted: figures.accepted,
             included: finals.get(TxFinalOutcome::Included),
             reverted: finals.get(TxFinalOutcome::Reverted),
+            expired: finals.get(TxFinalOutcome::Expired),
             dropped: finals.get(TxFinalOutcome::Dropped),
             rejected: finals.get(TxFinalOutcome::Rejected),
             pending: finals.get(TxFinalOutcome::Pending),

@@ -3,7 +3,8 @@
 //! the background ([`blockhash`]), the signed-ahead pipeline that subscribes each signature
 //! before it may be sent ([`ahead`]), the `signatureSubscribe` watch and the
 //! `getSignatureStatuses` poll ([`watch`], signatures written as base58 by `base58`), and each transaction's one final outcome
-//! ([`landing`], on top of `crate::tx::inclusion`). The mock node's `sendTransaction` reads
+//! ([`landing`], bounded like `crate::tx::inclusion`), and the `getSignatureStatuses` lookup
+//! of the ones not seen land in time ([`lookup`]). The mock node's `sendTransaction` reads
 //! transactions with [`wire`] too.
 
 pub mod ahead;
@@ -11,6 +12,7 @@ pub(crate) mod base58;
 pub mod blockhash;
 pub mod keys;
 pub mod landing;
+pub mod lookup;
 mod recent;
 pub mod watch;
 pub mod wire;

@@ -1,0 +1,224 @@
+//! What happens to `rpcbench tx`'s Solana transactions after their send: the sends (once
+//! answered) and the landings the watch or the poll saw fed to the bounded `LandingBook` from
+//! the start of sending (on a thread of its own while the engine sends, then on the command's
+//! thread while it waits for landings); what is due (not seen within the inclusion timeout,
+//! or its blockhash expired) looked up with `getSignatureStatuses` as it comes due; the
+//! timeline drawn as landings come. Each step costs what it is handed (new sends, new
+//! landings, the due), never the number sent so far.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rpcbench::client::Endpoint;
+use rpcbench::metrics::{LiveMetrics, TransactionFigures};
+use rpcbench::report::tx::TxTimeline;
+use rpcbench::tx::solana::blockhash::BlockhashFeed;
+use rpcbench::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
+use rpcbench::tx::solana::lookup::look_up_statuses;
+use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
+use rpcbench::{AckTally, SolanaSends, SolanaSent, TxAck};
+
+/// How the run sees its transactions land: the subscription watch or the status poll.
+pub(super) struct LandingSources {
+    pub(super) watch: Option<SignatureWatch>,
+    pub(super) poll: Option<SignaturePoll>,
+}
+
+impl LandingSources {
+    fn drain(&self) -> Vec<Landing> {
+        let mut landings = self.watch.as_ref().map(SignatureWatch::drain).unwrap_or_default();
+        if let Some(poll) = &self.poll {
+            landings.extend(poll.drain());
+        }
+        landings
+    }
+}
+
+/// The book and everything fed to it.
+pub(super) struct SolanaLanding {
+    node: Endpoint,
+    commitment: Commitment,
+    pub(super) book: LandingBook,
+    blockhash: Arc<BlockhashFeed>,
+    pub(super) acks: AckTally,
+    pub(super) accepted: u64,
+    pub(super) timeline: TxTimeline,
+    pub(super) first_send: Option<Instant>,
+    pub(super) last_landed: Option<Instant>,
+    pub(super) last_send: Option<Instant>,
+    pub(super) lookup_failures: u64,
+    /// Sends fed so far (ledger positions below it).
+    fed: usize,
+}
+
+impl SolanaLanding {
+    /// A landing watch: what is not seen landed `timeout` after its send is looked up at
+    /// `commitment`; `request_timeout` bounds how long a send can wait for its answer.
+    pub(super) fn new(
+        node: Endpoint,
+        commitment: Commitment,
+        blockhash: Arc<BlockhashFeed>,
+        timeout: Duration,
+        request_timeout: Duration,
+    ) -> Self {
+        // A landing may come before its send's answer (then its send is noted): held longer
+        // than a send can wait for its answer, plus the watch's own period.
+        let early_hold = request_timeout + Duration::from_secs(5);
+        SolanaLanding {
+            node,
+            commitment,
+            book: LandingBook::new(timeout, early_hold),
+            blockhash,
+            acks: AckTally::default(),
+            accepted: 0,
+            timeline: TxTimeline::new(),
+            first_send: None,
+            last_landed: None,
+            last_send: None,
+            lookup_failures: 0,
+            fed: 0,
+        }
+    }
+
+    /// Feeds the ledger's sends not yet fed: while sending, only up to the first one not yet
+    /// answered (its answer says whether it is waited for); once sending is over (`all`),
+    /// every one. Only the new part of the ledger is copied, under its lock.
+    fn feed(&mut self, sends: &SolanaSends, all: bool) {
+        let fresh: Vec<SolanaSent> = {
+            let ledger = sends.ledger();
+            let tail = ledger.sent().get(self.fed..).unwrap_or_default();
+            let answered = if all {
+                tail.len()
+            } else {
+                tail.iter().position(|tx| tx.ack == TxAck::Unanswered).unwrap_or(tail.len())
+            };
+            tail[..answered].to_vec()
+        };
+        for tx in &fresh {
+            let first = *self.first_send.get_or_insert(tx.sent);
+            self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
+            self.timeline.sent(tx.sent.saturating_duration_since(first));
+            let accepted = self.acks.add(tx.sent, tx.ack);
+            self.accepted += u64::from(accepted);
+            // A send without an answer (a timeout, a lost connection) may have reached the node:
+            // waited for, rejected unless it lands.
+            let answer = match tx.ack {
+                TxAck::Accepted(_) => SendAnswer::Accepted,
+                TxAck::Refused(_) => SendAnswer::Refused,
+                TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
+            };
+            let slot = self.blockhash.slot_at(tx.sent);
+            self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);
+        }
+        self.fed += fresh.len();
+    }
+
+    /// Notes what the watch or the poll saw land.
+    fn note(&mut self, landings: Vec<Landing>) {
+        for landing in landings {
+            self.book.landed(landing.index, landing.slot, landing.arrived, landing.failed);
+        }
+        self.note_landed_at();
+    }
+
+    fn note_landed_at(&mut self) {
+        let Some(first) = self.first_send else {
+            // Nothing fed yet: the arrivals wait in the book for the first send.
+            return;
+        };
+        for at in self.book.take_landed_at() {
+            self.timeline.included(at.saturating_duration_since(first));
+            self.last_landed = Some(self.last_landed.map_or(at, |last| last.max(at)));
+        }
+    }
+
+    /// Looks up what is due at `now`, in batches, and settles it.
+    fn look_up_due(&mut self, now: Instant) {
+        let height = self.blockhash.head().block_height;
+        let due = self.book.take_due(now, height);
+        if due.is_empty() {
+            return;
+        }
+        let signatures: Vec<[u8; 64]> = due.iter().map(|lookup| lookup.signature).collect();
+        let (found, failed_calls) = look_up_statuses(&self.node, &signatures, self.commitment);
+        self.lookup_failures += failed_calls;
+        // The height after the answers: an unknown one whose blockhash expired by then is expired.
+        let height = self.blockhash.head().block_height.max(height);
+        for (lookup, found) in due.iter().zip(found) {
+            self.book.looked_up(lookup.index, found, height, now);
+        }
+    }
+
+    /// One step at `now`: new sends, new landings, the due looked up.
+    pub(super) fn step(&mut self, sends: &SolanaSends, sources: &LandingSources, all: bool, now: Instant) {
+        self.feed(sends, all);
+        self.note(sources.drain());
+        self.look_up_due(now);
+    }
+
+    /// The dashboard's and Prometheus's figures now.
+    pub(super) fn live_figures(&self) -> TransactionFigures {
+        let counts = self.book.counts();
+        TransactionFigures {
+            sent: counts.sent,
+            accepted: self.accepted,
+            rejected: counts.rejected,
+            // The live counts do not tell landed from failed, nor expired from dropped: the
+            // report's rows do.
+            included: counts.landed,
+            dropped: counts.lost,
+            pending: counts.pending,
+            ..TransactionFigures::default()
+        }
+    }
+
+    /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
+    /// transaction's final outcome in the tally.
+    pub(super) fn finish(&mut self, sends: &SolanaSends, last: Vec<Landing>, end: Instant) -> SolanaTally {
+        self.feed(sends, true);
+        self.note(last);
+        let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
+        book.finish(end)
+    }
+}
+
+/// The landing watch on a thread of its own while the engine sends.
+pub(super) struct SolanaLandingThread {
+    over: Arc<AtomicBool>,
+    thread: JoinHandle<(SolanaLanding, LandingSources)>,
+}
+
+impl SolanaLandingThread {
+    /// Starts feeding `landing` from `sends`' ledger and `sources` every 20 ms.
+    pub(super) fn start(
+        mut landing: SolanaLanding,
+        sends: Arc<SolanaSends>,
+        sources: LandingSources,
+        live: Option<LiveMetrics>,
+    ) -> Self {
+        let over = Arc::new(AtomicBool::new(false));
+        let sending_over = over.clone();
+        let thread = std::thread::spawn(move || {
+            while !sending_over.load(Ordering::Relaxed) {
+                landing.step(&sends, &sources, false, Instant::now());
+                if let Some(live) = &live {
+                    live.publish_transactions(landing.live_figures());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (landing, sources)
+        });
+        SolanaLandingThread { over, thread }
+    }
+
+    /// Sending is over: stops the thread and gives the watch back.
+    pub(super) fn finish(self) -> (SolanaLanding, LandingSources) {
+        self.over.store(true, Ordering::Relaxed);
+        match self.thread.join() {
+            Ok(back) => back,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
