@@ -143,12 +143,38 @@ pub(crate) fn scan_response(body: &[u8]) -> Result<ScannedResponse, InvalidKind>
 }
 
 /// [`scan_response`] with the size above which a result's tail is read instead of skipped.
+///
+/// A well-formed answer names each member once, and this scan reads it with no more than a
+/// "seen" flag per envelope member. The rule for a repeated `id`, `jsonrpc` or `result` (see
+/// [`EnvelopeRead`]) costs a second scan, from the start, in [`scan_with_repeats`]: taken when
+/// the first repeat is met, so a common answer never pays for it.
 fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedResponse, InvalidKind> {
+    scan_members::<false>(body, tail_threshold)
+}
+
+/// The scan of a response that repeats an envelope member, with the whole duplicate-member
+/// rule applied to every member (off the common path).
+#[cold]
+#[inline(never)]
+fn scan_with_repeats(body: &[u8], tail_threshold: usize) -> Result<ScannedResponse, InvalidKind> {
+    scan_members::<true>(body, tail_threshold)
+}
+
+/// The forward scan of [`scan_response_with`]. With `REPEATS` false it reads each member as the
+/// only one of its name and hands the body to [`scan_with_repeats`] when an `id`, `jsonrpc` or
+/// `result` comes a second time; up to that point both modes read the same, so the answer is
+/// the same as if the rule had been applied all along.
+#[inline(always)]
+fn scan_members<const REPEATS: bool>(
+    body: &[u8],
+    tail_threshold: usize,
+) -> Result<ScannedResponse, InvalidKind> {
     let mut scanned =
         ScannedResponse { version_ok: false, id: ScannedId::Missing, has_result: false, error_code: None };
     let mut error_seen = false;
-    // A duplicate `id` or `jsonrpc` member: what was read when the result starts is final, and
-    // a member only after the result counts by its last occurrence (see [`EnvelopeRead`]).
+    // Which envelope members were read, and (with `REPEATS`) which are final: what was read
+    // when the first result starts is final, and a member only after it counts by its last
+    // occurrence (see [`EnvelopeRead`]).
     let mut read = EnvelopeRead::default();
     let mut s = Scanner { bytes: body, pos: 0 };
     if body.starts_with(VERSION_FIRST) {
@@ -174,6 +200,9 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
         match key {
             b"jsonrpc" => {
                 let value = s.value_span()?;
+                if !REPEATS && read.version_seen {
+                    return scan_with_repeats(body, tail_threshold);
+                }
                 if !read.version_final {
                     scanned.version_ok = value == b"\"2.0\"";
                     read.version_seen = true;
@@ -181,18 +210,24 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
             }
             b"id" => {
                 let value = s.value_span()?;
+                if !REPEATS && read.id_seen {
+                    return scan_with_repeats(body, tail_threshold);
+                }
                 if !read.id_final {
                     scanned.id = parse_id(value);
                     read.id_seen = true;
                 }
             }
             b"result" => {
-                scanned.has_result = true;
-                if !read.result_read {
-                    read.result_read = true;
-                    read.id_final = read.id_seen;
-                    read.version_final = read.version_seen;
+                if !REPEATS && scanned.has_result {
+                    return scan_with_repeats(body, tail_threshold);
                 }
+                if REPEATS && !read.result_read {
+                    read = read.at_first_result();
+                }
+                scanned.has_result = true;
+                // Without repeats this is the first result, and the scan keeps no finals.
+                let settled = if REPEATS { read } else { read.at_first_result() };
                 let start = s.pos;
                 let remaining = body.len() - start;
                 // The tail scan stops at the first container that closes, taking it for the
@@ -206,7 +241,7 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                     container && *no_error_key.get_or_insert_with(|| ERROR_KEY.find(&body[start..]).is_none())
                 };
                 if remaining > tail_threshold && tail_shape() {
-                    if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, read) {
+                    if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, settled) {
                         return verdict;
                     }
                 }
@@ -220,7 +255,7 @@ fn scan_response_with(body: &[u8], tail_threshold: usize) -> Result<ScannedRespo
                 };
                 if !skipped {
                     if tail_shape() {
-                        if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, read) {
+                        if let Some(verdict) = verdict_from_tail(body, start, &scanned, error_seen, settled) {
                             return verdict;
                         }
                     }
@@ -308,6 +343,13 @@ struct EnvelopeRead {
     version_seen: bool,
     id_final: bool,
     version_final: bool,
+}
+
+impl EnvelopeRead {
+    /// What is settled once the first result starts: the members read so far are final.
+    fn at_first_result(self) -> Self {
+        Self { result_read: true, id_final: self.id_seen, version_final: self.version_seen, ..self }
+    }
 }
 
 /// How most servers open a response (geth, nginx's fixed answer, Solana, our mocks): compared

@@ -12,6 +12,7 @@ use crate::slot_timer;
 use crate::transport::{Lane, Outgoing, Transport, WireError};
 use config::Load;
 
+use super::request_timeout::RequestTimeout;
 use super::worker::{Ticket, Worker, WorkerShared};
 use super::*;
 
@@ -76,7 +77,7 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
     let mut guard = ConnectionGuard { worker: worker.clone(), held: None, slots: Vec::with_capacity(1) };
     let config = worker.shared.config.clone();
     let mut lane: Option<T::Lane> = None;
-    let mut timeout_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+    let mut timeout_timer: Option<RequestTimeout> = None;
     let mut request = Outgoing::default();
     let mut backoff = crate::ratelimit::pause::Backoff::default();
     let open_loop = matches!(config.load, Load::Open { .. });
@@ -211,25 +212,13 @@ async fn connection_loop<T: Transport + 'static, P: Protocol + 'static>(
         guard.held = Some((ticket, Some(sent)));
         worker.in_flight.set(worker.in_flight.get() + 1);
         let deadline = sent + config.timeout;
-        // The connection's timer is re-armed lazily: it stays set to an earlier request's
-        // deadline and is moved forward only when it fires, so a fast request costs no timer
-        // registration at all.
-        let timer = timeout_timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        // The connection's timer is re-armed lazily and polled only when it can have fired
+        // (see [`RequestTimeout`]): a fast request costs no timer work at all.
+        let timer = timeout_timer.get_or_insert_with(|| RequestTimeout::new(deadline));
         let result = {
             let exchange = current.exchange(&request, config.max_body);
             tokio::pin!(exchange);
-            loop {
-                tokio::select! {
-                    biased;
-                    result = &mut exchange => break Some(result),
-                    () = timer.as_mut() => {
-                        if Instant::now() >= deadline {
-                            break None;
-                        }
-                        timer.as_mut().reset(deadline.into());
-                    }
-                }
-            }
+            std::future::poll_fn(|cx| timer.poll_exchange(exchange.as_mut(), deadline, cx)).await
         };
         let now = Instant::now();
         if open_loop {

@@ -23,6 +23,7 @@ pub mod config;
 mod exchange;
 pub(crate) mod limits;
 pub(crate) mod pacer;
+mod request_timeout;
 pub(crate) mod select;
 pub mod stages;
 pub(crate) mod usage;
