@@ -34,7 +34,8 @@ fn outcomes(report: &Value) -> Vec<(&'static str, u64, String)> {
     } else {
         // Reports written before receipts were read have no reverted count: no row.
         if report["reverted"].is_u64() {
-            rows.push(("reverted", count(report, "reverted"), "in a block, receipt status 0".into()));
+            let note = super::tx::sampled_note(report);
+            rows.push(("reverted", count(report, "reverted"), format!("in a block, receipt status 0{note}")));
         }
         rows.push((
             "dropped",
@@ -138,6 +139,8 @@ fn details(report: &Value) -> Vec<(&'static str, String)> {
         rows.push(("gas limit", count(report, "gas_limit").to_string()));
         rows.push(("fees", report["fees"]["source"].as_str().unwrap_or("").to_string()));
         rows.push(("heads from", report["heads_from"].as_str().unwrap_or("").to_string()));
+        // Reports written before `--receipts` read every receipt.
+        rows.push(("receipts checked", report["receipts_checked"].as_str().unwrap_or("all").to_string()));
     }
     if let Some(stages) = stages_text(report) {
         rows.push(("stages", stages));
