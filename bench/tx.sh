@@ -10,6 +10,11 @@
 # network), to set beside the signing crates' own benchmark figures.
 # Usage: bench/tx.sh [BINARY]   (default target/release/rpcbench)
 #   RATE_ETH=20000 RATE_SOL=40000 SECS=3 GEN_CORE=0 MOCK_CORE=1 CHAINS="ethereum solana"
+#   PRIO=50: mock and generator under SCHED_FIFO at that priority (`chrt -f`, as bench/run.sh),
+#     which keeps other processes off the pinned cores on a busy machine; not how users run it
+#     (unset: ordinary priority). The generator's helper threads then run one priority below.
+#   RECEIPTS=all|none|N%: Ethereum's --receipts (which included transactions' receipts are read;
+#     unset: the binary's default, all)
 #   SIGN_COST=target/release/examples/tx_sign_cost (cargo build --release --example tx_sign_cost)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +22,8 @@ BIN=$(realpath "${1:-target/release/rpcbench}")
 SIGN_COST=${SIGN_COST:-target/release/examples/tx_sign_cost}
 RATE_ETH=${RATE_ETH:-20000}; RATE_SOL=${RATE_SOL:-40000}; SECS=${SECS:-3}
 GEN_CORE=${GEN_CORE:-0}; MOCK_CORE=${MOCK_CORE:-1}; CHAINS=${CHAINS:-"ethereum solana"}
+PRIO=${PRIO:-}; RT=(); [[ -n $PRIO ]] && RT=(chrt -f "$PRIO")
+RECEIPTS=${RECEIPTS:-}
 WORK=$(mktemp -d /tmp/rpcbench-tx-bench.XXXXXX)
 SERVER=""
 trap '[[ -n $SERVER ]] && kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -27,21 +34,21 @@ cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/s
 for chain in $CHAINS; do
   case $chain in
     ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms)
-              send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000) ;;
+              send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000 ${RECEIPTS:+--receipts "$RECEIPTS"}) ;;
     solana)   rate=$RATE_SOL; serve=(--chain solana --solana-tx --slot-time 100ms)
               send=(--senders 8 --commitment processed --skip-preflight) ;;
     *) echo "unknown chain $chain" >&2; exit 2 ;;
   esac
   count=$((rate * SECS))
-  taskset -c "$MOCK_CORE" "$BIN" serve "${serve[@]}" --threads 1 --listen 127.0.0.1:0 >"$WORK/serve.out" 2>&1 &
+  "${RT[@]}" taskset -c "$MOCK_CORE" "$BIN" serve "${serve[@]}" --threads 1 --listen 127.0.0.1:0 >"$WORK/serve.out" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.05; done
   url=$(grep -o 'http://[0-9.:]*/' "$WORK/serve.out")
   mock_before=$(cpu_of "$SERVER")
   echo "# $chain: load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "# taskset -c $MOCK_CORE $BIN serve ${serve[*]} --threads 1 --listen 127.0.0.1:0"
-  echo "# taskset -c $GEN_CORE $BIN tx URL ${send[*]} --rate $rate -n $count --inclusion-timeout 20s --no-tui -f json"
-  /usr/bin/time -f "%U %S %e" -o "$WORK/time" taskset -c "$GEN_CORE" "$BIN" tx "$url" "${send[@]}" \
+  echo "# ${RT[*]} taskset -c $MOCK_CORE $BIN serve ${serve[*]} --threads 1 --listen 127.0.0.1:0"
+  echo "# ${RT[*]} taskset -c $GEN_CORE $BIN tx URL ${send[*]} --rate $rate -n $count --inclusion-timeout 20s --no-tui -f json"
+  /usr/bin/time -f "%U %S %e" -o "$WORK/time" "${RT[@]}" taskset -c "$GEN_CORE" "$BIN" tx "$url" "${send[@]}" \
     --rate "$rate" -n "$count" --inclusion-timeout 20s --no-tui -f json -o "$WORK/$chain.json" 2>"$WORK/tx.err" \
     || { echo "tx exited $?:"; tail -5 "$WORK/tx.err"; }
   mock_cpu=$(awk -v a="$mock_before" -v b="$(cpu_of "$SERVER")" 'BEGIN {print b - a}')
@@ -56,7 +63,8 @@ sent = report["sent"]
 lag = report["send_lag_ms"]
 print(f"sent {sent} at {report['sent_per_second']:.0f}/s (asked {rate:.0f}/s) over {report['send_seconds']:.2f} s; "
       f"included {included}; rejected {report['rejected']} {report['rejected_by_reason']}; pending {report['pending']}")
-print(f"send lag ms p50 {lag['p50']} p99 {lag['p99']} max {lag['max']}; ack ms p99 {report['send_to_ack_ms']['p99']}")
+print(f"send lag ms p50 {lag['p50']} p99 {lag['p99']} max {lag['max']}; ack ms p99 {report['send_to_ack_ms']['p99']}"
+      + (f"; receipts checked: {report['receipts_checked']}, reverted {report['reverted']}" if 'receipts_checked' in report else ""))
 print(f"generator CPU {user + system:.2f} s (user {user:.2f}, sys {system:.2f}) over {wall:.2f} s wall: "
       f"{(user + system) * 1e6 / max(sent, 1):.1f} us per transaction; mock CPU {mock_cpu:.2f} s: "
       f"{mock_cpu * 1e6 / max(sent, 1):.1f} us per transaction")

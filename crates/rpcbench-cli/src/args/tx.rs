@@ -111,6 +111,12 @@ pub struct TxArgs {
     /// reorged_out).
     #[arg(long, default_value_t = rpcbench::tx::inclusion::DEFAULT_CONFIRM_DEPTH, value_name = "BLOCKS")]
     pub confirm_depth: u64,
+    /// Ethereum: whose receipts to read for their status (reverted = status 0): all, none,
+    /// or a share such as 10% (the same transactions on every run: chosen by hash). An
+    /// included transaction whose receipt is not read counts as included; a reverted count
+    /// from a sample is labelled so.
+    #[arg(long, default_value = "all", value_name = "all|none|N%", value_parser = receipt_sample)]
+    pub receipts: ReceiptSample,
     /// After an interrupt, wait this long for inclusions; the rest is reported pending
     /// [default: 3 block times, or 5s when the block time is not known].
     #[arg(long, value_parser = duration)]
@@ -247,6 +253,57 @@ pub(crate) fn wei(text: &str) -> Result<u128, String> {
         .ok_or_else(|| format!("'{text}' is not an amount of wei (e.g. 1000000000 or 1gwei)"))
 }
 
+/// Which included transactions' receipts `rpcbench tx` reads (`--receipts`), in parts per
+/// million of the included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiptSample {
+    per_million: u32,
+}
+
+impl ReceiptSample {
+    /// Every included transaction's receipt.
+    pub const ALL: ReceiptSample = ReceiptSample { per_million: 1_000_000 };
+
+    /// Whether the receipt of the transaction with `hash` is read: the hash's first eight bytes
+    /// (uniform for a Keccak-256 hash) against the share, so a sample is the same on every run.
+    pub fn reads(&self, hash: &[u8; 32]) -> bool {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash[..8]);
+        let position = u64::from_be_bytes(first) % 1_000_000;
+        position < u64::from(self.per_million)
+    }
+
+    /// Whether every receipt is read.
+    pub fn is_all(&self) -> bool {
+        self.per_million >= 1_000_000
+    }
+
+    /// What the report says was checked: `all`, `none` or `a 10% sample`.
+    pub fn label(&self) -> String {
+        match self.per_million {
+            0 => "none".into(),
+            share if share >= 1_000_000 => "all".into(),
+            share => format!("a {}% sample", share as f64 / 10_000.0),
+        }
+    }
+}
+
+/// `--receipts`: `all`, `none` or a share `N%` (0 < N <= 100, up to four decimals).
+fn receipt_sample(text: &str) -> Result<ReceiptSample, String> {
+    let text = text.trim();
+    match text {
+        "all" => return Ok(ReceiptSample::ALL),
+        "none" => return Ok(ReceiptSample { per_million: 0 }),
+        _ => {}
+    }
+    let share = text
+        .strip_suffix('%')
+        .and_then(|number| number.trim().parse::<f64>().ok())
+        .filter(|share| share.is_finite() && *share >= 0.0 && *share <= 100.0)
+        .ok_or_else(|| format!("'{text}' is not all, none or a share such as 10%"))?;
+    Ok(ReceiptSample { per_million: (share * 10_000.0).round() as u32 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +328,30 @@ mod tests {
         assert!(stage("100").is_err());
         assert!(stage("0s:100").is_err());
         assert!(stage("5s:fast").is_err());
+    }
+
+    #[test]
+    fn a_receipt_share_reads_all_none_and_percent_and_samples_about_that_share_by_hash() {
+        assert_eq!(receipt_sample("all").unwrap().label(), "all");
+        assert_eq!(receipt_sample("none").unwrap().label(), "none");
+        assert_eq!(receipt_sample("100%").unwrap(), ReceiptSample::ALL);
+        assert_eq!(receipt_sample("10%").unwrap().label(), "a 10% sample");
+        assert_eq!(receipt_sample("0.5%").unwrap().label(), "a 0.5% sample");
+        for bad in ["some", "10", "101%", "-1%", "nan%"] {
+            assert!(receipt_sample(bad).is_err(), "{bad}");
+        }
+        let tenth = receipt_sample("10%").unwrap();
+        let hashes: Vec<[u8; 32]> = (0u64..10_000)
+            .map(|i| {
+                let mut hash = [0u8; 32];
+                // Spread like a hash: a multiplicative mix of the index in the first bytes.
+                hash[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+                hash
+            })
+            .collect();
+        let read = hashes.iter().filter(|hash| tenth.reads(hash)).count();
+        assert!((800..1_200).contains(&read), "{read} of 10,000 read at 10%");
+        assert!(hashes.iter().all(|hash| ReceiptSample::ALL.reads(hash)));
+        assert!(!hashes.iter().any(|hash| receipt_sample("none").unwrap().reads(hash)));
     }
 }

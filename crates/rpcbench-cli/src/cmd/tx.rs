@@ -322,8 +322,12 @@ pub fn run(args: TxArgs) -> ExitCode {
     });
     // While sending, the landing watch feeds the book: each send (once answered) and each
     // head's block, so a reorg is seen as it happens and the book holds only what is open.
-    let mut landing = Landing::new(node.clone(), args.inclusion_timeout, args.confirm_depth, head_at_start);
-    let sending = LandingThread::start(landing, sends.clone(), watch, store.clone());
+    let mut landing =
+        Landing::new(node.clone(), args.inclusion_timeout, args.confirm_depth, head_at_start, args.receipts);
+    let sending = match LandingThread::start(landing, sends.clone(), watch, store.clone()) {
+        Ok(sending) => sending,
+        Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
+    };
     let record = run.execute();
     let (landing_back, watch) = sending.finish();
     landing = landing_back;
@@ -442,6 +446,9 @@ pub fn run(args: TxArgs) -> ExitCode {
         "block_fetch_failures": landing.fetch_failures,
     });
     outcomes.write_into(ETHEREUM_WORDS, &mut report);
+    // Whose receipts were read (`--receipts`): "all", "none" or "a 10% sample"; a reverted
+    // count from a sample is labelled so in every format.
+    report["receipts_checked"] = json!(args.receipts.label());
     let figures = super::tx_report::TxRunFigures::new(
         landing.timeline,
         &acks.ack_us,

@@ -21,6 +21,8 @@ use rpcbench::tx::watch::SeenHead;
 use rpcbench::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
 
+use crate::args::tx::ReceiptSample;
+
 /// Blocks fetched at most to fill one gap between two heads seen (or to fetch again below a
 /// reorg).
 const MAX_GAP_BLOCKS: u64 = 64;
@@ -110,13 +112,21 @@ pub(super) struct Landing {
     last_head: Option<(u64, Instant)>,
     pub(super) fetch_failures: u64,
     pub(super) receipt_failures: u64,
+    /// Whose receipts are read.
+    receipts: ReceiptSample,
     /// Dropped transactions to look up at the end: hash and ledger position.
     lookups: Vec<([u8; 32], u64)>,
 }
 
 impl Landing {
     /// A landing watch for a run that starts with the node's head at `head_at_start`.
-    pub(super) fn new(node: Endpoint, timeout: Duration, confirm_depth: u64, head_at_start: u64) -> Self {
+    pub(super) fn new(
+        node: Endpoint,
+        timeout: Duration,
+        confirm_depth: u64,
+        head_at_start: u64,
+        receipts: ReceiptSample,
+    ) -> Self {
         Landing {
             node,
             book: InclusionBook::with_confirm_depth(confirm_depth).log_settled(),
@@ -135,6 +145,7 @@ impl Landing {
             last_head: None,
             fetch_failures: 0,
             receipt_failures: 0,
+            receipts,
             lookups: Vec::new(),
         }
     }
@@ -238,8 +249,16 @@ impl Landing {
         self.expire(head.arrived);
     }
 
-    /// Reads the receipts of `included` in batches: status 0 is reverted.
+    /// Reads the receipts of `included` (those the sample takes) in batches: status 0 is
+    /// reverted; a receipt not read leaves its transaction included.
     fn read_receipts(&mut self, included: &[[u8; 32]]) {
+        let sampled: Vec<[u8; 32]>;
+        let included = if self.receipts.is_all() {
+            included
+        } else {
+            sampled = included.iter().filter(|hash| self.receipts.reads(hash)).copied().collect();
+            &sampled
+        };
         for chunk in included.chunks(LOOKUP_BATCH) {
             let params: Vec<Value> = chunk.iter().map(|hash| json!([hex_hash(hash)])).collect();
             let Some(receipts) = batch_call(&self.node, "eth_getTransactionReceipt", &params) else {
@@ -375,16 +394,17 @@ pub(super) struct LandingThread {
 }
 
 impl LandingThread {
-    /// Starts feeding `landing` from `sends`' ledger and `heads` every 20 ms.
+    /// Starts feeding `landing` from `sends`' ledger and `heads` every 20 ms, on a thread that
+    /// steps aside for the pacer (its block and receipt reads come in bursts a head at a time).
     pub(super) fn start(
         mut landing: Landing,
         sends: Arc<TxSends>,
         heads: HeadSource,
         live: Option<LiveMetrics>,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let over = Arc::new(AtomicBool::new(false));
         let sending_over = over.clone();
-        let thread = std::thread::spawn(move || {
+        let thread = rpcbench::spawn_helper("rpcbench-landing", move || {
             let mut accepted = 0;
             while !sending_over.load(Ordering::Relaxed) {
                 let now = Instant::now();
@@ -403,8 +423,8 @@ impl LandingThread {
                 std::thread::sleep(Duration::from_millis(20));
             }
             (landing, heads)
-        });
-        LandingThread { over, thread }
+        })?;
+        Ok(LandingThread { over, thread })
     }
 
     /// Sending is over: stops the thread and gives the watch back.

@@ -167,6 +167,8 @@ pub(super) fn final_meaning(report: &Value, outcome: TxFinalOutcome) -> String {
                 unseen => format!("{reached} ({unseen} found by lookup, not in the latency)"),
             }
         }
+        // A reverted count read from a sample of receipts says so (`--receipts 10%`).
+        TxFinalOutcome::Reverted if words == ETHEREUM_WORDS => format!("{meaning}{}", sampled_note(report)),
         TxFinalOutcome::Dropped => {
             let verb = if words == SOLANA_WORDS { "landed" } else { "included" };
             format!("not {verb} within {} ms{}", count(report, "inclusion_timeout_ms"), drop_causes(report))
@@ -597,14 +599,17 @@ fn ethereum_text(report: &Value) -> String {
     let polled = report["inclusion_resolution_ms"]
         .as_u64()
         .map_or(String::new(), |poll| format!("   (polled: resolution {poll} ms)"));
+    // Receipts checked (`--receipts`): reports written before it have no field (all read).
+    let checked = receipts_checked(report);
     let heading = format!(
-        "rpcbench tx {}  chain {}  {} senders\n{}  gas limit {}  fees {}\n\n",
+        "rpcbench tx {}  chain {}  {} senders\n{}  gas limit {}  fees {}{}\n\n",
         report["target"].as_str().unwrap_or(""),
         n("chain_id"),
         n("senders"),
         report["kind"].as_str().unwrap_or(""),
         n("gas_limit"),
-        report["fees"]["source"].as_str().unwrap_or("")
+        report["fees"]["source"].as_str().unwrap_or(""),
+        checked.map_or(String::new(), |checked| format!("\nreceipts checked: {checked}"))
     );
     let resync = &report["nonce_resyncs"];
     let mut extra = String::new();
@@ -653,8 +658,11 @@ fn ethereum_text(report: &Value) -> String {
     if report["receipts_read"].is_u64() {
         let _ = writeln!(
             extra,
-            "receipts read          {}   (every included transaction's; {} failed)",
+            "receipts read          {}   ({}; {} failed)",
             n("receipts_read"),
+            checked.map_or("every included transaction's".to_string(), |checked| format!(
+                "receipts checked: {checked}"
+            )),
             n("receipt_failures")
         );
     }
@@ -678,6 +686,19 @@ fn ethereum_text(report: &Value) -> String {
 }
 
 /// The text report's line on top-ups, empty when no sender ran dry.
+/// What `--receipts` checked when it was not every receipt ("none", "a 10% sample").
+pub(super) fn receipts_checked(report: &Value) -> Option<&str> {
+    report["receipts_checked"].as_str().filter(|checked| *checked != "all")
+}
+
+/// Said beside a reverted count that comes from a sample of the receipts (or none).
+pub(super) fn sampled_note(report: &Value) -> String {
+    receipts_checked(report).map_or(String::new(), |checked| match checked {
+        "none" => "; no receipts read: a lower bound".to_string(),
+        sample => format!("; from {sample} of receipts only"),
+    })
+}
+
 fn top_up_line(top_ups: &Value) -> String {
     let n = |key: &str| top_ups[key].as_u64().unwrap_or(0);
     if n("insufficient_funds_refusals") == 0 {

@@ -115,6 +115,10 @@ fn details(report: &Value) -> Vec<(&'static str, String)> {
         rows.push(("gas limit", count(report, "gas_limit").to_string()));
         rows.push(("fees", report["fees"]["source"].as_str().unwrap_or("").to_string()));
         rows.push(("heads from", report["heads_from"].as_str().unwrap_or("").to_string()));
+        // Reports written before `--receipts` have no field (they read every receipt): no row.
+        if let Some(checked) = report["receipts_checked"].as_str() {
+            rows.push(("receipts checked", checked.to_string()));
+        }
     }
     if let Some(stages) = stages_text(report) {
         rows.push(("stages", stages));

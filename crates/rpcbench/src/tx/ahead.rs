@@ -216,110 +216,110 @@ impl SignedAhead {
         let counts = Arc::new(ResyncCounts::default());
         let top_ups = Arc::new(TopUpCounts::default());
         let (published, counted, topped) = (generations.clone(), counts.clone(), top_ups.clone());
-        let signer = std::thread::Builder::new()
-            .name("rpcbench-signer".into())
-            .spawn(move || {
-                let senders = keys.len();
-                let mut tx = template;
-                let transfer =
-                    UnsignedTx { gas_limit: super::sign::TRANSFER_GAS, data: Vec::new(), ..tx.clone() };
-                let mut gate = TopUpGate::new(top_up, senders);
-                // Top-ups signed, sent before the next load transaction.
-                let mut extra: VecDeque<PreparedTx> = VecDeque::new();
-                let mut apply =
-                    |book: &mut NonceBook, request: ResyncRequest, extra: &mut VecDeque<PreparedTx>| {
-                        if request.sender >= senders {
-                            return;
-                        }
-                        if !book.is_current(request.sender, request.generation) {
-                            if request.funds {
-                                topped.same_burst();
-                            }
-                            return;
-                        }
+        // The signer steps aside for the pacer: it signs in the core's free time and is
+        // preempted the moment the engine's timer fires.
+        let signer = crate::util::thread_class::spawn_helper("rpcbench-signer", move || {
+            let senders = keys.len();
+            let mut tx = template;
+            let transfer =
+                UnsignedTx { gas_limit: super::sign::TRANSFER_GAS, data: Vec::new(), ..tx.clone() };
+            let mut gate = TopUpGate::new(top_up, senders);
+            // Top-ups signed, sent before the next load transaction.
+            let mut extra: VecDeque<PreparedTx> = VecDeque::new();
+            let mut apply =
+                |book: &mut NonceBook, request: ResyncRequest, extra: &mut VecDeque<PreparedTx>| {
+                    if request.sender >= senders {
+                        return;
+                    }
+                    if !book.is_current(request.sender, request.generation) {
                         if request.funds {
-                            let decision = gate.decide(request.sender, Instant::now());
-                            topped.decided(decision);
-                            if let (TopUpDecision::Send, Some(plan)) = (decision, gate.plan()) {
-                                let (nonce, generation) = book.take(0);
-                                let top_up = UnsignedTx {
-                                    nonce,
-                                    to: Some(keys[request.sender].address()),
-                                    value: plan.amount,
-                                    ..transfer.clone()
-                                };
-                                let signed = sign(&top_up, &keys[0]);
-                                let raw_hex = format!("0x{}", hex_encode(&signed.raw));
-                                extra.push_back(PreparedTx {
-                                    sender: 0,
-                                    nonce,
-                                    generation,
-                                    hash: signed.hash,
-                                    raw_hex,
-                                });
-                            }
+                            topped.same_burst();
                         }
-                        let Some(source) = source.as_mut() else { return };
-                        match source.pending_nonce(request.sender) {
-                            Ok(pending) => {
-                                book.resync(request.sender, pending);
-                                published.set(request.sender, book.generation(request.sender));
-                                counted.resynced();
-                            }
-                            Err(_) => counted.lookup_failed(),
-                        }
-                    };
-                let mut turn = 0u64;
-                'signing: while turn < count {
-                    while let Ok(request) = requests.try_recv() {
-                        apply(&mut book, request, &mut extra);
+                        return;
                     }
-                    if let Some(mut prepared) = extra.pop_front() {
-                        // A top-up goes out before the next load transaction.
-                        loop {
-                            match sender.push(prepared, RESYNC_POLL) {
-                                Queued::Yes => break,
-                                Queued::TakerGone => break 'signing,
-                                Queued::Full(back) => prepared = back,
-                            }
-                            while let Ok(request) = requests.try_recv() {
-                                apply(&mut book, request, &mut extra);
-                            }
+                    if request.funds {
+                        let decision = gate.decide(request.sender, Instant::now());
+                        topped.decided(decision);
+                        if let (TopUpDecision::Send, Some(plan)) = (decision, gate.plan()) {
+                            let (nonce, generation) = book.take(0);
+                            let top_up = UnsignedTx {
+                                nonce,
+                                to: Some(keys[request.sender].address()),
+                                value: plan.amount,
+                                ..transfer.clone()
+                            };
+                            let signed = sign(&top_up, &keys[0]);
+                            let raw_hex = format!("0x{}", hex_encode(&signed.raw));
+                            extra.push_back(PreparedTx {
+                                sender: 0,
+                                nonce,
+                                generation,
+                                hash: signed.hash,
+                                raw_hex,
+                            });
                         }
-                        continue 'signing;
                     }
-                    let index = (turn % senders as u64) as usize;
-                    let (nonce, generation) = book.take(index);
-                    tx.nonce = nonce;
-                    let signed = sign(&tx, &keys[index]);
-                    let mut raw_hex = String::with_capacity(2 + signed.raw.len() * 2);
-                    raw_hex.push_str("0x");
-                    raw_hex.push_str(&hex_encode(&signed.raw));
-                    let mut prepared =
-                        PreparedTx { sender: index, nonce, generation, hash: signed.hash, raw_hex };
-                    // While the queue is full, keep serving resyncs: a transaction in hand that a
-                    // resync made stale is signed again with the new nonce instead.
+                    let Some(source) = source.as_mut() else { return };
+                    match source.pending_nonce(request.sender) {
+                        Ok(pending) => {
+                            book.resync(request.sender, pending);
+                            published.set(request.sender, book.generation(request.sender));
+                            counted.resynced();
+                        }
+                        Err(_) => counted.lookup_failed(),
+                    }
+                };
+            let mut turn = 0u64;
+            'signing: while turn < count {
+                while let Ok(request) = requests.try_recv() {
+                    apply(&mut book, request, &mut extra);
+                }
+                if let Some(mut prepared) = extra.pop_front() {
+                    // A top-up goes out before the next load transaction.
                     loop {
                         match sender.push(prepared, RESYNC_POLL) {
                             Queued::Yes => break,
                             Queued::TakerGone => break 'signing,
                             Queued::Full(back) => prepared = back,
                         }
-                        let mut resynced = false;
                         while let Ok(request) = requests.try_recv() {
                             apply(&mut book, request, &mut extra);
-                            resynced = true;
-                        }
-                        if resynced && !book.is_current(index, generation) {
-                            continue 'signing;
                         }
                     }
-                    turn += 1;
+                    continue 'signing;
                 }
-                sender.signer_done();
-                book
-            })
-            .ok();
+                let index = (turn % senders as u64) as usize;
+                let (nonce, generation) = book.take(index);
+                tx.nonce = nonce;
+                let signed = sign(&tx, &keys[index]);
+                let mut raw_hex = String::with_capacity(2 + signed.raw.len() * 2);
+                raw_hex.push_str("0x");
+                raw_hex.push_str(&hex_encode(&signed.raw));
+                let mut prepared =
+                    PreparedTx { sender: index, nonce, generation, hash: signed.hash, raw_hex };
+                // While the queue is full, keep serving resyncs: a transaction in hand that a
+                // resync made stale is signed again with the new nonce instead.
+                loop {
+                    match sender.push(prepared, RESYNC_POLL) {
+                        Queued::Yes => break,
+                        Queued::TakerGone => break 'signing,
+                        Queued::Full(back) => prepared = back,
+                    }
+                    let mut resynced = false;
+                    while let Ok(request) = requests.try_recv() {
+                        apply(&mut book, request, &mut extra);
+                        resynced = true;
+                    }
+                    if resynced && !book.is_current(index, generation) {
+                        continue 'signing;
+                    }
+                }
+                turn += 1;
+            }
+            sender.signer_done();
+            book
+        })
+        .ok();
         if signer.is_none() {
             ready.signer_done();
         }
@@ -461,6 +461,50 @@ mod tests {
         assert_eq!(ahead.next().map(|p| p.nonce), Some(0));
         let book = ahead.finish().unwrap();
         assert!(book.peek(0) <= 7, "at most the depth and one in hand were signed past what was taken");
+    }
+
+    /// The scheduling policy of thread `tid` of this process (field 41 of its `stat`).
+    #[cfg(target_os = "linux")]
+    fn policy_of(tid: &str) -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+        // The name (field 2) is in parentheses and may hold spaces: count from after it.
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split(' ').nth(41 - 3)?.parse().ok()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_signer_thread_is_named_and_signs_in_the_idle_class_below_the_pacer() {
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+        let template = UnsignedTx {
+            chain_id: 1,
+            nonce: 0,
+            fees: Fees::Legacy { gas_price: 1 },
+            gas_limit: 21_000,
+            to: None,
+            value: 0,
+            data: Vec::new(),
+        };
+        let ahead = SignedAhead::start(keys, NonceBook::new(vec![0]), template, 1_000, 4);
+        // The signer lowers itself before it signs: once a transaction is taken, it has.
+        assert_eq!(ahead.next().map(|p| p.nonce), Some(0));
+        let own = policy_of(&format!("{}", std::process::id())).unwrap();
+        let signers: Vec<i32> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| {
+                let tid = task.ok()?.file_name().into_string().ok()?;
+                let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+                (name.trim() == "rpcbench-signer").then(|| policy_of(&tid)).flatten()
+            })
+            .collect();
+        assert!(!signers.is_empty(), "a thread named rpcbench-signer runs");
+        if own == libc::SCHED_OTHER {
+            assert!(signers.iter().all(|policy| *policy == libc::SCHED_IDLE), "{signers:?}");
+        }
+        // The queue still hands over in order from the idle class.
+        let nonces: Vec<u64> = std::iter::from_fn(|| ahead.next()).take(20).map(|p| p.nonce).collect();
+        assert_eq!(nonces, (1..=20).collect::<Vec<u64>>());
+        drop(ahead);
     }
 
     /// Answers a fixed pending nonce per sender, counting the lookups.

@@ -38,7 +38,7 @@ impl HeadPoll {
         let (heads_in, heads) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
-        let thread = std::thread::Builder::new().name("rpcbench-head-poll".into()).spawn(move || {
+        let thread = crate::util::thread_class::spawn_helper("rpcbench-head-poll", move || {
             let mut last = head_now;
             let mut next = Instant::now();
             while !stopping.load(Ordering::Relaxed) {

@@ -110,6 +110,8 @@ impl WatchOnFeed for NewHeads {
     type Error = WatchError;
 
     async fn watch<F: Feed>(self, mut feed: F, ends: WatchEnds<SeenHead, WatchError>) {
+        // Heads are stamped by the kernel on arrival: the watch can wait for the core.
+        crate::util::thread_class::step_aside_for_the_pacer();
         let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
             method: "eth_subscribe",
             params: serde_json::json!(["newHeads"]),

@@ -1,7 +1,7 @@
 //! Leaf helpers every room may use and that use nothing of the crate's own: human units and
 //! RFC 3339 times, size-limited file reads and atomic saves, redaction of secrets, escaping of
-//! server text for a terminal, JSON paths and normal forms, the HDR histogram text codec, and a
-//! fast hasher for bounded tables of numbers.
+//! server text for a terminal, JSON paths and normal forms, the HDR histogram text codec, a
+//! fast hasher for bounded tables of numbers, and helper threads stepping aside for the pacer.
 
 pub(crate) mod fast_hash;
 pub(crate) mod files;
@@ -9,4 +9,5 @@ pub(crate) mod hdr_codec;
 pub(crate) mod json_path;
 pub(crate) mod printable;
 pub(crate) mod redact;
+pub(crate) mod thread_class;
 pub(crate) mod units;
