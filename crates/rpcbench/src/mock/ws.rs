@@ -561,7 +561,7 @@ fn fan_out(
     let mut messages = Vec::new();
     let watches_signatures = subscriptions.iter().any(|s| matches!(s.kind, Kind::Signature(..)));
     let pool = match &shared.node {
-        Node::Solana(node) if watches_signatures => node.tx_pool(),
+        Node::Solana(node) if watches_signatures => node.tx_pool_verified(),
         _ => None,
     };
     for subscription in subscriptions {
