@@ -373,6 +373,9 @@ struct Queues {
     answer_written: Notify,
 }
 
+/// Bytes of queued messages a connection's writer gathers into one write.
+const WS_WRITE_RUN: usize = 16 * 1024;
+
 /// Writes what the connection's task queues, flushing when the queue is empty; ends (closing
 /// the sink) when the task drops its sender or the connection breaks.
 async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
@@ -422,8 +425,10 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         .read_buffer_size(crate::transport::WEBSOCKET_READ_BUFFER)
         .max_message_size(Some(shared.max_body_bytes))
         .max_frame_size(Some(shared.max_body_bytes))
-        // Each message goes to the socket at once, so unsent notifications stay in our queue.
-        .write_buffer_size(0);
+        // A run of messages goes to the socket in writes of up to WS_WRITE_RUN bytes (the
+        // writer flushes when its queue is empty), not one system call each (a slot's signature
+        // notifications come by thousands); beyond that, unsent notifications stay in our queue.
+        .write_buffer_size(WS_WRITE_RUN);
     let socket = WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
     let (sink, mut incoming) = socket.split();
     let counts = Queues::default();
