@@ -5,7 +5,7 @@
 //! TPU's sigverify stage checks them later, in batches.
 //!
 //! Strictness: a batch is checked with ed25519-dalek's `verify_batch` (one randomized
-//! multiscalar multiplication for up to [`SIGVERIFY_BATCH`] transactions: about half the cost
+//! multiscalar multiplication for up to [`SIGVERIFY_BATCH`] transactions: a third of the cost
 //! of verifying each signature on its own). What `verify_strict` refuses and a batch does not
 //! is refused before the batch: a weak (small-order) signer key (known from the key table,
 //! where the flag is kept with the key) and a small-order `R` (its encoding compared with the
