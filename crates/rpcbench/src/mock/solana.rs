@@ -155,6 +155,16 @@ impl SolanaNode {
         Some(self.tx_pool.as_ref()?.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
+    /// The transaction pool, locked, with its sigverify stage run: what a landing's lookup
+    /// (a slot's signature notifications) reads.
+    pub(crate) fn tx_pool_verified(
+        &self,
+    ) -> Option<std::sync::MutexGuard<'_, super::solana_tx::SolanaTxPool>> {
+        let mut pool = self.tx_pool()?;
+        pool.run_sigverify(self);
+        Some(pool)
+    }
+
     pub(crate) fn current_slot(&self) -> u64 {
         self.head.shown(START_SLOT, self.started.elapsed(), self.slot_time)
     }

@@ -12,20 +12,28 @@
 //! `getLatestBlockhash` states the validity the knob gives. Memory is bounded: statuses are
 //! kept for the newest `capacity` signatures.
 //!
+//! With `skipPreflight` a send is answered with its signature once it decodes, as Agave's RPC
+//! does, and waits for the batched sigverify stage (`solana_sigverify.rs`), run by the send
+//! that fills a batch and before anything reads a landing or a balance; what the bank would
+//! refuse (a bad signature, an unknown blockhash, an unfunded payer, a signature already
+//! processed) never lands and is counted in the mock's truth (`rpcbench_solanaTxStatus`).
+//!
 //! Cost per transaction (the mock must keep up with a generator on its own core): signers'
-//! public keys are decompressed once and kept ([`VerifyingKeys`]), and the signature named in
-//! the answer is written by the crate's own base58 (`crate::tx::solana::base58`).
+//! public keys are decompressed once and kept, and the signature named in the answer is written
+//! by the crate's own base58 (`crate::tx::solana::base58`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::OnceLock;
 
 use base64::Engine as _;
-use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::{json, Value};
 
 use super::prng::{bytes, draw};
 use super::rpc::{RpcError, INVALID_PARAMS};
+use super::solana_sigverify::{SigverifyStage, VerifyingKeys};
 use crate::tx::solana::wire::{decode, DecodedSolanaTx};
+#[cfg(test)]
+use ed25519_dalek::VerifyingKey;
 
 /// What the transaction pool reads of the node's chain: which slots were skipped, each slot's
 /// block height and blockhash. The Solana mock node implements it; the pool never names it.
@@ -50,8 +58,6 @@ const FEE_PER_SIGNATURE: u64 = 5000;
 const COMPUTE_UNITS: u64 = 200_000;
 /// Most signatures one `getSignatureStatuses` takes.
 const MAX_STATUS_SIGNATURES: usize = 256;
-/// Signers' public keys kept decompressed at most (past it the table starts afresh).
-const VERIFYING_KEYS_KEPT: usize = 4096;
 const S_DROP: u64 = 40;
 const S_AIRDROP: u64 = 41;
 const S_UNNOTIFIED: u64 = 42;
@@ -107,6 +113,9 @@ pub(crate) struct SolanaTxPool {
     statuses: HashMap<[u8; 64], Option<Landed>>,
     order: VecDeque<[u8; 64]>,
     keys: VerifyingKeys,
+    /// Transactions sent with `skipPreflight`, waiting for their signatures' check.
+    sigverify: SigverifyStage,
+    never_landed: NeverLanded,
     taken: u64,
     dropped: u64,
     unnotified: u64,
@@ -123,6 +132,8 @@ impl SolanaTxPool {
             statuses: HashMap::new(),
             order: VecDeque::new(),
             keys: VerifyingKeys::default(),
+            sigverify: SigverifyStage::default(),
+            never_landed: NeverLanded::default(),
             taken: 0,
             dropped: 0,
             unnotified: 0,
@@ -176,26 +187,24 @@ impl SolanaTxPool {
             .first()
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::invalid_params("invalid type: expected a string transaction"))?;
-        let encoding = params.get(1).and_then(|config| config.get("encoding")).and_then(Value::as_str);
-        let wire = match encoding {
-            Some("base64") => base64::engine::general_purpose::STANDARD
-                .decode(text)
-                .map_err(|err| RpcError::invalid_params(format!("invalid base64 encoding: {err}")))?,
-            None | Some("base58") => bs58::decode(text)
-                .into_vec()
-                .map_err(|err| RpcError::invalid_params(format!("invalid base58 encoding: {err}")))?,
-            Some(other) => {
-                return Err(RpcError::invalid_params(format!(
-                    "unknown variant `{other}`, expected `base58` or `base64`"
-                )))
-            }
-        };
-        let tx = decode(&wire).map_err(|err| {
-            RpcError::new(
-                INVALID_PARAMS,
-                format!("failed to deserialize solana_transaction::versioned::VersionedTransaction: {err}"),
-            )
-        })?;
+        let config = params.get(1);
+        let encoding = config.and_then(|config| config.get("encoding")).and_then(Value::as_str);
+        let skip_preflight =
+            config.and_then(|config| config.get("skipPreflight")).and_then(Value::as_bool).unwrap_or(false);
+        let tx = decode_sent(text, encoding)?;
+        let name =
+            if skip_preflight { self.forward(node, slot, tx) } else { self.preflight(node, slot, tx)? };
+        Ok(Value::String(name))
+    }
+
+    /// A send with preflight: every check in the answer (a bad signature refused with Agave's
+    /// -32003, the rest as its simulation words them); taken, it lands in the next block.
+    fn preflight(
+        &mut self,
+        node: &impl SlotChain,
+        slot: u64,
+        tx: DecodedSolanaTx,
+    ) -> Result<String, RpcError> {
         if !self.keys.verify(&tx) {
             return Err(RpcError::new(
                 SIGNATURE_VERIFICATION_FAILURE,
@@ -204,23 +213,73 @@ impl SolanaTxPool {
         }
         let signature = tx.signatures[0];
         let name = crate::tx::solana::base58::signature_text(&signature);
-        if self.statuses.contains_key(&signature) {
+        if self.statuses.contains_key(&signature) || self.sigverify.holds(&signature) {
             return Err(preflight("This transaction has already been processed", "AlreadyProcessed"));
         }
+        self.process(node, slot, &tx).map_err(|refusal| match refusal {
+            Refusal::BlockhashNotFound => preflight("Blockhash not found", "BlockhashNotFound"),
+            Refusal::AccountNotFound => preflight(
+                "Attempt to debit an account but found no record of a prior credit.",
+                "AccountNotFound",
+            ),
+        })?;
+        Ok(name)
+    }
+
+    /// A send with `skipPreflight`: as Agave's RPC, answered with its signature once it decodes,
+    /// and forwarded, here to the sigverify stage. What the bank would refuse (a bad signature,
+    /// an unknown blockhash, an unfunded payer, a signature already processed) never lands and
+    /// is counted in the mock's truth (`rpcbench_solanaTxStatus`).
+    fn forward(&mut self, node: &impl SlotChain, slot: u64, tx: DecodedSolanaTx) -> String {
+        let signature = tx.signatures[0];
+        let name = crate::tx::solana::base58::signature_text(&signature);
+        if self.statuses.contains_key(&signature) || self.sigverify.holds(&signature) {
+            self.never_landed.already_processed += 1;
+        } else if self.sigverify.push(tx, slot) {
+            self.run_sigverify(node);
+        }
+        name
+    }
+
+    /// Runs the sigverify stage on what waits in it: the verified transactions are processed
+    /// in the order sent (at the slot each was sent in), the others never land.
+    pub(crate) fn run_sigverify(&mut self, node: &impl SlotChain) {
+        if self.sigverify.is_empty() {
+            return;
+        }
+        for (waiting, verified) in self.sigverify.run(&mut self.keys) {
+            if !verified {
+                self.never_landed.bad_signature += 1;
+                continue;
+            }
+            let signature = waiting.tx.signatures[0];
+            if self.statuses.contains_key(&signature) {
+                self.never_landed.already_processed += 1;
+                continue;
+            }
+            match self.process(node, waiting.slot, &waiting.tx) {
+                Ok(()) => {}
+                Err(Refusal::BlockhashNotFound) => self.never_landed.blockhash_not_found += 1,
+                Err(Refusal::AccountNotFound) => self.never_landed.account_not_found += 1,
+            }
+        }
+    }
+
+    /// What the bank does with a transaction whose signatures verified, sent at `slot`: checks
+    /// its blockhash and that its payer can pay the fee, takes the fee, runs its transfers and
+    /// lands it in the next block (or drops it, the `drop_share` knob).
+    fn process(&mut self, node: &impl SlotChain, slot: u64, tx: &DecodedSolanaTx) -> Result<(), Refusal> {
         self.sync(node, slot);
         let height = node.block_height(slot);
         match self.recent.get(&tx.blockhash) {
             Some(&made) if made + self.options.blockhash_max_age >= height => {}
-            _ => return Err(preflight("Blockhash not found", "BlockhashNotFound")),
+            _ => return Err(Refusal::BlockhashNotFound),
         }
         let payer = tx.account_keys[0];
-        let fee = fee(&tx);
+        let fee = fee(tx);
         let balance = self.balances.get(&payer).copied().unwrap_or(0);
         if balance < fee {
-            return Err(preflight(
-                "Attempt to debit an account but found no record of a prior credit.",
-                "AccountNotFound",
-            ));
+            return Err(Refusal::AccountNotFound);
         }
         self.balances.insert(payer, balance - fee);
         let mut err = None;
@@ -244,8 +303,8 @@ impl SolanaTxPool {
             self.unnotified += u64::from(unnotified);
             Some(Landed { slot: Self::next_block_slot(node, slot), err, unnotified })
         };
-        self.remember(signature, landed);
-        Ok(json!(name))
+        self.remember(tx.signatures[0], landed);
+        Ok(())
     }
 
     /// Where `signature` landed, if it has by `slot`.
@@ -331,6 +390,10 @@ impl SolanaTxPool {
         method: &str,
         params: &[Value],
     ) -> Option<Result<Value, RpcError>> {
+        if method != "sendTransaction" {
+            // What is looked up sees every transaction sent before it through the stage.
+            self.run_sigverify(node);
+        }
         Some(match method {
             "sendTransaction" => self.submit(node, slot, params),
             "getSignatureStatuses" => self.statuses(slot, params),
@@ -356,41 +419,60 @@ impl SolanaTxPool {
             }
             // The mock's own truth, for tests.
             "rpcbench_solanaTxStatus" => {
-                Ok(json!({"taken": self.taken, "dropped": self.dropped, "unnotified": self.unnotified}))
+                let never = self.never_landed;
+                Ok(json!({
+                    "taken": self.taken,
+                    "dropped": self.dropped,
+                    "unnotified": self.unnotified,
+                    "bad_signature": never.bad_signature,
+                    "blockhash_not_found": never.blockhash_not_found,
+                    "account_not_found": never.account_not_found,
+                    "already_processed": never.already_processed,
+                }))
             }
             _ => return None,
         })
     }
 }
 
-/// Signers' public keys, decompressed once (decompression is a square root on the curve:
-/// about a third of a verification); bounded by [`VERIFYING_KEYS_KEPT`].
-#[derive(Debug, Default)]
-struct VerifyingKeys {
-    keys: HashMap<[u8; 32], VerifyingKey>,
+/// What the bank refuses of a transaction whose signatures verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    BlockhashNotFound,
+    AccountNotFound,
 }
 
-impl VerifyingKeys {
-    /// Whether every signature of `tx` verifies (strictly, as `DecodedSolanaTx::verify` does)
-    /// against the account key in its position.
-    fn verify(&mut self, tx: &DecodedSolanaTx) -> bool {
-        tx.signatures.iter().zip(&tx.account_keys).all(|(signature, key)| {
-            let Some(key) = self.key(key) else { return false };
-            key.verify_strict(&tx.message, &Signature::from_bytes(signature)).is_ok()
-        })
-    }
+/// Transactions sent with `skipPreflight` that never landed, by why (the mock's truth).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct NeverLanded {
+    bad_signature: u64,
+    blockhash_not_found: u64,
+    account_not_found: u64,
+    already_processed: u64,
+}
 
-    fn key(&mut self, bytes: &[u8; 32]) -> Option<VerifyingKey> {
-        if let Some(key) = self.keys.get(bytes) {
-            return Some(*key);
+/// The transaction `text` holds in `encoding` (base58 when not named), decoded; refused as
+/// Agave's RPC refuses it before anything else.
+fn decode_sent(text: &str, encoding: Option<&str>) -> Result<DecodedSolanaTx, RpcError> {
+    let wire = match encoding {
+        Some("base64") => base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|err| RpcError::invalid_params(format!("invalid base64 encoding: {err}")))?,
+        None | Some("base58") => bs58::decode(text)
+            .into_vec()
+            .map_err(|err| RpcError::invalid_params(format!("invalid base58 encoding: {err}")))?,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "unknown variant `{other}`, expected `base58` or `base64`"
+            )))
         }
-        let key = VerifyingKey::from_bytes(bytes).ok()?;
-        if self.keys.len() >= VERIFYING_KEYS_KEPT {
-            self.keys.clear();
-        }
-        self.keys.insert(*bytes, key);
-        Some(key)
-    }
+    };
+    decode(&wire).map_err(|err| {
+        RpcError::new(
+            INVALID_PARAMS,
+            format!("failed to deserialize solana_transaction::versioned::VersionedTransaction: {err}"),
+        )
+    })
 }
 
 /// The Compute Budget program's id.
@@ -554,6 +636,132 @@ mod tests {
             SIGNATURE_VERIFICATION_FAILURE
         );
         assert!(!pool.keys.keys.contains_key(&not_a_point));
+    }
+
+    fn send_skipping_preflight(
+        pool: &mut SolanaTxPool,
+        node: &SolanaNode,
+        slot: u64,
+        wire: &[u8],
+    ) -> Result<Value, RpcError> {
+        let text = base64::engine::general_purpose::STANDARD.encode(wire);
+        let config = json!({"encoding": "base64", "skipPreflight": true});
+        pool.answer(node, slot, "sendTransaction", &[json!(text), config]).unwrap()
+    }
+
+    /// A node, a slot with a block, a funded payer and transfers signed by it.
+    fn funded(
+        seed: u8,
+    ) -> (SolanaNode, SolanaTxPool, u64, impl Fn(&[u8]) -> crate::tx::solana::wire::SignedSolanaTx) {
+        let node = node();
+        let mut pool = SolanaTxPool::new(SolanaTxOptions::default(), 1);
+        let slot = if node.is_skipped(1000) { 1001 } else { 1000 };
+        let payer = SolanaKeypair::from_seed(&[seed; 32]);
+        pool.answer(&node, slot, "requestAirdrop", &[json!(payer.pubkey_text()), json!(1_000_000_000)])
+            .unwrap()
+            .unwrap();
+        let blockhash = node.blockhash_bytes(slot);
+        let sign = move |memo: &[u8]| {
+            let spec =
+                TransferSpec { to: [7; 32], lamports: 1, memo: memo.to_vec(), cu_price: None, blockhash };
+            transfer(&payer, &spec)
+        };
+        (node, pool, slot, sign)
+    }
+
+    fn truth(pool: &mut SolanaTxPool, node: &SolanaNode, slot: u64) -> Value {
+        pool.answer(node, slot, "rpcbench_solanaTxStatus", &[]).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_bad_signature_sent_without_preflight_is_answered_but_never_lands() {
+        let (node, mut pool, slot, sign) = funded(3);
+        let good = sign(b"good");
+        let mut bad = sign(b"bad");
+        bad.wire[5] ^= 0x10;
+        let bad_signature: [u8; 64] = bad.wire[1..65].try_into().unwrap();
+        // Answered at once with the signature it carries, as a node does without preflight.
+        assert_eq!(
+            send_skipping_preflight(&mut pool, &node, slot, &bad.wire).unwrap(),
+            json!(bs58::encode(bad_signature).into_string())
+        );
+        send_skipping_preflight(&mut pool, &node, slot, &good.wire).unwrap();
+        assert!(!pool.sigverify.is_empty(), "both wait for the sigverify stage");
+        let landing = SolanaTxPool::next_block_slot(&node, slot);
+        let names =
+            json!([bs58::encode(bad_signature).into_string(), bs58::encode(good.signature).into_string()]);
+        let statuses = pool.answer(&node, landing, "getSignatureStatuses", &[names]).unwrap().unwrap();
+        assert_eq!(statuses["value"][0], Value::Null, "the bad one never lands: {statuses}");
+        assert_eq!(
+            statuses["value"][1]["slot"],
+            json!(landing),
+            "the good one lands in the next block: {statuses}"
+        );
+        let truth = truth(&mut pool, &node, landing);
+        assert_eq!(truth["bad_signature"], json!(1), "{truth}");
+        // The airdrop and the good transfer.
+        assert_eq!(truth["taken"], json!(2), "{truth}");
+        // Still refused in the answer with preflight.
+        assert_eq!(send(&mut pool, &node, slot, &bad.wire).unwrap_err().code, SIGNATURE_VERIFICATION_FAILURE);
+    }
+
+    #[test]
+    fn a_batch_with_one_bad_signature_lands_every_other_transaction() {
+        let (node, mut pool, slot, sign) = funded(4);
+        let batch = super::super::solana_sigverify::SIGVERIFY_BATCH;
+        let mut signatures = Vec::new();
+        for i in 0..batch {
+            let mut signed = sign(format!("tx {i}").as_bytes());
+            if i == 40 {
+                signed.wire[20] ^= 1;
+            }
+            send_skipping_preflight(&mut pool, &node, slot, &signed.wire).unwrap();
+            signatures.push(signed.signature);
+        }
+        // The send that filled the batch ran it: nothing waits, every other one has its landing.
+        assert!(pool.sigverify.is_empty());
+        let landing = SolanaTxPool::next_block_slot(&node, slot);
+        for (i, signature) in signatures.iter().enumerate() {
+            let landed = pool.landed(signature, landing).map(|landed| landed.slot);
+            assert_eq!(landed, (i != 40).then_some(landing), "transaction {i}");
+        }
+        let truth = truth(&mut pool, &node, landing);
+        assert_eq!(truth["bad_signature"], json!(1), "{truth}");
+        assert_eq!(truth["taken"], json!(batch), "{truth}");
+    }
+
+    #[test]
+    fn without_preflight_only_what_does_not_decode_is_refused_and_what_the_bank_refuses_never_lands() {
+        let (node, mut pool, slot, sign) = funded(5);
+        // Not a transaction: refused in the answer, as Agave's RPC refuses it.
+        assert_eq!(
+            send_skipping_preflight(&mut pool, &node, slot, b"\x01\x02").unwrap_err().code,
+            INVALID_PARAMS
+        );
+        // An unfunded payer, a blockhash too old, a signature already processed: answered,
+        // never landed, each counted.
+        let stranger = SolanaKeypair::from_seed(&[6; 32]);
+        let spec = TransferSpec {
+            to: [7; 32],
+            lamports: 1,
+            memo: b"u".to_vec(),
+            cu_price: None,
+            blockhash: node.blockhash_bytes(slot),
+        };
+        let unfunded = transfer(&stranger, &spec);
+        send_skipping_preflight(&mut pool, &node, slot, &unfunded.wire).unwrap();
+        let twice = sign(b"twice");
+        send_skipping_preflight(&mut pool, &node, slot, &twice.wire).unwrap();
+        send_skipping_preflight(&mut pool, &node, slot, &twice.wire).unwrap();
+        let stale = sign(b"stale");
+        send_skipping_preflight(&mut pool, &node, slot + 400, &stale.wire).unwrap();
+        let truth = truth(&mut pool, &node, slot + 400);
+        assert_eq!(truth["account_not_found"], json!(1), "{truth}");
+        assert_eq!(truth["blockhash_not_found"], json!(1), "{truth}");
+        assert_eq!(truth["already_processed"], json!(1), "{truth}");
+        assert_eq!(truth["taken"], json!(2), "the airdrop and one of the twice sent: {truth}");
+        assert!(pool.landed(&unfunded.signature, slot + 400).is_none());
+        assert!(pool.landed(&stale.signature, slot + 400).is_none());
     }
 
     #[test]

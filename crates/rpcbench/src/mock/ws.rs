@@ -47,7 +47,8 @@ const MAX_PENDING_ANSWERS: usize = 1024;
 /// Longest wait for the close handshake (and the notifications before it) to be written.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// What the writer gathers before it writes without being flushed: the answers to the frames
-/// of one read (a client with several requests in flight) leave in one write.
+/// of one read (a client with several requests in flight), or a slot's signature
+/// notifications, leave in one write.
 const ANSWER_BATCH_BYTES: usize = 16 * 1024;
 /// The close reason of a slow subscriber, as geth's.
 pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
@@ -571,7 +572,7 @@ fn fan_out(
     let mut messages = Vec::new();
     let watches_signatures = subscriptions.iter().any(|s| matches!(s.kind, Kind::Signature(..)));
     let pool = match &shared.node {
-        Node::Solana(node) if watches_signatures => node.tx_pool(),
+        Node::Solana(node) if watches_signatures => node.tx_pool_verified(),
         _ => None,
     };
     for subscription in subscriptions {
