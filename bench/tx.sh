@@ -10,12 +10,16 @@
 # network), to set beside the signing crates' own benchmark figures.
 # Usage: bench/tx.sh [BINARY]   (default target/release/rpcbench)
 #   RATE_ETH=20000 RATE_SOL=40000 SECS=3 GEN_CORE=0 MOCK_CORE=1 CHAINS="ethereum solana"
+#   SOL_LANDING=signatures|blocks SOL_COMMITMENT=processed (blocks: confirmed or finalized)
 #   SIGN_COST=target/release/examples/tx_sign_cost (cargo build --release --example tx_sign_cost)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-target/release/rpcbench}")
 SIGN_COST=${SIGN_COST:-target/release/examples/tx_sign_cost}
 RATE_ETH=${RATE_ETH:-20000}; RATE_SOL=${RATE_SOL:-40000}; SECS=${SECS:-3}
+# Solana's landing: a signatureSubscribe per transaction (`signatures`) or one blockSubscribe
+# (`blocks`, which nodes serve at confirmed or finalized only).
+SOL_LANDING=${SOL_LANDING:-signatures}; SOL_COMMITMENT=${SOL_COMMITMENT:-processed}
 GEN_CORE=${GEN_CORE:-0}; MOCK_CORE=${MOCK_CORE:-1}; CHAINS=${CHAINS:-"ethereum solana"}
 WORK=$(mktemp -d /tmp/rpcbench-tx-bench.XXXXXX)
 SERVER=""
@@ -29,7 +33,7 @@ for chain in $CHAINS; do
     ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms)
               send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000) ;;
     solana)   rate=$RATE_SOL; serve=(--chain solana --solana-tx --slot-time 100ms)
-              send=(--senders 8 --commitment processed --skip-preflight) ;;
+              send=(--senders 8 --commitment "$SOL_COMMITMENT" --skip-preflight --landing "$SOL_LANDING") ;;
     *) echo "unknown chain $chain" >&2; exit 2 ;;
   esac
   count=$((rate * SECS))
