@@ -15,12 +15,16 @@
 #     (unset: ordinary priority). The generator's helper threads then run one priority below.
 #   RECEIPTS=all|none|N%: Ethereum's --receipts (which included transactions' receipts are read;
 #     unset: the binary's default, all)
+#   SOL_LANDING=signatures|blocks SOL_COMMITMENT=processed (blocks: confirmed or finalized)
 #   SIGN_COST=target/release/examples/tx_sign_cost (cargo build --release --example tx_sign_cost)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-target/release/rpcbench}")
 SIGN_COST=${SIGN_COST:-target/release/examples/tx_sign_cost}
 RATE_ETH=${RATE_ETH:-20000}; RATE_SOL=${RATE_SOL:-40000}; SECS=${SECS:-3}
+# Solana's landing: a signatureSubscribe per transaction (`signatures`) or one blockSubscribe
+# (`blocks`, which nodes serve at confirmed or finalized only).
+SOL_LANDING=${SOL_LANDING:-signatures}; SOL_COMMITMENT=${SOL_COMMITMENT:-processed}
 GEN_CORE=${GEN_CORE:-0}; MOCK_CORE=${MOCK_CORE:-1}; CHAINS=${CHAINS:-"ethereum solana"}
 PRIO=${PRIO:-}; RT=(); [[ -n $PRIO ]] && RT=(chrt -f "$PRIO")
 RECEIPTS=${RECEIPTS:-}
@@ -36,7 +40,7 @@ for chain in $CHAINS; do
     ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms)
               send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000 ${RECEIPTS:+--receipts "$RECEIPTS"}) ;;
     solana)   rate=$RATE_SOL; serve=(--chain solana --solana-tx --slot-time 100ms)
-              send=(--senders 8 --commitment processed --skip-preflight) ;;
+              send=(--senders 8 --commitment "$SOL_COMMITMENT" --skip-preflight --landing "$SOL_LANDING") ;;
     *) echo "unknown chain $chain" >&2; exit 2 ;;
   esac
   count=$((rate * SECS))

@@ -222,6 +222,20 @@ pub struct SolanaTxArgs {
     /// How often the recent blockhash is fetched again.
     #[arg(long, default_value = "400ms", value_parser = duration)]
     pub blockhash_refresh: Duration,
+    /// How landings are seen over WebSocket: a signatureSubscribe per transaction, or one
+    /// blockSubscribe whose blocks list their signatures (confirmed or finalized only, where
+    /// the node enables it; a landed transaction that failed counts as landed).
+    #[arg(long, value_enum, default_value_t = LandingArg::Signatures)]
+    pub landing: LandingArg,
+}
+
+/// The landing flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LandingArg {
+    /// A signatureSubscribe per transaction, before it is sent.
+    Signatures,
+    /// One blockSubscribe (transactionDetails "signatures") for the whole run.
+    Blocks,
 }
 
 /// Parses a stage of the send rate, `DURATION:RATE` (`30s:100`, `1m:50/s`): a linear ramp

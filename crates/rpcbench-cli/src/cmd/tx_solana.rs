@@ -24,12 +24,12 @@ use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPl
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
 use rpcbench::tx::solana::landing::SolanaTally;
-use rpcbench::tx::solana::watch::{Commitment, SignaturePoll, SignatureWatch};
+use rpcbench::tx::solana::watch::{Commitment, SentSince, SignaturePoll, SignatureWatch};
 use rpcbench::SolanaSends;
 use serde_json::{json, Value};
 
 use super::tx_solana_landing::{LandingSources, SolanaLanding, SolanaLandingThread};
-use crate::args::tx::{CommitmentArg, TxArgs};
+use crate::args::tx::{CommitmentArg, LandingArg, TxArgs};
 use crate::output;
 
 /// Genesis hashes of public Solana clusters where sending costs real SOL.
@@ -99,6 +99,20 @@ fn balance(node: &Endpoint, keypair: &SolanaKeypair) -> Result<u64, String> {
     answer["value"].as_u64().ok_or_else(|| format!("getBalance: not a balance: {answer}"))
 }
 
+/// The signatures sent since the last call, from the send ledger (what the status poll and
+/// the block watch look for).
+fn sent_since(sends: &std::sync::Arc<SolanaSends>) -> SentSince {
+    let ledger = sends.clone();
+    let mut cursor = 0usize;
+    Box::new(move || {
+        let ledger = ledger.ledger();
+        let new: Vec<(u64, [u8; 64])> =
+            ledger.sent()[cursor..].iter().map(|tx| (tx.index, tx.signature)).collect();
+        cursor = ledger.sent().len();
+        new
+    })
+}
+
 pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThreshold>) -> ExitCode {
     let solana = &args.solana;
     let mut config = match crate::plan::tx_config(&args, "sendTransaction") {
@@ -158,8 +172,50 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         .clone()
         .unwrap_or_else(|| args.url.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1));
     let payer_count = keypairs.len();
-    // Subscribe-before-send: the watch stands between the signer and the pacer.
-    let (watch, signer, poll_every) = if args.poll.is_none() {
+    let sends = SolanaSends::new(ready.clone(), solana.skip_preflight, commitment.name());
+    let blocks = args.poll.is_none() && solana.landing == LandingArg::Blocks;
+    if blocks && commitment == Commitment::Processed {
+        return output::usage_error(
+            "--landing blocks: blockSubscribe takes --commitment confirmed or finalized (nodes refuse processed)",
+        );
+    }
+    // Subscribe-before-send: the watch stands between the signer and the pacer (blocks: the
+    // one block subscription is confirmed before anything is signed or sent).
+    let (watch, signer, poll_every) = if blocks {
+        match SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends)) {
+            Ok(watch) => {
+                let signer = SolanaSigner::start(
+                    keypairs,
+                    plan,
+                    blockhash.reader(),
+                    count,
+                    SignedTo::Ready(ready.clone()),
+                );
+                (Some(watch), signer, None)
+            }
+            Err(err) if args.require_ws => {
+                return output::usage_error(format!(
+                    "--require-ws: no blockSubscribe at {} ({err})",
+                    node.scrub(&ws_url)
+                ));
+            }
+            Err(err) => {
+                eprintln!(
+                    "note: no blockSubscribe at {} ({err}); polling getSignatureStatuses every {} ms instead",
+                    node.scrub(&ws_url),
+                    FALLBACK_POLL.as_millis()
+                );
+                let signer = SolanaSigner::start(
+                    keypairs,
+                    plan,
+                    blockhash.reader(),
+                    count,
+                    SignedTo::Ready(ready.clone()),
+                );
+                (None, signer, Some(FALLBACK_POLL))
+            }
+        }
+    } else if args.poll.is_none() {
         let (to_watch, from_signer) = rpcbench::tx::solana::ahead::signed_channel(SIGN_AHEAD);
         match SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone()) {
             Ok(watch) => {
@@ -194,23 +250,11 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
             SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Ready(ready.clone()));
         (None, signer, args.poll)
     };
-    let sends = SolanaSends::new(ready.clone(), solana.skip_preflight, commitment.name());
     let poll = match poll_every {
-        Some(every) => {
-            let ledger = sends.clone();
-            let mut cursor = 0usize;
-            let sent_since = Box::new(move || {
-                let ledger = ledger.ledger();
-                let new: Vec<(u64, [u8; 64])> =
-                    ledger.sent()[cursor..].iter().map(|tx| (tx.index, tx.signature)).collect();
-                cursor = ledger.sent().len();
-                new
-            });
-            match SignaturePoll::start(node.clone(), commitment, every, sent_since) {
-                Ok(poll) => Some(poll),
-                Err(err) => return output::failure(err),
-            }
-        }
+        Some(every) => match SignaturePoll::start(node.clone(), commitment, every, sent_since(&sends)) {
+            Ok(poll) => Some(poll),
+            Err(err) => return output::failure(err),
+        },
         None => None,
     };
     config.solana_sends = Some(sends.clone());
@@ -327,6 +371,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         Some(every) => {
             (format!("getSignatureStatuses every {} ms", every.as_millis()), json!(every.as_millis() as u64))
         }
+        None if blocks => ("blockSubscribe (signatures)".to_string(), Value::Null),
         None => ("signatureSubscribe".to_string(), Value::Null),
     };
     let mut report = json!({

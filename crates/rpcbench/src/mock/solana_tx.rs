@@ -307,6 +307,22 @@ impl SolanaTxPool {
         Ok(())
     }
 
+    /// The signatures that landed in `slot`, in the order taken (for `blockSubscribe`,
+    /// `solana_blocks.rs`). Landing slots only grow along `order`, so the scan starts at the
+    /// newest and stops at the first signature that landed before `slot`.
+    pub(crate) fn landed_in(&self, slot: u64) -> Vec<[u8; 64]> {
+        let mut found = Vec::new();
+        for signature in self.order.iter().rev() {
+            match self.statuses.get(signature) {
+                Some(Some(landed)) if landed.slot == slot => found.push(*signature),
+                Some(Some(landed)) if landed.slot < slot => break,
+                _ => {}
+            }
+        }
+        found.reverse();
+        found
+    }
+
     /// Where `signature` landed, if it has by `slot`.
     pub(crate) fn landed(&self, signature: &[u8; 64], slot: u64) -> Option<&Landed> {
         self.statuses.get(signature)?.as_ref().filter(|landed| landed.slot <= slot)

@@ -151,6 +151,9 @@ enum Kind {
     /// A transaction's landing at a commitment (slots after its landing slot); one
     /// notification, then the subscription ends.
     Signature([u8; 64], u64),
+    /// Every block at a commitment (slots after the block), its signatures listed
+    /// (`solana_blocks.rs`).
+    Block(u64),
 }
 
 #[derive(Debug)]
@@ -282,6 +285,10 @@ impl Subscriptions<'_> {
             "logsSubscribe" => Kind::SolanaLogs,
             "signatureSubscribe" if node.tx_pool().is_some() => signature_kind(params)?,
             "signatureSubscribe" => return Err(super::rpc::method_not_found(method)),
+            "blockSubscribe" if node.tx_pool().is_some() => {
+                Kind::Block(super::solana_blocks::block_depth(params)?)
+            }
+            "blockSubscribe" => return Err(super::rpc::method_not_found(method)),
             _ => {
                 let key = params.first().ok_or_else(|| RpcError::invalid_params("missing pubkey"))?;
                 Kind::Account(node.account_notification_value(key)?.to_string())
@@ -305,7 +312,9 @@ impl Extension for Subscriptions<'_> {
                 | "accountUnsubscribe"
                 | "logsUnsubscribe"
                 | "signatureSubscribe"
-                | "signatureUnsubscribe",
+                | "signatureUnsubscribe"
+                | "blockSubscribe"
+                | "blockUnsubscribe",
             ) => (false, Some(&**node)),
             _ => return None,
         };
@@ -570,10 +579,11 @@ fn fan_out(
 ) {
     let ws = &shared.ws;
     let mut messages = Vec::new();
-    let watches_signatures = subscriptions.iter().any(|s| matches!(s.kind, Kind::Signature(..)));
-    let pool = match &shared.node {
-        Node::Solana(node) if watches_signatures => node.tx_pool_verified(),
-        _ => None,
+    let watches_signatures =
+        subscriptions.iter().any(|s| matches!(s.kind, Kind::Signature(..) | Kind::Block(..)));
+    let (pool, solana) = match &shared.node {
+        Node::Solana(node) if watches_signatures => (node.tx_pool_verified(), Some(&**node)),
+        _ => (None, None),
     };
     for subscription in subscriptions {
         let numbered = matches!(subscription.kind, Kind::NewHeads | Kind::Slot);
@@ -642,6 +652,19 @@ fn fan_out(
                     );
                     emit(item.number, "signatureNotification", &result);
                     finished = true;
+                }
+            }
+            (Kind::Block(depth), ItemData::Solana { .. }) => {
+                let block = item.number.checked_sub(*depth).and_then(|slot| {
+                    super::solana_blocks::block_notification_result(
+                        solana?,
+                        pool.as_deref()?,
+                        slot,
+                        item.produced_at_us,
+                    )
+                });
+                if let Some(result) = block {
+                    emit(item.number, "blockNotification", &result);
                 }
             }
             _ => {}

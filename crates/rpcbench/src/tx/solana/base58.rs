@@ -3,6 +3,8 @@
 //! every output digit (quadratic in bytes); here the signature is sixteen 32-bit limbs divided
 //! by 58^5 per pass, five digits at a time, which costs a tenth. The text is the same as any
 //! base58 encoder's (Bitcoin alphabet, a leading `1` per leading zero byte).
+//! [`signature_from_text`] reads one back the same way (five digits a pass into the limbs),
+//! for the signatures of a `blockNotification`.
 
 /// The Bitcoin base58 alphabet Solana uses.
 const ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -53,6 +55,61 @@ pub(crate) fn signature_text(signature: &[u8; 64]) -> String {
     text
 }
 
+/// Each byte's digit value, or `NOT_A_DIGIT`.
+const DIGIT_VALUES: [u8; 256] = {
+    let mut values = [NOT_A_DIGIT; 256];
+    let mut digit = 0;
+    while digit < ALPHABET.len() {
+        values[ALPHABET[digit] as usize] = digit as u8;
+        digit += 1;
+    }
+    values
+};
+
+/// A byte outside the alphabet in [`DIGIT_VALUES`].
+const NOT_A_DIGIT: u8 = 0xff;
+
+/// A digit's value, or `None` for a character not in the alphabet.
+fn digit_value(character: u8) -> Option<u8> {
+    Some(DIGIT_VALUES[usize::from(character)]).filter(|&value| value != NOT_A_DIGIT)
+}
+
+/// The 64-byte signature `text` writes in base58, or `None` when it is not one (a character
+/// outside the alphabet, or a value that is not exactly 64 bytes).
+pub(crate) fn signature_from_text(text: &str) -> Option<[u8; 64]> {
+    let text = text.as_bytes();
+    if text.len() > MAX_DIGITS {
+        return None;
+    }
+    let zeros = text.iter().take_while(|&&c| c == b'1').count();
+    // Big-endian limbs; each pass multiplies by 58^n and adds n digits.
+    let mut limbs = [0u32; LIMBS];
+    for chunk in text[zeros..].chunks(5) {
+        let mut scale = 1u64;
+        let mut add = 0u64;
+        for &character in chunk {
+            add = add * 58 + u64::from(digit_value(character)?);
+            scale *= 58;
+        }
+        let mut carry = add;
+        for limb in limbs.iter_mut().rev() {
+            let value = u64::from(*limb) * scale + carry;
+            *limb = value as u32;
+            carry = value >> 32;
+        }
+        if carry != 0 {
+            return None;
+        }
+    }
+    let mut bytes = [0u8; 64];
+    for (out, limb) in bytes.chunks_exact_mut(4).zip(&limbs) {
+        out.copy_from_slice(&limb.to_be_bytes());
+    }
+    // The value's own bytes and the leading `1`s must make exactly 64 bytes.
+    let value_bytes = 64 - bytes.iter().take_while(|&&byte| byte == 0).count();
+    (zeros + value_bytes == 64).then_some(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +137,36 @@ mod tests {
         for signature in cases {
             assert_eq!(signature_text(&signature), bs58::encode(signature).into_string(), "{signature:?}");
         }
+    }
+
+    #[test]
+    fn base58_text_reads_back_as_the_signature_and_anything_else_is_not_one() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(85);
+        let mut cases: Vec<[u8; 64]> = vec![[0; 64], [0xff; 64]];
+        for zeros in [1, 2, 5, 31, 63] {
+            let mut signature = [0u8; 64];
+            rng.fill(&mut signature[zeros..]);
+            signature[zeros] |= 1;
+            cases.push(signature);
+        }
+        for _ in 0..2_000 {
+            let mut signature = [0u8; 64];
+            rng.fill(&mut signature[..]);
+            cases.push(signature);
+        }
+        for signature in cases {
+            let text = bs58::encode(signature).into_string();
+            assert_eq!(signature_from_text(&text), Some(signature), "{text}");
+        }
+        // Too short, too long, a 65-byte value, characters outside the alphabet.
+        assert_eq!(signature_from_text(""), None);
+        assert_eq!(signature_from_text("3yZe7d"), None);
+        assert_eq!(signature_from_text(&bs58::encode([0xffu8; 65]).into_string()), None);
+        assert_eq!(signature_from_text(&bs58::encode([7u8; 63]).into_string()), None);
+        assert_eq!(signature_from_text(&"1".repeat(65)), None);
+        let mut bad = bs58::encode([9u8; 64]).into_string();
+        bad.replace_range(3..4, "0");
+        assert_eq!(signature_from_text(&bad), None);
+        assert_eq!(signature_from_text(&"z".repeat(200)), None);
     }
 }

@@ -10,6 +10,7 @@
 pub mod ahead;
 pub(crate) mod base58;
 pub mod blockhash;
+mod blocks;
 pub mod keys;
 pub mod landing;
 pub mod lookup;

@@ -4,6 +4,8 @@
 //!   transaction sent (position = the transaction's index) BEFORE it is handed to the pacer;
 //!   the notification's arrival (the kernel's receive stamp where the feed has one) is the
 //!   landing time, its `err` says whether it failed;
+//! - or, with [`SignatureWatch::start_blocks`], one `blockSubscribe` whose notifications list
+//!   each block's signatures (`super::blocks`);
 //! - [`SignaturePoll`]: without WebSocket, `getSignatureStatuses` in batches at a stated
 //!   interval; the landing time is the answer's arrival, so it is known to that resolution.
 
@@ -80,6 +82,8 @@ pub enum SignatureWatchError {
     Connect(String),
     /// The watch's thread could not start.
     Thread(std::io::Error),
+    /// The node refused the subscription (or did not answer it).
+    Refused(String),
 }
 
 impl fmt::Display for SignatureWatchError {
@@ -88,6 +92,7 @@ impl fmt::Display for SignatureWatchError {
             SignatureWatchError::Url(reason) => write!(f, "cannot watch signatures: {reason}"),
             SignatureWatchError::Connect(reason) => write!(f, "cannot connect to watch signatures: {reason}"),
             SignatureWatchError::Thread(err) => write!(f, "cannot start the signature watch: {err}"),
+            SignatureWatchError::Refused(reason) => write!(f, "the node refused it: {reason}"),
         }
     }
 }
@@ -144,6 +149,21 @@ impl SignatureWatch {
         Ok(SignatureWatch { landings, counts })
     }
 
+    /// Opens `ws_url`, subscribes to its blocks at `commitment` (`blockSubscribe`, signatures
+    /// only) and returns once the node confirmed; then each block's signatures are matched
+    /// against those `sent` gives. Nothing is subscribed per transaction: the signer hands its
+    /// transactions straight to the ready queue.
+    pub fn start_blocks(
+        ws_url: &str,
+        commitment: Commitment,
+        connect_timeout: Duration,
+        sent: SentSince,
+    ) -> Result<SignatureWatch, SignatureWatchError> {
+        let watch = super::blocks::BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent };
+        let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
+        Ok(SignatureWatch { landings, counts: Arc::new(WatchCounts::default()) })
+    }
+
     /// The landings seen since the last call.
     pub fn drain(&self) -> Vec<Landing> {
         self.landings.drain()
@@ -167,16 +187,31 @@ struct Watch {
     counts: Arc<WatchCounts>,
 }
 
+/// A `signatureNotification`'s result, read without building a `Value` tree.
+#[derive(serde::Deserialize)]
+struct SignatureResult<'a> {
+    context: SignatureContext,
+    #[serde(borrow)]
+    value: &'a serde_json::value::RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct SignatureContext {
+    slot: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct SignatureStatus<'a> {
+    #[serde(borrow, default)]
+    err: Option<&'a serde_json::value::RawValue>,
+}
+
 /// A `signatureNotification`'s result: its slot and whether `err` is set.
 fn notification(payload: &[u8]) -> Option<(u64, bool)> {
-    let value: Value = serde_json::from_slice(payload).ok()?;
-    let slot = value["context"]["slot"].as_u64()?;
-    let result = value.get("value")?;
+    let result: SignatureResult<'_> = serde_json::from_slice(payload).ok()?;
     // A "receivedSignature" notification (not asked for) is not a landing.
-    if result.is_string() {
-        return None;
-    }
-    Some((slot, !result.get("err").is_none_or(Value::is_null)))
+    let status: SignatureStatus<'_> = serde_json::from_str(result.value.get()).ok()?;
+    Some((result.context.slot, status.err.is_some_and(|err| err.get() != "null")))
 }
 
 impl WatchOnFeed for Watch {

@@ -1,0 +1,157 @@
+//! Landings seen from a block stream: one `blockSubscribe` (`"all"`, `transactionDetails:
+//! "signatures"`, at the run's commitment), confirmed before the run sends anything, then one
+//! `blockNotification` per block listing every signature in it. Each notification is one scan
+//! of its signatures against the run's sent and not yet landed ones (taken from the send ledger
+//! as each block arrives: a transaction in a block was sent before it), instead of a
+//! subscription, its answer and its notification per transaction. A landing's time is the
+//! notification's arrival (the kernel's receive stamp where the feed has one). Signatures only:
+//! whether a landed transaction failed is not in them, so it counts as landed.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::base58::signature_from_text;
+use super::watch::{Commitment, Landing, SentSince, SignatureWatchError};
+use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::tx::feed_watch::{WatchEnds, WatchOnFeed};
+use crate::util::fast_hash::MultiplyHasherBuilder;
+
+/// How often an idle block watch looks at the stop flag.
+const IDLE_CHECK: Duration = Duration::from_millis(20);
+
+/// A `blockNotification`'s result, as far as it is read.
+#[derive(serde::Deserialize)]
+struct BlockResult<'a> {
+    #[serde(borrow)]
+    value: BlockValue<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct BlockValue<'a> {
+    slot: u64,
+    #[serde(borrow, default)]
+    block: Option<BlockBody<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct BlockBody<'a> {
+    #[serde(borrow, default)]
+    signatures: Vec<Cow<'a, str>>,
+}
+
+/// A block's slot and its signatures in base58 (`None`: not a block notification's result;
+/// an empty list: a block without transactions, or one the node could not give).
+fn notified_block(payload: &[u8]) -> Option<(u64, Vec<Cow<'_, str>>)> {
+    let result: BlockResult<'_> = serde_json::from_slice(payload).ok()?;
+    let signatures = result.value.block.map(|block| block.signatures).unwrap_or_default();
+    Some((result.value.slot, signatures))
+}
+
+/// The block watch on its feed.
+pub(super) struct BlockLandingWatch {
+    pub(super) commitment: Commitment,
+    /// How long the node may take to answer the subscription.
+    pub(super) answer_timeout: Duration,
+    pub(super) sent: SentSince,
+}
+
+impl BlockLandingWatch {
+    /// The subscription: every block, its signatures only.
+    fn call(&self) -> SubscribeCall {
+        SubscribeCall::JsonRpc(JsonRpcSubscribe {
+            method: "blockSubscribe",
+            params: json!(["all", {
+                "commitment": self.commitment.name(),
+                "encoding": "base64",
+                "transactionDetails": "signatures",
+                "showRewards": false,
+                "maxSupportedTransactionVersion": 0,
+            }]),
+            unsubscribe: "blockUnsubscribe",
+        })
+    }
+
+    /// Subscribes and waits for the node's answer.
+    async fn subscribed<F: Feed>(&self, feed: &mut F) -> Result<(), SignatureWatchError> {
+        let ended = |what: &str| SignatureWatchError::Connect(format!("the connection ended {what}"));
+        feed.subscribe(0, &self.call()).await.map_err(|_| ended("before blockSubscribe was sent"))?;
+        let answer = async {
+            loop {
+                match feed.next().await {
+                    FeedEvent::Confirmed { .. } => return Ok(()),
+                    FeedEvent::Refused { message, .. } => {
+                        return Err(SignatureWatchError::Refused(format!("blockSubscribe: {message}")))
+                    }
+                    FeedEvent::Ended(_) => return Err(ended("before blockSubscribe was answered")),
+                    _ => {}
+                }
+            }
+        };
+        tokio::time::timeout(self.answer_timeout, answer).await.unwrap_or_else(|_| {
+            Err(SignatureWatchError::Refused(format!(
+                "blockSubscribe: no answer within {} ms",
+                self.answer_timeout.as_millis()
+            )))
+        })
+    }
+}
+
+impl WatchOnFeed for BlockLandingWatch {
+    type Seen = Landing;
+    type Error = SignatureWatchError;
+
+    async fn watch<F: Feed>(mut self, mut feed: F, ends: WatchEnds<Landing, SignatureWatchError>) {
+        if let Err(err) = self.subscribed(&mut feed).await {
+            let _ = ends.started.send(Err(err));
+            feed.close().await;
+            return;
+        }
+        let _ = ends.started.send(Ok(()));
+        // Sent and not seen landed yet, by signature: at most what the run sent.
+        let mut open: HashMap<[u8; 64], u64, MultiplyHasherBuilder> = HashMap::default();
+        let mut feed_open = true;
+        while !ends.stopped() {
+            tokio::select! {
+                event = feed.next(), if feed_open => match event {
+                    FeedEvent::Item(delivery) => {
+                        let Some((slot, signatures)) = notified_block(delivery.payload()) else { continue };
+                        open.extend((self.sent)().into_iter().map(|(index, signature)| (signature, index)));
+                        for text in &signatures {
+                            let Some(index) = signature_from_text(text).and_then(|s| open.remove(&s)) else {
+                                continue;
+                            };
+                            let landing = Landing { index, slot, arrived: delivery.arrived, failed: false };
+                            let _ = ends.seen.send(landing);
+                        }
+                    }
+                    FeedEvent::Ended(_) => feed_open = false,
+                    _ => {}
+                },
+                () = tokio::time::sleep(IDLE_CHECK) => {}
+            }
+        }
+        if feed_open {
+            feed.close().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_notification_gives_its_slot_and_signatures_and_garbage_gives_nothing() {
+        let payload = br#"{"context":{"slot":9},"value":{"slot":8,"block":{"blockhash":"x","parentSlot":7,"signatures":["5Vf","3yZ"],"blockHeight":8},"err":null}}"#;
+        let (slot, signatures) = notified_block(payload).unwrap();
+        assert_eq!((slot, signatures), (8, vec![Cow::Borrowed("5Vf"), Cow::Borrowed("3yZ")]));
+        // A block the node could not give: no signatures, not an error.
+        let failed = br#"{"context":{"slot":9},"value":{"slot":9,"block":null,"err":"BlockStoreError"}}"#;
+        assert_eq!(notified_block(failed).map(|(slot, s)| (slot, s.len())), Some((9, 0)));
+        assert!(notified_block(b"garbage").is_none());
+        assert!(notified_block(br#"{"value":{"block":{"signatures":[1]}}}"#).is_none());
+    }
+}
