@@ -14,10 +14,27 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::base58::signature_from_text;
-use super::watch::{Commitment, Landing, SentSince, SignatureWatchError};
+use super::watch::{Commitment, Landing, SentSince, SignatureWatch, SignatureWatchError};
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
-use crate::tx::feed_watch::{WatchEnds, WatchOnFeed};
+use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed};
 use crate::util::fast_hash::MultiplyHasherBuilder;
+
+impl SignatureWatch {
+    /// Opens `ws_url`, subscribes to its blocks at `commitment` (`blockSubscribe`, signatures
+    /// only) and returns once the node confirmed; then each block's signatures are matched
+    /// against those `sent` gives. Nothing is subscribed per transaction: the signer hands its
+    /// transactions straight to the ready queue.
+    pub fn start_blocks(
+        ws_url: &str,
+        commitment: Commitment,
+        connect_timeout: Duration,
+        sent: SentSince,
+    ) -> Result<SignatureWatch, SignatureWatchError> {
+        let watch = BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent };
+        let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
+        Ok(SignatureWatch::of_landings(landings))
+    }
+}
 
 /// How often an idle block watch looks at the stop flag.
 const IDLE_CHECK: Duration = Duration::from_millis(20);

@@ -149,19 +149,10 @@ impl SignatureWatch {
         Ok(SignatureWatch { landings, counts })
     }
 
-    /// Opens `ws_url`, subscribes to its blocks at `commitment` (`blockSubscribe`, signatures
-    /// only) and returns once the node confirmed; then each block's signatures are matched
-    /// against those `sent` gives. Nothing is subscribed per transaction: the signer hands its
-    /// transactions straight to the ready queue.
-    pub fn start_blocks(
-        ws_url: &str,
-        commitment: Commitment,
-        connect_timeout: Duration,
-        sent: SentSince,
-    ) -> Result<SignatureWatch, SignatureWatchError> {
-        let watch = super::blocks::BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent };
-        let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
-        Ok(SignatureWatch { landings, counts: Arc::new(WatchCounts::default()) })
+    /// A watch whose landings come from another source (the block stream of `blocks.rs`),
+    /// with no subscription of its own to count.
+    pub(super) fn of_landings(landings: FeedWatch<Landing>) -> SignatureWatch {
+        SignatureWatch { landings, counts: Arc::new(WatchCounts::default()) }
     }
 
     /// The landings seen since the last call.
