@@ -50,6 +50,9 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// of one read (a client with several requests in flight), or a slot's signature
 /// notifications, leave in one write.
 const ANSWER_BATCH_BYTES: usize = 16 * 1024;
+/// Frames the reader answers at most before the writer runs (a client that floods requests
+/// still gets its answers and notifications written as they come).
+const WRITE_AT_LEAST_EVERY: usize = 64;
 /// The close reason of a slow subscriber, as geth's.
 pub(crate) const QUEUE_OVERFLOW: &str = "subscription queue overflow";
 
@@ -454,7 +457,23 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut items: Option<broadcast::Receiver<Arc<Item>>> = None;
     let mut answer = Vec::new();
     let mut close: Option<CloseFrame> = None;
+    let mut answered_unwritten = 0usize;
     loop {
+        // The reader goes before the writer (below), so that a flood of frames does not keep
+        // the writer, and the notifications it owes, waiting: after WRITE_AT_LEAST_EVERY frames
+        // it writes what is queued.
+        if answered_unwritten >= WRITE_AT_LEAST_EVERY {
+            answered_unwritten = 0;
+            if std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(std::future::Future::poll(writer.as_mut(), cx))
+            })
+            .await
+            .is_ready()
+            {
+                writer_done = true;
+                break;
+            }
+        }
         let body = tokio::select! {
             biased;
             _ = shutdown.wait_for(|stop| *stop) => {
@@ -501,6 +520,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let body = match body {
             Body::Delayed(body) => body,
             Body::Now(body) => {
+                answered_unwritten += 1;
                 counts.answers.fetch_add(1, Ordering::Relaxed);
                 match gate(&shared, &body, &mut answer) {
                     Gate::Limited { .. } => {
@@ -769,6 +789,35 @@ mod tests {
             ids.sort_unstable();
             assert_eq!(ids, (0..8).collect::<Vec<u64>>(), "every request answered once");
             assert_eq!(writes.load(Ordering::Relaxed), 1, "eight answers, one write");
+            served.abort();
+        });
+    }
+
+    #[test]
+    fn a_flood_of_frames_is_answered_in_writes_as_it_goes_not_after_the_last() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let shared = Arc::new(Shared::new(&MockOptions::new(Chain::Static), Instant::now()));
+            let slot = open_connection(&shared).expect("a connection slot");
+            let (client_end, server_end) = tokio::io::duplex(1 << 20);
+            let writes = Arc::new(AtomicUsize::new(0));
+            let (_stop, shutdown) = watch::channel(false);
+            let mut client = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
+            let frames = 4 * WRITE_AT_LEAST_EVERY;
+            for id in 0..frames {
+                let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot","params":[]}}"#);
+                client.feed(Message::text(request)).await.unwrap();
+            }
+            client.flush().await.unwrap();
+            let server = CountedWrites { pipe: server_end, writes: writes.clone() };
+            let served =
+                tokio::spawn(serve(server, Vec::new(), shared.clone(), shutdown, Arc::new(()), slot));
+            for _ in 0..frames {
+                client.next().await.expect("an answer").expect("a frame");
+            }
+            // Every frame was in the pipe before the server read one: the writer still ran
+            // while they were being answered (one write after the last, were it not so).
+            assert!(writes.load(Ordering::Relaxed) >= 3, "{} writes", writes.load(Ordering::Relaxed));
             served.abort();
         });
     }
