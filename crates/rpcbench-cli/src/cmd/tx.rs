@@ -199,7 +199,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     if let Some((_, name)) = MAINNETS.iter().find(|(id, _)| *id == chain_id) {
         if !args.mainnet {
-            let cost = u128::from(gas_limit) * fees.max_price() * u128::from(planned);
+            let cost =
+                u128::from(gas_limit).saturating_mul(fees.max_price()).saturating_mul(u128::from(planned));
             return output::usage_error(format!(
                 "chain id {chain_id} is {name} mainnet: sending spends real money; up to {planned} tx x {gas_limit} gas x {} = {:.6} ETH (plus the value sent). Pass --mainnet to send anyway",
                 gwei(fees.max_price()),
@@ -214,10 +215,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         Err((false, message)) => return output::failure(message),
     }
     let mut starting = Vec::with_capacity(keys.len());
-    let per_tx = u128::from(gas_limit) * fees.max_price() + kind.value;
+    let per_tx = u128::from(gas_limit).saturating_mul(fees.max_price()).saturating_add(kind.value);
     for (index, key) in keys.iter().enumerate() {
         let address = key.address().to_string();
-        match ask_quantity("eth_getBalance", json!([address, "latest"])) {
+        let balance = ask("eth_getBalance", json!([address, "latest"])).and_then(|answer| {
+            rpcbench::tx::fund::balance_quantity(&answer)
+                .ok_or_else(|| format!("eth_getBalance: not a hex quantity of at most 256 bits: {answer}"))
+        });
+        match balance {
             Ok(balance) if balance < per_tx => {
                 return output::usage_error(format!(
                     "--senders: sender {index} ({address}) holds {balance} wei, less than one transaction costs at most ({per_tx} wei); fund it first"
