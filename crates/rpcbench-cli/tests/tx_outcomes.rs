@@ -2,38 +2,21 @@
 //! node's fault knobs (started in-process on 127.0.0.1:0): reorgs noticed and counted,
 //! reverted receipts, dropped transactions looked up; every transaction one final outcome.
 
-use std::process::Command;
 use std::time::Duration;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
+use common::{count, ethereum_node as node, ethereum_outcomes_add_up, rpcbench};
+use rpcbench::mock::TxPoolOptions;
 use serde_json::Value;
 
-fn node(block_time: Duration, pool: TxPoolOptions) -> MockServer {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = block_time;
-    options.chain_id = 31337;
-    options.tx_pool = Some(pool);
-    MockServer::start(options).expect("the mock node starts")
-}
+mod common;
 
 fn tx_report(url: &str, extra: &[&str]) -> Value {
     let mut args = vec!["tx", url, "--dev", "--senders", "2", "-f", "json"];
     args.extend_from_slice(extra);
-    let output = Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(&args).output().expect("the binary runs");
+    let output = rpcbench(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     serde_json::from_slice(&output.stdout).expect("a JSON report")
-}
-
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
-fn adds_up(report: &Value) {
-    let sum: u64 =
-        ["included", "reverted", "dropped", "rejected", "pending"].iter().map(|k| count(report, k)).sum();
-    assert_eq!(sum, count(report, "sent"), "{report}");
-    assert_eq!(report["identity_holds"], true, "{report}");
 }
 
 #[test]
@@ -42,7 +25,7 @@ fn transactions_a_reorg_moves_to_a_later_block_are_counted_reorged_out_and_still
     let pool = TxPoolOptions { reorg_every: 2, reorg_depth: 1, ..TxPoolOptions::default() };
     let node = node(Duration::from_millis(300), pool);
     let report = tx_report(&node.url(), &["--rate", "50", "-n", "100", "--inclusion-timeout", "20s"]);
-    adds_up(&report);
+    ethereum_outcomes_add_up(&report);
     assert_eq!(count(&report, "included"), 100, "every one lands (again): {report}");
     assert!(count(&report, "reorged_out") > 0, "moved transactions are noticed: {report}");
     assert!(count(&report, "reorgs") > 0, "{report}");
@@ -69,7 +52,7 @@ fn transactions_whose_call_data_reverts_are_counted_reverted_from_their_receipts
             "20s",
         ],
     );
-    adds_up(&report);
+    ethereum_outcomes_add_up(&report);
     assert_eq!((count(&report, "reverted"), count(&report, "included")), (30, 0), "{report}");
     assert_eq!(count(&report, "receipts_read"), 30, "{report}");
     let fine = tx_report(&node.url(), &["--rate", "100", "-n", "10", "--inclusion-timeout", "20s"]);
@@ -81,7 +64,7 @@ fn a_transaction_dropped_from_the_pool_is_looked_up_after_the_timeout_and_counte
     let pool = TxPoolOptions { drop_share: 0.3, ..TxPoolOptions::default() };
     let node = node(Duration::from_millis(100), pool);
     let report = tx_report(&node.url(), &["--rate", "100", "-n", "40", "--inclusion-timeout", "2s"]);
-    adds_up(&report);
+    ethereum_outcomes_add_up(&report);
     let dropped = count(&report, "dropped");
     assert!(dropped > 0, "30% of the pool is dropped: {report}");
     let causes = report["dropped_by_cause"].as_object().expect("the causes");

@@ -2,19 +2,13 @@
 //! Ethereum node (in-process on 127.0.0.1:0) with call data that always reverts, so every
 //! receipt read says reverted and every one not read leaves its transaction included.
 
-use std::process::Command;
 use std::time::Duration;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
+use common::{count, ethereum_node, ethereum_outcomes_add_up, rpcbench};
+use rpcbench::mock::TxPoolOptions;
 use serde_json::Value;
 
-fn node() -> MockServer {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions::default());
-    MockServer::start(options).expect("the mock node starts")
-}
+mod common;
 
 /// Sends `count` reverting calls at 200/s and returns the report in `format`.
 fn reverting_run(url: &str, count: &str, receipts: &str, format: &str) -> String {
@@ -42,27 +36,16 @@ fn reverting_run(url: &str, count: &str, receipts: &str, format: &str) -> String
         "-f",
         format,
     ];
-    let output = Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs");
+    let output = rpcbench(&args);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("UTF-8")
 }
 
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
-fn adds_up(report: &Value) {
-    let sum: u64 =
-        ["included", "reverted", "dropped", "rejected", "pending"].iter().map(|k| count(report, k)).sum();
-    assert_eq!(sum, count(report, "sent"), "{report}");
-    assert_eq!(report["identity_holds"], true, "{report}");
-}
-
 #[test]
 fn a_run_that_samples_receipts_says_so_counts_the_unread_included_and_still_adds_up_to_sent() {
-    let node = node();
+    let node = ethereum_node(Duration::from_millis(100), TxPoolOptions::default());
     let sampled: Value = serde_json::from_str(&reverting_run(&node.url(), "100", "10%", "json")).unwrap();
-    adds_up(&sampled);
+    ethereum_outcomes_add_up(&sampled);
     assert_eq!(sampled["receipts_checked"], "a 10% sample", "{sampled}");
     let reverted = count(&sampled, "reverted");
     // Every receipt read says reverted; the rest were not read and count as included.
@@ -71,7 +54,7 @@ fn a_run_that_samples_receipts_says_so_counts_the_unread_included_and_still_adds
     assert_eq!(reverted + count(&sampled, "included"), 100, "{sampled}");
 
     let none: Value = serde_json::from_str(&reverting_run(&node.url(), "20", "none", "json")).unwrap();
-    adds_up(&none);
+    ethereum_outcomes_add_up(&none);
     assert_eq!(none["receipts_checked"], "none", "{none}");
     assert_eq!(
         (count(&none, "receipts_read"), count(&none, "reverted"), count(&none, "included")),

@@ -2,28 +2,13 @@
 //! 127.0.0.1:0: the identity of the outcomes holds exactly, landings come about a slot time
 //! after the send, and a bad keypair file is named with line and column.
 
-use std::process::{Command, Output};
 use std::time::Duration;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions};
+use common::{count, rpcbench, solana_node, SLOT_MS};
+use rpcbench::mock::SolanaTxOptions;
 use serde_json::Value;
 
-fn rpcbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
-}
-
-const SLOT_MS: u64 = 100;
-
-fn node(options: SolanaTxOptions) -> MockServer {
-    let mut mock = MockOptions::new(Chain::Solana);
-    mock.slot_time = Duration::from_millis(SLOT_MS);
-    mock.solana_tx = Some(options);
-    MockServer::start(mock).expect("the mock node starts")
-}
-
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
+mod common;
 
 fn adds_up(report: &Value) {
     let sum = ["landed", "failed", "expired", "rejected", "pending"]
@@ -36,7 +21,7 @@ fn adds_up(report: &Value) {
 
 #[test]
 fn three_hundred_solana_transfers_at_300_per_second_all_land_about_a_slot_after_their_send() {
-    let node = node(SolanaTxOptions::default());
+    let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
     let output = rpcbench(&[
         "tx",
@@ -75,7 +60,11 @@ fn three_hundred_solana_transfers_at_300_per_second_all_land_about_a_slot_after_
 #[test]
 fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
     // A tenth never lands; blockhashes are valid 5 blocks, so they expire within a second.
-    let node = node(SolanaTxOptions { drop_share: 0.1, blockhash_max_age: 5, ..SolanaTxOptions::default() });
+    let node = solana_node(Some(SolanaTxOptions {
+        drop_share: 0.1,
+        blockhash_max_age: 5,
+        ..SolanaTxOptions::default()
+    }));
     let url = node.url();
     let output = rpcbench(&[
         "tx",
@@ -115,7 +104,7 @@ fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
 
 #[test]
 fn a_bad_keypair_file_is_named_with_line_and_column_and_exits_2() {
-    let node = node(SolanaTxOptions::default());
+    let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
     let dir = std::env::temp_dir().join(format!("rpcbench-keypair-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -193,7 +182,7 @@ fn slots_after_the_send_count_from_the_nodes_slot_at_the_send_not_the_last_refre
     // Slots of 100 ms and the blockhash refreshed every 400 ms (the default): the slot last
     // refreshed lags a send by up to four slots. The mock lands each transaction in the next
     // slot with a block: one slot after the send, two when that slot is skipped.
-    let node = node(SolanaTxOptions::default());
+    let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
     let output = rpcbench(&[
         "tx",
@@ -231,11 +220,14 @@ fn all_outcomes_add_up(report: &Value) {
 }
 
 /// A run of 200 transfers at 200/s watched by `signatureSubscribe`, looked up 2 s after the send
-/// (landings come a slot, 100 ms, after it).
-fn run_looking_up_after_two_seconds(url: &str) -> Value {
+/// (landings come a slot, 100 ms, after it), against a mock node taking transactions with
+/// `options`: its report, and the mock's own account of what it did with them.
+fn run_looking_up_after_two_seconds(options: SolanaTxOptions) -> (Value, Value) {
+    let node = solana_node(Some(options));
+    let url = node.url();
     let output = rpcbench(&[
         "tx",
-        url,
+        &url,
         "--chain",
         "solana",
         "--rate",
@@ -252,18 +244,20 @@ fn run_looking_up_after_two_seconds(url: &str) -> Value {
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    serde_json::from_slice(&output.stdout).expect("a JSON report")
+    let report = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let truth =
+        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
+    (report, truth)
 }
 
 #[test]
 fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed() {
     // A fifth lands without its notification: the node's statuses still say it landed.
-    let node = node(SolanaTxOptions { unnotified_share: 0.2, ..SolanaTxOptions::default() });
-    let url = node.url();
-    let report = run_looking_up_after_two_seconds(&url);
+    let (report, truth) = run_looking_up_after_two_seconds(SolanaTxOptions {
+        unnotified_share: 0.2,
+        ..SolanaTxOptions::default()
+    });
     all_outcomes_add_up(&report);
-    let truth =
-        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
     let unnotified = truth["unnotified"].as_u64().unwrap();
     assert!(unnotified > 0, "{truth}");
     assert_eq!(count(&report, "landed"), 200, "every one landed: {report}");
@@ -278,12 +272,9 @@ fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed(
 #[test]
 fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
     // A tenth never lands; blockhashes stay valid 150 blocks (15 s), well past the 2 s timeout.
-    let node = node(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
-    let url = node.url();
-    let report = run_looking_up_after_two_seconds(&url);
+    let (report, truth) =
+        run_looking_up_after_two_seconds(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
     all_outcomes_add_up(&report);
-    let truth =
-        rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
     let dropped = truth["dropped"].as_u64().unwrap();
     assert!(dropped > 0, "{truth}");
     assert_eq!(count(&report, "dropped"), dropped, "{report} {truth}");

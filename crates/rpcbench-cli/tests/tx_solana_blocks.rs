@@ -3,26 +3,17 @@
 //! one final outcome; a node that refuses the block stream is named, with a fallback to
 //! polling or exit 2 under `--require-ws`; `processed` is refused before anything is sent.
 
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Output;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions};
+use common::{count, rpcbench, solana_node};
+use rpcbench::mock::{MockServer, SolanaTxOptions};
 use serde_json::Value;
 
-fn rpcbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
-}
+mod common;
 
 /// A Solana mock node, taking transactions when `transactions`.
 fn mock_node(transactions: bool) -> MockServer {
-    let mut mock = MockOptions::new(Chain::Solana);
-    mock.slot_time = Duration::from_millis(100);
-    mock.solana_tx = transactions.then(SolanaTxOptions::default);
-    MockServer::start(mock).expect("the mock node starts")
-}
-
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+    solana_node(transactions.then(SolanaTxOptions::default))
 }
 
 /// Sends 200 transfers at 200/s to `url`, landing seen by blocks at `commitment`, plus `extra`.

@@ -340,7 +340,7 @@ mod timerfd {
                     .ok()?;
             // `AsyncFd::new` is deprecated because an arbitrary `AsRawFd` may return a different
             // descriptor over time; an `OwnedFd` owns one descriptor for its whole life, which is
-            // the condition the unsafe `register` asks for. The crate forbids `unsafe`.
+            // the condition the unsafe `register` asks for. The crate denies `unsafe` here.
             #[allow(deprecated)]
             let fd = AsyncFd::new(fd).ok()?;
             let timer = Rc::new(Self { fd, waiters: Waiters::new(slots), armed: Cell::new(None) });

@@ -24,7 +24,9 @@ use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPl
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
 use rpcbench::tx::solana::landing::SolanaTally;
-use rpcbench::tx::solana::watch::{Commitment, SentSince, SignaturePoll, SignatureWatch};
+use rpcbench::tx::solana::watch::{
+    Commitment, SentSince, SignaturePoll, SignatureWatch, SignatureWatchError,
+};
 use rpcbench::SolanaSends;
 use serde_json::{json, Value};
 
@@ -113,6 +115,32 @@ fn sent_since(sends: &std::sync::Arc<SolanaSends>) -> SentSince {
     })
 }
 
+/// A watch's start (`method`: its subscription, for the messages): the watch; or, when it
+/// could not start, the exit status of a usage error under `--require-ws`, else `None` after a
+/// note that getSignatureStatuses polling stands in.
+fn watch_or_polling(
+    started: Result<SignatureWatch, SignatureWatchError>,
+    method: &str,
+    args: &TxArgs,
+    node: &Endpoint,
+    ws_url: &str,
+) -> Result<Option<SignatureWatch>, ExitCode> {
+    match started {
+        Ok(watch) => Ok(Some(watch)),
+        Err(err) if args.require_ws => {
+            Err(output::usage_error(format!("--require-ws: no {method} at {} ({err})", node.scrub(ws_url))))
+        }
+        Err(err) => {
+            eprintln!(
+                "note: no {method} at {} ({err}); polling getSignatureStatuses every {} ms instead",
+                node.scrub(ws_url),
+                FALLBACK_POLL.as_millis()
+            );
+            Ok(None)
+        }
+    }
+}
+
 pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThreshold>) -> ExitCode {
     let solana = &args.solana;
     let mut config = match crate::plan::tx_config(&args, "sendTransaction") {
@@ -181,75 +209,27 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     }
     // Subscribe-before-send: the watch stands between the signer and the pacer (blocks: the
     // one block subscription is confirmed before anything is signed or sent).
-    let (watch, signer, poll_every) = if blocks {
-        match SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends)) {
-            Ok(watch) => {
-                let signer = SolanaSigner::start(
-                    keypairs,
-                    plan,
-                    blockhash.reader(),
-                    count,
-                    SignedTo::Ready(ready.clone()),
-                );
-                (Some(watch), signer, None)
-            }
-            Err(err) if args.require_ws => {
-                return output::usage_error(format!(
-                    "--require-ws: no blockSubscribe at {} ({err})",
-                    node.scrub(&ws_url)
-                ));
-            }
-            Err(err) => {
-                eprintln!(
-                    "note: no blockSubscribe at {} ({err}); polling getSignatureStatuses every {} ms instead",
-                    node.scrub(&ws_url),
-                    FALLBACK_POLL.as_millis()
-                );
-                let signer = SolanaSigner::start(
-                    keypairs,
-                    plan,
-                    blockhash.reader(),
-                    count,
-                    SignedTo::Ready(ready.clone()),
-                );
-                (None, signer, Some(FALLBACK_POLL))
-            }
+    let (watch, signed_to) = if blocks {
+        let started = SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends));
+        match watch_or_polling(started, "blockSubscribe", &args, &node, &ws_url) {
+            Ok(watch) => (watch, SignedTo::Ready(ready.clone())),
+            Err(exit) => return exit,
         }
     } else if args.poll.is_none() {
         let (to_watch, from_signer) = rpcbench::tx::solana::ahead::signed_channel(SIGN_AHEAD);
-        match SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone()) {
-            Ok(watch) => {
-                let signer =
-                    SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Watch(to_watch));
-                (Some(watch), signer, None)
-            }
-            Err(err) if args.require_ws => {
-                return output::usage_error(format!(
-                    "--require-ws: no signatureSubscribe at {} ({err})",
-                    node.scrub(&ws_url)
-                ));
-            }
-            Err(err) => {
-                eprintln!(
-                    "note: no signatureSubscribe at {} ({err}); polling getSignatureStatuses every {} ms instead",
-                    node.scrub(&ws_url),
-                    FALLBACK_POLL.as_millis()
-                );
-                let signer = SolanaSigner::start(
-                    keypairs,
-                    plan,
-                    blockhash.reader(),
-                    count,
-                    SignedTo::Ready(ready.clone()),
-                );
-                (None, signer, Some(FALLBACK_POLL))
-            }
+        let started = SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone());
+        match watch_or_polling(started, "signatureSubscribe", &args, &node, &ws_url) {
+            Ok(Some(watch)) => (Some(watch), SignedTo::Watch(to_watch)),
+            Ok(None) => (None, SignedTo::Ready(ready.clone())),
+            Err(exit) => return exit,
         }
     } else {
-        let signer =
-            SolanaSigner::start(keypairs, plan, blockhash.reader(), count, SignedTo::Ready(ready.clone()));
-        (None, signer, args.poll)
+        (None, SignedTo::Ready(ready.clone()))
     };
+    let signer = SolanaSigner::start(keypairs, plan, blockhash.reader(), count, signed_to);
+    // Without a watch, getSignatureStatuses: every --poll, or every FALLBACK_POLL when the
+    // watch could not start.
+    let poll_every = watch.is_none().then(|| args.poll.unwrap_or(FALLBACK_POLL));
     let poll = match poll_every {
         Some(every) => match SignaturePoll::start(node.clone(), commitment, every, sent_since(&sends)) {
             Ok(poll) => Some(poll),

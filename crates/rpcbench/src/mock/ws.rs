@@ -761,25 +761,41 @@ mod tests {
         }
     }
 
+    /// A client of `serve` over an in-memory pipe, and the count of the server's writes.
+    struct PipedClient {
+        client: WebSocketStream<DuplexStream>,
+        writes: Arc<AtomicUsize>,
+        served: tokio::task::JoinHandle<()>,
+        /// The server's shutdown signal, held while the test runs.
+        _stop: watch::Sender<bool>,
+    }
+
+    /// Serves a static mock over a pipe of `capacity` bytes once the client has written
+    /// `requests` getSlot calls (ids 0 to `requests - 1`): all in the pipe before the server
+    /// reads one.
+    async fn served_after_requests(capacity: usize, requests: usize) -> PipedClient {
+        let shared = Arc::new(Shared::new(&MockOptions::new(Chain::Static), Instant::now()));
+        let slot = open_connection(&shared).expect("a connection slot");
+        let (client_end, server_end) = tokio::io::duplex(capacity);
+        let writes = Arc::new(AtomicUsize::new(0));
+        let (stop, shutdown) = watch::channel(false);
+        let mut client = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
+        for id in 0..requests {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot","params":[]}}"#);
+            client.feed(Message::text(request)).await.unwrap();
+        }
+        client.flush().await.unwrap();
+        let server = CountedWrites { pipe: server_end, writes: writes.clone() };
+        let served = tokio::spawn(serve(server, Vec::new(), shared, shutdown, Arc::new(()), slot));
+        PipedClient { client, writes, served, _stop: stop }
+    }
+
     #[test]
     fn the_answers_to_frames_read_together_leave_in_one_write() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            let shared = Arc::new(Shared::new(&MockOptions::new(Chain::Static), Instant::now()));
-            let slot = open_connection(&shared).expect("a connection slot");
-            let (client_end, server_end) = tokio::io::duplex(1 << 16);
-            let writes = Arc::new(AtomicUsize::new(0));
-            let (_stop, shutdown) = watch::channel(false);
-            let mut client = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
             // Eight requests in one write, all in the pipe before the server reads.
-            for id in 0..8 {
-                let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot","params":[]}}"#);
-                client.feed(Message::text(request)).await.unwrap();
-            }
-            client.flush().await.unwrap();
-            let server = CountedWrites { pipe: server_end, writes: writes.clone() };
-            let served =
-                tokio::spawn(serve(server, Vec::new(), shared.clone(), shutdown, Arc::new(()), slot));
+            let PipedClient { mut client, writes, served, _stop } = served_after_requests(1 << 16, 8).await;
             let mut ids = Vec::new();
             for _ in 0..8 {
                 let answer = client.next().await.expect("an answer").expect("a frame");
@@ -797,21 +813,9 @@ mod tests {
     fn a_flood_of_frames_is_answered_in_writes_as_it_goes_not_after_the_last() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            let shared = Arc::new(Shared::new(&MockOptions::new(Chain::Static), Instant::now()));
-            let slot = open_connection(&shared).expect("a connection slot");
-            let (client_end, server_end) = tokio::io::duplex(1 << 20);
-            let writes = Arc::new(AtomicUsize::new(0));
-            let (_stop, shutdown) = watch::channel(false);
-            let mut client = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
             let frames = 4 * WRITE_AT_LEAST_EVERY;
-            for id in 0..frames {
-                let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getSlot","params":[]}}"#);
-                client.feed(Message::text(request)).await.unwrap();
-            }
-            client.flush().await.unwrap();
-            let server = CountedWrites { pipe: server_end, writes: writes.clone() };
-            let served =
-                tokio::spawn(serve(server, Vec::new(), shared.clone(), shutdown, Arc::new(()), slot));
+            let PipedClient { mut client, writes, served, _stop } =
+                served_after_requests(1 << 20, frames).await;
             for _ in 0..frames {
                 client.next().await.expect("an answer").expect("a frame");
             }

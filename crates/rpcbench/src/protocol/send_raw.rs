@@ -170,20 +170,12 @@ mod tests {
     }
     use crate::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
     use crate::tx::nonce::NonceBook;
-    use crate::tx::sign::{Fees, UnsignedTx};
+    use crate::tx::sign::legacy_transfer_template;
     use rand::SeedableRng;
 
     fn sends() -> Arc<TxSends> {
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
-        let template = UnsignedTx {
-            chain_id: 31337,
-            nonce: 0,
-            fees: Fees::Legacy { gas_price: 1 },
-            gas_limit: 21_000,
-            to: None,
-            value: 0,
-            data: Vec::new(),
-        };
+        let template = legacy_transfer_template(31337);
         TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0]), template, 3, 2))
     }
 

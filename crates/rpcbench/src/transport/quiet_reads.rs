@@ -6,8 +6,9 @@
 //! receive timestamp (`SO_TIMESTAMPNS`), so a reply's latency still ends when it arrived, not
 //! when it was read.
 //!
-//! The crate's only `unsafe`: `setsockopt` and `recvmsg` with a control buffer, which neither
-//! tokio, socket2 nor rustix offer for these options.
+//! One of the crate's two modules with `unsafe` (the other is `util/thread_class.rs`'s
+//! scheduling calls): `setsockopt` and `recvmsg` with a control buffer, which neither tokio,
+//! socket2 nor rustix offer for these options. Each `unsafe` block says why it holds.
 #![allow(unsafe_code)]
 
 use std::future::Future;

@@ -417,20 +417,17 @@ mod tests {
     use super::*;
     use crate::tx::keys::hex_decode;
     use crate::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
-    use crate::tx::sign::{decode, Fees};
+    use crate::tx::sign::{decode, legacy_transfer_template, Fees};
 
     #[test]
     fn the_queue_gives_every_transaction_once_senders_in_turn_nonces_without_gaps() {
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 3).unwrap();
         let addresses: Vec<Address> = keys.iter().map(|k| k.address()).collect();
         let template = UnsignedTx {
-            chain_id: 31337,
-            nonce: 0,
             fees: Fees::Legacy { gas_price: 1_000_000_000 },
-            gas_limit: 21_000,
             to: Some(addresses[0]),
             value: 1,
-            data: Vec::new(),
+            ..legacy_transfer_template(31337)
         };
         let ahead = SignedAhead::start(keys, NonceBook::new(vec![0, 4, 9]), template, 10, 2);
         let mut taken = Vec::new();
@@ -448,15 +445,7 @@ mod tests {
     #[test]
     fn dropping_the_queue_early_stops_the_signer() {
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
-        let template = UnsignedTx {
-            chain_id: 1,
-            nonce: 0,
-            fees: Fees::Legacy { gas_price: 1 },
-            gas_limit: 21_000,
-            to: None,
-            value: 0,
-            data: Vec::new(),
-        };
+        let template = legacy_transfer_template(1);
         let ahead = SignedAhead::start(keys, NonceBook::new(vec![0]), template, u64::MAX, 4);
         assert_eq!(ahead.next().map(|p| p.nonce), Some(0));
         let book = ahead.finish().unwrap();
@@ -476,15 +465,7 @@ mod tests {
     #[test]
     fn the_signer_thread_is_named_and_signs_in_the_idle_class_below_the_pacer() {
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
-        let template = UnsignedTx {
-            chain_id: 1,
-            nonce: 0,
-            fees: Fees::Legacy { gas_price: 1 },
-            gas_limit: 21_000,
-            to: None,
-            value: 0,
-            data: Vec::new(),
-        };
+        let template = legacy_transfer_template(1);
         let ahead = SignedAhead::start(keys, NonceBook::new(vec![0]), template, 1_000, 4);
         // The signer lowers itself before it signs: once a transaction is taken, it has.
         assert_eq!(ahead.next().map(|p| p.nonce), Some(0));
@@ -520,15 +501,7 @@ mod tests {
     #[test]
     fn a_nonce_refusal_handed_back_restarts_the_sender_from_the_node_and_drops_what_was_signed_stale() {
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 2).unwrap();
-        let template = UnsignedTx {
-            chain_id: 1,
-            nonce: 0,
-            fees: Fees::Legacy { gas_price: 1 },
-            gas_limit: 21_000,
-            to: None,
-            value: 0,
-            data: Vec::new(),
-        };
+        let template = legacy_transfer_template(1);
         let lookups = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let source = Box::new(FixedPending(vec![100, 0], lookups.clone()));
         let ahead =

@@ -198,6 +198,21 @@ pub fn sign(tx: &UnsignedTx, key: &SenderKey) -> SignedTx {
     SignedTx { raw, hash }
 }
 
+/// A legacy value transfer for tests: nonce 0, gas price 1 wei, [`TRANSFER_GAS`], no
+/// recipient (`to: None`), no value and no data, on `chain_id`.
+#[cfg(test)]
+pub(crate) fn legacy_transfer_template(chain_id: u64) -> UnsignedTx {
+    UnsignedTx {
+        chain_id,
+        nonce: 0,
+        fees: Fees::Legacy { gas_price: 1 },
+        gas_limit: TRANSFER_GAS,
+        to: None,
+        value: 0,
+        data: Vec::new(),
+    }
+}
+
 /// A raw transaction read back, with its sender recovered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodedTx {

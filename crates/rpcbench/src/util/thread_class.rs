@@ -6,8 +6,10 @@
 //! wakes, and gives it every cycle the core has free); under a real-time policy (the process
 //! runs under `chrt`) it takes the priority one below its own. Both changes lower a thread and
 //! need no privilege; where the OS has neither, the thread stays as it is (a debug log says so).
-//! The three scheduling calls are `libc`'s, each in a small `unsafe` block on the calling
-//! thread only.
+//! The scheduling calls are `libc`'s, in three small `unsafe` blocks (reading the calling
+//! thread's policy, the real-time priority range, setting the calling thread's policy), each
+//! saying why it holds. With `transport/quiet_reads.rs`'s socket calls, the crate's only
+//! `unsafe`.
 #![allow(unsafe_code)]
 
 use std::io;

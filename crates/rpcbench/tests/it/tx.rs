@@ -8,14 +8,14 @@ use rpcbench::engine::Run;
 use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
 use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::inclusion::InclusionBook;
-use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
+use rpcbench::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
 use rpcbench::{TxAck, TxSends};
 use serde_json::{json, Value};
 
-use crate::util::{closed_loop, requests};
+use crate::util::{closed_loop, requests, transfer_template};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -40,15 +40,10 @@ fn every_transaction_sent_through_the_engine_is_included_dropped_or_pending_exac
             u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
         })
         .collect();
-    let template = UnsignedTx {
-        chain_id: 31337,
-        nonce: 0,
-        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
-        gas_limit: 21_000,
-        to: Address::parse("0x3535353535353535353535353535353535353535"),
-        value: 1,
-        data: Vec::new(),
-    };
+    let template = transfer_template(Fees::Eip1559 {
+        max_fee_per_gas: 30_000_000_000,
+        max_priority_fee_per_gas: 1_000_000_000,
+    });
     let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(starting), template, u64::MAX, 256));
     // Subscribe to new heads before the first send.
     let watch = HeadWatch::start(&url.replacen("http://", "ws://", 1), timeout).expect("newHeads subscribed");
@@ -170,15 +165,10 @@ fn a_sender_whose_nonce_another_client_advanced_is_resynced_from_the_node_and_ke
     let timeout = Duration::from_secs(5);
     let call = |method: &str, params: Value| client::call(&url, method, Some(&params), timeout).unwrap();
     let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 2).unwrap();
-    let template = UnsignedTx {
-        chain_id: 31337,
-        nonce: 0,
-        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
-        gas_limit: 21_000,
-        to: Address::parse("0x3535353535353535353535353535353535353535"),
-        value: 1,
-        data: Vec::new(),
-    };
+    let template = transfer_template(Fees::Eip1559 {
+        max_fee_per_gas: 30_000_000_000,
+        max_priority_fee_per_gas: 1_000_000_000,
+    });
     // Another client sends 5 transactions with sender 0's key behind our back: the book still
     // says nonce 0.
     let mut other = template.clone();
@@ -323,15 +313,7 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     };
 
     let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 10).unwrap();
-    let template = UnsignedTx {
-        chain_id: 31337,
-        nonce: 0,
-        fees: Fees::Legacy { gas_price: 30_000_000_000 },
-        gas_limit: 21_000,
-        to: Address::parse("0x3535353535353535353535353535353535353535"),
-        value: 1,
-        data: Vec::new(),
-    };
+    let template = transfer_template(Fees::Legacy { gas_price: 30_000_000_000 });
     let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0; 10]), template, u64::MAX, 1024));
     let watch = HeadWatch::start(&url.replacen("http://", "ws://", 1), timeout).expect("newHeads subscribed");
     let head_at_start = quantity(call("eth_blockNumber", json!([])));

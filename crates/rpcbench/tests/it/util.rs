@@ -1,5 +1,6 @@
 //! Small HTTP/1.1 servers for tests, each started on 127.0.0.1:0 on its own thread, whose
-//! answers are chosen per request by a closure; and helpers to build run configurations.
+//! answers are chosen per request by a closure; and helpers to build run configurations and
+//! transactions.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpcbench::engine::config::{Length, Load, RunConfig, Target};
+use rpcbench::tx::keys::Address;
+use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::RequestTemplate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -261,4 +264,18 @@ pub fn requests(n: u64) -> Length {
 
 pub fn seconds(secs: f64) -> Length {
     Length { duration: Some(Duration::from_secs_f64(secs)), requests: None }
+}
+
+/// A 1-wei transfer to 0x3535…35 on chain 31337 (the mock node's) paying `fees`: nonce 0,
+/// 21,000 gas, no data.
+pub fn transfer_template(fees: Fees) -> UnsignedTx {
+    UnsignedTx {
+        chain_id: 31337,
+        nonce: 0,
+        fees,
+        gas_limit: 21_000,
+        to: Address::parse("0x3535353535353535353535353535353535353535"),
+        value: 1,
+        data: Vec::new(),
+    }
 }

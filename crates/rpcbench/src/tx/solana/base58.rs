@@ -115,14 +115,12 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
-    #[test]
-    fn a_signature_in_base58_reads_as_any_base58_encoder_writes_it() {
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(58);
-        let mut cases: Vec<[u8; 64]> = vec![[0; 64], [0xff; 64], {
-            let mut one = [0u8; 64];
-            one[63] = 1;
-            one
-        }];
+    /// Signatures to test with: `extra`, all zeros, all ones, some with 1 to 63 leading zero
+    /// bytes and 2,000 random ones (drawn from `seed`).
+    fn signatures(seed: u64, extra: &[[u8; 64]]) -> Vec<[u8; 64]> {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let mut cases: Vec<[u8; 64]> = vec![[0; 64], [0xff; 64]];
+        cases.extend_from_slice(extra);
         for zeros in [1, 2, 5, 31, 63] {
             let mut signature = [0u8; 64];
             rng.fill(&mut signature[zeros..]);
@@ -134,27 +132,21 @@ mod tests {
             rng.fill(&mut signature[..]);
             cases.push(signature);
         }
-        for signature in cases {
+        cases
+    }
+
+    #[test]
+    fn a_signature_in_base58_reads_as_any_base58_encoder_writes_it() {
+        let mut one = [0u8; 64];
+        one[63] = 1;
+        for signature in signatures(58, &[one]) {
             assert_eq!(signature_text(&signature), bs58::encode(signature).into_string(), "{signature:?}");
         }
     }
 
     #[test]
     fn base58_text_reads_back_as_the_signature_and_anything_else_is_not_one() {
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(85);
-        let mut cases: Vec<[u8; 64]> = vec![[0; 64], [0xff; 64]];
-        for zeros in [1, 2, 5, 31, 63] {
-            let mut signature = [0u8; 64];
-            rng.fill(&mut signature[zeros..]);
-            signature[zeros] |= 1;
-            cases.push(signature);
-        }
-        for _ in 0..2_000 {
-            let mut signature = [0u8; 64];
-            rng.fill(&mut signature[..]);
-            cases.push(signature);
-        }
-        for signature in cases {
+        for signature in signatures(85, &[]) {
             let text = bs58::encode(signature).into_string();
             assert_eq!(signature_from_text(&text), Some(signature), "{text}");
         }

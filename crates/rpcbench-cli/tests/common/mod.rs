@@ -1,0 +1,48 @@
+//! What the `tx` test files share: the built binary, the mock nodes they start (in-process on
+//! 127.0.0.1:0) and the counts of a JSON report. Each test file takes what it needs.
+
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions, TxPoolOptions};
+use serde_json::Value;
+
+/// The Solana mock's slot time, in milliseconds.
+pub const SLOT_MS: u64 = 100;
+
+/// The built `rpcbench` binary run with `args`.
+pub fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+/// The mock Ethereum node on chain 31337 with its mempool (`pool`), a block every `block_time`.
+pub fn ethereum_node(block_time: Duration, pool: TxPoolOptions) -> MockServer {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = block_time;
+    options.chain_id = 31337;
+    options.tx_pool = Some(pool);
+    MockServer::start(options).expect("the mock node starts")
+}
+
+/// The mock Solana node, a slot every [`SLOT_MS`], taking transactions (`transactions`) or not.
+pub fn solana_node(transactions: Option<SolanaTxOptions>) -> MockServer {
+    let mut options = MockOptions::new(Chain::Solana);
+    options.slot_time = Duration::from_millis(SLOT_MS);
+    options.solana_tx = transactions;
+    MockServer::start(options).expect("the mock node starts")
+}
+
+/// The count `key` of `report`, which must hold it.
+pub fn count(report: &Value, key: &str) -> u64 {
+    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+/// An Ethereum report's final outcomes add up to what was sent, and it says so.
+pub fn ethereum_outcomes_add_up(report: &Value) {
+    let sum: u64 =
+        ["included", "reverted", "dropped", "rejected", "pending"].iter().map(|k| count(report, k)).sum();
+    assert_eq!(sum, count(report, "sent"), "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
