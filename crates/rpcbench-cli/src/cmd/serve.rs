@@ -204,7 +204,8 @@ pub struct ServeArgs {
     /// WebSocket: delay added before each notification is sent, such as 200ms.
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub ws_delay: Option<Duration>,
-    /// WebSocket: close (1008) a connection with more than N notifications queued unsent.
+    /// WebSocket: close (1008) a connection with more than N notifications queued unsent when
+    /// the next block or slot comes.
     #[arg(long, value_name = "N")]
     pub ws_max_queue: Option<usize>,
     /// WebSocket: upgrades past N open WebSocket connections get HTTP 503.

@@ -299,14 +299,20 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
+    let (mut subscribed, mut refused, mut unwatched, mut watch_ended) = (0, 0, 0, None);
     let mut last_landings = Vec::new();
     if let Some(watch) = sources.watch {
         let counts = watch.counts();
         subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
         refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
         unwatched = counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
+        watch_ended = counts.ended().map(str::to_string);
         last_landings.extend(watch.stop());
+    }
+    if let Some(why) = &watch_ended {
+        eprintln!(
+            "warning: the signature watch ended: {why}; {unwatched} transactions were sent unwatched (looked up with getSignatureStatuses once not seen landed)"
+        );
     }
     let mut poll_failures = 0;
     if let Some(poll) = sources.poll {
@@ -378,6 +384,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "subscriptions": subscribed,
         "subscriptions_refused": refused,
         "sent_unwatched": unwatched,
+        "watch_ended": watch_ended,
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });

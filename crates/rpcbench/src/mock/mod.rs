@@ -319,8 +319,9 @@ pub struct MockOptions {
     pub ws_duplicate: f64,
     /// WebSocket: a delay added before each notification is sent (default none).
     pub ws_delay: Option<Duration>,
-    /// WebSocket: a connection with more than this many notifications queued unsent is closed
-    /// with code 1008 (default: none set, a built-in bound of 4096).
+    /// WebSocket: a connection with more than this many notifications queued unsent when the
+    /// next block or slot comes is closed with code 1008 (default: none set, a built-in bound
+    /// of 4096); one block's or slot's own notifications may outnumber it.
     pub ws_max_queue: Option<usize>,
     /// WebSocket: upgrades past this many open WebSocket connections get HTTP 503 (default:
     /// unlimited).

@@ -14,8 +14,10 @@
 //! at `slot_time`, stamped with its production time (`rpcbenchProducedAt`, unix microseconds),
 //! and broadcasts it; each connection's task fans it out to its subscriptions, applying
 //! `ws_drop` and `ws_duplicate` per (subscription, item) from the seeded generator and
-//! `ws_delay`. Notifications wait in the connection's queue until written; a connection with
-//! more than `ws_max_queue` of them unsent (or lagging the broadcast) is closed with 1008.
+//! `ws_delay`. Notifications wait in the connection's queue until written; a connection that
+//! still has more than `ws_max_queue` of them unsent when the next item comes (or lags the
+//! broadcast) is closed with 1008: one item's own notifications, however many (a slot landing
+//! thousands of a client's signatures), are a burst, not a slow subscriber.
 //! The frames one read brings are all answered before the writer runs, and their answers leave
 //! in one write (a client with several requests in flight is not answered one write each).
 
@@ -499,13 +501,17 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             item = next_item(&mut items) => {
                 match item {
                     Ok(item) => {
-                        fan_out(&shared, &mut subscriptions.list, &item, &out_tx, &counts.notifications);
-                        subscriptions.list.retain(|subscription| !subscription.finished);
+                        // Slow is a backlog of earlier items' notifications still unsent when
+                        // the next item comes, not one item's own notifications: a slot that
+                        // lands thousands of a client's signatures at once (two slots' worth
+                        // after a skipped one) is one burst, written as the client reads.
                         if counts.notifications.load(Ordering::Relaxed) > ws.max_queue {
                             ws.closed_slow.fetch_add(1, Ordering::Relaxed);
                             close = Some(CloseFrame { code: CloseCode::Policy, reason: QUEUE_OVERFLOW.into() });
                             break;
                         }
+                        fan_out(&shared, &mut subscriptions.list, &item, &out_tx, &counts.notifications);
+                        subscriptions.list.retain(|subscription| !subscription.finished);
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         ws.closed_slow.fetch_add(1, Ordering::Relaxed);

@@ -726,6 +726,19 @@ fn top_up_line(top_ups: &Value) -> String {
     )
 }
 
+/// The signature watch's end, if its connection ended before the run stopped it: why, and
+/// how many transactions went out unwatched.
+fn watch_ended_line(report: &Value) -> String {
+    match report["watch_ended"].as_str() {
+        Some(why) => format!(
+            "{:<22} {why}; {} sent unwatched\n",
+            "signature watch ended",
+            count(report, "sent_unwatched")
+        ),
+        None => String::new(),
+    }
+}
+
 fn solana_text(report: &Value) -> String {
     let n = |key: &str| count(report, key);
     let resolution = match report["resolution_ms"].as_u64() {
@@ -753,7 +766,7 @@ fn solana_text(report: &Value) -> String {
                 ("send -> landed ms", "send_to_landed_ms", resolution.clone()),
             ],
             after: ("slots after send", "slots_after_send", resolution),
-            extra: String::new(),
+            extra: watch_ended_line(report),
             interrupted: "what did not land within the grace is pending",
         },
     )

@@ -190,6 +190,12 @@ pub(crate) trait Feed {
     /// Closes the connection politely.
     fn close(&mut self) -> impl Future<Output = ()>;
 
+    /// What the wire said about the connection's end, once [`FeedEvent::Ended`] came: the
+    /// server's close reason (WebSocket) or the I/O error, if there was one.
+    fn end_detail(&self) -> Option<&str> {
+        None
+    }
+
     /// Forgets the subscription at `position` without a request: for subscriptions the server
     /// ends by itself after their one notification (Solana's `signatureSubscribe`), so a feed's
     /// tables follow the open subscriptions, not all there were. A later message for it is a

@@ -122,6 +122,7 @@ impl FeedOpener for Upgrade {
             positions: HashMap::new(),
             by_id: HashMap::new(),
             pongs: PongBacklog::default(),
+            end_detail: None,
         })
     }
 }
@@ -149,6 +150,21 @@ pub(crate) struct WsFeed {
     positions: HashMap<usize, FeedSlot>,
     by_id: HashMap<Arc<str>, usize>,
     pongs: PongBacklog,
+    /// The close frame's reason or the read error that ended the connection (at most
+    /// [`MAX_END_DETAIL`] bytes).
+    end_detail: Option<String>,
+}
+
+/// The longest end detail kept (a close reason is at most 123 bytes by the protocol).
+const MAX_END_DETAIL: usize = 200;
+
+/// `text` cut to at most [`MAX_END_DETAIL`] bytes on a character boundary.
+fn bounded_detail(text: &str) -> String {
+    let mut end = text.len().min(MAX_END_DETAIL);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
 }
 
 /// The envelope of any message on a subscription socket, members borrowed raw.
@@ -209,7 +225,14 @@ impl WsFeed {
     }
 
     async fn send(&mut self, text: String) -> Result<(), FeedEnd> {
-        self.writer.send(Message::Text(text.into())).await.map_err(write_end)
+        let sent = self.writer.send(Message::Text(text.into())).await;
+        sent.map_err(|error| self.write_failed(error))
+    }
+
+    /// Why a write ended the connection, its error kept as the end's detail.
+    fn write_failed(&mut self, error: tungstenite::Error) -> FeedEnd {
+        self.end_detail = Some(bounded_detail(&error.to_string()));
+        write_end(error)
     }
 
     /// What one message says.
@@ -281,6 +304,10 @@ impl WsFeed {
 }
 
 impl Feed for WsFeed {
+    fn end_detail(&self) -> Option<&str> {
+        self.end_detail.as_deref()
+    }
+
     fn forget(&mut self, position: usize) {
         if let Some(FeedSlot { id: Some(id), .. }) = self.positions.remove(&position) {
             self.by_id.remove(&id);
@@ -296,9 +323,11 @@ impl Feed for WsFeed {
         // Each request framed into the writer's buffer, then one flush (one write) for all.
         for (position, call) in calls {
             let request = self.subscribe_request(*position, call)?;
-            self.writer.feed(Message::Text(request.into())).await.map_err(write_end)?;
+            let fed = self.writer.feed(Message::Text(request.into())).await;
+            fed.map_err(|error| self.write_failed(error))?;
         }
-        self.writer.flush().await.map_err(write_end)
+        let flushed = self.writer.flush().await;
+        flushed.map_err(|error| self.write_failed(error))
     }
 
     async fn unsubscribe(&mut self, position: usize) -> Result<bool, FeedEnd> {
@@ -325,9 +354,11 @@ impl Feed for WsFeed {
                 Some(Ok(Message::Text(text))) => tungstenite::Bytes::from(text),
                 Some(Ok(Message::Binary(bytes))) => bytes,
                 Some(Ok(Message::Close(frame))) => {
-                    return FeedEvent::Ended(FeedEnd::Closed(
-                        frame.map_or(1005, |frame| u16::from(frame.code)),
-                    ))
+                    let code = frame.as_ref().map_or(1005, |frame| u16::from(frame.code));
+                    self.end_detail = frame
+                        .filter(|frame| !frame.reason.is_empty())
+                        .map(|frame| bounded_detail(&frame.reason));
+                    return FeedEvent::Ended(FeedEnd::Closed(code));
                 }
                 Some(Ok(Message::Ping(payload))) => {
                     let flushed = self.writer.flush().now_or_never().map(|flushed| flushed.is_ok());
@@ -338,10 +369,14 @@ impl Feed for WsFeed {
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(tungstenite::Error::Capacity(_))) => return FeedEvent::Ended(FeedEnd::TooLarge),
-                Some(Err(tungstenite::Error::Protocol(_) | tungstenite::Error::Utf8(_))) => {
-                    return FeedEvent::Ended(FeedEnd::Protocol)
+                Some(Err(error @ (tungstenite::Error::Protocol(_) | tungstenite::Error::Utf8(_)))) => {
+                    self.end_detail = Some(bounded_detail(&error.to_string()));
+                    return FeedEvent::Ended(FeedEnd::Protocol);
                 }
-                Some(Err(_)) => return FeedEvent::Ended(FeedEnd::Closed(1006)),
+                Some(Err(error)) => {
+                    self.end_detail = Some(bounded_detail(&error.to_string()));
+                    return FeedEvent::Ended(FeedEnd::Closed(1006));
+                }
             };
             return self.event(bytes, arrived);
         }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
 use crate::client::Endpoint;
-use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::transport::feed::{Feed, FeedEnd, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
 use crate::util::fast_hash::MultiplyHasherBuilder;
 
@@ -123,6 +123,37 @@ pub struct WatchCounts {
     pub refused: AtomicU64,
     /// Transactions sent unwatched because the connection had ended.
     pub unwatched: AtomicU64,
+    /// Why the connection ended before the run stopped the watch, once it did.
+    ended: OnceLock<String>,
+}
+
+impl WatchCounts {
+    /// Why the watch's connection ended before the run stopped it (the close code and reason,
+    /// or the I/O error), or `None` while it is open or if the run stopped it.
+    pub fn ended(&self) -> Option<&str> {
+        self.ended.get().map(String::as_str)
+    }
+}
+
+/// What a watch's end says, for the run's stderr and report.
+fn ended_text(end: FeedEnd, detail: Option<&str>) -> String {
+    let why = match end {
+        FeedEnd::Closed(1006) => "the connection broke without a close frame (1006)".to_string(),
+        FeedEnd::Closed(1005) => "the node closed the connection without a close code (1005)".to_string(),
+        FeedEnd::Closed(code) => format!("the node closed the connection with code {code}"),
+        FeedEnd::Protocol => "the node broke the WebSocket protocol".to_string(),
+        FeedEnd::TooLarge => "the node sent a message larger than the limit".to_string(),
+        FeedEnd::NotReading => {
+            "the node stopped reading (the answers to its pings backed up); rpcbench closed it".to_string()
+        }
+        FeedEnd::Status(code) => format!("the stream ended with status {code}"),
+        FeedEnd::GoAway => "the node sent GOAWAY".to_string(),
+        FeedEnd::Lost => "the connection was lost".to_string(),
+    };
+    match detail {
+        Some(detail) => format!("{why}: {}", detail.escape_debug()),
+        None => why,
+    }
 }
 
 /// A running signature watch.
@@ -263,8 +294,9 @@ impl WatchOnFeed for Watch {
                         })));
                         awaiting.insert(position, prepared);
                     }
-                    if feed.subscribe_all(&calls).await.is_err() {
+                    if let Err(end) = feed.subscribe_all(&calls).await {
                         feed_open = false;
+                        self.ended(end, feed.end_detail());
                         self.release_all(&mut awaiting);
                     }
                 },
@@ -296,8 +328,9 @@ impl WatchOnFeed for Watch {
                             let _ = ends.seen.send(landing);
                         }
                     }
-                    FeedEvent::Ended(_) => {
+                    FeedEvent::Ended(end) => {
                         feed_open = false;
+                        self.ended(end, feed.end_detail());
                         self.release_all(&mut awaiting);
                     }
                     FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
@@ -320,6 +353,11 @@ const IDLE_CHECK: Duration = Duration::from_millis(20);
 const FULL_CHECK: Duration = Duration::from_millis(1);
 
 impl Watch {
+    /// Notes why the connection ended (the first end only).
+    fn ended(&self, end: FeedEnd, detail: Option<&str>) {
+        let _ = self.counts.ended.set(ended_text(end, detail));
+    }
+
     /// The connection ended: what waits for a subscription is sent unwatched.
     fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder>) {
         let mut left: Vec<PreparedSolanaTx> = awaiting.drain().map(|(_, tx)| tx).collect();

@@ -1,0 +1,95 @@
+//! `rpcbench tx` on Solana watched by a `signatureSubscribe` per transaction, against the mock
+//! node started in-process on 127.0.0.1:0: a slot that lands many of the run's signatures at
+//! once is a burst the watch takes, not a reason for the node to close it; and a watch whose
+//! connection the node does close says why, on stderr and in the report.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions};
+use serde_json::Value;
+
+fn rpcbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
+}
+
+fn count(report: &Value, key: &str) -> u64 {
+    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+/// A Solana mock with its transactions on, its slots `slot_ms` apart, closing (1008) a
+/// connection with more than `max_queue` notifications unsent.
+fn node(slot_ms: u64, max_queue: usize, delay: Option<Duration>) -> MockServer {
+    let mut mock = MockOptions::new(Chain::Solana);
+    mock.slot_time = Duration::from_millis(slot_ms);
+    mock.solana_tx = Some(SolanaTxOptions::default());
+    mock.ws_max_queue = Some(max_queue);
+    mock.ws_delay = delay;
+    MockServer::start(mock).expect("the mock node starts")
+}
+
+/// 400 transfers at 200/s, each subscribed before its send, as JSON; and the stderr.
+fn run_400(url: &str) -> (Value, String) {
+    let output = rpcbench(&[
+        "tx",
+        url,
+        "--senders",
+        "2",
+        "--rate",
+        "200",
+        "-n",
+        "400",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "--landing",
+        "signatures",
+        "--inclusion-timeout",
+        "2s",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    (report, stderr)
+}
+
+#[test]
+fn a_flood_of_signature_subscriptions_at_start_keeps_the_watch_open() {
+    // Slots half a second apart: each lands about 100 of the run's signatures at once, far
+    // more than the 8 notifications a connection may leave unsent. A client that reads them
+    // is not a slow subscriber: the node writes the burst and the watch stays open.
+    let node = node(500, 8, None);
+    let (report, stderr) = run_400(&node.url());
+    assert_eq!(report["watch_ended"], Value::Null, "{report}");
+    assert!(!stderr.contains("signature watch ended"), "{stderr}");
+    assert_eq!(node.ws_stats().subscribers_closed_slow, 0, "{:?}", node.ws_stats());
+    assert_eq!(count(&report, "sent"), 400, "{report}");
+    assert_eq!(count(&report, "subscriptions"), 400, "every one watched: {report}");
+    assert_eq!(count(&report, "sent_unwatched"), 0, "{report}");
+    assert_eq!(count(&report, "landed"), 400, "{report}");
+    assert_eq!(count(&report, "landed_unseen"), 0, "each landing seen by its notification: {report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+#[test]
+fn a_signature_watch_that_ends_says_why_in_the_report() {
+    // Notifications held back a second while the next slot comes 100 ms later, with at most
+    // one unsent allowed: the node closes the watch's connection as a slow subscriber (1008).
+    let node = node(100, 1, Some(Duration::from_secs(1)));
+    let (report, stderr) = run_400(&node.url());
+    assert_eq!(node.ws_stats().subscribers_closed_slow, 1, "{:?}", node.ws_stats());
+    let why = report["watch_ended"].as_str().unwrap_or_else(|| panic!("no watch_ended: {report}"));
+    assert!(why.contains("1008") && why.contains("subscription queue overflow"), "{why}");
+    assert_eq!(stderr.matches("the signature watch ended").count(), 1, "said once: {stderr}");
+    assert!(stderr.contains(why), "{stderr}");
+    let unwatched = count(&report, "sent_unwatched");
+    assert!(unwatched > 0, "sent after the end: {report}");
+    assert_eq!(count(&report, "subscriptions") + unwatched, 400, "{report}");
+    // What went out unwatched is looked up once not seen landed: nothing is lost.
+    assert_eq!(count(&report, "landed"), 400, "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+    let text = rpcbench::report::tx::render_tx_text(&report);
+    assert!(text.contains(&format!("signature watch ended  {why}; {unwatched} sent unwatched")), "{text}");
+}
