@@ -24,7 +24,7 @@ use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPl
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
 use rpcbench::tx::solana::landing::SolanaTally;
-use rpcbench::tx::solana::watch::{Commitment, SentSince, SignaturePoll, SignatureWatch};
+use rpcbench::tx::solana::watch::{Commitment, SentNews, SentSince, SignaturePoll, SignatureWatch};
 use rpcbench::SolanaSends;
 use serde_json::{json, Value};
 
@@ -99,18 +99,25 @@ fn balance(node: &Endpoint, keypair: &SolanaKeypair) -> Result<u64, String> {
     answer["value"].as_u64().ok_or_else(|| format!("getBalance: not a balance: {answer}"))
 }
 
-/// The signatures sent since the last call, from the send ledger (what the status poll and
-/// the block watch look for).
-fn sent_since(sends: &std::sync::Arc<SolanaSends>) -> SentSince {
-    let ledger = sends.clone();
-    let mut cursor = 0usize;
+/// The signatures sent since the last call and those final since, from the send ledger
+/// (what the status poll and the block watch look for). The ledger keeps each send until the
+/// watch has seen it, as long as the watch holds what this returns.
+fn sent_since(sends: &Arc<SolanaSends>) -> SentSince {
+    sends.ledger().follow();
+    let follower = LedgerFollower(sends.clone());
     Box::new(move || {
-        let ledger = ledger.ledger();
-        let new: Vec<(u64, [u8; 64])> =
-            ledger.sent()[cursor..].iter().map(|tx| (tx.index, tx.signature)).collect();
-        cursor = ledger.sent().len();
-        new
+        let (sent, finished) = follower.0.ledger().take_followed(|tx| (tx.index, tx.signature));
+        SentNews { sent, finished }
     })
+}
+
+/// A watch following the send ledger: when it is dropped, sends no longer wait for it.
+struct LedgerFollower(Arc<SolanaSends>);
+
+impl Drop for LedgerFollower {
+    fn drop(&mut self) {
+        self.0.ledger().unfollow();
+    }
 }
 
 pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThreshold>) -> ExitCode {

@@ -49,8 +49,9 @@ pub(super) struct SolanaLanding {
     pub(super) last_landed: Option<Instant>,
     pub(super) last_send: Option<Instant>,
     pub(super) lookup_failures: u64,
-    /// Sends fed so far (ledger positions below it).
-    fed: usize,
+    /// The longest a send waits for its answer before it is fed unanswered (a send the wire
+    /// failed is never answered).
+    answer_wait: Duration,
 }
 
 impl SolanaLanding {
@@ -69,7 +70,7 @@ impl SolanaLanding {
         SolanaLanding {
             node,
             commitment,
-            book: LandingBook::new(timeout, early_hold),
+            book: LandingBook::new(timeout, early_hold).log_finished(),
             blockhash,
             acks: AckTally::default(),
             accepted: 0,
@@ -78,24 +79,17 @@ impl SolanaLanding {
             last_landed: None,
             last_send: None,
             lookup_failures: 0,
-            fed: 0,
+            answer_wait: request_timeout + Duration::from_secs(1),
         }
     }
 
-    /// Feeds the ledger's sends not yet fed: while sending, only up to the first one not yet
-    /// answered (its answer says whether it is waited for); once sending is over (`all`),
-    /// every one. Only the new part of the ledger is copied, under its lock.
-    fn feed(&mut self, sends: &SolanaSends, all: bool) {
-        let fresh: Vec<SolanaSent> = {
-            let ledger = sends.ledger();
-            let tail = ledger.sent().get(self.fed..).unwrap_or_default();
-            let answered = if all {
-                tail.len()
-            } else {
-                tail.iter().position(|tx| tx.ack == TxAck::Unanswered).unwrap_or(tail.len())
-            };
-            tail[..answered].to_vec()
-        };
+    /// Feeds the ledger's sends not yet fed: while sending (at `now`), only up to the first
+    /// one not yet answered (its answer says whether it is waited for) unless it waited longer
+    /// than a request can; once sending is over (`all`), every one. Only the new part of the
+    /// ledger is copied, under its lock, and the ledger forgets it.
+    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
+        let fresh: Vec<SolanaSent> = sends.ledger().take_answered(all, answer_by);
         for tx in &fresh {
             let first = *self.first_send.get_or_insert(tx.sent);
             self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
@@ -112,7 +106,15 @@ impl SolanaLanding {
             let slot = self.blockhash.slot_at(tx.sent);
             self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);
         }
-        self.fed += fresh.len();
+    }
+
+    /// Tells the watch that looks for the sent signatures (the poll, the block stream), through
+    /// the ledger, which ones it no longer needs to.
+    fn tell_finished(&mut self, sends: &SolanaSends) {
+        let finished = self.book.take_finished();
+        if !finished.is_empty() {
+            sends.ledger().finished(finished);
+        }
     }
 
     /// Notes what the watch or the poll saw land.
@@ -153,9 +155,10 @@ impl SolanaLanding {
 
     /// One step at `now`: new sends, new landings, the due looked up.
     pub(super) fn step(&mut self, sends: &SolanaSends, sources: &LandingSources, all: bool, now: Instant) {
-        self.feed(sends, all);
+        self.feed(sends, all, now);
         self.note(sources.drain());
         self.look_up_due(now);
+        self.tell_finished(sends);
     }
 
     /// The dashboard's and Prometheus's figures now.
@@ -177,7 +180,7 @@ impl SolanaLanding {
     /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
     /// transaction's final outcome in the tally.
     pub(super) fn finish(&mut self, sends: &SolanaSends, last: Vec<Landing>, end: Instant) -> SolanaTally {
-        self.feed(sends, true);
+        self.feed(sends, true, end);
         self.note(last);
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
         book.finish(end)

@@ -5,7 +5,8 @@
 //! as each block arrives: a transaction in a block was sent before it), instead of a
 //! subscription, its answer and its notification per transaction. A landing's time is the
 //! notification's arrival (the kernel's receive stamp where the feed has one). Signatures only:
-//! whether a landed transaction failed is not in them, so it counts as landed.
+//! whether a landed transaction failed is not in them, so it counts as landed. What it looks
+//! for follows the unfinished sends: the landing book's final ones are forgotten.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::base58::signature_from_text;
+use super::status_poll::SentNews;
 use super::watch::{Commitment, Landing, SentSince, SignatureWatch, SignatureWatchError};
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed};
@@ -75,6 +77,39 @@ pub(super) struct BlockLandingWatch {
     pub(super) sent: SentSince,
 }
 
+/// The signatures a block watch looks for: sent, not seen in a block, not final.
+#[derive(Debug, Default)]
+struct LookedFor {
+    by_signature: HashMap<[u8; 64], u64, MultiplyHasherBuilder>,
+    by_index: HashMap<u64, [u8; 64], MultiplyHasherBuilder>,
+}
+
+impl LookedFor {
+    fn take(&mut self, news: SentNews) {
+        for (index, signature) in news.sent {
+            self.by_signature.insert(signature, index);
+            self.by_index.insert(index, signature);
+        }
+        for index in news.finished {
+            if let Some(signature) = self.by_index.remove(&index) {
+                self.by_signature.remove(&signature);
+            }
+        }
+    }
+
+    /// The index of `signature` if it was looked for (no longer, then).
+    fn found(&mut self, signature: &[u8; 64]) -> Option<u64> {
+        let index = self.by_signature.remove(signature)?;
+        self.by_index.remove(&index);
+        Some(index)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_signature.len()
+    }
+}
+
 impl BlockLandingWatch {
     /// The subscription: every block, its signatures only.
     fn call(&self) -> SubscribeCall {
@@ -127,27 +162,36 @@ impl WatchOnFeed for BlockLandingWatch {
             return;
         }
         let _ = ends.started.send(Ok(()));
-        // Sent and not seen landed yet, by signature: at most what the run sent.
-        let mut open: HashMap<[u8; 64], u64, MultiplyHasherBuilder> = HashMap::default();
+        // Sent, not seen landed yet and not final: at most the unfinished sends.
+        let mut open = LookedFor::default();
         let mut feed_open = true;
         while !ends.stopped() {
             tokio::select! {
                 event = feed.next(), if feed_open => match event {
                     FeedEvent::Item(delivery) => {
                         let Some((slot, signatures)) = notified_block(delivery.payload()) else { continue };
-                        open.extend((self.sent)().into_iter().map(|(index, signature)| (signature, index)));
+                        open.take((self.sent)());
                         for text in &signatures {
-                            let Some(index) = signature_from_text(text).and_then(|s| open.remove(&s)) else {
+                            let Some(index) = signature_from_text(text).and_then(|s| open.found(&s)) else {
                                 continue;
                             };
                             let landing = Landing { index, slot, arrived: delivery.arrived, failed: false };
                             let _ = ends.seen.send(landing);
                         }
                     }
-                    FeedEvent::Ended(_) => feed_open = false,
+                    FeedEvent::Ended(_) => {
+                        feed_open = false;
+                        open = LookedFor::default();
+                    }
                     _ => {}
                 },
-                () = tokio::time::sleep(IDLE_CHECK) => {}
+                () = tokio::time::sleep(IDLE_CHECK) => {
+                    let news = (self.sent)();
+                    if feed_open {
+                        // Between blocks too, so the ledger need not keep the sends for it.
+                        open.take(news);
+                    }
+                }
             }
         }
         if feed_open {
@@ -170,5 +214,27 @@ mod tests {
         assert_eq!(notified_block(failed).map(|(slot, s)| (slot, s.len())), Some((9, 0)));
         assert!(notified_block(b"garbage").is_none());
         assert!(notified_block(br#"{"value":{"block":{"signatures":[1]}}}"#).is_none());
+    }
+
+    #[test]
+    fn the_block_watch_forgets_the_signatures_the_landing_book_made_final() {
+        let mut open = LookedFor::default();
+        for round in 0..100u64 {
+            let sent = (round * 10..round * 10 + 10).map(|index| (index, signature(index))).collect();
+            // The book made final (looked up, expired, dropped, rejected) what was sent three
+            // rounds before: the watch looks for the last 30 at most, not for all 1,000 sent.
+            let finished = if round >= 3 { (round * 10 - 30..round * 10 - 20).collect() } else { Vec::new() };
+            open.take(SentNews { sent, finished });
+            assert!(open.len() <= 30, "{} looked for after {} sent", open.len(), round * 10 + 10);
+        }
+        assert_eq!(open.found(&signature(999)), Some(999));
+        assert_eq!(open.found(&signature(5)), None, "final long ago: forgotten");
+        assert_eq!((open.by_signature.len(), open.by_index.len()), (29, 29));
+    }
+
+    fn signature(index: u64) -> [u8; 64] {
+        let mut signature = [0u8; 64];
+        signature[..8].copy_from_slice(&index.to_le_bytes());
+        signature
     }
 }
