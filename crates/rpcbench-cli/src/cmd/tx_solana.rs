@@ -188,9 +188,11 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     }
     // Subscribe-before-send: the watch stands between the signer and the pacer (blocks: the
     // one block subscription is confirmed before anything is signed or sent).
+    let mut block_stream_end = None;
     let (watch, signer, poll_every) = if blocks {
         match SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends)) {
-            Ok(watch) => {
+            Ok((watch, end)) => {
+                block_stream_end = Some(end);
                 let signer = SolanaSigner::start(
                     keypairs,
                     plan,
@@ -327,12 +329,21 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         std::thread::sleep(Duration::from_millis(20));
     }
     let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
+    // A block stream that ended mid-run: the sends after it were not watched (the status
+    // lookup settled them); said once here and in the report.
+    let watch_ended = block_stream_end.as_ref().and_then(|end| end.reason().map(str::to_string));
+    if let Some(reason) = &watch_ended {
+        eprintln!(
+            "rpcbench: {reason} mid-run; the transactions sent after it were not watched (looked up with getSignatureStatuses instead)"
+        );
+    }
+    unwatched += block_stream_end.as_ref().map_or(0, |end| end.unwatched());
     let mut last_landings = Vec::new();
     if let Some(watch) = sources.watch {
         let counts = watch.counts();
         subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
         refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
-        unwatched = counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
+        unwatched += counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
         last_landings.extend(watch.stop());
     }
     let mut poll_failures = 0;
@@ -409,6 +420,10 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "blockhash_refresh_failures": blockhash.failures(),
     });
     outcomes.write_into(SOLANA_WORDS, &mut report);
+    if let Some(reason) = watch_ended {
+        // Why the block stream ended before the run stopped it (absent when it did not).
+        report["watch_ended"] = json!(reason);
+    }
     let figures = super::tx_report::TxRunFigures::new(
         std::mem::take(&mut landing.timeline),
         &acks.ack_us,

@@ -18,3 +18,5 @@ mod recent;
 mod status_poll;
 pub mod watch;
 pub mod wire;
+
+pub use blocks::BlockStreamEnd;
