@@ -163,18 +163,7 @@ impl SolanaLanding {
 
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
-        let counts = self.book.counts();
-        TransactionFigures {
-            sent: counts.sent,
-            accepted: self.accepted,
-            rejected: counts.rejected,
-            // The live counts do not tell landed from failed, nor expired from dropped: the
-            // report's rows do.
-            included: counts.landed,
-            dropped: counts.lost,
-            pending: counts.pending,
-            ..TransactionFigures::default()
-        }
+        live_figures_of(&self.book, self.accepted)
     }
 
     /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
@@ -184,6 +173,24 @@ impl SolanaLanding {
         self.note(last);
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
         book.finish(end)
+    }
+}
+
+/// The live figures of `book` (`accepted` of its sends accepted): the rows of the final report,
+/// landed apart from failed and expired apart from dropped.
+fn live_figures_of(book: &LandingBook, accepted: u64) -> TransactionFigures {
+    let counts = book.counts();
+    let tally = book.tally_so_far();
+    TransactionFigures {
+        sent: counts.sent,
+        accepted,
+        rejected: counts.rejected,
+        included: tally.landed,
+        reverted: tally.failed,
+        expired: tally.expired,
+        dropped: tally.dropped,
+        pending: counts.pending,
+        reorged_out: 0,
     }
 }
 
@@ -223,5 +230,39 @@ impl SolanaLandingThread {
             Ok(back) => back,
             Err(panic) => std::panic::resume_unwind(panic),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcbench::tx::solana::landing::{SendAnswer, StatusFound};
+
+    #[test]
+    fn the_live_solana_figures_show_landed_failed_expired_and_dropped_apart() {
+        let mut book = LandingBook::new(Duration::from_secs(10), Duration::from_secs(10));
+        let start = Instant::now();
+        let signature = |index: u8| [index; 64];
+        // 0 lands, 1 lands with an error, 2 is refused, 3 expires (its blockhash valid to height
+        // 100), 4 is gone, 5 is pending.
+        for index in 0..6u8 {
+            let answer = if index == 2 { SendAnswer::Refused } else { SendAnswer::Accepted };
+            let last_valid = if index == 3 { 100 } else { 1_000 };
+            book.sent(u64::from(index), &signature(index), start, 1, answer, last_valid);
+        }
+        book.landed(0, 3, start + Duration::from_millis(500), false);
+        book.landed(1, 3, start + Duration::from_millis(500), true);
+        let later = start + Duration::from_secs(11);
+        let due: Vec<u64> = book.take_due(later, 101).iter().map(|lookup| lookup.index).collect();
+        assert_eq!(due.len(), 3, "3, 4 and 5 are due: {due:?}");
+        book.looked_up(3, StatusFound::Unknown, 101, later);
+        book.looked_up(4, StatusFound::Unknown, 101, later);
+        let live = live_figures_of(&book, 5);
+        assert_eq!(
+            (live.sent, live.accepted, live.included, live.reverted, live.rejected),
+            (6, 5, 1, 1, 1),
+            "{live:?}"
+        );
+        assert_eq!((live.expired, live.dropped, live.pending), (1, 1, 1), "{live:?}");
     }
 }
