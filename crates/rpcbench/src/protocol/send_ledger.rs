@@ -60,10 +60,22 @@ impl AckTally {
             TxAck::Failed(outcome) => format!("no_answer_{}", outcome.class()),
             TxAck::Unanswered => "unanswered".to_string(),
         };
+        // A node answering each send with another error code cannot grow the table: past
+        // MAX_RPC_CODES reasons, a new one is counted under one row.
+        let reason = if self.rejected_by.len() >= crate::outcome::MAX_RPC_CODES
+            && !self.rejected_by.contains_key(&reason)
+        {
+            OTHER_REASONS.to_string()
+        } else {
+            reason
+        };
         *self.rejected_by.entry(reason).or_default() += 1;
         false
     }
 }
+
+/// The row of the refusals whose reason came after [`crate::outcome::MAX_RPC_CODES`] others.
+pub(crate) const OTHER_REASONS: &str = "other_reasons";
 
 /// A transaction a ledger keeps: it takes the node's answer.
 pub trait AckedSend {
@@ -273,4 +285,23 @@ pub(crate) fn open_send_body(out: &mut Outgoing, id: u64, method: &str) {
     out.body.extend_from_slice(b",\"method\":\"");
     out.body.extend_from_slice(method.as_bytes());
     out.body.extend_from_slice(b"\",\"params\":[\"");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_answering_each_send_with_another_error_code_does_not_grow_the_refusal_table() {
+        let mut tally = AckTally::default();
+        let sent = Instant::now();
+        for code in 0..10_000i64 {
+            tally.add(sent, TxAck::Refused(TxRefusal::Other(-40_000 - code)));
+        }
+        tally.add(sent, TxAck::Refused(TxRefusal::Other(-40_000)));
+        assert!(tally.rejected_by.len() <= crate::outcome::MAX_RPC_CODES + 1, "{}", tally.rejected_by.len());
+        assert_eq!(tally.rejected_by.values().sum::<u64>(), 10_001, "every refusal counted once");
+        assert_eq!(tally.rejected_by["rpc_-40000"], 2, "a reason already in the table keeps its row");
+        assert_eq!(tally.rejected_by[OTHER_REASONS], 10_000 - crate::outcome::MAX_RPC_CODES as u64);
+    }
 }
