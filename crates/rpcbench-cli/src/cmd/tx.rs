@@ -20,7 +20,7 @@ use rpcbench::tx::poll::{HeadPoll, HeadSource};
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
-use rpcbench::{TxAck, TxSends};
+use rpcbench::TxSends;
 
 use super::tx_landing::{quantity, Landing, LandingThread};
 use serde_json::{json, Value};
@@ -327,8 +327,14 @@ pub fn run(args: TxArgs) -> ExitCode {
     });
     // While sending, the landing watch feeds the book: each send (once answered) and each
     // head's block, so a reorg is seen as it happens and the book holds only what is open.
-    let mut landing =
-        Landing::new(node.clone(), args.inclusion_timeout, args.confirm_depth, head_at_start, args.receipts);
+    let mut landing = Landing::new(
+        node.clone(),
+        args.inclusion_timeout,
+        args.confirm_depth,
+        head_at_start,
+        args.receipts,
+        args.timeout,
+    );
     let sending = match LandingThread::start(landing, sends.clone(), watch, store.clone()) {
         Ok(sending) => sending,
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
@@ -340,14 +346,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(record) => record,
         Err(err) => return output::failure(err),
     };
-    let sent = sends.ledger().sent().to_vec();
-    landing.feed(landing.unfed(&sent), true);
-    let accepted = sent.iter().filter(|tx| matches!(tx.ack, TxAck::Accepted(_))).count() as u64;
+    let (fresh, _) = landing.take_from(&sends, true, Instant::now());
+    landing.feed(&fresh);
+    let accepted = landing.accepted;
 
     // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send
     // has passed, or (after an interrupt) the grace is over. Each tick costs the heads that
     // came and the transactions that timed out, never the number sent.
-    let last_send = sent.iter().map(|tx| tx.sent).max().unwrap_or_else(Instant::now);
+    let last_send = landing.last_send.unwrap_or_else(Instant::now);
     let full_wait = last_send + args.inclusion_timeout;
     let mut deadline = full_wait;
     let mut grace_started = false;
@@ -362,7 +368,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
         let counts = landing.book.counts();
         if let Some(live) = &store {
-            live.publish_transactions(landing.live_figures(accepted));
+            live.publish_transactions(landing.live_figures());
         }
         if counts.pending == 0 || now >= deadline {
             break;
@@ -373,7 +379,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     landing.process(None);
     drop(dashboard);
     let end = Instant::now();
-    let (tally, acks) = landing.finish(end, &sent, &addresses);
+    let (tally, acks) = landing.finish(end, &addresses);
     let included_window = match (landing.first_send, landing.last_included) {
         (Some(first), Some(last)) => last.saturating_duration_since(first),
         _ => Duration::ZERO,

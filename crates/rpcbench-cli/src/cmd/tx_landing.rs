@@ -6,7 +6,7 @@
 //! gone, still pooled); and the timeline drawn from what becomes final. Each step costs what
 //! it is handed (new sends, new heads, the timed out), never the number sent so far.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -33,6 +33,9 @@ const LOOKUP_BATCH: usize = 200;
 const MAX_DROP_LOOKUPS: usize = 10_000;
 /// Heads remembered to find the head at each send.
 const RECENT_HEADS: usize = 256;
+/// How much longer than the request timeout a send may wait for its answer before it is fed
+/// unanswered (a send the wire failed is never answered).
+const ANSWER_MARGIN: Duration = Duration::from_secs(1);
 
 /// What `eth_getBlockByNumber` says of a block: its hash, its parent's, its transactions.
 struct FetchedBlock {
@@ -97,9 +100,17 @@ pub(super) struct Landing {
     acks: AckTally,
     pub(super) timeline: TxTimeline,
     pub(super) first_send: Option<Instant>,
+    pub(super) last_send: Option<Instant>,
     pub(super) last_included: Option<Instant>,
-    /// Sends fed so far (ledger positions below it).
-    fed: usize,
+    /// Sends fed so far (each one's tag in the book is its number in this count).
+    fed: u64,
+    /// Sends fed that the node accepted.
+    pub(super) accepted: u64,
+    /// The longest a send waits for its answer before it is fed unanswered.
+    answer_wait: Duration,
+    /// Sender and nonce of each send fed and not final yet, by tag (for the lookup of the
+    /// dropped): as many as the book holds unfinished.
+    unfinished: HashMap<u64, (usize, u64)>,
     /// Heads received, not yet fed: each waits until every send before its arrival is fed.
     deferred: VecDeque<SeenHead>,
     /// The last heads received (number, arrival), to find the head at a send.
@@ -114,18 +125,30 @@ pub(super) struct Landing {
     pub(super) receipt_failures: u64,
     /// Whose receipts are read.
     receipts: ReceiptSample,
-    /// Dropped transactions to look up at the end: hash and ledger position.
-    lookups: Vec<([u8; 32], u64)>,
+    /// Dropped transactions to look up at the end: hash, sender and nonce (the first
+    /// [`MAX_DROP_LOOKUPS`]; the others only counted, in `not_looked_up`).
+    lookups: Vec<DroppedTx>,
+    not_looked_up: u64,
+}
+
+/// A dropped transaction to look up: its hash, its sender's index and its nonce.
+#[derive(Debug, Clone, Copy)]
+struct DroppedTx {
+    hash: [u8; 32],
+    sender: usize,
+    nonce: u64,
 }
 
 impl Landing {
-    /// A landing watch for a run that starts with the node's head at `head_at_start`.
+    /// A landing watch for a run that starts with the node's head at `head_at_start`, whose
+    /// requests wait `request_timeout` at most for their answer.
     pub(super) fn new(
         node: Endpoint,
         timeout: Duration,
         confirm_depth: u64,
         head_at_start: u64,
         receipts: ReceiptSample,
+        request_timeout: Duration,
     ) -> Self {
         Landing {
             node,
@@ -134,8 +157,12 @@ impl Landing {
             acks: AckTally::default(),
             timeline: TxTimeline::new(),
             first_send: None,
+            last_send: None,
             last_included: None,
             fed: 0,
+            accepted: 0,
+            answer_wait: request_timeout + ANSWER_MARGIN,
+            unfinished: HashMap::new(),
             deferred: VecDeque::new(),
             recent: VecDeque::new(),
             head_before_recent: head_at_start,
@@ -147,6 +174,7 @@ impl Landing {
             receipt_failures: 0,
             receipts,
             lookups: Vec::new(),
+            not_looked_up: 0,
         }
     }
 
@@ -159,34 +187,44 @@ impl Landing {
             .map_or(self.head_before_recent, |(number, _)| *number)
     }
 
-    /// Feeds `tail`, the sends of the ledger from the first not yet fed: while sending, only up
-    /// to the first one not yet answered (its answer says whether it is waited for); once
-    /// sending is over (`all`), every one. Returns how many of those fed were accepted.
-    pub(super) fn feed(&mut self, tail: &[SentTx], all: bool) -> u64 {
-        let mut accepted = 0;
-        for tx in tail {
-            if !all && tx.ack == TxAck::Unanswered {
-                break;
-            }
-            let first = *self.first_send.get_or_insert(tx.sent);
-            self.timeline.sent(tx.sent.saturating_duration_since(first));
-            let took = self.acks.add(tx.sent, tx.ack);
-            accepted += u64::from(took);
-            let head = self.head_at(tx.sent);
-            if tx.ack == TxAck::Unanswered {
-                // It may have landed all the same: waited for, rejected if no block carries it.
-                self.book.sent_unanswered(tx.hash, self.fed as u64, tx.sent, head);
-            } else {
-                self.book.sent(tx.hash, self.fed as u64, tx.sent, head, took);
-            }
-            self.fed += 1;
-        }
-        accepted
+    /// Takes the sends of the ledger not yet taken, as [`Self::feed`] wants them: while
+    /// sending (at `now`), up to the first one not yet answered (its answer says whether it is
+    /// waited for) unless it waited longer than a request can; once sending is over (`all`),
+    /// every one. The ledger forgets them: it holds only what is not handed on.
+    pub(super) fn take_from(
+        &self,
+        sends: &TxSends,
+        all: bool,
+        now: Instant,
+    ) -> (Vec<SentTx>, Option<Instant>) {
+        let mut ledger = sends.ledger();
+        let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
+        let fresh = ledger.take_answered(all, answer_by);
+        (fresh, ledger.next_untaken().map(|tx| tx.sent))
     }
 
-    /// The part of `ledger` not yet fed.
-    pub(super) fn unfed<'a>(&self, ledger: &'a [SentTx]) -> &'a [SentTx] {
-        ledger.get(self.fed..).unwrap_or_default()
+    /// Feeds `fresh`, sends taken from the ledger in send order.
+    pub(super) fn feed(&mut self, fresh: &[SentTx]) {
+        for tx in fresh {
+            let first = *self.first_send.get_or_insert(tx.sent);
+            self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
+            self.timeline.sent(tx.sent.saturating_duration_since(first));
+            let took = self.acks.add(tx.sent, tx.ack);
+            self.accepted += u64::from(took);
+            let head = self.head_at(tx.sent);
+            let tag = self.fed;
+            if tx.ack == TxAck::Unanswered {
+                // It may have landed all the same: waited for, rejected if no block carries it.
+                self.book.sent_unanswered(tx.hash, tag, tx.sent, head);
+            } else {
+                self.book.sent(tx.hash, tag, tx.sent, head, took);
+            }
+            self.unfinished.insert(tag, (tx.sender, tx.nonce));
+            self.fed += 1;
+        }
+        // What the book settled at once (refused) leaves the table of the unfinished.
+        let settled = self.book.take_settled();
+        self.note_settled(settled);
     }
 
     /// Takes heads as they arrived; they are fed by [`Landing::process`].
@@ -281,13 +319,23 @@ impl Landing {
     /// looked up at the end.
     pub(super) fn expire(&mut self, now: Instant) {
         let now = self.deferred.front().map_or(now, |head| head.arrived.min(now));
-        let expired = self.book.expire(now, self.timeout);
-        self.lookups.extend(expired);
+        // The expired come back in the settled log too (dropped), with their tags.
+        let _expired = self.book.expire(now, self.timeout);
         let settled = self.book.take_settled();
         self.note_settled(settled);
     }
 
     fn note_settled(&mut self, settled: Vec<Settled>) {
+        for settled in &settled {
+            let Some((sender, nonce)) = self.unfinished.remove(&settled.tag) else { continue };
+            if settled.outcome == TxFinal::Dropped {
+                if self.lookups.len() < MAX_DROP_LOOKUPS {
+                    self.lookups.push(DroppedTx { hash: settled.hash, sender, nonce });
+                } else {
+                    self.not_looked_up += 1;
+                }
+            }
+        }
         let Some(first) = self.first_send else { return };
         for settled in settled {
             if let TxFinal::Included { latency, .. } | TxFinal::Reverted { latency, .. } = settled.outcome {
@@ -299,11 +347,11 @@ impl Landing {
     }
 
     /// The dashboard's and Prometheus's figures now.
-    pub(super) fn live_figures(&self, accepted: u64) -> TransactionFigures {
+    pub(super) fn live_figures(&self) -> TransactionFigures {
         let counts = self.book.counts();
         TransactionFigures {
             sent: counts.sent,
-            accepted,
+            accepted: self.accepted,
             rejected: counts.rejected,
             // The book counts the final reverted among the included (kept inclusions' receipts
             // are read when they are final).
@@ -324,18 +372,12 @@ impl Landing {
     }
 
     /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
-    /// ones looked up (`ledger` and `addresses` name their senders), and the answers' tally.
-    pub(super) fn finish(
-        &mut self,
-        end: Instant,
-        ledger: &[SentTx],
-        addresses: &[String],
-    ) -> (InclusionTally, AckTally) {
+    /// ones looked up (`addresses` name their senders), and the answers' tally.
+    pub(super) fn finish(&mut self, end: Instant, addresses: &[String]) -> (InclusionTally, AckTally) {
         let book = std::mem::replace(&mut self.book, InclusionBook::new());
-        let (mut tally, expired, settled) = book.finish(end, self.timeout);
+        let (mut tally, _expired, settled) = book.finish(end, self.timeout);
         self.note_settled(settled);
-        self.lookups.extend(expired);
-        for cause in self.look_up_dropped(ledger, addresses) {
+        for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
         }
         (tally, std::mem::take(&mut self.acks))
@@ -344,35 +386,32 @@ impl Landing {
     /// Why each dropped transaction was not included: `eth_getTransactionByHash` (in a block,
     /// still pooled, or unknown), and for the unknown its sender's mined nonce (past its own:
     /// another transaction took the nonce, replaced; else gone).
-    fn look_up_dropped(&self, ledger: &[SentTx], addresses: &[String]) -> Vec<DropCause> {
+    fn look_up_dropped(&self, addresses: &[String]) -> Vec<DropCause> {
         let mut causes = Vec::with_capacity(self.lookups.len());
-        let (asked, unasked) = self.lookups.split_at(self.lookups.len().min(MAX_DROP_LOOKUPS));
-        causes.extend(unasked.iter().map(|_| DropCause::NotLookedUp));
-        for chunk in asked.chunks(LOOKUP_BATCH) {
-            let params: Vec<Value> = chunk.iter().map(|(hash, _)| json!([hex_hash(hash)])).collect();
+        causes.extend((0..self.not_looked_up).map(|_| DropCause::NotLookedUp));
+        for chunk in self.lookups.chunks(LOOKUP_BATCH) {
+            let params: Vec<Value> = chunk.iter().map(|dropped| json!([hex_hash(&dropped.hash)])).collect();
             let Some(found) = batch_call(&self.node, "eth_getTransactionByHash", &params) else {
                 causes.extend(chunk.iter().map(|_| DropCause::NotLookedUp));
                 continue;
             };
             let mut unknown = Vec::new();
-            for ((_, position), found) in chunk.iter().zip(found) {
+            for (dropped, found) in chunk.iter().zip(found) {
                 match found {
-                    Some(Value::Null) => unknown.push(*position as usize),
+                    Some(Value::Null) => unknown.push(*dropped),
                     Some(tx) if tx["blockNumber"].is_null() => causes.push(DropCause::StillPooled),
                     Some(_) => causes.push(DropCause::IncludedUnseen),
                     None => causes.push(DropCause::NotLookedUp),
                 }
             }
-            let mut senders: Vec<usize> =
-                unknown.iter().filter_map(|at| ledger.get(*at)).map(|tx| tx.sender).collect();
+            let mut senders: Vec<usize> = unknown.iter().map(|tx| tx.sender).collect();
             senders.sort_unstable();
             senders.dedup();
             let params: Vec<Value> =
                 senders.iter().map(|sender| json!([addresses.get(*sender), "latest"])).collect();
             let nonces = batch_call(&self.node, "eth_getTransactionCount", &params).unwrap_or_default();
-            for at in unknown {
-                let mined = ledger.get(at).and_then(|tx| {
-                    let index = senders.binary_search(&tx.sender).ok()?;
+            for tx in unknown {
+                let mined = senders.binary_search(&tx.sender).ok().and_then(|index| {
                     let mined = quantity(nonces.get(index)?.as_ref()?)?;
                     Some((mined, tx.nonce))
                 });
@@ -405,20 +444,18 @@ impl LandingThread {
         let over = Arc::new(AtomicBool::new(false));
         let sending_over = over.clone();
         let thread = rpcbench::spawn_helper("rpcbench-landing", move || {
-            let mut accepted = 0;
             while !sending_over.load(Ordering::Relaxed) {
                 let now = Instant::now();
-                // Only the new part of the ledger is copied, under its lock.
-                let fresh: Vec<SentTx> = landing.unfed(sends.ledger().sent()).to_vec();
-                let fed_before = landing.fed;
-                accepted += landing.feed(&fresh, false);
+                // Only the new part of the ledger is copied, under its lock, and taken out.
+                let (fresh, next_untaken) = landing.take_from(&sends, false, now);
+                landing.feed(&fresh);
                 landing.receive(heads.drain());
                 // A head waits for the sends before it that have no answer yet; a send not yet
                 // in the ledger is later than now, so later than every head received.
-                landing.process(fresh.get(landing.fed - fed_before).map(|tx| tx.sent));
+                landing.process(next_untaken);
                 landing.expire(now);
                 if let Some(live) = &live {
-                    live.publish_transactions(landing.live_figures(accepted));
+                    live.publish_transactions(landing.live_figures());
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }

@@ -25,7 +25,7 @@ use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
 use rpcbench::tx::solana::landing::SolanaTally;
 use rpcbench::tx::solana::watch::{
-    Commitment, SentSince, SignaturePoll, SignatureWatch, SignatureWatchError,
+    Commitment, SentNews, SentSince, SignaturePoll, SignatureWatch, SignatureWatchError,
 };
 use rpcbench::SolanaSends;
 use serde_json::{json, Value};
@@ -101,17 +101,15 @@ fn balance(node: &Endpoint, keypair: &SolanaKeypair) -> Result<u64, String> {
     answer["value"].as_u64().ok_or_else(|| format!("getBalance: not a balance: {answer}"))
 }
 
-/// The signatures sent since the last call, from the send ledger (what the status poll and
-/// the block watch look for).
-fn sent_since(sends: &std::sync::Arc<SolanaSends>) -> SentSince {
-    let ledger = sends.clone();
-    let mut cursor = 0usize;
+/// The signatures sent since the last call and those final since, from the send ledger
+/// (what the status poll and the block watch look for). The ledger keeps each send until the
+/// watch has seen it, as long as the watch holds what this returns.
+fn sent_since(sends: &Arc<SolanaSends>) -> SentSince {
+    sends.ledger().follow();
+    let follower = LedgerFollower(sends.clone());
     Box::new(move || {
-        let ledger = ledger.ledger();
-        let new: Vec<(u64, [u8; 64])> =
-            ledger.sent()[cursor..].iter().map(|tx| (tx.index, tx.signature)).collect();
-        cursor = ledger.sent().len();
-        new
+        let (sent, finished) = follower.0.ledger().take_followed(|tx| (tx.index, tx.signature));
+        SentNews { sent, finished }
     })
 }
 
@@ -138,6 +136,15 @@ fn watch_or_polling(
             );
             Ok(None)
         }
+    }
+}
+
+/// A watch following the send ledger: when it is dropped, sends no longer wait for it.
+struct LedgerFollower(Arc<SolanaSends>);
+
+impl Drop for LedgerFollower {
+    fn drop(&mut self) {
+        self.0.ledger().unfollow();
     }
 }
 
@@ -209,8 +216,13 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     }
     // Subscribe-before-send: the watch stands between the signer and the pacer (blocks: the
     // one block subscription is confirmed before anything is signed or sent).
+    let mut block_stream_end = None;
     let (watch, signed_to) = if blocks {
-        let started = SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends));
+        let started = SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends))
+            .map(|(watch, end)| {
+                block_stream_end = Some(end);
+                watch
+            });
         match watch_or_polling(started, "blockSubscribe", &args, &node, &ws_url) {
             Ok(watch) => (watch, SignedTo::Ready(ready.clone())),
             Err(exit) => return exit,
@@ -299,14 +311,18 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (mut subscribed, mut refused, mut unwatched, mut watch_ended) = (0, 0, 0, None);
+    let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
+    // A block stream that ended mid-run: the sends after it were not watched (the status
+    // lookup settled them); said once below and in the report.
+    let mut watch_ended = block_stream_end.as_ref().and_then(|end| end.reason().map(str::to_string));
+    unwatched += block_stream_end.as_ref().map_or(0, |end| end.unwatched());
     let mut last_landings = Vec::new();
     if let Some(watch) = sources.watch {
         let counts = watch.counts();
         subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
         refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
-        unwatched = counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
-        watch_ended = counts.ended().map(str::to_string);
+        unwatched += counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
+        watch_ended = watch_ended.or_else(|| counts.ended().map(str::to_string));
         last_landings.extend(watch.stop());
     }
     if let Some(why) = &watch_ended {

@@ -49,8 +49,9 @@ pub(super) struct SolanaLanding {
     pub(super) last_landed: Option<Instant>,
     pub(super) last_send: Option<Instant>,
     pub(super) lookup_failures: u64,
-    /// Sends fed so far (ledger positions below it).
-    fed: usize,
+    /// The longest a send waits for its answer before it is fed unanswered (a send the wire
+    /// failed is never answered).
+    answer_wait: Duration,
 }
 
 impl SolanaLanding {
@@ -69,7 +70,7 @@ impl SolanaLanding {
         SolanaLanding {
             node,
             commitment,
-            book: LandingBook::new(timeout, early_hold),
+            book: LandingBook::new(timeout, early_hold).log_finished(),
             blockhash,
             acks: AckTally::default(),
             accepted: 0,
@@ -78,24 +79,17 @@ impl SolanaLanding {
             last_landed: None,
             last_send: None,
             lookup_failures: 0,
-            fed: 0,
+            answer_wait: request_timeout + Duration::from_secs(1),
         }
     }
 
-    /// Feeds the ledger's sends not yet fed: while sending, only up to the first one not yet
-    /// answered (its answer says whether it is waited for); once sending is over (`all`),
-    /// every one. Only the new part of the ledger is copied, under its lock.
-    fn feed(&mut self, sends: &SolanaSends, all: bool) {
-        let fresh: Vec<SolanaSent> = {
-            let ledger = sends.ledger();
-            let tail = ledger.sent().get(self.fed..).unwrap_or_default();
-            let answered = if all {
-                tail.len()
-            } else {
-                tail.iter().position(|tx| tx.ack == TxAck::Unanswered).unwrap_or(tail.len())
-            };
-            tail[..answered].to_vec()
-        };
+    /// Feeds the ledger's sends not yet fed: while sending (at `now`), only up to the first
+    /// one not yet answered (its answer says whether it is waited for) unless it waited longer
+    /// than a request can; once sending is over (`all`), every one. Only the new part of the
+    /// ledger is copied, under its lock, and the ledger forgets it.
+    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
+        let fresh: Vec<SolanaSent> = sends.ledger().take_answered(all, answer_by);
         for tx in &fresh {
             let first = *self.first_send.get_or_insert(tx.sent);
             self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
@@ -112,7 +106,15 @@ impl SolanaLanding {
             let slot = self.blockhash.slot_at(tx.sent);
             self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);
         }
-        self.fed += fresh.len();
+    }
+
+    /// Tells the watch that looks for the sent signatures (the poll, the block stream), through
+    /// the ledger, which ones it no longer needs to.
+    fn tell_finished(&mut self, sends: &SolanaSends) {
+        let finished = self.book.take_finished();
+        if !finished.is_empty() {
+            sends.ledger().finished(finished);
+        }
     }
 
     /// Notes what the watch or the poll saw land.
@@ -153,34 +155,42 @@ impl SolanaLanding {
 
     /// One step at `now`: new sends, new landings, the due looked up.
     pub(super) fn step(&mut self, sends: &SolanaSends, sources: &LandingSources, all: bool, now: Instant) {
-        self.feed(sends, all);
+        self.feed(sends, all, now);
         self.note(sources.drain());
         self.look_up_due(now);
+        self.tell_finished(sends);
     }
 
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
-        let counts = self.book.counts();
-        TransactionFigures {
-            sent: counts.sent,
-            accepted: self.accepted,
-            rejected: counts.rejected,
-            // The live counts do not tell landed from failed, nor expired from dropped: the
-            // report's rows do.
-            included: counts.landed,
-            dropped: counts.lost,
-            pending: counts.pending,
-            ..TransactionFigures::default()
-        }
+        live_figures_of(&self.book, self.accepted)
     }
 
     /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
     /// transaction's final outcome in the tally.
     pub(super) fn finish(&mut self, sends: &SolanaSends, last: Vec<Landing>, end: Instant) -> SolanaTally {
-        self.feed(sends, true);
+        self.feed(sends, true, end);
         self.note(last);
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
         book.finish(end)
+    }
+}
+
+/// The live figures of `book` (`accepted` of its sends accepted): the rows of the final report,
+/// landed apart from failed and expired apart from dropped.
+fn live_figures_of(book: &LandingBook, accepted: u64) -> TransactionFigures {
+    let counts = book.counts();
+    let tally = book.tally_so_far();
+    TransactionFigures {
+        sent: counts.sent,
+        accepted,
+        rejected: counts.rejected,
+        included: tally.landed,
+        reverted: tally.failed,
+        expired: tally.expired,
+        dropped: tally.dropped,
+        pending: counts.pending,
+        reorged_out: 0,
     }
 }
 
@@ -220,5 +230,39 @@ impl SolanaLandingThread {
             Ok(back) => back,
             Err(panic) => std::panic::resume_unwind(panic),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcbench::tx::solana::landing::{SendAnswer, StatusFound};
+
+    #[test]
+    fn the_live_solana_figures_show_landed_failed_expired_and_dropped_apart() {
+        let mut book = LandingBook::new(Duration::from_secs(10), Duration::from_secs(10));
+        let start = Instant::now();
+        let signature = |index: u8| [index; 64];
+        // 0 lands, 1 lands with an error, 2 is refused, 3 expires (its blockhash valid to height
+        // 100), 4 is gone, 5 is pending.
+        for index in 0..6u8 {
+            let answer = if index == 2 { SendAnswer::Refused } else { SendAnswer::Accepted };
+            let last_valid = if index == 3 { 100 } else { 1_000 };
+            book.sent(u64::from(index), &signature(index), start, 1, answer, last_valid);
+        }
+        book.landed(0, 3, start + Duration::from_millis(500), false);
+        book.landed(1, 3, start + Duration::from_millis(500), true);
+        let later = start + Duration::from_secs(11);
+        let due: Vec<u64> = book.take_due(later, 101).iter().map(|lookup| lookup.index).collect();
+        assert_eq!(due.len(), 3, "3, 4 and 5 are due: {due:?}");
+        book.looked_up(3, StatusFound::Unknown, 101, later);
+        book.looked_up(4, StatusFound::Unknown, 101, later);
+        let live = live_figures_of(&book, 5);
+        assert_eq!(
+            (live.sent, live.accepted, live.included, live.reverted, live.rejected),
+            (6, 5, 1, 1, 1),
+            "{live:?}"
+        );
+        assert_eq!((live.expired, live.dropped, live.pending), (1, 1, 1), "{live:?}");
     }
 }

@@ -60,50 +60,188 @@ impl AckTally {
             TxAck::Failed(outcome) => format!("no_answer_{}", outcome.class()),
             TxAck::Unanswered => "unanswered".to_string(),
         };
+        // A node answering each send with another error code cannot grow the table: past
+        // MAX_RPC_CODES reasons, a new one is counted under one row.
+        let reason = if self.rejected_by.len() >= crate::outcome::MAX_RPC_CODES
+            && !self.rejected_by.contains_key(&reason)
+        {
+            OTHER_REASONS.to_string()
+        } else {
+            reason
+        };
         *self.rejected_by.entry(reason).or_default() += 1;
         false
     }
 }
 
+/// The row of the refusals whose reason came after [`crate::outcome::MAX_RPC_CODES`] others.
+pub(crate) const OTHER_REASONS: &str = "other_reasons";
+
 /// A transaction a ledger keeps: it takes the node's answer.
 pub trait AckedSend {
     /// Records what the node said.
     fn set_ack(&mut self, ack: TxAck);
+    /// What the node said so far.
+    fn ack(&self) -> TxAck;
+    /// When its request was written.
+    fn sent_at(&self) -> Instant;
 }
 
-/// Every transaction a run sent, in send order, found again by its request's id.
+/// The transactions of a run not yet handed on, in send order, found again by their request's
+/// id. A send leaves once the landing watch took it ([`SendLedger::take_answered`]) and, while
+/// a watch follows the sends ([`SendLedger::follow`]), that watch saw it; an id is forgotten
+/// once answered or taken. So what the ledger holds follows the unfinished sends (those in
+/// flight, and those not yet handed on), never the number sent: with nobody taking, it holds
+/// every send of the run.
 #[derive(Debug)]
 pub struct SendLedger<T> {
     /// Touched twice per transaction: hashed with one multiplication, not SipHash (the ids are
-    /// the engine's own, and the ledger holds one entry per send).
-    by_id: HashMap<u64, usize, MultiplyHasherBuilder>,
-    sent: Vec<T>,
+    /// the engine's own). Request id -> position (in send order) of an unanswered send.
+    by_id: HashMap<u64, u64, MultiplyHasherBuilder>,
+    /// The sends from position `first` on, and their request ids (same length).
+    open: Vec<T>,
+    ids: Vec<u64>,
+    /// Entries of `open` before this index are gone (dropped in bulk, see `compact`).
+    skip: usize,
+    /// Position of `open[skip]`.
+    first: u64,
+    /// Positions below this one were handed to the landing watch.
+    taken: u64,
+    /// While a watch follows: positions below this one were seen by it, and the keys it is
+    /// told are final since it last looked.
+    follower: Option<Follower>,
+}
+
+#[derive(Debug, Default)]
+struct Follower {
+    seen: u64,
+    finished: Vec<u64>,
 }
 
 impl<T> Default for SendLedger<T> {
     fn default() -> Self {
-        SendLedger { by_id: HashMap::default(), sent: Vec::new() }
+        SendLedger {
+            by_id: HashMap::default(),
+            open: Vec::new(),
+            ids: Vec::new(),
+            skip: 0,
+            first: 0,
+            taken: 0,
+            follower: None,
+        }
     }
 }
 
 impl<T: AckedSend> SendLedger<T> {
-    /// The transactions sent, in send order.
+    /// The sends the ledger holds, in send order: those not yet handed on (every send of a run
+    /// whose sends nobody took).
     pub fn sent(&self) -> &[T] {
-        &self.sent
+        &self.open[self.skip..]
+    }
+
+    /// Transactions sent so far, handed on or not.
+    pub fn sent_count(&self) -> u64 {
+        self.first + self.sent().len() as u64
+    }
+
+    /// Entries held: sends not handed on, ids awaiting an answer, keys a follower has not taken.
+    pub fn held(&self) -> usize {
+        self.sent().len() + self.by_id.len() + self.follower.as_ref().map_or(0, |f| f.finished.len())
     }
 
     /// Records `tx`, sent as request `id`.
     pub(crate) fn record_send(&mut self, id: u64, tx: T) {
-        self.by_id.insert(id, self.sent.len());
-        self.sent.push(tx);
+        self.by_id.insert(id, self.sent_count());
+        self.open.push(tx);
+        self.ids.push(id);
     }
 
-    /// Records the answer to request `id`; the transaction it was, if one was sent under it.
+    /// Records the answer to request `id`; the transaction it was, if one was sent under it and
+    /// not yet handed on unanswered.
     pub(crate) fn record_ack(&mut self, id: u64, ack: TxAck) -> Option<&T> {
-        let &index = self.by_id.get(&id)?;
-        let tx = &mut self.sent[index];
+        let position = self.by_id.remove(&id)?;
+        let index = self.skip + usize::try_from(position.checked_sub(self.first)?).ok()?;
+        let tx = self.open.get_mut(index)?;
         tx.set_ack(ack);
         Some(tx)
+    }
+
+    /// Hands on (copies) the sends not yet taken, in send order: while sending, up to the
+    /// first one not yet answered that was written at or after `answer_by` (one written
+    /// earlier has had the longest a request may wait: it is handed on unanswered, and its
+    /// id forgotten); with `all`, every one.
+    pub fn take_answered(&mut self, all: bool, answer_by: Instant) -> Vec<T>
+    where
+        T: Clone,
+    {
+        let from = self.skip + (self.taken - self.first) as usize;
+        let tail = &self.open[from..];
+        let count = if all {
+            tail.len()
+        } else {
+            tail.iter()
+                .position(|tx| tx.ack() == TxAck::Unanswered && tx.sent_at() >= answer_by)
+                .unwrap_or(tail.len())
+        };
+        let taken = tail[..count].to_vec();
+        for (tx, id) in taken.iter().zip(&self.ids[from..from + count]) {
+            if tx.ack() == TxAck::Unanswered {
+                self.by_id.remove(id);
+            }
+        }
+        self.taken += count as u64;
+        self.compact();
+        taken
+    }
+
+    /// The first send not yet handed on.
+    pub fn next_untaken(&self) -> Option<&T> {
+        self.open.get(self.skip + (self.taken - self.first) as usize)
+    }
+
+    /// From now on, sends stay until the follower (a watch looking for them) saw them too.
+    pub fn follow(&mut self) {
+        let seen = self.taken.min(self.sent_count());
+        self.follower = Some(Follower { seen, finished: Vec::new() });
+    }
+
+    /// The follower is gone: sends no longer wait for it.
+    pub fn unfollow(&mut self) {
+        self.follower = None;
+        self.compact();
+    }
+
+    /// For the follower: what each send since its last look gives (`of`), and the keys told
+    /// final since ([`SendLedger::finished`]). Nothing without [`SendLedger::follow`].
+    pub fn take_followed<R>(&mut self, of: impl Fn(&T) -> R) -> (Vec<R>, Vec<u64>) {
+        let Some(follower) = self.follower.as_mut() else { return (Vec::new(), Vec::new()) };
+        let from = self.skip + (follower.seen - self.first) as usize;
+        let news: Vec<R> = self.open[from..].iter().map(of).collect();
+        follower.seen += news.len() as u64;
+        let finished = std::mem::take(&mut follower.finished);
+        self.compact();
+        (news, finished)
+    }
+
+    /// Tells the follower, if there is one, that the sends known by `keys` are final.
+    pub fn finished(&mut self, keys: impl IntoIterator<Item = u64>) {
+        if let Some(follower) = self.follower.as_mut() {
+            follower.finished.extend(keys);
+        }
+    }
+
+    /// Drops the sends both the landing and the follower have, in bulk once they are half of
+    /// what the vectors hold (amortised constant time per send).
+    fn compact(&mut self) {
+        let done = self.follower.as_ref().map_or(self.taken, |f| f.seen.min(self.taken));
+        let drop = (done - self.first) as usize;
+        self.skip += drop;
+        self.first = done;
+        if self.skip > 0 && self.skip >= self.open.len() / 2 {
+            self.open.drain(..self.skip);
+            self.ids.drain(..self.skip);
+            self.skip = 0;
+        }
     }
 }
 
@@ -147,4 +285,23 @@ pub(crate) fn open_send_body(out: &mut Outgoing, id: u64, method: &str) {
     out.body.extend_from_slice(b",\"method\":\"");
     out.body.extend_from_slice(method.as_bytes());
     out.body.extend_from_slice(b"\",\"params\":[\"");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_answering_each_send_with_another_error_code_does_not_grow_the_refusal_table() {
+        let mut tally = AckTally::default();
+        let sent = Instant::now();
+        for code in 0..10_000i64 {
+            tally.add(sent, TxAck::Refused(TxRefusal::Other(-40_000 - code)));
+        }
+        tally.add(sent, TxAck::Refused(TxRefusal::Other(-40_000)));
+        assert!(tally.rejected_by.len() <= crate::outcome::MAX_RPC_CODES + 1, "{}", tally.rejected_by.len());
+        assert_eq!(tally.rejected_by.values().sum::<u64>(), 10_001, "every refusal counted once");
+        assert_eq!(tally.rejected_by["rpc_-40000"], 2, "a reason already in the table keeps its row");
+        assert_eq!(tally.rejected_by[OTHER_REASONS], 10_000 - crate::outcome::MAX_RPC_CODES as u64);
+    }
 }

@@ -38,6 +38,14 @@ impl AckedSend for SentTx {
     fn set_ack(&mut self, ack: TxAck) {
         self.ack = ack;
     }
+
+    fn ack(&self) -> TxAck {
+        self.ack
+    }
+
+    fn sent_at(&self) -> Instant {
+        self.sent
+    }
 }
 
 /// Every transaction a run sent, by request id.
@@ -222,5 +230,41 @@ mod tests {
         assert!(matches!(acks[0], TxAck::Accepted(_)));
         assert_eq!(acks[1..], [TxAck::Refused(TxRefusal::NonceTooLow), TxAck::Refused(TxRefusal::PoolFull)]);
         assert_eq!(ledger.sent().iter().map(|tx| tx.nonce).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn the_send_ledger_s_size_follows_the_unanswered_sends_not_the_sent_ones() {
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
+        let template = crate::tx::sign::legacy_transfer_template(31337);
+        let sends = TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0]), template, 400, 16));
+        let protocol = SendRawTx::new(sends.clone(), CheckMode::Full);
+        let mut draw = draw();
+        let mut taken = 0;
+        let mut most_held = 0;
+        let before_any = Instant::now();
+        for n in 0..400u64 {
+            let (mut slots, mut out) = (Vec::new(), Outgoing::default());
+            protocol.encode(&mut draw, &mut slots, &mut out);
+            // Request 7 (the first) is never answered: the wire failed it.
+            if slots[0].id != 7 {
+                let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"0x01"}}"#, slots[0].id);
+                protocol.classify(200, answer.as_bytes(), &slots, |_, _, _| {});
+            }
+            if n % 20 == 19 {
+                // The landing watch takes what is answered; the first send has waited longer
+                // than a request can once 100 more were sent.
+                let answer_by = if n >= 100 { Instant::now() } else { before_any };
+                taken += sends.ledger().take_answered(false, answer_by).len();
+            }
+            let held = sends.ledger().held();
+            // Until the unanswered first one is handed on, everything after it waits.
+            most_held = most_held.max(if n < 120 { 0 } else { held });
+            assert!(held <= 121, "held {held} after {} sent", n + 1);
+        }
+        let ledger = sends.ledger();
+        assert_eq!(ledger.sent_count(), 400);
+        assert_eq!(taken, 400, "every send handed on, the unanswered one once it waited too long");
+        assert_eq!(ledger.held(), 0);
+        assert!(most_held <= 20, "held {most_held} between two takes, of 400 sent");
     }
 }

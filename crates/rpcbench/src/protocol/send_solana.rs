@@ -36,6 +36,14 @@ impl AckedSend for SolanaSent {
     fn set_ack(&mut self, ack: TxAck) {
         self.ack = ack;
     }
+
+    fn ack(&self) -> TxAck {
+        self.ack
+    }
+
+    fn sent_at(&self) -> Instant {
+        self.sent
+    }
 }
 
 /// Every Solana transaction a run sent, by request id.
@@ -180,5 +188,59 @@ mod tests {
             acks[1..],
             [TxAck::Refused(TxRefusal::BlockhashNotFound), TxAck::Refused(TxRefusal::AlreadyProcessed)]
         );
+    }
+
+    #[test]
+    fn the_solana_send_ledger_s_size_follows_the_unanswered_sends_not_the_sent_ones() {
+        let ready = ReadyQueue::new(1_000);
+        for index in 0..300u64 {
+            ready.push(PreparedSolanaTx {
+                index,
+                payer: 0,
+                signature: [(index % 251) as u8; 64],
+                base64: format!("AQ{index}"),
+                last_valid_block_height: 150,
+            });
+        }
+        let sends = SolanaSends::new(ready, true, "processed");
+        // A watch follows the sends (the block stream, the status poll).
+        sends.ledger().follow();
+        let protocol = SendSolanaTx::new(sends.clone(), CheckMode::Full);
+        let mut draw = Draw {
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+            next_id: 1,
+            fixed_id: None,
+            turn: 0,
+            turn_stride: 1,
+            ticket: 0,
+        };
+        let (mut landed, mut followed, mut most_held) = (0, 0, 0);
+        let start = Instant::now();
+        for n in 0..300u64 {
+            let (mut slots, mut out) = (Vec::new(), Outgoing::default());
+            protocol.encode(&mut draw, &mut slots, &mut out);
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"5Vf"}}"#, slots[0].id);
+            protocol.classify(200, answer.as_bytes(), &slots, |_, _, _| {});
+            if n % 10 == 9 {
+                landed += sends.ledger().take_answered(false, start).len();
+            }
+            if n % 25 == 24 {
+                let (news, finished) = sends.ledger().take_followed(|tx| tx.index);
+                followed += news.len();
+                assert!(finished.is_empty());
+            }
+            most_held = most_held.max(sends.ledger().held());
+        }
+        // The landing book told the follower which ones are final; it takes them once.
+        sends.ledger().finished([3, 4]);
+        assert_eq!(sends.ledger().take_followed(|tx| tx.index).1, [3, 4]);
+        let ledger = sends.ledger();
+        assert_eq!((ledger.sent_count(), landed, followed), (300, 300, 300));
+        assert_eq!(ledger.held(), 0);
+        assert!(most_held <= 25, "held {most_held} of 300 sent: what both have taken is gone");
+        drop(ledger);
+        // Once the follower is gone, sends no longer wait for it.
+        sends.ledger().unfollow();
+        assert_eq!(sends.ledger().take_followed(|tx| tx.index), (Vec::new(), Vec::new()));
     }
 }

@@ -695,6 +695,7 @@ pub(super) fn receipts_checked(report: &Value) -> Option<&str> {
 pub(super) fn sampled_note(report: &Value) -> String {
     receipts_checked(report).map_or(String::new(), |checked| match checked {
         "none" => "; no receipts read: a lower bound".to_string(),
+        mixed if mixed.starts_with("mixed") => format!("; receipts read {mixed}: a lower bound"),
         sample => format!("; from {sample} of receipts only"),
     })
 }

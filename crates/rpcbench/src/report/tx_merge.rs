@@ -127,6 +127,31 @@ fn table(histogram: &Histogram<u64>, keys: &[&str], shown: impl Fn(u64) -> Value
     Value::Object(out)
 }
 
+/// Whose receipts the shards read (`receipts_checked`: "all", "none", "a 10% sample"): what
+/// they all say when they agree; otherwise `mixed: ` and each shard's in shard order, so a
+/// merge of differently sampled shards never claims "all". A report without the field read
+/// every receipt (written before `--receipts`); `None` when no shard has it.
+fn merged_receipts_checked(parts: &[(PathBuf, Value)]) -> Option<String> {
+    if parts.iter().all(|(_, report)| !report["receipts_checked"].is_string()) {
+        return None;
+    }
+    let mut by_shard: Vec<(u64, &str)> = parts
+        .iter()
+        .map(|(_, report)| {
+            let index = report["shard"]["index"].as_u64().unwrap_or(0);
+            (index, report["receipts_checked"].as_str().unwrap_or("all"))
+        })
+        .collect();
+    by_shard.sort_unstable();
+    let first = by_shard[0].1;
+    if by_shard.iter().all(|(_, checked)| *checked == first) {
+        return Some(first.to_string());
+    }
+    let each: Vec<String> =
+        by_shard.iter().map(|(index, checked)| format!("shard {index} {checked}")).collect();
+    Some(format!("mixed: {}", each.join(", ")))
+}
+
 /// Merges the reports of every shard of one run (each `1/N` .. `N/N` exactly once) into the
 /// fleet's report, marked as shard 1 of 1 with the shards it came from.
 pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeError> {
@@ -191,6 +216,9 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
         }
     }
     merged["rejected_by_reason"] = Value::Object(reasons);
+    if let Some(checked) = merged_receipts_checked(parts) {
+        merged["receipts_checked"] = json!(checked);
+    }
     if first["dropped_by_cause"].is_object() {
         let mut causes: Map<String, Value> = Map::new();
         for (_, report) in parts {
@@ -348,5 +376,38 @@ mod tests {
         assert!(err.to_string().contains("1/2 is given twice"), "{err}");
         let err = merge_tx_reports(&[shard(1, 2, 10), shard(2, 3, 10)]).unwrap_err();
         assert!(err.to_string().contains("of 2 shards"), "{err}");
+    }
+
+    #[test]
+    fn a_merged_tx_report_keeps_what_receipts_were_checked() {
+        let checked = |(path, mut report): (PathBuf, Value), checked: Option<&str>| {
+            if let Some(checked) = checked {
+                report["receipts_checked"] = json!(checked);
+            }
+            (path, report)
+        };
+        let merge = |first: Option<&str>, second: Option<&str>| {
+            let merged =
+                merge_tx_reports(&[checked(shard(2, 2, 10), second), checked(shard(1, 2, 10), first)])
+                    .unwrap();
+            merged["receipts_checked"].clone()
+        };
+        // Shards that agree: what they say.
+        assert_eq!(merge(Some("all"), Some("all")), "all");
+        assert_eq!(merge(Some("none"), Some("none")), "none");
+        assert_eq!(merge(Some("a 10% sample"), Some("a 10% sample")), "a 10% sample");
+        // Shards sampled differently: said so, shard by shard, never "all".
+        assert_eq!(merge(Some("all"), Some("a 10% sample")), "mixed: shard 1 all, shard 2 a 10% sample");
+        assert_eq!(merge(Some("none"), Some("all")), "mixed: shard 1 none, shard 2 all");
+        // A shard written before --receipts read every receipt.
+        assert_eq!(merge(None, Some("a 1% sample")), "mixed: shard 1 all, shard 2 a 1% sample");
+        assert_eq!(merge(None, None), Value::Null);
+        // The text report labels a reverted count from mixed samples as not from every receipt.
+        let mixed = merge_tx_reports(&[
+            checked(shard(1, 2, 10), Some("all")),
+            checked(shard(2, 2, 10), Some("none")),
+        ])
+        .unwrap();
+        assert!(crate::report::tx::sampled_note(&mixed).contains("mixed: shard 1 all, shard 2 none"));
     }
 }

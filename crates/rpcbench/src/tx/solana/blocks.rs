@@ -5,17 +5,23 @@
 //! as each block arrives: a transaction in a block was sent before it), instead of a
 //! subscription, its answer and its notification per transaction. A landing's time is the
 //! notification's arrival (the kernel's receive stamp where the feed has one). Signatures only:
-//! whether a landed transaction failed is not in them, so it counts as landed.
+//! whether a landed transaction failed is not in them, so it counts as landed. What it looks
+//! for follows the unfinished sends: the landing book's final ones are forgotten. Should the
+//! stream's connection end mid-run, the sends after it are counted unwatched and the reason
+//! kept ([`BlockStreamEnd`]); the status lookup of the landing book settles them.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::base58::signature_from_text;
+use super::status_poll::SentNews;
 use super::watch::{Commitment, Landing, SentSince, SignatureWatch, SignatureWatchError};
-use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::transport::feed::{Feed, FeedEnd, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed};
 use crate::util::fast_hash::MultiplyHasherBuilder;
 
@@ -23,16 +29,51 @@ impl SignatureWatch {
     /// Opens `ws_url`, subscribes to its blocks at `commitment` (`blockSubscribe`, signatures
     /// only) and returns once the node confirmed; then each block's signatures are matched
     /// against those `sent` gives. Nothing is subscribed per transaction: the signer hands its
-    /// transactions straight to the ready queue.
+    /// transactions straight to the ready queue. Also returns how the stream ended, should it
+    /// end before the run stops it.
     pub fn start_blocks(
         ws_url: &str,
         commitment: Commitment,
         connect_timeout: Duration,
         sent: SentSince,
-    ) -> Result<SignatureWatch, SignatureWatchError> {
-        let watch = BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent };
+    ) -> Result<(SignatureWatch, Arc<BlockStreamEnd>), SignatureWatchError> {
+        let end = Arc::new(BlockStreamEnd::default());
+        let watch = BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent, end: end.clone() };
         let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
-        Ok(SignatureWatch::of_landings(landings))
+        Ok((SignatureWatch::of_landings(landings), end))
+    }
+}
+
+/// How a block stream ended before the run stopped it, if it did: why, and the sends after it
+/// (no longer watched: the status lookup settles them).
+#[derive(Debug, Default)]
+pub struct BlockStreamEnd {
+    reason: OnceLock<String>,
+    unwatched: AtomicU64,
+}
+
+impl BlockStreamEnd {
+    /// Why the stream ended mid-run (`None`: it ran until stopped).
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.get().map(String::as_str)
+    }
+
+    /// Transactions sent after the stream ended.
+    pub fn unwatched(&self) -> u64 {
+        self.unwatched.load(Ordering::Relaxed)
+    }
+
+    fn ended(&self, end: FeedEnd) {
+        let reason = match end {
+            FeedEnd::Closed(code) => format!("the node closed the block stream (close code {code})"),
+            FeedEnd::Protocol => "the block stream broke the WebSocket protocol".to_string(),
+            FeedEnd::TooLarge => "a block notification was larger than the message limit".to_string(),
+            FeedEnd::NotReading => "the node stopped reading the block stream's connection".to_string(),
+            FeedEnd::Status(_) | FeedEnd::GoAway | FeedEnd::Lost => {
+                "the block stream's connection was lost".to_string()
+            }
+        };
+        let _ = self.reason.set(reason);
     }
 }
 
@@ -73,6 +114,40 @@ pub(super) struct BlockLandingWatch {
     /// How long the node may take to answer the subscription.
     pub(super) answer_timeout: Duration,
     pub(super) sent: SentSince,
+    pub(super) end: Arc<BlockStreamEnd>,
+}
+
+/// The signatures a block watch looks for: sent, not seen in a block, not final.
+#[derive(Debug, Default)]
+struct LookedFor {
+    by_signature: HashMap<[u8; 64], u64, MultiplyHasherBuilder>,
+    by_index: HashMap<u64, [u8; 64], MultiplyHasherBuilder>,
+}
+
+impl LookedFor {
+    fn take(&mut self, news: SentNews) {
+        for (index, signature) in news.sent {
+            self.by_signature.insert(signature, index);
+            self.by_index.insert(index, signature);
+        }
+        for index in news.finished {
+            if let Some(signature) = self.by_index.remove(&index) {
+                self.by_signature.remove(&signature);
+            }
+        }
+    }
+
+    /// The index of `signature` if it was looked for (no longer, then).
+    fn found(&mut self, signature: &[u8; 64]) -> Option<u64> {
+        let index = self.by_signature.remove(signature)?;
+        self.by_index.remove(&index);
+        Some(index)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_signature.len()
+    }
 }
 
 impl BlockLandingWatch {
@@ -127,27 +202,39 @@ impl WatchOnFeed for BlockLandingWatch {
             return;
         }
         let _ = ends.started.send(Ok(()));
-        // Sent and not seen landed yet, by signature: at most what the run sent.
-        let mut open: HashMap<[u8; 64], u64, MultiplyHasherBuilder> = HashMap::default();
+        // Sent, not seen landed yet and not final: at most the unfinished sends.
+        let mut open = LookedFor::default();
         let mut feed_open = true;
         while !ends.stopped() {
             tokio::select! {
                 event = feed.next(), if feed_open => match event {
                     FeedEvent::Item(delivery) => {
                         let Some((slot, signatures)) = notified_block(delivery.payload()) else { continue };
-                        open.extend((self.sent)().into_iter().map(|(index, signature)| (signature, index)));
+                        open.take((self.sent)());
                         for text in &signatures {
-                            let Some(index) = signature_from_text(text).and_then(|s| open.remove(&s)) else {
+                            let Some(index) = signature_from_text(text).and_then(|s| open.found(&s)) else {
                                 continue;
                             };
                             let landing = Landing { index, slot, arrived: delivery.arrived, failed: false };
                             let _ = ends.seen.send(landing);
                         }
                     }
-                    FeedEvent::Ended(_) => feed_open = false,
+                    FeedEvent::Ended(end) => {
+                        feed_open = false;
+                        self.end.ended(end);
+                        open = LookedFor::default();
+                    }
                     _ => {}
                 },
-                () = tokio::time::sleep(IDLE_CHECK) => {}
+                () = tokio::time::sleep(IDLE_CHECK) => {
+                    let news = (self.sent)();
+                    if feed_open {
+                        // Between blocks too, so the ledger need not keep the sends for it.
+                        open.take(news);
+                    } else {
+                        self.end.unwatched.fetch_add(news.sent.len() as u64, Ordering::Relaxed);
+                    }
+                }
             }
         }
         if feed_open {
@@ -170,5 +257,113 @@ mod tests {
         assert_eq!(notified_block(failed).map(|(slot, s)| (slot, s.len())), Some((9, 0)));
         assert!(notified_block(b"garbage").is_none());
         assert!(notified_block(br#"{"value":{"block":{"signatures":[1]}}}"#).is_none());
+    }
+
+    #[test]
+    fn the_block_watch_forgets_the_signatures_the_landing_book_made_final() {
+        let mut open = LookedFor::default();
+        for round in 0..100u64 {
+            let sent = (round * 10..round * 10 + 10).map(|index| (index, signature(index))).collect();
+            // The book made final (looked up, expired, dropped, rejected) what was sent three
+            // rounds before: the watch looks for the last 30 at most, not for all 1,000 sent.
+            let finished = if round >= 3 { (round * 10 - 30..round * 10 - 20).collect() } else { Vec::new() };
+            open.take(SentNews { sent, finished });
+            assert!(open.len() <= 30, "{} looked for after {} sent", open.len(), round * 10 + 10);
+        }
+        assert_eq!(open.found(&signature(999)), Some(999));
+        assert_eq!(open.found(&signature(5)), None, "final long ago: forgotten");
+        assert_eq!((open.by_signature.len(), open.by_index.len()), (29, 29));
+    }
+
+    fn signature(index: u64) -> [u8; 64] {
+        let mut signature = [0u8; 64];
+        signature[..8].copy_from_slice(&index.to_le_bytes());
+        signature
+    }
+
+    /// A feed that plays its events, then waits forever.
+    struct ScriptedFeed {
+        events: std::collections::VecDeque<FeedEvent>,
+    }
+
+    impl Feed for ScriptedFeed {
+        async fn subscribe(&mut self, _position: usize, _call: &SubscribeCall) -> Result<(), FeedEnd> {
+            Ok(())
+        }
+
+        async fn unsubscribe(&mut self, _position: usize) -> Result<bool, FeedEnd> {
+            Ok(false)
+        }
+
+        async fn next(&mut self) -> FeedEvent {
+            match self.events.pop_front() {
+                Some(event) => event,
+                None => std::future::pending().await,
+            }
+        }
+
+        async fn close(&mut self) {}
+    }
+
+    #[test]
+    fn the_block_stream_ending_mid_run_counts_the_later_sends_unwatched_and_says_why() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Mutex;
+        let block = format!(
+            r#"{{"context":{{"slot":5}},"value":{{"slot":5,"block":{{"signatures":["{}"]}},"err":null}}}}"#,
+            super::super::base58::signature_text(&signature(0))
+        );
+        let message = tokio_tungstenite::tungstenite::Bytes::from(block.into_bytes());
+        let delivery = crate::transport::feed::Delivery {
+            position: 0,
+            payload: 0..message.len(),
+            message,
+            arrived: std::time::Instant::now(),
+            produced: None,
+        };
+        let feed = ScriptedFeed {
+            events: [
+                FeedEvent::Confirmed { position: 0, arrived: std::time::Instant::now() },
+                FeedEvent::Item(delivery),
+                FeedEvent::Ended(FeedEnd::Closed(1006)),
+            ]
+            .into(),
+        };
+        // The sends: 0 and 1 before the block, then one more at each look after the end; the
+        // run stops on the fourth look.
+        let stop = Arc::new(AtomicBool::new(false));
+        let looks = Arc::new(Mutex::new(0u64));
+        let (stopping, looked) = (stop.clone(), looks.clone());
+        let sent: SentSince = Box::new(move || {
+            let mut looks = looked.lock().unwrap();
+            *looks += 1;
+            if *looks == 4 {
+                stopping.store(true, Ordering::Relaxed);
+            }
+            let sent = match *looks {
+                1 => vec![(0, signature(0)), (1, signature(1))],
+                n => vec![(n, signature(n))],
+            };
+            SentNews { sent, finished: Vec::new() }
+        });
+        let end = Arc::new(BlockStreamEnd::default());
+        let watch = BlockLandingWatch {
+            commitment: Commitment::Confirmed,
+            answer_timeout: Duration::from_secs(5),
+            sent,
+            end: end.clone(),
+        };
+        let (seen, landings) = std::sync::mpsc::channel();
+        let (started, said) = std::sync::mpsc::channel();
+        let ends = WatchEnds { seen, started, stop };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(watch.watch(feed, ends));
+        assert!(said.recv().unwrap().is_ok());
+        let landed: Vec<(u64, u64)> =
+            landings.try_iter().map(|landing| (landing.index, landing.slot)).collect();
+        assert_eq!(landed, [(0, 5)], "the block before the end is seen");
+        assert_eq!(*looks.lock().unwrap(), 4);
+        assert_eq!(end.unwatched(), 3, "the three sends after the end are counted unwatched");
+        assert_eq!(end.reason(), Some("the node closed the block stream (close code 1006)"));
     }
 }

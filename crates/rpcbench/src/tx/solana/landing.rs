@@ -229,6 +229,9 @@ pub struct LandingBook {
     lookups_left: u64,
     /// Arrivals of the landings seen since the last [`LandingBook::take_landed_at`].
     landed_at: Vec<Instant>,
+    /// With [`LandingBook::log_finished`]: the indexes no longer watched for since the last
+    /// [`LandingBook::take_finished`].
+    finished: Option<Vec<u64>>,
     tally: SolanaTally,
 }
 
@@ -247,7 +250,29 @@ impl LandingBook {
             early: HashMap::new(),
             lookups_left: MAX_SOLANA_LOOKUPS,
             landed_at: Vec::new(),
+            finished: None,
             tally: SolanaTally::empty(),
+        }
+    }
+
+    /// Keeps the index of each transaction that leaves the book's watch (refused, or due for
+    /// its lookup: final then, or looked up again when due) until [`LandingBook::take_finished`]
+    /// takes it: for a driver whose watch looks for the sent signatures (the status poll, the
+    /// block stream), so it stops looking for them. The driver must drain them.
+    pub fn log_finished(mut self) -> Self {
+        self.finished = Some(Vec::new());
+        self
+    }
+
+    /// The indexes that left the book's watch since the last call (empty unless
+    /// [`LandingBook::log_finished`]).
+    pub fn take_finished(&mut self) -> Vec<u64> {
+        self.finished.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn note_finished(&mut self, index: u64) {
+        if let Some(finished) = &mut self.finished {
+            finished.push(index);
         }
     }
 
@@ -277,6 +302,7 @@ impl LandingBook {
         }
         if answer == SendAnswer::Refused {
             self.tally.fold(SolanaFinal::Rejected);
+            self.note_finished(index);
             return;
         }
         self.waiting.insert(index, waiting);
@@ -340,6 +366,7 @@ impl LandingBook {
             let Some(waiting) = self.waiting.remove(&index) else { continue };
             self.by_send.remove(&(waiting.sent, index));
             self.by_last_valid.remove(&(waiting.last_valid, index));
+            self.note_finished(index);
             if !waiting.accepted {
                 self.tally.fold(SolanaFinal::Rejected);
             } else if self.lookups_left == 0 {
@@ -392,6 +419,7 @@ impl LandingBook {
             + self.looking.len()
             + self.early.len()
             + self.landed_at.len()
+            + self.finished.as_ref().map_or(0, Vec::len)
     }
 
     /// The arrivals of the landings seen since the last call (for a timeline).

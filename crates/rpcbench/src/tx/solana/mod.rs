@@ -15,5 +15,8 @@ pub mod keys;
 pub mod landing;
 pub mod lookup;
 mod recent;
+mod status_poll;
 pub mod watch;
 pub mod wire;
+
+pub use blocks::BlockStreamEnd;

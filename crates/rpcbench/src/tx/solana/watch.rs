@@ -11,16 +11,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
-use crate::client::Endpoint;
 use crate::transport::feed::{Feed, FeedEnd, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
 use crate::util::fast_hash::MultiplyHasherBuilder;
@@ -367,97 +364,7 @@ impl Watch {
     }
 }
 
-/// Signatures sent since the last call: (index, signature).
-pub type SentSince = Box<dyn FnMut() -> Vec<(u64, [u8; 64])> + Send>;
-
-/// A running `getSignatureStatuses` poll.
-#[derive(Debug)]
-pub struct SignaturePoll {
-    landings: Receiver<Landing>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-    failures: Arc<AtomicU64>,
-}
-
-impl SignaturePoll {
-    /// Every `every`, asks `node` about each signature `sent` gave and that has not landed at
-    /// `commitment` yet, [`STATUS_BATCH`] at a time.
-    pub fn start(
-        node: Endpoint,
-        commitment: Commitment,
-        every: Duration,
-        mut sent: SentSince,
-    ) -> Result<SignaturePoll, SignatureWatchError> {
-        let (landings_in, landings) = channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let failures = Arc::new(AtomicU64::new(0));
-        let (stopping, failing) = (stop.clone(), failures.clone());
-        let thread = std::thread::Builder::new()
-            .name("rpcbench-status-poll".into())
-            .spawn(move || {
-                let mut open: Vec<(u64, [u8; 64])> = Vec::new();
-                while !stopping.load(Ordering::Relaxed) {
-                    let round = Instant::now();
-                    open.extend(sent());
-                    let mut landed = Vec::new();
-                    for chunk in open.chunks(STATUS_BATCH) {
-                        let names: Vec<String> = chunk
-                            .iter()
-                            .map(|(_, signature)| super::base58::signature_text(signature))
-                            .collect();
-                        let answer = node.call("getSignatureStatuses", Some(&json!([names])));
-                        let arrived = Instant::now();
-                        let Ok(answer) = answer else {
-                            failing.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        };
-                        let Some(statuses) = answer["value"].as_array() else {
-                            failing.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        };
-                        for ((index, _), status) in chunk.iter().zip(statuses) {
-                            let reached = status["confirmationStatus"].as_str().and_then(Commitment::parse);
-                            let Some(slot) = status["slot"].as_u64() else { continue };
-                            if reached.is_some_and(|reached| reached >= commitment) {
-                                let failed = !status.get("err").is_none_or(Value::is_null);
-                                landed.push(*index);
-                                let _ = landings_in.send(Landing { index: *index, slot, arrived, failed });
-                            }
-                        }
-                    }
-                    if !landed.is_empty() {
-                        let landed: std::collections::HashSet<u64> = landed.into_iter().collect();
-                        open.retain(|(index, _)| !landed.contains(index));
-                    }
-                    let next = round + every;
-                    while Instant::now() < next && !stopping.load(Ordering::Relaxed) {
-                        std::thread::sleep((next - Instant::now()).min(Duration::from_millis(10)));
-                    }
-                }
-            })
-            .map_err(SignatureWatchError::Thread)?;
-        Ok(SignaturePoll { landings, stop, thread: Some(thread), failures })
-    }
-
-    /// The landings seen since the last call.
-    pub fn drain(&self) -> Vec<Landing> {
-        self.landings.try_iter().collect()
-    }
-
-    /// Calls that failed.
-    pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
-    }
-
-    /// Stops polling and returns the landings not yet drained.
-    pub fn stop(mut self) -> Vec<Landing> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        self.drain()
-    }
-}
+pub use super::status_poll::{SentNews, SentSince, SignaturePoll};
 
 #[cfg(test)]
 mod tests {
