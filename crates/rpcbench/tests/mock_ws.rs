@@ -61,22 +61,46 @@ async fn silent_for(ws: &mut Ws, wait: Duration) -> bool {
     }
 }
 
+/// Whether `message` is a subscription's notification (a method with a subscription, no id).
+fn is_notification(message: &Value) -> bool {
+    message.get("id").is_none()
+        && message["method"].is_string()
+        && !message["params"]["subscription"].is_null()
+}
+
+/// Sends `body` and returns its answer: the first message that is not a notification. With a
+/// subscription open, an item produced while the request is in flight (or a backlog the test
+/// has not read yet, on a busy machine) is on the wire before the answer; those are skipped.
 async fn call(ws: &mut Ws, body: &str) -> Value {
     send(ws, body).await;
-    recv(ws).await
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let message = recv(ws).await;
+            if !is_notification(&message) {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("an answer in time, not only notifications")
 }
 
 /// Sends `body`, collecting notifications until the answer with `id` arrives.
 async fn call_collecting(ws: &mut Ws, body: &str, id: u64) -> (Value, Vec<Value>) {
     send(ws, body).await;
     let mut notifications = Vec::new();
-    loop {
-        let message = recv(ws).await;
-        if message["id"] == json!(id) {
-            return (message, notifications);
+    let answer = tokio::time::timeout(WAIT, async {
+        loop {
+            let message = recv(ws).await;
+            if message["id"] == json!(id) {
+                return message;
+            }
+            notifications.push(message);
         }
-        notifications.push(message);
-    }
+    })
+    .await
+    .expect("the answer in time, not only notifications");
+    (answer, notifications)
 }
 
 /// The raw body of an HTTP POST answer.
@@ -262,6 +286,37 @@ async fn solana_slot_subscribe_delivers_consecutive_slots_with_their_production_
         }
     };
     assert!(note["params"]["result"]["value"]["logs"].is_array());
+}
+
+/// Waits (for at most `WAIT`) until the server has queued `count` notifications in all.
+async fn until_notifications_sent(server: &MockServer, count: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while server.ws_stats().notifications_sent < count {
+        assert!(tokio::time::Instant::now() < deadline, "{:?}", server.ws_stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_request_behind_unread_notifications_is_answered_after_them_and_call_finds_the_answer() {
+    // Heads every 5 ms, none read until three are queued: they are on the wire before the
+    // answer to the next request, as on a busy machine where the test reads late.
+    let server = start(options(Chain::Ethereum, 5));
+    let mut ws = connect(&server).await;
+    let subscribed =
+        call(&mut ws, r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#).await;
+    assert!(subscribed["result"].is_string(), "{subscribed}");
+    until_notifications_sent(&server, 3).await;
+    let (answer, before) =
+        call_collecting(&mut ws, r#"{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}"#, 2).await;
+    assert!(before.len() >= 3 && before.iter().all(is_notification), "{before:?}");
+    assert!(hex_u64(&answer["result"]) > 1000, "{answer}");
+    // `call` skips what is queued before the answer, and returns the answer itself.
+    let sent = server.ws_stats().notifications_sent;
+    until_notifications_sent(&server, sent + 3).await;
+    let answer = call(&mut ws, r#"{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber"}"#).await;
+    assert_eq!(answer["id"], json!(3), "{answer}");
+    assert!(hex_u64(&answer["result"]) > 1000, "{answer}");
 }
 
 #[tokio::test]
