@@ -273,8 +273,8 @@ fn deploys_and_contract_calls_take_their_gas_limit_from_one_estimate_and_all_lan
 fn the_connection_cap_follows_the_send_rate_and_the_report_says_why_sends_were_late() {
     let node = node(31337);
     let url = node.url();
-    // 100/s: the floor of 64 connections; 4,000/s: the sends of 25 ms, 100.
-    for (rate, cap) in [("100", 64), ("4000", 100)] {
+    // 100/s: the floor of 64 connections; 10,000/s: the sends of 10 ms, 100.
+    for (rate, cap) in [("100", 64), ("10000", 100)] {
         let output = rpcbench(&[
             "tx",
             &url,

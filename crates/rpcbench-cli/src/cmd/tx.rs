@@ -145,7 +145,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(config) => config,
         Err(err) => return output::usage_error(err),
     };
-    // Connections for the answers of 25 ms at the (highest) rate, and 100 ms of sends signed
+    // Connections for the answers of 10 ms at the (highest) rate, and 100 ms of sends signed
     // ahead of this shard's pacer, so a burst of slow answers or a signer that lost its core
     // does not hold a send back (`rpcbench::tx::headroom`).
     let (mut sign_ahead, mut connection_cap) = (headroom::MIN_SIGNED_AHEAD, 0);
