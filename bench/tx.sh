@@ -69,6 +69,10 @@ print(f"sent {sent} at {report['sent_per_second']:.0f}/s (asked {rate:.0f}/s) ov
       f"included {included}; rejected {report['rejected']} {report['rejected_by_reason']}; pending {report['pending']}")
 print(f"send lag ms p50 {lag['p50']} p99 {lag['p99']} max {lag['max']}; ack ms p99 {report['send_to_ack_ms']['p99']}"
       + (f"; receipts checked: {report['receipts_checked']}, reverted {report['reverted']}" if 'receipts_checked' in report else ""))
+if 'late_sends' in report:
+    late = report['late_sends']
+    print(f"late sends (> 2 ms) {late['over_2ms']}, of them at the connection cap ({late['connection_cap']}) "
+          f"{late['at_connection_cap']}; sends that waited for the signer {late['waited_for_signer']}")
 print(f"generator CPU {user + system:.2f} s (user {user:.2f}, sys {system:.2f}) over {wall:.2f} s wall: "
       f"{(user + system) * 1e6 / max(sent, 1):.1f} us per transaction; mock CPU {mock_cpu:.2f} s: "
       f"{mock_cpu * 1e6 / max(sent, 1):.1f} us per transaction")

@@ -682,7 +682,8 @@ pub fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigErro
 }
 
 /// The engine run of `rpcbench tx` on either chain: `method` (the chain's send call) open loop
-/// at `--rate` or through the `--stage` rates, over at most 64 connections, for `-d`/`-n`
+/// at `--rate` or through the `--stage` rates, over at most 64 connections (Ethereum's command
+/// raises the cap from the rate: `rpcbench::tx::headroom`), for `-d`/`-n`
 /// (10 s when neither is given; the stages' total with stages), each request allowed
 /// `--timeout`. The chain's command adds its sends (`tx_sends` or `solana_sends`).
 pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConfig, ConfigError> {

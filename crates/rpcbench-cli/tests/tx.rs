@@ -270,6 +270,37 @@ fn deploys_and_contract_calls_take_their_gas_limit_from_one_estimate_and_all_lan
 }
 
 #[test]
+fn the_connection_cap_follows_the_send_rate_and_the_report_says_why_sends_were_late() {
+    let node = node(31337);
+    let url = node.url();
+    // 100/s: the floor of 64 connections; 10,000/s: the sends of 10 ms, 100.
+    for (rate, cap) in [("100", 64), ("10000", 100)] {
+        let output = rpcbench(&[
+            "tx",
+            &url,
+            "--dev",
+            "--senders",
+            "2",
+            "--rate",
+            rate,
+            "-n",
+            "40",
+            "--inclusion-timeout",
+            "20s",
+            "-f",
+            "json",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let late = &report["late_sends"];
+        assert_eq!(late["connection_cap"], cap, "{report}");
+        let count = |key: &str| late[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+        assert!(count("at_connection_cap") <= count("over_2ms"), "{report}");
+        assert!(count("waited_for_signer") <= report["sent"].as_u64().unwrap(), "{report}");
+    }
+}
+
+#[test]
 fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
     let node = node(31337);
     let url = node.url();

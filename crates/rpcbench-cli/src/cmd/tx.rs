@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
+use rpcbench::engine::config::Load;
 use rpcbench::engine::Run;
 use rpcbench::report::tx::ETHEREUM_WORDS;
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures, TxReorgFigures};
 use rpcbench::tx::ahead::SignedAhead;
+use rpcbench::tx::headroom;
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::poll::{HeadPoll, HeadSource};
@@ -41,8 +43,6 @@ const MAINNETS: [(u64, &str); 6] = [
 const TRANSFER_TO: &str = "0x000000000000000000000000000000000000dEaD";
 /// Wei each transfer sends.
 const TRANSFER_VALUE: u128 = 1;
-/// Transactions signed ahead of the pacer.
-const SIGN_AHEAD: usize = 256;
 /// The polling interval when the node has no WebSocket and --poll is not given.
 const DEFAULT_POLL: Duration = Duration::from_millis(100);
 
@@ -145,6 +145,15 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(config) => config,
         Err(err) => return output::usage_error(err),
     };
+    // Connections for the answers of 10 ms at the (highest) rate, and 100 ms of sends signed
+    // ahead of this shard's pacer, so a burst of slow answers or a signer that lost its core
+    // does not hold a send back (`rpcbench::tx::headroom`).
+    let (mut sign_ahead, mut connection_cap) = (headroom::MIN_SIGNED_AHEAD, 0);
+    if let Load::Open { rate, max_connections, .. } = &mut config.load {
+        *max_connections = headroom::send_connections(*rate);
+        connection_cap = *max_connections;
+        sign_ahead = headroom::signed_ahead(*rate / config.shard.count.max(1) as f64);
+    }
     let planned = crate::plan::tx_planned_sends(&config);
     let keys = match sender_keys(&args, config.shard.index * args.senders) {
         Ok(keys) => keys,
@@ -292,9 +301,9 @@ pub fn run(args: TxArgs) -> ExitCode {
     let book = NonceBook::new(starting);
     let sends = TxSends::new(match super::tx_fund::top_up_plan(&args, &cost, senders) {
         Some(plan) => {
-            SignedAhead::start_with_top_ups(keys, book, template, signer_count, SIGN_AHEAD, pending, plan)
+            SignedAhead::start_with_top_ups(keys, book, template, signer_count, sign_ahead, pending, plan)
         }
-        None => SignedAhead::start_with_resync(keys, book, template, signer_count, SIGN_AHEAD, pending),
+        None => SignedAhead::start_with_resync(keys, book, template, signer_count, sign_ahead, pending),
     });
     config.tx_sends = Some(sends.clone());
     let shard = config.shard;
@@ -455,6 +464,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": landing.fetch_failures,
+        // Why sends left late: more than 2 ms late with every allowed connection busy, and
+        // sends that found nothing signed and waited for the signer.
+        "late_sends": {
+            "over_2ms": record.totals.late,
+            "at_connection_cap": record.totals.late_at_cap,
+            "connection_cap": connection_cap,
+            "waited_for_signer": sends.waits_for_signer(),
+        },
     });
     outcomes.write_into(ETHEREUM_WORDS, &mut report);
     // Whose receipts were read (`--receipts`): "all", "none" or "a 10% sample"; a reverted

@@ -99,6 +99,17 @@ fn word_u64(value: u64) -> [u8; 32] {
     word
 }
 
+/// How a block lists its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockTxs {
+    /// Not at all (a header).
+    None,
+    /// By hash.
+    Hashes,
+    /// As transaction objects.
+    Full,
+}
+
 /// A block reference after tag resolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockRef {
@@ -360,18 +371,28 @@ impl EthereumNode {
     }
 
     fn block_json(&self, number: u64, full: bool) -> Value {
+        let listed = if full { BlockTxs::Full } else { BlockTxs::Hashes };
+        self.block_json_with(number, listed)
+    }
+
+    /// Block `number` with its transactions listed as `listed` says (`None`: no list at all).
+    fn block_json_with(&self, number: u64, listed: BlockTxs) -> Value {
         let count = self.tx_count(number);
         let txs: Vec<Tx> = (0..count).map(|i| self.tx(number, i)).collect();
         let gas_used: u64 = txs.iter().map(Tx::gas_used).sum();
-        let mut transactions: Vec<Value> = if full {
-            txs.iter().map(|tx| self.tx_json(tx)).collect()
-        } else {
-            (0..count).map(|i| json!(hex_data(&self.tx_hash(number, i)))).collect()
+        let mut transactions: Vec<Value> = match listed {
+            BlockTxs::Full => txs.iter().map(|tx| self.tx_json(tx)).collect(),
+            BlockTxs::Hashes => (0..count).map(|i| json!(hex_data(&self.tx_hash(number, i)))).collect(),
+            BlockTxs::None => Vec::new(),
         };
         let mut gas_used = gas_used;
         if let Some(pool) = self.pool() {
-            transactions
-                .extend(super::mempool_rpc::block_transactions(&pool, number, full, |n| self.block_hash(n)));
+            if listed != BlockTxs::None {
+                let full = listed == BlockTxs::Full;
+                transactions.extend(super::mempool_rpc::block_transactions(&pool, number, full, |n| {
+                    self.block_hash(n)
+                }));
+            }
             gas_used += pool.block_gas(number);
         }
         let roots: [u8; 96] = bytes(self.seed, S_ROOTS, number, 0);
@@ -408,7 +429,9 @@ impl EthereumNode {
     /// The header of block `number` as `newHeads` sends it: the block without its
     /// transactions, uncles, withdrawals, size and total difficulty, as geth's header JSON.
     pub(crate) fn head_json(&self, number: u64) -> Value {
-        let mut head = self.block_json(number, false);
+        // Without the transactions: a head of a block of thousands is not built with their
+        // hashes only to drop them.
+        let mut head = self.block_json_with(number, BlockTxs::None);
         if let Value::Object(fields) = &mut head {
             for key in ["transactions", "uncles", "withdrawals", "size", "totalDifficulty"] {
                 fields.remove(key);

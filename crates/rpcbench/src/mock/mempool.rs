@@ -145,6 +145,13 @@ pub(crate) enum Lookup<'a> {
     Included(&'a Included),
 }
 
+/// The pool transactions one block included, in order, and the gas they used.
+#[derive(Debug, Default)]
+struct PoolBlock {
+    hashes: Vec<[u8; 32]>,
+    gas: u64,
+}
+
 /// The pool, the accounts and what the blocks included.
 #[derive(Debug)]
 pub(crate) struct Mempool {
@@ -155,8 +162,8 @@ pub(crate) struct Mempool {
     waiting: BTreeMap<(Address, u64), Waiting>,
     by_hash: HashMap<[u8; 32], (Address, u64)>,
     included: HashMap<[u8; 32], Included>,
-    /// The hashes each block included, in order (only blocks that included some).
-    blocks: BTreeMap<u64, Vec<[u8; 32]>>,
+    /// What each block included (only blocks that included some).
+    blocks: BTreeMap<u64, PoolBlock>,
     /// The last block produced.
     head: u64,
     dropped: u64,
@@ -317,27 +324,28 @@ impl Mempool {
     pub(crate) fn produce(&mut self) -> u64 {
         let number = self.head + 1;
         self.head = number;
-        let doomed: Vec<(Address, u64)> = self
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.doomed && w.eligible_from <= number)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in doomed {
-            if let Some(waiting) = self.waiting.remove(&key) {
-                self.by_hash.remove(&waiting.decoded.hash);
-                self.dropped += 1;
+        // Only a pool that drops has doomed transactions: a pool that does not is not walked
+        // (it may hold a backlog of many blocks).
+        if self.settings.drop_share > 0.0 {
+            let doomed: Vec<(Address, u64)> = self
+                .waiting
+                .iter()
+                .filter(|(_, w)| w.doomed && w.eligible_from <= number)
+                .map(|(k, _)| *k)
+                .collect();
+            for key in doomed {
+                if let Some(waiting) = self.waiting.remove(&key) {
+                    self.by_hash.remove(&waiting.decoded.hash);
+                    self.dropped += 1;
+                }
             }
         }
         let mut gas_left = self.settings.block_gas_limit;
         let mut hashes = Vec::new();
         // Senders in address order, each sender's consecutive nonces from its account nonce:
         // a gap stops that sender, the block's gas stops everyone.
-        let senders: Vec<Address> = {
-            let mut senders: Vec<Address> = self.waiting.keys().map(|(sender, _)| *sender).collect();
-            senders.dedup();
-            senders
-        };
+        let senders = self.waiting_senders();
+        let mut block_gas = 0;
         'senders: for sender in senders {
             loop {
                 let account = self.accounts.get(&sender).copied().unwrap_or_default();
@@ -369,6 +377,7 @@ impl Mempool {
                     1
                 };
                 gas_left -= gas_used;
+                block_gas += gas_used;
                 let hash = waiting.decoded.hash;
                 self.included.insert(
                     hash,
@@ -384,7 +393,7 @@ impl Mempool {
             }
         }
         if !hashes.is_empty() {
-            self.blocks.insert(number, hashes);
+            self.blocks.insert(number, PoolBlock { hashes, gas: block_gas });
         }
         if self.settings.reorg_every > 0
             && self.settings.reorg_depth > 0
@@ -403,14 +412,17 @@ impl Mempool {
             return;
         }
         self.reorgs += 1;
-        let mut moved: Vec<[u8; 32]> = Vec::new();
+        let mut moved = PoolBlock::default();
         for block in taken {
-            moved.extend(self.blocks.remove(&block).unwrap_or_default());
+            let block = self.blocks.remove(&block).unwrap_or_default();
+            moved.hashes.extend(block.hashes);
+            moved.gas += block.gas;
         }
         let target = self.blocks.entry(number).or_default();
         let mut all = moved;
-        all.append(target);
-        for (index, hash) in all.iter().enumerate() {
+        all.hashes.append(&mut target.hashes);
+        all.gas += target.gas;
+        for (index, hash) in all.hashes.iter().enumerate() {
             if let Some(included) = self.included.get_mut(hash) {
                 included.block = number;
                 included.index = index as u64;
@@ -419,14 +431,30 @@ impl Mempool {
         *target = all;
     }
 
+    /// The senders with transactions waiting, in address order: one B-tree step per sender,
+    /// not one per waiting transaction.
+    fn waiting_senders(&self) -> Vec<Address> {
+        let mut senders = Vec::new();
+        let mut next = self.waiting.keys().next().map(|(sender, _)| *sender);
+        while let Some(sender) = next {
+            senders.push(sender);
+            next = self
+                .waiting
+                .range((std::ops::Bound::Excluded((sender, u64::MAX)), std::ops::Bound::Unbounded))
+                .next()
+                .map(|((sender, _), _)| *sender);
+        }
+        senders
+    }
+
     /// The pool transactions block `number` included, in order.
     pub(crate) fn block_hashes(&self, number: u64) -> &[[u8; 32]] {
-        self.blocks.get(&number).map_or(&[], |hashes| hashes.as_slice())
+        self.blocks.get(&number).map_or(&[], |block| block.hashes.as_slice())
     }
 
     /// Gas the pool transactions of block `number` used.
     pub(crate) fn block_gas(&self, number: u64) -> u64 {
-        self.block_hashes(number).iter().filter_map(|h| self.included.get(h)).map(|i| i.gas_used).sum()
+        self.blocks.get(&number).map_or(0, |block| block.gas)
     }
 
     /// Finds a transaction by hash.
@@ -584,6 +612,53 @@ mod tests {
             Some(Lookup::Included(included)) => assert_eq!(included.block, 102),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn every_waiting_sender_gets_its_turn_in_address_order_and_a_reorg_carries_the_gas_along() {
+        let mut settings = MempoolSettings::new(31337);
+        settings.block_gas_limit = 5 * 21_000;
+        settings.reorg_every = 104;
+        settings.reorg_depth = 2;
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 4).unwrap();
+        let funded: Vec<Address> = keys.iter().map(|k| k.address()).collect();
+        let mut pool = Mempool::new(settings, 100, &funded, 10 * ETH);
+        // Three senders with three each, the fourth behind a gap (nonce 1 without 0).
+        for key in &keys[..3] {
+            for nonce in 0..3 {
+                pool.submit(&transfer(key, nonce, 31337)).unwrap();
+            }
+        }
+        pool.submit(&transfer(&keys[3], 1, 31337)).unwrap();
+        let mut by_address: Vec<Address> = funded[..3].to_vec();
+        by_address.sort();
+        let senders_of = |pool: &Mempool, block: u64| -> Vec<Address> {
+            pool.block_hashes(block)
+                .iter()
+                .map(|hash| match pool.lookup(hash) {
+                    Some(Lookup::Included(included)) => included.decoded.sender,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(pool.produce(), 101);
+        assert_eq!(
+            senders_of(&pool, 101),
+            [by_address[0], by_address[0], by_address[0], by_address[1], by_address[1]]
+        );
+        assert_eq!(pool.block_gas(101), 5 * 21_000);
+        pool.produce();
+        assert_eq!(senders_of(&pool, 102), [by_address[1], by_address[2], by_address[2], by_address[2]]);
+        assert_eq!(pool.block_gas(102), 4 * 21_000);
+        pool.produce();
+        assert!(pool.block_hashes(103).is_empty(), "the gapped sender waits");
+        assert_eq!(pool.nonce(&keys[3].address(), true), 0);
+        // Block 104 takes back 102 and 103: their transactions and gas move into it.
+        pool.produce();
+        assert_eq!(pool.reorgs(), 1);
+        assert_eq!((pool.block_hashes(104).len(), pool.block_gas(104)), (4, 4 * 21_000));
+        assert_eq!((pool.block_hashes(102).len(), pool.block_gas(102)), (0, 0));
+        assert_eq!(pool.block_gas(101), 5 * 21_000);
     }
 
     #[test]

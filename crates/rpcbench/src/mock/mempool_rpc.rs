@@ -90,13 +90,15 @@ pub(crate) fn block_transactions(
     full: bool,
     block_hash: impl Fn(u64) -> [u8; 32],
 ) -> Vec<Value> {
-    pool.block_hashes(number)
+    let hashes = pool.block_hashes(number);
+    if !full {
+        // A block's hashes are of transactions it included: no lookup each.
+        return hashes.iter().map(|hash| Value::String(hex_data(hash))).collect();
+    }
+    hashes
         .iter()
         .filter_map(|hash| match pool.lookup(hash) {
-            Some(Lookup::Included(included)) if full => {
-                Some(tx_json(&included.decoded, Some(included), &block_hash))
-            }
-            Some(Lookup::Included(_)) => Some(json!(hex_data(hash))),
+            Some(Lookup::Included(included)) => Some(tx_json(&included.decoded, Some(included), &block_hash)),
             _ => None,
         })
         .collect()

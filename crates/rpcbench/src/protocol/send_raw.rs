@@ -76,6 +76,11 @@ impl TxSends {
         self.resync.top_up_tally()
     }
 
+    /// Sends so far that found nothing signed and waited for the signer.
+    pub fn waits_for_signer(&self) -> u64 {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).waits_for_signer()
+    }
+
     /// The ledger as it stands (the run's sends once it has finished).
     pub fn ledger(&self) -> std::sync::MutexGuard<'_, TxLedger> {
         self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -44,6 +44,8 @@ struct QueueState {
     signer_waiting: bool,
     /// The sending side waits for a transaction.
     taker_waiting: bool,
+    /// Takes that found the queue empty and waited for the signer.
+    taker_waits: u64,
 }
 
 /// The bounded queue between the signer thread and the sending side. Each side wakes the other
@@ -122,9 +124,15 @@ impl SignedQueue {
                 return None;
             }
             state.taker_waiting = true;
+            state.taker_waits += 1;
             state = self.not_empty.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
             state.taker_waiting = false;
         }
+    }
+
+    /// Takes so far that waited for the signer.
+    fn taker_waits(&self) -> u64 {
+        self.lock().taker_waits
     }
 
     /// Wakes a signer waiting for room (a resync request is waiting for it).
@@ -353,6 +361,12 @@ impl SignedAhead {
     /// What the resync hand-back did so far.
     pub fn resync_tally(&self) -> ResyncTally {
         self.counts.tally()
+    }
+
+    /// How many takes so far found nothing signed and waited for the signer (a send held back
+    /// by signing, not by the schedule).
+    pub fn waits_for_signer(&self) -> u64 {
+        self.ready.taker_waits()
     }
 
     /// Stops the signer (after the transaction it is signing) and returns its nonce book.

@@ -1,7 +1,7 @@
 //! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]) and funding them
 //! from the first before load ([`fund`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
-//! ([`ahead`]), why a node refused a transaction ([`refusal`]) and which block included each
+//! ([`ahead`]) and how much a run keeps in hand at its rate ([`headroom`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]), from the heads [`watch`] sees arrive (through the feed seam) or
 //! [`poll`] polls without WebSocket (the two modules here that open sockets; `feed_watch` is
 //! the watch's thread and handshake, shared with Solana's signature watch); a nonce refusal
@@ -12,6 +12,7 @@
 pub mod ahead;
 pub(crate) mod feed_watch;
 pub mod fund;
+pub mod headroom;
 pub mod inclusion;
 pub mod keys;
 pub mod nonce;
