@@ -16,11 +16,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
+use rpcbench::engine::config::Load;
 use rpcbench::engine::Run;
 use rpcbench::outcome::{TxFinalCounts, TxFinalOutcome};
 use rpcbench::report::tx::{TxThreshold, SOLANA_WORDS};
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
-use rpcbench::tx::solana::ahead::{ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
+use rpcbench::tx::solana::ahead::{ahead_capacity, ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
 use rpcbench::tx::solana::landing::SolanaTally;
@@ -36,8 +37,11 @@ use crate::output;
 
 /// Genesis hashes of public Solana clusters where sending costs real SOL.
 const MAINNETS: [(&str, &str); 1] = [("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "Solana mainnet-beta")];
-/// Transactions signed (and subscribed) ahead of the pacer.
+/// Transactions signed and subscribed ahead of the pacer with a signature watch (without
+/// one, a second of the schedule: `ahead_capacity`).
 const SIGN_AHEAD: usize = 256;
+/// How long the run waits before its start for the signer to fill the signed-ahead queue.
+const FILL_AHEAD_WAIT: Duration = Duration::from_secs(10);
 /// Lamports per signature, the base fee.
 const BASE_FEE: u64 = 5000;
 /// Compute units a priority price is paid for at most (the default limit of one instruction).
@@ -201,7 +205,13 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         memo_prefix: format!("rpcbench {unix_ms} {}", config.shard.index),
     };
     let count = config.length.requests.map_or(u64::MAX, |n| config.shard.share(n));
-    let ready = ReadyQueue::new(SIGN_AHEAD);
+    // With a signature watch, what is ahead is also subscribed: that stays a few hundred.
+    let watched = args.poll.is_none() && solana.landing != LandingArg::Blocks;
+    let rate = match config.load {
+        Load::Open { rate, .. } => rate,
+        Load::Closed { .. } => 0.0,
+    };
+    let ready = ReadyQueue::new(if watched { SIGN_AHEAD } else { ahead_capacity(rate, planned) });
     let ws_url = args
         .ws
         .clone()
@@ -265,6 +275,8 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         );
         (live, header)
     });
+    // Signed ahead before the schedule starts: the first sends never wait for a signature.
+    ready.wait_filled(Instant::now() + FILL_AHEAD_WAIT);
     let run = match Run::new(config) {
         Ok(run) => run,
         Err(err) => return output::usage_error(err),

@@ -79,29 +79,28 @@ impl<T: Send + 'static> FeedWatch<T> {
         let (started_in, started) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let ends = WatchEnds { seen: seen_in, started: started_in, stop: stop.clone() };
-        let thread = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                let tls = TlsOptions::default();
-                let settings = WireSettings {
-                    target: &target,
-                    headers: &[],
-                    tls: &tls,
-                    connect_timeout,
-                    http: HttpVersion::Http1,
-                    keepalive: true,
-                    streams: 1,
-                    in_flight: 1,
-                    max_body: 1 << 20,
-                };
-                match FeedWire::select(&settings, None) {
-                    Ok(wire) => wire.with(OnFeed { watch, ends }),
-                    Err(err) => {
-                        let _ = ends.started.send(Err(W::Error::url(err.to_string())));
-                    }
+        // A watch reads in the core's free time (arrivals keep the kernel's receive stamp).
+        let thread = crate::util::thread_class::spawn_helper(name, move || {
+            let tls = TlsOptions::default();
+            let settings = WireSettings {
+                target: &target,
+                headers: &[],
+                tls: &tls,
+                connect_timeout,
+                http: HttpVersion::Http1,
+                keepalive: true,
+                streams: 1,
+                in_flight: 1,
+                max_body: 1 << 20,
+            };
+            match FeedWire::select(&settings, None) {
+                Ok(wire) => wire.with(OnFeed { watch, ends }),
+                Err(err) => {
+                    let _ = ends.started.send(Err(W::Error::url(err.to_string())));
                 }
-            })
-            .map_err(W::Error::thread)?;
+            }
+        })
+        .map_err(W::Error::thread)?;
         match started.recv() {
             Ok(Ok(())) => Ok(FeedWatch { seen, stop, thread: Some(thread) }),
             Ok(Err(err)) => Err(err),

@@ -4,11 +4,16 @@
 //! watch first and becomes ready only once the node confirmed its `signatureSubscribe`, so no
 //! transaction is sent before its landing can be seen; without one (polling) it is ready at
 //! once. The [`ReadyQueue`] is bounded: memory stays flat and the signer waits when far ahead.
+//! Without a watch it holds up to a second of the schedule ([`ahead_capacity`]: at most
+//! [`SIGN_AHEAD_SECONDS`] of the rate, [`SIGN_AHEAD_BYTES`] of prepared transactions), filled
+//! before the schedule starts ([`ReadyQueue::wait_filled`]), so that the pacer does not wait
+//! for a signature when the signer falls behind for a moment.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use base64::Engine as _;
 
@@ -55,6 +60,30 @@ struct Items {
     poppers_waiting: u32,
     /// Threads waiting in [`ReadyQueue::push_waiting`].
     pushers_waiting: u32,
+    /// Threads waiting in [`ReadyQueue::wait_filled`].
+    fillers_waiting: u32,
+}
+
+/// Seconds of the schedule the signed-ahead queue holds at most (without a signature watch).
+pub const SIGN_AHEAD_SECONDS: f64 = 1.0;
+/// Bytes of prepared transactions the signed-ahead queue holds at most: 64 MiB.
+pub const SIGN_AHEAD_BYTES: usize = 64 << 20;
+/// What one prepared transfer takes at most in the queue, counted generously: the record
+/// itself, its base64 wire bytes (a transfer with a price and a memo of a few dozen bytes is
+/// under 330 bytes on the wire, 440 in base64) and the allocator's share.
+pub const PREPARED_TX_BYTES: usize = 640;
+/// The smallest signed-ahead queue (low rates, and runs with a signature watch).
+pub const SIGN_AHEAD_MIN: usize = 256;
+
+/// How many transactions to sign ahead of a schedule of `rate` per second that sends at most
+/// `planned`: [`SIGN_AHEAD_SECONDS`] of the rate, within [`SIGN_AHEAD_BYTES`], never more
+/// than the run sends, never fewer than [`SIGN_AHEAD_MIN`] (or the run's count when smaller).
+pub fn ahead_capacity(rate: f64, planned: u64) -> usize {
+    let by_time =
+        if rate.is_finite() && rate > 0.0 { (rate * SIGN_AHEAD_SECONDS).ceil() as usize } else { 0 };
+    let by_bytes = SIGN_AHEAD_BYTES / PREPARED_TX_BYTES;
+    let planned = usize::try_from(planned).unwrap_or(usize::MAX).max(1);
+    by_time.clamp(SIGN_AHEAD_MIN, by_bytes).min(planned)
 }
 
 /// A bounded queue of ready transactions between threads. A side that finds the other
@@ -64,6 +93,8 @@ pub struct ReadyQueue {
     items: Mutex<Items>,
     not_empty: Condvar,
     not_full: Condvar,
+    /// Wakes [`ReadyQueue::wait_filled`] once full or closed.
+    filled: Condvar,
     capacity: usize,
 }
 
@@ -74,6 +105,7 @@ impl ReadyQueue {
             items: Mutex::new(Items::default()),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
+            filled: Condvar::new(),
             capacity: capacity.max(1),
         })
     }
@@ -120,6 +152,30 @@ impl ReadyQueue {
         if items.poppers_waiting > 0 {
             self.not_empty.notify_one();
         }
+        if items.fillers_waiting > 0 && items.queue.len() >= self.capacity {
+            self.filled.notify_all();
+        }
+    }
+
+    /// Waits until the queue is full or closed (the signer signed all it will), or until
+    /// `deadline`; how many are ready then. Called before the schedule starts, so that the
+    /// first [`ReadyQueue::capacity`] sends never wait for a signature.
+    pub fn wait_filled(&self, deadline: Instant) -> usize {
+        let mut items = self.lock();
+        while items.queue.len() < self.capacity && !items.closed {
+            let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+                break;
+            };
+            items.fillers_waiting += 1;
+            items = self.filled.wait_timeout(items, left).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+            items.fillers_waiting -= 1;
+        }
+        items.queue.len()
+    }
+
+    /// How many it holds at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// How many more fit.
@@ -153,6 +209,7 @@ impl ReadyQueue {
         self.lock().closed = true;
         self.not_empty.notify_all();
         self.not_full.notify_all();
+        self.filled.notify_all();
     }
 
     /// Whether [`ReadyQueue::close`] was called.
@@ -203,62 +260,63 @@ impl SolanaSigner {
     ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("rpcbench-signer".into())
-            .spawn(move || {
-                let mut memo = Vec::with_capacity(plan.memo_prefix.len() + 21);
-                let mut handoff: Vec<PreparedSolanaTx> = Vec::with_capacity(HANDOFF_BATCH);
-                for index in 0..count {
-                    if stopping.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let payer = (index % payers.len().max(1) as u64) as usize;
-                    let Some(keypair) = payers.get(payer) else { break };
-                    let recent = blockhash.latest();
-                    memo.clear();
-                    memo.extend_from_slice(plan.memo_prefix.as_bytes());
-                    memo.push(b' ');
-                    memo.extend_from_slice(itoa::Buffer::new().format(index).as_bytes());
-                    let spec = TransferSpec {
-                        to: plan.to.unwrap_or_else(|| keypair.pubkey()),
-                        lamports: plan.lamports,
-                        memo: memo.clone(),
-                        cu_price: plan.cu_price,
-                        blockhash: recent.blockhash,
-                    };
-                    let signed = transfer(keypair, &spec);
-                    let prepared = PreparedSolanaTx {
-                        index,
-                        payer,
-                        signature: signed.signature,
-                        base64: base64::engine::general_purpose::STANDARD.encode(&signed.wire),
-                        last_valid_block_height: recent.last_valid_block_height,
-                    };
-                    let delivered = match &out {
-                        SignedTo::Ready(queue) => queue.push_waiting(prepared),
-                        SignedTo::Watch(watch) => {
-                            handoff.push(prepared);
-                            // The last one goes at once: nothing else will fill its batch.
-                            if handoff.len() < HANDOFF_BATCH && index + 1 < count {
-                                continue;
-                            }
-                            let full = std::mem::replace(&mut handoff, Vec::with_capacity(HANDOFF_BATCH));
-                            watch.blocking_send(full).is_ok()
+        // The signer steps aside for the pacer: it signs in the core's free time and is
+        // preempted the moment the engine's timer fires (at the engine's own priority, a
+        // refill of the queue held the core for as long as it took).
+        let thread = crate::util::thread_class::spawn_helper("rpcbench-signer", move || {
+            let mut memo = Vec::with_capacity(plan.memo_prefix.len() + 21);
+            let mut handoff: Vec<PreparedSolanaTx> = Vec::with_capacity(HANDOFF_BATCH);
+            for index in 0..count {
+                if stopping.load(Ordering::Relaxed) {
+                    break;
+                }
+                let payer = (index % payers.len().max(1) as u64) as usize;
+                let Some(keypair) = payers.get(payer) else { break };
+                let recent = blockhash.latest();
+                memo.clear();
+                memo.extend_from_slice(plan.memo_prefix.as_bytes());
+                memo.push(b' ');
+                memo.extend_from_slice(itoa::Buffer::new().format(index).as_bytes());
+                let spec = TransferSpec {
+                    to: plan.to.unwrap_or_else(|| keypair.pubkey()),
+                    lamports: plan.lamports,
+                    memo: memo.clone(),
+                    cu_price: plan.cu_price,
+                    blockhash: recent.blockhash,
+                };
+                let signed = transfer(keypair, &spec);
+                let prepared = PreparedSolanaTx {
+                    index,
+                    payer,
+                    signature: signed.signature,
+                    base64: base64::engine::general_purpose::STANDARD.encode(&signed.wire),
+                    last_valid_block_height: recent.last_valid_block_height,
+                };
+                let delivered = match &out {
+                    SignedTo::Ready(queue) => queue.push_waiting(prepared),
+                    SignedTo::Watch(watch) => {
+                        handoff.push(prepared);
+                        // The last one goes at once: nothing else will fill its batch.
+                        if handoff.len() < HANDOFF_BATCH && index + 1 < count {
+                            continue;
                         }
-                    };
-                    if !delivered {
-                        break;
+                        let full = std::mem::replace(&mut handoff, Vec::with_capacity(HANDOFF_BATCH));
+                        watch.blocking_send(full).is_ok()
                     }
+                };
+                if !delivered {
+                    break;
                 }
-                if let SignedTo::Ready(queue) = &out {
-                    queue.close();
-                }
-                // Stopped mid-batch: what was signed still goes (the watch may take it or not).
-                if let (SignedTo::Watch(watch), false) = (&out, handoff.is_empty()) {
-                    let _ = watch.try_send(handoff);
-                }
-            })
-            .ok();
+            }
+            if let SignedTo::Ready(queue) = &out {
+                queue.close();
+            }
+            // Stopped mid-batch: what was signed still goes (the watch may take it or not).
+            if let (SignedTo::Watch(watch), false) = (&out, handoff.is_empty()) {
+                let _ = watch.try_send(handoff);
+            }
+        })
+        .ok();
         SolanaSigner { stop, thread }
     }
 
@@ -332,6 +390,99 @@ mod tests {
         let taken: Vec<u64> = (0..8).filter_map(|_| queue.pop()).map(|t| t.index).collect();
         assert!(signer.join().unwrap());
         assert_eq!(taken, [0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn the_signed_ahead_queue_holds_a_second_of_sends_within_its_byte_bound() {
+        let by_bytes = SIGN_AHEAD_BYTES / PREPARED_TX_BYTES;
+        for (rate, planned, expected) in [
+            (40_000.0, 80_000, 40_000),
+            (40_000.0, 10_000, 10_000),
+            (1_000_000.0, u64::MAX, by_bytes),
+            (100.0, 1_000, SIGN_AHEAD_MIN),
+            (100.0, 50, 50),
+            (f64::NAN, 1_000, SIGN_AHEAD_MIN),
+            (0.0, 0, 1),
+        ] {
+            assert_eq!(ahead_capacity(rate, planned), expected, "rate {rate}, planned {planned}");
+        }
+        assert!(by_bytes * PREPARED_TX_BYTES <= SIGN_AHEAD_BYTES);
+    }
+
+    #[test]
+    fn waiting_for_the_queue_to_fill_ends_once_full_or_closed_or_at_the_deadline() {
+        let far = Instant::now() + std::time::Duration::from_secs(600);
+        let queue = ReadyQueue::new(4);
+        let signer = {
+            let queue = queue.clone();
+            std::thread::spawn(move || (0..6).all(|index| queue.push_waiting(tx(index))))
+        };
+        assert_eq!(queue.wait_filled(far), 4);
+        assert_eq!(queue.pop().map(|t| t.index), Some(0));
+        queue.close();
+        assert!(!signer.join().unwrap(), "a signer still waiting for room stops at the close");
+        // Closed with fewer than it holds: nothing more will come, so no wait.
+        let short = ReadyQueue::new(8);
+        short.push(tx(0));
+        short.close();
+        assert_eq!(short.wait_filled(far), 1);
+        // Neither full nor closed: the deadline ends the wait.
+        let slow = ReadyQueue::new(8);
+        slow.push(tx(0));
+        assert_eq!(slow.wait_filled(Instant::now()), 1);
+    }
+
+    /// Threads of this process named `name`, by id.
+    #[cfg(target_os = "linux")]
+    fn threads_named(name: &str) -> Vec<i32> {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+        tasks
+            .filter_map(|task| {
+                let task = task.ok()?;
+                let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                (comm.trim_end() == name).then(|| task.file_name().to_str()?.parse().ok())?
+            })
+            .collect()
+    }
+
+    /// A thread's scheduling policy: field 41 of its `stat` (counted after the name's `)`).
+    #[cfg(target_os = "linux")]
+    fn policy_of(stat_path: &str) -> Option<i32> {
+        let stat = std::fs::read_to_string(stat_path).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(38)?.parse().ok()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_solana_signer_steps_aside_for_the_pacer() {
+        if policy_of("/proc/thread-self/stat") != Some(libc::SCHED_OTHER) {
+            return; // Under chrt the helper takes one priority below: thread_class's tests.
+        }
+        let before = threads_named("rpcbench-signer");
+        let state = super::super::recent::State {
+            latest: super::super::recent::RecentBlockhash {
+                blockhash: [7; 32],
+                last_valid_block_height: 150,
+                slot: 1,
+            },
+            seen: Vec::new(),
+            failures: 0,
+        };
+        let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
+        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        let queue = ReadyQueue::new(1);
+        let payers = vec![SolanaKeypair::from_seed(&[1; 32])];
+        let signer = SolanaSigner::start(payers, plan, reader, 3, SignedTo::Ready(queue.clone()));
+        // It signed one and waits for room: it has taken its class by now.
+        assert_eq!(queue.wait_filled(Instant::now() + std::time::Duration::from_secs(60)), 1);
+        let ours: Vec<i32> =
+            threads_named("rpcbench-signer").into_iter().filter(|tid| !before.contains(tid)).collect();
+        let policies: Vec<Option<i32>> =
+            ours.iter().map(|tid| policy_of(&format!("/proc/self/task/{tid}/stat"))).collect();
+        assert!(policies.contains(&Some(libc::SCHED_IDLE)), "signer threads {ours:?}, policies {policies:?}");
+        let taken: Vec<u64> = std::iter::from_fn(|| queue.pop()).map(|t| t.index).collect();
+        signer.finish();
+        assert_eq!(taken, [0, 1, 2]);
     }
 
     #[test]
