@@ -291,8 +291,15 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let blockhash = Arc::new(blockhash);
     let landing =
         SolanaLanding::new(node.clone(), commitment, blockhash.clone(), args.inclusion_timeout, args.timeout);
-    let sending =
-        SolanaLandingThread::start(landing, sends.clone(), LandingSources { watch, poll }, store.clone());
+    let sending = match SolanaLandingThread::start(
+        landing,
+        sends.clone(),
+        LandingSources { watch, poll },
+        store.clone(),
+    ) {
+        Ok(sending) => sending,
+        Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
+    };
     let record = run.execute();
     let (mut landing, sources) = sending.finish();
     let record = match record {

@@ -201,16 +201,17 @@ pub(super) struct SolanaLandingThread {
 }
 
 impl SolanaLandingThread {
-    /// Starts feeding `landing` from `sends`' ledger and `sources` every 20 ms.
+    /// Starts feeding `landing` from `sends`' ledger and `sources` every 20 ms, on a thread
+    /// that steps aside for the pacer (as Ethereum's landing thread does).
     pub(super) fn start(
         mut landing: SolanaLanding,
         sends: Arc<SolanaSends>,
         sources: LandingSources,
         live: Option<LiveMetrics>,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let over = Arc::new(AtomicBool::new(false));
         let sending_over = over.clone();
-        let thread = std::thread::spawn(move || {
+        let thread = rpcbench::spawn_helper("rpcbench-landing", move || {
             while !sending_over.load(Ordering::Relaxed) {
                 landing.step(&sends, &sources, false, Instant::now());
                 if let Some(live) = &live {
@@ -219,8 +220,8 @@ impl SolanaLandingThread {
                 std::thread::sleep(Duration::from_millis(20));
             }
             (landing, sources)
-        });
-        SolanaLandingThread { over, thread }
+        })?;
+        Ok(SolanaLandingThread { over, thread })
     }
 
     /// Sending is over: stops the thread and gives the watch back.
