@@ -602,3 +602,33 @@ async fn a_node_behind_sends_the_heads_it_answers_not_the_true_ones() {
     assert!((500..1000).contains(&head), "{head}");
     assert!(answered.abs_diff(head) <= 1, "subscription {head}, eth_blockNumber {answered}");
 }
+
+#[tokio::test]
+async fn ws_close_after_closes_every_connection_with_1001_going_away_and_ws_max_upgrades_refuses_the_next() {
+    let mut options = options(Chain::Ethereum, 20);
+    options.ws_close_after = Some(Duration::from_millis(100));
+    options.ws_max_upgrades = Some(2);
+    let server = start(options);
+    for _ in 0..2 {
+        let mut ws = connect(&server).await;
+        call(&mut ws, r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#).await;
+        // Heads until the close frame: the node goes away on its own.
+        let frame = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+                Ok(Some(Ok(Message::Close(frame)))) => break frame.expect("a close frame with a code"),
+                Ok(Some(Ok(_))) => continue,
+                other => panic!("expected a close frame: {other:?}"),
+            }
+        };
+        assert_eq!(frame.code, CloseCode::Away);
+        assert_eq!(frame.reason.as_str(), "going away");
+    }
+    assert_eq!(server.ws_stats().closed_on_schedule, 2);
+    // Past two upgrades over the server's life, the next one gets 503.
+    let tcp = TcpStream::connect(server.local_addr()).await.unwrap();
+    match client_async(server.ws_url(), tcp).await {
+        Err(WsError::Http(response)) => assert_eq!(response.status(), 503),
+        other => panic!("expected a 503: {other:?}"),
+    }
+    assert_eq!(server.ws_stats().upgrades_refused, 1);
+}

@@ -215,6 +215,14 @@ pub struct ServeArgs {
     /// error -32000 "too many subscriptions on this connection (limit N)".
     #[arg(long, value_name = "N")]
     pub max_subscriptions: Option<usize>,
+    /// WebSocket: close every connection this long after it opened, with 1001 "going away"
+    /// (as a provider's idle limit or deploy does), such as 2s.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub ws_close_after: Option<Duration>,
+    /// WebSocket: upgrades past N over the server's life get HTTP 503 (a node that refuses
+    /// every reconnect).
+    #[arg(long, value_name = "N")]
+    pub ws_max_upgrades: Option<u64>,
     #[command(flatten)]
     pub caps: crate::args::caps::ClientCapArgs,
 }
@@ -349,6 +357,8 @@ impl ServeArgs {
         options.ws_max_queue = self.ws_max_queue;
         options.ws_max_connections = self.ws_max_connections;
         options.ws_max_subscriptions = self.max_subscriptions;
+        options.ws_close_after = self.ws_close_after;
+        options.ws_max_upgrades = self.ws_max_upgrades;
         // Zero is refused by the options' check, naming the flag.
         options.max_connections = self.caps.max_connections;
         options.idle_timeout = Some(self.caps.idle_timeout);
@@ -380,6 +390,7 @@ fn flag_of(option: &str) -> &'static str {
         "ws_max_queue" => "--ws-max-queue",
         "ws_max_connections" => "--ws-max-connections",
         "ws_max_subscriptions" => "--max-subscriptions",
+        "ws_close_after" => "--ws-close-after",
         "max_connections" => "--max-connections",
         "idle_timeout" => "--idle-timeout",
         _ => "--chain",

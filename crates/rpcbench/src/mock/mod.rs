@@ -330,6 +330,13 @@ pub struct MockOptions {
     /// JSON-RPC error -32000 "too many subscriptions on this connection (limit N)" (default:
     /// unlimited).
     pub ws_max_subscriptions: Option<usize>,
+    /// WebSocket: every connection is closed this long after it opened, with a close frame
+    /// 1001 "going away" (as a provider's idle limit, deploy or load shedding does), counted
+    /// in [`WsStats::closed_on_schedule`] (default: never).
+    pub ws_close_after: Option<Duration>,
+    /// WebSocket: upgrades past this many over the server's life get HTTP 503 (a node that
+    /// refuses every reconnect; default: unlimited).
+    pub ws_max_upgrades: Option<u64>,
     /// Most connections open at once; one more is closed at once (default `None`: the
     /// open-file limit less 64).
     pub max_connections: Option<usize>,
@@ -388,6 +395,8 @@ impl MockOptions {
             ws_max_queue: None,
             ws_max_connections: None,
             ws_max_subscriptions: None,
+            ws_close_after: None,
+            ws_max_upgrades: None,
             max_connections: None,
             idle_timeout: Some(Duration::from_secs(60)),
             tx_pool: None,
@@ -476,6 +485,9 @@ impl MockOptions {
         }
         if self.ws_max_connections == Some(0) {
             return invalid("ws_max_connections", "must be at least 1".into());
+        }
+        if self.ws_close_after.is_some_and(|after| after.is_zero()) {
+            return invalid("ws_close_after", "must be longer than zero".into());
         }
         self.faults.validate().map_err(|(name, reason)| MockError::InvalidOption { name, reason })
     }
@@ -618,6 +630,7 @@ mod tests {
             ("ws_max_queue", |o| o.ws_max_queue = Some(0)),
             ("ws_max_connections", |o| o.ws_max_connections = Some(0)),
             ("ws_max_subscriptions", |o| o.ws_max_subscriptions = Some(0)),
+            ("ws_close_after", |o| o.ws_close_after = Some(Duration::ZERO)),
             ("max_connections", |o| o.max_connections = Some(0)),
             ("idle_timeout", |o| o.idle_timeout = Some(Duration::ZERO)),
         ] {

@@ -70,12 +70,18 @@ impl Drop for ConnectionSlot {
     }
 }
 
-/// A slot for one more WebSocket connection, or `None` past `ws_max_connections`.
+/// A slot for one more WebSocket connection, or `None` past `ws_max_connections` open or
+/// `ws_max_upgrades` over the server's life.
 pub(crate) fn open_connection(shared: &Arc<Shared>) -> Option<ConnectionSlot> {
     let open = shared.ws.open.fetch_add(1, Ordering::Relaxed) + 1;
     let slot = ConnectionSlot { shared: shared.clone() };
     if shared.ws.max_connections.is_some_and(|max| open > max) {
         return None; // dropping the slot gives the count back
+    }
+    let upgrades = shared.ws.upgrades.fetch_add(1, Ordering::Relaxed) + 1;
+    if shared.ws.max_upgrades.is_some_and(|max| upgrades > max) {
+        shared.ws.upgrades_refused.fetch_add(1, Ordering::Relaxed);
+        return None;
     }
     Some(slot)
 }
@@ -460,6 +466,14 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut answer = Vec::new();
     let mut close: Option<CloseFrame> = None;
     let mut answered_unwritten = 0usize;
+    // `ws_close_after`: the connection's end, on schedule.
+    let closes_at = ws.close_after.map(|after| tokio::time::Instant::now() + after);
+    let mut on_schedule = pin!(async move {
+        match closes_at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    });
     loop {
         // The reader goes before the writer (below), so that a flood of frames does not keep
         // the writer, and the notifications it owes, waiting: after WRITE_AT_LEAST_EVERY frames
@@ -480,6 +494,11 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             biased;
             _ = shutdown.wait_for(|stop| *stop) => {
                 close = Some(CloseFrame { code: CloseCode::Away, reason: "server shutting down".into() });
+                break;
+            }
+            () = &mut on_schedule => {
+                ws.closed_on_schedule.fetch_add(1, Ordering::Relaxed);
+                close = Some(CloseFrame { code: CloseCode::Away, reason: "going away".into() });
                 break;
             }
             _ = counts.answer_written.notified(), if counts.answers.load(Ordering::Relaxed) >= MAX_PENDING_ANSWERS => {

@@ -38,6 +38,10 @@ pub struct WsStats {
     pub subscriptions_opened: u64,
     /// Connections closed (1008) for having too many notifications queued unsent.
     pub subscribers_closed_slow: u64,
+    /// Connections closed (1001 "going away") by `ws_close_after`.
+    pub closed_on_schedule: u64,
+    /// Upgrades refused (503) past `ws_max_upgrades`.
+    pub upgrades_refused: u64,
 }
 
 /// The WebSocket side of a server: knobs, counters, open connections and the item broadcast.
@@ -48,6 +52,13 @@ pub(crate) struct WsState {
     pub(super) delay: Option<Duration>,
     pub(super) max_queue: usize,
     pub(super) max_connections: Option<usize>,
+    /// Each connection is closed (1001) this long after it opened.
+    pub(super) close_after: Option<Duration>,
+    /// Upgrades accepted at most over the server's life.
+    pub(super) max_upgrades: Option<u64>,
+    pub(super) upgrades: AtomicU64,
+    pub(super) upgrades_refused: AtomicU64,
+    pub(super) closed_on_schedule: AtomicU64,
     /// Most subscriptions open at once on one connection; one more is refused.
     pub(super) max_subscriptions: Option<usize>,
     pub(super) seed: u64,
@@ -74,6 +85,11 @@ impl WsState {
             delay: options.ws_delay.filter(|delay| !delay.is_zero()),
             max_queue: options.ws_max_queue.unwrap_or(DEFAULT_MAX_QUEUE),
             max_connections: options.ws_max_connections,
+            close_after: options.ws_close_after,
+            max_upgrades: options.ws_max_upgrades,
+            upgrades: AtomicU64::new(0),
+            upgrades_refused: AtomicU64::new(0),
+            closed_on_schedule: AtomicU64::new(0),
             max_subscriptions: options.ws_max_subscriptions,
             seed: options.seed,
             slot_time: options.slot_time,
@@ -100,6 +116,8 @@ impl WsState {
             duplicates_sent: self.duplicates.load(Ordering::Relaxed),
             subscriptions_opened: self.opened.load(Ordering::Relaxed),
             subscribers_closed_slow: self.closed_slow.load(Ordering::Relaxed),
+            closed_on_schedule: self.closed_on_schedule.load(Ordering::Relaxed),
+            upgrades_refused: self.upgrades_refused.load(Ordering::Relaxed),
         }
     }
 
