@@ -22,3 +22,4 @@ mod tx_landing;
 mod tx_report;
 pub mod tx_solana;
 mod tx_solana_landing;
+mod tx_watch_health;

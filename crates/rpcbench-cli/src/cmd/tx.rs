@@ -384,6 +384,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let watch_ends = match watch.health() {
+        Some(health) => super::tx_watch_health::say_ends(
+            "newHeads watch",
+            health,
+            "later transactions were found by their lookup once the inclusion timeout passed",
+        ),
+        None => super::tx_watch_health::WatchEnds::none(),
+    };
     landing.receive(watch.stop());
     landing.process(None);
     drop(dashboard);
@@ -464,6 +472,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": landing.fetch_failures,
+        "watch_reconnects": watch_ends.reconnects,
+        "watch_ended": watch_ends.last_end,
+        "watch_gave_up": watch_ends.gave_up,
+        "included_by_catch_up": landing.included_by_catch_up,
         // Why sends left late: more than 2 ms late with every allowed connection busy, and
         // sends that found nothing signed and waited for the signer.
         "late_sends": {

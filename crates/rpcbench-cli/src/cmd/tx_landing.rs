@@ -123,6 +123,10 @@ pub(super) struct Landing {
     last_head: Option<(u64, Instant)>,
     pub(super) fetch_failures: u64,
     pub(super) receipt_failures: u64,
+    /// Inclusions found in blocks read to fill a gap below a head (heads missed while the
+    /// watch reconnected, or skipped by the node), not in the head's own block: their time is
+    /// that head's arrival, when they were seen.
+    pub(super) included_by_catch_up: u64,
     /// Whose receipts are read.
     receipts: ReceiptSample,
     /// Dropped transactions to look up at the end: hash, sender and nonce (the first
@@ -172,6 +176,7 @@ impl Landing {
             last_head: None,
             fetch_failures: 0,
             receipt_failures: 0,
+            included_by_catch_up: 0,
             receipts,
             lookups: Vec::new(),
             not_looked_up: 0,
@@ -277,6 +282,9 @@ impl Landing {
                 head.arrived,
                 &block.transactions,
             );
+            if number != head.number {
+                self.included_by_catch_up += news.included.len() as u64;
+            }
             if let Some(from) = news.replaced_from {
                 // A reorg replaced blocks below: fetch them again (at most the gap limit).
                 numbers.extend((from.max(number.saturating_sub(MAX_GAP_BLOCKS))..number).rev());

@@ -32,6 +32,7 @@ use rpcbench::SolanaSends;
 use serde_json::{json, Value};
 
 use super::tx_solana_landing::{LandingSources, SolanaLanding, SolanaLandingThread};
+use super::tx_watch_health::{say_ends, WatchEnds};
 use crate::args::tx::{CommitmentArg, LandingArg, TxArgs};
 use crate::output;
 
@@ -228,18 +229,26 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     // one block subscription is confirmed before anything is signed or sent).
     let mut block_stream_end = None;
     let (watch, signed_to) = if blocks {
-        let started = SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends))
-            .map(|(watch, end)| {
-                block_stream_end = Some(end);
-                watch
-            });
+        let started =
+            SignatureWatch::start_blocks(&ws_url, commitment, args.timeout, sent_since(&sends), node.clone())
+                .map(|(watch, end)| {
+                    block_stream_end = Some(end);
+                    watch
+                });
         match watch_or_polling(started, "blockSubscribe", &args, &node, &ws_url) {
             Ok(watch) => (watch, SignedTo::Ready(ready.clone())),
             Err(exit) => return exit,
         }
     } else if args.poll.is_none() {
         let (to_watch, from_signer) = rpcbench::tx::solana::ahead::signed_channel(SIGN_AHEAD);
-        let started = SignatureWatch::start(&ws_url, commitment, args.timeout, from_signer, ready.clone());
+        let started = SignatureWatch::start(
+            &ws_url,
+            commitment,
+            args.timeout,
+            from_signer,
+            ready.clone(),
+            node.clone(),
+        );
         match watch_or_polling(started, "signatureSubscribe", &args, &node, &ws_url) {
             Ok(Some(watch)) => (Some(watch), SignedTo::Watch(to_watch)),
             Ok(None) => (None, SignedTo::Ready(ready.clone())),
@@ -330,25 +339,24 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (mut subscribed, mut refused, mut unwatched) = (0, 0, 0);
-    // A block stream that ended mid-run: the sends after it were not watched (the status
-    // lookup settled them); said once below and in the report.
-    let mut watch_ended = block_stream_end.as_ref().and_then(|end| end.reason().map(str::to_string));
-    unwatched += block_stream_end.as_ref().map_or(0, |end| end.unwatched());
+    let (mut subscribed, mut refused, mut unwatched, mut caught_up) = (0, 0, 0, 0);
     let mut last_landings = Vec::new();
+    let mut watch_ends = WatchEnds::none();
     if let Some(watch) = sources.watch {
-        let counts = watch.counts();
+        let (counts, health) = (watch.counts(), watch.health());
+        // Stopped first: its counts are final then.
+        last_landings.extend(watch.stop());
         subscribed = counts.subscribed.load(std::sync::atomic::Ordering::Relaxed);
         refused = counts.refused.load(std::sync::atomic::Ordering::Relaxed);
         unwatched += counts.unwatched.load(std::sync::atomic::Ordering::Relaxed);
-        watch_ended = watch_ended.or_else(|| counts.ended().map(str::to_string));
-        last_landings.extend(watch.stop());
+        let what = if blocks { "block stream" } else { "signature watch" };
+        let after = "what was sent since was looked up with getSignatureStatuses once not seen landed";
+        watch_ends = say_ends(what, &health, after);
+        caught_up = health.caught_up();
     }
-    if let Some(why) = &watch_ended {
-        eprintln!(
-            "warning: the signature watch ended: {why}; {unwatched} transactions were sent unwatched (looked up with getSignatureStatuses once not seen landed)"
-        );
-    }
+    // A block stream that could not reconnect: the sends after its end were not watched (the
+    // status lookup settled them).
+    unwatched += block_stream_end.as_ref().map_or(0, |end| end.unwatched());
     let mut poll_failures = 0;
     if let Some(poll) = sources.poll {
         poll_failures = poll.failures();
@@ -419,7 +427,10 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "subscriptions": subscribed,
         "subscriptions_refused": refused,
         "sent_unwatched": unwatched,
-        "watch_ended": watch_ended,
+        "watch_ended": watch_ends.last_end,
+        "watch_reconnects": watch_ends.reconnects,
+        "watch_gave_up": watch_ends.gave_up,
+        "landed_by_catch_up": caught_up,
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
     });

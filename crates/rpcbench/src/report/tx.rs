@@ -646,6 +646,7 @@ fn ethereum_text(report: &Value) -> String {
         }
     }
     extra.push_str(&top_up_line(&report["top_ups"]));
+    extra.push_str(&watch_ended_line(report, "head watch ended", "included_by_catch_up"));
     if n("reorged_out") > 0 || n("reorgs") > 0 {
         let _ = writeln!(
             extra,
@@ -727,17 +728,23 @@ fn top_up_line(top_ups: &Value) -> String {
     )
 }
 
-/// The signature watch's end, if its connection ended before the run stopped it: why, and
-/// how many transactions went out unwatched.
-fn watch_ended_line(report: &Value) -> String {
-    match report["watch_ended"].as_str() {
-        Some(why) => format!(
-            "{:<22} {why}; {} sent unwatched\n",
-            "signature watch ended",
-            count(report, "sent_unwatched")
-        ),
-        None => String::new(),
+/// The landing watch's last end, if its connection ended before the run stopped it (`label`
+/// says which watch): why; how many times it reconnected (or that it gave up), what its
+/// catch-up found (`caught_up`: the report's key) and, on Solana, how many transactions went
+/// out unwatched.
+fn watch_ended_line(report: &Value, label: &str, caught_up: &str) -> String {
+    let Some(why) = report["watch_ended"].as_str() else { return String::new() };
+    let mut line =
+        format!("{label:<22} {why}; reconnected {}", report["watch_reconnects"].as_u64().unwrap_or(0));
+    if report["watch_gave_up"].as_bool() == Some(true) {
+        line.push_str(", then gave up");
     }
+    let _ = write!(line, "; {} found by catch-up", report[caught_up].as_u64().unwrap_or(0));
+    if let Some(unwatched) = report["sent_unwatched"].as_u64() {
+        let _ = write!(line, "; {unwatched} sent unwatched");
+    }
+    line.push('\n');
+    line
 }
 
 fn solana_text(report: &Value) -> String {
@@ -767,7 +774,7 @@ fn solana_text(report: &Value) -> String {
                 ("send -> landed ms", "send_to_landed_ms", resolution.clone()),
             ],
             after: ("slots after send", "slots_after_send", resolution),
-            extra: watch_ended_line(report),
+            extra: watch_ended_line(report, "landing watch ended", "landed_by_catch_up"),
             interrupted: "what did not land within the grace is pending",
         },
     )

@@ -32,6 +32,9 @@ const SUMMED_BESIDE_FINALS: &[&str] = &[
     "subscriptions",
     "subscriptions_refused",
     "sent_unwatched",
+    "watch_reconnects",
+    "included_by_catch_up",
+    "landed_by_catch_up",
     "status_poll_failures",
     "blockhash_refresh_failures",
 ];
@@ -204,6 +207,13 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
     merged["send_seconds"] = json!(max("send_seconds"));
     merged["oldest_pending_ms"] = json!(max("oldest_pending_ms") as u64);
     merged["interrupted"] = json!(parts.iter().any(|(_, report)| report["interrupted"] == true));
+    // A shard whose watch ended or gave up says so in the merge too.
+    if let Some((_, ended)) = parts.iter().find(|(_, report)| report["watch_ended"].is_string()) {
+        merged["watch_ended"] = ended["watch_ended"].clone();
+    }
+    if parts.iter().any(|(_, report)| report["watch_gave_up"] == true) {
+        merged["watch_gave_up"] = json!(true);
+    }
     // Each shard's own verdict, and the identity over the merged counts (a shard that added up
     // but is summed without one of its rows would not).
     merged["identity_holds"] =

@@ -105,6 +105,14 @@ impl HeadSource {
         }
     }
 
+    /// The subscription's connection's ends and reconnects (`None`: polled).
+    pub fn health(&self) -> Option<&super::watch::WatchHealth> {
+        match self {
+            HeadSource::Subscribed(watch) => Some(watch.health()),
+            HeadSource::Polled(_) => None,
+        }
+    }
+
     /// The heads seen since the last call.
     pub fn drain(&self) -> Vec<SeenHead> {
         match self {

@@ -3,12 +3,15 @@
 //! subscription, so a head that carries a transaction is never missed because the watch
 //! started late. Each head is handed on with its number and arrival stamp (the kernel's receive
 //! stamp where the feed has one); the driver fetches the block's transaction hashes and feeds
-//! `super::inclusion::InclusionBook`.
+//! `super::inclusion::InclusionBook`. A connection that ends mid-run is opened again and
+//! subscribed again (`super::feed_watch`'s policy); the blocks of the gap are read by number
+//! when the next head comes.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+use super::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+pub use super::feed_watch::{ReconnectPolicy, WatchHealth, ENDS_KEPT, RECONNECT};
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 
 /// One head as it arrived.
@@ -82,6 +85,11 @@ impl HeadWatch {
         self.heads.drain()
     }
 
+    /// Its connection's ends and reconnects so far.
+    pub fn health(&self) -> &WatchHealth {
+        self.heads.health()
+    }
+
     /// Stops watching and returns the heads not yet drained.
     pub fn stop(self) -> Vec<SeenHead> {
         self.heads.stop()
@@ -109,17 +117,18 @@ impl WatchOnFeed for NewHeads {
     type Seen = SeenHead;
     type Error = WatchError;
 
-    async fn watch<F: Feed>(self, mut feed: F, ends: WatchEnds<SeenHead, WatchError>) {
+    async fn watch<F: Feed>(&mut self, mut feed: F, ends: &WatchEnds<SeenHead, WatchError>) -> FeedRound {
         // Heads are stamped by the kernel on arrival: the watch can wait for the core.
-        crate::util::thread_class::step_aside_for_the_pacer();
+        if !ends.reconnecting() {
+            crate::util::thread_class::step_aside_for_the_pacer();
+        }
         let call = SubscribeCall::JsonRpc(JsonRpcSubscribe {
             method: "eth_subscribe",
             params: serde_json::json!(["newHeads"]),
             unsubscribe: "eth_unsubscribe",
         });
-        if feed.subscribe(0, &call).await.is_err() {
-            let _ = ends.started.send(Err(WatchError::Refused("the connection ended".into())));
-            return;
+        if let Err(end) = feed.subscribe(0, &call).await {
+            return ends.not_subscribed(WatchError::Refused(ended_text(end, feed.end_detail())));
         }
         let mut confirmed = false;
         while !ends.stopped() {
@@ -129,11 +138,11 @@ impl WatchOnFeed for NewHeads {
             match event {
                 FeedEvent::Confirmed { .. } => {
                     confirmed = true;
-                    let _ = ends.started.send(Ok(()));
+                    ends.subscribed();
                 }
                 FeedEvent::Refused { message, .. } => {
-                    let _ = ends.started.send(Err(WatchError::Refused(message)));
-                    return;
+                    feed.close().await;
+                    return ends.not_subscribed(WatchError::Refused(message));
                 }
                 FeedEvent::Item(delivery) => {
                     if let Some((number, produced_at_us)) = head_number(delivery.payload()) {
@@ -142,14 +151,18 @@ impl WatchOnFeed for NewHeads {
                     }
                 }
                 FeedEvent::Ended(end) => {
+                    let why = ended_text(end, feed.end_detail());
                     if !confirmed {
-                        let _ = ends.started.send(Err(WatchError::Refused(format!("{end:?}"))));
+                        return ends.not_subscribed(WatchError::Refused(why));
                     }
-                    return;
+                    // The landing book reads the blocks of the gap by number once the next
+                    // head comes.
+                    return FeedRound::Ended(why);
                 }
                 FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
             }
         }
         feed.close().await;
+        FeedRound::Over
     }
 }

@@ -7,13 +7,17 @@
 //! notification's arrival (the kernel's receive stamp where the feed has one). Signatures only:
 //! whether a landed transaction failed is not in them, so it counts as landed. What it looks
 //! for follows the unfinished sends: the landing book's final ones are forgotten. Should the
-//! stream's connection end mid-run, the sends after it are counted unwatched and the reason
-//! kept ([`BlockStreamEnd`]); the status lookup of the landing book settles them.
+//! stream's connection end mid-run, it is opened again and subscribed again (the policy of
+//! `crate::tx::feed_watch`); the blocks of the gap are not read again (`getBlock` is not
+//! among what this watch asks): instead every signature still looked for, those sent in the
+//! gap among them, is checked once with `getSignatureStatuses` (`super::catch_up`), and what
+//! that misses the landing book's status lookup settles. Only once the watch gives up are the
+//! sends after the end counted unwatched ([`BlockStreamEnd`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -21,8 +25,9 @@ use serde_json::json;
 use super::base58::signature_from_text;
 use super::status_poll::SentNews;
 use super::watch::{Commitment, Landing, SentSince, SignatureWatch, SignatureWatchError};
-use crate::transport::feed::{Feed, FeedEnd, FeedEvent, JsonRpcSubscribe, SubscribeCall};
-use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed};
+use crate::client::Endpoint;
+use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::tx::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed};
 use crate::util::fast_hash::MultiplyHasherBuilder;
 
 impl SignatureWatch {
@@ -36,44 +41,34 @@ impl SignatureWatch {
         commitment: Commitment,
         connect_timeout: Duration,
         sent: SentSince,
+        node: Endpoint,
     ) -> Result<(SignatureWatch, Arc<BlockStreamEnd>), SignatureWatchError> {
         let end = Arc::new(BlockStreamEnd::default());
-        let watch = BlockLandingWatch { commitment, answer_timeout: connect_timeout, sent, end: end.clone() };
+        let watch = BlockLandingWatch {
+            commitment,
+            answer_timeout: connect_timeout,
+            sent,
+            end: end.clone(),
+            node: Some(node),
+            open: LookedFor::default(),
+            sent_in_gap: 0,
+        };
         let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
         Ok((SignatureWatch::of_landings(landings), end))
     }
 }
 
-/// How a block stream ended before the run stopped it, if it did: why, and the sends after it
-/// (no longer watched: the status lookup settles them).
+/// The sends a block stream could not watch: those after its last end once it gave up
+/// reconnecting (the status lookup settles them). Why it ended is in its health.
 #[derive(Debug, Default)]
 pub struct BlockStreamEnd {
-    reason: OnceLock<String>,
     unwatched: AtomicU64,
 }
 
 impl BlockStreamEnd {
-    /// Why the stream ended mid-run (`None`: it ran until stopped).
-    pub fn reason(&self) -> Option<&str> {
-        self.reason.get().map(String::as_str)
-    }
-
-    /// Transactions sent after the stream ended.
+    /// Transactions sent after the stream ended for good.
     pub fn unwatched(&self) -> u64 {
         self.unwatched.load(Ordering::Relaxed)
-    }
-
-    fn ended(&self, end: FeedEnd) {
-        let reason = match end {
-            FeedEnd::Closed(code) => format!("the node closed the block stream (close code {code})"),
-            FeedEnd::Protocol => "the block stream broke the WebSocket protocol".to_string(),
-            FeedEnd::TooLarge => "a block notification was larger than the message limit".to_string(),
-            FeedEnd::NotReading => "the node stopped reading the block stream's connection".to_string(),
-            FeedEnd::Status(_) | FeedEnd::GoAway | FeedEnd::Lost => {
-                "the block stream's connection was lost".to_string()
-            }
-        };
-        let _ = self.reason.set(reason);
     }
 }
 
@@ -115,6 +110,12 @@ pub(super) struct BlockLandingWatch {
     pub(super) answer_timeout: Duration,
     pub(super) sent: SentSince,
     pub(super) end: Arc<BlockStreamEnd>,
+    /// Where what is looked for is checked after a reconnect (`None`: not checked).
+    pub(super) node: Option<Endpoint>,
+    /// Sent, not seen in a block, not final.
+    open: LookedFor,
+    /// Sends taken while no connection was open, since the last end.
+    sent_in_gap: u64,
 }
 
 /// The signatures a block watch looks for: sent, not seen in a block, not final.
@@ -147,6 +148,10 @@ impl LookedFor {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.by_signature.len()
+    }
+
+    fn all(&self) -> Vec<(u64, [u8; 64])> {
+        self.by_index.iter().map(|(index, signature)| (*index, *signature)).collect()
     }
 }
 
@@ -191,54 +196,82 @@ impl BlockLandingWatch {
     }
 }
 
+impl Drop for BlockLandingWatch {
+    /// The sends of a gap the run's end cut short went out unwatched.
+    fn drop(&mut self) {
+        self.end.unwatched.fetch_add(self.sent_in_gap, Ordering::Relaxed);
+    }
+}
+
 impl WatchOnFeed for BlockLandingWatch {
     type Seen = Landing;
     type Error = SignatureWatchError;
 
-    async fn watch<F: Feed>(mut self, mut feed: F, ends: WatchEnds<Landing, SignatureWatchError>) {
+    async fn watch<F: Feed>(
+        &mut self,
+        mut feed: F,
+        ends: &WatchEnds<Landing, SignatureWatchError>,
+    ) -> FeedRound {
         if let Err(err) = self.subscribed(&mut feed).await {
-            let _ = ends.started.send(Err(err));
             feed.close().await;
-            return;
+            return ends.not_subscribed(err);
         }
-        let _ = ends.started.send(Ok(()));
-        // Sent, not seen landed yet and not final: at most the unfinished sends.
-        let mut open = LookedFor::default();
-        let mut feed_open = true;
+        if ends.reconnecting() {
+            // What landed in the gap is in blocks the stream will not send again.
+            self.open.take((self.sent)());
+            self.sent_in_gap = 0;
+            ends.subscribed();
+            if let Some(node) = &self.node {
+                super::catch_up::check_once(node, self.commitment, self.open.all(), &ends.seen, &ends.health);
+            }
+        } else {
+            ends.subscribed();
+        }
         while !ends.stopped() {
             tokio::select! {
-                event = feed.next(), if feed_open => match event {
+                event = feed.next() => match event {
                     FeedEvent::Item(delivery) => {
                         let Some((slot, signatures)) = notified_block(delivery.payload()) else { continue };
-                        open.take((self.sent)());
+                        self.open.take((self.sent)());
                         for text in &signatures {
-                            let Some(index) = signature_from_text(text).and_then(|s| open.found(&s)) else {
+                            let Some(index) = signature_from_text(text).and_then(|s| self.open.found(&s)) else {
                                 continue;
                             };
                             let landing = Landing { index, slot, arrived: delivery.arrived, failed: false };
                             let _ = ends.seen.send(landing);
                         }
                     }
-                    FeedEvent::Ended(end) => {
-                        feed_open = false;
-                        self.end.ended(end);
-                        open = LookedFor::default();
-                    }
+                    FeedEvent::Ended(end) => return FeedRound::Ended(ended_text(end, feed.end_detail())),
                     _ => {}
                 },
                 () = tokio::time::sleep(IDLE_CHECK) => {
-                    let news = (self.sent)();
-                    if feed_open {
-                        // Between blocks too, so the ledger need not keep the sends for it.
-                        open.take(news);
-                    } else {
-                        self.end.unwatched.fetch_add(news.sent.len() as u64, Ordering::Relaxed);
-                    }
+                    // Between blocks too, so the ledger need not keep the sends for it.
+                    self.open.take((self.sent)());
                 }
             }
         }
-        if feed_open {
-            feed.close().await;
+        feed.close().await;
+        FeedRound::Over
+    }
+
+    async fn between(&mut self, ends: &WatchEnds<Landing, SignatureWatchError>, until: tokio::time::Instant) {
+        // The ledger is followed on: the sends of the gap are looked for once reconnected.
+        while !ends.stopped() && tokio::time::Instant::now() < until {
+            let news = (self.sent)();
+            self.sent_in_gap += news.sent.len() as u64;
+            self.open.take(news);
+            ends.wait_until(until.min(tokio::time::Instant::now() + IDLE_CHECK)).await;
+        }
+    }
+
+    async fn gave_up(&mut self, ends: &WatchEnds<Landing, SignatureWatchError>) {
+        // No stream any more: the sends since the end, and all later ones, go unwatched.
+        self.end.unwatched.fetch_add(std::mem::take(&mut self.sent_in_gap), Ordering::Relaxed);
+        self.open = LookedFor::default();
+        while !ends.stopped() {
+            let news = (self.sent)();
+            self.end.unwatched.fetch_add(news.sent.len() as u64, Ordering::Relaxed);
+            ends.wait_until(tokio::time::Instant::now() + IDLE_CHECK).await;
         }
     }
 }
@@ -246,6 +279,7 @@ impl WatchOnFeed for BlockLandingWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::feed::FeedEnd;
 
     #[test]
     fn a_block_notification_gives_its_slot_and_signatures_and_garbage_gives_nothing() {
@@ -306,7 +340,7 @@ mod tests {
     }
 
     #[test]
-    fn the_block_stream_ending_mid_run_counts_the_later_sends_unwatched_and_says_why() {
+    fn a_block_stream_that_ends_says_why_and_once_it_gave_up_counts_the_later_sends_unwatched() {
         use std::sync::atomic::AtomicBool;
         use std::sync::Mutex;
         let block = format!(
@@ -329,8 +363,8 @@ mod tests {
             ]
             .into(),
         };
-        // The sends: 0 and 1 before the block, then one more at each look after the end; the
-        // run stops on the fourth look.
+        // The sends: 0 and 1 before the block, then one more at each look once the watch gave
+        // up reconnecting; the run stops on the fourth look.
         let stop = Arc::new(AtomicBool::new(false));
         let looks = Arc::new(Mutex::new(0u64));
         let (stopping, looked) = (stop.clone(), looks.clone());
@@ -347,23 +381,27 @@ mod tests {
             SentNews { sent, finished: Vec::new() }
         });
         let end = Arc::new(BlockStreamEnd::default());
-        let watch = BlockLandingWatch {
+        let mut watch = BlockLandingWatch {
             commitment: Commitment::Confirmed,
             answer_timeout: Duration::from_secs(5),
             sent,
             end: end.clone(),
+            node: None,
+            open: LookedFor::default(),
+            sent_in_gap: 0,
         };
         let (seen, landings) = std::sync::mpsc::channel();
         let (started, said) = std::sync::mpsc::channel();
-        let ends = WatchEnds { seen, started, stop };
+        let ends = WatchEnds::new(seen, started, stop);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(watch.watch(feed, ends));
+        let round = runtime.block_on(watch.watch(feed, &ends));
+        assert_eq!(round, FeedRound::Ended("the connection broke without a close frame (1006)".into()));
+        runtime.block_on(watch.gave_up(&ends));
         assert!(said.recv().unwrap().is_ok());
         let landed: Vec<(u64, u64)> =
             landings.try_iter().map(|landing| (landing.index, landing.slot)).collect();
         assert_eq!(landed, [(0, 5)], "the block before the end is seen");
         assert_eq!(*looks.lock().unwrap(), 4);
-        assert_eq!(end.unwatched(), 3, "the three sends after the end are counted unwatched");
-        assert_eq!(end.reason(), Some("the node closed the block stream (close code 1006)"));
+        assert_eq!(end.unwatched(), 3, "the three sends after it gave up are counted unwatched");
     }
 }

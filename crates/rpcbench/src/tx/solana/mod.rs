@@ -11,6 +11,7 @@ pub mod ahead;
 pub(crate) mod base58;
 pub mod blockhash;
 mod blocks;
+mod catch_up;
 pub mod keys;
 pub mod landing;
 pub mod lookup;

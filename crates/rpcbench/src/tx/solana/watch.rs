@@ -3,23 +3,28 @@
 //!   with the head watch: `crate::tx::feed_watch`), a `signatureSubscribe` per
 //!   transaction sent (position = the transaction's index) BEFORE it is handed to the pacer;
 //!   the notification's arrival (the kernel's receive stamp where the feed has one) is the
-//!   landing time, its `err` says whether it failed;
+//!   landing time, its `err` says whether it failed; each signature is kept until it lands
+//!   (at most [`MAX_KEPT_SIGNATURES`]) so that, should the connection end, the watch
+//!   reconnects, subscribes again what is kept and what was sent in the gap, and checks them
+//!   once with `getSignatureStatuses` (`super::catch_up`);
 //! - or, with [`SignatureWatch::start_blocks`], one `blockSubscribe` whose notifications list
 //!   each block's signatures (`super::blocks`);
 //! - [`SignaturePoll`]: without WebSocket, `getSignatureStatuses` in batches at a stated
 //!   interval; the landing time is the answer's arrival, so it is known to that resolution.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
-use crate::transport::feed::{Feed, FeedEnd, FeedEvent, JsonRpcSubscribe, SubscribeCall};
-use crate::tx::feed_watch::{FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+use crate::client::Endpoint;
+use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
+use crate::tx::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
+use crate::tx::watch::WatchHealth;
 use crate::util::fast_hash::MultiplyHasherBuilder;
 
 /// Signatures per `getSignatureStatuses` call (the node's limit).
@@ -114,43 +119,13 @@ impl WatchStartError for SignatureWatchError {
 /// Counts of a watch, for the report.
 #[derive(Debug, Default)]
 pub struct WatchCounts {
-    /// Subscriptions the node confirmed.
+    /// Subscriptions the node confirmed (the first of each transaction).
     pub subscribed: AtomicU64,
     /// Subscriptions the node refused (their transactions are sent unwatched).
     pub refused: AtomicU64,
-    /// Transactions sent unwatched because the connection had ended.
+    /// Transactions sent unwatched: taken while no connection was open and never subscribed
+    /// (the watch gave up reconnecting).
     pub unwatched: AtomicU64,
-    /// Why the connection ended before the run stopped the watch, once it did.
-    ended: OnceLock<String>,
-}
-
-impl WatchCounts {
-    /// Why the watch's connection ended before the run stopped it (the close code and reason,
-    /// or the I/O error), or `None` while it is open or if the run stopped it.
-    pub fn ended(&self) -> Option<&str> {
-        self.ended.get().map(String::as_str)
-    }
-}
-
-/// What a watch's end says, for the run's stderr and report.
-fn ended_text(end: FeedEnd, detail: Option<&str>) -> String {
-    let why = match end {
-        FeedEnd::Closed(1006) => "the connection broke without a close frame (1006)".to_string(),
-        FeedEnd::Closed(1005) => "the node closed the connection without a close code (1005)".to_string(),
-        FeedEnd::Closed(code) => format!("the node closed the connection with code {code}"),
-        FeedEnd::Protocol => "the node broke the WebSocket protocol".to_string(),
-        FeedEnd::TooLarge => "the node sent a message larger than the limit".to_string(),
-        FeedEnd::NotReading => {
-            "the node stopped reading (the answers to its pings backed up); rpcbench closed it".to_string()
-        }
-        FeedEnd::Status(code) => format!("the stream ended with status {code}"),
-        FeedEnd::GoAway => "the node sent GOAWAY".to_string(),
-        FeedEnd::Lost => "the connection was lost".to_string(),
-    };
-    match detail {
-        Some(detail) => format!("{why}: {}", detail.escape_debug()),
-        None => why,
-    }
 }
 
 /// A running signature watch.
@@ -164,15 +139,28 @@ impl SignatureWatch {
     /// Opens `ws_url` and returns once connected; then subscribes each transaction coming
     /// from `input` at `commitment` and puts it into `ready` once the node confirmed, keeping
     /// `ready` and the subscriptions awaiting an answer within its capacity.
+    /// Should the connection end, it is opened again and what is kept (subscribed, not yet
+    /// landed: at most [`MAX_KEPT_SIGNATURES`]) is subscribed again and checked once on
+    /// `node` with `getSignatureStatuses`.
     pub fn start(
         ws_url: &str,
         commitment: Commitment,
         connect_timeout: Duration,
         input: SignedReceiver,
         ready: Arc<ReadyQueue>,
+        node: Endpoint,
     ) -> Result<SignatureWatch, SignatureWatchError> {
         let counts = Arc::new(WatchCounts::default());
-        let watch = Watch { commitment, input, ready, counts: counts.clone() };
+        let watch = Watch {
+            commitment,
+            input,
+            ready,
+            counts: counts.clone(),
+            node,
+            kept: KeptSignatures::default(),
+            input_open: true,
+            taken_unsubscribed: 0,
+        };
         let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
         Ok(SignatureWatch { landings, counts })
     }
@@ -188,9 +176,14 @@ impl SignatureWatch {
         self.landings.drain()
     }
 
-    /// The watch's counts.
-    pub fn counts(&self) -> &WatchCounts {
-        &self.counts
+    /// The watch's counts (final once it stopped).
+    pub fn counts(&self) -> Arc<WatchCounts> {
+        self.counts.clone()
+    }
+
+    /// Its connection's ends and reconnects (final once it stopped).
+    pub fn health(&self) -> Arc<WatchHealth> {
+        self.landings.health().clone()
     }
 
     /// Stops watching and returns the landings not yet drained.
@@ -204,7 +197,45 @@ struct Watch {
     input: SignedReceiver,
     ready: Arc<ReadyQueue>,
     counts: Arc<WatchCounts>,
+    /// Where the kept signatures are checked after a reconnect.
+    node: Endpoint,
+    /// Subscribed (or taken while no connection was open), not yet landed.
+    kept: KeptSignatures,
+    /// Whether the signer may still hand over transactions.
+    input_open: bool,
+    /// Transactions taken while no connection was open, not subscribed since.
+    taken_unsubscribed: u64,
 }
+
+/// Signatures a watch subscribed, or must subscribe once it reconnects, not yet seen landed:
+/// at most [`MAX_KEPT_SIGNATURES`], the oldest forgotten first (should the connection end,
+/// those are left to the landing book's status lookup).
+#[derive(Debug, Default)]
+struct KeptSignatures {
+    by_index: BTreeMap<u64, [u8; 64]>,
+}
+
+impl KeptSignatures {
+    fn keep(&mut self, index: u64, signature: [u8; 64]) {
+        if self.by_index.len() >= MAX_KEPT_SIGNATURES {
+            self.by_index.pop_first();
+        }
+        self.by_index.insert(index, signature);
+    }
+
+    fn landed(&mut self, index: u64) {
+        self.by_index.remove(&index);
+    }
+
+    fn all(&self) -> Vec<(u64, [u8; 64])> {
+        self.by_index.iter().map(|(index, signature)| (*index, *signature)).collect()
+    }
+}
+
+/// Signatures a watch keeps at most to subscribe again after a reconnect.
+pub const MAX_KEPT_SIGNATURES: usize = 65_536;
+/// Subscriptions written at most in one write when a reconnect subscribes the kept again.
+const RESUBSCRIBE_BATCH: usize = 1024;
 
 /// A `signatureNotification`'s result, read without building a `Value` tree.
 #[derive(serde::Deserialize)]
@@ -237,29 +268,40 @@ impl WatchOnFeed for Watch {
     type Seen = Landing;
     type Error = SignatureWatchError;
 
-    async fn watch<F: Feed>(mut self, mut feed: F, ends: WatchEnds<Landing, SignatureWatchError>) {
-        let _ = ends.started.send(Ok(()));
+    async fn watch<F: Feed>(
+        &mut self,
+        mut feed: F,
+        ends: &WatchEnds<Landing, SignatureWatchError>,
+    ) -> FeedRound {
+        if ends.reconnecting() {
+            // What is kept is subscribed again first, then checked once (what landed in the
+            // gap may not be notified again); a notification after both is a landing too.
+            let kept = self.kept.all();
+            for chunk in kept.chunks(RESUBSCRIBE_BATCH) {
+                let calls: Vec<(usize, SubscribeCall)> =
+                    chunk.iter().map(|(index, signature)| (*index as usize, self.call(signature))).collect();
+                if let Err(end) = feed.subscribe_all(&calls).await {
+                    return FeedRound::Failed(ended_text(end, feed.end_detail()));
+                }
+            }
+            self.taken_unsubscribed = 0;
+            ends.subscribed();
+            super::catch_up::check_once(&self.node, self.commitment, kept, &ends.seen, &ends.health);
+        } else {
+            ends.subscribed();
+        }
         // Keyed by the run's own transaction indexes, bounded by the ready queue's capacity.
         let mut awaiting: HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder> = HashMap::default();
         let mut batches: Vec<Vec<PreparedSolanaTx>> = Vec::new();
         let mut calls: Vec<(usize, SubscribeCall)> = Vec::new();
-        let mut input_open = true;
-        let mut feed_open = true;
         // One timer for the loop (armed again when it fires or must fire sooner), not one
         // registered and dropped per event.
         let tick = tokio::time::sleep(IDLE_CHECK);
         tokio::pin!(tick);
         while !ends.stopped() {
-            // Sending is over (the run closed the queue): the signer must not wait on us.
-            if input_open && self.ready.is_closed() {
-                self.input.close();
-                input_open = false;
-            }
-            if !input_open && awaiting.is_empty() && !self.ready.is_closed() {
-                self.ready.close();
-            }
+            self.follow_the_queue(awaiting.is_empty());
             // Taken in batches: one wake of the signer per batch, not per transaction.
-            let room = if input_open { self.ready.room().saturating_sub(awaiting.len()) } else { 0 };
+            let room = if self.input_open { self.ready.room().saturating_sub(awaiting.len()) } else { 0 };
             // No room: look again soon (the pacer takes from the ready queue without telling us).
             if room == 0 {
                 let soon = tokio::time::Instant::now() + FULL_CHECK;
@@ -271,33 +313,22 @@ impl WatchOnFeed for Watch {
                 // Batches of the signer's (at most one batch past the room).
                 taken = self.input.recv_many(&mut batches, room.div_ceil(HANDOFF_BATCH)), if room > 0 => {
                     if taken == 0 {
-                        input_open = false;
-                    }
-                    if !feed_open {
-                        let unwatched: usize = batches.iter().map(Vec::len).sum();
-                        self.counts.unwatched.fetch_add(unwatched as u64, Ordering::Relaxed);
-                        self.ready.push_all(batches.drain(..).flatten());
-                        continue;
+                        self.input_open = false;
                     }
                     // What was taken is subscribed in one write.
                     calls.clear();
                     for prepared in batches.drain(..).flatten() {
                         let position = prepared.index as usize;
-                        let signature = super::base58::signature_text(&prepared.signature);
-                        calls.push((position, SubscribeCall::JsonRpc(JsonRpcSubscribe {
-                            method: "signatureSubscribe",
-                            params: json!([signature, {"commitment": self.commitment.name()}]),
-                            unsubscribe: "signatureUnsubscribe",
-                        })));
+                        calls.push((position, self.call(&prepared.signature)));
+                        self.kept.keep(prepared.index, prepared.signature);
                         awaiting.insert(position, prepared);
                     }
                     if let Err(end) = feed.subscribe_all(&calls).await {
-                        feed_open = false;
-                        self.ended(end, feed.end_detail());
                         self.release_all(&mut awaiting);
+                        return FeedRound::Ended(ended_text(end, feed.end_detail()));
                     }
                 },
-                event = feed.next(), if feed_open => match event {
+                event = feed.next() => match event {
                     FeedEvent::Confirmed { position, .. } => {
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
@@ -306,6 +337,7 @@ impl WatchOnFeed for Watch {
                     }
                     FeedEvent::Refused { position, .. } => {
                         feed.forget(position);
+                        self.kept.landed(position as u64);
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.refused.fetch_add(1, Ordering::Relaxed);
                             self.ready.push(prepared);
@@ -316,6 +348,7 @@ impl WatchOnFeed for Watch {
                         // entries in the feed's tables go with it.
                         feed.forget(delivery.position);
                         if let Some((slot, failed)) = notification(delivery.payload()) {
+                            self.kept.landed(delivery.position as u64);
                             let landing = Landing {
                                 index: delivery.position as u64,
                                 slot,
@@ -326,9 +359,8 @@ impl WatchOnFeed for Watch {
                         }
                     }
                     FeedEvent::Ended(end) => {
-                        feed_open = false;
-                        self.ended(end, feed.end_detail());
                         self.release_all(&mut awaiting);
+                        return FeedRound::Ended(ended_text(end, feed.end_detail()));
                     }
                     FeedEvent::Unsubscribed { .. } | FeedEvent::Stray(_) => {}
                 },
@@ -337,10 +369,22 @@ impl WatchOnFeed for Watch {
                 }
             }
         }
-        self.ready.close();
-        if feed_open {
-            feed.close().await;
-        }
+        feed.close().await;
+        FeedRound::Over
+    }
+
+    async fn between(&mut self, ends: &WatchEnds<Landing, SignatureWatchError>, until: tokio::time::Instant) {
+        // Sending goes on: what the signer hands over goes to the pacer at once, kept to be
+        // subscribed when the connection is back.
+        self.pass_through(ends, Some(until), true).await;
+    }
+
+    async fn gave_up(&mut self, ends: &WatchEnds<Landing, SignatureWatchError>) {
+        // What was taken since the end was never subscribed, nor will what comes now be.
+        self.counts.unwatched.fetch_add(self.taken_unsubscribed, Ordering::Relaxed);
+        self.taken_unsubscribed = 0;
+        self.kept = KeptSignatures::default();
+        self.pass_through(ends, None, false).await;
     }
 }
 
@@ -350,17 +394,80 @@ const IDLE_CHECK: Duration = Duration::from_millis(20);
 const FULL_CHECK: Duration = Duration::from_millis(1);
 
 impl Watch {
-    /// Notes why the connection ended (the first end only).
-    fn ended(&self, end: FeedEnd, detail: Option<&str>) {
-        let _ = self.counts.ended.set(ended_text(end, detail));
+    /// The subscription of `signature` at the run's commitment.
+    fn call(&self, signature: &[u8; 64]) -> SubscribeCall {
+        SubscribeCall::JsonRpc(JsonRpcSubscribe {
+            method: "signatureSubscribe",
+            params: json!([super::base58::signature_text(signature), {"commitment": self.commitment.name()}]),
+            unsubscribe: "signatureUnsubscribe",
+        })
     }
 
-    /// The connection ended: what waits for a subscription is sent unwatched.
+    /// Sending is over (the run closed the queue): the signer must not wait on us; and once
+    /// nothing waits for a subscription (`none_awaiting`), the pacer need not wait either.
+    fn follow_the_queue(&mut self, none_awaiting: bool) {
+        if self.input_open && self.ready.is_closed() {
+            self.input.close();
+            self.input_open = false;
+        }
+        if !self.input_open && none_awaiting && !self.ready.is_closed() {
+            self.ready.close();
+        }
+    }
+
+    /// Without a connection, until `until` (`None`: the stop): what the signer hands over
+    /// goes straight to the ready queue, kept for a reconnect's subscriptions (`keep`) or
+    /// counted unwatched.
+    async fn pass_through(
+        &mut self,
+        ends: &WatchEnds<Landing, SignatureWatchError>,
+        until: Option<tokio::time::Instant>,
+        keep: bool,
+    ) {
+        let mut batches: Vec<Vec<PreparedSolanaTx>> = Vec::new();
+        while !ends.stopped() && until.is_none_or(|until| tokio::time::Instant::now() < until) {
+            self.follow_the_queue(true);
+            let room = if self.input_open { self.ready.room() } else { 0 };
+            let mut wake = tokio::time::Instant::now() + if room == 0 { FULL_CHECK } else { IDLE_CHECK };
+            if let Some(until) = until {
+                wake = wake.min(until);
+            }
+            tokio::select! {
+                taken = self.input.recv_many(&mut batches, room.div_ceil(HANDOFF_BATCH)), if room > 0 => {
+                    if taken == 0 {
+                        self.input_open = false;
+                    }
+                    let taken: Vec<PreparedSolanaTx> = batches.drain(..).flatten().collect();
+                    if keep {
+                        self.taken_unsubscribed += taken.len() as u64;
+                        for prepared in &taken {
+                            self.kept.keep(prepared.index, prepared.signature);
+                        }
+                    } else {
+                        self.counts.unwatched.fetch_add(taken.len() as u64, Ordering::Relaxed);
+                    }
+                    self.ready.push_all(taken);
+                },
+                () = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
+    /// The connection ended: what waits for a subscription goes to the pacer (it stays kept,
+    /// to be subscribed again once the connection is back).
     fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder>) {
         let mut left: Vec<PreparedSolanaTx> = awaiting.drain().map(|(_, tx)| tx).collect();
         left.sort_by_key(|tx| tx.index);
-        self.counts.unwatched.fetch_add(left.len() as u64, Ordering::Relaxed);
         self.ready.push_all(left);
+    }
+}
+
+impl Drop for Watch {
+    /// However the watch ends, the pacer no longer waits for it; what it took while no
+    /// connection was open and never subscribed went out unwatched.
+    fn drop(&mut self) {
+        self.ready.close();
+        self.counts.unwatched.fetch_add(self.taken_unsubscribed, Ordering::Relaxed);
     }
 }
 
@@ -369,6 +476,21 @@ pub use super::status_poll::{SentNews, SentSince, SignaturePoll};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kept_signatures_forget_the_oldest_past_their_cap_and_the_landed_at_once() {
+        let mut kept = KeptSignatures::default();
+        for index in 0..MAX_KEPT_SIGNATURES as u64 + 10 {
+            kept.keep(index, [index as u8; 64]);
+        }
+        let all = kept.all();
+        assert_eq!(all.len(), MAX_KEPT_SIGNATURES);
+        assert_eq!(all.first().map(|(index, _)| *index), Some(10), "the ten oldest are forgotten");
+        kept.landed(11);
+        kept.landed(3);
+        assert_eq!(kept.all().len(), MAX_KEPT_SIGNATURES - 1);
+        assert!(!kept.all().iter().any(|(index, _)| *index == 11));
+    }
 
     #[test]
     fn a_signature_notification_says_its_slot_and_whether_it_failed() {

@@ -1,0 +1,194 @@
+//! `rpcbench tx` whose landing watch's connection the node closes mid-run (the mock's
+//! `ws_close_after`: a close frame 1001 "going away" a stated time after each connection
+//! opened, as a provider's idle limit or deploy does), against mock nodes started in-process on
+//! 127.0.0.1:0: every watch (Ethereum's newHeads, Solana's per-signature subscriptions and its
+//! block stream) reconnects, says so, and every transaction still gets its one outcome; a node
+//! that refuses every reconnect (`ws_max_upgrades`) leaves the reason in the report. Counts,
+//! not times: each run lasts two seconds of sends, each connection half a second.
+
+use std::process::Output;
+use std::time::Duration;
+
+use common::{count, ethereum_outcomes_add_up, rpcbench, SLOT_MS};
+use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions, TxPoolOptions};
+use serde_json::Value;
+
+mod common;
+
+/// How long the mock keeps each WebSocket connection open.
+const CLOSE_AFTER: Duration = Duration::from_millis(500);
+
+/// A mock of `chain` closing every WebSocket connection after [`CLOSE_AFTER`], accepting at
+/// most `upgrades` of them over its life.
+fn closing_node(chain: Chain, upgrades: Option<u64>) -> MockServer {
+    let mut options = MockOptions::new(chain);
+    options.slot_time = Duration::from_millis(SLOT_MS);
+    match chain {
+        Chain::Solana => options.solana_tx = Some(SolanaTxOptions::default()),
+        _ => {
+            options.chain_id = 31337;
+            options.tx_pool = Some(TxPoolOptions::default());
+        }
+    }
+    options.ws_close_after = Some(CLOSE_AFTER);
+    options.ws_max_upgrades = upgrades;
+    MockServer::start(options).expect("the mock node starts")
+}
+
+/// The run's JSON report, which matches schema/tx.schema.json, and stderr; it must exit 0.
+fn report_of(output: Output) -> (Value, String) {
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/tx.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).expect("the schema compiles");
+    if let Err(errors) = schema.validate(&report) {
+        let messages: Vec<String> = errors.map(|e| format!("{}: {e}", e.instance_path)).collect();
+        panic!("the report does not match tx.schema.json:\n{}\n{report}", messages.join("\n"));
+    };
+    (report, stderr)
+}
+
+/// 200 transfers at 100/s from 4 dev senders, with `inclusion_timeout`.
+fn ethereum_run(url: &str, inclusion_timeout: &str) -> (Value, String) {
+    report_of(rpcbench(&[
+        "tx",
+        url,
+        "--dev",
+        "--senders",
+        "4",
+        "--rate",
+        "100",
+        "-n",
+        "200",
+        "--inclusion-timeout",
+        inclusion_timeout,
+        "-f",
+        "json",
+    ]))
+}
+
+/// 400 transfers at 200/s, landings seen by `landing` at `commitment`.
+fn solana_run(url: &str, landing: &str, commitment: &str) -> (Value, String) {
+    report_of(rpcbench(&[
+        "tx",
+        url,
+        "--senders",
+        "2",
+        "--rate",
+        "200",
+        "-n",
+        "400",
+        "--commitment",
+        commitment,
+        "--skip-preflight",
+        "--landing",
+        landing,
+        "--inclusion-timeout",
+        "2s",
+        "-f",
+        "json",
+    ]))
+}
+
+/// The node closed the watch (1001 "going away") at least once and it reconnected each time
+/// but possibly the last (the run may end before it): said in the report and on stderr.
+fn reconnected(report: &Value, stderr: &str, node: &MockServer, what: &str) {
+    let closed = node.ws_stats().closed_on_schedule;
+    assert!(closed >= 1, "{:?}", node.ws_stats());
+    let why = report["watch_ended"].as_str().unwrap_or_else(|| panic!("no watch_ended: {report}"));
+    assert!(why.contains("1001") && why.contains("going away"), "{why}");
+    let reconnects = count(report, "watch_reconnects");
+    assert!(reconnects >= 1 && reconnects <= closed, "{reconnects} reconnects, {closed} closes: {report}");
+    assert_eq!(report["watch_gave_up"], false, "{report}");
+    let said = stderr.matches(&format!("warning: the {what} ended: ")).count() as u64;
+    assert_eq!(said, closed.min(rpcbench::tx::watch::ENDS_KEPT as u64), "one line per end: {stderr}");
+    assert!(stderr.contains(&format!("the {what} reconnected {reconnects} times")), "{stderr}");
+}
+
+#[test]
+fn a_head_watch_that_is_closed_mid_run_reconnects_and_every_transaction_is_included() {
+    let node = closing_node(Chain::Ethereum, None);
+    let (report, stderr) = ethereum_run(&node.url(), "20s");
+    reconnected(&report, &stderr, &node, "newHeads watch");
+    assert_eq!(count(&report, "sent"), 200, "{report}");
+    assert_eq!(count(&report, "accepted"), 200, "{report}");
+    // The blocks of each gap are read by number: nothing waits out the inclusion timeout.
+    assert_eq!(count(&report, "included"), 200, "every one included at a head: {report}");
+    assert_eq!(count(&report, "dropped"), 0, "{report}");
+    assert!(count(&report, "included_by_catch_up") <= 200, "{report}");
+    ethereum_outcomes_add_up(&report);
+    let text = rpcbench::report::tx::render_tx_text(&report);
+    assert!(text.contains("head watch ended") && text.contains("going away; reconnected"), "{text}");
+}
+
+#[test]
+fn a_signature_watch_that_is_closed_mid_run_reconnects_and_every_transaction_lands() {
+    let node = closing_node(Chain::Solana, None);
+    let (report, stderr) = solana_run(&node.url(), "signatures", "processed");
+    reconnected(&report, &stderr, &node, "signature watch");
+    assert_eq!(count(&report, "sent"), 400, "{report}");
+    // Those sent while no connection was open were subscribed after their send, on the
+    // reconnect, and checked once with getSignatureStatuses (landed_by_catch_up).
+    let subscribed = count(&report, "subscriptions");
+    assert!(subscribed > 0 && subscribed <= 400, "{report}");
+    assert!(count(&report, "landed_by_catch_up") <= 400, "{report}");
+    assert_eq!(count(&report, "landed"), 400, "{report}");
+    assert_eq!(
+        count(&report, "landed_unseen"),
+        0,
+        "each landing seen, none only found by the lookup: {report}"
+    );
+    assert_eq!(report["identity_holds"], true, "{report}");
+    // The run ends on a connection it reconnected or, past its last close, in a gap whose
+    // sends it kept to subscribe: those alone may go unwatched.
+    assert!(count(&report, "sent_unwatched") < 400, "{report}");
+}
+
+#[test]
+fn a_block_stream_that_is_closed_mid_run_reconnects() {
+    let node = closing_node(Chain::Solana, None);
+    let (report, stderr) = solana_run(&node.url(), "blocks", "confirmed");
+    reconnected(&report, &stderr, &node, "block stream");
+    assert_eq!(count(&report, "sent"), 400, "{report}");
+    assert_eq!(count(&report, "landed"), 400, "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+#[test]
+fn a_head_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and_every_transaction_gets_one_outcome(
+) {
+    let node = closing_node(Chain::Ethereum, Some(1));
+    let (report, stderr) = ethereum_run(&node.url(), "1s");
+    assert!(node.ws_stats().upgrades_refused >= 1, "{:?}", node.ws_stats());
+    assert_eq!(count(&report, "watch_reconnects"), 0, "{report}");
+    assert!(report["watch_ended"].is_string(), "{report}");
+    assert!(
+        stderr
+            .contains("the newHeads watch ended: the node closed the connection with code 1001: going away"),
+        "{stderr}"
+    );
+    assert_eq!(count(&report, "sent"), 200, "{report}");
+    ethereum_outcomes_add_up(&report);
+}
+
+#[test]
+fn a_signature_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and_every_transaction_lands() {
+    let node = closing_node(Chain::Solana, Some(1));
+    let (report, stderr) = solana_run(&node.url(), "signatures", "processed");
+    assert!(node.ws_stats().upgrades_refused >= 1, "{:?}", node.ws_stats());
+    assert_eq!(count(&report, "watch_reconnects"), 0, "{report}");
+    assert!(report["watch_ended"].is_string(), "{report}");
+    assert!(
+        stderr
+            .contains("the signature watch ended: the node closed the connection with code 1001: going away"),
+        "{stderr}"
+    );
+    // What was sent after the end was never subscribed: unwatched, and looked up.
+    let unwatched = count(&report, "sent_unwatched");
+    assert!(unwatched > 0, "{report}");
+    assert_eq!(count(&report, "subscriptions") + unwatched, 400, "{report}");
+    assert_eq!(count(&report, "landed"), 400, "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
