@@ -1,6 +1,7 @@
 //! What `rpcbench tx` says of its landing watch's connection once the run is over: one stderr
 //! line per end (the first few word for word, then how many more), whether it gave up
-//! reconnecting, and the report's `watch_reconnects` and `watch_ended` (the last reason).
+//! reconnecting, and the report's `watch_reconnects` and `watch_ended` (the last end's reason,
+//! and why reconnecting failed since, if it did).
 
 use rpcbench::tx::watch::{WatchHealth, ENDS_KEPT, RECONNECT};
 
@@ -39,6 +40,9 @@ pub(super) fn say_ends(what: &str, health: &WatchHealth, after_give_up: &str) ->
         );
     } else if ends > 0 {
         eprintln!("note: the {what} reconnected {} times", health.reconnects());
+        if let Some(last) = health.last_end().filter(|last| last.contains("reconnecting failed")) {
+            eprintln!("note: the run ended before the {what} reconnected after its last end ({last})");
+        }
     }
     WatchEnds { reconnects: health.reconnects(), last_end: health.last_end(), gave_up }
 }

@@ -735,7 +735,7 @@ fn top_up_line(top_ups: &Value) -> String {
 fn watch_ended_line(report: &Value, label: &str, caught_up: &str) -> String {
     let Some(why) = report["watch_ended"].as_str() else { return String::new() };
     let mut line =
-        format!("{label:<22} {why}; reconnected {}", report["watch_reconnects"].as_u64().unwrap_or(0));
+        format!("{label:<22} {why}; reconnected {} times", report["watch_reconnects"].as_u64().unwrap_or(0));
     if report["watch_gave_up"].as_bool() == Some(true) {
         line.push_str(", then gave up");
     }

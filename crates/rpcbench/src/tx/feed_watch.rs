@@ -76,6 +76,8 @@ pub struct WatchHealth {
 struct EndReasons {
     first: Vec<String>,
     last: Option<String>,
+    /// Why the last attempt to reconnect failed, if none succeeded since the last end.
+    failed_since: Option<String>,
 }
 
 impl WatchHealth {
@@ -104,22 +106,38 @@ impl WatchHealth {
         self.reasons.lock().map(|reasons| reasons.first.clone()).unwrap_or_default()
     }
 
-    /// The reason of the last end (or of the last failed attempt once it gave up), if any.
+    /// The reason of the last end, if any, and why the last attempt to reconnect failed if
+    /// none succeeded since.
     pub fn last_end(&self) -> Option<String> {
-        self.reasons.lock().ok().and_then(|reasons| reasons.last.clone())
+        let reasons = self.reasons.lock().ok()?;
+        let last = reasons.last.clone()?;
+        Some(match &reasons.failed_since {
+            Some(failed) => format!("{last}; reconnecting failed: {failed}"),
+            None => last,
+        })
     }
 
-    pub(crate) fn note_end(&self, reason: String) {
+    fn note_end(&self, reason: String) {
         self.ends.fetch_add(1, Ordering::Relaxed);
-        self.note_reason(reason, true);
-    }
-
-    fn note_reason(&self, reason: String, keep: bool) {
         if let Ok(mut reasons) = self.reasons.lock() {
-            if keep && reasons.first.len() < ENDS_KEPT {
+            if reasons.first.len() < ENDS_KEPT {
                 reasons.first.push(reason.clone());
             }
             reasons.last = Some(reason);
+            reasons.failed_since = None;
+        }
+    }
+
+    fn note_failed_attempt(&self, reason: String) {
+        if let Ok(mut reasons) = self.reasons.lock() {
+            reasons.failed_since = Some(reason);
+        }
+    }
+
+    fn note_reconnect(&self) {
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut reasons) = self.reasons.lock() {
+            reasons.failed_since = None;
         }
     }
 
@@ -207,7 +225,7 @@ impl<T, E: WatchStartError> WatchEnds<T, E> {
     /// started; on one opened again, a reconnect.
     pub(crate) fn subscribed(&self) {
         if self.said_started.replace(true) {
-            self.health.reconnects.fetch_add(1, Ordering::Relaxed);
+            self.health.note_reconnect();
         } else {
             let _ = self.started.send(Ok(()));
         }
@@ -398,7 +416,7 @@ async fn watch_reconnecting<W, F, E, O, Opening>(
                 failed = 0;
             }
             FeedRound::Failed(reason) => {
-                ends.health.note_reason(reason, false);
+                ends.health.note_failed_attempt(reason);
                 failed += 1;
             }
         }
@@ -561,7 +579,10 @@ mod tests {
         assert_eq!(watch.waits, 3 + 2, "a wait after each end, and after each failed attempt but the last");
         assert!(watch.gave_up && health.gave_up());
         assert_eq!(health.first_ends().len(), 3);
-        assert_eq!(health.last_end().as_deref(), Some("cannot connect again: refused"));
+        assert_eq!(
+            health.last_end().as_deref(),
+            Some("the node closed the connection with code 1001; reconnecting failed: cannot connect again: refused")
+        );
     }
 
     #[test]
