@@ -253,7 +253,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     // --poll) the head is polled from before the first send instead, at a stated resolution.
     let subscribed = match args.poll {
         Some(_) => None,
-        None => match HeadWatch::start(&ws_url, args.timeout) {
+        None => match HeadWatch::start_polling_between(&ws_url, args.timeout, node.clone()) {
             Ok(watch) => Some(watch),
             Err(err) if args.require_ws => {
                 return output::usage_error(format!(
@@ -388,7 +388,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         Some(health) => super::tx_watch_health::say_ends(
             "newHeads watch",
             health,
-            "later transactions were found by their lookup once the inclusion timeout passed",
+            "the head was polled with eth_blockNumber every 100 ms instead",
         ),
         None => super::tx_watch_health::WatchEnds::none(),
     };

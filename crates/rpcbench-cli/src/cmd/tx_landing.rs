@@ -123,9 +123,10 @@ pub(super) struct Landing {
     last_head: Option<(u64, Instant)>,
     pub(super) fetch_failures: u64,
     pub(super) receipt_failures: u64,
-    /// Inclusions found in blocks read to fill a gap below a head (heads missed while the
-    /// watch reconnected, or skipped by the node), not in the head's own block: their time is
-    /// that head's arrival, when they were seen.
+    /// Inclusions not seen at a notified head's own block: in blocks read to fill a gap below
+    /// a head (heads missed while the watch reconnected, or skipped by the node), or below a
+    /// polled head (while the watch had no connection): their time is that head's arrival,
+    /// when they were seen.
     pub(super) included_by_catch_up: u64,
     /// Whose receipts are read.
     receipts: ReceiptSample,
@@ -282,7 +283,7 @@ impl Landing {
                 head.arrived,
                 &block.transactions,
             );
-            if number != head.number {
+            if number != head.number || head.polled {
                 self.included_by_catch_up += news.included.len() as u64;
             }
             if let Some(from) = news.replaced_from {

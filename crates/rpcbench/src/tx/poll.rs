@@ -26,7 +26,8 @@ pub struct HeadPoll {
     interval: Duration,
 }
 
-fn block_number(node: &Endpoint) -> Option<u64> {
+/// The node's head, `None` when it does not say.
+pub(crate) fn block_number(node: &Endpoint) -> Option<u64> {
     let answer = node.call("eth_blockNumber", Some(&json!([]))).ok()?;
     u64::from_str_radix(answer.as_str()?.strip_prefix("0x")?, 16).ok()
 }
@@ -47,7 +48,10 @@ impl HeadPoll {
                     if number > last {
                         let first = (last + 1).max(number.saturating_sub(MAX_HEADS_PER_POLL - 1));
                         for number in first..=number {
-                            if heads_in.send(SeenHead { number, arrived, produced_at_us: None }).is_err() {
+                            if heads_in
+                                .send(SeenHead { number, arrived, produced_at_us: None, polled: true })
+                                .is_err()
+                            {
                                 return;
                             }
                         }

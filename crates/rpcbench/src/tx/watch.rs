@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
 pub use super::feed_watch::{ReconnectPolicy, WatchHealth, ENDS_KEPT, RECONNECT};
+use crate::client::Endpoint;
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 
 /// One head as it arrived.
@@ -24,6 +25,9 @@ pub struct SeenHead {
     /// When the node says it produced the block, unix microseconds, where it says so exactly
     /// (the mock nodes' `rpcbenchProducedAt`; a real node's header has seconds only).
     pub produced_at_us: Option<u64>,
+    /// Polled (`eth_blockNumber`) rather than notified: its arrival is known to the poll's
+    /// interval only (a run without WebSocket, or a watch between two connections).
+    pub polled: bool,
 }
 
 /// Why the watch could not start.
@@ -76,7 +80,20 @@ pub struct HeadWatch {
 impl HeadWatch {
     /// Subscribes `newHeads` at `ws_url` and returns once the node confirmed it.
     pub fn start(ws_url: &str, connect_timeout: Duration) -> Result<HeadWatch, WatchError> {
-        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, NewHeads)?;
+        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, NewHeads::default())?;
+        Ok(HeadWatch { heads })
+    }
+
+    /// As [`HeadWatch::start`], and while no connection is open (between an end and the
+    /// reconnect, or after it gave up) the head is polled on `node` every [`GAP_POLL`]: the
+    /// blocks below a polled head are read as below any other.
+    pub fn start_polling_between(
+        ws_url: &str,
+        connect_timeout: Duration,
+        node: Endpoint,
+    ) -> Result<HeadWatch, WatchError> {
+        let watch = NewHeads { node: Some(node), last: None };
+        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, watch)?;
         Ok(HeadWatch { heads })
     }
 
@@ -97,7 +114,51 @@ impl HeadWatch {
 }
 
 /// The `newHeads` subscription: started once the node confirmed it.
-struct NewHeads;
+#[derive(Default)]
+struct NewHeads {
+    /// Polled for the head while no connection is open (`None`: not polled).
+    node: Option<Endpoint>,
+    /// The highest head handed on.
+    last: Option<u64>,
+}
+
+/// How often the head is polled while the watch has no connection.
+pub const GAP_POLL: Duration = Duration::from_millis(100);
+
+impl NewHeads {
+    /// Hands on `head` unless a higher one was handed on already.
+    fn hand_on(&mut self, head: SeenHead, ends: &WatchEnds<SeenHead, WatchError>) {
+        if self.last.is_some_and(|last| head.number <= last) && head.polled {
+            return;
+        }
+        self.last = Some(self.last.map_or(head.number, |last| last.max(head.number)));
+        let _ = ends.seen.send(head);
+    }
+
+    /// Polls the head every [`GAP_POLL`] until `until` (`None`: the stop), if it has a node.
+    async fn poll_until(
+        &mut self,
+        ends: &WatchEnds<SeenHead, WatchError>,
+        until: Option<tokio::time::Instant>,
+    ) {
+        let far = tokio::time::Instant::now() + Duration::from_secs(3600 * 24 * 365);
+        let until = until.unwrap_or(far);
+        let Some(node) = self.node.clone() else {
+            ends.wait_until(until).await;
+            return;
+        };
+        while !ends.stopped() && tokio::time::Instant::now() < until {
+            // The endpoint blocks (and runs its own runtime): off this thread's runtime.
+            let asking = node.clone();
+            let answer = tokio::task::spawn_blocking(move || super::poll::block_number(&asking)).await;
+            if let Ok(Some(number)) = answer {
+                let head = SeenHead { number, arrived: Instant::now(), produced_at_us: None, polled: true };
+                self.hand_on(head, ends);
+            }
+            ends.wait_until(until.min(tokio::time::Instant::now() + GAP_POLL)).await;
+        }
+    }
+}
 
 /// The number of a `newHeads` item's header, and its exact production stamp if it has one.
 fn head_number(payload: &[u8]) -> Option<(u64, Option<u64>)> {
@@ -146,8 +207,9 @@ impl WatchOnFeed for NewHeads {
                 }
                 FeedEvent::Item(delivery) => {
                     if let Some((number, produced_at_us)) = head_number(delivery.payload()) {
-                        let seen = SeenHead { number, arrived: delivery.arrived, produced_at_us };
-                        let _ = ends.seen.send(seen);
+                        let seen =
+                            SeenHead { number, arrived: delivery.arrived, produced_at_us, polled: false };
+                        self.hand_on(seen, ends);
                     }
                 }
                 FeedEvent::Ended(end) => {
@@ -164,5 +226,13 @@ impl WatchOnFeed for NewHeads {
         }
         feed.close().await;
         FeedRound::Over
+    }
+
+    async fn between(&mut self, ends: &WatchEnds<SeenHead, WatchError>, until: tokio::time::Instant) {
+        self.poll_until(ends, Some(until)).await;
+    }
+
+    async fn gave_up(&mut self, ends: &WatchEnds<SeenHead, WatchError>) {
+        self.poll_until(ends, None).await;
     }
 }
