@@ -68,6 +68,8 @@ pub struct WatchHealth {
     ends: AtomicU64,
     reconnects: AtomicU64,
     caught_up: AtomicU64,
+    /// A catch-up is under way (one at a time).
+    catching_up: AtomicBool,
     gave_up: AtomicBool,
     reasons: Mutex<EndReasons>,
 }
@@ -141,8 +143,16 @@ impl WatchHealth {
         }
     }
 
-    pub(crate) fn note_caught_up(&self, found: u64) {
+    /// Whether a catch-up may start now (none is under way); then it is, until
+    /// [`WatchHealth::caught_up_with`].
+    pub(crate) fn begin_catch_up(&self) -> bool {
+        !self.catching_up.swap(true, Ordering::AcqRel)
+    }
+
+    /// The catch-up under way is over: it found `found`.
+    pub(crate) fn caught_up_with(&self, found: u64) {
         self.caught_up.fetch_add(found, Ordering::Relaxed);
+        self.catching_up.store(false, Ordering::Release);
     }
 }
 
@@ -471,6 +481,17 @@ mod tests {
         );
         let huge = ReconnectPolicy { attempts: u32::MAX, ..RECONNECT };
         assert_eq!(huge.wait_after(40), Some(Duration::from_secs(2)), "no overflow past 32 doublings");
+    }
+
+    #[test]
+    fn one_catch_up_at_a_time_and_what_each_found_is_added() {
+        let health = WatchHealth::default();
+        assert!(health.begin_catch_up());
+        assert!(!health.begin_catch_up(), "a second waits for the first");
+        health.caught_up_with(3);
+        assert!(health.begin_catch_up());
+        health.caught_up_with(2);
+        assert_eq!(health.caught_up(), 5);
     }
 
     #[derive(Debug)]

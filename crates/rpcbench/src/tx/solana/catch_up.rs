@@ -16,8 +16,10 @@ use crate::client::Endpoint;
 use crate::tx::feed_watch::WatchHealth;
 
 /// Checks `looked_for` (index, signature) once at `commitment` on `node`, on a thread of its
-/// own, and sends what landed to `seen`. Nothing to check or no thread: nothing is done (the
-/// landing book's lookup settles them when they come due).
+/// own, and sends what landed to `seen`. Nothing to check, a check of the watch's still under
+/// way (one at a time: a node that closes the connection again and again does not pile up
+/// checks) or no thread: nothing is done (the landing book's lookup settles them when they
+/// come due).
 pub(super) fn check_once(
     node: &Endpoint,
     commitment: Commitment,
@@ -25,11 +27,12 @@ pub(super) fn check_once(
     seen: &Sender<Landing>,
     health: &Arc<WatchHealth>,
 ) {
-    if looked_for.is_empty() {
+    if looked_for.is_empty() || !health.begin_catch_up() {
         return;
     }
     let (node, seen, health) = (node.clone(), seen.clone(), health.clone());
-    let _ = crate::util::thread_class::spawn_helper("rpcbench-catch-up", move || {
+    let done = health.clone();
+    let started = crate::util::thread_class::spawn_helper("rpcbench-catch-up", move || {
         let signatures: Vec<[u8; 64]> = looked_for.iter().map(|(_, signature)| *signature).collect();
         let (found, _failed_calls) = look_up_statuses(&node, &signatures, commitment);
         let arrived = Instant::now();
@@ -40,6 +43,9 @@ pub(super) fn check_once(
                 let _ = seen.send(Landing { index: *index, slot, arrived, failed });
             }
         }
-        health.note_caught_up(caught_up);
+        health.caught_up_with(caught_up);
     });
+    if started.is_err() {
+        done.caught_up_with(0);
+    }
 }
