@@ -621,6 +621,14 @@ mod tests {
         .options();
         assert_eq!((ws.ws_drop, ws.ws_duplicate, ws.ws_delay), (0.1, 0.2, Some(Duration::from_millis(50))));
         assert_eq!((ws.ws_max_queue, ws.ws_max_connections), (Some(16), Some(3)));
+        let closing = parse(&["--chain", "ethereum", "--ws-close-after", "2s", "--ws-max-upgrades", "3"])
+            .unwrap()
+            .options();
+        assert_eq!(
+            (closing.ws_close_after, closing.ws_max_upgrades),
+            (Some(Duration::from_secs(2)), Some(3))
+        );
+        assert!(parse(&["--chain", "ethereum", "--ws-close-after", "soon"]).is_err());
         assert_eq!(parse(&["--chain", "ethereum"]).unwrap().options().listen.port(), 8545);
         assert_eq!(parse(&["--chain", "solana"]).unwrap().options().listen.port(), 8899);
         assert_eq!(parse(&["--chain", "static"]).unwrap().options().listen.port(), 8899);
