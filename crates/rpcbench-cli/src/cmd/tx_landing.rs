@@ -17,6 +17,7 @@ use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
 use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
 use rpcbench::tx::poll::HeadSource;
+use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::watch::SeenHead;
 use rpcbench::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
@@ -412,7 +413,7 @@ impl Landing {
             let nonces = batch_call(&self.node, "eth_getTransactionCount", &params).unwrap_or_default();
             for tx in unknown {
                 let mined = senders.binary_search(&tx.sender).ok().and_then(|index| {
-                    let mined = quantity(nonces.get(index)?.as_ref()?)?;
+                    let mined = hex_quantity(nonces.get(index)?.as_ref()?).ok()?;
                     Some((mined, tx.nonce))
                 });
                 causes.push(match mined {
@@ -472,11 +473,6 @@ impl LandingThread {
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
-}
-
-/// A hex quantity (`"0x1a"`) as a number.
-pub(super) fn quantity(value: &Value) -> Option<u128> {
-    u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
 }
 
 /// A 32-byte hash written as `0x` and 64 hex digits.
