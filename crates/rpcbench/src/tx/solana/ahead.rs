@@ -452,13 +452,9 @@ mod tests {
         stat.rsplit_once(')')?.1.split_whitespace().nth(38)?.parse().ok()
     }
 
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_solana_signer_steps_aside_for_the_pacer() {
-        if policy_of("/proc/thread-self/stat") != Some(libc::SCHED_OTHER) {
-            return; // Under chrt the helper takes one priority below: thread_class's tests.
-        }
-        let before = threads_named("rpcbench-signer");
+    /// A signer's inputs for a test: a blockhash that never changes (valid to height 150) and
+    /// a plan of one-lamport transfers to oneself.
+    fn fixed_blockhash_and_plan() -> (BlockhashReader, TransferPlan) {
         let state = super::super::recent::State {
             latest: super::super::recent::RecentBlockhash {
                 blockhash: [7; 32],
@@ -469,7 +465,17 @@ mod tests {
             failures: 0,
         };
         let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
-        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        (reader, TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() })
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_solana_signer_steps_aside_for_the_pacer() {
+        if policy_of("/proc/thread-self/stat") != Some(libc::SCHED_OTHER) {
+            return; // Under chrt the helper takes one priority below: thread_class's tests.
+        }
+        let before = threads_named("rpcbench-signer");
+        let (reader, plan) = fixed_blockhash_and_plan();
         let queue = ReadyQueue::new(1);
         let payers = vec![SolanaKeypair::from_seed(&[1; 32])];
         let signer = SolanaSigner::start(payers, plan, reader, 3, SignedTo::Ready(queue.clone()));
@@ -487,17 +493,7 @@ mod tests {
 
     #[test]
     fn the_signer_hands_the_watch_whole_batches_and_the_last_short_one_still_arrives() {
-        let state = super::super::recent::State {
-            latest: super::super::recent::RecentBlockhash {
-                blockhash: [7; 32],
-                last_valid_block_height: 150,
-                slot: 1,
-            },
-            seen: Vec::new(),
-            failures: 0,
-        };
-        let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
-        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        let (reader, plan) = fixed_blockhash_and_plan();
         let count = 2 * HANDOFF_BATCH as u64 + 3;
         let (to_watch, mut from_signer) = signed_channel(64);
         let payers = vec![SolanaKeypair::from_seed(&[1; 32]), SolanaKeypair::from_seed(&[2; 32])];
