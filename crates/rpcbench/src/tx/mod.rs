@@ -6,7 +6,8 @@
 //! [`poll`] polls without WebSocket (the two modules here that open sockets; `feed_watch` is
 //! the watch's thread and handshake, shared with Solana's signature watch); a nonce refusal
 //! goes back to the signer through [`resync`], an "insufficient funds" one
-//! refills the sender from the funder ([`top_up`]). The node's hex numbers are read by [`quantity`]. The mock node's mempool and the
+//! refills the sender from the funder ([`top_up`]). The node's hex numbers are read by [`quantity`]; both chains' landing watches
+//! run on [`landing_loop`]'s thread while the engine sends. The mock node's mempool and the
 //! command's driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
@@ -16,6 +17,7 @@ pub mod fund;
 pub mod headroom;
 pub mod inclusion;
 pub mod keys;
+pub mod landing_loop;
 pub mod nonce;
 pub mod poll;
 pub mod quantity;
