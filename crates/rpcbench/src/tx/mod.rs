@@ -1,7 +1,7 @@
 //! Signed transactions under load (`rpcbench tx`): sender keys ([`keys`]) and funding them
 //! from the first before load ([`fund`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
-//! ([`ahead`]) and how much a run keeps in hand at its rate ([`headroom`]), why a node refused a transaction ([`refusal`]) and which block included each
+//! ([`ahead`], on both chains' [`ahead_queue`]) and how much a run keeps in hand at its rate ([`headroom`]), why a node refused a transaction ([`refusal`]) and which block included each
 //! one, when ([`inclusion`]) and how much of each block was ours ([`block_shares`]), from the heads [`watch`] sees arrive (through the feed seam) or
 //! [`poll`] polls without WebSocket (the two modules here that open sockets; `feed_watch` is
 //! the watch's thread and handshake, shared with Solana's signature watch); a nonce refusal
@@ -11,6 +11,7 @@
 //! command's driver use these pieces. Solana's pieces are in [`solana`].
 
 pub mod ahead;
+pub mod ahead_queue;
 pub mod block_shares;
 pub(crate) mod feed_watch;
 pub mod fund;
