@@ -15,16 +15,18 @@ use rpcbench::engine::Run;
 use rpcbench::report::tx::ETHEREUM_WORDS;
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures, TxReorgFigures};
 use rpcbench::tx::ahead::SignedAhead;
+use rpcbench::tx::block_shares::BlockShares;
 use rpcbench::tx::headroom;
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
 use rpcbench::tx::poll::{HeadPoll, HeadSource};
+use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
 use rpcbench::TxSends;
 
-use super::tx_landing::{quantity, Landing, LandingThread};
+use super::tx_landing::{Landing, LandingThread};
 use serde_json::{json, Value};
 
 use crate::args::tx::{TxArgs, TxChain};
@@ -168,7 +170,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     let ask_quantity = |method: &str, params: Value| -> Result<u128, String> {
         let answer = ask(method, params)?;
-        quantity(&answer).ok_or_else(|| format!("{method}: not a hex quantity: {answer}"))
+        hex_quantity(&answer).map_err(|_| format!("{method}: not a hex quantity: {answer}"))
     };
     // The node's own chain id, even with --chain-id: a mismatch is refused, and the mainnet
     // guard cannot be passed by naming another chain.
@@ -228,8 +230,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     for (index, key) in keys.iter().enumerate() {
         let address = key.address().to_string();
         let balance = ask("eth_getBalance", json!([address, "latest"])).and_then(|answer| {
-            rpcbench::tx::fund::balance_quantity(&answer)
-                .ok_or_else(|| format!("eth_getBalance: not a hex quantity of at most 256 bits: {answer}"))
+            hex_quantity(&answer)
+                .map_err(|_| format!("eth_getBalance: not a hex quantity of at most 256 bits: {answer}"))
         });
         match balance {
             Ok(balance) if balance < per_tx => {
@@ -455,7 +457,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         "blocks_after_head_at_send": {"p50": blocks(0.5), "p99": blocks(0.99), "max": blocks(1.0)},
         "included_gas": included_gas,
         "gas_per_second": per_second(included_gas, included_window),
-        "blocks_with_ours": tally.shares.len(),
+        "blocks_with_ours": tally.shares.blocks(),
         "share_of_block_ours": block_share(&tally.shares),
         "send_seconds": record.elapsed.as_secs_f64(),
         "sent_per_second": per_second(tally.sent, record.elapsed),
@@ -509,17 +511,8 @@ pub fn run(args: TxArgs) -> ExitCode {
 
 /// Of the blocks that carried any of the run's transactions, the share of each block's
 /// transactions that were the run's: min, p50 and max (`null` when no block carried any).
-fn block_share(shares: &[(u64, u64, u64)]) -> Value {
-    let mut fractions: Vec<f64> = shares
-        .iter()
-        .filter(|(_, _, all)| *all > 0)
-        .map(|(_, ours, all)| *ours as f64 / *all as f64)
-        .collect();
-    if fractions.is_empty() {
-        return json!({"min": null, "p50": null, "max": null});
-    }
-    fractions.sort_by(f64::total_cmp);
-    json!({"min": fractions[0], "p50": fractions[(fractions.len() - 1) / 2], "max": fractions[fractions.len() - 1]})
+fn block_share(shares: &BlockShares) -> Value {
+    json!({"min": shares.min(), "p50": shares.median(), "max": shares.max()})
 }
 
 /// The node's pending nonces, asked by the signer when a nonce refusal comes back.
@@ -538,7 +531,8 @@ impl NonceSource for NodeNonces {
             .node
             .call("eth_getTransactionCount", Some(&json!([address, "pending"])))
             .map_err(|err| NonceLookupError { reason: self.node.scrub(&err.to_string()).into_owned() })?;
-        quantity(&answer)
+        hex_quantity(&answer)
+            .ok()
             .and_then(|n| u64::try_from(n).ok())
             .ok_or_else(|| NonceLookupError { reason: format!("not a hex quantity: {answer}") })
     }
@@ -561,9 +555,12 @@ fn fees(
     } else {
         ask("eth_feeHistory", json!(["0x4", "latest", [50]])).ok()
     };
-    let next_base = history.as_ref().and_then(|h| h["baseFeePerGas"].as_array()?.last().and_then(quantity));
+    let next_base = history
+        .as_ref()
+        .and_then(|h| h["baseFeePerGas"].as_array()?.last().and_then(|fee| hex_quantity(fee).ok()));
     let median_reward = history.as_ref().and_then(|h| {
-        let rewards: Vec<u128> = h["reward"].as_array()?.iter().filter_map(|r| quantity(r.get(0)?)).collect();
+        let rewards: Vec<u128> =
+            h["reward"].as_array()?.iter().filter_map(|r| hex_quantity(r.get(0)?).ok()).collect();
         let mut sorted = rewards;
         sorted.sort_unstable();
         sorted.get(sorted.len() / 2).copied()

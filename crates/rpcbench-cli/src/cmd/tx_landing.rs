@@ -7,16 +7,16 @@
 //! it is handed (new sends, new heads, the timed out), never the number sent so far.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
 use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
 use rpcbench::tx::poll::HeadSource;
+use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::watch::SeenHead;
 use rpcbench::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
@@ -421,7 +421,7 @@ impl Landing {
             let nonces = batch_call(&self.node, "eth_getTransactionCount", &params).unwrap_or_default();
             for tx in unknown {
                 let mined = senders.binary_search(&tx.sender).ok().and_then(|index| {
-                    let mined = quantity(nonces.get(index)?.as_ref()?)?;
+                    let mined = hex_quantity(nonces.get(index)?.as_ref()?).ok()?;
                     Some((mined, tx.nonce))
                 });
                 causes.push(match mined {
@@ -435,57 +435,51 @@ impl Landing {
     }
 }
 
-/// The landing watch on a thread of its own while the engine sends.
-pub(super) struct LandingThread {
-    over: Arc<AtomicBool>,
-    thread: JoinHandle<(Landing, HeadSource)>,
+/// Ethereum's part of the landing thread: the landing book, the ledger it takes the sends
+/// from, the heads it takes the blocks from and where it publishes the live figures.
+struct EthereumLandingStep {
+    landing: Landing,
+    sends: Arc<TxSends>,
+    heads: HeadSource,
+    live: Option<LiveMetrics>,
 }
+
+impl LandingStep for EthereumLandingStep {
+    fn step(&mut self, now: Instant) {
+        // Only the new part of the ledger is copied, under its lock, and taken out.
+        let (fresh, next_untaken) = self.landing.take_from(&self.sends, false, now);
+        self.landing.feed(&fresh);
+        self.landing.receive(self.heads.drain());
+        // A head waits for the sends before it that have no answer yet; a send not yet in the
+        // ledger is later than now, so later than every head received.
+        self.landing.process(next_untaken);
+        self.landing.expire(now);
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
+}
+
+/// The landing watch on a thread of its own while the engine sends.
+pub(super) struct LandingThread(LandingLoop<EthereumLandingStep>);
 
 impl LandingThread {
     /// Starts feeding `landing` from `sends`' ledger and `heads` every 20 ms, on a thread that
     /// steps aside for the pacer (its block and receipt reads come in bursts a head at a time).
     pub(super) fn start(
-        mut landing: Landing,
+        landing: Landing,
         sends: Arc<TxSends>,
         heads: HeadSource,
         live: Option<LiveMetrics>,
     ) -> std::io::Result<Self> {
-        let over = Arc::new(AtomicBool::new(false));
-        let sending_over = over.clone();
-        let thread = rpcbench::spawn_helper("rpcbench-landing", move || {
-            while !sending_over.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                // Only the new part of the ledger is copied, under its lock, and taken out.
-                let (fresh, next_untaken) = landing.take_from(&sends, false, now);
-                landing.feed(&fresh);
-                landing.receive(heads.drain());
-                // A head waits for the sends before it that have no answer yet; a send not yet
-                // in the ledger is later than now, so later than every head received.
-                landing.process(next_untaken);
-                landing.expire(now);
-                if let Some(live) = &live {
-                    live.publish_transactions(landing.live_figures());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            (landing, heads)
-        })?;
-        Ok(LandingThread { over, thread })
+        LandingLoop::start(EthereumLandingStep { landing, sends, heads, live }).map(LandingThread)
     }
 
     /// Sending is over: stops the thread and gives the watch back.
     pub(super) fn finish(self) -> (Landing, HeadSource) {
-        self.over.store(true, Ordering::Relaxed);
-        match self.thread.join() {
-            Ok(back) => back,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        let EthereumLandingStep { landing, heads, .. } = self.0.finish();
+        (landing, heads)
     }
-}
-
-/// A hex quantity (`"0x1a"`) as a number.
-pub(super) fn quantity(value: &Value) -> Option<u128> {
-    u128::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
 }
 
 /// A 32-byte hash written as `0x` and 64 hex digits.

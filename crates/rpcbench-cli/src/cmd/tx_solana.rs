@@ -18,13 +18,11 @@ use hdrhistogram::Histogram;
 use rpcbench::client::Endpoint;
 use rpcbench::engine::config::Load;
 use rpcbench::engine::Run;
-use rpcbench::outcome::{TxFinalCounts, TxFinalOutcome};
 use rpcbench::report::tx::{TxThreshold, SOLANA_WORDS};
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
 use rpcbench::tx::solana::ahead::{ahead_capacity, ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
-use rpcbench::tx::solana::landing::SolanaTally;
 use rpcbench::tx::solana::watch::{
     Commitment, SentNews, SentSince, SignaturePoll, SignatureWatch, SignatureWatchError,
 };
@@ -375,7 +373,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let outcomes = TxOutcomeFigures {
         sent: tally.sent,
         accepted,
-        finals: solana_finals(&tally),
+        finals: tally.finals(),
         rejected_by_reason: &acks.rejected_by,
         oldest_pending: tally.oldest_pending,
         dropped_by: Some(&tally.dropped_by),
@@ -451,18 +449,4 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         identity,
         &identity_broken_text(SOLANA_WORDS),
     )
-}
-
-/// The Solana tally as rows of the table of final outcomes: landed is included, failed
-/// (landed with an error) reverted, expired dropped.
-fn solana_finals(tally: &SolanaTally) -> TxFinalCounts {
-    let mut finals = TxFinalCounts::new();
-    finals
-        .set(TxFinalOutcome::Included, tally.landed)
-        .set(TxFinalOutcome::Reverted, tally.failed)
-        .set(TxFinalOutcome::Expired, tally.expired)
-        .set(TxFinalOutcome::Dropped, tally.dropped)
-        .set(TxFinalOutcome::Rejected, tally.rejected)
-        .set(TxFinalOutcome::Pending, tally.pending);
-    finals
 }

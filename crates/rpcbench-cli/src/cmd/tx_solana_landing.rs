@@ -6,14 +6,13 @@
 //! timeline drawn as landings come. Each step costs what it is handed (new sends, new
 //! landings, the due), never the number sent so far.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
 use rpcbench::tx::solana::lookup::look_up_statuses;
@@ -194,43 +193,43 @@ fn live_figures_of(book: &LandingBook, accepted: u64) -> TransactionFigures {
     }
 }
 
-/// The landing watch on a thread of its own while the engine sends.
-pub(super) struct SolanaLandingThread {
-    over: Arc<AtomicBool>,
-    thread: JoinHandle<(SolanaLanding, LandingSources)>,
+/// Solana's part of the landing thread: the landing watch, the ledger it takes the sends
+/// from, the sources of landings and where it publishes the live figures.
+struct SolanaLandingStep {
+    landing: SolanaLanding,
+    sends: Arc<SolanaSends>,
+    sources: LandingSources,
+    live: Option<LiveMetrics>,
 }
+
+impl LandingStep for SolanaLandingStep {
+    fn step(&mut self, now: Instant) {
+        self.landing.step(&self.sends, &self.sources, false, now);
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
+}
+
+/// The landing watch on a thread of its own while the engine sends.
+pub(super) struct SolanaLandingThread(LandingLoop<SolanaLandingStep>);
 
 impl SolanaLandingThread {
     /// Starts feeding `landing` from `sends`' ledger and `sources` every 20 ms, on a thread
     /// that steps aside for the pacer (as Ethereum's landing thread does).
     pub(super) fn start(
-        mut landing: SolanaLanding,
+        landing: SolanaLanding,
         sends: Arc<SolanaSends>,
         sources: LandingSources,
         live: Option<LiveMetrics>,
     ) -> std::io::Result<Self> {
-        let over = Arc::new(AtomicBool::new(false));
-        let sending_over = over.clone();
-        let thread = rpcbench::spawn_helper("rpcbench-landing", move || {
-            while !sending_over.load(Ordering::Relaxed) {
-                landing.step(&sends, &sources, false, Instant::now());
-                if let Some(live) = &live {
-                    live.publish_transactions(landing.live_figures());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            (landing, sources)
-        })?;
-        Ok(SolanaLandingThread { over, thread })
+        LandingLoop::start(SolanaLandingStep { landing, sends, sources, live }).map(SolanaLandingThread)
     }
 
     /// Sending is over: stops the thread and gives the watch back.
     pub(super) fn finish(self) -> (SolanaLanding, LandingSources) {
-        self.over.store(true, Ordering::Relaxed);
-        match self.thread.join() {
-            Ok(back) => back,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        let SolanaLandingStep { landing, sources, .. } = self.0.finish();
+        (landing, sources)
     }
 }
 

@@ -155,6 +155,34 @@ fn merged_receipts_checked(parts: &[(PathBuf, Value)]) -> Option<String> {
     Some(format!("mixed: {}", each.join(", ")))
 }
 
+/// How many shards' watch ends a merged `watch_ended` names one by one; the rest are counted.
+const WATCH_ENDS_NAMED: usize = 4;
+
+/// Why the shards' landing watches ended before their runs stopped them, in shard order:
+/// `shard 2: why; shard 3: why`, the first [`WATCH_ENDS_NAMED`] by name and how many more
+/// after them; `None` when every shard's watch stayed open (a merge of shards one of which
+/// lost its watch must not say the watch stayed open because the first shard's did).
+fn merged_watch_ended(parts: &[(PathBuf, Value)]) -> Option<String> {
+    let mut ended: Vec<(u64, &str)> = parts
+        .iter()
+        .filter_map(|(_, report)| {
+            let why = report["watch_ended"].as_str()?;
+            Some((report["shard"]["index"].as_u64().unwrap_or(0), why))
+        })
+        .collect();
+    if ended.is_empty() {
+        return None;
+    }
+    ended.sort_unstable_by_key(|(index, _)| *index);
+    let named: Vec<String> =
+        ended.iter().take(WATCH_ENDS_NAMED).map(|(index, why)| format!("shard {index}: {why}")).collect();
+    let mut said = named.join("; ");
+    if let Some(more) = ended.len().checked_sub(WATCH_ENDS_NAMED).filter(|more| *more > 0) {
+        said.push_str(&format!("; and {more} more shards' watches ended"));
+    }
+    Some(said)
+}
+
 /// Merges the reports of every shard of one run (each `1/N` .. `N/N` exactly once) into the
 /// fleet's report, marked as shard 1 of 1 with the shards it came from.
 pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeError> {
@@ -226,6 +254,9 @@ pub fn merge_tx_reports(parts: &[(PathBuf, Value)]) -> Result<Value, TxMergeErro
         }
     }
     merged["rejected_by_reason"] = Value::Object(reasons);
+    if let Some(ended) = merged_watch_ended(parts) {
+        merged["watch_ended"] = json!(ended);
+    }
     if let Some(checked) = merged_receipts_checked(parts) {
         merged["receipts_checked"] = json!(checked);
     }
@@ -386,6 +417,40 @@ mod tests {
         assert!(err.to_string().contains("1/2 is given twice"), "{err}");
         let err = merge_tx_reports(&[shard(1, 2, 10), shard(2, 3, 10)]).unwrap_err();
         assert!(err.to_string().contains("of 2 shards"), "{err}");
+    }
+
+    #[test]
+    fn a_merged_report_says_every_shards_watch_end_and_sums_the_unwatched() {
+        let watched = |(path, mut report): (PathBuf, Value), ended: Option<&str>, unwatched: u64| {
+            report["chain"] = json!("solana");
+            report["watch_ended"] = json!(ended);
+            report["sent_unwatched"] = json!(unwatched);
+            (path, report)
+        };
+        // The first shard's watch stayed open; the second's and third's ended.
+        let merged = merge_tx_reports(&[
+            watched(shard(3, 3, 10), Some("close 1001 going away"), 4),
+            watched(shard(1, 3, 10), None, 0),
+            watched(shard(2, 3, 10), Some("connection reset"), 7),
+        ])
+        .unwrap();
+        assert_eq!(merged["watch_ended"], "shard 2: connection reset; shard 3: close 1001 going away");
+        assert_eq!(merged["sent_unwatched"], 11);
+        // Every watch open: null as each shard said.
+        let merged =
+            merge_tx_reports(&[watched(shard(1, 2, 10), None, 0), watched(shard(2, 2, 10), None, 0)])
+                .unwrap();
+        assert_eq!(
+            (merged["watch_ended"].clone(), merged["sent_unwatched"].as_u64()),
+            (Value::Null, Some(0))
+        );
+        // Many ended: the first few by name, the rest counted.
+        let parts: Vec<_> = (1..=7).map(|index| watched(shard(index, 7, 10), Some("eof"), 1)).collect();
+        let merged = merge_tx_reports(&parts).unwrap();
+        let said = merged["watch_ended"].as_str().unwrap();
+        assert!(said.starts_with("shard 1: eof; shard 2: eof; shard 3: eof; shard 4: eof;"), "{said}");
+        assert!(said.ends_with("and 3 more shards' watches ended"), "{said}");
+        assert_eq!(merged["sent_unwatched"], 7);
     }
 
     #[test]

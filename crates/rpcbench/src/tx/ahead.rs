@@ -1,16 +1,17 @@
 //! The signed-ahead queue: a signer thread signs transactions in send order (senders round
 //! robin, each sender's nonces from its [`NonceBook`]) into a bounded queue, so the pacer
-//! takes a ready raw transaction and never waits for the CPU to sign. The queue's bound keeps
-//! memory flat; a full queue wakes its signer once half of it is free (a burst of signatures
-//! per wake); the thread ends when the count is reached or the receiving side is finished.
+//! takes a ready raw transaction and never waits for the CPU to sign. The queue (both chains'
+//! [`super::ahead_queue::AheadQueue`]) keeps memory flat; a full queue wakes its signer once
+//! half of it is free (a burst of signatures per wake); the thread ends when the count is reached or the receiving side is finished.
 //! Nonce refusals come back to the thread through a [`ResyncLine`] (see [`super::resync`]).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::ahead_queue::{AheadQueue, Pushed};
 use super::keys::{hex_encode, SenderKey};
 use super::nonce::NonceBook;
 use super::resync::{Generations, NonceSource, ResyncCounts, ResyncRequest, ResyncTally};
@@ -32,133 +33,10 @@ pub struct PreparedTx {
     pub raw_hex: String,
 }
 
-/// What the signer and the sending side share under the queue's lock.
-#[derive(Debug, Default)]
-struct QueueState {
-    ready: VecDeque<PreparedTx>,
-    /// The signer ended (count reached, or stopped).
-    signer_done: bool,
-    /// The sending side is gone: the signer stops.
-    taker_gone: bool,
-    /// The signer waits for room (or a resync request).
-    signer_waiting: bool,
-    /// The sending side waits for a transaction.
-    taker_waiting: bool,
-    /// Takes that found the queue empty and waited for the signer.
-    taker_waits: u64,
-}
-
-/// The bounded queue between the signer thread and the sending side. Each side wakes the other
-/// only when it waits (no system call otherwise), and a signer waiting for room is woken once
-/// half the queue is free, so it signs a burst per wake instead of one transaction per take;
-/// a resync request handed back wakes it too.
-#[derive(Debug)]
-struct SignedQueue {
-    state: Mutex<QueueState>,
-    /// The sending side waits here.
-    not_empty: Condvar,
-    /// The signer waits here (for room or a resync request).
-    wake_signer: Condvar,
-    capacity: usize,
-}
-
-/// What the signer's attempt to queue a transaction came to.
-enum Queued {
-    Yes,
-    /// Full: the transaction comes back (after a wait for room or a resync request).
-    Full(PreparedTx),
-    /// The sending side is gone.
-    TakerGone,
-}
-
-impl SignedQueue {
-    fn new(capacity: usize) -> Arc<Self> {
-        Arc::new(SignedQueue {
-            state: Mutex::new(QueueState::default()),
-            not_empty: Condvar::new(),
-            wake_signer: Condvar::new(),
-            capacity: capacity.max(1),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Queues `tx`; when full, waits (at most `patience`) for room or a resync request and
-    /// hands `tx` back.
-    fn push(&self, tx: PreparedTx, patience: Duration) -> Queued {
-        let mut state = self.lock();
-        if state.taker_gone {
-            return Queued::TakerGone;
-        }
-        if state.ready.len() < self.capacity {
-            state.ready.push_back(tx);
-            if state.taker_waiting {
-                self.not_empty.notify_one();
-            }
-            return Queued::Yes;
-        }
-        state.signer_waiting = true;
-        let (mut state, _) =
-            self.wake_signer.wait_timeout(state, patience).unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.signer_waiting = false;
-        if state.taker_gone {
-            return Queued::TakerGone;
-        }
-        Queued::Full(tx)
-    }
-
-    /// The next transaction, waiting while the signer is behind; `None` once it ended and all
-    /// were taken.
-    fn pop(&self) -> Option<PreparedTx> {
-        let mut state = self.lock();
-        loop {
-            if let Some(tx) = state.ready.pop_front() {
-                if state.signer_waiting && state.ready.len() <= self.capacity / 2 {
-                    self.wake_signer.notify_one();
-                }
-                return Some(tx);
-            }
-            if state.signer_done {
-                return None;
-            }
-            state.taker_waiting = true;
-            state.taker_waits += 1;
-            state = self.not_empty.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
-            state.taker_waiting = false;
-        }
-    }
-
-    /// Takes so far that waited for the signer.
-    fn taker_waits(&self) -> u64 {
-        self.lock().taker_waits
-    }
-
-    /// Wakes a signer waiting for room (a resync request is waiting for it).
-    fn nudge_signer(&self) {
-        if self.lock().signer_waiting {
-            self.wake_signer.notify_one();
-        }
-    }
-
-    /// The signer ended.
-    fn signer_done(&self) {
-        self.lock().signer_done = true;
-        self.not_empty.notify_all();
-    }
-
-    /// The sending side is gone.
-    fn taker_gone(&self) {
-        self.lock().taker_gone = true;
-        self.wake_signer.notify_all();
-    }
-}
-
 /// The receiving end of a signer thread.
 #[derive(Debug)]
 pub struct SignedAhead {
-    ready: Arc<SignedQueue>,
+    ready: Arc<AheadQueue<PreparedTx>>,
     signer: Option<JoinHandle<NonceBook>>,
     resync: Sender<ResyncRequest>,
     generations: Arc<Generations>,
@@ -217,7 +95,7 @@ impl SignedAhead {
         mut source: Option<Box<dyn NonceSource>>,
         top_up: Option<TopUpPlan>,
     ) -> Self {
-        let ready = SignedQueue::new(depth);
+        let ready = AheadQueue::new(depth);
         let sender = ready.clone();
         let (resync, requests) = channel::<ResyncRequest>();
         let generations = Arc::new(Generations::new(keys.len()));
@@ -285,10 +163,10 @@ impl SignedAhead {
                 if let Some(mut prepared) = extra.pop_front() {
                     // A top-up goes out before the next load transaction.
                     loop {
-                        match sender.push(prepared, RESYNC_POLL) {
-                            Queued::Yes => break,
-                            Queued::TakerGone => break 'signing,
-                            Queued::Full(back) => prepared = back,
+                        match sender.push_within(prepared, RESYNC_POLL) {
+                            Pushed::Yes => break,
+                            Pushed::Closed => break 'signing,
+                            Pushed::Full(back) => prepared = back,
                         }
                         while let Ok(request) = requests.try_recv() {
                             apply(&mut book, request, &mut extra);
@@ -308,10 +186,10 @@ impl SignedAhead {
                 // While the queue is full, keep serving resyncs: a transaction in hand that a
                 // resync made stale is signed again with the new nonce instead.
                 loop {
-                    match sender.push(prepared, RESYNC_POLL) {
-                        Queued::Yes => break,
-                        Queued::TakerGone => break 'signing,
-                        Queued::Full(back) => prepared = back,
+                    match sender.push_within(prepared, RESYNC_POLL) {
+                        Pushed::Yes => break,
+                        Pushed::Closed => break 'signing,
+                        Pushed::Full(back) => prepared = back,
                     }
                     let mut resynced = false;
                     while let Ok(request) = requests.try_recv() {
@@ -324,12 +202,12 @@ impl SignedAhead {
                 }
                 turn += 1;
             }
-            sender.signer_done();
+            sender.close();
             book
         })
         .ok();
         if signer.is_none() {
-            ready.signer_done();
+            ready.close();
         }
         SignedAhead { ready, signer, resync, generations, counts, top_ups }
     }
@@ -366,12 +244,12 @@ impl SignedAhead {
     /// How many takes so far found nothing signed and waited for the signer (a send held back
     /// by signing, not by the schedule).
     pub fn waits_for_signer(&self) -> u64 {
-        self.ready.taker_waits()
+        self.ready.pop_waits()
     }
 
     /// Stops the signer (after the transaction it is signing) and returns its nonce book.
     pub fn finish(mut self) -> Option<NonceBook> {
-        self.ready.taker_gone();
+        self.ready.close();
         self.signer.take()?.join().ok()
     }
 }
@@ -379,7 +257,7 @@ impl SignedAhead {
 impl Drop for SignedAhead {
     /// The signer stops once the sending side is gone (it never waits on a queue nobody takes).
     fn drop(&mut self) {
-        self.ready.taker_gone();
+        self.ready.close();
     }
 }
 
@@ -392,7 +270,7 @@ const RESYNC_POLL: Duration = Duration::from_millis(50);
 pub struct ResyncLine {
     requests: Sender<ResyncRequest>,
     /// Wakes a signer waiting for room, so the request is served at once.
-    queue: Arc<SignedQueue>,
+    queue: Arc<AheadQueue<PreparedTx>>,
     counts: Arc<ResyncCounts>,
     top_ups: Arc<TopUpCounts>,
 }
@@ -403,7 +281,7 @@ impl ResyncLine {
     pub fn request(&self, sender: usize, generation: u32) {
         self.counts.requested();
         let _ = self.requests.send(ResyncRequest { sender, generation, funds: false });
-        self.queue.nudge_signer();
+        self.queue.wake_pusher();
     }
 
     /// Hands back a refusal of `sender`'s transaction signed in `generation` for its funds: a
@@ -412,7 +290,7 @@ impl ResyncLine {
     pub fn request_top_up(&self, sender: usize, generation: u32) {
         self.top_ups.requested();
         let _ = self.requests.send(ResyncRequest { sender, generation, funds: true });
-        self.queue.nudge_signer();
+        self.queue.wake_pusher();
     }
 
     /// What the top-ups did so far.

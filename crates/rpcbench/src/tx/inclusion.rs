@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::block_shares::BlockShares;
 use crate::outcome::{TxFinalCounts, TxFinalOutcome};
 
 /// Blocks an inclusion is kept (and can be taken back by a reorg) before it is final: 8, more
@@ -107,8 +108,9 @@ pub struct InclusionTally {
     pub latency_us: Histogram<u64>,
     /// Blocks after the head at send (reverted too).
     pub blocks_after: Histogram<u64>,
-    /// Per block with any of ours, as it was when final: (number, ours, all transactions in it).
-    pub shares: Vec<(u64, u64, u64)>,
+    /// Per block with any of ours, as it was when final: the share of it that was ours (a
+    /// table of bounded size however many blocks the run sees).
+    pub shares: BlockShares,
 }
 
 impl InclusionTally {
@@ -129,7 +131,7 @@ impl InclusionTally {
             // are recorded at the bound; valid bounds, so creation cannot fail.
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
             blocks_after: Histogram::new_with_bounds(1, 1_000_000, 3).expect("valid bounds"),
-            shares: Vec::new(),
+            shares: BlockShares::new(),
         }
     }
 
@@ -450,7 +452,7 @@ impl InclusionBook {
     fn finish_block(&mut self, number: u64) {
         let Some(block) = self.kept.remove(&number) else { return };
         if !block.ours.is_empty() {
-            self.tally.shares.push((number, block.ours.len() as u64, block.all));
+            self.tally.shares.record(block.ours.len() as u64, block.all);
         }
         for tx in block.ours {
             let Some(carried) = self.carried.remove(&tx) else { continue };
@@ -614,7 +616,8 @@ mod tests {
         assert_eq!(expired, [(hash(4), 4)]);
         assert!(tally.adds_up());
         assert_eq!(tally.oldest_pending, Duration::from_millis(9_950));
-        assert_eq!(tally.shares, [(101, 2, 3), (103, 1, 1)]);
+        assert_eq!(tally.shares.blocks(), 2);
+        assert_eq!((tally.shares.min(), tally.shares.max()), (Some(2.0 / 3.0), Some(1.0)));
         assert_eq!(tally.blocks_after.max(), 3);
         // Send -> included is the head's arrival minus the send: 1000, 980 and 2970 ms.
         assert_eq!(tally.latency_us.min(), tally.latency_us.lowest_equivalent(980_000));
@@ -650,6 +653,42 @@ mod tests {
         let (tally, _, _) = book.finish(start + Duration::from_secs(100), Duration::from_secs(30));
         assert_eq!(tally.included, 5_000);
         assert!(tally.adds_up());
+    }
+
+    #[test]
+    fn the_share_of_block_table_stays_bounded_after_many_blocks() {
+        let start = Instant::now();
+        let mut book = InclusionBook::with_confirm_depth(2);
+        let stranger = |n: u64| {
+            let mut h = [0xffu8; 32];
+            h[..8].copy_from_slice(&n.to_le_bytes());
+            h
+        };
+        // 3,000 blocks, each carrying 1 to 3 of ours among 0 to 299 strangers: more distinct
+        // shares than the table keeps.
+        let mut tag = 0u64;
+        let mut least = f64::MAX;
+        for number in 1..=3_000u64 {
+            let at = start + Duration::from_millis(number * 100);
+            let mut hashes: Vec<[u8; 32]> = (0..1 + (number / 300) % 3)
+                .map(|_| {
+                    tag += 1;
+                    let mut h = [0u8; 32];
+                    h[..8].copy_from_slice(&tag.to_le_bytes());
+                    book.sent(h, tag, at, number - 1, true);
+                    h
+                })
+                .collect();
+            let ours = hashes.len() as f64;
+            hashes.extend((0..(number * 7_919) % 300).map(stranger));
+            least = least.min(ours / hashes.len() as f64);
+            book.block(number, at, &hashes);
+        }
+        let (tally, _, _) = book.finish(start + Duration::from_secs(400), Duration::from_secs(60));
+        assert_eq!(tally.included, tag);
+        assert_eq!(tally.shares.blocks(), 3_000);
+        assert_eq!(tally.shares.rows(), crate::tx::block_shares::SHARES_KEPT, "merged down to the bound");
+        assert_eq!((tally.shares.min(), tally.shares.max()), (Some(least), Some(1.0)));
     }
 
     #[test]
@@ -691,7 +730,7 @@ mod tests {
             settled[0].outcome,
             TxFinal::Included { latency: Duration::from_secs(2), blocks_after: 2 }
         );
-        assert_eq!(tally.shares, [(12, 1, 1)]);
+        assert_eq!((tally.shares.blocks(), tally.shares.median()), (1, Some(1.0)));
     }
 
     #[test]

@@ -9,17 +9,16 @@
 //! before the schedule starts ([`ReadyQueue::wait_filled`]), so that the pacer does not wait
 //! for a signature when the signer falls behind for a moment.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use base64::Engine as _;
 
 use super::keys::SolanaKeypair;
 use super::recent::BlockhashReader;
 use super::wire::{transfer, TransferSpec};
+use crate::tx::ahead_queue::AheadQueue;
 
 /// One transaction ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,20 +49,6 @@ pub struct TransferPlan {
     pub memo_prefix: String,
 }
 
-#[derive(Debug, Default)]
-struct Items {
-    queue: VecDeque<PreparedSolanaTx>,
-    /// No more will come.
-    closed: bool,
-    /// Threads waiting in [`ReadyQueue::pop`] (a push wakes one only when there is one: the
-    /// standard condition variable makes a system call for every notification otherwise).
-    poppers_waiting: u32,
-    /// Threads waiting in [`ReadyQueue::push_waiting`].
-    pushers_waiting: u32,
-    /// Threads waiting in [`ReadyQueue::wait_filled`].
-    fillers_waiting: u32,
-}
-
 /// Seconds of the schedule the signed-ahead queue holds at most (without a signature watch).
 pub const SIGN_AHEAD_SECONDS: f64 = 1.0;
 /// Bytes of prepared transactions the signed-ahead queue holds at most: 64 MiB.
@@ -86,137 +71,9 @@ pub fn ahead_capacity(rate: f64, planned: u64) -> usize {
     by_time.clamp(SIGN_AHEAD_MIN, by_bytes).min(planned)
 }
 
-/// A bounded queue of ready transactions between threads. A side that finds the other
-/// waiting wakes it; one that finds no one waiting makes no system call.
-#[derive(Debug)]
-pub struct ReadyQueue {
-    items: Mutex<Items>,
-    not_empty: Condvar,
-    not_full: Condvar,
-    /// Wakes [`ReadyQueue::wait_filled`] once full or closed.
-    filled: Condvar,
-    capacity: usize,
-}
-
-impl ReadyQueue {
-    /// A queue holding at most `capacity`.
-    pub fn new(capacity: usize) -> Arc<Self> {
-        Arc::new(ReadyQueue {
-            items: Mutex::new(Items::default()),
-            not_empty: Condvar::new(),
-            not_full: Condvar::new(),
-            filled: Condvar::new(),
-            capacity: capacity.max(1),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Items> {
-        self.items.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Adds one, waiting while full; `false` once the queue is closed.
-    pub fn push_waiting(&self, tx: PreparedSolanaTx) -> bool {
-        let mut items = self.lock();
-        while items.queue.len() >= self.capacity && !items.closed {
-            items.pushers_waiting += 1;
-            items = self.not_full.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
-            items.pushers_waiting -= 1;
-        }
-        if items.closed {
-            return false;
-        }
-        items.queue.push_back(tx);
-        self.wake_popper(&items);
-        true
-    }
-
-    /// Adds one whatever the length (the caller keeps it bounded with [`ReadyQueue::room`]).
-    pub fn push(&self, tx: PreparedSolanaTx) {
-        let mut items = self.lock();
-        items.queue.push_back(tx);
-        self.wake_popper(&items);
-    }
-
-    /// Adds all of `txs` in their order under one lock, whatever the length (the caller keeps
-    /// it bounded with [`ReadyQueue::room`]); one wake for the batch.
-    pub fn push_all(&self, txs: impl IntoIterator<Item = PreparedSolanaTx>) {
-        let mut items = self.lock();
-        let before = items.queue.len();
-        items.queue.extend(txs);
-        if items.queue.len() > before {
-            self.wake_popper(&items);
-        }
-    }
-
-    fn wake_popper(&self, items: &Items) {
-        if items.poppers_waiting > 0 {
-            self.not_empty.notify_one();
-        }
-        if items.fillers_waiting > 0 && items.queue.len() >= self.capacity {
-            self.filled.notify_all();
-        }
-    }
-
-    /// Waits until the queue is full or closed (the signer signed all it will), or until
-    /// `deadline`; how many are ready then. Called before the schedule starts, so that the
-    /// first [`ReadyQueue::capacity`] sends never wait for a signature.
-    pub fn wait_filled(&self, deadline: Instant) -> usize {
-        let mut items = self.lock();
-        while items.queue.len() < self.capacity && !items.closed {
-            let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
-                break;
-            };
-            items.fillers_waiting += 1;
-            items = self.filled.wait_timeout(items, left).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
-            items.fillers_waiting -= 1;
-        }
-        items.queue.len()
-    }
-
-    /// How many it holds at most.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// How many more fit.
-    pub fn room(&self) -> usize {
-        self.capacity.saturating_sub(self.lock().queue.len())
-    }
-
-    /// The next one, waiting while empty; `None` once closed and empty.
-    pub fn pop(&self) -> Option<PreparedSolanaTx> {
-        let mut items = self.lock();
-        loop {
-            if let Some(tx) = items.queue.pop_front() {
-                // A signer waiting for room wakes once half the queue is free and refills it
-                // in one go, instead of once per transaction taken.
-                if items.pushers_waiting > 0 && items.queue.len() <= self.capacity / 2 {
-                    self.not_full.notify_one();
-                }
-                return Some(tx);
-            }
-            if items.closed {
-                return None;
-            }
-            items.poppers_waiting += 1;
-            items = self.not_empty.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
-            items.poppers_waiting -= 1;
-        }
-    }
-
-    /// No more will be added (waiters wake).
-    pub fn close(&self) {
-        self.lock().closed = true;
-        self.not_empty.notify_all();
-        self.not_full.notify_all();
-        self.filled.notify_all();
-    }
-
-    /// Whether [`ReadyQueue::close`] was called.
-    pub fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-}
+/// The bounded queue of ready Solana transactions between the signer (or the signature watch)
+/// and the pacer: the one signed-ahead queue of both chains ([`AheadQueue`]).
+pub type ReadyQueue = AheadQueue<PreparedSolanaTx>;
 
 /// Transactions the signer hands to the signature watch at once: the watch wakes once per
 /// batch and the signer once per batch taken, not each per transaction.
@@ -332,6 +189,8 @@ impl SolanaSigner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+    use std::time::Instant;
 
     #[test]
     fn the_ready_queue_is_bounded_and_ends_when_closed() {
@@ -452,13 +311,9 @@ mod tests {
         stat.rsplit_once(')')?.1.split_whitespace().nth(38)?.parse().ok()
     }
 
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_solana_signer_steps_aside_for_the_pacer() {
-        if policy_of("/proc/thread-self/stat") != Some(libc::SCHED_OTHER) {
-            return; // Under chrt the helper takes one priority below: thread_class's tests.
-        }
-        let before = threads_named("rpcbench-signer");
+    /// A signer's inputs for a test: a blockhash that never changes (valid to height 150) and
+    /// a plan of one-lamport transfers to oneself.
+    fn fixed_blockhash_and_plan() -> (BlockhashReader, TransferPlan) {
         let state = super::super::recent::State {
             latest: super::super::recent::RecentBlockhash {
                 blockhash: [7; 32],
@@ -469,7 +324,17 @@ mod tests {
             failures: 0,
         };
         let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
-        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        (reader, TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() })
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_solana_signer_steps_aside_for_the_pacer() {
+        if policy_of("/proc/thread-self/stat") != Some(libc::SCHED_OTHER) {
+            return; // Under chrt the helper takes one priority below: thread_class's tests.
+        }
+        let before = threads_named("rpcbench-signer");
+        let (reader, plan) = fixed_blockhash_and_plan();
         let queue = ReadyQueue::new(1);
         let payers = vec![SolanaKeypair::from_seed(&[1; 32])];
         let signer = SolanaSigner::start(payers, plan, reader, 3, SignedTo::Ready(queue.clone()));
@@ -487,17 +352,7 @@ mod tests {
 
     #[test]
     fn the_signer_hands_the_watch_whole_batches_and_the_last_short_one_still_arrives() {
-        let state = super::super::recent::State {
-            latest: super::super::recent::RecentBlockhash {
-                blockhash: [7; 32],
-                last_valid_block_height: 150,
-                slot: 1,
-            },
-            seen: Vec::new(),
-            failures: 0,
-        };
-        let reader = BlockhashReader::new(Arc::new(Mutex::new(state)));
-        let plan = TransferPlan { to: None, lamports: 1, cu_price: None, memo_prefix: "t".into() };
+        let (reader, plan) = fixed_blockhash_and_plan();
         let count = 2 * HANDOFF_BATCH as u64 + 3;
         let (to_watch, mut from_signer) = signed_channel(64);
         let payers = vec![SolanaKeypair::from_seed(&[1; 32]), SolanaKeypair::from_seed(&[2; 32])];

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::outcome::DropCause;
+use crate::outcome::{DropCause, TxFinalCounts, TxFinalOutcome};
 
 /// Transactions looked up at most per run (the rest are dropped "not looked up"): a node that
 /// lost everything is not asked about each of a million transactions.
@@ -136,6 +136,20 @@ impl SolanaTally {
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
             slots_after: Histogram::new_with_bounds(1, 1_000_000, 3).expect("valid bounds"),
         }
+    }
+
+    /// The tally as rows of the table of final outcomes: landed is included, failed (landed
+    /// with an error) reverted, expired its own row; dropped, rejected and pending as they are.
+    pub fn finals(&self) -> TxFinalCounts {
+        let mut finals = TxFinalCounts::new();
+        finals
+            .set(TxFinalOutcome::Included, self.landed)
+            .set(TxFinalOutcome::Reverted, self.failed)
+            .set(TxFinalOutcome::Expired, self.expired)
+            .set(TxFinalOutcome::Dropped, self.dropped)
+            .set(TxFinalOutcome::Rejected, self.rejected)
+            .set(TxFinalOutcome::Pending, self.pending);
+        finals
     }
 
     /// Whether `landed + failed + expired + dropped + rejected + pending == sent`.
@@ -510,6 +524,29 @@ mod tests {
         assert_eq!(tally.latency_us.max(), tally.latency_us.highest_equivalent(400_000));
         assert_eq!(tally.slots_after.max(), 2);
         assert_eq!(tally.oldest_pending, Duration::from_millis(996));
+    }
+
+    #[test]
+    fn a_solana_tally_s_finals_put_each_count_in_its_row_of_the_table() {
+        let mut tally = SolanaTally::empty();
+        (tally.landed, tally.failed, tally.expired, tally.dropped, tally.rejected, tally.pending) =
+            (1, 2, 3, 4, 5, 6);
+        tally.sent = 21;
+        let finals = tally.finals();
+        let rows = [
+            (TxFinalOutcome::Included, 1),
+            (TxFinalOutcome::Reverted, 2),
+            (TxFinalOutcome::Expired, 3),
+            (TxFinalOutcome::Dropped, 4),
+            (TxFinalOutcome::Rejected, 5),
+            (TxFinalOutcome::Pending, 6),
+        ];
+        for (outcome, count) in rows {
+            assert_eq!(finals.get(outcome), count, "{outcome:?}");
+        }
+        assert!(finals.adds_up(tally.sent) && tally.adds_up());
+        tally.sent = 22;
+        assert!(!finals.adds_up(tally.sent));
     }
 
     #[test]
