@@ -336,6 +336,7 @@ impl ServeArgs {
             rate_limit_style: self.rate_limit_style.parse().unwrap_or_default(),
             announce_headers: self.announce_headers,
             stall: self.stall,
+            serial_service_time: None,
         };
         options.max_body_bytes = self.max_body;
         options.max_response_bytes = self.max_response_body;

@@ -175,12 +175,14 @@ pub(crate) struct Delays {
     stall: Duration,
     latency: Duration,
     blocking: Option<Duration>,
+    /// When the serial service of the request ends ([`crate::mock::Faults::serial_service_time`]).
+    serial_end: Option<Instant>,
 }
 
 impl Delays {
     /// No delay at all: the answer can be written at once.
     pub(crate) fn is_none(&self) -> bool {
-        self.stall.is_zero() && self.latency.is_zero() && self.blocking.is_none()
+        self.stall.is_zero() && self.latency.is_zero() && self.blocking.is_none() && self.serial_end.is_none()
     }
 
     /// The end of the asynchronous delays (a stall in progress, then the latency), counted
@@ -198,6 +200,9 @@ impl Delays {
             // Absolute: a sleep of the latency from now would add the time already spent on
             // the request (and the timer's rounding on top of it).
             tokio::time::sleep_until(deadline.into()).await;
+        }
+        if let Some(end) = self.serial_end {
+            tokio::time::sleep_until(end.into()).await;
         }
         if let Some(blocking) = self.blocking {
             std::thread::sleep(blocking);
@@ -222,11 +227,13 @@ pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate
         let retry_after_secs = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
         return Gate::Limited { retry_after_secs, style: shared.faults.rate_limit_style() };
     }
+    let read_at = Instant::now();
     Gate::Pass(Delays {
-        read_at: Instant::now(),
+        read_at,
         stall: shared.faults.stall_wait(),
         latency: shared.faults.latency(body),
         blocking: shared.faults.blocking_latency(body),
+        serial_end: shared.faults.serial_service_end(read_at),
     })
 }
 
@@ -491,7 +498,7 @@ mod tests {
     fn the_mock_latency_counts_from_when_the_request_was_read() {
         let read_at = Instant::now();
         let ms = Duration::from_millis;
-        let delays = |stall, latency| Delays { read_at, stall, latency, blocking: None };
+        let delays = |stall, latency| Delays { read_at, stall, latency, blocking: None, serial_end: None };
         assert_eq!(delays(ms(0), ms(0)).deadline(), None);
         assert_eq!(delays(ms(0), ms(10)).deadline(), Some(read_at + ms(10)));
         assert_eq!(delays(ms(500), ms(10)).deadline(), Some(read_at + ms(510)));

@@ -27,6 +27,13 @@ pub struct Faults {
     pub blocking_latency: Option<Duration>,
     /// Blocking delay by JSON-RPC method, instead of `blocking_latency` for those methods.
     pub blocking_latency_by_method: Vec<(String, Duration)>,
+    /// Requests served one at a time in the order they were read, each taking this long,
+    /// without blocking a thread: each one's service ends this long after the previous one's
+    /// was due to end (or after it was read, when the node was idle), so the node saturates at
+    /// exactly `1 / serial_service_time` requests per second whatever the machine does. A
+    /// thread blocked by [`Faults::blocking_latency`] serves fewer when it gets less of a core
+    /// or wakes late.
+    pub serial_service_time: Option<Duration>,
     /// Fraction (0.0..=1.0) of JSON-RPC calls answered with -32603 "Internal error
     /// (injected)", chosen deterministically from the seed.
     pub error_rate: f64,
@@ -468,6 +475,8 @@ pub(crate) struct FaultState {
     bucket: Option<TokenBucket>,
     error_draws: AtomicU64,
     jitter_draws: AtomicU64,
+    /// When the last request's serial service is due to end ([`Faults::serial_service_time`]).
+    serial_end: Mutex<Option<Instant>>,
 }
 
 const ERROR_STREAM: u64 = 0x6572_726f_7273;
@@ -483,7 +492,21 @@ impl FaultState {
             bucket,
             error_draws: AtomicU64::new(0),
             jitter_draws: AtomicU64::new(0),
+            serial_end: Mutex::new(None),
         }
+    }
+
+    /// When the serial service of a request read at `read_at` ends: a service time after the
+    /// previous request's was due to end, or after `read_at` when that is later (the node was
+    /// idle). Counted from when the previous one was due, not from when it was answered, so a
+    /// late timer does not lower the node's rate. `None` without the knob.
+    pub(crate) fn serial_service_end(&self, read_at: Instant) -> Option<Instant> {
+        let service = self.faults.serial_service_time.filter(|time| !time.is_zero())?;
+        let mut last = self.serial_end.lock().unwrap_or_else(|poison| poison.into_inner());
+        let start = last.map_or(read_at, |end| end.max(read_at));
+        let end = start + service;
+        *last = Some(end);
+        Some(end)
     }
 
     /// Takes a rate-limit token, if a limit is set.
@@ -818,6 +841,24 @@ mod tests {
         assert!(err.to_string().contains("'5 parsecs'"), "{err}");
         assert!(err.to_string().contains("5ms:2ms"), "{err}");
         assert!("5ms:".parse::<Latency>().is_err());
+    }
+
+    #[test]
+    fn a_serial_service_ends_each_request_a_service_time_after_the_previous_one_was_due() {
+        let ms = Duration::from_millis;
+        let faults = Faults { serial_service_time: Some(ms(10)), ..Faults::default() };
+        let t0 = Instant::now();
+        let state = FaultState::new(faults, 7, t0);
+        // Idle: 10 ms after it was read.
+        assert_eq!(state.serial_service_end(t0), Some(t0 + ms(10)));
+        // Read while earlier ones are served: queued behind their due ends, whenever their
+        // timers fire, so a timer that wakes late costs the node no rate.
+        assert_eq!(state.serial_service_end(t0 + ms(3)), Some(t0 + ms(20)));
+        assert_eq!(state.serial_service_end(t0 + ms(5)), Some(t0 + ms(30)));
+        // Read after the node went idle: from when it was read.
+        assert_eq!(state.serial_service_end(t0 + ms(45)), Some(t0 + ms(55)));
+        // Without the knob, no service time.
+        assert_eq!(FaultState::new(Faults::default(), 7, t0).serial_service_end(t0), None);
     }
 
     #[test]
