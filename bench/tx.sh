@@ -13,6 +13,7 @@
 #   PRIO=50: mock and generator under SCHED_FIFO at that priority (`chrt -f`, as bench/run.sh),
 #     which keeps other processes off the pinned cores on a busy machine; not how users run it
 #     (unset: ordinary priority). The generator's helper threads then run one priority below.
+#   BLOCK_GAS: the mock's --block-gas-limit (unset: 1.5 x the gas RATE_ETH sends in a block)
 #   RECEIPTS=all|none|N%: Ethereum's --receipts (which included transactions' receipts are read;
 #     unset: the binary's default, all)
 #   SOL_LANDING=signatures|blocks SOL_COMMITMENT=processed (blocks: confirmed or finalized)
@@ -28,6 +29,10 @@ SOL_LANDING=${SOL_LANDING:-signatures}; SOL_COMMITMENT=${SOL_COMMITMENT:-process
 GEN_CORE=${GEN_CORE:-0}; MOCK_CORE=${MOCK_CORE:-1}; CHAINS=${CHAINS:-"ethereum solana"}
 PRIO=${PRIO:-}; RT=(); [[ -n $PRIO ]] && RT=(chrt -f "$PRIO")
 RECEIPTS=${RECEIPTS:-}
+# The mock's Ethereum blocks (one every 100 ms) hold half as many transfers again as the rate
+# sends in a block time (30M gas, a mainnet block, holds 14,280/s of 21,000-gas transfers: at
+# 20,000/s the blocks were full and a backlog grew).
+BLOCK_GAS=${BLOCK_GAS:-$((RATE_ETH * 21000 * 3 / 20))}
 WORK=$(mktemp -d /tmp/rpcbench-tx-bench.XXXXXX)
 SERVER=""
 trap '[[ -n $SERVER ]] && kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -37,7 +42,7 @@ cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/s
 
 for chain in $CHAINS; do
   case $chain in
-    ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms)
+    ethereum) rate=$RATE_ETH; serve=(--chain ethereum --tx-pool --slot-time 100ms --block-gas-limit "$BLOCK_GAS")
               send=(--dev --senders 10 --gas-price 1gwei --gas-limit 21000 ${RECEIPTS:+--receipts "$RECEIPTS"}) ;;
     solana)   rate=$RATE_SOL; serve=(--chain solana --solana-tx --slot-time 100ms)
               send=(--senders 8 --commitment "$SOL_COMMITMENT" --skip-preflight --landing "$SOL_LANDING") ;;

@@ -386,7 +386,10 @@ impl EthereumNode {
             BlockTxs::None => Vec::new(),
         };
         let mut gas_used = gas_used;
+        let mut gas_limit = GAS_LIMIT;
         if let Some(pool) = self.pool() {
+            // A pool's blocks hold what its gas limit lets them (`--block-gas-limit`).
+            gas_limit = pool.block_gas_limit();
             if listed != BlockTxs::None {
                 let full = listed == BlockTxs::Full;
                 transactions.extend(super::mempool_rpc::block_transactions(&pool, number, full, |n| {
@@ -401,7 +404,7 @@ impl EthereumNode {
             "baseFeePerGas": hex_quantity(self.base_fee(number).into()),
             "difficulty": "0x0",
             "extraData": "0x",
-            "gasLimit": hex_quantity(GAS_LIMIT.into()),
+            "gasLimit": hex_quantity(gas_limit.into()),
             "gasUsed": hex_quantity(gas_used.into()),
             "hash": hex_data(&self.block_hash(number)),
             "logsBloom": hex_data(&[0u8; 256]),
@@ -617,6 +620,22 @@ impl EthereumNode {
 
     // ------------------------------------------------------------ dispatch
 
+    /// Writes the answer of a pool method served from bytes (a raw transaction sent, a
+    /// receipt) into `out` (`mempool_bytes.rs`); `None` for every other call, left to
+    /// [`EthereumNode::call`].
+    pub(crate) fn write_pool_answer(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        out: &mut Vec<u8>,
+    ) -> Option<Result<(), RpcError>> {
+        if !matches!(method, "eth_sendRawTransaction" | "eth_getTransactionReceipt") {
+            return None;
+        }
+        let mut pool = self.pool()?;
+        super::mempool_bytes::write_answer(&mut pool, method, params, |n| self.block_hash(n), out)
+    }
+
     pub(crate) fn call(&self, method: &str, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let params = positional_params(params)?;
         let p = params.as_slice();
@@ -812,6 +831,21 @@ mod tests {
 
     fn node(seed: u64) -> EthereumNode {
         EthereumNode::new(seed, Duration::from_secs(2), 1337, Instant::now(), 1_700_000_000)
+    }
+
+    #[test]
+    fn a_block_of_a_node_with_a_mempool_shows_the_pools_block_gas_limit() {
+        let raw = |value: Value| serde_json::value::to_raw_value(&value).unwrap();
+        let latest = raw(json!(["latest", false]));
+        assert_eq!(
+            node(1).call("eth_getBlockByNumber", Some(&latest)).unwrap()["gasLimit"],
+            json!("0x1c9c380")
+        );
+        let options =
+            super::super::mempool::TxPoolOptions { block_gas_limit: 63_000_000, ..Default::default() };
+        let pooled = node(1).with_mempool(Some(&options));
+        let block = pooled.call("eth_getBlockByNumber", Some(&latest)).unwrap();
+        assert_eq!(block["gasLimit"], json!(hex_quantity(63_000_000)), "{block}");
     }
 
     #[test]

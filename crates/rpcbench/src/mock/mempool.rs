@@ -251,6 +251,11 @@ impl Mempool {
         nonce
     }
 
+    /// Gas a block includes at most.
+    pub(crate) fn block_gas_limit(&self) -> u64 {
+        self.settings.block_gas_limit
+    }
+
     /// Transactions silently dropped so far.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped
