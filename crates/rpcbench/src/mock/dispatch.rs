@@ -56,10 +56,7 @@ impl Node {
                 return Ok(());
             }
             Node::Solana(node) => node.call(method, params)?,
-            Node::Ethereum(node) => match node.write_pool_answer(method, params, out) {
-                Some(answered) => return answered,
-                None => node.call(method, params)?,
-            },
+            Node::Ethereum(node) => node.call(method, params)?,
         };
         serde_json::to_writer(out, &value).map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string()))
     }

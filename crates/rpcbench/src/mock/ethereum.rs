@@ -620,22 +620,6 @@ impl EthereumNode {
 
     // ------------------------------------------------------------ dispatch
 
-    /// Writes the answer of a pool method served from bytes (a raw transaction sent, a
-    /// receipt) into `out` (`mempool_bytes.rs`); `None` for every other call, left to
-    /// [`EthereumNode::call`].
-    pub(crate) fn write_pool_answer(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        out: &mut Vec<u8>,
-    ) -> Option<Result<(), RpcError>> {
-        if !matches!(method, "eth_sendRawTransaction" | "eth_getTransactionReceipt") {
-            return None;
-        }
-        let mut pool = self.pool()?;
-        super::mempool_bytes::write_answer(&mut pool, method, params, |n| self.block_hash(n), out)
-    }
-
     pub(crate) fn call(&self, method: &str, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let params = positional_params(params)?;
         let p = params.as_slice();

@@ -30,7 +30,6 @@ mod geyser;
 mod h2;
 mod http;
 mod mempool;
-mod mempool_bytes;
 mod mempool_rpc;
 pub(crate) mod prng;
 mod rest;
