@@ -589,3 +589,39 @@ fn serve_takes_a_block_gas_limit_only_with_its_mempool() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--block-gas-limit"));
 }
+
+#[test]
+fn every_receipt_of_a_block_holding_more_than_the_node_s_batch_limit_is_read() {
+    // One-second blocks at 400/s: each block holds ~400 of ours, more than the 100 calls a
+    // batch the mock (as many providers) takes; a batch refused as too large is halved.
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_secs(1);
+    options.chain_id = 31337;
+    options.max_batch_len = 60;
+    options.tx_pool = Some(TxPoolOptions::default());
+    let node = MockServer::start(options).expect("the mock node starts");
+    let url = node.url();
+    let args = [
+        "tx",
+        &url,
+        "--dev",
+        "--senders",
+        "4",
+        "--rate",
+        "400",
+        "-n",
+        "800",
+        "--inclusion-timeout",
+        "20s",
+        "-f",
+        "json",
+    ];
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    assert_eq!(count("included"), 800, "{report}");
+    assert_eq!(report["receipts_checked"], "all", "{report}");
+    assert_eq!(count("receipts_read"), 800, "{report}");
+    assert_eq!(count("receipt_failures"), 0, "{report}");
+}
