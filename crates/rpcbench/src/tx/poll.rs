@@ -9,8 +9,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::watch::{HeadWatch, SeenHead};
 use crate::client::Endpoint;
 
@@ -26,12 +24,6 @@ pub struct HeadPoll {
     interval: Duration,
 }
 
-/// The node's head, `None` when it does not say.
-pub(crate) fn block_number(node: &Endpoint) -> Option<u64> {
-    let answer = node.call("eth_blockNumber", Some(&json!([]))).ok()?;
-    u64::from_str_radix(answer.as_str()?.strip_prefix("0x")?, 16).ok()
-}
-
 impl HeadPoll {
     /// Polls `node`'s head every `interval` from `head_now` on (heads after it are handed on).
     pub fn start(node: Endpoint, interval: Duration, head_now: u64) -> std::io::Result<HeadPoll> {
@@ -43,7 +35,7 @@ impl HeadPoll {
             let mut last = head_now;
             let mut next = Instant::now();
             while !stopping.load(Ordering::Relaxed) {
-                if let Some(number) = block_number(&node) {
+                if let Some(number) = super::watch::block_number(&node) {
                     let arrived = Instant::now();
                     if number > last {
                         let first = (last + 1).max(number.saturating_sub(MAX_HEADS_PER_POLL - 1));

@@ -150,7 +150,7 @@ impl NewHeads {
         while !ends.stopped() && tokio::time::Instant::now() < until {
             // The endpoint blocks (and runs its own runtime): off this thread's runtime.
             let asking = node.clone();
-            let answer = tokio::task::spawn_blocking(move || super::poll::block_number(&asking)).await;
+            let answer = tokio::task::spawn_blocking(move || block_number(&asking)).await;
             if let Ok(Some(number)) = answer {
                 let head = SeenHead { number, arrived: Instant::now(), produced_at_us: None, polled: true };
                 self.hand_on(head, ends);
@@ -172,6 +172,12 @@ fn head_number(payload: &[u8]) -> Option<(u64, Option<u64>)> {
     let header: Header<'_> = serde_json::from_slice(payload).ok()?;
     let number = u64::from_str_radix(header.number.strip_prefix("0x")?, 16).ok()?;
     Some((number, header.produced_at_us))
+}
+
+/// The node's head, `None` when it does not say.
+pub(crate) fn block_number(node: &Endpoint) -> Option<u64> {
+    let answer = node.call("eth_blockNumber", Some(&serde_json::json!([]))).ok()?;
+    u64::from_str_radix(answer.as_str()?.strip_prefix("0x")?, 16).ok()
 }
 
 impl WatchOnFeed for NewHeads {

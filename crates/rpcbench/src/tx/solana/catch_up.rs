@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::landing::StatusFound;
 use super::lookup::look_up_statuses;
-use super::watch::{Commitment, Landing};
+use super::status::{Commitment, Landing};
 use crate::client::Endpoint;
 use crate::tx::feed_watch::WatchHealth;
 

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use super::landing::StatusFound;
-use super::watch::{Commitment, STATUS_BATCH};
+use super::status::{Commitment, STATUS_BATCH};
 use crate::client::Endpoint;
 
 /// What one status of a `getSignatureStatuses` answer says at `commitment`.

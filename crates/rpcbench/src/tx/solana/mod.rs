@@ -2,7 +2,7 @@
 //! legacy wire format built and read by hand ([`wire`]), the recent blockhash kept fresh in
 //! the background ([`blockhash`]), the signed-ahead pipeline that subscribes each signature
 //! before it may be sent ([`ahead`]), the `signatureSubscribe` watch and the
-//! `getSignatureStatuses` poll ([`watch`], signatures written as base58 by `base58`), and each transaction's one final outcome
+//! `getSignatureStatuses` poll ([`watch`], signatures written as base58 by `base58`; what a status says: `status`), and each transaction's one final outcome
 //! ([`landing`], bounded like `crate::tx::inclusion`), and the `getSignatureStatuses` lookup
 //! of the ones not seen land in time ([`lookup`]). The mock node's `sendTransaction` reads
 //! transactions with [`wire`] too.
@@ -16,6 +16,7 @@ pub mod keys;
 pub mod landing;
 pub mod lookup;
 mod recent;
+mod status;
 mod status_poll;
 pub mod watch;
 pub mod wire;
