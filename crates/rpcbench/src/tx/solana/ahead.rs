@@ -62,6 +62,8 @@ struct Items {
     pushers_waiting: u32,
     /// Threads waiting in [`ReadyQueue::wait_filled`].
     fillers_waiting: u32,
+    /// Takes that found the queue empty (not closed) and waited for the signer.
+    taker_waits: u64,
 }
 
 /// Seconds of the schedule the signed-ahead queue holds at most (without a signature watch).
@@ -198,10 +200,17 @@ impl ReadyQueue {
             if items.closed {
                 return None;
             }
+            items.taker_waits += 1;
             items.poppers_waiting += 1;
             items = self.not_empty.wait(items).unwrap_or_else(|poisoned| poisoned.into_inner());
             items.poppers_waiting -= 1;
         }
+    }
+
+    /// How many takes so far found nothing ready and waited for the signer (a send held back
+    /// by signing, not by the schedule).
+    pub fn taker_waits(&self) -> u64 {
+        self.lock().taker_waits
     }
 
     /// No more will be added (waiters wake).
@@ -362,6 +371,27 @@ mod tests {
             base64: String::new(),
             last_valid_block_height: 0,
         }
+    }
+
+    #[test]
+    fn a_take_that_finds_nothing_signed_is_counted_as_a_wait_for_the_signer() {
+        let queue = ReadyQueue::new(4);
+        queue.push(tx(0));
+        assert_eq!(queue.pop().map(|t| t.index), Some(0));
+        assert_eq!(queue.taker_waits(), 0, "a take that found one ready did not wait");
+        let taker = {
+            let queue = queue.clone();
+            std::thread::spawn(move || queue.pop().map(|t| t.index))
+        };
+        while queue.lock().poppers_waiting == 0 {
+            std::thread::yield_now();
+        }
+        queue.push(tx(1));
+        assert_eq!(taker.join().unwrap(), Some(1));
+        assert_eq!(queue.taker_waits(), 1);
+        queue.close();
+        assert_eq!(queue.pop(), None);
+        assert_eq!(queue.taker_waits(), 1, "the end of the queue is not a wait for the signer");
     }
 
     #[test]
