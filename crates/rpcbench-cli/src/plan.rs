@@ -682,8 +682,8 @@ pub fn parse_headers(raw: &[String]) -> Result<Vec<(String, String)>, ConfigErro
 }
 
 /// The engine run of `rpcbench tx` on either chain: `method` (the chain's send call) open loop
-/// at `--rate` or through the `--stage` rates, over at most the connections of 10 ms of sends at
-/// the (highest) rate, 64 to 512 (`rpcbench::tx::headroom`), for `-d`/`-n`
+/// at `--rate` or through the `--stage` rates, over at most 64 connections (Ethereum's command
+/// raises the cap from the rate: `rpcbench::tx::headroom`), for `-d`/`-n`
 /// (10 s when neither is given; the stages' total with stages), each request allowed
 /// `--timeout`. The chain's command adds its sends (`tx_sends` or `solana_sends`).
 pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConfig, ConfigError> {
@@ -706,7 +706,7 @@ pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConf
     config.load = Load::Open {
         rate,
         arrivals: Arrivals::Uniform,
-        max_connections: rpcbench::tx::headroom::send_connections(rate),
+        max_connections: rpcbench::defaults::MAX_CONNECTIONS.min(64),
     };
     config.stages = args.stages.clone();
     config.length = match (args.duration, args.requests, args.stages.is_empty()) {

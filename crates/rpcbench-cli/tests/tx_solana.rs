@@ -287,11 +287,12 @@ fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
 }
 
 #[test]
-fn the_solana_connection_cap_follows_the_send_rate_and_the_report_says_why_sends_were_late() {
+fn the_solana_report_says_why_sends_were_late_and_names_its_connection_cap_of_64() {
     let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
-    // 100/s: the floor of 64 connections; 20,000/s: the sends of 10 ms, 200.
-    for (rate, cap) in [("100", 64), ("20000", 200)] {
+    // 64 at every rate (a cap following the rate, 400 at 40,000/s, let the mock queue more
+    // and made sends later: bench/ANALYSIS.md).
+    for (rate, cap) in [("100", 64), ("20000", 64)] {
         let output = rpcbench(&[
             "tx",
             &url,

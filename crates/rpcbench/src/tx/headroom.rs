@@ -1,7 +1,6 @@
-//! What a `tx` run keeps in hand so that a send leaves on its schedule: connections for the
-//! answers in flight (both chains), and transactions signed ahead of the pacer (Ethereum's
-//! signer; Solana's sizes its own queue). Both are sized from the send rate as a span of time,
-//! so a faster run does not run out sooner.
+//! What an Ethereum `tx` run keeps in hand so that a send leaves on its schedule: connections
+//! for the answers in flight, and transactions signed ahead of the pacer. Both are sized from
+//! the send rate as a span of time, so a faster run does not run out sooner.
 //!
 //! A send waits when every connection it may use still waits for its answer (the open loop
 //! opens connections only as they are needed, up to a cap), or when the signer has fallen
