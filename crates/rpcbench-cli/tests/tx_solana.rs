@@ -285,3 +285,37 @@ fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
     assert_eq!(count(&report, "landed") + count(&report, "rejected") + dropped, 200, "{report}");
     assert_eq!(count(&report, "landed_unseen"), 0, "{report}");
 }
+
+#[test]
+fn the_solana_report_says_why_sends_were_late_and_names_its_connection_cap_of_64() {
+    let node = solana_node(Some(SolanaTxOptions::default()));
+    let url = node.url();
+    // 64 at every rate (a cap following the rate, 400 at 40,000/s, let the mock queue more
+    // and made sends later: bench/ANALYSIS.md).
+    for (rate, cap) in [("100", 64), ("20000", 64)] {
+        let output = rpcbench(&[
+            "tx",
+            &url,
+            "--senders",
+            "2",
+            "--rate",
+            rate,
+            "-n",
+            "40",
+            "--commitment",
+            "confirmed",
+            "--skip-preflight",
+            "--landing",
+            "blocks",
+            "-f",
+            "json",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        adds_up(&report);
+        let late = &report["late_sends"];
+        assert_eq!(late["connection_cap"], cap, "{report}");
+        assert!(count(late, "at_connection_cap") <= count(late, "over_2ms"), "{report}");
+        assert!(count(late, "waited_for_signer") <= count(&report, "sent"), "{report}");
+    }
+}

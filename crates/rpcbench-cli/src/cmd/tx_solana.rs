@@ -206,9 +206,9 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     let count = config.length.requests.map_or(u64::MAX, |n| config.shard.share(n));
     // With a signature watch, what is ahead is also subscribed: that stays a few hundred.
     let watched = args.poll.is_none() && solana.landing != LandingArg::Blocks;
-    let rate = match config.load {
-        Load::Open { rate, .. } => rate,
-        Load::Closed { .. } => 0.0,
+    let (rate, connection_cap) = match config.load {
+        Load::Open { rate, max_connections, .. } => (rate, max_connections),
+        Load::Closed { .. } => (0.0, 0),
     };
     let ready = ReadyQueue::new(if watched { SIGN_AHEAD } else { ahead_capacity(rate, planned) });
     let ws_url = args
@@ -431,6 +431,13 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         "landed_by_catch_up": caught_up,
         "status_poll_failures": poll_failures,
         "blockhash_refresh_failures": blockhash.failures(),
+        // Why sends left late, as Ethereum's report says it (`cmd/tx.rs`).
+        "late_sends": {
+            "over_2ms": record.totals.late,
+            "at_connection_cap": record.totals.late_at_cap,
+            "connection_cap": connection_cap,
+            "waited_for_signer": ready.pop_waits(),
+        },
     });
     outcomes.write_into(SOLANA_WORDS, &mut report);
     let figures = super::tx_report::TxRunFigures::new(

@@ -36,6 +36,7 @@ mod rest;
 mod rpc;
 mod server;
 mod solana;
+mod solana_block_signatures;
 mod solana_blocks;
 mod solana_sigverify;
 mod solana_tx;

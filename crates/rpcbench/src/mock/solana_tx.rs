@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 
 use super::prng::{bytes, draw};
 use super::rpc::{RpcError, INVALID_PARAMS};
+use super::solana_block_signatures::BlockSignatures;
 use super::solana_sigverify::{SigverifyStage, VerifyingKeys};
 use crate::tx::solana::wire::{decode, DecodedSolanaTx};
 #[cfg(test)]
@@ -116,6 +117,8 @@ pub(crate) struct SolanaTxPool {
     /// Transactions sent with `skipPreflight`, waiting for their signatures' check.
     sigverify: SigverifyStage,
     never_landed: NeverLanded,
+    /// Each recent block's landed signatures, as its notification lists them.
+    blocks: BlockSignatures,
     taken: u64,
     dropped: u64,
     unnotified: u64,
@@ -134,6 +137,7 @@ impl SolanaTxPool {
             keys: VerifyingKeys::default(),
             sigverify: SigverifyStage::default(),
             never_landed: NeverLanded::default(),
+            blocks: BlockSignatures::keeping(FINALIZED_DEPTH + 8),
             taken: 0,
             dropped: 0,
             unnotified: 0,
@@ -301,26 +305,18 @@ impl SolanaTxPool {
             let silent = draw(self.seed ^ S_UNNOTIFIED, S_UNNOTIFIED, self.taken, 0) as f64 / u64::MAX as f64;
             let unnotified = silent < self.options.unnotified_share;
             self.unnotified += u64::from(unnotified);
-            Some(Landed { slot: Self::next_block_slot(node, slot), err, unnotified })
+            let slot = Self::next_block_slot(node, slot);
+            self.blocks.add(slot, &tx.signatures[0]);
+            Some(Landed { slot, err, unnotified })
         };
         self.remember(tx.signatures[0], landed);
         Ok(())
     }
 
-    /// The signatures that landed in `slot`, in the order taken (for `blockSubscribe`,
-    /// `solana_blocks.rs`). Landing slots only grow along `order`, so the scan starts at the
-    /// newest and stops at the first signature that landed before `slot`.
-    pub(crate) fn landed_in(&self, slot: u64) -> Vec<[u8; 64]> {
-        let mut found = Vec::new();
-        for signature in self.order.iter().rev() {
-            match self.statuses.get(signature) {
-                Some(Some(landed)) if landed.slot == slot => found.push(*signature),
-                Some(Some(landed)) if landed.slot < slot => break,
-                _ => {}
-            }
-        }
-        found.reverse();
-        found
+    /// The signatures that landed in each recent block, in the order taken (for
+    /// `blockSubscribe`, `solana_blocks.rs`).
+    pub(crate) fn block_signatures(&self) -> &BlockSignatures {
+        &self.blocks
     }
 
     /// Where `signature` landed, if it has by `slot`.
