@@ -625,3 +625,48 @@ fn every_receipt_of_a_block_holding_more_than_the_node_s_batch_limit_is_read() {
     assert_eq!(count("receipts_read"), 800, "{report}");
     assert_eq!(count("receipt_failures"), 0, "{report}");
 }
+
+/// A node on 127.0.0.1:0 answering every JSON-RPC call with `result` (one call a connection).
+fn node_answering_everything_with(result: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port on loopback");
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(50) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0u8; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let id =
+                serde_json::from_slice::<Value>(&body).map(|call| call["id"].clone()).unwrap_or(Value::Null);
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn a_chain_id_wider_than_64_bits_is_refused_not_truncated() {
+    // 2^64 + 1 would be read as chain 1 if cut to 64 bits.
+    let url = node_answering_everything_with("0x10000000000000001");
+    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("eth_chainId") && stderr.contains("wider than a chain id"), "{stderr}");
+    assert!(!stderr.contains("mainnet"), "not taken for chain 1: {stderr}");
+}

@@ -90,7 +90,10 @@ fn a_signature_watch_that_ends_says_why_in_the_report_and_reconnects() {
     assert_eq!(report["identity_holds"], true, "{report}");
     let text = rpcbench::report::tx::render_tx_text(&report);
     assert!(
-        text.contains(&format!("landing watch ended    {why}; reconnected {reconnects} times")),
+        text.contains(&format!(
+            "landing watch ended    {why}; reconnected {}",
+            rpcbench::report::tx::times(reconnects)
+        )),
         "{text}"
     );
 }

@@ -104,7 +104,8 @@ fn reconnected(report: &Value, stderr: &str, node: &MockServer, what: &str) {
     assert_eq!(report["watch_gave_up"], false, "{report}");
     let said = stderr.matches(&format!("warning: the {what} ended: ")).count() as u64;
     assert_eq!(said, closed.min(rpcbench::tx::watch::ENDS_KEPT as u64), "one line per end: {stderr}");
-    assert!(stderr.contains(&format!("the {what} reconnected {reconnects} times")), "{stderr}");
+    let reconnected = format!("the {what} reconnected {}", rpcbench::report::tx::times(reconnects));
+    assert!(stderr.contains(&reconnected), "{stderr}");
 }
 
 #[test]

@@ -179,7 +179,12 @@ pub fn run(args: TxArgs) -> ExitCode {
             return output::usage_error(format!("--chain-id {given}: the node's eth_chainId is {answered}"))
         }
         (Some(given), _) => given,
-        (None, Ok(answered)) => answered as u64,
+        (None, Ok(answered)) => match u64::try_from(answered) {
+            Ok(chain_id) => chain_id,
+            Err(_) => {
+                return output::failure(format!("eth_chainId: {answered} is wider than a chain id (64 bits)"))
+            }
+        },
         (None, Err(message)) => return output::failure(message),
     };
     let (fees, fee_source) = match fees(&args, &ask, &ask_quantity) {

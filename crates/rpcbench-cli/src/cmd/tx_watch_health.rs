@@ -3,6 +3,7 @@
 //! reconnecting, and the report's `watch_reconnects` and `watch_ended` (the last end's reason,
 //! and why reconnecting failed since, if it did).
 
+use rpcbench::report::tx::times;
 use rpcbench::tx::watch::{WatchHealth, ENDS_KEPT, RECONNECT};
 
 /// The report's figures of a watch's connection: reconnects, and why it last ended (`None`:
@@ -29,7 +30,7 @@ pub(super) fn say_ends(what: &str, health: &WatchHealth, after_give_up: &str) ->
         eprintln!("warning: the {what} ended: {reason}; reconnecting");
     }
     if ends > ENDS_KEPT as u64 {
-        eprintln!("warning: the {what} ended {} more times", ends - ENDS_KEPT as u64);
+        eprintln!("warning: the {what} ended {} more", times(ends - ENDS_KEPT as u64));
     }
     let gave_up = health.gave_up();
     if gave_up {
@@ -39,7 +40,7 @@ pub(super) fn say_ends(what: &str, health: &WatchHealth, after_give_up: &str) ->
             health.last_end().unwrap_or_default()
         );
     } else if ends > 0 {
-        eprintln!("note: the {what} reconnected {} times", health.reconnects());
+        eprintln!("note: the {what} reconnected {}", times(health.reconnects()));
         if let Some(last) = health.last_end().filter(|last| last.contains("reconnecting failed")) {
             eprintln!("note: the run ended before the {what} reconnected after its last end ({last})");
         }

@@ -728,6 +728,15 @@ fn top_up_line(top_ups: &Value) -> String {
     )
 }
 
+/// `n` as a count of times: "1 time", "3 times".
+pub fn times(n: u64) -> String {
+    if n == 1 {
+        "1 time".to_string()
+    } else {
+        format!("{n} times")
+    }
+}
+
 /// The landing watch's last end, if its connection ended before the run stopped it (`label`
 /// says which watch): why; how many times it reconnected (or that it gave up), what its
 /// catch-up found (`caught_up`: the report's key) and, on Solana, how many transactions went
@@ -735,7 +744,7 @@ fn top_up_line(top_ups: &Value) -> String {
 fn watch_ended_line(report: &Value, label: &str, caught_up: &str) -> String {
     let Some(why) = report["watch_ended"].as_str() else { return String::new() };
     let mut line =
-        format!("{label:<22} {why}; reconnected {} times", report["watch_reconnects"].as_u64().unwrap_or(0));
+        format!("{label:<22} {why}; reconnected {}", times(report["watch_reconnects"].as_u64().unwrap_or(0)));
     if report["watch_gave_up"].as_bool() == Some(true) {
         line.push_str(", then gave up");
     }
@@ -811,6 +820,11 @@ mod tests {
         report[words.lost] = json!(200 - included - 2);
         report[words.per_second] = json!(99.0);
         report
+    }
+
+    #[test]
+    fn a_count_of_one_reads_one_time_not_one_times() {
+        assert_eq!((times(0), times(1), times(2)), ("0 times".into(), "1 time".into(), "2 times".into()));
     }
 
     #[test]
