@@ -140,8 +140,12 @@ fn the_search_finds_a_saturated_node() {
 fn a_generator_short_of_connections_is_not_blamed_on_the_target() {
     let _machine = MACHINE.lock().unwrap_or_else(|poison| poison.into_inner());
     // 20 ms per request on one connection: at most 50 req/s, while 200 are asked for.
+    // The SLO sits between the two latencies a step measures: what was served takes 20 ms
+    // (p99<100ms failed here on a loaded machine: with ~25 requests p99 is the slowest, and one
+    // 80 ms stall of the node or the generator broke it), while measured from the intended send
+    // times the queue of a step asking four times what goes out grows past a second.
     let node = node(Faults { latency: Some(Latency::fixed(Duration::from_millis(20))), ..Faults::default() });
-    let mut settings = settings("p99<100ms", 200.0);
+    let mut settings = settings("p99<250ms", 200.0);
     settings.step = Duration::from_millis(500);
     settings.warmup = Duration::ZERO;
     settings.max_connections = 1;
@@ -151,7 +155,11 @@ fn a_generator_short_of_connections_is_not_blamed_on_the_target() {
     assert_eq!(step.verdict, Verdict::ConnectionCap, "{step:?}");
     // Every request went out, but late: one connection cannot send 200 a second.
     assert!(step.generator_shortfall && step.achieved_rate < 100.0, "{step:?}");
-    assert!(step.p99_uncorrected_us < 100_000, "{step:?}");
+    assert!(step.p99_uncorrected_us < 250_000, "{step:?}");
+    // The target would be blamed from the intended send times: the SLO is broken there, and
+    // only the cap on connections says whose fault it is.
+    assert!(step.p99_us >= 250_000, "{step:?}");
+    assert_eq!(step.breaches.first().map(|b| b.clause.as_str()), Some("p99<250ms"), "{step:?}");
     assert!(step.verdict_text().starts_with("CONNECTION CAP"), "{}", step.verdict_text());
 }
 
