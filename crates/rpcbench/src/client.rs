@@ -20,6 +20,8 @@ use crate::transport::grpc::XToken;
 use crate::transport::{Lane, Outgoing, Transport};
 use crate::util::redact::Secrets;
 
+pub mod batches;
+
 /// Why a call failed.
 #[derive(Debug)]
 pub enum CallError {

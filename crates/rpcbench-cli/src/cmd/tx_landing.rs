@@ -6,11 +6,11 @@
 //! gone, still pooled); and the timeline drawn from what becomes final. Each step costs what
 //! it is handed (new sends, new heads, the timed out), never the number sent so far.
 
-use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rpcbench::client::batches::LookupBatches;
 use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
@@ -29,7 +29,7 @@ use crate::args::tx::ReceiptSample;
 const MAX_GAP_BLOCKS: u64 = 64;
 /// Requests per JSON-RPC batch of receipt and transaction lookups at first: geth's limit is
 /// 1,000, many providers' and the mock's 100. A node that refuses a batch as too large
-/// halves it for the rest of the run ([`LookupBatches`]).
+/// halves it for the rest of the run (`rpcbench::client::batches::LookupBatches`).
 const LOOKUP_BATCH: usize = 100;
 /// Dropped transactions looked up at most per run (the rest are counted not looked up): a
 /// node that lost everything is not asked about each of a million transactions.
@@ -69,99 +69,6 @@ fn hex_hash(hash: &[u8; 32]) -> String {
         text.push_str(&format!("{byte:02x}"));
     }
     text
-}
-
-/// What one JSON-RPC batch post gave.
-#[derive(Debug, PartialEq)]
-enum BatchAnswer {
-    /// Each call's result, in the order of the calls (`None`: no result for it).
-    Results(Vec<Option<Value>>),
-    /// The node refused the batch as a whole: one error for all of it (geth's array of one
-    /// error, erigon's bare error object) or 413. A smaller batch may pass.
-    Refused,
-    /// No answer, or one that is neither.
-    Failed,
-}
-
-/// Posts `params.len()` calls of `method` as one batch.
-fn post_batch(node: &Endpoint, method: &str, params: &[Value]) -> BatchAnswer {
-    let calls: Vec<Value> = params
-        .iter()
-        .enumerate()
-        .map(|(id, params)| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-        .collect();
-    let Ok(body) = serde_json::to_vec(&calls) else { return BatchAnswer::Failed };
-    let Ok(answer) = node.post(&body) else { return BatchAnswer::Failed };
-    if answer.status == 413 {
-        return BatchAnswer::Refused;
-    }
-    if !(200..300).contains(&answer.status) {
-        return BatchAnswer::Failed;
-    }
-    read_batch_answer(&answer.body, params.len())
-}
-
-/// Reads a batch's answer to `calls` calls.
-fn read_batch_answer(body: &[u8], calls: usize) -> BatchAnswer {
-    let answers = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Array(answers)) => answers,
-        Ok(Value::Object(answer)) if answer.contains_key("error") => return BatchAnswer::Refused,
-        _ => return BatchAnswer::Failed,
-    };
-    // One error for a batch of several: refused whole (geth names the first call's id).
-    if calls > 1 && answers.len() == 1 && answers[0].get("error").is_some() {
-        return BatchAnswer::Refused;
-    }
-    let mut results = vec![None; calls];
-    for answer in answers {
-        let Some(id) = answer["id"].as_u64().and_then(|id| usize::try_from(id).ok()) else { continue };
-        if let (Some(slot), Some(result)) = (results.get_mut(id), answer.get("result")) {
-            *slot = Some(result.clone());
-        }
-    }
-    BatchAnswer::Results(results)
-}
-
-/// The landing thread's batched lookups: at most `size` calls a batch, halved (down to one
-/// call) whenever the node refuses a batch as too large, for the rest of the run.
-#[derive(Debug)]
-struct LookupBatches {
-    size: Cell<usize>,
-}
-
-impl LookupBatches {
-    fn new() -> Self {
-        LookupBatches { size: Cell::new(LOOKUP_BATCH) }
-    }
-
-    /// Each call's result, in order: `None` for a call without one (a batch that failed
-    /// leaves all of its calls `None`).
-    fn call(&self, node: &Endpoint, method: &str, params: &[Value]) -> Vec<Option<Value>> {
-        self.call_with(method, params, |method, chunk| post_batch(node, method, chunk))
-    }
-
-    fn call_with(
-        &self,
-        method: &str,
-        params: &[Value],
-        mut post: impl FnMut(&str, &[Value]) -> BatchAnswer,
-    ) -> Vec<Option<Value>> {
-        let mut results = Vec::with_capacity(params.len());
-        let mut rest = params;
-        while !rest.is_empty() {
-            let chunk = &rest[..rest.len().min(self.size.get())];
-            match post(method, chunk) {
-                BatchAnswer::Results(answered) => results.extend(answered),
-                BatchAnswer::Refused if chunk.len() > 1 => {
-                    self.size.set(chunk.len() / 2);
-                    continue;
-                }
-                BatchAnswer::Refused | BatchAnswer::Failed => results.extend(chunk.iter().map(|_| None)),
-            }
-            rest = &rest[chunk.len()..];
-        }
-        results
-    }
 }
 
 /// The book and everything fed to it.
@@ -231,7 +138,7 @@ impl Landing {
     ) -> Self {
         Landing {
             node,
-            batches: LookupBatches::new(),
+            batches: LookupBatches::new(LOOKUP_BATCH),
             book: InclusionBook::with_confirm_depth(confirm_depth).log_settled(),
             timeout,
             acks: AckTally::default(),
@@ -560,59 +467,4 @@ fn hash_bytes(text: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
     }
     Some(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_batch_refused_as_too_large_is_halved_until_it_passes_and_every_call_gets_its_answer() {
-        let batches = LookupBatches::new();
-        let params: Vec<Value> = (0..250).map(|n| json!([n])).collect();
-        let mut posted = Vec::new();
-        let results = batches.call_with("eth_getTransactionReceipt", &params, |_, chunk| {
-            posted.push(chunk.len());
-            if chunk.len() > 30 {
-                return BatchAnswer::Refused;
-            }
-            BatchAnswer::Results(chunk.iter().map(|params| Some(params[0].clone())).collect())
-        });
-        assert_eq!(results, (0..250).map(|n| Some(json!(n))).collect::<Vec<_>>());
-        // 100 refused, 50 refused, then 25 a batch for the rest of the run.
-        assert_eq!(posted[..3], [100, 50, 25]);
-        assert!(posted[2..].iter().all(|&len| len <= 25), "{posted:?}");
-        assert_eq!(batches.size.get(), 25);
-    }
-
-    #[test]
-    fn a_node_refusing_even_one_call_leaves_each_call_without_an_answer_and_stops_halving() {
-        let batches = LookupBatches::new();
-        let params: Vec<Value> = (0..3).map(|n| json!([n])).collect();
-        let mut posts = 0;
-        let results = batches.call_with("eth_getTransactionByHash", &params, |_, _| {
-            posts += 1;
-            BatchAnswer::Refused
-        });
-        assert_eq!(results, vec![None, None, None]);
-        // 3 refused, then 1 a call: three refused, each left without an answer.
-        assert_eq!(posts, 4);
-    }
-
-    #[test]
-    fn geth_and_erigon_refusals_of_a_batch_are_told_apart_from_answers() {
-        let geth = br#"[{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"batch too large"}}]"#;
-        assert_eq!(read_batch_answer(geth, 3), BatchAnswer::Refused);
-        let erigon =
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"batch limit 100 exceeded"}}"#;
-        assert_eq!(read_batch_answer(erigon, 3), BatchAnswer::Refused);
-        // A batch of one whose call failed is that call's answer, not a refusal.
-        assert_eq!(read_batch_answer(geth, 1), BatchAnswer::Results(vec![None]));
-        let answered = br#"[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":0,"result":null}]"#;
-        assert_eq!(
-            read_batch_answer(answered, 2),
-            BatchAnswer::Results(vec![Some(Value::Null), Some(json!("0x1"))])
-        );
-        assert_eq!(read_batch_answer(b"<html>", 2), BatchAnswer::Failed);
-    }
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::client::batches::{read_batch_answer, BatchAnswer};
 use crate::client::{Endpoint, RawAnswer};
 use crate::util::printable::markdown;
 
@@ -54,13 +55,9 @@ pub struct BatchStep {
 /// per-call rate-limit error). geth's refusal (an array of one error), erigon's (a bare object)
 /// and HTTP errors are not.
 pub fn batch_accepted(answer: &RawAnswer, calls: u64) -> bool {
-    if !(200..300).contains(&answer.status) {
-        return false;
-    }
-    match serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(&answer.body) {
-        Ok(items) => items.len() as u64 == calls,
-        Err(_) => false,
-    }
+    // The probe's calls carry ids 1, 2, ... ([`batch_body`]); the one reading of a batch answer.
+    let Ok(slots) = usize::try_from(calls) else { return false };
+    matches!(read_batch_answer(answer, slots, 1), BatchAnswer::Results { items, .. } if items as u64 == calls)
 }
 
 /// Whether a 2xx answer is a bare rate-limit error (a JSON-RPC error in HTTP 200).

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::keys::{hex_encode, Address, SenderKey};
 use super::quantity::hex_quantity;
 use super::sign::{sign, Fees, UnsignedTx};
+use crate::client::batches::{read_batch_answer, BatchAnswer};
 use crate::client::{CallError, Endpoint};
 
 use super::sign::TRANSFER_GAS;
@@ -189,10 +190,13 @@ pub fn fund_senders(
     }
     let first_nonce =
         ask(node, "eth_getTransactionCount", json!([funder_address.to_string(), "pending"]))? as u64;
-    let batch = plan.batch.max(1);
+    // Halved for the rest of the setup whenever the node refuses a batch as too large (a
+    // refused batch sent nothing: its nonces go again in the smaller batches).
+    let mut batch = plan.batch.max(1);
     let started = Instant::now();
     let mut sent = 0usize;
-    for chunk in transfers.chunks(batch) {
+    while sent < transfers.len() {
+        let chunk = &transfers[sent..transfers.len().min(sent + batch)];
         // Paced: batch k leaves no earlier than k x batch / rate after the start.
         if plan.rate.is_finite() && plan.rate > 0.0 {
             let due = started + Duration::from_secs_f64(sent as f64 / plan.rate);
@@ -222,6 +226,10 @@ pub fn fund_senders(
             method: "eth_sendRawTransaction",
             reason: err.to_string(),
         })?;
+        if chunk.len() > 1 && read_batch_answer(&answer, chunk.len(), 0) == BatchAnswer::Refused {
+            batch = chunk.len() / 2;
+            continue;
+        }
         check_batch(node, &answer.status, &answer.body, chunk)?;
         sent += chunk.len();
         summary.funded.extend(chunk.iter().map(|(sender, _, _)| *sender));

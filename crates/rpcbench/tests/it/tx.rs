@@ -404,3 +404,34 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
         tally.sent, record.elapsed
     );
 }
+
+#[test]
+fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every_sender() {
+    use rpcbench::tx::fund::{fund_senders, FundPlan};
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.slot_time = Duration::from_millis(100);
+    options.chain_id = 31337;
+    // A node that takes 8 calls a batch at most (geth's refusal past it).
+    options.max_batch_len = 8;
+    options.tx_pool = Some(TxPoolOptions { dev_accounts: 1, ..TxPoolOptions::default() });
+    let server = MockServer::start(options).expect("the mock node starts");
+    let node = client::Endpoint::parse(&server.url(), Duration::from_secs(5)).unwrap();
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 31).unwrap();
+    let plan = FundPlan {
+        chain_id: 31337,
+        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+        amount: 1_000_000_000_000_000_000,
+        batch: 25,
+        rate: f64::INFINITY,
+        timeout: Duration::from_secs(60),
+        poll: Duration::from_millis(50),
+    };
+    let summary = fund_senders(&node, &keys, &plan, &mut |_| {}).expect("the senders are funded");
+    assert_eq!(summary.funded, (1..31).collect::<Vec<_>>());
+    for key in &keys[1..] {
+        let balance =
+            node.call("eth_getBalance", Some(&json!([key.address().to_string(), "latest"]))).unwrap();
+        let balance = u128::from_str_radix(balance.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        assert!(balance >= plan.amount, "{balance}");
+    }
+}
