@@ -5,10 +5,11 @@
 //! the request's id, which the inclusion figures read afterwards. A nonce refusal is handed
 //! back to the signer (`crate::tx::resync`) to restart that sender from the node.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger, TxAck};
+use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger, SharedLedger, TxAck};
 use super::{CallSlot, Draw, Protocol};
 use crate::jsonrpc::CheckMode;
 use crate::outcome::Outcome;
@@ -16,6 +17,7 @@ use crate::transport::Outgoing;
 use crate::tx::ahead::{ResyncLine, SignedAhead};
 use crate::tx::refusal::TxRefusal;
 use crate::tx::resync::ResyncTally;
+use crate::util::fast_hash::MultiplyHasherBuilder;
 
 /// One transaction sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +57,10 @@ pub(crate) type TxLedger = SendLedger<SentTx>;
 #[derive(Debug)]
 pub struct TxSends {
     queue: Mutex<SignedAhead>,
-    ledger: Mutex<TxLedger>,
+    ledger: SharedLedger<SentTx>,
+    /// Request id -> (sender, generation) of each send awaiting its answer: the engine's own
+    /// (no helper thread takes this lock), for the nonce refusals that go back to the signer.
+    signers: Mutex<HashMap<u64, (usize, u32), MultiplyHasherBuilder>>,
     resync: ResyncLine,
 }
 
@@ -63,7 +68,12 @@ impl TxSends {
     /// Sends the transactions of `queue`; nonce refusals go back to its signer.
     pub fn new(queue: SignedAhead) -> Arc<Self> {
         let resync = queue.resync_line();
-        Arc::new(TxSends { queue: Mutex::new(queue), ledger: Mutex::new(TxLedger::default()), resync })
+        Arc::new(TxSends {
+            queue: Mutex::new(queue),
+            ledger: SharedLedger::default(),
+            signers: Mutex::default(),
+            resync,
+        })
     }
 
     /// What the nonce resyncs did so far.
@@ -83,7 +93,13 @@ impl TxSends {
 
     /// The ledger as it stands (the run's sends once it has finished).
     pub fn ledger(&self) -> std::sync::MutexGuard<'_, TxLedger> {
-        self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.ledger.lock()
+    }
+}
+
+impl TxSends {
+    fn signers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (usize, u32), MultiplyHasherBuilder>> {
+        self.signers.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -126,7 +142,8 @@ impl Protocol for SendRawTx {
         out.body.extend_from_slice(raw.as_bytes());
         out.body.extend_from_slice(b"\"]}");
         if let Some(sent) = sent {
-            self.sends.ledger().record_send(id, sent);
+            self.sends.signers().insert(id, (sent.sender, sent.generation));
+            self.sends.ledger.record_send(id, sent);
         }
     }
 
@@ -139,7 +156,8 @@ impl Protocol for SendRawTx {
     ) {
         let Some(slot) = slots.first() else { return };
         let (outcome, ack) = read_ack(status, body, slot.id, self.check);
-        let signed_by = self.sends.ledger().record_ack(slot.id, ack).map(|tx| (tx.sender, tx.generation));
+        let signed_by = self.sends.signers().remove(&slot.id);
+        self.sends.ledger.record_ack(slot.id, ack);
         // A nonce refusal goes back to the signer, which restarts the sender from the node;
         // posting never waits.
         if let (TxAck::Refused(reason), Some((sender, generation))) = (ack, signed_by) {

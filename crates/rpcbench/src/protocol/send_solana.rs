@@ -4,11 +4,11 @@
 //! (accepted, refused with a reason, or the wire's failure) goes into a shared
 //! [`SolanaLedger`] keyed by the request's id, which the landing figures read afterwards.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use super::send_ledger::TxAck;
-use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger};
+use super::send_ledger::{open_send_body, read_ack, AckedSend, SendLedger, SharedLedger};
 use super::{CallSlot, Draw, Protocol};
 use crate::jsonrpc::CheckMode;
 use crate::outcome::Outcome;
@@ -53,7 +53,7 @@ pub type SolanaLedger = SendLedger<SolanaSent>;
 #[derive(Debug)]
 pub struct SolanaSends {
     ready: Arc<ReadyQueue>,
-    ledger: Mutex<SolanaLedger>,
+    ledger: SharedLedger<SolanaSent>,
     skip_preflight: bool,
     preflight_commitment: &'static str,
 }
@@ -66,17 +66,12 @@ impl SolanaSends {
         skip_preflight: bool,
         preflight_commitment: &'static str,
     ) -> Arc<Self> {
-        Arc::new(SolanaSends {
-            ready,
-            ledger: Mutex::new(SolanaLedger::default()),
-            skip_preflight,
-            preflight_commitment,
-        })
+        Arc::new(SolanaSends { ready, ledger: SharedLedger::default(), skip_preflight, preflight_commitment })
     }
 
     /// The ledger as it stands.
     pub fn ledger(&self) -> MutexGuard<'_, SolanaLedger> {
-        self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.ledger.lock()
     }
 }
 
@@ -119,7 +114,7 @@ impl Protocol for SendSolanaTx {
                 sent: Instant::now(),
                 ack: TxAck::Unanswered,
             };
-            self.sends.ledger().record_send(id, sent);
+            self.sends.ledger.record_send(id, sent);
         }
     }
 
@@ -132,7 +127,7 @@ impl Protocol for SendSolanaTx {
     ) {
         let Some(slot) = slots.first() else { return };
         let (outcome, ack) = read_ack(status, body, slot.id, self.check);
-        self.sends.ledger().record_ack(slot.id, ack);
+        self.sends.ledger.record_ack(slot.id, ack);
         each(0, outcome, body);
     }
 }
