@@ -58,9 +58,9 @@ pub(crate) type TxLedger = SendLedger<SentTx>;
 pub struct TxSends {
     queue: Mutex<SignedAhead>,
     ledger: SharedLedger<SentTx>,
-    /// Request id -> (sender, generation) of each send awaiting its answer: the engine's own
-    /// (no helper thread takes this lock), for the nonce refusals that go back to the signer.
-    signers: Mutex<HashMap<u64, (usize, u32), MultiplyHasherBuilder>>,
+    /// Who signed each send awaiting its answer: the engine's own (no helper thread takes this
+    /// lock), for the nonce refusals that go back to the signer.
+    signers: Mutex<SignersAwaiting>,
     resync: ResyncLine,
 }
 
@@ -98,8 +98,39 @@ impl TxSends {
 }
 
 impl TxSends {
-    fn signers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (usize, u32), MultiplyHasherBuilder>> {
+    fn signers(&self) -> std::sync::MutexGuard<'_, SignersAwaiting> {
         self.signers.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Sends awaiting an answer kept at most in [`SignersAwaiting`]: at 20,000/s, 6.5 s of sends,
+/// far longer than a request waits for its answer.
+const SIGNERS_AWAITING_KEPT: usize = 1 << 17;
+
+/// Request id -> (sender, generation, order of the send) of each send awaiting its answer.
+/// A send that never gets one (a timeout, a reset: the engine does not classify those) is
+/// forgotten once [`SIGNERS_AWAITING_KEPT`] newer ones are kept, so a node that answers nothing
+/// cannot grow the table.
+#[derive(Debug, Default)]
+struct SignersAwaiting {
+    by_id: HashMap<u64, (usize, u32, u64), MultiplyHasherBuilder>,
+    recorded: u64,
+}
+
+impl SignersAwaiting {
+    /// Keeps who signed request `id`; past the bound, the older half is forgotten.
+    fn insert(&mut self, id: u64, sender: usize, generation: u32) {
+        self.recorded += 1;
+        self.by_id.insert(id, (sender, generation, self.recorded));
+        if self.by_id.len() > SIGNERS_AWAITING_KEPT {
+            let floor = self.recorded - (SIGNERS_AWAITING_KEPT / 2) as u64;
+            self.by_id.retain(|_, (_, _, order)| *order > floor);
+        }
+    }
+
+    /// Who signed request `id`, forgotten from here on.
+    fn remove(&mut self, id: u64) -> Option<(usize, u32)> {
+        self.by_id.remove(&id).map(|(sender, generation, _)| (sender, generation))
     }
 }
 
@@ -142,7 +173,7 @@ impl Protocol for SendRawTx {
         out.body.extend_from_slice(raw.as_bytes());
         out.body.extend_from_slice(b"\"]}");
         if let Some(sent) = sent {
-            self.sends.signers().insert(id, (sent.sender, sent.generation));
+            self.sends.signers().insert(id, sent.sender, sent.generation);
             self.sends.ledger.record_send(id, sent);
         }
     }
@@ -156,7 +187,7 @@ impl Protocol for SendRawTx {
     ) {
         let Some(slot) = slots.first() else { return };
         let (outcome, ack) = read_ack(status, body, slot.id, self.check);
-        let signed_by = self.sends.signers().remove(&slot.id);
+        let signed_by = self.sends.signers().remove(slot.id);
         self.sends.ledger.record_ack(slot.id, ack);
         // A nonce refusal goes back to the signer, which restarts the sender from the node;
         // posting never waits.
@@ -175,6 +206,20 @@ impl Protocol for SendRawTx {
 mod tests {
     use super::*;
     use crate::protocol::send_ledger::AckTally;
+
+    #[test]
+    fn the_table_of_signers_awaiting_an_answer_stays_bounded_when_no_answer_comes() {
+        let mut signers = SignersAwaiting::default();
+        let sends = 3 * SIGNERS_AWAITING_KEPT as u64;
+        for id in 0..sends {
+            signers.insert(id, (id % 10) as usize, 0);
+            assert!(signers.by_id.len() <= SIGNERS_AWAITING_KEPT, "{} kept", signers.by_id.len());
+        }
+        // The newest sends are still known; the oldest are forgotten.
+        assert_eq!(signers.remove(sends - 1), Some((((sends - 1) % 10) as usize, 0)));
+        assert_eq!(signers.remove(0), None);
+        assert_eq!(signers.remove(sends - 1), None, "taken once");
+    }
 
     #[test]
     fn every_answer_to_a_send_is_counted_once_accepted_timed_or_rejected_by_reason() {
