@@ -2,16 +2,18 @@
 //! 127.0.0.1:0: the identity of the outcomes, every accepted transaction included, the mainnet
 //! guard, and keys never printed.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use common::{
+    count, ethereum_node, ethereum_outcomes_add_up, nothing_was_sent, report_of, rpcbench, tx, tx_report,
+};
 use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
 use serde_json::Value;
 
-fn rpcbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
-}
+mod common;
 
+/// The mock Ethereum node with its mempool on chain `chain_id`, a block every 100 ms.
 fn node(chain_id: u64) -> MockServer {
     let mut options = MockOptions::new(Chain::Ethereum);
     options.slot_time = Duration::from_millis(100);
@@ -24,30 +26,18 @@ fn node(chain_id: u64) -> MockServer {
 fn two_hundred_transfers_from_four_dev_senders_are_all_included_and_add_up_to_what_was_sent() {
     let node = node(31337);
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
+    let report = tx_report(
         &url,
-        "--dev",
-        "--senders",
-        "4",
-        "--rate",
-        "200",
-        "-n",
-        "200",
-        "--inclusion-timeout",
-        "20s",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
-    assert_eq!(count("sent"), 200, "{report}");
-    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
-    assert_eq!(report["identity_holds"], true);
-    assert_eq!(count("accepted"), 200, "{report}");
-    assert_eq!(count("included"), count("accepted"), "every accepted transaction is included: {report}");
+        &["--dev", "--senders", "4", "--rate", "200", "-n", "200", "--inclusion-timeout", "20s"],
+    );
+    assert_eq!(count(&report, "sent"), 200, "{report}");
+    ethereum_outcomes_add_up(&report);
+    assert_eq!(count(&report, "accepted"), 200, "{report}");
+    assert_eq!(
+        count(&report, "included"),
+        count(&report, "accepted"),
+        "every accepted one is included: {report}"
+    );
     // A transaction lands in a block after the head at its send, and its inclusion is the
     // arrival of that head, after its acknowledgement.
     assert!(report["blocks_after_head_at_send"]["p50"].as_u64().unwrap() >= 1, "{report}");
@@ -60,19 +50,13 @@ fn two_hundred_transfers_from_four_dev_senders_are_all_included_and_add_up_to_wh
 fn a_mainnet_chain_id_is_refused_with_exit_2_and_the_cost_estimate() {
     let node = node(1);
     let url = node.url();
-    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "-n", "100", "--gas-price", "20gwei"]);
+    let output = tx(&url, &["--dev", "--rate", "10", "-n", "100", "--gas-price", "20gwei"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("chain id 1") && stderr.contains("--mainnet"), "{stderr}");
     // 100 x 21000 gas x 20 gwei = 0.042 ETH.
     assert!(stderr.contains("0.042000 ETH"), "{stderr}");
-    let first =
-        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
-    let params = serde_json::json!([first.to_string(), "pending"]);
-    let nonce =
-        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
-            .unwrap();
-    assert_eq!(nonce, "0x0", "nothing was sent");
+    nothing_was_sent(&url);
 }
 
 #[test]
@@ -86,20 +70,21 @@ fn keys_from_a_key_file_are_never_printed() {
     let path = dir.join("keys.txt");
     std::fs::write(&path, format!("{}\n0x{}\n", secrets[0], secrets[1])).unwrap();
     for format in ["text", "json"] {
-        let output = rpcbench(&[
-            "tx",
+        let output = tx(
             &url,
-            "--key-file",
-            path.to_str().unwrap(),
-            "--senders",
-            "2",
-            "--rate",
-            "50",
-            "-n",
-            "10",
-            "-f",
-            format,
-        ]);
+            &[
+                "--key-file",
+                path.to_str().unwrap(),
+                "--senders",
+                "2",
+                "--rate",
+                "50",
+                "-n",
+                "10",
+                "-f",
+                format,
+            ],
+        );
         let all =
             format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
         assert_eq!(output.status.code(), Some(0), "{all}");
@@ -110,7 +95,7 @@ fn keys_from_a_key_file_are_never_printed() {
     }
     // A bad line names the file, line and column, without quoting the key.
     std::fs::write(&path, format!("{}\n{}zz\n", secrets[0], &secrets[1][..10])).unwrap();
-    let output = rpcbench(&["tx", &url, "--key-file", path.to_str().unwrap(), "--rate", "50", "-n", "10"]);
+    let output = tx(&url, &["--key-file", path.to_str().unwrap(), "--rate", "50", "-n", "10"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("keys.txt:2:"), "{stderr}");
@@ -123,29 +108,22 @@ fn an_unfunded_sender_is_named_before_anything_is_sent() {
     let node = node(31337);
     let url = node.url();
     // The mock funds the dev mnemonic's first 10 accounts: the 11th is not.
-    let output = rpcbench(&["tx", &url, "--dev", "--senders", "11", "--rate", "50", "-n", "20", "--no-fund"]);
+    let output = tx(&url, &["--dev", "--senders", "11", "--rate", "50", "-n", "20", "--no-fund"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     let eleventh =
         rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 10, 1).unwrap()[0].address();
     assert!(stderr.contains("sender 10") && stderr.contains(&eleventh.to_string()), "{stderr}");
-    let first =
-        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
-    let params = serde_json::json!([first.to_string(), "pending"]);
-    let nonce =
-        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
-            .unwrap();
-    assert_eq!(nonce, "0x0", "nothing was sent");
+    nothing_was_sent(&url);
 }
 
 #[test]
 fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
     // Every transaction waits 1000 blocks before inclusion: none lands within the grace.
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions { delay_blocks: 1000, ..TxPoolOptions::default() });
-    let node = MockServer::start(options).expect("the mock node starts");
+    let node = ethereum_node(
+        Duration::from_millis(100),
+        TxPoolOptions { delay_blocks: 1000, ..TxPoolOptions::default() },
+    );
     let url = node.url();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
         .args([
@@ -191,14 +169,11 @@ fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    let report = report_of(&child.wait_with_output().unwrap());
+    let count = |key: &str| count(&report, key);
     assert_eq!(report["interrupted"], true, "{report}");
     assert!(count("sent") >= 2 && count("sent") < 3000, "{report}");
-    assert_eq!(count("included") + count("dropped") + count("rejected") + count("pending"), count("sent"));
+    ethereum_outcomes_add_up(&report);
     assert_eq!(count("included"), 0, "{report}");
     assert_eq!(count("dropped"), 0, "{report}");
     assert_eq!(count("pending"), count("accepted"), "what the node took is pending at the end: {report}");
@@ -208,7 +183,7 @@ fn an_interrupt_stops_sending_waits_the_grace_and_reports_the_rest_pending() {
 fn a_chain_id_the_node_does_not_have_is_refused_naming_the_flag() {
     let node = node(31337);
     let url = node.url();
-    let output = rpcbench(&["tx", &url, "--dev", "--chain-id", "5", "--rate", "10", "-n", "10"]);
+    let output = tx(&url, &["--dev", "--chain-id", "5", "--rate", "10", "-n", "10"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--chain-id 5") && stderr.contains("31337"), "{stderr}");
@@ -222,26 +197,10 @@ fn serve_refuses_a_tx_pool_on_a_chain_other_than_ethereum() {
     assert!(stderr.contains("--tx-pool"), "{stderr}");
 }
 
+/// The report of 40 transfers at 100/s from 2 dev senders, with `extra` flags.
 fn tx_json(url: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "tx",
-        url,
-        "--dev",
-        "--senders",
-        "2",
-        "--rate",
-        "100",
-        "-n",
-        "40",
-        "--inclusion-timeout",
-        "20s",
-        "-f",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let output = rpcbench(&args);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("a JSON report")
+    let args = ["--dev", "--senders", "2", "--rate", "100", "-n", "40", "--inclusion-timeout", "20s"];
+    tx_report(url, &[&args[..], extra].concat())
 }
 
 #[test]
@@ -275,26 +234,13 @@ fn the_connection_cap_follows_the_send_rate_and_the_report_says_why_sends_were_l
     let url = node.url();
     // 100/s: the floor of 64 connections; 10,000/s: the sends of 10 ms, 100.
     for (rate, cap) in [("100", 64), ("10000", 100)] {
-        let output = rpcbench(&[
-            "tx",
+        let report = tx_report(
             &url,
-            "--dev",
-            "--senders",
-            "2",
-            "--rate",
-            rate,
-            "-n",
-            "40",
-            "--inclusion-timeout",
-            "20s",
-            "-f",
-            "json",
-        ]);
-        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+            &["--dev", "--senders", "2", "--rate", rate, "-n", "40", "--inclusion-timeout", "20s"],
+        );
         let late = &report["late_sends"];
         assert_eq!(late["connection_cap"], cap, "{report}");
-        let count = |key: &str| late[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+        let count = |key: &str| count(late, key);
         assert!(count("at_connection_cap") <= count("over_2ms"), "{report}");
         assert!(count("waited_for_signer") <= report["sent"].as_u64().unwrap(), "{report}");
     }
@@ -309,9 +255,7 @@ fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
         (vec!["--to", "0x35", "--data", "00"], "--to"),
         (vec!["--to", "0x3535353535353535353535353535353535353535", "--data", "abc"], "--data"),
     ] {
-        let mut args = vec!["tx", &url, "--dev", "--rate", "10", "-n", "1"];
-        args.extend(flags);
-        let output = rpcbench(&args);
+        let output = tx(&url, &[&["--dev", "--rate", "10", "-n", "1"][..], &flags].concat());
         assert_eq!(output.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&output.stderr).contains(named), "{named}");
     }
@@ -319,42 +263,24 @@ fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
 
 #[test]
 fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_refuses() {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions::default());
-    let node = MockServer::start(options).expect("the mock node starts");
+    let node = node(31337);
     let url = node.url();
     // The watch is pointed at the node's HTTP URL: no WebSocket there.
-    let base = [
-        "tx",
-        &url,
-        "--ws",
-        &url,
-        "--dev",
-        "--senders",
-        "2",
-        "--rate",
-        "100",
-        "-n",
-        "40",
-        "--inclusion-timeout",
-        "20s",
-    ];
-    let refused = rpcbench(&[&base[..], &["--require-ws"]].concat());
+    let base =
+        ["--ws", &url, "--dev", "--senders", "2", "--rate", "100", "-n", "40", "--inclusion-timeout", "20s"];
+    let refused = tx(&url, &[&base[..], &["--require-ws"]].concat());
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--ws"));
 
-    let output = rpcbench(&[&base[..], &["-f", "json"]].concat());
+    let output = tx(&url, &[&base[..], &["-f", "json"]].concat());
+    let report = report_of(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("polling eth_blockNumber every 100 ms"), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["heads_from"], "poll");
     assert_eq!(report["inclusion_resolution_ms"], 100);
     assert_eq!(report["included"].as_u64(), Some(40), "{report}");
 
-    let text = rpcbench(&[&base[..], &["--poll", "50ms"]].concat());
+    let text = tx(&url, &[&base[..], &["--poll", "50ms"]].concat());
     assert_eq!(text.status.code(), Some(0));
     let text = String::from_utf8_lossy(&text.stdout);
     let line = text.lines().find(|line| line.starts_with("send -> included")).unwrap();
@@ -363,12 +289,8 @@ fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_re
 
 /// A mock node funding only the dev mnemonic's first account, with `balance` wei.
 fn node_funding_one(balance: u128) -> MockServer {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool =
-        Some(TxPoolOptions { dev_accounts: 1, dev_balance: balance, ..TxPoolOptions::default() });
-    MockServer::start(options).expect("the mock node starts")
+    let pool = TxPoolOptions { dev_accounts: 1, dev_balance: balance, ..TxPoolOptions::default() };
+    ethereum_node(Duration::from_millis(100), pool)
 }
 
 fn balance_of(url: &str, address: &str) -> u128 {
@@ -386,25 +308,10 @@ fn fresh_child_senders_are_funded_from_the_first_before_load_and_every_transacti
     for key in &keys[1..] {
         assert_eq!(balance_of(&url, &key.address().to_string()), 0, "the children start empty");
     }
-    let output = rpcbench(&[
-        "tx",
-        &url,
-        "--dev",
-        "--senders",
-        "5",
-        "--rate",
-        "200",
-        "-n",
-        "200",
-        "--gas-price",
-        "1gwei",
-        "--inclusion-timeout",
-        "20s",
-        "-f",
-        "json",
-    ]);
+    let args = ["--dev", "--senders", "5", "--rate", "200", "-n", "200", "--gas-price", "1gwei"];
+    let output = tx(&url, &[&args[..], &["--inclusion-timeout", "20s", "-f", "json"]].concat());
+    let report = report_of(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("funding senders: 4/4 transfers sent"), "{stderr}");
     assert!(stderr.contains("funding senders: 4/4 included"), "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -414,8 +321,7 @@ fn fresh_child_senders_are_funded_from_the_first_before_load_and_every_transacti
             "a key was printed"
         );
     }
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    let count = |key: &str| count(&report, key);
     assert_eq!(count("sent"), 200, "{report}");
     assert_eq!(count("included"), 200, "every transaction of every funded sender lands: {report}");
     // Each child got its share of the run's cost twice over: 40 transfers of 21,000 gas at 1 gwei
@@ -431,12 +337,12 @@ fn fresh_child_senders_are_funded_from_the_first_before_load_and_every_transacti
 fn children_already_holding_enough_are_not_funded_again() {
     let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
     let url = node.url();
-    let args = ["tx", &url, "--dev", "--senders", "3", "--rate", "100", "-n", "6", "--gas-price", "1gwei"];
-    let first = rpcbench(&[&args[..], &["--fund-amount", "1000000gwei"]].concat());
+    let args = ["--dev", "--senders", "3", "--rate", "100", "-n", "6", "--gas-price", "1gwei"];
+    let first = tx(&url, &[&args[..], &["--fund-amount", "1000000gwei"]].concat());
     assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
     assert!(String::from_utf8_lossy(&first.stderr).contains("2/2 transfers sent"));
     // Each child spent two transfers' cost (42,000 gwei and 2 wei): it holds more than half.
-    let second = rpcbench(&[&args[..], &["--fund-amount", "500000gwei"]].concat());
+    let second = tx(&url, &[&args[..], &["--fund-amount", "500000gwei"]].concat());
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("transfers sent"), "{stderr}");
@@ -446,29 +352,13 @@ fn children_already_holding_enough_are_not_funded_again() {
 fn a_funder_that_cannot_pay_for_the_funding_is_named_before_anything_is_sent() {
     let node = node_funding_one(1_000_000);
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
-        &url,
-        "--dev",
-        "--senders",
-        "3",
-        "--rate",
-        "50",
-        "-n",
-        "20",
-        "--gas-price",
-        "1gwei",
-    ]);
+    let output = tx(&url, &["--dev", "--senders", "3", "--rate", "50", "-n", "20", "--gas-price", "1gwei"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     let funder =
         rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
     assert!(stderr.contains("funder (sender 0") && stderr.contains(&funder.to_string()), "{stderr}");
-    let params = serde_json::json!([funder.to_string(), "pending"]);
-    let nonce =
-        rpcbench::client::call(&url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
-            .unwrap();
-    assert_eq!(nonce, "0x0", "nothing was sent");
+    nothing_was_sent(&url);
 }
 
 #[test]
@@ -476,29 +366,25 @@ fn a_sender_that_runs_dry_mid_run_is_topped_up_from_the_funder_and_lands_again()
     let node = node_funding_one(10_000 * 1_000_000_000_000_000_000);
     let url = node.url();
     // 100,000 gwei pays four transfers of 21,000 gwei: each child runs dry after its fourth.
-    let output = rpcbench(&[
-        "tx",
+    let report = tx_report(
         &url,
-        "--dev",
-        "--senders",
-        "3",
-        "--rate",
-        "40",
-        "-n",
-        "120",
-        "--gas-price",
-        "1gwei",
-        "--fund-amount",
-        "100000gwei",
-        "--inclusion-timeout",
-        "3s",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+        &[
+            "--dev",
+            "--senders",
+            "3",
+            "--rate",
+            "40",
+            "-n",
+            "120",
+            "--gas-price",
+            "1gwei",
+            "--fund-amount",
+            "100000gwei",
+            "--inclusion-timeout",
+            "3s",
+        ],
+    );
+    let count = |key: &str| count(&report, key);
     assert_eq!(report["identity_holds"], true, "{report}");
     assert_eq!(count("sent"), 120, "what resyncs dropped stale was signed again: {report}");
     let top_ups = &report["top_ups"];
@@ -523,11 +409,10 @@ fn a_sender_that_runs_dry_mid_run_is_topped_up_from_the_funder_and_lands_again()
 #[test]
 fn full_blocks_give_the_gas_and_block_share_the_mock_s_blocks_hold() {
     const PER_BLOCK: u64 = 5;
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions { block_gas_limit: PER_BLOCK * 21_000, ..TxPoolOptions::default() });
-    let node = MockServer::start(options).expect("the mock node starts");
+    let node = ethereum_node(
+        Duration::from_millis(100),
+        TxPoolOptions { block_gas_limit: PER_BLOCK * 21_000, ..TxPoolOptions::default() },
+    );
     let url = node.url();
     // 100 a second, 10 a block offered: twice what a block takes.
     let report = tx_json(&url, &["--no-fund"]);
@@ -601,25 +486,11 @@ fn every_receipt_of_a_block_holding_more_than_the_node_s_batch_limit_is_read() {
     options.tx_pool = Some(TxPoolOptions::default());
     let node = MockServer::start(options).expect("the mock node starts");
     let url = node.url();
-    let args = [
-        "tx",
+    let report = tx_report(
         &url,
-        "--dev",
-        "--senders",
-        "4",
-        "--rate",
-        "400",
-        "-n",
-        "800",
-        "--inclusion-timeout",
-        "20s",
-        "-f",
-        "json",
-    ];
-    let output = rpcbench(&args);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    let count = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+        &["--dev", "--senders", "4", "--rate", "400", "-n", "800", "--inclusion-timeout", "20s"],
+    );
+    let count = |key: &str| count(&report, key);
     assert_eq!(count("included"), 800, "{report}");
     assert_eq!(report["receipts_checked"], "all", "{report}");
     assert_eq!(count("receipts_read"), 800, "{report}");
@@ -664,7 +535,7 @@ fn node_answering_everything_with(result: &'static str) -> String {
 fn a_chain_id_wider_than_64_bits_is_refused_not_truncated() {
     // 2^64 + 1 would be read as chain 1 if cut to 64 bits.
     let url = node_answering_everything_with("0x10000000000000001");
-    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "-n", "10"]);
+    let output = tx(&url, &["--dev", "--rate", "10", "-n", "10"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("eth_chainId") && stderr.contains("wider than a chain id"), "{stderr}");

@@ -4,19 +4,15 @@
 
 use std::time::Duration;
 
-use common::{count, ethereum_node as node, ethereum_outcomes_add_up, rpcbench};
+use common::{count, ethereum_node as node, ethereum_outcomes_add_up, tx_report};
 use rpcbench::mock::TxPoolOptions;
 use serde_json::Value;
 
 mod common;
 
-fn tx_report(url: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["tx", url, "--dev", "--senders", "2", "-f", "json"];
-    args.extend_from_slice(extra);
-    let output = rpcbench(&args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    serde_json::from_slice(&output.stdout).expect("a JSON report")
+/// The report of a run from two dev senders with `extra` flags.
+fn two_senders_report(url: &str, extra: &[&str]) -> Value {
+    tx_report(url, &[&["--dev", "--senders", "2"][..], extra].concat())
 }
 
 #[test]
@@ -24,7 +20,8 @@ fn transactions_a_reorg_moves_to_a_later_block_are_counted_reorged_out_and_still
     // A reorg every 2 blocks moves the last block's transactions into the new one.
     let pool = TxPoolOptions { reorg_every: 2, reorg_depth: 1, ..TxPoolOptions::default() };
     let node = node(Duration::from_millis(300), pool);
-    let report = tx_report(&node.url(), &["--rate", "50", "-n", "100", "--inclusion-timeout", "20s"]);
+    let report =
+        two_senders_report(&node.url(), &["--rate", "50", "-n", "100", "--inclusion-timeout", "20s"]);
     ethereum_outcomes_add_up(&report);
     assert_eq!(count(&report, "included"), 100, "every one lands (again): {report}");
     assert!(count(&report, "reorged_out") > 0, "moved transactions are noticed: {report}");
@@ -35,7 +32,7 @@ fn transactions_a_reorg_moves_to_a_later_block_are_counted_reorged_out_and_still
 fn transactions_whose_call_data_reverts_are_counted_reverted_from_their_receipts() {
     let node = node(Duration::from_millis(100), TxPoolOptions::default());
     let to = "0x3535353535353535353535353535353535353535";
-    let report = tx_report(
+    let report = two_senders_report(
         &node.url(),
         &[
             "--rate",
@@ -55,7 +52,7 @@ fn transactions_whose_call_data_reverts_are_counted_reverted_from_their_receipts
     ethereum_outcomes_add_up(&report);
     assert_eq!((count(&report, "reverted"), count(&report, "included")), (30, 0), "{report}");
     assert_eq!(count(&report, "receipts_read"), 30, "{report}");
-    let fine = tx_report(&node.url(), &["--rate", "100", "-n", "10", "--inclusion-timeout", "20s"]);
+    let fine = two_senders_report(&node.url(), &["--rate", "100", "-n", "10", "--inclusion-timeout", "20s"]);
     assert_eq!((count(&fine, "reverted"), count(&fine, "included")), (0, 10), "{fine}");
 }
 
@@ -63,7 +60,7 @@ fn transactions_whose_call_data_reverts_are_counted_reverted_from_their_receipts
 fn a_transaction_dropped_from_the_pool_is_looked_up_after_the_timeout_and_counted_gone() {
     let pool = TxPoolOptions { drop_share: 0.3, ..TxPoolOptions::default() };
     let node = node(Duration::from_millis(100), pool);
-    let report = tx_report(&node.url(), &["--rate", "100", "-n", "40", "--inclusion-timeout", "2s"]);
+    let report = two_senders_report(&node.url(), &["--rate", "100", "-n", "40", "--inclusion-timeout", "2s"]);
     ethereum_outcomes_add_up(&report);
     let dropped = count(&report, "dropped");
     assert!(dropped > 0, "30% of the pool is dropped: {report}");

@@ -4,29 +4,21 @@
 //! checked against schema/tx.schema.json, and the live metrics endpoint.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions, TxPoolOptions};
+use common::{count, report_of, rpcbench, solana_node, tx};
+use rpcbench::mock::{MockServer, SolanaTxOptions, TxPoolOptions};
 use serde_json::Value;
 
-fn rpcbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
-}
+mod common;
 
 fn ethereum() -> MockServer {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions::default());
-    MockServer::start(options).expect("the mock node starts")
+    common::ethereum_node(Duration::from_millis(100), TxPoolOptions::default())
 }
 
 fn solana() -> MockServer {
-    let mut options = MockOptions::new(Chain::Solana);
-    options.slot_time = Duration::from_millis(100);
-    options.solana_tx = Some(SolanaTxOptions::default());
-    MockServer::start(options).expect("the mock node starts")
+    solana_node(Some(SolanaTxOptions::default()))
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -45,10 +37,6 @@ fn assert_matches_schema(report: &Value) {
     };
 }
 
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
 /// The per-second counts add up to the totals.
 fn seconds_add_up(report: &Value, included: &str) {
     let seconds = report["per_second"].as_array().expect("per_second");
@@ -63,26 +51,27 @@ fn a_staged_tx_run_judges_its_thresholds_exits_1_on_a_breach_and_saves_a_report_
     let url = node.url();
     let dir = scratch("staged");
     let saved = dir.join("tx.json");
-    let output = rpcbench(&[
-        "tx",
+    let output = tx(
         &url,
-        "--dev",
-        "--senders",
-        "2",
-        "--stage",
-        "1s:40,1s:80",
-        "--inclusion-timeout",
-        "20s",
-        "--threshold",
-        "included > 99%",
-        // No answer comes back within a microsecond of its send: certain to fail.
-        "--threshold",
-        "ack p99 < 1us",
-        "--save",
-        saved.to_str().unwrap(),
-        "-f",
-        "json",
-    ]);
+        &[
+            "--dev",
+            "--senders",
+            "2",
+            "--stage",
+            "1s:40,1s:80",
+            "--inclusion-timeout",
+            "20s",
+            "--threshold",
+            "included > 99%",
+            // No answer comes back within a microsecond of its send: certain to fail.
+            "--threshold",
+            "ack p99 < 1us",
+            "--save",
+            saved.to_str().unwrap(),
+            "-f",
+            "json",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "a breached threshold exits 1: {stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
@@ -117,11 +106,11 @@ fn a_staged_tx_run_judges_its_thresholds_exits_1_on_a_breach_and_saves_a_report_
 fn a_tx_threshold_outside_the_grammar_exits_2_naming_the_flag_before_anything_is_sent() {
     let node = ethereum();
     let url = node.url();
-    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "-n", "5", "--threshold", "blocks p99 < 3"]);
+    let output = tx(&url, &["--dev", "--rate", "10", "-n", "5", "--threshold", "blocks p99 < 3"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--threshold"), "{stderr}");
-    let output = rpcbench(&["tx", &url, "--dev", "--rate", "10", "--stage", "1s:10"]);
+    let output = tx(&url, &["--dev", "--rate", "10", "--stage", "1s:10"]);
     assert_eq!(output.status.code(), Some(2), "--rate and --stage together");
 }
 
@@ -129,9 +118,7 @@ fn a_tx_threshold_outside_the_grammar_exits_2_naming_the_flag_before_anything_is
 fn a_solana_tx_run_that_meets_its_thresholds_exits_0_with_a_report_matching_the_schema() {
     let node = solana();
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
-        &url,
+    let args = [
         "--senders",
         "2",
         "--rate",
@@ -142,15 +129,11 @@ fn a_solana_tx_run_that_meets_its_thresholds_exits_0_with_a_report_matching_the_
         "landed > 99%",
         "--threshold",
         "pending < 1",
-        "-f",
-        "json",
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ]);
+    ];
+    let output = tx(&url, &[&args[..], &["-f", "json", "--metrics-listen", "127.0.0.1:0"]].concat());
+    let report = report_of(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("metrics: http://127.0.0.1:"), "the endpoint is announced: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
     assert_matches_schema(&report);
     assert_eq!(count(&report, "landed"), 60, "{report}");
     seconds_add_up(&report, "landed");

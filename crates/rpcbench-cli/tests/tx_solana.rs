@@ -4,49 +4,36 @@
 
 use std::time::Duration;
 
-use common::{count, rpcbench, solana_node, SLOT_MS};
+use common::{count, solana_node, solana_outcomes_add_up, tx, tx_report, SLOT_MS};
 use rpcbench::mock::SolanaTxOptions;
 use serde_json::Value;
 
 mod common;
 
-fn adds_up(report: &Value) {
-    let sum = ["landed", "failed", "expired", "rejected", "pending"]
-        .iter()
-        .map(|key| count(report, key))
-        .sum::<u64>();
-    assert_eq!(sum, count(report, "sent"), "{report}");
-    assert_eq!(report["identity_holds"], true, "{report}");
-}
-
 #[test]
 fn three_hundred_solana_transfers_at_300_per_second_all_land_about_a_slot_after_their_send() {
     let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
+    let report: Value = tx_report(
         &url,
-        "--senders",
-        "3",
-        "--rate",
-        "300",
-        "-n",
-        "300",
-        "--commitment",
-        "processed",
-        "--skip-preflight",
-        "--cu-price",
-        "10",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        &[
+            "--senders",
+            "3",
+            "--rate",
+            "300",
+            "-n",
+            "300",
+            "--commitment",
+            "processed",
+            "--skip-preflight",
+            "--cu-price",
+            "10",
+        ],
+    );
     assert_eq!(report["chain"], "solana");
     assert_eq!(report["landing_seen_by"], "signatureSubscribe");
     assert_eq!(count(&report, "sent"), 300, "{report}");
-    adds_up(&report);
+    solana_outcomes_add_up(&report);
     assert_eq!(count(&report, "landed"), 300, "every transaction lands: {report}");
     assert_eq!(count(&report, "subscriptions"), 300, "each was subscribed before its send: {report}");
     // The mock lands a transaction in the next slot with a block: its notification comes with
@@ -66,30 +53,26 @@ fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
         ..SolanaTxOptions::default()
     }));
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
+    let report: Value = tx_report(
         &url,
-        "--chain",
-        "solana",
-        "--rate",
-        "200",
-        "-n",
-        "200",
-        "--poll",
-        "50ms",
-        "--blockhash-refresh",
-        "50ms",
-        "--commitment",
-        "confirmed",
-        "--inclusion-timeout",
-        "20s",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    adds_up(&report);
+        &[
+            "--chain",
+            "solana",
+            "--rate",
+            "200",
+            "-n",
+            "200",
+            "--poll",
+            "50ms",
+            "--blockhash-refresh",
+            "50ms",
+            "--commitment",
+            "confirmed",
+            "--inclusion-timeout",
+            "20s",
+        ],
+    );
+    solana_outcomes_add_up(&report);
     assert_eq!(report["resolution_ms"], 50, "{report}");
     let truth =
         rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
@@ -110,7 +93,7 @@ fn a_bad_keypair_file_is_named_with_line_and_column_and_exits_2() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("id.json");
     std::fs::write(&path, "[1, 2, 3,\n  4, x]").unwrap();
-    let output = rpcbench(&["tx", &url, "--keypair", path.to_str().unwrap(), "--rate", "10", "-n", "1"]);
+    let output = tx(&url, &["--keypair", path.to_str().unwrap(), "--rate", "10", "-n", "1"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -169,7 +152,7 @@ fn answering(result: &'static str) -> (String, std::thread::JoinHandle<()>) {
 #[test]
 fn a_solana_mainnet_genesis_hash_is_refused_with_exit_2_and_the_fee_estimate() {
     let (url, _node) = answering("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d");
-    let output = rpcbench(&["tx", &url, "--rate", "10", "-n", "1000", "--cu-price", "5000"]);
+    let output = tx(&url, &["--rate", "10", "-n", "1000", "--cu-price", "5000"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("mainnet-beta") && stderr.contains("--mainnet"), "{stderr}");
@@ -184,39 +167,15 @@ fn slots_after_the_send_count_from_the_nodes_slot_at_the_send_not_the_last_refre
     // slot with a block: one slot after the send, two when that slot is skipped.
     let node = solana_node(Some(SolanaTxOptions::default()));
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
+    let report: Value = tx_report(
         &url,
-        "--senders",
-        "2",
-        "--rate",
-        "100",
-        "-n",
-        "200",
-        "--commitment",
-        "processed",
-        "--skip-preflight",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-    adds_up(&report);
+        &["--senders", "2", "--rate", "100", "-n", "200", "--commitment", "processed", "--skip-preflight"],
+    );
+    solana_outcomes_add_up(&report);
     assert_eq!(count(&report, "landed"), 200, "{report}");
     let slots = &report["slots_after_send"];
     let p50 = slots["p50"].as_u64().unwrap();
     assert!((1..=2).contains(&p50), "{report}");
-}
-
-/// Every outcome of a report that looks its unseen transactions up adds up to sent.
-fn all_outcomes_add_up(report: &Value) {
-    let sum = ["landed", "failed", "expired", "dropped", "rejected", "pending"]
-        .iter()
-        .map(|key| count(report, key))
-        .sum::<u64>();
-    assert_eq!(sum, count(report, "sent"), "{report}");
-    assert_eq!(report["identity_holds"], true, "{report}");
 }
 
 /// A run of 200 transfers at 200/s watched by `signatureSubscribe`, looked up 2 s after the send
@@ -225,26 +184,22 @@ fn all_outcomes_add_up(report: &Value) {
 fn run_looking_up_after_two_seconds(options: SolanaTxOptions) -> (Value, Value) {
     let node = solana_node(Some(options));
     let url = node.url();
-    let output = rpcbench(&[
-        "tx",
+    let report = tx_report(
         &url,
-        "--chain",
-        "solana",
-        "--rate",
-        "200",
-        "-n",
-        "200",
-        "--commitment",
-        "processed",
-        "--skip-preflight",
-        "--inclusion-timeout",
-        "2s",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        &[
+            "--chain",
+            "solana",
+            "--rate",
+            "200",
+            "-n",
+            "200",
+            "--commitment",
+            "processed",
+            "--skip-preflight",
+            "--inclusion-timeout",
+            "2s",
+        ],
+    );
     let truth =
         rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
     (report, truth)
@@ -257,7 +212,7 @@ fn a_solana_transaction_the_subscription_missed_is_looked_up_and_counted_landed(
         unnotified_share: 0.2,
         ..SolanaTxOptions::default()
     });
-    all_outcomes_add_up(&report);
+    solana_outcomes_add_up(&report);
     let unnotified = truth["unnotified"].as_u64().unwrap();
     assert!(unnotified > 0, "{truth}");
     assert_eq!(count(&report, "landed"), 200, "every one landed: {report}");
@@ -274,7 +229,7 @@ fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
     // A tenth never lands; blockhashes stay valid 150 blocks (15 s), well past the 2 s timeout.
     let (report, truth) =
         run_looking_up_after_two_seconds(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
-    all_outcomes_add_up(&report);
+    solana_outcomes_add_up(&report);
     let dropped = truth["dropped"].as_u64().unwrap();
     assert!(dropped > 0, "{truth}");
     assert_eq!(count(&report, "dropped"), dropped, "{report} {truth}");
@@ -293,26 +248,9 @@ fn the_solana_report_says_why_sends_were_late_and_names_its_connection_cap_of_64
     // 64 at every rate (a cap following the rate, 400 at 40,000/s, let the mock queue more
     // and made sends later: bench/ANALYSIS.md).
     for (rate, cap) in [("100", 64), ("20000", 64)] {
-        let output = rpcbench(&[
-            "tx",
-            &url,
-            "--senders",
-            "2",
-            "--rate",
-            rate,
-            "-n",
-            "40",
-            "--commitment",
-            "confirmed",
-            "--skip-preflight",
-            "--landing",
-            "blocks",
-            "-f",
-            "json",
-        ]);
-        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-        adds_up(&report);
+        let args = ["--senders", "2", "--rate", rate, "-n", "40", "--commitment", "confirmed"];
+        let report = tx_report(&url, &[&args[..], &["--skip-preflight", "--landing", "blocks"]].concat());
+        solana_outcomes_add_up(&report);
         let late = &report["late_sends"];
         assert_eq!(late["connection_cap"], cap, "{report}");
         assert!(count(late, "at_connection_cap") <= count(late, "over_2ms"), "{report}");

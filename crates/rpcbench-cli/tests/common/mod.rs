@@ -34,6 +34,32 @@ pub fn solana_node(transactions: Option<SolanaTxOptions>) -> MockServer {
     MockServer::start(options).expect("the mock node starts")
 }
 
+/// `rpcbench tx URL ARGS...`.
+pub fn tx(url: &str, args: &[&str]) -> Output {
+    rpcbench(&[&["tx", url][..], args].concat())
+}
+
+/// The JSON report of `rpcbench tx URL ARGS... -f json`, which must exit 0.
+pub fn tx_report(url: &str, args: &[&str]) -> Value {
+    report_of(&tx(url, &[args, &["-f", "json"][..]].concat()))
+}
+
+/// The JSON report a run wrote on stdout; it must have exited 0.
+pub fn report_of(output: &Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("a JSON report")
+}
+
+/// Nothing was sent from the dev mnemonic's first account (its pending nonce is still 0).
+pub fn nothing_was_sent(url: &str) {
+    let first =
+        rpcbench::tx::keys::keys_from_mnemonic(rpcbench::tx::keys::DEV_MNEMONIC, 0, 1).unwrap()[0].address();
+    let params = serde_json::json!([first.to_string(), "pending"]);
+    let nonce = rpcbench::client::call(url, "eth_getTransactionCount", Some(&params), Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(nonce, "0x0", "nothing was sent");
+}
+
 /// The count `key` of `report`, which must hold it.
 pub fn count(report: &Value, key: &str) -> u64 {
     report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
@@ -43,6 +69,16 @@ pub fn count(report: &Value, key: &str) -> u64 {
 pub fn ethereum_outcomes_add_up(report: &Value) {
     let sum: u64 =
         ["included", "reverted", "dropped", "rejected", "pending"].iter().map(|k| count(report, k)).sum();
+    assert_eq!(sum, count(report, "sent"), "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+/// A Solana report's final outcomes add up to what was sent, and it says so.
+pub fn solana_outcomes_add_up(report: &Value) {
+    let sum: u64 = ["landed", "failed", "expired", "dropped", "rejected", "pending"]
+        .iter()
+        .map(|k| count(report, k))
+        .sum();
     assert_eq!(sum, count(report, "sent"), "{report}");
     assert_eq!(report["identity_holds"], true, "{report}");
 }
