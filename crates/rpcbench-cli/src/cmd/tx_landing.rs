@@ -358,10 +358,18 @@ impl Landing {
     }
 
     /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
-    /// ones looked up (`addresses` name their senders), and the answers' tally.
-    pub(super) fn finish(&mut self, end: Instant, addresses: &[String]) -> (InclusionTally, AckTally) {
+    /// ones looked up (`addresses` name their senders), and the answers' tally. A watch that
+    /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
+    /// it no longer watched is pending, with its age.
+    pub(super) fn finish(
+        &mut self,
+        end: Instant,
+        addresses: &[String],
+        watched: bool,
+    ) -> (InclusionTally, AckTally) {
         let book = std::mem::replace(&mut self.book, InclusionBook::new());
-        let (mut tally, _expired, settled) = book.finish(end, self.timeout);
+        let timeout = if watched { self.timeout } else { Duration::MAX };
+        let (mut tally, _expired, settled) = book.finish(end, timeout);
         self.note_settled(settled);
         for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
@@ -449,10 +457,11 @@ impl LandingThread {
         LandingLoop::start(EthereumLandingStep { landing, sends, heads, live }).map(LandingThread)
     }
 
-    /// Sending is over: stops the thread and gives the watch back.
-    pub(super) fn finish(self) -> (Landing, HeadSource) {
-        let EthereumLandingStep { landing, heads, .. } = self.0.finish();
-        (landing, heads)
+    /// Sending is over: stops the thread and gives the watch back, with the message of the
+    /// panic that stopped it early if a step panicked (then nothing more is to be fed to it).
+    pub(super) fn finish(self) -> (Landing, HeadSource, Option<String>) {
+        let (EthereumLandingStep { landing, heads, .. }, panicked) = self.0.finish();
+        (landing, heads, panicked)
     }
 }
 
@@ -467,4 +476,79 @@ fn hash_bytes(text: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
     }
     Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    use rpcbench::outcome::TxRefusal;
+
+    /// Ethereum's landing fed two sends a step from `sends`, one of them included in block 11
+    /// at the second step; the third step panics.
+    struct FeedsThenPanics {
+        landing: Landing,
+        sends: Vec<SentTx>,
+        steps: u32,
+    }
+
+    impl LandingStep for FeedsThenPanics {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            if self.steps == 3 {
+                panic!("block 12 is malformed");
+            }
+            let fresh: Vec<SentTx> = self.sends.drain(..2).collect();
+            self.landing.feed(&fresh);
+            if self.steps == 2 {
+                let (hash, parent) = (Some([11; 32]), Some([10; 32]));
+                self.landing.book.block_with_hash(11, hash, parent, now, &[[1; 32]]);
+            }
+        }
+    }
+
+    /// The command's accounting after a landing thread panicked, as `cmd/tx.rs` does it: the
+    /// sends it did not take are fed, nothing is waited for, and what was not seen is pending.
+    #[test]
+    fn a_landing_thread_that_panics_leaves_every_send_with_one_outcome() {
+        // No request is made: the node is there only for the landing's endpoint.
+        let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        let timeout = Duration::from_millis(1);
+        let landing = Landing::new(endpoint, timeout, 0, 10, ReceiptSample::ALL, Duration::from_secs(5));
+        let start = Instant::now();
+        // 0 accepted (included), 1 refused, 2 accepted, 3 unanswered, 4-7 accepted (taken from
+        // the ledger after the panic).
+        let sends: Vec<SentTx> = (0..8u8)
+            .map(|n| SentTx {
+                hash: [n + 1; 32],
+                sender: 0,
+                nonce: u64::from(n),
+                generation: 0,
+                sent: start,
+                ack: match n {
+                    1 => TxAck::Refused(TxRefusal::NonceTooLow),
+                    3 => TxAck::Unanswered,
+                    _ => TxAck::Accepted(start),
+                },
+            })
+            .collect();
+        let running = LandingLoop::start(FeedsThenPanics { landing, sends, steps: 0 }).unwrap();
+        while !running.stopped_early() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (FeedsThenPanics { mut landing, sends, steps }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("block 12 is malformed")));
+        landing.feed(&sends);
+        std::thread::sleep(timeout * 2);
+        let (tally, acks) = landing.finish(Instant::now(), &[], false);
+        assert_eq!(
+            (tally.sent, tally.included, tally.rejected, tally.dropped, tally.pending),
+            (8, 1, 2, 0, 5),
+            "past the inclusion timeout, but not watched: pending, not dropped"
+        );
+        assert!(tally.adds_up());
+        assert!(tally.oldest_pending >= timeout, "{:?}", tally.oldest_pending);
+        assert_eq!(acks.rejected_by.values().sum::<u64>(), 2);
+    }
 }
