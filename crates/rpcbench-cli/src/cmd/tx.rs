@@ -356,7 +356,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
     };
     let record = run.execute();
-    let (landing_back, watch) = sending.finish();
+    let (landing_back, watch, landing_panic) = sending.finish();
     landing = landing_back;
     let record = match record {
         Ok(record) => record,
@@ -368,12 +368,13 @@ pub fn run(args: TxArgs) -> ExitCode {
 
     // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send
     // has passed, or (after an interrupt) the grace is over. Each tick costs the heads that
-    // came and the transactions that timed out, never the number sent.
+    // came and the transactions that timed out, never the number sent. A landing thread that
+    // panicked stopped the watch: nothing is waited for.
     let last_send = landing.last_send.unwrap_or_else(Instant::now);
     let full_wait = last_send + args.inclusion_timeout;
     let mut deadline = full_wait;
     let mut grace_started = false;
-    loop {
+    while landing_panic.is_none() {
         let now = Instant::now();
         landing.receive(watch.drain());
         landing.process(None);
@@ -391,7 +392,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let watch_ends = match watch.health() {
+    let mut watch_ends = match watch.health() {
         Some(health) => super::tx_watch_health::say_ends(
             "newHeads watch",
             health,
@@ -399,11 +400,16 @@ pub fn run(args: TxArgs) -> ExitCode {
         ),
         None => super::tx_watch_health::WatchEnds::none(),
     };
-    landing.receive(watch.stop());
-    landing.process(None);
+    let last_heads = watch.stop();
+    if let Some(message) = &landing_panic {
+        watch_ends.landing_panicked(message, "what was not seen included by then is pending at the end");
+    } else {
+        landing.receive(last_heads);
+        landing.process(None);
+    }
     drop(dashboard);
     let end = Instant::now();
-    let (tally, acks) = landing.finish(end, &addresses);
+    let (tally, acks) = landing.finish(end, &addresses, landing_panic.is_none());
     let included_window = match (landing.first_send, landing.last_included) {
         (Some(first), Some(last)) => last.saturating_duration_since(first),
         _ => Duration::ZERO,

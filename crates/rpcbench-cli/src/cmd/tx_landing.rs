@@ -24,9 +24,10 @@ use serde_json::{json, Value};
 
 use crate::args::tx::ReceiptSample;
 
-/// Blocks fetched at most to fill one gap between two heads seen (or to fetch again below a
-/// reorg).
-const MAX_GAP_BLOCKS: u64 = 64;
+/// Blocks read at most in one landing step (filling a gap between two heads seen, or again
+/// below a reorg): a longer gap is read over the next steps, oldest first, so a step never
+/// stalls on it.
+const BLOCKS_PER_STEP: u64 = 64;
 /// Requests per JSON-RPC batch of receipt and transaction lookups at first: geth's limit is
 /// 1,000, many providers' and the mock's 100. A node that refuses a batch as too large
 /// halves it for the rest of the run (`rpcbench::client::batches::LookupBatches`).
@@ -39,6 +40,17 @@ const RECENT_HEADS: usize = 256;
 /// How much longer than the request timeout a send may wait for its answer before it is fed
 /// unanswered (a send the wire failed is never answered).
 const ANSWER_MARGIN: Duration = Duration::from_secs(1);
+
+/// Blocks known and not read yet: `next` to `last`, revealed by the head `head` that arrived
+/// at `arrived` (their inclusion time; `polled`: a polled head).
+#[derive(Debug, Clone, Copy)]
+struct UnreadBlocks {
+    next: u64,
+    last: u64,
+    head: u64,
+    arrived: Instant,
+    polled: bool,
+}
 
 /// What `eth_getBlockByNumber` says of a block: its hash, its parent's, its transactions.
 struct FetchedBlock {
@@ -98,7 +110,14 @@ pub(super) struct Landing {
     recent: VecDeque<(u64, Instant)>,
     /// The head before the oldest in `recent`.
     head_before_recent: u64,
-    highest_fetched: u64,
+    /// The highest block read or queued to be read (at first the head at the start: no block
+    /// up to it can hold a transaction of the run).
+    highest_queued: u64,
+    /// The blocks heads revealed and not yet read, oldest first.
+    unread: VecDeque<UnreadBlocks>,
+    /// The first block that can hold a transaction of the run: the one after the head at the
+    /// start (nothing below it is read again after a reorg).
+    first_block: u64,
     pub(super) heads_seen: u64,
     first_head: Option<(u64, Instant)>,
     last_head: Option<(u64, Instant)>,
@@ -153,7 +172,9 @@ impl Landing {
             deferred: VecDeque::new(),
             recent: VecDeque::new(),
             head_before_recent: head_at_start,
-            highest_fetched: head_at_start,
+            highest_queued: head_at_start,
+            unread: VecDeque::new(),
+            first_block: head_at_start + 1,
             heads_seen: 0,
             first_head: None,
             last_head: None,
@@ -229,7 +250,8 @@ impl Landing {
     }
 
     /// Feeds each received head whose arrival no unfed send precedes (`next_unfed`: the send
-    /// instant of the first one not fed, `None` when all are).
+    /// instant of the first one not fed, `None` when all are), then reads at most
+    /// [`BLOCKS_PER_STEP`] of the blocks they revealed, oldest first.
     pub(super) fn process(&mut self, next_unfed: Option<Instant>) {
         while let Some(head) = self.deferred.front().copied() {
             if next_unfed.is_some_and(|next| next < head.arrived) {
@@ -238,44 +260,66 @@ impl Landing {
             self.deferred.pop_front();
             self.head(&head);
         }
+        self.read_unread(BLOCKS_PER_STEP);
     }
 
-    /// Fetches the blocks up to `head` (a gap of at most [`MAX_GAP_BLOCKS`] filled), feeds
-    /// them and reads the receipts of what they included; then times out against its arrival.
+    /// Queues the blocks `head` reveals: every one above the highest queued (the whole gap,
+    /// however long), else its own (a head at or below it: a reorg at the tip).
     fn head(&mut self, head: &SeenHead) {
         self.heads_seen += 1;
         self.first_head.get_or_insert((head.number, head.arrived));
         self.last_head = Some((head.number, head.arrived));
-        let first =
-            if head.number > self.highest_fetched && head.number - self.highest_fetched <= MAX_GAP_BLOCKS {
-                self.highest_fetched + 1
+        let next = if head.number > self.highest_queued { self.highest_queued + 1 } else { head.number };
+        self.unread.push_back(UnreadBlocks {
+            next,
+            last: head.number,
+            head: head.number,
+            arrived: head.arrived,
+            polled: head.polled,
+        });
+        self.highest_queued = self.highest_queued.max(head.number);
+    }
+
+    /// Reads at most `budget` of the unread blocks, oldest first: feeds each (its inclusion
+    /// time the arrival of the head that revealed it) and reads the receipts of what it
+    /// included; once all a head revealed is read, times out against its arrival.
+    fn read_unread(&mut self, budget: u64) {
+        for _ in 0..budget {
+            let Some(blocks) = self.unread.front_mut() else { break };
+            let (number, unread) = (blocks.next, *blocks);
+            if blocks.next == blocks.last {
+                self.unread.pop_front();
             } else {
-                head.number
-            };
-        let mut numbers: Vec<u64> = (first..=head.number).rev().collect();
-        while let Some(number) = numbers.pop() {
-            let Some(block) = fetch_block(&self.node, number) else {
-                self.fetch_failures += 1;
-                continue;
-            };
-            let news = self.book.block_with_hash(
-                number,
-                block.hash,
-                block.parent,
-                head.arrived,
-                &block.transactions,
-            );
-            if number != head.number || head.polled {
-                self.included_by_catch_up += news.included.len() as u64;
+                blocks.next += 1;
             }
-            if let Some(from) = news.replaced_from {
-                // A reorg replaced blocks below: fetch them again (at most the gap limit).
-                numbers.extend((from.max(number.saturating_sub(MAX_GAP_BLOCKS))..number).rev());
+            match fetch_block(&self.node, number) {
+                None => self.fetch_failures += 1,
+                Some(block) => {
+                    let news = self.book.block_with_hash(
+                        number,
+                        block.hash,
+                        block.parent,
+                        unread.arrived,
+                        &block.transactions,
+                    );
+                    if number != unread.head || unread.polled {
+                        self.included_by_catch_up += news.included.len() as u64;
+                    }
+                    if let Some(from) = news.replaced_from {
+                        // A reorg replaced blocks below: read them again first (the book
+                        // reports one block below at a time, down to what it keeps).
+                        let next = from.max(self.first_block);
+                        if next < number {
+                            self.unread.push_front(UnreadBlocks { next, last: number - 1, ..unread });
+                        }
+                    }
+                    self.read_receipts(&news.included);
+                }
             }
-            self.read_receipts(&news.included);
+            if number == unread.last {
+                self.expire(unread.arrived);
+            }
         }
-        self.highest_fetched = self.highest_fetched.max(head.number);
-        self.expire(head.arrived);
     }
 
     /// Reads the receipts of `included` (those the sample takes) in batches: status 0 is
@@ -301,10 +345,17 @@ impl Landing {
         self.note_settled(settled);
     }
 
-    /// Settles what timed out by `now` (no later than the first head not yet fed), to be
+    /// Settles what timed out by `now` (no later than the first head not yet fed, and before
+    /// the arrival of the first head whose blocks are not all read: they may hold it), to be
     /// looked up at the end.
     pub(super) fn expire(&mut self, now: Instant) {
         let now = self.deferred.front().map_or(now, |head| head.arrived.min(now));
+        let now = match self.unread.front() {
+            Some(blocks) => {
+                now.min(blocks.arrived.checked_sub(Duration::from_nanos(1)).unwrap_or(blocks.arrived))
+            }
+            None => now,
+        };
         // The expired come back in the settled log too (dropped), with their tags.
         let _expired = self.book.expire(now, self.timeout);
         let settled = self.book.take_settled();
@@ -358,10 +409,18 @@ impl Landing {
     }
 
     /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
-    /// ones looked up (`addresses` name their senders), and the answers' tally.
-    pub(super) fn finish(&mut self, end: Instant, addresses: &[String]) -> (InclusionTally, AckTally) {
+    /// ones looked up (`addresses` name their senders), and the answers' tally. A watch that
+    /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
+    /// it no longer watched is pending, with its age.
+    pub(super) fn finish(
+        &mut self,
+        end: Instant,
+        addresses: &[String],
+        watched: bool,
+    ) -> (InclusionTally, AckTally) {
         let book = std::mem::replace(&mut self.book, InclusionBook::new());
-        let (mut tally, _expired, settled) = book.finish(end, self.timeout);
+        let timeout = if watched { self.timeout } else { Duration::MAX };
+        let (mut tally, _expired, settled) = book.finish(end, timeout);
         self.note_settled(settled);
         for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
@@ -449,10 +508,11 @@ impl LandingThread {
         LandingLoop::start(EthereumLandingStep { landing, sends, heads, live }).map(LandingThread)
     }
 
-    /// Sending is over: stops the thread and gives the watch back.
-    pub(super) fn finish(self) -> (Landing, HeadSource) {
-        let EthereumLandingStep { landing, heads, .. } = self.0.finish();
-        (landing, heads)
+    /// Sending is over: stops the thread and gives the watch back, with the message of the
+    /// panic that stopped it early if a step panicked (then nothing more is to be fed to it).
+    pub(super) fn finish(self) -> (Landing, HeadSource, Option<String>) {
+        let (EthereumLandingStep { landing, heads, .. }, panicked) = self.0.finish();
+        (landing, heads, panicked)
     }
 }
 
@@ -467,4 +527,79 @@ fn hash_bytes(text: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(digits.get(i * 2..i * 2 + 2)?, 16).ok()?;
     }
     Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    use rpcbench::outcome::TxRefusal;
+
+    /// Ethereum's landing fed two sends a step from `sends`, one of them included in block 11
+    /// at the second step; the third step panics.
+    struct FeedsThenPanics {
+        landing: Landing,
+        sends: Vec<SentTx>,
+        steps: u32,
+    }
+
+    impl LandingStep for FeedsThenPanics {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            if self.steps == 3 {
+                panic!("block 12 is malformed");
+            }
+            let fresh: Vec<SentTx> = self.sends.drain(..2).collect();
+            self.landing.feed(&fresh);
+            if self.steps == 2 {
+                let (hash, parent) = (Some([11; 32]), Some([10; 32]));
+                self.landing.book.block_with_hash(11, hash, parent, now, &[[1; 32]]);
+            }
+        }
+    }
+
+    /// The command's accounting after a landing thread panicked, as `cmd/tx.rs` does it: the
+    /// sends it did not take are fed, nothing is waited for, and what was not seen is pending.
+    #[test]
+    fn a_landing_thread_that_panics_leaves_every_send_with_one_outcome() {
+        // No request is made: the node is there only for the landing's endpoint.
+        let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        let timeout = Duration::from_millis(1);
+        let landing = Landing::new(endpoint, timeout, 0, 10, ReceiptSample::ALL, Duration::from_secs(5));
+        let start = Instant::now();
+        // 0 accepted (included), 1 refused, 2 accepted, 3 unanswered, 4-7 accepted (taken from
+        // the ledger after the panic).
+        let sends: Vec<SentTx> = (0..8u8)
+            .map(|n| SentTx {
+                hash: [n + 1; 32],
+                sender: 0,
+                nonce: u64::from(n),
+                generation: 0,
+                sent: start,
+                ack: match n {
+                    1 => TxAck::Refused(TxRefusal::NonceTooLow),
+                    3 => TxAck::Unanswered,
+                    _ => TxAck::Accepted(start),
+                },
+            })
+            .collect();
+        let running = LandingLoop::start(FeedsThenPanics { landing, sends, steps: 0 }).unwrap();
+        while !running.stopped_early() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (FeedsThenPanics { mut landing, sends, steps }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("block 12 is malformed")));
+        landing.feed(&sends);
+        std::thread::sleep(timeout * 2);
+        let (tally, acks) = landing.finish(Instant::now(), &[], false);
+        assert_eq!(
+            (tally.sent, tally.included, tally.rejected, tally.dropped, tally.pending),
+            (8, 1, 2, 0, 5),
+            "past the inclusion timeout, but not watched: pending, not dropped"
+        );
+        assert!(tally.adds_up());
+        assert!(tally.oldest_pending >= timeout, "{:?}", tally.oldest_pending);
+        assert_eq!(acks.rejected_by.values().sum::<u64>(), 2);
+    }
 }

@@ -308,7 +308,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
     };
     let record = run.execute();
-    let (mut landing, sources) = sending.finish();
+    let (mut landing, sources, landing_panic) = sending.finish();
     let record = match record {
         Ok(record) => record,
         Err(err) => return output::failure(err),
@@ -318,11 +318,14 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     signer.finish();
 
     // Wait for landings: until nothing is unfinished (what was not seen within the inclusion
-    // timeout is looked up and settled), or (after an interrupt) the grace.
-    landing.step(&sends, &sources, true, Instant::now());
+    // timeout is looked up and settled), or (after an interrupt) the grace. A landing thread
+    // that panicked stopped the watch: nothing is waited for.
+    if landing_panic.is_none() {
+        landing.step(&sends, &sources, true, Instant::now());
+    }
     let mut deadline = landing.last_send.unwrap_or_else(Instant::now) + args.inclusion_timeout;
     let mut grace_started = false;
-    loop {
+    while landing_panic.is_none() {
         let now = Instant::now();
         landing.step(&sends, &sources, true, now);
         if (stop.is_stopped() || record.interrupted) && !grace_started {
@@ -359,6 +362,11 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     if let Some(poll) = sources.poll {
         poll_failures = poll.failures();
         last_landings.extend(poll.stop());
+    }
+    if let Some(message) = &landing_panic {
+        // What the sources saw since is not fed to a watch that stopped.
+        last_landings.clear();
+        watch_ends.landing_panicked(message, "what was not seen landed by then is pending at the end");
     }
     drop(dashboard);
     let tally = landing.finish(&sends, last_landings, Instant::now());

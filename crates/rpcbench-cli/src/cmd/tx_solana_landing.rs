@@ -226,10 +226,11 @@ impl SolanaLandingThread {
         LandingLoop::start(SolanaLandingStep { landing, sends, sources, live }).map(SolanaLandingThread)
     }
 
-    /// Sending is over: stops the thread and gives the watch back.
-    pub(super) fn finish(self) -> (SolanaLanding, LandingSources) {
-        let SolanaLandingStep { landing, sources, .. } = self.0.finish();
-        (landing, sources)
+    /// Sending is over: stops the thread and gives the watch back, with the message of the
+    /// panic that stopped it early if a step panicked (then nothing more is to be fed to it).
+    pub(super) fn finish(self) -> (SolanaLanding, LandingSources, Option<String>) {
+        let (SolanaLandingStep { landing, sources, .. }, panicked) = self.0.finish();
+        (landing, sources, panicked)
     }
 }
 

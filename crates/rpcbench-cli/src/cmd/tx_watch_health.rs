@@ -1,7 +1,8 @@
 //! What `rpcbench tx` says of its landing watch's connection once the run is over: one stderr
 //! line per end (the first few word for word, then how many more), whether it gave up
 //! reconnecting, and the report's `watch_reconnects` and `watch_ended` (the last end's reason,
-//! and why reconnecting failed since, if it did).
+//! and why reconnecting failed since, if it did); and a landing thread that panicked, said the
+//! same way.
 
 use rpcbench::report::tx::times;
 use rpcbench::tx::watch::{WatchHealth, ENDS_KEPT, RECONNECT};
@@ -18,6 +19,18 @@ impl WatchEnds {
     /// A run without a watch (polled), or whose watch never ended.
     pub(super) fn none() -> Self {
         WatchEnds { reconnects: 0, last_end: None, gave_up: false }
+    }
+
+    /// The landing watch stopped early, its thread having panicked with `message`: said on
+    /// stderr (`after`: what became of the sends it no longer watched) and first in the
+    /// report's `watch_ended` (the connection's own last end, if any, after it).
+    pub(super) fn landing_panicked(&mut self, message: &str, after: &str) {
+        eprintln!("warning: the landing watch stopped: its thread panicked ({message}); {after}");
+        let panicked = format!("the landing thread panicked: {message}");
+        self.last_end = Some(match self.last_end.take() {
+            Some(connection) => format!("{panicked}; before that: {connection}"),
+            None => panicked,
+        });
     }
 }
 

@@ -13,10 +13,13 @@ use serde_json::{json, Value};
 use super::keys::{hex_encode, Address, SenderKey};
 use super::quantity::hex_quantity;
 use super::sign::{sign, Fees, UnsignedTx};
-use crate::client::batches::{read_batch_answer, BatchAnswer};
-use crate::client::{CallError, Endpoint};
+use crate::client::batches::{read_batch_answer, BatchAnswer, CallAnswer, LookupBatches};
+use crate::client::Endpoint;
 
 use super::sign::TRANSFER_GAS;
+
+/// The method of the funding transfers.
+const SEND: &str = "eth_sendRawTransaction";
 
 /// The margin on the estimated cost per sender: twice what the run is expected to spend.
 pub const FUND_MARGIN: u128 = 2;
@@ -190,14 +193,34 @@ pub fn fund_senders(
     }
     let first_nonce =
         ask(node, "eth_getTransactionCount", json!([funder_address.to_string(), "pending"]))? as u64;
-    // Halved for the rest of the setup whenever the node refuses a batch as too large (a
-    // refused batch sent nothing: its nonces go again in the smaller batches).
-    let mut batch = plan.batch.max(1);
+    // Every transfer signed with its nonce up front: a batch refused as too large sent nothing,
+    // and its transfers go again in the smaller batches (halved for the rest of the setup).
+    let params: Vec<Value> = transfers
+        .iter()
+        .enumerate()
+        .map(|(k, (_, address, value))| {
+            let tx = UnsignedTx {
+                chain_id: plan.chain_id,
+                nonce: first_nonce + k as u64,
+                fees: plan.fees,
+                gas_limit: TRANSFER_GAS,
+                to: Some(*address),
+                value: *value,
+                data: Vec::new(),
+            };
+            json!([format!("0x{}", hex_encode(&sign(&tx, funder).raw))])
+        })
+        .collect();
+    let batches = LookupBatches::new(plan.batch);
     let started = Instant::now();
-    let mut sent = 0usize;
-    while sent < transfers.len() {
-        let chunk = &transfers[sent..transfers.len().min(sent + batch)];
-        // Paced: batch k leaves no earlier than k x batch / rate after the start.
+    // Transfers answered so far; the batch that failed, if one did (nothing is posted after a
+    // failed batch or a refused transfer).
+    let (mut sent, mut failed, mut stop) = (0usize, None, false);
+    let answers = batches.answers_with(SEND, &params, |_, chunk| {
+        if stop {
+            return BatchAnswer::Failed;
+        }
+        // Paced: the batch from transfer k leaves no earlier than k / rate after the start.
         if plan.rate.is_finite() && plan.rate > 0.0 {
             let due = started + Duration::from_secs_f64(sent as f64 / plan.rate);
             let now = Instant::now();
@@ -205,38 +228,40 @@ pub fn fund_senders(
                 std::thread::sleep(due - now);
             }
         }
-        let mut calls = Vec::with_capacity(chunk.len());
-        for (k, (_, address, value)) in chunk.iter().enumerate() {
-            let tx = UnsignedTx {
-                chain_id: plan.chain_id,
-                nonce: first_nonce + (sent + k) as u64,
-                fees: plan.fees,
-                gas_limit: TRANSFER_GAS,
-                to: Some(*address),
-                value: *value,
-                data: Vec::new(),
-            };
-            let raw = format!("0x{}", hex_encode(&sign(&tx, funder).raw));
-            calls.push(
-                json!({"jsonrpc": "2.0", "id": k, "method": "eth_sendRawTransaction", "params": [raw]}),
-            );
+        let answer = post_transfers(node, chunk);
+        match &answer {
+            Ok(BatchAnswer::Results { answers, .. }) => {
+                stop = answers.iter().any(|answer| !matches!(answer, CallAnswer::Result(_)));
+                sent += chunk.len();
+                progress(FundProgress::Sent { sent, of: transfers.len() });
+            }
+            Ok(BatchAnswer::Refused) if chunk.len() > 1 => {}
+            Ok(BatchAnswer::Refused | BatchAnswer::Failed) => {
+                stop = true;
+                let (sender, address, _) = transfers[sent];
+                let message = "the node refused even a batch of one transfer as too large".to_string();
+                failed = Some(FundError::Refused { sender, address, message });
+            }
+            Err(error) => {
+                stop = true;
+                failed = Some(error.clone());
+            }
         }
-        let body = serde_json::to_vec(&calls).expect("a batch serializes");
-        let answer = node.post(&body).map_err(|err: CallError| FundError::Node {
-            method: "eth_sendRawTransaction",
-            reason: err.to_string(),
-        })?;
-        if chunk.len() > 1 && read_batch_answer(&answer, chunk.len(), 0) == BatchAnswer::Refused {
-            batch = chunk.len() / 2;
-            continue;
-        }
-        check_batch(node, &answer.status, &answer.body, chunk)?;
-        sent += chunk.len();
-        summary.funded.extend(chunk.iter().map(|(sender, _, _)| *sender));
-        summary.wei_sent =
-            chunk.iter().fold(summary.wei_sent, |sum, (_, _, value)| sum.saturating_add(*value));
-        progress(FundProgress::Sent { sent, of: transfers.len() });
+        answer.unwrap_or(BatchAnswer::Failed)
+    });
+    if let Some(error) = failed {
+        return Err(error);
     }
+    for ((sender, address, _), answer) in transfers.iter().zip(answers) {
+        let message = match answer {
+            CallAnswer::Result(_) => continue,
+            CallAnswer::Error(error) => node.scrub(error["message"].as_str().unwrap_or("")).into_owned(),
+            CallAnswer::Missing => "no answer in the batch".to_string(),
+        };
+        return Err(FundError::Refused { sender: *sender, address: *address, message });
+    }
+    summary.funded.extend(transfers.iter().map(|(sender, _, _)| *sender));
+    summary.wei_sent = transfers.iter().fold(0u128, |sum, (_, _, value)| sum.saturating_add(*value));
     // Included once the funder's mined nonce has passed the last transfer's.
     let last = first_nonce + sent as u64;
     let waiting = Instant::now();
@@ -256,41 +281,29 @@ pub fn fund_senders(
     }
 }
 
-/// Reads a batch's answers: every transfer accepted, or the first refusal named.
-fn check_batch(
-    node: &Endpoint,
-    status: &u16,
-    body: &[u8],
-    chunk: &[(usize, Address, u128)],
-) -> Result<(), FundError> {
-    let method = "eth_sendRawTransaction";
-    if !(200..300).contains(status) {
-        return Err(FundError::Node {
+/// Posts `transfers` (each call's params) as one batch of [`SEND`] and reads the answer; a
+/// batch the node did not answer as JSON-RPC is the setup's error.
+fn post_transfers(node: &Endpoint, transfers: &[Value]) -> Result<BatchAnswer, FundError> {
+    let method = SEND;
+    let calls: Vec<Value> = transfers
+        .iter()
+        .enumerate()
+        .map(|(k, params)| json!({"jsonrpc": "2.0", "id": k, "method": method, "params": params}))
+        .collect();
+    let body = serde_json::to_vec(&calls).expect("a batch serializes");
+    let answer = node.post(&body).map_err(|err| FundError::Node { method, reason: err.to_string() })?;
+    let status = answer.status;
+    match read_batch_answer(&answer, transfers.len(), 0) {
+        BatchAnswer::Failed if !(200..300).contains(&status) => Err(FundError::Node {
             method,
-            reason: format!("HTTP {status} to a batch of {}", chunk.len()),
-        });
+            reason: format!("HTTP {status} to a batch of {}", transfers.len()),
+        }),
+        BatchAnswer::Failed => Err(FundError::Node {
+            method,
+            reason: format!("the answer to a batch of {} is not a JSON array", transfers.len()),
+        }),
+        read => Ok(read),
     }
-    let answers: Vec<Value> = serde_json::from_slice(body).map_err(|_| FundError::Node {
-        method,
-        reason: format!("the answer to a batch of {} is not a JSON array", chunk.len()),
-    })?;
-    let mut answered = vec![false; chunk.len()];
-    for answer in &answers {
-        let Some(k) = answer["id"].as_u64().map(|id| id as usize).filter(|k| *k < chunk.len()) else {
-            continue;
-        };
-        if let Some(error) = answer.get("error") {
-            let (sender, address, _) = chunk[k];
-            let message = error["message"].as_str().unwrap_or("").to_string();
-            return Err(FundError::Refused { sender, address, message: node.scrub(&message).into_owned() });
-        }
-        answered[k] = answer.get("result").is_some();
-    }
-    if let Some(k) = answered.iter().position(|done| !done) {
-        let (sender, address, _) = chunk[k];
-        return Err(FundError::Refused { sender, address, message: "no answer in the batch".into() });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -435,3 +435,39 @@ fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every
         assert!(balance >= plan.amount, "{balance}");
     }
 }
+
+#[test]
+fn funding_through_halved_batches_names_the_first_transfer_the_node_refuses_and_sends_no_more() {
+    use rpcbench::tx::fund::{fund_senders, FundError, FundPlan, FundProgress};
+    let mut options = MockOptions::new(Chain::Ethereum);
+    // No block within the test: the pool only fills.
+    options.slot_time = Duration::from_secs(600);
+    options.chain_id = 31337;
+    options.max_batch_len = 8;
+    // The pool holds 10: the 11th transfer (to sender 11) is refused as "txpool is full".
+    options.tx_pool = Some(TxPoolOptions { dev_accounts: 1, capacity: 10, ..TxPoolOptions::default() });
+    let server = MockServer::start(options).expect("the mock node starts");
+    let node = client::Endpoint::parse(&server.url(), Duration::from_secs(5)).unwrap();
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 31).unwrap();
+    let plan = FundPlan {
+        chain_id: 31337,
+        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+        amount: 1_000_000_000_000_000_000,
+        batch: 25,
+        rate: f64::INFINITY,
+        timeout: Duration::from_secs(60),
+        poll: Duration::from_millis(50),
+    };
+    let mut sent = Vec::new();
+    let mut progress = |step| {
+        if let FundProgress::Sent { sent: so_far, .. } = step {
+            sent.push(so_far);
+        }
+    };
+    let error = fund_senders(&node, &keys, &plan, &mut progress).expect_err("the pool fills");
+    let FundError::Refused { sender, address, message } = &error else { panic!("{error}") };
+    assert_eq!((*sender, *address), (11, keys[11].address()), "{error}");
+    assert!(message.contains("full"), "{error}");
+    // Batches of 25 and 12 refused, then of 6: the batch holding the refusal is the last sent.
+    assert_eq!(sent, [6, 12], "{error}");
+}
