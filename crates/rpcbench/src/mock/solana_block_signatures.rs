@@ -24,8 +24,10 @@ impl BlockSignatures {
         BlockSignatures { blocks: VecDeque::new(), kept_slots }
     }
 
-    /// `signature` landed in `slot` (never older than the newest slot added so far).
-    pub(crate) fn add(&mut self, slot: u64, signature: &[u8; 64]) {
+    /// The signature whose base58 text is `name` landed in `slot` (never older than the newest
+    /// slot added so far). The text is the one the send's answer carried, written once per
+    /// transaction (`SolanaTxPool::forward`), not encoded again here.
+    pub(crate) fn add(&mut self, slot: u64, name: &str) {
         if self.blocks.back().is_none_or(|(newest, _)| *newest < slot) {
             self.blocks.push_back((slot, String::new()));
             while self.blocks.front().is_some_and(|(oldest, _)| oldest + self.kept_slots < slot) {
@@ -39,7 +41,7 @@ impl BlockSignatures {
             text.push(',');
         }
         text.push('"');
-        text.push_str(&crate::tx::solana::base58::signature_text(signature));
+        text.push_str(name);
         text.push('"');
     }
 
@@ -58,14 +60,15 @@ mod tests {
         let kept = 39;
         let mut blocks = BlockSignatures::keeping(kept);
         let (a, b, c) = ([1u8; 64], [2u8; 64], [3u8; 64]);
-        blocks.add(10, &a);
-        blocks.add(10, &b);
-        blocks.add(12, &c);
+        let name = |s: &[u8; 64]| crate::tx::solana::base58::signature_text(s);
+        blocks.add(10, &name(&a));
+        blocks.add(10, &name(&b));
+        blocks.add(12, &name(&c));
         let quoted = |s: &[u8; 64]| format!("\"{}\"", bs58::encode(s).into_string());
         assert_eq!(blocks.of(10), format!("{},{}", quoted(&a), quoted(&b)));
         assert_eq!(blocks.of(12), quoted(&c));
         assert_eq!(blocks.of(11), "", "no landing in slot 11");
-        blocks.add(12 + kept, &a);
+        blocks.add(12 + kept, &name(&a));
         assert_eq!(blocks.of(10), "", "more than the kept slots behind the newest");
         assert_eq!(blocks.of(12), quoted(&c), "exactly the kept slots behind is kept");
     }

@@ -73,11 +73,13 @@ impl VerifyingKeys {
     }
 }
 
-/// A transaction waiting for the sigverify stage, with the slot it was sent in.
+/// A transaction waiting for the sigverify stage, with the slot it was sent in and its first
+/// signature's base58 text (the send's answer; kept for its block's signature list).
 #[derive(Debug)]
 pub(crate) struct Unverified {
     pub(crate) tx: DecodedSolanaTx,
     pub(crate) slot: u64,
+    pub(crate) name: String,
 }
 
 /// The sigverify stage: transactions sent with `skipPreflight`, in their order, at most
@@ -89,9 +91,10 @@ pub(crate) struct SigverifyStage {
 }
 
 impl SigverifyStage {
-    /// Queues `tx`; true when the batch is full and must be run.
-    pub(crate) fn push(&mut self, tx: DecodedSolanaTx, slot: u64) -> bool {
-        self.queue.push(Unverified { tx, slot });
+    /// Queues `tx` (its first signature's text `name`); true when the batch is full and must be
+    /// run.
+    pub(crate) fn push(&mut self, tx: DecodedSolanaTx, slot: u64, name: String) -> bool {
+        self.queue.push(Unverified { tx, slot, name });
         self.queue.len() >= SIGVERIFY_BATCH
     }
 
@@ -230,7 +233,7 @@ mod tests {
             if i == 17 {
                 wire[10] ^= 4;
             }
-            full = stage.push(decode(&wire).unwrap(), u64::from(i));
+            full = stage.push(decode(&wire).unwrap(), u64::from(i), String::new());
         }
         assert!(full, "the batch fills at {SIGVERIFY_BATCH}");
         let verdicts = stage.run(&mut keys);
@@ -256,7 +259,7 @@ mod tests {
         weak_signer[key_at..key_at + 32].copy_from_slice(&EIGHT_TORSION[1].compress().to_bytes());
         let good = signed(2, b"g");
         for wire in [&small_r, &weak_signer, &good] {
-            stage.push(decode(wire).unwrap(), 0);
+            stage.push(decode(wire).unwrap(), 0, String::new());
         }
         let verified: Vec<bool> = stage.run(&mut keys).into_iter().map(|(_, verified)| verified).collect();
         assert_eq!(verified, [false, false, true]);

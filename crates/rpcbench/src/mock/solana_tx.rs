@@ -220,7 +220,7 @@ impl SolanaTxPool {
         if self.statuses.contains_key(&signature) || self.sigverify.holds(&signature) {
             return Err(preflight("This transaction has already been processed", "AlreadyProcessed"));
         }
-        self.process(node, slot, &tx).map_err(|refusal| match refusal {
+        self.process(node, slot, &tx, &name).map_err(|refusal| match refusal {
             Refusal::BlockhashNotFound => preflight("Blockhash not found", "BlockhashNotFound"),
             Refusal::AccountNotFound => preflight(
                 "Attempt to debit an account but found no record of a prior credit.",
@@ -239,7 +239,7 @@ impl SolanaTxPool {
         let name = crate::tx::solana::base58::signature_text(&signature);
         if self.statuses.contains_key(&signature) || self.sigverify.holds(&signature) {
             self.never_landed.already_processed += 1;
-        } else if self.sigverify.push(tx, slot) {
+        } else if self.sigverify.push(tx, slot, name.clone()) {
             self.run_sigverify(node);
         }
         name
@@ -261,7 +261,7 @@ impl SolanaTxPool {
                 self.never_landed.already_processed += 1;
                 continue;
             }
-            match self.process(node, waiting.slot, &waiting.tx) {
+            match self.process(node, waiting.slot, &waiting.tx, &waiting.name) {
                 Ok(()) => {}
                 Err(Refusal::BlockhashNotFound) => self.never_landed.blockhash_not_found += 1,
                 Err(Refusal::AccountNotFound) => self.never_landed.account_not_found += 1,
@@ -271,8 +271,15 @@ impl SolanaTxPool {
 
     /// What the bank does with a transaction whose signatures verified, sent at `slot`: checks
     /// its blockhash and that its payer can pay the fee, takes the fee, runs its transfers and
-    /// lands it in the next block (or drops it, the `drop_share` knob).
-    fn process(&mut self, node: &impl SlotChain, slot: u64, tx: &DecodedSolanaTx) -> Result<(), Refusal> {
+    /// lands it in the next block (or drops it, the `drop_share` knob). `name` is its first
+    /// signature's base58 text.
+    fn process(
+        &mut self,
+        node: &impl SlotChain,
+        slot: u64,
+        tx: &DecodedSolanaTx,
+        name: &str,
+    ) -> Result<(), Refusal> {
         self.sync(node, slot);
         let height = node.block_height(slot);
         match self.recent.get(&tx.blockhash) {
@@ -306,7 +313,7 @@ impl SolanaTxPool {
             let unnotified = silent < self.options.unnotified_share;
             self.unnotified += u64::from(unnotified);
             let slot = Self::next_block_slot(node, slot);
-            self.blocks.add(slot, &tx.signatures[0]);
+            self.blocks.add(slot, name);
             Some(Landed { slot, err, unnotified })
         };
         self.remember(tx.signatures[0], landed);

@@ -358,8 +358,7 @@ fn signature_kind(params: &[Value]) -> Result<Kind, RpcError> {
     let signature = params
         .first()
         .and_then(Value::as_str)
-        .and_then(|text| bs58::decode(text).into_vec().ok())
-        .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
+        .and_then(crate::tx::solana::base58::signature_from_text)
         .ok_or_else(|| RpcError::invalid_params("Invalid Request: Invalid signature"))?;
     let commitment = params.get(1).and_then(|config| config.get("commitment")).and_then(Value::as_str);
     let depth = match commitment {
@@ -849,5 +848,30 @@ mod tests {
             assert!(writes.load(Ordering::Relaxed) >= 3, "{} writes", writes.load(Ordering::Relaxed));
             served.abort();
         });
+    }
+
+    #[test]
+    fn a_signature_subscription_takes_exactly_64_bytes_of_base58_and_refuses_anything_else() {
+        let signature = [0x5au8; 64];
+        let text = bs58::encode(signature).into_string();
+        match signature_kind(&[json!(text), json!({"commitment": "confirmed"})]) {
+            Ok(Kind::Signature(read, depth)) => assert_eq!((read, depth), (signature, 1)),
+            other => panic!("expected a signature subscription, got {other:?}"),
+        }
+        let mut leading_zeros = [9u8; 64];
+        leading_zeros[..3].fill(0);
+        let text = bs58::encode(leading_zeros).into_string();
+        assert!(
+            matches!(signature_kind(&[json!(text)]), Ok(Kind::Signature(read, _)) if read == leading_zeros)
+        );
+        let mut bad = bs58::encode([9u8; 64]).into_string();
+        bad.replace_range(5..6, "l");
+        for refused in
+            [bs58::encode([9u8; 63]).into_string(), bs58::encode([9u8; 65]).into_string(), bad, String::new()]
+        {
+            let error = signature_kind(&[json!(refused)]).expect_err("not a signature");
+            assert_eq!(error.message, "Invalid Request: Invalid signature", "{refused}");
+        }
+        assert!(signature_kind(&[json!(7)]).is_err(), "a number is not a signature");
     }
 }
