@@ -4,6 +4,12 @@
 //! that budget comes back, and whether the calls of a batch count one by one against the rate.
 //! Every request is taken from the probe's [`ProbeBudget`].
 //!
+//! The sustained rate is what a step answered per second *after its first refusal* (counted in
+//! the step's 100 ms series, from the interval after the refusal's to the step's end): the
+//! budget (a token bucket) is empty from the refusal on, so a budget refilled during the pause
+//! before the step, up to a whole burst, is not counted as rate sustained over it. Counting
+//! the whole step did: a loaded machine's pause of 2 s between steps read 50/s as 72/s.
+//!
 //! The order matters and is the caller's: the burst is probed first (the budget is full only
 //! after a quiet spell), the sustained rate next (its last step leaves the budget empty), the
 //! batch counting right after it (it needs an empty budget), and the window last.
@@ -80,6 +86,15 @@ pub struct RateStep {
     /// the requests were due in, and so admitted in; the measured time adds the wait for the
     /// last answers, which a loaded machine makes long enough to lower the rate by percents.
     pub answered_rate: f64,
+    /// The part of the step after the interval (100 ms) its first refusal fell in, milliseconds:
+    /// the budget is empty from then on, so what is answered in it is the rate the limit
+    /// sustains, whatever the budget held when the step began. `None` without a refusal, or
+    /// when no whole interval of the step came after it.
+    pub after_refusal_ms: Option<u64>,
+    /// Answered (class ok) in that part.
+    pub answered_after_refusal: Option<u64>,
+    /// `answered_after_refusal` per second of `after_refusal_ms`: the step's sustained rate.
+    pub limited_rate: Option<f64>,
 }
 
 /// What the sustained search found for one method.
@@ -89,11 +104,12 @@ pub struct SustainedFinding {
     pub method: String,
     /// The climbing steps, in order.
     pub steps: Vec<RateStep>,
-    /// The measuring step: at the first rate that met rate limits, run again from an empty
-    /// budget, so that what it answered is what the limit lets through.
+    /// The measuring step: at the first rate that met rate limits, run again (twice when the
+    /// first left too little after its first refusal).
     pub measured: Option<RateStep>,
-    /// The sustained rate: the measuring step's answered rate; `None` when no step met a rate
-    /// limit (then the highest rate passed is a lower bound).
+    /// The sustained rate: the measuring step's rate after its first refusal
+    /// ([`RateStep::limited_rate`]); `None` when no step met a rate limit (then the highest
+    /// rate passed is a lower bound).
     pub sustained_rate: Option<f64>,
     /// The highest rate offered with no rate-limited answer.
     pub highest_passed: Option<f64>,
@@ -225,8 +241,9 @@ fn step_cost(rate: f64, search: &RateSearch) -> u64 {
     (rate * (search.step + search.warmup).as_secs_f64()).ceil() as u64
 }
 
-/// Runs one open-loop step at `rate` and spends what it sent.
-fn run_rate_step(
+/// Runs one open-loop step at `rate` (the calls of `base`, `search`'s warm-up and length) and
+/// spends what it sent.
+pub fn run_rate_step(
     base: &RunConfig,
     search: &RateSearch,
     rate: f64,
@@ -245,14 +262,48 @@ fn run_rate_step(
     budget.spend_singles(requests + warmup);
     let length = search.step.as_secs_f64().max(1e-9);
     let answered = counts.class_total(OutcomeClass::Ok);
+    let elapsed_ms = search.step.as_millis() as u64;
+    let after = answered_after_first_refusal(&record.series, record.series_interval_ms, elapsed_ms);
     Ok(RateStep {
         offered_rate: rate,
         requests,
         answered,
         rate_limited: counts.class_total(OutcomeClass::RateLimited),
-        elapsed_ms: search.step.as_millis() as u64,
-        answered_rate: (answered as f64 / length * 100.0).round() / 100.0,
+        elapsed_ms,
+        answered_rate: round_rate(answered as f64 / length),
+        after_refusal_ms: after.map(|(ms, _)| ms),
+        answered_after_refusal: after.map(|(_, answered)| answered),
+        limited_rate: after.map(|(ms, answered)| round_rate(answered as f64 * 1000.0 / ms as f64)),
     })
+}
+
+fn round_rate(rate: f64) -> f64 {
+    (rate * 100.0).round() / 100.0
+}
+
+/// From a step's series (`interval_ms` wide points, by completion since the step's measured
+/// start), the whole intervals inside its `length_ms` after the one its first failure fell in:
+/// their length in milliseconds and the answers they hold that were not failures. The budget
+/// is empty at the first refusal and, at an offered rate above the limit, stays so: what these
+/// intervals admitted is the sustained rate (to one request), with no part of a budget refilled
+/// before the step counted in it. `None` when no interval failed or none whole came after.
+pub fn answered_after_first_refusal(
+    series: &[crate::record::SeriesPoint],
+    interval_ms: u64,
+    length_ms: u64,
+) -> Option<(u64, u64)> {
+    let interval_ms = interval_ms.max(1);
+    let first = series.iter().position(|point| point.errors > 0)?;
+    let from = series[first].start_ms + interval_ms;
+    let whole: Vec<_> = series
+        .iter()
+        .filter(|point| point.start_ms >= from && point.start_ms + interval_ms <= length_ms)
+        .collect();
+    let ms = length_ms.saturating_sub(from) / interval_ms * interval_ms;
+    if ms == 0 {
+        return None;
+    }
+    Some((ms, whole.iter().map(|point| point.requests - point.errors).sum()))
 }
 
 /// Finds the sustained rate of the calls `base` sends: open-loop steps from `search.start_rate`,
@@ -300,10 +351,17 @@ pub fn probe_sustained(
         finding.stopped = Some("the budget (before the measuring step)".into());
         return Ok(finding);
     }
-    let measured = run_rate_step(base, search, limited_rate, budget)?;
-    if measured.rate_limited > 0 {
-        finding.sustained_rate = Some(measured.answered_rate);
+    let mut measured = run_rate_step(base, search, limited_rate, budget)?;
+    // A budget refilled during the pause before the step may take most of it to empty: then
+    // the part after the refusal is short, and the step is run once more (the budget empty).
+    let short = |step: &RateStep| step.after_refusal_ms.unwrap_or(0) < (search.step.as_millis() / 4) as u64;
+    if short(&measured) && budget.requests + step_cost(limited_rate, search) <= budget.max_requests {
+        let again = run_rate_step(base, search, limited_rate, budget)?;
+        if again.after_refusal_ms > measured.after_refusal_ms {
+            measured = again;
+        }
     }
+    finding.sustained_rate = measured.limited_rate;
     finding.measured = Some(measured);
     Ok(finding)
 }
@@ -578,6 +636,14 @@ impl RateFinding {
                         measured.rate_limited
                     ),
                 );
+                if let (Some(ms), Some(answered)) =
+                    (measured.after_refusal_ms, measured.answered_after_refusal)
+                {
+                    let _ = std::fmt::Write::write_fmt(
+                        &mut evidence,
+                        format_args!(", {answered} answered in the {ms} ms after the first refusal"),
+                    );
+                }
             }
             if let Some(stopped) = &found.stopped {
                 evidence.push_str(&format!("; stopped at {stopped}"));

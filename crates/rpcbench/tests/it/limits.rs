@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use rpcbench::client::Endpoint;
+use rpcbench::engine::config::RunConfig;
 use rpcbench::engine::config::Target;
-use rpcbench::limits::rate::{probe_rate_limits, BatchCounting, RateProbe, RateSearch};
+use rpcbench::limits::rate::{probe_rate_limits, run_rate_step, BatchCounting, RateProbe, RateSearch};
 use rpcbench::limits::response::{probe_response, DEFAULT_RESPONSE_CEILING};
 use rpcbench::limits::{
     probe_batch, probe_body, probe_websocket, LimitsReport, ProbeBudget, WsProbe, DEFAULT_BATCH_CEILING,
     DEFAULT_BODY_CEILING,
 };
 use rpcbench::mock::{BatchLimitStyle, Chain, MockOptions, MockServer, RateLimitStyle};
+use rpcbench::RequestTemplate;
 
 fn endpoint(server: &MockServer) -> Endpoint {
     Endpoint::parse(&server.url(), Duration::from_secs(10)).unwrap()
@@ -373,4 +375,27 @@ fn the_response_probe_says_when_the_request_body_limit_bounds_it() {
     assert!(text.contains("largest request body   5000 bytes"), "{text}");
     assert!(text.contains("the largest request body bounds the probe"), "{text}");
     server.stop();
+}
+
+/// A step that begins with a full budget (as the measuring step does after a pause in which
+/// the bucket refilled: 2 s of it on a loaded machine) lets the refill through on top of the
+/// rate: counted over the whole step, 50/s read as about 72/s. After the first refusal the
+/// budget is empty, and what the step answered from then on is the rate.
+#[test]
+fn a_step_that_begins_with_a_full_budget_reads_the_sustained_rate_not_the_refill() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.faults.rate_limit = Some(50.0);
+    options.faults.rate_limit_burst = Some(100.0);
+    let server = MockServer::start(options).unwrap();
+    let template = RequestTemplate::from_method("eth_blockNumber", None).unwrap();
+    let base = RunConfig::new(Target::parse(&server.url()).unwrap(), template);
+    let mut budget = ProbeBudget::new(1_000);
+    let step = run_rate_step(&base, &RateSearch::default(), 160.0, &mut budget).expect("the step runs");
+    server.stop();
+    assert!(step.rate_limited > 0, "{step:?}");
+    assert!(step.answered_rate > 60.0, "the whole step counts the refilled budget: {step:?}");
+    let rate = step.limited_rate.unwrap_or_else(|| panic!("a rate after the refusal: {step:?}"));
+    assert!((47.5..=52.5).contains(&rate), "50/s within 5%: {rate} ({step:?})");
+    assert!(step.after_refusal_ms.unwrap() >= 1_000, "the budget empties early in the step: {step:?}");
+    assert_eq!(budget.requests, 400, "the step's 2.5 s at 160/s");
 }
