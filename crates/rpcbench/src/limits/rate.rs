@@ -58,10 +58,13 @@ impl Default for RateSearch {
 pub struct BurstProbe {
     /// Requests answered before the first refusal.
     pub accepted: u64,
-    /// From the first answer to the refusal, microseconds: the time the budget refilled in
-    /// (a request is admitted when it arrives, just before its answer, so the time before the
-    /// first answer, spent connecting and sending, is not refill time).
+    /// From the first request's send to the refusal's answer, microseconds: the longest the
+    /// budget can have refilled in (it refills from the first admission to the refusal, and
+    /// each happened somewhere between its request's send and its answer).
     pub elapsed_us: u64,
+    /// From the first answer to the refusal's send, microseconds: the shortest it can have
+    /// refilled in.
+    pub elapsed_min_us: u64,
     /// The rate-limited answer that ended it; `None` when the ceiling or the budget came first
     /// or the endpoint failed otherwise (then `failure` says how).
     pub refusal: Option<Refusal>,
@@ -156,10 +159,12 @@ pub struct RateFinding {
     /// The sustained rate, per method.
     pub sustained: Vec<SustainedFinding>,
     /// The burst: requests let through at once from a full budget, the refill during the
-    /// burst taken away (`accepted - floor(rate x elapsed)`).
+    /// burst taken away; the smallest consistent with what was seen (see [`burst_of`]).
     pub burst: Option<u64>,
-    /// The window after which the burst's budget is back (burst / rate, to 2 significant
-    /// digits), milliseconds.
+    /// The largest burst consistent with what was seen: the burst is `burst..=burst_max`.
+    pub burst_max: Option<u64>,
+    /// The window after which the burst's budget is surely back (`burst_max` / rate, to 2
+    /// significant digits), milliseconds.
     pub window_ms: Option<u64>,
     /// The burst sent again after waiting the window: the evidence that the budget came back.
     pub window_check: Option<BurstProbe>,
@@ -191,13 +196,18 @@ fn item_is_rate_limited(item: &Value, rules: &RateLimitRules) -> bool {
 pub fn probe_burst(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut ProbeBudget) -> BurstProbe {
     let rules = RateLimitRules::default();
     let body = super::probe::padded_body(method, 0);
-    let mut first_answer: Option<Instant> = None;
-    let mut probe = BurstProbe { accepted: 0, elapsed_us: 0, refusal: None, failure: None };
+    let mut first: Option<(Instant, Instant)> = None;
+    let mut probe =
+        BurstProbe { accepted: 0, elapsed_us: 0, elapsed_min_us: 0, refusal: None, failure: None };
+    let micros = |from: Instant, to: Instant| u64::try_from((to - from).as_micros()).unwrap_or(u64::MAX);
     while probe.accepted < ceiling && budget.allows_one_more() {
         budget.spend(1);
+        let sent = Instant::now();
         let posted = endpoint.post(&body);
-        let answered = *first_answer.get_or_insert_with(Instant::now);
-        probe.elapsed_us = u64::try_from(answered.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let answered = Instant::now();
+        let (first_sent, first_answered) = *first.get_or_insert((sent, answered));
+        probe.elapsed_us = micros(first_sent, answered);
+        probe.elapsed_min_us = micros(first_answered, sent.max(first_answered));
         match posted {
             Ok(answer) if answer_is_rate_limited(&answer, &rules) => {
                 probe.refusal = Some(Refusal::from_answer(&answer));
@@ -217,12 +227,21 @@ pub fn probe_burst(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut
     probe
 }
 
-/// The burst a [`BurstProbe`] shows at a sustained `rate`: what it got through, less what the
-/// budget refilled while it was sent. `None` when it did not end in a rate limit.
-pub fn burst_of(probe: &BurstProbe, rate: f64) -> Option<u64> {
+/// The bursts a [`BurstProbe`] is consistent with at a sustained rate known to lie in
+/// `rates` (requests per second), smallest and largest: a bucket of `b` that was full at the
+/// first admission let `a` through and refused the next at `t` after it when
+/// `a - rate x t <= b < a + 1 - rate x t`, and `t` lies between
+/// [`BurstProbe::elapsed_min_us`] and [`BurstProbe::elapsed_us`]. `None` when the probe did not
+/// end in a rate limit.
+pub fn burst_of(probe: &BurstProbe, rates: (f64, f64)) -> Option<(u64, u64)> {
     probe.refusal.as_ref()?;
-    let refilled = (rate * probe.elapsed_us as f64 / 1e6).floor();
-    Some((probe.accepted as f64 - refilled).max(0.0) as u64)
+    let (slowest, fastest) = (rates.0.min(rates.1).max(0.0), rates.0.max(rates.1).max(0.0));
+    let accepted = probe.accepted as f64;
+    // A hair below each bound so that a figure landing on a whole number by arithmetic alone
+    // is not pushed to the next one.
+    let smallest = (accepted - fastest * probe.elapsed_us as f64 / 1e6 - 1e-6).ceil().max(0.0);
+    let largest = (accepted + 1.0 - slowest * probe.elapsed_min_us as f64 / 1e6 - 1e-6).ceil() - 1.0;
+    Some((smallest as u64, largest.max(smallest) as u64))
 }
 
 /// The window of a burst at a rate, milliseconds, to 2 significant digits: the rate is known
@@ -510,15 +529,17 @@ pub fn probe_rate_limits_per_call(
         burst_probe: Some(burst_probe),
         sustained,
         burst: None,
+        burst_max: None,
         window_ms: None,
         window_check: None,
         batch_counting: None,
     };
     let Some(rate) = found.rate() else { return Ok(found) };
-    found.burst = found.burst_probe.as_ref().and_then(|probe| burst_of(probe, rate));
+    let bracket = found.burst_probe.as_ref().and_then(|probe| burst_of(probe, found.rate_bounds(rate)));
+    (found.burst, found.burst_max) = (bracket.map(|(low, _)| low), bracket.map(|(_, high)| high));
     found.batch_counting = probe_batch_counting(endpoint, first, rate, found.burst, limits.max_batch, budget);
-    found.window_ms = found.burst.and_then(|burst| window_ms(burst, rate));
-    if let (Some(burst), Some(window)) = (found.burst, found.window_ms) {
+    found.window_ms = found.burst_max.and_then(|burst| window_ms(burst, rate));
+    if let (Some(burst), Some(window)) = (found.burst_max, found.window_ms) {
         let window = Duration::from_millis(window);
         std::thread::sleep(window);
         found.window_check = Some(probe_burst(endpoint, first, burst.saturating_mul(2).max(1), budget));
@@ -526,6 +547,10 @@ pub fn probe_rate_limits_per_call(
     }
     Ok(found)
 }
+
+/// How much the sustained rate's count may be off by its window's ends, as a share: 3% (60 ms
+/// of a 2 s step).
+pub const RATE_SLACK: f64 = 0.03;
 
 /// A rate as the report gives it: "50.2 req/s", whole numbers above 100.
 fn rate_text(rate: f64) -> String {
@@ -547,7 +572,12 @@ fn window_text(ms: u64) -> String {
 }
 
 fn burst_evidence(probe: &BurstProbe) -> String {
-    let took = crate::util::units::format_micros(probe.elapsed_us as f64);
+    let format = |us: u64| crate::util::units::format_micros(us as f64);
+    let took = if probe.elapsed_min_us < probe.elapsed_us {
+        format!("{}-{}", format(probe.elapsed_min_us), format(probe.elapsed_us))
+    } else {
+        format(probe.elapsed_us)
+    };
     match (&probe.refusal, &probe.failure) {
         (Some(refusal), _) => {
             format!("{} answered in {took}, then {}", probe.accepted, super::probe::refusal_text(refusal))
@@ -567,6 +597,31 @@ impl RateFinding {
         self.sustained.first().and_then(|found| found.sustained_rate)
     }
 
+    /// The sustained rate `rate` as the bounds its count allows: the answers after the first
+    /// refusal are the rate times their time to one request either way, and their time is
+    /// counted by completion, whose latency can move either end by tens of milliseconds on a
+    /// loaded machine: [`RATE_SLACK`] more either way.
+    fn rate_bounds(&self, rate: f64) -> (f64, f64) {
+        let measured = self.sustained.first().and_then(|found| found.measured.as_ref());
+        match measured.and_then(|step| Some((step.answered_after_refusal?, step.after_refusal_ms?))) {
+            Some((answered, ms)) if ms > 0 => {
+                let seconds = ms as f64 / 1000.0;
+                let low = answered.saturating_sub(1) as f64 / seconds * (1.0 - RATE_SLACK);
+                (low, (answered + 1) as f64 / seconds * (1.0 + RATE_SLACK))
+            }
+            _ => (rate * (1.0 - RATE_SLACK), rate * (1.0 + RATE_SLACK)),
+        }
+    }
+
+    /// The burst as the report gives it: "100", or the bracket "100-104" the timing allows.
+    pub fn burst_text(&self) -> Option<String> {
+        let low = self.burst?;
+        Some(match self.burst_max {
+            Some(high) if high > low => format!("{low}-{high}"),
+            _ => low.to_string(),
+        })
+    }
+
     /// The parts of the one-line summary: "~50.0 req/s sustained", "bursts of 100 per 2 s
     /// window", "batch calls count one by one".
     pub fn summary_parts(&self) -> Vec<String> {
@@ -580,7 +635,7 @@ impl RateFinding {
                 (None, None) => format!("no sustained rate found{method}"),
             });
         }
-        match (self.burst, self.window_ms) {
+        match (self.burst_text(), self.window_ms) {
             (Some(burst), Some(window)) => {
                 parts.push(format!("bursts of {burst} per {} window", window_text(window)))
             }
@@ -651,24 +706,23 @@ impl RateFinding {
             rows.push((name, value, evidence));
         }
         if let Some(probe) = &self.burst_probe {
-            let value = match self.burst {
+            let value = match self.burst_text() {
                 Some(burst) => format!("{burst} requests"),
                 None => format!("at least {} requests", probe.accepted),
             };
             let mut evidence = burst_evidence(probe);
-            if let (Some(burst), Some(rate)) = (self.burst, self.rate()) {
-                if burst != probe.accepted {
-                    evidence.push_str(&format!(
-                        "; {} refilled at {} meanwhile",
-                        probe.accepted.saturating_sub(burst),
-                        rate_text(rate)
-                    ));
+            if let (Some(low), Some(rate)) = (self.burst, self.rate()) {
+                let high = self.burst_max.unwrap_or(low);
+                let (least, most) = (probe.accepted.saturating_sub(high), probe.accepted.saturating_sub(low));
+                if most > 0 {
+                    let refilled = if least < most { format!("{least}-{most}") } else { most.to_string() };
+                    evidence.push_str(&format!("; {refilled} refilled at {} meanwhile", rate_text(rate)));
                 }
             }
             rows.push(("burst".to_string(), value, evidence));
         }
         if let Some(window) = self.window_ms {
-            let mut evidence = "burst ÷ sustained rate".to_string();
+            let mut evidence = "largest burst ÷ sustained rate".to_string();
             if let Some(check) = &self.window_check {
                 evidence.push_str(&format!("; after waiting it, {}", burst_evidence(check)));
             }
@@ -710,6 +764,7 @@ mod tests {
         BurstProbe {
             accepted,
             elapsed_us: elapsed_ms * 1000,
+            elapsed_min_us: elapsed_ms * 1000,
             refusal: limited.then(|| Refusal { status: 429, code: None, message: String::new() }),
             failure: None,
         }
@@ -717,9 +772,24 @@ mod tests {
 
     #[test]
     fn the_burst_is_what_got_through_less_the_refill_meanwhile() {
-        assert_eq!(burst_of(&probe(100, 10, true), 50.0), Some(100), "half a token refilled");
-        assert_eq!(burst_of(&probe(103, 70, true), 50.0), Some(100), "3.5 tokens refilled");
-        assert_eq!(burst_of(&probe(100, 10, false), 50.0), None, "no refusal: not a burst");
+        let rate = (50.0, 50.0);
+        assert_eq!(burst_of(&probe(100, 10, true), rate), Some((100, 100)), "half a token refilled");
+        assert_eq!(burst_of(&probe(103, 70, true), rate), Some((100, 100)), "3.5 tokens refilled");
+        assert_eq!(burst_of(&probe(100, 10, false), rate), None, "no refusal: not a burst");
+    }
+
+    /// Under load the first answer came late (the bucket refilled from the first admission,
+    /// before it) and the refusal's send was late: 104 through, refused between 78 ms (from the
+    /// first answer to the refusal's send) and 320 ms (from the first send to the refusal's
+    /// answer) after the first admission. Timed from the first answer alone, 104 - 3 = 101
+    /// read as the burst of a bucket of 100.
+    #[test]
+    fn a_burst_timed_loosely_is_the_bracket_of_bursts_the_timing_allows() {
+        let loose = BurstProbe { elapsed_us: 320_000, elapsed_min_us: 78_000, ..probe(104, 0, true) };
+        assert_eq!(burst_of(&loose, (50.0, 50.0)), Some((88, 101)));
+        let tight = BurstProbe { elapsed_us: 80_000, elapsed_min_us: 78_000, ..probe(104, 0, true) };
+        assert_eq!(burst_of(&tight, (49.5, 50.5)), Some((100, 101)), "the rate's own uncertainty");
+        assert_eq!(burst_of(&probe(0, 0, true), (50.0, 50.0)), Some((0, 0)), "refused at once");
     }
 
     #[test]
