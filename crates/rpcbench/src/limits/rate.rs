@@ -5,10 +5,13 @@
 //! Every request is taken from the probe's [`ProbeBudget`].
 //!
 //! The sustained rate is what a step answered per second *after its first refusal* (counted in
-//! the step's 100 ms series, from the interval after the refusal's to the step's end): the
-//! budget (a token bucket) is empty from the refusal on, so a budget refilled during the pause
-//! before the step, up to a whole burst, is not counted as rate sustained over it. Counting
-//! the whole step did: a loaded machine's pause of 2 s between steps read 50/s as 72/s.
+//! the step's 100 ms series, from the interval after the refusal's to the last interval with a
+//! refusal): the budget (a token bucket) is empty from the first refusal on, so a budget
+//! refilled during the pause before the step, up to a whole burst, is not counted as rate
+//! sustained over it. Counting the whole step did: a loaded machine's pause of 2 s between
+//! steps read 50/s as 72/s. The burst is given as the bracket of bucket sizes its timing allows
+//! (see [`burst_of`]): a bucket refills from its first admission, which a loaded machine's late
+//! first answer does not time.
 //!
 //! The order matters and is the caller's: the burst is probed first (the budget is full only
 //! after a quiet spell), the sustained rate next (its last step leaves the budget empty), the
@@ -89,8 +92,8 @@ pub struct RateStep {
     /// the requests were due in, and so admitted in; the measured time adds the wait for the
     /// last answers, which a loaded machine makes long enough to lower the rate by percents.
     pub answered_rate: f64,
-    /// The part of the step after the interval (100 ms) its first refusal fell in, milliseconds:
-    /// the budget is empty from then on, so what is answered in it is the rate the limit
+    /// The part of the step after the interval (100 ms) its first refusal fell in, up to the end
+    /// of the last with a refusal, milliseconds: the budget is empty from then on, so what is answered in it is the rate the limit
     /// sustains, whatever the budget held when the step began. `None` without a refusal, or
     /// when no whole interval of the step came after it.
     pub after_refusal_ms: Option<u64>,
@@ -301,7 +304,8 @@ fn round_rate(rate: f64) -> f64 {
 }
 
 /// From a step's series (`interval_ms` wide points, by completion since the step's measured
-/// start), the whole intervals inside its `length_ms` after the one its first failure fell in:
+/// start), the whole intervals inside its `length_ms` after the one its first failure fell in,
+/// up to the last with a failure:
 /// their length in milliseconds and the answers they hold that were not failures. The budget
 /// is empty at the first refusal and, at an offered rate above the limit, stays so: what these
 /// intervals admitted is the sustained rate (to one request), with no part of a budget refilled
@@ -314,11 +318,17 @@ pub fn answered_after_first_refusal(
     let interval_ms = interval_ms.max(1);
     let first = series.iter().position(|point| point.errors > 0)?;
     let from = series[first].start_ms + interval_ms;
+    // Up to the end of the last interval inside the step with a refusal: the budget was empty
+    // then too, so a sender that stalled near the step's end (its requests sent, and counted,
+    // after it) does not lower the figure.
+    let last =
+        series.iter().rev().find(|point| point.errors > 0 && point.start_ms + interval_ms <= length_ms)?;
+    let until = last.start_ms + interval_ms;
     let whole: Vec<_> = series
         .iter()
-        .filter(|point| point.start_ms >= from && point.start_ms + interval_ms <= length_ms)
+        .filter(|point| point.start_ms >= from && point.start_ms + interval_ms <= until)
         .collect();
-    let ms = length_ms.saturating_sub(from) / interval_ms * interval_ms;
+    let ms = until.saturating_sub(from) / interval_ms * interval_ms;
     if ms == 0 {
         return None;
     }
