@@ -134,6 +134,9 @@ pub struct GeyserTruth {
     pub unary_failed: AtomicU64,
     /// Updates replayed to subscriptions that asked to start `from_slot`.
     pub replayed: AtomicU64,
+    /// When each port took each update for the wire (its first subscriber's): the offsets a race
+    /// between ports really had.
+    pub sends: super::geyser_sends::GeyserSends,
 }
 
 /// One update the producer made, before any subscriber's filter.
@@ -275,10 +278,10 @@ impl GeyserMock {
                     tokio::spawn(produce(state.clone()));
                     let (stopping, stop_watch) = tokio::sync::watch::channel(false);
                     let mut servers = Vec::new();
-                    for ((listener, _), delay) in listeners {
+                    for (port, ((listener, _), delay)) in listeners.into_iter().enumerate() {
                         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
                         let token = options.x_token.clone();
-                        let geyser = MockGeyser { state: state.clone(), delay };
+                        let geyser = MockGeyser { state: state.clone(), delay, port };
                         let service = GeyserServer::with_interceptor(geyser, move |request| {
                             check_token(token.as_deref(), request)
                         });
@@ -617,6 +620,8 @@ struct MockGeyser {
     state: Arc<Shared>,
     /// This port's delay before every update.
     delay: Duration,
+    /// This port's number (0 the main one, then the mirrors).
+    port: usize,
 }
 
 /// Updates queued for one subscriber's HTTP/2 stream: small, so a client that does not read
@@ -690,12 +695,20 @@ impl Geyser for MockGeyser {
             (state.updates.subscribe(), replay)
         };
         state.truth.subscriptions.fetch_add(1, Ordering::Relaxed);
+        let (truth, port) = (state.truth.clone(), self.port);
         tokio::spawn(serve_subscriber(state, self.delay, filters, requests, (replay, updates), out));
-        let stream =
-            futures_util::stream::unfold(
-                out_rx,
-                |mut rx| async move { rx.recv().await.map(|item| (item, rx)) },
-            );
+        // An update's send is timed as the server takes it for the wire, the nearest the mock
+        // sees to the client's arrival.
+        let stream = futures_util::stream::unfold(out_rx, move |mut rx| {
+            let truth = truth.clone();
+            async move {
+                let (item, sequence) = rx.recv().await?;
+                if let Some(sequence) = sequence {
+                    truth.sends.record(port, sequence, SystemTime::now());
+                }
+                Some((item, rx))
+            }
+        });
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -778,7 +791,7 @@ async fn serve_subscriber(
     mut filters: Filters,
     mut requests: Streaming<SubscribeRequest>,
     (replay, mut updates): (Vec<Arc<Produced>>, broadcast::Receiver<Arc<Produced>>),
-    out: tokio::sync::mpsc::Sender<Result<SubscribeUpdate, Status>>,
+    out: tokio::sync::mpsc::Sender<(Result<SubscribeUpdate, Status>, Option<u64>)>,
 ) {
     let options = &state.options;
     let truth = &state.truth;
@@ -788,7 +801,7 @@ async fn serve_subscriber(
         if matched.is_empty() || dropped(options.drop_one_in, &produced) {
             continue;
         }
-        if out.send(Ok(encode(&produced, matched))).await.is_err() {
+        if out.send((Ok(encode(&produced, matched)), Some(produced.sequence))).await.is_err() {
             return;
         }
         truth.replayed.fetch_add(1, Ordering::Relaxed);
@@ -810,14 +823,14 @@ async fn serve_subscriber(
                 Ok(produced) => produced,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     truth.lagged.fetch_add(1, Ordering::Relaxed);
-                    let _ = out.try_send(Err(Status::resource_exhausted("client lagged")));
+                    let _ = out.try_send((Err(Status::resource_exhausted("client lagged")), None));
                     return;
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             () = &mut disconnect => {
                 truth.disconnected.fetch_add(1, Ordering::Relaxed);
-                let _ = out.send(Err(Status::unavailable("the mock feed disconnects every subscriber on schedule"))).await;
+                let _ = out.send((Err(Status::unavailable("the mock feed disconnects every subscriber on schedule")), None)).await;
                 return;
             }
             _ = pings.tick() => {
@@ -827,7 +840,7 @@ async fn serve_subscriber(
                     update_oneof: Some(UpdateOneof::Ping(SubscribeUpdatePing {})),
                     created_at: Some(timestamp(SystemTime::now())),
                 };
-                if out.send(Ok(ping)).await.is_err() {
+                if out.send((Ok(ping), None)).await.is_err() {
                     return;
                 }
                 continue;
@@ -842,14 +855,14 @@ async fn serve_subscriber(
                                 update_oneof: Some(UpdateOneof::Pong(SubscribeUpdatePong { id: ping.id })),
                                 created_at: Some(timestamp(SystemTime::now())),
                             };
-                            if out.send(Ok(pong)).await.is_err() {
+                            if out.send((Ok(pong), None)).await.is_err() {
                                 return;
                             }
                         } else {
                             match Filters::from_request(&request, options.accounts) {
                                 Ok(replaced) => filters = replaced,
                                 Err(status) => {
-                                    let _ = out.send(Err(status)).await;
+                                    let _ = out.send((Err(status), None)).await;
                                     return;
                                 }
                             }
@@ -872,7 +885,7 @@ async fn serve_subscriber(
         if !delay.is_zero() {
             wait_until(produced.made + delay).await;
         }
-        if out.send(Ok(encode(&produced, matched))).await.is_err() {
+        if out.send((Ok(encode(&produced, matched)), Some(produced.sequence))).await.is_err() {
             return;
         }
         truth.sent.fetch_add(1, Ordering::Relaxed);

@@ -27,6 +27,7 @@ mod dispatch;
 mod ethereum;
 mod faults;
 mod geyser;
+mod geyser_sends;
 mod h2;
 mod http;
 mod mempool;
@@ -51,6 +52,7 @@ pub use faults::{
     MethodLatencies, RateLimitStyle, Stall,
 };
 pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
+pub use geyser_sends::GeyserSends;
 pub use mempool::TxPoolOptions;
 pub use server::MockServer;
 pub use solana_tx::SolanaTxOptions;

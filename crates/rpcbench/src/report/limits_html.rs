@@ -34,7 +34,7 @@ pub fn render_limits_html(report: &LimitsReport) -> String {
             esc(&evidence)
         );
     }
-    out.push_str("</table>\n<p class=\"note\">Exact figures are limits the server refused past; \"at least\" means the probe stopped at its ceiling or its budget first. The burst is what got through at once less what the budget refilled meanwhile; the window is the burst over the sustained rate.</p>\n</section>\n");
+    out.push_str("</table>\n<p class=\"note\">Exact figures are limits the server refused past; \"at least\" means the probe stopped at its ceiling or its budget first. The burst is what got through at once less what the budget refilled meanwhile (a bracket when the timing allows several sizes); the window is the largest burst over the sustained rate.</p>\n</section>\n");
     out.push_str("</main>\n</body>\n</html>\n");
     out
 }
