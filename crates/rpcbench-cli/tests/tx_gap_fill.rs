@@ -3,45 +3,33 @@
 //! every transaction is counted included, none dropped. Against a mock node started in-process
 //! on 127.0.0.1:0; counts, not times.
 
-use std::process::Command;
 use std::time::Duration;
 
-use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
-use serde_json::Value;
+use common::{count, ethereum_node, ethereum_outcomes_add_up, tx_report};
+use rpcbench::mock::TxPoolOptions;
+
+mod common;
 
 /// The mock's block time: a head polled every 3 s is about 300 blocks past the last one. The
 /// poll hands on the last 64 of them as heads, so the gap below those is over 200 blocks (over
 /// 64 even if the mock made blocks at a third of its pace).
 const BLOCK_TIME: Duration = Duration::from_millis(10);
 
-fn count(report: &Value, key: &str) -> u64 {
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
 #[test]
 fn heads_more_than_64_blocks_apart_leave_no_inclusion_unseen() {
-    let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = BLOCK_TIME;
-    options.chain_id = 31337;
-    options.tx_pool = Some(TxPoolOptions::default());
-    let node = MockServer::start(options).expect("the mock node starts");
+    let node = ethereum_node(BLOCK_TIME, TxPoolOptions::default());
     // 200 transfers at 100/s; the head polled every 3 s only, so most transactions are in
     // blocks of a gap between two heads handed on.
-    let output = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
-        .args(["tx", &node.url(), "--dev", "--senders", "4", "--rate", "100", "-n", "200"])
-        .args(["--poll", "3s", "--inclusion-timeout", "30s", "-f", "json"])
-        .output()
-        .expect("the binary runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let args = ["--dev", "--senders", "4", "--rate", "100", "-n", "200"];
+    let report =
+        tx_report(&node.url(), &[&args[..], &["--poll", "3s", "--inclusion-timeout", "30s"]].concat());
     assert_eq!(count(&report, "sent"), 200, "{report}");
     assert_eq!(
         (count(&report, "included"), count(&report, "dropped"), count(&report, "pending")),
         (200, 0, 0),
         "{report}"
     );
-    assert_eq!(report["identity_holds"], true, "{report}");
+    ethereum_outcomes_add_up(&report);
     // Read below the polled heads: their inclusion time is the arrival of the head that
     // revealed their block.
     assert_eq!(count(&report, "included_by_catch_up"), 200, "{report}");
