@@ -240,44 +240,57 @@ mod tests {
     use super::super::ethereum::EthereumNode;
     use super::*;
     use crate::tx::keys::{keys_from_mnemonic, DEV_MNEMONIC};
-    use crate::tx::sign::{sign, UnsignedTx};
+    use crate::tx::sign::{sign, SignedTx, UnsignedTx};
 
     fn call(node: &EthereumNode, method: &str, params: Value) -> Result<Value, RpcError> {
         node.call(method, Some(&to_raw_value(&params).unwrap()))
     }
 
-    #[test]
-    fn a_sent_transfer_is_included_in_a_following_block_and_served_by_receipt_block_and_nonce() {
+    const RECIPIENT: &str = "0x3535353535353535353535353535353535353535";
+
+    /// A node with a pool, blocks every 5 ms, and a transfer of 5 wei to [`RECIPIENT`] signed by
+    /// the first dev key (named by its address).
+    fn node_and_transfer() -> (EthereumNode, String, SignedTx) {
         let options = crate::mock::mempool::TxPoolOptions::default();
         let node = EthereumNode::new(0, Duration::from_millis(5), 31337, Instant::now(), 1_700_000_000)
             .with_mempool(Some(&options));
         let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
-        let sender = keys[0].address().to_string();
-        let to = Address::parse("0x3535353535353535353535353535353535353535");
         let tx = UnsignedTx {
             chain_id: 31337,
             nonce: 0,
             fees: Fees::Eip1559 { max_fee_per_gas: 3_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
             gas_limit: 21_000,
-            to,
+            to: Address::parse(RECIPIENT),
             value: 5,
             data: Vec::new(),
         };
-        let signed = sign(&tx, &keys[0]);
-        let hash = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap();
-        assert_eq!(hash, json!(hex_data(&signed.hash)));
-        assert_eq!(call(&node, "eth_getTransactionCount", json!([sender, "pending"])).unwrap(), json!("0x1"));
-        let refused = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap_err();
-        assert_eq!((refused.code, refused.message.as_str()), (-32000, "already known"));
-        // Blocks come every 5 ms; wait for the receipt a bounded number of times.
+        (node, keys[0].address().to_string(), sign(&tx, &keys[0]))
+    }
+
+    /// Blocks come every 5 ms: the receipt `read` gives, read a bounded number of times until
+    /// it is not null.
+    fn wait_for_receipt(read: impl Fn() -> Value) -> Value {
         let mut receipt = Value::Null;
         for _ in 0..2_000 {
-            receipt = call(&node, "eth_getTransactionReceipt", json!([hash])).unwrap();
+            receipt = read();
             if !receipt.is_null() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+        receipt
+    }
+
+    #[test]
+    fn a_sent_transfer_is_included_in_a_following_block_and_served_by_receipt_block_and_nonce() {
+        let (node, sender, signed) = node_and_transfer();
+        let to = Address::parse(RECIPIENT);
+        let hash = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap();
+        assert_eq!(hash, json!(hex_data(&signed.hash)));
+        assert_eq!(call(&node, "eth_getTransactionCount", json!([sender, "pending"])).unwrap(), json!("0x1"));
+        let refused = call(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap_err();
+        assert_eq!((refused.code, refused.message.as_str()), (-32000, "already known"));
+        let receipt = wait_for_receipt(|| call(&node, "eth_getTransactionReceipt", json!([hash])).unwrap());
         assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
         let block = receipt["blockNumber"].clone();
         let listed = call(&node, "eth_getBlockByNumber", json!([block, false])).unwrap();
@@ -300,20 +313,7 @@ mod tests {
 
     #[test]
     fn sends_and_receipts_written_straight_answer_as_the_general_calls_do() {
-        let options = crate::mock::mempool::TxPoolOptions::default();
-        let node = EthereumNode::new(0, Duration::from_millis(5), 31337, Instant::now(), 1_700_000_000)
-            .with_mempool(Some(&options));
-        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap();
-        let tx = UnsignedTx {
-            chain_id: 31337,
-            nonce: 0,
-            fees: Fees::Eip1559 { max_fee_per_gas: 3_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
-            gas_limit: 21_000,
-            to: Address::parse("0x3535353535353535353535353535353535353535"),
-            value: 5,
-            data: Vec::new(),
-        };
-        let signed = sign(&tx, &keys[0]);
+        let (node, sender, signed) = node_and_transfer();
         let bad = call_into(&node, "eth_sendRawTransaction", json!(["0xzz"])).unwrap_err();
         let general = call(&node, "eth_sendRawTransaction", json!(["0xzz"])).unwrap_err();
         assert_eq!((bad.code, bad.message), (general.code, general.message));
@@ -322,18 +322,12 @@ mod tests {
         // The same send again: the pool's own refusal, as the general call gives it.
         let again = call_into(&node, "eth_sendRawTransaction", json!([hex_data(&signed.raw)])).unwrap_err();
         assert_eq!((again.code, again.message.as_str()), (-32000, "already known"));
-        let mut receipt = Value::Null;
-        for _ in 0..2_000 {
-            receipt = call_into(&node, "eth_getTransactionReceipt", json!([hash])).unwrap();
-            if !receipt.is_null() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let receipt =
+            wait_for_receipt(|| call_into(&node, "eth_getTransactionReceipt", json!([hash])).unwrap());
         assert_eq!(receipt, call(&node, "eth_getTransactionReceipt", json!([hash])).unwrap());
         assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
-        assert_eq!(receipt["from"], json!(keys[0].address().to_string()));
-        assert_eq!(receipt["to"], json!("0x3535353535353535353535353535353535353535"));
+        assert_eq!(receipt["from"], json!(sender));
+        assert_eq!(receipt["to"], json!(RECIPIENT));
         assert_eq!(receipt["contractAddress"], Value::Null);
         assert_eq!(receipt["gasUsed"], json!("0x5208"));
         assert_eq!(receipt["type"], json!("0x2"));
