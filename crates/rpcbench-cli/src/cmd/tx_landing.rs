@@ -18,6 +18,7 @@ use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled,
 use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
 use rpcbench::tx::poll::HeadSource;
 use rpcbench::tx::quantity::hex_quantity;
+use rpcbench::tx::receipts::{hash_hex, read_statuses};
 use rpcbench::tx::watch::SeenHead;
 use rpcbench::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
@@ -72,15 +73,6 @@ fn fetch_block(node: &Endpoint, number: u64) -> Option<FetchedBlock> {
         parent: block["parentHash"].as_str().and_then(hash_bytes),
         transactions,
     })
-}
-
-fn hex_hash(hash: &[u8; 32]) -> String {
-    let mut text = String::with_capacity(66);
-    text.push_str("0x");
-    for byte in hash {
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
 }
 
 /// The book and everything fed to it.
@@ -332,13 +324,11 @@ impl Landing {
             sampled = included.iter().filter(|hash| self.receipts.reads(hash)).copied().collect();
             &sampled
         };
-        let params: Vec<Value> = included.iter().map(|hash| json!([hex_hash(hash)])).collect();
-        let receipts = self.batches.call(&self.node, "eth_getTransactionReceipt", &params);
-        for (hash, receipt) in included.iter().zip(receipts) {
-            match receipt.as_ref().and_then(|receipt| receipt["status"].as_str()) {
-                Some("0x1") => self.book.receipt(hash, true),
-                Some("0x0") => self.book.receipt(hash, false),
-                _ => self.receipt_failures += 1,
+        let statuses = read_statuses(&self.batches, &self.node, included);
+        for (hash, status) in included.iter().zip(statuses) {
+            match status {
+                Some(succeeded) => self.book.receipt(hash, succeeded),
+                None => self.receipt_failures += 1,
             }
         }
         let settled = self.book.take_settled();
@@ -435,7 +425,7 @@ impl Landing {
         let mut causes = Vec::with_capacity(self.lookups.len());
         causes.extend((0..self.not_looked_up).map(|_| DropCause::NotLookedUp));
         for chunk in self.lookups.chunks(LOOKUP_BATCH) {
-            let params: Vec<Value> = chunk.iter().map(|dropped| json!([hex_hash(&dropped.hash)])).collect();
+            let params: Vec<Value> = chunk.iter().map(|dropped| json!([hash_hex(&dropped.hash)])).collect();
             let found = self.batches.call(&self.node, "eth_getTransactionByHash", &params);
             let mut unknown = Vec::new();
             for (dropped, found) in chunk.iter().zip(found) {

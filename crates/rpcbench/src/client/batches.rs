@@ -3,29 +3,35 @@
 //! the node refuses a batch as too large (geth's array of one error, erigon's bare error
 //! object, HTTP 413): the one halving loop of the code base ([`LookupBatches::answers_with`]:
 //! each call's whole answer, result or error; the lookups take the results, funding names the
-//! first refused transfer). [`read_batch_answer`] is the one reading of a batch's answer (the
-//! `limits` probe's [`crate::limits::batch_accepted`] is built on it).
+//! first refused transfer). [`read_batch_answer_as`] is the one reading of a batch's answer,
+//! each result read as the type asked for (the `limits` probe's
+//! [`crate::limits::batch_accepted`] is built on it, at [`Value`]).
 
 use std::cell::Cell;
 
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::{Endpoint, RawAnswer};
 
-/// One call's whole answer in a batch.
+/// One call's whole answer in a batch, its result read as a `T` (a whole [`Value`] unless
+/// asked otherwise).
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallAnswer {
+pub enum CallAnswer<T = Value> {
     /// Its result.
-    Result(Value),
+    Result(T),
     /// Its own error object (the node refused this call).
     Error(Value),
-    /// No answer for it: the batch failed, or its answer left the call out.
+    /// No answer for it: the batch failed, or its answer left the call out (or its result was
+    /// not a `T`).
     Missing,
 }
 
-impl CallAnswer {
+impl<T> CallAnswer<T> {
     /// Its result, if it has one.
-    pub fn into_result(self) -> Option<Value> {
+    pub fn into_result(self) -> Option<T> {
         match self {
             CallAnswer::Result(result) => Some(result),
             CallAnswer::Error(_) | CallAnswer::Missing => None,
@@ -33,9 +39,9 @@ impl CallAnswer {
     }
 }
 
-/// What one JSON-RPC batch post gave.
+/// What one JSON-RPC batch post gave (each call's result read as a `T`).
 #[derive(Debug, PartialEq)]
-pub enum BatchAnswer {
+pub enum BatchAnswer<T = Value> {
     /// An array of `items` answers: each call's, in the order of the calls. Calls carry ids 0,
     /// 1, ...
     Results {
@@ -43,7 +49,7 @@ pub enum BatchAnswer {
         /// calls).
         items: usize,
         /// Each call's answer by id.
-        answers: Vec<CallAnswer>,
+        answers: Vec<CallAnswer<T>>,
     },
     /// The node refused the batch as a whole: one error for all of it (geth's array of one
     /// error, erigon's bare error object) or 413. A smaller batch may pass.
@@ -54,45 +60,104 @@ pub enum BatchAnswer {
 
 /// Reads a node's answer to a batch of `calls` calls (ids `first_id`, `first_id + 1`, ...).
 pub fn read_batch_answer(answer: &RawAnswer, calls: usize, first_id: u64) -> BatchAnswer {
+    read_batch_answer_as(answer, calls, first_id)
+}
+
+/// One answer of a batch's array, its result read as a `T` (`Some` whenever the member is
+/// there, even `null`: a `T` of `Option` tells a null result apart).
+#[derive(Deserialize)]
+#[serde(bound = "T: Deserialize<'de>")]
+struct BatchItem<T> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default = "absent", deserialize_with = "present")]
+    result: Option<T>,
+    #[serde(default = "absent", deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+fn absent<T>() -> Option<T> {
+    None
+}
+
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
+/// [`read_batch_answer`], each result read as a `T` (typed and borrowing reads skip what a
+/// `T` does not hold, without building a [`Value`] of it). An array member that is not an
+/// answer object, or whose result is not a `T`, leaves its call [`CallAnswer::Missing`].
+pub fn read_batch_answer_as<T: DeserializeOwned>(
+    answer: &RawAnswer,
+    calls: usize,
+    first_id: u64,
+) -> BatchAnswer<T> {
     if answer.status == 413 {
         return BatchAnswer::Refused;
     }
     if !(200..300).contains(&answer.status) {
         return BatchAnswer::Failed;
     }
-    let answers = match serde_json::from_slice::<Value>(&answer.body) {
-        Ok(Value::Array(answers)) => answers,
-        Ok(Value::Object(answer)) if answer.contains_key("error") => return BatchAnswer::Refused,
+    let answers = match answer.body.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(&answer.body) {
+            Ok(answers) => answers,
+            Err(_) => return BatchAnswer::Failed,
+        },
+        Some(b'{') => match serde_json::from_slice::<Value>(&answer.body) {
+            Ok(Value::Object(answer)) if answer.contains_key("error") => return BatchAnswer::Refused,
+            _ => return BatchAnswer::Failed,
+        },
         _ => return BatchAnswer::Failed,
     };
-    // One error for a batch of several: refused whole (geth names the first call's id).
-    if calls > 1 && answers.len() == 1 && answers[0].get("error").is_some() {
-        return BatchAnswer::Refused;
-    }
     let items = answers.len();
-    let mut calls = vec![CallAnswer::Missing; calls];
-    for mut answer in answers {
-        let Some(id) = answer["id"].as_u64().and_then(|id| id.checked_sub(first_id)) else { continue };
-        let Some(slot) = usize::try_from(id).ok().and_then(|id| calls.get_mut(id)) else { continue };
-        if let Some(result) = answer.get_mut("result") {
-            *slot = CallAnswer::Result(result.take());
-        } else if let Some(error) = answer.get_mut("error") {
-            *slot = CallAnswer::Error(error.take());
+    let mut slots: Vec<CallAnswer<T>> = std::iter::repeat_with(|| CallAnswer::Missing).take(calls).collect();
+    for (index, answer) in answers.into_iter().enumerate() {
+        let Ok(answer) = serde_json::from_str::<BatchItem<T>>(answer.get()) else { continue };
+        // One error for a batch of several: refused whole (geth names the first call's id).
+        if calls > 1 && items == 1 && index == 0 && answer.error.is_some() {
+            return BatchAnswer::Refused;
+        }
+        let Some(id) = answer.id.and_then(|id| id.as_u64()).and_then(|id| id.checked_sub(first_id)) else {
+            continue;
+        };
+        let Some(slot) = usize::try_from(id).ok().and_then(|id| slots.get_mut(id)) else { continue };
+        match (answer.result, answer.error) {
+            (Some(result), _) => *slot = CallAnswer::Result(result),
+            (None, Some(error)) => *slot = CallAnswer::Error(error),
+            (None, None) => {}
         }
     }
-    BatchAnswer::Results { items, answers: calls }
+    BatchAnswer::Results { items, answers: slots }
+}
+
+/// One call of a batch, as written.
+#[derive(Serialize)]
+struct BatchCall<'a, P> {
+    jsonrpc: &'static str,
+    id: usize,
+    method: &'a str,
+    params: &'a P,
 }
 
 /// Posts `params.len()` calls of `method` as one batch (ids 0, 1, ...).
 pub fn post_batch(node: &Endpoint, method: &str, params: &[Value]) -> BatchAnswer {
-    let calls: Vec<Value> = params
+    post_batch_as(node, method, params)
+}
+
+/// [`post_batch`] with any parameters and each result read as a `T`.
+pub fn post_batch_as<P: Serialize, T: DeserializeOwned>(
+    node: &Endpoint,
+    method: &str,
+    params: &[P],
+) -> BatchAnswer<T> {
+    let calls: Vec<BatchCall<P>> = params
         .iter()
         .enumerate()
-        .map(|(id, params)| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .map(|(id, params)| BatchCall { jsonrpc: "2.0", id, method, params })
         .collect();
     let Ok(body) = serde_json::to_vec(&calls) else { return BatchAnswer::Failed };
     let Ok(answer) = node.post(&body) else { return BatchAnswer::Failed };
-    read_batch_answer(&answer, params.len(), 0)
+    read_batch_answer_as(&answer, params.len(), 0)
 }
 
 /// Batched calls: at most `size` calls a batch, halved (down to one call) whenever the node
@@ -116,16 +181,27 @@ impl LookupBatches {
     /// Each call's result, in order: `None` for a call without one (its own error, or a batch
     /// that failed).
     pub fn call(&self, node: &Endpoint, method: &str, params: &[Value]) -> Vec<Option<Value>> {
-        self.call_with(method, params, |method, chunk| post_batch(node, method, chunk))
+        self.call_as(node, method, params)
+    }
+
+    /// [`LookupBatches::call`] with any parameters, each result read as a `T`
+    /// ([`read_batch_answer_as`]).
+    pub fn call_as<P: Serialize, T: DeserializeOwned>(
+        &self,
+        node: &Endpoint,
+        method: &str,
+        params: &[P],
+    ) -> Vec<Option<T>> {
+        self.call_with(method, params, |method, chunk| post_batch_as(node, method, chunk))
     }
 
     /// [`LookupBatches::call`] with the post given (tests, other transports).
-    pub fn call_with(
+    pub fn call_with<P, T>(
         &self,
         method: &str,
-        params: &[Value],
-        post: impl FnMut(&str, &[Value]) -> BatchAnswer,
-    ) -> Vec<Option<Value>> {
+        params: &[P],
+        post: impl FnMut(&str, &[P]) -> BatchAnswer<T>,
+    ) -> Vec<Option<T>> {
         self.answers_with(method, params, post).into_iter().map(CallAnswer::into_result).collect()
     }
 
@@ -133,12 +209,12 @@ impl LookupBatches {
     /// nothing more and answer [`BatchAnswer::Failed`]: its calls are then
     /// [`CallAnswer::Missing`]): a batch refused as too large is posted again halved, and the
     /// size stays halved.
-    pub fn answers_with(
+    pub fn answers_with<P, T>(
         &self,
         method: &str,
-        params: &[Value],
-        mut post: impl FnMut(&str, &[Value]) -> BatchAnswer,
-    ) -> Vec<CallAnswer> {
+        params: &[P],
+        mut post: impl FnMut(&str, &[P]) -> BatchAnswer<T>,
+    ) -> Vec<CallAnswer<T>> {
         let mut answers = Vec::with_capacity(params.len());
         let mut rest = params;
         while !rest.is_empty() {
@@ -161,6 +237,8 @@ impl LookupBatches {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn answered(answers: Vec<CallAnswer>) -> BatchAnswer {
@@ -197,7 +275,7 @@ mod tests {
         let mut posts = 0;
         let results = batches.call_with("eth_getTransactionByHash", &params, |_, _| {
             posts += 1;
-            BatchAnswer::Refused
+            BatchAnswer::<Value>::Refused
         });
         assert_eq!(results, vec![None, None, None]);
         // 3 refused, then 1 a call: three refused, each left without an answer.
@@ -265,5 +343,41 @@ mod tests {
         // The results alone, as the lookups take them.
         let results: Vec<Option<Value>> = answers.into_iter().map(CallAnswer::into_result).collect();
         assert_eq!(results, [Some(json!(0)), Some(json!(1)), Some(json!(2)), None, None, None]);
+    }
+
+    /// A result read as a typed status, as `rpcbench tx` reads receipts.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Status {
+        status: Option<Value>,
+    }
+
+    #[test]
+    fn typed_batch_results_skip_what_they_do_not_hold_and_tell_null_from_missing() {
+        let body = br#"[{"jsonrpc":"2.0","id":2,"result":{"logsBloom":"0x00","logs":[],"status":"0x0"}},
+            7, {"jsonrpc":"2.0","id":0,"result":null}, {"jsonrpc":"2.0","id":1,"result":"0x1"},
+            {"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"x"}}]"#;
+        let answer = RawAnswer { status: 200, body: body.to_vec() };
+        let BatchAnswer::Results { items, answers } = read_batch_answer_as::<Option<Status>>(&answer, 4, 0)
+        else {
+            panic!("not read as results")
+        };
+        assert_eq!(items, 5);
+        // Null: a result of None; not an object: missing; its own error: that error.
+        assert_eq!(
+            answers,
+            vec![
+                CallAnswer::Result(None),
+                CallAnswer::Missing,
+                CallAnswer::Result(Some(Status { status: Some(json!("0x0")) })),
+                CallAnswer::Error(json!({"code": -32000, "message": "x"})),
+            ]
+        );
+        // The same answer read whole, as before.
+        let BatchAnswer::Results { answers, .. } = read_batch_answer(&answer, 4, 0) else { panic!() };
+        assert_eq!(answers[0], CallAnswer::Result(Value::Null));
+        assert_eq!(answers[1], CallAnswer::Result(json!("0x1")));
+        let geth = br#"[{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"batch too large"}}]"#;
+        let refused = RawAnswer { status: 200, body: geth.to_vec() };
+        assert_eq!(read_batch_answer_as::<Option<Status>>(&refused, 3, 0), BatchAnswer::Refused);
     }
 }

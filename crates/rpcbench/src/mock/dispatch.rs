@@ -56,7 +56,7 @@ impl Node {
                 return Ok(());
             }
             Node::Solana(node) => node.call(method, params)?,
-            Node::Ethereum(node) => node.call(method, params)?,
+            Node::Ethereum(node) => return node.call_into(method, params, out),
         };
         serde_json::to_writer(out, &value).map_err(|err| RpcError::new(INTERNAL_ERROR, err.to_string()))
     }

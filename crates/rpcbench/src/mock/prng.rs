@@ -68,7 +68,17 @@ pub(crate) fn parse_hex_vec(text: &str) -> Option<Vec<u8>> {
     if digits.len() % 2 != 0 || !digits.is_ascii() {
         return None;
     }
-    (0..digits.len() / 2).map(|i| u8::from_str_radix(&digits[i * 2..i * 2 + 2], 16).ok()).collect()
+    digits.as_bytes().chunks_exact(2).map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?)).collect()
+}
+
+/// The value of one hex digit (either case).
+fn nibble(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        b'A'..=b'F' => Some(digit - b'A' + 10),
+        _ => None,
+    }
 }
 
 pub(crate) use crate::util::units::parse_hex_quantity;
@@ -104,6 +114,9 @@ mod tests {
         assert_eq!(parse_hex_bytes::<1>("ff"), None);
         assert_eq!(parse_hex_vec("0x"), Some(vec![]));
         assert_eq!(parse_hex_vec("0xabc"), None);
+        assert_eq!(parse_hex_vec("0xAbcD09"), Some(vec![0xab, 0xcd, 0x09]));
+        assert_eq!(parse_hex_vec("0x+f"), None);
+        assert_eq!(parse_hex_vec("0xg0"), None);
         assert_eq!(parse_hex_vec("0xé1"), None);
         assert_eq!(parse_hex_quantity("0x10"), Some(16));
         assert_eq!(parse_hex_quantity("0x"), None);

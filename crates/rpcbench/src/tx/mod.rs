@@ -2,7 +2,7 @@
 //! from the first before load ([`fund`]), signing and
 //! decoding ([`sign`]), the nonce book per sender ([`nonce`]), the signed-ahead queue
 //! ([`ahead`], on both chains' [`ahead_queue`]) and how much a run keeps in hand at its rate ([`headroom`]), why a node refused a transaction ([`refusal`]) and which block included each
-//! one, when ([`inclusion`]) and how much of each block was ours ([`block_shares`]), from the heads [`watch`] sees arrive (through the feed seam) or
+//! one, when ([`inclusion`]), the status of its receipt ([`receipts`]) and how much of each block was ours ([`block_shares`]), from the heads [`watch`] sees arrive (through the feed seam) or
 //! [`poll`] polls without WebSocket (the two modules here that open sockets; `feed_watch` is
 //! the watch's thread and handshake, shared with Solana's signature watch); a nonce refusal
 //! goes back to the signer through [`resync`], an "insufficient funds" one
@@ -22,6 +22,7 @@ pub mod landing_loop;
 pub mod nonce;
 pub mod poll;
 pub mod quantity;
+pub mod receipts;
 pub mod refusal;
 pub mod resync;
 pub mod sign;
