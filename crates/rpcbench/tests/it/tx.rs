@@ -405,19 +405,22 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     );
 }
 
-#[test]
-fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every_sender() {
-    use rpcbench::tx::fund::{fund_senders, FundPlan};
+/// A mock node on chain 31337 taking 8 calls a batch at most (geth's refusal past it), a block
+/// every `block_time`, its pool `pool`; and an endpoint to it.
+fn funding_node(block_time: Duration, pool: TxPoolOptions) -> (MockServer, client::Endpoint) {
     let mut options = MockOptions::new(Chain::Ethereum);
-    options.slot_time = Duration::from_millis(100);
+    options.slot_time = block_time;
     options.chain_id = 31337;
-    // A node that takes 8 calls a batch at most (geth's refusal past it).
     options.max_batch_len = 8;
-    options.tx_pool = Some(TxPoolOptions { dev_accounts: 1, ..TxPoolOptions::default() });
+    options.tx_pool = Some(pool);
     let server = MockServer::start(options).expect("the mock node starts");
     let node = client::Endpoint::parse(&server.url(), Duration::from_secs(5)).unwrap();
-    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 31).unwrap();
-    let plan = FundPlan {
+    (server, node)
+}
+
+/// Funding 1 ETH a sender at 30 gwei, 25 transfers a batch at first, unpaced.
+fn funding_plan() -> rpcbench::tx::fund::FundPlan {
+    rpcbench::tx::fund::FundPlan {
         chain_id: 31337,
         fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
         amount: 1_000_000_000_000_000_000,
@@ -425,7 +428,19 @@ fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every
         rate: f64::INFINITY,
         timeout: Duration::from_secs(60),
         poll: Duration::from_millis(50),
-    };
+    }
+}
+
+#[test]
+fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every_sender() {
+    use rpcbench::tx::fund::fund_senders;
+    // A block every 100 ms.
+    let (_server, node) = funding_node(
+        Duration::from_millis(100),
+        TxPoolOptions { dev_accounts: 1, ..TxPoolOptions::default() },
+    );
+    let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 31).unwrap();
+    let plan = funding_plan();
     let summary = fund_senders(&node, &keys, &plan, &mut |_| {}).expect("the senders are funded");
     assert_eq!(summary.funded, (1..31).collect::<Vec<_>>());
     for key in &keys[1..] {
@@ -438,26 +453,13 @@ fn funding_through_a_node_that_refuses_large_batches_halves_them_and_funds_every
 
 #[test]
 fn funding_through_halved_batches_names_the_first_transfer_the_node_refuses_and_sends_no_more() {
-    use rpcbench::tx::fund::{fund_senders, FundError, FundPlan, FundProgress};
-    let mut options = MockOptions::new(Chain::Ethereum);
-    // No block within the test: the pool only fills.
-    options.slot_time = Duration::from_secs(600);
-    options.chain_id = 31337;
-    options.max_batch_len = 8;
-    // The pool holds 10: the 11th transfer (to sender 11) is refused as "txpool is full".
-    options.tx_pool = Some(TxPoolOptions { dev_accounts: 1, capacity: 10, ..TxPoolOptions::default() });
-    let server = MockServer::start(options).expect("the mock node starts");
-    let node = client::Endpoint::parse(&server.url(), Duration::from_secs(5)).unwrap();
+    use rpcbench::tx::fund::{fund_senders, FundError, FundProgress};
+    // No block within the test: the pool only fills. It holds 10: the 11th transfer (to
+    // sender 11) is refused as "txpool is full".
+    let pool = TxPoolOptions { dev_accounts: 1, capacity: 10, ..TxPoolOptions::default() };
+    let (_server, node) = funding_node(Duration::from_secs(600), pool);
     let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 31).unwrap();
-    let plan = FundPlan {
-        chain_id: 31337,
-        fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
-        amount: 1_000_000_000_000_000_000,
-        batch: 25,
-        rate: f64::INFINITY,
-        timeout: Duration::from_secs(60),
-        poll: Duration::from_millis(50),
-    };
+    let plan = funding_plan();
     let mut sent = Vec::new();
     let mut progress = |step| {
         if let FundProgress::Sent { sent: so_far, .. } = step {
