@@ -9,7 +9,7 @@ use std::io::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::tx::keys::Address;
+use crate::tx::keys::{hex_pair, Address};
 use crate::tx::sign::{contract_address, DecodedTx, Fees};
 
 use super::mempool::{Included, Lookup, Mempool};
@@ -159,12 +159,10 @@ pub(crate) fn write_answer(
 
 /// `"0x…"`, the hex of `data`.
 fn write_hex(out: &mut Vec<u8>, data: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.reserve(data.len() * 2 + 4);
     out.extend_from_slice(b"\"0x");
-    for byte in data {
-        out.push(DIGITS[usize::from(byte >> 4)]);
-        out.push(DIGITS[usize::from(byte & 15)]);
+    for &byte in data {
+        out.extend_from_slice(&hex_pair(byte));
     }
     out.push(b'"');
 }

@@ -31,17 +31,9 @@ pub(crate) fn range(value: u64, low: u64, high: u64) -> u64 {
     low + value % (high - low)
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
 /// `0x`-prefixed even-length lowercase hex of `data`.
 pub(crate) fn hex_data(data: &[u8]) -> String {
-    let mut out = String::with_capacity(2 + data.len() * 2);
-    out.push_str("0x");
-    for byte in data {
-        out.push(HEX[(byte >> 4) as usize] as char);
-        out.push(HEX[(byte & 15) as usize] as char);
-    }
-    out
+    crate::tx::keys::hex_0x(data)
 }
 
 /// `0x`-prefixed minimal hex of a quantity (`0x0` for zero).

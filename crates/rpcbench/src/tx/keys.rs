@@ -44,12 +44,10 @@ impl Address {
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Written whole, once (a formatting call per byte cost the mock's receipts dearly).
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = [b'0'; 42];
         text[1] = b'x';
-        for (i, byte) in self.0.iter().enumerate() {
-            text[2 + 2 * i] = DIGITS[usize::from(byte >> 4)];
-            text[3 + 2 * i] = DIGITS[usize::from(byte & 15)];
+        for (digits, byte) in text[2..].chunks_exact_mut(2).zip(self.0) {
+            digits.copy_from_slice(&hex_pair(byte));
         }
         f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
@@ -262,15 +260,33 @@ pub fn keys_from_mnemonic(phrase: &str, first: u32, count: usize) -> Result<Vec<
     Ok(keys)
 }
 
+/// The two lowercase hex digits of `byte`: the one hex table of the transaction code and the
+/// mock nodes (every hex writer of theirs is built on it).
+pub(crate) fn hex_pair(byte: u8) -> [u8; 2] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    [DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 15)]]
+}
+
 /// Lowercase hex of `bytes`, no prefix.
 pub(crate) fn hex_encode(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(DIGITS[(byte >> 4) as usize] as char);
-        out.push(DIGITS[(byte & 15) as usize] as char);
-    }
+    push_hex(&mut out, bytes);
     out
+}
+
+/// `0x` and the lowercase hex of `bytes`.
+pub(crate) fn hex_0x(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(2 + bytes.len() * 2);
+    out.push_str("0x");
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// Appends the lowercase hex of `bytes` to `out`.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    for &byte in bytes {
+        out.extend(hex_pair(byte).map(char::from));
+    }
 }
 
 /// The bytes of an even number of hex digits (no prefix); `None` on anything else.

@@ -11,14 +11,7 @@ use crate::client::Endpoint;
 
 /// `0x` and the 64 hex digits of `hash`.
 pub fn hash_hex(hash: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(66);
-    text.push_str("0x");
-    for byte in hash {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 15)]));
-    }
-    text
+    crate::tx::keys::hex_0x(hash)
 }
 
 /// What a receipt is read for: its status.
