@@ -146,8 +146,12 @@ fn a_signature_watch_that_is_closed_mid_run_reconnects_and_every_transaction_lan
     );
     assert_eq!(report["identity_holds"], true, "{report}");
     // The run ends on a connection it reconnected or, past its last close, in a gap whose
-    // sends it kept to subscribe: those alone may go unwatched.
-    assert!(count(&report, "sent_unwatched") < 400, "{report}");
+    // sends it kept to subscribe: those alone may go unwatched. Each send is counted once:
+    // subscribed (its first subscription the node answered, on the reconnect for those sent
+    // in a gap or awaiting the answer when the connection ended), refused, or unwatched.
+    let unwatched = count(&report, "sent_unwatched");
+    assert!(unwatched < 400, "{report}");
+    assert_eq!(subscribed + count(&report, "subscriptions_refused") + unwatched, 400, "{report}");
 }
 
 #[test]
@@ -203,6 +207,8 @@ fn a_signature_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and
     // What was sent after the end was never subscribed: unwatched, and looked up.
     let unwatched = count(&report, "sent_unwatched");
     assert!(unwatched > 0, "{report}");
+    // Those awaiting the node's answer to their subscription when the connection ended were
+    // sent unanswered: unwatched too (the test's CI failure: 352 + 32 of 400).
     assert_eq!(count(&report, "subscriptions") + unwatched, 400, "{report}");
     assert_eq!(count(&report, "landed"), 400, "{report}");
     assert_eq!(report["identity_holds"], true, "{report}");

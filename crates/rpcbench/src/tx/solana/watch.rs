@@ -12,7 +12,7 @@
 //! - [`SignaturePoll`]: without WebSocket, `getSignatureStatuses` in batches at a stated
 //!   interval; the landing time is the answer's arrival, so it is known to that resolution.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -77,8 +77,11 @@ pub struct WatchCounts {
     pub subscribed: AtomicU64,
     /// Subscriptions the node refused (their transactions are sent unwatched).
     pub refused: AtomicU64,
-    /// Transactions sent unwatched: taken while no connection was open and never subscribed
-    /// (the watch gave up reconnecting).
+    /// Transactions sent unwatched: handed to the pacer without a confirmed subscription (taken
+    /// while no connection was open, or awaiting the node's answer when it ended) and never
+    /// subscribed since (the watch gave up reconnecting, the run ended first, or a long gap
+    /// made the watch forget them). With `subscribed` and `refused`, each transaction the
+    /// watch handed over is counted exactly once.
     pub unwatched: AtomicU64,
 }
 
@@ -113,7 +116,7 @@ impl SignatureWatch {
             node,
             kept: KeptSignatures::default(),
             input_open: true,
-            taken_unsubscribed: 0,
+            unanswered: BTreeSet::new(),
         };
         let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
         Ok(SignatureWatch { landings, counts })
@@ -157,8 +160,12 @@ struct Watch {
     kept: KeptSignatures,
     /// Whether the signer may still hand over transactions.
     input_open: bool,
-    /// Transactions taken while no connection was open, not subscribed since.
-    taken_unsubscribed: u64,
+    /// Transactions handed to the pacer whose subscription the node has not answered yet
+    /// (taken while no connection was open, or awaiting its answer when the connection
+    /// ended): each is counted once, when it is answered or given up on. All are kept (a
+    /// signature the kept forget is counted unwatched and leaves this set), so it is as
+    /// bounded as they are.
+    unanswered: BTreeSet<u64>,
 }
 
 /// Signatures a watch subscribed, or must subscribe once it reconnects, not yet seen landed:
@@ -170,11 +177,19 @@ struct KeptSignatures {
 }
 
 impl KeptSignatures {
-    fn keep(&mut self, index: u64, signature: [u8; 64]) {
-        if self.by_index.len() >= MAX_KEPT_SIGNATURES {
-            self.by_index.pop_first();
-        }
+    /// Keeps `signature`; returns the index of the oldest, forgotten to make room.
+    fn keep(&mut self, index: u64, signature: [u8; 64]) -> Option<u64> {
+        let forgotten = if self.by_index.len() >= MAX_KEPT_SIGNATURES {
+            self.by_index.pop_first().map(|(index, _)| index)
+        } else {
+            None
+        };
         self.by_index.insert(index, signature);
+        forgotten
+    }
+
+    fn contains(&self, index: u64) -> bool {
+        self.by_index.contains_key(&index)
     }
 
     fn landed(&mut self, index: u64) {
@@ -238,7 +253,6 @@ impl WatchOnFeed for Watch {
                     return FeedRound::Failed(ended_text(end, feed.end_detail()));
                 }
             }
-            self.taken_unsubscribed = 0;
             ends.subscribed();
             super::catch_up::check_once(&self.node, self.commitment, kept, &ends.seen, &ends.health);
         } else {
@@ -274,7 +288,7 @@ impl WatchOnFeed for Watch {
                     for prepared in batches.drain(..).flatten() {
                         let position = prepared.index as usize;
                         calls.push((position, self.call(&prepared.signature)));
-                        self.kept.keep(prepared.index, prepared.signature);
+                        self.keep(prepared.index, prepared.signature);
                         awaiting.insert(position, prepared);
                     }
                     if let Err(end) = feed.subscribe_all(&calls).await {
@@ -287,6 +301,9 @@ impl WatchOnFeed for Watch {
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
                             self.ready.push(prepared);
+                        } else if self.unanswered.remove(&(position as u64)) {
+                            // Sent without a subscription: this is its first.
+                            self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     FeedEvent::Refused { position, .. } => {
@@ -295,6 +312,8 @@ impl WatchOnFeed for Watch {
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.refused.fetch_add(1, Ordering::Relaxed);
                             self.ready.push(prepared);
+                        } else if self.unanswered.remove(&(position as u64)) {
+                            self.counts.refused.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     FeedEvent::Item(delivery) => {
@@ -334,9 +353,8 @@ impl WatchOnFeed for Watch {
     }
 
     async fn gave_up(&mut self, ends: &WatchEnds<Landing, SignatureWatchError>) {
-        // What was taken since the end was never subscribed, nor will what comes now be.
-        self.counts.unwatched.fetch_add(self.taken_unsubscribed, Ordering::Relaxed);
-        self.taken_unsubscribed = 0;
+        // What was handed over unanswered never will be, nor will what comes now be subscribed.
+        self.give_up_unanswered();
         self.kept = KeptSignatures::default();
         self.pass_through(ends, None, false).await;
     }
@@ -393,9 +411,9 @@ impl Watch {
                     }
                     let taken: Vec<PreparedSolanaTx> = batches.drain(..).flatten().collect();
                     if keep {
-                        self.taken_unsubscribed += taken.len() as u64;
                         for prepared in &taken {
-                            self.kept.keep(prepared.index, prepared.signature);
+                            self.keep(prepared.index, prepared.signature);
+                            self.unanswered.insert(prepared.index);
                         }
                     } else {
                         self.counts.unwatched.fetch_add(taken.len() as u64, Ordering::Relaxed);
@@ -407,21 +425,45 @@ impl Watch {
         }
     }
 
-    /// The connection ended: what waits for a subscription goes to the pacer (it stays kept,
-    /// to be subscribed again once the connection is back).
-    fn release_all(&self, awaiting: &mut HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder>) {
+    /// The connection ended: what waits for the node's answer to its subscription goes to
+    /// the pacer unanswered (it stays kept, to be subscribed again once the connection is
+    /// back; what the kept already forgot never will be: unwatched).
+    fn release_all(&mut self, awaiting: &mut HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder>) {
         let mut left: Vec<PreparedSolanaTx> = awaiting.drain().map(|(_, tx)| tx).collect();
         left.sort_by_key(|tx| tx.index);
+        for tx in &left {
+            if self.kept.contains(tx.index) {
+                self.unanswered.insert(tx.index);
+            } else {
+                self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         self.ready.push_all(left);
+    }
+
+    /// Keeps a signature to subscribe again after a reconnect; one the kept forget to make
+    /// room, if handed over unanswered, will never be subscribed: unwatched.
+    fn keep(&mut self, index: u64, signature: [u8; 64]) {
+        if let Some(forgotten) = self.kept.keep(index, signature) {
+            if self.unanswered.remove(&forgotten) {
+                self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// What was handed over unanswered will not be subscribed any more: unwatched.
+    fn give_up_unanswered(&mut self) {
+        let unanswered = std::mem::take(&mut self.unanswered);
+        self.counts.unwatched.fetch_add(unanswered.len() as u64, Ordering::Relaxed);
     }
 }
 
 impl Drop for Watch {
-    /// However the watch ends, the pacer no longer waits for it; what it took while no
-    /// connection was open and never subscribed went out unwatched.
+    /// However the watch ends, the pacer no longer waits for it; what it handed over and the
+    /// node never answered a subscription of went out unwatched.
     fn drop(&mut self) {
         self.ready.close();
-        self.counts.unwatched.fetch_add(self.taken_unsubscribed, Ordering::Relaxed);
+        self.give_up_unanswered();
     }
 }
 
@@ -430,6 +472,7 @@ pub use super::status_poll::{SentNews, SentSince, SignaturePoll};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::feed::FeedEnd;
 
     #[test]
     fn the_kept_signatures_forget_the_oldest_past_their_cap_and_the_landed_at_once() {
@@ -444,6 +487,107 @@ mod tests {
         kept.landed(3);
         assert_eq!(kept.all().len(), MAX_KEPT_SIGNATURES - 1);
         assert!(!kept.all().iter().any(|(index, _)| *index == 11));
+    }
+
+    /// A feed that plays its events one a few milliseconds apart (so that what the watch
+    /// takes from the signer comes first), then waits forever.
+    struct PacedFeed {
+        events: std::collections::VecDeque<FeedEvent>,
+    }
+
+    impl Feed for PacedFeed {
+        async fn subscribe(&mut self, _position: usize, _call: &SubscribeCall) -> Result<(), FeedEnd> {
+            Ok(())
+        }
+
+        async fn unsubscribe(&mut self, _position: usize) -> Result<bool, FeedEnd> {
+            Ok(false)
+        }
+
+        async fn next(&mut self) -> FeedEvent {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            match self.events.pop_front() {
+                Some(event) => event,
+                None => std::future::pending().await,
+            }
+        }
+
+        async fn close(&mut self) {}
+    }
+
+    fn confirmed(position: usize) -> FeedEvent {
+        FeedEvent::Confirmed { position, arrived: std::time::Instant::now() }
+    }
+
+    fn prepared(index: u64) -> PreparedSolanaTx {
+        PreparedSolanaTx {
+            index,
+            payer: 0,
+            signature: [index as u8; 64],
+            base64: String::new(),
+            last_valid_block_height: 0,
+        }
+    }
+
+    /// Subscribed + refused + unwatched of a watch's counts.
+    fn counted(counts: &WatchCounts) -> (u64, u64, u64) {
+        let load = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        (load(&counts.subscribed), load(&counts.refused), load(&counts.unwatched))
+    }
+
+    #[test]
+    fn subscriptions_awaiting_their_answer_when_the_connection_ends_are_counted_once() {
+        use std::sync::atomic::AtomicBool;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (signer, input) = super::super::ahead::signed_channel(64);
+        signer.try_send((0..6).map(prepared).collect()).unwrap();
+        let ready = ReadyQueue::new(64);
+        let counts = Arc::new(WatchCounts::default());
+        let mut watch = Watch {
+            commitment: Commitment::Processed,
+            input,
+            ready: ready.clone(),
+            counts: counts.clone(),
+            node: Endpoint::parse("http://127.0.0.1:9/", Duration::from_secs(1)).unwrap(),
+            kept: KeptSignatures::default(),
+            input_open: true,
+            unanswered: BTreeSet::new(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen, _landings) = std::sync::mpsc::channel();
+        let (started, _said) = std::sync::mpsc::channel();
+        let ends = WatchEnds::new(seen, started, stop.clone());
+        // Six subscribed in one write; the node answers one, then the connection ends.
+        let first = PacedFeed { events: [confirmed(0), FeedEvent::Ended(FeedEnd::Closed(1001))].into() };
+        let round = runtime.block_on(watch.watch(first, &ends));
+        assert!(matches!(round, FeedRound::Ended(_)), "{round:?}");
+        assert_eq!(counted(&counts), (1, 0, 0));
+        let handed: Vec<u64> = std::iter::from_fn(|| (ready.room() < 64).then(|| ready.pop()).flatten())
+            .map(|tx| tx.index)
+            .collect();
+        assert_eq!(handed, [0, 1, 2, 3, 4, 5], "the five unanswered go to the pacer too");
+        // The reconnect subscribes the kept again: the node confirms 1 and 2 (their first
+        // answers), refuses 3, and confirms 0 again (not a second subscription); then it ends.
+        ends.health.begin_catch_up();
+        let second = PacedFeed {
+            events: [
+                confirmed(1),
+                confirmed(2),
+                FeedEvent::Refused { position: 3, class: "-32602".into(), message: "invalid".into() },
+                confirmed(0),
+                FeedEvent::Ended(FeedEnd::Closed(1001)),
+            ]
+            .into(),
+        };
+        let round = runtime.block_on(watch.watch(second, &ends));
+        assert!(matches!(round, FeedRound::Ended(_)), "{round:?}");
+        assert_eq!(counted(&counts), (3, 1, 0));
+        // No reconnect succeeds: 4 and 5 were never answered.
+        stop.store(true, Ordering::Relaxed);
+        runtime.block_on(watch.gave_up(&ends));
+        assert_eq!(counted(&counts), (3, 1, 2), "each of the six counted exactly once");
+        drop(watch);
+        assert_eq!(counted(&counts), (3, 1, 2), "the end counts none twice");
     }
 
     #[test]
