@@ -93,7 +93,10 @@ pub use crate::transport::HttpMethod;
 pub use crate::util::files::{read_limited, read_text_limited, MAX_BODY};
 pub use crate::util::printable::escape_controls;
 pub use crate::util::redact::{text as redact_text, url as redact_url};
-pub use crate::util::thread_class::{spawn_helper, step_aside_for_the_pacer, HelperClass, Unlowered};
+pub use crate::util::thread_class::{
+    helper_threads, set_helper_threads, spawn_helper, step_aside_for_the_pacer, HelperClass, HelperThreads,
+    Unlowered,
+};
 pub use crate::util::units::{
     format_duration, format_micros, parse_duration, parse_rate, parse_rfc3339, parse_size, rfc3339, UnitError,
 };

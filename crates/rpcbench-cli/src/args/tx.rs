@@ -117,6 +117,13 @@ pub struct TxArgs {
     /// from a sample is labelled so.
     #[arg(long, default_value = "all", value_name = "all|none|N%", value_parser = receipt_sample)]
     pub receipts: ReceiptSample,
+    /// How the helper threads (the signer, the landing watch, block and receipt reads) are
+    /// scheduled. aside: below the pacer (the idle class, or one real-time priority below
+    /// under chrt), so its sends never wait for them on a machine whose spare cycles are the
+    /// run's; ordinary: as every other thread, for a machine whose cores other work keeps busy
+    /// (a node beside the generator), where idle-class threads get no CPU at all.
+    #[arg(long, value_enum, default_value_t = HelperThreadsArg::Aside, value_name = "aside|ordinary")]
+    pub helper_threads: HelperThreadsArg,
     /// After an interrupt, wait this long for inclusions; the rest is reported pending
     /// [default: 3 block times, or 5s when the block time is not known].
     #[arg(long, value_parser = duration)]
@@ -177,6 +184,24 @@ pub struct TxArgs {
 }
 
 /// The chains `tx` sends on.
+/// `--helper-threads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HelperThreadsArg {
+    /// Below the pacer.
+    Aside,
+    /// As every other thread.
+    Ordinary,
+}
+
+impl From<HelperThreadsArg> for rpcbench::HelperThreads {
+    fn from(arg: HelperThreadsArg) -> Self {
+        match arg {
+            HelperThreadsArg::Aside => rpcbench::HelperThreads::StepAside,
+            HelperThreadsArg::Ordinary => rpcbench::HelperThreads::Ordinary,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TxChain {
     /// EVM chains: `eth_sendRawTransaction`.

@@ -122,6 +122,7 @@ fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
 }
 
 pub fn run(args: TxArgs) -> ExitCode {
+    rpcbench::set_helper_threads(args.helper_threads.into());
     let node = match Endpoint::parse(&args.url, args.timeout) {
         Ok(node) => node,
         Err(err) => return output::usage_error(format!("URL: {err}")),
@@ -496,6 +497,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             "at_connection_cap": record.totals.late_at_cap,
             "connection_cap": connection_cap,
             "waited_for_signer": sends.waits_for_signer(),
+            "helper_threads": super::tx_report::helper_threads_name(),
         },
     });
     outcomes.write_into(ETHEREUM_WORDS, &mut report);

@@ -25,6 +25,14 @@ pub(super) fn thresholds(args: &TxArgs) -> Result<Vec<TxThreshold>, ExitCode> {
         .collect()
 }
 
+/// How the run's helper threads were scheduled, as the report names it (`--helper-threads`).
+pub(super) fn helper_threads_name() -> &'static str {
+    match rpcbench::helper_threads() {
+        rpcbench::HelperThreads::StepAside => "aside",
+        rpcbench::HelperThreads::Ordinary => "ordinary",
+    }
+}
+
 /// `count` a second over `window`; 0 over an empty window.
 pub(super) fn per_second(count: u64, window: Duration) -> f64 {
     if window.is_zero() {

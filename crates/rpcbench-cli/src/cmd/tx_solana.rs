@@ -445,6 +445,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
             "at_connection_cap": record.totals.late_at_cap,
             "connection_cap": connection_cap,
             "waited_for_signer": ready.pop_waits(),
+            "helper_threads": super::tx_report::helper_threads_name(),
         },
     });
     outcomes.write_into(SOLANA_WORDS, &mut report);

@@ -487,6 +487,9 @@ pub fn render_tx_text(report: &Value) -> String {
     if let Some(shard) = shard_text(report) {
         let _ = writeln!(text, "shard                  {shard}");
     }
+    if let Some(waits) = signer_waits_text(report) {
+        let _ = writeln!(text, "signer waits           {waits}");
+    }
     let verdicts = verdicts(report);
     if !verdicts.is_empty() {
         text.push('\n');
@@ -505,6 +508,22 @@ pub fn render_tx_text(report: &Value) -> String {
         }
     }
     text
+}
+
+/// The sends that found nothing signed ahead and waited for the signer, if any; with a hint
+/// when they are 1% of the sends or more and the helper threads ran aside (below every other
+/// process's threads: on a machine whose cores other work keeps busy they get no CPU).
+fn signer_waits_text(report: &Value) -> Option<String> {
+    let late = &report["late_sends"];
+    let waited = late["waited_for_signer"].as_u64().filter(|waited| *waited > 0)?;
+    let mut text = format!("{waited} sends found nothing signed ahead and waited for the signer");
+    if late["helper_threads"] == "aside" && waited.saturating_mul(100) >= count(report, "sent") {
+        text.push_str(
+            " (its threads ran below every other process's: if other work kept the cores busy, \
+             run with --helper-threads ordinary)",
+        );
+    }
+    Some(text)
 }
 
 /// What a chain's text report has of its own; [`chain_text`] writes the lines both share.
@@ -957,6 +976,29 @@ mod tests {
         );
         assert!(
             text.contains("share of block ours    min 12.5%  p50 50.0%  max 100.0%   (40 blocks)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sends_that_waited_for_the_signer_are_said_with_a_hint_when_many_and_the_helpers_ran_aside() {
+        let mut report = report("solana", 190);
+        let late = |waited: u64, helpers: &str| {
+            json!({"over_2ms": waited, "at_connection_cap": 0, "connection_cap": 64,
+                   "waited_for_signer": waited, "helper_threads": helpers})
+        };
+        report["late_sends"] = late(0, "aside");
+        assert!(!render_tx_text(&report).contains("signer waits"), "none waited: no line");
+        report["late_sends"] = late(1, "aside");
+        let text = render_tx_text(&report);
+        assert!(text.contains("signer waits           1 sends found nothing signed ahead"), "{text}");
+        assert!(!text.contains("--helper-threads"), "1 of 200 is under 1%: no hint: {text}");
+        report["late_sends"] = late(30, "aside");
+        assert!(render_tx_text(&report).contains("run with --helper-threads ordinary"));
+        report["late_sends"] = late(30, "ordinary");
+        let text = render_tx_text(&report);
+        assert!(
+            text.contains("30 sends found nothing signed") && !text.contains("--helper-threads"),
             "{text}"
         );
     }

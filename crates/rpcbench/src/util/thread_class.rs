@@ -6,6 +6,10 @@
 //! wakes, and gives it every cycle the core has free); under a real-time policy (the process
 //! runs under `chrt`) it takes the priority one below its own. Both changes lower a thread and
 //! need no privilege; where the OS has neither, the thread stays as it is (a debug log says so).
+//! The change cannot be undone without privilege, and an idle-class thread gets no CPU while
+//! other work keeps every core busy (a node on the same machine, other processes): a run on
+//! such a machine keeps its helpers in the ordinary class ([`set_helper_threads`] with
+//! [`HelperThreads::Ordinary`]: the command's `--helper-threads ordinary`).
 //! The scheduling calls are `libc`'s, in three small `unsafe` blocks (reading the calling
 //! thread's policy, the real-time priority range, setting the calling thread's policy), each
 //! saying why it holds. With `transport/quiet_reads.rs`'s socket calls, the crate's only
@@ -13,7 +17,37 @@
 #![allow(unsafe_code)]
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+
+/// How a process's helper threads are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HelperThreads {
+    /// Below the pacer (the idle class, or one real-time priority below): the pacer's sends
+    /// never wait for a helper on a machine whose spare cycles are the run's.
+    #[default]
+    StepAside,
+    /// In the class they were started in, as every other thread: for a machine whose cores
+    /// other work keeps busy, where an idle-class helper would get no CPU at all.
+    Ordinary,
+}
+
+/// Whether helper threads started from now on stay in the ordinary class.
+static HELPERS_ORDINARY: AtomicBool = AtomicBool::new(false);
+
+/// Sets how the helper threads started from now on are scheduled (for the whole process).
+pub fn set_helper_threads(helpers: HelperThreads) {
+    HELPERS_ORDINARY.store(helpers == HelperThreads::Ordinary, Ordering::Relaxed);
+}
+
+/// How the helper threads started now are scheduled.
+pub fn helper_threads() -> HelperThreads {
+    if HELPERS_ORDINARY.load(Ordering::Relaxed) {
+        HelperThreads::Ordinary
+    } else {
+        HelperThreads::StepAside
+    }
+}
 
 /// What a helper thread's scheduling became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +62,9 @@ pub enum HelperClass {
     },
     /// Left as it was.
     Unchanged(Unlowered),
+    /// Left in its class on purpose: the process keeps its helpers ordinary
+    /// ([`HelperThreads::Ordinary`]).
+    Ordinary,
 }
 
 /// Why a helper thread was left at its scheduling class.
@@ -44,8 +81,12 @@ pub enum Unlowered {
 }
 
 /// Lowers the calling thread's scheduling class below the pacer's (see the module's note) and
-/// says what it became. Never fails: what cannot be lowered stays as it is.
+/// says what it became, unless the process keeps its helpers ordinary. Never fails: what
+/// cannot be lowered stays as it is.
 pub fn step_aside_for_the_pacer() -> HelperClass {
+    if helper_threads() == HelperThreads::Ordinary {
+        return HelperClass::Ordinary;
+    }
     let class = lower_calling_thread();
     if let HelperClass::Unchanged(why) = class {
         tracing::debug!(?why, thread = ?std::thread::current().name(), "helper thread left at its class");
@@ -122,7 +163,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_helper_thread_is_named_and_steps_aside_to_the_idle_class_while_its_spawner_keeps_its_own() {
+    fn a_helper_thread_is_named_and_steps_aside_to_the_idle_class_unless_the_process_keeps_helpers_ordinary()
+    {
         let before = calling_thread_policy().unwrap();
         let seen = spawn_helper("rpcbench-test-helper", || {
             (std::thread::current().name().map(String::from), calling_thread_policy().unwrap())
@@ -140,6 +182,18 @@ mod tests {
             _ => assert_eq!((policy, priority), before),
         }
         assert_eq!(calling_thread_policy().unwrap(), before, "the spawning thread is untouched");
+        // A process that keeps its helpers ordinary (a machine other work keeps busy): the
+        // helper stays in its spawner's class. In this one test, as the setting is the
+        // process's and the check above needs the default.
+        set_helper_threads(HelperThreads::Ordinary);
+        let ordinary =
+            spawn_helper("rpcbench-test-helper", || (step_aside_for_the_pacer(), calling_thread_policy()))
+                .unwrap()
+                .join()
+                .unwrap();
+        set_helper_threads(HelperThreads::StepAside);
+        assert_eq!(ordinary, (HelperClass::Ordinary, Some(before)));
+        assert_eq!(helper_threads(), HelperThreads::StepAside);
     }
 
     #[test]
