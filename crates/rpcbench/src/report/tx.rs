@@ -510,17 +510,24 @@ pub fn render_tx_text(report: &Value) -> String {
     text
 }
 
-/// The sends that found nothing signed ahead and waited for the signer, if any; with a hint
-/// when they are 1% of the sends or more and the helper threads ran aside (below every other
-/// process's threads: on a machine whose cores other work keeps busy they get no CPU).
+/// How often a send found nothing signed ahead and waited for the signer, if ever, and the
+/// sends that left late besides those taken at the connection cap; with a hint when those
+/// are 1% of the sends or more and the helper threads ran aside (below every other process's
+/// threads: on a machine whose cores other work keeps busy they get no CPU).
 fn signer_waits_text(report: &Value) -> Option<String> {
     let late = &report["late_sends"];
     let waited = late["waited_for_signer"].as_u64().filter(|waited| *waited > 0)?;
-    let mut text = format!("{waited} sends found nothing signed ahead and waited for the signer");
-    if late["helper_threads"] == "aside" && waited.saturating_mul(100) >= count(report, "sent") {
+    let over = late["over_2ms"].as_u64().unwrap_or(0);
+    let not_at_cap = over.saturating_sub(late["at_connection_cap"].as_u64().unwrap_or(0));
+    let mut text = format!(
+        "{} a send found nothing signed ahead and waited; {not_at_cap} sends left over 2 ms late \
+         with a connection free",
+        times(waited)
+    );
+    if late["helper_threads"] == "aside" && not_at_cap.saturating_mul(100) >= count(report, "sent") {
         text.push_str(
-            " (its threads ran below every other process's: if other work kept the cores busy, \
-             run with --helper-threads ordinary)",
+            " (the signer's threads ran below every other process's: if other work kept the \
+             cores busy, run with --helper-threads ordinary)",
         );
     }
     Some(text)
@@ -981,26 +988,28 @@ mod tests {
     }
 
     #[test]
-    fn sends_that_waited_for_the_signer_are_said_with_a_hint_when_many_and_the_helpers_ran_aside() {
+    fn waits_for_the_signer_are_said_with_a_hint_when_many_sends_left_late_and_the_helpers_ran_aside() {
         let mut report = report("solana", 190);
-        let late = |waited: u64, helpers: &str| {
-            json!({"over_2ms": waited, "at_connection_cap": 0, "connection_cap": 64,
+        let late = |waited: u64, over: u64, at_cap: u64, helpers: &str| {
+            json!({"over_2ms": over, "at_connection_cap": at_cap, "connection_cap": 64,
                    "waited_for_signer": waited, "helper_threads": helpers})
         };
-        report["late_sends"] = late(0, "aside");
-        assert!(!render_tx_text(&report).contains("signer waits"), "none waited: no line");
-        report["late_sends"] = late(1, "aside");
-        let text = render_tx_text(&report);
-        assert!(text.contains("signer waits           1 sends found nothing signed ahead"), "{text}");
-        assert!(!text.contains("--helper-threads"), "1 of 200 is under 1%: no hint: {text}");
-        report["late_sends"] = late(30, "aside");
-        assert!(render_tx_text(&report).contains("run with --helper-threads ordinary"));
-        report["late_sends"] = late(30, "ordinary");
+        report["late_sends"] = late(0, 50, 0, "aside");
+        assert!(!render_tx_text(&report).contains("signer waits"), "never waited: no line");
+        report["late_sends"] = late(1, 1, 0, "aside");
         let text = render_tx_text(&report);
         assert!(
-            text.contains("30 sends found nothing signed") && !text.contains("--helper-threads"),
+            text.contains("signer waits           1 time a send found nothing signed ahead and waited; 1 sends left over 2 ms late with a connection free"),
             "{text}"
         );
+        assert!(!text.contains("--helper-threads"), "1 of 200 is under 1%: no hint: {text}");
+        report["late_sends"] = late(2, 40, 39, "aside");
+        assert!(!render_tx_text(&report).contains("--helper-threads"), "late at the connection cap: no hint");
+        report["late_sends"] = late(2, 40, 0, "aside");
+        assert!(render_tx_text(&report).contains("run with --helper-threads ordinary"));
+        report["late_sends"] = late(2, 40, 0, "ordinary");
+        let text = render_tx_text(&report);
+        assert!(text.contains("2 times a send found") && !text.contains("--helper-threads"), "{text}");
     }
 
     #[test]

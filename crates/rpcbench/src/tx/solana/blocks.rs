@@ -23,6 +23,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::base58::signature_from_text;
+use super::catch_up::FoundInCatchUp;
 use super::status_poll::SentNews;
 use super::watch::{Commitment, Landing, SentSince, SignatureWatch, SignatureWatchError};
 use crate::client::Endpoint;
@@ -52,6 +53,7 @@ impl SignatureWatch {
             node: Some(node),
             open: LookedFor::default(),
             sent_in_gap: 0,
+            found_in_catch_up: FoundInCatchUp::default(),
         };
         let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
         Ok((SignatureWatch::of_landings(landings), end))
@@ -116,6 +118,8 @@ pub(super) struct BlockLandingWatch {
     open: LookedFor,
     /// Sends taken while no connection was open, since the last end.
     sent_in_gap: u64,
+    /// What the reconnects' checks found landed, to look for no more.
+    found_in_catch_up: FoundInCatchUp,
 }
 
 /// The signatures a block watch looks for: sent, not seen in a block, not final.
@@ -217,12 +221,22 @@ impl WatchOnFeed for BlockLandingWatch {
             return ends.not_subscribed(err);
         }
         if ends.reconnecting() {
-            // What landed in the gap is in blocks the stream will not send again.
+            // What landed in the gap is in blocks the stream will not send again; what an
+            // earlier check found landed is looked for no more.
+            let found = self.found_in_catch_up.take();
+            self.open.take(SentNews { sent: Vec::new(), finished: found });
             self.open.take((self.sent)());
             self.sent_in_gap = 0;
             ends.subscribed();
             if let Some(node) = &self.node {
-                super::catch_up::check_once(node, self.commitment, self.open.all(), &ends.seen, &ends.health);
+                super::catch_up::check_once(
+                    node,
+                    self.commitment,
+                    self.open.all(),
+                    &ends.seen,
+                    &ends.health,
+                    &self.found_in_catch_up,
+                );
             }
         } else {
             ends.subscribed();
@@ -389,6 +403,7 @@ mod tests {
             node: None,
             open: LookedFor::default(),
             sent_in_gap: 0,
+            found_in_catch_up: FoundInCatchUp::default(),
         };
         let (seen, landings) = std::sync::mpsc::channel();
         let (started, said) = std::sync::mpsc::channel();

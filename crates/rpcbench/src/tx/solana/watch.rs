@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
+use super::catch_up::FoundInCatchUp;
 use crate::client::Endpoint;
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
@@ -117,6 +118,7 @@ impl SignatureWatch {
             kept: KeptSignatures::default(),
             input_open: true,
             unanswered: BTreeSet::new(),
+            found_in_catch_up: FoundInCatchUp::default(),
         };
         let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
         Ok(SignatureWatch { landings, counts })
@@ -160,6 +162,8 @@ struct Watch {
     kept: KeptSignatures,
     /// Whether the signer may still hand over transactions.
     input_open: bool,
+    /// What the reconnects' checks found landed, to keep no more.
+    found_in_catch_up: FoundInCatchUp,
     /// Transactions handed to the pacer whose subscription the node has not answered yet
     /// (taken while no connection was open, or awaiting its answer when the connection
     /// ended): each is counted once, when it is answered or given up on. All are kept (a
@@ -245,6 +249,10 @@ impl WatchOnFeed for Watch {
         if ends.reconnecting() {
             // What is kept is subscribed again first, then checked once (what landed in the
             // gap may not be notified again); a notification after both is a landing too.
+            // What an earlier check found landed is kept no more.
+            for index in self.found_in_catch_up.take() {
+                self.kept.landed(index);
+            }
             let kept = self.kept.all();
             for chunk in kept.chunks(RESUBSCRIBE_BATCH) {
                 let calls: Vec<(usize, SubscribeCall)> =
@@ -254,7 +262,14 @@ impl WatchOnFeed for Watch {
                 }
             }
             ends.subscribed();
-            super::catch_up::check_once(&self.node, self.commitment, kept, &ends.seen, &ends.health);
+            super::catch_up::check_once(
+                &self.node,
+                self.commitment,
+                kept,
+                &ends.seen,
+                &ends.health,
+                &self.found_in_catch_up,
+            );
         } else {
             ends.subscribed();
         }
@@ -493,10 +508,18 @@ mod tests {
     /// takes from the signer comes first), then waits forever.
     struct PacedFeed {
         events: std::collections::VecDeque<FeedEvent>,
+        subscribed: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl PacedFeed {
+        fn playing(events: impl IntoIterator<Item = FeedEvent>) -> Self {
+            PacedFeed { events: events.into_iter().collect(), subscribed: Arc::default() }
+        }
     }
 
     impl Feed for PacedFeed {
-        async fn subscribe(&mut self, _position: usize, _call: &SubscribeCall) -> Result<(), FeedEnd> {
+        async fn subscribe(&mut self, position: usize, _call: &SubscribeCall) -> Result<(), FeedEnd> {
+            self.subscribed.lock().unwrap().push(position);
             Ok(())
         }
 
@@ -535,15 +558,11 @@ mod tests {
         (load(&counts.subscribed), load(&counts.refused), load(&counts.unwatched))
     }
 
-    #[test]
-    fn subscriptions_awaiting_their_answer_when_the_connection_ends_are_counted_once() {
-        use std::sync::atomic::AtomicBool;
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let (signer, input) = super::super::ahead::signed_channel(64);
-        signer.try_send((0..6).map(prepared).collect()).unwrap();
+    /// A watch of the signer's `input`, its ready queue and counts.
+    fn watch_of(input: SignedReceiver) -> (Watch, Arc<ReadyQueue>, Arc<WatchCounts>) {
         let ready = ReadyQueue::new(64);
         let counts = Arc::new(WatchCounts::default());
-        let mut watch = Watch {
+        let watch = Watch {
             commitment: Commitment::Processed,
             input,
             ready: ready.clone(),
@@ -552,13 +571,47 @@ mod tests {
             kept: KeptSignatures::default(),
             input_open: true,
             unanswered: BTreeSet::new(),
+            found_in_catch_up: FoundInCatchUp::default(),
         };
+        (watch, ready, counts)
+    }
+
+    #[test]
+    fn what_a_reconnect_s_check_found_landed_is_not_subscribed_or_checked_again() {
+        use std::sync::atomic::AtomicBool;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (signer, input) = super::super::ahead::signed_channel(64);
+        signer.try_send((0..4).map(prepared).collect()).unwrap();
+        let (mut watch, _ready, _counts) = watch_of(input);
+        let (seen, _landings) = std::sync::mpsc::channel();
+        let (started, _said) = std::sync::mpsc::channel();
+        let ends = WatchEnds::new(seen, started, Arc::new(AtomicBool::new(false)));
+        let ended = || FeedEvent::Ended(FeedEnd::Closed(1001));
+        let events = [confirmed(0), confirmed(1), confirmed(2), confirmed(3), ended()];
+        runtime.block_on(watch.watch(PacedFeed::playing(events), &ends));
+        // The check after the first reconnect found 1 and 3 landed (no notification came).
+        ends.health.begin_catch_up();
+        watch.found_in_catch_up.add(vec![1, 3]);
+        let second = PacedFeed::playing([ended()]);
+        let subscribed = second.subscribed.clone();
+        runtime.block_on(watch.watch(second, &ends));
+        assert_eq!(*subscribed.lock().unwrap(), [0, 2], "1 and 3 landed: not subscribed (nor checked) again");
+        assert_eq!(watch.kept.all().iter().map(|(index, _)| *index).collect::<Vec<_>>(), [0, 2]);
+    }
+
+    #[test]
+    fn subscriptions_awaiting_their_answer_when_the_connection_ends_are_counted_once() {
+        use std::sync::atomic::AtomicBool;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (signer, input) = super::super::ahead::signed_channel(64);
+        signer.try_send((0..6).map(prepared).collect()).unwrap();
+        let (mut watch, ready, counts) = watch_of(input);
         let stop = Arc::new(AtomicBool::new(false));
         let (seen, _landings) = std::sync::mpsc::channel();
         let (started, _said) = std::sync::mpsc::channel();
         let ends = WatchEnds::new(seen, started, stop.clone());
         // Six subscribed in one write; the node answers one, then the connection ends.
-        let first = PacedFeed { events: [confirmed(0), FeedEvent::Ended(FeedEnd::Closed(1001))].into() };
+        let first = PacedFeed::playing([confirmed(0), FeedEvent::Ended(FeedEnd::Closed(1001))]);
         let round = runtime.block_on(watch.watch(first, &ends));
         assert!(matches!(round, FeedRound::Ended(_)), "{round:?}");
         assert_eq!(counted(&counts), (1, 0, 0));
@@ -569,16 +622,13 @@ mod tests {
         // The reconnect subscribes the kept again: the node confirms 1 and 2 (their first
         // answers), refuses 3, and confirms 0 again (not a second subscription); then it ends.
         ends.health.begin_catch_up();
-        let second = PacedFeed {
-            events: [
-                confirmed(1),
-                confirmed(2),
-                FeedEvent::Refused { position: 3, class: "-32602".into(), message: "invalid".into() },
-                confirmed(0),
-                FeedEvent::Ended(FeedEnd::Closed(1001)),
-            ]
-            .into(),
-        };
+        let second = PacedFeed::playing([
+            confirmed(1),
+            confirmed(2),
+            FeedEvent::Refused { position: 3, class: "-32602".into(), message: "invalid".into() },
+            confirmed(0),
+            FeedEvent::Ended(FeedEnd::Closed(1001)),
+        ]);
         let round = runtime.block_on(watch.watch(second, &ends));
         assert!(matches!(round, FeedRound::Ended(_)), "{round:?}");
         assert_eq!(counted(&counts), (3, 1, 0));
