@@ -249,9 +249,13 @@ impl WatchOnFeed for Watch {
         if ends.reconnecting() {
             // What is kept is subscribed again first, then checked once (what landed in the
             // gap may not be notified again); a notification after both is a landing too.
-            // What an earlier check found landed is kept no more.
+            // What an earlier check found landed is kept no more (one handed over unanswered
+            // was found, not watched: unwatched, so that every unanswered one stays kept).
             for index in self.found_in_catch_up.take() {
                 self.kept.landed(index);
+                if self.unanswered.remove(&index) {
+                    self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+                }
             }
             let kept = self.kept.all();
             for chunk in kept.chunks(RESUBSCRIBE_BATCH) {
@@ -582,13 +586,15 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let (signer, input) = super::super::ahead::signed_channel(64);
         signer.try_send((0..4).map(prepared).collect()).unwrap();
-        let (mut watch, _ready, _counts) = watch_of(input);
+        let (mut watch, _ready, counts) = watch_of(input);
         let (seen, _landings) = std::sync::mpsc::channel();
         let (started, _said) = std::sync::mpsc::channel();
         let ends = WatchEnds::new(seen, started, Arc::new(AtomicBool::new(false)));
         let ended = || FeedEvent::Ended(FeedEnd::Closed(1001));
-        let events = [confirmed(0), confirmed(1), confirmed(2), confirmed(3), ended()];
+        // 3's subscription is not answered before the connection ends: sent unanswered.
+        let events = [confirmed(0), confirmed(1), confirmed(2), ended()];
         runtime.block_on(watch.watch(PacedFeed::playing(events), &ends));
+        assert_eq!(counted(&counts), (3, 0, 0));
         // The check after the first reconnect found 1 and 3 landed (no notification came).
         ends.health.begin_catch_up();
         watch.found_in_catch_up.add(vec![1, 3]);
@@ -597,6 +603,8 @@ mod tests {
         runtime.block_on(watch.watch(second, &ends));
         assert_eq!(*subscribed.lock().unwrap(), [0, 2], "1 and 3 landed: not subscribed (nor checked) again");
         assert_eq!(watch.kept.all().iter().map(|(index, _)| *index).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(counted(&counts), (3, 0, 1), "3 was found, never watched: unwatched, once");
+        assert!(watch.unanswered.is_empty());
     }
 
     #[test]
