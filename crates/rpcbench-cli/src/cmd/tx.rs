@@ -363,7 +363,11 @@ pub fn run(args: TxArgs) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     let (fresh, _) = landing.take_from(&sends, true, Instant::now());
-    landing.feed(&fresh);
+    if landing_panic.is_none() {
+        landing.feed(&fresh);
+    } else {
+        landing.count_unwatched(&fresh);
+    }
     let accepted = landing.accepted;
 
     // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send

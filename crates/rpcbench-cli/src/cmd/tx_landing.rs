@@ -15,7 +15,7 @@ use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
 use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
 use rpcbench::tx::poll::HeadSource;
 use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::receipts::{hash_hex, read_statuses};
@@ -126,6 +126,8 @@ pub(super) struct Landing {
     /// [`MAX_DROP_LOOKUPS`]; the others only counted, in `not_looked_up`).
     lookups: Vec<DroppedTx>,
     not_looked_up: u64,
+    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
+    unwatched: UnwatchedSends,
 }
 
 /// A dropped transaction to look up: its hash, its sender's index and its nonce.
@@ -176,6 +178,7 @@ impl Landing {
             receipts,
             lookups: Vec::new(),
             not_looked_up: 0,
+            unwatched: UnwatchedSends::default(),
         }
     }
 
@@ -204,14 +207,20 @@ impl Landing {
         (fresh, ledger.next_untaken().map(|tx| tx.sent))
     }
 
+    /// Notes `tx`'s send in the timeline and its answer in the tally; true when accepted.
+    fn note_send(&mut self, tx: &SentTx) -> bool {
+        let first = *self.first_send.get_or_insert(tx.sent);
+        self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
+        self.timeline.sent(tx.sent.saturating_duration_since(first));
+        let took = self.acks.add(tx.sent, tx.ack);
+        self.accepted += u64::from(took);
+        took
+    }
+
     /// Feeds `fresh`, sends taken from the ledger in send order.
     pub(super) fn feed(&mut self, fresh: &[SentTx]) {
         for tx in fresh {
-            let first = *self.first_send.get_or_insert(tx.sent);
-            self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
-            self.timeline.sent(tx.sent.saturating_duration_since(first));
-            let took = self.acks.add(tx.sent, tx.ack);
-            self.accepted += u64::from(took);
+            let took = self.note_send(tx);
             let head = self.head_at(tx.sent);
             let tag = self.fed;
             if tx.ack == TxAck::Unanswered {
@@ -226,6 +235,16 @@ impl Landing {
         // What the book settled at once (refused) leaves the table of the unfinished.
         let settled = self.book.take_settled();
         self.note_settled(settled);
+    }
+
+    /// Counts `fresh`, sends taken from the ledger after the watch stopped, without the book:
+    /// pending (accepted) or rejected at the end, as the book ends what it no longer watches;
+    /// nothing of them is held.
+    pub(super) fn count_unwatched(&mut self, fresh: &[SentTx]) {
+        for tx in fresh {
+            let took = self.note_send(tx);
+            self.unwatched.add(tx.sent, took);
+        }
     }
 
     /// Takes heads as they arrived; they are fed by [`Landing::process`].
@@ -376,17 +395,18 @@ impl Landing {
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
         let counts = self.book.counts();
+        let unwatched = &self.unwatched;
         TransactionFigures {
-            sent: counts.sent,
+            sent: counts.sent + unwatched.sent,
             accepted: self.accepted,
-            rejected: counts.rejected,
+            rejected: counts.rejected + unwatched.rejected,
             // The book counts the final reverted among the included (kept inclusions' receipts
             // are read when they are final).
             included: counts.included.saturating_sub(counts.reverted),
             reverted: counts.reverted,
             expired: 0,
             dropped: counts.dropped,
-            pending: counts.pending,
+            pending: counts.pending + unwatched.pending,
             reorged_out: counts.reorged_out,
         }
     }
@@ -401,7 +421,8 @@ impl Landing {
     /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
     /// ones looked up (`addresses` name their senders), and the answers' tally. A watch that
     /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
-    /// it no longer watched is pending, with its age.
+    /// it no longer watched is pending, with its age, as are the sends taken after it stopped
+    /// ([`Landing::count_unwatched`]; the refused and unanswered among them rejected).
     pub(super) fn finish(
         &mut self,
         end: Instant,
@@ -412,6 +433,11 @@ impl Landing {
         let timeout = if watched { self.timeout } else { Duration::MAX };
         let (mut tally, _expired, settled) = book.finish(end, timeout);
         self.note_settled(settled);
+        let unwatched = self.unwatched;
+        tally.sent += unwatched.sent;
+        tally.rejected += unwatched.rejected;
+        tally.pending += unwatched.pending;
+        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
         for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
         }
@@ -481,6 +507,16 @@ impl LandingStep for EthereumLandingStep {
             live.publish_transactions(self.landing.live_figures());
         }
     }
+
+    fn step_unwatched(&mut self, now: Instant) {
+        let (fresh, _) = self.landing.take_from(&self.sends, false, now);
+        self.landing.count_unwatched(&fresh);
+        // The heads are no longer read: thrown away as they come.
+        drop(self.heads.drain());
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
 }
 
 /// The landing watch on a thread of its own while the engine sends.
@@ -546,10 +582,13 @@ mod tests {
                 self.landing.book.block_with_hash(11, hash, parent, now, &[[1; 32]]);
             }
         }
+
+        fn step_unwatched(&mut self, _now: Instant) {}
     }
 
     /// The command's accounting after a landing thread panicked, as `cmd/tx.rs` does it: the
-    /// sends it did not take are fed, nothing is waited for, and what was not seen is pending.
+    /// sends it did not take are counted unwatched, nothing is waited for, and what was not
+    /// seen is pending.
     #[test]
     fn a_landing_thread_that_panics_leaves_every_send_with_one_outcome() {
         // No request is made: the node is there only for the landing's endpoint.
@@ -575,12 +614,15 @@ mod tests {
             })
             .collect();
         let running = LandingLoop::start(FeedsThenPanics { landing, sends, steps: 0 }).unwrap();
-        while !running.stopped_early() {
+        while !running.watch_stopped() {
             std::thread::sleep(Duration::from_millis(5));
         }
         let (FeedsThenPanics { mut landing, sends, steps }, panicked) = running.finish();
         assert_eq!((steps, panicked.as_deref()), (3, Some("block 12 is malformed")));
-        landing.feed(&sends);
+        let held = (landing.book.unfinished(), landing.unfinished.len());
+        landing.count_unwatched(&sends);
+        let after = (landing.book.unfinished(), landing.unfinished.len());
+        assert_eq!(after, held, "the sends after the panic are not held");
         std::thread::sleep(timeout * 2);
         let (tally, acks) = landing.finish(Instant::now(), &[], false);
         assert_eq!(
@@ -591,5 +633,104 @@ mod tests {
         assert!(tally.adds_up());
         assert!(tally.oldest_pending >= timeout, "{:?}", tally.oldest_pending);
         assert_eq!(acks.rejected_by.values().sum::<u64>(), 2);
+    }
+
+    /// Ethereum's real landing step, made to panic at its `panic_at`th step.
+    struct PanicsAt {
+        inner: EthereumLandingStep,
+        steps: u32,
+        panic_at: u32,
+    }
+
+    impl LandingStep for PanicsAt {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            assert!(self.steps != self.panic_at, "the landing step broke");
+            self.inner.step(now);
+        }
+
+        fn step_unwatched(&mut self, now: Instant) {
+            self.inner.step_unwatched(now);
+        }
+    }
+
+    /// Sends through the engine while the landing thread has panicked: the thread still takes
+    /// every send out of the ledger (which ends holding none), the book holds no more than at
+    /// the panic, and the final counts add up to what was sent.
+    #[test]
+    fn sends_after_a_landing_thread_panicked_are_taken_out_and_not_held_to_the_end() {
+        use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+        use rpcbench::engine::Run;
+        use rpcbench::mock::TxPoolOptions;
+        use rpcbench::tx::ahead::SignedAhead;
+        use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
+        use rpcbench::tx::nonce::NonceBook;
+        use rpcbench::tx::poll::HeadPoll;
+        use rpcbench::tx::sign::{Fees, UnsignedTx};
+        use rpcbench::{RequestTemplate, TxSends};
+
+        let mut options = MockOptions::new(Chain::Ethereum);
+        options.slot_time = Duration::from_millis(100);
+        options.chain_id = 31337;
+        options.tx_pool = Some(TxPoolOptions::default());
+        let node = MockServer::start(options).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, 4).unwrap();
+        let template = UnsignedTx {
+            chain_id: 31337,
+            nonce: 0,
+            fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+            gas_limit: 21_000,
+            to: Address::parse("0x3535353535353535353535353535353535353535"),
+            value: 1,
+            data: Vec::new(),
+        };
+        let sends =
+            TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0; 4]), template, u64::MAX, 256));
+        let head = endpoint.call("eth_blockNumber", Some(&json!([]))).unwrap();
+        let head = hex_quantity(&head).unwrap() as u64;
+        let heads =
+            HeadSource::Polled(HeadPoll::start(endpoint.clone(), Duration::from_millis(50), head).unwrap());
+        let timeout = Duration::from_secs(30);
+        let landing = Landing::new(endpoint, timeout, 0, head, ReceiptSample::ALL, Duration::from_secs(5));
+        let inner = EthereumLandingStep { landing, sends: sends.clone(), heads, live: None };
+        let running = LandingLoop::start(PanicsAt { inner, steps: 0, panic_at: 3 }).unwrap();
+        // Every send comes after the panic.
+        while !running.watch_stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = 1_500;
+        let template = RequestTemplate::from_method("eth_chainId", None).unwrap();
+        let mut config = RunConfig::new(Target::parse(&node.url()).unwrap(), template);
+        config.load = Load::Open { rate: 500.0, arrivals: Arrivals::Uniform, max_connections: 16 };
+        config.length = Length { duration: None, requests: Some(sent) };
+        config.tx_sends = Some(sends.clone());
+        let record = Run::new(config).unwrap().execute().unwrap();
+        assert_eq!(record.totals.counts.total() + record.totals.unsent, sent);
+        // Every send answered is taken out by the thread, without waiting for the finish.
+        let mut held = sends.ledger().held();
+        for _ in 0..3_000 {
+            if held == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            held = sends.ledger().held();
+        }
+        assert_eq!(held, 0, "the ledger still holds sends after the panic");
+        let (PanicsAt { inner, steps, .. }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("the landing step broke")));
+        let EthereumLandingStep { mut landing, heads, .. } = inner;
+        drop(heads.stop());
+        // The thread took them all, and the book none: a few counters hold them.
+        assert_eq!((landing.fed, landing.book.unfinished(), landing.unwatched.sent), (0, 0, sent));
+        let (fresh, _) = landing.take_from(&sends, true, Instant::now());
+        assert!(fresh.is_empty(), "nothing left for the command to take");
+        let (tally, acks) = landing.finish(Instant::now(), &[], false);
+        assert_eq!(tally.sent, sent, "every send counted");
+        assert!(tally.adds_up(), "{:?}", tally.finals());
+        assert_eq!((tally.included, tally.dropped), (0, 0), "not watched: pending or rejected");
+        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
+        assert!(tally.pending > 0 && tally.oldest_pending > Duration::ZERO);
+        assert_eq!(acks.rejected_by.values().sum::<u64>(), tally.rejected);
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
 use rpcbench::tx::solana::lookup::look_up_statuses;
@@ -51,6 +51,8 @@ pub(super) struct SolanaLanding {
     /// The longest a send waits for its answer before it is fed unanswered (a send the wire
     /// failed is never answered).
     answer_wait: Duration,
+    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
+    unwatched: UnwatchedSends,
 }
 
 impl SolanaLanding {
@@ -79,14 +81,16 @@ impl SolanaLanding {
             last_send: None,
             lookup_failures: 0,
             answer_wait: request_timeout + Duration::from_secs(1),
+            unwatched: UnwatchedSends::default(),
         }
     }
 
-    /// Feeds the ledger's sends not yet fed: while sending (at `now`), only up to the first
+    /// Takes the ledger's sends not yet taken: while sending (at `now`), only up to the first
     /// one not yet answered (its answer says whether it is waited for) unless it waited longer
     /// than a request can; once sending is over (`all`), every one. Only the new part of the
-    /// ledger is copied, under its lock, and the ledger forgets it.
-    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+    /// ledger is copied, under its lock, and the ledger forgets it. Each is noted in the
+    /// timeline and its answer in the tally.
+    fn take(&mut self, sends: &SolanaSends, all: bool, now: Instant) -> Vec<SolanaSent> {
         let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
         let fresh: Vec<SolanaSent> = sends.ledger().take_answered(all, answer_by);
         for tx in &fresh {
@@ -95,15 +99,32 @@ impl SolanaLanding {
             self.timeline.sent(tx.sent.saturating_duration_since(first));
             let accepted = self.acks.add(tx.sent, tx.ack);
             self.accepted += u64::from(accepted);
+        }
+        fresh
+    }
+
+    /// Feeds the ledger's sends not yet fed ([`Self::take`]) to the book.
+    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        for tx in self.take(sends, all, now) {
             // A send without an answer (a timeout, a lost connection) may have reached the node:
             // waited for, rejected unless it lands.
-            let answer = match tx.ack {
-                TxAck::Accepted(_) => SendAnswer::Accepted,
-                TxAck::Refused(_) => SendAnswer::Refused,
-                TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
-            };
+            let answer = send_answer(tx.ack);
             let slot = self.blockhash.slot_at(tx.sent);
             self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);
+        }
+    }
+
+    /// Counts the ledger's sends not yet taken ([`Self::take`]) after the watch stopped,
+    /// without the book: pending (accepted) or rejected at the end, as the book ends what it
+    /// no longer watches; the watch that looks for them (the poll, the block stream) is told
+    /// they are final, so nothing of them is held.
+    fn count_unwatched(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        let fresh = self.take(sends, all, now);
+        for tx in &fresh {
+            self.unwatched.add(tx.sent, send_answer(tx.ack) == SendAnswer::Accepted);
+        }
+        if !fresh.is_empty() {
+            sends.ledger().finished(fresh.iter().map(|tx| tx.index));
         }
     }
 
@@ -162,16 +183,47 @@ impl SolanaLanding {
 
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
-        live_figures_of(&self.book, self.accepted)
+        let mut figures = live_figures_of(&self.book, self.accepted);
+        figures.sent += self.unwatched.sent;
+        figures.rejected += self.unwatched.rejected;
+        figures.pending += self.unwatched.pending;
+        figures
     }
 
     /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
-    /// transaction's final outcome in the tally.
-    pub(super) fn finish(&mut self, sends: &SolanaSends, last: Vec<Landing>, end: Instant) -> SolanaTally {
-        self.feed(sends, true, end);
-        self.note(last);
+    /// transaction's final outcome in the tally. A watch that stopped early (`watched` false:
+    /// its thread panicked) is fed nothing more: the sends not yet taken are counted as those
+    /// taken after it stopped were ([`Self::count_unwatched`]).
+    pub(super) fn finish(
+        &mut self,
+        sends: &SolanaSends,
+        last: Vec<Landing>,
+        end: Instant,
+        watched: bool,
+    ) -> SolanaTally {
+        if watched {
+            self.feed(sends, true, end);
+            self.note(last);
+        } else {
+            self.count_unwatched(sends, true, end);
+        }
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
-        book.finish(end)
+        let mut tally = book.finish(end);
+        let unwatched = self.unwatched;
+        tally.sent += unwatched.sent;
+        tally.rejected += unwatched.rejected;
+        tally.pending += unwatched.pending;
+        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
+        tally
+    }
+}
+
+/// What the book needs of the node's answer to a send.
+fn send_answer(ack: TxAck) -> SendAnswer {
+    match ack {
+        TxAck::Accepted(_) => SendAnswer::Accepted,
+        TxAck::Refused(_) => SendAnswer::Refused,
+        TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
     }
 }
 
@@ -205,6 +257,15 @@ struct SolanaLandingStep {
 impl LandingStep for SolanaLandingStep {
     fn step(&mut self, now: Instant) {
         self.landing.step(&self.sends, &self.sources, false, now);
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
+
+    fn step_unwatched(&mut self, now: Instant) {
+        self.landing.count_unwatched(&self.sends, false, now);
+        // The landings are no longer noted: thrown away as they come.
+        drop(self.sources.drain());
         if let Some(live) = &self.live {
             live.publish_transactions(self.landing.live_figures());
         }
