@@ -117,8 +117,10 @@ pub struct TxArgs {
     /// from a sample is labelled so.
     #[arg(long, default_value = "all", value_name = "all|none|N%", value_parser = receipt_sample)]
     pub receipts: ReceiptSample,
-    /// After an interrupt, wait this long for inclusions; the rest is reported pending
-    /// [default: 3 block times, or 5s when the block time is not known].
+    /// After an interrupt, wait this long for inclusions; the rest is reported pending.
+    /// Ethereum: also the most the run spends, once its wait is over, reading the blocks the
+    /// heads revealed and not read yet [default: 3 block times, or 5s when the block time is
+    /// not known].
     #[arg(long, value_parser = duration)]
     pub grace: Option<Duration>,
     /// Legacy transactions at this gas price (wei, or e.g. 20gwei).
