@@ -327,4 +327,97 @@ mod tests {
         );
         assert_eq!((live.expired, live.dropped, live.pending), (1, 1, 1), "{live:?}");
     }
+
+    /// Solana's real landing step, made to panic at its third step.
+    struct PanicsAtThird {
+        inner: SolanaLandingStep,
+        steps: u32,
+    }
+
+    impl LandingStep for PanicsAtThird {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            assert!(self.steps != 3, "the landing step broke");
+            self.inner.step(now);
+        }
+
+        fn step_unwatched(&mut self, now: Instant) {
+            self.inner.step_unwatched(now);
+        }
+    }
+
+    /// Sends through the engine after the landing thread panicked: the thread takes every
+    /// send out of the ledger (which ends holding none), tells the watch that follows the
+    /// sends (the poll, the block stream) to forget them, feeds the book none, and the final
+    /// counts add up to what was sent.
+    #[test]
+    fn solana_sends_after_a_landing_thread_panicked_are_taken_out_and_not_held_to_the_end() {
+        use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+        use rpcbench::engine::Run;
+        use rpcbench::mock::{Chain, MockOptions, MockServer};
+        use rpcbench::tx::solana::ahead::{PreparedSolanaTx, ReadyQueue};
+        use rpcbench::RequestTemplate;
+
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = Duration::from_millis(100);
+        let node = MockServer::start(options).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        let sent = 600u64;
+        // Not signed: the node refuses each, so each is rejected.
+        let ready = ReadyQueue::new(sent as usize);
+        for index in 0..sent {
+            let signature = [(index % 251) as u8; 64];
+            ready.push(PreparedSolanaTx {
+                index,
+                payer: 0,
+                signature,
+                base64: "AQ".into(),
+                last_valid_block_height: 1,
+            });
+        }
+        let sends = SolanaSends::new(ready, true, "processed");
+        // A watch follows the sends (the status poll, the block stream).
+        sends.ledger().follow();
+        let blockhash =
+            Arc::new(BlockhashFeed::start(endpoint.clone(), "confirmed", Duration::from_secs(1)).unwrap());
+        let timeout = Duration::from_secs(30);
+        let landing =
+            SolanaLanding::new(endpoint, Commitment::Confirmed, blockhash, timeout, Duration::from_secs(5));
+        let sources = LandingSources { watch: None, poll: None };
+        let inner = SolanaLandingStep { landing, sends: sends.clone(), sources, live: None };
+        let running = LandingLoop::start(PanicsAtThird { inner, steps: 0 }).unwrap();
+        while !running.watch_stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let template = RequestTemplate::from_method("getSlot", None).unwrap();
+        let mut config = RunConfig::new(Target::parse(&node.url()).unwrap(), template);
+        config.load = Load::Open { rate: 500.0, arrivals: Arrivals::Uniform, max_connections: 16 };
+        config.length = Length { duration: None, requests: Some(sent) };
+        config.solana_sends = Some(sends.clone());
+        let record = Run::new(config).unwrap().execute().unwrap();
+        assert_eq!(record.totals.counts.total() + record.totals.unsent, sent);
+        // The watch that follows takes the sends and, told they are final, forgets them.
+        let mut followed = 0;
+        let mut forgotten = 0;
+        for _ in 0..3_000 {
+            let (news, finished) = sends.ledger().take_followed(|tx| tx.index);
+            followed += news.len();
+            forgotten += finished.len();
+            if forgotten as u64 == sent {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!((followed as u64, forgotten as u64), (sent, sent), "the follower told every send final");
+        assert_eq!(sends.ledger().held(), 0, "the ledger still holds sends after the panic");
+        let (PanicsAtThird { inner, steps }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("the landing step broke")));
+        let mut landing = inner.landing;
+        assert_eq!((landing.book.counts().sent, landing.unwatched.sent), (0, sent), "the book took none");
+        let tally = landing.finish(&sends, Vec::new(), Instant::now(), false);
+        assert_eq!(tally.sent, sent, "every send counted");
+        assert!(tally.adds_up(), "{:?}", tally.finals());
+        assert_eq!(tally.rejected + tally.pending, sent, "not watched: pending or rejected");
+        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
+    }
 }
