@@ -124,8 +124,10 @@ pub struct TxArgs {
     /// (a node beside the generator), where idle-class threads get no CPU at all.
     #[arg(long, value_enum, default_value_t = HelperThreadsArg::Aside, value_name = "aside|ordinary")]
     pub helper_threads: HelperThreadsArg,
-    /// After an interrupt, wait this long for inclusions; the rest is reported pending
-    /// [default: 3 block times, or 5s when the block time is not known].
+    /// After an interrupt, wait this long for inclusions; the rest is reported pending.
+    /// Ethereum: also the most the run spends, once its wait is over, reading the blocks the
+    /// heads revealed and not read yet [default: 3 block times, or 5s when the block time is
+    /// not known].
     #[arg(long, value_parser = duration)]
     pub grace: Option<Duration>,
     /// Legacy transactions at this gas price (wei, or e.g. 20gwei).

@@ -364,7 +364,11 @@ pub fn run(args: TxArgs) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     let (fresh, _) = landing.take_from(&sends, true, Instant::now());
-    landing.feed(&fresh);
+    if landing_panic.is_none() {
+        landing.feed(&fresh);
+    } else {
+        landing.count_unwatched(&fresh);
+    }
     let accepted = landing.accepted;
 
     // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send
@@ -391,7 +395,10 @@ pub fn run(args: TxArgs) -> ExitCode {
         if counts.pending == 0 || now >= deadline {
             break;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Blocks waiting to be read are read at once, not a step every 20 ms.
+        if !landing.reading_behind() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let mut watch_ends = match watch.health() {
         Some(health) => super::tx_watch_health::say_ends(
@@ -406,7 +413,18 @@ pub fn run(args: TxArgs) -> ExitCode {
         watch_ends.landing_panicked(message, "what was not seen included by then is pending at the end");
     } else {
         landing.receive(last_heads);
-        landing.process(None);
+        // What the heads revealed and is not read yet is read now: for one grace more at most
+        // once the wait ran its course, within the grace after an interrupt.
+        let grace = args.grace.unwrap_or_else(|| default_grace(landing.block_time()));
+        let read_by = if grace_started { deadline } else { Instant::now() + grace };
+        landing.read_to_the_end(read_by);
+        let unread = landing.blocks_unread();
+        if unread > 0 {
+            eprintln!(
+                "warning: {unread} block(s) the heads revealed were not read by the end of the grace: \
+                 what they may hold is pending (blocks_unread_at_end)"
+            );
+        }
     }
     drop(dashboard);
     let end = Instant::now();
@@ -486,6 +504,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         "heads_from": if resolution.is_some() { "poll" } else { "newHeads" },
         "inclusion_resolution_ms": resolution.map(|r| r.as_millis() as u64),
         "block_fetch_failures": landing.fetch_failures,
+        "blocks_unread_at_end": landing.blocks_unread(),
         "watch_reconnects": watch_ends.reconnects,
         "watch_ended": watch_ends.last_end,
         "watch_gave_up": watch_ends.gave_up,

@@ -15,7 +15,7 @@ use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
 use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
 use rpcbench::tx::poll::HeadSource;
 use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::receipts::{hash_hex, read_statuses};
@@ -29,6 +29,9 @@ use crate::args::tx::ReceiptSample;
 /// below a reorg): a longer gap is read over the next steps, oldest first, so a step never
 /// stalls on it.
 const BLOCKS_PER_STEP: u64 = 64;
+/// Blocks read at most in one go of the read at the end (what the heads revealed and the
+/// landing steps had not read yet when the wait for inclusions ended).
+const BLOCKS_PER_END_STEP: u64 = 256;
 /// Requests per JSON-RPC batch of receipt and transaction lookups at first: geth's limit is
 /// 1,000, many providers' and the mock's 100. A node that refuses a batch as too large
 /// halves it for the rest of the run (`rpcbench::client::batches::LookupBatches`).
@@ -126,6 +129,8 @@ pub(super) struct Landing {
     /// [`MAX_DROP_LOOKUPS`]; the others only counted, in `not_looked_up`).
     lookups: Vec<DroppedTx>,
     not_looked_up: u64,
+    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
+    unwatched: UnwatchedSends,
 }
 
 /// A dropped transaction to look up: its hash, its sender's index and its nonce.
@@ -176,6 +181,7 @@ impl Landing {
             receipts,
             lookups: Vec::new(),
             not_looked_up: 0,
+            unwatched: UnwatchedSends::default(),
         }
     }
 
@@ -204,14 +210,20 @@ impl Landing {
         (fresh, ledger.next_untaken().map(|tx| tx.sent))
     }
 
+    /// Notes `tx`'s send in the timeline and its answer in the tally; true when accepted.
+    fn note_send(&mut self, tx: &SentTx) -> bool {
+        let first = *self.first_send.get_or_insert(tx.sent);
+        self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
+        self.timeline.sent(tx.sent.saturating_duration_since(first));
+        let took = self.acks.add(tx.sent, tx.ack);
+        self.accepted += u64::from(took);
+        took
+    }
+
     /// Feeds `fresh`, sends taken from the ledger in send order.
     pub(super) fn feed(&mut self, fresh: &[SentTx]) {
         for tx in fresh {
-            let first = *self.first_send.get_or_insert(tx.sent);
-            self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
-            self.timeline.sent(tx.sent.saturating_duration_since(first));
-            let took = self.acks.add(tx.sent, tx.ack);
-            self.accepted += u64::from(took);
+            let took = self.note_send(tx);
             let head = self.head_at(tx.sent);
             let tag = self.fed;
             if tx.ack == TxAck::Unanswered {
@@ -226,6 +238,16 @@ impl Landing {
         // What the book settled at once (refused) leaves the table of the unfinished.
         let settled = self.book.take_settled();
         self.note_settled(settled);
+    }
+
+    /// Counts `fresh`, sends taken from the ledger after the watch stopped, without the book:
+    /// pending (accepted) or rejected at the end, as the book ends what it no longer watches;
+    /// nothing of them is held.
+    pub(super) fn count_unwatched(&mut self, fresh: &[SentTx]) {
+        for tx in fresh {
+            let took = self.note_send(tx);
+            self.unwatched.add(tx.sent, took);
+        }
     }
 
     /// Takes heads as they arrived; they are fed by [`Landing::process`].
@@ -253,6 +275,32 @@ impl Landing {
             self.head(&head);
         }
         self.read_unread(BLOCKS_PER_STEP);
+    }
+
+    /// The end of the watch: feeds the heads not yet fed, then reads the blocks they and the
+    /// heads before revealed that are still unread, [`BLOCKS_PER_END_STEP`] at a time, oldest
+    /// first, the first batch whatever the hour and the next ones until `by`. What is still
+    /// unread then is counted ([`Landing::blocks_unread`]): what it may hold ends pending.
+    pub(super) fn read_to_the_end(&mut self, by: Instant) {
+        while let Some(head) = self.deferred.pop_front() {
+            self.head(&head);
+        }
+        loop {
+            self.read_unread(BLOCKS_PER_END_STEP);
+            if self.unread.is_empty() || Instant::now() >= by {
+                break;
+            }
+        }
+    }
+
+    /// Blocks the heads revealed that are not read yet.
+    pub(super) fn blocks_unread(&self) -> u64 {
+        self.unread.iter().map(|blocks| blocks.last - blocks.next + 1).sum()
+    }
+
+    /// Whether blocks the heads revealed wait to be read.
+    pub(super) fn reading_behind(&self) -> bool {
+        !self.unread.is_empty()
     }
 
     /// Queues the blocks `head` reveals: every one above the highest queued (the whole gap,
@@ -376,17 +424,18 @@ impl Landing {
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
         let counts = self.book.counts();
+        let unwatched = &self.unwatched;
         TransactionFigures {
-            sent: counts.sent,
+            sent: counts.sent + unwatched.sent,
             accepted: self.accepted,
-            rejected: counts.rejected,
+            rejected: counts.rejected + unwatched.rejected,
             // The book counts the final reverted among the included (kept inclusions' receipts
             // are read when they are final).
             included: counts.included.saturating_sub(counts.reverted),
             reverted: counts.reverted,
             expired: 0,
             dropped: counts.dropped,
-            pending: counts.pending,
+            pending: counts.pending + unwatched.pending,
             reorged_out: counts.reorged_out,
         }
     }
@@ -398,20 +447,32 @@ impl Landing {
         Some(last_at.saturating_duration_since(first_at) / blocks)
     }
 
-    /// Ends the watch at `end`: every transaction's final outcome in the tally, the dropped
-    /// ones looked up (`addresses` name their senders), and the answers' tally. A watch that
+    /// Ends the watch at `end`: every transaction's final outcome in the tally (with blocks
+    /// left unread, see [`Landing::read_to_the_end`], what waits is pending, not dropped, once
+    /// past the arrival of the head that revealed the first of them), the dropped ones looked up (`addresses` name their senders), and the answers' tally. A watch that
     /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
-    /// it no longer watched is pending, with its age.
+    /// it no longer watched is pending, with its age, as are the sends taken after it stopped
+    /// ([`Landing::count_unwatched`]; the refused and unanswered among them rejected).
     pub(super) fn finish(
         &mut self,
         end: Instant,
         addresses: &[String],
         watched: bool,
     ) -> (InclusionTally, AckTally) {
+        // Blocks left unread may hold what is waiting: what timed out before the head that
+        // revealed the first of them came is dropped, the rest is pending with its age.
+        if watched && self.reading_behind() {
+            self.expire(end);
+        }
         let book = std::mem::replace(&mut self.book, InclusionBook::new());
-        let timeout = if watched { self.timeout } else { Duration::MAX };
+        let timeout = if watched && !self.reading_behind() { self.timeout } else { Duration::MAX };
         let (mut tally, _expired, settled) = book.finish(end, timeout);
         self.note_settled(settled);
+        let unwatched = self.unwatched;
+        tally.sent += unwatched.sent;
+        tally.rejected += unwatched.rejected;
+        tally.pending += unwatched.pending;
+        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
         for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
         }
@@ -481,6 +542,16 @@ impl LandingStep for EthereumLandingStep {
             live.publish_transactions(self.landing.live_figures());
         }
     }
+
+    fn step_unwatched(&mut self, now: Instant) {
+        let (fresh, _) = self.landing.take_from(&self.sends, false, now);
+        self.landing.count_unwatched(&fresh);
+        // The heads are no longer read: thrown away as they come.
+        drop(self.heads.drain());
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
 }
 
 /// The landing watch on a thread of its own while the engine sends.
@@ -522,8 +593,59 @@ fn hash_bytes(text: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+    use rpcbench::engine::Run;
+    use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
     use rpcbench::outcome::TxRefusal;
+    use rpcbench::tx::ahead::SignedAhead;
+    use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
+    use rpcbench::tx::nonce::NonceBook;
+    use rpcbench::tx::poll::HeadPoll;
+    use rpcbench::tx::sign::{Fees, UnsignedTx};
+    use rpcbench::RequestTemplate;
+
+    /// The mock Ethereum node (chain 31337) with its mempool, a block every `block_time`.
+    fn node_with_pool(block_time: Duration) -> (MockServer, Endpoint) {
+        let mut options = MockOptions::new(Chain::Ethereum);
+        options.slot_time = block_time;
+        options.chain_id = 31337;
+        options.tx_pool = Some(TxPoolOptions::default());
+        let node = MockServer::start(options).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        (node, endpoint)
+    }
+
+    /// The sends of 1-wei transfers signed ahead from the dev mnemonic's first `senders`
+    /// accounts (nonces from 0).
+    fn transfers(senders: usize) -> Arc<TxSends> {
+        let keys = keys_from_mnemonic(DEV_MNEMONIC, 0, senders).unwrap();
+        let template = UnsignedTx {
+            chain_id: 31337,
+            nonce: 0,
+            fees: Fees::Eip1559 { max_fee_per_gas: 30_000_000_000, max_priority_fee_per_gas: 1_000_000_000 },
+            gas_limit: 21_000,
+            to: Address::parse("0x3535353535353535353535353535353535353535"),
+            value: 1,
+            data: Vec::new(),
+        };
+        TxSends::new(SignedAhead::start(keys, NonceBook::new(vec![0; senders]), template, u64::MAX, 256))
+    }
+
+    /// Sends `count` of `sends` to `node` through the engine at `rate`.
+    fn send_through_the_engine(node: &MockServer, sends: &Arc<TxSends>, count: u64, rate: f64) {
+        let template = RequestTemplate::from_method("eth_chainId", None).unwrap();
+        let mut config = RunConfig::new(Target::parse(&node.url()).unwrap(), template);
+        config.load = Load::Open { rate, arrivals: Arrivals::Uniform, max_connections: 16 };
+        config.length = Length { duration: None, requests: Some(count) };
+        config.tx_sends = Some(sends.clone());
+        let record = Run::new(config).unwrap().execute().unwrap();
+        assert_eq!(record.totals.counts.total() + record.totals.unsent, count);
+    }
+
+    /// A number the node answers `method` with.
+    fn quantity(node: &Endpoint, method: &str, params: Value) -> u64 {
+        hex_quantity(&node.call(method, Some(&params)).unwrap()).unwrap() as u64
+    }
 
     /// Ethereum's landing fed two sends a step from `sends`, one of them included in block 11
     /// at the second step; the third step panics.
@@ -546,10 +668,13 @@ mod tests {
                 self.landing.book.block_with_hash(11, hash, parent, now, &[[1; 32]]);
             }
         }
+
+        fn step_unwatched(&mut self, _now: Instant) {}
     }
 
     /// The command's accounting after a landing thread panicked, as `cmd/tx.rs` does it: the
-    /// sends it did not take are fed, nothing is waited for, and what was not seen is pending.
+    /// sends it did not take are counted unwatched, nothing is waited for, and what was not
+    /// seen is pending.
     #[test]
     fn a_landing_thread_that_panics_leaves_every_send_with_one_outcome() {
         // No request is made: the node is there only for the landing's endpoint.
@@ -575,12 +700,15 @@ mod tests {
             })
             .collect();
         let running = LandingLoop::start(FeedsThenPanics { landing, sends, steps: 0 }).unwrap();
-        while !running.stopped_early() {
+        while !running.watch_stopped() {
             std::thread::sleep(Duration::from_millis(5));
         }
         let (FeedsThenPanics { mut landing, sends, steps }, panicked) = running.finish();
         assert_eq!((steps, panicked.as_deref()), (3, Some("block 12 is malformed")));
-        landing.feed(&sends);
+        let held = (landing.book.unfinished(), landing.unfinished.len());
+        landing.count_unwatched(&sends);
+        let after = (landing.book.unfinished(), landing.unfinished.len());
+        assert_eq!(after, held, "the sends after the panic are not held");
         std::thread::sleep(timeout * 2);
         let (tally, acks) = landing.finish(Instant::now(), &[], false);
         assert_eq!(
@@ -591,5 +719,133 @@ mod tests {
         assert!(tally.adds_up());
         assert!(tally.oldest_pending >= timeout, "{:?}", tally.oldest_pending);
         assert_eq!(acks.rejected_by.values().sum::<u64>(), 2);
+    }
+
+    /// Ethereum's real landing step, made to panic at its `panic_at`th step.
+    struct PanicsAt {
+        inner: EthereumLandingStep,
+        steps: u32,
+        panic_at: u32,
+    }
+
+    impl LandingStep for PanicsAt {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            assert!(self.steps != self.panic_at, "the landing step broke");
+            self.inner.step(now);
+        }
+
+        fn step_unwatched(&mut self, now: Instant) {
+            self.inner.step_unwatched(now);
+        }
+    }
+
+    /// Sends through the engine while the landing thread has panicked: the thread still takes
+    /// every send out of the ledger (which ends holding none), the book holds no more than at
+    /// the panic, and the final counts add up to what was sent.
+    #[test]
+    fn sends_after_a_landing_thread_panicked_are_taken_out_and_not_held_to_the_end() {
+        let (node, endpoint) = node_with_pool(Duration::from_millis(100));
+        let sends = transfers(4);
+        let head = quantity(&endpoint, "eth_blockNumber", json!([]));
+        let heads =
+            HeadSource::Polled(HeadPoll::start(endpoint.clone(), Duration::from_millis(50), head).unwrap());
+        let timeout = Duration::from_secs(30);
+        let landing = Landing::new(endpoint, timeout, 0, head, ReceiptSample::ALL, Duration::from_secs(5));
+        let inner = EthereumLandingStep { landing, sends: sends.clone(), heads, live: None };
+        let running = LandingLoop::start(PanicsAt { inner, steps: 0, panic_at: 3 }).unwrap();
+        // Every send comes after the panic.
+        while !running.watch_stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = 1_500;
+        send_through_the_engine(&node, &sends, sent, 500.0);
+        // Every send answered is taken out by the thread, without waiting for the finish.
+        let mut held = sends.ledger().held();
+        for _ in 0..3_000 {
+            if held == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            held = sends.ledger().held();
+        }
+        assert_eq!(held, 0, "the ledger still holds sends after the panic");
+        let (PanicsAt { inner, steps, .. }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("the landing step broke")));
+        let EthereumLandingStep { mut landing, heads, .. } = inner;
+        drop(heads.stop());
+        // The thread took them all, and the book none: a few counters hold them.
+        assert_eq!((landing.fed, landing.book.unfinished(), landing.unwatched.sent), (0, 0, sent));
+        let (fresh, _) = landing.take_from(&sends, true, Instant::now());
+        assert!(fresh.is_empty(), "nothing left for the command to take");
+        let (tally, acks) = landing.finish(Instant::now(), &[], false);
+        assert_eq!(tally.sent, sent, "every send counted");
+        assert!(tally.adds_up(), "{:?}", tally.finals());
+        assert_eq!((tally.included, tally.dropped), (0, 0), "not watched: pending or rejected");
+        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
+        assert!(tally.pending > 0 && tally.oldest_pending > Duration::ZERO);
+        assert_eq!(acks.rejected_by.values().sum::<u64>(), tally.rejected);
+    }
+
+    /// A node that made 300 blocks since the run's start, then included `count` transfers of
+    /// the dev mnemonic's first account: its landing, fed every send, has heard no head yet.
+    fn three_hundred_blocks_then_transfers(count: u64) -> (MockServer, Landing) {
+        let (node, endpoint) = node_with_pool(Duration::from_millis(10));
+        let head_at_start = quantity(&endpoint, "eth_blockNumber", json!([]));
+        while quantity(&endpoint, "eth_blockNumber", json!([])) < head_at_start + 300 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sends = transfers(1);
+        send_through_the_engine(&node, &sends, count, 200.0);
+        let sender = keys_from_mnemonic(DEV_MNEMONIC, 0, 1).unwrap()[0].address().to_string();
+        for _ in 0..3_000 {
+            if quantity(&endpoint, "eth_getTransactionCount", json!([sender, "latest"])) == count {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let timeout = Duration::from_secs(30);
+        let mut landing =
+            Landing::new(endpoint, timeout, 0, head_at_start, ReceiptSample::ALL, Duration::from_secs(5));
+        let (fresh, _) = landing.take_from(&sends, true, Instant::now());
+        assert_eq!(fresh.len() as u64, count);
+        landing.feed(&fresh);
+        (node, landing)
+    }
+
+    /// The head the run's last look at the node gives: over 300 blocks above the last read.
+    fn last_head(landing: &Landing) -> SeenHead {
+        let number = quantity(&landing.node, "eth_blockNumber", json!([]));
+        SeenHead { number, arrived: Instant::now(), produced_at_us: None, polled: true }
+    }
+
+    /// The run's last heads reveal a gap of over 300 blocks, its transactions past the first
+    /// 256 of them: the read at the end reads every block of it, and every transaction the
+    /// node included is counted included.
+    #[test]
+    fn blocks_a_big_backlog_left_unread_at_the_end_are_read_and_their_transactions_counted_included() {
+        let (_node, mut landing) = three_hundred_blocks_then_transfers(20);
+        landing.receive(vec![last_head(&landing)]);
+        landing.read_to_the_end(Instant::now() + Duration::from_secs(600));
+        assert_eq!(landing.blocks_unread(), 0);
+        assert_eq!(landing.fetch_failures, 0);
+        let (tally, _) = landing.finish(Instant::now(), &[], true);
+        assert_eq!((tally.sent, tally.included, tally.dropped, tally.pending), (20, 20, 0, 0));
+        assert_eq!(landing.included_by_catch_up, 20, "read below the last head");
+    }
+
+    /// The same gap with no time left to read it: one batch is read, the rest is counted
+    /// unread, and what it may hold is pending (not dropped, even past the inclusion timeout).
+    #[test]
+    fn blocks_left_unread_past_the_grace_are_counted_and_what_they_may_hold_is_pending() {
+        let (_node, mut landing) = three_hundred_blocks_then_transfers(20);
+        landing.receive(vec![last_head(&landing)]);
+        landing.read_to_the_end(Instant::now());
+        let unread = landing.blocks_unread();
+        assert!(unread > 0, "one batch of {BLOCKS_PER_END_STEP} read, the rest of 300 not");
+        let past_the_timeout = Instant::now() + Duration::from_secs(60);
+        let (tally, _) = landing.finish(past_the_timeout, &[], true);
+        assert_eq!((tally.sent, tally.included, tally.dropped, tally.pending), (20, 0, 0, 20));
+        assert!(tally.adds_up());
     }
 }

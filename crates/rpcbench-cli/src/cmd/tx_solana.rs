@@ -369,7 +369,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         watch_ends.landing_panicked(message, "what was not seen landed by then is pending at the end");
     }
     drop(dashboard);
-    let tally = landing.finish(&sends, last_landings, Instant::now());
+    let tally = landing.finish(&sends, last_landings, Instant::now(), landing_panic.is_none());
     let acks = std::mem::take(&mut landing.acks);
     // Landings the lookup found have no time: the rate is over the ones seen.
     let landed_window = match (landing.first_send, landing.last_landed) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rpcbench::client::Endpoint;
 use rpcbench::metrics::{LiveMetrics, TransactionFigures};
 use rpcbench::report::tx::TxTimeline;
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep};
+use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
 use rpcbench::tx::solana::lookup::look_up_statuses;
@@ -51,6 +51,8 @@ pub(super) struct SolanaLanding {
     /// The longest a send waits for its answer before it is fed unanswered (a send the wire
     /// failed is never answered).
     answer_wait: Duration,
+    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
+    unwatched: UnwatchedSends,
 }
 
 impl SolanaLanding {
@@ -79,14 +81,16 @@ impl SolanaLanding {
             last_send: None,
             lookup_failures: 0,
             answer_wait: request_timeout + Duration::from_secs(1),
+            unwatched: UnwatchedSends::default(),
         }
     }
 
-    /// Feeds the ledger's sends not yet fed: while sending (at `now`), only up to the first
+    /// Takes the ledger's sends not yet taken: while sending (at `now`), only up to the first
     /// one not yet answered (its answer says whether it is waited for) unless it waited longer
     /// than a request can; once sending is over (`all`), every one. Only the new part of the
-    /// ledger is copied, under its lock, and the ledger forgets it.
-    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+    /// ledger is copied, under its lock, and the ledger forgets it. Each is noted in the
+    /// timeline and its answer in the tally.
+    fn take(&mut self, sends: &SolanaSends, all: bool, now: Instant) -> Vec<SolanaSent> {
         let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
         let fresh: Vec<SolanaSent> = sends.ledger().take_answered(all, answer_by);
         for tx in &fresh {
@@ -95,15 +99,32 @@ impl SolanaLanding {
             self.timeline.sent(tx.sent.saturating_duration_since(first));
             let accepted = self.acks.add(tx.sent, tx.ack);
             self.accepted += u64::from(accepted);
+        }
+        fresh
+    }
+
+    /// Feeds the ledger's sends not yet fed ([`Self::take`]) to the book.
+    fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        for tx in self.take(sends, all, now) {
             // A send without an answer (a timeout, a lost connection) may have reached the node:
             // waited for, rejected unless it lands.
-            let answer = match tx.ack {
-                TxAck::Accepted(_) => SendAnswer::Accepted,
-                TxAck::Refused(_) => SendAnswer::Refused,
-                TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
-            };
+            let answer = send_answer(tx.ack);
             let slot = self.blockhash.slot_at(tx.sent);
             self.book.sent(tx.index, &tx.signature, tx.sent, slot, answer, tx.last_valid_block_height);
+        }
+    }
+
+    /// Counts the ledger's sends not yet taken ([`Self::take`]) after the watch stopped,
+    /// without the book: pending (accepted) or rejected at the end, as the book ends what it
+    /// no longer watches; the watch that looks for them (the poll, the block stream) is told
+    /// they are final, so nothing of them is held.
+    fn count_unwatched(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
+        let fresh = self.take(sends, all, now);
+        for tx in &fresh {
+            self.unwatched.add(tx.sent, send_answer(tx.ack) == SendAnswer::Accepted);
+        }
+        if !fresh.is_empty() {
+            sends.ledger().finished(fresh.iter().map(|tx| tx.index));
         }
     }
 
@@ -162,16 +183,47 @@ impl SolanaLanding {
 
     /// The dashboard's and Prometheus's figures now.
     pub(super) fn live_figures(&self) -> TransactionFigures {
-        live_figures_of(&self.book, self.accepted)
+        let mut figures = live_figures_of(&self.book, self.accepted);
+        figures.sent += self.unwatched.sent;
+        figures.rejected += self.unwatched.rejected;
+        figures.pending += self.unwatched.pending;
+        figures
     }
 
     /// Ends the watch at `end` with the landings `last` the sources gave when stopped: every
-    /// transaction's final outcome in the tally.
-    pub(super) fn finish(&mut self, sends: &SolanaSends, last: Vec<Landing>, end: Instant) -> SolanaTally {
-        self.feed(sends, true, end);
-        self.note(last);
+    /// transaction's final outcome in the tally. A watch that stopped early (`watched` false:
+    /// its thread panicked) is fed nothing more: the sends not yet taken are counted as those
+    /// taken after it stopped were ([`Self::count_unwatched`]).
+    pub(super) fn finish(
+        &mut self,
+        sends: &SolanaSends,
+        last: Vec<Landing>,
+        end: Instant,
+        watched: bool,
+    ) -> SolanaTally {
+        if watched {
+            self.feed(sends, true, end);
+            self.note(last);
+        } else {
+            self.count_unwatched(sends, true, end);
+        }
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
-        book.finish(end)
+        let mut tally = book.finish(end);
+        let unwatched = self.unwatched;
+        tally.sent += unwatched.sent;
+        tally.rejected += unwatched.rejected;
+        tally.pending += unwatched.pending;
+        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
+        tally
+    }
+}
+
+/// What the book needs of the node's answer to a send.
+fn send_answer(ack: TxAck) -> SendAnswer {
+    match ack {
+        TxAck::Accepted(_) => SendAnswer::Accepted,
+        TxAck::Refused(_) => SendAnswer::Refused,
+        TxAck::Unanswered | TxAck::Failed(_) => SendAnswer::Unanswered,
     }
 }
 
@@ -205,6 +257,15 @@ struct SolanaLandingStep {
 impl LandingStep for SolanaLandingStep {
     fn step(&mut self, now: Instant) {
         self.landing.step(&self.sends, &self.sources, false, now);
+        if let Some(live) = &self.live {
+            live.publish_transactions(self.landing.live_figures());
+        }
+    }
+
+    fn step_unwatched(&mut self, now: Instant) {
+        self.landing.count_unwatched(&self.sends, false, now);
+        // The landings are no longer noted: thrown away as they come.
+        drop(self.sources.drain());
         if let Some(live) = &self.live {
             live.publish_transactions(self.landing.live_figures());
         }
@@ -265,5 +326,98 @@ mod tests {
             "{live:?}"
         );
         assert_eq!((live.expired, live.dropped, live.pending), (1, 1, 1), "{live:?}");
+    }
+
+    /// Solana's real landing step, made to panic at its third step.
+    struct PanicsAtThird {
+        inner: SolanaLandingStep,
+        steps: u32,
+    }
+
+    impl LandingStep for PanicsAtThird {
+        fn step(&mut self, now: Instant) {
+            self.steps += 1;
+            assert!(self.steps != 3, "the landing step broke");
+            self.inner.step(now);
+        }
+
+        fn step_unwatched(&mut self, now: Instant) {
+            self.inner.step_unwatched(now);
+        }
+    }
+
+    /// Sends through the engine after the landing thread panicked: the thread takes every
+    /// send out of the ledger (which ends holding none), tells the watch that follows the
+    /// sends (the poll, the block stream) to forget them, feeds the book none, and the final
+    /// counts add up to what was sent.
+    #[test]
+    fn solana_sends_after_a_landing_thread_panicked_are_taken_out_and_not_held_to_the_end() {
+        use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+        use rpcbench::engine::Run;
+        use rpcbench::mock::{Chain, MockOptions, MockServer};
+        use rpcbench::tx::solana::ahead::{PreparedSolanaTx, ReadyQueue};
+        use rpcbench::RequestTemplate;
+
+        let mut options = MockOptions::new(Chain::Solana);
+        options.slot_time = Duration::from_millis(100);
+        let node = MockServer::start(options).unwrap();
+        let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
+        let sent = 600u64;
+        // Not signed: the node refuses each, so each is rejected.
+        let ready = ReadyQueue::new(sent as usize);
+        for index in 0..sent {
+            let signature = [(index % 251) as u8; 64];
+            ready.push(PreparedSolanaTx {
+                index,
+                payer: 0,
+                signature,
+                base64: "AQ".into(),
+                last_valid_block_height: 1,
+            });
+        }
+        let sends = SolanaSends::new(ready, true, "processed");
+        // A watch follows the sends (the status poll, the block stream).
+        sends.ledger().follow();
+        let blockhash =
+            Arc::new(BlockhashFeed::start(endpoint.clone(), "confirmed", Duration::from_secs(1)).unwrap());
+        let timeout = Duration::from_secs(30);
+        let landing =
+            SolanaLanding::new(endpoint, Commitment::Confirmed, blockhash, timeout, Duration::from_secs(5));
+        let sources = LandingSources { watch: None, poll: None };
+        let inner = SolanaLandingStep { landing, sends: sends.clone(), sources, live: None };
+        let running = LandingLoop::start(PanicsAtThird { inner, steps: 0 }).unwrap();
+        while !running.watch_stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let template = RequestTemplate::from_method("getSlot", None).unwrap();
+        let mut config = RunConfig::new(Target::parse(&node.url()).unwrap(), template);
+        config.load = Load::Open { rate: 500.0, arrivals: Arrivals::Uniform, max_connections: 16 };
+        config.length = Length { duration: None, requests: Some(sent) };
+        config.solana_sends = Some(sends.clone());
+        let record = Run::new(config).unwrap().execute().unwrap();
+        assert_eq!(record.totals.counts.total() + record.totals.unsent, sent);
+        // The watch that follows takes the sends and, told they are final, forgets them.
+        let mut followed = 0;
+        let mut forgotten = 0;
+        for _ in 0..3_000 {
+            let (news, finished) = sends.ledger().take_followed(|tx| tx.index);
+            followed += news.len();
+            forgotten += finished.len();
+            if forgotten as u64 == sent {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!((followed as u64, forgotten as u64), (sent, sent), "the follower told every send final");
+        assert_eq!(sends.ledger().held(), 0, "the ledger still holds sends after the panic");
+        let (PanicsAtThird { inner, steps }, panicked) = running.finish();
+        assert_eq!((steps, panicked.as_deref()), (3, Some("the landing step broke")));
+        let mut landing = inner.landing;
+        assert_eq!((landing.book.counts().sent, landing.unwatched.sent), (0, sent), "the book took none");
+        let tally = landing.finish(&sends, Vec::new(), Instant::now(), false);
+        assert_eq!(tally.sent, sent, "every send counted");
+        assert!(tally.adds_up(), "{:?}", tally.finals());
+        assert_eq!(tally.rejected + tally.pending, sent, "not watched: pending or rejected");
+        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
     }
 }

@@ -673,6 +673,13 @@ fn ethereum_text(report: &Value) -> String {
     }
     extra.push_str(&top_up_line(&report["top_ups"]));
     extra.push_str(&watch_ended_line(report, "head watch ended", "included_by_catch_up"));
+    if n("blocks_unread_at_end") > 0 {
+        let _ = writeln!(
+            extra,
+            "blocks unread at end   {}   (revealed by the heads, not read within the grace: what they hold is pending)",
+            n("blocks_unread_at_end")
+        );
+    }
     if n("reorged_out") > 0 || n("reorgs") > 0 {
         let _ = writeln!(
             extra,

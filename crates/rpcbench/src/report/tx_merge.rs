@@ -29,6 +29,7 @@ const SUMMED_BESIDE_FINALS: &[&str] = &[
     "status_lookup_failures",
     "heads_seen",
     "block_fetch_failures",
+    "blocks_unread_at_end",
     "subscriptions",
     "subscriptions_refused",
     "sent_unwatched",
