@@ -21,6 +21,26 @@ fn rpcbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
 }
 
+/// Runs a rate search (`rpcbench capacity ...`) until the generator kept up with every step,
+/// at most three times, and returns the last run. On a loaded 2-core machine the one-thread
+/// generator is sometimes descheduled for tens of milliseconds; a mean send lag of about 11 ms
+/// in a 400 ms step is the 5% shortfall that makes the step `GENERATOR LIMITED` (measured:
+/// 27 ms at 100/s beside a `yes`, load 5). rpcbench says so rightly, and a search with such a
+/// step cannot tell where the node's limit is, which is what these tests check: the figures
+/// of a search that kept up are asserted in full, and a generator that never keeps up still
+/// fails them.
+fn rate_search(args: &[&str]) -> Output {
+    let mut output = rpcbench(args);
+    for _ in 1..3 {
+        let shown = format!("{}{}", stdout(&output), stderr(&output));
+        if !(shown.contains("generator_limited") || shown.contains("GENERATOR LIMITED")) {
+            break;
+        }
+        output = rpcbench(args);
+    }
+    output
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -137,7 +157,7 @@ fn capacity_prints_a_search_as_json_and_text() {
     let mut args = vec!["capacity", &url, "--method", "getSlot", "--slo", "errors<5%", "--start-rate", "100"];
     args.extend(["--precision", "30%", "-f", "json"]);
     args.extend(short);
-    let output = rpcbench(&args);
+    let output = rate_search(&args);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("step  1:"), "progress lines: {}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
@@ -155,7 +175,7 @@ fn capacity_prints_a_search_as_json_and_text() {
     let mut args = vec!["capacity", &url, "--method", "getSlot", "--slo", "p99<1s", "--start-rate", "50"];
     args.extend(["--max-rate", "50", "-q"]);
     args.extend(short);
-    let output = rpcbench(&args);
+    let output = rate_search(&args);
     node.stop();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).is_empty(), "{}", stderr(&output));
@@ -269,7 +289,7 @@ fn a_saved_capacity_search_renders_again() {
         vec!["capacity", &url, "--method", "getSlot", "--slo", "p99<1s,errors<5%", "--start-rate", "100"];
     args.extend(["--precision", "30%", "--step", "400ms", "--warmup", "100ms", "--cooldown", "100ms"]);
     args.extend(["--threads", "1", "--monitor-pid", &me, "--save", &saved]);
-    let live = rpcbench(&args);
+    let live = rate_search(&args);
     node.stop();
     assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
     assert!(stderr(&live).contains("capacity file saved to"), "{}", stderr(&live));
@@ -560,7 +580,7 @@ fn capacity_searches_with_a_suite_or_a_scenarios_mix() {
     let mut args = vec!["capacity", &url, "--suite", "solana-rpc"];
     args.extend(search);
     args.extend(short);
-    let output = rpcbench(&args);
+    let output = rate_search(&args);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("pools sampled"), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
@@ -586,7 +606,7 @@ fn capacity_searches_with_a_suite_or_a_scenarios_mix() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--url"), "{}", stderr(&output));
     args.extend(["--url", url.as_str()]);
-    let output = rpcbench(&args);
+    let output = rate_search(&args);
     node.stop();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use common::{count, solana_node, solana_outcomes_add_up, tx, tx_report, SLOT_MS};
+use common::{count, solana_node, solana_outcomes_add_up, tx, tx_report};
 use rpcbench::mock::SolanaTxOptions;
 use serde_json::Value;
 
@@ -37,19 +37,25 @@ fn three_hundred_solana_transfers_at_300_per_second_all_land_about_a_slot_after_
     assert_eq!(count(&report, "landed"), 300, "every transaction lands: {report}");
     assert_eq!(count(&report, "subscriptions"), 300, "each was subscribed before its send: {report}");
     // The mock lands a transaction in the next slot with a block: its notification comes with
-    // that slot, at most two slot times (one skipped slot) after the send, however busy the
-    // machine, and never before the send was acknowledged... in slots, 1 or 2 after.
+    // that slot, 1 or 2 slots (one skipped slot) after the one the send went out in, and after
+    // the send was acknowledged. Counted in slots, not milliseconds: beside a `yes` on two
+    // cores (load 9) the notifications came 403 ms after the send at p50, still 2 slots after.
+    let slots = report["slots_after_send"]["p50"].as_u64().unwrap();
+    assert!((1..=2).contains(&slots), "{report}");
     let p50 = report["send_to_landed_ms"]["p50"].as_f64().unwrap();
-    assert!(p50 > 0.0 && p50 <= (2 * SLOT_MS) as f64 * 1.5, "{report}");
-    assert!(report["slots_after_send"]["p50"].as_u64().unwrap() >= 1, "{report}");
+    let acked = report["send_to_ack_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 >= acked, "landed after the acknowledgement: {report}");
 }
 
 #[test]
 fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
-    // A tenth never lands; blockhashes are valid 5 blocks, so they expire within a second.
+    // A tenth never lands; blockhashes are valid 30 blocks, so they expire within 3 s. Polled,
+    // the signer fills a second of the schedule (200 transfers) before the first send, all
+    // with the blockhash of the fill: valid only 5 blocks (500 ms), every one of the 200 was
+    // refused as too old in 5 of 9 runs beside a `yes` (load 9), and none was left to drop.
     let node = solana_node(Some(SolanaTxOptions {
         drop_share: 0.1,
-        blockhash_max_age: 5,
+        blockhash_max_age: 30,
         ..SolanaTxOptions::default()
     }));
     let url = node.url();
@@ -77,7 +83,7 @@ fn dropped_solana_transactions_expire_and_polling_states_its_resolution() {
     let truth =
         rpcbench::client::call(&url, "rpcbench_solanaTxStatus", None, Duration::from_secs(5)).unwrap();
     let dropped = truth["dropped"].as_u64().unwrap();
-    assert!(dropped > 0, "{truth}");
+    assert!(dropped > 0, "{truth} {report}");
     // What the mock dropped and nothing else expired; the rest landed or was refused (a
     // blockhash that aged out between signing and sending).
     assert_eq!(count(&report, "expired"), dropped, "{report} {truth}");
@@ -231,7 +237,7 @@ fn a_solana_transaction_dropped_by_the_node_is_looked_up_and_counted_gone() {
         run_looking_up_after_two_seconds(SolanaTxOptions { drop_share: 0.1, ..SolanaTxOptions::default() });
     solana_outcomes_add_up(&report);
     let dropped = truth["dropped"].as_u64().unwrap();
-    assert!(dropped > 0, "{truth}");
+    assert!(dropped > 0, "{truth} {report}");
     assert_eq!(count(&report, "dropped"), dropped, "{report} {truth}");
     assert_eq!(report["dropped_by_cause"]["gone"], dropped, "{report}");
     assert_eq!(report["dropped_by_cause"]["not_looked_up"], 0, "{report}");

@@ -251,11 +251,42 @@ fn a_dead_target_says_so_first_shows_no_latency_and_exits_1() {
     assert!(!text.contains(" 0us"), "no latency figure for a dead target: {text}");
 }
 
+/// Whether a row of the demo's summary is what a busy machine does to a 200 ms step, not an
+/// error of rpcbench or its mock: every request timed out at the demo's 2 s (not every answer
+/// a success, and the median request took the 2 s), or no request went out in the step (the
+/// closed loop's requests sent in the warmup all answered after its end). The debug build's
+/// mock serves about 250 getBlock a second, so 256 connections queue about 1 s on a quiet
+/// machine (1.04 s at p50, load 7.5), and twice that when a `yes` and two compilers share its
+/// two cores (every request of the step timed out at 2.01 s, load 7); a stall of the whole
+/// process longer than a step left one with no request (getBlocks at 16 connections, load 9.8).
+fn timed_out_on_a_busy_machine(row: &str) -> bool {
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    if cells.get(3) == Some(&"0") && cells.get(5) == Some(&"0") {
+        return true;
+    }
+    let p50_seconds = match cells.get(6) {
+        Some(p50) if !p50.ends_with("ms") && !p50.ends_with("us") => {
+            p50.trim_end_matches('s').parse::<f64>().unwrap_or(0.0)
+        }
+        _ => 0.0,
+    };
+    cells.get(4) != Some(&"100.00") && p50_seconds >= 2.0
+}
+
 #[test]
 fn the_demo_prints_every_step_without_errors() {
     let dir = std::env::temp_dir().join(format!("rpcbench-demo-test-{}", std::process::id()));
     let out_dir = dir.display().to_string();
-    let output = rpcbench(&["demo", "--step-duration", "200ms", "--rate", "500", "--out-dir", &out_dir]);
+    let demo = || rpcbench(&["demo", "--step-duration", "200ms", "--rate", "500", "--out-dir", &out_dir]);
+    // A step whose requests waited out the timeout in the queue is run again, at most three
+    // times in all; any other error, or a timeout every time, fails below.
+    let mut output = demo();
+    for _ in 1..3 {
+        if !String::from_utf8_lossy(&output.stdout).lines().any(timed_out_on_a_busy_machine) {
+            break;
+        }
+        output = demo();
+    }
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // The HTML report and the Markdown summary are written, and where is said.
     assert!(stderr(&output).contains(&dir.join("report.html").display().to_string()), "{}", stderr(&output));
