@@ -20,11 +20,14 @@ fn transactions_a_reorg_moves_to_a_later_block_are_counted_reorged_out_and_still
     // A reorg every 2 blocks moves the last block's transactions into the new one. rpcbench
     // notices a move only if it read the block before the reorg replaced it, within a block
     // time: 300 ms blocks were too short beside a `yes` (load 9: 100 included, none noticed
-    // reorged out in 4 blocks), so blocks come every second.
+    // reorged out in 4 blocks), so blocks come every second; and the landing thread stays in
+    // the ordinary class (`--helper-threads ordinary`): in the idle class, on a machine other
+    // work keeps busy, it got no CPU for seconds and read no block before its reorg (1 of 10
+    // runs beside a `yes`, load 6).
     let pool = TxPoolOptions { reorg_every: 2, reorg_depth: 1, ..TxPoolOptions::default() };
     let node = node(Duration::from_secs(1), pool);
-    let report =
-        two_senders_report(&node.url(), &["--rate", "50", "-n", "100", "--inclusion-timeout", "20s"]);
+    let args = ["--rate", "50", "-n", "100", "--inclusion-timeout", "20s", "--helper-threads", "ordinary"];
+    let report = two_senders_report(&node.url(), &args);
     ethereum_outcomes_add_up(&report);
     assert_eq!(count(&report, "included"), 100, "every one lands (again): {report}");
     assert!(count(&report, "reorged_out") > 0, "moved transactions are noticed: {report}");
