@@ -449,7 +449,8 @@ impl Landing {
 
     /// Ends the watch at `end`: every transaction's final outcome in the tally (with blocks
     /// left unread, see [`Landing::read_to_the_end`], what waits is pending, not dropped, once
-    /// past the arrival of the head that revealed the first of them), the dropped ones looked up (`addresses` name their senders), and the answers' tally. A watch that
+    /// past the arrival of the head that revealed the first of them), the dropped ones looked
+    /// up (`addresses` name their senders), and the answers' tally. A watch that
     /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
     /// it no longer watched is pending, with its age, as are the sends taken after it stopped
     /// ([`Landing::count_unwatched`]; the refused and unanswered among them rejected).
