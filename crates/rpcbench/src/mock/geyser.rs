@@ -134,6 +134,10 @@ pub struct GeyserTruth {
     pub unary_failed: AtomicU64,
     /// Updates replayed to subscriptions that asked to start `from_slot`.
     pub replayed: AtomicU64,
+    /// Live updates (not replayed) sent to a subscription registered after their `created_at`:
+    /// a late tick broadcast them after the subscriber came, stamped with the time it was due.
+    /// A client cannot tell them from a replay (both were made before it subscribed).
+    pub live_stamped_before_subscribing: AtomicU64,
     /// When each port took each update for the wire (its first subscriber's): the offsets a race
     /// between ports really had.
     pub sends: super::geyser_sends::GeyserSends,
@@ -694,9 +698,17 @@ impl Geyser for MockGeyser {
             };
             (state.updates.subscribe(), replay)
         };
+        let registered = SystemTime::now();
         state.truth.subscriptions.fetch_add(1, Ordering::Relaxed);
         let (truth, port) = (state.truth.clone(), self.port);
-        tokio::spawn(serve_subscriber(state, self.delay, filters, requests, (replay, updates), out));
+        tokio::spawn(serve_subscriber(
+            state,
+            self.delay,
+            filters,
+            requests,
+            (replay, updates, registered),
+            out,
+        ));
         // An update's send is timed as the server takes it for the wire, the nearest the mock
         // sees to the client's arrival.
         let stream = futures_util::stream::unfold(out_rx, move |mut rx| {
@@ -790,7 +802,7 @@ async fn serve_subscriber(
     delay: Duration,
     mut filters: Filters,
     mut requests: Streaming<SubscribeRequest>,
-    (replay, mut updates): (Vec<Arc<Produced>>, broadcast::Receiver<Arc<Produced>>),
+    (replay, mut updates, registered): (Vec<Arc<Produced>>, broadcast::Receiver<Arc<Produced>>, SystemTime),
     out: tokio::sync::mpsc::Sender<(Result<SubscribeUpdate, Status>, Option<u64>)>,
 ) {
     let options = &state.options;
@@ -889,6 +901,9 @@ async fn serve_subscriber(
             return;
         }
         truth.sent.fetch_add(1, Ordering::Relaxed);
+        if produced.at < registered {
+            truth.live_stamped_before_subscribing.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -75,7 +75,12 @@ fn a_reconnect_resubscribes_from_slot_and_the_replay_is_backfill_without_gaps() 
     // The reconnect pause is 50 ms, the slot time 30 ms: each reconnect missed a slot, which
     // the replay delivered.
     assert!(report.backfill >= report.reconnects, "{text}");
-    assert!(report.backfill <= mock.truth().replayed.load(Ordering::Relaxed), "{text}");
+    // Backfill is what was made before the resubscription: the replay, and what a late tick of
+    // the mock (a busy machine) broadcast after the subscriber came, stamped when it was due.
+    let truth = mock.truth();
+    let made_before = truth.replayed.load(Ordering::Relaxed)
+        + truth.live_stamped_before_subscribing.load(Ordering::Relaxed);
+    assert!(report.backfill <= made_before, "{text}");
     assert_eq!((report.gaps, report.duplicates), (0, 0), "{text}");
     // Backfill is never a lag sample: the items measured are the lag samples and the backfill
     // that arrived in the measured time. That is all the backfill but what arrived after the
@@ -104,8 +109,10 @@ fn a_server_that_refuses_from_slot_is_asked_again_without_it_and_the_missed_slot
     assert_eq!(report.from_slot_refused, report.reconnects, "{text}");
     assert_eq!(report.backfill, 0, "{text}");
     assert_eq!(report.subscribed, 1, "{text}");
-    // At least the slot produced during each 50 ms pause is missing.
-    assert!(report.gaps >= report.reconnects, "{text}");
+    // At least the slot due during each 50 ms pause is missing, unless a late tick of the mock
+    // (a busy machine) broadcast it after the subscriber came back.
+    let late = mock.truth().live_stamped_before_subscribing.load(Ordering::Relaxed);
+    assert!(report.gaps + late >= report.reconnects, "late ticks {late}\n{text}");
     assert_eq!(report.duplicates, 0, "{text}");
 }
 
