@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::args::{duration, rate};
+use rpcbench::tx::receipts::ReceiptSample;
 
 /// Output formats of `tx`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,47 +295,12 @@ pub(crate) fn wei(text: &str) -> Result<u128, String> {
         .ok_or_else(|| format!("'{text}' is not an amount of wei (e.g. 1000000000 or 1gwei)"))
 }
 
-/// Which included transactions' receipts `rpcbench tx` reads (`--receipts`), in parts per
-/// million of the included.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReceiptSample {
-    per_million: u32,
-}
-
-impl ReceiptSample {
-    /// Every included transaction's receipt.
-    pub const ALL: ReceiptSample = ReceiptSample { per_million: 1_000_000 };
-
-    /// Whether the receipt of the transaction with `hash` is read: the hash's first eight bytes
-    /// (uniform for a Keccak-256 hash) against the share, so a sample is the same on every run.
-    pub fn reads(&self, hash: &[u8; 32]) -> bool {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&hash[..8]);
-        let position = u64::from_be_bytes(first) % 1_000_000;
-        position < u64::from(self.per_million)
-    }
-
-    /// Whether every receipt is read.
-    pub fn is_all(&self) -> bool {
-        self.per_million >= 1_000_000
-    }
-
-    /// What the report says was checked: `all`, `none` or `a 10% sample`.
-    pub fn label(&self) -> String {
-        match self.per_million {
-            0 => "none".into(),
-            share if share >= 1_000_000 => "all".into(),
-            share => format!("a {}% sample", share as f64 / 10_000.0),
-        }
-    }
-}
-
 /// `--receipts`: `all`, `none` or a share `N%` (0 < N <= 100, up to four decimals).
 fn receipt_sample(text: &str) -> Result<ReceiptSample, String> {
     let text = text.trim();
     match text {
         "all" => return Ok(ReceiptSample::ALL),
-        "none" => return Ok(ReceiptSample { per_million: 0 }),
+        "none" => return Ok(ReceiptSample::NONE),
         _ => {}
     }
     let share = text
@@ -342,7 +308,7 @@ fn receipt_sample(text: &str) -> Result<ReceiptSample, String> {
         .and_then(|number| number.trim().parse::<f64>().ok())
         .filter(|share| share.is_finite() && *share >= 0.0 && *share <= 100.0)
         .ok_or_else(|| format!("'{text}' is not all, none or a share such as 10%"))?;
-    Ok(ReceiptSample { per_million: (share * 10_000.0).round() as u32 })
+    Ok(ReceiptSample::per_million((share * 10_000.0).round() as u32))
 }
 
 #[cfg(test)]

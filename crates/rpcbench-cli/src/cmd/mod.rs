@@ -18,8 +18,6 @@ pub mod subscribe;
 pub mod suites;
 pub mod tx;
 pub mod tx_fund;
-mod tx_landing;
 mod tx_report;
 pub mod tx_solana;
-mod tx_solana_landing;
 mod tx_watch_health;

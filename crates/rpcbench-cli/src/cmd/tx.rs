@@ -16,6 +16,7 @@ use rpcbench::report::tx::ETHEREUM_WORDS;
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures, TxReorgFigures};
 use rpcbench::tx::ahead::SignedAhead;
 use rpcbench::tx::block_shares::BlockShares;
+use rpcbench::tx::ethereum_landing::{EthereumLanding, EthereumLandingThread};
 use rpcbench::tx::headroom;
 use rpcbench::tx::keys::{keys_from_mnemonic, load_key_file, Address, SenderKey, DEV_MNEMONIC};
 use rpcbench::tx::nonce::NonceBook;
@@ -26,7 +27,6 @@ use rpcbench::tx::sign::{Fees, UnsignedTx};
 use rpcbench::tx::watch::HeadWatch;
 use rpcbench::TxSends;
 
-use super::tx_landing::{Landing, LandingThread};
 use serde_json::{json, Value};
 
 use crate::args::tx::{TxArgs, TxChain};
@@ -344,7 +344,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     });
     // While sending, the landing watch feeds the book: each send (once answered) and each
     // head's block, so a reorg is seen as it happens and the book holds only what is open.
-    let mut landing = Landing::new(
+    let mut landing = EthereumLanding::new(
         node.clone(),
         args.inclusion_timeout,
         args.confirm_depth,
@@ -352,7 +352,7 @@ pub fn run(args: TxArgs) -> ExitCode {
         args.receipts,
         args.timeout,
     );
-    let sending = match LandingThread::start(landing, sends.clone(), watch, store.clone()) {
+    let sending = match EthereumLandingThread::start(landing, sends.clone(), watch, store.clone()) {
         Ok(sending) => sending,
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
     };
@@ -369,13 +369,13 @@ pub fn run(args: TxArgs) -> ExitCode {
     } else {
         landing.count_unwatched(&fresh);
     }
-    let accepted = landing.accepted;
+    let accepted = landing.noted.accepted;
 
     // Wait for inclusions: until nothing is waiting, the inclusion timeout of the last send
     // has passed, or (after an interrupt) the grace is over. Each tick costs the heads that
     // came and the transactions that timed out, never the number sent. A landing thread that
     // panicked stopped the watch: nothing is waited for.
-    let last_send = landing.last_send.unwrap_or_else(Instant::now);
+    let last_send = landing.noted.last_send.unwrap_or_else(Instant::now);
     let full_wait = last_send + args.inclusion_timeout;
     let mut deadline = full_wait;
     let mut grace_started = false;
@@ -429,7 +429,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     drop(dashboard);
     let end = Instant::now();
     let (tally, acks) = landing.finish(end, &addresses, landing_panic.is_none());
-    let included_window = match (landing.first_send, landing.last_included) {
+    let included_window = match (landing.noted.first_send, landing.last_included) {
         (Some(first), Some(last)) => last.saturating_duration_since(first),
         _ => Duration::ZERO,
     };
@@ -524,7 +524,7 @@ pub fn run(args: TxArgs) -> ExitCode {
     // count from a sample is labelled so in every format.
     report["receipts_checked"] = json!(args.receipts.label());
     let figures = super::tx_report::TxRunFigures::new(
-        landing.timeline,
+        landing.noted.timeline,
         &acks.ack_us,
         &tally.latency_us,
         &record.totals.send_lag,

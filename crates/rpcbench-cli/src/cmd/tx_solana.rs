@@ -7,7 +7,7 @@
 //! landed, failed (landed with an error), expired (its blockhash's validity passed), dropped
 //! (not landed within `--inclusion-timeout`), rejected (by reason) or pending, and the report
 //! states that they add up to what was sent. One not seen landed in time is looked up with
-//! `getSignatureStatuses` first (`tx_solana_landing`): landed after all, failed, expired, or
+//! `getSignatureStatuses` first (`rpcbench::tx::solana::landing_thread`): landed after all, failed, expired, or
 //! dropped by cause (gone, below the commitment, not looked up).
 
 use std::process::ExitCode;
@@ -23,13 +23,13 @@ use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
 use rpcbench::tx::solana::ahead::{ahead_capacity, ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
+use rpcbench::tx::solana::landing_thread::{LandingSources, SolanaLanding, SolanaLandingThread};
 use rpcbench::tx::solana::watch::{
     Commitment, SentNews, SentSince, SignaturePoll, SignatureWatch, SignatureWatchError,
 };
 use rpcbench::SolanaSends;
 use serde_json::{json, Value};
 
-use super::tx_solana_landing::{LandingSources, SolanaLanding, SolanaLandingThread};
 use super::tx_watch_health::{say_ends, WatchEnds};
 use crate::args::tx::{CommitmentArg, LandingArg, TxArgs};
 use crate::output;
@@ -323,7 +323,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     if landing_panic.is_none() {
         landing.step(&sends, &sources, true, Instant::now());
     }
-    let mut deadline = landing.last_send.unwrap_or_else(Instant::now) + args.inclusion_timeout;
+    let mut deadline = landing.noted.last_send.unwrap_or_else(Instant::now) + args.inclusion_timeout;
     let mut grace_started = false;
     while landing_panic.is_none() {
         let now = Instant::now();
@@ -370,14 +370,14 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     }
     drop(dashboard);
     let tally = landing.finish(&sends, last_landings, Instant::now(), landing_panic.is_none());
-    let acks = std::mem::take(&mut landing.acks);
+    let acks = std::mem::take(&mut landing.noted.acks);
     // Landings the lookup found have no time: the rate is over the ones seen.
-    let landed_window = match (landing.first_send, landing.last_landed) {
+    let landed_window = match (landing.noted.first_send, landing.last_landed) {
         (Some(first), Some(last)) => last.saturating_duration_since(first),
         _ => Duration::ZERO,
     };
     let per_second = super::tx_report::per_second;
-    let accepted = landing.accepted;
+    let accepted = landing.noted.accepted;
     let outcomes = TxOutcomeFigures {
         sent: tally.sent,
         accepted,
@@ -450,7 +450,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     });
     outcomes.write_into(SOLANA_WORDS, &mut report);
     let figures = super::tx_report::TxRunFigures::new(
-        std::mem::take(&mut landing.timeline),
+        std::mem::take(&mut landing.noted.timeline),
         &acks.ack_us,
         &tally.latency_us,
         &record.totals.send_lag,

@@ -13,6 +13,7 @@
 pub mod ahead;
 pub mod ahead_queue;
 pub mod block_shares;
+pub mod ethereum_landing;
 pub(crate) mod feed_watch;
 pub mod fund;
 pub mod headroom;
@@ -25,6 +26,7 @@ pub mod quantity;
 pub mod receipts;
 pub mod refusal;
 pub mod resync;
+pub mod sends_noted;
 pub mod sign;
 pub mod solana;
 pub mod top_up;

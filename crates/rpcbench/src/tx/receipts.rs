@@ -14,6 +14,48 @@ pub fn hash_hex(hash: &[u8; 32]) -> String {
     crate::tx::keys::hex_0x(hash)
 }
 
+/// Which included transactions' receipts `rpcbench tx` reads (`--receipts`), in parts per
+/// million of the included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiptSample {
+    per_million: u32,
+}
+
+impl ReceiptSample {
+    /// Every included transaction's receipt.
+    pub const ALL: ReceiptSample = ReceiptSample { per_million: 1_000_000 };
+    /// No receipt.
+    pub const NONE: ReceiptSample = ReceiptSample { per_million: 0 };
+
+    /// `per_million` of the included transactions' receipts (a million or more: all).
+    pub const fn per_million(per_million: u32) -> ReceiptSample {
+        ReceiptSample { per_million }
+    }
+
+    /// Whether the receipt of the transaction with `hash` is read: the hash's first eight bytes
+    /// (uniform for a Keccak-256 hash) against the share, so a sample is the same on every run.
+    pub fn reads(&self, hash: &[u8; 32]) -> bool {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash[..8]);
+        let position = u64::from_be_bytes(first) % 1_000_000;
+        position < u64::from(self.per_million)
+    }
+
+    /// Whether every receipt is read.
+    pub fn is_all(&self) -> bool {
+        self.per_million >= 1_000_000
+    }
+
+    /// What the report says was checked: `all`, `none` or `a 10% sample`.
+    pub fn label(&self) -> String {
+        match self.per_million {
+            0 => "none".into(),
+            share if share >= 1_000_000 => "all".into(),
+            share => format!("a {}% sample", share as f64 / 10_000.0),
+        }
+    }
+}
+
 /// What a receipt is read for: its status.
 #[derive(Debug, Deserialize)]
 struct ReceiptStatus {

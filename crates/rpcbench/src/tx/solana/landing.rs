@@ -119,7 +119,7 @@ pub struct SolanaTally {
 }
 
 impl SolanaTally {
-    fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         SolanaTally {
             sent: 0,
             landed: 0,

@@ -14,6 +14,7 @@ mod blocks;
 mod catch_up;
 pub mod keys;
 pub mod landing;
+pub mod landing_thread;
 pub mod lookup;
 mod recent;
 mod status;

@@ -9,20 +9,31 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rpcbench::client::Endpoint;
-use rpcbench::metrics::{LiveMetrics, TransactionFigures};
-use rpcbench::report::tx::TxTimeline;
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
-use rpcbench::tx::solana::blockhash::BlockhashFeed;
-use rpcbench::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
-use rpcbench::tx::solana::lookup::look_up_statuses;
-use rpcbench::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
-use rpcbench::{AckTally, SolanaSends, SolanaSent, TxAck};
+use crate::client::Endpoint;
+use crate::metrics::{LiveMetrics, TransactionFigures};
+use crate::tx::landing_loop::{LandingLoop, LandingStep};
+use crate::tx::sends_noted::SendsNoted;
+use crate::tx::solana::blockhash::BlockhashFeed;
+use crate::tx::solana::landing::{LandingBook, SendAnswer, SolanaTally};
+use crate::tx::solana::lookup::look_up_statuses;
+use crate::tx::solana::watch::{Commitment, Landing, SignaturePoll, SignatureWatch};
+use crate::{SolanaSends, SolanaSent, TxAck};
 
 /// How the run sees its transactions land: the subscription watch or the status poll.
-pub(super) struct LandingSources {
-    pub(super) watch: Option<SignatureWatch>,
-    pub(super) poll: Option<SignaturePoll>,
+pub struct LandingSources {
+    /// The `signatureSubscribe` watch (or the block stream), if the run has one.
+    pub watch: Option<SignatureWatch>,
+    /// The `getSignatureStatuses` poll, if the run has one.
+    pub poll: Option<SignaturePoll>,
+}
+
+impl std::fmt::Debug for LandingSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LandingSources")
+            .field("watch", &self.watch.is_some())
+            .field("poll", &self.poll.is_some())
+            .finish()
+    }
 }
 
 impl LandingSources {
@@ -36,29 +47,37 @@ impl LandingSources {
 }
 
 /// The book and everything fed to it.
-pub(super) struct SolanaLanding {
+pub struct SolanaLanding {
     node: Endpoint,
     commitment: Commitment,
-    pub(super) book: LandingBook,
+    /// Every send fed and not final yet, and the tally of those that are.
+    pub book: LandingBook,
     blockhash: Arc<BlockhashFeed>,
-    pub(super) acks: AckTally,
-    pub(super) accepted: u64,
-    pub(super) timeline: TxTimeline,
-    pub(super) first_send: Option<Instant>,
-    pub(super) last_landed: Option<Instant>,
-    pub(super) last_send: Option<Instant>,
-    pub(super) lookup_failures: u64,
+    /// The sends taken, and those counted only (after the watch stopped).
+    pub noted: SendsNoted,
+    /// When the latest landing seen happened.
+    pub last_landed: Option<Instant>,
+    /// `getSignatureStatuses` calls that failed.
+    pub lookup_failures: u64,
     /// The longest a send waits for its answer before it is fed unanswered (a send the wire
     /// failed is never answered).
     answer_wait: Duration,
-    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
-    unwatched: UnwatchedSends,
+}
+
+impl std::fmt::Debug for SolanaLanding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SolanaLanding")
+            .field("unfinished", &self.book.unfinished())
+            .field("accepted", &self.noted.accepted)
+            .field("lookup_failures", &self.lookup_failures)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SolanaLanding {
     /// A landing watch: what is not seen landed `timeout` after its send is looked up at
     /// `commitment`; `request_timeout` bounds how long a send can wait for its answer.
-    pub(super) fn new(
+    pub fn new(
         node: Endpoint,
         commitment: Commitment,
         blockhash: Arc<BlockhashFeed>,
@@ -73,39 +92,26 @@ impl SolanaLanding {
             commitment,
             book: LandingBook::new(timeout, early_hold).log_finished(),
             blockhash,
-            acks: AckTally::default(),
-            accepted: 0,
-            timeline: TxTimeline::new(),
-            first_send: None,
+            noted: SendsNoted::default(),
             last_landed: None,
-            last_send: None,
             lookup_failures: 0,
             answer_wait: request_timeout + Duration::from_secs(1),
-            unwatched: UnwatchedSends::default(),
         }
     }
 
     /// Takes the ledger's sends not yet taken: while sending (at `now`), only up to the first
     /// one not yet answered (its answer says whether it is waited for) unless it waited longer
     /// than a request can; once sending is over (`all`), every one. Only the new part of the
-    /// ledger is copied, under its lock, and the ledger forgets it. Each is noted in the
-    /// timeline and its answer in the tally.
-    fn take(&mut self, sends: &SolanaSends, all: bool, now: Instant) -> Vec<SolanaSent> {
+    /// ledger is copied, under its lock, and the ledger forgets it.
+    fn take(&self, sends: &SolanaSends, all: bool, now: Instant) -> Vec<SolanaSent> {
         let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
-        let fresh: Vec<SolanaSent> = sends.ledger().take_answered(all, answer_by);
-        for tx in &fresh {
-            let first = *self.first_send.get_or_insert(tx.sent);
-            self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
-            self.timeline.sent(tx.sent.saturating_duration_since(first));
-            let accepted = self.acks.add(tx.sent, tx.ack);
-            self.accepted += u64::from(accepted);
-        }
-        fresh
+        sends.ledger().take_answered(all, answer_by)
     }
 
-    /// Feeds the ledger's sends not yet fed ([`Self::take`]) to the book.
+    /// Feeds the ledger's sends not yet fed ([`Self::take`]) to the book, each noted first.
     fn feed(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
         for tx in self.take(sends, all, now) {
+            self.noted.note(tx.sent, tx.ack);
             // A send without an answer (a timeout, a lost connection) may have reached the node:
             // waited for, rejected unless it lands.
             let answer = send_answer(tx.ack);
@@ -121,7 +127,7 @@ impl SolanaLanding {
     fn count_unwatched(&mut self, sends: &SolanaSends, all: bool, now: Instant) {
         let fresh = self.take(sends, all, now);
         for tx in &fresh {
-            self.unwatched.add(tx.sent, send_answer(tx.ack) == SendAnswer::Accepted);
+            self.noted.note_unwatched(tx.sent, tx.ack);
         }
         if !fresh.is_empty() {
             sends.ledger().finished(fresh.iter().map(|tx| tx.index));
@@ -146,12 +152,12 @@ impl SolanaLanding {
     }
 
     fn note_landed_at(&mut self) {
-        let Some(first) = self.first_send else {
+        let Some(first) = self.noted.first_send else {
             // Nothing fed yet: the arrivals wait in the book for the first send.
             return;
         };
         for at in self.book.take_landed_at() {
-            self.timeline.included(at.saturating_duration_since(first));
+            self.noted.timeline.included(at.saturating_duration_since(first));
             self.last_landed = Some(self.last_landed.map_or(at, |last| last.max(at)));
         }
     }
@@ -174,7 +180,7 @@ impl SolanaLanding {
     }
 
     /// One step at `now`: new sends, new landings, the due looked up.
-    pub(super) fn step(&mut self, sends: &SolanaSends, sources: &LandingSources, all: bool, now: Instant) {
+    pub fn step(&mut self, sends: &SolanaSends, sources: &LandingSources, all: bool, now: Instant) {
         self.feed(sends, all, now);
         self.note(sources.drain());
         self.look_up_due(now);
@@ -182,11 +188,9 @@ impl SolanaLanding {
     }
 
     /// The dashboard's and Prometheus's figures now.
-    pub(super) fn live_figures(&self) -> TransactionFigures {
-        let mut figures = live_figures_of(&self.book, self.accepted);
-        figures.sent += self.unwatched.sent;
-        figures.rejected += self.unwatched.rejected;
-        figures.pending += self.unwatched.pending;
+    pub fn live_figures(&self) -> TransactionFigures {
+        let mut figures = live_figures_of(&self.book, self.noted.accepted);
+        self.noted.add_unwatched_to(&mut figures, Instant::now());
         figures
     }
 
@@ -194,7 +198,7 @@ impl SolanaLanding {
     /// transaction's final outcome in the tally. A watch that stopped early (`watched` false:
     /// its thread panicked) is fed nothing more: the sends not yet taken are counted as those
     /// taken after it stopped were ([`Self::count_unwatched`]).
-    pub(super) fn finish(
+    pub fn finish(
         &mut self,
         sends: &SolanaSends,
         last: Vec<Landing>,
@@ -209,11 +213,7 @@ impl SolanaLanding {
         }
         let book = std::mem::replace(&mut self.book, LandingBook::new(Duration::ZERO, Duration::ZERO));
         let mut tally = book.finish(end);
-        let unwatched = self.unwatched;
-        tally.sent += unwatched.sent;
-        tally.rejected += unwatched.rejected;
-        tally.pending += unwatched.pending;
-        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
+        self.noted.add_unwatched_to(&mut tally, end);
         tally
     }
 }
@@ -273,12 +273,18 @@ impl LandingStep for SolanaLandingStep {
 }
 
 /// The landing watch on a thread of its own while the engine sends.
-pub(super) struct SolanaLandingThread(LandingLoop<SolanaLandingStep>);
+pub struct SolanaLandingThread(LandingLoop<SolanaLandingStep>);
+
+impl std::fmt::Debug for SolanaLandingThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SolanaLandingThread").finish_non_exhaustive()
+    }
+}
 
 impl SolanaLandingThread {
     /// Starts feeding `landing` from `sends`' ledger and `sources` every 20 ms, on a thread
     /// that steps aside for the pacer (as Ethereum's landing thread does).
-    pub(super) fn start(
+    pub fn start(
         landing: SolanaLanding,
         sends: Arc<SolanaSends>,
         sources: LandingSources,
@@ -289,7 +295,7 @@ impl SolanaLandingThread {
 
     /// Sending is over: stops the thread and gives the watch back, with the message of the
     /// panic that stopped it early if a step panicked (then nothing more is to be fed to it).
-    pub(super) fn finish(self) -> (SolanaLanding, LandingSources, Option<String>) {
+    pub fn finish(self) -> (SolanaLanding, LandingSources, Option<String>) {
         let (SolanaLandingStep { landing, sources, .. }, panicked) = self.0.finish();
         (landing, sources, panicked)
     }
@@ -298,7 +304,7 @@ impl SolanaLandingThread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcbench::tx::solana::landing::{SendAnswer, StatusFound};
+    use crate::tx::solana::landing::{SendAnswer, StatusFound};
 
     #[test]
     fn the_live_solana_figures_show_landed_failed_expired_and_dropped_apart() {
@@ -352,11 +358,11 @@ mod tests {
     /// counts add up to what was sent.
     #[test]
     fn solana_sends_after_a_landing_thread_panicked_are_taken_out_and_not_held_to_the_end() {
-        use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
-        use rpcbench::engine::Run;
-        use rpcbench::mock::{Chain, MockOptions, MockServer};
-        use rpcbench::tx::solana::ahead::{PreparedSolanaTx, ReadyQueue};
-        use rpcbench::RequestTemplate;
+        use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+        use crate::engine::Run;
+        use crate::mock::{Chain, MockOptions, MockServer};
+        use crate::tx::solana::ahead::{PreparedSolanaTx, ReadyQueue};
+        use crate::RequestTemplate;
 
         let mut options = MockOptions::new(Chain::Solana);
         options.slot_time = Duration::from_millis(100);
@@ -413,11 +419,15 @@ mod tests {
         let (PanicsAtThird { inner, steps }, panicked) = running.finish();
         assert_eq!((steps, panicked.as_deref()), (3, Some("the landing step broke")));
         let mut landing = inner.landing;
-        assert_eq!((landing.book.counts().sent, landing.unwatched.sent), (0, sent), "the book took none");
+        assert_eq!(
+            (landing.book.counts().sent, landing.noted.unwatched().sent),
+            (0, sent),
+            "the book took none"
+        );
         let tally = landing.finish(&sends, Vec::new(), Instant::now(), false);
         assert_eq!(tally.sent, sent, "every send counted");
         assert!(tally.adds_up(), "{:?}", tally.finals());
         assert_eq!(tally.rejected + tally.pending, sent, "not watched: pending or rejected");
-        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
+        assert_eq!(tally.pending, landing.noted.accepted, "the accepted are pending");
     }
 }

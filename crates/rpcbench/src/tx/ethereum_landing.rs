@@ -10,20 +10,18 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rpcbench::client::batches::LookupBatches;
-use rpcbench::client::Endpoint;
-use rpcbench::metrics::{LiveMetrics, TransactionFigures};
-use rpcbench::report::tx::TxTimeline;
-use rpcbench::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
-use rpcbench::tx::landing_loop::{LandingLoop, LandingStep, UnwatchedSends};
-use rpcbench::tx::poll::HeadSource;
-use rpcbench::tx::quantity::hex_quantity;
-use rpcbench::tx::receipts::{hash_hex, read_statuses};
-use rpcbench::tx::watch::SeenHead;
-use rpcbench::{AckTally, SentTx, TxAck, TxSends};
+use crate::client::batches::LookupBatches;
+use crate::client::Endpoint;
+use crate::metrics::{LiveMetrics, TransactionFigures};
+use crate::tx::inclusion::{DropCause, InclusionBook, InclusionTally, Settled, TxFinal};
+use crate::tx::landing_loop::{LandingLoop, LandingStep};
+use crate::tx::poll::HeadSource;
+use crate::tx::quantity::hex_quantity;
+use crate::tx::receipts::{hash_hex, read_statuses, ReceiptSample};
+use crate::tx::sends_noted::SendsNoted;
+use crate::tx::watch::SeenHead;
+use crate::{AckTally, SentTx, TxAck, TxSends};
 use serde_json::{json, Value};
-
-use crate::args::tx::ReceiptSample;
 
 /// Blocks read at most in one landing step (filling a gap between two heads seen, or again
 /// below a reorg): a longer gap is read over the next steps, oldest first, so a step never
@@ -79,21 +77,19 @@ fn fetch_block(node: &Endpoint, number: u64) -> Option<FetchedBlock> {
 }
 
 /// The book and everything fed to it.
-pub(super) struct Landing {
+pub struct EthereumLanding {
     node: Endpoint,
     /// The batch size of its lookups, halved when the node refuses one as too large.
     batches: LookupBatches,
-    pub(super) book: InclusionBook,
+    /// Every send fed and not final yet, and the tally of those that are.
+    pub book: InclusionBook,
     timeout: Duration,
-    acks: AckTally,
-    pub(super) timeline: TxTimeline,
-    pub(super) first_send: Option<Instant>,
-    pub(super) last_send: Option<Instant>,
-    pub(super) last_included: Option<Instant>,
+    /// The sends taken, and those counted only (after the watch stopped).
+    pub noted: SendsNoted,
+    /// When the latest inclusion seen happened.
+    pub last_included: Option<Instant>,
     /// Sends fed so far (each one's tag in the book is its number in this count).
     fed: u64,
-    /// Sends fed that the node accepted.
-    pub(super) accepted: u64,
     /// The longest a send waits for its answer before it is fed unanswered.
     answer_wait: Duration,
     /// Sender and nonce of each send fed and not final yet, by tag (for the lookup of the
@@ -113,24 +109,36 @@ pub(super) struct Landing {
     /// The first block that can hold a transaction of the run: the one after the head at the
     /// start (nothing below it is read again after a reorg).
     first_block: u64,
-    pub(super) heads_seen: u64,
+    /// Heads received.
+    pub heads_seen: u64,
     first_head: Option<(u64, Instant)>,
     last_head: Option<(u64, Instant)>,
-    pub(super) fetch_failures: u64,
-    pub(super) receipt_failures: u64,
+    /// Block reads that failed.
+    pub fetch_failures: u64,
+    /// Receipt reads that failed.
+    pub receipt_failures: u64,
     /// Inclusions not seen at a notified head's own block: in blocks read to fill a gap below
     /// a head (heads missed while the watch reconnected, or skipped by the node), or below a
     /// polled head (while the watch had no connection): their time is that head's arrival,
     /// when they were seen.
-    pub(super) included_by_catch_up: u64,
+    pub included_by_catch_up: u64,
     /// Whose receipts are read.
     receipts: ReceiptSample,
     /// Dropped transactions to look up at the end: hash, sender and nonce (the first
     /// [`MAX_DROP_LOOKUPS`]; the others only counted, in `not_looked_up`).
     lookups: Vec<DroppedTx>,
     not_looked_up: u64,
-    /// The sends taken after the watch stopped (its thread panicked): counted, not watched.
-    unwatched: UnwatchedSends,
+}
+
+impl std::fmt::Debug for EthereumLanding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EthereumLanding")
+            .field("fed", &self.fed)
+            .field("unfinished", &self.book.unfinished())
+            .field("heads_seen", &self.heads_seen)
+            .field("unread", &self.blocks_unread())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A dropped transaction to look up: its hash, its sender's index and its nonce.
@@ -141,10 +149,10 @@ struct DroppedTx {
     nonce: u64,
 }
 
-impl Landing {
+impl EthereumLanding {
     /// A landing watch for a run that starts with the node's head at `head_at_start`, whose
     /// requests wait `request_timeout` at most for their answer.
-    pub(super) fn new(
+    pub fn new(
         node: Endpoint,
         timeout: Duration,
         confirm_depth: u64,
@@ -152,18 +160,14 @@ impl Landing {
         receipts: ReceiptSample,
         request_timeout: Duration,
     ) -> Self {
-        Landing {
+        EthereumLanding {
             node,
             batches: LookupBatches::new(LOOKUP_BATCH),
             book: InclusionBook::with_confirm_depth(confirm_depth).log_settled(),
             timeout,
-            acks: AckTally::default(),
-            timeline: TxTimeline::new(),
-            first_send: None,
-            last_send: None,
+            noted: SendsNoted::default(),
             last_included: None,
             fed: 0,
-            accepted: 0,
             answer_wait: request_timeout + ANSWER_MARGIN,
             unfinished: HashMap::new(),
             deferred: VecDeque::new(),
@@ -181,7 +185,6 @@ impl Landing {
             receipts,
             lookups: Vec::new(),
             not_looked_up: 0,
-            unwatched: UnwatchedSends::default(),
         }
     }
 
@@ -198,32 +201,17 @@ impl Landing {
     /// sending (at `now`), up to the first one not yet answered (its answer says whether it is
     /// waited for) unless it waited longer than a request can; once sending is over (`all`),
     /// every one. The ledger forgets them: it holds only what is not handed on.
-    pub(super) fn take_from(
-        &self,
-        sends: &TxSends,
-        all: bool,
-        now: Instant,
-    ) -> (Vec<SentTx>, Option<Instant>) {
+    pub fn take_from(&self, sends: &TxSends, all: bool, now: Instant) -> (Vec<SentTx>, Option<Instant>) {
         let mut ledger = sends.ledger();
         let answer_by = now.checked_sub(self.answer_wait).unwrap_or(now);
         let fresh = ledger.take_answered(all, answer_by);
         (fresh, ledger.next_untaken().map(|tx| tx.sent))
     }
 
-    /// Notes `tx`'s send in the timeline and its answer in the tally; true when accepted.
-    fn note_send(&mut self, tx: &SentTx) -> bool {
-        let first = *self.first_send.get_or_insert(tx.sent);
-        self.last_send = Some(self.last_send.map_or(tx.sent, |last| last.max(tx.sent)));
-        self.timeline.sent(tx.sent.saturating_duration_since(first));
-        let took = self.acks.add(tx.sent, tx.ack);
-        self.accepted += u64::from(took);
-        took
-    }
-
     /// Feeds `fresh`, sends taken from the ledger in send order.
-    pub(super) fn feed(&mut self, fresh: &[SentTx]) {
+    pub fn feed(&mut self, fresh: &[SentTx]) {
         for tx in fresh {
-            let took = self.note_send(tx);
+            let took = self.noted.note(tx.sent, tx.ack);
             let head = self.head_at(tx.sent);
             let tag = self.fed;
             if tx.ack == TxAck::Unanswered {
@@ -243,15 +231,14 @@ impl Landing {
     /// Counts `fresh`, sends taken from the ledger after the watch stopped, without the book:
     /// pending (accepted) or rejected at the end, as the book ends what it no longer watches;
     /// nothing of them is held.
-    pub(super) fn count_unwatched(&mut self, fresh: &[SentTx]) {
+    pub fn count_unwatched(&mut self, fresh: &[SentTx]) {
         for tx in fresh {
-            let took = self.note_send(tx);
-            self.unwatched.add(tx.sent, took);
+            self.noted.note_unwatched(tx.sent, tx.ack);
         }
     }
 
-    /// Takes heads as they arrived; they are fed by [`Landing::process`].
-    pub(super) fn receive(&mut self, heads: Vec<SeenHead>) {
+    /// Takes heads as they arrived; they are fed by [`EthereumLanding::process`].
+    pub fn receive(&mut self, heads: Vec<SeenHead>) {
         for head in heads {
             if self.recent.len() == RECENT_HEADS {
                 if let Some((number, _)) = self.recent.pop_front() {
@@ -266,7 +253,7 @@ impl Landing {
     /// Feeds each received head whose arrival no unfed send precedes (`next_unfed`: the send
     /// instant of the first one not fed, `None` when all are), then reads at most
     /// [`BLOCKS_PER_STEP`] of the blocks they revealed, oldest first.
-    pub(super) fn process(&mut self, next_unfed: Option<Instant>) {
+    pub fn process(&mut self, next_unfed: Option<Instant>) {
         while let Some(head) = self.deferred.front().copied() {
             if next_unfed.is_some_and(|next| next < head.arrived) {
                 break;
@@ -280,8 +267,8 @@ impl Landing {
     /// The end of the watch: feeds the heads not yet fed, then reads the blocks they and the
     /// heads before revealed that are still unread, [`BLOCKS_PER_END_STEP`] at a time, oldest
     /// first, the first batch whatever the hour and the next ones until `by`. What is still
-    /// unread then is counted ([`Landing::blocks_unread`]): what it may hold ends pending.
-    pub(super) fn read_to_the_end(&mut self, by: Instant) {
+    /// unread then is counted ([`EthereumLanding::blocks_unread`]): what it may hold ends pending.
+    pub fn read_to_the_end(&mut self, by: Instant) {
         while let Some(head) = self.deferred.pop_front() {
             self.head(&head);
         }
@@ -294,12 +281,12 @@ impl Landing {
     }
 
     /// Blocks the heads revealed that are not read yet.
-    pub(super) fn blocks_unread(&self) -> u64 {
+    pub fn blocks_unread(&self) -> u64 {
         self.unread.iter().map(|blocks| blocks.last - blocks.next + 1).sum()
     }
 
     /// Whether blocks the heads revealed wait to be read.
-    pub(super) fn reading_behind(&self) -> bool {
+    pub fn reading_behind(&self) -> bool {
         !self.unread.is_empty()
     }
 
@@ -386,7 +373,7 @@ impl Landing {
     /// Settles what timed out by `now` (no later than the first head not yet fed, and before
     /// the arrival of the first head whose blocks are not all read: they may hold it), to be
     /// looked up at the end.
-    pub(super) fn expire(&mut self, now: Instant) {
+    pub fn expire(&mut self, now: Instant) {
         let now = self.deferred.front().map_or(now, |head| head.arrived.min(now));
         let now = match self.unread.front() {
             Some(blocks) => {
@@ -411,50 +398,51 @@ impl Landing {
                 }
             }
         }
-        let Some(first) = self.first_send else { return };
+        let Some(first) = self.noted.first_send else { return };
         for settled in settled {
             if let TxFinal::Included { latency, .. } | TxFinal::Reverted { latency, .. } = settled.outcome {
                 let at = settled.sent + latency;
-                self.timeline.included(at.saturating_duration_since(first));
+                self.noted.timeline.included(at.saturating_duration_since(first));
                 self.last_included = Some(self.last_included.map_or(at, |last| last.max(at)));
             }
         }
     }
 
     /// The dashboard's and Prometheus's figures now.
-    pub(super) fn live_figures(&self) -> TransactionFigures {
+    pub fn live_figures(&self) -> TransactionFigures {
         let counts = self.book.counts();
-        let unwatched = &self.unwatched;
-        TransactionFigures {
-            sent: counts.sent + unwatched.sent,
-            accepted: self.accepted,
-            rejected: counts.rejected + unwatched.rejected,
+        let mut figures = TransactionFigures {
+            sent: counts.sent,
+            accepted: self.noted.accepted,
+            rejected: counts.rejected,
             // The book counts the final reverted among the included (kept inclusions' receipts
             // are read when they are final).
             included: counts.included.saturating_sub(counts.reverted),
             reverted: counts.reverted,
             expired: 0,
             dropped: counts.dropped,
-            pending: counts.pending + unwatched.pending,
+            pending: counts.pending,
             reorged_out: counts.reorged_out,
-        }
+        };
+        self.noted.add_unwatched_to(&mut figures, Instant::now());
+        figures
     }
 
     /// The block time as the heads seen show it (first to last), if two differ.
-    pub(super) fn block_time(&self) -> Option<Duration> {
+    pub fn block_time(&self) -> Option<Duration> {
         let ((first_number, first_at), (last_number, last_at)) = (self.first_head?, self.last_head?);
         let blocks = u32::try_from(last_number.checked_sub(first_number)?).ok().filter(|n| *n > 0)?;
         Some(last_at.saturating_duration_since(first_at) / blocks)
     }
 
     /// Ends the watch at `end`: every transaction's final outcome in the tally (with blocks
-    /// left unread, see [`Landing::read_to_the_end`], what waits is pending, not dropped, once
+    /// left unread, see [`EthereumLanding::read_to_the_end`], what waits is pending, not dropped, once
     /// past the arrival of the head that revealed the first of them), the dropped ones looked
     /// up (`addresses` name their senders), and the answers' tally. A watch that
     /// stopped early (`watched` false: its thread panicked) times nothing out at the end: what
     /// it no longer watched is pending, with its age, as are the sends taken after it stopped
-    /// ([`Landing::count_unwatched`]; the refused and unanswered among them rejected).
-    pub(super) fn finish(
+    /// ([`EthereumLanding::count_unwatched`]; the refused and unanswered among them rejected).
+    pub fn finish(
         &mut self,
         end: Instant,
         addresses: &[String],
@@ -465,19 +453,15 @@ impl Landing {
         if watched && self.reading_behind() {
             self.expire(end);
         }
-        let book = std::mem::replace(&mut self.book, InclusionBook::new());
+        let book = std::mem::take(&mut self.book);
         let timeout = if watched && !self.reading_behind() { self.timeout } else { Duration::MAX };
         let (mut tally, _expired, settled) = book.finish(end, timeout);
         self.note_settled(settled);
-        let unwatched = self.unwatched;
-        tally.sent += unwatched.sent;
-        tally.rejected += unwatched.rejected;
-        tally.pending += unwatched.pending;
-        tally.oldest_pending = tally.oldest_pending.max(unwatched.oldest_pending_age(end));
+        self.noted.add_unwatched_to(&mut tally, end);
         for cause in self.look_up_dropped(addresses) {
             *tally.dropped_by.entry(cause).or_default() += 1;
         }
-        (tally, std::mem::take(&mut self.acks))
+        (tally, std::mem::take(&mut self.noted.acks))
     }
 
     /// Why each dropped transaction was not included: `eth_getTransactionByHash` (in a block,
@@ -523,7 +507,7 @@ impl Landing {
 /// Ethereum's part of the landing thread: the landing book, the ledger it takes the sends
 /// from, the heads it takes the blocks from and where it publishes the live figures.
 struct EthereumLandingStep {
-    landing: Landing,
+    landing: EthereumLanding,
     sends: Arc<TxSends>,
     heads: HeadSource,
     live: Option<LiveMetrics>,
@@ -556,23 +540,29 @@ impl LandingStep for EthereumLandingStep {
 }
 
 /// The landing watch on a thread of its own while the engine sends.
-pub(super) struct LandingThread(LandingLoop<EthereumLandingStep>);
+pub struct EthereumLandingThread(LandingLoop<EthereumLandingStep>);
 
-impl LandingThread {
+impl std::fmt::Debug for EthereumLandingThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EthereumLandingThread").finish_non_exhaustive()
+    }
+}
+
+impl EthereumLandingThread {
     /// Starts feeding `landing` from `sends`' ledger and `heads` every 20 ms, on a thread that
     /// steps aside for the pacer (its block and receipt reads come in bursts a head at a time).
-    pub(super) fn start(
-        landing: Landing,
+    pub fn start(
+        landing: EthereumLanding,
         sends: Arc<TxSends>,
         heads: HeadSource,
         live: Option<LiveMetrics>,
     ) -> std::io::Result<Self> {
-        LandingLoop::start(EthereumLandingStep { landing, sends, heads, live }).map(LandingThread)
+        LandingLoop::start(EthereumLandingStep { landing, sends, heads, live }).map(EthereumLandingThread)
     }
 
     /// Sending is over: stops the thread and gives the watch back, with the message of the
     /// panic that stopped it early if a step panicked (then nothing more is to be fed to it).
-    pub(super) fn finish(self) -> (Landing, HeadSource, Option<String>) {
+    pub fn finish(self) -> (EthereumLanding, HeadSource, Option<String>) {
         let (EthereumLandingStep { landing, heads, .. }, panicked) = self.0.finish();
         (landing, heads, panicked)
     }
@@ -594,16 +584,16 @@ fn hash_bytes(text: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcbench::engine::config::{Arrivals, Length, Load, RunConfig, Target};
-    use rpcbench::engine::Run;
-    use rpcbench::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
-    use rpcbench::outcome::TxRefusal;
-    use rpcbench::tx::ahead::SignedAhead;
-    use rpcbench::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
-    use rpcbench::tx::nonce::NonceBook;
-    use rpcbench::tx::poll::HeadPoll;
-    use rpcbench::tx::sign::{Fees, UnsignedTx};
-    use rpcbench::RequestTemplate;
+    use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
+    use crate::engine::Run;
+    use crate::mock::{Chain, MockOptions, MockServer, TxPoolOptions};
+    use crate::outcome::TxRefusal;
+    use crate::tx::ahead::SignedAhead;
+    use crate::tx::keys::{keys_from_mnemonic, Address, DEV_MNEMONIC};
+    use crate::tx::nonce::NonceBook;
+    use crate::tx::poll::HeadPoll;
+    use crate::tx::sign::{Fees, UnsignedTx};
+    use crate::RequestTemplate;
 
     /// The mock Ethereum node (chain 31337) with its mempool, a block every `block_time`.
     fn node_with_pool(block_time: Duration) -> (MockServer, Endpoint) {
@@ -651,7 +641,7 @@ mod tests {
     /// Ethereum's landing fed two sends a step from `sends`, one of them included in block 11
     /// at the second step; the third step panics.
     struct FeedsThenPanics {
-        landing: Landing,
+        landing: EthereumLanding,
         sends: Vec<SentTx>,
         steps: u32,
     }
@@ -682,7 +672,8 @@ mod tests {
         let node = MockServer::start(MockOptions::new(Chain::Ethereum)).unwrap();
         let endpoint = Endpoint::parse(&node.url(), Duration::from_secs(5)).unwrap();
         let timeout = Duration::from_millis(1);
-        let landing = Landing::new(endpoint, timeout, 0, 10, ReceiptSample::ALL, Duration::from_secs(5));
+        let landing =
+            EthereumLanding::new(endpoint, timeout, 0, 10, ReceiptSample::ALL, Duration::from_secs(5));
         let start = Instant::now();
         // 0 accepted (included), 1 refused, 2 accepted, 3 unanswered, 4-7 accepted (taken from
         // the ledger after the panic).
@@ -752,7 +743,8 @@ mod tests {
         let heads =
             HeadSource::Polled(HeadPoll::start(endpoint.clone(), Duration::from_millis(50), head).unwrap());
         let timeout = Duration::from_secs(30);
-        let landing = Landing::new(endpoint, timeout, 0, head, ReceiptSample::ALL, Duration::from_secs(5));
+        let landing =
+            EthereumLanding::new(endpoint, timeout, 0, head, ReceiptSample::ALL, Duration::from_secs(5));
         let inner = EthereumLandingStep { landing, sends: sends.clone(), heads, live: None };
         let running = LandingLoop::start(PanicsAt { inner, steps: 0, panic_at: 3 }).unwrap();
         // Every send comes after the panic.
@@ -776,21 +768,21 @@ mod tests {
         let EthereumLandingStep { mut landing, heads, .. } = inner;
         drop(heads.stop());
         // The thread took them all, and the book none: a few counters hold them.
-        assert_eq!((landing.fed, landing.book.unfinished(), landing.unwatched.sent), (0, 0, sent));
+        assert_eq!((landing.fed, landing.book.unfinished(), landing.noted.unwatched().sent), (0, 0, sent));
         let (fresh, _) = landing.take_from(&sends, true, Instant::now());
         assert!(fresh.is_empty(), "nothing left for the command to take");
         let (tally, acks) = landing.finish(Instant::now(), &[], false);
         assert_eq!(tally.sent, sent, "every send counted");
         assert!(tally.adds_up(), "{:?}", tally.finals());
         assert_eq!((tally.included, tally.dropped), (0, 0), "not watched: pending or rejected");
-        assert_eq!(tally.pending, landing.accepted, "the accepted are pending");
+        assert_eq!(tally.pending, landing.noted.accepted, "the accepted are pending");
         assert!(tally.pending > 0 && tally.oldest_pending > Duration::ZERO);
         assert_eq!(acks.rejected_by.values().sum::<u64>(), tally.rejected);
     }
 
     /// A node that made 300 blocks since the run's start, then included `count` transfers of
     /// the dev mnemonic's first account: its landing, fed every send, has heard no head yet.
-    fn three_hundred_blocks_then_transfers(count: u64) -> (MockServer, Landing) {
+    fn three_hundred_blocks_then_transfers(count: u64) -> (MockServer, EthereumLanding) {
         let (node, endpoint) = node_with_pool(Duration::from_millis(10));
         let head_at_start = quantity(&endpoint, "eth_blockNumber", json!([]));
         while quantity(&endpoint, "eth_blockNumber", json!([])) < head_at_start + 300 {
@@ -806,8 +798,14 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         let timeout = Duration::from_secs(30);
-        let mut landing =
-            Landing::new(endpoint, timeout, 0, head_at_start, ReceiptSample::ALL, Duration::from_secs(5));
+        let mut landing = EthereumLanding::new(
+            endpoint,
+            timeout,
+            0,
+            head_at_start,
+            ReceiptSample::ALL,
+            Duration::from_secs(5),
+        );
         let (fresh, _) = landing.take_from(&sends, true, Instant::now());
         assert_eq!(fresh.len() as u64, count);
         landing.feed(&fresh);
@@ -815,7 +813,7 @@ mod tests {
     }
 
     /// The head the run's last look at the node gives: over 300 blocks above the last read.
-    fn last_head(landing: &Landing) -> SeenHead {
+    fn last_head(landing: &EthereumLanding) -> SeenHead {
         let number = quantity(&landing.node, "eth_blockNumber", json!([]));
         SeenHead { number, arrived: Instant::now(), produced_at_us: None, polled: true }
     }
