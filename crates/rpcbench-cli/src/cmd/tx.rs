@@ -24,6 +24,7 @@ use rpcbench::tx::poll::{HeadPoll, HeadSource};
 use rpcbench::tx::quantity::hex_quantity;
 use rpcbench::tx::resync::{NonceLookupError, NonceSource};
 use rpcbench::tx::sign::{Fees, UnsignedTx};
+use rpcbench::tx::signer_watch::SignerWatch;
 use rpcbench::tx::watch::HeadWatch;
 use rpcbench::TxSends;
 
@@ -327,6 +328,7 @@ pub fn run(args: TxArgs) -> ExitCode {
             format!("open loop, {}, {senders} sender(s), {}", super::tx_report::rate_text(&args), kind.name);
         (live, header)
     });
+    let signer_rate = super::tx_watch_health::shard_rate(&config);
     let run = match Run::new(config) {
         Ok(run) => run,
         Err(err) => return output::usage_error(err),
@@ -356,7 +358,14 @@ pub fn run(args: TxArgs) -> ExitCode {
         Ok(sending) => sending,
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
     };
+    let waits = sends.clone();
+    let signer_watch = super::tx_watch_health::watch_signer(
+        move || waits.waits_for_signer(),
+        signer_rate,
+        dashboard.is_some(),
+    );
     let record = run.execute();
+    signer_watch.map(SignerWatch::finish);
     let (landing_back, watch, landing_panic) = sending.finish();
     landing = landing_back;
     let record = match record {

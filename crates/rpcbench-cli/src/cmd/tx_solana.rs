@@ -20,6 +20,7 @@ use rpcbench::engine::config::Load;
 use rpcbench::engine::Run;
 use rpcbench::report::tx::{TxThreshold, SOLANA_WORDS};
 use rpcbench::report::tx_outcomes::{identity_broken_text, TxOutcomeFigures};
+use rpcbench::tx::signer_watch::SignerWatch;
 use rpcbench::tx::solana::ahead::{ahead_capacity, ReadyQueue, SignedTo, SolanaSigner, TransferPlan};
 use rpcbench::tx::solana::blockhash::BlockhashFeed;
 use rpcbench::tx::solana::keys::{load_keypair_file, SolanaKeypair};
@@ -284,6 +285,7 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
     });
     // Signed ahead before the schedule starts: the first sends never wait for a signature.
     ready.wait_filled(Instant::now() + FILL_AHEAD_WAIT);
+    let signer_rate = super::tx_watch_health::shard_rate(&config);
     let run = match Run::new(config) {
         Ok(run) => run,
         Err(err) => return output::usage_error(err),
@@ -307,7 +309,11 @@ pub fn run(args: TxArgs, node: Endpoint, genesis: String, thresholds: Vec<TxThre
         Ok(sending) => sending,
         Err(err) => return output::failure(format!("cannot start the landing watch: {err}")),
     };
+    let waits = ready.clone();
+    let signer_watch =
+        super::tx_watch_health::watch_signer(move || waits.pop_waits(), signer_rate, dashboard.is_some());
     let record = run.execute();
+    signer_watch.map(SignerWatch::finish);
     let (mut landing, sources, landing_panic) = sending.finish();
     let record = match record {
         Ok(record) => record,

@@ -2,9 +2,12 @@
 //! line per end (the first few word for word, then how many more), whether it gave up
 //! reconnecting, and the report's `watch_reconnects` and `watch_ended` (the last end's reason,
 //! and why reconnecting failed since, if it did); and a landing thread that panicked, said the
-//! same way.
+//! same way. And, while it sends, the signer's watch: a stderr line as soon as the signer falls
+//! behind the schedule.
 
+use rpcbench::engine::config::{Load, RunConfig};
 use rpcbench::report::tx::times;
+use rpcbench::tx::signer_watch::{SignerWatch, SIGNER_WATCH_EVERY};
 use rpcbench::tx::watch::{WatchHealth, ENDS_KEPT, RECONNECT};
 
 /// The report's figures of a watch's connection: reconnects, and why it last ended (`None`:
@@ -59,4 +62,29 @@ pub(super) fn say_ends(what: &str, health: &WatchHealth, after_give_up: &str) ->
         }
     }
     WatchEnds { reconnects: health.reconnects(), last_end: health.last_end(), gave_up }
+}
+
+/// The rate this shard sends at, for [`watch_signer`] (`None`: a closed loop).
+pub(super) fn shard_rate(config: &RunConfig) -> Option<f64> {
+    match config.load {
+        Load::Open { rate, .. } => Some(rate / config.shard.count.max(1) as f64),
+        Load::Closed { .. } => None,
+    }
+}
+
+/// Starts the watch on the signer of a run sending at `rate` (`waits`: the sends so far that
+/// waited for it): a stderr line the first second it falls behind, unless the dashboard holds
+/// the terminal (then the report's `signer waits` line says it). `None` for a closed loop, or
+/// if the thread cannot start (the report still says it).
+pub(super) fn watch_signer(
+    waits: impl Fn() -> u64 + Send + 'static,
+    rate: Option<f64>,
+    dashboard: bool,
+) -> Option<SignerWatch> {
+    let warn = move |text: &str| {
+        if !dashboard {
+            eprintln!("warning: {text}");
+        }
+    };
+    SignerWatch::start(waits, rate?, SIGNER_WATCH_EVERY, rpcbench::helper_threads(), warn).ok()
 }

@@ -28,6 +28,7 @@ pub mod refusal;
 pub mod resync;
 pub mod sends_noted;
 pub mod sign;
+pub mod signer_watch;
 pub mod solana;
 pub mod top_up;
 pub mod watch;
