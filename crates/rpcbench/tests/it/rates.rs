@@ -37,12 +37,16 @@ fn achieved_rate_under_overload_is_responses_over_the_time_measured() {
     let ran = started.elapsed().as_secs_f64();
     let report = RunReport::new(&config, &record);
     let requests = &report.requests;
-    assert_eq!(requests.total, 100);
+    // All 100 due are sent late, one at a time, until the run's hard end (the 1 s, the 5 s
+    // timeout and 1 s more): a busy machine that made the ~5 s of sends take longer than that
+    // leaves the last few unsent, counted so.
+    assert_eq!(requests.total + requests.unsent.unwrap_or(0), 100, "{requests:?}");
+    assert!(requests.total >= 80, "{requests:?}");
     // At most the 20/s one connection to a 50 ms server carries (and a little for the
     // window's rounding); at least the responses over the whole time the run took, however
     // late a busy machine made it (a rate over the 1 s window would be 100/s).
     assert!(requests.rate <= 24.0, "rate {}", requests.rate);
-    assert!(requests.rate >= 100.0 / ran, "rate {} after {ran:.2} s", requests.rate);
+    assert!(requests.rate >= requests.responded as f64 / ran, "rate {} after {ran:.2} s", requests.rate);
     assert!((requests.rate - requests.per_second_mean).abs() < 5.0, "{requests:?}");
     assert_eq!(requests.offered_rate.map(f64::round), Some(100.0));
     let text = render_text(&report);
