@@ -161,7 +161,9 @@ fn a_feed_that_accepts_and_never_sends_is_a_stall_after_the_idle_timeout_and_sta
 #[test]
 fn a_goaway_mid_stream_is_a_disconnect_by_its_cause_and_the_feed_is_reopened() {
     let feed = hostile_feed(Hostility::GoAway);
-    let report = subscribe(&feed, 600, |_| {});
+    // A cycle (connect, three slots, 20 ms, GOAWAY, a 50 ms pause) takes ~100 ms: two of
+    // them fit the 1.2 s even with each one 500 ms late on a busy machine.
+    let report = subscribe(&feed, 1200, |_| {});
     let text = report.render_text();
     // The GOAWAY names the open stream as processed, then the server closes: HTTP/2's client
     // sees the connection lost under the stream, but the server said GOAWAY, and so does the
@@ -191,7 +193,8 @@ fn a_message_claiming_a_gigabyte_is_refused_from_its_length_prefix_not_buffered(
     let feed = hostile_feed(Hostility::Huge);
     // The feed sends 9 bytes of a "1 GiB" message: waiting to buffer it would never end; it is
     // refused at once from its prefix, over the 1 MiB limit, on every reconnect.
-    let report = subscribe(&feed, 500, |config| config.max_message = 1 << 20);
+    // Two reconnects (each after a 50 ms pause) fit the 1 s even when each is 400 ms late.
+    let report = subscribe(&feed, 1000, |config| config.max_message = 1 << 20);
     let text = report.render_text();
     let too_large = report.closed_by_server.get("grpc message too large").copied().unwrap_or(0);
     assert!(too_large >= 2, "{:?}\n{text}", report.closed_by_server);

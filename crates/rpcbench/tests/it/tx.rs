@@ -328,12 +328,15 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     assert_eq!(sent.len() as u64, record.totals.counts.total(), "every request carried a transaction");
 
     // Heads until two blocks after the last send, each block fetched once.
+    // A bound on the wait, from the run's end: the run itself can take minutes on a busy
+    // machine (a debug build signing 3,000 transactions), so its heads are not counted in it.
     let last_send = sent.iter().map(|tx| tx.sent).max().unwrap();
+    let waited = std::time::Instant::now();
     let mut heads = Vec::new();
     while heads.iter().filter(|head: &&rpcbench::tx::watch::SeenHead| head.arrived > last_send).count() < 2 {
         std::thread::sleep(Duration::from_millis(50));
         heads.extend(watch.drain());
-        assert!(heads.len() < 100, "the heads keep coming");
+        assert!(waited.elapsed() < Duration::from_secs(60), "the heads keep coming: {} seen", heads.len());
     }
     heads.extend(watch.stop());
     let mut book = InclusionBook::new().log_settled();
@@ -394,9 +397,11 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
         truth.record(micros(true_latency).max(1)).unwrap();
     }
     assert_eq!(measured.len(), tally.included);
+    // The two differ by the heads' delivery over the WebSocket, which a busy machine delays by
+    // up to a few hundred ms; measuring from the wrong block would put them a second apart.
     let (measured_p50, true_p50) = (measured.value_at_quantile(0.5), truth.value_at_quantile(0.5));
     assert!(
-        measured_p50.abs_diff(true_p50) <= 50_000,
+        measured_p50.abs_diff(true_p50) <= 500_000,
         "inclusion p50 {measured_p50} µs, the mock's true p50 {true_p50} µs"
     );
     eprintln!(
