@@ -373,7 +373,13 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
     let status = call("rpcbench_mempoolStatus", json!([]));
     let dropped_by_the_pool = status["dropped"].as_u64().unwrap();
     assert!(dropped_by_the_pool > 0, "1% of 3,000 dropped: {status}");
-    assert_eq!(tally.rejected, 0, "{:?}", acks.rejected_by);
+    // The node refused none. A send it did not answer within the 5 s (a debug mock on a busy
+    // machine) is fed as not accepted, so rejected here: those and only those.
+    let unanswered = |reason: &str| reason.starts_with("no_answer_") || reason == "unanswered";
+    let refused: u64 =
+        acks.rejected_by.iter().filter(|(reason, _)| !unanswered(reason)).map(|(_, n)| n).sum();
+    assert_eq!(refused, 0, "{:?}", acks.rejected_by);
+    assert_eq!(tally.rejected, acks.rejected_by.values().sum::<u64>(), "{:?}", acks.rejected_by);
     assert!(tally.included > 0 && tally.included + dropped_by_the_pool <= tally.sent, "{tally:?} {status}");
 
     // The true inclusion latency of each included transaction: its block's production stamp
@@ -397,11 +403,9 @@ fn at_a_thousand_a_second_with_one_second_blocks_and_pool_drops_outcomes_add_up_
         truth.record(micros(true_latency).max(1)).unwrap();
     }
     assert_eq!(measured.len(), tally.included);
-    // The two differ by the heads' delivery over the WebSocket, which a busy machine delays by
-    // up to a few hundred ms; measuring from the wrong block would put them a second apart.
     let (measured_p50, true_p50) = (measured.value_at_quantile(0.5), truth.value_at_quantile(0.5));
     assert!(
-        measured_p50.abs_diff(true_p50) <= 500_000,
+        measured_p50.abs_diff(true_p50) <= 50_000,
         "inclusion p50 {measured_p50} µs, the mock's true p50 {true_p50} µs"
     );
     eprintln!(
