@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rpcbench::client;
@@ -208,6 +208,31 @@ fn both_ethereum_suites_run_clean_against_anvil() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The address of the live metrics `child` prints first on its stderr (`--metrics-listen`),
+/// and the rest of its stderr, to be read (kept open: the child writes to it to the end).
+fn metrics_address(child: &mut Child) -> (String, std::io::Lines<std::io::BufReader<ChildStderr>>) {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stderr.take().expect("a piped stderr")).lines();
+    let first = lines.next().expect("a line on stderr").unwrap();
+    let addr = first
+        .strip_prefix("metrics: http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no metrics address in '{first}'"))
+        .to_string();
+    (addr, lines)
+}
+
+/// The value of the unlabelled metric `name` at `addr` now, if it shows one.
+fn scrape_gauge(addr: &str, name: &str) -> Option<f64> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let prefix = format!("{name} ");
+    response.lines().find_map(|line| line.strip_prefix(&prefix)).and_then(|value| value.trim().parse().ok())
+}
+
 #[test]
 fn new_heads_from_anvil_arrive_for_every_mined_block() {
     let Some(binary) = anvil_binary() else { return };
@@ -217,18 +242,31 @@ fn new_heads_from_anvil_arrive_for_every_mined_block() {
     let accounts: Vec<String> =
         accounts.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_string).collect();
     let ws_url = url.replace("http://", "ws://");
-    let subscriber = std::thread::spawn(move || {
-        rpcbench(&["subscribe", &ws_url, "--sub", "newHeads", "--subscribers", "3", "-d", "3s", "-f", "json"])
-    });
+    // The blocks are mined once the three subscriptions are active, as the subscriber's live
+    // metrics say (a fixed 500 ms wait was a bet on how soon the process started and
+    // subscribed), and well before its 10 s are up.
+    let mut subscriber = Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["subscribe", &ws_url, "--sub", "newHeads", "--subscribers", "3", "-d", "10s", "-f", "json"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let (metrics, stderr) = metrics_address(&mut subscriber);
+    let waited = Instant::now();
+    while scrape_gauge(&metrics, "rpcbench_subscribe_active") != Some(3.0) {
+        assert!(waited.elapsed() < Duration::from_secs(60), "the 3 subscriptions never showed active");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Anvil mines a block per transaction: 10 blocks while the subscribers listen.
-    std::thread::sleep(Duration::from_millis(500));
     for i in 0..10 {
         let transfer = json!({"from": accounts[i % 4], "to": accounts[(i + 1) % 4], "value": "0x1"});
         call(&url, "eth_sendTransaction", json!([transfer]));
         std::thread::sleep(Duration::from_millis(100));
     }
-    let output = subscriber.join().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = subscriber.wait_with_output().expect("the output is read");
+    let stderr: Vec<String> = stderr.map_while(Result::ok).collect();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr.join("\n"));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["subscribed"], 3, "{report}");
     assert_eq!(report["notifications"], 30, "every block at every subscriber: {report}");

@@ -106,18 +106,19 @@ fn the_dashboard_shows_live_figures_follows_a_resize_and_q_ends_the_run_with_the
     let url = node.url();
     let command = pane_command(&["run", &url, "--method", "eth_blockNumber", "--rate", "100", "-d", "120s"]);
     let Some(tmux) = Tmux::start("run", &command) else { return };
-    let screen = tmux.wait_for("a p50 from the run", |screen| {
-        screen.contains("eth_blockNumber") && p50_ms(screen).is_some()
+    // A node answering after 5 ms: the median is a few ms, whatever the machine's speed
+    // within reason (not below the node's latency, not ten times it). Waited for, not read
+    // off the first screen that shows one: on a busy machine the run's first requests can
+    // queue behind a stalled thread (an open loop counts their wait), and the first p50 shown
+    // is of those few; a figure in the wrong unit (µs, s) never comes into the range.
+    let screen = tmux.wait_for("a p50 of a few ms from the run", |screen| {
+        screen.contains("eth_blockNumber") && p50_ms(screen).is_some_and(|p50| (5.0..50.0).contains(&p50))
     });
     for panel in
         ["elapsed", "remaining", "open loop, 100/s", "requests/s", "whole run", "outcomes", "ok", "generator"]
     {
         assert!(screen.contains(panel), "{panel:?} missing:\n{screen}");
     }
-    // A node answering after 5 ms: the median is a few ms, whatever the machine's speed
-    // within reason (not below the node's latency, not ten times it).
-    let p50 = p50_ms(&screen).unwrap();
-    assert!((5.0..50.0).contains(&p50), "p50 {p50} ms:\n{screen}");
     println!("{screen}");
 
     let resized = tmux.run(&["resize-window", "-t", "dash", "-x", "100", "-y", "30"]);

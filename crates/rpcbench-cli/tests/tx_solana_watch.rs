@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use common::{count, rpcbench};
+use common::{count, ends_add_up, rpcbench};
 use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions};
 use serde_json::Value;
 
@@ -22,8 +22,9 @@ fn node(slot_ms: u64, max_queue: usize, delay: Option<Duration>) -> MockServer {
     MockServer::start(mock).expect("the mock node starts")
 }
 
-/// 400 transfers at 200/s, each subscribed before its send, as JSON; and the stderr.
-fn run_400(url: &str) -> (Value, String) {
+/// 400 transfers at 200/s, each subscribed before its send and looked up `inclusion_timeout`
+/// after it unless seen landed before, as JSON; and the stderr.
+fn run_400(url: &str, inclusion_timeout: &str) -> (Value, String) {
     let output = rpcbench(&[
         "tx",
         url,
@@ -39,7 +40,13 @@ fn run_400(url: &str) -> (Value, String) {
         "--landing",
         "signatures",
         "--inclusion-timeout",
-        "2s",
+        inclusion_timeout,
+        // The helper threads (signer, watch) in the ordinary class: in the idle class, on a
+        // core three busy loops kept busy, sends stalled for 7-15 s (the watch's landings seen
+        // 3.4 s after their send, 207-340 of 400 found only by the lookup; 63 sends unanswered
+        // in one run, 3 expired in another, sent 12 s after they were signed).
+        "--helper-threads",
+        "ordinary",
         "-f",
         "json",
     ]);
@@ -55,7 +62,11 @@ fn a_flood_of_signature_subscriptions_at_start_keeps_the_watch_open() {
     // more than the 8 notifications a connection may leave unsent. A client that reads them
     // is not a slow subscriber: the node writes the burst and the watch stays open.
     let node = node(500, 8, None);
-    let (report, stderr) = run_400(&node.url());
+    // Each landing seen by its notification, none by the lookup at the timeout: a generous
+    // one (the run ends once every one is seen), so that a watch starved of CPU for a second
+    // or two on a busy machine is not taken for one that lost a notification (which still
+    // waits it out and is counted unseen).
+    let (report, stderr) = run_400(&node.url(), "20s");
     assert_eq!(report["watch_ended"], Value::Null, "{report}");
     assert!(!stderr.contains("signature watch ended"), "{stderr}");
     assert_eq!(node.ws_stats().subscribers_closed_slow, 0, "{:?}", node.ws_stats());
@@ -73,16 +84,18 @@ fn a_signature_watch_that_ends_says_why_in_the_report_and_reconnects() {
     // one unsent allowed: the node closes the watch's connection as a slow subscriber (1008),
     // each time it reconnected and the notifications pile up again.
     let node = node(100, 1, Some(Duration::from_secs(1)));
-    let (report, stderr) = run_400(&node.url());
+    let (report, stderr) = run_400(&node.url(), "2s");
     let closed = node.ws_stats().subscribers_closed_slow;
     assert!(closed >= 1, "{:?}", node.ws_stats());
     let why = report["watch_ended"].as_str().unwrap_or_else(|| panic!("no watch_ended: {report}"));
     assert!(why.contains("1008") && why.contains("subscription queue overflow"), "{why}");
-    let said = stderr.matches("warning: the signature watch ended: ").count() as u64;
-    assert_eq!(said, closed.min(rpcbench::tx::watch::ENDS_KEPT as u64), "one line per end: {stderr}");
     assert!(stderr.contains(why), "{stderr}");
     let reconnects = count(&report, "watch_reconnects");
-    assert!(reconnects <= closed, "{report}");
+    // One line per end the client saw, against its own count of them (against the node's
+    // closes, the lines would be one short if the node closed a connection as the run stopped
+    // the watch; and a close while the watch subscribed again is a failed attempt, not an end).
+    let ends = ends_add_up(&stderr, "signature watch", reconnects);
+    assert!(ends >= 1 && ends <= closed, "{ends} ends said, {closed} closes: {stderr}");
     // What went out while no connection was open is subscribed on the reconnect or, at the
     // run's end, unwatched; either way looked up once not seen landed: nothing is lost.
     assert!(count(&report, "subscriptions") + count(&report, "sent_unwatched") <= 400, "{report}");

@@ -13,7 +13,7 @@
 use std::process::Output;
 use std::time::Duration;
 
-use common::{count, ethereum_outcomes_add_up, rpcbench, SLOT_MS};
+use common::{count, ends_add_up, ethereum_outcomes_add_up, rpcbench, SLOT_MS};
 use rpcbench::mock::{Chain, MockOptions, MockServer, SolanaTxOptions, TxPoolOptions};
 use serde_json::Value;
 
@@ -75,8 +75,9 @@ fn ethereum_run(url: &str, inclusion_timeout: &str) -> (Value, String) {
     ]))
 }
 
-/// 400 transfers at 200/s, landings seen by `landing` at `commitment`.
-fn solana_run(url: &str, landing: &str, commitment: &str) -> (Value, String) {
+/// 400 transfers at 200/s, landings seen by `landing` at `commitment`, each looked up
+/// `inclusion_timeout` after its send unless seen landed before.
+fn solana_run(url: &str, landing: &str, commitment: &str, inclusion_timeout: &str) -> (Value, String) {
     report_of(rpcbench(&[
         "tx",
         url,
@@ -92,7 +93,7 @@ fn solana_run(url: &str, landing: &str, commitment: &str) -> (Value, String) {
         "--landing",
         landing,
         "--inclusion-timeout",
-        "2s",
+        inclusion_timeout,
         "--helper-threads",
         "ordinary",
         "-f",
@@ -101,17 +102,24 @@ fn solana_run(url: &str, landing: &str, commitment: &str) -> (Value, String) {
 }
 
 /// The node closed the watch (1001 "going away") at least once and it reconnected each time
-/// but possibly the last (the run may end before it): said in the report and on stderr.
+/// but possibly the last (the run may end before it): said in the report and on stderr, one
+/// line per end, every close of the node's seen but possibly one at the run's end (compared
+/// with the node's closes alone, the lines would be one short when a close's timer fired as
+/// the run stopped the watch).
 fn reconnected(report: &Value, stderr: &str, node: &MockServer, what: &str) {
     let closed = node.ws_stats().closed_on_schedule;
     assert!(closed >= 1, "{:?}", node.ws_stats());
     let why = report["watch_ended"].as_str().unwrap_or_else(|| panic!("no watch_ended: {report}"));
     assert!(why.contains("1001") && why.contains("going away"), "{why}");
     let reconnects = count(report, "watch_reconnects");
-    assert!(reconnects >= 1 && reconnects <= closed, "{reconnects} reconnects, {closed} closes: {report}");
+    assert!(reconnects >= 1, "{reconnects} reconnects, {closed} closes: {report}");
     assert_eq!(report["watch_gave_up"], false, "{report}");
-    let said = stderr.matches(&format!("warning: the {what} ended: ")).count() as u64;
-    assert_eq!(said, closed.min(rpcbench::tx::watch::ENDS_KEPT as u64), "one line per end: {stderr}");
+    // The client saw every close of the node's but possibly the last: the mock counts a close
+    // when its timer fires, and one that fired as the run stopped the watch (or that the
+    // mock's connection task, running late, took before the client's own close it had read)
+    // is one the client never saw as an end.
+    let ends = ends_add_up(stderr, what, reconnects);
+    assert!(ends <= closed && closed <= ends + 1, "{ends} ends said, {closed} closes: {stderr}");
     let reconnected = format!("the {what} reconnected {}", rpcbench::report::tx::times(reconnects));
     assert!(stderr.contains(&reconnected), "{stderr}");
 }
@@ -138,7 +146,11 @@ fn a_head_watch_that_is_closed_mid_run_reconnects_and_every_transaction_is_inclu
 #[test]
 fn a_signature_watch_that_is_closed_mid_run_reconnects_and_every_transaction_lands() {
     let node = closing_node(Chain::Solana, None);
-    let (report, stderr) = solana_run(&node.url(), "signatures", "processed");
+    // Each landing is seen by its notification or the reconnect's check, never by the lookup
+    // at the timeout: a generous one (the run ends once every one is seen), so that a watch
+    // starved of CPU for a second or two on a busy machine (a reconnect's gap, a notification
+    // read late) is not taken for one that lost a landing, which still waits it out.
+    let (report, stderr) = solana_run(&node.url(), "signatures", "processed", "20s");
     reconnected(&report, &stderr, &node, "signature watch");
     assert_eq!(count(&report, "sent"), 400, "{report}");
     // Those sent while no connection was open were subscribed after their send, on the
@@ -165,7 +177,7 @@ fn a_signature_watch_that_is_closed_mid_run_reconnects_and_every_transaction_lan
 #[test]
 fn a_block_stream_that_is_closed_mid_run_reconnects() {
     let node = closing_node(Chain::Solana, None);
-    let (report, stderr) = solana_run(&node.url(), "blocks", "confirmed");
+    let (report, stderr) = solana_run(&node.url(), "blocks", "confirmed", "2s");
     reconnected(&report, &stderr, &node, "block stream");
     assert_eq!(count(&report, "sent"), 400, "{report}");
     assert_eq!(count(&report, "landed"), 400, "{report}");
@@ -199,7 +211,8 @@ fn a_head_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and_poll
 #[test]
 fn a_signature_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and_every_transaction_lands() {
     let node = closing_node(Chain::Solana, Some(1));
-    let (report, stderr) = solana_run(&node.url(), "signatures", "processed");
+    // What went out after the end waits out the timeout before its lookup: a short one.
+    let (report, stderr) = solana_run(&node.url(), "signatures", "processed", "2s");
     assert_eq!(report["late_sends"]["helper_threads"], "ordinary", "{report}");
     assert!(node.ws_stats().upgrades_refused >= 1, "{:?}", node.ws_stats());
     assert_eq!(count(&report, "watch_reconnects"), 0, "{report}");

@@ -82,3 +82,31 @@ pub fn solana_outcomes_add_up(report: &Value) {
     assert_eq!(sum, count(report, "sent"), "{report}");
     assert_eq!(report["identity_holds"], true, "{report}");
 }
+
+/// What a run's stderr says of its `what` watch's ends (`warning: the {what} ended: ...`, one
+/// line for each of the first [`rpcbench::tx::watch::ENDS_KEPT`], then `ended N more`): the
+/// lines said word for word, and the ends in all.
+pub fn watch_ends_said(stderr: &str, what: &str) -> (u64, u64) {
+    let lines = stderr.matches(&format!("warning: the {what} ended: ")).count() as u64;
+    let more_prefix = format!("warning: the {what} ended ");
+    let more: u64 = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix(&more_prefix))
+        .filter_map(|rest| rest.strip_suffix(" more"))
+        .map(|times| {
+            times.trim_end_matches(" times").trim_end_matches(" time").parse::<u64>().expect("a count")
+        })
+        .sum();
+    (lines, lines + more)
+}
+
+/// The ends the client's `what` watch said on stderr, which must add up: each said once (the
+/// first [`rpcbench::tx::watch::ENDS_KEPT`] word for word, then a count), and each but
+/// possibly the last (the run stopped before it reconnected) followed by a reconnect.
+pub fn ends_add_up(stderr: &str, what: &str, reconnects: u64) -> u64 {
+    let (lines, ends) = watch_ends_said(stderr, what);
+    let kept = rpcbench::tx::watch::ENDS_KEPT as u64;
+    assert_eq!(lines, ends.min(kept), "one line per end, the first {kept} word for word: {stderr}");
+    assert!(reconnects <= ends && ends <= reconnects + 1, "{reconnects} reconnects, {ends} ends: {stderr}");
+    ends
+}
