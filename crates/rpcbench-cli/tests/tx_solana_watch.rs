@@ -79,6 +79,44 @@ fn a_flood_of_signature_subscriptions_at_start_keeps_the_watch_open() {
 }
 
 #[test]
+fn a_duration_bound_solana_run_counts_as_subscribed_only_the_transactions_it_sent() {
+    // Bound by time: the run ends with transactions signed, subscribed and handed to the
+    // pacer still in the ready queue. They were never sent: the report counts none of them.
+    let node = node(100, 100_000, None);
+    let output = rpcbench(&[
+        "tx",
+        &node.url(),
+        "--senders",
+        "2",
+        "--rate",
+        "200",
+        "-d",
+        "1s",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "--landing",
+        "signatures",
+        "--inclusion-timeout",
+        "20s",
+        "--helper-threads",
+        "ordinary",
+        "-f",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["watch_ended"], Value::Null, "{report}");
+    let sent = count(&report, "sent");
+    assert!(sent > 0, "{report}");
+    assert_eq!(count(&report, "subscriptions"), sent, "each one sent subscribed, once: {report}");
+    assert_eq!(count(&report, "sent_unwatched"), 0, "{report}");
+    assert_eq!(count(&report, "landed"), sent, "{report}");
+    assert_eq!(report["identity_holds"], true, "{report}");
+}
+
+#[test]
 fn a_signature_watch_that_ends_says_why_in_the_report_and_reconnects() {
     // Notifications held back a second while the next slot comes 100 ms later, with at most
     // one unsent allowed: the node closes the watch's connection as a slow subscriber (1008),

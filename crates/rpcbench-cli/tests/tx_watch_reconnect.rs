@@ -235,3 +235,44 @@ fn a_signature_watch_whose_node_refuses_every_reconnect_ends_with_the_reason_and
     assert_eq!(count(&report, "landed"), 400, "{report}");
     assert_eq!(report["identity_holds"], true, "{report}");
 }
+
+#[test]
+fn a_duration_bound_solana_run_that_ends_without_its_watch_counts_only_what_it_sent_unwatched() {
+    let node = closing_node(Chain::Solana, Some(1));
+    // Bound by time: the run ends with transactions signed and handed to the pacer (after the
+    // watch's end, without a subscription) still in the ready queue, never sent.
+    let (report, _stderr) = report_of(rpcbench(&[
+        "tx",
+        &node.url(),
+        "--senders",
+        "2",
+        "--rate",
+        "200",
+        "-d",
+        "2s",
+        "--commitment",
+        "processed",
+        "--skip-preflight",
+        "--landing",
+        "signatures",
+        "--inclusion-timeout",
+        "2s",
+        "--helper-threads",
+        "ordinary",
+        "-f",
+        "json",
+    ]));
+    assert!(node.ws_stats().upgrades_refused >= 1, "{:?}", node.ws_stats());
+    let sent = count(&report, "sent");
+    assert!(sent > 0, "{report}");
+    let unwatched = count(&report, "sent_unwatched");
+    assert!(unwatched > 0, "{report}");
+    // Every send counted once: its subscription answered (confirmed or refused) or unwatched;
+    // what was left in the queue (never sent) is none of them.
+    assert_eq!(
+        count(&report, "subscriptions") + count(&report, "subscriptions_refused") + unwatched,
+        sent,
+        "{report}"
+    );
+    assert_eq!(report["identity_holds"], true, "{report}");
+}

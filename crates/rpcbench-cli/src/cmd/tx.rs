@@ -156,7 +156,9 @@ pub fn run(args: TxArgs) -> ExitCode {
     if let Load::Open { rate, max_connections, .. } = &mut config.load {
         *max_connections = headroom::send_connections(*rate);
         connection_cap = *max_connections;
-        sign_ahead = headroom::signed_ahead(*rate / config.shard.count.max(1) as f64);
+    }
+    if let Some(rate) = super::tx_watch_health::shard_rate(&config) {
+        sign_ahead = headroom::signed_ahead(rate);
     }
     let planned = crate::plan::tx_planned_sends(&config);
     let keys = match sender_keys(&args, config.shard.index * args.senders) {

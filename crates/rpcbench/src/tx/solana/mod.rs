@@ -12,6 +12,7 @@ pub(crate) mod base58;
 pub mod blockhash;
 mod blocks;
 mod catch_up;
+mod handoffs;
 pub mod keys;
 pub mod landing;
 pub mod landing_thread;

@@ -12,7 +12,7 @@
 //! - [`SignaturePoll`]: without WebSocket, `getSignatureStatuses` in batches at a stated
 //!   interval; the landing time is the answer's arrival, so it is known to that resolution.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use serde_json::json;
 
 use super::ahead::{PreparedSolanaTx, ReadyQueue, SignedReceiver, HANDOFF_BATCH};
 use super::catch_up::FoundInCatchUp;
+use super::handoffs::{Counted, Handoffs};
 use crate::client::Endpoint;
 use crate::transport::feed::{Feed, FeedEvent, JsonRpcSubscribe, SubscribeCall};
 use crate::tx::feed_watch::{ended_text, FeedRound, FeedWatch, WatchEnds, WatchOnFeed, WatchStartError};
@@ -74,15 +75,16 @@ impl WatchStartError for SignatureWatchError {
 /// Counts of a watch, for the report.
 #[derive(Debug, Default)]
 pub struct WatchCounts {
-    /// Subscriptions the node confirmed (the first of each transaction).
+    /// Transactions sent whose subscription the node confirmed (the first of each).
     pub subscribed: AtomicU64,
-    /// Subscriptions the node refused (their transactions are sent unwatched).
+    /// Transactions sent whose subscription the node refused (so they went out unwatched).
     pub refused: AtomicU64,
     /// Transactions sent unwatched: handed to the pacer without a confirmed subscription (taken
-    /// while no connection was open, or awaiting the node's answer when it ended) and never
+    /// while no connection was open, or awaiting the node's answer when it ended), never
     /// subscribed since (the watch gave up reconnecting, the run ended first, or a long gap
-    /// made the watch forget them). With `subscribed` and `refused`, each transaction the
-    /// watch handed over is counted exactly once.
+    /// made the watch forget them). With `subscribed` and `refused`, each transaction sent is
+    /// counted exactly once, once the watch stopped (after sending: what the watch handed
+    /// over and the pacer never took, left in the ready queue, is in none of them).
     pub unwatched: AtomicU64,
 }
 
@@ -109,6 +111,7 @@ impl SignatureWatch {
         node: Endpoint,
     ) -> Result<SignatureWatch, SignatureWatchError> {
         let counts = Arc::new(WatchCounts::default());
+        let handoffs = Handoffs::new(ready_holds(&ready));
         let watch = Watch {
             commitment,
             input,
@@ -117,7 +120,7 @@ impl SignatureWatch {
             node,
             kept: KeptSignatures::default(),
             input_open: true,
-            unanswered: BTreeSet::new(),
+            handoffs,
             found_in_catch_up: FoundInCatchUp::default(),
         };
         let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
@@ -164,12 +167,19 @@ struct Watch {
     input_open: bool,
     /// What the reconnects' checks found landed, to keep no more.
     found_in_catch_up: FoundInCatchUp,
-    /// Transactions handed to the pacer whose subscription the node has not answered yet
-    /// (taken while no connection was open, or awaiting its answer when the connection
-    /// ended): each is counted once, when it is answered or given up on. All are kept (a
-    /// signature the kept forget is counted unwatched and leaves this set), so it is as
-    /// bounded as they are.
-    unanswered: BTreeSet<u64>,
+    /// What was handed to the pacer and how: among them the transactions whose subscription
+    /// the node has not answered yet (taken while no connection was open, or awaiting its
+    /// answer when the connection ended), each counted once, when it is answered or given up
+    /// on. All those are kept (a signature the kept forget is counted unwatched and leaves
+    /// them), so they are as bounded as the kept are.
+    handoffs: Handoffs,
+}
+
+/// How many transactions the ready queue can hold at once, at most: its capacity, and what
+/// the watch takes past the room it saw (up to a batch) or hands over when a connection ends
+/// (what awaited an answer, taken within the room).
+fn ready_holds(ready: &ReadyQueue) -> usize {
+    2 * ready.capacity() + 2 * HANDOFF_BATCH
 }
 
 /// Signatures a watch subscribed, or must subscribe once it reconnects, not yet seen landed:
@@ -253,7 +263,7 @@ impl WatchOnFeed for Watch {
             // was found, not watched: unwatched, so that every unanswered one stays kept).
             for index in self.found_in_catch_up.take() {
                 self.kept.landed(index);
-                if self.unanswered.remove(&index) {
+                if self.handoffs.give_up(index) {
                     self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -319,8 +329,9 @@ impl WatchOnFeed for Watch {
                     FeedEvent::Confirmed { position, .. } => {
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
+                            self.handoffs.counted(prepared.index, Counted::Subscribed);
                             self.ready.push(prepared);
-                        } else if self.unanswered.remove(&(position as u64)) {
+                        } else if self.handoffs.answer(position as u64, Counted::Subscribed) {
                             // Sent without a subscription: this is its first.
                             self.counts.subscribed.fetch_add(1, Ordering::Relaxed);
                         }
@@ -330,8 +341,9 @@ impl WatchOnFeed for Watch {
                         self.kept.landed(position as u64);
                         if let Some(prepared) = awaiting.remove(&position) {
                             self.counts.refused.fetch_add(1, Ordering::Relaxed);
+                            self.handoffs.counted(prepared.index, Counted::Refused);
                             self.ready.push(prepared);
-                        } else if self.unanswered.remove(&(position as u64)) {
+                        } else if self.handoffs.answer(position as u64, Counted::Refused) {
                             self.counts.refused.fetch_add(1, Ordering::Relaxed);
                         }
                     }
@@ -429,13 +441,14 @@ impl Watch {
                         self.input_open = false;
                     }
                     let taken: Vec<PreparedSolanaTx> = batches.drain(..).flatten().collect();
-                    if keep {
-                        for prepared in &taken {
+                    for prepared in &taken {
+                        if keep {
                             self.keep(prepared.index, prepared.signature);
-                            self.unanswered.insert(prepared.index);
+                            self.handoffs.unanswered(prepared.index);
+                        } else {
+                            self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+                            self.handoffs.counted(prepared.index, Counted::Unwatched);
                         }
-                    } else {
-                        self.counts.unwatched.fetch_add(taken.len() as u64, Ordering::Relaxed);
                     }
                     self.ready.push_all(taken);
                 },
@@ -452,9 +465,10 @@ impl Watch {
         left.sort_by_key(|tx| tx.index);
         for tx in &left {
             if self.kept.contains(tx.index) {
-                self.unanswered.insert(tx.index);
+                self.handoffs.unanswered(tx.index);
             } else {
                 self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
+                self.handoffs.counted(tx.index, Counted::Unwatched);
             }
         }
         self.ready.push_all(left);
@@ -464,7 +478,7 @@ impl Watch {
     /// room, if handed over unanswered, will never be subscribed: unwatched.
     fn keep(&mut self, index: u64, signature: [u8; 64]) {
         if let Some(forgotten) = self.kept.keep(index, signature) {
-            if self.unanswered.remove(&forgotten) {
+            if self.handoffs.give_up(forgotten) {
                 self.counts.unwatched.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -472,16 +486,22 @@ impl Watch {
 
     /// What was handed over unanswered will not be subscribed any more: unwatched.
     fn give_up_unanswered(&mut self) {
-        let unanswered = std::mem::take(&mut self.unanswered);
-        self.counts.unwatched.fetch_add(unanswered.len() as u64, Ordering::Relaxed);
+        self.counts.unwatched.fetch_add(self.handoffs.give_up_all(), Ordering::Relaxed);
     }
 }
 
 impl Drop for Watch {
-    /// However the watch ends, the pacer no longer waits for it; what it handed over and the
-    /// node never answered a subscription of went out unwatched.
+    /// However the watch ends, the pacer no longer waits for it. The watch stops once sending
+    /// is over: what is left in the ready queue was never sent, so it is counted in none of
+    /// the counts; what was sent and the node never answered a subscription of went out
+    /// unwatched.
     fn drop(&mut self) {
         self.ready.close();
+        let left = std::iter::from_fn(|| self.ready.pop()).map(|tx| tx.index).collect::<Vec<u64>>();
+        let never = self.handoffs.never_sent(left);
+        self.counts.subscribed.fetch_sub(never.subscribed, Ordering::Relaxed);
+        self.counts.refused.fetch_sub(never.refused, Ordering::Relaxed);
+        self.counts.unwatched.fetch_sub(never.unwatched, Ordering::Relaxed);
         self.give_up_unanswered();
     }
 }
@@ -574,7 +594,7 @@ mod tests {
             node: Endpoint::parse("http://127.0.0.1:9/", Duration::from_secs(1)).unwrap(),
             kept: KeptSignatures::default(),
             input_open: true,
-            unanswered: BTreeSet::new(),
+            handoffs: Handoffs::new(ready_holds(&ready)),
             found_in_catch_up: FoundInCatchUp::default(),
         };
         (watch, ready, counts)
@@ -604,7 +624,7 @@ mod tests {
         assert_eq!(*subscribed.lock().unwrap(), [0, 2], "1 and 3 landed: not subscribed (nor checked) again");
         assert_eq!(watch.kept.all().iter().map(|(index, _)| *index).collect::<Vec<_>>(), [0, 2]);
         assert_eq!(counted(&counts), (3, 0, 1), "3 was found, never watched: unwatched, once");
-        assert!(watch.unanswered.is_empty());
+        assert!(watch.handoffs.none_unanswered());
     }
 
     #[test]
@@ -646,6 +666,44 @@ mod tests {
         assert_eq!(counted(&counts), (3, 1, 2), "each of the six counted exactly once");
         drop(watch);
         assert_eq!(counted(&counts), (3, 1, 2), "the end counts none twice");
+    }
+
+    #[test]
+    fn sends_left_in_the_ready_queue_when_the_watch_stops_are_not_counted_sent_unwatched() {
+        use std::sync::atomic::AtomicBool;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (signer, input) = super::super::ahead::signed_channel(64);
+        let (mut watch, ready, counts) = watch_of(input);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen, _landings) = std::sync::mpsc::channel();
+        let (started, _said) = std::sync::mpsc::channel();
+        let ends = WatchEnds::new(seen, started, stop.clone());
+        // Between connections: 0 to 3 go to the pacer unanswered, kept for the reconnect (if
+        // this runs too late for that, the watch gives up on them below: the same counts).
+        signer.try_send((0..4).map(prepared).collect()).unwrap();
+        let until = tokio::time::Instant::now() + Duration::from_millis(100);
+        runtime.block_on(watch.between(&ends, until));
+        // The watch gives up reconnecting: 4 to 7 go straight to the pacer, unwatched.
+        signer.try_send((4..8).map(prepared).collect()).unwrap();
+        // Stopped once all eight are in the queue (however late this thread runs).
+        let stopper = {
+            let (stop, ready) = (stop.clone(), ready.clone());
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while ready.room() > 64 - 8 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        runtime.block_on(watch.gave_up(&ends));
+        stopper.join().unwrap();
+        // The pacer sends 0 to 5; the run ends with 6 and 7 still in the queue.
+        let sent: Vec<u64> = (0..6).filter_map(|_| ready.pop()).map(|tx| tx.index).collect();
+        assert_eq!(sent, [0, 1, 2, 3, 4, 5]);
+        drop(watch);
+        assert_eq!(counted(&counts), (0, 0, 6), "0 to 5 sent unwatched; 6 and 7 never sent");
+        assert!(ready.pop().is_none(), "the watch took back what the pacer never did");
     }
 
     #[test]
