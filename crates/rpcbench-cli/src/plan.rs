@@ -703,6 +703,16 @@ pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConf
     if args.requests == Some(0) {
         return Err(ConfigError::new("--requests", "must be at least 1"));
     }
+    // A zero wait would drop every transaction at once, poll the node without a pause, or
+    // give up funding before a block could carry it: never what was meant.
+    let waits = [
+        ("--inclusion-timeout", Some(args.inclusion_timeout)),
+        ("--poll", args.poll),
+        ("--fund-timeout", Some(args.fund_timeout)),
+    ];
+    if let Some((flag, _)) = waits.iter().find(|(_, wait)| wait.is_some_and(|wait| wait.is_zero())) {
+        return Err(ConfigError::new(*flag, "must be longer than zero"));
+    }
     config.load = Load::Open {
         rate,
         arrivals: Arrivals::Uniform,

@@ -282,6 +282,45 @@ fn bad_call_data_or_deploy_code_is_refused_naming_the_flag() {
 }
 
 #[test]
+fn an_output_path_that_cannot_be_written_is_refused_before_anything_is_sent() {
+    let node = node(31337);
+    let folder = std::env::temp_dir();
+    let missing = folder.join("rpcbench-no-such-folder").join("report.json");
+    for (flag, path, said) in [
+        ("--save", missing.to_str().unwrap(), "does not exist"),
+        ("-o", folder.to_str().unwrap(), "is a folder"),
+    ] {
+        let output = tx(&node.url(), &["--dev", "--rate", "10", "-n", "5", flag, path]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+    }
+    // Refused before the load: the node saw no transaction.
+    nothing_was_sent(&node.url());
+}
+
+#[test]
+fn a_zero_inclusion_timeout_poll_or_fund_timeout_is_refused_naming_the_flag() {
+    let node = node(31337);
+    for flag in ["--inclusion-timeout", "--poll", "--fund-timeout"] {
+        let output = tx(&node.url(), &["--dev", "--rate", "10", "-n", "5", flag, "0s"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(&format!("{flag}: must be longer than zero")), "{stderr}");
+    }
+    nothing_was_sent(&node.url());
+}
+
+#[test]
+fn a_url_that_cannot_be_parsed_is_said_once_with_exit_2() {
+    let output = tx("http://[::1", &["--dev", "--rate", "10", "-n", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: URL: 'http://[::1' is not a valid URL"), "{stderr}");
+    assert!(!stderr.contains("request failed"), "not a failed request: {stderr}");
+}
+
+#[test]
 fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_refuses() {
     let node = node(31337);
     let url = node.url();

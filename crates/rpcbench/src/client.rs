@@ -25,6 +25,9 @@ pub mod batches;
 /// Why a call failed.
 #[derive(Debug)]
 pub enum CallError {
+    /// The endpoint cannot be set up from what was given (its URL, its TLS settings): said
+    /// before any request.
+    Setup(String),
     /// Connecting, sending or reading failed.
     Transport(String),
     /// The node answered with an HTTP status other than 2xx.
@@ -43,6 +46,7 @@ pub enum CallError {
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            CallError::Setup(message) => f.write_str(message),
             CallError::Transport(message) => write!(f, "request failed: {message}"),
             CallError::Status(status) => write!(f, "request failed: HTTP status {status}"),
             CallError::Rpc { code, message } => write!(f, "JSON-RPC error {code}: {message}"),
@@ -86,7 +90,7 @@ impl Endpoint {
 
     /// A plain endpoint: no extra headers, default TLS settings.
     pub fn parse(url: &str, timeout: Duration) -> Result<Self, CallError> {
-        let target = Target::parse(url).map_err(|err| CallError::Transport(err.to_string()))?;
+        let target = Target::parse(url).map_err(|err| CallError::Setup(err.to_string()))?;
         Self::new(
             target,
             Vec::new(),
@@ -119,7 +123,7 @@ impl Endpoint {
             max_body,
         };
         let wire = Wire::select_with_token(&settings, false, x_token.as_ref())
-            .map_err(|err| CallError::Transport(err.to_string()))?;
+            .map_err(|err| CallError::Setup(err.to_string()))?;
         let mut secrets = target.secrets();
         for (name, value) in &headers {
             secrets.add_header(name, value);
@@ -197,6 +201,7 @@ impl Endpoint {
 
     fn scrub_error(&self, err: CallError) -> CallError {
         match err {
+            CallError::Setup(message) => CallError::Setup(self.scrub(&message).into_owned()),
             CallError::Transport(message) => CallError::Transport(self.scrub(&message).into_owned()),
             CallError::Rpc { code, message } => {
                 CallError::Rpc { code, message: self.scrub(&message).into_owned() }

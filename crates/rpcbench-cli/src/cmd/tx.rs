@@ -126,8 +126,14 @@ pub fn run(args: TxArgs) -> ExitCode {
     rpcbench::set_helper_threads(args.helper_threads.into());
     let node = match Endpoint::parse(&args.url, args.timeout) {
         Ok(node) => node,
-        Err(err) => return output::usage_error(format!("URL: {err}")),
+        Err(err) => return output::usage_error(err),
     };
+    // Before any transaction is signed or funded: a run must not end in "cannot save".
+    for (flag, path) in [("--save", &args.save), ("--output", &args.output)] {
+        if let Some(Err(err)) = path.as_deref().map(|path| output::check_file_path(flag, path)) {
+            return output::usage_error(err);
+        }
+    }
     let thresholds = match super::tx_report::thresholds(&args) {
         Ok(thresholds) => thresholds,
         Err(code) => return code,
