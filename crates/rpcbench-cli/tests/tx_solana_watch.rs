@@ -25,15 +25,14 @@ fn node(slot_ms: u64, max_queue: usize, delay: Option<Duration>) -> MockServer {
 /// 400 transfers at 200/s, each subscribed before its send and looked up `inclusion_timeout`
 /// after it unless seen landed before, as JSON; and the stderr.
 fn run_400(url: &str, inclusion_timeout: &str) -> (Value, String) {
-    let output = rpcbench(&[
-        "tx",
-        url,
-        "--senders",
-        "2",
-        "--rate",
-        "200",
-        "-n",
-        "400",
+    run_at_200(url, &["-n", "400"], inclusion_timeout)
+}
+
+/// Transfers at 200/s for `bound` (`-n N` or `-d DURATION`), as [`run_400`] does.
+fn run_at_200(url: &str, bound: &[&str], inclusion_timeout: &str) -> (Value, String) {
+    let mut args = vec!["tx", url, "--senders", "2", "--rate", "200"];
+    args.extend_from_slice(bound);
+    args.extend_from_slice(&[
         "--commitment",
         "processed",
         "--skip-preflight",
@@ -50,6 +49,7 @@ fn run_400(url: &str, inclusion_timeout: &str) -> (Value, String) {
         "-f",
         "json",
     ]);
+    let output = rpcbench(&args);
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let report = serde_json::from_slice(&output.stdout).expect("a JSON report");
@@ -83,30 +83,7 @@ fn a_duration_bound_solana_run_counts_as_subscribed_only_the_transactions_it_sen
     // Bound by time: the run ends with transactions signed, subscribed and handed to the
     // pacer still in the ready queue. They were never sent: the report counts none of them.
     let node = node(100, 100_000, None);
-    let output = rpcbench(&[
-        "tx",
-        &node.url(),
-        "--senders",
-        "2",
-        "--rate",
-        "200",
-        "-d",
-        "1s",
-        "--commitment",
-        "processed",
-        "--skip-preflight",
-        "--landing",
-        "signatures",
-        "--inclusion-timeout",
-        "20s",
-        "--helper-threads",
-        "ordinary",
-        "-f",
-        "json",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let (report, _stderr) = run_at_200(&node.url(), &["-d", "1s"], "20s");
     assert_eq!(report["watch_ended"], Value::Null, "{report}");
     let sent = count(&report, "sent");
     assert!(sent > 0, "{report}");

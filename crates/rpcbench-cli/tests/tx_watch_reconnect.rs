@@ -78,6 +78,18 @@ fn ethereum_run(url: &str, inclusion_timeout: &str) -> (Value, String) {
 /// 400 transfers at 200/s, landings seen by `landing` at `commitment`, each looked up
 /// `inclusion_timeout` after its send unless seen landed before.
 fn solana_run(url: &str, landing: &str, commitment: &str, inclusion_timeout: &str) -> (Value, String) {
+    solana_run_for(url, "-n", "400", landing, commitment, inclusion_timeout)
+}
+
+/// Transfers at 200/s for `bound` `count` (`-n 400`, `-d 2s`), as [`solana_run`] does.
+fn solana_run_for(
+    url: &str,
+    bound: &str,
+    count: &str,
+    landing: &str,
+    commitment: &str,
+    inclusion_timeout: &str,
+) -> (Value, String) {
     report_of(rpcbench(&[
         "tx",
         url,
@@ -85,8 +97,8 @@ fn solana_run(url: &str, landing: &str, commitment: &str, inclusion_timeout: &st
         "2",
         "--rate",
         "200",
-        "-n",
-        "400",
+        bound,
+        count,
         "--commitment",
         commitment,
         "--skip-preflight",
@@ -241,27 +253,7 @@ fn a_duration_bound_solana_run_that_ends_without_its_watch_counts_only_what_it_s
     let node = closing_node(Chain::Solana, Some(1));
     // Bound by time: the run ends with transactions signed and handed to the pacer (after the
     // watch's end, without a subscription) still in the ready queue, never sent.
-    let (report, _stderr) = report_of(rpcbench(&[
-        "tx",
-        &node.url(),
-        "--senders",
-        "2",
-        "--rate",
-        "200",
-        "-d",
-        "2s",
-        "--commitment",
-        "processed",
-        "--skip-preflight",
-        "--landing",
-        "signatures",
-        "--inclusion-timeout",
-        "2s",
-        "--helper-threads",
-        "ordinary",
-        "-f",
-        "json",
-    ]));
+    let (report, _stderr) = solana_run_for(&node.url(), "-d", "2s", "signatures", "processed", "2s");
     assert!(node.ws_stats().upgrades_refused >= 1, "{:?}", node.ws_stats());
     let sent = count(&report, "sent");
     assert!(sent > 0, "{report}");
