@@ -1,0 +1,59 @@
+//! A new user's trial of the commands but `tx` (session 20): a file that cannot be written is
+//! refused with exit 2 before the load is spent, as `run` and `capacity` already do. The
+//! "servers" are listeners on 127.0.0.1:0 that never answer: a connection queued on one shows
+//! the command sent its load before it looked at its output path.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Output;
+
+mod common;
+
+use common::rpcbench;
+
+/// A listener on 127.0.0.1:0 that never accepts: what connects waits in its queue.
+fn silent_listener() -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+/// Nothing connected to the listener.
+fn nothing_connected(listener: &TcpListener) {
+    match listener.accept() {
+        Err(err) if err.kind() == ErrorKind::WouldBlock => {}
+        Ok(_) => panic!("the command connected before it checked its output path"),
+        Err(err) => panic!("accept: {err}"),
+    }
+}
+
+/// A path whose folder is a plain file: nothing can be written there.
+fn unwritable(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-trial-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"not a folder").unwrap();
+    file.join("out")
+}
+
+fn refused_before_the_load(output: &Output, flag: &str, listener: &TcpListener) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {flag} ")), "names {flag}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(output.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&output.stdout));
+    nothing_connected(listener);
+}
+
+#[test]
+fn heads_refuses_an_output_it_cannot_write_before_it_polls() {
+    let (listener, url) = silent_listener();
+    let out = unwritable("heads");
+    let (a, b) = (format!("a={url}"), format!("b={url}"));
+    let output = rpcbench(&["heads", &a, &b, "-d", "1s", "--timeout", "200ms", "-o", out.to_str().unwrap()]);
+    refused_before_the_load(&output, "--output", &listener);
+}
+
