@@ -57,3 +57,20 @@ fn heads_refuses_an_output_it_cannot_write_before_it_polls() {
     refused_before_the_load(&output, "--output", &listener);
 }
 
+#[test]
+fn limits_refuses_an_output_it_cannot_write_before_it_spends_the_budget() {
+    let (listener, url) = silent_listener();
+    let out = unwritable("limits");
+    let output = rpcbench(&[
+        "limits",
+        &url,
+        "--max-requests",
+        "20",
+        "--timeout",
+        "200ms",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    refused_before_the_load(&output, "--output", &listener);
+}
+
