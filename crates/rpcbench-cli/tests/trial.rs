@@ -74,3 +74,24 @@ fn limits_refuses_an_output_it_cannot_write_before_it_spends_the_budget() {
     refused_before_the_load(&output, "--output", &listener);
 }
 
+#[test]
+fn compare_refuses_a_save_dir_it_cannot_create_with_the_usage_status() {
+    let (listener, url) = silent_listener();
+    let dir = unwritable("compare");
+    let (a, b) = (format!("a={url}"), format!("b={url}"));
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "--method",
+        "getSlot",
+        "-n",
+        "5",
+        "--timeout",
+        "200ms",
+        "--save-dir",
+        dir.to_str().unwrap(),
+    ]);
+    refused_before_the_load(&output, "--save-dir", &listener);
+}
+
