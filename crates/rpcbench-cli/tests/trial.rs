@@ -95,3 +95,12 @@ fn compare_refuses_a_save_dir_it_cannot_create_with_the_usage_status() {
     refused_before_the_load(&output, "--save-dir", &listener);
 }
 
+#[test]
+fn demo_refuses_an_out_dir_it_cannot_create_before_it_runs() {
+    let dir = unwritable("demo");
+    let output = rpcbench(&["demo", "--step-duration", "50ms", "-q", "--out-dir", dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: --out-dir "), "names --out-dir: {stderr}");
+    assert!(output.stdout.is_empty(), "the demo did not run: {}", String::from_utf8_lossy(&output.stdout));
+}
