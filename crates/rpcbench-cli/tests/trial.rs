@@ -104,3 +104,20 @@ fn demo_refuses_an_out_dir_it_cannot_create_before_it_runs() {
     assert!(stderr.starts_with("error: --out-dir "), "names --out-dir: {stderr}");
     assert!(output.stdout.is_empty(), "the demo did not run: {}", String::from_utf8_lossy(&output.stdout));
 }
+
+#[test]
+fn limits_with_no_budget_left_for_the_websocket_probe_still_writes_the_report() {
+    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).expect("the mock node starts");
+    let output =
+        rpcbench(&["limits", &node.url(), "--ws", &node.ws_url(), "--max-requests", "1", "-f", "json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["budget"]["requests"], 1, "{report}");
+    assert!(report["batch"].is_object(), "the batch probe's finding is kept: {report}");
+    for row in ["subscriptions", "ws_connections"] {
+        assert_eq!(report[row]["accepted"], 0, "{row}: {report}");
+        assert_eq!(report[row]["exact"], false, "{row} claims no limit: {report}");
+    }
+}
