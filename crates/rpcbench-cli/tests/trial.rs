@@ -5,7 +5,7 @@
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
@@ -39,6 +39,13 @@ fn unwritable(name: &str) -> PathBuf {
     file.join("out")
 }
 
+/// Removes the folder [`unwritable`] made for `path`.
+fn clean_up(path: &Path) {
+    if let Some(dir) = path.parent().and_then(Path::parent) {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
 fn refused_before_the_load(output: &Output, flag: &str, listener: &TcpListener) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -54,6 +61,7 @@ fn heads_refuses_an_output_it_cannot_write_before_it_polls() {
     let out = unwritable("heads");
     let (a, b) = (format!("a={url}"), format!("b={url}"));
     let output = rpcbench(&["heads", &a, &b, "-d", "1s", "--timeout", "200ms", "-o", out.to_str().unwrap()]);
+    clean_up(&out);
     refused_before_the_load(&output, "--output", &listener);
 }
 
@@ -71,6 +79,7 @@ fn limits_refuses_an_output_it_cannot_write_before_it_spends_the_budget() {
         "-o",
         out.to_str().unwrap(),
     ]);
+    clean_up(&out);
     refused_before_the_load(&output, "--output", &listener);
 }
 
@@ -92,6 +101,7 @@ fn compare_refuses_a_save_dir_it_cannot_create_with_the_usage_status() {
         "--save-dir",
         dir.to_str().unwrap(),
     ]);
+    clean_up(&dir);
     refused_before_the_load(&output, "--save-dir", &listener);
 }
 
@@ -99,6 +109,7 @@ fn compare_refuses_a_save_dir_it_cannot_create_with_the_usage_status() {
 fn demo_refuses_an_out_dir_it_cannot_create_before_it_runs() {
     let dir = unwritable("demo");
     let output = rpcbench(&["demo", "--step-duration", "50ms", "-q", "--out-dir", dir.to_str().unwrap()]);
+    clean_up(&dir);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.starts_with("error: --out-dir "), "names --out-dir: {stderr}");
