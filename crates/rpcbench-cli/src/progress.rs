@@ -80,6 +80,14 @@ impl Drop for Ticker {
 
 /// One line per finished step: its level, what it achieved, its latency and its verdict.
 pub fn capacity_step_line(step: &rpcbench::capacity::StepResult) -> String {
+    // Stopped in its warmup: no figure to show (zeros would read as a measurement).
+    if step.requests == 0 && step.verdict == rpcbench::capacity::Verdict::Interrupted {
+        let level = match step.connections {
+            Some(connections) => format!("{connections:>6} conns"),
+            None => format!("{:>9}/s", step.target_rate),
+        };
+        return format!("  step {:>2}: {level} -> interrupted before any request was measured", step.step);
+    }
     if let Some(connections) = step.connections {
         return format!(
             "  step {:>2}: {:>6} conns -> {:>9.1} req/s, p50 {}, p99 {}, errors {:.2}%: {}",
@@ -102,4 +110,26 @@ pub fn capacity_step_line(step: &rpcbench::capacity::StepResult) -> String {
         step.error_percent,
         step.verdict_text()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capacity_step_line;
+    use rpcbench::capacity::StepResult;
+
+    #[test]
+    fn a_capacity_step_interrupted_before_any_request_shows_no_figures() {
+        let step: StepResult = serde_json::from_value(serde_json::json!({
+            "step": 2, "target_rate": 200.0, "achieved_rate": 0.0, "requests": 0, "errors": 0,
+            "error_percent": 0.0, "unsent": 0, "p50_us": 0, "p99_us": 0, "p99_uncorrected_us": 0,
+            "send_lag_mean_us": 0, "verdict": "interrupted", "breaches": [], "generator_shortfall": false
+        }))
+        .expect("a step");
+        let line = capacity_step_line(&step);
+        assert!(!line.contains("p50") && !line.contains("0us"), "{line}");
+        assert!(
+            line.contains("200/s") && line.ends_with("interrupted before any request was measured"),
+            "{line}"
+        );
+    }
 }

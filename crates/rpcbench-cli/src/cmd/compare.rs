@@ -482,7 +482,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
     };
     if let Some(dir) = &args.save_dir {
         if let Err(err) = std::fs::create_dir_all(dir) {
-            return output::failure(format!("--save-dir {}: {err}", dir.display()));
+            return output::usage_error(format!("--save-dir {}: {err}", dir.display()));
         }
     }
     let first = &compare_targets[0].config;

@@ -51,6 +51,11 @@ pub fn run(args: DemoArgs) -> ExitCode {
     if options.step_duration.is_zero() {
         return output::usage_error("--step-duration: must be longer than zero");
     }
+    // The folder is made before the steps run: a demo of a minute must not end in "cannot write".
+    let dir = args.out_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("rpcbench-demo"));
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        return output::usage_error(format!("--out-dir {}: {err}", dir.display()));
+    }
     // Serves until the command ends; counters add up over the steps.
     let _metrics_server = match args.metrics.start() {
         Ok(Some((server, live))) => {
@@ -106,7 +111,6 @@ pub fn run(args: DemoArgs) -> ExitCode {
         Err(err) => return output::failure(err),
     };
     let table = render_summary(&summary);
-    let dir = args.out_dir.unwrap_or_else(|| std::env::temp_dir().join("rpcbench-demo"));
     if let Err(err) = write_reports(&summary, &table, &dir) {
         return output::failure(format!("cannot write the demo's reports into {}: {err}", dir.display()));
     }

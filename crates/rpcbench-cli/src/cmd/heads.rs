@@ -71,6 +71,9 @@ pub fn run(args: HeadsArgs) -> ExitCode {
             Err(err) => return output::usage_error(format!("target '{name}': {err}")),
         }
     }
+    if let Some(Err(err)) = args.output.as_deref().map(|path| output::check_file_path("--output", path)) {
+        return output::usage_error(err);
+    }
     let stop = StopHandle::new();
     crate::signals::stop_on_interrupt(stop.clone());
     let samples = follow(&mut sources, args.interval, args.duration, &stop);

@@ -147,6 +147,9 @@ pub fn run(args: LimitsArgs) -> ExitCode {
             }
         },
     };
+    if let Some(Err(err)) = args.output.as_deref().map(|path| output::check_file_path("--output", path)) {
+        return output::usage_error(err);
+    }
     let mut budget = ProbeBudget::new(args.max_requests);
     let method = args.methods.first().cloned().unwrap_or_default();
     let http = !(args.url.starts_with("ws://") || args.url.starts_with("wss://"));

@@ -295,8 +295,10 @@ pub fn probe_websocket(
             refusal,
             ceiling,
         };
+        // No budget left (the rate probe spent it): nothing found, no limit claimed, and the
+        // report of what the other probes found is still written.
         if !budget.allows_one_more() {
-            return Err("no budget left for the WebSocket probe".to_string());
+            return Ok((finding(0, None, probe.max_subscriptions), finding(0, None, probe.max_connections)));
         }
         budget.spend(0);
         let mut first = match open_socket(&url, probe.timeout).await {

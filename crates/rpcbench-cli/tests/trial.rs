@@ -1,0 +1,134 @@
+//! A new user's trial of the commands but `tx` (session 20): a file that cannot be written is
+//! refused with exit 2 before the load is spent, as `run` and `capacity` already do. The
+//! "servers" are listeners on 127.0.0.1:0 that never answer: a connection queued on one shows
+//! the command sent its load before it looked at its output path.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+mod common;
+
+use common::rpcbench;
+
+/// A listener on 127.0.0.1:0 that never accepts: what connects waits in its queue.
+fn silent_listener() -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+/// Nothing connected to the listener.
+fn nothing_connected(listener: &TcpListener) {
+    match listener.accept() {
+        Err(err) if err.kind() == ErrorKind::WouldBlock => {}
+        Ok(_) => panic!("the command connected before it checked its output path"),
+        Err(err) => panic!("accept: {err}"),
+    }
+}
+
+/// A path whose folder is a plain file: nothing can be written there.
+fn unwritable(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcbench-trial-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"not a folder").unwrap();
+    file.join("out")
+}
+
+/// Removes the folder [`unwritable`] made for `path`.
+fn clean_up(path: &Path) {
+    if let Some(dir) = path.parent().and_then(Path::parent) {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
+fn refused_before_the_load(output: &Output, flag: &str, listener: &TcpListener) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {flag} ")), "names {flag}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(output.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&output.stdout));
+    nothing_connected(listener);
+}
+
+#[test]
+fn heads_refuses_an_output_it_cannot_write_before_it_polls() {
+    let (listener, url) = silent_listener();
+    let out = unwritable("heads");
+    let (a, b) = (format!("a={url}"), format!("b={url}"));
+    let output = rpcbench(&["heads", &a, &b, "-d", "1s", "--timeout", "200ms", "-o", out.to_str().unwrap()]);
+    clean_up(&out);
+    refused_before_the_load(&output, "--output", &listener);
+}
+
+#[test]
+fn limits_refuses_an_output_it_cannot_write_before_it_spends_the_budget() {
+    let (listener, url) = silent_listener();
+    let out = unwritable("limits");
+    let output = rpcbench(&[
+        "limits",
+        &url,
+        "--max-requests",
+        "20",
+        "--timeout",
+        "200ms",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    clean_up(&out);
+    refused_before_the_load(&output, "--output", &listener);
+}
+
+#[test]
+fn compare_refuses_a_save_dir_it_cannot_create_with_the_usage_status() {
+    let (listener, url) = silent_listener();
+    let dir = unwritable("compare");
+    let (a, b) = (format!("a={url}"), format!("b={url}"));
+    let output = rpcbench(&[
+        "compare",
+        &a,
+        &b,
+        "--method",
+        "getSlot",
+        "-n",
+        "5",
+        "--timeout",
+        "200ms",
+        "--save-dir",
+        dir.to_str().unwrap(),
+    ]);
+    clean_up(&dir);
+    refused_before_the_load(&output, "--save-dir", &listener);
+}
+
+#[test]
+fn demo_refuses_an_out_dir_it_cannot_create_before_it_runs() {
+    let dir = unwritable("demo");
+    let output = rpcbench(&["demo", "--step-duration", "50ms", "-q", "--out-dir", dir.to_str().unwrap()]);
+    clean_up(&dir);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: --out-dir "), "names --out-dir: {stderr}");
+    assert!(output.stdout.is_empty(), "the demo did not run: {}", String::from_utf8_lossy(&output.stdout));
+}
+
+#[test]
+fn limits_with_no_budget_left_for_the_websocket_probe_still_writes_the_report() {
+    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).expect("the mock node starts");
+    let output =
+        rpcbench(&["limits", &node.url(), "--ws", &node.ws_url(), "--max-requests", "1", "-f", "json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["budget"]["requests"], 1, "{report}");
+    assert!(report["batch"].is_object(), "the batch probe's finding is kept: {report}");
+    for row in ["subscriptions", "ws_connections"] {
+        assert_eq!(report[row]["accepted"], 0, "{row}: {report}");
+        assert_eq!(report[row]["exact"], false, "{row} claims no limit: {report}");
+    }
+}
