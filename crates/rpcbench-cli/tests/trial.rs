@@ -132,3 +132,41 @@ fn limits_with_no_budget_left_for_the_websocket_probe_still_writes_the_report() 
         assert_eq!(report[row]["exact"], false, "{row} claims no limit: {report}");
     }
 }
+
+#[test]
+fn limits_interrupted_mid_probe_still_writes_the_report_of_what_it_found() {
+    use std::time::{Duration, Instant};
+    // A server that takes the connection and never answers: the probe is under way (its
+    // interrupt handler set) once it connects; its request waits out `--timeout`.
+    let (listener, url) = silent_listener();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["limits", &url, "--rate", "--timeout", "2s", "-f", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let _connection = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(err) if err.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(err) => {
+                child.kill().ok();
+                panic!("the probe never connected: {err}");
+            }
+        }
+    };
+    let kill = std::process::Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status();
+    assert!(kill.expect("kill runs").success());
+    let output = child.wait_with_output().expect("the child can be waited for");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "the report is written: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["budget"]["interrupted"], true, "{report}");
+    // Nothing after the interrupt: the request under way when it came, then no probe more.
+    let spent = report["budget"]["requests"].as_u64().unwrap_or(u64::MAX);
+    assert!(spent <= 2, "{report}");
+    assert_eq!(report["rate"]["sustained"][0]["stopped"], "an interrupt", "{report}");
+}

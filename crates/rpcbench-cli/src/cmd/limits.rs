@@ -150,7 +150,11 @@ pub fn run(args: LimitsArgs) -> ExitCode {
     if let Some(Err(err)) = args.output.as_deref().map(|path| output::check_file_path("--output", path)) {
         return output::usage_error(err);
     }
-    let mut budget = ProbeBudget::new(args.max_requests);
+    // Ctrl-C stops the probes (and the open-loop step running then); the report of what they
+    // found by then is still written.
+    let stop = rpcbench::engine::StopHandle::new();
+    crate::signals::stop_on_interrupt(stop.clone());
+    let mut budget = ProbeBudget::with_stop(args.max_requests, stop);
     let method = args.methods.first().cloned().unwrap_or_default();
     let http = !(args.url.starts_with("ws://") || args.url.starts_with("wss://"));
     let rate = if args.rate && http {

@@ -413,7 +413,17 @@ impl LimitsReport {
             }
         }
         let _ = writeln!(out, "\n{}", self.summary());
+        if let Some(said) = self.interrupted_text() {
+            let _ = writeln!(out, "{said}");
+        }
         out
+    }
+
+    /// What an interrupted probe's report says below its summary.
+    pub fn interrupted_text(&self) -> Option<&'static str> {
+        self.budget.interrupted.then_some(
+            "interrupted: the probes stopped at the interrupt; the findings are what they had found by then",
+        )
     }
 
     /// The findings as a Markdown table.
@@ -427,6 +437,9 @@ impl LimitsReport {
             let _ = writeln!(out, "| {} | {} | {} |", markdown(&name), markdown(&value), markdown(&evidence));
         }
         let _ = writeln!(out, "\n{}", markdown(&self.summary()));
+        if let Some(said) = self.interrupted_text() {
+            let _ = writeln!(out, "\n{}", markdown(said));
+        }
         out
     }
 

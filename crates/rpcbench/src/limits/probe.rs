@@ -7,12 +7,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::{CallError, RawAnswer};
+use crate::engine::StopHandle;
 use crate::util::printable::one_line;
 
 /// The default of `--max-requests`: the most HTTP requests a probe may send.
 pub const DEFAULT_MAX_REQUESTS: u64 = 2_000;
-/// What the probe may spend, and what it has spent so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What the probe may spend, and what it has spent so far; and whether it was interrupted
+/// (Ctrl-C): then it allows nothing more, and every probe ends with what it found so far.
+#[derive(Debug, Clone, Serialize)]
 pub struct ProbeBudget {
     /// The most HTTP requests (a batch is one) the probe may send.
     pub max_requests: u64,
@@ -20,17 +22,71 @@ pub struct ProbeBudget {
     pub requests: u64,
     /// JSON-RPC calls sent (a batch of n is n): what a provider usually counts.
     pub calls: u64,
+    /// Whether the probe was stopped before its end (the findings are what it found by then).
+    pub interrupted: bool,
+    /// What stops it (and the open-loop step running then).
+    #[serde(skip)]
+    stop: StopHandle,
+}
+
+impl PartialEq for ProbeBudget {
+    /// Equal when they spent and allow the same (whatever stops them).
+    fn eq(&self, other: &Self) -> bool {
+        (self.max_requests, self.requests, self.calls, self.interrupted)
+            == (other.max_requests, other.requests, other.calls, other.interrupted)
+    }
 }
 
 impl ProbeBudget {
     /// A budget of `max_requests` with nothing spent.
     pub fn new(max_requests: u64) -> Self {
-        ProbeBudget { max_requests, requests: 0, calls: 0 }
+        Self::with_stop(max_requests, StopHandle::new())
+    }
+
+    /// A budget of `max_requests` that allows nothing more once `stop` is stopped.
+    pub fn with_stop(max_requests: u64, stop: StopHandle) -> Self {
+        ProbeBudget { max_requests, requests: 0, calls: 0, interrupted: false, stop }
     }
 
     /// Whether one more request may be sent.
-    pub fn allows_one_more(&self) -> bool {
-        self.requests < self.max_requests
+    pub fn allows_one_more(&mut self) -> bool {
+        self.affords(1)
+    }
+
+    /// Whether `requests` more may be sent: within the budget, and not stopped (which is
+    /// noted: the report says it was interrupted).
+    pub fn affords(&mut self, requests: u64) -> bool {
+        if self.stop.is_stopped() {
+            self.interrupted = true;
+            return false;
+        }
+        self.requests.saturating_add(requests) <= self.max_requests
+    }
+
+    /// What stops the probe, for a run it starts.
+    pub(crate) fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Waits `wait` unless stopped first (then at once): whether the wait was whole.
+    pub fn pause(&mut self, wait: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + wait;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            if !self.affords(0) {
+                return false;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+        }
+        self.affords(0)
+    }
+
+    /// Why a probe ends early: the interrupt, or else `budget_text`.
+    pub fn ended_by(&self, budget_text: String) -> String {
+        if self.interrupted {
+            "an interrupt".to_string()
+        } else {
+            budget_text
+        }
     }
 
     pub(crate) fn spend(&mut self, calls: u64) {

@@ -276,7 +276,7 @@ pub fn run_rate_step(
     config.length = Length { duration: Some(search.step), requests: None };
     config.warmup = search.warmup;
     config.stages.clear();
-    let record = Run::new(config)?.execute()?;
+    let record = Run::with_stop(config, budget.stop_handle())?.execute()?;
     let counts = &record.totals.counts;
     let requests = counts.total();
     // The warm-up's requests are not in the totals: counted at their schedule.
@@ -363,11 +363,17 @@ pub fn probe_sustained(
                 return Ok(finding);
             }
         };
-        if budget.requests + step_cost(rate, search) > budget.max_requests {
-            finding.stopped = Some(format!("the budget (a step at {rate}/s would overrun it)"));
+        if !budget.affords(step_cost(rate, search)) {
+            finding.stopped =
+                Some(budget.ended_by(format!("the budget (a step at {rate}/s would overrun it)")));
             return Ok(finding);
         }
         let step = run_rate_step(base, search, rate, budget)?;
+        if !budget.affords(0) {
+            // Cut short: its figures are not a step's (its requests are counted spent).
+            finding.stopped = Some(budget.ended_by(String::new()));
+            return Ok(finding);
+        }
         let limited = step.rate_limited > 0;
         finding.steps.push(step);
         history.push((rate, !limited));
@@ -376,17 +382,21 @@ pub fn probe_sustained(
         }
         finding.highest_passed = Some(rate);
     };
-    if budget.requests + step_cost(limited_rate, search) > budget.max_requests {
-        finding.stopped = Some("the budget (before the measuring step)".into());
+    if !budget.affords(step_cost(limited_rate, search)) {
+        finding.stopped = Some(budget.ended_by("the budget (before the measuring step)".into()));
         return Ok(finding);
     }
     let mut measured = run_rate_step(base, search, limited_rate, budget)?;
+    if !budget.affords(0) {
+        finding.stopped = Some(budget.ended_by(String::new()));
+        return Ok(finding);
+    }
     // A budget refilled during the pause before the step may take most of it to empty: then
     // the part after the refusal is short, and the step is run once more (the budget empty).
     let short = |step: &RateStep| step.after_refusal_ms.unwrap_or(0) < (search.step.as_millis() / 4) as u64;
-    if short(&measured) && budget.requests + step_cost(limited_rate, search) <= budget.max_requests {
+    if short(&measured) && budget.affords(step_cost(limited_rate, search)) {
         let again = run_rate_step(base, search, limited_rate, budget)?;
-        if again.after_refusal_ms > measured.after_refusal_ms {
+        if budget.affords(0) && again.after_refusal_ms > measured.after_refusal_ms {
             measured = again;
         }
     }
@@ -551,9 +561,10 @@ pub fn probe_rate_limits_per_call(
     found.window_ms = found.burst_max.and_then(|burst| window_ms(burst, rate));
     if let (Some(burst), Some(window)) = (found.burst_max, found.window_ms) {
         let window = Duration::from_millis(window);
-        std::thread::sleep(window);
-        found.window_check = Some(probe_burst(endpoint, first, burst.saturating_mul(2).max(1), budget));
-        std::thread::sleep(window);
+        if budget.pause(window) {
+            found.window_check = Some(probe_burst(endpoint, first, burst.saturating_mul(2).max(1), budget));
+            budget.pause(window);
+        }
     }
     Ok(found)
 }

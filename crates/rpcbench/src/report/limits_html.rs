@@ -21,7 +21,11 @@ pub fn render_limits_html(report: &LimitsReport) -> String {
         report.budget.max_requests,
         report.budget.calls
     );
-    let _ = write!(out, "<section>\n<h2>Summary</h2>\n<p>{}</p>\n</section>\n", esc(&report.summary()));
+    let _ = write!(out, "<section>\n<h2>Summary</h2>\n<p>{}</p>\n", esc(&report.summary()));
+    if let Some(said) = report.interrupted_text() {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(said));
+    }
+    out.push_str("</section>\n");
     out.push_str(
         "<section>\n<h2>What the probe found</h2>\n<table>\n<tr><th>Limit</th><th class=\"text\">Found</th><th class=\"text\">Evidence</th></tr>\n",
     );
