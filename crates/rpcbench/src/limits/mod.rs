@@ -129,6 +129,11 @@ pub struct BodyFinding {
 }
 
 impl BodyFinding {
+    /// Whether any body was sent: nothing when the budget or an interrupt came first.
+    pub fn probed(&self) -> bool {
+        self.largest_accepted > 0 || self.smallest_refused.is_some() || self.refusal.is_some()
+    }
+
     /// The finding as one table row: (limit, found, evidence).
     pub fn row(&self) -> (String, String, String) {
         let size = format!("{} bytes", self.largest_accepted);
@@ -194,6 +199,14 @@ pub struct CountFinding {
     /// Whether the count is the server's limit exactly (a refusal came); false when the probe
     /// stopped at its ceiling or its budget first.
     pub exact: bool,
+}
+
+impl CountFinding {
+    /// Whether anything was opened (or refused): nothing when the budget or an interrupt came
+    /// first.
+    pub fn probed(&self) -> bool {
+        self.accepted > 0 || self.refusal.is_some()
+    }
 }
 
 /// What the WebSocket probe looks for, and how far it may go.
@@ -375,24 +388,40 @@ impl LimitsReport {
         if let Some(rate) = &self.rate {
             parts.extend(rate.summary_parts());
         }
+        let mut unprobed = Vec::new();
         if let Some(batch) = &self.batch {
-            parts.push(batch_summary(batch));
+            if batch.steps.is_empty() {
+                unprobed.push("batches");
+            } else {
+                parts.push(batch_summary(batch));
+            }
         }
-        if let Some(body) = &self.body {
+        if self.body.as_ref().is_some_and(|body| !body.probed()) {
+            unprobed.push("request bodies");
+        } else if let Some(body) = &self.body {
             let size = format!("{} bytes", body.largest_accepted);
             parts.push(match (body.smallest_refused, body.exact) {
                 (Some(_), true) => format!("request bodies up to {size}"),
                 _ => format!("request bodies of at least {size}"),
             });
         }
-        if let Some(response) = &self.response {
-            parts.push(response.summary());
+        match &self.response {
+            Some(response) if response.steps.is_empty() => unprobed.push("response bodies"),
+            Some(response) => parts.push(response.summary()),
+            None => {}
         }
-        if let Some(found) = &self.subscriptions {
-            parts.push(format!("{} subscriptions per socket", count_text(found)));
+        for (found, what, unit) in [
+            (&self.subscriptions, "subscriptions", "subscriptions per socket"),
+            (&self.ws_connections, "WebSocket connections", "WebSocket connections"),
+        ] {
+            match found {
+                Some(found) if !found.probed() => unprobed.push(what),
+                Some(found) => parts.push(format!("{} {unit}", count_text(found))),
+                None => {}
+            }
         }
-        if let Some(found) = &self.ws_connections {
-            parts.push(format!("{} WebSocket connections", count_text(found)));
+        if !unprobed.is_empty() {
+            parts.push(format!("{} not probed ({})", unprobed.join(", "), self.why_not_probed()));
         }
         parts.push(format!(
             "{} of {} requests spent ({} calls)",
@@ -417,6 +446,15 @@ impl LimitsReport {
             let _ = writeln!(out, "{said}");
         }
         out
+    }
+
+    /// Why a probe sent nothing: the interrupt, or the budget spent by the probes before it.
+    fn why_not_probed(&self) -> &'static str {
+        if self.budget.interrupted {
+            "the interrupt came first"
+        } else {
+            "the budget was spent first"
+        }
     }
 
     /// What an interrupted probe's report says below its summary.
@@ -458,7 +496,11 @@ impl LimitsReport {
         if let Some(rate) = &self.rate {
             rows.extend(rate.rows());
         }
-        if let Some(batch) = &self.batch {
+        let not_probed =
+            |name: &str| (name.to_string(), "not probed".to_string(), self.why_not_probed().to_string());
+        if self.batch.as_ref().is_some_and(|batch| batch.steps.is_empty()) {
+            rows.push(not_probed("largest batch"));
+        } else if let Some(batch) = &self.batch {
             let value = match (batch.smallest_refused, batch.exact) {
                 (Some(_), true) => format!("{} calls", batch.largest_accepted),
                 (None, true) => format!("at least {} calls (the ceiling)", batch.largest_accepted),
@@ -478,17 +520,25 @@ impl LimitsReport {
             }
             rows.push(("largest batch".into(), value, evidence));
         }
-        if let Some(body) = &self.body {
-            rows.push(body.row());
+        match &self.body {
+            Some(body) if !body.probed() => rows.push(not_probed("largest request body")),
+            Some(body) => rows.push(body.row()),
+            None => {}
         }
-        if let Some(response) = &self.response {
-            rows.push(response.row());
+        match &self.response {
+            Some(response) if response.steps.is_empty() => rows.push(not_probed("largest response body")),
+            Some(response) => rows.push(response.row()),
+            None => {}
         }
         for (name, found) in [
             ("subscriptions per socket", &self.subscriptions),
             ("WebSocket connections", &self.ws_connections),
         ] {
             let Some(found) = found else { continue };
+            if !found.probed() {
+                rows.push(not_probed(name));
+                continue;
+            }
             let evidence = match &found.refusal {
                 Some(refusal) => format!("number {} got {}", found.accepted + 1, refusal_text(refusal)),
                 None => format!("no refusal up to {} (the ceiling or the budget)", found.accepted),
@@ -538,6 +588,47 @@ mod tests {
             }
         }
         (accepted, refused, sent)
+    }
+
+    #[test]
+    fn probes_after_an_interrupt_send_nothing_and_say_they_were_not_probed() {
+        let stop = crate::engine::StopHandle::new();
+        let mut budget = ProbeBudget::with_stop(100, stop.clone());
+        stop.stop();
+        // Nothing listens on port 9: a probe that sent would record a refusal.
+        let endpoint = Endpoint::parse("http://127.0.0.1:9/", std::time::Duration::from_secs(1)).unwrap();
+        let batch = probe_batch(&endpoint, "eth_blockNumber", 100, &mut budget);
+        let body = probe_body(&endpoint, "eth_blockNumber", 1 << 20, &mut budget);
+        let response = response::probe_response(&endpoint, "eth_blockNumber", 1 << 20, None, &mut budget);
+        assert_eq!((budget.requests, budget.interrupted), (0, true));
+        let report = LimitsReport {
+            url: "http://127.0.0.1:9/".into(),
+            method: "eth_blockNumber".into(),
+            budget,
+            rate: None,
+            batch: Some(batch),
+            body: Some(body),
+            response: Some(response),
+            subscriptions: None,
+            ws_connections: None,
+        };
+        let rows = report.rows();
+        let (spent, found) = rows.split_last().expect("rows");
+        assert_eq!((found.len(), spent.0.as_str()), (3, "spent"), "{rows:?}");
+        assert!(
+            found
+                .iter()
+                .all(|(_, value, evidence)| value == "not probed" && evidence == "the interrupt came first"),
+            "{rows:?}"
+        );
+        let text = report.render_text();
+        assert!(
+            text.contains("batches, request bodies, response bodies not probed (the interrupt came first)"),
+            "{text}"
+        );
+        assert!(text.contains("interrupted: the probes stopped at the interrupt"), "{text}");
+        let json: Value = serde_json::from_str(&report.render_json()).unwrap();
+        assert_eq!(json["budget"]["interrupted"], true, "{json}");
     }
 
     #[test]
