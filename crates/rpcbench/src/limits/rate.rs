@@ -26,7 +26,7 @@ use super::probe::{batch_body, ProbeBudget, Refusal};
 use crate::capacity::{next_step, NextStep, SearchBounds};
 use crate::client::{Endpoint, RawAnswer};
 use crate::engine::config::{Arrivals, Length, Load, RunConfig, Target};
-use crate::engine::{EngineError, Run};
+use crate::engine::{EngineError, LiveSink, Run};
 use crate::jsonrpc::RequestTemplate;
 use crate::outcome::{Outcome, OutcomeClass};
 use crate::ratelimit::signs::RateLimitRules;
@@ -101,6 +101,49 @@ pub struct RateStep {
     pub answered_after_refusal: Option<u64>,
     /// `answered_after_refusal` per second of `after_refusal_ms`: the step's sustained rate.
     pub limited_rate: Option<f64>,
+    /// Where that part begins, milliseconds after [`RateStep::measured_from`] (not reported).
+    #[serde(skip)]
+    pub after_refusal_from_ms: Option<u64>,
+    /// The instant the step's measured time began (its series' zero), on this process's
+    /// clock: with it the part after the refusal lines up with another clock's record of the
+    /// same process, a mock limiter's (not reported).
+    #[serde(skip)]
+    pub measured_from: Option<Instant>,
+}
+
+/// Notes the instant a run's measured time begins, passing everything on to the sink the run
+/// already had.
+#[derive(Debug)]
+struct MeasureStart {
+    inner: Option<std::sync::Arc<dyn LiveSink>>,
+    at: std::sync::Mutex<Option<Instant>>,
+}
+
+impl MeasureStart {
+    fn at(&self) -> Option<Instant> {
+        *self.at.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+impl LiveSink for MeasureStart {
+    fn begin_run(&self, config: &RunConfig, workers: usize, start: Instant, measure_start: Instant) {
+        *self.at.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(measure_start);
+        if let Some(inner) = &self.inner {
+            inner.begin_run(config, workers, start, measure_start);
+        }
+    }
+
+    fn publish(&self, worker: usize, calls: &[crate::record::Totals], in_flight: u64) {
+        if let Some(inner) = &self.inner {
+            inner.publish(worker, calls, in_flight);
+        }
+    }
+
+    fn end_run(&self) {
+        if let Some(inner) = &self.inner {
+            inner.end_run();
+        }
+    }
 }
 
 /// What the sustained search found for one method.
@@ -276,6 +319,8 @@ pub fn run_rate_step(
     config.length = Length { duration: Some(search.step), requests: None };
     config.warmup = search.warmup;
     config.stages.clear();
+    let start = std::sync::Arc::new(MeasureStart { inner: config.metrics.take(), at: Default::default() });
+    config.metrics = Some(start.clone());
     let record = Run::with_stop(config, budget.stop_handle())?.execute()?;
     let counts = &record.totals.counts;
     let requests = counts.total();
@@ -293,9 +338,11 @@ pub fn run_rate_step(
         rate_limited: counts.class_total(OutcomeClass::RateLimited),
         elapsed_ms,
         answered_rate: round_rate(answered as f64 / length),
-        after_refusal_ms: after.map(|(ms, _)| ms),
-        answered_after_refusal: after.map(|(_, answered)| answered),
-        limited_rate: after.map(|(ms, answered)| round_rate(answered as f64 * 1000.0 / ms as f64)),
+        after_refusal_ms: after.map(|(_, ms, _)| ms),
+        answered_after_refusal: after.map(|(_, _, answered)| answered),
+        limited_rate: after.map(|(_, ms, answered)| round_rate(answered as f64 * 1000.0 / ms as f64)),
+        after_refusal_from_ms: after.map(|(from, _, _)| from),
+        measured_from: start.at(),
     })
 }
 
@@ -306,7 +353,8 @@ fn round_rate(rate: f64) -> f64 {
 /// From a step's series (`interval_ms` wide points, by completion since the step's measured
 /// start), the whole intervals inside its `length_ms` after the one its first failure fell in,
 /// up to the last with a failure:
-/// their length in milliseconds and the answers they hold that were not failures. The budget
+/// where they begin and their length in milliseconds, and the answers they hold that were not
+/// failures. The budget
 /// is empty at the first refusal and, at an offered rate above the limit, stays so: what these
 /// intervals admitted is the sustained rate (to one request), with no part of a budget refilled
 /// before the step counted in it. `None` when no interval failed or none whole came after.
@@ -314,7 +362,7 @@ pub fn answered_after_first_refusal(
     series: &[crate::record::SeriesPoint],
     interval_ms: u64,
     length_ms: u64,
-) -> Option<(u64, u64)> {
+) -> Option<(u64, u64, u64)> {
     let interval_ms = interval_ms.max(1);
     let first = series.iter().position(|point| point.errors > 0)?;
     let from = series[first].start_ms + interval_ms;
@@ -332,7 +380,7 @@ pub fn answered_after_first_refusal(
     if ms == 0 {
         return None;
     }
-    Some((ms, whole.iter().map(|point| point.requests - point.errors).sum()))
+    Some((from, ms, whole.iter().map(|point| point.requests - point.errors).sum()))
 }
 
 /// Finds the sustained rate of the calls `base` sends: open-loop steps from `search.start_rate`,

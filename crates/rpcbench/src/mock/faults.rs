@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::util::units::{parse_duration, parse_rate, UnitError};
 
+use super::limiter_log::{LimiterDecision, LimiterLog};
 use super::prng::mix;
 
 /// Faults applied before a request is answered. All are off by default and they combine.
@@ -397,12 +398,19 @@ struct TokenBucket {
     rate: f64,
     burst: f64,
     state: Mutex<(f64, Instant)>,
+    /// Every decision, on the bucket's clock ([`LimiterLog`]).
+    log: Mutex<LimiterLog>,
 }
 
 impl TokenBucket {
     fn new(rate: f64, burst: Option<f64>, now: Instant) -> Self {
         let burst = burst.unwrap_or((rate / 10.0).floor()).max(1.0);
-        TokenBucket { rate, burst, state: Mutex::new((burst, now)) }
+        TokenBucket {
+            rate,
+            burst,
+            state: Mutex::new((burst, now)),
+            log: Mutex::new(LimiterLog::new(rate, burst, now)),
+        }
     }
 
     fn admit(&self, now: Instant) -> Admission {
@@ -411,8 +419,14 @@ impl TokenBucket {
         let refill = now.saturating_duration_since(*last).as_secs_f64() * self.rate;
         *tokens = (*tokens + refill).min(self.burst);
         *last = now;
-        if *tokens >= 1.0 {
+        let allowed = *tokens >= 1.0;
+        if allowed {
             *tokens -= 1.0;
+        }
+        // Logged under the bucket's lock, so the log's order is the decisions' order.
+        let decision = LimiterDecision { at: now, allowed, tokens: *tokens };
+        self.log.lock().unwrap_or_else(|poison| poison.into_inner()).push(decision);
+        if allowed {
             Admission::Allowed
         } else {
             let retry_after = Duration::from_secs_f64((1.0 - *tokens) / self.rate);
@@ -515,6 +529,13 @@ impl FaultState {
             Some(bucket) => bucket.admit(Instant::now()),
             None => Admission::Allowed,
         }
+    }
+
+    /// What the rate limiter decided so far (its last [`LimiterLog::CAPACITY`] decisions);
+    /// `None` without a limit.
+    pub(crate) fn limiter_log(&self) -> Option<LimiterLog> {
+        let bucket = self.bucket.as_ref()?;
+        Some(bucket.log.lock().unwrap_or_else(|poison| poison.into_inner()).clone())
     }
 
     /// The limiter's state for `--announce-headers`; `None` without a limit or the flag.

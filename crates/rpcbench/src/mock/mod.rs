@@ -30,6 +30,7 @@ mod geyser;
 mod geyser_sends;
 mod h2;
 mod http;
+mod limiter_log;
 mod mempool;
 mod mempool_rpc;
 pub(crate) mod prng;
@@ -53,6 +54,7 @@ pub use faults::{
 };
 pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMockOptions, GeyserTruth};
 pub use geyser_sends::GeyserSends;
+pub use limiter_log::{LimiterDecision, LimiterLog};
 pub use mempool::TxPoolOptions;
 pub use server::MockServer;
 pub use solana_tx::SolanaTxOptions;

@@ -101,6 +101,12 @@ impl MockServer {
         self.shared.ws.stats()
     }
 
+    /// What the rate limiter ([`crate::mock::Faults::rate_limit`]) decided so far, on the
+    /// mock's clock: the truth a measured sustained rate is held to. `None` without a limit.
+    pub fn limiter_log(&self) -> Option<crate::mock::LimiterLog> {
+        self.shared.faults.limiter_log()
+    }
+
     /// Stops accepting connections, lets requests in flight finish (for up to two seconds)
     /// and joins the server's threads.
     pub fn stop(self) {
