@@ -333,6 +333,8 @@ impl ServeArgs {
             error_rate: self.error_rate,
             rate_limit: self.rate_limit,
             rate_limit_burst: self.burst,
+            // A test's knob (one stray refusal), not a server's.
+            rate_limit_stray: None,
             rate_limit_style: self.rate_limit_style.parse().unwrap_or_default(),
             announce_headers: self.announce_headers,
             stall: self.stall,

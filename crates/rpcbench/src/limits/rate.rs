@@ -386,7 +386,9 @@ pub fn answered_after_first_refusal(
 /// Finds the sustained rate of the calls `base` sends: open-loop steps from `search.start_rate`,
 /// doubled (as `capacity` climbs) until one meets rate-limited answers; that rate is then run
 /// once more, from the empty budget the first left behind, and what it answered per second is
-/// the sustained rate. Stops, saying why, when the next step would overrun the budget.
+/// the sustained rate. If the limit does not hold when measured (no refusal after the first
+/// interval: a stray refusal, or sends a stall bunched), that rate passed and the climb goes
+/// on. Stops, saying why, when the next step would overrun the budget or at an interrupt.
 pub fn probe_sustained(
     base: &RunConfig,
     method: &str,
@@ -403,54 +405,69 @@ pub fn probe_sustained(
         stopped: None,
     };
     let mut history: Vec<(f64, bool)> = Vec::new();
-    let limited_rate = loop {
-        let rate = match next_step(&bounds, &history) {
-            NextStep::Run(rate) => rate,
-            NextStep::Done => {
-                finding.stopped = Some("the highest rate passed".into());
+    loop {
+        let limited_rate = loop {
+            let rate = match next_step(&bounds, &history) {
+                NextStep::Run(rate) => rate,
+                NextStep::Done => {
+                    finding.stopped = Some("the highest rate passed".into());
+                    return Ok(finding);
+                }
+            };
+            if !budget.affords(step_cost(rate, search)) {
+                finding.stopped =
+                    Some(budget.ended_by(format!("the budget (a step at {rate}/s would overrun it)")));
                 return Ok(finding);
             }
+            let step = run_rate_step(base, search, rate, budget)?;
+            if !budget.affords(0) {
+                // Cut short: its figures are not a step's (its requests are counted spent).
+                finding.stopped = Some(budget.ended_by(String::new()));
+                return Ok(finding);
+            }
+            let limited = step.rate_limited > 0;
+            finding.steps.push(step);
+            history.push((rate, !limited));
+            if limited {
+                break rate;
+            }
+            finding.highest_passed = Some(rate);
         };
-        if !budget.affords(step_cost(rate, search)) {
-            finding.stopped =
-                Some(budget.ended_by(format!("the budget (a step at {rate}/s would overrun it)")));
+        if !budget.affords(step_cost(limited_rate, search)) {
+            finding.stopped = Some(budget.ended_by("the budget (before the measuring step)".into()));
             return Ok(finding);
         }
-        let step = run_rate_step(base, search, rate, budget)?;
+        let mut measured = run_rate_step(base, search, limited_rate, budget)?;
         if !budget.affords(0) {
-            // Cut short: its figures are not a step's (its requests are counted spent).
             finding.stopped = Some(budget.ended_by(String::new()));
             return Ok(finding);
         }
-        let limited = step.rate_limited > 0;
-        finding.steps.push(step);
-        history.push((rate, !limited));
-        if limited {
-            break rate;
+        // A budget refilled during the pause before the step may take most of it to empty:
+        // then the part after the refusal is short, and the step is run once more (the budget
+        // empty).
+        let short =
+            |step: &RateStep| step.after_refusal_ms.unwrap_or(0) < (search.step.as_millis() / 4) as u64;
+        if short(&measured) && budget.affords(step_cost(limited_rate, search)) {
+            let again = run_rate_step(base, search, limited_rate, budget)?;
+            if budget.affords(0) && again.after_refusal_ms > measured.after_refusal_ms {
+                measured = again;
+            }
         }
-        finding.highest_passed = Some(rate);
-    };
-    if !budget.affords(step_cost(limited_rate, search)) {
-        finding.stopped = Some(budget.ended_by("the budget (before the measuring step)".into()));
-        return Ok(finding);
-    }
-    let mut measured = run_rate_step(base, search, limited_rate, budget)?;
-    if !budget.affords(0) {
-        finding.stopped = Some(budget.ended_by(String::new()));
-        return Ok(finding);
-    }
-    // A budget refilled during the pause before the step may take most of it to empty: then
-    // the part after the refusal is short, and the step is run once more (the budget empty).
-    let short = |step: &RateStep| step.after_refusal_ms.unwrap_or(0) < (search.step.as_millis() / 4) as u64;
-    if short(&measured) && budget.affords(step_cost(limited_rate, search)) {
-        let again = run_rate_step(base, search, limited_rate, budget)?;
-        if budget.affords(0) && again.after_refusal_ms > measured.after_refusal_ms {
-            measured = again;
+        if measured.limited_rate.is_some() {
+            finding.sustained_rate = measured.limited_rate;
+            finding.measured = Some(measured);
+            return Ok(finding);
         }
+        // The limit did not hold at this rate when measured: the first step's refusals were a
+        // burst of sends bunched by a stall of the sender (or of the machine), not the rate. The
+        // rate passed; the climb goes on to one that is limited all along.
+        finding.steps.push(measured);
+        if let Some(last) = history.last_mut() {
+            last.1 = true;
+        }
+        finding.highest_passed =
+            Some(finding.highest_passed.map_or(limited_rate, |passed| passed.max(limited_rate)));
     }
-    finding.sustained_rate = measured.limited_rate;
-    finding.measured = Some(measured);
-    Ok(finding)
 }
 
 /// Whether a batch counts as one request or call by call: from an empty budget, waits for a

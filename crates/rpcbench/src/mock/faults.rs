@@ -44,6 +44,10 @@ pub struct Faults {
     /// Requests the rate limiter lets through at once after a quiet spell (its bucket's
     /// size); `None`: a tenth of a second's worth, at least 1.
     pub rate_limit_burst: Option<f64>,
+    /// The rate limiter's decision this many (from 1) is a refusal whatever its bucket holds,
+    /// no token taken: one stray 429, as a provider gives when a node behind it is busy, or
+    /// as a stalled client's bunched sends meet (what `limits` must not take for the limit).
+    pub rate_limit_stray: Option<u64>,
     /// How requests over the rate limit are answered.
     pub rate_limit_style: RateLimitStyle,
     /// Whether answers announce the rate limiter's state in headers (`X-RateLimit-Limit`,
@@ -400,6 +404,10 @@ struct TokenBucket {
     state: Mutex<(f64, Instant)>,
     /// Every decision, on the bucket's clock ([`LimiterLog`]).
     log: Mutex<LimiterLog>,
+    /// The decision (from 1) refused whatever the bucket holds ([`Faults::rate_limit_stray`]).
+    stray: Option<u64>,
+    /// Decisions so far.
+    decisions: std::sync::atomic::AtomicU64,
 }
 
 impl TokenBucket {
@@ -410,6 +418,8 @@ impl TokenBucket {
             burst,
             state: Mutex::new((burst, now)),
             log: Mutex::new(LimiterLog::new(rate, burst, now)),
+            stray: None,
+            decisions: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -419,7 +429,8 @@ impl TokenBucket {
         let refill = now.saturating_duration_since(*last).as_secs_f64() * self.rate;
         *tokens = (*tokens + refill).min(self.burst);
         *last = now;
-        let allowed = *tokens >= 1.0;
+        let decision = self.decisions.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let allowed = *tokens >= 1.0 && self.stray != Some(decision);
         if allowed {
             *tokens -= 1.0;
         }
@@ -429,7 +440,7 @@ impl TokenBucket {
         if allowed {
             Admission::Allowed
         } else {
-            let retry_after = Duration::from_secs_f64((1.0 - *tokens) / self.rate);
+            let retry_after = Duration::from_secs_f64((1.0 - *tokens).max(0.0) / self.rate);
             Admission::Limited { retry_after, allowed_rps: self.rate, burst: self.burst }
         }
     }
@@ -498,7 +509,11 @@ const JITTER_STREAM: u64 = 0x6a69_7474_6572;
 
 impl FaultState {
     pub(crate) fn new(faults: Faults, seed: u64, started: Instant) -> Self {
-        let bucket = faults.rate_limit.map(|rate| TokenBucket::new(rate, faults.rate_limit_burst, started));
+        let bucket = faults.rate_limit.map(|rate| {
+            let mut bucket = TokenBucket::new(rate, faults.rate_limit_burst, started);
+            bucket.stray = faults.rate_limit_stray;
+            bucket
+        });
         FaultState {
             faults,
             seed,

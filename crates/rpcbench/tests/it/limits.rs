@@ -7,7 +7,7 @@ use rpcbench::client::Endpoint;
 use rpcbench::engine::config::RunConfig;
 use rpcbench::engine::config::Target;
 use rpcbench::limits::rate::{
-    probe_rate_limits, run_rate_step, BatchCounting, RateProbe, RateSearch, RateStep,
+    probe_rate_limits, probe_sustained, run_rate_step, BatchCounting, RateProbe, RateSearch, RateStep,
 };
 use rpcbench::limits::response::{probe_response, DEFAULT_RESPONSE_CEILING};
 use rpcbench::limits::{
@@ -456,4 +456,40 @@ fn a_step_that_begins_with_a_full_budget_reads_the_sustained_rate_not_the_refill
     assert_the_mocks_sustained_rate(&log, &step);
     assert!(step.after_refusal_ms.unwrap() >= 1_000, "the budget empties early in the step: {step:?}");
     assert_eq!(budget.requests, 400, "the step's 2.5 s at 160/s");
+}
+
+/// One stray refusal in the first step, below the limit (a provider's busy node, or the
+/// bunched sends of a stalled client meeting a small bucket), is not the limit: measured again
+/// at that rate nothing is refused, so the climb goes on and finds the limit above it. (It
+/// stopped there and found no sustained rate at all: `limits --suite` failed so on a loaded
+/// machine, a burst of 10 meeting sends a stall had bunched at 40/s.)
+#[test]
+fn a_stray_refusal_below_the_limit_does_not_end_the_climb() {
+    let mut options = MockOptions::new(Chain::Ethereum);
+    options.faults.rate_limit = Some(50.0);
+    options.faults.rate_limit_burst = Some(10.0);
+    // Decisions 1-5 are the first step's warm-up; 10 is in its measured second.
+    options.faults.rate_limit_stray = Some(10);
+    let server = MockServer::start(options).unwrap();
+    let template = RequestTemplate::from_method("eth_blockNumber", None).unwrap();
+    let base = RunConfig::new(Target::parse(&server.url()).unwrap(), template);
+    let search = RateSearch {
+        start_rate: 20.0,
+        step: Duration::from_secs(1),
+        warmup: Duration::from_millis(250),
+        ..RateSearch::default()
+    };
+    let mut budget = ProbeBudget::new(2_000);
+    let found = probe_sustained(&base, "eth_blockNumber", &search, &mut budget).expect("the search runs");
+    let log = server.limiter_log().expect("the mock limits the rate");
+    server.stop();
+    let first = &found.steps[0];
+    assert_eq!((first.offered_rate, first.rate_limited), (20.0, 1), "the stray refusal: {found:?}");
+    assert_eq!(found.steps[1].offered_rate, 20.0, "measured again: {found:?}");
+    assert_eq!(found.steps[1].rate_limited, 0, "nothing refused then: {found:?}");
+    assert!(found.highest_passed.is_some_and(|passed| passed >= 20.0), "{found:?}");
+    let measured = found.measured.as_ref().unwrap_or_else(|| panic!("the limit found above: {found:?}"));
+    assert!(measured.offered_rate > 50.0, "{found:?}");
+    assert_eq!(found.sustained_rate, measured.limited_rate);
+    assert_the_mocks_sustained_rate(&log, measured);
 }
