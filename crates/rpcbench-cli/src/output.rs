@@ -70,10 +70,12 @@ pub fn clap_error(err: clap::Error) -> ExitCode {
     }
 }
 
-/// Writes `text` to `out` atomically, or to standard output, control characters escaped.
+/// Writes `text` to `out` atomically, or to standard output (no `out`, or `-`), control
+/// characters escaped.
 pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     match out {
         None => print_stdout(text),
+        Some(path) if is_stdout(path) => print_stdout(text),
         Some(path) => match write_atomically(path, rpcbench::escape_controls(text).as_bytes()) {
             Ok(()) => {
                 if !quiet {
@@ -86,9 +88,17 @@ pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     }
 }
 
+/// Whether an output path is `-`: standard output, as the tools users know take it.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// Checks, before a run, that `flag` (`--save`, `--output`) can write `path`: its folder exists
 /// and it is not a folder itself (a run of minutes must not end in "cannot save").
 pub fn check_file_path(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    if flag == "--output" && is_stdout(path) {
+        return Ok(());
+    }
     let flag = format!("{flag} {}", path.display());
     if path.is_dir() {
         return Err(ConfigError::new(flag, "is a folder"));

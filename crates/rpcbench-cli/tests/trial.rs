@@ -1,7 +1,8 @@
 //! A new user's trial of the commands but `tx` (session 20): a file that cannot be written is
-//! refused with exit 2 before the load is spent, as `run` and `capacity` already do. The
-//! "servers" are listeners on 127.0.0.1:0 that never answer: a connection queued on one shows
-//! the command sent its load before it looked at its output path.
+//! refused with exit 2 before the load is spent, as `run` and `capacity` already do; `limits`
+//! stopped by Ctrl-C still writes its report; `-o -` is standard output. The "servers" are
+//! listeners on 127.0.0.1:0 that never answer: a connection queued on one shows the command
+//! sent its load before it looked at its output path.
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -169,4 +170,23 @@ fn limits_interrupted_mid_probe_still_writes_the_report_of_what_it_found() {
     let spent = report["budget"]["requests"].as_u64().unwrap_or(u64::MAX);
     assert!(spent <= 2, "{report}");
     assert_eq!(report["rate"]["sustained"][0]["stopped"], "an interrupt", "{report}");
+}
+
+#[test]
+fn an_output_of_dash_is_standard_output_not_a_file_named_dash() {
+    use rpcbench::mock::{Chain, MockOptions, MockServer};
+    let node = MockServer::start(MockOptions::new(Chain::Ethereum)).expect("the mock node starts");
+    let dir = std::env::temp_dir().join(format!("rpcbench-trial-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["run", &node.url(), "-m", "eth_blockNumber", "-n", "5", "-f", "json", "-o", "-"])
+        .current_dir(&dir)
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
+    assert_eq!(report["requests"]["total"], 5, "{report}");
+    assert!(!dir.join("-").exists(), "no file named '-'");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -90,7 +90,7 @@ impl CapacityFile {
     /// Parses and checks a capacity file's text; `path` names it in errors.
     pub fn from_json(text: &str, path: &Path) -> Result<Self, ResultsError> {
         let invalid = |message: String| ResultsError::Invalid { path: path.to_path_buf(), message };
-        let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
+        let value: Value = serde_json::from_str(text).map_err(|err| ResultsError::not_json(path, &err))?;
         match value.get("format").and_then(Value::as_str) {
             Some(CAPACITY_FORMAT) => {}
             Some(RESULTS_FORMAT) => {

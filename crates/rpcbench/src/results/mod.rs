@@ -529,6 +529,17 @@ pub enum ResultsError {
         /// What is wrong.
         message: String,
     },
+    /// The file is not JSON: where it stops being so.
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// Its line (from 1).
+        line: usize,
+        /// Its column (from 1).
+        column: usize,
+        /// What the JSON reader expected there.
+        message: String,
+    },
     /// Files that do not belong together were to be merged.
     Mismatch {
         /// The file that does not match the first.
@@ -545,9 +556,37 @@ impl fmt::Display for ResultsError {
             ResultsError::Invalid { path, message } => {
                 write!(f, "{}: not a usable results file: {message}", path.display())
             }
+            ResultsError::Syntax { path, line, column, message } => {
+                write!(
+                    f,
+                    "{}:{line}:{column}: not a usable results file: not JSON: {message}",
+                    path.display()
+                )
+            }
             ResultsError::Mismatch { path, message } => {
                 write!(f, "{}: does not belong with the other files: {message}", path.display())
             }
+        }
+    }
+}
+
+impl ResultsError {
+    /// `path` is not JSON, as `err` says (its line and column named as file:line:col).
+    pub(crate) fn not_json(path: &Path, err: &serde_json::Error) -> Self {
+        let said = err.to_string();
+        // serde_json ends its message with " at line L column C" when it knows where.
+        let message = said.rsplit_once(" at line ").map_or(said.as_str(), |(message, _)| message).to_string();
+        if err.line() == 0 {
+            return ResultsError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("not JSON: {message}"),
+            };
+        }
+        ResultsError::Syntax {
+            path: path.to_path_buf(),
+            line: err.line(),
+            column: err.column().max(1),
+            message,
         }
     }
 }
@@ -683,7 +722,7 @@ impl ResultsFile {
     /// Parses a results file's text; `path` names it in errors.
     pub fn from_json(text: &str, path: &Path) -> Result<Self, ResultsError> {
         let invalid = |message: String| ResultsError::Invalid { path: path.to_path_buf(), message };
-        let value: Value = serde_json::from_str(text).map_err(|err| invalid(format!("not JSON: {err}")))?;
+        let value: Value = serde_json::from_str(text).map_err(|err| ResultsError::not_json(path, &err))?;
         match value.get("format").and_then(Value::as_str) {
             Some(RESULTS_FORMAT) => {}
             Some(CAPACITY_FORMAT) => {

@@ -236,6 +236,23 @@ fn files_that_are_not_results_files_are_refused_by_name() {
 }
 
 #[test]
+fn a_results_file_that_is_not_json_is_named_with_its_line_and_column() {
+    let dir = temp_dir("syntax");
+    for (name, text, at) in
+        [("broken.json", "{\"format\":1,\n  \"b\": x}\n", ":2:8: "), ("empty.json", "", ":1:1: ")]
+    {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let err = ResultsFile::load(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}{at}", path.display())), "{name}: {err}");
+        assert!(err.contains("not JSON") && !err.contains(" at line "), "said once: {err}");
+        let capacity = rpcbench::capacity_file::CapacityFile::from_json(text, &path).unwrap_err().to_string();
+        assert!(capacity.starts_with(&format!("{}{at}", path.display())), "{name}: {capacity}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_shard_index_out_of_range_is_blamed_on_its_own_file() {
     let server = mixed_server();
     let dir = temp_dir("shard-range");
