@@ -41,6 +41,13 @@ pub struct BatchFinding {
     pub steps: Vec<BatchStep>,
 }
 
+impl BatchFinding {
+    /// Whether any batch was sent: nothing when the budget or an interrupt came first.
+    pub fn probed(&self) -> bool {
+        !self.steps.is_empty()
+    }
+}
+
 /// One batch the search sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BatchStep {
@@ -390,7 +397,7 @@ impl LimitsReport {
         }
         let mut unprobed = Vec::new();
         if let Some(batch) = &self.batch {
-            if batch.steps.is_empty() {
+            if !batch.probed() {
                 unprobed.push("batches");
             } else {
                 parts.push(batch_summary(batch));
@@ -406,7 +413,7 @@ impl LimitsReport {
             });
         }
         match &self.response {
-            Some(response) if response.steps.is_empty() => unprobed.push("response bodies"),
+            Some(response) if !response.probed() => unprobed.push("response bodies"),
             Some(response) => parts.push(response.summary()),
             None => {}
         }
@@ -498,7 +505,7 @@ impl LimitsReport {
         }
         let not_probed =
             |name: &str| (name.to_string(), "not probed".to_string(), self.why_not_probed().to_string());
-        if self.batch.as_ref().is_some_and(|batch| batch.steps.is_empty()) {
+        if self.batch.as_ref().is_some_and(|batch| !batch.probed()) {
             rows.push(not_probed("largest batch"));
         } else if let Some(batch) = &self.batch {
             let value = match (batch.smallest_refused, batch.exact) {
@@ -526,7 +533,7 @@ impl LimitsReport {
             None => {}
         }
         match &self.response {
-            Some(response) if response.steps.is_empty() => rows.push(not_probed("largest response body")),
+            Some(response) if !response.probed() => rows.push(not_probed("largest response body")),
             Some(response) => rows.push(response.row()),
             None => {}
         }

@@ -167,6 +167,11 @@ pub fn probe_response(
 }
 
 impl ResponseFinding {
+    /// Whether any answer was asked for: nothing when the budget or an interrupt came first.
+    pub fn probed(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
     /// The finding as one table row: (limit, found, evidence).
     pub fn row(&self) -> (String, String, String) {
         let size = format!("{} bytes", self.largest_accepted);
