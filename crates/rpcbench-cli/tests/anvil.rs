@@ -138,14 +138,21 @@ fn both_ethereum_suites_run_clean_against_anvil() {
     );
     assert!(reverted.is_err(), "the log emitter reverts every call: {reverted:?}");
     // The contract that answers is called by a transaction too: its address is a `to`.
-    call(
+    let last = call(
         &url,
         "eth_sendTransaction",
         json!([{"from": accounts[2], "to": receipt["contractAddress"], "data": "0x18160ddd"}]),
     );
+    // Anvil mines right after answering: the head is read once the last one is in a block.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while call(&url, "eth_getTransactionReceipt", json!([last])).is_null()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // Nine transactions, one block each unless anvil, on a busy machine, mined two together:
-    // the head is what the node says.
+    // the head is what the node says once the last is mined.
     let head = call(&url, "eth_blockNumber", json!([]));
     let head = u64::from_str_radix(head.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     assert!((1..=9).contains(&head), "{head}");
