@@ -526,3 +526,80 @@ fn k8s_job_splits_a_tx_run_with_its_keys_from_a_secret_never_in_the_manifests() 
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--key-secret: only a tx run has keys"), "{}", stderr(&output));
 }
+
+/// An API key in the run's URL or an Authorization header would be in every pod's command,
+/// readable by anyone who can read the Jobs: `k8s-job` refuses it (the message shows it
+/// redacted), and with `--env-secret` the run names it from a Secret the pods' shell expands.
+#[test]
+fn k8s_job_never_writes_a_url_key_or_auth_header_into_the_manifests() {
+    let job = ["k8s-job", "--shards", "2", "--image", "x", "--start-at", "2026-11-23T10:00:00Z"];
+    let refused = [
+        (
+            &["--", "run", "https://eth.example/v2/SECRET123abc", "-m", "eth_blockNumber"][..],
+            "https://eth.example/v2/***",
+        ),
+        (&["--", "run", "https://sol.example/?api-key=SECRET123", "-m", "getSlot"][..], "api-key=***"),
+        (
+            &["--", "run", "http://node:8545", "-H", "Authorization: Bearer SECRET123", "-m", "getSlot"][..],
+            "Authorization: ***",
+        ),
+        (&["--", "tx", "http://node:8545", "--ws", "ws://node:8546/?key=SECRET123", "--dev"][..], "key=***"),
+    ];
+    for (run, shown) in refused {
+        let args: Vec<&str> = job.iter().chain(run).copied().collect();
+        let output = rpcbench(&args);
+        let (out, err) = (String::from_utf8_lossy(&output.stdout), stderr(&output));
+        assert_eq!(output.status.code(), Some(2), "{run:?}: {err}");
+        assert!(err.contains(shown) && err.contains("--env-secret"), "{run:?}: {err}");
+        assert!(!out.contains("SECRET123") && !err.contains("SECRET123"), "{run:?}: {out}{err}");
+    }
+    // A reference without the Secret that holds it would reach the node as '$RPC_URL'.
+    let args: Vec<&str> = job.iter().chain(&["--", "run", "$RPC_URL", "-m", "getSlot"]).copied().collect();
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--env-secret"), "{}", stderr(&output));
+
+    let args: Vec<&str> = job
+        .iter()
+        .chain(&[
+            "--env-secret",
+            "rpc",
+            "--",
+            "run",
+            "$RPC_URL",
+            "-H",
+            "Authorization: Bearer ${TOKEN}",
+            "-m",
+            "getSlot",
+            "--rate",
+            "100",
+            "-d",
+            "10s",
+        ])
+        .copied()
+        .collect();
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let manifests: Vec<serde_json::Value> = printed
+        .split("---\n")
+        .filter(|doc| !doc.trim().is_empty())
+        .map(|doc| serde_json::from_str(doc).unwrap())
+        .collect();
+    let container = &manifests[1]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["envFrom"][0]["secretRef"]["name"], "rpc");
+    let command = container["command"][2].as_str().unwrap();
+    assert!(
+        command
+            .starts_with(r#"exec rpcbench run "${RPC_URL}" -H "Authorization: Bearer ${TOKEN}" -m getSlot"#),
+        "{command}"
+    );
+    // The run after '--' is still checked, with a stand-in for the URL: a bad flag exits 2.
+    let args: Vec<&str> =
+        job.iter().chain(&["--env-secret", "rpc", "--", "run", "$RPC_URL", "-d", "6O"]).copied().collect();
+    let output = rpcbench(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let args: Vec<&str> =
+        job.iter().chain(&["--env-secret", "Bad_Name", "--", "run", "$RPC_URL"]).copied().collect();
+    assert_eq!(rpcbench(&args).status.code(), Some(2));
+}

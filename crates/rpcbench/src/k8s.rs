@@ -8,6 +8,11 @@
 //! A `tx` run is split the same way; its keys are secrets, so the manifests never hold one:
 //! a Kubernetes Secret named by [`SplitRunJob::key_secret`] is mounted read-only at
 //! [`KEY_MOUNT`] in every shard's pod, and the run reads its key file from there.
+//!
+//! The same holds for a URL's API key or an Authorization header: the manifests never hold
+//! one. [`literal_secret`] finds a run word that would show one; with an env Secret
+//! ([`SplitRunJob::env_secret`]), the run names the secret as `$NAME` or `${NAME}`, which the
+//! pod's shell expands from the Secret's keys when the pod starts.
 
 use serde_json::{json, Value};
 
@@ -28,6 +33,10 @@ pub struct SplitRunJob {
     /// The Secret holding a `tx` run's keys, mounted read-only at [`KEY_MOUNT`] in every
     /// shard's pod (`None`: no keys to mount, as for `run` or `tx --dev`).
     pub key_secret: Option<String>,
+    /// The Secret whose keys become the shards' pods' environment (`envFrom`), so that the
+    /// run's words name them (`$RPC_URL`, `Bearer ${TOKEN}`) and the pod's shell expands them
+    /// (`None`: every word is literal, `$` included).
+    pub env_secret: Option<String>,
     /// Extra arguments of `rpcbench merge` (thresholds on the whole fleet's figures).
     pub merge_args: Vec<String>,
     /// The results volume's size request (`1Gi`).
@@ -47,6 +56,151 @@ pub fn is_dns_label(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
+}
+
+/// One piece of a run word: literal text, or a reference to an environment variable (`$NAME`
+/// or `${NAME}`, the name only here).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum WordPiece<'a> {
+    Text(&'a str),
+    Reference(&'a str),
+}
+
+/// Whether `name` is a shell variable's name.
+fn is_variable_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A word cut into literal text and references; a `$` that opens no reference is text.
+fn word_pieces(word: &str) -> Vec<WordPiece<'_>> {
+    let mut pieces = Vec::new();
+    let (mut rest, mut text_from) = (0, 0);
+    while let Some(at) = word[rest..].find('$').map(|at| rest + at) {
+        let after = &word[at + 1..];
+        let reference = if let Some(braced) = after.strip_prefix('{') {
+            braced
+                .find('}')
+                .map(|end| &braced[..end])
+                .filter(|name| is_variable_name(name))
+                .map(|name| (name, name.len() + 3))
+        } else {
+            let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+            Some(&after[..end]).filter(|name| is_variable_name(name)).map(|name| (name, name.len() + 1))
+        };
+        match reference {
+            Some((name, length)) => {
+                if text_from < at {
+                    pieces.push(WordPiece::Text(&word[text_from..at]));
+                }
+                pieces.push(WordPiece::Reference(name));
+                rest = at + length;
+                text_from = rest;
+            }
+            None => rest = at + 1,
+        }
+    }
+    if text_from < word.len() {
+        pieces.push(WordPiece::Text(&word[text_from..]));
+    }
+    pieces
+}
+
+/// The names a word refers to (`$NAME`, `${NAME}`), in order.
+pub fn references(word: &str) -> Vec<&str> {
+    word_pieces(word)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            WordPiece::Reference(name) => Some(name),
+            WordPiece::Text(_) => None,
+        })
+        .collect()
+}
+
+/// The word with every reference replaced by `stand_in`.
+fn with_references_as(word: &str, stand_in: &str) -> String {
+    word_pieces(word)
+        .into_iter()
+        .map(|piece| match piece {
+            WordPiece::Text(text) => text,
+            WordPiece::Reference(_) => stand_in,
+        })
+        .collect()
+}
+
+/// What a word that names an env Secret's keys stands for when the run is checked on this
+/// machine, which has not the Secret: a word that is one reference stands for a URL (the
+/// node's, with its key), a reference inside a word for a plain word.
+pub fn stand_in_for_check(word: &str) -> String {
+    match word_pieces(word).as_slice() {
+        [WordPiece::Reference(_)] => "http://127.0.0.1/".to_string(),
+        _ => with_references_as(word, "x"),
+    }
+}
+
+/// The first run word that shows a secret by itself (with `references` set, what the words
+/// name from the env Secret is not shown and not counted), as reports would show it: a URL
+/// with an API key in its path, a user name or password, or any query value (reports mask
+/// every one), or the value of a request header that is not known to be harmless (an
+/// Authorization header's scheme aside). Key files are refused elsewhere (they must be in the
+/// key Secret); a method's parameters are not secrets (reports show them).
+pub fn literal_secret(words: &[String], references: bool) -> Option<String> {
+    use crate::util::redact::{is_secret_header, url, MASK};
+    let mut header_next = false;
+    for word in words {
+        let shown = if references { with_references_as(word, MASK) } else { word.clone() };
+        let header = if std::mem::take(&mut header_next) {
+            Some(shown.as_str())
+        } else if shown == "-H" || shown == "--header" {
+            header_next = true;
+            None
+        } else {
+            shown.strip_prefix("--header=").or_else(|| shown.strip_prefix("-H"))
+        };
+        if let Some(header) = header {
+            let Some((name, value)) = header.split_once(':') else { continue };
+            let mut value = value.trim();
+            if let Some((scheme, rest)) = value.split_once(char::is_whitespace) {
+                if crate::util::redact::is_auth_scheme(scheme) {
+                    value = rest;
+                }
+            }
+            if is_secret_header(name) && !value.replace(MASK, "").trim().is_empty() {
+                return Some(format!("{}: {MASK}", name.trim()));
+            }
+        } else if shown.contains("://") {
+            let redacted = url(&shown);
+            if redacted != shown {
+                return Some(redacted);
+            }
+        }
+    }
+    None
+}
+
+/// Quotes a word for `sh -c` so that the shell expands its references and nothing else.
+fn shell_quote_expanding(word: &str) -> String {
+    let mut out = String::from("\"");
+    for piece in word_pieces(word) {
+        match piece {
+            WordPiece::Text(text) => {
+                for c in text.chars() {
+                    if matches!(c, '"' | '\\' | '$' | '`') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+            }
+            WordPiece::Reference(name) => {
+                out.push_str("${");
+                out.push_str(name);
+                out.push('}');
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Quotes a word for `sh -c`.
@@ -78,7 +232,10 @@ impl SplitRunJob {
                 .push(json!({ "name": "keys", "mountPath": KEY_MOUNT, "readOnly": true }));
         }
         let mut run: Vec<String> = vec!["exec".into(), "rpcbench".into()];
-        run.extend(self.run_args.iter().map(|arg| shell_quote(arg)));
+        run.extend(self.run_args.iter().map(|arg| match &self.env_secret {
+            Some(_) if !references(arg).is_empty() => shell_quote_expanding(arg),
+            _ => shell_quote(arg),
+        }));
         run.push(format!("--shards {}", self.shards));
         run.push(format!("--start-at {}", shell_quote(&self.start_at)));
         run.push("--save /results/shard-${JOB_COMPLETION_INDEX}.json".into());
@@ -109,6 +266,10 @@ impl SplitRunJob {
                     }
                 }
             });
+            if let (true, Some(secret)) = (indexed, &self.env_secret) {
+                spec["template"]["spec"]["containers"][0]["envFrom"] =
+                    json!([{ "secretRef": { "name": secret } }]);
+            }
             if indexed {
                 spec["completionMode"] = json!("Indexed");
                 spec["completions"] = json!(self.shards);
@@ -176,6 +337,7 @@ mod tests {
             .to_vec(),
             merge_args: vec!["--threshold".into(), "p99 < 5ms".into()],
             key_secret: None,
+            env_secret: None,
             storage: "1Gi".into(),
             merge_deadline_seconds: 660,
         }
@@ -249,5 +411,113 @@ mod tests {
         assert_eq!(shell_quote("plain-word"), "plain-word");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
+    }
+
+    #[test]
+    fn a_secret_in_a_url_or_header_is_found_and_a_reference_to_the_env_secret_is_not() {
+        let words = |list: &[&str]| list.iter().map(|word| word.to_string()).collect::<Vec<_>>();
+        let found = |list: &[&str], references| literal_secret(&words(list), references);
+        // What reports mask, the manifests must not show.
+        assert_eq!(
+            found(&["run", "https://eth.example/v2/SECRET123abc", "-m", "eth_blockNumber"], false),
+            Some("https://eth.example/v2/***".into())
+        );
+        assert_eq!(
+            found(&["run", "https://sol.example/?api-key=SECRET123"], false),
+            Some("https://sol.example/?api-key=***".into())
+        );
+        assert_eq!(
+            found(&["run", "http://node:8545", "-H", "Authorization: Bearer SECRET123"], false),
+            Some("Authorization: ***".into())
+        );
+        assert_eq!(
+            found(&["run", "http://node:8545", "--header=X-Api-Key: SECRET123"], false),
+            Some("X-Api-Key: ***".into())
+        );
+        assert_eq!(
+            found(&["tx", "http://node:8545", "--ws", "wss://user:pw@node/"], false),
+            Some("wss://***:***@node/".into())
+        );
+        // Harmless words, parameters and harmless headers pass.
+        assert_eq!(
+            found(
+                &[
+                    "run",
+                    "http://node:8545",
+                    "-m",
+                    "getBalance",
+                    "--params",
+                    r#"["4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"]"#,
+                    "-H",
+                    "Accept: application/json"
+                ],
+                false
+            ),
+            None
+        );
+        // With an env Secret, what the words name from it is neither shown nor a secret...
+        assert_eq!(found(&["run", "$RPC_URL", "-H", "Authorization: Bearer ${TOKEN}"], true), None);
+        assert_eq!(found(&["run", "https://sol.example/?api-key=${KEY}"], true), None);
+        // ...but a literal key beside a reference still is, and without one `$` is literal text.
+        assert_eq!(
+            found(&["run", "https://x.example/?api-key=SECRET123&tag=${T}"], true),
+            Some("https://x.example/?api-key=***&tag=***".into())
+        );
+        assert_eq!(
+            found(&["run", "https://sol.example/?api-key=$KEY"], false),
+            Some("https://sol.example/?api-key=***".into())
+        );
+    }
+
+    #[test]
+    fn an_env_secret_s_keys_are_expanded_by_the_pod_s_shell_and_nothing_else_is() {
+        assert_eq!(references("${RPC_URL}"), ["RPC_URL"]);
+        assert_eq!(references("https://x/?k=$KEY&t=${T_2}x"), ["KEY", "T_2"]);
+        assert!(references("cost $5 ${1} ${} $").is_empty());
+        assert_eq!(shell_quote_expanding("$RPC_URL"), r#""${RPC_URL}""#);
+        assert_eq!(
+            shell_quote_expanding(r#"Authorization: Bearer ${TOKEN} "q" \ `x` $(reboot)"#),
+            r#""Authorization: Bearer ${TOKEN} \"q\" \\ \`x\` \$(reboot)""#
+        );
+        assert_eq!(stand_in_for_check("$RPC_URL"), "http://127.0.0.1/");
+        assert_eq!(stand_in_for_check("Bearer ${TOKEN}"), "Bearer x");
+        let with_env = SplitRunJob {
+            run_args: [
+                "run",
+                "$RPC_URL",
+                "-H",
+                "Authorization: Bearer ${TOKEN}",
+                "-m",
+                "getSlot",
+                "--note",
+                "$5",
+            ]
+            .map(String::from)
+            .to_vec(),
+            env_secret: Some("rpc-secrets".into()),
+            ..job()
+        };
+        let manifests = with_env.manifests();
+        let container = &manifests[1]["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["envFrom"], json!([{ "secretRef": { "name": "rpc-secrets" } }]));
+        let command = container["command"][2].as_str().unwrap();
+        assert!(
+            command.starts_with(
+                r#"exec rpcbench run "${RPC_URL}" -H "Authorization: Bearer ${TOKEN}" -m getSlot --note '$5'"#
+            ),
+            "{command}"
+        );
+        // The merge Job reads results files only: it gets no secrets.
+        assert!(manifests[2]["spec"]["template"]["spec"]["containers"][0].get("envFrom").is_none());
+        // Without an env Secret, `$` is literal text, quoted as before.
+        let literal = SplitRunJob { env_secret: None, ..with_env };
+        let command = literal.manifests()[1]["spec"]["template"]["spec"]["containers"][0]["command"][2]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            command.starts_with("exec rpcbench run '$RPC_URL' -H 'Authorization: Bearer ${TOKEN}'"),
+            "{command}"
+        );
     }
 }

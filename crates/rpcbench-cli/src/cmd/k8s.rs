@@ -2,7 +2,9 @@
 //! that run `rpcbench run ...` split over N pods (an Indexed Job), every pod starting at one
 //! instant, and a Job that merges their results files, so that nobody edits YAML by hand.
 //! `-- tx URL ...` splits a transaction run the same way; its keys come from a Secret
-//! (`--key-secret`) mounted in the pods, never from the manifests.
+//! (`--key-secret`) mounted in the pods, never from the manifests. An API key in the URL or
+//! an Authorization header comes from a Secret too (`--env-secret`, the run naming its keys as
+//! `$NAME`); a run that would show one in the manifests exits 2.
 
 use std::process::ExitCode;
 
@@ -48,6 +50,12 @@ pub struct K8sJobArgs {
     /// never appear in the manifests.
     #[arg(long, value_name = "SECRET")]
     pub key_secret: Option<String>,
+    /// A Kubernetes Secret whose keys become environment variables of every shard's pod, for
+    /// what must not be in the manifests: the run names them as `$NAME` or `${NAME}` (in single
+    /// quotes here: `-- run '$RPC_URL' -H 'Authorization: Bearer ${TOKEN}'`) and the pod's shell
+    /// expands them. Without it, `$` is literal text.
+    #[arg(long, value_name = "SECRET")]
+    pub env_secret: Option<String>,
     /// `run` or `tx` and its arguments, after `--`: what each pod runs its share of.
     #[arg(last = true, required = true, value_name = "RUN")]
     pub run: Vec<String>,
@@ -192,7 +200,38 @@ pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
             "give the run after '--': -- run URL ... or -- tx URL ...",
         ));
     }
-    let run = match check_run(&args.run, parse) {
+    let references = args.env_secret.is_some();
+    if let Some(name) = args.env_secret.as_deref().filter(|name| !is_dns_label(name)) {
+        return output::usage_error(ConfigError::new(
+            "--env-secret",
+            format!("'{name}': must be lower-case letters, digits and '-', at most 52 characters"),
+        ));
+    }
+    if let Some(shown) = rpcbench::k8s::literal_secret(&args.run, references) {
+        return output::usage_error(format!(
+            "RUN: '{shown}' holds a secret, which the manifests would show to anyone who can read the Jobs: \
+             put it in a Kubernetes Secret (kubectl create secret generic rpc --from-literal=RPC_URL=...) \
+             and name it: k8s-job --env-secret rpc ... -- run '$RPC_URL' ..."
+        ));
+    }
+    if !references && args.run.iter().any(|word| !rpcbench::k8s::references(word).is_empty()) {
+        // Shown as typed: without an env Secret the pods would read '$NAME' literally.
+        let word = args.run.iter().find(|word| !rpcbench::k8s::references(word).is_empty());
+        return output::usage_error(ConfigError::new(
+            "--env-secret",
+            format!(
+                "the run names '{}' from the environment: give the Secret that holds it",
+                rpcbench::redact_text(word.map(String::as_str).unwrap_or_default())
+            ),
+        ));
+    }
+    // Checked here with stand-ins for what the pods will read from the env Secret.
+    let checked: Vec<String> = if references {
+        args.run.iter().map(|word| rpcbench::k8s::stand_in_for_check(word)).collect()
+    } else {
+        args.run.clone()
+    };
+    let run = match check_run(&checked, parse) {
         Ok(run) => run,
         Err(message) => return output::usage_error(message),
     };
@@ -258,6 +297,7 @@ pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
         run_args: args.run,
         merge_args,
         key_secret: args.key_secret,
+        env_secret: args.env_secret,
         storage: args.storage,
         merge_deadline_seconds: deadline.as_secs(),
     };

@@ -57,6 +57,11 @@ const HARMLESS_HEADERS: [&str; 20] = [
 /// the secret, the rest is.
 const AUTH_SCHEMES: [&str; 6] = ["basic", "bearer", "digest", "token", "apikey", "negotiate"];
 
+/// Whether a word opens an Authorization value as its scheme (`Bearer`), case-insensitively.
+pub(crate) fn is_auth_scheme(word: &str) -> bool {
+    AUTH_SCHEMES.contains(&word.to_ascii_lowercase().as_str())
+}
+
 /// Secrets shorter than this are not scrubbed out of server text: a query value such as `1`
 /// would mask every digit of a message.
 const SHORTEST_SCRUBBED: usize = 4;
