@@ -88,6 +88,30 @@ pub fn emit(text: &str, out: Option<&Path>, quiet: bool) -> ExitCode {
     }
 }
 
+/// Writes a file made whole (`merge -o FILE`), or to standard output for `-`; a broken pipe is
+/// success there. The error names the file.
+pub fn write_file_or_stdout(path: &Path, text: &str) -> Result<(), String> {
+    if is_stdout(path) {
+        let mut stdout = std::io::stdout().lock();
+        return match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write to standard output: {err}"))
+            }
+            _ => Ok(()),
+        };
+    }
+    write_atomically(path, text.as_bytes()).map_err(|err| format!("cannot write {}: {err}", path.display()))
+}
+
+/// How an output path is named in a message: `standard output` for `-`.
+pub fn output_name(path: &Path) -> String {
+    if is_stdout(path) {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Whether an output path is `-`: standard output, as the tools users know take it.
 fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"

@@ -106,7 +106,7 @@ fn an_interrupted_run_still_saves_what_it_completed() {
 }
 
 #[test]
-fn merge_adds_shards_up_and_refuses_strangers() {
+fn merge_adds_shards_up_writes_to_standard_output_for_a_dash_and_refuses_strangers() {
     let node = node(Chain::Static, 0);
     let dir = temp_dir("merge");
     let shard = |name: &str, connections: &str| {
@@ -136,6 +136,19 @@ fn merge_adds_shards_up_and_refuses_strangers() {
         serde_json::from_slice(&rpcbench(&["report", &merged, "-f", "json"]).stdout).unwrap();
     assert_eq!(report["requests"]["total"], 400);
     assert_eq!(report["load"]["connections"], 4);
+
+    // `-o -` is standard output, as for every other report (it wrote a file named `-`).
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_rpcbench"))
+        .args(["merge", &a, &b, "-o", "-"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    assert!(!dir.join("-").exists(), "a file named '-'");
+    assert!(stderr(&piped).contains("into standard output"), "{}", stderr(&piped));
+    let on_stdout: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
+    let in_file: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!(on_stdout, in_file);
 
     let refused = rpcbench(&["merge", &a, &odd, "-o", &path(&dir, "bad.json")]);
     assert_eq!(refused.status.code(), Some(2));

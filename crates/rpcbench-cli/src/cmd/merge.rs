@@ -24,7 +24,7 @@ pub struct MergeArgs {
     /// Results files of the shards.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The merged results file to write.
+    /// The merged results file to write (`-`: standard output).
     #[arg(short, long, value_name = "FILE", value_parser = crate::args::output_file)]
     pub output: PathBuf,
     /// Merge the shards that are there when some of a split run's are missing.
@@ -75,15 +75,15 @@ fn run_subscribe(args: &MergeArgs) -> ExitCode {
         Err(message) => return output::usage_error(message),
     };
     let passed = merged.judge(&thresholds);
-    if let Err(err) = rpcbench::results::write_atomically(&args.output, merged.to_json().as_bytes()) {
-        return output::failure(format!("{}: {err}", args.output.display()));
+    if let Err(err) = output::write_file_or_stdout(&args.output, &merged.to_json()) {
+        return output::failure(err);
     }
     eprintln!(
         "rpcbench: merged {} subscription report(s), {} subscriptions and {} notifications, into {}",
         parts.len(),
         merged.subscriptions,
         merged.notifications,
-        args.output.display()
+        output::output_name(&args.output)
     );
     for verdict in &merged.thresholds {
         let mark = if verdict.passed { "pass" } else { "FAIL" };
@@ -121,14 +121,14 @@ fn run_tx(args: &MergeArgs) -> ExitCode {
     let passed = verdicts.iter().all(|verdict| verdict.passed);
     merged["thresholds"] = serde_json::json!(verdicts);
     let text = serde_json::to_string_pretty(&merged).expect("the report serializes") + "\n";
-    if let Err(err) = rpcbench::results::write_atomically(&args.output, text.as_bytes()) {
-        return output::failure(format!("{}: {err}", args.output.display()));
+    if let Err(err) = output::write_file_or_stdout(&args.output, &text) {
+        return output::failure(err);
     }
     eprintln!(
         "rpcbench: merged {} tx report(s), {} transactions sent, into {}",
         parts.len(),
         merged["sent"],
-        args.output.display()
+        output::output_name(&args.output)
     );
     for verdict in &verdicts {
         let mark = if verdict.passed { "pass" } else { "FAIL" };
@@ -186,7 +186,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
         };
         merged.thresholds = thresholds.iter().map(|threshold| threshold.evaluate(&report)).collect();
     }
-    if let Err(err) = merged.save(&args.output) {
+    if let Err(err) = output::write_file_or_stdout(&args.output, &merged.to_json()) {
         return output::failure(err);
     }
     eprintln!(
@@ -194,7 +194,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
         merged.shards(),
         merged.total_requests(),
         merged.method_names(),
-        args.output.display()
+        output::output_name(&args.output)
     );
     let mut breached = false;
     for verdict in &merged.thresholds {
