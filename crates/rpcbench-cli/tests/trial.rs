@@ -190,3 +190,18 @@ fn an_output_of_dash_is_standard_output_not_a_file_named_dash() {
     assert!(!dir.join("-").exists(), "no file named '-'");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `-d 1000000000000000000s` ran with a header of `18446744073709.55s` (the engine's nanosecond
+/// clock saturated), not what was asked: a duration over a year is refused before the load.
+#[test]
+fn an_absurd_duration_is_refused_naming_the_flag_not_run_saturated() {
+    let (listener, url) = silent_listener();
+    for duration in ["1000000000000000000s", "99999999999999d"] {
+        let output = rpcbench(&["run", &url, "-m", "getSlot", "-d", duration]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("-d") && stderr.contains("at most a year"), "{stderr}");
+        assert!(output.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&output.stdout));
+        nothing_connected(&listener);
+    }
+}

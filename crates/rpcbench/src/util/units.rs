@@ -24,6 +24,12 @@ impl std::error::Error for UnitError {}
 
 const DURATION_EXPECTED: &str = "a duration such as 500us, 250ms, 10s, 5m or 1h30m";
 
+/// The longest duration taken: a year. Longer ones are slips (`-d 1000000000000000000s`),
+/// which the engine's clocks in nanoseconds would have cut to 584 years and shown as such.
+pub(crate) const LONGEST_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+const DURATION_TOO_LONG: &str = "a duration of at most a year (365days)";
+
 /// Parses a duration made of one or more `<number><unit>` parts (`humantime`'s grammar): units
 /// `ns`, `us`, `ms`, `s`, `m`, `h` and their long names (`min`, `hours`, `days`...), fractions
 /// allowed (`1.5s`), parts optionally separated by spaces (`1m 30s`). A bare `0` is zero.
@@ -37,7 +43,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     if !text.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(err());
     }
-    humantime::parse_duration(text).map_err(|_| err())
+    let duration = humantime::parse_duration(text).map_err(|_| err())?;
+    if duration > LONGEST_DURATION {
+        return Err(UnitError { input: input.to_string(), expected: DURATION_TOO_LONG });
+    }
+    Ok(duration)
 }
 
 /// Formats a duration the way reports show it: `812us`, `1.91ms`, `2.00s`.
@@ -205,6 +215,16 @@ mod tests {
         ];
         for (text, expected) in cases {
             assert_eq!(parse_duration(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_duration_longer_than_a_year_is_refused_not_saturated() {
+        assert_eq!(parse_duration("365days"), Ok(LONGEST_DURATION));
+        for text in ["366days", "1000000000000000000s", "99999999999999d"] {
+            let err = parse_duration(text).unwrap_err();
+            assert_eq!(err.expected, DURATION_TOO_LONG, "{text}");
+            assert!(err.to_string().contains("at most a year"), "{err}");
         }
     }
 
