@@ -138,10 +138,11 @@ fn limits_with_no_budget_left_for_the_websocket_probe_still_writes_the_report() 
 fn limits_interrupted_mid_probe_still_writes_the_report_of_what_it_found() {
     use std::time::{Duration, Instant};
     // A server that takes the connection and never answers: the probe is under way (its
-    // interrupt handler set) once it connects; its request waits out `--timeout`.
+    // interrupt handler set) once it connects. Its request would wait out `--timeout` (an
+    // hour here): the interrupt abandons it at once.
     let (listener, url) = silent_listener();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rpcbench"))
-        .args(["limits", &url, "--rate", "--timeout", "2s", "-f", "json"])
+        .args(["limits", &url, "--rate", "--timeout", "1h", "-f", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -161,6 +162,15 @@ fn limits_interrupted_mid_probe_still_writes_the_report_of_what_it_found() {
     };
     let kill = std::process::Command::new("kill").args(["-s", "INT", &child.id().to_string()]).status();
     assert!(kill.expect("kill runs").success());
+    // Not a timing assertion: a request left to its hour's timeout never ends in this one.
+    let given_up = Instant::now() + Duration::from_secs(300);
+    while child.try_wait().expect("the child can be waited for").is_none() {
+        if Instant::now() > given_up {
+            child.kill().ok();
+            panic!("limits still waited for its request 5 minutes after the interrupt");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let output = child.wait_with_output().expect("the child can be waited for");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "the report is written: {stderr}");

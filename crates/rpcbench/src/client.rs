@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::engine::config::{HttpVersion, RunConfig};
 use crate::engine::select::{UseTransport, Wire, WireSettings};
+use crate::engine::StopHandle;
 use crate::jsonrpc::{self, CheckMode, RequestTemplate};
 use crate::outcome::Outcome;
 use crate::settings::{Target, TlsOptions};
@@ -184,7 +185,7 @@ impl Endpoint {
     /// call, with the endpoint's `x-token`. Blocking.
     pub fn geyser_slot(&self) -> Result<u64, CallError> {
         let (path, framed) = crate::protocol::geyser_unary::get_slot_call();
-        let answer = self.exchange(&path, &framed).map_err(|err| self.scrub_error(err))?;
+        let answer = self.exchange_whole(&path, &framed).map_err(|err| self.scrub_error(err))?;
         if answer.status != 200 {
             return Err(CallError::Status(answer.status));
         }
@@ -197,6 +198,16 @@ impl Endpoint {
     /// Transport errors have this endpoint's secrets scrubbed out. Blocking.
     pub fn post(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
         self.post_unscrubbed(body).map_err(|err| self.scrub_error(err))
+    }
+
+    /// [`Endpoint::post`], abandoned as soon as `stop` is stopped (an interrupt): `None` then,
+    /// at once, not at the end of the timeout. Blocking.
+    pub fn post_unless_stopped(
+        &self,
+        body: &[u8],
+        stop: &StopHandle,
+    ) -> Option<Result<RawAnswer, CallError>> {
+        self.exchange(b"", body, Some(stop)).map(|posted| posted.map_err(|err| self.scrub_error(err)))
     }
 
     fn scrub_error(&self, err: CallError) -> CallError {
@@ -242,21 +253,32 @@ impl Endpoint {
     /// Each exchange runs on a runtime of its own, as a worker does: connections shared within
     /// a worker (HTTP/2, WebSocket) are never carried over from a runtime that is gone.
     fn post_unscrubbed(&self, body: &[u8]) -> Result<RawAnswer, CallError> {
-        self.exchange(b"", body)
+        self.exchange_whole(b"", body)
     }
 
     /// Sends `body` to `path` (empty: the URL's own) and returns the answer.
-    fn exchange(&self, path: &[u8], body: &[u8]) -> Result<RawAnswer, CallError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|err| CallError::Transport(err.to_string()))?;
+    fn exchange_whole(&self, path: &[u8], body: &[u8]) -> Result<RawAnswer, CallError> {
+        self.exchange(path, body, None).unwrap_or_else(|| Err(CallError::Transport("stopped".into())))
+    }
+
+    /// Sends `body` to `path` and returns the answer; `None` when `stop` was stopped first.
+    fn exchange(
+        &self,
+        path: &[u8],
+        body: &[u8],
+        stop: Option<&StopHandle>,
+    ) -> Option<Result<RawAnswer, CallError>> {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(err) => return Some(Err(CallError::Transport(err.to_string()))),
+        };
         self.wire.with(OnePost {
             runtime: &runtime,
             path,
             body,
             max_body: self.max_body,
             timeout: self.timeout,
+            stop,
         })
     }
 }
@@ -278,13 +300,16 @@ struct OnePost<'a> {
     body: &'a [u8],
     max_body: u64,
     timeout: Duration,
+    /// What abandons the exchange at once (`None`: only the timeout does).
+    stop: Option<&'a StopHandle>,
 }
 
 impl UseTransport for OnePost<'_> {
-    type Output = Result<RawAnswer, CallError>;
+    /// `None`: abandoned at a stop.
+    type Output = Option<Result<RawAnswer, CallError>>;
 
     fn use_transport<T: Transport + Send + 'static>(self, transport: T) -> Self::Output {
-        let OnePost { runtime, path, body, max_body, timeout } = self;
+        let OnePost { runtime, path, body, max_body, timeout, stop } = self;
         let transport = transport.for_worker();
         runtime.block_on(async {
             let exchange = async {
@@ -299,9 +324,18 @@ impl UseTransport for OnePost<'_> {
                     .map_err(|err| CallError::Transport(format!("{err:?}")))?;
                 Ok(RawAnswer { status: reply.status, body: lane.body().to_vec() })
             };
-            tokio::time::timeout(timeout, exchange)
-                .await
-                .map_err(|_| CallError::Transport("timeout".into()))?
+            let bounded = async {
+                tokio::time::timeout(timeout, exchange)
+                    .await
+                    .unwrap_or_else(|_| Err(CallError::Transport("timeout".into())))
+            };
+            match stop {
+                None => Some(bounded.await),
+                Some(stop) => tokio::select! {
+                    answer = bounded => Some(answer),
+                    () = stop.stopped() => None,
+                },
+            }
         })
     }
 }

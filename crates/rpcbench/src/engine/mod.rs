@@ -176,6 +176,14 @@ impl StopHandle {
     pub fn is_stopped(&self) -> bool {
         self.0.stopped.load(Ordering::SeqCst)
     }
+
+    /// Resolves once [`StopHandle::stop`] is called (at once if it was): for one-off work
+    /// outside a run (a probe's request) that must not outlive an interrupt.
+    pub async fn stopped(&self) {
+        let mut stopped = self.0.sender.subscribe();
+        // The sender lives as long as `self`: `wait_for` ends only when the value is true.
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    }
 }
 
 /// A live view of a run's progress, updated about once a second.

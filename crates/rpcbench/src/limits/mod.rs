@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::client::batches::{read_batch_answer, BatchAnswer};
 use crate::client::{Endpoint, RawAnswer};
+use crate::engine::StopHandle;
 use crate::util::printable::markdown;
 
 pub mod probe;
@@ -90,14 +91,16 @@ pub fn probe_batch(
             break;
         }
         budget.spend(calls);
-        let ok = match endpoint.post(&batch_body(method, calls)) {
+        // Abandoned at an interrupt: that batch found nothing.
+        let Some(posted) = budget.post(endpoint, &batch_body(method, calls)) else { break };
+        let ok = match posted {
             Ok(answer) if batch_accepted(&answer, calls) => true,
             Ok(answer) => {
                 let refused = Refusal::from_answer(&answer);
                 // A rate limit answered for the whole batch says nothing of its length.
                 if refused.is_rate_limit() && retries < RATE_LIMIT_RETRIES {
                     retries += 1;
-                    std::thread::sleep(RATE_LIMIT_RETRY_PAUSE);
+                    budget.pause(RATE_LIMIT_RETRY_PAUSE);
                     continue;
                 }
                 refusal = Some(refused);
@@ -169,7 +172,8 @@ pub fn probe_body(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut 
             break;
         }
         budget.spend(1);
-        match endpoint.post(&padded_body(method, bytes)) {
+        let Some(posted) = budget.post(endpoint, &padded_body(method, bytes)) else { break };
+        match posted {
             Ok(answer) if (200..300).contains(&answer.status) && !answer_is_rate_limit(&answer) => {
                 accepted = bytes
             }
@@ -177,7 +181,7 @@ pub fn probe_body(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut 
                 let refused_now = Refusal::from_answer(&answer);
                 if refused_now.is_rate_limit() && retries < RATE_LIMIT_RETRIES {
                     retries += 1;
-                    std::thread::sleep(RATE_LIMIT_RETRY_PAUSE);
+                    budget.pause(RATE_LIMIT_RETRY_PAUSE);
                     continue;
                 }
                 refusal = Some(refused_now);
@@ -261,6 +265,14 @@ async fn open_socket(url: &url::Url, timeout: std::time::Duration) -> Result<Soc
         .unwrap_or_else(|_| Err(failed("no answer within the timeout".into())))
 }
 
+/// `work`'s output, or `None` when `stop` is stopped first (`work` is dropped then).
+async fn unless_stopped<T>(stop: &StopHandle, work: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = stop.stopped() => None,
+    }
+}
+
 /// Sends subscribe call `id` and reads until its answer (notifications are skipped): `Ok` when
 /// it was accepted, else the refusal.
 async fn subscribe_once(socket: &mut Socket, probe: &WsProbe, id: u64) -> Result<(), Refusal> {
@@ -321,7 +333,13 @@ pub fn probe_websocket(
             return Ok((finding(0, None, probe.max_subscriptions), finding(0, None, probe.max_connections)));
         }
         budget.spend(0);
-        let mut first = match open_socket(&url, probe.timeout).await {
+        // An interrupt abandons what is under way at once (not at the end of its timeout).
+        let stop = budget.stop_handle();
+        let Some(opened) = unless_stopped(&stop, open_socket(&url, probe.timeout)).await else {
+            budget.interrupted = true;
+            return Ok((finding(0, None, probe.max_subscriptions), finding(0, None, probe.max_connections)));
+        };
+        let mut first = match opened {
             Ok(socket) => socket,
             Err(refusal) => {
                 return Err(format!("the first WebSocket connection failed: {}", refusal_text(&refusal)))
@@ -331,12 +349,18 @@ pub fn probe_websocket(
         let mut retries = 0;
         while subscriptions < probe.max_subscriptions && budget.allows_one_more() {
             budget.spend(1);
-            match subscribe_once(&mut first, probe, budget.requests).await {
+            let Some(answered) =
+                unless_stopped(&stop, subscribe_once(&mut first, probe, budget.requests)).await
+            else {
+                budget.interrupted = true;
+                break;
+            };
+            match answered {
                 Ok(()) => subscriptions += 1,
                 // A rate limit is not the cap: wait and ask again.
                 Err(refused) if refused.is_rate_limit() && retries < RATE_LIMIT_RETRIES => {
                     retries += 1;
-                    tokio::time::sleep(RATE_LIMIT_RETRY_PAUSE).await;
+                    unless_stopped(&stop, tokio::time::sleep(RATE_LIMIT_RETRY_PAUSE)).await;
                 }
                 Err(refused) => {
                     refusal = Some(refused);
@@ -349,7 +373,11 @@ pub fn probe_websocket(
         let mut refusal = None;
         while (held.len() as u64) < probe.max_connections && budget.allows_one_more() {
             budget.spend(0);
-            match open_socket(&url, probe.timeout).await {
+            let Some(opened) = unless_stopped(&stop, open_socket(&url, probe.timeout)).await else {
+                budget.interrupted = true;
+                break;
+            };
+            match opened {
                 Ok(socket) => held.push(socket),
                 Err(refused) => {
                     refusal = Some(refused);

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{CallError, RawAnswer};
+use crate::client::{CallError, Endpoint, RawAnswer};
 use crate::engine::StopHandle;
 use crate::util::printable::one_line;
 
@@ -61,6 +61,17 @@ impl ProbeBudget {
             return false;
         }
         self.requests.saturating_add(requests) <= self.max_requests
+    }
+
+    /// Sends `body` to `endpoint` (spent by the caller), abandoned at once at an interrupt
+    /// rather than at the end of the timeout: `None` then, and the report says it was
+    /// interrupted. Blocking.
+    pub fn post(&mut self, endpoint: &Endpoint, body: &[u8]) -> Option<Result<RawAnswer, CallError>> {
+        let posted = endpoint.post_unless_stopped(body, &self.stop);
+        if posted.is_none() {
+            self.interrupted = true;
+        }
+        posted
     }
 
     /// What stops the probe, for a run it starts.

@@ -249,7 +249,7 @@ pub fn probe_burst(endpoint: &Endpoint, method: &str, ceiling: u64, budget: &mut
     while probe.accepted < ceiling && budget.allows_one_more() {
         budget.spend(1);
         let sent = Instant::now();
-        let posted = endpoint.post(&body);
+        let Some(posted) = budget.post(endpoint, &body) else { break };
         let answered = Instant::now();
         let (first_sent, first_answered) = *first.get_or_insert((sent, answered));
         probe.elapsed_us = micros(first_sent, answered);
@@ -487,7 +487,9 @@ pub fn probe_batch_counting(
     }
     let budget_then = burst.map_or(2, |burst| (burst / 4).clamp(2, 10)).min(max_calls.max(2) / 3).max(1);
     let calls = (budget_then * 3).min(max_calls).max(2);
-    std::thread::sleep(Duration::from_secs_f64(budget_then as f64 / rate));
+    if !budget.pause(Duration::from_secs_f64(budget_then as f64 / rate)) {
+        return None;
+    }
     budget.spend(calls);
     let rules = RateLimitRules::default();
     let mut finding = BatchCountingFinding {
@@ -498,7 +500,7 @@ pub fn probe_batch_counting(
         rate_limited: 0,
         refusal: None,
     };
-    let answer = match endpoint.post(&batch_body(method, calls)) {
+    let answer = match budget.post(endpoint, &batch_body(method, calls))? {
         Ok(answer) => answer,
         Err(error) => {
             finding.refusal = Some(Refusal::from_error(&error));

@@ -122,7 +122,8 @@ pub fn probe_response(
             break;
         }
         budget.spend(1);
-        let shape = match endpoint.post(&call_with_long_id(method, id_bytes)) {
+        let Some(posted) = budget.post(endpoint, &call_with_long_id(method, id_bytes)) else { break };
+        let shape = match posted {
             Ok(answer) => match answer_shape(&answer, id_bytes) {
                 AnswerShape::Whole => {
                     accepted_bytes = answer.body.len() as u64;
@@ -139,7 +140,7 @@ pub fn probe_response(
             }
             AnswerShape::RateLimited if retries < RATE_LIMIT_RETRIES => {
                 retries += 1;
-                std::thread::sleep(RATE_LIMIT_RETRY_PAUSE);
+                budget.pause(RATE_LIMIT_RETRY_PAUSE);
             }
             AnswerShape::RateLimited => break,
             AnswerShape::Refused(refused) => {
