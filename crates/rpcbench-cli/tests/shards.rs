@@ -16,6 +16,15 @@ fn rpcbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rpcbench")).args(args).output().expect("the binary runs")
 }
 
+/// The manifests `k8s-job` printed: JSON documents separated by `---`.
+fn printed_manifests(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .split("---\n")
+        .filter(|doc| !doc.trim().is_empty())
+        .map(|doc| serde_json::from_str(doc).unwrap())
+        .collect()
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -435,12 +444,7 @@ fn k8s_job_splits_a_tx_run_with_its_keys_from_a_secret_never_in_the_manifests() 
         "60s",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let printed = String::from_utf8(output.stdout).unwrap();
-    let manifests: Vec<serde_json::Value> = printed
-        .split("---\n")
-        .filter(|doc| !doc.trim().is_empty())
-        .map(|doc| serde_json::from_str(doc).unwrap())
-        .collect();
+    let manifests = printed_manifests(&output.stdout);
     assert_eq!(manifests.len(), 3);
     let pod = &manifests[1]["spec"]["template"]["spec"];
     let command = pod["containers"][0]["command"][2].as_str().unwrap();
@@ -580,12 +584,7 @@ fn k8s_job_never_writes_a_url_key_or_auth_header_into_the_manifests() {
         .collect();
     let output = rpcbench(&args);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let printed = String::from_utf8(output.stdout).unwrap();
-    let manifests: Vec<serde_json::Value> = printed
-        .split("---\n")
-        .filter(|doc| !doc.trim().is_empty())
-        .map(|doc| serde_json::from_str(doc).unwrap())
-        .collect();
+    let manifests = printed_manifests(&output.stdout);
     let container = &manifests[1]["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["envFrom"][0]["secretRef"]["name"], "rpc");
     let command = container["command"][2].as_str().unwrap();
