@@ -53,7 +53,8 @@ pub struct K8sJobArgs {
     /// A Kubernetes Secret whose keys become environment variables of every shard's pod, for
     /// what must not be in the manifests: the run names them as `$NAME` or `${NAME}` (in single
     /// quotes here: `-- run '$RPC_URL' -H 'Authorization: Bearer ${TOKEN}'`) and the pod's shell
-    /// expands them. Without it, `$` is literal text.
+    /// expands them. The run is checked here with stand-ins: a word that is one reference for
+    /// a URL, a reference inside a word for a plain word. Without it, `$` is literal text.
     #[arg(long, value_name = "SECRET")]
     pub env_secret: Option<String>,
     /// `run` or `tx` and its arguments, after `--`: what each pod runs its share of.
