@@ -93,6 +93,16 @@ fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
     Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
 }
 
+/// `--ws` must be a ws:// or wss:// URL: a URL that is not one is a mistake in the flag, not a
+/// node without WebSocket (it fell back to polling, exit 0).
+fn ws_flag(url: &str) -> Result<(), String> {
+    match rpcbench::Target::parse_websocket(url) {
+        Ok(target) if target.websocket => Ok(()),
+        Ok(target) => Err(format!("--ws: '{}' is not a ws:// or wss:// URL", target.redacted())),
+        Err(err) => Err(format!("--ws: {err}")),
+    }
+}
+
 /// The senders of this shard: the key source's accounts `offset .. offset + --senders` (shard
 /// I of N starts at (I-1) x --senders, so that no two shards share a nonce sequence).
 fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
@@ -133,6 +143,9 @@ pub fn run(args: TxArgs) -> ExitCode {
         if let Some(Err(err)) = path.as_deref().map(|path| output::check_file_path(flag, path)) {
             return output::usage_error(err);
         }
+    }
+    if let Some(Err(err)) = args.ws.as_deref().map(ws_flag) {
+        return output::usage_error(err);
     }
     let thresholds = match super::tx_report::thresholds(&args) {
         Ok(thresholds) => thresholds,
