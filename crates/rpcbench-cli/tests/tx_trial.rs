@@ -58,3 +58,19 @@ fn a_ws_flag_that_is_not_a_websocket_url_exits_2_naming_it_before_anything_is_se
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--ws: ") && stderr.contains("not a ws:// or wss:// URL"), "{stderr}");
 }
+
+/// A `--max-fee` below the priority fee (given or the node's) is the flag's fault: exit 2
+/// naming both, before anything is sent (it exited 1, as a node failure does).
+#[test]
+fn a_max_fee_below_the_priority_fee_exits_2_before_anything_is_sent() {
+    let node = ethereum_node(Duration::from_millis(100), TxPoolOptions::default());
+    let url = node.url();
+    let given = ["--dev", "--rate", "10", "-n", "5", "--max-fee", "1gwei", "--priority-fee", "2gwei"];
+    let (code, stderr) = refused(&url, &given);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--max-fee 1.000 gwei is below the priority fee 2.000 gwei"), "{stderr}");
+    let (code, stderr) = refused(&url, &["--dev", "--rate", "10", "-n", "5", "--max-fee", "0"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("(eth_maxPriorityFeePerGas)"), "{stderr}");
+    nothing_was_sent(&url);
+}

@@ -212,7 +212,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     let (fees, fee_source) = match fees(&args, &ask, &ask_quantity) {
         Ok(fees) => fees,
-        Err(message) => return output::failure(message),
+        Err(FeeError::Flag(message)) => return output::usage_error(message),
+        Err(FeeError::Node(message)) => return output::failure(message),
     };
     // One eth_estimateGas for the kind sent, from the first sender.
     let gas_limit = match args.gas_limit {
@@ -600,6 +601,12 @@ impl NonceSource for NodeNonces {
     }
 }
 
+/// Why the fees could not be settled: a fee flag at fault (exit 2) or the node's answers.
+enum FeeError {
+    Flag(String),
+    Node(String),
+}
+
 /// The fees to sign with and where they came from: the overrides, else the node's suggestions
 /// (priority fee from eth_maxPriorityFeePerGas, else the median reward of eth_feeHistory;
 /// max fee twice the next block's base fee from eth_feeHistory plus the priority fee, else
@@ -608,7 +615,7 @@ fn fees(
     args: &TxArgs,
     ask: &dyn Fn(&str, Value) -> Result<Value, String>,
     ask_quantity: &dyn Fn(&str, Value) -> Result<u128, String>,
-) -> Result<(Fees, String), String> {
+) -> Result<(Fees, String), FeeError> {
     if let Some(gas_price) = args.gas_price {
         return Ok((Fees::Legacy { gas_price }, "--gas-price".into()));
     }
@@ -632,7 +639,7 @@ fn fees(
         None => match (ask_quantity("eth_maxPriorityFeePerGas", json!([])), median_reward) {
             (Ok(fee), _) => (fee, "eth_maxPriorityFeePerGas"),
             (Err(_), Some(reward)) => (reward, "eth_feeHistory reward p50"),
-            (Err(message), None) => return Err(message),
+            (Err(message), None) => return Err(FeeError::Node(message)),
         },
     };
     let (max_fee, max_from) = match (args.max_fee, next_base) {
@@ -641,13 +648,22 @@ fn fees(
             (base.saturating_mul(2).saturating_add(priority), "2 x eth_feeHistory next base fee + priority")
         }
         (None, None) => (
-            ask_quantity("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+            ask_quantity("eth_gasPrice", json!([]))
+                .map_err(FeeError::Node)?
+                .saturating_mul(2)
+                .saturating_add(priority),
             "2 x eth_gasPrice + priority",
         ),
     };
     let source = format!("max fee: {max_from}; priority: {priority_from}");
+    // Only a --max-fee can be below the priority fee (the default is above it): the flag is
+    // at fault, whichever gave the priority fee.
     if max_fee < priority {
-        return Err(format!("--max-fee {} is below the priority fee {}", gwei(max_fee), gwei(priority)));
+        return Err(FeeError::Flag(format!(
+            "--max-fee {} is below the priority fee {} ({priority_from})",
+            gwei(max_fee),
+            gwei(priority)
+        )));
     }
     Ok((Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority }, source))
 }
