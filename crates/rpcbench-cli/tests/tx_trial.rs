@@ -2,6 +2,9 @@
 //! the trial found wrong (bad input that was taken, a fallback that sent nothing), each
 //! behaviour kept by a test of counts and exit codes, never of timing.
 
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{count, ethereum_node, nothing_was_sent, solana_node, solana_outcomes_add_up, tx, tx_report};
@@ -73,4 +76,94 @@ fn a_max_fee_below_the_priority_fee_exits_2_before_anything_is_sent() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("(eth_maxPriorityFeePerGas)"), "{stderr}");
     nothing_was_sent(&url);
+}
+
+/// Every byte clients sent through a relay on 127.0.0.1:0 to a node, to see the headers that
+/// reached it.
+struct Recorded {
+    url: String,
+    sent: Arc<Mutex<Vec<u8>>>,
+}
+
+/// A relay to the node at `url` (each connection copied both ways, the client's side kept).
+fn recording_relay(url: &str) -> Recorded {
+    let upstream: SocketAddr = url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let keep = sent.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let (Ok(client), Ok(server)) = (client, TcpStream::connect(upstream)) else { continue };
+            let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut buffer = [0u8; 16384];
+                while let Ok(read @ 1..) = from_client.read(&mut buffer) {
+                    keep.lock().unwrap().extend_from_slice(&buffer[..read]);
+                    if to_server.write_all(&buffer[..read]).is_err() {
+                        break;
+                    }
+                }
+                let _ = to_server.shutdown(Shutdown::Write);
+            });
+            let (mut from_server, mut to_client) = (server, client);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+                let _ = to_client.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    Recorded { url: format!("http://127.0.0.1:{port}/"), sent }
+}
+
+impl Recorded {
+    /// How many HTTP/1.1 request heads went through, how many WebSocket upgrades among them,
+    /// and how many carried `header` (the client's side of WebSocket is masked: no false hits).
+    fn heads(&self, header: &str) -> (usize, usize, usize) {
+        let text = String::from_utf8_lossy(&self.sent.lock().unwrap()).to_ascii_lowercase();
+        let header = format!("\r\n{}\r\n", header.to_ascii_lowercase());
+        (
+            text.matches(" http/1.1\r\n").count(),
+            text.matches("upgrade: websocket").count(),
+            text.matches(&header).count(),
+        )
+    }
+}
+
+/// `tx -H 'Name: value'` (as `run` and `subscribe` take it: providers want their key on writes
+/// too) goes with every HTTP request of the run (setup, funding or airdrops, the sends, block,
+/// receipt and status reads) and every WebSocket upgrade of its watches, on both chains; its
+/// value is in no output. Before, `tx` had no `-H` (exit 2, unknown argument).
+#[test]
+fn a_tx_header_goes_with_every_request_and_websocket_upgrade_and_is_never_printed() {
+    let header = "X-Api-Key: SECRETHDR";
+    let dir = std::env::temp_dir().join(format!("rpcbench-tx-header-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ethereum = ethereum_node(Duration::from_millis(100), TxPoolOptions::default());
+    let solana = solana_node(Some(SolanaTxOptions::default()));
+    for (node, keys, landed) in
+        [(ethereum.url(), &["--dev"][..], "included"), (solana.url(), &[][..], "landed")]
+    {
+        let relay = recording_relay(&node);
+        let saved = dir.join(format!("{landed}.json"));
+        let saved_path = saved.to_str().unwrap();
+        let args =
+            [keys, &["--rate", "50", "-n", "20", "-H", header, "--save", saved_path, "-f", "json"][..]]
+                .concat();
+        let output = tx(&relay.url, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        let report = common::report_of(&output);
+        assert_eq!(count(&report, "sent"), 20, "{report}");
+        assert_eq!(count(&report, landed), 20, "{report}");
+        let (requests, upgrades, with_header) = relay.heads(header);
+        assert!(upgrades >= 1, "the watch's upgrade went through the relay: {requests} requests");
+        assert!(requests > 20, "the sends and the reads: {requests}");
+        assert_eq!(with_header, requests, "every request head carried the header ({landed})");
+        let saved_text = std::fs::read_to_string(&saved).unwrap();
+        for text in [String::from_utf8_lossy(&output.stdout).to_string(), stderr, saved_text] {
+            assert!(!text.contains("SECRETHDR"), "{text}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -134,7 +134,11 @@ fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
 
 pub fn run(args: TxArgs) -> ExitCode {
     rpcbench::set_helper_threads(args.helper_threads.into());
-    let node = match Endpoint::parse(&args.url, args.timeout) {
+    let headers = match crate::plan::parse_headers(&args.headers) {
+        Ok(headers) => headers,
+        Err(err) => return output::usage_error(err),
+    };
+    let node = match Endpoint::parse(&args.url, args.timeout).and_then(|node| node.with_headers(headers)) {
         Ok(node) => node,
         Err(err) => return output::usage_error(err),
     };

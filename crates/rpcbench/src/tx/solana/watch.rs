@@ -112,6 +112,7 @@ impl SignatureWatch {
     ) -> Result<SignatureWatch, SignatureWatchError> {
         let counts = Arc::new(WatchCounts::default());
         let handoffs = Handoffs::new(ready_holds(&ready));
+        let headers = node.headers().to_vec();
         let watch = Watch {
             commitment,
             input,
@@ -124,7 +125,7 @@ impl SignatureWatch {
             handoffs,
             found_in_catch_up: FoundInCatchUp::default(),
         };
-        let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
+        let landings = FeedWatch::start("rpcbench-signatures", ws_url, &headers, connect_timeout, watch)?;
         Ok(SignatureWatch { landings, counts })
     }
 
