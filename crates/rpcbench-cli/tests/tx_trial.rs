@@ -167,3 +167,27 @@ fn a_tx_header_goes_with_every_request_and_websocket_upgrade_and_is_never_printe
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A flag only the other chain reads is refused by name, exit 2, before anything is sent: a
+/// `--key-file` on a Solana node sent from generated payers instead, and a `--keypair` (even
+/// a bad one) on an Ethereum node was never read, both exiting 0.
+#[test]
+fn a_flag_of_the_other_chain_is_refused_by_name_before_anything_is_sent() {
+    let ethereum = ethereum_node(Duration::from_millis(100), TxPoolOptions::default());
+    for flags in [&["--keypair", "id.json"][..], &["--commitment", "finalized"], &["--landing", "blocks"]] {
+        let args = [&["--dev", "--rate", "10", "-n", "5"][..], flags].concat();
+        let (code, stderr) = refused(&ethereum.url(), &args);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("error: {}: for Solana nodes", flags[0])), "{stderr}");
+    }
+    nothing_was_sent(&ethereum.url());
+    let solana = solana_node(Some(SolanaTxOptions::default()));
+    for flags in
+        [&["--key-file", "keys.txt"][..], &["--dev"], &["--to", "0x000000000000000000000000000000000000dEaD"]]
+    {
+        let args = [&["--rate", "10", "-n", "5"][..], flags].concat();
+        let (code, stderr) = refused(&solana.url(), &args);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("error: {}: for Ethereum nodes", flags[0])), "{stderr}");
+    }
+}

@@ -158,12 +158,20 @@ pub fn run(args: TxArgs) -> ExitCode {
     // Solana when asked for, or when the node answers getGenesisHash (an EVM node does not).
     if args.chain != Some(TxChain::Ethereum) {
         match super::tx_solana::genesis_hash(&node) {
-            Some(genesis) => return super::tx_solana::run(args, node, genesis, thresholds),
+            Some(genesis) => {
+                if let Err(err) = super::tx_chain_flags::other_chain_flags(&args, true) {
+                    return output::usage_error(err);
+                }
+                return super::tx_solana::run(args, node, genesis, thresholds);
+            }
             None if args.chain == Some(TxChain::Solana) => {
                 return output::usage_error("--chain solana: the node does not answer getGenesisHash")
             }
             None => {}
         }
+    }
+    if let Err(err) = super::tx_chain_flags::other_chain_flags(&args, false) {
+        return output::usage_error(err);
     }
     if args.key_file.is_none() && args.mnemonic.is_none() && !args.dev {
         return output::usage_error("one of --key-file, --mnemonic or --dev is required on an EVM chain");
