@@ -191,3 +191,29 @@ fn a_flag_of_the_other_chain_is_refused_by_name_before_anything_is_sent() {
         assert!(stderr.starts_with(&format!("error: {}: for Ethereum nodes", flags[0])), "{stderr}");
     }
 }
+
+/// Solana's payers: more `--senders` than a key source gives on Ethereum (each an airdrop
+/// before the first send: a million ran on silently), `--senders` beside `--keypair` (ignored)
+/// and a zero `--blockhash-refresh` (the node asked without a pause) are refused by name, exit 2.
+#[test]
+fn solana_payer_counts_and_a_zero_blockhash_refresh_are_refused_by_name() {
+    let solana = solana_node(Some(SolanaTxOptions::default()));
+    let dir = std::env::temp_dir().join(format!("rpcbench-tx-payers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keypair = dir.join("id.json");
+    let seed = [7u8; 32];
+    let public = rpcbench::tx::solana::keys::SolanaKeypair::from_seed(&seed).pubkey();
+    std::fs::write(&keypair, format!("{:?}", [seed, public].concat())).unwrap();
+    let keypair = keypair.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--senders", "1000000"], "error: --senders 1000000: at most 100000 payers"),
+        (&["--keypair", keypair, "--senders", "3"], "error: --senders: the payers are the --keypair files"),
+        (&["--blockhash-refresh", "0s"], "error: --blockhash-refresh: must be longer than zero"),
+    ];
+    for (flags, said) in cases {
+        let (code, stderr) = refused(&solana.url(), &[&["--rate", "10", "-n", "5"][..], flags].concat());
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.starts_with(said), "{flags:?}: {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
