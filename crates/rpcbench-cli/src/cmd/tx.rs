@@ -686,12 +686,13 @@ fn default_grace(block_time: Option<Duration>) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
     use std::collections::HashSet;
 
-    fn tx_args(words: &[&str]) -> TxArgs {
+    /// The arguments of `rpcbench tx http://127.0.0.1:1/ --rate 1 WORDS...`.
+    pub(crate) fn tx_args(words: &[&str]) -> TxArgs {
         let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);
         match crate::Cli::try_parse_from(line).unwrap().command {
             crate::Command::Tx(args) => *args,

@@ -66,15 +66,7 @@ pub fn other_chain_flags(args: &TxArgs, solana: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn tx_args(words: &[&str]) -> TxArgs {
-        let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);
-        match crate::Cli::try_parse_from(line).unwrap().command {
-            crate::Command::Tx(args) => *args,
-            _ => unreachable!("a tx command line"),
-        }
-    }
+    use crate::cmd::tx::tests::tx_args;
 
     #[test]
     fn the_defaults_and_the_shared_flags_belong_to_both_chains() {
