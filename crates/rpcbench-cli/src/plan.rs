@@ -724,6 +724,7 @@ pub fn tx_config(args: &crate::args::tx::TxArgs, method: &str) -> Result<RunConf
         (duration, requests, _) => Length { duration, requests },
     };
     config.timeout = args.timeout;
+    config.headers = parse_headers(&args.headers)?;
     let shard = RunFlags {
         load: LoadArgs { shard: args.shard.clone(), shards: args.shards, ..LoadArgs::default() },
         ..RunFlags::default()

@@ -324,9 +324,14 @@ fn a_url_that_cannot_be_parsed_is_said_once_with_exit_2() {
 fn without_websocket_heads_are_polled_at_the_stated_resolution_and_require_ws_refuses() {
     let node = node(31337);
     let url = node.url();
-    // The watch is pointed at the node's HTTP URL: no WebSocket there.
+    // The watch is pointed at a ws:// URL where nothing listens: no WebSocket there (an
+    // http:// --ws is refused as a mistake in the flag).
+    let ws = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("ws://127.0.0.1:{}/", listener.local_addr().unwrap().port())
+    };
     let base =
-        ["--ws", &url, "--dev", "--senders", "2", "--rate", "100", "-n", "40", "--inclusion-timeout", "20s"];
+        ["--ws", &ws, "--dev", "--senders", "2", "--rate", "100", "-n", "40", "--inclusion-timeout", "20s"];
     let refused = tx(&url, &[&base[..], &["--require-ws"]].concat());
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--ws"));

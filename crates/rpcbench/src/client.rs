@@ -135,6 +135,17 @@ impl Endpoint {
         Ok(Self { target, headers, tls, max_body, http, x_token, wire, timeout, secrets })
     }
 
+    /// The same node sending `headers` with every call too (an API key: its values join the
+    /// secrets scrubbed from messages).
+    pub fn with_headers(self, headers: Vec<(String, String)>) -> Result<Self, CallError> {
+        Self::new(self.target, headers, self.tls, self.max_body, self.http, self.x_token, self.timeout)
+    }
+
+    /// The extra headers every call sends (secrets: never print their values).
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
     /// The same node with another time allowed per call (to connect, too).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         match Self::new(

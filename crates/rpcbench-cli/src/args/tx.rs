@@ -96,6 +96,11 @@ pub struct TxArgs {
     /// WebSocket URL for the newHeads watch [default: the URL with ws:// or wss://].
     #[arg(long, value_name = "URL")]
     pub ws: Option<String>,
+    /// Extra header, 'Name: value' (repeatable): sent with every HTTP request of the run
+    /// (sends, setup, funding, block and status reads) and the WebSocket upgrades of its
+    /// watches; values are never printed (an API key).
+    #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
+    pub headers: Vec<String>,
     /// Poll at this interval instead of subscribing (Ethereum: eth_blockNumber instead of
     /// newHeads; Solana: getSignatureStatuses instead of signatureSubscribe); the figures are
     /// then late by up to one interval, printed beside them [default without WebSocket: 100ms].

@@ -17,6 +17,7 @@ pub mod serve;
 pub mod subscribe;
 pub mod suites;
 pub mod tx;
+mod tx_chain_flags;
 pub mod tx_fund;
 mod tx_report;
 pub mod tx_solana;

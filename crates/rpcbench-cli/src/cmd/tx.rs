@@ -93,6 +93,16 @@ fn tx_kind(args: &TxArgs) -> Result<TxKind, String> {
     Ok(TxKind { name: "transfer", to: Address::parse(TRANSFER_TO), value: TRANSFER_VALUE, data: Vec::new() })
 }
 
+/// `--ws` must be a ws:// or wss:// URL: a URL that is not one is a mistake in the flag, not a
+/// node without WebSocket (it fell back to polling, exit 0).
+fn ws_flag(url: &str) -> Result<(), String> {
+    match rpcbench::Target::parse_websocket(url) {
+        Ok(target) if target.websocket => Ok(()),
+        Ok(target) => Err(format!("--ws: '{}' is not a ws:// or wss:// URL", target.redacted())),
+        Err(err) => Err(format!("--ws: {err}")),
+    }
+}
+
 /// The senders of this shard: the key source's accounts `offset .. offset + --senders` (shard
 /// I of N starts at (I-1) x --senders, so that no two shards share a nonce sequence).
 fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
@@ -124,7 +134,11 @@ fn sender_keys(args: &TxArgs, offset: usize) -> Result<Vec<SenderKey>, String> {
 
 pub fn run(args: TxArgs) -> ExitCode {
     rpcbench::set_helper_threads(args.helper_threads.into());
-    let node = match Endpoint::parse(&args.url, args.timeout) {
+    let headers = match crate::plan::parse_headers(&args.headers) {
+        Ok(headers) => headers,
+        Err(err) => return output::usage_error(err),
+    };
+    let node = match Endpoint::parse(&args.url, args.timeout).and_then(|node| node.with_headers(headers)) {
         Ok(node) => node,
         Err(err) => return output::usage_error(err),
     };
@@ -134,6 +148,9 @@ pub fn run(args: TxArgs) -> ExitCode {
             return output::usage_error(err);
         }
     }
+    if let Some(Err(err)) = args.ws.as_deref().map(ws_flag) {
+        return output::usage_error(err);
+    }
     let thresholds = match super::tx_report::thresholds(&args) {
         Ok(thresholds) => thresholds,
         Err(code) => return code,
@@ -141,12 +158,20 @@ pub fn run(args: TxArgs) -> ExitCode {
     // Solana when asked for, or when the node answers getGenesisHash (an EVM node does not).
     if args.chain != Some(TxChain::Ethereum) {
         match super::tx_solana::genesis_hash(&node) {
-            Some(genesis) => return super::tx_solana::run(args, node, genesis, thresholds),
+            Some(genesis) => {
+                if let Err(err) = super::tx_chain_flags::other_chain_flags(&args, true) {
+                    return output::usage_error(err);
+                }
+                return super::tx_solana::run(args, node, genesis, thresholds);
+            }
             None if args.chain == Some(TxChain::Solana) => {
                 return output::usage_error("--chain solana: the node does not answer getGenesisHash")
             }
             None => {}
         }
+    }
+    if let Err(err) = super::tx_chain_flags::other_chain_flags(&args, false) {
+        return output::usage_error(err);
     }
     if args.key_file.is_none() && args.mnemonic.is_none() && !args.dev {
         return output::usage_error("one of --key-file, --mnemonic or --dev is required on an EVM chain");
@@ -199,7 +224,8 @@ pub fn run(args: TxArgs) -> ExitCode {
     };
     let (fees, fee_source) = match fees(&args, &ask, &ask_quantity) {
         Ok(fees) => fees,
-        Err(message) => return output::failure(message),
+        Err(FeeError::Flag(message)) => return output::usage_error(message),
+        Err(FeeError::Node(message)) => return output::failure(message),
     };
     // One eth_estimateGas for the kind sent, from the first sender.
     let gas_limit = match args.gas_limit {
@@ -587,6 +613,12 @@ impl NonceSource for NodeNonces {
     }
 }
 
+/// Why the fees could not be settled: a fee flag at fault (exit 2) or the node's answers.
+enum FeeError {
+    Flag(String),
+    Node(String),
+}
+
 /// The fees to sign with and where they came from: the overrides, else the node's suggestions
 /// (priority fee from eth_maxPriorityFeePerGas, else the median reward of eth_feeHistory;
 /// max fee twice the next block's base fee from eth_feeHistory plus the priority fee, else
@@ -595,7 +627,7 @@ fn fees(
     args: &TxArgs,
     ask: &dyn Fn(&str, Value) -> Result<Value, String>,
     ask_quantity: &dyn Fn(&str, Value) -> Result<u128, String>,
-) -> Result<(Fees, String), String> {
+) -> Result<(Fees, String), FeeError> {
     if let Some(gas_price) = args.gas_price {
         return Ok((Fees::Legacy { gas_price }, "--gas-price".into()));
     }
@@ -619,7 +651,7 @@ fn fees(
         None => match (ask_quantity("eth_maxPriorityFeePerGas", json!([])), median_reward) {
             (Ok(fee), _) => (fee, "eth_maxPriorityFeePerGas"),
             (Err(_), Some(reward)) => (reward, "eth_feeHistory reward p50"),
-            (Err(message), None) => return Err(message),
+            (Err(message), None) => return Err(FeeError::Node(message)),
         },
     };
     let (max_fee, max_from) = match (args.max_fee, next_base) {
@@ -628,13 +660,22 @@ fn fees(
             (base.saturating_mul(2).saturating_add(priority), "2 x eth_feeHistory next base fee + priority")
         }
         (None, None) => (
-            ask_quantity("eth_gasPrice", json!([]))?.saturating_mul(2).saturating_add(priority),
+            ask_quantity("eth_gasPrice", json!([]))
+                .map_err(FeeError::Node)?
+                .saturating_mul(2)
+                .saturating_add(priority),
             "2 x eth_gasPrice + priority",
         ),
     };
     let source = format!("max fee: {max_from}; priority: {priority_from}");
+    // Only a --max-fee can be below the priority fee (the default is above it): the flag is
+    // at fault, whichever gave the priority fee.
     if max_fee < priority {
-        return Err(format!("--max-fee {} is below the priority fee {}", gwei(max_fee), gwei(priority)));
+        return Err(FeeError::Flag(format!(
+            "--max-fee {} is below the priority fee {} ({priority_from})",
+            gwei(max_fee),
+            gwei(priority)
+        )));
     }
     Ok((Fees::Eip1559 { max_fee_per_gas: max_fee, max_priority_fee_per_gas: priority }, source))
 }
@@ -645,12 +686,13 @@ fn default_grace(block_time: Option<Duration>) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
     use std::collections::HashSet;
 
-    fn tx_args(words: &[&str]) -> TxArgs {
+    /// The arguments of `rpcbench tx http://127.0.0.1:1/ --rate 1 WORDS...`.
+    pub(crate) fn tx_args(words: &[&str]) -> TxArgs {
         let line = ["rpcbench", "tx", "http://127.0.0.1:1/", "--rate", "1"].iter().chain(words);
         match crate::Cli::try_parse_from(line).unwrap().command {
             crate::Command::Tx(args) => *args,

@@ -71,9 +71,17 @@ pub fn genesis_hash(node: &Endpoint) -> Option<String> {
 /// The payers: keypair files, or generated ones funded by airdrop.
 fn payers(args: &TxArgs, node: &Endpoint) -> Result<Vec<SolanaKeypair>, ExitCode> {
     let solana = &args.solana;
+    if solana.blockhash_refresh.is_zero() {
+        return Err(output::usage_error("--blockhash-refresh: must be longer than zero"));
+    }
     if !solana.keypair.is_empty() {
         if solana.airdrop.is_some() {
             return Err(output::usage_error("--airdrop: funds generated payers; not with --keypair"));
+        }
+        if args.senders != 1 {
+            return Err(output::usage_error(
+                "--senders: the payers are the --keypair files (one each); --senders generates payers instead",
+            ));
         }
         return solana
             .keypair
@@ -83,6 +91,15 @@ fn payers(args: &TxArgs, node: &Endpoint) -> Result<Vec<SolanaKeypair>, ExitCode
     }
     if args.senders == 0 {
         return Err(output::usage_error("--senders: must be at least 1"));
+    }
+    // Each generated payer costs an airdrop before anything is sent: as many as one key
+    // source gives on Ethereum at most.
+    if args.senders > rpcbench::tx::keys::MAX_KEYS {
+        return Err(output::usage_error(format!(
+            "--senders {}: at most {} payers",
+            args.senders,
+            rpcbench::tx::keys::MAX_KEYS
+        )));
     }
     let lamports = solana.airdrop.unwrap_or(1_000_000_000);
     let keypairs: Vec<SolanaKeypair> = (0..args.senders).map(|_| SolanaKeypair::generate()).collect();

@@ -317,9 +317,11 @@ impl<T: Send + 'static> FeedWatch<T> {
     pub(crate) fn start<W: WatchOnFeed<Seen = T>>(
         name: &str,
         ws_url: &str,
+        headers: &[(String, String)],
         connect_timeout: Duration,
         watch: W,
     ) -> Result<FeedWatch<T>, W::Error> {
+        let headers = headers.to_vec();
         let target = Target::parse(ws_url).map_err(|err| W::Error::url(err.to_string()))?;
         let (seen_in, seen) = channel();
         let (started_in, started) = channel();
@@ -331,7 +333,7 @@ impl<T: Send + 'static> FeedWatch<T> {
             let tls = TlsOptions::default();
             let settings = WireSettings {
                 target: &target,
-                headers: &[],
+                headers: &headers,
                 tls: &tls,
                 connect_timeout,
                 http: HttpVersion::Http1,

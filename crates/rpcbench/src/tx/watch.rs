@@ -80,7 +80,7 @@ pub struct HeadWatch {
 impl HeadWatch {
     /// Subscribes `newHeads` at `ws_url` and returns once the node confirmed it.
     pub fn start(ws_url: &str, connect_timeout: Duration) -> Result<HeadWatch, WatchError> {
-        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, NewHeads::default())?;
+        let heads = FeedWatch::start("rpcbench-heads", ws_url, &[], connect_timeout, NewHeads::default())?;
         Ok(HeadWatch { heads })
     }
 
@@ -92,8 +92,9 @@ impl HeadWatch {
         connect_timeout: Duration,
         node: Endpoint,
     ) -> Result<HeadWatch, WatchError> {
+        let headers = node.headers().to_vec();
         let watch = NewHeads { node: Some(node), last: None };
-        let heads = FeedWatch::start("rpcbench-heads", ws_url, connect_timeout, watch)?;
+        let heads = FeedWatch::start("rpcbench-heads", ws_url, &headers, connect_timeout, watch)?;
         Ok(HeadWatch { heads })
     }
 

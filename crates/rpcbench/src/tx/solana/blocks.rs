@@ -45,6 +45,7 @@ impl SignatureWatch {
         node: Endpoint,
     ) -> Result<(SignatureWatch, Arc<BlockStreamEnd>), SignatureWatchError> {
         let end = Arc::new(BlockStreamEnd::default());
+        let headers = node.headers().to_vec();
         let watch = BlockLandingWatch {
             commitment,
             answer_timeout: connect_timeout,
@@ -55,7 +56,7 @@ impl SignatureWatch {
             sent_in_gap: 0,
             found_in_catch_up: FoundInCatchUp::default(),
         };
-        let landings = FeedWatch::start("rpcbench-blocks", ws_url, connect_timeout, watch)?;
+        let landings = FeedWatch::start("rpcbench-blocks", ws_url, &headers, connect_timeout, watch)?;
         Ok((SignatureWatch::of_landings(landings), end))
     }
 }

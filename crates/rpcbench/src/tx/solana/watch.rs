@@ -112,6 +112,7 @@ impl SignatureWatch {
     ) -> Result<SignatureWatch, SignatureWatchError> {
         let counts = Arc::new(WatchCounts::default());
         let handoffs = Handoffs::new(ready_holds(&ready));
+        let headers = node.headers().to_vec();
         let watch = Watch {
             commitment,
             input,
@@ -120,10 +121,11 @@ impl SignatureWatch {
             node,
             kept: KeptSignatures::default(),
             input_open: true,
+            started: false,
             handoffs,
             found_in_catch_up: FoundInCatchUp::default(),
         };
-        let landings = FeedWatch::start("rpcbench-signatures", ws_url, connect_timeout, watch)?;
+        let landings = FeedWatch::start("rpcbench-signatures", ws_url, &headers, connect_timeout, watch)?;
         Ok(SignatureWatch { landings, counts })
     }
 
@@ -165,6 +167,9 @@ struct Watch {
     kept: KeptSignatures,
     /// Whether the signer may still hand over transactions.
     input_open: bool,
+    /// Whether the node took a first subscription: a watch that never started leaves the
+    /// ready queue to the caller, who fills it from the signer and polls instead.
+    started: bool,
     /// What the reconnects' checks found landed, to keep no more.
     found_in_catch_up: FoundInCatchUp,
     /// What was handed to the pacer and how: among them the transactions whose subscription
@@ -287,6 +292,7 @@ impl WatchOnFeed for Watch {
         } else {
             ends.subscribed();
         }
+        self.started = true;
         // Keyed by the run's own transaction indexes, bounded by the ready queue's capacity.
         let mut awaiting: HashMap<usize, PreparedSolanaTx, MultiplyHasherBuilder> = HashMap::default();
         let mut batches: Vec<Vec<PreparedSolanaTx>> = Vec::new();
@@ -496,6 +502,9 @@ impl Drop for Watch {
     /// the counts; what was sent and the node never answered a subscription of went out
     /// unwatched.
     fn drop(&mut self) {
+        if !self.started {
+            return;
+        }
         self.ready.close();
         let left = std::iter::from_fn(|| self.ready.pop()).map(|tx| tx.index).collect::<Vec<u64>>();
         let never = self.handoffs.never_sent(left);
@@ -594,10 +603,27 @@ mod tests {
             node: Endpoint::parse("http://127.0.0.1:9/", Duration::from_secs(1)).unwrap(),
             kept: KeptSignatures::default(),
             input_open: true,
+            started: true,
             handoffs: Handoffs::new(ready_holds(&ready)),
             found_in_catch_up: FoundInCatchUp::default(),
         };
         (watch, ready, counts)
+    }
+
+    /// A watch whose first connection failed is dropped before it subscribed anything: the
+    /// caller falls back to polling and the signer fills the same ready queue, which must stay
+    /// open (it was closed, and the run sent nothing); one that started closes it as before.
+    #[test]
+    fn a_signature_watch_that_never_started_leaves_the_ready_queue_open() {
+        let (_signer, input) = super::super::ahead::signed_channel(64);
+        let (mut watch, ready, _) = watch_of(input);
+        watch.started = false;
+        drop(watch);
+        assert!(!ready.is_closed(), "the fallback's signer still fills it");
+        let (_signer, input) = super::super::ahead::signed_channel(64);
+        let (watch, ready, _) = watch_of(input);
+        drop(watch);
+        assert!(ready.is_closed(), "a watch that ran hands the end of sending on");
     }
 
     #[test]
