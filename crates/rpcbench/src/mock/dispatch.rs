@@ -213,6 +213,8 @@ impl Delays {
 /// Applies the rate limiter and draws the delays for one POST request. When it answers
 /// [`Gate::Limited`], `body_out` holds the JSON-RPC error to send with the 429.
 pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate {
+    let read_at = Instant::now();
+    shared.faults.note_read(read_at);
     // With `batch-items` the calls take their tokens one by one as they are answered.
     let admission = if shared.faults.limits_per_call() { Admission::Allowed } else { shared.faults.admit() };
     if let Admission::Limited { retry_after, allowed_rps, burst } = admission {
@@ -227,7 +229,6 @@ pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate
         let retry_after_secs = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
         return Gate::Limited { retry_after_secs, style: shared.faults.rate_limit_style() };
     }
-    let read_at = Instant::now();
     Gate::Pass(Delays {
         read_at,
         stall: shared.faults.stall_wait(),
