@@ -123,6 +123,9 @@ fn the_search_finds_a_rate_limit() {
             .windows(2)
             .any(|pair| pair[1].at.saturating_duration_since(pair[0].at) >= Duration::from_millis(100))
     };
+    // Under 20/s the mock decides 50 ms apart or more anyway, and a step of 1.5 s holds too
+    // few requests for the record to tell a stop; the search only goes there after the steps
+    // above failed, each held to it.
     assert_eq!(spans.len(), report.steps.len());
     for (step, span) in report.steps.iter().zip(&spans) {
         let refused = log.decisions().filter(|d| !d.allowed && d.at >= span.0 && d.at < span.1).count();
@@ -130,29 +133,33 @@ fn the_search_finds_a_rate_limit() {
         // counted): the search is bounded by what the mock did.
         let errors = step.errors;
         assert!(errors <= refused as u64, "step {}: {errors} errors, {refused} refused\n{text}", step.step);
-        if !step.verdict.passed() && step.target_rate < 0.9 * 400.0 {
+        if !step.verdict.passed() && (20.0..0.9 * 400.0).contains(&step.target_rate) {
             assert!(stopped(*span), "step {} failed under the limit unstopped\n{text}", step.step);
         }
+        // A stop only adds refusals: no step over the limit passes.
+        if step.target_rate >= 500.0 {
+            assert_eq!(step.verdict, Verdict::SloBreach, "{text}");
+            assert_eq!(step.breaches[0].clause, "errors<1%", "{text}");
+        }
     }
-    let capacity = report.capacity.expect("a rate passed");
-    let fail = report.first_failing_rate.unwrap();
-    let fail_step = report.steps.iter().position(|s| s.target_rate == fail).unwrap();
     // Within 10% of the limit, or under it only where the step that failed just above the
-    // capacity was stopped (and then the search's verdict on it may blame the generator).
-    if capacity < 0.9 * 400.0 {
-        assert!(stopped(spans[fail_step]), "{text}");
-        assert!(["slo", "generator"].contains(&report.limited_by.as_str()), "{text}");
-    } else {
-        assert_within(capacity, 400.0, 0.10, &report);
-        assert_eq!(report.limited_by, "slo");
+    // capacity was stopped (checked above; the search's verdict on it may then blame the
+    // generator, and with every step stopped no rate passes).
+    match report.capacity {
+        Some(capacity) if capacity >= 0.9 * 400.0 => {
+            assert_within(capacity, 400.0, 0.10, &report);
+            assert_eq!(report.limited_by, "slo");
+            assert!(report.steps.iter().any(|s| s.target_rate >= 500.0), "a step above the limit\n{text}");
+            // 429s answer at once: the latency does not rise with the rate.
+            assert!(text.contains("FAIL errors"), "{text}");
+        }
+        _ => assert!(["slo", "generator", "no_pass"].contains(&report.limited_by.as_str()), "{text}"),
     }
-    assert!(fail > capacity && fail - capacity <= 0.05 * capacity + 1.0, "{text}");
-    // A stop only adds refusals: no step over the limit passes.
-    let over = report.steps.iter().find(|s| s.target_rate >= 500.0).expect("a step above the limit");
-    assert_eq!(over.verdict, Verdict::SloBreach);
-    assert_eq!(over.breaches[0].clause, "errors<1%");
-    // 429s answer at once: the latency does not rise with the rate.
-    assert!(text.contains("FAIL errors"), "{text}");
+    if let (Some(capacity), Some(fail)) = (report.capacity, report.first_failing_rate) {
+        assert!(fail > capacity && fail - capacity <= 0.05 * capacity + 1.0, "{text}");
+        let fail_step = report.steps.iter().position(|s| s.target_rate == fail).unwrap();
+        assert!(capacity >= 0.9 * 400.0 || stopped(spans[fail_step]), "{text}");
+    }
 }
 
 #[test]
@@ -191,6 +198,9 @@ fn the_search_finds_a_saturated_node() {
     // that (a 200 ms stop in a 1.8 s step breaks p99<150ms at any rate, and stops every 0.5 s
     // make the generator fall short too): a step that failed under the saturation is held to
     // the mock's record of when it read its requests.
+    // (Under 10/s the reads are 100 ms apart or more anyway and a step holds under 15
+    // requests, too few for the record to tell a stop; the search only goes there after the
+    // steps above failed, each held to it.)
     let stalled = |span| kept_from_reading(&node, span, Duration::from_millis(140));
     let saturation = match report.capacity {
         Some(capacity) if (capacity - before).abs() <= (capacity - after).abs() => before,
@@ -198,7 +208,7 @@ fn the_search_finds_a_saturated_node() {
         None => before.max(after),
     };
     for (step, span) in report.steps.iter().zip(&spans) {
-        if !step.verdict.passed() && step.target_rate < 0.9 * saturation {
+        if !step.verdict.passed() && (10.0..0.9 * saturation).contains(&step.target_rate) {
             assert!(
                 stalled(*span),
                 "step {} failed under saturation {saturation:.1} unstopped\n{text}",
@@ -207,17 +217,20 @@ fn the_search_finds_a_saturated_node() {
         }
     }
     // No rate passes when every step was stopped (checked above); one that passes is within
-    // 10% of the saturation, or under it only where the step that failed above it was stopped.
-    let fail = report.steps.iter().position(|s| Some(s.target_rate) == report.first_failing_rate).unwrap();
-    let capacity = report.capacity.unwrap_or(0.0);
-    if capacity < 0.9 * saturation {
-        assert!(stalled(spans[fail]), "{text}");
-    } else {
+    // 10% of the saturation, or under it only where the step that failed above it was stopped
+    // (checked above too: the bisection leaves it within 5% of the capacity).
+    if let Some(capacity) = report.capacity.filter(|capacity| *capacity >= 0.9 * saturation) {
         assert_within(capacity, saturation, 0.10, &report);
         assert_eq!(report.limited_by, "slo");
-        assert_eq!(report.steps[fail].breaches[0].clause, "p99<150ms", "{text}");
+        let fail = report.steps.iter().find(|s| Some(s.target_rate) == report.first_failing_rate).unwrap();
+        assert_eq!(fail.breaches[0].clause, "p99<150ms", "{text}");
         // Past saturation the queue grows: p99 far above the lowest step's.
         assert!(report.knee.is_some(), "{text}");
+    }
+    if let (Some(capacity), Some(fail)) = (report.capacity, report.first_failing_rate) {
+        assert!(fail > capacity && fail - capacity <= 0.05 * capacity + 1.0, "{text}");
+        let fail_step = report.steps.iter().position(|s| s.target_rate == fail).unwrap();
+        assert!(capacity >= 0.9 * saturation || stalled(spans[fail_step]), "{text}");
     }
     node.stop();
 }
