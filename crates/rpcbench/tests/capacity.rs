@@ -68,12 +68,14 @@ fn step_span(previous_end: Instant, end: Instant, settings: &CapacitySettings) -
     ((previous_end + settings.cooldown / 2).min(end), end)
 }
 
-/// Whether the mock went at least `gap` without reading a request during `span` while a step
-/// was sending it some: the process was stopped, or the generator starved of a core, for that
-/// long (its reads are ~10 ms apart or closer otherwise).
-fn kept_from_reading(node: &MockServer, span: (Instant, Instant), gap: Duration) -> bool {
+/// Whether the mock went at least `at_least` without reading a request during `span` while a
+/// step was sending it some, or held one it read then that long before answering it: the
+/// process was stopped, or the generator starved of a core, for about that long (a stop after
+/// a step's last read shows only in how long its answers took).
+fn kept_from_serving(node: &MockServer, span: (Instant, Instant), at_least: Duration) -> bool {
     let log = node.read_log().expect("a slow mock keeps its reads");
-    log.longest_gap_between(span.0, span.1) >= gap
+    log.longest_gap_between(span.0, span.1) >= at_least
+        || log.longest_hold_between(span.0, span.1) >= at_least
 }
 
 /// Checks a live report against the committed `schema/capacity.schema.json`.
@@ -193,15 +195,16 @@ fn the_search_finds_a_saturated_node() {
     let after = measure();
     let text = report.render_text();
     // Latency counts from the intended send: below saturation a request waits 150 ms only
-    // behind a backlog, which at these rates (a read every 20 ms or closer, 10 ms each) needs
-    // the mock to have read nothing for 150 ms less one service time. A stopped process does
+    // behind a backlog, which at these rates (a read every 100 ms or closer, 10 ms each, a
+    // queue of a request or two under 90% of saturation) needs the mock to have read nothing,
+    // or held a request, for 150 ms less one service time. A stopped process does
     // that (a 200 ms stop in a 1.8 s step breaks p99<150ms at any rate, and stops every 0.5 s
     // make the generator fall short too): a step that failed under the saturation is held to
     // the mock's record of when it read its requests.
     // (Under 10/s the reads are 100 ms apart or more anyway and a step holds under 15
     // requests, too few for the record to tell a stop; the search only goes there after the
     // steps above failed, each held to it.)
-    let stalled = |span| kept_from_reading(&node, span, Duration::from_millis(140));
+    let stalled = |span| kept_from_serving(&node, span, Duration::from_millis(140));
     let saturation = match report.capacity {
         Some(capacity) if (capacity - before).abs() <= (capacity - after).abs() => before,
         Some(_) => after,
@@ -285,10 +288,10 @@ fn the_connections_search_finds_where_a_serial_node_breaks_the_slo() {
     let text = report.render_text();
     eprintln!("{text}");
     // One connection breaks p99<100ms only when a request of it took 100 ms, 90 ms more than
-    // its service: the mock, which reads that connection's next request as soon as the
-    // answer is in, then went 90 ms or more without reading (~40 requests a step: p99 is the
+    // its service: the mock then held it 90 ms, or (reading that connection's next request as
+    // soon as the answer is in) went 90 ms without reading (~40 requests a step: p99 is the
     // slowest, and a stopped process holds the one in flight for the whole stop).
-    let one_stalled = kept_from_reading(&node, spans[0], Duration::from_millis(90));
+    let one_stalled = kept_from_serving(&node, spans[0], Duration::from_millis(90));
     node.stop();
     assert_valid_json(&report.to_json());
     assert_eq!(report.settings.mode, SearchMode::Connections);

@@ -194,8 +194,8 @@ impl Delays {
 
     /// Waits out a stall in progress and the latency (asynchronous sleeps), then the blocking
     /// latency, which deliberately blocks the runtime worker like a handler doing synchronous
-    /// work.
-    pub(crate) async fn wait(self) {
+    /// work; then notes in `faults`' record that the request is answered.
+    pub(crate) async fn wait(self, faults: &super::faults::FaultState) {
         if let Some(deadline) = self.deadline() {
             // Absolute: a sleep of the latency from now would add the time already spent on
             // the request (and the timer's rounding on top of it).
@@ -207,6 +207,7 @@ impl Delays {
         if let Some(blocking) = self.blocking {
             std::thread::sleep(blocking);
         }
+        faults.note_answered(self.read_at);
     }
 }
 
@@ -507,9 +508,17 @@ mod tests {
         let late =
             Delays { read_at: read_at - Duration::from_secs(10), ..delays(ms(0), Duration::from_secs(5)) };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let faults = Faults {
+            latency: Some(crate::mock::Latency::fixed(Duration::from_secs(5))),
+            ..Faults::default()
+        };
+        let state = super::super::faults::FaultState::new(faults, 7, read_at);
         let waited =
-            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(4), late.wait()).await });
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(4), late.wait(&state)).await });
         assert!(waited.is_ok(), "slept the latency again from the start of the wait");
+        // The mock's record has it answered, held the 10 s since it was read.
+        let log = state.read_log().expect("a mock with a latency keeps its reads");
+        assert!(log.longest_hold_between(late.read_at, read_at) >= Duration::from_secs(10));
     }
 
     fn shared(chain: Chain, faults: Faults) -> Shared {

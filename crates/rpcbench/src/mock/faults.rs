@@ -560,6 +560,14 @@ impl FaultState {
         }
     }
 
+    /// Notes that the request read at `read` is answered now, its delays over, when the mock
+    /// keeps its reads.
+    pub(crate) fn note_answered(&self, read: Instant) {
+        if let Some(reads) = &self.reads {
+            reads.lock().unwrap_or_else(|poison| poison.into_inner()).push_served(read, Instant::now());
+        }
+    }
+
     /// When the mock read its last [`ReadLog::CAPACITY`] requests; `None` unless it serves
     /// slowly ([`Faults::serves_slowly`]).
     pub(crate) fn read_log(&self) -> Option<ReadLog> {
