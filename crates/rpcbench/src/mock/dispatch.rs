@@ -194,8 +194,8 @@ impl Delays {
 
     /// Waits out a stall in progress and the latency (asynchronous sleeps), then the blocking
     /// latency, which deliberately blocks the runtime worker like a handler doing synchronous
-    /// work.
-    pub(crate) async fn wait(self) {
+    /// work; then notes in `faults`' record that the request is answered.
+    pub(crate) async fn wait(self, faults: &super::faults::FaultState) {
         if let Some(deadline) = self.deadline() {
             // Absolute: a sleep of the latency from now would add the time already spent on
             // the request (and the timer's rounding on top of it).
@@ -207,12 +207,15 @@ impl Delays {
         if let Some(blocking) = self.blocking {
             std::thread::sleep(blocking);
         }
+        faults.note_answered(self.read_at);
     }
 }
 
 /// Applies the rate limiter and draws the delays for one POST request. When it answers
 /// [`Gate::Limited`], `body_out` holds the JSON-RPC error to send with the 429.
 pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate {
+    let read_at = Instant::now();
+    shared.faults.note_read(read_at);
     // With `batch-items` the calls take their tokens one by one as they are answered.
     let admission = if shared.faults.limits_per_call() { Admission::Allowed } else { shared.faults.admit() };
     if let Admission::Limited { retry_after, allowed_rps, burst } = admission {
@@ -227,7 +230,6 @@ pub(crate) fn gate(shared: &Shared, body: &[u8], body_out: &mut Vec<u8>) -> Gate
         let retry_after_secs = (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1);
         return Gate::Limited { retry_after_secs, style: shared.faults.rate_limit_style() };
     }
-    let read_at = Instant::now();
     Gate::Pass(Delays {
         read_at,
         stall: shared.faults.stall_wait(),
@@ -506,9 +508,17 @@ mod tests {
         let late =
             Delays { read_at: read_at - Duration::from_secs(10), ..delays(ms(0), Duration::from_secs(5)) };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let faults = Faults {
+            latency: Some(crate::mock::Latency::fixed(Duration::from_secs(5))),
+            ..Faults::default()
+        };
+        let state = super::super::faults::FaultState::new(faults, 7, read_at);
         let waited =
-            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(4), late.wait()).await });
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(4), late.wait(&state)).await });
         assert!(waited.is_ok(), "slept the latency again from the start of the wait");
+        // The mock's record has it answered, held the 10 s since it was read.
+        let log = state.read_log().expect("a mock with a latency keeps its reads");
+        assert!(log.longest_hold_between(late.read_at, read_at) >= Duration::from_secs(10));
     }
 
     fn shared(chain: Chain, faults: Faults) -> Shared {

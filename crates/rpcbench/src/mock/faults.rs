@@ -12,6 +12,7 @@ use crate::util::units::{parse_duration, parse_rate, UnitError};
 
 use super::limiter_log::{LimiterDecision, LimiterLog};
 use super::prng::mix;
+use super::read_log::ReadLog;
 
 /// Faults applied before a request is answered. All are off by default and they combine.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -58,6 +59,16 @@ pub struct Faults {
 }
 
 impl Faults {
+    /// Whether a knob delays every answer (a latency, a blocking latency or a serial service
+    /// time): then the mock keeps when it read each request ([`crate::mock::ReadLog`]).
+    pub(crate) fn serves_slowly(&self) -> bool {
+        self.latency.is_some()
+            || !self.latency_by_method.is_empty()
+            || self.blocking_latency.is_some()
+            || !self.blocking_latency_by_method.is_empty()
+            || self.serial_service_time.is_some()
+    }
+
     /// Checks the ranges, returning the name of the bad knob and what is wrong.
     pub(crate) fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(0.0..=1.0).contains(&self.error_rate) {
@@ -502,6 +513,9 @@ pub(crate) struct FaultState {
     jitter_draws: AtomicU64,
     /// When the last request's serial service is due to end ([`Faults::serial_service_time`]).
     serial_end: Mutex<Option<Instant>>,
+    /// When each request was read, kept when the knobs make the mock serve slowly
+    /// ([`FaultState::read_log`]).
+    reads: Option<Mutex<ReadLog>>,
 }
 
 const ERROR_STREAM: u64 = 0x6572_726f_7273;
@@ -515,13 +529,14 @@ impl FaultState {
             bucket
         });
         FaultState {
-            faults,
             seed,
             started,
             bucket,
             error_draws: AtomicU64::new(0),
             jitter_draws: AtomicU64::new(0),
             serial_end: Mutex::new(None),
+            reads: faults.serves_slowly().then(Mutex::default),
+            faults,
         }
     }
 
@@ -536,6 +551,27 @@ impl FaultState {
         let end = start + service;
         *last = Some(end);
         Some(end)
+    }
+
+    /// Notes that a request was read at `at`, when the mock keeps its reads.
+    pub(crate) fn note_read(&self, at: Instant) {
+        if let Some(reads) = &self.reads {
+            reads.lock().unwrap_or_else(|poison| poison.into_inner()).push(at);
+        }
+    }
+
+    /// Notes that the request read at `read` is answered now, its delays over, when the mock
+    /// keeps its reads.
+    pub(crate) fn note_answered(&self, read: Instant) {
+        if let Some(reads) = &self.reads {
+            reads.lock().unwrap_or_else(|poison| poison.into_inner()).push_served(read, Instant::now());
+        }
+    }
+
+    /// When the mock read its last [`ReadLog::CAPACITY`] requests; `None` unless it serves
+    /// slowly ([`Faults::serves_slowly`]).
+    pub(crate) fn read_log(&self) -> Option<ReadLog> {
+        Some(self.reads.as_ref()?.lock().unwrap_or_else(|poison| poison.into_inner()).clone())
     }
 
     /// Takes a rate-limit token, if a limit is set.

@@ -145,7 +145,7 @@ async fn answer_stream(shared: Arc<Shared>, request: Request<RecvStream>, mut re
             send(&mut reply, StatusCode::TOO_MANY_REQUESTS, extra, out);
             return;
         }
-        Gate::Pass(delays) if !delays.is_none() => delays.wait().await,
+        Gate::Pass(delays) if !delays.is_none() => delays.wait(&shared.faults).await,
         Gate::Pass(_) => {}
     }
     out.clear();

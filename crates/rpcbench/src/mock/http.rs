@@ -193,7 +193,7 @@ async fn answer_post<S: AsyncWrite + Unpin>(
                 }
                 out.clear();
             }
-            delays.wait().await;
+            delays.wait(&shared.faults).await;
             date.refresh();
         }
         Gate::Pass(_) => {}

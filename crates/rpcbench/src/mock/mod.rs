@@ -34,6 +34,7 @@ mod limiter_log;
 mod mempool;
 mod mempool_rpc;
 pub(crate) mod prng;
+mod read_log;
 mod rest;
 mod rpc;
 mod server;
@@ -56,6 +57,7 @@ pub use geyser::{mock_account, mock_owner, GeyserMock, GeyserMockError, GeyserMo
 pub use geyser_sends::GeyserSends;
 pub use limiter_log::{LimiterDecision, LimiterLog};
 pub use mempool::TxPoolOptions;
+pub use read_log::ReadLog;
 pub use server::MockServer;
 pub use solana_tx::SolanaTxOptions;
 pub use ws_state::WsStats;

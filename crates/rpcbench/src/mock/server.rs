@@ -107,6 +107,13 @@ impl MockServer {
         self.shared.faults.limiter_log()
     }
 
+    /// When the mock read its last requests, on its own clock, when it serves slowly (a
+    /// latency, blocking latency or serial service time is set): the truth that tells a test
+    /// whether the mock was kept from reading during a step. `None` otherwise.
+    pub fn read_log(&self) -> Option<crate::mock::ReadLog> {
+        self.shared.faults.read_log()
+    }
+
     /// Stops accepting connections, lets requests in flight finish (for up to two seconds)
     /// and joins the server's threads.
     pub fn stop(self) {

@@ -553,8 +553,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     }
                     Gate::Pass(delays) if !delays.is_none() => {
                         let delayed_tx = delayed_tx.clone();
+                        let shared = Arc::clone(&shared);
                         tokio::spawn(async move {
-                            delays.wait().await;
+                            delays.wait(&shared.faults).await;
                             let _ = delayed_tx.send(body);
                         });
                         continue;
