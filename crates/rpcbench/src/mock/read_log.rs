@@ -44,6 +44,19 @@ impl ReadLog {
         inside.map(|(read, answered)| answered.saturating_duration_since(*read)).max().unwrap_or_default()
     }
 
+    /// The median time the mock held the requests it let through (kept ones), from when it
+    /// read each to when its delays ended: what its latency knobs really added, timer overshoot
+    /// included (`None` before any was answered).
+    pub fn median_hold(&self) -> Option<Duration> {
+        let mut holds: Vec<Duration> =
+            self.served.iter().map(|(read, answered)| answered.saturating_duration_since(*read)).collect();
+        if holds.is_empty() {
+            return None;
+        }
+        let middle = holds.len() / 2;
+        Some(*holds.select_nth_unstable(middle).1)
+    }
+
     /// The reads kept, oldest first.
     pub fn reads(&self) -> impl Iterator<Item = &Instant> {
         self.reads.iter()
@@ -85,6 +98,9 @@ mod tests {
         assert_eq!(log.longest_hold_between(at(0), at(100)), Duration::from_millis(12));
         assert_eq!(log.longest_hold_between(at(0), at(300)), Duration::from_millis(220));
         assert_eq!(log.longest_hold_between(at(300), at(400)), Duration::ZERO);
+        assert_eq!(ReadLog::default().median_hold(), None);
+        log.push_served(at(500), at(530));
+        assert_eq!(log.median_hold(), Some(Duration::from_millis(30)), "of 12, 30 and 220 ms");
         for i in 0..ReadLog::CAPACITY as u64 {
             log.push(at(1000 + i));
         }

@@ -434,12 +434,22 @@ fn an_adaptive_comparison_runs_whole_looks_and_its_widened_interval_still_holds_
     let p50 = verdicts.targets[0].verdicts.iter().find(|v| v.metric == "p50").unwrap();
     assert_eq!(p50.judgement, Judgement::Higher, "{}\n{table}", p50.text);
     assert_eq!(p50.rounds, methodology.rounds);
+    // The truth: the fast node's median with what the slow node held its requests longer, by
+    // each mock's own record. 1 ms more is asked, but a loaded machine's sleeps overshoot, the
+    // longer one more: once the slow median was 1.09 ms over the fast one's 1.157 ms, an
+    // interval of 1.946..1.959, and a truth taken as 1 ms more (1.865) fell outside it.
     let fast_p50 = runs[0].report.latency.percentile("p50") as f64;
-    let truth = (1000.0 + fast_p50) / fast_p50;
+    let held_us = |node: &MockServer| {
+        let log = node.read_log().expect("a mock with a latency keeps its reads");
+        log.median_hold().expect("requests were answered").as_secs_f64() * 1e6
+    };
+    let truth = (fast_p50 - held_us(&fast) + held_us(&slow)) / fast_p50;
     let (low, high) = (p50.ci_low.unwrap(), p50.ci_high.unwrap());
     assert!(
         low / (1.0 + DEFAULT_TIE) <= truth && truth <= high * (1.0 + DEFAULT_TIE),
-        "true ratio {truth:.3} against {}\n{table}",
+        "true ratio {truth:.3} (held: fast {:.0}us, slow {:.0}us) against {}\n{table}",
+        held_us(&fast),
+        held_us(&slow),
         p50.text
     );
 }
