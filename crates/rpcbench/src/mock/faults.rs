@@ -417,8 +417,6 @@ struct TokenBucket {
     log: Mutex<LimiterLog>,
     /// The decision (from 1) refused whatever the bucket holds ([`Faults::rate_limit_stray`]).
     stray: Option<u64>,
-    /// Decisions so far.
-    decisions: std::sync::atomic::AtomicU64,
 }
 
 impl TokenBucket {
@@ -430,7 +428,6 @@ impl TokenBucket {
             state: Mutex::new((burst, now)),
             log: Mutex::new(LimiterLog::new(rate, burst, now)),
             stray: None,
-            decisions: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -440,14 +437,13 @@ impl TokenBucket {
         let refill = now.saturating_duration_since(*last).as_secs_f64() * self.rate;
         *tokens = (*tokens + refill).min(self.burst);
         *last = now;
-        let decision = self.decisions.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let allowed = *tokens >= 1.0 && self.stray != Some(decision);
+        // Logged under the bucket's lock, so the log's order (and count) is the decisions'.
+        let mut log = self.log.lock().unwrap_or_else(|poison| poison.into_inner());
+        let allowed = *tokens >= 1.0 && self.stray != Some(log.total() + 1);
         if allowed {
             *tokens -= 1.0;
         }
-        // Logged under the bucket's lock, so the log's order is the decisions' order.
-        let decision = LimiterDecision { at: now, allowed, tokens: *tokens };
-        self.log.lock().unwrap_or_else(|poison| poison.into_inner()).push(decision);
+        log.push(LimiterDecision { at: now, allowed, tokens: *tokens });
         if allowed {
             Admission::Allowed
         } else {

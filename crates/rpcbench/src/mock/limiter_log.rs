@@ -46,6 +46,11 @@ impl LimiterLog {
         self.decisions.push_back(decision);
     }
 
+    /// Decisions made so far, the dropped ones included.
+    pub(crate) fn total(&self) -> u64 {
+        self.decisions.len() as u64 + self.dropped
+    }
+
     /// The configured rate, tokens per second.
     pub fn rate(&self) -> f64 {
         self.rate
