@@ -215,14 +215,14 @@ pub fn run(args: K8sJobArgs, parse: ParseRunWords) -> ExitCode {
              and name it: k8s-job --env-secret rpc ... -- run '$RPC_URL' ..."
         ));
     }
-    if !references && args.run.iter().any(|word| !rpcbench::k8s::references(word).is_empty()) {
-        // Shown as typed: without an env Secret the pods would read '$NAME' literally.
-        let word = args.run.iter().find(|word| !rpcbench::k8s::references(word).is_empty());
+    // Without an env Secret the pods would read '$NAME' literally.
+    let referring = args.run.iter().find(|word| !rpcbench::k8s::references(word).is_empty());
+    if let (false, Some(word)) = (references, referring) {
         return output::usage_error(ConfigError::new(
             "--env-secret",
             format!(
                 "the run names '{}' from the environment: give the Secret that holds it",
-                rpcbench::redact_text(word.map(String::as_str).unwrap_or_default())
+                rpcbench::redact_text(word)
             ),
         ));
     }

@@ -59,7 +59,7 @@ const AUTH_SCHEMES: [&str; 6] = ["basic", "bearer", "digest", "token", "apikey",
 
 /// Whether a word opens an Authorization value as its scheme (`Bearer`), case-insensitively.
 pub(crate) fn is_auth_scheme(word: &str) -> bool {
-    AUTH_SCHEMES.contains(&word.to_ascii_lowercase().as_str())
+    AUTH_SCHEMES.iter().any(|scheme| word.eq_ignore_ascii_case(scheme))
 }
 
 /// Secrets shorter than this are not scrubbed out of server text: a query value such as `1`
@@ -381,9 +381,7 @@ impl Secrets {
             .filter(|w| !w.is_empty())
             .collect();
         for (index, word) in words.iter().enumerate() {
-            let scheme =
-                index == 0 && words.len() > 1 && AUTH_SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s));
-            if scheme {
+            if index == 0 && words.len() > 1 && is_auth_scheme(word) {
                 continue;
             }
             self.add(word);
