@@ -22,7 +22,8 @@ printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "a
   '{"jsonrpc":"2.0","id":1,"method":"getSlot"}' >"$WORK/post.lua"
 mkdir -p "$WORK/nginx"
 # master_process off: the one process measured is the worker that answers.
-sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$PORT|g" -e 's|^daemon off;|daemon off;\nmaster_process off;|' \
+sed -e "s|@DIR@|$WORK/nginx|g" -e "s|@PORT@|$PORT|g" -e "s|@H2PORT@|$((PORT + 1))|g" \
+  -e 's|^daemon off;|daemon off;\nmaster_process off;|' \
   bench/nginx.conf >"$WORK/nginx/nginx.conf"
 
 server() {  # target -> command words
